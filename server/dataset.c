@@ -1,0 +1,461 @@
+/* dataset.c — opening and validating a native dataset directory.
+ *
+ * Design: the manifest (jansson) says which file plays which role; each file
+ * is mmap'ed read-only and its .npy header checked against that role. Data
+ * checks (indptr monotone, ids in range) scan the mappings in parallel and
+ * report the *first* bad offset, so the message is the same whatever the
+ * thread count. Nothing is copied: the pointers handed out point into the
+ * page cache, and N trainers later share those same pages. */
+#include "dataset.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "fs_parallel.h"
+#include "npy.h"
+
+struct fs_mapping {
+    char file[128];
+    void *addr;
+    size_t len;
+};
+
+typedef struct {
+    fs_dataset_t *ds;
+    const char *dir;
+    json_t *files;            /* manifest "files" (checksums), may be NULL */
+    unsigned flags;
+    int threads;
+    fs_error_t *err;
+} open_ctx_t;
+
+/* ---- mapping one .npy file ---------------------------------------------- */
+
+static int safe_file_name(const char *f)
+{
+    return f[0] != '\0' && f[0] != '.' && strchr(f, '/') == NULL && strlen(f) < 128;
+}
+
+static fs_status_t verify_checksum(open_ctx_t *c, const char *file, const void *addr, size_t len)
+{
+    json_t *entry = c->files ? json_object_get(c->files, file) : NULL;
+    if (!entry) return FS_OK;
+    json_int_t bytes = json_integer_value(json_object_get(entry, "bytes"));
+    if ((size_t)bytes != len)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s: file is %zu bytes but the manifest records %lld "
+                        "(truncated or replaced)", file, len, (long long)bytes);
+    if (!(c->flags & FS_OPEN_VERIFY)) return FS_OK;
+    const char *want = json_string_value(json_object_get(entry, "xxh3"));
+    char got[17];
+    snprintf(got, sizeof got, "%016llx", (unsigned long long)XXH3_64bits(addr, len));
+    if (!want || strcmp(want, got) != 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s: checksum mismatch (manifest %s, file %s): the file "
+                        "is corrupt or was modified", file, want ? want : "(none)", got);
+    return FS_OK;
+}
+
+/* Maps dir/file and parses its header; *data points at the array. */
+static fs_status_t map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data)
+{
+    fs_dataset_t *ds = c->ds;
+    if (!safe_file_name(file))
+        return fs_error(c->err, FS_ERR_FORMAT, "%s: file names in the manifest must be plain names "
+                        "inside the dataset directory, got '%s'", FS_MANIFEST, file);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", c->dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fs_error(c->err, errno == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "%s: cannot open: %s",
+                        path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return fs_error(c->err, FS_ERR_IO, "%s: not a regular file", path);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return fs_error(c->err, FS_ERR_FORMAT, "%s: empty file", path);
+    }
+    size_t len = (size_t)st.st_size;
+    void *addr = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (addr == MAP_FAILED) return fs_error(c->err, FS_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+
+    fs_mapping_t *m = &ds->maps[ds->num_maps++];
+    snprintf(m->file, sizeof m->file, "%s", file);
+    m->addr = addr;
+    m->len = len;
+
+    fs_status_t s = verify_checksum(c, file, addr, len);
+    if (s != FS_OK) return s;
+    s = fs_npy_parse(addr, len, path, h, c->err);
+    if (s != FS_OK) return s;
+    if (h->header_len + h->data_len != len)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s: header promises %zu data bytes but the file holds %zu "
+                        "(%s)", path, h->data_len, len - h->header_len,
+                        h->header_len + h->data_len > len ? "truncated" : "trailing bytes");
+    if (h->header_len % 16 != 0)
+        return fs_error(c->err, FS_ERR_UNSUPPORTED, "%s: data offset %zu is not 16-byte aligned", path,
+                        h->header_len);
+    *data = (const char *)addr + h->header_len;
+    return FS_OK;
+}
+
+static fs_status_t expect_shape(open_ctx_t *c, const char *file, const fs_npy_header_t *h, int ndim,
+                                int64_t rows, const char *role)
+{
+    if (h->ndim != ndim)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s must be %d-dimensional, file has %d dimension(s)",
+                        c->dir, file, role, ndim, h->ndim);
+    if (rows >= 0 && h->shape[0] != rows)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s must have %lld rows, file has %lld", c->dir, file,
+                        role, (long long)rows, (long long)h->shape[0]);
+    return FS_OK;
+}
+
+static fs_status_t expect_dtype(open_ctx_t *c, const char *file, const fs_npy_header_t *h, fs_dtype_t a,
+                                fs_dtype_t b, const char *role)
+{
+    if (h->dtype == a || h->dtype == b) return FS_OK;
+    return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s must be %s%s%s, file has dtype %s", c->dir, file, role,
+                    fs_dtype_name(a), b != a ? " or " : "", b != a ? fs_dtype_name(b) : "",
+                    fs_dtype_name(h->dtype));
+}
+
+/* ---- parallel scans that find the first bad offset ----------------------- */
+
+typedef struct {
+    const void *data;
+    fs_dtype_t dt;
+    int64_t lo, hi;               /* valid range [lo, hi) */
+    int monotone;                 /* check a[i] <= a[i+1] instead */
+    _Atomic int64_t first_bad;
+} scan_t;
+
+static void scan_range(void *p, int64_t b, int64_t e, int w)
+{
+    (void)w;
+    scan_t *s = p;
+    for (int64_t i = b; i < e; i++) {
+        if (i >= atomic_load_explicit(&s->first_bad, memory_order_relaxed)) return;
+        int bad;
+        if (s->monotone) {
+            const int64_t *a = s->data;
+            bad = a[i] > a[i + 1];
+        } else {
+            int64_t v = s->dt == FS_DTYPE_I32 ? ((const int32_t *)s->data)[i] : ((const int64_t *)s->data)[i];
+            bad = v < s->lo || v >= s->hi;
+        }
+        if (bad) {
+            int64_t cur = atomic_load(&s->first_bad);
+            while (i < cur && !atomic_compare_exchange_weak(&s->first_bad, &cur, i)) {}
+            return;
+        }
+    }
+}
+
+/* Returns the first index in [0,n) whose value is outside [lo,hi), or -1. */
+static int64_t first_out_of_range(const void *data, fs_dtype_t dt, int64_t n, int64_t lo, int64_t hi,
+                                  int threads)
+{
+    scan_t s = {.data = data, .dt = dt, .lo = lo, .hi = hi};
+    atomic_init(&s.first_bad, INT64_MAX);
+    fs_parallel_for(threads, n, scan_range, &s);
+    int64_t r = atomic_load(&s.first_bad);
+    return r == INT64_MAX ? -1 : r;
+}
+
+static int64_t first_decrease(const int64_t *a, int64_t n, int threads)
+{
+    scan_t s = {.data = a, .monotone = 1};
+    atomic_init(&s.first_bad, INT64_MAX);
+    fs_parallel_for(threads, n - 1, scan_range, &s);
+    int64_t r = atomic_load(&s.first_bad);
+    return r == INT64_MAX ? -1 : r;
+}
+
+static int64_t value_at(const void *data, fs_dtype_t dt, int64_t i)
+{
+    return dt == FS_DTYPE_I32 ? ((const int32_t *)data)[i] : ((const int64_t *)data)[i];
+}
+
+static fs_status_t check_ids(open_ctx_t *c, const char *file, const void *data, fs_dtype_t dt, int64_t n,
+                             int64_t lo, int64_t hi, const char *what)
+{
+    int64_t bad = first_out_of_range(data, dt, n, lo, hi, c->threads);
+    if (bad < 0) return FS_OK;
+    return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s at offset %lld is %lld, outside [%lld, %lld)", c->dir,
+                    file, what, (long long)bad, (long long)value_at(data, dt, bad), (long long)lo,
+                    (long long)hi);
+}
+
+/* ---- roles --------------------------------------------------------------- */
+
+static const char *json_str(json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+static fs_status_t need_file(open_ctx_t *c, json_t *o, const char *key, const char **file)
+{
+    *file = json_str(o, key);
+    if (!*file) return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: missing string \"%s\"", c->dir, FS_MANIFEST, key);
+    return FS_OK;
+}
+
+static fs_status_t open_topology(open_ctx_t *c, json_t *topo)
+{
+    fs_dataset_t *ds = c->ds;
+    fs_npy_header_t h;
+    const char *f;
+    const void *d;
+    fs_status_t s;
+    if (!json_is_object(topo))
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: missing object \"topology\"", c->dir, FS_MANIFEST);
+
+    if ((s = need_file(c, topo, "indptr", &f)) || (s = map_npy(c, f, &h, &d)) ||
+        (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "indptr")) ||
+        (s = expect_shape(c, f, &h, 1, ds->num_nodes + 1, "indptr")))
+        return s;
+    ds->indptr = d;
+    if (ds->indptr[0] != 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr[0] is %lld, must be 0", c->dir, f,
+                        (long long)ds->indptr[0]);
+    int64_t bad = first_decrease(ds->indptr, ds->num_nodes + 1, c->threads);
+    if (bad >= 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr is not monotone at offset %lld (%lld > %lld)",
+                        c->dir, f, (long long)bad, (long long)ds->indptr[bad], (long long)ds->indptr[bad + 1]);
+    if (ds->indptr[ds->num_nodes] != ds->num_edges)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr ends at %lld but num_edges is %lld", c->dir, f,
+                        (long long)ds->indptr[ds->num_nodes], (long long)ds->num_edges);
+
+    if ((s = need_file(c, topo, "indices", &f)) || (s = map_npy(c, f, &h, &d)) ||
+        (s = expect_dtype(c, f, &h, FS_DTYPE_I32, FS_DTYPE_I64, "indices")) ||
+        (s = expect_shape(c, f, &h, 1, ds->num_edges, "indices")))
+        return s;
+    ds->indices = d;
+    ds->index_dtype = h.dtype;
+    if ((s = check_ids(c, f, d, h.dtype, ds->num_edges, 0, ds->num_nodes, "neighbour id")))
+        return s;
+
+    if ((f = json_str(topo, "edge_weights"))) {
+        if ((s = map_npy(c, f, &h, &d)) ||
+            (s = expect_dtype(c, f, &h, FS_DTYPE_F32, FS_DTYPE_F32, "edge_weights")) ||
+            (s = expect_shape(c, f, &h, 1, ds->num_edges, "edge_weights")))
+            return s;
+        ds->edge_weights = d;
+    }
+    return FS_OK;
+}
+
+static fs_status_t open_tables(open_ctx_t *c, json_t *feats)
+{
+    fs_dataset_t *ds = c->ds;
+    if (!feats) return FS_OK;
+    if (!json_is_object(feats))
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"features\" must be an object", c->dir, FS_MANIFEST);
+    ds->tables = calloc(json_object_size(feats) + 1, sizeof *ds->tables);
+    if (!ds->tables) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    const char *name;
+    json_t *t;
+    json_object_foreach(feats, name, t) {
+        fs_table_t *tab = &ds->tables[ds->num_tables];
+        fs_npy_header_t h;
+        const char *f;
+        const void *d;
+        fs_status_t s;
+        if (strlen(name) >= sizeof tab->name || !json_is_object(t))
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: bad feature table entry '%s'", c->dir, FS_MANIFEST, name);
+        if ((s = need_file(c, t, "file", &f)) || (s = map_npy(c, f, &h, &d)) ||
+            (s = expect_shape(c, f, &h, 2, ds->num_nodes, "a feature table")))
+            return s;
+        const char *dts = json_str(t, "dtype");
+        fs_dtype_t dt = dts ? fs_dtype_from_name(dts) : h.dtype;
+        /* bfloat16 is stored as raw uint16 bits because numpy has no bf16. */
+        int ok = (dt == FS_DTYPE_F32 || dt == FS_DTYPE_F16) ? h.dtype == dt
+                 : dt == FS_DTYPE_BF16                      ? h.dtype == FS_DTYPE_U16
+                                                            : 0;
+        if (!ok)
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: feature table '%s' must be float32, float16 or "
+                            "bfloat16 (as <u2) matching the manifest; manifest says %s, file has %s",
+                            c->dir, f, name, dts ? dts : "(nothing)", fs_dtype_name(h.dtype));
+        snprintf(tab->name, sizeof tab->name, "%s", name);
+        snprintf(tab->file, sizeof tab->file, "%s", f);
+        tab->dtype = dt;
+        tab->rows = h.shape[0];
+        tab->dim = h.shape[1];
+        tab->row_bytes = (size_t)tab->dim * fs_dtype_size(dt);
+        tab->data = d;
+        ds->num_tables++;
+    }
+    return FS_OK;
+}
+
+static fs_status_t open_labels(open_ctx_t *c, json_t *lab)
+{
+    fs_dataset_t *ds = c->ds;
+    if (!lab) return FS_OK;
+    fs_npy_header_t h;
+    const char *f;
+    const void *d;
+    fs_status_t s;
+    if ((s = need_file(c, lab, "file", &f)) || (s = map_npy(c, f, &h, &d)) ||
+        (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "labels")) ||
+        (s = expect_shape(c, f, &h, 1, ds->num_nodes, "labels")))
+        return s;
+    json_t *nc = json_object_get(lab, "num_classes");
+    if (!json_is_integer(nc) || json_integer_value(nc) < 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: labels.num_classes must be a non-negative integer",
+                        c->dir, FS_MANIFEST);
+    ds->num_classes = json_integer_value(nc);
+    ds->labels = d;
+    return check_ids(c, f, d, FS_DTYPE_I64, ds->num_nodes, -1, ds->num_classes, "label");
+}
+
+static fs_status_t open_splits(open_ctx_t *c, json_t *splits)
+{
+    fs_dataset_t *ds = c->ds;
+    if (!splits) return FS_OK;
+    if (!json_is_object(splits))
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"splits\" must be an object", c->dir, FS_MANIFEST);
+    ds->splits = calloc(json_object_size(splits) + 1, sizeof *ds->splits);
+    if (!ds->splits) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    const char *name;
+    json_t *v;
+    json_object_foreach(splits, name, v) {
+        fs_idset_t *set = &ds->splits[ds->num_splits];
+        const char *f = json_string_value(v);
+        fs_npy_header_t h;
+        const void *d;
+        fs_status_t s;
+        if (!f || strlen(name) >= sizeof set->name)
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: split '%s' must name a file", c->dir, FS_MANIFEST, name);
+        if ((s = map_npy(c, f, &h, &d)) || (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "a split")) ||
+            (s = expect_shape(c, f, &h, 1, -1, "a split")) ||
+            (s = check_ids(c, f, d, FS_DTYPE_I64, h.shape[0], 0, ds->num_nodes, "node id")))
+            return s;
+        snprintf(set->name, sizeof set->name, "%s", name);
+        snprintf(set->file, sizeof set->file, "%s", f);
+        set->count = h.shape[0];
+        set->ids = d;
+        ds->num_splits++;
+    }
+    return FS_OK;
+}
+
+static fs_status_t open_node_ids(open_ctx_t *c, const char *f)
+{
+    if (!f) return FS_OK;
+    fs_npy_header_t h;
+    const void *d;
+    fs_status_t s;
+    if ((s = map_npy(c, f, &h, &d)) || (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "node_ids")) ||
+        (s = expect_shape(c, f, &h, 1, c->ds->num_nodes, "node_ids")))
+        return s;
+    c->ds->node_ids = d;
+    return FS_OK;
+}
+
+static fs_status_t read_header_fields(open_ctx_t *c, json_t *m)
+{
+    fs_dataset_t *ds = c->ds;
+    const char *fmt = json_str(m, "format");
+    if (!fmt || strcmp(fmt, FS_DATASET_FORMAT) != 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"format\" must be \"%s\"", c->dir, FS_MANIFEST,
+                        FS_DATASET_FORMAT);
+    json_int_t ver = json_integer_value(json_object_get(m, "version"));
+    if (ver != FS_DATASET_VERSION)
+        return fs_error(c->err, FS_ERR_UNSUPPORTED, "%s/%s: format version %lld is not supported (this build "
+                        "reads version %d)", c->dir, FS_MANIFEST, (long long)ver, FS_DATASET_VERSION);
+    json_t *n = json_object_get(m, "num_nodes"), *e = json_object_get(m, "num_edges");
+    if (!json_is_integer(n) || !json_is_integer(e) || json_integer_value(n) < 0 || json_integer_value(e) < 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: num_nodes and num_edges must be non-negative integers",
+                        c->dir, FS_MANIFEST);
+    ds->num_nodes = json_integer_value(n);
+    ds->num_edges = json_integer_value(e);
+    ds->symmetric = json_is_true(json_object_get(m, "symmetric"));
+    const char *name = json_str(m, "name");
+    snprintf(ds->name, sizeof ds->name, "%s", name ? name : "");
+    return FS_OK;
+}
+
+fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
+                            fs_error_t *err)
+{
+    *out = NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, FS_MANIFEST);
+    json_error_t jerr;
+    json_t *m = json_load_file(path, 0, &jerr);
+    if (!m) {
+        if (access(path, F_OK) != 0)
+            return fs_error(err, FS_ERR_NOT_FOUND, "%s: no such file (is '%s' a featstore dataset?)", path, dir);
+        return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", path, jerr.line, jerr.text);
+    }
+    fs_dataset_t *ds = calloc(1, sizeof *ds);
+    size_t max_maps = 8 + json_object_size(json_object_get(m, "features")) +
+                      json_object_size(json_object_get(m, "splits"));
+    if (ds) ds->maps = calloc(max_maps, sizeof *ds->maps);
+    if (ds) ds->dir = strdup(dir);
+    if (!ds || !ds->maps || !ds->dir) {
+        json_decref(m);
+        fs_dataset_close(ds);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
+    }
+    open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .flags = flags,
+                    .threads = threads, .err = err};
+    fs_status_t s = read_header_fields(&c, m);
+    if (!s) s = open_topology(&c, json_object_get(m, "topology"));
+    if (!s) s = open_tables(&c, json_object_get(m, "features"));
+    if (!s) s = open_labels(&c, json_object_get(m, "labels"));
+    if (!s) s = open_splits(&c, json_object_get(m, "splits"));
+    if (!s) s = open_node_ids(&c, json_str(m, "node_ids"));
+    ds->checksums_verified = (flags & FS_OPEN_VERIFY) && c.files != NULL;
+    json_decref(m);
+    if (s != FS_OK) {
+        fs_dataset_close(ds);
+        return s;
+    }
+    *out = ds;
+    return FS_OK;
+}
+
+void fs_dataset_close(fs_dataset_t *ds)
+{
+    if (!ds) return;
+    for (int i = 0; i < ds->num_maps; i++) munmap(ds->maps[i].addr, ds->maps[i].len);
+    free(ds->maps);
+    free(ds->tables);
+    free(ds->splits);
+    free(ds->dir);
+    free(ds);
+}
+
+const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name)
+{
+    for (int i = 0; i < ds->num_tables; i++)
+        if (strcmp(ds->tables[i].name, name) == 0) return &ds->tables[i];
+    return NULL;
+}
+
+const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name)
+{
+    for (int i = 0; i < ds->num_splits; i++)
+        if (strcmp(ds->splits[i].name, name) == 0) return &ds->splits[i];
+    return NULL;
+}
+
+size_t fs_dataset_bytes(const fs_dataset_t *ds)
+{
+    size_t total = 0;
+    for (int i = 0; i < ds->num_maps; i++) total += ds->maps[i].len;
+    return total;
+}

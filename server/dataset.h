@@ -1,0 +1,94 @@
+/* dataset.h — featstore's native on-disk dataset: a directory with a
+ * manifest.json and one numpy .npy file per array.
+ *
+ *   manifest.json      format, version, name, num_nodes, num_edges, and which
+ *                      file plays which role (see README "Dataset format")
+ *   indptr.npy         int64 [N+1]      CSR row offsets, row v = v's neighbours
+ *   indices.npy        int32|int64 [E]  neighbour ids, each < N
+ *   edge_weights.npy   float32 [E]      optional
+ *   table_<name>.npy   [N, F] float32 | float16 | bfloat16 (stored as <u2)
+ *   labels.npy         int64 [N]        -1 = unlabelled; optional
+ *   split_<name>.npy   int64 [k]        node id sets (train / valid / test)
+ *   node_ids.npy       int64 [N]        original ids when an import compacted them
+ *
+ * Opening maps every file read-only (no parse, no copy) and validates it:
+ * header, shape, dtype, file size, indptr monotone, every id in range. With
+ * FS_OPEN_VERIFY it also checks each file's xxh3 checksum from the manifest.
+ * Every failure names the file and, for data errors, the first bad offset.
+ *
+ * Ownership: the dataset owns its mappings; every pointer below stays valid
+ * until fs_dataset_close(). Thread-safety: an open dataset is immutable and
+ * may be read from any number of threads. */
+#ifndef FS_DATASET_H
+#define FS_DATASET_H
+
+#include <stdio.h>
+
+#include "fs_types.h"
+
+#define FS_DATASET_FORMAT "featstore-dataset"
+#define FS_DATASET_VERSION 1
+#define FS_MANIFEST "manifest.json"
+
+typedef struct {
+    char name[64];
+    char file[128];
+    fs_dtype_t dtype;        /* F32, F16 or BF16 */
+    int64_t rows, dim;
+    size_t row_bytes;
+    const void *data;        /* rows * row_bytes, row-major */
+} fs_table_t;
+
+typedef struct {
+    char name[64];
+    char file[128];
+    int64_t count;
+    const int64_t *ids;
+} fs_idset_t;
+
+typedef struct fs_mapping fs_mapping_t;
+
+typedef struct {
+    char *dir;
+    char name[128];
+    int64_t num_nodes, num_edges;
+    int symmetric;                 /* the importer made every edge two-way */
+    const int64_t *indptr;         /* [N+1] */
+    const void *indices;           /* [E], index_dtype */
+    fs_dtype_t index_dtype;        /* I32 or I64 */
+    const float *edge_weights;     /* [E] or NULL */
+    const int64_t *labels;         /* [N] or NULL */
+    int64_t num_classes;
+    const int64_t *node_ids;       /* [N] or NULL */
+    int num_tables;
+    fs_table_t *tables;
+    int num_splits;
+    fs_idset_t *splits;
+    int checksums_verified;        /* 1 if FS_OPEN_VERIFY checked every file */
+    /* private */
+    int num_maps;
+    fs_mapping_t *maps;
+} fs_dataset_t;
+
+enum {
+    FS_OPEN_VERIFY = 1 << 0,       /* also verify the manifest's checksums */
+};
+
+fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
+                            fs_error_t *err);
+void fs_dataset_close(fs_dataset_t *ds);
+
+const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name);
+const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name);
+
+/* Neighbour j of the CSR, whatever the index width. */
+static inline int64_t fs_dataset_neighbor(const fs_dataset_t *ds, int64_t pos)
+{
+    return ds->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)ds->indices)[pos]
+                                           : ((const int64_t *)ds->indices)[pos];
+}
+
+/* Bytes of all mapped files together. */
+size_t fs_dataset_bytes(const fs_dataset_t *ds);
+
+#endif

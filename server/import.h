@@ -1,0 +1,52 @@
+/* import.h — converting users' graphs into the native dataset format.
+ *
+ * Each importer streams its input (memory bounded by O(N), never O(E) or the
+ * feature bytes), writes through fs_writer (so output appears atomically),
+ * and reports bad input as FS_ERR_FORMAT with the file and line or offset.
+ *
+ *   edgelist  SNAP-style text: "src dst [weight]" per line, '#'/'%' comments,
+ *             tab/space/comma separated, optionally gzip-compressed.
+ *   npz       scipy-sparse .npz (gnn-benchmark layout: adj_* CSR adjacency,
+ *             attr_* CSR or attr_matrix dense features, labels).
+ *   ogb       an OGB node-property dataset directory (raw/NAME.csv[.gz] and
+ *             split/<name>/{train,valid,test}.csv[.gz]). */
+#ifndef FS_IMPORT_H
+#define FS_IMPORT_H
+
+#include "csr_build.h"
+#include "writer.h"
+
+typedef struct {
+    const char *out_dir;
+    const char *name;        /* dataset name; default: from the input path */
+    int force;               /* replace an existing dataset at out_dir */
+    int threads;
+    fs_edge_opts_t edges;
+    int weighted;            /* edgelist: column 3 is the weight; npz: adj_data */
+    int split_pct[3];        /* train/valid/test % when the input has no split */
+    uint64_t seed;           /* for the random split */
+    const char *split_name;  /* ogb: which split/<name> to use */
+} fs_import_opts_t;
+
+fs_status_t fs_import_edgelist(const char *path, const fs_import_opts_t *o, fs_error_t *err);
+fs_status_t fs_import_npz(const char *path, const fs_import_opts_t *o, fs_error_t *err);
+fs_status_t fs_import_ogb(const char *dir, const fs_import_opts_t *o, fs_error_t *err);
+
+/* Shared by the importers and the generator. */
+
+/* Writes split_train/valid/test: a seeded random partition of the labelled
+ * nodes (all nodes if labels is NULL) by pct[]. No-op if pct sums to 0. */
+fs_status_t fs_write_random_splits(fs_writer_t *w, int64_t n, const int64_t *labels, const int pct[3],
+                                   uint64_t seed, fs_error_t *err);
+
+/* max(label) + 1 over labels >= 0; 0 when none are labelled. */
+int64_t fs_count_classes(const int64_t *labels, int64_t n);
+
+/* A JSON object text recording provenance for the manifest's "source". */
+void fs_import_source_json(char *buf, size_t len, const char *importer, const char *input,
+                           const fs_import_opts_t *o);
+
+/* "dir/file.npz" -> "file" (for default dataset names). */
+void fs_basename_noext(const char *path, char *out, size_t len);
+
+#endif

@@ -1,0 +1,85 @@
+/* import_common.c — pieces every importer (and the generator) shares:
+ * random splits, class counting and provenance. */
+#include "import.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_rng.h"
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+fs_status_t fs_write_random_splits(fs_writer_t *w, int64_t n, const int64_t *labels, const int pct[3],
+                                   uint64_t seed, fs_error_t *err)
+{
+    int total = pct[0] + pct[1] + pct[2];
+    if (total == 0) return FS_OK;
+    if (pct[0] < 0 || pct[1] < 0 || pct[2] < 0 || total > 100)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "split percentages must be >= 0 and sum to <= 100");
+    int64_t *pool = malloc((size_t)(n > 0 ? n : 1) * sizeof *pool), k = 0;
+    if (!pool) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (int64_t v = 0; v < n; v++)
+        if (!labels || labels[v] >= 0) pool[k++] = v;
+    fs_rng_t rng = fs_rng_make(seed, 0x5711u);
+    for (int64_t i = k - 1; i > 0; i--) { /* Fisher-Yates */
+        int64_t j = (int64_t)fs_rng_below(&rng, (uint64_t)i + 1), t = pool[i];
+        pool[i] = pool[j];
+        pool[j] = t;
+    }
+    int64_t cnt[3] = {k * pct[0] / 100, k * pct[1] / 100, 0};
+    cnt[2] = total == 100 ? k - cnt[0] - cnt[1] : k * pct[2] / 100;
+    static const char *const names[3] = {"train", "valid", "test"};
+    fs_status_t s = FS_OK;
+    int64_t off = 0;
+    for (int i = 0; i < 3 && s == FS_OK; i++) {
+        int64_t *ids, shape[1] = {cnt[i]};
+        s = fs_writer_array(w, FS_ROLE_SPLIT, names[i], FS_DTYPE_I64, 1, shape, (void **)&ids, err);
+        if (s != FS_OK) break;
+        memcpy(ids, pool + off, (size_t)cnt[i] * sizeof *ids);
+        qsort(ids, (size_t)cnt[i], sizeof *ids, cmp_i64);
+        off += cnt[i];
+    }
+    free(pool);
+    return s;
+}
+
+int64_t fs_count_classes(const int64_t *labels, int64_t n)
+{
+    int64_t m = -1;
+    for (int64_t v = 0; v < n; v++)
+        if (labels[v] > m) m = labels[v];
+    return m + 1;
+}
+
+void fs_import_source_json(char *buf, size_t len, const char *importer, const char *input,
+                           const fs_import_opts_t *o)
+{
+    json_t *j = json_pack("{s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b}", "importer", importer, "input", input,
+                          "symmetrize", o->edges.symmetrize, "drop_self_loops", o->edges.drop_self_loops,
+                          "dedup", o->edges.dedup, "reverse", o->edges.reverse, "compact_ids",
+                          o->edges.compact_ids, "weighted", o->weighted);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    snprintf(buf, len, "%s", s ? s : "{}");
+    free(s);
+    json_decref(j);
+}
+
+void fs_basename_noext(const char *path, char *out, size_t len)
+{
+    size_t plen = strlen(path);
+    while (plen > 1 && path[plen - 1] == '/') plen--;
+    const char *b = path + plen;
+    while (b > path && b[-1] != '/') b--;
+    size_t n = (size_t)(path + plen - b);
+    const char *dot = memchr(b, '.', n);
+    if (dot && dot > b) n = (size_t)(dot - b);
+    if (n >= len) n = len - 1;
+    memcpy(out, b, n);
+    out[n] = '\0';
+}

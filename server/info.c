@@ -1,0 +1,103 @@
+/* info.c — dataset facts for `featstore info`. Percentiles come from a
+ * degree histogram when the maximum degree is moderate (O(N + max)), else a
+ * sort, so they are exact either way. */
+#include "info.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+fs_status_t fs_degree_stats(const fs_dataset_t *ds, fs_degree_stats_t *out, fs_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    int64_t n = ds->num_nodes;
+    if (n == 0) return FS_OK;
+    const int64_t *p = ds->indptr;
+    int64_t max = 0, min = INT64_MAX;
+    for (int64_t v = 0; v < n; v++) {
+        int64_t d = p[v + 1] - p[v];
+        if (d > max) max = d;
+        if (d < min) min = d;
+        out->isolated += d == 0;
+    }
+    int64_t rank_med = (n - 1) / 2, rank_p99 = (int64_t)(0.99 * (double)(n - 1));
+    if (max <= (1 << 26)) {
+        int64_t *hist = calloc((size_t)max + 1, sizeof *hist);
+        if (!hist) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+        for (int64_t v = 0; v < n; v++) hist[p[v + 1] - p[v]]++;
+        int64_t seen = 0;
+        out->median = out->p99 = -1;
+        for (int64_t d = 0; d <= max; d++) {
+            seen += hist[d];
+            if (out->median < 0 && seen > rank_med) out->median = d;
+            if (out->p99 < 0 && seen > rank_p99) out->p99 = d;
+        }
+        free(hist);
+    } else {
+        int64_t *deg = malloc((size_t)n * sizeof *deg);
+        if (!deg) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+        for (int64_t v = 0; v < n; v++) deg[v] = p[v + 1] - p[v];
+        qsort(deg, (size_t)n, sizeof *deg, cmp_i64);
+        out->median = deg[rank_med];
+        out->p99 = deg[rank_p99];
+        free(deg);
+    }
+    out->min = min;
+    out->max = max;
+    out->mean = (double)ds->num_edges / (double)n;
+    return FS_OK;
+}
+
+static void bytes_str(double b, char *buf, size_t n)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) b /= 1024, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *deg)
+{
+    char b[32];
+    fprintf(out, "dataset   %s\n", ds->dir);
+    fprintf(out, "name      %s\n", ds->name[0] ? ds->name : "(unnamed)");
+    fprintf(out, "nodes     %lld\n", (long long)ds->num_nodes);
+    fprintf(out, "edges     %lld  (%s, %s indices%s)\n", (long long)ds->num_edges,
+            ds->symmetric ? "symmetric" : "directed as stored", fs_dtype_name(ds->index_dtype),
+            ds->edge_weights ? ", weighted" : "");
+    fprintf(out, "degree    min %lld / median %lld / p99 %lld / max %lld  (mean %.2f, isolated %lld)\n",
+            (long long)deg->min, (long long)deg->median, (long long)deg->p99, (long long)deg->max, deg->mean,
+            (long long)deg->isolated);
+    bytes_str((double)(ds->num_nodes + 1) * 8 + (double)ds->num_edges * (double)fs_dtype_size(ds->index_dtype), b, sizeof b);
+    fprintf(out, "topology  %s\n", b);
+    if (ds->num_tables == 0) fprintf(out, "tables    (none)\n");
+    for (int i = 0; i < ds->num_tables; i++) {
+        const fs_table_t *t = &ds->tables[i];
+        bytes_str((double)t->rows * (double)t->row_bytes, b, sizeof b);
+        fprintf(out, "%s %-12s %-8s [%lld x %lld]  %s  (%s)\n", i ? "         " : "tables   ", t->name,
+                fs_dtype_name(t->dtype), (long long)t->rows, (long long)t->dim, b, t->file);
+    }
+    if (ds->labels) {
+        int64_t labelled = 0;
+        for (int64_t v = 0; v < ds->num_nodes; v++) labelled += ds->labels[v] >= 0;
+        fprintf(out, "labels    %lld classes, %lld of %lld nodes labelled\n", (long long)ds->num_classes,
+                (long long)labelled, (long long)ds->num_nodes);
+    } else {
+        fprintf(out, "labels    (none)\n");
+    }
+    fprintf(out, "splits   ");
+    if (ds->num_splits == 0) fprintf(out, " (none)");
+    for (int i = 0; i < ds->num_splits; i++)
+        fprintf(out, " %s %lld%s", ds->splits[i].name, (long long)ds->splits[i].count, i + 1 < ds->num_splits ? "," : "");
+    fprintf(out, "\n");
+    if (ds->node_ids) fprintf(out, "node ids  original ids kept in node_ids.npy (ids were compacted)\n");
+    bytes_str((double)fs_dataset_bytes(ds), b, sizeof b);
+    fprintf(out, "on disk   %s in %d files\n", b, ds->num_maps);
+    fprintf(out, "valid     yes: headers, shapes, dtypes, indptr monotone, ids in range%s\n",
+            ds->checksums_verified ? ", checksums match" : " (checksums not verified)");
+}

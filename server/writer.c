@@ -1,0 +1,309 @@
+/* writer.c — atomic creation of a native dataset directory (see writer.h).
+ * The manifest is generated from the registered arrays, so reader and writer
+ * cannot disagree on which file plays which role. */
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "dataset.h"
+#include "npy.h"
+
+#define MAX_ARRAYS 64
+
+typedef struct {
+    fs_role_t role;
+    char name[64];
+    char file[128];
+    fs_dtype_t dtype;
+    int ndim;
+    int64_t shape[2];
+    int fd;
+    void *map;        /* header + data */
+    size_t map_len;
+} array_t;
+
+struct fs_writer {
+    char *out_dir, *tmp_dir;
+    int force;
+    array_t arrays[MAX_ARRAYS];
+    int num_arrays;
+    char name[128];
+    int64_t num_nodes, num_edges, num_classes;
+    int symmetric;
+    json_t *source;
+};
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void rm_tree(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+fs_status_t fs_writer_create(const char *out_dir, int force, fs_writer_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    struct stat st;
+    if (stat(out_dir, &st) == 0) {
+        char manifest[4200];
+        snprintf(manifest, sizeof manifest, "%s/%s", out_dir, FS_MANIFEST);
+        if (!force)
+            return fs_error(err, FS_ERR_EXISTS, "%s already exists (use --force to replace it)", out_dir);
+        if (!S_ISDIR(st.st_mode) || access(manifest, F_OK) != 0)
+            return fs_error(err, FS_ERR_EXISTS, "%s exists and is not a featstore dataset; refusing to "
+                            "replace it even with --force", out_dir);
+    }
+    fs_writer_t *w = calloc(1, sizeof *w);
+    if (!w) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    w->out_dir = strdup(out_dir);
+    w->tmp_dir = malloc(strlen(out_dir) + 32);
+    if (!w->out_dir || !w->tmp_dir) {
+        fs_writer_abort(w);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    }
+    sprintf(w->tmp_dir, "%s.tmp-%ld", out_dir, (long)getpid());
+    w->force = force;
+    rm_tree(w->tmp_dir);
+    if (mkdir(w->tmp_dir, 0755) != 0) {
+        fs_status_t s = fs_error(err, FS_ERR_IO, "cannot create %s: %s", w->tmp_dir, strerror(errno));
+        free(w->tmp_dir);
+        w->tmp_dir = NULL;
+        fs_writer_abort(w);
+        return s;
+    }
+    *out = w;
+    return FS_OK;
+}
+
+const char *fs_writer_tmpdir(const fs_writer_t *w) { return w->tmp_dir; }
+
+static void role_file(fs_role_t role, const char *name, char file[128])
+{
+    switch (role) {
+    case FS_ROLE_INDPTR: snprintf(file, 128, "indptr.npy"); break;
+    case FS_ROLE_INDICES: snprintf(file, 128, "indices.npy"); break;
+    case FS_ROLE_EDGE_WEIGHTS: snprintf(file, 128, "edge_weights.npy"); break;
+    case FS_ROLE_FEATURES: snprintf(file, 128, "table_%s.npy", name); break;
+    case FS_ROLE_LABELS: snprintf(file, 128, "labels.npy"); break;
+    case FS_ROLE_SPLIT: snprintf(file, 128, "split_%s.npy", name); break;
+    case FS_ROLE_NODE_IDS: snprintf(file, 128, "node_ids.npy"); break;
+    }
+}
+
+static int valid_name(const char *name)
+{
+    if (!name || !*name || strlen(name) >= 64) return 0;
+    for (const char *p = name; *p; p++)
+        if (!(*p == '_' || *p == '-' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+              (*p >= 'A' && *p <= 'Z')))
+            return 0;
+    return 1;
+}
+
+static size_t array_bytes(const array_t *a)
+{
+    size_t n = fs_dtype_size(a->dtype);
+    for (int i = 0; i < a->ndim; i++) n *= (size_t)a->shape[i];
+    return n;
+}
+
+/* (Re)sizes the file to header + data and maps it; writes the header. */
+static fs_status_t map_array(array_t *a, const char *path, fs_error_t *err)
+{
+    size_t len = FS_NPY_WRITE_HEADER_LEN + array_bytes(a);
+    if (ftruncate(a->fd, (off_t)len) != 0)
+        return fs_error(err, FS_ERR_IO, "%s: cannot size to %zu bytes: %s", path, len, strerror(errno));
+    void *m = a->map ? mremap(a->map, a->map_len, len, MREMAP_MAYMOVE)
+                     : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+    if (m == MAP_FAILED) return fs_error(err, FS_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+    a->map = m;
+    a->map_len = len;
+    fs_npy_format(m, a->dtype == FS_DTYPE_BF16 ? FS_DTYPE_BF16 : a->dtype, a->ndim, a->shape);
+    return FS_OK;
+}
+
+fs_status_t fs_writer_array(fs_writer_t *w, fs_role_t role, const char *name, fs_dtype_t dt, int ndim,
+                            const int64_t *shape, void **data, fs_error_t *err)
+{
+    int named = role == FS_ROLE_FEATURES || role == FS_ROLE_SPLIT;
+    if (named && !valid_name(name))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "table or split name '%s' must be 1-63 characters of "
+                        "[A-Za-z0-9_-]", name ? name : "");
+    if (w->num_arrays == MAX_ARRAYS)
+        return fs_error(err, FS_ERR_RESOURCE, "a dataset holds at most %d arrays", MAX_ARRAYS);
+    array_t *a = &w->arrays[w->num_arrays];
+    memset(a, 0, sizeof *a);
+    a->role = role;
+    snprintf(a->name, sizeof a->name, "%s", named ? name : "");
+    role_file(role, named ? name : "", a->file);
+    for (int i = 0; i < w->num_arrays; i++)
+        if (strcmp(w->arrays[i].file, a->file) == 0)
+            return fs_error(err, FS_ERR_EXISTS, "%s is already part of this dataset", a->file);
+    a->dtype = dt;
+    a->ndim = ndim;
+    for (int i = 0; i < ndim; i++) a->shape[i] = shape[i];
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", w->tmp_dir, a->file);
+    a->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (a->fd < 0) return fs_error(err, FS_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    fs_status_t s = map_array(a, path, err);
+    if (s != FS_OK) {
+        close(a->fd);
+        return s;
+    }
+    w->num_arrays++;
+    *data = (char *)a->map + FS_NPY_WRITE_HEADER_LEN;
+    return FS_OK;
+}
+
+fs_status_t fs_writer_resize(fs_writer_t *w, void **data, int64_t rows, fs_error_t *err)
+{
+    for (int i = 0; i < w->num_arrays; i++) {
+        array_t *a = &w->arrays[i];
+        if ((char *)a->map + FS_NPY_WRITE_HEADER_LEN != *data) continue;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", w->tmp_dir, a->file);
+        a->shape[0] = rows;
+        fs_status_t s = map_array(a, path, err);
+        if (s == FS_OK) *data = (char *)a->map + FS_NPY_WRITE_HEADER_LEN;
+        return s;
+    }
+    return fs_error(err, FS_ERR_INTERNAL, "fs_writer_resize: pointer is not a writer array");
+}
+
+void fs_writer_set_meta(fs_writer_t *w, const char *name, int64_t num_nodes, int64_t num_edges,
+                        int symmetric, int64_t num_classes)
+{
+    snprintf(w->name, sizeof w->name, "%s", name ? name : "");
+    w->num_nodes = num_nodes;
+    w->num_edges = num_edges;
+    w->symmetric = symmetric;
+    w->num_classes = num_classes;
+}
+
+fs_status_t fs_writer_set_source(fs_writer_t *w, const char *source_json, fs_error_t *err)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(source_json, 0, &jerr);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return fs_error(err, FS_ERR_INTERNAL, "bad source description: %s", jerr.text);
+    }
+    json_decref(w->source);
+    w->source = j;
+    return FS_OK;
+}
+
+static const array_t *find_role(const fs_writer_t *w, fs_role_t role)
+{
+    for (int i = 0; i < w->num_arrays; i++)
+        if (w->arrays[i].role == role) return &w->arrays[i];
+    return NULL;
+}
+
+static json_t *build_manifest(fs_writer_t *w)
+{
+    json_t *m = json_object(), *topo = json_object(), *feats = json_object(), *splits = json_object();
+    json_object_set_new(m, "format", json_string(FS_DATASET_FORMAT));
+    json_object_set_new(m, "version", json_integer(FS_DATASET_VERSION));
+    json_object_set_new(m, "name", json_string(w->name));
+    json_object_set_new(m, "num_nodes", json_integer(w->num_nodes));
+    json_object_set_new(m, "num_edges", json_integer(w->num_edges));
+    json_object_set_new(m, "symmetric", json_boolean(w->symmetric));
+    const array_t *a;
+    if ((a = find_role(w, FS_ROLE_INDPTR))) json_object_set_new(topo, "indptr", json_string(a->file));
+    if ((a = find_role(w, FS_ROLE_INDICES))) json_object_set_new(topo, "indices", json_string(a->file));
+    if ((a = find_role(w, FS_ROLE_EDGE_WEIGHTS))) json_object_set_new(topo, "edge_weights", json_string(a->file));
+    json_object_set_new(m, "topology", topo);
+    for (int i = 0; i < w->num_arrays; i++) {
+        a = &w->arrays[i];
+        if (a->role == FS_ROLE_FEATURES)
+            json_object_set_new(feats, a->name, json_pack("{s:s, s:s}", "file", a->file, "dtype",
+                                                          fs_dtype_name(a->dtype)));
+        if (a->role == FS_ROLE_SPLIT) json_object_set_new(splits, a->name, json_string(a->file));
+    }
+    json_object_set_new(m, "features", feats);
+    if ((a = find_role(w, FS_ROLE_LABELS)))
+        json_object_set_new(m, "labels", json_pack("{s:s, s:I}", "file", a->file, "num_classes",
+                                                   (json_int_t)w->num_classes));
+    json_object_set_new(m, "splits", splits);
+    if ((a = find_role(w, FS_ROLE_NODE_IDS))) json_object_set_new(m, "node_ids", json_string(a->file));
+    if (w->source) json_object_set(m, "source", w->source);
+    return m;
+}
+
+/* Flushes an array, records its checksum and closes it. */
+static fs_status_t finish_array(fs_writer_t *w, array_t *a, json_t *files, fs_error_t *err)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits(a->map, a->map_len));
+    json_object_set_new(files, a->file, json_pack("{s:I, s:s}", "bytes", (json_int_t)a->map_len, "xxh3", hex));
+    int rc = msync(a->map, a->map_len, MS_SYNC);
+    munmap(a->map, a->map_len);
+    a->map = NULL;
+    if (rc == 0) rc = fsync(a->fd);
+    close(a->fd);
+    a->fd = -1;
+    if (rc != 0) return fs_error(err, FS_ERR_IO, "%s/%s: write failed: %s", w->tmp_dir, a->file, strerror(errno));
+    return FS_OK;
+}
+
+static fs_status_t write_manifest(fs_writer_t *w, json_t *m, fs_error_t *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", w->tmp_dir, FS_MANIFEST);
+    FILE *f = fopen(path, "w");
+    if (!f) return fs_error(err, FS_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    int rc = json_dumpf(m, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    rc |= fputc('\n', f) == EOF;
+    rc |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+    rc |= fclose(f) != 0;
+    if (rc) return fs_error(err, FS_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return FS_OK;
+}
+
+fs_status_t fs_writer_commit(fs_writer_t *w, fs_error_t *err)
+{
+    json_t *m = build_manifest(w), *files = json_object();
+    fs_status_t s = FS_OK;
+    for (int i = 0; i < w->num_arrays && s == FS_OK; i++) s = finish_array(w, &w->arrays[i], files, err);
+    json_object_set_new(m, "files", files);
+    if (s == FS_OK) s = write_manifest(w, m, err);
+    json_decref(m);
+    if (s == FS_OK) {
+        struct stat st;
+        if (w->force && stat(w->out_dir, &st) == 0) rm_tree(w->out_dir); /* a dataset: checked at create */
+        if (rename(w->tmp_dir, w->out_dir) != 0)
+            s = fs_error(err, FS_ERR_IO, "cannot rename %s to %s: %s", w->tmp_dir, w->out_dir, strerror(errno));
+    }
+    fs_writer_abort(w); /* tmp_dir is gone after a successful rename */
+    return s;
+}
+
+void fs_writer_abort(fs_writer_t *w)
+{
+    if (!w) return;
+    for (int i = 0; i < w->num_arrays; i++) {
+        if (w->arrays[i].map) munmap(w->arrays[i].map, w->arrays[i].map_len);
+        if (w->arrays[i].fd >= 0) close(w->arrays[i].fd);
+    }
+    if (w->tmp_dir) rm_tree(w->tmp_dir);
+    json_decref(w->source);
+    free(w->tmp_dir);
+    free(w->out_dir);
+    free(w);
+}
