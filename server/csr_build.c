@@ -160,14 +160,14 @@ fs_status_t fs_csr_builder_add(fs_csr_builder_t *b, const int64_t *src, const in
             d = t;
         }
         b->input_edges++;
+        int64_t hi = s > d ? s : d;
+        if (b->fixed_n < 0) { /* a node seen only in a dropped self-loop still exists */
+            if (grow_deg(b, hi) != 0) return fs_error(err, FS_ERR_NOMEM, "out of memory counting degrees");
+            if (hi >= b->seen_n) b->seen_n = hi + 1;
+        }
         if (s == d && b->o.drop_self_loops) {
             b->self_loops++;
             continue;
-        }
-        int64_t hi = s > d ? s : d;
-        if (b->fixed_n < 0) {
-            if (grow_deg(b, hi) != 0) return fs_error(err, FS_ERR_NOMEM, "out of memory counting degrees");
-            if (hi >= b->seen_n) b->seen_n = hi + 1;
         }
         b->deg[s]++;
         if (b->o.symmetrize && s != d) b->deg[d]++;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages featstore's build and tests need.
+# Idempotent: when every package is already installed it touches nothing.
+# CUDA is optional and not installed here: the build uses nvcc when it finds
+# one (/usr/local/cuda/bin/nvcc or $CUDACXX) and builds the CPU twins only
+# otherwise.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential   # gcc, make
+  cmake             # the build
+  pkg-config        # finds the libraries below
+  zlib1g-dev        # gzip input for the importers
+  libzip-dev        # .npz (zip) archives
+  libjansson-dev    # the dataset manifest (JSON)
+  libxxhash-dev     # file checksums (xxh3)
+  libcriterion-dev  # the test framework
+  python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root (missing: ${missing[*]})" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

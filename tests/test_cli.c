@@ -1,0 +1,136 @@
+/* test_cli.c — the featstore command as a user runs it: import + info on
+ * Cora, exit codes, a corrupted copy of every dataset file, and numpy
+ * interoperability both ways. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static char *dir;
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rm_rf(dir);
+    free(dir);
+}
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 300);
+
+static char *import_cora(void)
+{
+    char *out = tu_path(dir, "cora"), *log;
+    int rc = tu_run(&log, "%s import npz %s --out %s", tu_bin(), tu_data("cora.npz"), out);
+    cr_assert_eq(rc, 0, "%s", log);
+    free(log);
+    return out;
+}
+
+Test(cli, import_then_info_reports_cora)
+{
+    char *out = import_cora(), *log;
+    cr_assert_eq(tu_run(&log, "%s info %s", tu_bin(), out), 0, "%s", log);
+    cr_assert_not_null(strstr(log, "nodes     2708"), "%s", log);
+    cr_assert_not_null(strstr(log, "edges     5429"), "%s", log);
+    cr_assert_not_null(strstr(log, "[2708 x 1433]"), "%s", log);
+    cr_assert_not_null(strstr(log, "7 classes"), "%s", log);
+    cr_assert_not_null(strstr(log, "checksums match"), "%s", log);
+    cr_assert_not_null(strstr(log, "degree    min 0 / median 1 / p99"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s import npz %s --out %s", tu_bin(), tu_data("cora.npz"), out), 1);
+    cr_assert_not_null(strstr(log, "already exists"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s import npz %s --out %s --force", tu_bin(), tu_data("cora.npz"), out), 0, "%s", log);
+    free(log);
+    free(out);
+}
+
+Test(cli, usage_errors_exit_2)
+{
+    const char *bad[] = {"", "bogus", "import", "import npz", "import xml in --out o", "gen rmat",
+                         "gen rmat --out o --scale 99", "gen rmat --out o --dtype int8", "info",
+                         "import npz x --out o --compact-ids", "import edgelist x --out o --split 90,20,20",
+                         "info x --scale 3"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *log;
+        int rc = tu_run(&log, "%s %s", tu_bin(), bad[i]);
+        cr_assert_eq(rc, 2, "'featstore %s' exited %d: %s", bad[i], rc, log);
+        free(log);
+    }
+    cr_assert_eq(tu_run(NULL, "%s help", tu_bin()), 0);
+    cr_assert_eq(tu_run(NULL, "%s devices", tu_bin()), 0);
+}
+
+/* Every file of the dataset, corrupted in a copy, makes info fail and name it. */
+Test(cli, corrupted_copy_of_any_file_is_detected)
+{
+    char *src = import_cora();
+    DIR *d = opendir(src);
+    struct dirent *e;
+    int checked = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        for (int mode = 0; mode < 2; mode++) {
+            char *copy = tu_path(dir, "copy"), *log;
+            tu_run(NULL, "rm -rf %s && cp -r %s %s", copy, src, copy);
+            char *victim = tu_path(copy, e->d_name);
+            size_t len;
+            char *bytes = tu_read(victim, &len);
+            if (mode == 0) bytes[len / 2] ^= 0x01; /* one flipped bit */
+            tu_write(victim, bytes, mode == 0 ? len : len - 3); /* or truncated */
+            int rc = tu_run(&log, "%s info %s", tu_bin(), copy);
+            cr_assert_eq(rc, 1, "corrupt %s (mode %d) passed: %s", e->d_name, mode, log);
+            cr_assert_not_null(strstr(log, e->d_name), "message does not name %s: %s", e->d_name, log);
+            free(log), free(bytes), free(victim), free(copy);
+            checked++;
+        }
+    }
+    closedir(d);
+    cr_assert_geq(checked, 14, "manifest + 6 arrays, two corruptions each");
+    free(src);
+}
+
+Test(cli, gen_same_seed_is_byte_identical)
+{
+    char *a = tu_path(dir, "a"), *b = tu_path(dir, "b"), *log;
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 12 --edge-factor 4 --dim 8 --seed 7 --out %s --threads 2", tu_bin(), a), 0,
+                 "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 12 --edge-factor 4 --dim 8 --seed 7 --out %s --threads 1", tu_bin(), b), 0,
+                 "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "diff -r %s %s", a, b), 0, "%s", log);
+    free(log), free(a), free(b);
+}
+
+Test(cli, numpy_reads_our_files_and_writes_datasets_we_read)
+{
+    if (!tu_have_numpy()) cr_skip_test("/usr/bin/python3 has no numpy");
+    char *out = import_cora(), *log;
+    int rc = tu_run(&log,
+                    "/usr/bin/python3 -c \"import numpy as np; d='%s';"
+                    "x=np.load(d+'/table_feat.npy'); ip=np.load(d+'/indptr.npy'); ix=np.load(d+'/indices.npy');"
+                    "assert x.shape==(2708,1433) and x.dtype==np.float32 and x.sum()==49216;"
+                    "assert ip[-1]==5429 and ix.dtype==np.int32; print('ok')\"",
+                    out);
+    cr_assert_eq(rc, 0, "%s", log);
+    free(log);
+    char *mine = tu_path(dir, "mine");
+    rc = tu_run(&log,
+                "/usr/bin/python3 -c \"import numpy as np, json, os; d='%s'; os.mkdir(d);"
+                "np.save(d+'/indptr.npy', np.array([0,2,3,3], dtype=np.int64));"
+                "np.save(d+'/indices.npy', np.array([1,2,0], dtype=np.int64));"
+                "np.save(d+'/x.npy', np.ones((3,5), dtype=np.float16));"
+                "np.save(d+'/tr.npy', np.array([0,2]));"
+                "json.dump({'format':'featstore-dataset','version':1,'num_nodes':3,'num_edges':3,"
+                "'topology':{'indptr':'indptr.npy','indices':'indices.npy'},"
+                "'features':{'x':{'file':'x.npy','dtype':'float16'}},'splits':{'train':'tr.npy'}}, open(d+'/manifest.json','w'))\"",
+                mine);
+    cr_assert_eq(rc, 0, "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s info %s", tu_bin(), mine), 0, "%s", log);
+    cr_assert_not_null(strstr(log, "float16  [3 x 5]"), "%s", log);
+    cr_assert_not_null(strstr(log, "checksums not verified"), "%s", log);
+    free(log), free(mine), free(out);
+}

@@ -1,0 +1,149 @@
+/* test_util.c — see test_util.h. */
+#include "test_util.h"
+
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "writer.h"
+
+char *tu_mkdtemp(void)
+{
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char *p = malloc(strlen(base) + 32);
+    sprintf(p, "%s/fs-test-XXXXXX", base);
+    cr_assert_not_null(mkdtemp(p), "mkdtemp failed");
+    return p;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void tu_rm_rf(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *tu_path(const char *dir, const char *name)
+{
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
+void tu_write(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+void *tu_read(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+int tu_files_equal(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = tu_read(a, &la), *y = tu_read(b, &lb);
+    int eq = la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return eq;
+}
+
+int tu_run(char **out, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[8300];
+    snprintf(full, sizeof full, "( %s ) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    cr_assert_not_null(p);
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while ((r = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += r;
+        if (cap - len < 2) buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    int st = pclose(p);
+    if (out) *out = buf;
+    else free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+const char *tu_data(const char *name)
+{
+    static char buf[4][4096];
+    static int slot;
+    char *p = buf[slot++ & 3];
+    snprintf(p, 4096, "%s/%s", FS_TEST_DATA_DIR, name);
+    return p;
+}
+
+const char *tu_bin(void) { return FS_BIN; }
+
+int tu_have_numpy(void)
+{
+    return tu_run(NULL, "/usr/bin/python3 -c 'import numpy'") == 0;
+}
+
+void tu_make_dataset(const char *dir, int64_t n, const int64_t *indptr, const int32_t *indices, int64_t dim)
+{
+    fs_writer_t *w;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_writer_create(dir, 1, &w, &err), FS_OK, "%s", err.msg);
+    int64_t *ip, shape[2] = {n + 1, dim};
+    int32_t *ix;
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_INDPTR, NULL, FS_DTYPE_I64, 1, shape, (void **)&ip, &err), FS_OK);
+    memcpy(ip, indptr, (size_t)(n + 1) * sizeof *ip);
+    shape[0] = indptr[n];
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_INDICES, NULL, FS_DTYPE_I32, 1, shape, (void **)&ix, &err), FS_OK);
+    memcpy(ix, indices, (size_t)indptr[n] * sizeof *ix);
+    if (dim > 0) {
+        float *t;
+        shape[0] = n;
+        cr_assert_eq(fs_writer_array(w, FS_ROLE_FEATURES, "feat", FS_DTYPE_F32, 2, shape, (void **)&t, &err), FS_OK);
+        for (int64_t v = 0; v < n; v++)
+            for (int64_t j = 0; j < dim; j++) t[v * dim + j] = (float)(v * 1000 + j);
+    }
+    fs_writer_set_meta(w, "tiny", n, indptr[n], 0, 0);
+    cr_assert_eq(fs_writer_commit(w, &err), FS_OK, "%s", err.msg);
+}
+
+void tu_strip_checksums(const char *dir)
+{
+    char *path = tu_path(dir, "manifest.json");
+    json_error_t jerr;
+    json_t *m = json_load_file(path, 0, &jerr);
+    cr_assert_not_null(m);
+    json_object_del(m, "files");
+    cr_assert_eq(json_dump_file(m, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER), 0);
+    json_decref(m);
+    free(path);
+}

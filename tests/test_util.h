@@ -1,0 +1,34 @@
+/* test_util.h — small helpers shared by the Criterion suites: scratch
+ * directories, whole-file I/O, running the CLI, and a tiny dataset builder. */
+#ifndef FS_TEST_UTIL_H
+#define FS_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs_types.h"
+
+/* Creates a fresh directory under $TMPDIR (or /tmp); returns a static-free
+ * heap string the caller frees. Removed by rm_rf. */
+char *tu_mkdtemp(void);
+void tu_rm_rf(const char *path);
+char *tu_path(const char *dir, const char *name);          /* heap "dir/name" */
+void tu_write(const char *path, const void *data, size_t len);
+void *tu_read(const char *path, size_t *len);              /* heap, NUL-terminated */
+int tu_files_equal(const char *a, const char *b);
+/* Runs a shell command, captures stdout+stderr into a heap string (*out may be
+ * NULL), returns the exit status (or -1 if it did not exit normally). */
+int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *tu_data(const char *name);                     /* tests/data/name */
+const char *tu_bin(void);                                  /* the featstore CLI */
+int tu_have_numpy(void);
+
+/* Writes a small dataset (via fs_writer) with the given CSR and an optional
+ * float32 table of dim columns filled with v*1000+j. */
+void tu_make_dataset(const char *dir, int64_t n, const int64_t *indptr, const int32_t *indices, int64_t dim);
+
+/* Rewrites dir/manifest.json without its "files" checksums so structural
+ * validation is what a test exercises. */
+void tu_strip_checksums(const char *dir);
+
+#endif
