@@ -42,9 +42,11 @@ fs_status_t fs_write_random_splits(fs_writer_t *w, int64_t n, const int64_t *lab
 /* max(label) + 1 over labels >= 0; 0 when none are labelled. */
 int64_t fs_count_classes(const int64_t *labels, int64_t n);
 
-/* A JSON object text recording provenance for the manifest's "source". */
-void fs_import_source_json(char *buf, size_t len, const char *importer, const char *input,
-                           const fs_import_opts_t *o);
+/* Records the manifest's name (o->name, else the input's base name), counts,
+ * class count (from labels, may be NULL) and provenance ("source"). */
+fs_status_t fs_import_set_meta(fs_writer_t *w, const char *importer, const char *input,
+                               const fs_import_opts_t *o, int64_t num_nodes, int64_t num_edges,
+                               const int64_t *labels, fs_error_t *err);
 
 /* "dir/file.npz" -> "file" (for default dataset names). */
 void fs_basename_noext(const char *path, char *out, size_t len);

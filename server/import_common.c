@@ -57,17 +57,24 @@ int64_t fs_count_classes(const int64_t *labels, int64_t n)
     return m + 1;
 }
 
-void fs_import_source_json(char *buf, size_t len, const char *importer, const char *input,
-                           const fs_import_opts_t *o)
+fs_status_t fs_import_set_meta(fs_writer_t *w, const char *importer, const char *input,
+                               const fs_import_opts_t *o, int64_t num_nodes, int64_t num_edges,
+                               const int64_t *labels, fs_error_t *err)
 {
+    char name[128];
+    fs_basename_noext(input, name, sizeof name);
+    fs_writer_set_meta(w, o->name ? o->name : name, num_nodes, num_edges, o->edges.symmetrize,
+                       labels ? fs_count_classes(labels, num_nodes) : 0);
     json_t *j = json_pack("{s:s, s:s, s:b, s:b, s:b, s:b, s:b, s:b}", "importer", importer, "input", input,
                           "symmetrize", o->edges.symmetrize, "drop_self_loops", o->edges.drop_self_loops,
                           "dedup", o->edges.dedup, "reverse", o->edges.reverse, "compact_ids",
                           o->edges.compact_ids, "weighted", o->weighted);
-    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    snprintf(buf, len, "%s", s ? s : "{}");
-    free(s);
+    char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
+    if (!text) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    fs_status_t s = fs_writer_set_source(w, text, err);
+    free(text);
+    return s;
 }
 
 void fs_basename_noext(const char *path, char *out, size_t len)

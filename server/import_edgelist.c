@@ -90,11 +90,7 @@ fs_status_t fs_import_edgelist(const char *path, const fs_import_opts_t *o, fs_e
     if (s == FS_OK) s = fs_write_random_splits(w, st.num_nodes, NULL, o->split_pct, o->seed, err);
     if (s != FS_OK) goto fail;
 
-    char name[128], src[1024];
-    fs_basename_noext(path, name, sizeof name);
-    fs_writer_set_meta(w, o->name ? o->name : name, st.num_nodes, st.num_edges, o->edges.symmetrize, 0);
-    fs_import_source_json(src, sizeof src, "edgelist", path, o);
-    if ((s = fs_writer_set_source(w, src, err))) goto fail;
+    if ((s = fs_import_set_meta(w, "edgelist", path, o, st.num_nodes, st.num_edges, NULL, err))) goto fail;
     fs_textin_close(t);
     fprintf(stderr, "import: %lld nodes, %lld edges (%lld read, %lld self-loops dropped, %lld duplicates "
             "merged)\n", (long long)st.num_nodes, (long long)st.num_edges, (long long)st.input_edges,

@@ -418,12 +418,7 @@ fs_status_t fs_import_npz(const char *path, const fs_import_opts_t *o, fs_error_
     if (s == FS_OK && !found_splits) s = fs_write_random_splits(w, n, labels, o->split_pct, o->seed, err);
     if (s == FS_OK) {
         note_skipped(&a);
-        char name[128], src[1024];
-        fs_basename_noext(path, name, sizeof name);
-        fs_writer_set_meta(w, o->name ? o->name : name, n, st.num_edges, o->edges.symmetrize,
-                           labels ? fs_count_classes(labels, n) : 0);
-        fs_import_source_json(src, sizeof src, "npz", path, o);
-        s = fs_writer_set_source(w, src, err);
+        s = fs_import_set_meta(w, "npz", path, o, n, st.num_edges, labels, err);
     }
     zip_close(a.za);
     free(a.used);

@@ -255,14 +255,7 @@ fs_status_t fs_import_ogb(const char *dir, const fs_import_opts_t *o, fs_error_t
     if (s == FS_OK && find_csv(raw, "node-feat", path, sizeof path)) s = import_features(path, w, n, err);
     if (s == FS_OK && find_csv(raw, "node-label", path, sizeof path)) s = import_labels(path, w, n, &labels, err);
     if (s == FS_OK) s = import_splits(dir, o, w, n, labels, err);
-    if (s == FS_OK) {
-        char name[128], src[1024];
-        fs_basename_noext(dir, name, sizeof name);
-        fs_writer_set_meta(w, o->name ? o->name : name, n, st.num_edges, o->edges.symmetrize,
-                           labels ? fs_count_classes(labels, n) : 0);
-        fs_import_source_json(src, sizeof src, "ogb", dir, o);
-        s = fs_writer_set_source(w, src, err);
-    }
+    if (s == FS_OK) s = fs_import_set_meta(w, "ogb", dir, o, n, st.num_edges, labels, err);
     if (s != FS_OK) {
         fs_csr_builder_free(cb);
         fs_writer_abort(w);
