@@ -37,3 +37,47 @@ extern "C" fs_status_t fs_devices_query(fs_devices_t *out, fs_error_t *err)
     }
     return FS_OK;
 }
+
+extern "C" fs_status_t fs_cuda_alloc_pinned(size_t bytes, void **ptr, fs_error_t *err)
+{
+    cudaError_t rc = cudaHostAlloc(ptr, bytes ? bytes : 1, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (rc == cudaErrorInsufficientDriver || rc == cudaErrorNoDevice)
+        return fs_error(err, FS_ERR_NO_DEVICE, "pinned memory: %s", cudaGetErrorString(rc));
+    if (rc != cudaSuccess)
+        return fs_error(err, FS_ERR_NOMEM, "cudaHostAlloc(%zu bytes): %s", bytes, cudaGetErrorString(rc));
+    return FS_OK;
+}
+
+extern "C" fs_status_t fs_cuda_alloc_device(int device, size_t bytes, void **ptr, fs_error_t *err)
+{
+    cudaError_t rc = cudaSetDevice(device);
+    if (rc != cudaSuccess) return fs_error(err, FS_ERR_NO_DEVICE, "device %d: %s", device, cudaGetErrorString(rc));
+    rc = cudaMalloc(ptr, bytes ? bytes : 1);
+    if (rc != cudaSuccess)
+        return fs_error(err, FS_ERR_RESOURCE, "cudaMalloc(%zu bytes) on device %d: %s", bytes, device,
+                        cudaGetErrorString(rc));
+    return FS_OK;
+}
+
+extern "C" fs_status_t fs_cuda_copy(void *dst, const void *src, size_t bytes, fs_error_t *err)
+{
+    cudaError_t rc = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    if (rc != cudaSuccess) return fs_error(err, FS_ERR_IO, "cudaMemcpy(%zu bytes): %s", bytes, cudaGetErrorString(rc));
+    return FS_OK;
+}
+
+extern "C" fs_status_t fs_cuda_enable_peer(int device, int peer, fs_error_t *err)
+{
+    cudaError_t rc = cudaSetDevice(device);
+    if (rc == cudaSuccess) rc = cudaDeviceEnablePeerAccess(peer, 0);
+    if (rc == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError();
+        return FS_OK;
+    }
+    if (rc != cudaSuccess)
+        return fs_error(err, FS_ERR_NO_DEVICE, "peer access %d -> %d: %s", device, peer, cudaGetErrorString(rc));
+    return FS_OK;
+}
+
+extern "C" void fs_cuda_free_pinned(void *ptr) { if (ptr) cudaFreeHost(ptr); }
+extern "C" void fs_cuda_free_device(void *ptr) { if (ptr) cudaFree(ptr); }

@@ -29,4 +29,14 @@ int fs_built_with_cuda(void);
 /* Fills *out. FS_ERR_NO_DEVICE (with the reason in err) when none is usable. */
 fs_status_t fs_devices_query(fs_devices_t *out, fs_error_t *err);
 
+/* Memory for the store's GPU tiers. Pinned memory is mapped and portable:
+ * its host pointer is also its device (UVA) pointer on every GPU. All return
+ * FS_ERR_NO_DEVICE without CUDA or without a GPU. */
+fs_status_t fs_cuda_alloc_pinned(size_t bytes, void **ptr, fs_error_t *err);
+fs_status_t fs_cuda_alloc_device(int device, size_t bytes, void **ptr, fs_error_t *err);
+fs_status_t fs_cuda_copy(void *dst, const void *src, size_t bytes, fs_error_t *err); /* any direction */
+fs_status_t fs_cuda_enable_peer(int device, int peer, fs_error_t *err);
+void fs_cuda_free_pinned(void *ptr);
+void fs_cuda_free_device(void *ptr);
+
 #endif

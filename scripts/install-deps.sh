@@ -14,6 +14,7 @@ PACKAGES=(
   libzip-dev        # .npz (zip) archives
   libjansson-dev    # the dataset manifest (JSON)
   libxxhash-dev     # file checksums (xxh3)
+  libjemalloc-dev   # memory-tier arenas
   libcriterion-dev  # the test framework
   python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
 )

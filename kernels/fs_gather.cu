@@ -1,0 +1,157 @@
+// fs_gather.cu — GPU gather over UVA pointers (XGNN-style one-sided access,
+// ALGORITHMS §5): each warp copies one row at a time, reading its tier through
+// the pointer in the view (local device memory, a peer's memory over NVLink,
+// or mapped pinned host memory over PCIe). Rows move in 16-byte vectors when
+// every pointer and the row size allow it, else in 4-byte words.
+extern "C" {
+#include "fs_gather.h"
+}
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace {
+
+struct Tiers {
+    const char *base[FS_MAX_TIERS];
+};
+
+enum Conv { COPY = 0, F16_TO_F32 = 1, BF16_TO_F32 = 2 };
+
+__device__ __forceinline__ float h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    if (exp == 0x1f) return __uint_as_float(sign | 0x7f800000u | (mant << 13));
+    if (exp == 0) {
+        float v = (float)mant * 5.9604644775390625e-08f; /* 2^-24: exact subnormal */
+        return sign ? -v : v;
+    }
+    return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+__device__ __forceinline__ float cvt(uint16_t v, int conv)
+{
+    return conv == F16_TO_F32 ? h2f(v) : __uint_as_float((uint32_t)v << 16);
+}
+
+template <int VEC>
+__global__ void gather_kernel(Tiers tiers, const uint64_t *route, const int64_t *ids, int64_t n, int64_t num_rows,
+                              size_t row_bytes, int64_t dim, int conv, char *out, size_t out_row,
+                              unsigned long long *tier_rows, unsigned long long *first_bad)
+{
+    __shared__ unsigned long long block_rows[FS_MAX_TIERS];
+    for (int k = threadIdx.x; k < FS_MAX_TIERS; k += blockDim.x) block_rows[k] = 0;
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t i = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); i < n; i += warps) {
+        int64_t id = ids[i];
+        if ((uint64_t)id >= (uint64_t)num_rows) {
+            if (lane == 0) atomicMin(first_bad, (unsigned long long)i);
+            continue;
+        }
+        int tier = 0;
+        int64_t row = id;
+        if (route) {
+            uint64_t r = route[id];
+            tier = (int)(r >> 48);
+            row = (int64_t)(r & ((1ULL << 48) - 1));
+        }
+        if (lane == 0) atomicAdd(&block_rows[tier], 1ULL);
+        const char *src = tiers.base[tier] + (size_t)row * row_bytes;
+        char *dst = out + (size_t)i * out_row;
+        if (conv == COPY) {
+            if (VEC == 16) {
+                const int4 *s = (const int4 *)src;
+                int4 *d = (int4 *)dst;
+                for (size_t k = lane; k < row_bytes / 16; k += 32) d[k] = __ldg(s + k);
+            } else {
+                const uint32_t *s = (const uint32_t *)src;
+                uint32_t *d = (uint32_t *)dst;
+                for (size_t k = lane; k < row_bytes / 4; k += 32) d[k] = s[k];
+                for (size_t k = row_bytes / 4 * 4 + lane; k < row_bytes; k += 32) dst[k] = src[k];
+            }
+        } else {
+            const uint16_t *s = (const uint16_t *)src;
+            float *d = (float *)dst;
+            if (VEC == 16) { /* 8 halves in, 8 floats out per lane step */
+                for (int64_t k = lane; k < dim / 8; k += 32) {
+                    int4 v = __ldg((const int4 *)s + k);
+                    const uint16_t *h = (const uint16_t *)&v;
+                    float4 a = make_float4(cvt(h[0], conv), cvt(h[1], conv), cvt(h[2], conv), cvt(h[3], conv));
+                    float4 b = make_float4(cvt(h[4], conv), cvt(h[5], conv), cvt(h[6], conv), cvt(h[7], conv));
+                    ((float4 *)d)[2 * k] = a;
+                    ((float4 *)d)[2 * k + 1] = b;
+                }
+            } else {
+                for (int64_t k = lane; k < dim; k += 32) d[k] = cvt(s[k], conv);
+            }
+        }
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < FS_MAX_TIERS; k += blockDim.x)
+        if (block_rows[k]) atomicAdd(&tier_rows[k], block_rows[k]);
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+} // namespace
+
+extern "C" fs_status_t fs_gather_cuda(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n,
+                                      fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters,
+                                      fs_error_t *err)
+{
+    int conv;
+    if (out_dtype == t->dtype) conv = COPY;
+    else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_F16) conv = F16_TO_F32;
+    else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_BF16) conv = BF16_TO_F32;
+    else
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gather: cannot serve a %s table as %s",
+                        fs_dtype_name(t->dtype), fs_dtype_name(out_dtype));
+    cudaError_t rc = cudaSetDevice(device);
+    if (rc != cudaSuccess)
+        return fs_error(err, FS_ERR_NO_DEVICE, "gather: device %d: %s", device, cudaGetErrorString(rc));
+    if (n == 0) return FS_OK;
+
+    Tiers tiers;
+    bool vec = t->row_bytes % 16 == 0 && aligned16(out);
+    for (int k = 0; k < FS_MAX_TIERS; k++) {
+        tiers.base[k] = k < t->num_tiers ? (const char *)t->tier[k].base : nullptr;
+        if (k < t->num_tiers) vec = vec && aligned16(t->tier[k].base);
+    }
+    size_t out_row = (size_t)t->dim * fs_dtype_size(out_dtype);
+    unsigned long long *dev_counts = nullptr; /* [FS_MAX_TIERS] rows + first_bad */
+    if ((rc = cudaMalloc(&dev_counts, (FS_MAX_TIERS + 1) * sizeof *dev_counts)) != cudaSuccess)
+        return fs_error(err, FS_ERR_NOMEM, "gather: cudaMalloc: %s", cudaGetErrorString(rc));
+    cudaMemset(dev_counts, 0, FS_MAX_TIERS * sizeof *dev_counts);
+    cudaMemset(dev_counts + FS_MAX_TIERS, 0xff, sizeof *dev_counts);
+
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    int threads = 256;
+    int64_t want = (n + 7) / 8;
+    int blocks = (int)(want < (int64_t)sms * 16 ? want : (int64_t)sms * 16);
+    if (blocks < 1) blocks = 1;
+    if (vec)
+        gather_kernel<16><<<blocks, threads>>>(tiers, t->route, ids, n, t->num_rows, t->row_bytes, t->dim, conv,
+                                               (char *)out, out_row, dev_counts, dev_counts + FS_MAX_TIERS);
+    else
+        gather_kernel<4><<<blocks, threads>>>(tiers, t->route, ids, n, t->num_rows, t->row_bytes, t->dim, conv,
+                                              (char *)out, out_row, dev_counts, dev_counts + FS_MAX_TIERS);
+    unsigned long long host[FS_MAX_TIERS + 1];
+    rc = cudaGetLastError();
+    if (rc == cudaSuccess) rc = cudaMemcpy(host, dev_counts, sizeof host, cudaMemcpyDeviceToHost);
+    cudaFree(dev_counts);
+    if (rc != cudaSuccess) return fs_error(err, FS_ERR_INTERNAL, "gather kernel: %s", cudaGetErrorString(rc));
+    if (host[FS_MAX_TIERS] != ~0ULL) {
+        int64_t pos = (int64_t)host[FS_MAX_TIERS], bad = 0;
+        cudaMemcpy(&bad, ids + pos, sizeof bad, cudaMemcpyDefault);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "id %lld at position %lld is outside [0, %lld)", (long long)bad,
+                        (long long)pos, (long long)t->num_rows);
+    }
+    if (counters)
+        for (int k = 0; k < t->num_tiers; k++) {
+            counters->rows[k] += host[k];
+            counters->bytes[k] += host[k] * t->row_bytes;
+        }
+    return FS_OK;
+}

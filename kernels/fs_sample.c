@@ -1,0 +1,482 @@
+/* fs_sample.c — CPU k-hop sampling with fused dedup + relabel, and the
+ * naive reference it is tested against.
+ *
+ * Fused-Map (FastGL §4, ALGORITHMS §6 with both fixes): one open-addressing
+ * table global id -> local id, seeds inserted first so they get 0..S-1; a
+ * new key takes the next local id, so ids follow first appearance and the
+ * output is deterministic. Slots carry an epoch stamp: a new request bumps
+ * the epoch instead of clearing the table. The table is sized before each hop
+ * from that hop's worst case, so inserts never rehash mid-hop.
+ *
+ * The hot loop is generated twice (int32 and int64 neighbour ids) so the
+ * index width costs no branch per edge. */
+#include "fs_sample.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_sample_pick.h"
+
+#define PREFETCH_AHEAD 8
+
+typedef struct {
+    int64_t key;
+    int32_t val;
+    uint32_t epoch;
+} slot_t;
+
+typedef struct {
+    int64_t *p;
+    size_t cap;
+} vec_t;
+
+struct fs_sampler {
+    slot_t *map;
+    size_t map_cap;
+    int map_shift;
+    uint32_t epoch;
+    vec_t nodes, seed_local, pos;
+    vec_t off[FS_MAX_HOPS], edst[FS_MAX_HOPS], esrc[FS_MAX_HOPS], eid[FS_MAX_HOPS];
+    double *wbuf;          /* weighted picks: keys or CDF */
+    size_t wcap;
+    int64_t *dense;        /* reference: global -> local */
+    size_t dense_n;
+    vec_t copy;            /* reference: one copied neighbour list */
+};
+
+static int vec_reserve(vec_t *v, size_t n)
+{
+    if (n <= v->cap) return 0;
+    size_t cap = v->cap ? v->cap : 1024;
+    while (cap < n) cap *= 2;
+    int64_t *p = realloc(v->p, cap * sizeof *p);
+    if (!p) return -1;
+    v->p = p;
+    v->cap = cap;
+    return 0;
+}
+
+fs_status_t fs_sampler_create(fs_sampler_t **out, fs_error_t *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    return FS_OK;
+}
+
+void fs_sampler_destroy(fs_sampler_t *s)
+{
+    if (!s) return;
+    free(s->map);
+    free(s->nodes.p);
+    free(s->seed_local.p);
+    free(s->pos.p);
+    for (int h = 0; h < FS_MAX_HOPS; h++) free(s->off[h].p), free(s->edst[h].p), free(s->esrc[h].p), free(s->eid[h].p);
+    free(s->wbuf);
+    free(s->dense);
+    free(s->copy.p);
+    free(s);
+}
+
+void fs_csr_view_init(fs_csr_view_t *v, int64_t num_nodes, const int64_t *indptr, const void *indices,
+                      fs_dtype_t index_dtype, const float *weights)
+{
+    memset(v, 0, sizeof *v);
+    v->num_nodes = num_nodes;
+    v->num_edges = indptr[num_nodes];
+    v->index_dtype = index_dtype;
+    v->num_parts = 1;
+    v->part[0] = (fs_csr_part_t){.indptr = indptr, .indices = indices, .weights = weights, .rows = num_nodes};
+}
+
+fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                            fs_error_t *err)
+{
+    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: %d hops requested, must be 1..%d", req->num_hops,
+                        FS_MAX_HOPS);
+    for (int h = 0; h < req->num_hops; h++) {
+        if (req->fanout[h] == 0 || req->fanout[h] < FS_FANOUT_ALL)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: fanout[%d] is %d, must be > 0 or -1 (all)", h,
+                            req->fanout[h]);
+        if ((unsigned)req->mode[h] >= FS_SAMPLE_MODE_COUNT_)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: mode[%d] is %d, unknown", h, (int)req->mode[h]);
+        if (req->mode[h] >= FS_SAMPLE_WEIGHTED && !g->part[0].weights)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: hop %d asks for weighted sampling but the graph "
+                            "has no edge weights", h);
+    }
+    if (n < 0 || (n > 0 && !seeds)) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: bad seed array");
+    for (int64_t i = 0; i < n; i++)
+        if ((uint64_t)seeds[i] >= (uint64_t)g->num_nodes)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: seed %lld at position %lld is outside [0, %lld)",
+                            (long long)seeds[i], (long long)i, (long long)g->num_nodes);
+    return FS_OK;
+}
+
+/* ---- the fused map ------------------------------------------------------- */
+
+static inline size_t map_hash(const fs_sampler_t *s, int64_t key)
+{
+    return (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ULL) >> s->map_shift);
+}
+
+/* Returns the local id of key, adding it (as nodes[*u]) if new. */
+static inline int64_t map_add(fs_sampler_t *s, int64_t key, int64_t *u)
+{
+    size_t mask = s->map_cap - 1, h = map_hash(s, key);
+    for (;;) {
+        slot_t *sl = &s->map[h];
+        if (sl->epoch != s->epoch) { /* empty in this request: the key is new (Fix 1) */
+            sl->key = key;
+            sl->val = (int32_t)*u;
+            sl->epoch = s->epoch;
+            s->nodes.p[*u] = key;
+            return (*u)++;          /* the id comes from the counter (Fix 2) */
+        }
+        if (sl->key == key) return sl->val;
+        h = (h + 1) & mask;
+    }
+}
+
+/* Makes room for `extra` more keys at load <= 1/2, rehashing the u existing. */
+static int map_reserve(fs_sampler_t *s, int64_t u, int64_t extra)
+{
+    size_t need = (size_t)(u + extra) * 2, cap = s->map_cap ? s->map_cap : 1024;
+    if (vec_reserve(&s->nodes, (size_t)(u + extra) + 1)) return -1;
+    if (need <= s->map_cap) return 0;
+    while (cap < need) cap *= 2;
+    slot_t *m = calloc(cap, sizeof *m);
+    if (!m) return -1;
+    free(s->map);
+    s->map = m;
+    s->map_cap = cap;
+    s->map_shift = 64 - __builtin_ctzll(cap);
+    s->epoch = 1;
+    int64_t again = 0;
+    for (int64_t i = 0; i < u; i++) map_add(s, s->nodes.p[i], &again);
+    return 0;
+}
+
+static void map_begin(fs_sampler_t *s)
+{
+    if (++s->epoch == 0) { /* wrapped: stale stamps could match, clear once */
+        memset(s->map, 0, s->map_cap * sizeof *s->map);
+        s->epoch = 1;
+    }
+}
+
+/* ---- weighted picks (shared by engine and reference) ---------------------- */
+
+static int wbuf_reserve(fs_sampler_t *s, size_t n)
+{
+    if (n <= s->wcap) return 0;
+    double *p = realloc(s->wbuf, n * sizeof *p);
+    if (!p) return -1;
+    s->wbuf = p;
+    s->wcap = n;
+    return 0;
+}
+
+/* Min-heap on key, carrying positions along. */
+static void sift_down(double *key, int64_t *pos, int64_t m, int64_t i)
+{
+    double k = key[i];
+    int64_t p = pos[i], c;
+    while ((c = 2 * i + 1) < m) {
+        if (c + 1 < m && key[c + 1] < key[c]) c++;
+        if (key[c] >= k) break;
+        key[i] = key[c], pos[i] = pos[c], i = c;
+    }
+    key[i] = k, pos[i] = p;
+}
+
+/* Efraimidis-Spirakis: the k largest log(u)/w keys; zero weights never win.
+ * One draw per position whatever its weight, so streams stay aligned.
+ * Writes positions in descending key order; returns how many. */
+static int64_t pick_weighted(fs_sampler_t *s, fs_rng_t *rng, const float *w, int64_t deg, int64_t k, int64_t *pos)
+{
+    double *key = s->wbuf;
+    int64_t m = 0;
+    for (int64_t p = 0; p < deg; p++) {
+        double u = fs_rng_unit(rng);
+        if (!(w[p] > 0)) continue;
+        double kp = log1p(-u) / w[p];
+        if (m < k) { /* push, sift up */
+            int64_t i = m++;
+            while (i > 0 && key[(i - 1) / 2] > kp) key[i] = key[(i - 1) / 2], pos[i] = pos[(i - 1) / 2], i = (i - 1) / 2;
+            key[i] = kp, pos[i] = p;
+        } else if (kp > key[0]) { /* beats the smallest kept key */
+            key[0] = kp, pos[0] = p;
+            sift_down(key, pos, m, 0);
+        }
+    }
+    for (int64_t end = m - 1; end > 0; end--) { /* pop minima to the back: descending */
+        double tk = key[0];
+        int64_t tp = pos[0];
+        key[0] = key[end], pos[0] = pos[end];
+        key[end] = tk, pos[end] = tp;
+        sift_down(key, pos, end, 0);
+    }
+    return m;
+}
+
+/* k draws with probability proportional to weight. Returns k, or 0 when
+ * every weight is zero. */
+static int64_t pick_weighted_replace(fs_sampler_t *s, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
+                                     int64_t *pos)
+{
+    double *cdf = s->wbuf, total = 0;
+    for (int64_t p = 0; p < deg; p++) cdf[p] = total += w[p] > 0 ? w[p] : 0;
+    if (!(total > 0)) return 0;
+    for (int64_t q = 0; q < k; q++) {
+        double r = fs_rng_unit(rng) * total;
+        int64_t lo = 0, hi = deg - 1;
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (cdf[mid] > r) hi = mid;
+            else lo = mid + 1;
+        }
+        pos[q] = lo;
+    }
+    return k;
+}
+
+/* Chooses up to k positions of a row of `deg`; returns how many, with
+ * pos == NULL meaning "all positions 0..deg-1" (deg <= k, uniform). */
+static int64_t pick(fs_sampler_t *s, fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
+                    int64_t **pos)
+{
+    *pos = s->pos.p;
+    if (k == FS_FANOUT_ALL) k = deg;
+    switch (mode) {
+    case FS_SAMPLE_UNIFORM:
+        if (deg <= k) {
+            *pos = NULL;
+            return deg;
+        }
+        fs_pick_uniform(rng, deg, k, *pos);
+        return k;
+    case FS_SAMPLE_UNIFORM_REPLACE:
+        if (deg == 0) return 0;
+        fs_pick_replace(rng, deg, k, *pos);
+        return k;
+    case FS_SAMPLE_WEIGHTED: return pick_weighted(s, rng, w, deg, k, *pos);
+    default: return deg ? pick_weighted_replace(s, rng, w, deg, k, *pos) : 0;
+    }
+}
+
+/* ---- the engine ----------------------------------------------------------- */
+
+typedef struct {
+    const fs_csr_view_t *g;
+    int hop;
+    fs_sample_mode_t mode;
+    int64_t k;
+    uint64_t seed;
+    int want_ids;
+    fs_gather_counters_t *topo;
+} hop_t;
+
+/* Resolves node v to (part, first edge position, degree). */
+static inline const fs_csr_part_t *row_of(const fs_csr_view_t *g, int64_t v, int64_t *b, int64_t *deg, int *part)
+{
+    int64_t row = v;
+    *part = 0;
+    if (g->route) {
+        uint64_t r = g->route[v];
+        *part = FS_ROUTE_TIER(r);
+        row = FS_ROUTE_ROW(r);
+    }
+    const fs_csr_part_t *pt = &g->part[*part];
+    *b = pt->indptr[row];
+    *deg = pt->indptr[row + 1] - *b;
+    return pt;
+}
+
+#define DEFINE_HOP(NAME, IDX_T)                                                                          \
+    static int NAME(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges)    \
+    {                                                                                                    \
+        const fs_csr_view_t *g = h->g;                                                                   \
+        int64_t *off = s->off[h->hop].p, *ed = s->edst[h->hop].p, *es = s->esrc[h->hop].p;               \
+        int64_t *eid = h->want_ids ? s->eid[h->hop].p : NULL, e = 0;                                     \
+        uint64_t lists[FS_MAX_TIERS] = {0}, reads[FS_MAX_TIERS] = {0};                                   \
+        off[0] = 0;                                                                                      \
+        for (int64_t d = 0; d < num_dst; d++) {                                                          \
+            if (!g->route && d + PREFETCH_AHEAD < num_dst)                                               \
+                __builtin_prefetch(&g->part[0].indptr[s->nodes.p[d + PREFETCH_AHEAD]], 0, 0);            \
+            int64_t v = s->nodes.p[d], b, deg, *pos;                                                     \
+            int part;                                                                                    \
+            const fs_csr_part_t *pt = row_of(g, v, &b, &deg, &part);                                     \
+            const IDX_T *ind = (const IDX_T *)pt->indices + b;                                           \
+            fs_rng_t rng = fs_pick_rng(h->seed, h->hop, v);                                              \
+            int64_t m = pick(s, h->mode, &rng, pt->weights ? pt->weights + b : NULL, deg, h->k, &pos);   \
+            int64_t gb = part == 0 ? b : g->part[0].indptr[v];                                           \
+            lists[part]++;                                                                               \
+            reads[part] += (uint64_t)(h->mode >= FS_SAMPLE_WEIGHTED ? deg : m);                          \
+            for (int64_t q = 0; q < m; q++) {                                                            \
+                int64_t p = pos ? pos[q] : q;                                                            \
+                es[e] = map_add(s, (int64_t)ind[p], u);                                                  \
+                ed[e] = d;                                                                               \
+                if (eid) eid[e] = gb + p;                                                                \
+                e++;                                                                                     \
+            }                                                                                            \
+            off[d + 1] = e;                                                                              \
+        }                                                                                                \
+        if (h->topo)                                                                                     \
+            for (int k = 0; k < g->num_parts; k++) {                                                     \
+                h->topo->rows[k] += lists[k];                                                            \
+                h->topo->bytes[k] += reads[k] * sizeof(IDX_T);                                           \
+            }                                                                                            \
+        *num_edges = e;                                                                                  \
+        return 0;                                                                                        \
+    }
+DEFINE_HOP(hop_i32, int32_t)
+DEFINE_HOP(hop_i64, int64_t)
+
+/* Worst-case edges of one hop, for sizing; -1 if it overflows int32 ids. */
+static int64_t hop_bound(const fs_csr_view_t *g, const int64_t *frontier, int64_t num_dst, int fanout,
+                         int64_t *max_deg)
+{
+    int64_t bound = 0;
+    *max_deg = 0;
+    for (int64_t d = 0; d < num_dst; d++) {
+        int64_t b, deg;
+        int part;
+        row_of(g, frontier[d], &b, &deg, &part);
+        if (deg > *max_deg) *max_deg = deg;
+        bound += fanout == FS_FANOUT_ALL ? deg : fanout;
+    }
+    return bound;
+}
+
+static fs_status_t reserve_hop(fs_sampler_t *s, int hop, int64_t num_dst, int64_t bound, int64_t max_deg, int64_t k,
+                               int want_ids, fs_error_t *err)
+{
+    size_t pk = (size_t)(k == FS_FANOUT_ALL ? max_deg : k) + 1;
+    if (vec_reserve(&s->off[hop], (size_t)num_dst + 1) || vec_reserve(&s->edst[hop], (size_t)bound + 1) ||
+        vec_reserve(&s->esrc[hop], (size_t)bound + 1) || (want_ids && vec_reserve(&s->eid[hop], (size_t)bound + 1)) ||
+        vec_reserve(&s->pos, pk > (size_t)max_deg ? pk : (size_t)max_deg + 1) || wbuf_reserve(s, (size_t)max_deg + 1))
+        return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
+    return FS_OK;
+}
+
+static void fill_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,
+                        const int64_t *num_dst, const int64_t *num_edges, fs_sample_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    res->num_hops = req->num_hops;
+    for (int h = 0; h < req->num_hops; h++)
+        res->block[h] = (fs_block_t){.num_dst = num_dst[h], .num_src = u_after[h], .num_edges = num_edges[h],
+                                     .dst_offsets = s->off[h].p, .edge_dst = s->edst[h].p, .edge_src = s->esrc[h].p,
+                                     .edge_ids = req->want_edge_ids ? s->eid[h].p : NULL};
+    res->num_nodes = u_after[req->num_hops - 1];
+    res->nodes = s->nodes.p;
+    res->num_seeds = n;
+    res->seed_local = s->seed_local.p;
+}
+
+fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                          const fs_sample_req_t *req, fs_sample_result_t *res, fs_gather_counters_t *topo,
+                          fs_error_t *err)
+{
+    fs_status_t st = fs_sample_check(g, seeds, n, req, err);
+    if (st != FS_OK) return st;
+    if (vec_reserve(&s->seed_local, (size_t)n + 1) || map_reserve(s, 0, n))
+        return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for %lld seeds", (long long)n);
+    map_begin(s);
+    int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
+    for (int64_t i = 0; i < n; i++) s->seed_local.p[i] = map_add(s, seeds[i], &u);
+    for (int hop = 0; hop < req->num_hops; hop++) {
+        int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], &max_deg);
+        if (u + bound >= INT32_MAX)
+            return fs_error(err, FS_ERR_RESOURCE, "sample: hop %d could reach %lld nodes, over the 2^31 per-request "
+                            "limit; use smaller fanouts or fewer seeds", hop, (long long)(u + bound));
+        if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
+        if (map_reserve(s, u, bound)) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
+        hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,
+                   .want_ids = req->want_edge_ids, .topo = topo};
+        num_dst[hop] = u;
+        if (g->index_dtype == FS_DTYPE_I32) hop_i32(s, &h, num_dst[hop], &u, &num_edges[hop]);
+        else hop_i64(s, &h, num_dst[hop], &u, &num_edges[hop]);
+        u_after[hop] = u;
+    }
+    fill_result(s, req, n, u_after, num_dst, num_edges, res);
+    return FS_OK;
+}
+
+/* ---- the naive reference -------------------------------------------------- */
+
+static int64_t ref_local(fs_sampler_t *s, int64_t key, int64_t *u)
+{
+    if (s->dense[key] < 0) {
+        s->dense[key] = (*u)++;
+        s->nodes.p[s->dense[key]] = key;
+    }
+    return s->dense[key];
+}
+
+fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                                const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
+{
+    fs_status_t st = fs_sample_check(g, seeds, n, req, err);
+    if (st != FS_OK) return st;
+    if ((size_t)g->num_nodes > s->dense_n) {
+        free(s->dense);
+        s->dense = malloc((size_t)g->num_nodes * sizeof *s->dense);
+        s->dense_n = s->dense ? (size_t)g->num_nodes : 0;
+    }
+    if (!s->dense || vec_reserve(&s->seed_local, (size_t)n + 1) || vec_reserve(&s->nodes, (size_t)n + 1))
+        return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");
+    for (int64_t v = 0; v < g->num_nodes; v++) s->dense[v] = -1;
+    int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
+    for (int64_t i = 0; i < n; i++) s->seed_local.p[i] = ref_local(s, seeds[i], &u);
+    for (int hop = 0; hop < req->num_hops; hop++) {
+        int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], &max_deg);
+        if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
+        if (vec_reserve(&s->nodes, (size_t)(u + bound) + 1) || vec_reserve(&s->copy, (size_t)max_deg + 1))
+            return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");
+        num_dst[hop] = u;
+        int64_t e = 0;
+        s->off[hop].p[0] = 0;
+        for (int64_t d = 0; d < num_dst[hop]; d++) {
+            int64_t v = s->nodes.p[d], b, deg, *pos;
+            int part;
+            const fs_csr_part_t *pt = row_of(g, v, &b, &deg, &part);
+            for (int64_t q = 0; q < deg; q++) /* the O(degree) copy a naive sampler makes */
+                s->copy.p[q] = g->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)pt->indices)[b + q]
+                                                              : ((const int64_t *)pt->indices)[b + q];
+            fs_rng_t rng = fs_pick_rng(req->seed, hop, v);
+            int64_t m = pick(s, req->mode[hop], &rng, pt->weights ? pt->weights + b : NULL, deg, req->fanout[hop], &pos);
+            for (int64_t q = 0; q < m; q++) {
+                int64_t p = pos ? pos[q] : q;
+                s->esrc[hop].p[e] = ref_local(s, s->copy.p[p], &u);
+                s->edst[hop].p[e] = d;
+                if (req->want_edge_ids) s->eid[hop].p[e] = g->part[0].indptr[v] + p;
+                e++;
+            }
+            s->off[hop].p[d + 1] = e;
+        }
+        num_edges[hop] = e;
+        u_after[hop] = u;
+    }
+    fill_result(s, req, n, u_after, num_dst, num_edges, res);
+    return FS_OK;
+}
+
+/* ---- workspace access for the CUDA twin (fs_sample_internal.h) ------------ */
+
+#include "fs_sample_internal.h"
+
+int64_t *fs_sampler_workspace(fs_sampler_t *s, int kind, int hop, size_t n)
+{
+    vec_t *v = kind == FS_WS_NODES ? &s->nodes : kind == FS_WS_SEED_LOCAL ? &s->seed_local
+             : kind == FS_WS_OFF   ? &s->off[hop] : kind == FS_WS_EDST ? &s->edst[hop]
+             : kind == FS_WS_ESRC  ? &s->esrc[hop] : &s->eid[hop];
+    return vec_reserve(v, n + 1) ? NULL : v->p;
+}
+
+void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,
+                       const int64_t *num_dst, const int64_t *num_edges, fs_sample_result_t *res)
+{
+    fill_result(s, req, n, u_after, num_dst, num_edges, res);
+}

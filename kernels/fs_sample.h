@@ -1,0 +1,115 @@
+/* fs_sample.h — the k-hop neighbour sampling engine with fused dedup and
+ * relabel (FastGL Fused-Map, ALGORITHMS §6).
+ *
+ * Request: seeds, per-hop fanout and mode, an RNG seed. Every random choice is
+ * a pure function of (seed, hop, node id), so the same request gives the same
+ * result on any thread count and on CPU or GPU.
+ *
+ * Result: one global-to-local map in first-appearance order. Unique seeds get
+ * local ids 0..S-1; every node first reached at hop h gets the next ids. Hop
+ * h's block (DGL convention) has dst = local ids [0, num_dst) — the frontier —
+ * and src = [0, num_src), a superset with the dst as prefix; its edges are
+ * (dst_local, src_local) in CSC order (grouped by dst, dst_offsets[d] ..
+ * dst_offsets[d+1]), with global edge ids (CSR positions) on request. The
+ * next hop's frontier is this hop's src set. result.nodes[local] = global id.
+ *
+ * Modes: uniform without replacement (O(fanout) per node, Floyd's algorithm:
+ * fanout draws, never a full scan — ALGORITHMS §5; degree <= fanout takes
+ * every neighbour), uniform with replacement, and edge-weighted with or
+ * without replacement (weighted modes read the row's weights, O(degree)).
+ *
+ * Ownership: results live in the sampler's workspace until its next call or
+ * its destruction. Thread-safety: one sampler per thread; views are shared. */
+#ifndef FS_SAMPLE_H
+#define FS_SAMPLE_H
+
+#include "fs_gather.h"
+#include "fs_types.h"
+
+#define FS_MAX_HOPS 8
+#define FS_FANOUT_ALL (-1)
+
+/* The topology as a reader sees it: parts (one per tier holding neighbour
+ * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
+typedef struct {
+    const int64_t *indptr;   /* [rows+1] */
+    const void *indices;     /* global neighbour ids, index_dtype */
+    const float *weights;    /* per edge, or NULL */
+    int64_t rows;
+} fs_csr_part_t;
+
+typedef struct {
+    int64_t num_nodes, num_edges;
+    fs_dtype_t index_dtype;  /* I32 or I64, the same in every part */
+    int num_parts;
+    fs_csr_part_t part[FS_MAX_TIERS];
+    const uint64_t *route;   /* [num_nodes] FS_ROUTE(part, row); NULL = part 0, row = id */
+} fs_csr_view_t;
+
+typedef enum {
+    FS_SAMPLE_UNIFORM = 0,       /* without replacement */
+    FS_SAMPLE_UNIFORM_REPLACE,
+    FS_SAMPLE_WEIGHTED,          /* without replacement, P ~ weight (Efraimidis-Spirakis) */
+    FS_SAMPLE_WEIGHTED_REPLACE,
+    FS_SAMPLE_MODE_COUNT_
+} fs_sample_mode_t;
+
+typedef struct {
+    int num_hops;
+    int fanout[FS_MAX_HOPS];         /* > 0, or FS_FANOUT_ALL */
+    fs_sample_mode_t mode[FS_MAX_HOPS];
+    uint64_t seed;
+    int want_edge_ids;
+} fs_sample_req_t;
+
+typedef struct {
+    int64_t num_dst, num_src, num_edges;
+    const int64_t *dst_offsets;  /* [num_dst+1] */
+    const int64_t *edge_dst;     /* [num_edges] local ids */
+    const int64_t *edge_src;     /* [num_edges] local ids */
+    const int64_t *edge_ids;     /* [num_edges] global edge ids, or NULL */
+} fs_block_t;
+
+typedef struct {
+    int num_hops;
+    fs_block_t block[FS_MAX_HOPS];
+    int64_t num_nodes;           /* = block[num_hops-1].num_src */
+    const int64_t *nodes;        /* [num_nodes] global id of each local id */
+    int64_t num_seeds;
+    const int64_t *seed_local;   /* [num_seeds] local id of each input seed */
+} fs_sample_result_t;
+
+typedef struct fs_sampler fs_sampler_t;
+
+fs_status_t fs_sampler_create(fs_sampler_t **out, fs_error_t *err);
+void fs_sampler_destroy(fs_sampler_t *s);
+
+/* Checks a request against a graph: hops, fanouts, modes, seed ids. */
+fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                            fs_error_t *err);
+
+/* The engine. topo (may be NULL) counts neighbour lists and index bytes read
+ * per part. */
+fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                          const fs_sample_req_t *req, fs_sample_result_t *res, fs_gather_counters_t *topo,
+                          fs_error_t *err);
+
+/* The naive reference: the same random choices, made the obvious way — copy
+ * each full neighbour list (O(degree)), relabel through a dense N-entry
+ * array. Tests compare the engine against it; benchmarks use it as the
+ * baseline. Same ownership as fs_sample_cpu. */
+fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                                const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
+
+/* A plain CSR as a one-part view. */
+void fs_csr_view_init(fs_csr_view_t *v, int64_t num_nodes, const int64_t *indptr, const void *indices,
+                      fs_dtype_t index_dtype, const float *weights);
+
+/* CUDA: the same sampling (uniform modes) on `device`; the view's parts must
+ * be device-readable. Seeds are host memory; the result is copied back into
+ * the sampler's workspace and is bit-identical to fs_sample_cpu.
+ * FS_ERR_NO_DEVICE without CUDA or a GPU. */
+fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
+
+#endif

@@ -1,0 +1,343 @@
+/* store.c — the tiered store (see store.h).
+ *
+ * Tier memory: host and simulated-device tiers are private jemalloc arenas
+ * (one per tier, so a tier's footprint is measurable and its pages never mix
+ * with the request path's allocations); pinned and device tiers come from
+ * the CUDA runtime. A simulated device enforces its capacity exactly like a
+ * GPU would refuse cudaMalloc past its memory.
+ *
+ * Routing: per (reader, table) an N-entry array of FS_ROUTE(tier, row),
+ * created on first placement for that reader; readers never placed for read
+ * everything from tier 0 (NULL route). */
+#include "store.h"
+
+#include <jemalloc/jemalloc.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    fs_tier_kind_t kind;
+    int device;
+    size_t capacity, used;
+    unsigned arena;
+} tier_t;
+
+typedef struct {
+    const fs_table_t *src;
+    void *rows[FS_MAX_TIERS];       /* tier k's copy (k >= 1) */
+    int64_t nrows[FS_MAX_TIERS];
+    uint64_t *route[FS_MAX_READERS];
+} table_t;
+
+typedef struct {
+    int64_t *indptr;
+    void *indices;
+    float *weights;
+    int64_t rows;
+} topo_part_t;
+
+struct fs_store {
+    const fs_dataset_t *ds;
+    int num_tiers;
+    tier_t tier[FS_MAX_TIERS];
+    int num_tables;
+    table_t *tables;
+    topo_part_t topo[FS_MAX_TIERS];
+    uint64_t *topo_route[FS_MAX_READERS];
+    _Atomic uint64_t rows[FS_MAX_READERS][FS_MAX_TIERS], bytes[FS_MAX_READERS][FS_MAX_TIERS];
+};
+
+static int reader_index(int reader) { return reader + 1; }
+
+static int valid_reader(int reader) { return reader >= FS_READER_CPU && reader < FS_MAX_DEVICES; }
+
+fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t *err)
+{
+    fs_store_t *s = calloc(1, sizeof *s);
+    if (!s || !(s->tables = calloc((size_t)ds->num_tables + 1, sizeof *s->tables))) {
+        free(s);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory creating the store");
+    }
+    s->ds = ds;
+    s->num_tables = ds->num_tables;
+    for (int i = 0; i < ds->num_tables; i++) s->tables[i].src = &ds->tables[i];
+    s->num_tiers = 1; /* tier 0: the dataset's mmap */
+    s->tier[0] = (tier_t){.kind = FS_TIER_HOST, .device = -1, .used = fs_dataset_bytes(ds)};
+    *out = s;
+    return FS_OK;
+}
+
+/* ---- tier memory ------------------------------------------------------------ */
+
+static void tier_free(fs_store_t *s, int tier, void *p)
+{
+    if (!p) return;
+    switch (s->tier[tier].kind) {
+    case FS_TIER_PINNED: fs_cuda_free_pinned(p); break;
+    case FS_TIER_DEVICE: fs_cuda_free_device(p); break;
+    default: dallocx(p, MALLOCX_TCACHE_NONE); break;
+    }
+}
+
+void fs_store_destroy(fs_store_t *s)
+{
+    if (!s) return;
+    for (int k = 1; k < s->num_tiers; k++) {
+        for (int i = 0; i < s->num_tables; i++) tier_free(s, k, s->tables[i].rows[k]);
+        tier_free(s, k, s->topo[k].indptr);
+        tier_free(s, k, s->topo[k].indices);
+        tier_free(s, k, s->topo[k].weights);
+    }
+    for (int i = 0; i < s->num_tables; i++)
+        for (int r = 0; r < FS_MAX_READERS; r++) free(s->tables[i].route[r]);
+    for (int r = 0; r < FS_MAX_READERS; r++) free(s->topo_route[r]);
+    free(s->tables);
+    free(s);
+}
+
+fs_status_t fs_store_add_tier(fs_store_t *s, fs_tier_kind_t kind, int device, size_t capacity, int *tier,
+                              fs_error_t *err)
+{
+    if (s->num_tiers == FS_MAX_TIERS)
+        return fs_error(err, FS_ERR_RESOURCE, "store: at most %d tiers", FS_MAX_TIERS);
+    if ((unsigned)kind >= FS_TIER_KIND_COUNT_)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: unknown tier kind %d", (int)kind);
+    int on_device = kind == FS_TIER_DEVICE || kind == FS_TIER_SIM_DEVICE;
+    if (on_device && (device < 0 || device >= FS_MAX_DEVICES))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: device id %d outside [0, %d)", device, FS_MAX_DEVICES);
+    tier_t t = {.kind = kind, .device = on_device ? device : -1, .capacity = capacity};
+    if (kind == FS_TIER_HOST || kind == FS_TIER_SIM_DEVICE) {
+        size_t sz = sizeof t.arena;
+        if (mallctl("arenas.create", &t.arena, &sz, NULL, 0) != 0)
+            return fs_error(err, FS_ERR_NOMEM, "store: jemalloc could not create an arena");
+    } else {
+        void *probe; /* fail now, not at the first placement, when there is no GPU */
+        fs_status_t st = kind == FS_TIER_PINNED ? fs_cuda_alloc_pinned(64, &probe, err)
+                                                : fs_cuda_alloc_device(device, 64, &probe, err);
+        if (st != FS_OK) return st;
+        if (kind == FS_TIER_PINNED) fs_cuda_free_pinned(probe);
+        else fs_cuda_free_device(probe);
+    }
+    *tier = s->num_tiers;
+    s->tier[s->num_tiers++] = t;
+    return FS_OK;
+}
+
+int fs_store_num_tiers(const fs_store_t *s) { return s->num_tiers; }
+
+void fs_store_tier_info(const fs_store_t *s, int tier, fs_tier_info_t *out)
+{
+    const tier_t *t = &s->tier[tier];
+    *out = (fs_tier_info_t){.kind = t->kind, .device = t->device, .capacity = t->capacity, .used = t->used};
+}
+
+/* Allocates bytes in a tier, within its capacity. */
+static fs_status_t tier_alloc(fs_store_t *s, int tier, size_t bytes, void **p, fs_error_t *err)
+{
+    tier_t *t = &s->tier[tier];
+    *p = NULL;
+    if (t->capacity && t->used + bytes > t->capacity)
+        return fs_error(err, FS_ERR_RESOURCE, "store: tier %d (%s %d) cannot take %zu more bytes: %zu of %zu used",
+                        tier, fs_tier_kind_name(t->kind), t->device, bytes, t->used, t->capacity);
+    fs_status_t st = FS_OK;
+    if (t->kind == FS_TIER_PINNED) st = fs_cuda_alloc_pinned(bytes, p, err);
+    else if (t->kind == FS_TIER_DEVICE) st = fs_cuda_alloc_device(t->device, bytes, p, err);
+    else if (!(*p = mallocx(bytes ? bytes : 1, MALLOCX_ARENA(t->arena) | MALLOCX_ALIGN(64) | MALLOCX_TCACHE_NONE)))
+        st = fs_error(err, FS_ERR_NOMEM, "store: out of host memory for %zu bytes in tier %d", bytes, tier);
+    if (st == FS_OK) t->used += bytes;
+    return st;
+}
+
+/* Copies host bytes into tier memory (device tiers via the CUDA runtime). */
+static fs_status_t tier_write(fs_store_t *s, int tier, void *dst, const void *src, size_t bytes, fs_error_t *err)
+{
+    if (s->tier[tier].kind == FS_TIER_DEVICE) return fs_cuda_copy(dst, src, bytes, err);
+    memcpy(dst, src, bytes);
+    return FS_OK;
+}
+
+/* ---- routing ---------------------------------------------------------------- */
+
+/* Lower is closer for this reader: local GPU, peer GPU, pinned, host arena, mmap. */
+static int closeness(const fs_store_t *s, int reader, int tier)
+{
+    if (tier == 0) return 4;
+    const tier_t *t = &s->tier[tier];
+    if (t->kind == FS_TIER_DEVICE || t->kind == FS_TIER_SIM_DEVICE) return t->device == reader ? 0 : 1;
+    return t->kind == FS_TIER_PINNED ? 2 : 3;
+}
+
+static fs_status_t check_readers(const fs_store_t *s, int tier, uint32_t readers, fs_error_t *err)
+{
+    if (readers >> FS_MAX_READERS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: reader mask 0x%x names unknown readers", readers);
+    if (s->tier[tier].kind == FS_TIER_DEVICE && (readers & FS_READER_BIT(FS_READER_CPU)))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: the CPU cannot read GPU memory (tier %d)", tier);
+    return FS_OK;
+}
+
+/* Points each reader's route for ids[i] at (tier, i) where that is closer. */
+static fs_status_t route_to(fs_store_t *s, uint64_t **routes, int tier, const int64_t *ids, int64_t n, uint32_t readers,
+                            int64_t num_rows, fs_error_t *err)
+{
+    for (int r = FS_READER_CPU; r < FS_MAX_DEVICES; r++) {
+        if (!(readers & FS_READER_BIT(r))) continue;
+        uint64_t **route = &routes[reader_index(r)];
+        if (!*route) {
+            if (!(*route = malloc((size_t)num_rows * sizeof **route)))
+                return fs_error(err, FS_ERR_NOMEM, "store: out of memory for a %lld-entry route", (long long)num_rows);
+            for (int64_t v = 0; v < num_rows; v++) (*route)[v] = FS_ROUTE(0, v);
+        }
+        int mine = closeness(s, r, tier);
+        for (int64_t i = 0; i < n; i++)
+            if (mine < closeness(s, r, FS_ROUTE_TIER((*route)[ids[i]]))) (*route)[ids[i]] = FS_ROUTE(tier, i);
+    }
+    return FS_OK;
+}
+
+static table_t *find_table(const fs_store_t *s, const char *name)
+{
+    for (int i = 0; i < s->num_tables; i++)
+        if (strcmp(s->tables[i].src->name, name) == 0) return &s->tables[i];
+    return NULL;
+}
+
+static fs_status_t check_place(const fs_store_t *s, int tier, const int64_t *ids, int64_t n, uint32_t readers,
+                               fs_error_t *err)
+{
+    if (tier < 1 || tier >= s->num_tiers)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: tier %d does not exist (tiers 1..%d take placements)",
+                        tier, s->num_tiers - 1);
+    for (int64_t i = 0; i < n; i++)
+        if ((uint64_t)ids[i] >= (uint64_t)s->ds->num_nodes)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: node %lld at position %lld is outside [0, %lld)",
+                            (long long)ids[i], (long long)i, (long long)s->ds->num_nodes);
+    return check_readers(s, tier, readers, err);
+}
+
+fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
+                                uint32_t readers, fs_error_t *err)
+{
+    table_t *t = find_table(s, table);
+    if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "store: no feature table '%s'", table);
+    fs_status_t st = check_place(s, tier, ids, n, readers, err);
+    if (st != FS_OK) return st;
+    if (t->rows[tier]) return fs_error(err, FS_ERR_EXISTS, "store: table '%s' already has rows in tier %d", table, tier);
+    size_t rb = t->src->row_bytes, bytes = (size_t)n * rb;
+    int staged = s->tier[tier].kind == FS_TIER_DEVICE;
+    char *buf = NULL, *dst;
+    if ((st = tier_alloc(s, tier, bytes, &t->rows[tier], err))) return st;
+    if (staged && !(buf = malloc(bytes ? bytes : 1))) return fs_error(err, FS_ERR_NOMEM, "store: out of memory");
+    dst = staged ? buf : t->rows[tier];
+    for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * rb, (const char *)t->src->data + (size_t)ids[i] * rb, rb);
+    if (staged) st = tier_write(s, tier, t->rows[tier], buf, bytes, err);
+    free(buf);
+    t->nrows[tier] = n;
+    if (st == FS_OK) st = route_to(s, t->route, tier, ids, n, readers, s->ds->num_nodes, err);
+    return st;
+}
+
+fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
+                                    fs_error_t *err)
+{
+    fs_status_t st = check_place(s, tier, nodes, n, readers, err);
+    if (st != FS_OK) return st;
+    topo_part_t *p = &s->topo[tier];
+    if (p->indptr) return fs_error(err, FS_ERR_EXISTS, "store: tier %d already holds topology", tier);
+    const fs_dataset_t *ds = s->ds;
+    size_t isz = fs_dtype_size(ds->index_dtype);
+    int64_t *ip = malloc(((size_t)n + 1) * sizeof *ip);
+    if (!ip) return fs_error(err, FS_ERR_NOMEM, "store: out of memory");
+    ip[0] = 0;
+    for (int64_t i = 0; i < n; i++) ip[i + 1] = ip[i] + ds->indptr[nodes[i] + 1] - ds->indptr[nodes[i]];
+    int64_t e = ip[n];
+    char *ix = malloc((size_t)e * isz + 1);
+    float *w = ds->edge_weights ? malloc((size_t)e * sizeof *w + 1) : NULL;
+    if (!ix || (ds->edge_weights && !w)) st = fs_error(err, FS_ERR_NOMEM, "store: out of memory");
+    for (int64_t i = 0; st == FS_OK && i < n; i++) {
+        int64_t b = ds->indptr[nodes[i]], deg = ip[i + 1] - ip[i];
+        memcpy(ix + (size_t)ip[i] * isz, (const char *)ds->indices + (size_t)b * isz, (size_t)deg * isz);
+        if (w) memcpy(w + ip[i], ds->edge_weights + b, (size_t)deg * sizeof *w);
+    }
+    if (!st) st = tier_alloc(s, tier, ((size_t)n + 1) * sizeof *ip, (void **)&p->indptr, err);
+    if (!st) st = tier_alloc(s, tier, (size_t)e * isz, &p->indices, err);
+    if (!st && w) st = tier_alloc(s, tier, (size_t)e * sizeof *w, (void **)&p->weights, err);
+    if (!st) st = tier_write(s, tier, p->indptr, ip, ((size_t)n + 1) * sizeof *ip, err);
+    if (!st) st = tier_write(s, tier, p->indices, ix, (size_t)e * isz, err);
+    if (!st && w) st = tier_write(s, tier, p->weights, w, (size_t)e * sizeof *w, err);
+    p->rows = n;
+    free(ip), free(ix), free(w);
+    if (st == FS_OK) st = route_to(s, s->topo_route, tier, nodes, n, readers, ds->num_nodes, err);
+    return st;
+}
+
+/* ---- views and reads ----------------------------------------------------------- */
+
+fs_status_t fs_store_table_view(const fs_store_t *s, const char *table, int reader, fs_table_view_t *out,
+                                fs_error_t *err)
+{
+    const table_t *t = find_table(s, table);
+    if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
+    if (!valid_reader(reader)) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "reader %d is not valid", reader);
+    memset(out, 0, sizeof *out);
+    out->dtype = t->src->dtype;
+    out->num_rows = t->src->rows;
+    out->dim = t->src->dim;
+    out->row_bytes = t->src->row_bytes;
+    out->num_tiers = s->num_tiers;
+    out->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = t->src->data, .rows = t->src->rows};
+    for (int k = 1; k < s->num_tiers; k++)
+        out->tier[k] = (fs_tier_ref_t){.kind = s->tier[k].kind, .device = s->tier[k].device, .base = t->rows[k],
+                                       .rows = t->nrows[k]};
+    out->route = t->route[reader_index(reader)];
+    return FS_OK;
+}
+
+void fs_store_csr_view(const fs_store_t *s, int reader, fs_csr_view_t *out)
+{
+    const fs_dataset_t *ds = s->ds;
+    fs_csr_view_init(out, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, ds->edge_weights);
+    out->num_parts = s->num_tiers;
+    for (int k = 1; k < s->num_tiers; k++)
+        out->part[k] = (fs_csr_part_t){.indptr = s->topo[k].indptr, .indices = s->topo[k].indices,
+                                       .weights = s->topo[k].weights, .rows = s->topo[k].rows};
+    out->route = valid_reader(reader) ? s->topo_route[reader_index(reader)] : NULL;
+}
+
+void fs_store_count(fs_store_t *s, int reader, const fs_gather_counters_t *c)
+{
+    if (!valid_reader(reader)) return;
+    int r = reader_index(reader);
+    for (int k = 0; k < s->num_tiers; k++) {
+        if (c->rows[k]) atomic_fetch_add_explicit(&s->rows[r][k], c->rows[k], memory_order_relaxed);
+        if (c->bytes[k]) atomic_fetch_add_explicit(&s->bytes[r][k], c->bytes[k], memory_order_relaxed);
+    }
+}
+
+void fs_store_counters(const fs_store_t *s, int reader, fs_gather_counters_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!valid_reader(reader)) return;
+    int r = reader_index(reader);
+    for (int k = 0; k < s->num_tiers; k++) {
+        out->rows[k] = atomic_load_explicit(&s->rows[r][k], memory_order_relaxed);
+        out->bytes[k] = atomic_load_explicit(&s->bytes[r][k], memory_order_relaxed);
+    }
+}
+
+fs_status_t fs_store_gather(fs_store_t *s, const char *table, int reader, const int64_t *ids, int64_t n,
+                            fs_dtype_t out_dtype, void *out, fs_pool_t *pool, fs_error_t *err)
+{
+    fs_table_view_t v;
+    fs_status_t st = fs_store_table_view(s, table, reader, &v, err);
+    if (st != FS_OK) return st;
+    for (int k = 1; k < v.num_tiers; k++)
+        if (v.tier[k].kind == FS_TIER_DEVICE && v.tier[k].base && v.route)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "reader %d's view of '%s' includes GPU memory; gather it "
+                            "with fs_gather_cuda", reader, table);
+    fs_gather_counters_t c = {0};
+    st = fs_gather_cpu(&v, ids, n, out_dtype, out, pool, &c, err);
+    if (st == FS_OK) fs_store_count(s, reader, &c);
+    return st;
+}

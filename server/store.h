@@ -1,0 +1,74 @@
+/* store.h — the tiered store: where each feature row and each node's
+ * neighbour list lives, and how each reader finds it.
+ *
+ * Tier 0 is always the dataset's read-only mmap (host). More tiers are added
+ * by the placement: host (a jemalloc arena), pinned host (mapped, CUDA),
+ * device (cudaMalloc) and simulated device (a host arena with a device id and
+ * a capacity limit, so placement and routing run for real on machines with no
+ * GPU). Placing rows copies them into a tier and points the routes of chosen
+ * readers at them. A route only ever moves closer: local device < peer device
+ * < pinned/host arena < the mmap, whatever the order of the placement calls.
+ *
+ * Readers: FS_READER_CPU (-1) and GPU/simulated-GPU ids 0..FS_MAX_DEVICES-1.
+ * Counters record rows and bytes read per (reader, source tier).
+ *
+ * Ownership: the store borrows the dataset (which must outlive it) and owns
+ * every tier allocation. Thread-safety: place/add_tier are setup calls and
+ * must not overlap reads; views, gathers, sampling and counters are safe from
+ * any number of threads. */
+#ifndef FS_STORE_H
+#define FS_STORE_H
+
+#include "dataset.h"
+#include "fs_device.h"
+#include "fs_gather.h"
+#include "fs_sample.h"
+
+#define FS_READER_CPU (-1)
+#define FS_MAX_READERS (FS_MAX_DEVICES + 1)
+#define FS_READER_BIT(r) (1u << ((r) + 1))
+
+typedef struct fs_store fs_store_t;
+
+typedef struct {
+    fs_tier_kind_t kind;
+    int device;
+    size_t capacity;    /* 0 = unlimited */
+    size_t used;        /* bytes held (feature rows + topology) */
+} fs_tier_info_t;
+
+fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t *err);
+void fs_store_destroy(fs_store_t *s);
+
+/* Adds a tier; *tier receives its index. device is ignored for HOST. */
+fs_status_t fs_store_add_tier(fs_store_t *s, fs_tier_kind_t kind, int device, size_t capacity, int *tier,
+                              fs_error_t *err);
+int fs_store_num_tiers(const fs_store_t *s);
+void fs_store_tier_info(const fs_store_t *s, int tier, fs_tier_info_t *out);
+
+/* Copies rows `ids` of `table` into `tier` (once per table and tier) and
+ * routes the readers in `readers` (FS_READER_BIT mask) to them. */
+fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
+                                uint32_t readers, fs_error_t *err);
+
+/* Copies the neighbour lists of `nodes` into `tier` and routes `readers`. */
+fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
+                                    fs_error_t *err);
+
+/* The view a reader gathers `table` through (valid until the next place). */
+fs_status_t fs_store_table_view(const fs_store_t *s, const char *table, int reader, fs_table_view_t *out,
+                                fs_error_t *err);
+/* The topology view a reader samples through. */
+void fs_store_csr_view(const fs_store_t *s, int reader, fs_csr_view_t *out);
+
+/* Gather on the CPU through the reader's view, counting what it read.
+ * Views holding real GPU memory need fs_gather_cuda instead. */
+fs_status_t fs_store_gather(fs_store_t *s, const char *table, int reader, const int64_t *ids, int64_t n,
+                            fs_dtype_t out_dtype, void *out, fs_pool_t *pool, fs_error_t *err);
+
+/* Adds what a caller read through a view to the store's counters. */
+void fs_store_count(fs_store_t *s, int reader, const fs_gather_counters_t *c);
+/* Rows/bytes read by `reader` so far, per source tier. */
+void fs_store_counters(const fs_store_t *s, int reader, fs_gather_counters_t *out);
+
+#endif

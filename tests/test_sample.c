@@ -1,0 +1,337 @@
+/* test_sample.c — the sampling engine against the naive reference (bit for
+ * bit, Cora and R-MAT, every mode), the block invariants, edge cases, and
+ * chi-square tests of the sampling distributions. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "fs_rng.h"
+#include "fs_sample.h"
+#include "gen.h"
+#include "import.h"
+#include "test_util.h"
+
+static char *dir;
+static fs_dataset_t *cora, *rmat;
+static fs_sampler_t *fast, *ref;
+
+static fs_dataset_t *open_ds(const char *d)
+{
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_dataset_open(d, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
+    return ds;
+}
+
+static void setup(void)
+{
+    dir = tu_mkdtemp();
+    fs_error_t err = {0};
+    char *c = tu_path(dir, "cora"), *r = tu_path(dir, "rmat");
+    fs_import_opts_t o = {.out_dir = c, .threads = 1, .edges = {.symmetrize = 1, .dedup = 1}};
+    cr_assert_eq(fs_import_npz(tu_data("cora.npz"), &o, &err), FS_OK, "%s", err.msg);
+    fs_rmat_opts_t g;
+    fs_rmat_defaults(&g);
+    g.out_dir = r, g.scale = 13, g.edge_factor = 8, g.dim = 0, g.edges.symmetrize = 1;
+    cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
+    cora = open_ds(c);
+    rmat = open_ds(r);
+    cr_assert_eq(fs_sampler_create(&fast, &err), FS_OK);
+    cr_assert_eq(fs_sampler_create(&ref, &err), FS_OK);
+    free(c), free(r);
+}
+
+static void teardown(void)
+{
+    fs_sampler_destroy(fast);
+    fs_sampler_destroy(ref);
+    fs_dataset_close(cora);
+    fs_dataset_close(rmat);
+    tu_rm_rf(dir);
+    free(dir);
+}
+
+TestSuite(sample, .init = setup, .fini = teardown, .timeout = 120);
+
+static fs_csr_view_t view_of(const fs_dataset_t *ds)
+{
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, ds->edge_weights);
+    return g;
+}
+
+static fs_sample_req_t req3(int f0, int f1, int f2, fs_sample_mode_t mode, uint64_t seed)
+{
+    fs_sample_req_t r = {.num_hops = f2 ? 3 : 2, .fanout = {f0, f1, f2}, .seed = seed, .want_edge_ids = 1};
+    for (int h = 0; h < 3; h++) r.mode[h] = mode;
+    return r;
+}
+
+static int64_t nbr(const fs_csr_view_t *g, int64_t pos)
+{
+    return g->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)g->part[0].indices)[pos]
+                                          : ((const int64_t *)g->part[0].indices)[pos];
+}
+
+/* Every invariant a block must hold, checked against the graph. */
+static void check_result(const fs_csr_view_t *g, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                         const fs_sample_result_t *res)
+{
+    /* relabelling is a bijection: nodes[] distinct, seeds map back */
+    int64_t *seen = calloc((size_t)g->num_nodes, sizeof *seen);
+    for (int64_t l = 0; l < res->num_nodes; l++) {
+        cr_assert(res->nodes[l] >= 0 && res->nodes[l] < g->num_nodes);
+        cr_assert_eq(seen[res->nodes[l]]++, 0, "global %lld has two local ids", (long long)res->nodes[l]);
+    }
+    int64_t max_seed_local = -1;
+    for (int64_t i = 0; i < n; i++) {
+        cr_assert_eq(res->nodes[res->seed_local[i]], seeds[i]);
+        if (res->seed_local[i] > max_seed_local) max_seed_local = res->seed_local[i];
+    }
+    cr_assert_eq(res->block[0].num_dst, max_seed_local + 1, "seeds own the first local ids");
+    for (int h = 0; h < req->num_hops; h++) {
+        const fs_block_t *b = &res->block[h];
+        if (h) cr_assert_eq(b->num_dst, res->block[h - 1].num_src, "hop %d dst = previous src", h);
+        cr_assert_geq(b->num_src, b->num_dst);
+        cr_assert_eq(b->dst_offsets[0], 0);
+        cr_assert_eq(b->dst_offsets[b->num_dst], b->num_edges);
+        for (int64_t d = 0; d < b->num_dst; d++) {
+            int64_t v = res->nodes[d], deg = g->part[0].indptr[v + 1] - g->part[0].indptr[v];
+            int64_t lo = b->dst_offsets[d], hi = b->dst_offsets[d + 1], k = req->fanout[h];
+            int64_t want = req->mode[h] == FS_SAMPLE_UNIFORM_REPLACE ? (deg ? (k < 0 ? deg : k) : 0)
+                                                                     : (k < 0 || deg < k ? deg : k);
+            if (req->mode[h] <= FS_SAMPLE_UNIFORM_REPLACE)
+                cr_assert_eq(hi - lo, want, "hop %d node %lld: %lld edges, want %lld", h, (long long)v,
+                             (long long)(hi - lo), (long long)want);
+            for (int64_t e = lo; e < hi; e++) {
+                cr_assert_eq(b->edge_dst[e], d, "CSC order");
+                cr_assert(b->edge_src[e] >= 0 && b->edge_src[e] < b->num_src);
+                int64_t id = b->edge_ids[e];
+                cr_assert(id >= g->part[0].indptr[v] && id < g->part[0].indptr[v + 1], "edge id inside the row");
+                cr_assert_eq(nbr(g, id), res->nodes[b->edge_src[e]], "edge id names the sampled neighbour");
+                if (req->mode[h] == FS_SAMPLE_UNIFORM || req->mode[h] == FS_SAMPLE_WEIGHTED)
+                    for (int64_t f = lo; f < e; f++) cr_assert_neq(b->edge_ids[f], id, "duplicate without replacement");
+            }
+        }
+    }
+    free(seen);
+}
+
+static void compare(const fs_sample_result_t *a, const fs_sample_result_t *b)
+{
+    cr_assert_eq(a->num_nodes, b->num_nodes);
+    cr_assert_arr_eq(a->nodes, b->nodes, sizeof(int64_t) * (size_t)a->num_nodes);
+    cr_assert_arr_eq(a->seed_local, b->seed_local, sizeof(int64_t) * (size_t)a->num_seeds);
+    for (int h = 0; h < a->num_hops; h++) {
+        const fs_block_t *x = &a->block[h], *y = &b->block[h];
+        cr_assert_eq(x->num_edges, y->num_edges, "hop %d", h);
+        cr_assert_eq(x->num_dst, y->num_dst);
+        cr_assert_arr_eq(x->dst_offsets, y->dst_offsets, sizeof(int64_t) * (size_t)(x->num_dst + 1));
+        cr_assert_arr_eq(x->edge_src, y->edge_src, sizeof(int64_t) * (size_t)x->num_edges);
+        cr_assert_arr_eq(x->edge_dst, y->edge_dst, sizeof(int64_t) * (size_t)x->num_edges);
+        cr_assert_arr_eq(x->edge_ids, y->edge_ids, sizeof(int64_t) * (size_t)x->num_edges);
+    }
+}
+
+static void run_both(const fs_dataset_t *ds, const int64_t *seeds, int64_t n, fs_sample_req_t req)
+{
+    fs_csr_view_t g = view_of(ds);
+    fs_sample_result_t a, b;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, n, &req, &a, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_sample_reference(ref, &g, seeds, n, &req, &b, &err), FS_OK, "%s", err.msg);
+    compare(&a, &b);
+    check_result(&g, seeds, n, &req, &a);
+}
+
+static int64_t *seeds_of(const fs_dataset_t *ds, int64_t n, uint64_t s)
+{
+    int64_t *v = malloc(sizeof *v * (size_t)n);
+    fs_rng_t r = fs_rng_make(s, 77);
+    for (int64_t i = 0; i < n; i++) v[i] = (int64_t)fs_rng_below(&r, (uint64_t)ds->num_nodes);
+    return v;
+}
+
+Test(sample, engine_equals_reference_on_cora_and_rmat)
+{
+    const fs_dataset_t *sets[2] = {cora, rmat};
+    for (int d = 0; d < 2; d++)
+        for (uint64_t s = 1; s <= 3; s++) {
+            int64_t *seeds = seeds_of(sets[d], 256, s);
+            run_both(sets[d], seeds, 256, req3(15, 10, 5, FS_SAMPLE_UNIFORM, s));
+            run_both(sets[d], seeds, 256, req3(25, 10, 0, FS_SAMPLE_UNIFORM, s));
+            run_both(sets[d], seeds, 64, req3(7, 3, 2, FS_SAMPLE_UNIFORM_REPLACE, s));
+            run_both(sets[d], seeds, 32, req3(FS_FANOUT_ALL, 2, 0, FS_SAMPLE_UNIFORM, s));
+            run_both(sets[d], seeds, 256, req3(100, 2, 0, FS_SAMPLE_UNIFORM, s)); /* large fanout path */
+            free(seeds);
+        }
+}
+
+Test(sample, same_request_same_result_other_seed_differs)
+{
+    fs_csr_view_t g = view_of(rmat);
+    int64_t *seeds = seeds_of(rmat, 512, 5);
+    fs_sample_req_t r = req3(10, 5, 0, FS_SAMPLE_UNIFORM, 42);
+    fs_sample_result_t a, b;
+    fs_sampler_t *other;
+    fs_error_t err = {0};
+    fs_sampler_create(&other, &err);
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 512, &r, &a, NULL, &err), FS_OK);
+    cr_assert_eq(fs_sample_cpu(other, &g, seeds, 512, &r, &b, NULL, &err), FS_OK);
+    compare(&a, &b);
+    int64_t edges = a.block[1].num_edges;
+    r.seed = 43;
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 512, &r, &a, NULL, &err), FS_OK);
+    cr_assert(a.block[1].num_edges != edges || memcmp(a.nodes, b.nodes, 8 * 600) != 0, "seed changes the sample");
+    fs_sampler_destroy(other);
+    free(seeds);
+}
+
+Test(sample, edge_cases_isolated_small_degree_repeated_seeds)
+{
+    /* 0: isolated, 1 -> {2}, 2 -> {1,3,4}, 3 -> {2}, 4 -> {2} */
+    int64_t ip[6] = {0, 0, 1, 4, 5, 6};
+    int32_t ix[6] = {2, 1, 3, 4, 2, 2};
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, 5, ip, ix, FS_DTYPE_I32, NULL);
+    int64_t seeds[5] = {2, 0, 2, 1, 2};
+    fs_sample_req_t r = req3(5, 5, 0, FS_SAMPLE_UNIFORM, 1);
+    fs_sample_result_t res;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 5, &r, &res, NULL, &err), FS_OK, "%s", err.msg);
+    check_result(&g, seeds, 5, &r, &res);
+    cr_assert_eq(res.block[0].num_dst, 3, "repeated seeds share a local id");
+    cr_assert_eq(res.seed_local[2], 0);
+    cr_assert_eq(res.seed_local[4], 0);
+    cr_assert_eq(res.block[0].dst_offsets[2] - res.block[0].dst_offsets[1], 0, "isolated seed has no edges");
+    cr_assert_eq(res.block[0].num_edges, 4, "degree < fanout takes every neighbour");
+    cr_assert_eq(res.num_nodes, 5);
+    fs_sample_result_t b;
+    cr_assert_eq(fs_sample_reference(ref, &g, seeds, 5, &r, &b, &err), FS_OK);
+    compare(&res, &b);
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 0, &r, &res, NULL, &err), FS_OK, "no seeds is a valid request");
+    cr_assert_eq(res.num_nodes, 0);
+}
+
+Test(sample, bad_requests_are_clear_errors)
+{
+    fs_csr_view_t g = view_of(cora);
+    int64_t seeds[2] = {1, 2708};
+    fs_sample_req_t r = req3(5, 5, 0, FS_SAMPLE_UNIFORM, 1);
+    fs_sample_result_t res;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 2, &r, &res, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "seed 2708 at position 1"), "%s", err.msg);
+    seeds[1] = 3;
+    r.fanout[1] = 0;
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 2, &r, &res, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "fanout[1]"), "%s", err.msg);
+    r = req3(5, 5, 0, FS_SAMPLE_WEIGHTED, 1);
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 2, &r, &res, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "no edge weights"), "%s", err.msg);
+    r.num_hops = 9;
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 2, &r, &res, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+}
+
+/* Pearson chi-square of observed counts against expected ones. */
+static double chi2(const double *obs, const double *exp, int k)
+{
+    double x = 0;
+    for (int i = 0; i < k; i++) x += (obs[i] - exp[i]) * (obs[i] - exp[i]) / exp[i];
+    return x;
+}
+
+/* A star: node 0 -> 1..D, with weights 1..D when weighted. */
+#define D 20
+static int64_t star_ip[D + 2];
+static int32_t star_ix[D];
+static float star_w[D];
+
+static fs_csr_view_t star(int weighted)
+{
+    star_ip[0] = 0;
+    for (int i = 0; i < D; i++) star_ix[i] = i + 1, star_w[i] = (float)(i + 1);
+    for (int v = 1; v <= D + 1; v++) star_ip[v] = D;
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, D + 1, star_ip, star_ix, FS_DTYPE_I32, weighted ? star_w : NULL);
+    return g;
+}
+
+/* Counts how often each neighbour of node 0 is picked over `trials` seeds. */
+static void tally(fs_csr_view_t *g, int fanout, fs_sample_mode_t mode, int trials, double *count)
+{
+    int64_t seed = 0;
+    fs_sample_req_t r = {.num_hops = 1, .fanout = {fanout}, .mode = {mode}, .want_edge_ids = 1};
+    fs_sample_result_t res;
+    fs_error_t err = {0};
+    memset(count, 0, sizeof(double) * D);
+    for (int t = 0; t < trials; t++) {
+        r.seed = (uint64_t)t * 7919 + 1;
+        cr_assert_eq(fs_sample_cpu(fast, g, &seed, 1, &r, &res, NULL, &err), FS_OK, "%s", err.msg);
+        for (int64_t e = 0; e < res.block[0].num_edges; e++) count[res.block[0].edge_ids[e]] += 1;
+    }
+}
+
+/* 19 degrees of freedom: P(chi2 > 43.82) = 0.001. The RNG is seeded, so
+ * the verdict is the same on every run. */
+#define CHI2_19_P001 43.82
+
+Test(sample, uniform_without_replacement_is_fanout_over_degree)
+{
+    fs_csr_view_t g = star(0);
+    double count[D], exp[D];
+    const int trials = 40000, fanouts[3] = {1, 5, 15};
+    for (int f = 0; f < 3; f++) {
+        tally(&g, fanouts[f], FS_SAMPLE_UNIFORM, trials, count);
+        for (int i = 0; i < D; i++) exp[i] = (double)trials * fanouts[f] / D;
+        double x = chi2(count, exp, D);
+        cr_assert_lt(x, CHI2_19_P001, "fanout %d: chi2 %.2f", fanouts[f], x);
+    }
+}
+
+Test(sample, uniform_with_replacement_is_uniform)
+{
+    fs_csr_view_t g = star(0);
+    double count[D], exp[D];
+    tally(&g, 30, FS_SAMPLE_UNIFORM_REPLACE, 20000, count);
+    for (int i = 0; i < D; i++) exp[i] = 20000.0 * 30 / D;
+    cr_assert_lt(chi2(count, exp, D), CHI2_19_P001);
+}
+
+Test(sample, weighted_picks_follow_weights)
+{
+    fs_csr_view_t g = star(1);
+    double count[D], exp[D], total = D * (D + 1) / 2.0;
+    tally(&g, 1, FS_SAMPLE_WEIGHTED, 40000, count); /* one pick: P = w / sum w */
+    for (int i = 0; i < D; i++) exp[i] = 40000.0 * (i + 1) / total;
+    double x = chi2(count, exp, D);
+    cr_assert_lt(x, CHI2_19_P001, "weighted without replacement: chi2 %.2f", x);
+    tally(&g, 10, FS_SAMPLE_WEIGHTED_REPLACE, 8000, count);
+    for (int i = 0; i < D; i++) exp[i] = 80000.0 * (i + 1) / total;
+    x = chi2(count, exp, D);
+    cr_assert_lt(x, CHI2_19_P001, "weighted with replacement: chi2 %.2f", x);
+    /* and the weighted modes agree with the reference */
+    int64_t seeds[3] = {0, 0, 5};
+    fs_sample_req_t r = {.num_hops = 2, .fanout = {4, 2}, .mode = {FS_SAMPLE_WEIGHTED, FS_SAMPLE_WEIGHTED_REPLACE},
+                         .seed = 3, .want_edge_ids = 1};
+    fs_sample_result_t a, b;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 3, &r, &a, NULL, &err), FS_OK);
+    cr_assert_eq(fs_sample_reference(ref, &g, seeds, 3, &r, &b, &err), FS_OK);
+    compare(&a, &b);
+    check_result(&g, seeds, 3, &r, &a);
+}
+
+Test(sample, zero_weight_edges_are_never_picked)
+{
+    fs_csr_view_t g = star(1);
+    float w[D];
+    for (int i = 0; i < D; i++) w[i] = i % 2 ? 1.0f : 0.0f;
+    g.part[0].weights = w;
+    double count[D];
+    tally(&g, 15, FS_SAMPLE_WEIGHTED, 500, count); /* only 10 positive: at most 10 picks */
+    for (int i = 0; i < D; i += 2) cr_assert_eq(count[i], 0, "zero-weight edge %d picked", i);
+    for (int i = 1; i < D; i += 2) cr_assert_eq(count[i], 500);
+}

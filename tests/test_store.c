@@ -1,0 +1,179 @@
+/* test_store.c — the tiered store: reading through any placement is
+ * bit-identical to reading the host tier, routes always pick the closest
+ * copy, simulated devices enforce capacity, counters add up, and topology
+ * placed in a tier samples identically. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "store.h"
+#include "test_util.h"
+
+static char *dir;
+static fs_dataset_t *ds;
+static fs_store_t *st;
+
+static void setup(void)
+{
+    dir = tu_mkdtemp();
+    fs_error_t err = {0};
+    fs_rmat_opts_t g;
+    fs_rmat_defaults(&g);
+    char *out = tu_path(dir, "g");
+    g.out_dir = out, g.scale = 12, g.edge_factor = 8, g.dim = 24, g.edges.symmetrize = 1;
+    cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_dataset_open(out, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_create(ds, &st, &err), FS_OK);
+    free(out);
+}
+
+static void teardown(void)
+{
+    fs_store_destroy(st);
+    fs_dataset_close(ds);
+    tu_rm_rf(dir);
+    free(dir);
+}
+
+TestSuite(store, .init = setup, .fini = teardown, .timeout = 60);
+
+static int64_t *range(int64_t lo, int64_t hi)
+{
+    int64_t *v = malloc(sizeof *v * (size_t)(hi - lo + 1));
+    for (int64_t i = lo; i < hi; i++) v[i - lo] = i;
+    return v;
+}
+
+static void gather(int reader, const int64_t *ids, int64_t n, float *out)
+{
+    fs_error_t err = {0};
+    cr_assert_eq(fs_store_gather(st, "feat", reader, ids, n, FS_DTYPE_F32, out, NULL, &err), FS_OK, "%s", err.msg);
+}
+
+Test(store, three_tier_split_is_bit_identical_to_host)
+{
+    fs_error_t err = {0};
+    int host, gpu0, gpu1;
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_HOST, -1, 0, &host, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 0, 1 << 20, &gpu0, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 1, 1 << 20, &gpu1, &err), FS_OK, "%s", err.msg);
+    int64_t n = ds->num_nodes, *a = range(0, 1000), *b = range(1000, 2000), *c = range(2000, n);
+    /* gpu0 holds [0,1000) for itself; gpu1 holds [1000,2000) for itself and gpu0 (peer); the CPU's arena the rest */
+    cr_assert_eq(fs_store_place_rows(st, "feat", gpu0, a, 1000, FS_READER_BIT(0), &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_place_rows(st, "feat", gpu1, b, 1000, FS_READER_BIT(0) | FS_READER_BIT(1), &err), FS_OK);
+    cr_assert_eq(fs_store_place_rows(st, "feat", host, c, n - 2000, FS_READER_BIT(FS_READER_CPU), &err), FS_OK);
+
+    int64_t *ids = range(0, n);
+    for (int64_t i = n - 1; i > 0; i--) { /* shuffle */
+        int64_t j = (i * 7919) % (i + 1), t = ids[i];
+        ids[i] = ids[j], ids[j] = t;
+    }
+    size_t bytes = sizeof(float) * (size_t)n * 24;
+    float *want = malloc(bytes), *got = malloc(bytes);
+    for (int64_t i = 0; i < n; i++) memcpy(want + i * 24, (const float *)ds->tables[0].data + ids[i] * 24, 96);
+    for (int r = FS_READER_CPU; r <= 2; r++) {
+        memset(got, 0, bytes);
+        gather(r, ids, n, got);
+        cr_assert_arr_eq(got, want, bytes, "reader %d", r);
+    }
+    fs_gather_counters_t c0, c1, cc, c2;
+    fs_store_counters(st, 0, &c0);
+    fs_store_counters(st, 1, &c1);
+    fs_store_counters(st, FS_READER_CPU, &cc);
+    fs_store_counters(st, 2, &c2);
+    cr_assert_eq(c0.rows[gpu0], 1000, "reader 0 reads its local rows locally");
+    cr_assert_eq(c0.rows[gpu1], 1000, "and its peer's from the peer");
+    cr_assert_eq(c0.rows[0], (uint64_t)(n - 2000));
+    cr_assert_eq(c1.rows[gpu1], 1000);
+    cr_assert_eq(c1.rows[gpu0], 0, "reader 1 was not routed to gpu0");
+    cr_assert_eq(cc.rows[host], (uint64_t)(n - 2000));
+    cr_assert_eq(c2.rows[0], (uint64_t)n, "an unplaced reader reads the mmap");
+    cr_assert_eq(c0.bytes[gpu0], 1000 * 96);
+    fs_tier_info_t ti;
+    fs_store_tier_info(st, gpu0, &ti);
+    cr_assert_eq(ti.used, 1000 * 96);
+    cr_assert_eq(ti.kind, FS_TIER_SIM_DEVICE);
+    free(a), free(b), free(c), free(ids), free(want), free(got);
+}
+
+Test(store, routes_only_move_closer)
+{
+    fs_error_t err = {0};
+    int local, peer;
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 0, 0, &local, &err), FS_OK);
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 1, 0, &peer, &err), FS_OK);
+    int64_t *ids = range(0, 100);
+    cr_assert_eq(fs_store_place_rows(st, "feat", local, ids, 100, FS_READER_BIT(0), &err), FS_OK);
+    cr_assert_eq(fs_store_place_rows(st, "feat", peer, ids, 100, FS_READER_BIT(0), &err), FS_OK); /* placed later */
+    fs_table_view_t v;
+    cr_assert_eq(fs_store_table_view(st, "feat", 0, &v, &err), FS_OK);
+    for (int i = 0; i < 100; i++) cr_assert_eq(FS_ROUTE_TIER(v.route[i]), local, "node %d left its local copy", i);
+    cr_assert_eq(fs_store_place_rows(st, "feat", local, ids, 10, FS_READER_BIT(0), &err), FS_ERR_EXISTS);
+    free(ids);
+}
+
+Test(store, capacity_and_bad_placements_are_errors)
+{
+    fs_error_t err = {0};
+    int small;
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 3, 96 * 50, &small, &err), FS_OK);
+    int64_t *ids = range(0, 100);
+    cr_assert_eq(fs_store_place_rows(st, "feat", small, ids, 100, FS_READER_BIT(3), &err), FS_ERR_RESOURCE);
+    cr_assert_not_null(strstr(err.msg, "cannot take 9600 more bytes"), "%s", err.msg);
+    cr_assert_eq(fs_store_place_rows(st, "feat", small, ids, 50, FS_READER_BIT(3), &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_place_rows(st, "nope", small, ids, 1, 1, &err), FS_ERR_NOT_FOUND);
+    cr_assert_eq(fs_store_place_rows(st, "feat", 0, ids, 1, 1, &err), FS_ERR_INVALID_ARGUMENT, "tier 0 is the dataset");
+    ids[0] = ds->num_nodes;
+    cr_assert_eq(fs_store_place_topology(st, small, ids, 1, 1, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "outside"), "%s", err.msg);
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 99, 0, &small, &err), FS_ERR_INVALID_ARGUMENT);
+    free(ids);
+}
+
+Test(store, gpu_tiers_need_a_gpu)
+{
+    fs_devices_t d;
+    if (fs_devices_query(&d, NULL) == FS_OK) cr_skip_test("a GPU is present: covered by test_cuda");
+    fs_error_t err = {0};
+    int t;
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_PINNED, -1, 0, &t, &err), FS_ERR_NO_DEVICE);
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_DEVICE, 0, 0, &t, &err), FS_ERR_NO_DEVICE);
+    cr_assert_neq(strlen(err.msg), 0);
+}
+
+Test(store, topology_in_a_tier_samples_identically)
+{
+    fs_error_t err = {0};
+    int gpu0;
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 0, 0, &gpu0, &err), FS_OK);
+    int64_t hot[600];
+    for (int i = 0; i < 600; i++) hot[i] = i * 3; /* every third node's neighbour list */
+    cr_assert_eq(fs_store_place_topology(st, gpu0, hot, 600, FS_READER_BIT(0), &err), FS_OK, "%s", err.msg);
+    fs_csr_view_t plain, tiered;
+    fs_store_csr_view(st, FS_READER_CPU, &plain);
+    fs_store_csr_view(st, 0, &tiered);
+    cr_assert_null(plain.route);
+    cr_assert_not_null(tiered.route);
+    int64_t seeds[256];
+    for (int i = 0; i < 256; i++) seeds[i] = (i * 37) % ds->num_nodes;
+    fs_sample_req_t r = {.num_hops = 3, .fanout = {10, 5, 3}, .seed = 11, .want_edge_ids = 1};
+    fs_sampler_t *s1, *s2;
+    fs_sampler_create(&s1, &err);
+    fs_sampler_create(&s2, &err);
+    fs_sample_result_t a, b;
+    fs_gather_counters_t topo = {0};
+    cr_assert_eq(fs_sample_cpu(s1, &plain, seeds, 256, &r, &a, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_sample_cpu(s2, &tiered, seeds, 256, &r, &b, &topo, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(a.num_nodes, b.num_nodes);
+    cr_assert_arr_eq(a.nodes, b.nodes, sizeof(int64_t) * (size_t)a.num_nodes);
+    for (int h = 0; h < 3; h++) {
+        cr_assert_eq(a.block[h].num_edges, b.block[h].num_edges);
+        cr_assert_arr_eq(a.block[h].edge_src, b.block[h].edge_src, sizeof(int64_t) * (size_t)a.block[h].num_edges);
+        cr_assert_arr_eq(a.block[h].edge_ids, b.block[h].edge_ids, sizeof(int64_t) * (size_t)a.block[h].num_edges);
+    }
+    cr_assert_gt(topo.rows[gpu0], 0, "some neighbour lists came from the tier");
+    cr_assert_gt(topo.rows[0], 0, "and the rest from the mmap");
+    fs_sampler_destroy(s1);
+    fs_sampler_destroy(s2);
+}
