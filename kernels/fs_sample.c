@@ -120,22 +120,12 @@ static inline size_t map_hash(const fs_sampler_t *s, int64_t key)
     return (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ULL) >> s->map_shift);
 }
 
+static inline int64_t map_add_at(fs_sampler_t *s, int64_t key, size_t h, int64_t *u);
+
 /* Returns the local id of key, adding it (as nodes[*u]) if new. */
 static inline int64_t map_add(fs_sampler_t *s, int64_t key, int64_t *u)
 {
-    size_t mask = s->map_cap - 1, h = map_hash(s, key);
-    for (;;) {
-        slot_t *sl = &s->map[h];
-        if (sl->epoch != s->epoch) { /* empty in this request: the key is new (Fix 1) */
-            sl->key = key;
-            sl->val = (int32_t)*u;
-            sl->epoch = s->epoch;
-            s->nodes.p[*u] = key;
-            return (*u)++;          /* the id comes from the counter (Fix 2) */
-        }
-        if (sl->key == key) return sl->val;
-        h = (h + 1) & mask;
-    }
+    return map_add_at(s, key, map_hash(s, key), u);
 }
 
 /* Makes room for `extra` more keys at load <= 1/2, rehashing the u existing. */
@@ -293,35 +283,85 @@ static inline const fs_csr_part_t *row_of(const fs_csr_view_t *g, int64_t v, int
     return pt;
 }
 
+/* Inserts are pipelined: each sampled neighbour's slot is hashed and
+ * prefetched when it is picked, and the insert itself happens PIPE edges
+ * later, in pick order (so ids still follow first appearance). With the map
+ * far larger than the caches, this hides most of each insert's DRAM miss. */
+#define PIPE 32
+
+typedef struct {
+    int64_t key;
+    size_t slot;
+} pending_t;
+
+static inline int64_t map_add_at(fs_sampler_t *s, int64_t key, size_t h, int64_t *u)
+{
+    size_t mask = s->map_cap - 1;
+    for (;;) {
+        slot_t *sl = &s->map[h];
+        if (sl->epoch != s->epoch) { /* empty in this request: the key is new (Fix 1) */
+            sl->key = key;
+            sl->val = (int32_t)*u;
+            sl->epoch = s->epoch;
+            s->nodes.p[*u] = key;
+            return (*u)++;           /* the id comes from the counter (Fix 2) */
+        }
+        if (sl->key == key) return sl->val;
+        h = (h + 1) & mask;
+    }
+}
+
+/* Inserts the pending keys in order, writing their local ids to es[e0..]. */
+static inline void flush(fs_sampler_t *s, pending_t *pend, int np, int64_t *es, int64_t e0, int64_t *u)
+{
+    for (int i = 0; i < np; i++) es[e0 + i] = map_add_at(s, pend[i].key, pend[i].slot, u);
+}
+
 #define DEFINE_HOP(NAME, IDX_T)                                                                          \
     static int NAME(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges)    \
     {                                                                                                    \
         const fs_csr_view_t *g = h->g;                                                                   \
+        const int64_t *ip0 = g->part[0].indptr, *frontier = s->nodes.p;                                  \
         int64_t *off = s->off[h->hop].p, *ed = s->edst[h->hop].p, *es = s->esrc[h->hop].p;               \
-        int64_t *eid = h->want_ids ? s->eid[h->hop].p : NULL, e = 0;                                     \
+        int64_t *eid = h->want_ids ? s->eid[h->hop].p : NULL, e = 0, flushed = 0;                        \
         uint64_t lists[FS_MAX_TIERS] = {0}, reads[FS_MAX_TIERS] = {0};                                   \
+        pending_t pend[PIPE + 1];                                                                        \
+        int np = 0;                                                                                      \
         off[0] = 0;                                                                                      \
         for (int64_t d = 0; d < num_dst; d++) {                                                          \
-            if (!g->route && d + PREFETCH_AHEAD < num_dst)                                               \
-                __builtin_prefetch(&g->part[0].indptr[s->nodes.p[d + PREFETCH_AHEAD]], 0, 0);            \
-            int64_t v = s->nodes.p[d], b, deg, *pos;                                                     \
+            if (!g->route) { /* two-stage prefetch: indptr far ahead, the row start nearer */            \
+                if (d + 2 * PREFETCH_AHEAD < num_dst)                                                    \
+                    __builtin_prefetch(&ip0[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);                    \
+                if (d + PREFETCH_AHEAD < num_dst)                                                        \
+                    __builtin_prefetch((const IDX_T *)g->part[0].indices + ip0[frontier[d + PREFETCH_AHEAD]], 0, 0); \
+            }                                                                                            \
+            int64_t v = frontier[d], b, deg, *pos;                                                       \
             int part;                                                                                    \
             const fs_csr_part_t *pt = row_of(g, v, &b, &deg, &part);                                     \
             const IDX_T *ind = (const IDX_T *)pt->indices + b;                                           \
             fs_rng_t rng = fs_pick_rng(h->seed, h->hop, v);                                              \
             int64_t m = pick(s, h->mode, &rng, pt->weights ? pt->weights + b : NULL, deg, h->k, &pos);   \
-            int64_t gb = part == 0 ? b : g->part[0].indptr[v];                                           \
+            int64_t gb = part == 0 ? b : ip0[v];                                                         \
             lists[part]++;                                                                               \
             reads[part] += (uint64_t)(h->mode >= FS_SAMPLE_WEIGHTED ? deg : m);                          \
             for (int64_t q = 0; q < m; q++) {                                                            \
-                int64_t p = pos ? pos[q] : q;                                                            \
-                es[e] = map_add(s, (int64_t)ind[p], u);                                                  \
+                int64_t p = pos ? pos[q] : q, key = (int64_t)ind[p];                                     \
+                size_t slot = map_hash(s, key);                                                          \
+                __builtin_prefetch(&s->map[slot], 1, 0);                                                 \
+                pend[np++] = (pending_t){key, slot};                                                     \
                 ed[e] = d;                                                                               \
                 if (eid) eid[e] = gb + p;                                                                \
                 e++;                                                                                     \
+                if (np == PIPE) { /* insert the oldest half; keep the rest in flight */                  \
+                    flush(s, pend, PIPE / 2, es, flushed, u);                                            \
+                    memmove(pend, pend + PIPE / 2, sizeof(pending_t) * (PIPE / 2));                      \
+                    np = PIPE / 2;                                                                       \
+                    flushed += PIPE / 2;                                                                 \
+                }                                                                                        \
             }                                                                                            \
             off[d + 1] = e;                                                                              \
         }                                                                                                \
+        flush(s, pend, np, es, flushed, u);                                                              \
         if (h->topo)                                                                                     \
             for (int k = 0; k < g->num_parts; k++) {                                                     \
                 h->topo->rows[k] += lists[k];                                                            \

@@ -1,0 +1,157 @@
+/* bench_sample.c — k-hop neighbour sampling throughput, relabel included,
+ * in the same run against two baselines: the textbook sampler of
+ * naive_sample.c (O(degree) reservoir per node, sort-based dedup, binary-
+ * search relabel) and the test oracle fs_sample_reference (the engine's own
+ * O(fanout) picks, but a full copy of each neighbour list and a dense
+ * N-entry relabel array). At 1..max-threads threads (one batch per thread at a time, as a
+ * server runs concurrent requests; PyG's figure in PERFORMANCE.md was taken
+ * the same way).
+ *
+ *   bench_sample [--dataset DIR] [--scale 21] [--batches 200] [--batch 1024]
+ *                [--naive-batches 20] [--max-threads 2]
+ *
+ * Without --dataset it generates (once, cached under /tmp/featstore-bench)
+ * the reference graph of PERFORMANCE.md: R-MAT scale 21, edge factor 16,
+ * symmetrised, deduplicated, node 0 the hub (not permuted). Seeds are drawn
+ * uniformly from non-isolated nodes. */
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "bench_util.h"
+#include "dataset.h"
+#include "fs_rng.h"
+#include "fs_sample.h"
+#include "gen.h"
+#include "naive_sample.h"
+
+typedef struct {
+    const fs_csr_view_t *g;
+    const int64_t *seeds;
+    int batches, batch, threads, worker, kind; /* 0 engine, 1 oracle, 2 textbook */
+    const fs_sample_req_t *req;
+    int64_t edges;
+    int failed;
+} job_t;
+
+static void *run_batches(void *p)
+{
+    job_t *j = p;
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    fs_sampler_create(&s, &err);
+    naive_sampler_t *ns = naive_create();
+    for (int b = j->worker; b < j->batches; b += j->threads) {
+        fs_sample_result_t res;
+        fs_sample_req_t req = *j->req;
+        req.seed = (uint64_t)b + 1;
+        const int64_t *seeds = j->seeds + (size_t)b * j->batch;
+        if (j->kind == 2) {
+            int64_t e = naive_sample(ns, j->g, seeds, j->batch, &req);
+            if (e < 0) j->failed = 1;
+            j->edges += e;
+            continue;
+        }
+        fs_status_t st = j->kind == 1 ? fs_sample_reference(s, j->g, seeds, j->batch, &req, &res, &err)
+                                      : fs_sample_cpu(s, j->g, seeds, j->batch, &req, &res, NULL, &err);
+        if (st != FS_OK) {
+            fprintf(stderr, "sample failed: %s\n", err.msg);
+            j->failed = 1;
+            break;
+        }
+        for (int h = 0; h < res.num_hops; h++) j->edges += res.block[h].num_edges;
+    }
+    naive_destroy(ns);
+    fs_sampler_destroy(s);
+    return NULL;
+}
+
+/* Sampled edges per second over `batches` batches on `threads` threads. */
+static double measure(const fs_csr_view_t *g, const int64_t *seeds, int batches, int batch, int threads,
+                      const fs_sample_req_t *req, int kind)
+{
+    job_t jobs[64];
+    pthread_t tid[64];
+    double t0 = bench_now();
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (job_t){.g = g, .seeds = seeds, .batches = batches, .batch = batch, .threads = threads,
+                          .worker = t, .kind = kind, .req = req};
+        pthread_create(&tid[t], NULL, run_batches, &jobs[t]);
+    }
+    int64_t edges = 0;
+    for (int t = 0; t < threads; t++) {
+        pthread_join(tid[t], NULL);
+        if (jobs[t].failed) exit(1);
+        edges += jobs[t].edges;
+    }
+    return (double)edges / (bench_now() - t0);
+}
+
+static const char *ensure_dataset(int argc, char **argv, int scale)
+{
+    const char *dir = bench_str(argc, argv, "--dataset", NULL);
+    if (dir) return dir;
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym", scale);
+    char manifest[300];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
+    struct stat st;
+    if (stat(manifest, &st) == 0) return path;
+    mkdir("/tmp/featstore-bench", 0755);
+    fs_rmat_opts_t o;
+    fs_rmat_defaults(&o);
+    o.out_dir = path, o.scale = scale, o.edge_factor = 16, o.dim = 0, o.force = 1;
+    o.edges.symmetrize = o.edges.dedup = 1;
+    fs_error_t err = {0};
+    if (fs_gen_rmat(&o, &err) != FS_OK) {
+        fprintf(stderr, "bench_sample: %s\n", err.msg);
+        exit(1);
+    }
+    return path;
+}
+
+int main(int argc, char **argv)
+{
+    int scale = (int)bench_arg(argc, argv, "--scale", 21), batches = (int)bench_arg(argc, argv, "--batches", 200);
+    int batch = (int)bench_arg(argc, argv, "--batch", 1024), naive_batches = (int)bench_arg(argc, argv, "--naive-batches", 20);
+    int max_threads = (int)bench_arg(argc, argv, "--max-threads", 2);
+    const char *dir = ensure_dataset(argc, argv, scale);
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    if (fs_dataset_open(dir, 0, 0, &ds, &err) != FS_OK) {
+        fprintf(stderr, "bench_sample: %s\n", err.msg);
+        return 1;
+    }
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, NULL);
+    int64_t *seeds = malloc(sizeof *seeds * (size_t)batches * (size_t)batch);
+    fs_rng_t r = fs_rng_make(2024, 0);
+    for (int64_t i = 0; i < (int64_t)batches * batch;) {
+        int64_t v = (int64_t)fs_rng_below(&r, (uint64_t)ds->num_nodes);
+        if (ds->indptr[v + 1] > ds->indptr[v]) seeds[i++] = v;
+    }
+    /* touch the topology once so the first measurement does not pay page faults */
+    volatile int64_t sink = 0;
+    for (int64_t e = 0; e < ds->num_edges; e += 512) sink += fs_dataset_neighbor(ds, e);
+    fprintf(stderr, "sample: %s: %lld nodes, %lld edges; %d batches x %d seeds\n", dir, (long long)ds->num_nodes,
+            (long long)ds->num_edges, batches, batch);
+
+    const struct { int hops, f[3]; const char *name; } cfg[2] = {{3, {15, 10, 5}, "15,10,5"}, {2, {25, 10, 0}, "25,10"}};
+    for (int c = 0; c < 2; c++) {
+        fs_sample_req_t req = {.num_hops = cfg[c].hops};
+        for (int h = 0; h < cfg[c].hops; h++) req.fanout[h] = cfg[c].f[h], req.mode[h] = FS_SAMPLE_UNIFORM;
+        for (int t = 1; t <= max_threads; t++) {
+            double ours = measure(&g, seeds, batches, batch, t, &req, 0);
+            double oracle = measure(&g, seeds, naive_batches, batch, t, &req, 1);
+            double naive = measure(&g, seeds, naive_batches, batch, t, &req, 2);
+            printf("RESULT bench=sample threads=%d fanouts=%s batches=%d batch=%d medges_per_s=%.2f "
+                   "medges_per_s_per_core=%.2f naive_medges_per_s=%.2f ratio_vs_naive=%.2f "
+                   "oracle_medges_per_s=%.2f ratio_vs_oracle=%.2f\n",
+                   t, cfg[c].name, batches, batch, ours / 1e6, ours / 1e6 / t, naive / 1e6, ours / naive,
+                   oracle / 1e6, ours / oracle);
+            fflush(stdout);
+        }
+    }
+    fs_dataset_close(ds);
+    free(seeds);
+    return 0;
+}
