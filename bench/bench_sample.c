@@ -15,13 +15,12 @@
  * symmetrised, deduplicated, node 0 the hub (not permuted). Seeds are drawn
  * uniformly from non-isolated nodes. */
 #include <pthread.h>
-#include <sys/stat.h>
 
+#include "bench_common.h"
 #include "bench_util.h"
 #include "dataset.h"
 #include "fs_rng.h"
 #include "fs_sample.h"
-#include "gen.h"
 #include "naive_sample.h"
 
 typedef struct {
@@ -86,35 +85,12 @@ static double measure(const fs_csr_view_t *g, const int64_t *seeds, int batches,
     return (double)edges / (bench_now() - t0);
 }
 
-static const char *ensure_dataset(int argc, char **argv, int scale)
-{
-    const char *dir = bench_str(argc, argv, "--dataset", NULL);
-    if (dir) return dir;
-    static char path[256];
-    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym", scale);
-    char manifest[300];
-    snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
-    struct stat st;
-    if (stat(manifest, &st) == 0) return path;
-    mkdir("/tmp/featstore-bench", 0755);
-    fs_rmat_opts_t o;
-    fs_rmat_defaults(&o);
-    o.out_dir = path, o.scale = scale, o.edge_factor = 16, o.dim = 0, o.force = 1;
-    o.edges.symmetrize = o.edges.dedup = 1;
-    fs_error_t err = {0};
-    if (fs_gen_rmat(&o, &err) != FS_OK) {
-        fprintf(stderr, "bench_sample: %s\n", err.msg);
-        exit(1);
-    }
-    return path;
-}
-
 int main(int argc, char **argv)
 {
     int scale = (int)bench_arg(argc, argv, "--scale", 21), batches = (int)bench_arg(argc, argv, "--batches", 200);
     int batch = (int)bench_arg(argc, argv, "--batch", 1024), naive_batches = (int)bench_arg(argc, argv, "--naive-batches", 20);
     int max_threads = (int)bench_arg(argc, argv, "--max-threads", 2);
-    const char *dir = ensure_dataset(argc, argv, scale);
+    const char *dir = bench_dataset(argc, argv, scale);
     fs_dataset_t *ds;
     fs_error_t err = {0};
     if (fs_dataset_open(dir, 0, 0, &ds, &err) != FS_OK) {

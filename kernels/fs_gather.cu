@@ -9,6 +9,8 @@ extern "C" {
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#define FS_MAX_DEVICES_GATHER 16
+
 namespace {
 
 struct Tiers {
@@ -64,11 +66,12 @@ __global__ void gather_kernel(Tiers tiers, const uint64_t *route, const int64_t 
                 const int4 *s = (const int4 *)src;
                 int4 *d = (int4 *)dst;
                 for (size_t k = lane; k < row_bytes / 16; k += 32) d[k] = __ldg(s + k);
-            } else {
+            } else if (VEC == 4) {
                 const uint32_t *s = (const uint32_t *)src;
                 uint32_t *d = (uint32_t *)dst;
                 for (size_t k = lane; k < row_bytes / 4; k += 32) d[k] = s[k];
-                for (size_t k = row_bytes / 4 * 4 + lane; k < row_bytes; k += 32) dst[k] = src[k];
+            } else {
+                for (size_t k = lane; k < row_bytes; k += 32) dst[k] = src[k];
             }
         } else {
             const uint16_t *s = (const uint16_t *)src;
@@ -92,7 +95,7 @@ __global__ void gather_kernel(Tiers tiers, const uint64_t *route, const int64_t 
         if (block_rows[k]) atomicAdd(&tier_rows[k], block_rows[k]);
 }
 
-bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+bool aligned(const void *p, unsigned a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
 } // namespace
 
@@ -112,16 +115,24 @@ extern "C" fs_status_t fs_gather_cuda(int device, const fs_table_view_t *t, cons
         return fs_error(err, FS_ERR_NO_DEVICE, "gather: device %d: %s", device, cudaGetErrorString(rc));
     if (n == 0) return FS_OK;
 
+    // Widest access every row allows: 16-byte vectors, 4-byte words, bytes.
     Tiers tiers;
-    bool vec = t->row_bytes % 16 == 0 && aligned16(out);
+    bool v16 = t->row_bytes % 16 == 0 && aligned(out, 16), v4 = t->row_bytes % 4 == 0 && aligned(out, 4);
     for (int k = 0; k < FS_MAX_TIERS; k++) {
         tiers.base[k] = k < t->num_tiers ? (const char *)t->tier[k].base : nullptr;
-        if (k < t->num_tiers) vec = vec && aligned16(t->tier[k].base);
+        if (k < t->num_tiers) v16 = v16 && aligned(t->tier[k].base, 16), v4 = v4 && aligned(t->tier[k].base, 4);
     }
+    if (conv != COPY) v4 = true; /* conversions read 2-byte halves: always aligned */
     size_t out_row = (size_t)t->dim * fs_dtype_size(out_dtype);
-    unsigned long long *dev_counts = nullptr; /* [FS_MAX_TIERS] rows + first_bad */
-    if ((rc = cudaMalloc(&dev_counts, (FS_MAX_TIERS + 1) * sizeof *dev_counts)) != cudaSuccess)
+    /* [FS_MAX_TIERS] row counts + first bad position: one small buffer per
+     * thread and device, kept, so a gather costs no allocation. */
+    static thread_local unsigned long long *cached[FS_MAX_DEVICES_GATHER];
+    if (device < 0 || device >= FS_MAX_DEVICES_GATHER)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gather: device %d out of range", device);
+    unsigned long long *dev_counts = cached[device];
+    if (!dev_counts && (rc = cudaMalloc(&dev_counts, (FS_MAX_TIERS + 1) * sizeof *dev_counts)) != cudaSuccess)
         return fs_error(err, FS_ERR_NOMEM, "gather: cudaMalloc: %s", cudaGetErrorString(rc));
+    cached[device] = dev_counts;
     cudaMemset(dev_counts, 0, FS_MAX_TIERS * sizeof *dev_counts);
     cudaMemset(dev_counts + FS_MAX_TIERS, 0xff, sizeof *dev_counts);
 
@@ -131,16 +142,16 @@ extern "C" fs_status_t fs_gather_cuda(int device, const fs_table_view_t *t, cons
     int64_t want = (n + 7) / 8;
     int blocks = (int)(want < (int64_t)sms * 16 ? want : (int64_t)sms * 16);
     if (blocks < 1) blocks = 1;
-    if (vec)
-        gather_kernel<16><<<blocks, threads>>>(tiers, t->route, ids, n, t->num_rows, t->row_bytes, t->dim, conv,
-                                               (char *)out, out_row, dev_counts, dev_counts + FS_MAX_TIERS);
-    else
-        gather_kernel<4><<<blocks, threads>>>(tiers, t->route, ids, n, t->num_rows, t->row_bytes, t->dim, conv,
-                                              (char *)out, out_row, dev_counts, dev_counts + FS_MAX_TIERS);
+#define LAUNCH(V)                                                                                        \
+    gather_kernel<V><<<blocks, threads>>>(tiers, t->route, ids, n, t->num_rows, t->row_bytes, t->dim, conv, \
+                                          (char *)out, out_row, dev_counts, dev_counts + FS_MAX_TIERS)
+    if (v16) LAUNCH(16);
+    else if (v4) LAUNCH(4);
+    else LAUNCH(1);
+#undef LAUNCH
     unsigned long long host[FS_MAX_TIERS + 1];
     rc = cudaGetLastError();
     if (rc == cudaSuccess) rc = cudaMemcpy(host, dev_counts, sizeof host, cudaMemcpyDeviceToHost);
-    cudaFree(dev_counts);
     if (rc != cudaSuccess) return fs_error(err, FS_ERR_INTERNAL, "gather kernel: %s", cudaGetErrorString(rc));
     if (host[FS_MAX_TIERS] != ~0ULL) {
         int64_t pos = (int64_t)host[FS_MAX_TIERS], bad = 0;

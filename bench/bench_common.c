@@ -1,0 +1,32 @@
+/* bench_common.c — see bench_common.h. */
+#include "bench_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "bench_util.h"
+#include "gen.h"
+
+const char *bench_dataset(int argc, char **argv, int scale)
+{
+    const char *dir = bench_str(argc, argv, "--dataset", NULL);
+    if (dir) return dir;
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym", scale);
+    char manifest[300];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
+    struct stat st;
+    if (stat(manifest, &st) == 0) return path;
+    mkdir("/tmp/featstore-bench", 0755);
+    fs_rmat_opts_t o;
+    fs_rmat_defaults(&o);
+    o.out_dir = path, o.scale = scale, o.edge_factor = 16, o.dim = 0, o.force = 1;
+    o.edges.symmetrize = o.edges.dedup = 1;
+    fs_error_t err = {0};
+    if (fs_gen_rmat(&o, &err) != FS_OK) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        exit(1);
+    }
+    return path;
+}

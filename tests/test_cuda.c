@@ -1,0 +1,171 @@
+/* test_cuda.c — the CUDA engines against their CPU twins, bit for bit, when
+ * a GPU is present; otherwise the GPU tests skip and only the clean
+ * "no device" answers are checked (that part runs in CI). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_device.h"
+#include "fs_gather.h"
+#include "fs_rng.h"
+#include "fs_sample.h"
+#include "gen.h"
+#include "dataset.h"
+#include "test_util.h"
+
+static int gpu_or_skip(void)
+{
+    fs_devices_t d;
+    fs_error_t err = {0};
+    if (fs_devices_query(&d, &err) != FS_OK) cr_skip_test("no CUDA device: %s", err.msg);
+    return 0;
+}
+
+static void *to_device(const void *host, size_t bytes)
+{
+    void *p;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_cuda_alloc_device(0, bytes, &p, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_cuda_copy(p, host, bytes, &err), FS_OK, "%s", err.msg);
+    return p;
+}
+
+Test(cuda, without_a_device_the_answer_is_no_device)
+{
+    fs_devices_t d;
+    if (fs_devices_query(&d, NULL) == FS_OK) cr_skip_test("a GPU is present");
+    fs_table_view_t v = {.dtype = FS_DTYPE_F32, .num_rows = 1, .dim = 1, .row_bytes = 4, .num_tiers = 1};
+    int64_t id = 0;
+    float out;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_gather_cuda(0, &v, &id, 1, FS_DTYPE_F32, &out, NULL, &err), FS_ERR_NO_DEVICE);
+    cr_assert_neq(strlen(err.msg), 0);
+    void *p;
+    cr_assert_eq(fs_cuda_alloc_device(0, 64, &p, &err), FS_ERR_NO_DEVICE);
+    cr_assert_eq(fs_cuda_alloc_pinned(64, &p, &err), FS_ERR_NO_DEVICE);
+}
+
+/* Gathers n random rows on the GPU and on the CPU; compares the bytes. */
+static void gather_both(fs_dtype_t dt, int64_t rows, int64_t dim, fs_dtype_t out_dt, int routed)
+{
+    size_t esz = fs_dtype_size(dt), rb = (size_t)dim * esz, osz = fs_dtype_size(out_dt);
+    char *host = malloc((size_t)rows * rb);
+    fs_rng_t r = fs_rng_make(5, 5);
+    for (size_t i = 0; i < (size_t)rows * rb; i += 2) *(uint16_t *)(host + i) = (uint16_t)(fs_rng_next(&r) & 0x7bff);
+    int64_t n = 10007, *ids = malloc((size_t)n * 8);
+    for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)fs_rng_below(&r, (uint64_t)rows);
+    fs_table_view_t cpu = {.dtype = dt, .num_rows = rows, .dim = dim, .row_bytes = rb, .num_tiers = 1};
+    cpu.tier[0] = (fs_tier_ref_t){FS_TIER_HOST, -1, host, rows};
+    fs_table_view_t gpu = cpu;
+    fs_error_t err = {0};
+    void *pinned = NULL, *dev_half = NULL, *dev_route = NULL;
+    if (routed) { /* tier 0 pinned host (mapped), tier 1 device memory holding even rows */
+        cr_assert_eq(fs_cuda_alloc_pinned((size_t)rows * rb, &pinned, &err), FS_OK, "%s", err.msg);
+        memcpy(pinned, host, (size_t)rows * rb);
+        char *half = malloc((size_t)rows * rb);
+        uint64_t *route = malloc((size_t)rows * 8);
+        int64_t k = 0;
+        for (int64_t v = 0; v < rows; v++) {
+            if (v % 2) { route[v] = FS_ROUTE(0, v); continue; }
+            memcpy(half + k * rb, host + v * rb, rb);
+            route[v] = FS_ROUTE(1, k++);
+        }
+        dev_half = to_device(half, (size_t)k * rb);
+        dev_route = to_device(route, (size_t)rows * 8);
+        gpu.num_tiers = 2;
+        gpu.tier[0] = (fs_tier_ref_t){FS_TIER_PINNED, -1, pinned, rows};
+        gpu.tier[1] = (fs_tier_ref_t){FS_TIER_DEVICE, 0, dev_half, k};
+        gpu.route = dev_route;
+        free(half), free(route);
+    } else {
+        gpu.tier[0].base = to_device(host, (size_t)rows * rb);
+        gpu.tier[0].kind = FS_TIER_DEVICE;
+    }
+    void *dev_ids = to_device(ids, (size_t)n * 8), *dev_out;
+    cr_assert_eq(fs_cuda_alloc_device(0, (size_t)n * (size_t)dim * osz, &dev_out, &err), FS_OK);
+    char *want = malloc((size_t)n * (size_t)dim * osz), *got = malloc((size_t)n * (size_t)dim * osz);
+    fs_gather_counters_t c = {0};
+    cr_assert_eq(fs_gather_cpu(&cpu, ids, n, out_dt, want, NULL, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_gather_cuda(0, &gpu, dev_ids, n, out_dt, dev_out, &c, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_cuda_copy(got, dev_out, (size_t)n * (size_t)dim * osz, &err), FS_OK);
+    cr_assert_arr_eq(got, want, (size_t)n * (size_t)dim * osz, "%s dim %lld routed %d", fs_dtype_name(dt), (long long)dim,
+                     routed);
+    cr_assert_eq(c.rows[0] + c.rows[1], (uint64_t)n);
+    fs_cuda_free_device(dev_ids), fs_cuda_free_device(dev_out), fs_cuda_free_device(dev_half);
+    fs_cuda_free_device(dev_route);
+    if (!routed) fs_cuda_free_device((void *)gpu.tier[0].base);
+    fs_cuda_free_pinned(pinned);
+    free(host), free(ids), free(want), free(got);
+}
+
+Test(cuda, gather_matches_cpu)
+{
+    gpu_or_skip();
+    gather_both(FS_DTYPE_F32, 50000, 128, FS_DTYPE_F32, 0); /* 16-byte vector path */
+    gather_both(FS_DTYPE_F32, 50000, 37, FS_DTYPE_F32, 0);  /* word path */
+    gather_both(FS_DTYPE_F16, 50000, 128, FS_DTYPE_F32, 0);
+    gather_both(FS_DTYPE_BF16, 50000, 64, FS_DTYPE_F32, 0);
+    gather_both(FS_DTYPE_F16, 50000, 30, FS_DTYPE_F32, 0);
+    gather_both(FS_DTYPE_F32, 50000, 128, FS_DTYPE_F32, 1); /* pinned + device tiers via UVA */
+}
+
+Test(cuda, gather_rejects_bad_ids)
+{
+    gpu_or_skip();
+    float table[4] = {1, 2, 3, 4};
+    int64_t ids[3] = {0, 4, 1};
+    fs_table_view_t v = {.dtype = FS_DTYPE_F32, .num_rows = 4, .dim = 1, .row_bytes = 4, .num_tiers = 1};
+    v.tier[0] = (fs_tier_ref_t){FS_TIER_DEVICE, 0, to_device(table, sizeof table), 4};
+    void *dev_ids = to_device(ids, sizeof ids), *out;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_cuda_alloc_device(0, 64, &out, &err), FS_OK);
+    cr_assert_eq(fs_gather_cuda(0, &v, dev_ids, 3, FS_DTYPE_F32, out, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "id 4 at position 1"), "%s", err.msg);
+}
+
+Test(cuda, sample_matches_cpu, .timeout = 120)
+{
+    gpu_or_skip();
+    char *dir = tu_mkdtemp(), *out = tu_path(dir, "g");
+    fs_rmat_opts_t o;
+    fs_rmat_defaults(&o);
+    o.out_dir = out, o.scale = 14, o.edge_factor = 8, o.dim = 0, o.edges.symmetrize = 1;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_gen_rmat(&o, &err), FS_OK, "%s", err.msg);
+    fs_dataset_t *ds;
+    cr_assert_eq(fs_dataset_open(out, 0, 1, &ds, &err), FS_OK);
+    fs_csr_view_t host, dev;
+    fs_csr_view_init(&host, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, NULL);
+    dev = host;
+    dev.part[0].indptr = to_device(ds->indptr, (size_t)(ds->num_nodes + 1) * 8);
+    dev.part[0].indices = to_device(ds->indices, (size_t)ds->num_edges * fs_dtype_size(ds->index_dtype));
+    fs_sampler_t *a, *b;
+    fs_sampler_create(&a, &err);
+    fs_sampler_create(&b, &err);
+    int64_t seeds[1024];
+    for (int i = 0; i < 1024; i++) seeds[i] = (i * 7919) % ds->num_nodes;
+    fs_sample_req_t reqs[2] = {{.num_hops = 3, .fanout = {15, 10, 5}, .seed = 3, .want_edge_ids = 1},
+                               {.num_hops = 2, .fanout = {25, 10},
+                                .mode = {FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_UNIFORM}, .seed = 4, .want_edge_ids = 1}};
+    for (int q = 0; q < 2; q++) {
+        fs_sample_result_t x, y;
+        cr_assert_eq(fs_sample_cpu(a, &host, seeds, 1024, &reqs[q], &x, NULL, &err), FS_OK, "%s", err.msg);
+        cr_assert_eq(fs_sample_cuda(b, 0, &dev, seeds, 1024, &reqs[q], &y, &err), FS_OK, "%s", err.msg);
+        cr_assert_eq(x.num_nodes, y.num_nodes);
+        cr_assert_arr_eq(x.nodes, y.nodes, sizeof(int64_t) * (size_t)x.num_nodes);
+        cr_assert_arr_eq(x.seed_local, y.seed_local, sizeof(int64_t) * 1024);
+        for (int h = 0; h < reqs[q].num_hops; h++) {
+            cr_assert_eq(x.block[h].num_edges, y.block[h].num_edges);
+            size_t eb = sizeof(int64_t) * (size_t)x.block[h].num_edges;
+            cr_assert_arr_eq(x.block[h].dst_offsets, y.block[h].dst_offsets, sizeof(int64_t) * (size_t)(x.block[h].num_dst + 1));
+            cr_assert_arr_eq(x.block[h].edge_src, y.block[h].edge_src, eb);
+            cr_assert_arr_eq(x.block[h].edge_dst, y.block[h].edge_dst, eb);
+            cr_assert_arr_eq(x.block[h].edge_ids, y.block[h].edge_ids, eb);
+        }
+    }
+    fs_sampler_destroy(a), fs_sampler_destroy(b);
+    fs_cuda_free_device((void *)dev.part[0].indptr), fs_cuda_free_device((void *)dev.part[0].indices);
+    fs_dataset_close(ds);
+    tu_rm_rf(dir);
+    free(dir), free(out);
+}
