@@ -26,8 +26,6 @@
 #include "fs_gather.h"
 #include "fs_types.h"
 
-#define FS_MAX_HOPS 8
-#define FS_FANOUT_ALL (-1)
 
 /* The topology as a reader sees it: parts (one per tier holding neighbour
  * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
@@ -46,29 +44,7 @@ typedef struct {
     const uint64_t *route;   /* [num_nodes] FS_ROUTE(part, row); NULL = part 0, row = id */
 } fs_csr_view_t;
 
-typedef enum {
-    FS_SAMPLE_UNIFORM = 0,       /* without replacement */
-    FS_SAMPLE_UNIFORM_REPLACE,
-    FS_SAMPLE_WEIGHTED,          /* without replacement, P ~ weight (Efraimidis-Spirakis) */
-    FS_SAMPLE_WEIGHTED_REPLACE,
-    FS_SAMPLE_MODE_COUNT_
-} fs_sample_mode_t;
-
-typedef struct {
-    int num_hops;
-    int fanout[FS_MAX_HOPS];         /* > 0, or FS_FANOUT_ALL */
-    fs_sample_mode_t mode[FS_MAX_HOPS];
-    uint64_t seed;
-    int want_edge_ids;
-} fs_sample_req_t;
-
-typedef struct {
-    int64_t num_dst, num_src, num_edges;
-    const int64_t *dst_offsets;  /* [num_dst+1] */
-    const int64_t *edge_dst;     /* [num_edges] local ids */
-    const int64_t *edge_src;     /* [num_edges] local ids */
-    const int64_t *edge_ids;     /* [num_edges] global edge ids, or NULL */
-} fs_block_t;
+/* fs_sample_mode_t, fs_sample_req_t and fs_block_t are public: featstore/types.h. */
 
 typedef struct {
     int num_hops;

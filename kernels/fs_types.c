@@ -20,6 +20,8 @@ static const char *const status_text[FS_STATUS_COUNT_] = {
     [FS_ERR_RESOURCE] = "resource limit exceeded",
     [FS_ERR_NO_DEVICE] = "no usable GPU",
     [FS_ERR_INTERNAL] = "internal error",
+    [FS_ERR_UNAVAILABLE] = "server unavailable",
+    [FS_ERR_TIMEOUT] = "deadline exceeded",
 };
 
 const char *fs_strerror(fs_status_t status)

@@ -1,5 +1,6 @@
-/* fs_types.h — the vocabulary every featstore layer shares: status codes,
- * the error context, feature dtypes and their conversions.
+/* fs_types.h — the internal side of the shared vocabulary: the error
+ * context and the dtype conversions. Status codes and dtypes themselves are
+ * public, in featstore/types.h.
  *
  * Ownership: nothing here allocates. fs_error_t is a caller-owned value.
  * Thread-safety: all functions are pure or write only to their arguments. */
@@ -10,23 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum {
-    FS_OK = 0,
-    FS_ERR_INVALID_ARGUMENT, /* a caller's argument or request is wrong    */
-    FS_ERR_NOT_FOUND,        /* a file, table, id or name does not exist   */
-    FS_ERR_IO,               /* the operating system refused a read/write  */
-    FS_ERR_FORMAT,           /* input data is malformed or corrupt         */
-    FS_ERR_UNSUPPORTED,      /* well-formed but not something we handle    */
-    FS_ERR_NOMEM,            /* an allocation or mapping failed            */
-    FS_ERR_EXISTS,           /* refusing to overwrite                      */
-    FS_ERR_RESOURCE,         /* a configured limit was exceeded            */
-    FS_ERR_NO_DEVICE,        /* no usable GPU / driver                     */
-    FS_ERR_INTERNAL,         /* a bug: an invariant did not hold           */
-    FS_STATUS_COUNT_
-} fs_status_t;
-
-/* A short fixed message for a status ("invalid argument", ...). */
-const char *fs_strerror(fs_status_t status);
+#include "featstore/types.h" /* fs_status_t, fs_dtype_t, ... (public) */
 
 /* A status plus a message naming the problem (file, offset, value). */
 typedef struct {
@@ -43,18 +28,6 @@ fs_status_t fs_verror(fs_error_t *err, fs_status_t code, const char *fmt, va_lis
 void fs_error_prefix(fs_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fs_error_clear(fs_error_t *err);
 
-typedef enum {
-    FS_DTYPE_INVALID = 0,
-    FS_DTYPE_BOOL,
-    FS_DTYPE_I8, FS_DTYPE_U8, FS_DTYPE_I16, FS_DTYPE_U16,
-    FS_DTYPE_I32, FS_DTYPE_U32, FS_DTYPE_I64, FS_DTYPE_U64,
-    FS_DTYPE_F16, FS_DTYPE_BF16, FS_DTYPE_F32, FS_DTYPE_F64,
-    FS_DTYPE_COUNT_
-} fs_dtype_t;
-
-size_t fs_dtype_size(fs_dtype_t dt);           /* 0 for INVALID */
-const char *fs_dtype_name(fs_dtype_t dt);      /* "float32", ... */
-fs_dtype_t fs_dtype_from_name(const char *name); /* INVALID if unknown */
 int fs_dtype_is_float(fs_dtype_t dt);
 int fs_dtype_is_int(fs_dtype_t dt);            /* BOOL counts as int */
 

@@ -15,6 +15,14 @@ PACKAGES=(
   libjansson-dev    # the dataset manifest (JSON)
   libxxhash-dev     # file checksums (xxh3)
   libjemalloc-dev   # memory-tier arenas
+  libgrpc-dev       # the remote transport (gRPC C core)
+  protobuf-compiler # protoc: Python stubs for the third-party client test
+  nanopb            # nanopb_generator.py: C code for featstore.proto
+  libnanopb-dev     # pb.h and libprotobuf-nanopb.a
+  libmicrohttpd-dev # the /metrics and /healthz endpoint
+  python3-protobuf  # tests: the third-party gRPC client's messages
+  python3-grpcio    # tests: the third-party gRPC client
+  prometheus        # tests: promtool checks the /metrics output
   libcriterion-dev  # the test framework
   python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
 )

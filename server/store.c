@@ -46,6 +46,7 @@ struct fs_store {
     topo_part_t topo[FS_MAX_TIERS];
     uint64_t *topo_route[FS_MAX_READERS];
     _Atomic uint64_t rows[FS_MAX_READERS][FS_MAX_TIERS], bytes[FS_MAX_READERS][FS_MAX_TIERS];
+    _Atomic uint64_t topo_rows[FS_MAX_READERS][FS_MAX_TIERS], topo_bytes[FS_MAX_READERS][FS_MAX_TIERS];
 };
 
 static int reader_index(int reader) { return reader + 1; }
@@ -305,25 +306,47 @@ void fs_store_csr_view(const fs_store_t *s, int reader, fs_csr_view_t *out)
     out->route = valid_reader(reader) ? s->topo_route[reader_index(reader)] : NULL;
 }
 
-void fs_store_count(fs_store_t *s, int reader, const fs_gather_counters_t *c)
+static void add_counters(_Atomic uint64_t (*rows)[FS_MAX_TIERS], _Atomic uint64_t (*bytes)[FS_MAX_TIERS], int tiers,
+                         int reader, const fs_gather_counters_t *c)
 {
     if (!valid_reader(reader)) return;
     int r = reader_index(reader);
-    for (int k = 0; k < s->num_tiers; k++) {
-        if (c->rows[k]) atomic_fetch_add_explicit(&s->rows[r][k], c->rows[k], memory_order_relaxed);
-        if (c->bytes[k]) atomic_fetch_add_explicit(&s->bytes[r][k], c->bytes[k], memory_order_relaxed);
+    for (int k = 0; k < tiers; k++) {
+        if (c->rows[k]) atomic_fetch_add_explicit(&rows[r][k], c->rows[k], memory_order_relaxed);
+        if (c->bytes[k]) atomic_fetch_add_explicit(&bytes[r][k], c->bytes[k], memory_order_relaxed);
     }
 }
 
-void fs_store_counters(const fs_store_t *s, int reader, fs_gather_counters_t *out)
+static void read_counters(_Atomic uint64_t (*rows)[FS_MAX_TIERS], _Atomic uint64_t (*bytes)[FS_MAX_TIERS], int tiers,
+                          int reader, fs_gather_counters_t *out)
 {
     memset(out, 0, sizeof *out);
     if (!valid_reader(reader)) return;
     int r = reader_index(reader);
-    for (int k = 0; k < s->num_tiers; k++) {
-        out->rows[k] = atomic_load_explicit(&s->rows[r][k], memory_order_relaxed);
-        out->bytes[k] = atomic_load_explicit(&s->bytes[r][k], memory_order_relaxed);
+    for (int k = 0; k < tiers; k++) {
+        out->rows[k] = atomic_load_explicit(&rows[r][k], memory_order_relaxed);
+        out->bytes[k] = atomic_load_explicit(&bytes[r][k], memory_order_relaxed);
     }
+}
+
+void fs_store_count(fs_store_t *s, int reader, const fs_gather_counters_t *c)
+{
+    add_counters(s->rows, s->bytes, s->num_tiers, reader, c);
+}
+
+void fs_store_counters(const fs_store_t *s, int reader, fs_gather_counters_t *out)
+{
+    read_counters(((fs_store_t *)s)->rows, ((fs_store_t *)s)->bytes, s->num_tiers, reader, out);
+}
+
+void fs_store_count_topology(fs_store_t *s, int reader, const fs_gather_counters_t *c)
+{
+    add_counters(s->topo_rows, s->topo_bytes, s->num_tiers, reader, c);
+}
+
+void fs_store_topology_counters(const fs_store_t *s, int reader, fs_gather_counters_t *out)
+{
+    read_counters(((fs_store_t *)s)->topo_rows, ((fs_store_t *)s)->topo_bytes, s->num_tiers, reader, out);
 }
 
 fs_status_t fs_store_gather(fs_store_t *s, const char *table, int reader, const int64_t *ids, int64_t n,

@@ -71,4 +71,8 @@ void fs_store_count(fs_store_t *s, int reader, const fs_gather_counters_t *c);
 /* Rows/bytes read by `reader` so far, per source tier. */
 void fs_store_counters(const fs_store_t *s, int reader, fs_gather_counters_t *out);
 
+/* The same for topology: neighbour lists and index bytes read by sampling. */
+void fs_store_count_topology(fs_store_t *s, int reader, const fs_gather_counters_t *c);
+void fs_store_topology_counters(const fs_store_t *s, int reader, fs_gather_counters_t *out);
+
 #endif

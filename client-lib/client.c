@@ -1,0 +1,117 @@
+/* client.c — the public API's front: parses the URI, hands every call to
+ * the connection's transport, keeps the last error. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_internal.h"
+
+fs_status_t fs_client_fail(fs_client_t *c, fs_status_t st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errstr, sizeof c->errstr, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+fs_status_t fs_connect(const char *uri, fs_client_t **out) { return fs_connect_opts(uri, NULL, out); }
+
+fs_status_t fs_connect_opts(const char *uri, const fs_connect_opts_t *opts, fs_client_t **out)
+{
+    fs_client_t *c = calloc(1, sizeof *c);
+    *out = c;
+    if (!c) return FS_ERR_NOMEM;
+    if (opts) c->opts = *opts;
+    if (c->opts.slots <= 0) c->opts.slots = FS_DEFAULT_SLOTS;
+    if (c->opts.threads <= 0) c->opts.threads = 1;
+    if (!uri) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no URI given");
+    if (strncmp(uri, "unix://", 7) == 0) return fs_local_connect(c, uri + 7);
+    if (strncmp(uri, "grpc://", 7) == 0) return fs_grpc_connect(c, uri + 7);
+    return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "URI '%s' must start with unix:// or grpc://", uri);
+}
+
+void fs_close(fs_client_t *c)
+{
+    if (!c) return;
+    if (c->ops && c->ops->close) c->ops->close(c);
+    free(c);
+}
+
+const char *fs_client_errstr(const fs_client_t *c) { return c ? c->errstr : "out of memory"; }
+
+const char *fs_client_transport(const fs_client_t *c) { return c && c->ops ? c->ops->name : "none"; }
+
+static fs_status_t not_connected(fs_client_t *c)
+{
+    if (!c) return FS_ERR_INVALID_ARGUMENT;
+    return fs_client_fail(c, FS_ERR_UNAVAILABLE, "not connected");
+}
+
+static fs_status_t check_batch_args(fs_client_t *c, const int64_t *ids, int64_t n, fs_batch_t **out)
+{
+    if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
+    *out = NULL;
+    if (n < 0 || (n > 0 && !ids)) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "bad id array (n=%lld)", (long long)n);
+    return FS_OK;
+}
+
+fs_status_t fs_info(fs_client_t *c, fs_info_t **out)
+{
+    if (!c || !c->ops) return not_connected(c);
+    fs_info_t *info = calloc(1, sizeof *info);
+    if (!info) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    fs_status_t st = c->ops->info(c, info);
+    if (st != FS_OK) {
+        free(info);
+        info = NULL;
+    }
+    *out = info;
+    return st;
+}
+
+void fs_info_free(fs_info_t *info) { free(info); }
+
+fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req, fs_batch_t **out)
+{
+    if (!c || !c->ops) return not_connected(c);
+    fs_status_t st = check_batch_args(c, seeds, n, out);
+    if (st == FS_OK && !req) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no sampling request");
+    return st == FS_OK ? c->ops->sample(c, seeds, n, req, out) : st;
+}
+
+fs_status_t fs_gather(fs_client_t *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+                      fs_batch_t **out)
+{
+    if (!c || !c->ops) return not_connected(c);
+    fs_status_t st = check_batch_args(c, ids, n, out);
+    if (st == FS_OK && !table) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no table name");
+    return st == FS_OK ? c->ops->gather(c, table, ids, n, out_dtype, out) : st;
+}
+
+fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                             const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
+{
+    if (!c || !c->ops) return not_connected(c);
+    fs_status_t st = check_batch_args(c, seeds, n, out);
+    if (st == FS_OK && (!req || !table)) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no request or table name");
+    return st == FS_OK ? c->ops->sample_gather(c, seeds, n, req, table, out_dtype, out) : st;
+}
+
+void fs_batch_free(fs_batch_t *b)
+{
+    if (!b) return;
+    fs_batch_priv_t *p = (fs_batch_priv_t *)b;
+    p->release(p);
+}
+
+fs_status_t fs_stats(fs_client_t *c, char **text)
+{
+    if (!c || !c->ops) return not_connected(c);
+    if (!text) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "text must not be NULL");
+    *text = NULL;
+    return c->ops->stats(c, text);
+}
+
+void fs_stats_free(char *text) { free(text); }

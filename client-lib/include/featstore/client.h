@@ -1,0 +1,133 @@
+/* featstore/client.h — the featstore client library: what trainers link.
+ *
+ *   fs_client_t *c;
+ *   if (fs_connect("unix:///run/featstore.sock", &c) != FS_OK) {
+ *       fprintf(stderr, "%s\n", fs_client_errstr(c));   // c may be NULL only on OOM
+ *       fs_close(c);
+ *       return;
+ *   }
+ *   fs_sample_req_t req = {.num_hops = 2, .fanout = {25, 10}, .seed = step};
+ *   fs_batch_t *b;
+ *   if (fs_sample_gather(c, seeds, n, &req, "feat", FS_DTYPE_F32, &b) == FS_OK) {
+ *       train(b->block, b->num_hops, b->features, b->num_nodes, b->dim);
+ *       fs_batch_free(b);
+ *   }
+ *   fs_close(c);
+ *
+ * Transports: "unix:///path/to/socket" for trainers on the server's machine
+ * (the dataset is mapped read-only into this process and shared with every
+ * other trainer; results land in shared slots, zero copies) and
+ * "grpc://host:port" for remote trainers. Every call behaves the same over
+ * both and returns bit-identical results.
+ *
+ * Errors: every call returns an fs_status_t (fs_strerror() names it); the
+ * connection keeps the last error's detail in fs_client_errstr().
+ *
+ * Ownership: a batch, info or stats result belongs to the caller until its
+ * free call; its arrays stay valid until then and are read-only. Over unix://
+ * a connection has a fixed number of result slots (FS_DEFAULT_SLOTS unless
+ * set in the options): holding that many batches makes the next call fail
+ * with FS_ERR_RESOURCE until one is freed.
+ *
+ * Thread-safety: a connection may be used by one thread at a time (give each
+ * thread its own, or lock around calls); results may be read and freed from
+ * any thread. Nothing here is signal-safe. */
+#ifndef FEATSTORE_CLIENT_H
+#define FEATSTORE_CLIENT_H
+
+#include "featstore/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FS_CLIENT_API_VERSION 1
+#define FS_DEFAULT_SLOTS 4
+
+typedef struct fs_client fs_client_t;
+
+typedef struct {
+    int slots;          /* unix://: result slots (>= 1); 0 = FS_DEFAULT_SLOTS */
+    int threads;        /* unix://: worker threads for in-process engines; 0 = 1 */
+    int timeout_ms;     /* per call deadline; 0 = none */
+} fs_connect_opts_t;
+
+/* Connects. On failure *out is still set (unless out of memory) so the
+ * reason can be read with fs_client_errstr(); always fs_close() it. */
+fs_status_t fs_connect(const char *uri, fs_client_t **out);
+fs_status_t fs_connect_opts(const char *uri, const fs_connect_opts_t *opts, fs_client_t **out);
+void fs_close(fs_client_t *c);
+
+/* The detail of the last failed call on this connection ("" if none). */
+const char *fs_client_errstr(const fs_client_t *c);
+/* "unix" or "grpc". */
+const char *fs_client_transport(const fs_client_t *c);
+
+/* ---- dataset facts --------------------------------------------------------- */
+
+typedef struct {
+    char name[64];
+    fs_dtype_t dtype;
+    int64_t rows, dim;
+} fs_table_info_t;
+
+typedef struct {
+    char server_version[32];
+    char dataset[128];
+    int64_t num_nodes, num_edges, num_classes;
+    int symmetric, weighted;
+    int num_tables;
+    fs_table_info_t tables[16];
+    int num_splits;
+    char splits[8][64];
+} fs_info_t;
+
+fs_status_t fs_info(fs_client_t *c, fs_info_t **out);
+void fs_info_free(fs_info_t *info);
+
+/* ---- mini-batches ------------------------------------------------------------ */
+
+/* One result. A sample fills the sample part (num_hops > 0); a gather the
+ * feature part (rows > 0); sample_gather both, with features[i] the row of
+ * nodes[i]. */
+typedef struct {
+    /* sample */
+    int num_hops;
+    fs_block_t block[FS_MAX_HOPS];
+    int64_t num_nodes;
+    const int64_t *nodes;        /* [num_nodes] global id of each local id */
+    int64_t num_seeds;
+    const int64_t *seed_local;   /* [num_seeds] local id of each input seed */
+    /* features */
+    int64_t rows, dim;
+    fs_dtype_t dtype;
+    const void *features;        /* [rows][dim] of dtype, row-major */
+} fs_batch_t;
+
+/* Uniform/weighted k-hop sampling from `seeds` (see fs_sample_req_t). */
+fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req, fs_batch_t **out);
+
+/* Rows `ids` of feature table `table`. out_dtype: the stored dtype
+ * (FS_DTYPE_INVALID means "as stored") or FS_DTYPE_F32 for half tables. */
+fs_status_t fs_gather(fs_client_t *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+                      fs_batch_t **out);
+
+/* One mini-batch: sample, then gather the sampled nodes' features. */
+fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                             const char *table, fs_dtype_t out_dtype, fs_batch_t **out);
+
+/* Releases a batch (and its result slot). NULL is a no-op. */
+void fs_batch_free(fs_batch_t *b);
+
+/* ---- operations ----------------------------------------------------------------- */
+
+/* The server's metrics in Prometheus text format (as GET /metrics). Free the
+ * string with fs_stats_free. */
+fs_status_t fs_stats(fs_client_t *c, char **text);
+void fs_stats_free(char *text);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,147 @@
+/* engine.c — see engine.h. */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fs_engine {
+    const fs_dataset_t *ds;
+    fs_store_t *store;
+    fs_limits_t limits;
+};
+
+void fs_limits_default(fs_limits_t *l)
+{
+    l->max_ids = 16 << 20;
+    l->max_fanout_product = 1 << 20;
+    l->max_response_bytes = 4LL << 30;
+}
+
+fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req_t *req, size_t row_bytes,
+                            fs_error_t *err)
+{
+    if (n < 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "negative id count %lld", (long long)n);
+    if (n > l->max_ids)
+        return fs_error(err, FS_ERR_RESOURCE, "%lld ids in one request; the limit is %lld", (long long)n,
+                        (long long)l->max_ids);
+    if (!req) {
+        if ((double)n * (double)row_bytes > (double)l->max_response_bytes)
+            return fs_error(err, FS_ERR_RESOURCE, "response of %.0f bytes; the limit is %lld",
+                            (double)n * (double)row_bytes, (long long)l->max_response_bytes);
+        return FS_OK;
+    }
+    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%d hops requested, must be 1..%d", req->num_hops, FS_MAX_HOPS);
+    double product = 1;
+    for (int h = 0; h < req->num_hops; h++) {
+        if (req->fanout[h] == 0 || req->fanout[h] < FS_FANOUT_ALL)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "fanout[%d] is %d, must be > 0 or -1 (all)", h, req->fanout[h]);
+        product *= req->fanout[h] == FS_FANOUT_ALL ? (double)l->max_fanout_product : (double)req->fanout[h];
+    }
+    if (product > (double)l->max_fanout_product)
+        return fs_error(err, FS_ERR_RESOURCE, "product of fanouts %.0f exceeds the limit %lld", product,
+                        (long long)l->max_fanout_product);
+    return FS_OK;
+}
+
+int64_t fs_sample_result_bytes(const fs_sample_result_t *r)
+{
+    int64_t b = (r->num_nodes + r->num_seeds) * 8;
+    for (int h = 0; h < r->num_hops; h++)
+        b += (r->block[h].num_dst + 1 + r->block[h].num_edges * (r->block[h].edge_ids ? 3 : 2)) * 8;
+    return b;
+}
+
+fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
+                             fs_error_t *err)
+{
+    fs_engine_t *e = calloc(1, sizeof *e);
+    if (!e) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    e->ds = ds;
+    e->store = store;
+    if (limits) e->limits = *limits;
+    else fs_limits_default(&e->limits);
+    *out = e;
+    return FS_OK;
+}
+
+void fs_engine_destroy(fs_engine_t *e) { free(e); }
+
+const fs_limits_t *fs_engine_limits(const fs_engine_t *e) { return &e->limits; }
+const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e) { return e->ds; }
+fs_store_t *fs_engine_store(const fs_engine_t *e) { return e->store; }
+
+void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out)
+{
+    const fs_dataset_t *ds = e->ds;
+    memset(out, 0, sizeof *out);
+    out->api_version = 1;
+    snprintf(out->server_version, sizeof out->server_version, "%s", FS_SERVER_VERSION);
+    snprintf(out->dataset, sizeof out->dataset, "%s", ds->name);
+    out->num_nodes = ds->num_nodes;
+    out->num_edges = ds->num_edges;
+    out->symmetric = ds->symmetric;
+    out->weighted = ds->edge_weights != NULL;
+    out->num_classes = ds->num_classes;
+    for (int i = 0; i < ds->num_tables && out->tables_count < 16; i++) {
+        featstore_v1_TableInfo *t = &out->tables[out->tables_count++];
+        snprintf(t->name, sizeof t->name, "%s", ds->tables[i].name);
+        snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(ds->tables[i].dtype));
+        t->rows = ds->tables[i].rows;
+        t->dim = ds->tables[i].dim;
+    }
+    for (int k = 0; k < fs_store_num_tiers(e->store) && out->tiers_count < 16; k++) {
+        fs_tier_info_t ti;
+        fs_store_tier_info(e->store, k, &ti);
+        featstore_v1_TierInfo *t = &out->tiers[out->tiers_count++];
+        t->index = (uint32_t)k;
+        snprintf(t->kind, sizeof t->kind, "%s", fs_tier_kind_name(ti.kind));
+        t->device = ti.device;
+        t->capacity_bytes = ti.capacity;
+        t->used_bytes = ti.used;
+    }
+    for (int i = 0; i < ds->num_splits && out->splits_count < 8; i++)
+        snprintf(out->splits[out->splits_count++], sizeof out->splits[0], "%s", ds->splits[i].name);
+}
+
+fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
+                             const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
+{
+    fs_status_t st = fs_limits_check(&e->limits, n, req, 0, err);
+    if (st != FS_OK) return st;
+    fs_csr_view_t g;
+    fs_store_csr_view(e->store, FS_READER_CPU, &g);
+    fs_gather_counters_t topo = {0};
+    st = fs_sample_cpu(s, &g, seeds, n, req, res, &topo, err);
+    if (st != FS_OK) return st;
+    fs_store_count_topology(e->store, FS_READER_CPU, &topo);
+    if (fs_sample_result_bytes(res) > e->limits.max_response_bytes)
+        return fs_error(err, FS_ERR_RESOURCE, "sample result of %lld bytes exceeds the response limit %lld",
+                        (long long)fs_sample_result_bytes(res), (long long)e->limits.max_response_bytes);
+    return FS_OK;
+}
+
+fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t *out_dtype, size_t *out_row_bytes,
+                            int64_t *dim, fs_error_t *err)
+{
+    const fs_table_t *t = fs_dataset_table(e->ds, table);
+    if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
+    if (*out_dtype == FS_DTYPE_INVALID) *out_dtype = t->dtype;
+    if (*out_dtype != t->dtype && *out_dtype != FS_DTYPE_F32)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "table '%s' is %s: it can be served as %s or float32, not %s",
+                        table, fs_dtype_name(t->dtype), fs_dtype_name(t->dtype), fs_dtype_name(*out_dtype));
+    *out_row_bytes = (size_t)t->dim * fs_dtype_size(*out_dtype);
+    *dim = t->dim;
+    return FS_OK;
+}
+
+fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+                             void *out, fs_error_t *err)
+{
+    size_t row_bytes;
+    int64_t dim;
+    fs_status_t st = fs_engine_table(e, table, &out_dtype, &row_bytes, &dim, err);
+    if (st == FS_OK) st = fs_limits_check(&e->limits, n, NULL, row_bytes, err);
+    if (st == FS_OK) st = fs_store_gather(e->store, table, FS_READER_CPU, ids, n, out_dtype, out, NULL, err);
+    return st;
+}

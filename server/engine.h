@@ -1,0 +1,56 @@
+/* engine.h — executes requests against the store for any transport: checks
+ * per-request limits, runs the kernels through the CPU reader's view, counts
+ * what was read. The gRPC transport calls it on the server; local clients run
+ * the same kernels in their own process on the shared mappings, with the
+ * same limits (sent to them at connect time).
+ *
+ * Thread-safety: an engine is shared by all workers; each worker passes its
+ * own fs_sampler_t. */
+#ifndef FS_ENGINE_H
+#define FS_ENGINE_H
+
+#include "featstore.pb.h"
+#include "fs_sample.h"
+#include "store.h"
+
+typedef struct {
+    int64_t max_ids;             /* seeds or ids in one request */
+    int64_t max_fanout_product;  /* product of the fanouts (a fanout of -1 counts as max_fanout_product) */
+    int64_t max_response_bytes;  /* bytes of one response's arrays */
+} fs_limits_t;
+
+void fs_limits_default(fs_limits_t *l);
+
+/* INVALID_ARGUMENT for a malformed request, RESOURCE for one over a limit.
+ * row_bytes is the gathered row size (0 when nothing is gathered). */
+fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req_t *req, size_t row_bytes,
+                            fs_error_t *err);
+
+/* Bytes of a sample result's arrays (what a response carries). */
+int64_t fs_sample_result_bytes(const fs_sample_result_t *r);
+
+typedef struct fs_engine fs_engine_t;
+
+fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
+                             fs_error_t *err);
+void fs_engine_destroy(fs_engine_t *e);
+
+const fs_limits_t *fs_engine_limits(const fs_engine_t *e);
+const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e);
+fs_store_t *fs_engine_store(const fs_engine_t *e);
+
+/* Dataset and placement facts, as the Info response. */
+void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out);
+
+fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
+                             const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
+
+/* Looks up a table and the served row size; out_dtype INVALID = as stored. */
+fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t *out_dtype, size_t *out_row_bytes,
+                            int64_t *dim, fs_error_t *err);
+
+/* Gathers into out (n * out_row_bytes), after fs_engine_table. */
+fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+                             void *out, fs_error_t *err);
+
+#endif

@@ -1,0 +1,202 @@
+/* metrics.c — see metrics.h. Histograms use fixed buckets (0.25 ms .. 10 s)
+ * stored as per-bucket counts and rendered cumulatively, as Prometheus
+ * requires. The text is built in a growing buffer (open_memstream). */
+#include "metrics.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const double buckets[] = {0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+#define NB (sizeof buckets / sizeof buckets[0])
+
+typedef struct {
+    _Atomic uint64_t requests, errors, bucket[NB + 1];
+    _Atomic uint64_t sum_us;
+} method_stats_t;
+
+struct fs_metrics {
+    const fs_dataset_t *ds;
+    const fs_store_t *store;
+    method_stats_t m[FS_METHOD_COUNT_][FS_TRANSPORT_COUNT_];
+    _Atomic int64_t clients[FS_TRANSPORT_COUNT_];
+    _Atomic uint64_t local_rows[FS_MAX_TIERS], local_bytes[FS_MAX_TIERS];
+    _Atomic uint64_t local_topo_rows[FS_MAX_TIERS], local_topo_bytes[FS_MAX_TIERS];
+};
+
+const char *fs_method_name(fs_method_t m)
+{
+    static const char *const n[FS_METHOD_COUNT_] = {"Info", "Sample", "Gather", "SampleGather", "Stats"};
+    return (unsigned)m < FS_METHOD_COUNT_ ? n[m] : "unknown";
+}
+
+const char *fs_transport_name(fs_transport_t t) { return t == FS_TRANSPORT_UNIX ? "unix" : "grpc"; }
+
+fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, const fs_store_t *store)
+{
+    fs_metrics_t *m = calloc(1, sizeof *m);
+    if (m) m->ds = ds, m->store = store;
+    return m;
+}
+
+void fs_metrics_destroy(fs_metrics_t *m) { free(m); }
+
+void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, fs_status_t status, double seconds)
+{
+    if ((unsigned)method >= FS_METHOD_COUNT_ || (unsigned)t >= FS_TRANSPORT_COUNT_) return;
+    method_stats_t *s = &m->m[method][t];
+    atomic_fetch_add_explicit(&s->requests, 1, memory_order_relaxed);
+    if (status != FS_OK) atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+    size_t b = 0;
+    while (b < NB && seconds > buckets[b]) b++;
+    atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->sum_us, (uint64_t)(seconds * 1e6), memory_order_relaxed);
+}
+
+void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta)
+{
+    if ((unsigned)t < FS_TRANSPORT_COUNT_) atomic_fetch_add_explicit(&m->clients[t], delta, memory_order_relaxed);
+}
+
+void fs_metrics_client_reads(fs_metrics_t *m, const fs_gather_counters_t *f, const fs_gather_counters_t *topo)
+{
+    for (int k = 0; k < FS_MAX_TIERS; k++) {
+        if (f) {
+            atomic_fetch_add_explicit(&m->local_rows[k], f->rows[k], memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->local_bytes[k], f->bytes[k], memory_order_relaxed);
+        }
+        if (topo) {
+            atomic_fetch_add_explicit(&m->local_topo_rows[k], topo->rows[k], memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->local_topo_bytes[k], topo->bytes[k], memory_order_relaxed);
+        }
+    }
+}
+
+static uint64_t ld(_Atomic uint64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
+
+static void render_requests(fs_metrics_t *m, FILE *f)
+{
+    fprintf(f, "# HELP featstore_requests_total Requests handled, by method and transport.\n"
+               "# TYPE featstore_requests_total counter\n");
+    for (int i = 0; i < FS_METHOD_COUNT_; i++)
+        for (int t = 0; t < FS_TRANSPORT_COUNT_; t++)
+            fprintf(f, "featstore_requests_total{method=\"%s\",transport=\"%s\"} %llu\n", fs_method_name(i),
+                    fs_transport_name(t), (unsigned long long)ld(&m->m[i][t].requests));
+    fprintf(f, "# HELP featstore_request_errors_total Requests answered with an error.\n"
+               "# TYPE featstore_request_errors_total counter\n");
+    for (int i = 0; i < FS_METHOD_COUNT_; i++)
+        for (int t = 0; t < FS_TRANSPORT_COUNT_; t++)
+            fprintf(f, "featstore_request_errors_total{method=\"%s\",transport=\"%s\"} %llu\n", fs_method_name(i),
+                    fs_transport_name(t), (unsigned long long)ld(&m->m[i][t].errors));
+    fprintf(f, "# HELP featstore_request_duration_seconds Request latency.\n"
+               "# TYPE featstore_request_duration_seconds histogram\n");
+    for (int i = 0; i < FS_METHOD_COUNT_; i++)
+        for (int t = 0; t < FS_TRANSPORT_COUNT_; t++) {
+            method_stats_t *s = &m->m[i][t];
+            uint64_t cum = 0;
+            const char *mn = fs_method_name(i), *tn = fs_transport_name(t);
+            for (size_t b = 0; b < NB; b++) {
+                cum += ld(&s->bucket[b]);
+                fprintf(f, "featstore_request_duration_seconds_bucket{method=\"%s\",transport=\"%s\",le=\"%g\"} %llu\n",
+                        mn, tn, buckets[b], (unsigned long long)cum);
+            }
+            cum += ld(&s->bucket[NB]);
+            fprintf(f, "featstore_request_duration_seconds_bucket{method=\"%s\",transport=\"%s\",le=\"+Inf\"} %llu\n",
+                    mn, tn, (unsigned long long)cum);
+            fprintf(f, "featstore_request_duration_seconds_sum{method=\"%s\",transport=\"%s\"} %.6f\n", mn, tn,
+                    (double)ld(&s->sum_us) / 1e6);
+            fprintf(f, "featstore_request_duration_seconds_count{method=\"%s\",transport=\"%s\"} %llu\n", mn, tn,
+                    (unsigned long long)cum);
+        }
+}
+
+static void tier_labels(const fs_store_t *st, int k, char *buf, size_t n)
+{
+    fs_tier_info_t ti;
+    fs_store_tier_info(st, k, &ti);
+    snprintf(buf, n, "tier=\"%d\",kind=\"%s\",device=\"%d\"", k, fs_tier_kind_name(ti.kind), ti.device);
+}
+
+/* Rows/bytes read per source tier: server-side reads (the store's counters,
+ * reader "server") and what local clients read in-process (reader "local"). */
+static void render_reads(fs_metrics_t *m, FILE *f)
+{
+    static const char *const what[4][2] = {
+        {"featstore_feature_rows_read_total", "Feature rows read, by reader and source tier."},
+        {"featstore_feature_bytes_read_total", "Feature bytes read, by reader and source tier."},
+        {"featstore_topology_lists_read_total", "Neighbour lists read by sampling, by reader and source tier."},
+        {"featstore_topology_bytes_read_total", "Neighbour-id bytes read by sampling, by reader and source tier."}};
+    fs_gather_counters_t feat, topo;
+    fs_store_counters(m->store, FS_READER_CPU, &feat);
+    fs_store_topology_counters(m->store, FS_READER_CPU, &topo);
+    int tiers = fs_store_num_tiers(m->store);
+    for (int w = 0; w < 4; w++) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", what[w][0], what[w][1], what[w][0]);
+        for (int k = 0; k < tiers; k++) {
+            char lab[128];
+            tier_labels(m->store, k, lab, sizeof lab);
+            uint64_t server = w == 0 ? feat.rows[k] : w == 1 ? feat.bytes[k] : w == 2 ? topo.rows[k] : topo.bytes[k];
+            uint64_t local = ld(w == 0   ? &m->local_rows[k]
+                                : w == 1 ? &m->local_bytes[k]
+                                : w == 2 ? &m->local_topo_rows[k]
+                                         : &m->local_topo_bytes[k]);
+            fprintf(f, "%s{reader=\"server\",%s} %llu\n", what[w][0], lab, (unsigned long long)server);
+            fprintf(f, "%s{reader=\"local\",%s} %llu\n", what[w][0], lab, (unsigned long long)local);
+        }
+    }
+}
+
+static void render_state(fs_metrics_t *m, FILE *f)
+{
+    fprintf(f, "# HELP featstore_connected_clients Clients connected now, by transport.\n"
+               "# TYPE featstore_connected_clients gauge\n");
+    for (int t = 0; t < FS_TRANSPORT_COUNT_; t++)
+        fprintf(f, "featstore_connected_clients{transport=\"%s\"} %lld\n", fs_transport_name(t),
+                (long long)atomic_load(&m->clients[t]));
+    fprintf(f, "# HELP featstore_tier_used_bytes Bytes held in each memory tier.\n"
+               "# TYPE featstore_tier_used_bytes gauge\n");
+    for (int k = 0; k < fs_store_num_tiers(m->store); k++) {
+        fs_tier_info_t ti;
+        char lab[128];
+        fs_store_tier_info(m->store, k, &ti);
+        tier_labels(m->store, k, lab, sizeof lab);
+        fprintf(f, "featstore_tier_used_bytes{%s} %zu\n", lab, ti.used);
+    }
+    fprintf(f, "# HELP featstore_tier_capacity_bytes Capacity of each memory tier (0 = unlimited).\n"
+               "# TYPE featstore_tier_capacity_bytes gauge\n");
+    for (int k = 0; k < fs_store_num_tiers(m->store); k++) {
+        fs_tier_info_t ti;
+        char lab[128];
+        fs_store_tier_info(m->store, k, &ti);
+        tier_labels(m->store, k, lab, sizeof lab);
+        fprintf(f, "featstore_tier_capacity_bytes{%s} %zu\n", lab, ti.capacity);
+    }
+    const fs_dataset_t *ds = m->ds;
+    fprintf(f, "# HELP featstore_dataset_nodes Nodes in the served dataset.\n# TYPE featstore_dataset_nodes gauge\n"
+               "featstore_dataset_nodes{dataset=\"%s\"} %lld\n", ds->name, (long long)ds->num_nodes);
+    fprintf(f, "# HELP featstore_dataset_edges Stored edges in the served dataset.\n# TYPE featstore_dataset_edges gauge\n"
+               "featstore_dataset_edges{dataset=\"%s\"} %lld\n", ds->name, (long long)ds->num_edges);
+    fprintf(f, "# HELP featstore_dataset_table_dim Width of each feature table.\n"
+               "# TYPE featstore_dataset_table_dim gauge\n");
+    for (int i = 0; i < ds->num_tables; i++)
+        fprintf(f, "featstore_dataset_table_dim{dataset=\"%s\",table=\"%s\",dtype=\"%s\"} %lld\n", ds->name,
+                ds->tables[i].name, fs_dtype_name(ds->tables[i].dtype), (long long)ds->tables[i].dim);
+    fprintf(f, "# HELP featstore_dataset_bytes Bytes of the dataset's files.\n# TYPE featstore_dataset_bytes gauge\n"
+               "featstore_dataset_bytes{dataset=\"%s\"} %zu\n", ds->name, fs_dataset_bytes(ds));
+}
+
+char *fs_metrics_render(fs_metrics_t *m)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    render_requests(m, f);
+    render_reads(m, f);
+    render_state(m, f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}

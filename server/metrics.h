@@ -1,0 +1,36 @@
+/* metrics.h — the server's counters and their Prometheus text rendering
+ * (exposition format 0.0.4): requests and errors by method and transport,
+ * latency histograms, connected clients, and — read from the store and the
+ * dataset at render time — rows/bytes per (reader, source tier), memory per
+ * tier and dataset facts.
+ *
+ * Thread-safety: recording is lock-free (relaxed atomics) from any thread;
+ * rendering may run concurrently with recording. */
+#ifndef FS_METRICS_H
+#define FS_METRICS_H
+
+#include "dataset.h"
+#include "store.h"
+
+typedef enum { FS_METHOD_INFO, FS_METHOD_SAMPLE, FS_METHOD_GATHER, FS_METHOD_SAMPLE_GATHER, FS_METHOD_STATS,
+               FS_METHOD_COUNT_ } fs_method_t;
+typedef enum { FS_TRANSPORT_UNIX, FS_TRANSPORT_GRPC, FS_TRANSPORT_COUNT_ } fs_transport_t;
+
+const char *fs_method_name(fs_method_t m);
+const char *fs_transport_name(fs_transport_t t);
+
+typedef struct fs_metrics fs_metrics_t;
+
+fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, const fs_store_t *store);
+void fs_metrics_destroy(fs_metrics_t *m);
+
+/* One finished request: its outcome and its latency in seconds. */
+void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, fs_status_t status, double seconds);
+void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta); /* +1 connect, -1 disconnect */
+/* Rows/bytes that local clients read in their own process, per tier. */
+void fs_metrics_client_reads(fs_metrics_t *m, const fs_gather_counters_t *features, const fs_gather_counters_t *topo);
+
+/* The exposition text; the caller frees it. NULL when out of memory. */
+char *fs_metrics_render(fs_metrics_t *m);
+
+#endif
