@@ -1,7 +1,460 @@
-/* client_local.c — placeholder until the local transport lands. */
-#include "client_internal.h"
+/* client_local.c — the unix:// transport: zero-copy, in-process.
+ *
+ * At connect the server passes read-only descriptors of the dataset's files
+ * and a ring of memfd result slots. This process maps the files PROT_READ
+ * (the kernel shares those pages with the server and every other trainer:
+ * no private copy of the data), builds the same views the server would, and
+ * runs the kernels itself; results are written into a free slot and the
+ * batch points into it. After each call a small REPORT goes to the server
+ * for its metrics, sent without waiting.
+ *
+ * Lifetime: the connection's state is reference-counted (one reference for
+ * the connection, one per outstanding batch), so a batch stays valid even
+ * after fs_close until it is freed. */
+#include <errno.h>
+#include <pb_decode.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 
-fs_status_t fs_local_connect(struct fs_client *c, const char *path)
+#include "client_internal.h"
+#include "featstore.pb.h"
+#include "fs_gather.h"
+#include "fs_limits.h"
+#include "fs_local.h"
+#include "fs_sample.h"
+
+typedef struct {
+    int fd;
+    char *base;
+    size_t cap;
+    int busy;
+} slot_t;
+
+typedef struct {
+    int sock;
+    fs_local_welcome_t w;
+    void *maps[3 + FS_LOCAL_MAX_TABLES];
+    size_t map_len[3 + FS_LOCAL_MAX_TABLES];
+    int num_maps;
+    fs_csr_view_t csr;
+    fs_table_view_t tables[FS_LOCAL_MAX_TABLES];
+    fs_limits_t limits;
+    slot_t slots[FS_LOCAL_MAX_SLOTS];
+    int num_slots, next_slot;
+    fs_sampler_t *sampler;
+    fs_pool_t *pool;
+    int timeout_ms;
+    pthread_mutex_t lock;  /* slots and refs: batches are freed from any thread */
+    int refs;
+} local_t;
+
+typedef struct {
+    fs_batch_priv_t priv;
+    local_t *L;
+    int slot;
+} local_batch_t;
+
+static double now_s(void)
 {
-    return fs_client_fail(c, FS_ERR_UNSUPPORTED, "unix://%s: the local transport is not built yet", path);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* ---- lifetime ----------------------------------------------------------------- */
+
+static void local_unref(local_t *L)
+{
+    pthread_mutex_lock(&L->lock);
+    int last = --L->refs == 0;
+    pthread_mutex_unlock(&L->lock);
+    if (!last) return;
+    for (int i = 0; i < L->num_slots; i++) {
+        if (L->slots[i].base) munmap(L->slots[i].base, L->slots[i].cap);
+        close(L->slots[i].fd);
+    }
+    for (int i = 0; i < L->num_maps; i++) munmap(L->maps[i], L->map_len[i]);
+    fs_sampler_destroy(L->sampler);
+    fs_pool_destroy(L->pool);
+    pthread_mutex_destroy(&L->lock);
+    free(L);
+}
+
+static void local_close(fs_client_t *c)
+{
+    local_t *L = c->impl;
+    if (!L) return;
+    if (L->sock >= 0) close(L->sock);
+    L->sock = -1;
+    local_unref(L);
+    c->impl = NULL;
+}
+
+/* ---- slots -------------------------------------------------------------------- */
+
+static int acquire_slot(local_t *L)
+{
+    pthread_mutex_lock(&L->lock);
+    int found = -1;
+    for (int k = 0; k < L->num_slots && found < 0; k++) {
+        int i = (L->next_slot + k) % L->num_slots;
+        if (!L->slots[i].busy) found = i;
+    }
+    if (found >= 0) {
+        L->slots[found].busy = 1;
+        L->next_slot = (found + 1) % L->num_slots;
+        L->refs++;
+    }
+    pthread_mutex_unlock(&L->lock);
+    return found;
+}
+
+static void release_slot(local_t *L, int i)
+{
+    pthread_mutex_lock(&L->lock);
+    L->slots[i].busy = 0;
+    pthread_mutex_unlock(&L->lock);
+    local_unref(L);
+}
+
+static void release_batch(fs_batch_priv_t *p)
+{
+    local_batch_t *b = (local_batch_t *)p;
+    release_slot(b->L, b->slot);
+    free(b);
+}
+
+/* Grows a slot to hold `bytes`, faulting the pages in once: later batches
+ * reuse them without page faults. */
+static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
+{
+    if (bytes <= s->cap) return FS_OK;
+    size_t cap = s->cap ? s->cap : 1 << 20;
+    while (cap < bytes) cap += cap / 2;
+    cap = (cap + 4095) & ~(size_t)4095;
+    if (ftruncate(s->fd, (off_t)cap) != 0)
+        return fs_client_fail(c, FS_ERR_NOMEM, "cannot grow a result slot to %zu bytes: %s", cap, strerror(errno));
+    void *p = s->base ? mremap(s->base, s->cap, cap, MREMAP_MAYMOVE)
+                      : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+    if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_NOMEM, "cannot map a result slot: %s", strerror(errno));
+    madvise(p, cap, MADV_WILLNEED);
+    for (size_t off = s->cap; off < cap; off += 4096) ((volatile char *)p)[off] = 0;
+    s->base = p;
+    s->cap = cap;
+    return FS_OK;
+}
+
+/* ---- connect ------------------------------------------------------------------ */
+
+static fs_status_t map_fd(fs_client_t *c, local_t *L, int fd, int64_t offset, size_t bytes, const void **data)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < (size_t)offset + bytes)
+        return fs_client_fail(c, FS_ERR_FORMAT, "a dataset file from the server is shorter than announced");
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_IO, "cannot map a dataset file: %s", strerror(errno));
+    L->maps[L->num_maps] = p;
+    L->map_len[L->num_maps++] = (size_t)st.st_size;
+    *data = (const char *)p + offset;
+    return FS_OK;
+}
+
+static fs_status_t map_dataset(fs_client_t *c, local_t *L, const int *fds, int nfds)
+{
+    const fs_local_welcome_t *w = &L->w;
+    int need = 2 + (w->has_weights ? 1 : 0) + (int)w->num_tables, f = 0;
+    if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_slots < 1 || w->num_slots > FS_LOCAL_MAX_SLOTS ||
+        nfds != need + (int)w->num_slots)
+        return fs_client_fail(c, FS_ERR_FORMAT, "server sent %d descriptors, expected %d", nfds, need + (int)w->num_slots);
+    const void *indptr, *indices, *weights = NULL;
+    size_t isz = w->index_dtype == FS_DTYPE_I32 ? 4 : 8;
+    fs_status_t st = map_fd(c, L, fds[f++], w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
+    if (!st) st = map_fd(c, L, fds[f++], w->indices_offset, (size_t)w->num_edges * isz, &indices);
+    if (!st && w->has_weights) st = map_fd(c, L, fds[f++], w->weights_offset, (size_t)w->num_edges * 4, &weights);
+    if (st) return st;
+    fs_csr_view_init(&L->csr, w->num_nodes, indptr, indices, (fs_dtype_t)w->index_dtype, weights);
+    for (uint32_t i = 0; i < w->num_tables; i++) {
+        const fs_local_table_t *t = &w->tables[i];
+        fs_table_view_t *v = &L->tables[i];
+        size_t rb = (size_t)t->dim * fs_dtype_size((fs_dtype_t)t->dtype);
+        const void *data;
+        if ((st = map_fd(c, L, fds[f++], t->data_offset, (size_t)t->rows * rb, &data))) return st;
+        *v = (fs_table_view_t){.dtype = (fs_dtype_t)t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb,
+                               .num_tiers = 1};
+        v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = data, .rows = t->rows};
+    }
+    for (uint32_t i = 0; i < w->num_slots; i++) L->slots[L->num_slots++] = (slot_t){.fd = fds[f++]};
+    return FS_OK;
+}
+
+/* Waits for one reply (honouring the connection's timeout). */
+static fs_status_t recv_reply(fs_client_t *c, local_t *L, int *type, void *buf, size_t cap, int *fds, int *nfds,
+                              int max_fds, size_t *len)
+{
+    struct pollfd p = {.fd = L->sock, .events = POLLIN};
+    int rc = poll(&p, 1, L->timeout_ms > 0 ? L->timeout_ms : -1);
+    if (rc == 0) return fs_client_fail(c, FS_ERR_TIMEOUT, "no answer from the server within %d ms", L->timeout_ms);
+    int got = fs_local_recv(L->sock, type, buf, cap, len, fds, nfds, max_fds, 0);
+    if (got <= 0)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server closed the connection%s%s", got ? ": " : "",
+                              got ? strerror(errno) : "");
+    if (*type == FS_LOCAL_ERROR && *len == sizeof(fs_local_error_t)) {
+        fs_local_error_t *e = buf;
+        e->message[sizeof e->message - 1] = '\0';
+        return fs_client_fail(c, (fs_status_t)e->status, "server: %s", e->message);
+    }
+    return FS_OK;
+}
+
+static const fs_transport_ops_t local_ops;
+
+fs_status_t fs_local_connect(fs_client_t *c, const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "socket path too long");
+    strcpy(a.sun_path, path);
+    local_t *L = calloc(1, sizeof *L);
+    if (!L) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&L->lock, NULL);
+    L->refs = 1;
+    L->timeout_ms = c->opts.timeout_ms;
+    c->impl = L;
+    c->ops = &local_ops;
+    L->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (L->sock < 0 || connect(L->sock, (struct sockaddr *)&a, sizeof a) != 0)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "cannot connect to unix://%s: %s", path, strerror(errno));
+    fs_local_hello_t h = {.api_version = FS_CLIENT_API_VERSION, .slots = (uint32_t)c->opts.slots, .pid = getpid()};
+    if (fs_local_send(L->sock, FS_LOCAL_HELLO, &h, sizeof h, NULL, 0, 0) != 0)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(errno));
+    int type, fds[FS_LOCAL_MAX_FDS], nfds = 0;
+    size_t len;
+    fs_status_t st = recv_reply(c, L, &type, &L->w, sizeof L->w, fds, &nfds, FS_LOCAL_MAX_FDS, &len);
+    if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof L->w))
+        st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected handshake reply from unix://%s", path);
+    if (st == FS_OK) st = map_dataset(c, L, fds, nfds);
+    for (int i = 0; i < nfds; i++)
+        if (i < nfds - (int)L->num_slots || st != FS_OK) close(fds[i]); /* mapped; slot fds are kept */
+    if (st != FS_OK) {
+        L->num_slots = 0;
+        return st;
+    }
+    L->limits = (fs_limits_t){L->w.max_ids, L->w.max_fanout_product, L->w.max_response_bytes};
+    fs_error_t err = {0};
+    if (fs_sampler_create(&L->sampler, &err) || fs_pool_create(c->opts.threads, &L->pool, &err))
+        return fs_client_fail(c, FS_ERR_NOMEM, "%s", err.msg);
+    return FS_OK;
+}
+
+/* ---- calls -------------------------------------------------------------------- */
+
+static void report(local_t *L, int method, fs_status_t st, double t0, const fs_gather_counters_t *f,
+                   const fs_gather_counters_t *t)
+{
+    fs_local_report_t r = {.method = method, .status = st, .latency_ns = (int64_t)((now_s() - t0) * 1e9)};
+    for (int k = 0; k < 4; k++) {
+        r.feature_rows[k] = f ? f->rows[k] : 0, r.feature_bytes[k] = f ? f->bytes[k] : 0;
+        r.topo_lists[k] = t ? t->rows[k] : 0, r.topo_bytes[k] = t ? t->bytes[k] : 0;
+    }
+    /* Never wait: if the socket is full the report is dropped, not the trainer slowed. */
+    fs_local_send(L->sock, FS_LOCAL_REPORT, &r, sizeof r, NULL, 0, MSG_DONTWAIT);
+}
+
+enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS }; /* = the server's fs_method_t */
+
+static const fs_table_view_t *find_table(local_t *L, const char *name)
+{
+    for (uint32_t i = 0; i < L->w.num_tables; i++)
+        if (strcmp(L->w.tables[i].name, name) == 0) return &L->tables[i];
+    return NULL;
+}
+
+static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* Copies a sample result into the slot at *off and points the batch at it. */
+static void place_sample(fs_batch_t *b, const fs_sample_result_t *r, char *base, size_t *off)
+{
+#define PUT(dst, src, count)                                    \
+    do {                                                        \
+        size_t bytes_ = (size_t)(count) * sizeof(int64_t);      \
+        memcpy(base + *off, (src), bytes_);                     \
+        (dst) = (const int64_t *)(base + *off);                 \
+        *off = align64(*off + bytes_);                          \
+    } while (0)
+    b->num_hops = r->num_hops;
+    b->num_nodes = r->num_nodes;
+    b->num_seeds = r->num_seeds;
+    PUT(b->nodes, r->nodes, r->num_nodes);
+    PUT(b->seed_local, r->seed_local, r->num_seeds);
+    for (int h = 0; h < r->num_hops; h++) {
+        const fs_block_t *s = &r->block[h];
+        fs_block_t *d = &b->block[h];
+        *d = (fs_block_t){.num_dst = s->num_dst, .num_src = s->num_src, .num_edges = s->num_edges};
+        PUT(d->dst_offsets, s->dst_offsets, s->num_dst + 1);
+        PUT(d->edge_dst, s->edge_dst, s->num_edges);
+        PUT(d->edge_src, s->edge_src, s->num_edges);
+        if (s->edge_ids) PUT(d->edge_ids, s->edge_ids, s->num_edges);
+    }
+#undef PUT
+}
+
+static size_t sample_bytes(const fs_sample_result_t *r)
+{
+    size_t b = align64((size_t)r->num_nodes * 8) + align64((size_t)r->num_seeds * 8);
+    for (int h = 0; h < r->num_hops; h++)
+        b += align64((size_t)(r->block[h].num_dst + 1) * 8) +
+             (size_t)(r->block[h].edge_ids ? 3 : 2) * align64((size_t)r->block[h].num_edges * 8);
+    return b;
+}
+
+/* The one path behind sample, gather and sample_gather. */
+static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
+                       const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
+{
+    local_t *L = c->impl;
+    double t0 = now_s();
+    fs_error_t err = {0};
+    fs_gather_counters_t feat = {0}, topo = {0};
+    const fs_table_view_t *tv = NULL;
+    size_t row_bytes = 0;
+    fs_status_t st = FS_OK;
+    if (table) {
+        if (!(tv = find_table(L, table))) st = fs_error(&err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
+        else {
+            if (out_dtype == FS_DTYPE_INVALID) out_dtype = tv->dtype;
+            row_bytes = (size_t)tv->dim * fs_dtype_size(out_dtype);
+        }
+    }
+    if (!st) st = fs_limits_check(&L->limits, n, req, req ? 0 : row_bytes, &err);
+    fs_sample_result_t res;
+    if (!st && req) {
+        st = fs_sample_cpu(L->sampler, &L->csr, ids, n, req, &res, &topo, &err);
+        if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
+            st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
+                          (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,
+                          (long long)L->limits.max_response_bytes);
+    }
+    int slot = -1;
+    if (!st && (slot = acquire_slot(L)) < 0)
+        st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
+    local_batch_t *b = NULL;
+    if (!st && !(b = calloc(1, sizeof *b))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (!st) {
+        const int64_t *rows = req ? res.nodes : ids;
+        int64_t nrows = table ? (req ? res.num_nodes : n) : 0;
+        size_t off = 0, need = (req ? sample_bytes(&res) : 0) + (size_t)nrows * row_bytes + 64;
+        slot_t *s = &L->slots[slot];
+        if (slot_reserve(c, s, need) != FS_OK) st = fs_error(&err, FS_ERR_NOMEM, "%s", c->errstr);
+        if (!st && req) place_sample(&b->priv.pub, &res, s->base, &off);
+        if (!st && table) {
+            st = fs_gather_cpu(tv, rows, nrows, out_dtype, s->base + off, L->pool, &feat, &err);
+            b->priv.pub.features = s->base + off;
+            b->priv.pub.rows = nrows;
+            b->priv.pub.dim = tv->dim;
+            b->priv.pub.dtype = out_dtype;
+        }
+    }
+    report(L, method, st, t0, &feat, &topo);
+    if (st != FS_OK) {
+        free(b);
+        if (slot >= 0) release_slot(L, slot);
+        return fs_client_fail(c, st, "%s", err.msg);
+    }
+    b->priv.release = release_batch;
+    b->L = L;
+    b->slot = slot;
+    *out = &b->priv.pub;
+    return FS_OK;
+}
+
+static fs_status_t local_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                                fs_batch_t **out)
+{
+    return run(c, M_SAMPLE, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
+}
+
+static fs_status_t local_gather(fs_client_t *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t dt,
+                                fs_batch_t **out)
+{
+    return run(c, M_GATHER, ids, n, NULL, table, dt, out);
+}
+
+static fs_status_t local_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                                       const char *table, fs_dtype_t dt, fs_batch_t **out)
+{
+    return run(c, M_SAMPLE_GATHER, seeds, n, req, table, dt, out);
+}
+
+/* ---- info and stats (answered by the server) ------------------------------------ */
+
+static fs_status_t ask(fs_client_t *c, int type, int reply_type, char *buf, size_t cap, size_t *len)
+{
+    local_t *L = c->impl;
+    if (L->sock < 0) return fs_client_fail(c, FS_ERR_UNAVAILABLE, "not connected");
+    if (fs_local_send(L->sock, type, NULL, 0, NULL, 0, 0) != 0)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server went away: %s", strerror(errno));
+    int got;
+    fs_status_t st = recv_reply(c, L, &got, buf, cap, NULL, NULL, 0, len);
+    if (st == FS_OK && got != reply_type) st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected reply type %d", got);
+    return st;
+}
+
+static fs_status_t local_info(fs_client_t *c, fs_info_t *out)
+{
+    char *buf = malloc(FS_LOCAL_MAX_MSG);
+    size_t len;
+    if (!buf) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    fs_status_t st = ask(c, FS_LOCAL_INFO, FS_LOCAL_INFO_REPLY, buf, FS_LOCAL_MAX_MSG, &len);
+    featstore_v1_InfoResponse r = featstore_v1_InfoResponse_init_zero;
+    pb_istream_t is = pb_istream_from_buffer((const pb_byte_t *)buf, st == FS_OK ? len : 0);
+    if (st == FS_OK && !pb_decode(&is, featstore_v1_InfoResponse_fields, &r))
+        st = fs_client_fail(c, FS_ERR_FORMAT, "bad Info reply: %s", PB_GET_ERROR(&is));
+    free(buf);
+    if (st != FS_OK) return st;
+    snprintf(out->server_version, sizeof out->server_version, "%s", r.server_version);
+    snprintf(out->dataset, sizeof out->dataset, "%s", r.dataset);
+    out->num_nodes = r.num_nodes, out->num_edges = r.num_edges, out->num_classes = r.num_classes;
+    out->symmetric = r.symmetric, out->weighted = r.weighted;
+    for (pb_size_t i = 0; i < r.tables_count && i < 16; i++) {
+        fs_table_info_t *t = &out->tables[out->num_tables++];
+        snprintf(t->name, sizeof t->name, "%s", r.tables[i].name);
+        t->dtype = fs_dtype_from_name(r.tables[i].dtype);
+        t->rows = r.tables[i].rows, t->dim = r.tables[i].dim;
+    }
+    for (pb_size_t i = 0; i < r.splits_count && i < 8; i++)
+        snprintf(out->splits[out->num_splits++], sizeof out->splits[0], "%s", r.splits[i]);
+    return FS_OK;
+}
+
+static fs_status_t local_stats(fs_client_t *c, char **text)
+{
+    char *buf = malloc(FS_LOCAL_MAX_MSG + 1);
+    size_t len;
+    if (!buf) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    fs_status_t st = ask(c, FS_LOCAL_STATS, FS_LOCAL_STATS_REPLY, buf, FS_LOCAL_MAX_MSG, &len);
+    if (st != FS_OK) {
+        free(buf);
+        return st;
+    }
+    buf[len] = '\0';
+    *text = buf;
+    return FS_OK;
+}
+
+static const fs_transport_ops_t local_ops = {
+    .name = "unix",
+    .info = local_info,
+    .sample = local_sample,
+    .gather = local_gather,
+    .sample_gather = local_sample_gather,
+    .stats = local_stats,
+    .close = local_close,
+};

@@ -453,6 +453,18 @@ const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name)
     return NULL;
 }
 
+fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, char *path, size_t len, int64_t *offset)
+{
+    for (int i = 0; i < ds->num_maps; i++) {
+        const char *base = ds->maps[i].addr;
+        if ((const char *)data < base || (const char *)data >= base + ds->maps[i].len) continue;
+        if (snprintf(path, len, "%s/%s", ds->dir, ds->maps[i].file) >= (int)len) return FS_ERR_INVALID_ARGUMENT;
+        *offset = (const char *)data - base;
+        return FS_OK;
+    }
+    return FS_ERR_NOT_FOUND;
+}
+
 size_t fs_dataset_bytes(const fs_dataset_t *ds)
 {
     size_t total = 0;

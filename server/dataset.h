@@ -88,6 +88,11 @@ static inline int64_t fs_dataset_neighbor(const fs_dataset_t *ds, int64_t pos)
                                            : ((const int64_t *)ds->indices)[pos];
 }
 
+/* The file holding `data` (a pointer into one of the dataset's arrays) and
+ * the byte offset of `data` in it, so it can be shared by descriptor.
+ * FS_ERR_NOT_FOUND if the pointer is not in a mapping of this dataset. */
+fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, char *path, size_t len, int64_t *offset);
+
 /* Bytes of all mapped files together. */
 size_t fs_dataset_bytes(const fs_dataset_t *ds);
 

@@ -10,48 +10,6 @@ struct fs_engine {
     fs_limits_t limits;
 };
 
-void fs_limits_default(fs_limits_t *l)
-{
-    l->max_ids = 16 << 20;
-    l->max_fanout_product = 1 << 20;
-    l->max_response_bytes = 4LL << 30;
-}
-
-fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req_t *req, size_t row_bytes,
-                            fs_error_t *err)
-{
-    if (n < 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "negative id count %lld", (long long)n);
-    if (n > l->max_ids)
-        return fs_error(err, FS_ERR_RESOURCE, "%lld ids in one request; the limit is %lld", (long long)n,
-                        (long long)l->max_ids);
-    if (!req) {
-        if ((double)n * (double)row_bytes > (double)l->max_response_bytes)
-            return fs_error(err, FS_ERR_RESOURCE, "response of %.0f bytes; the limit is %lld",
-                            (double)n * (double)row_bytes, (long long)l->max_response_bytes);
-        return FS_OK;
-    }
-    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%d hops requested, must be 1..%d", req->num_hops, FS_MAX_HOPS);
-    double product = 1;
-    for (int h = 0; h < req->num_hops; h++) {
-        if (req->fanout[h] == 0 || req->fanout[h] < FS_FANOUT_ALL)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "fanout[%d] is %d, must be > 0 or -1 (all)", h, req->fanout[h]);
-        product *= req->fanout[h] == FS_FANOUT_ALL ? (double)l->max_fanout_product : (double)req->fanout[h];
-    }
-    if (product > (double)l->max_fanout_product)
-        return fs_error(err, FS_ERR_RESOURCE, "product of fanouts %.0f exceeds the limit %lld", product,
-                        (long long)l->max_fanout_product);
-    return FS_OK;
-}
-
-int64_t fs_sample_result_bytes(const fs_sample_result_t *r)
-{
-    int64_t b = (r->num_nodes + r->num_seeds) * 8;
-    for (int h = 0; h < r->num_hops; h++)
-        b += (r->block[h].num_dst + 1 + r->block[h].num_edges * (r->block[h].edge_ids ? 3 : 2)) * 8;
-    return b;
-}
-
 fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
                              fs_error_t *err)
 {

@@ -10,24 +10,9 @@
 #define FS_ENGINE_H
 
 #include "featstore.pb.h"
+#include "fs_limits.h"
 #include "fs_sample.h"
 #include "store.h"
-
-typedef struct {
-    int64_t max_ids;             /* seeds or ids in one request */
-    int64_t max_fanout_product;  /* product of the fanouts (a fanout of -1 counts as max_fanout_product) */
-    int64_t max_response_bytes;  /* bytes of one response's arrays */
-} fs_limits_t;
-
-void fs_limits_default(fs_limits_t *l);
-
-/* INVALID_ARGUMENT for a malformed request, RESOURCE for one over a limit.
- * row_bytes is the gathered row size (0 when nothing is gathered). */
-fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req_t *req, size_t row_bytes,
-                            fs_error_t *err);
-
-/* Bytes of a sample result's arrays (what a response carries). */
-int64_t fs_sample_result_bytes(const fs_sample_result_t *r);
 
 typedef struct fs_engine fs_engine_t;
 

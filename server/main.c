@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dataset.h"
 #include "fs_device.h"
 #include "gen.h"
 #include "import.h"
 #include "info.h"
+#include "serve.h"
 
 #define EXIT_USAGE 2
 
@@ -27,6 +29,8 @@ static const char *const usage_text =
     "  import edgelist|npz|ogb INPUT --out DIR   convert a graph into a featstore dataset\n"
     "  gen rmat --out DIR [--scale S --edge-factor E --dim D]   generate an R-MAT dataset\n"
     "  info DIR [--no-verify]                    describe and validate a dataset\n"
+    "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
+    "        [--config FILE] [--threads N] [--verify]   run the store until SIGTERM/SIGINT\n"
     "  devices                                   list usable GPUs (or why there are none)\n"
     "  version                                   print the version\n"
     "\n"
@@ -74,7 +78,7 @@ static int fail(const fs_error_t *err)
 enum {
     OPT_OUT = 256, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT, OPT_WEIGHTED, OPT_SPLIT,
     OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
-    OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY,
+    OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY, OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_VERIFY,
 };
 
 static const struct option long_opts[] = {
@@ -89,18 +93,21 @@ static const struct option long_opts[] = {
     {"edge-factor", required_argument, 0, OPT_EF},   {"dim", required_argument, 0, OPT_DIM},
     {"dtype", required_argument, 0, OPT_DTYPE},      {"classes", required_argument, 0, OPT_CLASSES},
     {"permute", no_argument, 0, OPT_PERMUTE},        {"abc", required_argument, 0, OPT_ABC},
-    {"no-verify", no_argument, 0, OPT_NOVERIFY},     {0, 0, 0, 0},
+    {"no-verify", no_argument, 0, OPT_NOVERIFY},     {"socket", required_argument, 0, OPT_SOCKET},
+    {"listen", required_argument, 0, OPT_LISTEN},    {"metrics", required_argument, 0, OPT_METRICS},
+    {"config", required_argument, 0, OPT_CONFIG},    {"verify", no_argument, 0, OPT_VERIFY},
+    {0, 0, 0, 0},
 };
 
 typedef struct {
-    const char *out, *name, *split_name;
+    const char *out, *name, *split_name, *socket, *listen, *metrics, *config;
     fs_edge_opts_t edges;
     int weighted, force, threads, split[3], permute, verify;
     uint64_t seed;
     long long scale, ef, dim, classes;
     fs_dtype_t dtype;
     double abc[3];
-    int seen[OPT_NOVERIFY + 1];
+    int seen[OPT_VERIFY + 1];
 } cli_t;
 
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -130,6 +137,11 @@ static int parse_option(cli_t *c, int opt, const char *arg)
     case OPT_FORCE: c->force = 1; return 0;
     case OPT_PERMUTE: c->permute = 1; return 0;
     case OPT_NOVERIFY: c->verify = 0; return 0;
+    case OPT_VERIFY: c->verify = 2; return 0;
+    case OPT_SOCKET: c->socket = arg; return 0;
+    case OPT_LISTEN: c->listen = arg; return 0;
+    case OPT_METRICS: c->metrics = arg; return 0;
+    case OPT_CONFIG: c->config = arg; return 0;
     case OPT_SPLIT:
         if (sscanf(arg, "%d,%d,%d", &c->split[0], &c->split[1], &c->split[2]) != 3 || c->split[0] < 0 ||
             c->split[1] < 0 || c->split[2] < 0 || c->split[0] + c->split[1] + c->split[2] > 100) {
@@ -282,6 +294,32 @@ static int cmd_info(int argc, char **argv)
     return 0;
 }
 
+static int cmd_serve(int argc, char **argv)
+{
+    static const int allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY, 0};
+    cli_t c;
+    if (parse_cli(&c, argc, argv, allowed) != 0) return EXIT_USAGE;
+    if (argc - optind != 1) {
+        usage_error("%s", "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT] "
+                          "[--config FILE] [--threads N] [--verify]");
+        return EXIT_USAGE;
+    }
+    fs_serve_opts_t o;
+    fs_serve_defaults(&o);
+    o.dataset = argv[optind];
+    o.socket_path = c.socket, o.listen = c.listen, o.metrics = c.metrics, o.config = c.config;
+    o.threads = c.threads, o.verify = c.verify == 2;
+    fs_error_t err = {0};
+    if (fs_serve_load_config(&o, &err) != FS_OK) return fail(&err);
+    if (!o.socket_path && !o.listen) {
+        static char def[128];
+        snprintf(def, sizeof def, "/tmp/featstore-%d.sock", (int)getuid());
+        o.socket_path = def;
+    }
+    if (!o.metrics) o.metrics = "127.0.0.1:9464";
+    return fs_serve(&o);
+}
+
 static int cmd_devices(void)
 {
     fs_devices_t d;
@@ -311,6 +349,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) return cmd_devices();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("featstore %s (CUDA kernels: %s)\n", FS_VERSION, fs_built_with_cuda() ? "yes" : "no");

@@ -1,0 +1,106 @@
+/* fs_local.h — the local transport's wire format (unix:// clients).
+ *
+ * An AF_UNIX SOCK_SEQPACKET socket: every send is one message, boundaries
+ * kept, file descriptors passed with SCM_RIGHTS. A message is a fixed header
+ * plus a payload. The conversation:
+ *
+ *   client -> HELLO {api_version, slots, pid}
+ *   server -> WELCOME {dataset shape, tables, limits} + fds: indptr, indices,
+ *             [edge weights], one per table (all opened read-only: the client
+ *             maps them PROT_READ, sharing the server's page cache), then one
+ *             memfd per result slot (read-write, owned by this client)
+ *   client -> INFO | STATS           server -> INFO_REPLY (an encoded
+ *             featstore.v1.InfoResponse) | STATS_REPLY (Prometheus text)
+ *   client -> REPORT {method, status, latency, rows/bytes read per tier}
+ *             after each call it ran in-process (no reply: never blocks)
+ *   server -> ERROR {status, message} instead of a reply
+ *
+ * All integers little-endian (both ends are the same machine). Version: the
+ * header's version is FS_LOCAL_VERSION; a server refuses other versions. */
+#ifndef FS_LOCAL_H
+#define FS_LOCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fs_types.h"
+
+#define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
+#define FS_LOCAL_VERSION 1
+#define FS_LOCAL_MAX_TABLES 16
+#define FS_LOCAL_MAX_SLOTS 64
+#define FS_LOCAL_MAX_FDS (4 + FS_LOCAL_MAX_TABLES + FS_LOCAL_MAX_SLOTS)
+#define FS_LOCAL_MAX_MSG (256 * 1024)
+
+enum {
+    FS_LOCAL_HELLO = 1,
+    FS_LOCAL_WELCOME,
+    FS_LOCAL_INFO,
+    FS_LOCAL_INFO_REPLY,
+    FS_LOCAL_STATS,
+    FS_LOCAL_STATS_REPLY,
+    FS_LOCAL_REPORT,
+    FS_LOCAL_ERROR,
+};
+
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t len;       /* payload bytes after the header */
+    uint32_t reserved;
+} fs_local_hdr_t;
+
+typedef struct {
+    uint32_t api_version;
+    uint32_t slots;
+    int64_t pid;
+} fs_local_hello_t;
+
+typedef struct {
+    char name[64];
+    int32_t dtype;
+    int32_t pad;
+    int64_t rows, dim;
+    int64_t data_offset;   /* where the rows start in the table's file */
+} fs_local_table_t;
+
+typedef struct {
+    uint32_t api_version;
+    uint32_t num_tables;
+    uint32_t num_slots;
+    int32_t index_dtype;
+    int32_t has_weights;
+    int32_t pad;
+    int64_t num_nodes, num_edges;
+    int64_t indptr_offset, indices_offset, weights_offset;
+    int64_t max_ids, max_fanout_product, max_response_bytes;
+    char dataset[128];
+    fs_local_table_t tables[FS_LOCAL_MAX_TABLES];
+} fs_local_welcome_t;
+
+typedef struct {
+    int32_t method;        /* fs_method_t */
+    int32_t status;        /* fs_status_t */
+    int64_t latency_ns;
+    uint64_t feature_rows[4], feature_bytes[4];   /* per tier, tiers 0..3 */
+    uint64_t topo_lists[4], topo_bytes[4];
+} fs_local_report_t;
+
+typedef struct {
+    int32_t status;
+    char message[500];
+} fs_local_error_t;
+
+/* Sends one message with optional fds. 0, or -1 with errno set.
+ * flags: MSG_DONTWAIT to never block. */
+int fs_local_send(int sock, int type, const void *payload, size_t len, const int *fds, int nfds, int flags);
+
+/* Receives one message into buf (cap bytes for the payload); *len gets the
+ * payload length (0 is a valid, empty payload). Returns 1 for a message, 0
+ * when the peer closed, -1 on error (errno; EPROTO for a malformed message).
+ * Received fds go to fds[*nfds]; any beyond max_fds are closed. */
+int fs_local_recv(int sock, int *type, void *buf, size_t cap, size_t *len, int *fds, int *nfds, int max_fds, int flags);
+
+#endif

@@ -1,0 +1,304 @@
+/* local.c — see local.h. */
+#include "local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pb_encode.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fs_local.h"
+#include "progress.h"
+
+typedef struct client {
+    int fd;
+    int slots[FS_LOCAL_MAX_SLOTS];
+    int num_slots;
+    int welcomed;
+    struct client *next;
+} client_t;
+
+struct fs_local_server {
+    char path[108];
+    int listen_fd, epoll_fd, wake_fd;
+    pthread_t thread;
+    fs_engine_t *engine;
+    fs_metrics_t *metrics;
+    fs_local_welcome_t welcome;
+    int data_fds[3 + FS_LOCAL_MAX_TABLES];  /* indptr, indices, [weights], tables */
+    int num_data_fds;
+    client_t *clients;
+    _Atomic int num_clients;
+    char buf[FS_LOCAL_MAX_MSG];
+};
+
+/* ---- the dataset's descriptors, opened once and shared with every client ---- */
+
+static fs_status_t open_data_fd(fs_local_server_t *s, const void *data, int64_t *offset, fs_error_t *err)
+{
+    char path[4300];
+    if (fs_dataset_locate(fs_engine_dataset(s->engine), data, path, sizeof path, offset) != FS_OK)
+        return fs_error(err, FS_ERR_INTERNAL, "local: an array of the dataset is not file-backed");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fs_error(err, FS_ERR_IO, "local: cannot reopen %s: %s", path, strerror(errno));
+    s->data_fds[s->num_data_fds++] = fd;
+    return FS_OK;
+}
+
+static fs_status_t prepare_welcome(fs_local_server_t *s, fs_error_t *err)
+{
+    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
+    const fs_limits_t *l = fs_engine_limits(s->engine);
+    fs_local_welcome_t *w = &s->welcome;
+    *w = (fs_local_welcome_t){.api_version = 1, .index_dtype = ds->index_dtype, .has_weights = ds->edge_weights != NULL,
+                              .num_nodes = ds->num_nodes, .num_edges = ds->num_edges, .max_ids = l->max_ids,
+                              .max_fanout_product = l->max_fanout_product, .max_response_bytes = l->max_response_bytes};
+    snprintf(w->dataset, sizeof w->dataset, "%s", ds->name);
+    fs_status_t st = open_data_fd(s, ds->indptr, &w->indptr_offset, err);
+    if (!st) st = open_data_fd(s, ds->indices, &w->indices_offset, err);
+    if (!st && ds->edge_weights) st = open_data_fd(s, ds->edge_weights, &w->weights_offset, err);
+    for (int i = 0; !st && i < ds->num_tables && i < FS_LOCAL_MAX_TABLES; i++) {
+        fs_local_table_t *t = &w->tables[w->num_tables++];
+        snprintf(t->name, sizeof t->name, "%s", ds->tables[i].name);
+        t->dtype = ds->tables[i].dtype;
+        t->rows = ds->tables[i].rows;
+        t->dim = ds->tables[i].dim;
+        st = open_data_fd(s, ds->tables[i].data, &t->data_offset, err);
+    }
+    return st;
+}
+
+/* ---- clients ------------------------------------------------------------------ */
+
+static void drop_client(fs_local_server_t *s, client_t *c)
+{
+    epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    for (int i = 0; i < c->num_slots; i++) close(c->slots[i]); /* the client's mappings keep them alive until it unmaps */
+    for (client_t **p = &s->clients; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    if (c->welcomed) fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, -1);
+    atomic_fetch_sub(&s->num_clients, 1);
+    free(c);
+}
+
+static int send_error(client_t *c, fs_status_t st, const char *msg)
+{
+    fs_local_error_t e = {.status = st};
+    snprintf(e.message, sizeof e.message, "%s", msg);
+    return fs_local_send(c->fd, FS_LOCAL_ERROR, &e, sizeof e, NULL, 0, MSG_DONTWAIT);
+}
+
+static int on_hello(fs_local_server_t *s, client_t *c, const fs_local_hello_t *h)
+{
+    if (c->welcomed) return send_error(c, FS_ERR_INVALID_ARGUMENT, "HELLO sent twice");
+    if (h->api_version != 1) return send_error(c, FS_ERR_UNSUPPORTED, "unsupported api_version");
+    int want = h->slots < 1 ? 1 : h->slots > FS_LOCAL_MAX_SLOTS ? FS_LOCAL_MAX_SLOTS : (int)h->slots;
+    for (c->num_slots = 0; c->num_slots < want; c->num_slots++) {
+        int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
+        if (fd < 0) return send_error(c, FS_ERR_NOMEM, "cannot create result slots");
+        c->slots[c->num_slots] = fd;
+    }
+    int fds[FS_LOCAL_MAX_FDS], n = 0;
+    for (int i = 0; i < s->num_data_fds; i++) fds[n++] = s->data_fds[i];
+    for (int i = 0; i < c->num_slots; i++) fds[n++] = c->slots[i];
+    fs_local_welcome_t w = s->welcome;
+    w.num_slots = (uint32_t)c->num_slots;
+    if (fs_local_send(c->fd, FS_LOCAL_WELCOME, &w, sizeof w, fds, n, MSG_DONTWAIT) != 0) return -1;
+    c->welcomed = 1;
+    fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, +1);
+    return 0;
+}
+
+static int on_info(fs_local_server_t *s, client_t *c)
+{
+    double t0 = fs_now();
+    featstore_v1_InfoResponse info;
+    fs_engine_info(s->engine, &info);
+    pb_ostream_t os = pb_ostream_from_buffer((pb_byte_t *)s->buf, sizeof s->buf);
+    if (!pb_encode(&os, featstore_v1_InfoResponse_fields, &info)) return send_error(c, FS_ERR_INTERNAL, PB_GET_ERROR(&os));
+    int rc = fs_local_send(c->fd, FS_LOCAL_INFO_REPLY, s->buf, os.bytes_written, NULL, 0, MSG_DONTWAIT);
+    fs_metrics_request(s->metrics, FS_METHOD_INFO, FS_TRANSPORT_UNIX, rc ? FS_ERR_IO : FS_OK, fs_now() - t0);
+    return rc;
+}
+
+static int on_stats(fs_local_server_t *s, client_t *c)
+{
+    double t0 = fs_now();
+    char *text = fs_metrics_render(s->metrics);
+    if (!text) return send_error(c, FS_ERR_NOMEM, "out of memory rendering metrics");
+    size_t len = strlen(text);
+    int rc = len > FS_LOCAL_MAX_MSG - 64 ? send_error(c, FS_ERR_RESOURCE, "metrics text too large for one message")
+                                         : fs_local_send(c->fd, FS_LOCAL_STATS_REPLY, text, len, NULL, 0, MSG_DONTWAIT);
+    free(text);
+    fs_metrics_request(s->metrics, FS_METHOD_STATS, FS_TRANSPORT_UNIX, rc ? FS_ERR_IO : FS_OK, fs_now() - t0);
+    return rc;
+}
+
+static void on_report(fs_local_server_t *s, const fs_local_report_t *r)
+{
+    fs_gather_counters_t f = {0}, t = {0};
+    for (int k = 0; k < 4; k++) {
+        f.rows[k] = r->feature_rows[k], f.bytes[k] = r->feature_bytes[k];
+        t.rows[k] = r->topo_lists[k], t.bytes[k] = r->topo_bytes[k];
+    }
+    fs_metrics_request(s->metrics, (fs_method_t)r->method, FS_TRANSPORT_UNIX, (fs_status_t)r->status,
+                       (double)r->latency_ns * 1e-9);
+    fs_metrics_client_reads(s->metrics, &f, &t);
+}
+
+/* Handles every queued message; -1 means drop the client. */
+static int on_readable(fs_local_server_t *s, client_t *c)
+{
+    for (;;) {
+        int type, fds[4], nfds = 0;
+        size_t n;
+        int got = fs_local_recv(c->fd, &type, s->buf, sizeof s->buf, &n, fds, &nfds, 4, MSG_DONTWAIT);
+        for (int i = 0; i < nfds; i++) close(fds[i]); /* clients never send descriptors */
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (got <= 0) {
+            if (got < 0 && errno == EPROTO) send_error(c, FS_ERR_INVALID_ARGUMENT, "malformed message");
+            return -1;
+        }
+        if (type == FS_LOCAL_HELLO && n == sizeof(fs_local_hello_t)) {
+            if (on_hello(s, c, (void *)s->buf) != 0) return -1;
+        } else if (!c->welcomed) {
+            send_error(c, FS_ERR_INVALID_ARGUMENT, "expected HELLO first");
+            return -1;
+        } else if (type == FS_LOCAL_INFO) {
+            if (on_info(s, c) != 0) return -1;
+        } else if (type == FS_LOCAL_STATS) {
+            if (on_stats(s, c) != 0) return -1;
+        } else if (type == FS_LOCAL_REPORT && n == sizeof(fs_local_report_t)) {
+            on_report(s, (void *)s->buf);
+        } else {
+            send_error(c, FS_ERR_INVALID_ARGUMENT, "unknown or malformed message");
+            return -1;
+        }
+    }
+}
+
+static void on_accept(fs_local_server_t *s)
+{
+    for (;;) {
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        client_t *c = calloc(1, sizeof *c);
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+        if (!c || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->next = s->clients;
+        s->clients = c;
+        atomic_fetch_add(&s->num_clients, 1);
+    }
+}
+
+static void *loop(void *p)
+{
+    fs_local_server_t *s = p;
+    struct epoll_event ev[64];
+    for (;;) {
+        int n = epoll_wait(s->epoll_fd, ev, 64, -1);
+        if (n < 0 && errno != EINTR) break;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.ptr == &s->wake_fd) return NULL;
+            if (ev[i].data.ptr == &s->listen_fd) {
+                on_accept(s);
+                continue;
+            }
+            client_t *c = ev[i].data.ptr;
+            /* read what is queued first: a client may send its last REPORT and exit */
+            if (on_readable(s, c) != 0 || (ev[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))) drop_client(s, c);
+        }
+    }
+    return NULL;
+}
+
+/* ---- start / stop -------------------------------------------------------------- */
+
+static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_t *err)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "socket path '%s' is longer than %zu bytes", path,
+                        sizeof a.sun_path - 1);
+    strcpy(a.sun_path, path);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    struct stat st;
+    if (stat(path, &st) == 0) { /* replace a stale socket, refuse a live one or a non-socket */
+        int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        int live = probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof a) == 0;
+        if (probe >= 0) close(probe);
+        if (live || !S_ISSOCK(st.st_mode))
+            return fs_error(err, FS_ERR_EXISTS, "%s is %s", path, live ? "in use by a running server" : "not a socket");
+        unlink(path);
+    }
+    s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(s->listen_fd, 128) != 0)
+        return fs_error(err, FS_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
+    return FS_OK;
+}
+
+fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, fs_metrics_t *metrics,
+                                  fs_local_server_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    fs_local_server_t *s = calloc(1, sizeof *s);
+    if (!s) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    s->engine = engine;
+    s->metrics = metrics;
+    s->listen_fd = s->epoll_fd = s->wake_fd = -1;
+    fs_status_t st = prepare_welcome(s, err);
+    if (!st) st = bind_socket(s, socket_path, err);
+    if (!st) {
+        s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        struct epoll_event a = {.events = EPOLLIN, .data.ptr = &s->listen_fd}, b = {.events = EPOLLIN, .data.ptr = &s->wake_fd};
+        if (s->epoll_fd < 0 || s->wake_fd < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &a) ||
+            epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wake_fd, &b) || pthread_create(&s->thread, NULL, loop, s))
+            st = fs_error(err, FS_ERR_IO, "local: cannot start the event loop: %s", strerror(errno));
+    }
+    if (st != FS_OK) {
+        for (int i = 0; i < s->num_data_fds; i++) close(s->data_fds[i]);
+        if (s->listen_fd >= 0) close(s->listen_fd), unlink(s->path);
+        if (s->epoll_fd >= 0) close(s->epoll_fd);
+        if (s->wake_fd >= 0) close(s->wake_fd);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return FS_OK;
+}
+
+void fs_local_server_stop(fs_local_server_t *s)
+{
+    if (!s) return;
+    uint64_t one = 1;
+    if (write(s->wake_fd, &one, sizeof one) < 0) { /* the loop exits on the next wakeup anyway */ }
+    pthread_join(s->thread, NULL);
+    close(s->listen_fd);
+    unlink(s->path);
+    while (s->clients) drop_client(s, s->clients);
+    for (int i = 0; i < s->num_data_fds; i++) close(s->data_fds[i]);
+    close(s->epoll_fd);
+    close(s->wake_fd);
+    free(s);
+}
+
+int fs_local_server_clients(fs_local_server_t *s) { return atomic_load(&s->num_clients); }

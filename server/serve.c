@@ -1,0 +1,140 @@
+/* serve.c — `featstore serve`. Startup: open the dataset (mmap, validated),
+ * build the store (the placement plugs in here), then start the transports
+ * and the metrics endpoint, log one line, and print a READY line with the
+ * bound addresses (scripts and tests read it). Shutdown on SIGTERM/SIGINT:
+ * stop accepting, let in-flight requests finish, release shared memory,
+ * exit 0.
+ *
+ * Signals are blocked in every thread and taken synchronously with
+ * sigwait() by the main thread, so no handler runs inside library code. */
+#include "serve.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "fs_device.h"
+#include "http.h"
+#include "local.h"
+#include "metrics.h"
+
+void fs_serve_defaults(fs_serve_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    fs_limits_default(&o->limits);
+}
+
+static void config_str(json_t *cfg, const char *key, const char **dst)
+{
+    const char *v = json_string_value(json_object_get(cfg, key));
+    if (!*dst && v) *dst = strdup(v); /* lives for the process */
+}
+
+fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err)
+{
+    if (!o->config) return FS_OK;
+    json_error_t jerr;
+    json_t *cfg = json_load_file(o->config, 0, &jerr);
+    if (!cfg) return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", o->config, jerr.line, jerr.text);
+    fs_status_t st = FS_OK;
+    if (!json_is_object(cfg)) st = fs_error(err, FS_ERR_FORMAT, "%s: must be a JSON object", o->config);
+    const char *keys[] = {"socket", "listen", "metrics", "threads", "verify", "limits", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(cfg, k, v) {
+        int known = 0;
+        for (int i = 0; keys[i]; i++) known |= strcmp(k, keys[i]) == 0;
+        if (!known && st == FS_OK) st = fs_error(err, FS_ERR_FORMAT, "%s: unknown key \"%s\"", o->config, k);
+    }
+    config_str(cfg, "socket", &o->socket_path);
+    config_str(cfg, "listen", &o->listen);
+    config_str(cfg, "metrics", &o->metrics);
+    if (!o->threads && json_is_integer(json_object_get(cfg, "threads")))
+        o->threads = (int)json_integer_value(json_object_get(cfg, "threads"));
+    if (json_is_true(json_object_get(cfg, "verify"))) o->verify = 1;
+    json_t *lim = json_object_get(cfg, "limits");
+    const char *lk[3] = {"max_ids", "max_fanout_product", "max_response_bytes"};
+    int64_t *lv[3] = {&o->limits.max_ids, &o->limits.max_fanout_product, &o->limits.max_response_bytes};
+    for (int i = 0; lim && i < 3; i++) {
+        json_t *x = json_object_get(lim, lk[i]);
+        if (!x) continue;
+        if (!json_is_integer(x) || json_integer_value(x) <= 0)
+            st = fs_error(err, FS_ERR_FORMAT, "%s: limits.%s must be a positive integer", o->config, lk[i]);
+        else *lv[i] = json_integer_value(x);
+    }
+    json_decref(cfg);
+    return st;
+}
+
+typedef struct {
+    fs_dataset_t *ds;
+    fs_store_t *store;
+    fs_engine_t *engine;
+    fs_metrics_t *metrics;
+    fs_local_server_t *local;
+    fs_http_t *http;
+    int http_port;
+} server_t;
+
+static void shutdown_all(server_t *s)
+{
+    fs_http_stop(s->http);            /* stop accepting first ... */
+    fs_local_server_stop(s->local);   /* ... disconnect local clients, remove the socket */
+    fs_metrics_destroy(s->metrics);
+    fs_engine_destroy(s->engine);
+    fs_store_destroy(s->store);
+    fs_dataset_close(s->ds);
+}
+
+static void log_startup(const fs_serve_opts_t *o, const server_t *s)
+{
+    char gpus[600];
+    fs_devices_t d;
+    fs_error_t derr = {0};
+    if (fs_devices_query(&d, &derr) == FS_OK) snprintf(gpus, sizeof gpus, "%d GPU(s), %s", d.count, d.dev[0].name);
+    else snprintf(gpus, sizeof gpus, "no GPU used: %s", derr.msg);
+    fprintf(stderr, "featstore: serving '%s' (%lld nodes, %lld edges, %d tables, %.2f GiB) from %s | transports:",
+            s->ds->name, (long long)s->ds->num_nodes, (long long)s->ds->num_edges, s->ds->num_tables,
+            (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
+    if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
+    if (o->metrics) fprintf(stderr, " | metrics http://%s/metrics", o->metrics);
+    fprintf(stderr, " | tiers: %d (tier 0 host mmap) | %s\n", fs_store_num_tiers(s->store), gpus);
+}
+
+int fs_serve(const fs_serve_opts_t *o)
+{
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before any thread starts */
+    signal(SIGPIPE, SIG_IGN);
+
+    server_t s = {0};
+    fs_error_t err = {0};
+    fs_status_t st = fs_dataset_open(o->dataset, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
+    if (!st) st = fs_store_create(s.ds, &s.store, &err);
+    if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
+    if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (!st && o->socket_path) st = fs_local_server_start(o->socket_path, s.engine, s.metrics, &s.local, &err);
+    if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);
+    if (st != FS_OK) {
+        fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
+        shutdown_all(&s);
+        return 1;
+    }
+    log_startup(o, &s);
+    printf("READY unix=%s metrics=127.0.0.1:%d\n", o->socket_path ? o->socket_path : "-", s.http ? s.http_port : 0);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    shutdown_all(&s);
+    fprintf(stderr, "featstore: stopped\n");
+    return 0;
+}

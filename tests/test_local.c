@@ -1,0 +1,335 @@
+/* test_local.c — the unix:// transport end to end: a server in this process,
+ * clients in this and in child processes. Results must be bit-identical to
+ * the in-process engines; many clients run at once; a client killed with
+ * SIGKILL costs the others nothing and its slots and descriptors are
+ * reclaimed; garbage on the socket is refused without harm. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "featstore/client.h"
+#include "fs_local.h"
+#include "gen.h"
+#include "local.h"
+#include "metrics.h"
+#include "test_util.h"
+
+static char *dir, sock[256], uri[300];
+static fs_dataset_t *ds;
+static fs_store_t *store;
+static fs_engine_t *engine;
+static fs_metrics_t *metrics;
+static fs_local_server_t *server;
+
+static void start_server(const fs_limits_t *limits)
+{
+    fs_error_t err = {0};
+    cr_assert_eq(fs_store_create(ds, &store, &err), FS_OK);
+    cr_assert_eq(fs_engine_create(ds, store, limits, &engine, &err), FS_OK);
+    metrics = fs_metrics_create(ds, store);
+    cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "%s", err.msg);
+}
+
+static void setup(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    dir = tu_mkdtemp();
+    fs_error_t err = {0};
+    fs_rmat_opts_t g;
+    fs_rmat_defaults(&g);
+    char *out = tu_path(dir, "g");
+    g.out_dir = out, g.scale = 12, g.edge_factor = 8, g.dim = 32, g.edges.symmetrize = 1;
+    cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_dataset_open(out, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
+    snprintf(sock, sizeof sock, "%s/fs.sock", dir);
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    start_server(NULL);
+    free(out);
+}
+
+static void teardown(void)
+{
+    fs_local_server_stop(server);
+    fs_metrics_destroy(metrics);
+    fs_engine_destroy(engine);
+    fs_store_destroy(store);
+    fs_dataset_close(ds);
+    tu_rm_rf(dir);
+    free(dir);
+}
+
+TestSuite(local, .init = setup, .fini = teardown, .timeout = 120);
+
+static fs_client_t *connect_ok(void)
+{
+    fs_client_t *c;
+    fs_status_t st = fs_connect(uri, &c);
+    cr_assert_eq(st, FS_OK, "connect: %s", fs_client_errstr(c));
+    return c;
+}
+
+static fs_sample_req_t req3(uint64_t seed)
+{
+    return (fs_sample_req_t){.num_hops = 3, .fanout = {10, 5, 3}, .seed = seed, .want_edge_ids = 1};
+}
+
+static void seeds_for(int64_t *seeds, int n, int salt)
+{
+    for (int i = 0; i < n; i++) seeds[i] = ((int64_t)i * 7919 + salt * 104729) % ds->num_nodes;
+}
+
+/* Compares a batch with the engines run right here; returns 0 if identical. */
+static int differs(const fs_batch_t *b, const int64_t *seeds, int n, const fs_sample_req_t *req)
+{
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    fs_sampler_create(&s, &err);
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, ds->edge_weights);
+    fs_sample_result_t r;
+    int bad = fs_sample_cpu(s, &g, seeds, n, req, &r, NULL, &err) != FS_OK;
+    bad |= r.num_nodes != b->num_nodes || memcmp(r.nodes, b->nodes, 8 * (size_t)r.num_nodes) != 0;
+    bad |= memcmp(r.seed_local, b->seed_local, 8 * (size_t)n) != 0;
+    for (int h = 0; !bad && h < req->num_hops; h++) {
+        const fs_block_t *x = &r.block[h], *y = &b->block[h];
+        size_t eb = 8 * (size_t)x->num_edges;
+        bad |= x->num_edges != y->num_edges || x->num_dst != y->num_dst || x->num_src != y->num_src;
+        bad |= !bad && (memcmp(x->edge_src, y->edge_src, eb) || memcmp(x->edge_dst, y->edge_dst, eb) ||
+                        memcmp(x->edge_ids, y->edge_ids, eb) ||
+                        memcmp(x->dst_offsets, y->dst_offsets, 8 * (size_t)(x->num_dst + 1)));
+    }
+    if (!bad && b->features) { /* features[i] must be the row of nodes[i] */
+        const fs_table_t *t = &ds->tables[0];
+        for (int64_t i = 0; i < b->num_nodes && !bad; i++)
+            bad |= memcmp((const char *)b->features + i * t->row_bytes,
+                          (const char *)t->data + b->nodes[i] * t->row_bytes, t->row_bytes) != 0;
+    }
+    fs_sampler_destroy(s);
+    return bad;
+}
+
+Test(local, results_are_bit_identical_to_in_process_engines)
+{
+    fs_client_t *c = connect_ok();
+    cr_assert_str_eq(fs_client_transport(c), "unix");
+    int64_t seeds[512];
+    seeds_for(seeds, 512, 1);
+    fs_sample_req_t req = req3(7);
+    fs_batch_t *b;
+    cr_assert_eq(fs_sample_gather(c, seeds, 512, &req, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(b->rows, b->num_nodes);
+    cr_assert_eq(b->dim, 32);
+    cr_assert_not(differs(b, seeds, 512, &req));
+    fs_batch_free(b);
+    cr_assert_eq(fs_sample(c, seeds, 512, &req, &b), FS_OK);
+    cr_assert_null(b->features);
+    cr_assert_not(differs(b, seeds, 512, &req));
+    fs_batch_free(b);
+    cr_assert_eq(fs_gather(c, "feat", seeds, 512, FS_DTYPE_INVALID, &b), FS_OK);
+    for (int i = 0; i < 512; i++)
+        cr_assert_arr_eq((const float *)b->features + i * 32, (const float *)ds->tables[0].data + seeds[i] * 32, 128);
+    fs_batch_free(b);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(info->num_nodes, ds->num_nodes);
+    cr_assert_eq(info->num_edges, ds->num_edges);
+    cr_assert_str_eq(info->tables[0].name, "feat");
+    cr_assert_eq(info->tables[0].dim, 32);
+    fs_info_free(info);
+    fs_close(c);
+}
+
+Test(local, errors_are_clear_and_the_connection_survives)
+{
+    fs_client_t *c = connect_ok();
+    int64_t seeds[2] = {1, ds->num_nodes + 5};
+    fs_sample_req_t req = req3(1);
+    fs_batch_t *b = NULL;
+    cr_assert_eq(fs_sample_gather(c, seeds, 2, &req, "feat", FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(fs_client_errstr(c), "at position 1"), "%s", fs_client_errstr(c));
+    cr_assert_null(b);
+    seeds[1] = 2;
+    cr_assert_eq(fs_gather(c, "nope", seeds, 2, FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
+    cr_assert_not_null(strstr(fs_client_errstr(c), "nope"));
+    cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F16, &b), FS_ERR_INVALID_ARGUMENT, "float32 table as f16");
+    req.fanout[1] = 0;
+    cr_assert_eq(fs_sample(c, seeds, 2, &req, &b), FS_ERR_INVALID_ARGUMENT);
+    /* slots: the default ring holds FS_DEFAULT_SLOTS batches at once */
+    fs_batch_t *held[FS_DEFAULT_SLOTS];
+    for (int i = 0; i < FS_DEFAULT_SLOTS; i++) cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F32, &held[i]), FS_OK);
+    cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
+    cr_assert_not_null(strstr(fs_client_errstr(c), "slots"));
+    fs_batch_free(held[0]);
+    cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F32, &b), FS_OK, "a freed slot is reusable");
+    fs_batch_free(b);
+    fs_close(c); /* batches outlive the connection until freed */
+    cr_assert_eq(((const float *)held[1]->features)[0], ((const float *)ds->tables[0].data)[32]);
+    for (int i = 1; i < FS_DEFAULT_SLOTS; i++) fs_batch_free(held[i]);
+}
+
+Test(local, limits_answer_resource)
+{
+    fs_local_server_stop(server);
+    fs_metrics_destroy(metrics);
+    fs_engine_destroy(engine);
+    fs_store_destroy(store);
+    fs_limits_t l;
+    fs_limits_default(&l);
+    l.max_ids = 100, l.max_fanout_product = 40;
+    start_server(&l);
+    fs_client_t *c = connect_ok();
+    int64_t seeds[200];
+    seeds_for(seeds, 200, 3);
+    fs_sample_req_t req = req3(1);
+    fs_batch_t *b;
+    cr_assert_eq(fs_sample(c, seeds, 200, &req, &b), FS_ERR_RESOURCE);
+    cr_assert_not_null(strstr(fs_client_errstr(c), "limit is 100"), "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_sample(c, seeds, 50, &req, &b), FS_ERR_RESOURCE, "10*5*3 = 150 > 40");
+    req.fanout[0] = 2;
+    cr_assert_eq(fs_sample(c, seeds, 50, &req, &b), FS_OK, "2*5*3 = 30: %s", fs_client_errstr(c));
+    fs_batch_free(b);
+    fs_close(c);
+}
+
+static void wait_clients(int n)
+{
+    for (int i = 0; i < 500 && fs_local_server_clients(server) != n; i++) usleep(10000);
+    cr_assert_eq(fs_local_server_clients(server), n, "server sees %d clients", fs_local_server_clients(server));
+}
+
+Test(local, eight_client_processes_at_once)
+{
+    pid_t pid[8];
+    for (int k = 0; k < 8; k++) {
+        if ((pid[k] = fork()) == 0) {
+            fs_client_t *c;
+            int bad = fs_connect(uri, &c) != FS_OK;
+            for (int it = 0; it < 10 && !bad; it++) {
+                int64_t seeds[256];
+                seeds_for(seeds, 256, k * 100 + it);
+                fs_sample_req_t req = req3((uint64_t)(k * 1000 + it));
+                fs_batch_t *b;
+                bad |= fs_sample_gather(c, seeds, 256, &req, "feat", FS_DTYPE_F32, &b) != FS_OK;
+                bad |= !bad && differs(b, seeds, 256, &req);
+                fs_batch_free(b);
+            }
+            fs_close(c);
+            _exit(bad);
+        }
+    }
+    for (int k = 0; k < 8; k++) {
+        int st;
+        waitpid(pid[k], &st, 0);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client process %d failed", k);
+    }
+    wait_clients(0);
+    /* the server counted their reports */
+    fs_client_t *c = connect_ok();
+    char *text = NULL;
+    for (int i = 0; i < 100; i++) {
+        fs_stats_free(text);
+        cr_assert_eq(fs_stats(c, &text), FS_OK, "%s", fs_client_errstr(c));
+        if (strstr(text, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 80\n")) break;
+        usleep(10000);
+    }
+    cr_assert_not_null(strstr(text, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 80\n"), "%s", text);
+    fs_stats_free(text);
+    fs_close(c);
+}
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+Test(local, a_killed_client_costs_the_others_nothing)
+{
+    int before = count_fds();
+    int ready[2];
+    cr_assert_eq(pipe(ready), 0);
+    pid_t victim = fork();
+    if (victim == 0) { /* connects, then samples until killed */
+        fs_client_t *c;
+        if (fs_connect(uri, &c) != FS_OK) _exit(1);
+        if (write(ready[1], "x", 1) != 1) _exit(1);
+        for (uint64_t it = 0;; it++) {
+            int64_t seeds[256];
+            seeds_for(seeds, 256, (int)it);
+            fs_sample_req_t req = req3(it);
+            fs_batch_t *b;
+            if (fs_sample_gather(c, seeds, 256, &req, "feat", FS_DTYPE_F32, &b) == FS_OK) fs_batch_free(b);
+        }
+    }
+    char x;
+    cr_assert_eq(read(ready[0], &x, 1), 1);
+    wait_clients(1);
+    fs_client_t *c = connect_ok();
+    wait_clients(2);
+    usleep(50000); /* mid-stream */
+    kill(victim, SIGKILL);
+    waitpid(victim, NULL, 0);
+    wait_clients(1);
+    int64_t seeds[256];
+    seeds_for(seeds, 256, 9);
+    fs_sample_req_t req = req3(9);
+    fs_batch_t *b;
+    cr_assert_eq(fs_sample_gather(c, seeds, 256, &req, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_not(differs(b, seeds, 256, &req));
+    fs_batch_free(b);
+    fs_close(c);
+    wait_clients(0);
+    close(ready[0]), close(ready[1]);
+    cr_assert_eq(count_fds(), before, "every descriptor of the dead client (socket, slots) was released");
+}
+
+Test(local, garbage_on_the_socket_is_refused)
+{
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strcpy(a.sun_path, sock);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char junk[] = "GET / HTTP/1.1\r\n\r\n garbage \x01\x02\x03";
+    cr_assert_eq(send(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    char buf[1024];
+    ssize_t n = recv(fd, buf, sizeof buf, 0); /* an ERROR message, then the server hangs up */
+    cr_assert_geq(n, 0);
+    if (n > 0) {
+        fs_local_hdr_t *h = (fs_local_hdr_t *)buf;
+        cr_assert_eq(h->type, FS_LOCAL_ERROR);
+        cr_assert_not_null(strstr(((fs_local_error_t *)(buf + sizeof *h))->message, "malformed"));
+    }
+    close(fd);
+    fs_client_t *c = connect_ok(); /* and keeps serving */
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK);
+    fs_info_free(info);
+    fs_close(c);
+}
+
+Test(local, server_stop_is_seen_by_clients)
+{
+    fs_client_t *c = connect_ok();
+    fs_local_server_stop(server);
+    server = NULL;
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_ERR_UNAVAILABLE);
+    fs_close(c);
+    cr_assert_neq(access(sock, F_OK), 0, "the socket file is removed");
+    fs_client_t *d;
+    cr_assert_eq(fs_connect(uri, &d), FS_ERR_UNAVAILABLE);
+    cr_assert_not_null(strstr(fs_client_errstr(d), "cannot connect"));
+    fs_close(d);
+    fs_error_t err = {0};
+    cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "restart on the same path");
+}
