@@ -49,7 +49,7 @@ typedef struct {
     fs_table_view_t tables[FS_LOCAL_MAX_TABLES];
     fs_limits_t limits;
     slot_t slots[FS_LOCAL_MAX_SLOTS];
-    int num_slots, next_slot;
+    int num_slots;
     fs_sampler_t *sampler;
     fs_pool_t *pool;
     int timeout_ms;
@@ -101,17 +101,17 @@ static void local_close(fs_client_t *c)
 
 /* ---- slots -------------------------------------------------------------------- */
 
+/* Lowest free slot first: a trainer that frees each batch before asking for
+ * the next keeps reusing slot 0, so only one slot's pages are ever faulted
+ * in and resident. */
 static int acquire_slot(local_t *L)
 {
     pthread_mutex_lock(&L->lock);
     int found = -1;
-    for (int k = 0; k < L->num_slots && found < 0; k++) {
-        int i = (L->next_slot + k) % L->num_slots;
+    for (int i = 0; i < L->num_slots && found < 0; i++)
         if (!L->slots[i].busy) found = i;
-    }
     if (found >= 0) {
         L->slots[found].busy = 1;
-        L->next_slot = (found + 1) % L->num_slots;
         L->refs++;
     }
     pthread_mutex_unlock(&L->lock);

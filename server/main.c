@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "featstore/client.h"
 #include "fs_device.h"
 #include "gen.h"
 #include "import.h"
@@ -31,6 +32,7 @@ static const char *const usage_text =
     "  info DIR [--no-verify]                    describe and validate a dataset\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify]   run the store until SIGTERM/SIGINT\n"
+    "  stats URI                                 print a running server's metrics (unix:// or grpc://)\n"
     "  devices                                   list usable GPUs (or why there are none)\n"
     "  version                                   print the version\n"
     "\n"
@@ -320,6 +322,23 @@ static int cmd_serve(int argc, char **argv)
     return fs_serve(&o);
 }
 
+static int cmd_stats(int argc, char **argv)
+{
+    if (argc != 2) {
+        usage_error("%s", "usage: featstore stats unix:///PATH | grpc://HOST:PORT");
+        return EXIT_USAGE;
+    }
+    fs_client_t *c;
+    char *text = NULL;
+    fs_status_t st = fs_connect(argv[1], &c);
+    if (st == FS_OK) st = fs_stats(c, &text);
+    if (st != FS_OK) fprintf(stderr, "featstore: error: %s [%s]\n", fs_client_errstr(c), fs_strerror(st));
+    else fputs(text, stdout);
+    fs_stats_free(text);
+    fs_close(c);
+    return st == FS_OK ? 0 : 1;
+}
+
 static int cmd_devices(void)
 {
     fs_devices_t d;
@@ -350,6 +369,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "stats") == 0) return cmd_stats(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) return cmd_devices();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("featstore %s (CUDA kernels: %s)\n", FS_VERSION, fs_built_with_cuda() ? "yes" : "no");

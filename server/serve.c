@@ -101,7 +101,8 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
             s->ds->name, (long long)s->ds->num_nodes, (long long)s->ds->num_edges, s->ds->num_tables,
             (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
     if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
-    if (o->metrics) fprintf(stderr, " | metrics http://%s/metrics", o->metrics);
+    if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
+                         o->metrics, s->http_port);
     fprintf(stderr, " | tiers: %d (tier 0 host mmap) | %s\n", fs_store_num_tiers(s->store), gpus);
 }
 
@@ -128,7 +129,7 @@ int fs_serve(const fs_serve_opts_t *o)
         return 1;
     }
     log_startup(o, &s);
-    printf("READY unix=%s metrics=127.0.0.1:%d\n", o->socket_path ? o->socket_path : "-", s.http ? s.http_port : 0);
+    printf("READY unix=%s metrics=%d\n", o->socket_path ? o->socket_path : "-", s.http ? s.http_port : 0);
     fflush(stdout);
 
     int sig = 0;

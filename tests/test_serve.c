@@ -1,0 +1,183 @@
+/* test_serve.c — `featstore serve` as operators run it: a child process on a
+ * socket and an ephemeral metrics port, trainers in other processes, the
+ * HTTP endpoint checked by promtool, bad configuration refused with a clear
+ * message, and SIGTERM leading to a clean exit 0 with the socket removed. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "featstore/client.h"
+#include "test_util.h"
+
+static char *dir, *data, sock[256];
+
+static void setup(void)
+{
+    dir = tu_mkdtemp();
+    data = tu_path(dir, "g");
+    snprintf(sock, sizeof sock, "%s/s.sock", dir);
+    char *log;
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 11 --edge-factor 8 --dim 16 --symmetrize --out %s", tu_bin(), data), 0,
+                 "%s", log);
+    free(log);
+}
+
+static void teardown(void)
+{
+    tu_rm_rf(dir);
+    free(dir);
+    free(data);
+}
+
+TestSuite(serve, .init = setup, .fini = teardown, .timeout = 120);
+
+typedef struct {
+    pid_t pid;
+    FILE *out;
+    int metrics_port;
+} server_t;
+
+/* Starts `featstore serve` with extra arguments and waits for READY. */
+static int start(server_t *s, const char *extra)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    s->pid = fork();
+    if (s->pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --metrics 127.0.0.1:0 %s", tu_bin(), data, sock, extra);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    s->out = fdopen(p[0], "r");
+    char line[512];
+    if (!fgets(line, sizeof line, s->out)) return -1; /* exited before READY */
+    cr_assert(sscanf(line, "READY unix=%*s metrics=%d", &s->metrics_port) == 1, "bad READY line: %s", line);
+    return 0;
+}
+
+static int stop(server_t *s, int sig)
+{
+    kill(s->pid, sig);
+    int st;
+    waitpid(s->pid, &st, 0);
+    fclose(s->out);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A minimal HTTP/1.0 GET; returns the whole response (headers + body). */
+static char *http_get(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    ssize_t r;
+    while ((r = read(fd, buf + len, cap - len - 1)) > 0)
+        if ((len += (size_t)r) + 1 == cap) buf = realloc(buf, cap *= 2);
+    buf[len] = '\0';
+    close(fd);
+    return buf;
+}
+
+Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
+{
+    server_t s;
+    cr_assert_eq(start(&s, ""), 0);
+    char *log;
+    int rc = tu_run(&log, "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 & "
+                          "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 --seed 2; wait",
+                    FS_BIN_DIR, sock, FS_BIN_DIR, sock);
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_assert_not_null(strstr(log, "TRAINER name=trainer transport=unix batches=5"), "%s", log);
+    free(log);
+
+    char *health = http_get(s.metrics_port, "/healthz");
+    cr_assert_not_null(strstr(health, "200 OK"), "%s", health);
+    free(health);
+    char *metrics = NULL;
+    for (int i = 0; i < 100; i++) { /* reports are asynchronous */
+        free(metrics);
+        metrics = http_get(s.metrics_port, "/metrics");
+        if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n")) break;
+        usleep(20000);
+    }
+    cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n"),
+                       "%s", metrics);
+    cr_assert_not_null(strstr(metrics, "featstore_dataset_nodes{dataset=\"rmat-s11-e8\"} 2048"), "%s", metrics);
+    cr_assert_not_null(strstr(metrics, "featstore_tier_used_bytes{tier=\"0\",kind=\"host\""), "%s", metrics);
+    char *body = strstr(metrics, "\r\n\r\n");
+    cr_assert_not_null(body);
+    if (tu_run(NULL, "command -v promtool >/dev/null") == 0) {
+        char *file = tu_path(dir, "metrics.txt");
+        tu_write(file, body + 4, strlen(body + 4));
+        cr_assert_eq(tu_run(&log, "promtool check metrics < %s", file), 0, "promtool: %s", log);
+        free(log), free(file);
+    }
+    free(metrics);
+    char *nf = http_get(s.metrics_port, "/nope");
+    cr_assert_not_null(strstr(nf, "404"), "%s", nf);
+    free(nf);
+
+    cr_assert_eq(stop(&s, SIGTERM), 0, "SIGTERM gives exit 0");
+    cr_assert_neq(access(sock, F_OK), 0, "socket removed on shutdown");
+}
+
+Test(serve, sigint_also_stops_cleanly_and_clients_see_it)
+{
+    server_t s;
+    cr_assert_eq(start(&s, ""), 0);
+    fs_client_t *c;
+    char uri[300];
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    cr_assert_eq(fs_connect(uri, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(stop(&s, SIGINT), 0);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_ERR_UNAVAILABLE);
+    fs_close(c);
+}
+
+Test(serve, refuses_bad_configuration_with_a_clear_message)
+{
+    char *log, *cfg = tu_path(dir, "bad.json");
+    tu_write(cfg, "{\"limits\": {\"max_ids\": -3}}", 27);
+    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
+    cr_assert_not_null(strstr(log, "limits.max_ids must be a positive integer"), "%s", log);
+    free(log);
+    tu_write(cfg, "{\"bogus\": 1}", 12);
+    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
+    cr_assert_not_null(strstr(log, "unknown key \"bogus\""), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s serve %s/nope --socket %s", tu_bin(), dir, sock), 1);
+    cr_assert_not_null(strstr(log, "manifest.json"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 1);
+    cr_assert_not_null(strstr(log, "HOST:PORT"), "%s", log);
+    free(log);
+    free(cfg);
+}
+
+Test(serve, a_second_server_on_a_live_socket_is_refused)
+{
+    server_t s;
+    cr_assert_eq(start(&s, ""), 0);
+    char *log;
+    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --metrics 127.0.0.1:0", tu_bin(), data, sock), 1);
+    cr_assert_not_null(strstr(log, "in use"), "%s", log);
+    free(log);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+}
