@@ -8,12 +8,15 @@
 #include "bench_util.h"
 #include "gen.h"
 
-const char *bench_dataset(int argc, char **argv, int scale)
+const char *bench_dataset(int argc, char **argv, int scale) { return bench_dataset_dim(argc, argv, scale, 0); }
+
+const char *bench_dataset_dim(int argc, char **argv, int scale, int dim)
 {
     const char *dir = bench_str(argc, argv, "--dataset", NULL);
     if (dir) return dir;
     static char path[256];
-    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym", scale);
+    if (dim) snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym-d%d", scale, dim);
+    else snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym", scale);
     char manifest[300];
     snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
     struct stat st;
@@ -21,7 +24,7 @@ const char *bench_dataset(int argc, char **argv, int scale)
     mkdir("/tmp/featstore-bench", 0755);
     fs_rmat_opts_t o;
     fs_rmat_defaults(&o);
-    o.out_dir = path, o.scale = scale, o.edge_factor = 16, o.dim = 0, o.force = 1;
+    o.out_dir = path, o.scale = scale, o.edge_factor = 16, o.dim = dim, o.force = 1;
     o.edges.symmetrize = o.edges.dedup = 1;
     fs_error_t err = {0};
     if (fs_gen_rmat(&o, &err) != FS_OK) {

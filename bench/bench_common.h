@@ -7,4 +7,7 @@
  * under /tmp/featstore-bench. Exits on failure. */
 const char *bench_dataset(int argc, char **argv, int scale);
 
+/* The same graph with a float32 feature table of `dim` columns. */
+const char *bench_dataset_dim(int argc, char **argv, int scale, int dim);
+
 #endif

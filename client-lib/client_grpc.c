@@ -1,7 +1,812 @@
-/* client_grpc.c — placeholder until the gRPC transport lands. */
+/* client_grpc.c — the grpc:// transport: featstore.proto over gRPC's C core.
+ *
+ * Calls are blocking: each connection has one channel and one completion
+ * queue, and the calling thread waits on the queue for its own batch (the
+ * connection is used by one thread at a time, client.h). Unary methods are a
+ * single six-op batch; streams send the request, then receive one message at
+ * a time until the end, then read the status.
+ *
+ * Feature rows are decoded straight from gRPC's slices into the batch's row
+ * buffer: the `data` field's callback reads the chunk head decoded just
+ * before it (first_row, rows, dtype) and copies the bytes to their place, so
+ * every byte is copied once on this side. Everything a batch points at is
+ * owned by the batch and freed by fs_batch_free.
+ *
+ * Row buffers: first-touch page faults on a fresh 128 MiB buffer cost more
+ * than copying the rows into it (and large blocks go straight back to the
+ * system when freed), so the connection keeps the last buffer a batch
+ * released for its next call: a training loop that frees each batch before
+ * asking for the next one reuses memory that is already mapped.
+ * The cache is shared by the connection and its batches (reference counted),
+ * because batches may outlive the connection and be freed from any thread.
+ *
+ * Errors: a gRPC status maps back to an fs_status_t (fs_wire_fs_status) and
+ * the server's detail string becomes the connection's errstr. */
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "client_internal.h"
+#include "fs_wire.h"
+
+#define CONNECT_TIMEOUT_MS 10000
+#define TAG_CALL ((void *)1)
+#define TAG_CONNECT ((void *)2)
+
+/* ---- row buffers ------------------------------------------------------------ */
+
+typedef struct {
+    void *p;
+    size_t bytes;   /* in use */
+    size_t cap;     /* allocated */
+} rowbuf_t;
+
+static int rowbuf_alloc(rowbuf_t *r, size_t bytes)
+{
+    r->p = malloc(bytes ? bytes : 1);
+    r->bytes = r->cap = r->p ? bytes : 0;
+    return r->p != NULL;
+}
+
+static void rowbuf_free(rowbuf_t *r)
+{
+    free(r->p);
+    memset(r, 0, sizeof *r);
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    int refs;        /* the connection (while open) + every batch holding a buffer */
+    int open;
+    rowbuf_t spare;
+} rowbuf_cache_t;
+
+static rowbuf_cache_t *cache_new(void)
+{
+    rowbuf_cache_t *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    pthread_mutex_init(&k->mu, NULL);
+    k->refs = 1, k->open = 1;
+    return k;
+}
+
+static void cache_unref_locked_then_unlock(rowbuf_cache_t *k)
+{
+    int last = --k->refs == 0;
+    pthread_mutex_unlock(&k->mu);
+    if (last) {
+        rowbuf_free(&k->spare);
+        pthread_mutex_destroy(&k->mu);
+        free(k);
+    }
+}
+
+/* A buffer of `bytes`: the spare if it fits without wasting more than half. */
+static int cache_take(rowbuf_cache_t *k, size_t bytes, rowbuf_t *out)
+{
+    pthread_mutex_lock(&k->mu);
+    if (k->spare.p && k->spare.cap >= bytes && k->spare.cap / 2 <= bytes) {
+        *out = k->spare;
+        out->bytes = bytes;
+        memset(&k->spare, 0, sizeof k->spare);
+        pthread_mutex_unlock(&k->mu);
+        return 1;
+    }
+    pthread_mutex_unlock(&k->mu);
+    return rowbuf_alloc(out, bytes);
+}
+
+/* Hands a batch's buffer back (kept as the spare if the connection is open
+ * and it is the biggest seen) and drops the batch's reference. */
+static void cache_give_back(rowbuf_cache_t *k, rowbuf_t *r)
+{
+    rowbuf_t drop = *r;
+    pthread_mutex_lock(&k->mu);
+    if (k->open && r->p && r->cap >= k->spare.cap) {
+        drop = k->spare;
+        k->spare = *r;
+    }
+    memset(r, 0, sizeof *r);
+    rowbuf_free(&drop);
+    cache_unref_locked_then_unlock(k);
+}
+
+static void cache_close(rowbuf_cache_t *k)
+{
+    pthread_mutex_lock(&k->mu);
+    k->open = 0;
+    rowbuf_free(&k->spare);
+    cache_unref_locked_then_unlock(k);
+}
+
+/* ---- connections and batches ------------------------------------------------ */
+
+typedef struct {
+    grpc_channel *channel;
+    grpc_completion_queue *cq;
+    rowbuf_cache_t *rows_cache;
+    char target[256];
+} conn_t;
+
+/* A result: the public batch plus every block it owns. */
+#define MAX_OWNED (3 + 4 * FS_MAX_HOPS)
+typedef struct {
+    fs_batch_priv_t priv;
+    void *owned[MAX_OWNED];
+    int num_owned;
+    rowbuf_t rows;            /* the features, from ... */
+    rowbuf_cache_t *cache;    /* ... this cache (referenced while rows is set) */
+} grpc_batch_t;
+
+static const int64_t no_values[1]; /* what empty arrays point at */
+
+static void batch_release(fs_batch_priv_t *p)
+{
+    grpc_batch_t *b = (grpc_batch_t *)p;
+    for (int i = 0; i < b->num_owned; i++) free(b->owned[i]);
+    if (b->cache) cache_give_back(b->cache, &b->rows);
+    free(b);
+}
+
+static grpc_batch_t *batch_new(fs_client_t *c)
+{
+    grpc_batch_t *b = calloc(1, sizeof *b);
+    if (!b) {
+        fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    b->priv.release = batch_release;
+    return b;
+}
+
+static void batch_own(grpc_batch_t *b, void *p)
+{
+    if (p) b->owned[b->num_owned++] = p;
+}
+
+/* ---- calls ------------------------------------------------------------------- */
+
+static conn_t *conn_of(fs_client_t *c) { return c->impl; }
+
+static gpr_timespec deadline_in(int ms)
+{
+    if (ms <= 0) return gpr_inf_future(GPR_CLOCK_REALTIME);
+    return gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(ms, GPR_TIMESPAN));
+}
+
+/* The queue only holds this connection's one pending batch. */
+static int wait_tag(conn_t *k)
+{
+    grpc_event ev = grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    return ev.type == GRPC_OP_COMPLETE && ev.success;
+}
+
+static const char *method_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+typedef struct {
+    fs_client_t *c;
+    const char *method;
+    grpc_call *call;
+    grpc_metadata_array initial_md, trailing_md;
+    grpc_status_code status;
+    grpc_slice details;
+} rpc_t;
+
+static fs_status_t rpc_open(rpc_t *r, fs_client_t *c, const char *method)
+{
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    r->method = method;
+    grpc_metadata_array_init(&r->initial_md);
+    grpc_metadata_array_init(&r->trailing_md);
+    r->details = grpc_empty_slice();
+    conn_t *k = conn_of(c);
+    r->call = grpc_channel_create_call(k->channel, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq,
+                                       grpc_slice_from_static_string(method), NULL, deadline_in(c->opts.timeout_ms),
+                                       NULL);
+    if (!r->call) return fs_client_fail(c, FS_ERR_INTERNAL, "%s: cannot create a gRPC call", method_name(method));
+    return FS_OK;
+}
+
+/* The call's outcome as an fs_status_t, with the server's detail. */
+static fs_status_t rpc_status(rpc_t *r)
+{
+    if (r->status == GRPC_STATUS_OK) return FS_OK;
+    char *details = grpc_slice_to_c_string(r->details);
+    fs_status_t st = fs_wire_fs_status(r->status);
+    fs_client_fail(r->c, st, "%s: %s", method_name(r->method), details && details[0] ? details : fs_strerror(st));
+    gpr_free(details);
+    return st;
+}
+
+static void rpc_close(rpc_t *r)
+{
+    if (r->call) grpc_call_unref(r->call);
+    grpc_metadata_array_destroy(&r->initial_md);
+    grpc_metadata_array_destroy(&r->trailing_md);
+    grpc_slice_unref(r->details);
+}
+
+static void op_set(grpc_op *op, grpc_op_type type)
+{
+    memset(op, 0, sizeof *op);
+    op->op = type;
+}
+
+/* Fills the ops that send the request and half-close. */
+static size_t ops_send_request(rpc_t *r, grpc_op *ops, grpc_byte_buffer *req)
+{
+    op_set(&ops[0], GRPC_OP_SEND_INITIAL_METADATA);
+    op_set(&ops[1], GRPC_OP_SEND_MESSAGE);
+    ops[1].data.send_message.send_message = req;
+    op_set(&ops[2], GRPC_OP_SEND_CLOSE_FROM_CLIENT);
+    op_set(&ops[3], GRPC_OP_RECV_INITIAL_METADATA);
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &r->initial_md;
+    return 4;
+}
+
+static void op_recv_status(rpc_t *r, grpc_op *op)
+{
+    op_set(op, GRPC_OP_RECV_STATUS_ON_CLIENT);
+    op->data.recv_status_on_client.trailing_metadata = &r->trailing_md;
+    op->data.recv_status_on_client.status = &r->status;
+    op->data.recv_status_on_client.status_details = &r->details;
+}
+
+static grpc_byte_buffer *encode_request(fs_client_t *c, const char *method, const pb_msgdesc_t *fields, const void *msg)
+{
+    fs_error_t err = {0};
+    grpc_byte_buffer *bb = fs_wire_encode(fields, msg, &err);
+    if (!bb) fs_client_fail(c, err.code, "%s: %s", method_name(method), err.msg);
+    return bb;
+}
+
+/* One request, one response message. */
+static fs_status_t unary(fs_client_t *c, const char *method, const pb_msgdesc_t *req_fields, const void *req,
+                         grpc_byte_buffer **resp)
+{
+    *resp = NULL;
+    grpc_byte_buffer *send = encode_request(c, method, req_fields, req);
+    if (!send) return FS_ERR_NOMEM;
+    rpc_t r;
+    fs_status_t st = rpc_open(&r, c, method);
+    if (st == FS_OK) {
+        grpc_op ops[6];
+        size_t n = ops_send_request(&r, ops, send);
+        op_set(&ops[n], GRPC_OP_RECV_MESSAGE);
+        ops[n++].data.recv_message.recv_message = resp;
+        op_recv_status(&r, &ops[n++]);
+        if (grpc_call_start_batch(r.call, ops, n, TAG_CALL, NULL) != GRPC_CALL_OK || !wait_tag(conn_of(c)))
+            st = fs_client_fail(c, FS_ERR_INTERNAL, "%s: the gRPC batch failed", method_name(method));
+        else st = rpc_status(&r);
+        if (st == FS_OK && !*resp)
+            st = fs_client_fail(c, FS_ERR_FORMAT, "%s: the server sent no response message", method_name(method));
+    }
+    rpc_close(&r);
+    grpc_byte_buffer_destroy(send);
+    if (st != FS_OK && *resp) {
+        grpc_byte_buffer_destroy(*resp);
+        *resp = NULL;
+    }
+    return st;
+}
+
+static fs_status_t decode_response(fs_client_t *c, const char *method, grpc_byte_buffer *bb,
+                                   const pb_msgdesc_t *fields, void *msg)
+{
+    fs_error_t err = {0};
+    fs_status_t st = fs_wire_decode(bb, fields, msg, "response", &err);
+    if (st != FS_OK) fs_client_fail(c, st, "%s: %s", method_name(method), err.msg);
+    return st;
+}
+
+/* ---- streams of feature rows ---------------------------------------------------- */
+
+/* Where the rows of a stream go; fed by the `data` callback of each chunk. */
+typedef struct {
+    const featstore_v1_GatherChunk *hdr; /* the chunk being decoded */
+    rowbuf_cache_t *cache;
+    rowbuf_t buf;                         /* total_rows * row_bytes, owned until handed to the batch */
+    char *rows;                           /* = buf.p */
+    int64_t total_rows, dim, rows_done;
+    fs_dtype_t dtype;
+    size_t row_bytes;
+    int started, placed;
+    fs_wire_buf_t early;                  /* data that came before its chunk's head */
+    char problem[160];
+} rows_sink_t;
+
+/* Checks a chunk's head against the stream (set up by the first one). */
+static int sink_accept_head(rows_sink_t *s, const featstore_v1_GatherChunk *h, size_t data_len)
+{
+    if (!s->started) {
+        s->dtype = fs_dtype_from_name(h->dtype);
+        if (s->dtype == FS_DTYPE_INVALID || h->dim < 0 || h->total_rows < 0) {
+            snprintf(s->problem, sizeof s->problem, "chunk has dtype '%s', dim %lld, total_rows %lld", h->dtype,
+                     (long long)h->dim, (long long)h->total_rows);
+            return 0;
+        }
+        s->dim = h->dim, s->total_rows = h->total_rows;
+        s->row_bytes = (size_t)h->dim * fs_dtype_size(s->dtype);
+        if (s->row_bytes && (uint64_t)s->total_rows > SIZE_MAX / s->row_bytes) {
+            snprintf(s->problem, sizeof s->problem, "chunk announces %lld rows of %zu bytes", (long long)h->total_rows,
+                     s->row_bytes);
+            return 0;
+        }
+        size_t bytes = (size_t)s->total_rows * s->row_bytes;
+        if (!cache_take(s->cache, bytes, &s->buf)) {
+            snprintf(s->problem, sizeof s->problem, "out of memory for %zu bytes of rows", bytes);
+            return 0;
+        }
+        s->rows = s->buf.p;
+        s->started = 1;
+    }
+    if (fs_dtype_from_name(h->dtype) != s->dtype || h->dim != s->dim || h->total_rows != s->total_rows ||
+        h->first_row != s->rows_done || h->rows < 0 || h->rows > s->total_rows - h->first_row ||
+        data_len != (size_t)h->rows * s->row_bytes) {
+        snprintf(s->problem, sizeof s->problem, "chunk (rows %lld+%lld of %lld, %zu bytes) does not continue the "
+                 "stream at row %lld", (long long)h->first_row, (long long)h->rows, (long long)h->total_rows,
+                 data_len, (long long)s->rows_done);
+        return 0;
+    }
+    return 1;
+}
+
+static bool sink_data_cb(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+    (void)field;
+    rows_sink_t *s = *arg;
+    size_t len = stream->bytes_left;
+    if (!s->hdr->dtype[0]) return fs_wire_read_buf(stream, &s->early); /* head not seen yet: keep the bytes */
+    if (!sink_accept_head(s, s->hdr, len)) PB_RETURN_ERROR(stream, "feature chunk does not fit the stream");
+    s->placed = 1;
+    return pb_read(stream, (pb_byte_t *)s->rows + (size_t)s->rows_done * s->row_bytes, len);
+}
+
+static void sink_prepare(rows_sink_t *s, featstore_v1_GatherChunk *hdr)
+{
+    s->hdr = hdr;
+    hdr->data.funcs.decode = sink_data_cb;
+    hdr->data.arg = s;
+}
+
+/* After a chunk decoded: place data that came early, count its rows. */
+static int sink_chunk_done(rows_sink_t *s, const featstore_v1_GatherChunk *h)
+{
+    if (s->early.seen) {
+        if (!sink_accept_head(s, h, s->early.len)) return 0;
+        if (s->early.len) memcpy(s->rows + (size_t)s->rows_done * s->row_bytes, s->early.data, s->early.len);
+        fs_wire_buf_free(&s->early);
+        s->early.seen = 0;
+    } else if (!s->placed && !sink_accept_head(s, h, 0)) { /* no data field: only right for 0 rows */
+        return 0;
+    }
+    s->placed = 0;
+    s->rows_done += h->rows;
+    return 1;
+}
+
+static void sink_free(rows_sink_t *s)
+{
+    if (s->buf.p) rowbuf_free(&s->buf);
+    fs_wire_buf_free(&s->early);
+}
+
+/* A server-streaming call: request sent, then messages one by one, the
+ * receive of the next one already started while the caller decodes. */
+typedef struct {
+    rpc_t r;
+    grpc_byte_buffer *send;
+    grpc_byte_buffer *incoming; /* target of the pending receive */
+    int open, pending;
+} stream_t;
+
+static fs_status_t stream_open(stream_t *s, fs_client_t *c, const char *method, const pb_msgdesc_t *fields,
+                               const void *req)
+{
+    memset(s, 0, sizeof *s);
+    s->send = encode_request(c, method, fields, req);
+    if (!s->send) return FS_ERR_NOMEM;
+    fs_status_t st = rpc_open(&s->r, c, method);
+    if (st != FS_OK) return st;
+    s->open = 1;
+    grpc_op ops[4];
+    size_t n = ops_send_request(&s->r, ops, s->send);
+    if (grpc_call_start_batch(s->r.call, ops, n, TAG_CALL, NULL) != GRPC_CALL_OK)
+        return fs_client_fail(c, FS_ERR_INTERNAL, "%s: the gRPC batch failed", method_name(method));
+    wait_tag(conn_of(c)); /* a failure here shows in the status */
+    return FS_OK;
+}
+
+static void stream_start_recv(stream_t *s)
+{
+    grpc_op op;
+    op_set(&op, GRPC_OP_RECV_MESSAGE);
+    op.data.recv_message.recv_message = &s->incoming;
+    s->incoming = NULL;
+    s->pending = grpc_call_start_batch(s->r.call, &op, 1, TAG_CALL, NULL) == GRPC_CALL_OK;
+}
+
+/* Waits for the pending receive; its message (or NULL). */
+static grpc_byte_buffer *stream_finish_recv(stream_t *s)
+{
+    int ok = s->pending && wait_tag(conn_of(s->r.c));
+    s->pending = 0;
+    grpc_byte_buffer *bb = s->incoming;
+    s->incoming = NULL;
+    if (!ok && bb) {
+        grpc_byte_buffer_destroy(bb);
+        bb = NULL;
+    }
+    return bb;
+}
+
+/* The next message, or NULL at the end of the stream. gRPC allows one
+ * receive in flight: the next one starts as soon as this one is in, so the
+ * transport can read ahead while the caller decodes. */
+static grpc_byte_buffer *stream_next(stream_t *s)
+{
+    if (!s->pending) stream_start_recv(s);
+    grpc_byte_buffer *bb = stream_finish_recv(s);
+    if (bb) stream_start_recv(s);
+    return bb;
+}
+
+/* Ends the stream: reads the status (cancelling first if we stop early). */
+static fs_status_t stream_close(stream_t *s, fs_status_t st)
+{
+    if (s->open) {
+        if (st != FS_OK) grpc_call_cancel(s->r.call, NULL);
+        grpc_byte_buffer *left = stream_finish_recv(s); /* a receive still pending completes (cancelled) */
+        if (left) grpc_byte_buffer_destroy(left);
+        grpc_op op;
+        op_recv_status(&s->r, &op);
+        int ok = grpc_call_start_batch(s->r.call, &op, 1, TAG_CALL, NULL) == GRPC_CALL_OK && wait_tag(conn_of(s->r.c));
+        if (st == FS_OK) {
+            if (!ok) st = fs_client_fail(s->r.c, FS_ERR_INTERNAL, "%s: no status", method_name(s->r.method));
+            else st = rpc_status(&s->r);
+        }
+        rpc_close(&s->r);
+    }
+    if (s->send) grpc_byte_buffer_destroy(s->send);
+    return st;
+}
+
+/* Decodes one message of a rows stream; `chunk` is its GatherChunk. */
+static fs_status_t decode_chunk(fs_client_t *c, const char *method, grpc_byte_buffer *bb, const pb_msgdesc_t *fields,
+                                void *msg, const featstore_v1_GatherChunk *chunk, rows_sink_t *sink)
+{
+    fs_error_t err = {0};
+    fs_status_t st = fs_wire_decode(bb, fields, msg, "chunk", &err);
+    if (st != FS_OK)
+        return fs_client_fail(c, st, "%s: %s%s%s", method_name(method), err.msg, sink->problem[0] ? ": " : "",
+                              sink->problem);
+    if (!sink_chunk_done(sink, chunk))
+        return fs_client_fail(c, FS_ERR_FORMAT, "%s: %s", method_name(method), sink->problem);
+    return FS_OK;
+}
+
+/* Moves the stream's rows into the batch. */
+static fs_status_t finish_rows(fs_client_t *c, const char *method, rows_sink_t *sink, grpc_batch_t *b)
+{
+    if (!sink->started || sink->rows_done != sink->total_rows)
+        return fs_client_fail(c, FS_ERR_FORMAT, "%s: the stream ended after %lld of %lld rows", method_name(method),
+                              (long long)sink->rows_done, (long long)sink->total_rows);
+    fs_batch_t *p = &b->priv.pub;
+    p->rows = sink->total_rows, p->dim = sink->dim, p->dtype = sink->dtype;
+    p->features = sink->rows;
+    b->rows = sink->buf;
+    b->cache = sink->cache;
+    pthread_mutex_lock(&b->cache->mu);
+    b->cache->refs++;
+    pthread_mutex_unlock(&b->cache->mu);
+    memset(&sink->buf, 0, sizeof sink->buf);
+    sink->rows = NULL;
+    return FS_OK;
+}
+
+/* ---- sample results ------------------------------------------------------------ */
+
+/* Moves a decoded sample into the batch (arrays and ownership). */
+static fs_status_t adopt_sample(fs_client_t *c, const char *method, const featstore_v1_SampleResponse *msg,
+                                fs_wire_sample_dst_t *dst, int want_edge_ids, grpc_batch_t *b)
+{
+    fs_sample_result_t res;
+    fs_error_t err = {0};
+    if (fs_wire_sample_result(msg, dst, &res, &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s: %s", method_name(method), err.msg);
+    fs_batch_t *p = &b->priv.pub;
+    p->num_hops = res.num_hops;
+    p->num_nodes = res.num_nodes;
+    p->nodes = res.nodes ? res.nodes : no_values;
+    p->num_seeds = res.num_seeds;
+    p->seed_local = res.seed_local ? res.seed_local : no_values;
+    for (int h = 0; h < res.num_hops; h++) {
+        fs_block_t *o = &p->block[h];
+        *o = res.block[h];
+        if (!o->edge_dst) o->edge_dst = no_values;
+        if (!o->edge_src) o->edge_src = no_values;
+        if (!o->edge_ids && want_edge_ids) o->edge_ids = no_values;
+    }
+    /* detach hands over the very blocks the pointers above point into */
+    batch_own(b, fs_wire_buf_detach(&dst->nodes));
+    batch_own(b, fs_wire_buf_detach(&dst->seed_local));
+    for (int h = 0; h < FS_MAX_HOPS; h++)
+        for (int k = 0; k < 4; k++) batch_own(b, fs_wire_buf_detach(&dst->arr[h][k]));
+    return FS_OK;
+}
+
+/* ---- the transport's operations ------------------------------------------------ */
+
+static fs_status_t g_info(fs_client_t *c, fs_info_t *out)
+{
+    featstore_v1_InfoRequest req = {.api_version = FS_WIRE_API_VERSION};
+    grpc_byte_buffer *bb;
+    fs_status_t st = unary(c, FS_WIRE_METHOD_INFO, featstore_v1_InfoRequest_fields, &req, &bb);
+    if (st != FS_OK) return st;
+    featstore_v1_InfoResponse resp = featstore_v1_InfoResponse_init_zero;
+    st = decode_response(c, FS_WIRE_METHOD_INFO, bb, featstore_v1_InfoResponse_fields, &resp);
+    grpc_byte_buffer_destroy(bb);
+    if (st != FS_OK) return st;
+    memset(out, 0, sizeof *out);
+    snprintf(out->server_version, sizeof out->server_version, "%s", resp.server_version);
+    snprintf(out->dataset, sizeof out->dataset, "%s", resp.dataset);
+    out->num_nodes = resp.num_nodes, out->num_edges = resp.num_edges, out->num_classes = resp.num_classes;
+    out->symmetric = resp.symmetric, out->weighted = resp.weighted;
+    for (pb_size_t i = 0; i < resp.tables_count && i < 16; i++) {
+        fs_table_info_t *t = &out->tables[out->num_tables++];
+        snprintf(t->name, sizeof t->name, "%s", resp.tables[i].name);
+        t->dtype = fs_dtype_from_name(resp.tables[i].dtype);
+        t->rows = resp.tables[i].rows, t->dim = resp.tables[i].dim;
+    }
+    for (pb_size_t i = 0; i < resp.splits_count && i < 8; i++)
+        snprintf(out->splits[out->num_splits++], sizeof out->splits[0], "%s", resp.splits[i]);
+    return FS_OK;
+}
+
+static fs_status_t g_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                            fs_batch_t **out)
+{
+    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "%d hops requested, must be 1..%d", req->num_hops,
+                              FS_MAX_HOPS);
+    featstore_v1_SampleRequest msg;
+    fs_wire_bytes_t seed_bytes;
+    fs_wire_sample_request(req, seeds, n, &seed_bytes, &msg);
+    grpc_byte_buffer *bb;
+    fs_status_t st = unary(c, FS_WIRE_METHOD_SAMPLE, featstore_v1_SampleRequest_fields, &msg, &bb);
+    if (st != FS_OK) return st;
+    featstore_v1_SampleResponse resp = featstore_v1_SampleResponse_init_zero;
+    fs_wire_sample_dst_t dst;
+    memset(&dst, 0, sizeof dst);
+    fs_wire_sample_response_prepare(&resp, &dst);
+    st = decode_response(c, FS_WIRE_METHOD_SAMPLE, bb, featstore_v1_SampleResponse_fields, &resp);
+    grpc_byte_buffer_destroy(bb);
+    grpc_batch_t *b = st == FS_OK ? batch_new(c) : NULL;
+    if (st == FS_OK && !b) st = FS_ERR_NOMEM;
+    if (st == FS_OK) st = adopt_sample(c, FS_WIRE_METHOD_SAMPLE, &resp, &dst, req->want_edge_ids, b);
+    fs_wire_sample_dst_free(&dst);
+    if (st != FS_OK) {
+        if (b) batch_release(&b->priv);
+        return st;
+    }
+    *out = &b->priv.pub;
+    return FS_OK;
+}
+
+static fs_status_t table_args(fs_client_t *c, const char *table, fs_dtype_t out_dtype, char *name, size_t name_size,
+                              char *dtype, size_t dtype_size)
+{
+    if (strlen(table) >= name_size)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "table name '%s' is longer than %zu bytes", table,
+                              name_size - 1);
+    if (out_dtype != FS_DTYPE_INVALID && !fs_dtype_size(out_dtype))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out_dtype %d is not a dtype", (int)out_dtype);
+    snprintf(name, name_size, "%s", table);
+    snprintf(dtype, dtype_size, "%s", out_dtype == FS_DTYPE_INVALID ? "" : fs_dtype_name(out_dtype));
+    return FS_OK;
+}
+
+static fs_status_t g_gather(fs_client_t *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+                            fs_batch_t **out)
+{
+    featstore_v1_GatherRequest req = featstore_v1_GatherRequest_init_zero;
+    fs_status_t st = table_args(c, table, out_dtype, req.table, sizeof req.table, req.out_dtype, sizeof req.out_dtype);
+    if (st != FS_OK) return st;
+    req.api_version = FS_WIRE_API_VERSION;
+    fs_wire_bytes_t id_bytes;
+    fs_wire_set_bytes(&req.ids, &id_bytes, ids, (size_t)n * sizeof(int64_t));
+    grpc_batch_t *b = batch_new(c);
+    if (!b) return FS_ERR_NOMEM;
+    rows_sink_t sink;
+    memset(&sink, 0, sizeof sink);
+    sink.cache = conn_of(c)->rows_cache;
+    stream_t s;
+    st = stream_open(&s, c, FS_WIRE_METHOD_GATHER, featstore_v1_GatherRequest_fields, &req);
+    grpc_byte_buffer *bb;
+    while (st == FS_OK && s.open && (bb = stream_next(&s))) {
+        featstore_v1_GatherChunk chunk = featstore_v1_GatherChunk_init_zero;
+        sink_prepare(&sink, &chunk);
+        st = decode_chunk(c, FS_WIRE_METHOD_GATHER, bb, featstore_v1_GatherChunk_fields, &chunk, &chunk, &sink);
+        grpc_byte_buffer_destroy(bb);
+    }
+    st = stream_close(&s, st);
+    if (st == FS_OK) st = finish_rows(c, FS_WIRE_METHOD_GATHER, &sink, b);
+    sink_free(&sink);
+    if (st != FS_OK) {
+        batch_release(&b->priv);
+        return st;
+    }
+    *out = &b->priv.pub;
+    return FS_OK;
+}
+
+static fs_status_t g_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
+                                   const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
+{
+    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "%d hops requested, must be 1..%d", req->num_hops,
+                              FS_MAX_HOPS);
+    featstore_v1_SampleGatherRequest msg = featstore_v1_SampleGatherRequest_init_zero;
+    fs_status_t st = table_args(c, table, out_dtype, msg.table, sizeof msg.table, msg.out_dtype, sizeof msg.out_dtype);
+    if (st != FS_OK) return st;
+    msg.api_version = FS_WIRE_API_VERSION;
+    msg.has_sample = true;
+    fs_wire_bytes_t seed_bytes;
+    fs_wire_sample_request(req, seeds, n, &seed_bytes, &msg.sample);
+    grpc_batch_t *b = batch_new(c);
+    if (!b) return FS_ERR_NOMEM;
+    rows_sink_t sink;
+    memset(&sink, 0, sizeof sink);
+    sink.cache = conn_of(c)->rows_cache;
+    fs_wire_sample_dst_t dst;
+    memset(&dst, 0, sizeof dst);
+    featstore_v1_SampleGatherChunk *chunk = malloc(sizeof *chunk); /* about 1 KB: keep it off the stack */
+    if (!chunk) st = fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    stream_t s;
+    if (st == FS_OK) st = stream_open(&s, c, FS_WIRE_METHOD_SAMPLE_GATHER, featstore_v1_SampleGatherRequest_fields, &msg);
+    else memset(&s, 0, sizeof s);
+    grpc_byte_buffer *bb;
+    int have_sample = 0;
+    while (st == FS_OK && s.open && (bb = stream_next(&s))) {
+        *chunk = (featstore_v1_SampleGatherChunk)featstore_v1_SampleGatherChunk_init_zero;
+        fs_wire_sample_response_prepare(&chunk->sample, &dst);
+        sink_prepare(&sink, &chunk->features);
+        st = decode_chunk(c, FS_WIRE_METHOD_SAMPLE_GATHER, bb, featstore_v1_SampleGatherChunk_fields, chunk,
+                          &chunk->features, &sink);
+        grpc_byte_buffer_destroy(bb);
+        if (st == FS_OK && chunk->has_sample != !have_sample)
+            st = fs_client_fail(c, FS_ERR_FORMAT, "SampleGather: the sample must come in the first message, once");
+        if (st == FS_OK && chunk->has_sample) {
+            st = adopt_sample(c, FS_WIRE_METHOD_SAMPLE_GATHER, &chunk->sample, &dst, req->want_edge_ids, b);
+            have_sample = 1;
+        }
+    }
+    st = stream_close(&s, st);
+    if (st == FS_OK && !have_sample) st = fs_client_fail(c, FS_ERR_FORMAT, "SampleGather: no sample received");
+    if (st == FS_OK) st = finish_rows(c, FS_WIRE_METHOD_SAMPLE_GATHER, &sink, b);
+    if (st == FS_OK && b->priv.pub.rows != b->priv.pub.num_nodes)
+        st = fs_client_fail(c, FS_ERR_FORMAT, "SampleGather: %lld feature rows for %lld nodes",
+                            (long long)b->priv.pub.rows, (long long)b->priv.pub.num_nodes);
+    sink_free(&sink);
+    fs_wire_sample_dst_free(&dst);
+    free(chunk);
+    if (st != FS_OK) {
+        batch_release(&b->priv);
+        return st;
+    }
+    *out = &b->priv.pub;
+    return FS_OK;
+}
+
+static fs_status_t g_stats(fs_client_t *c, char **text)
+{
+    featstore_v1_StatsRequest req = {.api_version = FS_WIRE_API_VERSION};
+    grpc_byte_buffer *bb;
+    fs_status_t st = unary(c, FS_WIRE_METHOD_STATS, featstore_v1_StatsRequest_fields, &req, &bb);
+    if (st != FS_OK) return st;
+    featstore_v1_StatsResponse resp = featstore_v1_StatsResponse_init_zero;
+    fs_wire_buf_t buf = {0};
+    fs_wire_set_buf(&resp.prometheus_text, &buf);
+    st = decode_response(c, FS_WIRE_METHOD_STATS, bb, featstore_v1_StatsResponse_fields, &resp);
+    grpc_byte_buffer_destroy(bb);
+    if (st == FS_OK) {
+        *text = malloc(buf.len + 1);
+        if (!*text) st = fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+        else {
+            if (buf.len) memcpy(*text, buf.data, buf.len);
+            (*text)[buf.len] = 0;
+        }
+    }
+    fs_wire_buf_free(&buf);
+    return st;
+}
+
+static void conn_destroy(conn_t *k)
+{
+    if (k->channel) grpc_channel_destroy(k->channel);
+    if (k->cq) {
+        grpc_completion_queue_shutdown(k->cq);
+        while (grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN) {
+        }
+        grpc_completion_queue_destroy(k->cq);
+    }
+    if (k->rows_cache) cache_close(k->rows_cache);
+    free(k);
+    grpc_shutdown(); /* pairs with fs_grpc_connect's grpc_init */
+}
+
+static void g_close(fs_client_t *c)
+{
+    if (c->impl) conn_destroy(c->impl);
+    c->impl = NULL;
+}
+
+static const fs_transport_ops_t grpc_ops = {
+    .name = "grpc",
+    .info = g_info,
+    .sample = g_sample,
+    .gather = g_gather,
+    .sample_gather = g_sample_gather,
+    .stats = g_stats,
+    .close = g_close,
+};
+
+/* ---- connecting ---------------------------------------------------------------- */
+
+/* Waits until the channel is connected; a refused or unreachable server
+ * shows as TRANSIENT_FAILURE at once. */
+static fs_status_t wait_connected(fs_client_t *c, conn_t *k)
+{
+    /* timeout_ms is meant for calls; a tiny one must not make connecting fail */
+    int ms = c->opts.timeout_ms > CONNECT_TIMEOUT_MS ? c->opts.timeout_ms : CONNECT_TIMEOUT_MS;
+    gpr_timespec deadline = deadline_in(ms);
+    grpc_connectivity_state state = grpc_channel_check_connectivity_state(k->channel, 1);
+    while (state != GRPC_CHANNEL_READY) {
+        if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN)
+            return fs_client_fail(c, FS_ERR_UNAVAILABLE, "grpc://%s: cannot connect: no featstore server answers "
+                                  "there (refused or unreachable)", k->target);
+        grpc_channel_watch_connectivity_state(k->channel, state, deadline, k->cq, TAG_CONNECT);
+        if (!wait_tag(k))
+            return fs_client_fail(c, FS_ERR_UNAVAILABLE, "grpc://%s: cannot connect: no connection within %d ms",
+                                  k->target, ms);
+        state = grpc_channel_check_connectivity_state(k->channel, 0);
+    }
+    return FS_OK;
+}
 
 fs_status_t fs_grpc_connect(struct fs_client *c, const char *target)
 {
-    return fs_client_fail(c, FS_ERR_UNSUPPORTED, "grpc://%s: the gRPC transport is not built yet", target);
+    if (!target[0] || strlen(target) >= sizeof ((conn_t *)0)->target)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc:// needs host:port (got '%s')", target);
+    conn_t *k = calloc(1, sizeof *k);
+    if (!k) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    grpc_init();
+    snprintf(k->target, sizeof k->target, "%s", target);
+    grpc_arg args[FS_WIRE_MAX_ARGS];
+    grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, -1, 0), .args = args};
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    k->channel = grpc_channel_create(target, creds, &chargs);
+    grpc_channel_credentials_release(creds);
+    k->cq = grpc_completion_queue_create_for_next(NULL);
+    k->rows_cache = cache_new();
+    fs_status_t st = !k->rows_cache ? fs_client_fail(c, FS_ERR_NOMEM, "out of memory")
+                   : k->channel    ? wait_connected(c, k)
+                                : fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc://%s: not a valid target", target);
+    if (st != FS_OK) {
+        conn_destroy(k);
+        return st;
+    }
+    c->impl = k;
+    c->ops = &grpc_ops;
+    return FS_OK;
 }

@@ -7,7 +7,10 @@
  *           rows=... bytes=... p50_ms=... p99_ms=...
  *
  *   featstore-trainer URI [--batches 50] [--batch 1024] [--fanouts 15,10,5]
- *                         [--table feat] [--seed 1] [--name trainer] */
+ *                         [--table feat] [--seed 1] [--name trainer] [--hold]
+ *
+ * --hold keeps the process (and its mappings) alive after the summary until
+ * standard input closes, so a benchmark can measure its memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +95,16 @@ int main(int argc, char **argv)
            "p99_ms=%.2f\n",
            name, fs_client_transport(c), batches, secs, batches / secs, rows, bytes, lat[batches / 2] * 1e3,
            lat[(int)(0.99 * (batches - 1))] * 1e3);
+    int hold = 0;
+    for (int i = 2; i < argc; i++) hold |= strcmp(argv[i], "--hold") == 0;
+    if (hold) {
+        fs_batch_t *keep; /* the last batch stays resident, as in a training step */
+        fs_sample_gather(c, seeds, batch, &req, table, FS_DTYPE_F32, &keep);
+        printf("HOLD\n");
+        fflush(stdout);
+        while (getchar() != EOF) {}
+        fs_batch_free(keep);
+    }
     fs_info_free(info);
     fs_close(c);
     free(seeds);

@@ -23,6 +23,7 @@ PACKAGES=(
   python3-protobuf  # tests: the third-party gRPC client's messages
   python3-grpcio    # tests: the third-party gRPC client
   prometheus        # tests: promtool checks the /metrics output
+  bc                # the demo's summary arithmetic
   libcriterion-dev  # the test framework
   python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
 )

@@ -93,6 +93,10 @@ static inline int64_t fs_dataset_neighbor(const fs_dataset_t *ds, int64_t pos)
  * FS_ERR_NOT_FOUND if the pointer is not in a mapping of this dataset. */
 fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, char *path, size_t len, int64_t *offset);
 
+/* Reads every page of every mapping once, so the whole dataset is resident
+ * (a warm store: first requests pay no page faults). */
+void fs_dataset_prefault(const fs_dataset_t *ds);
+
 /* Bytes of all mapped files together. */
 size_t fs_dataset_bytes(const fs_dataset_t *ds);
 

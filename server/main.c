@@ -31,7 +31,7 @@ static const char *const usage_text =
     "  gen rmat --out DIR [--scale S --edge-factor E --dim D]   generate an R-MAT dataset\n"
     "  info DIR [--no-verify]                    describe and validate a dataset\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
-    "        [--config FILE] [--threads N] [--verify]   run the store until SIGTERM/SIGINT\n"
+    "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
     "  stats URI                                 print a running server's metrics (unix:// or grpc://)\n"
     "  devices                                   list usable GPUs (or why there are none)\n"
     "  version                                   print the version\n"
@@ -80,7 +80,8 @@ static int fail(const fs_error_t *err)
 enum {
     OPT_OUT = 256, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT, OPT_WEIGHTED, OPT_SPLIT,
     OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
-    OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY, OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_VERIFY,
+    OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY, OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_PREFAULT,
+    OPT_VERIFY,
 };
 
 static const struct option long_opts[] = {
@@ -98,13 +99,14 @@ static const struct option long_opts[] = {
     {"no-verify", no_argument, 0, OPT_NOVERIFY},     {"socket", required_argument, 0, OPT_SOCKET},
     {"listen", required_argument, 0, OPT_LISTEN},    {"metrics", required_argument, 0, OPT_METRICS},
     {"config", required_argument, 0, OPT_CONFIG},    {"verify", no_argument, 0, OPT_VERIFY},
+    {"prefault", no_argument, 0, OPT_PREFAULT},
     {0, 0, 0, 0},
 };
 
 typedef struct {
     const char *out, *name, *split_name, *socket, *listen, *metrics, *config;
     fs_edge_opts_t edges;
-    int weighted, force, threads, split[3], permute, verify;
+    int weighted, force, threads, split[3], permute, verify, prefault;
     uint64_t seed;
     long long scale, ef, dim, classes;
     fs_dtype_t dtype;
@@ -144,6 +146,7 @@ static int parse_option(cli_t *c, int opt, const char *arg)
     case OPT_LISTEN: c->listen = arg; return 0;
     case OPT_METRICS: c->metrics = arg; return 0;
     case OPT_CONFIG: c->config = arg; return 0;
+    case OPT_PREFAULT: c->prefault = 1; return 0;
     case OPT_SPLIT:
         if (sscanf(arg, "%d,%d,%d", &c->split[0], &c->split[1], &c->split[2]) != 3 || c->split[0] < 0 ||
             c->split[1] < 0 || c->split[2] < 0 || c->split[0] + c->split[1] + c->split[2] > 100) {
@@ -298,7 +301,7 @@ static int cmd_info(int argc, char **argv)
 
 static int cmd_serve(int argc, char **argv)
 {
-    static const int allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY, 0};
+    static const int allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY, OPT_PREFAULT, 0};
     cli_t c;
     if (parse_cli(&c, argc, argv, allowed) != 0) return EXIT_USAGE;
     if (argc - optind != 1) {
@@ -310,7 +313,7 @@ static int cmd_serve(int argc, char **argv)
     fs_serve_defaults(&o);
     o.dataset = argv[optind];
     o.socket_path = c.socket, o.listen = c.listen, o.metrics = c.metrics, o.config = c.config;
-    o.threads = c.threads, o.verify = c.verify == 2;
+    o.threads = c.threads, o.verify = c.verify == 2, o.prefault = c.prefault;
     fs_error_t err = {0};
     if (fs_serve_load_config(&o, &err) != FS_OK) return fail(&err);
     if (!o.socket_path && !o.listen) {

@@ -18,6 +18,7 @@
 
 #include "engine.h"
 #include "fs_device.h"
+#include "grpc_server.h"
 #include "http.h"
 #include "local.h"
 #include "metrics.h"
@@ -42,7 +43,7 @@ fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err)
     if (!cfg) return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", o->config, jerr.line, jerr.text);
     fs_status_t st = FS_OK;
     if (!json_is_object(cfg)) st = fs_error(err, FS_ERR_FORMAT, "%s: must be a JSON object", o->config);
-    const char *keys[] = {"socket", "listen", "metrics", "threads", "verify", "limits", NULL};
+    const char *keys[] = {"socket", "listen", "metrics", "threads", "verify", "prefault", "limits", NULL};
     const char *k;
     json_t *v;
     json_object_foreach(cfg, k, v) {
@@ -56,6 +57,7 @@ fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err)
     if (!o->threads && json_is_integer(json_object_get(cfg, "threads")))
         o->threads = (int)json_integer_value(json_object_get(cfg, "threads"));
     if (json_is_true(json_object_get(cfg, "verify"))) o->verify = 1;
+    if (json_is_true(json_object_get(cfg, "prefault"))) o->prefault = 1;
     json_t *lim = json_object_get(cfg, "limits");
     const char *lk[3] = {"max_ids", "max_fanout_product", "max_response_bytes"};
     int64_t *lv[3] = {&o->limits.max_ids, &o->limits.max_fanout_product, &o->limits.max_response_bytes};
@@ -76,13 +78,15 @@ typedef struct {
     fs_engine_t *engine;
     fs_metrics_t *metrics;
     fs_local_server_t *local;
+    fs_grpc_server_t *grpc;
     fs_http_t *http;
-    int http_port;
+    int http_port, grpc_port;
 } server_t;
 
 static void shutdown_all(server_t *s)
 {
     fs_http_stop(s->http);            /* stop accepting first ... */
+    fs_grpc_server_stop(s->grpc);     /* ... let in-flight gRPC calls finish ... */
     fs_local_server_stop(s->local);   /* ... disconnect local clients, remove the socket */
     fs_metrics_destroy(s->metrics);
     fs_engine_destroy(s->engine);
@@ -101,6 +105,7 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
             s->ds->name, (long long)s->ds->num_nodes, (long long)s->ds->num_edges, s->ds->num_tables,
             (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
     if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
+    if (s->grpc) fprintf(stderr, " grpc://%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, s->grpc_port);
     if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
                          o->metrics, s->http_port);
     fprintf(stderr, " | tiers: %d (tier 0 host mmap) | %s\n", fs_store_num_tiers(s->store), gpus);
@@ -118,10 +123,12 @@ int fs_serve(const fs_serve_opts_t *o)
     server_t s = {0};
     fs_error_t err = {0};
     fs_status_t st = fs_dataset_open(o->dataset, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
+    if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (!st && o->socket_path) st = fs_local_server_start(o->socket_path, s.engine, s.metrics, &s.local, &err);
+    if (!st && o->listen) st = fs_grpc_server_start(o->listen, s.engine, s.metrics, o->threads, &s.grpc, &s.grpc_port, &err);
     if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
@@ -129,7 +136,9 @@ int fs_serve(const fs_serve_opts_t *o)
         return 1;
     }
     log_startup(o, &s);
-    printf("READY unix=%s metrics=%d\n", o->socket_path ? o->socket_path : "-", s.http ? s.http_port : 0);
+    char grpc[300] = "-";
+    if (s.grpc) snprintf(grpc, sizeof grpc, "%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, s.grpc_port);
+    printf("READY unix=%s grpc=%s metrics=%d\n", o->socket_path ? o->socket_path : "-", grpc, s.http ? s.http_port : 0);
     fflush(stdout);
 
     int sig = 0;

@@ -12,6 +12,7 @@ typedef struct {
     const char *config;        /* JSON file with defaults for the above, threads and limits */
     int threads;               /* gRPC workers; 0 = CPU count */
     int verify;                /* verify checksums at startup */
+    int prefault;              /* read the whole dataset into memory at startup */
     fs_limits_t limits;
 } fs_serve_opts_t;
 

@@ -40,7 +40,7 @@ TestSuite(serve, .init = setup, .fini = teardown, .timeout = 120);
 typedef struct {
     pid_t pid;
     FILE *out;
-    int metrics_port;
+    int grpc_port, metrics_port;
 } server_t;
 
 /* Starts `featstore serve` with extra arguments and waits for READY. */
@@ -53,7 +53,8 @@ static int start(server_t *s, const char *extra)
         dup2(p[1], 1);
         close(p[0]);
         char cmd[2048];
-        snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --metrics 127.0.0.1:0 %s", tu_bin(), data, sock, extra);
+        snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 %s", tu_bin(),
+                 data, sock, extra);
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
@@ -61,7 +62,8 @@ static int start(server_t *s, const char *extra)
     s->out = fdopen(p[0], "r");
     char line[512];
     if (!fgets(line, sizeof line, s->out)) return -1; /* exited before READY */
-    cr_assert(sscanf(line, "READY unix=%*s metrics=%d", &s->metrics_port) == 1, "bad READY line: %s", line);
+    cr_assert(sscanf(line, "READY unix=%*s grpc=127.0.0.1:%d metrics=%d", &s->grpc_port, &s->metrics_port) == 2,
+              "bad READY line: %s", line);
     return 0;
 }
 
@@ -100,10 +102,12 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     cr_assert_eq(start(&s, ""), 0);
     char *log;
     int rc = tu_run(&log, "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 & "
-                          "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 --seed 2; wait",
-                    FS_BIN_DIR, sock, FS_BIN_DIR, sock);
+                          "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 --seed 2 & "
+                          "%s/../examples/featstore-trainer grpc://127.0.0.1:%d --batches 5 --batch 64 --fanouts 5,3; wait",
+                    FS_BIN_DIR, sock, FS_BIN_DIR, sock, FS_BIN_DIR, s.grpc_port);
     cr_assert_eq(rc, 0, "%s", log);
     cr_assert_not_null(strstr(log, "TRAINER name=trainer transport=unix batches=5"), "%s", log);
+    cr_assert_not_null(strstr(log, "TRAINER name=trainer transport=grpc batches=5"), "%s", log);
     free(log);
 
     char *health = http_get(s.metrics_port, "/healthz");
@@ -119,6 +123,8 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n"),
                        "%s", metrics);
     cr_assert_not_null(strstr(metrics, "featstore_dataset_nodes{dataset=\"rmat-s11-e8\"} 2048"), "%s", metrics);
+    cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"grpc\"} 5\n"),
+                       "%s", metrics);
     cr_assert_not_null(strstr(metrics, "featstore_tier_used_bytes{tier=\"0\",kind=\"host\""), "%s", metrics);
     char *body = strstr(metrics, "\r\n\r\n");
     cr_assert_not_null(body);

@@ -1,0 +1,278 @@
+/* bench_serve.c — what serving costs local trainers, measured in one run.
+ *
+ * 1. Memory: `featstore serve --prefault` plus 8 featstore-trainer
+ *    processes holding a batch each; the PSS of all nine against the
+ *    dataset's size (PSS splits shared pages among their users, so a dataset
+ *    mapped by nine processes counts once). Measured first, before this
+ *    program maps anything itself.
+ * 2. Throughput: N = 1, 2, 4 client processes running sample_gather
+ *    ([15,10,5] x 1024 seeds, float32 features) over unix:// against N
+ *    threads running the same engines in-process; latency percentiles from
+ *    the clients.
+ *
+ *   bench_serve [--scale 20] [--dim 128] [--batches 30]
+ *
+ * RESULT bench=shared_memory clients=8 ... pss_ratio_vs_dataset=...
+ * RESULT bench=serve clients=N batches_per_s=... ratio_vs_inprocess=... p50_ms=... p99_ms=... */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "bench_util.h"
+#include "dataset.h"
+#include "engine.h"
+#include "featstore/client.h"
+#include "fs_rng.h"
+#include "local.h"
+
+#define FANOUTS {15, 10, 5}
+
+/* ---- 1. memory ------------------------------------------------------------------ */
+
+static long pss_kb(pid_t pid, const char *only_prefix)
+{
+    char path[64], line[4096], name[4096] = "";
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, only_prefix ? "smaps" : "smaps_rollup");
+    FILE *f = fopen(path, "r");
+    long total = 0, kb;
+    while (f && fgets(line, sizeof line, f)) {
+        if (only_prefix && strchr(line, '-') && strchr(line, '-') < strchr(line, ' ')) { /* a mapping header */
+            char *p = strrchr(line, ' ');
+            snprintf(name, sizeof name, "%s", p ? p + 1 : "");
+        }
+        if (sscanf(line, "Pss: %ld kB", &kb) == 1 && (!only_prefix || strncmp(name, only_prefix, strlen(only_prefix)) == 0))
+            total += kb;
+    }
+    if (f) fclose(f);
+    return total;
+}
+
+typedef struct {
+    pid_t pid;
+    FILE *out;   /* its stdout */
+    int in;      /* its stdin (close to release --hold) */
+} child_t;
+
+static void spawn(child_t *c, const char *cmd)
+{
+    int out[2], in[2];
+    if (pipe2(out, O_CLOEXEC) || pipe2(in, O_CLOEXEC)) exit(1); /* children must not inherit each other's pipes */
+    if ((c->pid = fork()) == 0) {
+        dup2(out[1], 1), dup2(in[0], 0);
+        close(out[0]), close(in[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]), close(in[0]);
+    c->out = fdopen(out[0], "r");
+    c->in = in[1];
+}
+
+static int wait_line(child_t *c, const char *word, char *line, size_t len)
+{
+    while (fgets(line, (int)len, c->out))
+        if (strstr(line, word)) return 0;
+    return -1;
+}
+
+static void memory_phase(const char *data, size_t dataset_bytes, const char *workload, const char *trainer_args)
+{
+    char sock[128], cmd[1024], line[512];
+    snprintf(sock, sizeof sock, "/tmp/featstore-bench-%d.sock", (int)getpid());
+    child_t server, t[8];
+    snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --metrics 127.0.0.1:0 --prefault 2>/dev/null", FS_BIN, data, sock);
+    spawn(&server, cmd);
+    if (wait_line(&server, "READY", line, sizeof line)) {
+        fprintf(stderr, "bench_serve: the server did not start\n");
+        exit(1);
+    }
+    for (int i = 0; i < 8; i++) {
+        snprintf(cmd, sizeof cmd, "exec %s unix://%s %s --seed %d --hold", FS_TRAINER, sock, trainer_args, i + 1);
+        spawn(&t[i], cmd);
+    }
+    for (int i = 0; i < 8; i++)
+        if (wait_line(&t[i], "HOLD", line, sizeof line)) exit(1);
+    long total = pss_kb(server.pid, NULL), data_pss = pss_kb(server.pid, data);
+    for (int i = 0; i < 8; i++) total += pss_kb(t[i].pid, NULL), data_pss += pss_kb(t[i].pid, data);
+    double ds_mb = (double)dataset_bytes / 1e6;
+    printf("RESULT bench=shared_memory clients=8 workload=%s dataset_mb=%.1f total_pss_mb=%.1f dataset_pages_pss_mb=%.1f "
+           "other_pss_mb=%.1f pss_ratio_vs_dataset=%.3f dataset_pages_ratio=%.3f\n",
+           workload, ds_mb, total / 1e3, data_pss / 1e3, (total - data_pss) / 1e3, total / 1e3 / ds_mb,
+           data_pss / 1e3 / ds_mb);
+    fflush(stdout);
+    for (int i = 0; i < 8; i++) close(t[i].in), waitpid(t[i].pid, NULL, 0), fclose(t[i].out);
+    kill(server.pid, SIGTERM);
+    waitpid(server.pid, NULL, 0);
+    fclose(server.out);
+    close(server.in);
+}
+
+/* ---- 2. throughput ---------------------------------------------------------------- */
+
+typedef struct {
+    const fs_dataset_t *ds;
+    int batches, worker;
+    double elapsed;
+} inproc_t;
+
+static void seeds_for(int64_t *seeds, int64_t n, int worker, int b)
+{
+    fs_rng_t r = fs_rng_make((uint64_t)worker * 7919 + 1, (uint64_t)b);
+    for (int i = 0; i < 1024; i++) seeds[i] = (int64_t)fs_rng_below(&r, (uint64_t)n);
+}
+
+static void *inproc_worker(void *p)
+{
+    inproc_t *j = p;
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    fs_sampler_create(&s, &err);
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, j->ds->num_nodes, j->ds->indptr, j->ds->indices, j->ds->index_dtype, NULL);
+    const fs_table_t *t = &j->ds->tables[0];
+    fs_table_view_t v = {.dtype = t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = t->row_bytes, .num_tiers = 1};
+    v.tier[0] = (fs_tier_ref_t){FS_TIER_HOST, -1, t->data, t->rows};
+    size_t cap = 0;
+    float *out = NULL;
+    int64_t seeds[1024];
+    fs_sample_req_t req = {.num_hops = 3, .fanout = FANOUTS};
+    for (int b = 0; b < j->batches; b++) {
+        seeds_for(seeds, j->ds->num_nodes, j->worker, b);
+        req.seed = (uint64_t)b;
+        fs_sample_result_t r;
+        fs_sample_cpu(s, &g, seeds, 1024, &req, &r, NULL, &err);
+        if ((size_t)r.num_nodes * t->row_bytes > cap) {
+            free(out);
+            cap = (size_t)r.num_nodes * t->row_bytes * 2;
+            out = malloc(cap);
+            memset(out, 0, cap); /* fault in once, as a reused slot is */
+        }
+        fs_gather_cpu(&v, r.nodes, r.num_nodes, FS_DTYPE_F32, out, NULL, NULL, &err);
+    }
+    free(out);
+    fs_sampler_destroy(s);
+    return NULL;
+}
+
+static double inprocess(const fs_dataset_t *ds, int n, int batches)
+{
+    pthread_t tid[8];
+    inproc_t j[8];
+    double t0 = bench_now();
+    for (int i = 0; i < n; i++) {
+        j[i] = (inproc_t){.ds = ds, .batches = batches, .worker = i};
+        pthread_create(&tid[i], NULL, inproc_worker, &j[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(tid[i], NULL);
+    return n * batches / (bench_now() - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* n client processes over unix://; latencies come back through a pipe. */
+static double local_clients(const char *uri, int64_t num_nodes, int n, int batches, double *p50, double *p99)
+{
+    int lat_pipe[2], go[2];
+    if (pipe(lat_pipe) || pipe(go)) exit(1);
+    pid_t pid[8];
+    for (int i = 0; i < n; i++) {
+        if ((pid[i] = fork()) == 0) {
+            close(lat_pipe[0]), close(go[1]);
+            fs_client_t *c;
+            if (fs_connect(uri, &c) != FS_OK) _exit(1);
+            char x;
+            if (read(go[0], &x, 1) != 0) _exit(1); /* start together when the parent closes `go` */
+            int64_t seeds[1024];
+            fs_sample_req_t req = {.num_hops = 3, .fanout = FANOUTS};
+            for (int b = 0; b < batches; b++) {
+                seeds_for(seeds, num_nodes, i, b);
+                req.seed = (uint64_t)b;
+                fs_batch_t *mb;
+                double t = bench_now();
+                if (fs_sample_gather(c, seeds, 1024, &req, "feat", FS_DTYPE_F32, &mb) != FS_OK) _exit(2);
+                double l = bench_now() - t;
+                fs_batch_free(mb);
+                if (write(lat_pipe[1], &l, sizeof l) != sizeof l) _exit(3);
+            }
+            fs_close(c);
+            _exit(0);
+        }
+    }
+    close(lat_pipe[1]), close(go[0]);
+    usleep(200000); /* let every client connect and map */
+    double t0 = bench_now();
+    close(go[1]);
+    double *lat = malloc(sizeof *lat * (size_t)(n * batches));
+    int got = 0;
+    while (got < n * batches && read(lat_pipe[0], &lat[got], sizeof *lat) == sizeof *lat) got++;
+    double wall = bench_now() - t0;
+    for (int i = 0; i < n; i++) {
+        int st;
+        waitpid(pid[i], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st)) fprintf(stderr, "bench_serve: client %d failed\n", i);
+    }
+    close(lat_pipe[0]);
+    qsort(lat, (size_t)got, sizeof *lat, cmp_double);
+    *p50 = got ? lat[got / 2] * 1e3 : 0;
+    *p99 = got ? lat[(int)(0.99 * (got - 1))] * 1e3 : 0;
+    free(lat);
+    return got / wall;
+}
+
+int main(int argc, char **argv)
+{
+    int scale = (int)bench_arg(argc, argv, "--scale", 20), dim = (int)bench_arg(argc, argv, "--dim", 128);
+    int batches = (int)bench_arg(argc, argv, "--batches", 30);
+    const char *data = bench_dataset_dim(argc, argv, scale, dim);
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    if (fs_dataset_open(data, 0, 1, &ds, &err) != FS_OK) {
+        fprintf(stderr, "bench_serve: %s\n", err.msg);
+        return 1;
+    }
+    size_t bytes = fs_dataset_bytes(ds);
+    int64_t num_nodes = ds->num_nodes;
+    fs_dataset_close(ds); /* measure memory while this process maps nothing */
+    memory_phase(data, bytes, "10,5x256", "--batches 5 --batch 256 --fanouts 10,5");
+    memory_phase(data, bytes, "15,10,5x1024", "--batches 5 --batch 1024 --fanouts 15,10,5");
+
+    fs_dataset_open(data, 0, 1, &ds, &err);
+    fs_dataset_prefault(ds);
+    fs_store_t *store;
+    fs_engine_t *engine;
+    fs_store_create(ds, &store, &err);
+    fs_engine_create(ds, store, NULL, &engine, &err);
+    fs_metrics_t *metrics = fs_metrics_create(ds, store);
+    char sock[128], uri[160];
+    snprintf(sock, sizeof sock, "/tmp/featstore-bench-%d.sock", (int)getpid());
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    fs_local_server_t *server;
+    if (fs_local_server_start(sock, engine, metrics, &server, &err) != FS_OK) {
+        fprintf(stderr, "bench_serve: %s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "bench_serve: %s, %lld nodes, [15,10,5] x 1024 seeds, %d batches per client\n", data,
+            (long long)num_nodes, batches);
+    inprocess(ds, 1, 3); /* warm-up */
+    int ns[3] = {1, 2, 4};
+    for (int k = 0; k < 3; k++) {
+        double p50, p99, base = inprocess(ds, ns[k], batches);
+        double local = local_clients(uri, num_nodes, ns[k], batches, &p50, &p99);
+        printf("RESULT bench=serve clients=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
+               "p50_ms=%.2f p99_ms=%.2f\n", ns[k], local, base, local / base, p50, p99);
+        fflush(stdout);
+    }
+    fs_local_server_stop(server);
+    fs_metrics_destroy(metrics);
+    fs_engine_destroy(engine);
+    fs_store_destroy(store);
+    fs_dataset_close(ds);
+    return 0;
+}

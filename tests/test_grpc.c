@@ -1,0 +1,665 @@
+/* test_grpc.c — the gRPC transport end to end: an in-process server on an
+ * ephemeral port over a generated dataset, the client library over
+ * grpc://, and results compared bit for bit with the engines run in-process.
+ * Also: errors map to the right status with a message naming the problem,
+ * undecodable requests and unknown methods leave the server serving, limits
+ * answer RESOURCE, expired deadlines answer TIMEOUT, a port with no server
+ * answers UNAVAILABLE, Stats renders the grpc counters, the fs_wire helpers
+ * round-trip on their own, and a third-party client (Python grpcio +
+ * protoc-generated messages, tests/grpc_third_party.py) reads the same data
+ * the dataset files hold.
+ *
+ * Every test starts its own server (Criterion runs each in a fresh process)
+ * and never asserts a timing. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "featstore/client.h"
+#include "fs_wire.h"
+#include "gen.h"
+#include "grpc_server.h"
+#include "metrics.h"
+#include "store.h"
+#include "test_util.h"
+
+/* One served dataset: generated, opened, and behind a gRPC server. */
+typedef struct {
+    char *dir, *data;
+    fs_dataset_t *ds;
+    fs_store_t *store;
+    fs_engine_t *engine;
+    fs_metrics_t *metrics;
+    fs_grpc_server_t *server;
+    int port;
+    char uri[64];
+} env_t;
+
+static void env_open(env_t *e, fs_dtype_t dtype, int64_t dim, const fs_limits_t *limits)
+{
+    memset(e, 0, sizeof *e);
+    fs_error_t err = {0};
+    e->dir = tu_mkdtemp();
+    e->data = tu_path(e->dir, "g");
+    fs_rmat_opts_t g;
+    fs_rmat_defaults(&g);
+    g.out_dir = e->data, g.scale = 11, g.edge_factor = 8, g.dim = dim, g.dtype = dtype, g.edges.symmetrize = 1;
+    g.threads = 1;
+    cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_dataset_open(e->data, 0, 1, &e->ds, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_create(e->ds, &e->store, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_engine_create(e->ds, e->store, limits, &e->engine, &err), FS_OK, "%s", err.msg);
+    e->metrics = fs_metrics_create(e->ds, e->store);
+    cr_assert_eq(fs_grpc_server_start("127.0.0.1:0", e->engine, e->metrics, 2, &e->server, &e->port, &err), FS_OK,
+                 "%s", err.msg);
+    cr_assert_gt(e->port, 0);
+    snprintf(e->uri, sizeof e->uri, "grpc://127.0.0.1:%d", e->port);
+}
+
+static void env_close(env_t *e)
+{
+    fs_grpc_server_stop(e->server);
+    fs_metrics_destroy(e->metrics);
+    fs_engine_destroy(e->engine);
+    fs_store_destroy(e->store);
+    fs_dataset_close(e->ds);
+    tu_rm_rf(e->dir);
+    free(e->data);
+    free(e->dir);
+}
+
+static fs_client_t *connect_to(const env_t *e)
+{
+    fs_client_t *c;
+    fs_status_t st = fs_connect(e->uri, &c);
+    cr_assert_eq(st, FS_OK, "connect %s: %s", e->uri, fs_client_errstr(c));
+    cr_assert_str_eq(fs_client_transport(c), "grpc");
+    return c;
+}
+
+/* n ids in [0, bound), with repeats, deterministic. */
+static int64_t *some_ids(int64_t n, int64_t bound, uint64_t salt)
+{
+    int64_t *ids = malloc(sizeof *ids * (size_t)(n ? n : 1));
+    uint64_t x = 0x9e3779b97f4a7c15ULL ^ salt;
+    for (int64_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        ids[i] = (int64_t)(x % (uint64_t)bound);
+    }
+    return ids;
+}
+
+static void assert_i64_eq(const int64_t *got, const int64_t *want, int64_t n, const char *what)
+{
+    cr_assert(n == 0 || (got && want), "%s: missing array", what);
+    if (n > 0) cr_assert(memcmp(got, want, (size_t)n * 8) == 0, "%s differs", what);
+}
+
+/* The batch's sample part equals an in-process result. */
+static void assert_same_sample(const fs_batch_t *b, const fs_sample_result_t *r)
+{
+    cr_assert_eq(b->num_hops, r->num_hops);
+    cr_assert_eq(b->num_nodes, r->num_nodes);
+    cr_assert_eq(b->num_seeds, r->num_seeds);
+    assert_i64_eq(b->nodes, r->nodes, r->num_nodes, "nodes");
+    assert_i64_eq(b->seed_local, r->seed_local, r->num_seeds, "seed_local");
+    for (int h = 0; h < r->num_hops; h++) {
+        const fs_block_t *x = &b->block[h], *y = &r->block[h];
+        cr_assert_eq(x->num_dst, y->num_dst, "hop %d", h);
+        cr_assert_eq(x->num_src, y->num_src, "hop %d", h);
+        cr_assert_eq(x->num_edges, y->num_edges, "hop %d", h);
+        assert_i64_eq(x->dst_offsets, y->dst_offsets, y->num_dst + 1, "dst_offsets");
+        assert_i64_eq(x->edge_dst, y->edge_dst, y->num_edges, "edge_dst");
+        assert_i64_eq(x->edge_src, y->edge_src, y->num_edges, "edge_src");
+        cr_assert_eq(x->edge_ids != NULL, y->edge_ids != NULL, "hop %d: edge ids present on one side only", h);
+        if (y->edge_ids) assert_i64_eq(x->edge_ids, y->edge_ids, y->num_edges, "edge_ids");
+    }
+}
+
+static void sample_in_process(const env_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
+                              const fs_sample_req_t *req, fs_sample_result_t *res)
+{
+    fs_csr_view_t g;
+    fs_store_csr_view(e->store, FS_READER_CPU, &g);
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sample_cpu(s, &g, seeds, n, req, res, NULL, &err), FS_OK, "%s", err.msg);
+}
+
+/* Rows as the store serves them in-process. */
+static void *gather_in_process(const env_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t dt,
+                               size_t row_bytes)
+{
+    void *out = malloc(row_bytes * (size_t)(n ? n : 1));
+    fs_error_t err = {0};
+    cr_assert_eq(fs_store_gather(e->store, table, FS_READER_CPU, ids, n, dt, out, NULL, &err), FS_OK, "%s", err.msg);
+    return out;
+}
+
+TestSuite(grpc, .timeout = 120);
+
+/* ---- the wire helpers alone ----------------------------------------------------- */
+
+Test(grpc, wire_bytes_fields_round_trip_and_borrow)
+{
+    int64_t ids[1000];
+    for (int i = 0; i < 1000; i++) ids[i] = (int64_t)i * 7919 - 3;
+    fs_sample_req_t req = {.num_hops = 3, .fanout = {5, FS_FANOUT_ALL, 2},
+                           .mode = {FS_SAMPLE_UNIFORM, FS_SAMPLE_WEIGHTED, FS_SAMPLE_UNIFORM_REPLACE}, .seed = 77,
+                           .want_edge_ids = 1};
+    featstore_v1_SampleRequest msg;
+    fs_wire_bytes_t seed_bytes;
+    fs_wire_sample_request(&req, ids, 1000, &seed_bytes, &msg);
+    uint8_t buf[16384];
+    pb_ostream_t os = pb_ostream_from_buffer(buf, sizeof buf);
+    cr_assert(pb_encode(&os, featstore_v1_SampleRequest_fields, &msg), "%s", PB_GET_ERROR(&os));
+
+    for (int borrow = 0; borrow < 2; borrow++) {
+        featstore_v1_SampleRequest back = featstore_v1_SampleRequest_init_zero;
+        fs_wire_buf_t seeds = {.flags = borrow ? FS_WIRE_BORROW : 0, .align = 1};
+        fs_wire_set_buf(&back.seeds, &seeds);
+        pb_istream_t is = pb_istream_from_buffer(buf, os.bytes_written);
+        cr_assert(pb_decode(&is, featstore_v1_SampleRequest_fields, &back), "%s", PB_GET_ERROR(&is));
+        cr_assert_eq(seeds.len, sizeof ids);
+        cr_assert(memcmp(seeds.data, ids, sizeof ids) == 0);
+        int inside = (const uint8_t *)seeds.data >= buf && (const uint8_t *)seeds.data < buf + sizeof buf;
+        cr_assert_eq(inside, borrow, "borrowed data must point into the input, copied data must not");
+        fs_sample_req_t got;
+        fs_error_t err = {0};
+        cr_assert_eq(fs_wire_sample_req_from_msg(&back, &got, &err), FS_OK, "%s", err.msg);
+        cr_assert_eq(got.num_hops, 3);
+        cr_assert_arr_eq(got.fanout, req.fanout, sizeof(int) * 3);
+        cr_assert_arr_eq(got.mode, req.mode, sizeof(fs_sample_mode_t) * 3);
+        cr_assert_eq(got.seed, 77);
+        cr_assert_eq(got.want_edge_ids, 1);
+        fs_wire_buf_free(&seeds);
+    }
+    /* a seeds field that is not whole int64s is named in the error */
+    fs_wire_buf_t odd = {.data = ids, .len = 13};
+    const int64_t *p;
+    int64_t n;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_wire_int64s(&odd, "seeds", &p, &n, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "seeds") && strstr(err.msg, "13"), "%s", err.msg);
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+Test(grpc, info_matches_the_dataset)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 24, NULL);
+    fs_client_t *c = connect_to(&e);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(info->num_nodes, e.ds->num_nodes);
+    cr_assert_eq(info->num_edges, e.ds->num_edges);
+    cr_assert_eq(info->symmetric, 1);
+    cr_assert_str_eq(info->dataset, e.ds->name);
+    cr_assert_str_eq(info->server_version, FS_SERVER_VERSION);
+    cr_assert_eq(info->num_tables, 1);
+    cr_assert_str_eq(info->tables[0].name, "feat");
+    cr_assert_eq(info->tables[0].dtype, FS_DTYPE_F32);
+    cr_assert_eq(info->tables[0].rows, e.ds->num_nodes);
+    cr_assert_eq(info->tables[0].dim, 24);
+    cr_assert_eq(info->num_splits, e.ds->num_splits);
+    fs_info_free(info);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, sample_is_bit_identical_to_in_process)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    fs_client_t *c = connect_to(&e);
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sampler_create(&s, &err), FS_OK);
+    const fs_sample_req_t reqs[] = {
+        {.num_hops = 2, .fanout = {10, 5}, .seed = 42, .want_edge_ids = 1},
+        {.num_hops = 3, .fanout = {4, 3, 2},
+         .mode = {FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_UNIFORM, FS_SAMPLE_UNIFORM_REPLACE}, .seed = 7},
+        {.num_hops = 1, .fanout = {FS_FANOUT_ALL}, .seed = 1, .want_edge_ids = 1},
+        {.num_hops = 1, .fanout = {25}, .seed = 1},
+    };
+    const int64_t counts[] = {300, 64, 50, 1};
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        int64_t *seeds = some_ids(counts[i], e.ds->num_nodes, i);
+        fs_batch_t *b;
+        cr_assert_eq(fs_sample(c, seeds, counts[i], &reqs[i], &b), FS_OK, "%s", fs_client_errstr(c));
+        fs_sample_result_t want;
+        sample_in_process(&e, s, seeds, counts[i], &reqs[i], &want);
+        assert_same_sample(b, &want);
+        cr_assert_eq(b->rows, 0);
+        fs_batch_free(b);
+        free(seeds);
+    }
+    fs_sampler_destroy(s);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, gather_float32_spans_chunks_bit_identical)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 40, NULL);
+    fs_client_t *c = connect_to(&e);
+    int64_t n = 20000; /* 160 B rows: 3.2 MB, four ~1 MiB chunks */
+    int64_t *ids = some_ids(n, e.ds->num_nodes, 3);
+    fs_batch_t *b;
+    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(b->rows, n);
+    cr_assert_eq(b->dim, 40);
+    cr_assert_eq(b->dtype, FS_DTYPE_F32);
+    void *want = gather_in_process(&e, "feat", ids, n, FS_DTYPE_F32, 160);
+    cr_assert(memcmp(b->features, want, (size_t)n * 160) == 0, "gathered rows differ");
+    fs_batch_free(b);
+    free(want);
+
+    /* no ids: an empty, well-formed batch */
+    cr_assert_eq(fs_gather(c, "feat", ids, 0, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(b->rows, 0);
+    cr_assert_eq(b->dim, 40);
+    fs_batch_free(b);
+    free(ids);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, gather_float16_as_stored_and_as_float32)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F16, 20, NULL);
+    fs_client_t *c = connect_to(&e);
+    int64_t n = 40000; /* 40 B stored rows: 1.6 MB as stored, 3.2 MB as float32 */
+    int64_t *ids = some_ids(n, e.ds->num_nodes, 4);
+    fs_batch_t *b;
+    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(b->dtype, FS_DTYPE_F16);
+    void *want = gather_in_process(&e, "feat", ids, n, FS_DTYPE_F16, 40);
+    cr_assert(memcmp(b->features, want, (size_t)n * 40) == 0, "float16 rows differ");
+    fs_batch_free(b);
+    free(want);
+
+    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(b->dtype, FS_DTYPE_F32);
+    cr_assert_eq(b->dim, 20);
+    want = gather_in_process(&e, "feat", ids, n, FS_DTYPE_F32, 80);
+    cr_assert(memcmp(b->features, want, (size_t)n * 80) == 0, "float16 rows served as float32 differ");
+    fs_batch_free(b);
+    free(want);
+
+    /* bfloat16 is neither stored nor float32: refused */
+    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_BF16, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "bfloat16"), "%s", fs_client_errstr(c));
+    free(ids);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, sample_gather_matches_sample_then_gather)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 256, NULL);
+    fs_client_t *c = connect_to(&e);
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sampler_create(&s, &err), FS_OK);
+    fs_sample_req_t req = {.num_hops = 2, .fanout = {15, 10}, .seed = 99, .want_edge_ids = 1};
+    int64_t *seeds = some_ids(512, e.ds->num_nodes, 5);
+    fs_batch_t *b;
+    cr_assert_eq(fs_sample_gather(c, seeds, 512, &req, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    fs_sample_result_t want;
+    sample_in_process(&e, s, seeds, 512, &req, &want);
+    assert_same_sample(b, &want);
+    cr_assert_eq(b->rows, want.num_nodes);
+    cr_assert_eq(b->dim, 256);
+    cr_assert_gt(b->rows * 1024, FS_WIRE_CHUNK_BYTES, "the features should span several chunks");
+    void *rows = gather_in_process(&e, "feat", want.nodes, want.num_nodes, FS_DTYPE_F32, 1024);
+    cr_assert(memcmp(b->features, rows, (size_t)want.num_nodes * 1024) == 0, "features differ");
+    free(rows);
+    fs_batch_free(b);
+    free(seeds);
+    fs_sampler_destroy(s);
+    fs_close(c);
+    env_close(&e);
+}
+
+/* Several connections at once, each checking its own results. */
+typedef struct {
+    const env_t *e;
+    int worker, failures;
+    char why[1200];
+} conc_job_t;
+
+static void *concurrent_worker(void *p)
+{
+    conc_job_t *j = p;
+    fs_client_t *c;
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    if (fs_connect(j->e->uri, &c) != FS_OK || fs_sampler_create(&s, &err) != FS_OK) {
+        snprintf(j->why, sizeof j->why, "connect: %s", fs_client_errstr(c));
+        j->failures++;
+        fs_close(c);
+        return NULL;
+    }
+    fs_csr_view_t g;
+    fs_store_csr_view(j->e->store, FS_READER_CPU, &g);
+    for (int k = 0; k < 8; k++) {
+        fs_sample_req_t req = {.num_hops = 2, .fanout = {8, 4}, .seed = (uint64_t)(j->worker * 100 + k)};
+        int64_t *seeds = some_ids(128, j->e->ds->num_nodes, (uint64_t)(j->worker * 100 + k));
+        fs_batch_t *b;
+        fs_sample_result_t want;
+        if (fs_sample_gather(c, seeds, 128, &req, "feat", FS_DTYPE_F32, &b) != FS_OK ||
+            fs_sample_cpu(s, &g, seeds, 128, &req, &want, NULL, &err) != FS_OK) {
+            snprintf(j->why, sizeof j->why, "call %d: %s %s", k, fs_client_errstr(c), err.msg);
+            j->failures++;
+        } else if (b->num_nodes != want.num_nodes || memcmp(b->nodes, want.nodes, (size_t)want.num_nodes * 8) ||
+                   b->rows != want.num_nodes ||
+                   memcmp(b->features, (const float *)j->e->ds->tables[0].data + want.nodes[0] * 16, 64)) {
+            snprintf(j->why, sizeof j->why, "call %d: results differ", k);
+            j->failures++;
+        }
+        if (b) fs_batch_free(b);
+        free(seeds);
+    }
+    fs_sampler_destroy(s);
+    fs_close(c);
+    return NULL;
+}
+
+Test(grpc, concurrent_connections_get_their_own_results)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    conc_job_t jobs[3];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        jobs[i] = (conc_job_t){.e = &e, .worker = i};
+        cr_assert_eq(pthread_create(&t[i], NULL, concurrent_worker, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 3; i++) cr_assert_eq(jobs[i].failures, 0, "worker %d: %s", i, jobs[i].why);
+    env_close(&e);
+}
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+Test(grpc, errors_map_to_statuses_with_messages)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    fs_client_t *c = connect_to(&e);
+    fs_batch_t *b;
+    int64_t bad[] = {1, 2, 987654321, 3};
+    cr_assert_eq(fs_gather(c, "feat", bad, 4, FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_null(b);
+    cr_assert(strstr(fs_client_errstr(c), "987654321"), "message should name the id: %s", fs_client_errstr(c));
+
+    fs_sample_req_t req = {.num_hops = 2, .fanout = {5, 5}};
+    cr_assert_eq(fs_sample(c, bad, 4, &req, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "987654321"), "message should name the seed: %s", fs_client_errstr(c));
+    cr_assert_eq(fs_sample_gather(c, bad, 4, &req, "feat", FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT);
+
+    int64_t good[] = {1, 2};
+    cr_assert_eq(fs_gather(c, "no_such_table", good, 2, FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
+    cr_assert(strstr(fs_client_errstr(c), "no_such_table"), "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_sample_gather(c, good, 2, &req, "no_such_table", FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
+
+    fs_sample_req_t zero = {.num_hops = 1, .fanout = {0}};
+    cr_assert_eq(fs_sample(c, good, 2, &zero, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "fanout"), "%s", fs_client_errstr(c));
+
+    /* the connection still works after all that */
+    cr_assert_eq(fs_gather(c, "feat", good, 2, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    fs_batch_free(b);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, limits_answer_resource_exhausted)
+{
+    fs_limits_t lim;
+    fs_limits_default(&lim);
+    lim.max_ids = 100;
+    lim.max_fanout_product = 50;
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, &lim);
+    fs_client_t *c = connect_to(&e);
+    int64_t *ids = some_ids(101, e.ds->num_nodes, 6);
+    fs_batch_t *b;
+    cr_assert_eq(fs_gather(c, "feat", ids, 101, FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
+    cr_assert(strstr(fs_client_errstr(c), "limit"), "%s", fs_client_errstr(c));
+    fs_sample_req_t req = {.num_hops = 2, .fanout = {10, 10}};
+    cr_assert_eq(fs_sample(c, ids, 10, &req, &b), FS_ERR_RESOURCE);
+    cr_assert_eq(fs_sample_gather(c, ids, 101, &req, "feat", FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
+    cr_assert_eq(fs_gather(c, "feat", ids, 100, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    fs_batch_free(b);
+    free(ids);
+    fs_close(c);
+    env_close(&e);
+}
+
+/* A call made with gRPC alone: arbitrary bytes to any method. */
+static grpc_status_code raw_call(int port, const char *method, const void *payload, size_t len, char *details,
+                                 size_t details_size)
+{
+    grpc_init();
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", port);
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_channel *ch = grpc_channel_create(target, creds, NULL);
+    grpc_channel_credentials_release(creds);
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(30, GPR_TIMESPAN));
+    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                               grpc_slice_from_static_string(method), NULL, deadline, NULL);
+    grpc_slice s = grpc_slice_from_copied_buffer(payload, len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
+    grpc_slice_unref(s);
+    grpc_metadata_array md0, md1;
+    grpc_metadata_array_init(&md0);
+    grpc_metadata_array_init(&md1);
+    grpc_status_code code = GRPC_STATUS_UNKNOWN;
+    grpc_slice det = grpc_empty_slice();
+    grpc_op ops[6];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &md0;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &md1;
+    ops[5].data.recv_status_on_client.status = &code;
+    ops[5].data.recv_status_on_client.status_details = &det;
+    cr_assert_eq(grpc_call_start_batch(call, ops, 6, (void *)1, NULL), GRPC_CALL_OK);
+    grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    cr_assert_eq(ev.type, GRPC_OP_COMPLETE);
+    char *d = grpc_slice_to_c_string(det);
+    snprintf(details, details_size, "%s", d);
+    gpr_free(d);
+    grpc_slice_unref(det);
+    if (recv) grpc_byte_buffer_destroy(recv);
+    grpc_byte_buffer_destroy(send);
+    grpc_metadata_array_destroy(&md0);
+    grpc_metadata_array_destroy(&md1);
+    grpc_call_unref(call);
+    grpc_channel_destroy(ch);
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(cq);
+    grpc_shutdown();
+    return code;
+}
+
+Test(grpc, garbage_requests_are_refused_and_the_server_keeps_serving)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    char details[512];
+    /* field 3 (ids) claims 2^28 bytes that are not there; then a bad wire type */
+    const unsigned char garbage[] = {0x1a, 0x80, 0x80, 0x80, 0x80, 0x01, 0x01, 0x02, 0xff, 0xff, 0xff};
+    const char *methods[] = {FS_WIRE_METHOD_INFO, FS_WIRE_METHOD_SAMPLE, FS_WIRE_METHOD_GATHER,
+                             FS_WIRE_METHOD_SAMPLE_GATHER, FS_WIRE_METHOD_STATS};
+    for (int i = 0; i < 5; i++) {
+        grpc_status_code code = raw_call(e.port, methods[i], garbage, sizeof garbage, details, sizeof details);
+        cr_assert_eq(code, GRPC_STATUS_INVALID_ARGUMENT, "%s: %d %s", methods[i], code, details);
+        cr_assert(strstr(details, "not a valid message"), "%s: %s", methods[i], details);
+    }
+    cr_assert_eq(raw_call(e.port, "/featstore.v1.FeatStore/Nope", garbage, 3, details, sizeof details),
+                 GRPC_STATUS_UNIMPLEMENTED);
+    cr_assert(strstr(details, "Nope"), "%s", details);
+    /* a valid message with an api_version this server does not speak */
+    const unsigned char v7[] = {0x08, 0x07};
+    cr_assert_eq(raw_call(e.port, FS_WIRE_METHOD_INFO, v7, sizeof v7, details, sizeof details),
+                 GRPC_STATUS_FAILED_PRECONDITION);
+    cr_assert(strstr(details, "api_version 7"), "%s", details);
+
+    fs_client_t *c = connect_to(&e);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(info->num_nodes, e.ds->num_nodes);
+    fs_info_free(info);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, no_server_means_unavailable)
+{
+    /* a port that was free a moment ago */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    char uri[64];
+    snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", ntohs(a.sin_port));
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, &c), FS_ERR_UNAVAILABLE);
+    cr_assert(strstr(fs_client_errstr(c), "cannot connect"), "%s", fs_client_errstr(c));
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_ERR_UNAVAILABLE); /* the failed connection is inert */
+    fs_close(c);
+}
+
+Test(grpc, a_port_in_use_is_refused)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", e.port);
+    fs_grpc_server_t *second = NULL;
+    fs_error_t err = {0};
+    int port = 0;
+    cr_assert_eq(fs_grpc_server_start(addr, e.engine, e.metrics, 1, &second, &port, &err), FS_ERR_IO);
+    cr_assert_null(second);
+    cr_assert(strstr(err.msg, addr), "%s", err.msg);
+    fs_client_t *c = connect_to(&e); /* the first server is unharmed */
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    fs_info_free(info);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, stopped_server_means_unavailable)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    fs_client_t *c = connect_to(&e);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    fs_info_free(info);
+    fs_grpc_server_stop(e.server);
+    e.server = NULL;
+    cr_assert_eq(fs_info(c, &info), FS_ERR_UNAVAILABLE, "%s", fs_client_errstr(c));
+    fs_close(c);
+    env_close(&e);
+}
+
+/* Whether a 1 ms deadline passes is up to the machine, so either outcome is
+ * accepted; what must hold is that an expired call reports TIMEOUT and that
+ * the server, whose streams get cancelled mid-way, keeps serving. */
+Test(grpc, deadline_exceeded_calls_fail_cleanly)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 40, NULL);
+    fs_connect_opts_t opts = {.timeout_ms = 1};
+    fs_client_t *c;
+    cr_assert_eq(fs_connect_opts(e.uri, &opts, &c), FS_OK, "%s", fs_client_errstr(c));
+    int64_t n = 40000;
+    int64_t *ids = some_ids(n, e.ds->num_nodes, 8);
+    int timeouts = 0;
+    for (int k = 0; k < 5; k++) {
+        fs_batch_t *b;
+        fs_status_t st = fs_gather(c, "feat", ids, n, FS_DTYPE_F32, &b);
+        cr_assert(st == FS_OK || st == FS_ERR_TIMEOUT, "%s: %s", fs_strerror(st), fs_client_errstr(c));
+        if (st == FS_OK) fs_batch_free(b);
+        else cr_assert(strstr(fs_client_errstr(c), "Gather"), "%s", fs_client_errstr(c));
+        timeouts += st == FS_ERR_TIMEOUT;
+    }
+    cr_log_info("%d of 5 gathers under a 1 ms deadline timed out", timeouts);
+    fs_close(c);
+    c = connect_to(&e);
+    fs_batch_t *b;
+    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    void *want = gather_in_process(&e, "feat", ids, n, FS_DTYPE_F32, 160);
+    cr_assert(memcmp(b->features, want, (size_t)n * 160) == 0, "gathered rows differ");
+    free(want);
+    fs_batch_free(b);
+    free(ids);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, stats_counts_grpc_calls)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    fs_client_t *c = connect_to(&e);
+    int64_t seeds[] = {1, 2, 3};
+    fs_sample_req_t req = {.num_hops = 1, .fanout = {3}};
+    fs_batch_t *b;
+    cr_assert_eq(fs_sample(c, seeds, 3, &req, &b), FS_OK, "%s", fs_client_errstr(c));
+    fs_batch_free(b);
+    char *text;
+    cr_assert_eq(fs_stats(c, &text), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert(strstr(text, "featstore_requests_total{method=\"Sample\",transport=\"grpc\"} 1\n"), "%s", text);
+    fs_stats_free(text);
+    fs_close(c);
+    env_close(&e);
+}
+
+/* ---- a client that is not ours ------------------------------------------------------ */
+
+Test(grpc, third_party_python_client_reads_the_dataset)
+{
+    if (tu_run(NULL, "/usr/bin/python3 -c 'import grpc, numpy, google.protobuf' && command -v protoc") != 0)
+        cr_skip_test("/usr/bin/python3 lacks grpc, numpy or protobuf, or protoc is missing");
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 24, NULL);
+    char *out = NULL;
+    int rc = tu_run(&out, "/usr/bin/python3 %s/grpc_third_party.py --port %d --dataset %s", FS_TESTS_SRC_DIR, e.port,
+                    e.data);
+    cr_assert_eq(rc, 0, "third-party client failed (%d):\n%s", rc, out);
+    cr_assert(strstr(out, "third-party client: OK"), "%s", out);
+    free(out);
+    env_close(&e);
+}
