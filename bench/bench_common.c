@@ -8,15 +8,20 @@
 #include "bench_util.h"
 #include "gen.h"
 
-const char *bench_dataset(int argc, char **argv, int scale) { return bench_dataset_dim(argc, argv, scale, 0); }
+const char *bench_dataset(int argc, char **argv, int scale) { return bench_dataset_rmat(argc, argv, scale, 16, 0, 1); }
 
 const char *bench_dataset_dim(int argc, char **argv, int scale, int dim)
+{
+    return bench_dataset_rmat(argc, argv, scale, 16, dim, 1);
+}
+
+const char *bench_dataset_rmat(int argc, char **argv, int scale, int edge_factor, int dim, int symmetrize)
 {
     const char *dir = bench_str(argc, argv, "--dataset", NULL);
     if (dir) return dir;
     static char path[256];
-    if (dim) snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym-d%d", scale, dim);
-    else snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym", scale);
+    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e%d%s-d%d", scale, edge_factor, symmetrize ? "-sym" : "",
+             dim);
     char manifest[300];
     snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
     struct stat st;
@@ -24,8 +29,8 @@ const char *bench_dataset_dim(int argc, char **argv, int scale, int dim)
     mkdir("/tmp/featstore-bench", 0755);
     fs_rmat_opts_t o;
     fs_rmat_defaults(&o);
-    o.out_dir = path, o.scale = scale, o.edge_factor = 16, o.dim = dim, o.force = 1;
-    o.edges.symmetrize = o.edges.dedup = 1;
+    o.out_dir = path, o.scale = scale, o.edge_factor = edge_factor, o.dim = dim, o.force = 1;
+    o.edges.symmetrize = o.edges.dedup = symmetrize;
     fs_error_t err = {0};
     if (fs_gen_rmat(&o, &err) != FS_OK) {
         fprintf(stderr, "bench: %s\n", err.msg);

@@ -10,4 +10,7 @@ const char *bench_dataset(int argc, char **argv, int scale);
 /* The same graph with a float32 feature table of `dim` columns. */
 const char *bench_dataset_dim(int argc, char **argv, int scale, int dim);
 
+/* Any R-MAT benchmark graph, cached by its parameters. */
+const char *bench_dataset_rmat(int argc, char **argv, int scale, int edge_factor, int dim, int symmetrize);
+
 #endif

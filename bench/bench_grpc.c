@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "bench_common.h"
 #include "bench_util.h"
 #include "engine.h"
 #include "featstore/client.h"
@@ -33,27 +34,6 @@
 
 /* ---- the dataset -------------------------------------------------------------- */
 
-static const char *dataset_dir(int argc, char **argv, int scale, int dim)
-{
-    const char *dir = bench_str(argc, argv, "--dataset", NULL);
-    if (dir) return dir;
-    static char path[256];
-    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e4-f%d", scale, dim);
-    char manifest[300];
-    snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
-    struct stat st;
-    if (stat(manifest, &st) == 0) return path;
-    mkdir("/tmp/featstore-bench", 0755);
-    fs_rmat_opts_t o;
-    fs_rmat_defaults(&o);
-    o.out_dir = path, o.scale = scale, o.edge_factor = 4, o.dim = dim, o.force = 1;
-    fs_error_t err = {0};
-    if (fs_gen_rmat(&o, &err) != FS_OK) {
-        fprintf(stderr, "bench_grpc: %s\n", err.msg);
-        exit(1);
-    }
-    return path;
-}
 
 /* ---- the raw baseline: a server that streams preallocated buffers ---------------- */
 
@@ -232,7 +212,7 @@ int main(int argc, char **argv)
     int scale = (int)bench_arg(argc, argv, "--scale", 18), dim = (int)bench_arg(argc, argv, "--dim", 128);
     int64_t n = bench_arg(argc, argv, "--ids", 256 * 1024);
     int reps = (int)bench_arg(argc, argv, "--reps", 10), threads = (int)bench_arg(argc, argv, "--threads", 2);
-    const char *dir = dataset_dir(argc, argv, scale, dim);
+    const char *dir = bench_dataset_rmat(argc, argv, scale, 4, dim, 0);
     fs_error_t err = {0};
     fs_dataset_t *ds;
     fs_store_t *store;

@@ -556,19 +556,7 @@ static fs_status_t g_info(fs_client_t *c, fs_info_t *out)
     st = decode_response(c, FS_WIRE_METHOD_INFO, bb, featstore_v1_InfoResponse_fields, &resp);
     grpc_byte_buffer_destroy(bb);
     if (st != FS_OK) return st;
-    memset(out, 0, sizeof *out);
-    snprintf(out->server_version, sizeof out->server_version, "%s", resp.server_version);
-    snprintf(out->dataset, sizeof out->dataset, "%s", resp.dataset);
-    out->num_nodes = resp.num_nodes, out->num_edges = resp.num_edges, out->num_classes = resp.num_classes;
-    out->symmetric = resp.symmetric, out->weighted = resp.weighted;
-    for (pb_size_t i = 0; i < resp.tables_count && i < 16; i++) {
-        fs_table_info_t *t = &out->tables[out->num_tables++];
-        snprintf(t->name, sizeof t->name, "%s", resp.tables[i].name);
-        t->dtype = fs_dtype_from_name(resp.tables[i].dtype);
-        t->rows = resp.tables[i].rows, t->dim = resp.tables[i].dim;
-    }
-    for (pb_size_t i = 0; i < resp.splits_count && i < 8; i++)
-        snprintf(out->splits[out->num_splits++], sizeof out->splits[0], "%s", resp.splits[i]);
+    fs_info_from_pb(out, &resp);
     return FS_OK;
 }
 

@@ -3,6 +3,7 @@
 #ifndef FS_CLIENT_INTERNAL_H
 #define FS_CLIENT_INTERNAL_H
 
+#include "featstore.pb.h"
 #include "featstore/client.h"
 
 struct fs_client;
@@ -38,6 +39,10 @@ typedef struct fs_batch_priv {
 /* Records a failure on the connection and returns st. */
 fs_status_t fs_client_fail(struct fs_client *c, fs_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Both transports receive a featstore.v1.InfoResponse; this turns it into
+ * the public struct. */
+void fs_info_from_pb(fs_info_t *out, const featstore_v1_InfoResponse *r);
 
 /* Transport constructors: fill c->ops and c->impl, or fail via fs_client_fail. */
 fs_status_t fs_local_connect(struct fs_client *c, const char *socket_path);

@@ -419,18 +419,7 @@ static fs_status_t local_info(fs_client_t *c, fs_info_t *out)
         st = fs_client_fail(c, FS_ERR_FORMAT, "bad Info reply: %s", PB_GET_ERROR(&is));
     free(buf);
     if (st != FS_OK) return st;
-    snprintf(out->server_version, sizeof out->server_version, "%s", r.server_version);
-    snprintf(out->dataset, sizeof out->dataset, "%s", r.dataset);
-    out->num_nodes = r.num_nodes, out->num_edges = r.num_edges, out->num_classes = r.num_classes;
-    out->symmetric = r.symmetric, out->weighted = r.weighted;
-    for (pb_size_t i = 0; i < r.tables_count && i < 16; i++) {
-        fs_table_info_t *t = &out->tables[out->num_tables++];
-        snprintf(t->name, sizeof t->name, "%s", r.tables[i].name);
-        t->dtype = fs_dtype_from_name(r.tables[i].dtype);
-        t->rows = r.tables[i].rows, t->dim = r.tables[i].dim;
-    }
-    for (pb_size_t i = 0; i < r.splits_count && i < 8; i++)
-        snprintf(out->splits[out->num_splits++], sizeof out->splits[0], "%s", r.splits[i]);
+    fs_info_from_pb(out, &r);
     return FS_OK;
 }
 
