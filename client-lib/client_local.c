@@ -196,13 +196,16 @@ static fs_status_t map_dataset(fs_client_t *c, local_t *L, const int *fds, int n
     return FS_OK;
 }
 
-/* Waits for one reply (honouring the connection's timeout). */
-static fs_status_t recv_reply(fs_client_t *c, local_t *L, int *type, void *buf, size_t cap, int *fds, int *nfds,
-                              int max_fds, size_t *len)
+/* Waits for one reply, within the connection's timeout (or `floor_ms` when
+ * none is set, so a server that accepted but never answers cannot hang the
+ * handshake forever). */
+static fs_status_t recv_reply_within(fs_client_t *c, local_t *L, int floor_ms, int *type, void *buf, size_t cap, int *fds,
+                                     int *nfds, int max_fds, size_t *len)
 {
     struct pollfd p = {.fd = L->sock, .events = POLLIN};
-    int rc = poll(&p, 1, L->timeout_ms > 0 ? L->timeout_ms : -1);
-    if (rc == 0) return fs_client_fail(c, FS_ERR_TIMEOUT, "no answer from the server within %d ms", L->timeout_ms);
+    int ms = L->timeout_ms > 0 ? L->timeout_ms : floor_ms;
+    int rc = poll(&p, 1, ms);
+    if (rc == 0) return fs_client_fail(c, FS_ERR_TIMEOUT, "no answer from the server within %d ms", ms);
     int got = fs_local_recv(L->sock, type, buf, cap, len, fds, nfds, max_fds, 0);
     if (got <= 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server closed the connection%s%s", got ? ": " : "",
@@ -214,6 +217,14 @@ static fs_status_t recv_reply(fs_client_t *c, local_t *L, int *type, void *buf, 
     }
     return FS_OK;
 }
+
+static fs_status_t recv_reply(fs_client_t *c, local_t *L, int *type, void *buf, size_t cap, int *fds, int *nfds,
+                              int max_fds, size_t *len)
+{
+    return recv_reply_within(c, L, -1, type, buf, cap, fds, nfds, max_fds, len);
+}
+
+#define HANDSHAKE_TIMEOUT_MS 30000
 
 static const fs_transport_ops_t local_ops;
 
@@ -237,7 +248,8 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(errno));
     int type, fds[FS_LOCAL_MAX_FDS], nfds = 0;
     size_t len;
-    fs_status_t st = recv_reply(c, L, &type, &L->w, sizeof L->w, fds, &nfds, FS_LOCAL_MAX_FDS, &len);
+    fs_status_t st = recv_reply_within(c, L, HANDSHAKE_TIMEOUT_MS, &type, &L->w, sizeof L->w, fds, &nfds,
+                                       FS_LOCAL_MAX_FDS, &len);
     if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof L->w))
         st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected handshake reply from unix://%s", path);
     if (st == FS_OK) st = map_dataset(c, L, fds, nfds);

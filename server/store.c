@@ -1,27 +1,39 @@
 /* store.c — the tiered store (see store.h).
  *
- * Tier memory: host and simulated-device tiers are private jemalloc arenas
- * (one per tier, so a tier's footprint is measurable and its pages never mix
- * with the request path's allocations); pinned and device tiers come from
- * the CUDA runtime. A simulated device enforces its capacity exactly like a
- * GPU would refuse cudaMalloc past its memory.
+ * Tier memory: host and simulated-device tiers are memfd segments, written
+ * once and then sealed (no write, no resize) and mapped read-only, so local
+ * clients can map the very same pages by descriptor and cannot change them;
+ * pinned and device tiers come from the CUDA runtime. A simulated device
+ * enforces its capacity exactly like a GPU would refuse cudaMalloc past its
+ * memory.
  *
  * Routing: per (reader, table) an N-entry array of FS_ROUTE(tier, row),
  * created on first placement for that reader; readers never placed for read
- * everything from tier 0 (NULL route). */
+ * everything from tier 0 (NULL route). fs_store_freeze() turns every route
+ * into a sealed memfd as well, after which the store only reads. */
 #include "store.h"
 
-#include <jemalloc/jemalloc.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
     fs_tier_kind_t kind;
     int device;
     size_t capacity, used;
-    unsigned arena;
 } tier_t;
+
+/* One block of tier memory: a sealed memfd mapping (fd >= 0) or CUDA memory. */
+typedef struct {
+    void *addr;
+    size_t len;
+    int fd;
+    fs_tier_kind_t kind;
+} seg_t;
 
 typedef struct {
     const fs_table_t *src;
@@ -45,6 +57,9 @@ struct fs_store {
     table_t *tables;
     topo_part_t topo[FS_MAX_TIERS];
     uint64_t *topo_route[FS_MAX_READERS];
+    seg_t *segs;                 /* every block of tier memory and every frozen route */
+    int num_segs, cap_segs;
+    int frozen;
     _Atomic uint64_t rows[FS_MAX_READERS][FS_MAX_TIERS], bytes[FS_MAX_READERS][FS_MAX_TIERS];
     _Atomic uint64_t topo_rows[FS_MAX_READERS][FS_MAX_TIERS], topo_bytes[FS_MAX_READERS][FS_MAX_TIERS];
 };
@@ -71,28 +86,24 @@ fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t
 
 /* ---- tier memory ------------------------------------------------------------ */
 
-static void tier_free(fs_store_t *s, int tier, void *p)
+static void seg_release(seg_t *g)
 {
-    if (!p) return;
-    switch (s->tier[tier].kind) {
-    case FS_TIER_PINNED: fs_cuda_free_pinned(p); break;
-    case FS_TIER_DEVICE: fs_cuda_free_device(p); break;
-    default: dallocx(p, MALLOCX_TCACHE_NONE); break;
-    }
+    if (g->kind == FS_TIER_PINNED) fs_cuda_free_pinned(g->addr);
+    else if (g->kind == FS_TIER_DEVICE) fs_cuda_free_device(g->addr);
+    else if (g->addr) munmap(g->addr, g->len ? g->len : 1);
+    if (g->fd >= 0) close(g->fd);
 }
 
 void fs_store_destroy(fs_store_t *s)
 {
     if (!s) return;
-    for (int k = 1; k < s->num_tiers; k++) {
-        for (int i = 0; i < s->num_tables; i++) tier_free(s, k, s->tables[i].rows[k]);
-        tier_free(s, k, s->topo[k].indptr);
-        tier_free(s, k, s->topo[k].indices);
-        tier_free(s, k, s->topo[k].weights);
+    for (int i = 0; i < s->num_segs; i++) seg_release(&s->segs[i]);
+    if (!s->frozen) { /* routes still private heap arrays */
+        for (int i = 0; i < s->num_tables; i++)
+            for (int r = 0; r < FS_MAX_READERS; r++) free(s->tables[i].route[r]);
+        for (int r = 0; r < FS_MAX_READERS; r++) free(s->topo_route[r]);
     }
-    for (int i = 0; i < s->num_tables; i++)
-        for (int r = 0; r < FS_MAX_READERS; r++) free(s->tables[i].route[r]);
-    for (int r = 0; r < FS_MAX_READERS; r++) free(s->topo_route[r]);
+    free(s->segs);
     free(s->tables);
     free(s);
 }
@@ -107,12 +118,9 @@ fs_status_t fs_store_add_tier(fs_store_t *s, fs_tier_kind_t kind, int device, si
     int on_device = kind == FS_TIER_DEVICE || kind == FS_TIER_SIM_DEVICE;
     if (on_device && (device < 0 || device >= FS_MAX_DEVICES))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: device id %d outside [0, %d)", device, FS_MAX_DEVICES);
+    if (s->frozen) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: frozen; tiers can no longer be added");
     tier_t t = {.kind = kind, .device = on_device ? device : -1, .capacity = capacity};
-    if (kind == FS_TIER_HOST || kind == FS_TIER_SIM_DEVICE) {
-        size_t sz = sizeof t.arena;
-        if (mallctl("arenas.create", &t.arena, &sz, NULL, 0) != 0)
-            return fs_error(err, FS_ERR_NOMEM, "store: jemalloc could not create an arena");
-    } else {
+    if (kind == FS_TIER_PINNED || kind == FS_TIER_DEVICE) {
         void *probe; /* fail now, not at the first placement, when there is no GPU */
         fs_status_t st = kind == FS_TIER_PINNED ? fs_cuda_alloc_pinned(64, &probe, err)
                                                 : fs_cuda_alloc_device(device, 64, &probe, err);
@@ -133,29 +141,82 @@ void fs_store_tier_info(const fs_store_t *s, int tier, fs_tier_info_t *out)
     *out = (fs_tier_info_t){.kind = t->kind, .device = t->device, .capacity = t->capacity, .used = t->used};
 }
 
-/* Allocates bytes in a tier, within its capacity. */
-static fs_status_t tier_alloc(fs_store_t *s, int tier, size_t bytes, void **p, fs_error_t *err)
+static seg_t *seg_push(fs_store_t *s)
+{
+    if (s->num_segs == s->cap_segs) {
+        int cap = s->cap_segs ? s->cap_segs * 2 : 64;
+        seg_t *g = realloc(s->segs, (size_t)cap * sizeof *g);
+        if (!g) return NULL;
+        s->segs = g;
+        s->cap_segs = cap;
+    }
+    return &s->segs[s->num_segs++];
+}
+
+/* A writable memfd of `bytes` for host-side tier memory. */
+static fs_status_t memfd_segment(seg_t *g, size_t bytes, const char *name, fs_error_t *err)
+{
+    g->fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (g->fd < 0) return fs_error(err, FS_ERR_NOMEM, "store: memfd_create: %s", strerror(errno));
+    g->len = bytes;
+    if (ftruncate(g->fd, (off_t)(bytes ? bytes : 1)) != 0)
+        return fs_error(err, FS_ERR_NOMEM, "store: cannot size tier memory to %zu bytes: %s", bytes, strerror(errno));
+    g->addr = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
+    if (g->addr == MAP_FAILED) {
+        g->addr = NULL;
+        return fs_error(err, FS_ERR_NOMEM, "store: cannot map %zu bytes of tier memory: %s", bytes, strerror(errno));
+    }
+    return FS_OK;
+}
+
+/* Seals a written memfd segment (no write, no resize, no more seals) and
+ * maps it read-only; *p follows the new address. */
+static fs_status_t seg_seal(seg_t *g, void **p, fs_error_t *err)
+{
+    if (g->fd < 0) return FS_OK; /* CUDA memory: nothing to share by descriptor */
+    munmap(g->addr, g->len ? g->len : 1);
+    g->addr = NULL;
+    if (fcntl(g->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+        return fs_error(err, FS_ERR_IO, "store: cannot seal tier memory: %s", strerror(errno));
+    g->addr = mmap(NULL, g->len ? g->len : 1, PROT_READ, MAP_SHARED, g->fd, 0);
+    if (g->addr == MAP_FAILED) {
+        g->addr = NULL;
+        return fs_error(err, FS_ERR_NOMEM, "store: cannot map sealed tier memory: %s", strerror(errno));
+    }
+    *p = g->addr;
+    return FS_OK;
+}
+
+/* Allocates bytes in a tier, within its capacity; *g is its segment. */
+static fs_status_t tier_alloc(fs_store_t *s, int tier, size_t bytes, void **p, seg_t **g, fs_error_t *err)
 {
     tier_t *t = &s->tier[tier];
     *p = NULL;
     if (t->capacity && t->used + bytes > t->capacity)
         return fs_error(err, FS_ERR_RESOURCE, "store: tier %d (%s %d) cannot take %zu more bytes: %zu of %zu used",
                         tier, fs_tier_kind_name(t->kind), t->device, bytes, t->used, t->capacity);
-    fs_status_t st = FS_OK;
-    if (t->kind == FS_TIER_PINNED) st = fs_cuda_alloc_pinned(bytes, p, err);
-    else if (t->kind == FS_TIER_DEVICE) st = fs_cuda_alloc_device(t->device, bytes, p, err);
-    else if (!(*p = mallocx(bytes ? bytes : 1, MALLOCX_ARENA(t->arena) | MALLOCX_ALIGN(64) | MALLOCX_TCACHE_NONE)))
-        st = fs_error(err, FS_ERR_NOMEM, "store: out of host memory for %zu bytes in tier %d", bytes, tier);
-    if (st == FS_OK) t->used += bytes;
+    seg_t *seg = seg_push(s);
+    if (!seg) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    *seg = (seg_t){.fd = -1, .kind = t->kind, .len = bytes};
+    fs_status_t st;
+    if (t->kind == FS_TIER_PINNED) st = fs_cuda_alloc_pinned(bytes, &seg->addr, err);
+    else if (t->kind == FS_TIER_DEVICE) st = fs_cuda_alloc_device(t->device, bytes, &seg->addr, err);
+    else st = memfd_segment(seg, bytes, "featstore-tier", err);
+    if (st == FS_OK) {
+        t->used += bytes;
+        *p = seg->addr;
+        *g = seg;
+    }
     return st;
 }
 
-/* Copies host bytes into tier memory (device tiers via the CUDA runtime). */
-static fs_status_t tier_write(fs_store_t *s, int tier, void *dst, const void *src, size_t bytes, fs_error_t *err)
+/* Fills tier memory from host bytes and seals it. */
+static fs_status_t tier_fill(fs_store_t *s, int tier, seg_t *g, void **p, const void *src, size_t bytes,
+                             fs_error_t *err)
 {
-    if (s->tier[tier].kind == FS_TIER_DEVICE) return fs_cuda_copy(dst, src, bytes, err);
-    memcpy(dst, src, bytes);
-    return FS_OK;
+    if (s->tier[tier].kind == FS_TIER_DEVICE) return fs_cuda_copy(*p, src, bytes, err);
+    memcpy(*p, src, bytes);
+    return seg_seal(g, p, err);
 }
 
 /* ---- routing ---------------------------------------------------------------- */
@@ -207,6 +268,7 @@ static table_t *find_table(const fs_store_t *s, const char *name)
 static fs_status_t check_place(const fs_store_t *s, int tier, const int64_t *ids, int64_t n, uint32_t readers,
                                fs_error_t *err)
 {
+    if (s->frozen) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: frozen; placement can no longer change");
     if (tier < 1 || tier >= s->num_tiers)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: tier %d does not exist (tiers 1..%d take placements)",
                         tier, s->num_tiers - 1);
@@ -226,13 +288,12 @@ fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, cons
     if (st != FS_OK) return st;
     if (t->rows[tier]) return fs_error(err, FS_ERR_EXISTS, "store: table '%s' already has rows in tier %d", table, tier);
     size_t rb = t->src->row_bytes, bytes = (size_t)n * rb;
-    int staged = s->tier[tier].kind == FS_TIER_DEVICE;
-    char *buf = NULL, *dst;
-    if ((st = tier_alloc(s, tier, bytes, &t->rows[tier], err))) return st;
-    if (staged && !(buf = malloc(bytes ? bytes : 1))) return fs_error(err, FS_ERR_NOMEM, "store: out of memory");
-    dst = staged ? buf : t->rows[tier];
-    for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * rb, (const char *)t->src->data + (size_t)ids[i] * rb, rb);
-    if (staged) st = tier_write(s, tier, t->rows[tier], buf, bytes, err);
+    char *buf = malloc(bytes ? bytes : 1);
+    seg_t *g;
+    if (!buf) return fs_error(err, FS_ERR_NOMEM, "store: out of memory");
+    for (int64_t i = 0; i < n; i++) memcpy(buf + (size_t)i * rb, (const char *)t->src->data + (size_t)ids[i] * rb, rb);
+    st = tier_alloc(s, tier, bytes, &t->rows[tier], &g, err);
+    if (st == FS_OK) st = tier_fill(s, tier, g, &t->rows[tier], buf, bytes, err);
     free(buf);
     t->nrows[tier] = n;
     if (st == FS_OK) st = route_to(s, t->route, tier, ids, n, readers, s->ds->num_nodes, err);
@@ -261,16 +322,81 @@ fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *node
         memcpy(ix + (size_t)ip[i] * isz, (const char *)ds->indices + (size_t)b * isz, (size_t)deg * isz);
         if (w) memcpy(w + ip[i], ds->edge_weights + b, (size_t)deg * sizeof *w);
     }
-    if (!st) st = tier_alloc(s, tier, ((size_t)n + 1) * sizeof *ip, (void **)&p->indptr, err);
-    if (!st) st = tier_alloc(s, tier, (size_t)e * isz, &p->indices, err);
-    if (!st && w) st = tier_alloc(s, tier, (size_t)e * sizeof *w, (void **)&p->weights, err);
-    if (!st) st = tier_write(s, tier, p->indptr, ip, ((size_t)n + 1) * sizeof *ip, err);
-    if (!st) st = tier_write(s, tier, p->indices, ix, (size_t)e * isz, err);
-    if (!st && w) st = tier_write(s, tier, p->weights, w, (size_t)e * sizeof *w, err);
+    seg_t *g;
+    if (!st) st = tier_alloc(s, tier, ((size_t)n + 1) * sizeof *ip, (void **)&p->indptr, &g, err);
+    if (!st) st = tier_fill(s, tier, g, (void **)&p->indptr, ip, ((size_t)n + 1) * sizeof *ip, err);
+    if (!st) st = tier_alloc(s, tier, (size_t)e * isz, &p->indices, &g, err);
+    if (!st) st = tier_fill(s, tier, g, &p->indices, ix, (size_t)e * isz, err);
+    if (!st && w) st = tier_alloc(s, tier, (size_t)e * sizeof *w, (void **)&p->weights, &g, err);
+    if (!st && w) st = tier_fill(s, tier, g, (void **)&p->weights, w, (size_t)e * sizeof *w, err);
     p->rows = n;
     free(ip), free(ix), free(w);
     if (st == FS_OK) st = route_to(s, s->topo_route, tier, nodes, n, readers, ds->num_nodes, err);
     return st;
+}
+
+/* ---- freezing and sharing -------------------------------------------------------- */
+
+/* Moves a heap route into a sealed memfd mapping. */
+static fs_status_t freeze_route(fs_store_t *s, uint64_t **route, int64_t n, fs_error_t *err)
+{
+    if (!*route) return FS_OK;
+    seg_t *g = seg_push(s);
+    if (!g) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    *g = (seg_t){.fd = -1, .kind = FS_TIER_HOST};
+    fs_status_t st = memfd_segment(g, (size_t)n * sizeof **route, "featstore-route", err);
+    if (st != FS_OK) return st;
+    memcpy(g->addr, *route, (size_t)n * sizeof **route);
+    free(*route);
+    *route = g->addr;
+    return seg_seal(g, (void **)route, err);
+}
+
+fs_status_t fs_store_freeze(fs_store_t *s, fs_error_t *err)
+{
+    if (s->frozen) return FS_OK;
+    fs_status_t st = FS_OK;
+    for (int i = 0; i < s->num_tables && !st; i++)
+        for (int r = 0; r < FS_MAX_READERS && !st; r++) st = freeze_route(s, &s->tables[i].route[r], s->ds->num_nodes, err);
+    for (int r = 0; r < FS_MAX_READERS && !st; r++) st = freeze_route(s, &s->topo_route[r], s->ds->num_nodes, err);
+    if (st == FS_OK) s->frozen = 1;
+    return st;
+}
+
+int fs_store_frozen(const fs_store_t *s) { return s->frozen; }
+
+static int fd_of(const fs_store_t *s, const void *addr)
+{
+    for (int i = 0; addr && i < s->num_segs; i++)
+        if (s->segs[i].addr == addr) return s->segs[i].fd;
+    return -1;
+}
+
+int fs_store_table_fd(const fs_store_t *s, const char *table, int tier, int64_t *rows)
+{
+    const table_t *t = find_table(s, table);
+    if (!t || tier < 1 || tier >= s->num_tiers) return -1;
+    *rows = t->nrows[tier];
+    return fd_of(s, t->rows[tier]);
+}
+
+int fs_store_route_fd(const fs_store_t *s, const char *table, int reader)
+{
+    const table_t *t = find_table(s, table);
+    return t && valid_reader(reader) ? fd_of(s, t->route[reader_index(reader)]) : -1;
+}
+
+int fs_store_topology_fd(const fs_store_t *s, int tier, int which, int64_t *rows)
+{
+    if (tier < 1 || tier >= s->num_tiers) return -1;
+    const topo_part_t *p = &s->topo[tier];
+    *rows = p->rows;
+    return fd_of(s, which == 0 ? (void *)p->indptr : which == 1 ? p->indices : (void *)p->weights);
+}
+
+int fs_store_topology_route_fd(const fs_store_t *s, int reader)
+{
+    return valid_reader(reader) ? fd_of(s, s->topo_route[reader_index(reader)]) : -1;
 }
 
 /* ---- views and reads ----------------------------------------------------------- */

@@ -2,8 +2,8 @@
  * neighbour list lives, and how each reader finds it.
  *
  * Tier 0 is always the dataset's read-only mmap (host). More tiers are added
- * by the placement: host (a jemalloc arena), pinned host (mapped, CUDA),
- * device (cudaMalloc) and simulated device (a host arena with a device id and
+ * by the placement: host (sealed memfd memory), pinned host (mapped, CUDA),
+ * device (cudaMalloc) and simulated device (host memory with a device id and
  * a capacity limit, so placement and routing run for real on machines with no
  * GPU). Placing rows copies them into a tier and points the routes of chosen
  * readers at them. A route only ever moves closer: local device < peer device
@@ -54,6 +54,19 @@ fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, cons
 /* Copies the neighbour lists of `nodes` into `tier` and routes `readers`. */
 fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
                                     fs_error_t *err);
+
+/* Ends placement: routes become sealed memfd mappings (like the tiers), so
+ * the store can be shared with local clients by descriptor. Placement and
+ * add_tier fail afterwards. Idempotent. */
+fs_status_t fs_store_freeze(fs_store_t *s, fs_error_t *err);
+int fs_store_frozen(const fs_store_t *s);
+
+/* Descriptors for local clients (read-only, sealed; owned by the store):
+ * -1 when absent or not shareable (GPU memory). rows receives the rows. */
+int fs_store_table_fd(const fs_store_t *s, const char *table, int tier, int64_t *rows);
+int fs_store_route_fd(const fs_store_t *s, const char *table, int reader);
+int fs_store_topology_fd(const fs_store_t *s, int tier, int which /* 0 indptr, 1 indices, 2 weights */, int64_t *rows);
+int fs_store_topology_route_fd(const fs_store_t *s, int reader);
 
 /* The view a reader gathers `table` through (valid until the next place). */
 fs_status_t fs_store_table_view(const fs_store_t *s, const char *table, int reader, fs_table_view_t *out,

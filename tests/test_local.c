@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -65,7 +66,7 @@ static void teardown(void)
     free(dir);
 }
 
-TestSuite(local, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(local, .init = setup, .fini = teardown, .timeout = 600);
 
 static fs_client_t *connect_ok(void)
 {
@@ -209,6 +210,7 @@ Test(local, eight_client_processes_at_once)
     pid_t pid[8];
     for (int k = 0; k < 8; k++) {
         if ((pid[k] = fork()) == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
             fs_client_t *c;
             int bad = fs_connect(uri, &c) != FS_OK;
             for (int it = 0; it < 10 && !bad; it++) {
@@ -260,6 +262,7 @@ Test(local, a_killed_client_costs_the_others_nothing)
     cr_assert_eq(pipe(ready), 0);
     pid_t victim = fork();
     if (victim == 0) { /* connects, then samples until killed */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         fs_client_t *c;
         if (fs_connect(uri, &c) != FS_OK) _exit(1);
         if (write(ready[1], "x", 1) != 1) _exit(1);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +51,7 @@ static int start(server_t *s, const char *extra)
     cr_assert_eq(pipe(p), 0);
     s->pid = fork();
     if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the server never outlives the test */
         dup2(p[1], 1);
         close(p[0]);
         char cmd[2048];
