@@ -42,8 +42,8 @@ typedef struct {
 typedef struct {
     int sock;
     fs_local_welcome_t w;
-    void *maps[3 + FS_LOCAL_MAX_TABLES];
-    size_t map_len[3 + FS_LOCAL_MAX_TABLES];
+    void *maps[FS_LOCAL_MAX_FDS];
+    size_t map_len[FS_LOCAL_MAX_FDS];
     int num_maps;
     fs_csr_view_t csr;
     fs_table_view_t tables[FS_LOCAL_MAX_TABLES];
@@ -168,18 +168,20 @@ static fs_status_t map_fd(fs_client_t *c, local_t *L, int fd, int64_t offset, si
     return FS_OK;
 }
 
-static fs_status_t map_dataset(fs_client_t *c, local_t *L, const int *fds, int nfds)
+static fs_status_t map_whole(fs_client_t *c, local_t *L, int fd, size_t bytes, const void **data)
+{
+    return map_fd(c, L, fd, 0, bytes, data);
+}
+
+/* The tier-0 files: topology and feature tables. */
+static fs_status_t map_files(fs_client_t *c, local_t *L, const int *fds, int *f)
 {
     const fs_local_welcome_t *w = &L->w;
-    int need = 2 + (w->has_weights ? 1 : 0) + (int)w->num_tables, f = 0;
-    if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_slots < 1 || w->num_slots > FS_LOCAL_MAX_SLOTS ||
-        nfds != need + (int)w->num_slots)
-        return fs_client_fail(c, FS_ERR_FORMAT, "server sent %d descriptors, expected %d", nfds, need + (int)w->num_slots);
     const void *indptr, *indices, *weights = NULL;
     size_t isz = w->index_dtype == FS_DTYPE_I32 ? 4 : 8;
-    fs_status_t st = map_fd(c, L, fds[f++], w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
-    if (!st) st = map_fd(c, L, fds[f++], w->indices_offset, (size_t)w->num_edges * isz, &indices);
-    if (!st && w->has_weights) st = map_fd(c, L, fds[f++], w->weights_offset, (size_t)w->num_edges * 4, &weights);
+    fs_status_t st = map_fd(c, L, fds[(*f)++], w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
+    if (!st) st = map_fd(c, L, fds[(*f)++], w->indices_offset, (size_t)w->num_edges * isz, &indices);
+    if (!st && w->has_weights) st = map_fd(c, L, fds[(*f)++], w->weights_offset, (size_t)w->num_edges * 4, &weights);
     if (st) return st;
     fs_csr_view_init(&L->csr, w->num_nodes, indptr, indices, (fs_dtype_t)w->index_dtype, weights);
     for (uint32_t i = 0; i < w->num_tables; i++) {
@@ -187,11 +189,63 @@ static fs_status_t map_dataset(fs_client_t *c, local_t *L, const int *fds, int n
         fs_table_view_t *v = &L->tables[i];
         size_t rb = (size_t)t->dim * fs_dtype_size((fs_dtype_t)t->dtype);
         const void *data;
-        if ((st = map_fd(c, L, fds[f++], t->data_offset, (size_t)t->rows * rb, &data))) return st;
+        if ((st = map_fd(c, L, fds[(*f)++], t->data_offset, (size_t)t->rows * rb, &data))) return st;
         *v = (fs_table_view_t){.dtype = (fs_dtype_t)t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb,
                                .num_tiers = 1};
         v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = data, .rows = t->rows};
     }
+    return FS_OK;
+}
+
+/* The reader's placement: slices, routes, topology parts (all sealed). */
+static fs_status_t map_placement(fs_client_t *c, local_t *L, const int *fds, int *f)
+{
+    const fs_local_welcome_t *w = &L->w;
+    size_t isz = w->index_dtype == FS_DTYPE_I32 ? 4 : 8;
+    fs_status_t st = FS_OK;
+    for (uint32_t t = 0; t < w->num_tables; t++) {
+        fs_table_view_t *v = &L->tables[t];
+        v->num_tiers = (int)w->num_tiers;
+        for (uint32_t k = 1; k < w->num_tiers; k++) {
+            v->tier[k] = (fs_tier_ref_t){.kind = (fs_tier_kind_t)w->tier_kind[k], .device = w->tier_device[k]};
+            if (w->slice_rows[t][k] <= 0) continue;
+            v->tier[k].rows = w->slice_rows[t][k];
+            if ((st = map_whole(c, L, fds[(*f)++], (size_t)w->slice_rows[t][k] * v->row_bytes, &v->tier[k].base)))
+                return st;
+        }
+    }
+    for (uint32_t t = 0; t < w->num_tables; t++)
+        if (w->table_route[t] &&
+            (st = map_whole(c, L, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&L->tables[t].route)))
+            return st;
+    L->csr.num_parts = (int)w->num_tiers;
+    for (uint32_t k = 1; k < w->num_tiers; k++) {
+        int64_t rows = w->topo_rows[k];
+        if (rows <= 0) continue;
+        fs_csr_part_t *p = &L->csr.part[k];
+        p->rows = rows;
+        if ((st = map_whole(c, L, fds[(*f)++], (size_t)(rows + 1) * 8, (const void **)&p->indptr))) return st;
+        size_t edges = (size_t)p->indptr[rows];
+        if ((st = map_whole(c, L, fds[(*f)++], edges * isz, &p->indices))) return st;
+        if (w->has_weights && (st = map_whole(c, L, fds[(*f)++], edges * 4, (const void **)&p->weights))) return st;
+    }
+    if (w->topo_route && (st = map_whole(c, L, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&L->csr.route)))
+        return st;
+    return FS_OK;
+}
+
+static fs_status_t map_dataset(fs_client_t *c, local_t *L, const int *fds, int nfds)
+{
+    const fs_local_welcome_t *w = &L->w;
+    if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_tiers < 1 || w->num_tiers > FS_LOCAL_MAX_TIERS ||
+        w->num_slots < 1 || w->num_slots > FS_LOCAL_MAX_SLOTS || nfds < (int)w->num_slots)
+        return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
+    int f = 0, data_fds = nfds - (int)w->num_slots;
+    fs_status_t st = map_files(c, L, fds, &f);
+    if (!st) st = map_placement(c, L, fds, &f);
+    if (!st && f != data_fds)
+        st = fs_client_fail(c, FS_ERR_FORMAT, "server sent %d dataset descriptors, the handshake describes %d", data_fds, f);
+    if (st) return st;
     for (uint32_t i = 0; i < w->num_slots; i++) L->slots[L->num_slots++] = (slot_t){.fd = fds[f++]};
     return FS_OK;
 }
@@ -243,7 +297,12 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
     L->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (L->sock < 0 || connect(L->sock, (struct sockaddr *)&a, sizeof a) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "cannot connect to unix://%s: %s", path, strerror(errno));
-    fs_local_hello_t h = {.api_version = FS_CLIENT_API_VERSION, .slots = (uint32_t)c->opts.slots, .pid = getpid()};
+    int reader = -1;
+    const char *dev = c->opts.device;
+    if (dev && strcmp(dev, "cpu") != 0 && (sscanf(dev, "gpu:%d", &reader) != 1 || reader < 0 || reader > 15))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "device '%s' must be \"cpu\" or \"gpu:N\" with N < 16", dev);
+    fs_local_hello_t h = {.api_version = FS_CLIENT_API_VERSION, .slots = (uint32_t)c->opts.slots, .pid = getpid(),
+                          .reader = reader};
     if (fs_local_send(L->sock, FS_LOCAL_HELLO, &h, sizeof h, NULL, 0, 0) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(errno));
     int type, fds[FS_LOCAL_MAX_FDS], nfds = 0;
@@ -272,7 +331,7 @@ static void report(local_t *L, int method, fs_status_t st, double t0, const fs_g
                    const fs_gather_counters_t *t)
 {
     fs_local_report_t r = {.method = method, .status = st, .latency_ns = (int64_t)((now_s() - t0) * 1e9)};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < FS_LOCAL_MAX_TIERS; k++) {
         r.feature_rows[k] = f ? f->rows[k] : 0, r.feature_bytes[k] = f ? f->bytes[k] : 0;
         r.topo_lists[k] = t ? t->rows[k] : 0, r.topo_bytes[k] = t ? t->bytes[k] : 0;
     }

@@ -4,11 +4,16 @@
  * kept, file descriptors passed with SCM_RIGHTS. A message is a fixed header
  * plus a payload. The conversation:
  *
- *   client -> HELLO {api_version, slots, pid}
- *   server -> WELCOME {dataset shape, tables, limits} + fds: indptr, indices,
- *             [edge weights], one per table (all opened read-only: the client
- *             maps them PROT_READ, sharing the server's page cache), then one
- *             memfd per result slot (read-write, owned by this client)
+ *   client -> HELLO {api_version, slots, pid, reader}
+ *   server -> WELCOME {dataset shape, tables, limits, tiers, what of each
+ *             table and of the topology the placement put in each tier} +
+ *             fds, in this order: indptr, indices, [edge weights], one per
+ *             table (files opened read-only: the client maps them PROT_READ,
+ *             sharing the server's page cache); then the reader's placement,
+ *             all sealed memfds: each table's slice in each tier (table-major),
+ *             each table's route, each tier's topology part (indptr, indices,
+ *             [weights]), the topology route; then one memfd per result
+ *             slot (read-write, owned by this client)
  *   client -> INFO | STATS           server -> INFO_REPLY (an encoded
  *             featstore.v1.InfoResponse) | STATS_REPLY (Prometheus text)
  *   client -> REPORT {method, status, latency, rows/bytes read per tier}
@@ -27,10 +32,11 @@
 #include "fs_types.h"
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
-#define FS_LOCAL_VERSION 1
+#define FS_LOCAL_VERSION 2
 #define FS_LOCAL_MAX_TABLES 16
+#define FS_LOCAL_MAX_TIERS 16
 #define FS_LOCAL_MAX_SLOTS 64
-#define FS_LOCAL_MAX_FDS (4 + FS_LOCAL_MAX_TABLES + FS_LOCAL_MAX_SLOTS)
+#define FS_LOCAL_MAX_FDS 250 /* under the kernel's SCM_RIGHTS limit of 253 */
 #define FS_LOCAL_MAX_MSG (256 * 1024)
 
 enum {
@@ -56,6 +62,8 @@ typedef struct {
     uint32_t api_version;
     uint32_t slots;
     int64_t pid;
+    int32_t reader;        /* -1 = the CPU, else the GPU / simulated GPU id */
+    int32_t pad;
 } fs_local_hello_t;
 
 typedef struct {
@@ -78,14 +86,23 @@ typedef struct {
     int64_t max_ids, max_fanout_product, max_response_bytes;
     char dataset[128];
     fs_local_table_t tables[FS_LOCAL_MAX_TABLES];
+    /* the placement, as this client's reader sees it */
+    int32_t reader;
+    uint32_t num_tiers;                                      /* tier 0 = the files above */
+    int32_t tier_kind[FS_LOCAL_MAX_TIERS], tier_device[FS_LOCAL_MAX_TIERS];
+    int64_t slice_rows[FS_LOCAL_MAX_TABLES][FS_LOCAL_MAX_TIERS]; /* > 0: a descriptor follows */
+    int32_t table_route[FS_LOCAL_MAX_TABLES];                /* 1: a route descriptor follows */
+    int64_t topo_rows[FS_LOCAL_MAX_TIERS];                   /* > 0: part descriptors follow */
+    int32_t topo_route;
+    int32_t pad2;
 } fs_local_welcome_t;
 
 typedef struct {
     int32_t method;        /* fs_method_t */
     int32_t status;        /* fs_status_t */
     int64_t latency_ns;
-    uint64_t feature_rows[4], feature_bytes[4];   /* per tier, tiers 0..3 */
-    uint64_t topo_lists[4], topo_bytes[4];
+    uint64_t feature_rows[FS_LOCAL_MAX_TIERS], feature_bytes[FS_LOCAL_MAX_TIERS];   /* per source tier */
+    uint64_t topo_lists[FS_LOCAL_MAX_TIERS], topo_bytes[FS_LOCAL_MAX_TIERS];
 } fs_local_report_t;
 
 typedef struct {

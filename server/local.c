@@ -101,20 +101,85 @@ static int send_error(client_t *c, fs_status_t st, const char *msg)
     return fs_local_send(c->fd, FS_LOCAL_ERROR, &e, sizeof e, NULL, 0, MSG_DONTWAIT);
 }
 
+/* Adds the reader's placement (tier slices, routes, topology parts) to the
+ * welcome and its descriptors to fds. FS_OK, or why it cannot be shared. */
+static fs_status_t add_placement(fs_local_server_t *s, int reader, fs_local_welcome_t *w, int *fds, int *n,
+                                 fs_error_t *err)
+{
+    fs_store_t *st = fs_engine_store(s->engine);
+    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
+    if (!fs_store_frozen(st)) return fs_error(err, FS_ERR_INTERNAL, "the store is not frozen");
+    w->reader = reader;
+    w->num_tiers = (uint32_t)fs_store_num_tiers(st);
+    for (uint32_t k = 0; k < w->num_tiers; k++) {
+        fs_tier_info_t ti;
+        fs_store_tier_info(st, (int)k, &ti);
+        w->tier_kind[k] = ti.kind, w->tier_device[k] = ti.device;
+    }
+#define PUSH(fd)                                                                                      \
+    do {                                                                                              \
+        if (*n == FS_LOCAL_MAX_FDS - FS_LOCAL_MAX_SLOTS)                                              \
+            return fs_error(err, FS_ERR_RESOURCE, "the placement has too many pieces to hand over");  \
+        fds[(*n)++] = (fd);                                                                           \
+    } while (0)
+    for (uint32_t t = 0; t < w->num_tables; t++)
+        for (uint32_t k = 1; k < w->num_tiers; k++) {
+            int64_t rows = 0;
+            int fd = fs_store_table_fd(st, ds->tables[t].name, (int)k, &rows);
+            if (rows > 0 && fd < 0)
+                return fs_error(err, FS_ERR_UNSUPPORTED, "tier %u holds GPU memory, which is not yet handed to "
+                                "local clients (CUDA IPC); connect as another reader", k);
+            if (rows > 0) {
+                PUSH(fd);
+                w->slice_rows[t][k] = rows;
+            }
+        }
+    for (uint32_t t = 0; t < w->num_tables; t++) {
+        int fd = fs_store_route_fd(st, ds->tables[t].name, reader);
+        if (fd >= 0) {
+            PUSH(fd);
+            w->table_route[t] = 1;
+        }
+    }
+    for (uint32_t k = 1; k < w->num_tiers; k++) {
+        int64_t rows = 0;
+        int ip = fs_store_topology_fd(st, (int)k, 0, &rows), ix = fs_store_topology_fd(st, (int)k, 1, &rows);
+        if (rows <= 0) continue;
+        if (ip < 0 || ix < 0)
+            return fs_error(err, FS_ERR_UNSUPPORTED, "tier %u holds topology in GPU memory, not yet handed to local "
+                            "clients", k);
+        PUSH(ip);
+        PUSH(ix);
+        if (w->has_weights) PUSH(fs_store_topology_fd(st, (int)k, 2, &rows));
+        w->topo_rows[k] = rows;
+    }
+    int fd = fs_store_topology_route_fd(st, reader);
+    if (fd >= 0) {
+        PUSH(fd);
+        w->topo_route = 1;
+    }
+#undef PUSH
+    return FS_OK;
+}
+
 static int on_hello(fs_local_server_t *s, client_t *c, const fs_local_hello_t *h)
 {
     if (c->welcomed) return send_error(c, FS_ERR_INVALID_ARGUMENT, "HELLO sent twice");
     if (h->api_version != 1) return send_error(c, FS_ERR_UNSUPPORTED, "unsupported api_version");
+    if (h->reader < -1 || h->reader >= FS_MAX_DEVICES)
+        return send_error(c, FS_ERR_INVALID_ARGUMENT, "reader must be -1 (the CPU) or a device id below 16");
+    fs_local_welcome_t w = s->welcome;
+    int fds[FS_LOCAL_MAX_FDS], n = 0;
+    fs_error_t err = {0};
+    for (int i = 0; i < s->num_data_fds; i++) fds[n++] = s->data_fds[i];
+    if (add_placement(s, h->reader, &w, fds, &n, &err) != FS_OK) return send_error(c, err.code, err.msg);
     int want = h->slots < 1 ? 1 : h->slots > FS_LOCAL_MAX_SLOTS ? FS_LOCAL_MAX_SLOTS : (int)h->slots;
     for (c->num_slots = 0; c->num_slots < want; c->num_slots++) {
         int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
         if (fd < 0) return send_error(c, FS_ERR_NOMEM, "cannot create result slots");
         c->slots[c->num_slots] = fd;
+        fds[n++] = fd;
     }
-    int fds[FS_LOCAL_MAX_FDS], n = 0;
-    for (int i = 0; i < s->num_data_fds; i++) fds[n++] = s->data_fds[i];
-    for (int i = 0; i < c->num_slots; i++) fds[n++] = c->slots[i];
-    fs_local_welcome_t w = s->welcome;
     w.num_slots = (uint32_t)c->num_slots;
     if (fs_local_send(c->fd, FS_LOCAL_WELCOME, &w, sizeof w, fds, n, MSG_DONTWAIT) != 0) return -1;
     c->welcomed = 1;
@@ -150,7 +215,7 @@ static int on_stats(fs_local_server_t *s, client_t *c)
 static void on_report(fs_local_server_t *s, const fs_local_report_t *r)
 {
     fs_gather_counters_t f = {0}, t = {0};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < FS_LOCAL_MAX_TIERS; k++) {
         f.rows[k] = r->feature_rows[k], f.bytes[k] = r->feature_bytes[k];
         t.rows[k] = r->topo_lists[k], t.bytes[k] = r->topo_bytes[k];
     }
@@ -264,7 +329,8 @@ fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, 
     s->engine = engine;
     s->metrics = metrics;
     s->listen_fd = s->epoll_fd = s->wake_fd = -1;
-    fs_status_t st = prepare_welcome(s, err);
+    fs_status_t st = fs_store_freeze(fs_engine_store(engine), err); /* sharing the store ends placement */
+    if (!st) st = prepare_welcome(s, err);
     if (!st) st = bind_socket(s, socket_path, err);
     if (!st) {
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);

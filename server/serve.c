@@ -125,6 +125,8 @@ int fs_serve(const fs_serve_opts_t *o)
     fs_status_t st = fs_dataset_open(o->dataset, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
+    /* (the placement plugs in here, before the store is frozen) */
+    if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (!st && o->socket_path) st = fs_local_server_start(o->socket_path, s.engine, s.metrics, &s.local, &err);

@@ -336,3 +336,73 @@ Test(local, server_stop_is_seen_by_clients)
     fs_error_t err = {0};
     cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "restart on the same path");
 }
+
+/* Replaces the default server with one whose store has a placement: two
+ * simulated GPUs holding feature rows and neighbour lists. */
+static int place_and_restart(void)
+{
+    fs_local_server_stop(server);
+    fs_metrics_destroy(metrics);
+    fs_engine_destroy(engine);
+    fs_store_destroy(store);
+    fs_error_t err = {0};
+    cr_assert_eq(fs_store_create(ds, &store, &err), FS_OK);
+    int gpu0, gpu1;
+    cr_assert_eq(fs_store_add_tier(store, FS_TIER_SIM_DEVICE, 0, 0, &gpu0, &err), FS_OK);
+    cr_assert_eq(fs_store_add_tier(store, FS_TIER_SIM_DEVICE, 1, 0, &gpu1, &err), FS_OK);
+    int64_t n = ds->num_nodes / 2, *lo = malloc(sizeof *lo * (size_t)n), *hi = malloc(sizeof *hi * (size_t)n);
+    for (int64_t i = 0; i < n; i++) lo[i] = i, hi[i] = n + i;
+    uint32_t both = FS_READER_BIT(0) | FS_READER_BIT(1);
+    cr_assert_eq(fs_store_place_rows(store, "feat", gpu0, lo, n, both, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_place_rows(store, "feat", gpu1, hi, n, both, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_place_topology(store, gpu0, lo, n, FS_READER_BIT(0), &err), FS_OK, "%s", err.msg);
+    free(lo), free(hi);
+    cr_assert_eq(fs_engine_create(ds, store, NULL, &engine, &err), FS_OK);
+    metrics = fs_metrics_create(ds, store);
+    cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "%s", err.msg);
+    return gpu0;
+}
+
+Test(local, clients_read_through_the_placement_of_their_device)
+{
+    int gpu0 = place_and_restart();
+    fs_connect_opts_t o = {.device = "gpu:0"};
+    fs_client_t *c;
+    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    int64_t seeds[512];
+    seeds_for(seeds, 512, 5);
+    fs_sample_req_t req = req3(5);
+    fs_batch_t *b;
+    cr_assert_eq(fs_sample_gather(c, seeds, 512, &req, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_not(differs(b, seeds, 512, &req), "reading through simulated GPUs changes nothing");
+    int64_t rows = b->rows;
+    fs_batch_free(b);
+    char *text = NULL, want[160];
+    snprintf(want, sizeof want, "featstore_feature_rows_read_total{reader=\"local\",tier=\"%d\",kind=\"sim_device\"", gpu0);
+    for (int i = 0; i < 100; i++) {
+        fs_stats_free(text);
+        cr_assert_eq(fs_stats(c, &text), FS_OK);
+        if (strstr(text, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 1\n")) break;
+        usleep(10000);
+    }
+    char *line = strstr(text, want);
+    cr_assert_not_null(line, "%s", text);
+    long long from_gpu0 = atoll(strchr(line, '}') + 2);
+    cr_assert(from_gpu0 > 0 && from_gpu0 < rows, "some rows, not all, came from tier %d: %lld of %lld", gpu0, from_gpu0,
+              (long long)rows);
+    snprintf(want, sizeof want, "featstore_topology_lists_read_total{reader=\"local\",tier=\"%d\"", gpu0);
+    line = strstr(text, want);
+    cr_assert(line && atoll(strchr(line, '}') + 2) > 0, "neighbour lists were read from tier %d", gpu0);
+    fs_stats_free(text);
+    fs_close(c);
+    o.device = "cpu"; /* the CPU reader was not placed: everything from the files */
+    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_sample_gather(c, seeds, 512, &req, "feat", FS_DTYPE_F32, &b), FS_OK);
+    cr_assert_not(differs(b, seeds, 512, &req));
+    fs_batch_free(b);
+    fs_close(c);
+    o.device = "tpu:1";
+    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(fs_client_errstr(c), "gpu:N"));
+    fs_close(c);
+}

@@ -50,6 +50,9 @@ typedef struct {
     int slots;          /* unix://: result slots (>= 1); 0 = FS_DEFAULT_SLOTS */
     int threads;        /* unix://: worker threads for in-process engines; 0 = 1 */
     int timeout_ms;     /* per call deadline; 0 = none */
+    const char *device; /* unix://: the device this trainer computes on, whose
+                           placement it reads through: NULL or "cpu", or
+                           "gpu:N" (a GPU or simulated GPU id) */
 } fs_connect_opts_t;
 
 /* Connects. On failure *out is still set (unless out of memory) so the
