@@ -38,7 +38,7 @@ struct fs_local_server {
     int num_data_fds;
     client_t *clients;
     _Atomic int num_clients;
-    char buf[FS_LOCAL_MAX_MSG];
+    _Alignas(16) char buf[FS_LOCAL_MAX_MSG]; /* messages are read in place as structs */
 };
 
 /* ---- the dataset's descriptors, opened once and shared with every client ---- */
