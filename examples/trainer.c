@@ -7,7 +7,10 @@
  *           rows=... bytes=... p50_ms=... p99_ms=...
  *
  *   featstore-trainer URI [--batches 50] [--batch 1024] [--fanouts 15,10,5]
- *                         [--table feat] [--seed 1] [--name trainer] [--hold]
+ *                         [--table feat] [--seed 1] [--name trainer] [--device gpu:N] [--hold]
+ *
+ * --device says which (simulated) GPU this trainer runs on, so it reads
+ * through that GPU's placement (unix:// only).
  *
  * --hold keeps the process (and its mappings) alive after the summary until
  * standard input closes, so a benchmark can measure its memory. */
@@ -59,7 +62,8 @@ int main(int argc, char **argv)
 
     fs_client_t *c;
     fs_info_t *info = NULL;
-    if (fs_connect(argv[1], &c) != FS_OK || fs_info(c, &info) != FS_OK) {
+    fs_connect_opts_t opts = {.device = arg(argc, argv, "--device", NULL)};
+    if (fs_connect_opts(argv[1], &opts, &c) != FS_OK || fs_info(c, &info) != FS_OK) {
         fprintf(stderr, "featstore-trainer: %s: %s\n", argv[1], fs_client_errstr(c));
         fs_close(c);
         return 1;

@@ -32,6 +32,8 @@ static const char *const usage_text =
     "  info DIR [--no-verify]                    describe and validate a dataset\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
+    "        [--topology PRESET|FILE [--gpu-budget F] [--plan FILE] [--save-plan FILE] [--table T]\n"
+    "         [--feature-first]]   place hot data on (simulated) GPUs: pcie4, nvlink-pairs, dgx1-v100, nvswitch8\n"
     "  stats URI                                 print a running server's metrics (unix:// or grpc://)\n"
     "  devices                                   list usable GPUs (or why there are none)\n"
     "  version                                   print the version\n"
@@ -81,7 +83,7 @@ enum {
     OPT_OUT = 256, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT, OPT_WEIGHTED, OPT_SPLIT,
     OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
     OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY, OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_PREFAULT,
-    OPT_VERIFY,
+    OPT_VERIFY, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST,
 };
 
 static const struct option long_opts[] = {
@@ -99,19 +101,24 @@ static const struct option long_opts[] = {
     {"no-verify", no_argument, 0, OPT_NOVERIFY},     {"socket", required_argument, 0, OPT_SOCKET},
     {"listen", required_argument, 0, OPT_LISTEN},    {"metrics", required_argument, 0, OPT_METRICS},
     {"config", required_argument, 0, OPT_CONFIG},    {"verify", no_argument, 0, OPT_VERIFY},
-    {"prefault", no_argument, 0, OPT_PREFAULT},
+    {"prefault", no_argument, 0, OPT_PREFAULT},      {"topology", required_argument, 0, OPT_TOPOLOGY},
+    {"gpu-budget", required_argument, 0, OPT_GPU_BUDGET}, {"plan", required_argument, 0, OPT_PLAN},
+    {"save-plan", required_argument, 0, OPT_SAVE_PLAN}, {"table", required_argument, 0, OPT_TABLE},
+    {"feature-first", no_argument, 0, OPT_FEATURE_FIRST},
     {0, 0, 0, 0},
 };
 
 typedef struct {
-    const char *out, *name, *split_name, *socket, *listen, *metrics, *config;
+    const char *out, *name, *split_name, *socket, *listen, *metrics, *config, *topology, *plan, *save_plan, *table;
+    double gpu_budget;
+    int feature_first;
     fs_edge_opts_t edges;
     int weighted, force, threads, split[3], permute, verify, prefault;
     uint64_t seed;
     long long scale, ef, dim, classes;
     fs_dtype_t dtype;
     double abc[3];
-    int seen[OPT_VERIFY + 1];
+    int seen[OPT_FEATURE_FIRST + 1];
 } cli_t;
 
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -147,6 +154,17 @@ static int parse_option(cli_t *c, int opt, const char *arg)
     case OPT_METRICS: c->metrics = arg; return 0;
     case OPT_CONFIG: c->config = arg; return 0;
     case OPT_PREFAULT: c->prefault = 1; return 0;
+    case OPT_TOPOLOGY: c->topology = arg; return 0;
+    case OPT_PLAN: c->plan = arg; return 0;
+    case OPT_SAVE_PLAN: c->save_plan = arg; return 0;
+    case OPT_TABLE: c->table = arg; return 0;
+    case OPT_FEATURE_FIRST: c->feature_first = 1; return 0;
+    case OPT_GPU_BUDGET: {
+        char *e;
+        c->gpu_budget = strtod(arg, &e);
+        if (*e || !(c->gpu_budget > 0 && c->gpu_budget <= 1)) break;
+        return 0;
+    }
     case OPT_SPLIT:
         if (sscanf(arg, "%d,%d,%d", &c->split[0], &c->split[1], &c->split[2]) != 3 || c->split[0] < 0 ||
             c->split[1] < 0 || c->split[2] < 0 || c->split[0] + c->split[1] + c->split[2] > 100) {
@@ -301,7 +319,8 @@ static int cmd_info(int argc, char **argv)
 
 static int cmd_serve(int argc, char **argv)
 {
-    static const int allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY, OPT_PREFAULT, 0};
+    static const int allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY, OPT_PREFAULT,
+                                  OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST, 0};
     cli_t c;
     if (parse_cli(&c, argc, argv, allowed) != 0) return EXIT_USAGE;
     if (argc - optind != 1) {
@@ -314,6 +333,12 @@ static int cmd_serve(int argc, char **argv)
     o.dataset = argv[optind];
     o.socket_path = c.socket, o.listen = c.listen, o.metrics = c.metrics, o.config = c.config;
     o.threads = c.threads, o.verify = c.verify == 2, o.prefault = c.prefault;
+    o.place = (fs_place_opts_t){.topology = c.topology, .gpu_budget = c.gpu_budget, .table = c.table,
+                                .plan_in = c.plan, .plan_out = c.save_plan, .feature_first = c.feature_first};
+    if ((c.plan || c.save_plan || c.seen[OPT_GPU_BUDGET] || c.table || c.feature_first) && !c.topology) {
+        usage_error("%s", "--gpu-budget, --plan, --save-plan, --table and --feature-first need --topology");
+        return EXIT_USAGE;
+    }
     fs_error_t err = {0};
     if (fs_serve_load_config(&o, &err) != FS_OK) return fail(&err);
     if (!o.socket_path && !o.listen) {

@@ -108,7 +108,25 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
     if (s->grpc) fprintf(stderr, " grpc://%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, s->grpc_port);
     if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
                          o->metrics, s->http_port);
-    fprintf(stderr, " | tiers: %d (tier 0 host mmap) | %s\n", fs_store_num_tiers(s->store), gpus);
+    fprintf(stderr, " | tiers: %d (tier 0 host mmap%s) | %s\n", fs_store_num_tiers(s->store),
+            fs_store_num_tiers(s->store) > 1 ? ", then one simulated GPU per planned GPU" : "", gpus);
+}
+
+/* Plans for the hardware description and places the plan in simulated GPU
+ * tiers (placement happens before the store is frozen and shared). */
+static fs_status_t place(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+{
+    fs_hardware_t hw;
+    fs_plan_t *plan;
+    fs_place_opts_t po = o->place;
+    po.threads = o->threads;
+    fs_status_t st = fs_place_plan(s->ds, &po, &hw, &plan, err);
+    if (st == FS_OK) {
+        fs_place_describe(stderr, plan, &hw);
+        st = fs_place_apply(s->store, s->ds, plan, po.table, err);
+        fs_plan_free(plan);
+    }
+    return st;
 }
 
 int fs_serve(const fs_serve_opts_t *o)
@@ -125,7 +143,7 @@ int fs_serve(const fs_serve_opts_t *o)
     fs_status_t st = fs_dataset_open(o->dataset, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
-    /* (the placement plugs in here, before the store is frozen) */
+    if (!st && o->place.topology) st = place(o, &s, &err);
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");

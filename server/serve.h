@@ -3,6 +3,7 @@
 #define FS_SERVE_H
 
 #include "fs_limits.h"
+#include "place.h"
 
 typedef struct {
     const char *dataset;
@@ -14,6 +15,7 @@ typedef struct {
     int verify;                /* verify checksums at startup */
     int prefault;              /* read the whole dataset into memory at startup */
     fs_limits_t limits;
+    fs_place_opts_t place;     /* place.topology == NULL: no placement, everything in tier 0 */
 } fs_serve_opts_t;
 
 void fs_serve_defaults(fs_serve_opts_t *o);

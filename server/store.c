@@ -239,9 +239,11 @@ static fs_status_t check_readers(const fs_store_t *s, int tier, uint32_t readers
     return FS_OK;
 }
 
-/* Points each reader's route for ids[i] at (tier, i) where that is closer. */
+/* Points readers' routes for ids[i] at (tier, i): where that is closer
+ * (masks == NULL, every reader in `readers`), or exactly as per-row masks
+ * say (a placement plan's decision). */
 static fs_status_t route_to(fs_store_t *s, uint64_t **routes, int tier, const int64_t *ids, int64_t n, uint32_t readers,
-                            int64_t num_rows, fs_error_t *err)
+                            const uint32_t *masks, int64_t num_rows, fs_error_t *err)
 {
     for (int r = FS_READER_CPU; r < FS_MAX_DEVICES; r++) {
         if (!(readers & FS_READER_BIT(r))) continue;
@@ -252,10 +254,20 @@ static fs_status_t route_to(fs_store_t *s, uint64_t **routes, int tier, const in
             for (int64_t v = 0; v < num_rows; v++) (*route)[v] = FS_ROUTE(0, v);
         }
         int mine = closeness(s, r, tier);
-        for (int64_t i = 0; i < n; i++)
-            if (mine < closeness(s, r, FS_ROUTE_TIER((*route)[ids[i]]))) (*route)[ids[i]] = FS_ROUTE(tier, i);
+        for (int64_t i = 0; i < n; i++) {
+            int take = masks ? (masks[i] & FS_READER_BIT(r)) != 0
+                             : mine < closeness(s, r, FS_ROUTE_TIER((*route)[ids[i]]));
+            if (take) (*route)[ids[i]] = FS_ROUTE(tier, i);
+        }
     }
     return FS_OK;
+}
+
+static uint32_t union_of(const uint32_t *masks, int64_t n)
+{
+    uint32_t u = 0;
+    for (int64_t i = 0; i < n; i++) u |= masks[i];
+    return u;
 }
 
 static table_t *find_table(const fs_store_t *s, const char *name)
@@ -279,8 +291,8 @@ static fs_status_t check_place(const fs_store_t *s, int tier, const int64_t *ids
     return check_readers(s, tier, readers, err);
 }
 
-fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
-                                uint32_t readers, fs_error_t *err)
+static fs_status_t place_rows(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
+                              uint32_t readers, const uint32_t *masks, fs_error_t *err)
 {
     table_t *t = find_table(s, table);
     if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "store: no feature table '%s'", table);
@@ -296,12 +308,24 @@ fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, cons
     if (st == FS_OK) st = tier_fill(s, tier, g, &t->rows[tier], buf, bytes, err);
     free(buf);
     t->nrows[tier] = n;
-    if (st == FS_OK) st = route_to(s, t->route, tier, ids, n, readers, s->ds->num_nodes, err);
+    if (st == FS_OK) st = route_to(s, t->route, tier, ids, n, readers, masks, s->ds->num_nodes, err);
     return st;
 }
 
-fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
-                                    fs_error_t *err)
+fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
+                                uint32_t readers, fs_error_t *err)
+{
+    return place_rows(s, table, tier, ids, n, readers, NULL, err);
+}
+
+fs_status_t fs_store_place_rows_routed(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
+                                       const uint32_t *readers, fs_error_t *err)
+{
+    return place_rows(s, table, tier, ids, n, union_of(readers, n), readers, err);
+}
+
+static fs_status_t place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
+                                  const uint32_t *masks, fs_error_t *err)
 {
     fs_status_t st = check_place(s, tier, nodes, n, readers, err);
     if (st != FS_OK) return st;
@@ -331,8 +355,20 @@ fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *node
     if (!st && w) st = tier_fill(s, tier, g, (void **)&p->weights, w, (size_t)e * sizeof *w, err);
     p->rows = n;
     free(ip), free(ix), free(w);
-    if (st == FS_OK) st = route_to(s, s->topo_route, tier, nodes, n, readers, ds->num_nodes, err);
+    if (st == FS_OK) st = route_to(s, s->topo_route, tier, nodes, n, readers, masks, ds->num_nodes, err);
     return st;
+}
+
+fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
+                                    fs_error_t *err)
+{
+    return place_topology(s, tier, nodes, n, readers, NULL, err);
+}
+
+fs_status_t fs_store_place_topology_routed(fs_store_t *s, int tier, const int64_t *nodes, int64_t n,
+                                           const uint32_t *readers, fs_error_t *err)
+{
+    return place_topology(s, tier, nodes, n, union_of(readers, n), readers, err);
 }
 
 /* ---- freezing and sharing -------------------------------------------------------- */

@@ -51,6 +51,12 @@ void fs_store_tier_info(const fs_store_t *s, int tier, fs_tier_info_t *out);
 fs_status_t fs_store_place_rows(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
                                 uint32_t readers, fs_error_t *err);
 
+/* As above, but routing exactly as a placement plan says: row ids[k] goes
+ * to slot k and readers[k] (FS_READER_BIT mask) read it from there,
+ * whatever they were routed to before. */
+fs_status_t fs_store_place_rows_routed(fs_store_t *s, const char *table, int tier, const int64_t *ids, int64_t n,
+                                       const uint32_t *readers, fs_error_t *err);
+
 /* Copies the neighbour lists of `nodes` into `tier` and routes `readers`. */
 fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
                                     fs_error_t *err);
@@ -67,6 +73,10 @@ int fs_store_table_fd(const fs_store_t *s, const char *table, int tier, int64_t 
 int fs_store_route_fd(const fs_store_t *s, const char *table, int reader);
 int fs_store_topology_fd(const fs_store_t *s, int tier, int which /* 0 indptr, 1 indices, 2 weights */, int64_t *rows);
 int fs_store_topology_route_fd(const fs_store_t *s, int reader);
+
+/* Topology counterpart of fs_store_place_rows_routed. */
+fs_status_t fs_store_place_topology_routed(fs_store_t *s, int tier, const int64_t *nodes, int64_t n,
+                                           const uint32_t *readers, fs_error_t *err);
 
 /* The view a reader gathers `table` through (valid until the next place). */
 fs_status_t fs_store_table_view(const fs_store_t *s, const char *table, int reader, fs_table_view_t *out,

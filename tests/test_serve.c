@@ -163,17 +163,17 @@ Test(serve, refuses_bad_configuration_with_a_clear_message)
 {
     char *log, *cfg = tu_path(dir, "bad.json");
     tu_write(cfg, "{\"limits\": {\"max_ids\": -3}}", 27);
-    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
     cr_assert_not_null(strstr(log, "limits.max_ids must be a positive integer"), "%s", log);
     free(log);
     tu_write(cfg, "{\"bogus\": 1}", 12);
-    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
     cr_assert_not_null(strstr(log, "unknown key \"bogus\""), "%s", log);
     free(log);
-    cr_assert_eq(tu_run(&log, "%s serve %s/nope --socket %s", tu_bin(), dir, sock), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s/nope --socket %s", tu_bin(), dir, sock), 1);
     cr_assert_not_null(strstr(log, "manifest.json"), "%s", log);
     free(log);
-    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 1);
     cr_assert_not_null(strstr(log, "HOST:PORT"), "%s", log);
     free(log);
     free(cfg);
@@ -184,8 +184,46 @@ Test(serve, a_second_server_on_a_live_socket_is_refused)
     server_t s;
     cr_assert_eq(start(&s, ""), 0);
     char *log;
-    cr_assert_eq(tu_run(&log, "%s serve %s --socket %s --metrics 127.0.0.1:0", tu_bin(), data, sock), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics 127.0.0.1:0", tu_bin(), data, sock), 1);
     cr_assert_not_null(strstr(log, "in use"), "%s", log);
     free(log);
     cr_assert_eq(stop(&s, SIGTERM), 0);
+}
+
+Test(serve, a_preset_places_data_on_simulated_gpus_and_trainers_read_it)
+{
+    server_t s;
+    char *plan = tu_path(dir, "plan.bin"), extra[512];
+    snprintf(extra, sizeof extra, "--topology nvlink-pairs --gpu-budget 0.2 --feature-first --save-plan %s", plan);
+    cr_assert_eq(start(&s, extra), 0);
+    char *log;
+    cr_assert_eq(tu_run(&log, "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 --device gpu:0",
+                        FS_BIN_DIR, sock), 0, "%s", log);
+    free(log);
+    char *metrics = NULL, *line = NULL;
+    for (int i = 0; i < 100 && !line; i++) {
+        free(metrics);
+        metrics = http_get(s.metrics_port, "/metrics");
+        if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 5\n"))
+            line = strstr(metrics, "featstore_feature_rows_read_total{reader=\"local\",tier=\"1\",kind=\"sim_device\",device=\"0\"}");
+        else usleep(20000);
+    }
+    cr_assert_not_null(line, "%s", metrics);
+    cr_assert_gt(atoll(strchr(line, '}') + 2), 0, "the trainer on gpu:0 read rows from its simulated GPU");
+    free(metrics);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    /* the saved plan reloads and serves the same placement */
+    snprintf(extra, sizeof extra, "--topology nvlink-pairs --gpu-budget 0.2 --feature-first --plan %s", plan);
+    cr_assert_eq(start(&s, extra), 0);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --topology nope", tu_bin(), data, sock), 1);
+    cr_assert_not_null(strstr(log, "nope"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --gpu-budget 0.1", tu_bin(), data, sock), 2);
+    cr_assert_not_null(strstr(log, "need --topology"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --topology dgx1-v100 --plan %s", tu_bin(), data, sock, plan), 1);
+    cr_assert_not_null(strstr(log, "GPUs"), "a plan for another topology is refused: %s", log);
+    free(log);
+    free(plan);
 }
