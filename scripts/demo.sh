@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The serving demo (Quick start command 1 runs it after building):
-# make the default dataset, start the store, run several example trainers
-# for an epoch's worth of sample_gather mini-batches — most over shared
-# memory, one over gRPC — print a summary and a few metrics, stop the store.
+# make the default dataset, start the store with a placement on 4 simulated
+# GPUs (NVLink pairs, 20% of the feature bytes each), run several example
+# trainers for mini-batches of sample_gather — most over shared memory, each
+# on its own simulated GPU, one over gRPC — print a summary and a few
+# metrics, stop the store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FS=build/server/featstore
@@ -28,18 +30,20 @@ fi
 $FS info "$DATA" --no-verify | sed 's/^/   /'
 
 echo "== starting the store"
-$FS serve "$DATA" --socket "$SOCK" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 > "$RUN/ready" 2> "$RUN/server.log" &
+$FS serve "$DATA" --socket "$SOCK" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 \
+    --topology "${TOPOLOGY:-nvlink-pairs}" --gpu-budget "${GPU_BUDGET:-0.2}" > "$RUN/ready" 2> "$RUN/server.log" &
 SERVER=$!
 for _ in $(seq 100); do grep -q READY "$RUN/ready" 2>/dev/null && break; sleep 0.1; done
 grep -q READY "$RUN/ready" || { cat "$RUN/server.log"; echo "the server did not start" >&2; exit 1; }
 sed 's/^/   /' "$RUN/server.log"
 GRPC=$(sed -n 's/.* grpc=\([0-9.]*:[0-9]*\).*/\1/p' "$RUN/ready")
 
-echo "== running $LOCAL_TRAINERS trainers over shared memory${GRPC:+ and 1 over gRPC}, $BATCHES mini-batches each ([15,10,5] x 1024 seeds)"
+echo "== running $LOCAL_TRAINERS trainers over shared memory (trainer i on simulated gpu:i-1)${GRPC:+ and 1 over gRPC}, $BATCHES mini-batches each ([15,10,5] x 1024 seeds)"
 START=$(date +%s.%N)
 PIDS=""
 for i in $(seq "$LOCAL_TRAINERS"); do
-  $TRAINER "unix://$SOCK" --batches "$BATCHES" --seed "$i" --name "local-$i" > "$RUN/trainer-$i" & PIDS="$PIDS $!"
+  $TRAINER "unix://$SOCK" --batches "$BATCHES" --seed "$i" --name "local-$i" --device "gpu:$((i - 1))" \
+      > "$RUN/trainer-$i" & PIDS="$PIDS $!"
 done
 if [ -n "$GRPC" ]; then
   $TRAINER "grpc://$GRPC" --batches "$BATCHES" --seed 99 --name grpc-1 > "$RUN/trainer-grpc" & PIDS="$PIDS $!"
@@ -57,7 +61,7 @@ cat "$RUN"/trainer-* | awk -v wall="$(echo "$END - $START" | bc)" '
                batches, wall, batches / wall, rows / wall / 1e6, bytes / wall / 1e9;
         printf "   latency per mini-batch (worst trainer): p50 %.1f ms, p99 %.1f ms\n", p50, p99 }'
 $FS stats "unix://$SOCK" > "$RUN/metrics"
-echo "   bytes read by source tier:"
+echo "   feature bytes read, by reader and source tier (sim_device = a simulated GPU's copy):"
 grep '^featstore_feature_bytes_read_total' "$RUN/metrics" | awk '$2 > 0 { printf "     %s %.1f MB\n", $1, $2 / 1e6 }'
 
 echo "== a few metrics lines (featstore stats unix://...)"
