@@ -167,10 +167,3 @@ void fs_npy_format(char buf[FS_NPY_WRITE_HEADER_LEN], fs_dtype_t dt, int ndim, c
     memcpy(buf + 10, dict, (size_t)n);
     buf[FS_NPY_WRITE_HEADER_LEN - 1] = '\n';
 }
-
-int64_t fs_npy_elems(const fs_npy_header_t *h)
-{
-    int64_t n = 1;
-    for (int i = 0; i < h->ndim; i++) n *= h->shape[i];
-    return n;
-}

@@ -29,7 +29,4 @@ fs_status_t fs_npy_parse(const void *buf, size_t len, const char *what,
 void fs_npy_format(char buf[FS_NPY_WRITE_HEADER_LEN], fs_dtype_t dt, int ndim,
                    const int64_t *shape);
 
-/* Elements in the array (product of the shape; 1 for ndim 0). */
-int64_t fs_npy_elems(const fs_npy_header_t *h);
-
 #endif
