@@ -106,6 +106,32 @@ void fs_batch_free(fs_batch_t *b)
     p->release(p);
 }
 
+fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_t *len)
+{
+    if (!b || !base || !len) return FS_ERR_INVALID_ARGUMENT;
+    const fs_batch_priv_t *p = (const fs_batch_priv_t *)b;
+    *base = p->region;
+    *len = p->region_len;
+    return p->region ? FS_OK : FS_ERR_NOT_FOUND;
+}
+
+fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
+{
+    if (!c || !c->ops) return not_connected(c);
+    if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
+    *out = NULL;
+    if (!name || !name[0]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no split name");
+    if (strlen(name) >= 64) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "split name '%.40s...' is too long", name);
+    return c->ops->split(c, name, out);
+}
+
+void fs_ids_free(fs_ids_t *ids)
+{
+    if (!ids) return;
+    fs_ids_priv_t *p = (fs_ids_priv_t *)ids;
+    p->release(p);
+}
+
 fs_status_t fs_stats(fs_client_t *c, char **text)
 {
     if (!c || !c->ops) return not_connected(c);

@@ -504,6 +504,8 @@ static fs_status_t finish_rows(fs_client_t *c, const char *method, rows_sink_t *
     p->rows = sink->total_rows, p->dim = sink->dim, p->dtype = sink->dtype;
     p->features = sink->rows;
     b->rows = sink->buf;
+    b->priv.region = b->rows.p;
+    b->priv.region_len = b->rows.bytes;
     b->cache = sink->cache;
     pthread_mutex_lock(&b->cache->mu);
     b->cache->refs++;
@@ -603,6 +605,35 @@ static fs_status_t table_args(fs_client_t *c, const char *table, fs_dtype_t out_
     return FS_OK;
 }
 
+/* A call whose answer is a stream of GatherChunks: its rows, in a batch. */
+static fs_status_t recv_rows(fs_client_t *c, const char *method, const pb_msgdesc_t *fields, const void *req,
+                             grpc_batch_t **out)
+{
+    grpc_batch_t *b = batch_new(c);
+    if (!b) return FS_ERR_NOMEM;
+    rows_sink_t sink;
+    memset(&sink, 0, sizeof sink);
+    sink.cache = conn_of(c)->rows_cache;
+    stream_t s;
+    fs_status_t st = stream_open(&s, c, method, fields, req);
+    grpc_byte_buffer *bb;
+    while (st == FS_OK && s.open && (bb = stream_next(&s))) {
+        featstore_v1_GatherChunk chunk = featstore_v1_GatherChunk_init_zero;
+        sink_prepare(&sink, &chunk);
+        st = decode_chunk(c, method, bb, featstore_v1_GatherChunk_fields, &chunk, &chunk, &sink);
+        grpc_byte_buffer_destroy(bb);
+    }
+    st = stream_close(&s, st);
+    if (st == FS_OK) st = finish_rows(c, method, &sink, b);
+    sink_free(&sink);
+    if (st != FS_OK) {
+        batch_release(&b->priv);
+        return st;
+    }
+    *out = b;
+    return FS_OK;
+}
+
 static fs_status_t g_gather(fs_client_t *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
                             fs_batch_t **out)
 {
@@ -612,28 +643,49 @@ static fs_status_t g_gather(fs_client_t *c, const char *table, const int64_t *id
     req.api_version = FS_WIRE_API_VERSION;
     fs_wire_bytes_t id_bytes;
     fs_wire_set_bytes(&req.ids, &id_bytes, ids, (size_t)n * sizeof(int64_t));
-    grpc_batch_t *b = batch_new(c);
-    if (!b) return FS_ERR_NOMEM;
-    rows_sink_t sink;
-    memset(&sink, 0, sizeof sink);
-    sink.cache = conn_of(c)->rows_cache;
-    stream_t s;
-    st = stream_open(&s, c, FS_WIRE_METHOD_GATHER, featstore_v1_GatherRequest_fields, &req);
-    grpc_byte_buffer *bb;
-    while (st == FS_OK && s.open && (bb = stream_next(&s))) {
-        featstore_v1_GatherChunk chunk = featstore_v1_GatherChunk_init_zero;
-        sink_prepare(&sink, &chunk);
-        st = decode_chunk(c, FS_WIRE_METHOD_GATHER, bb, featstore_v1_GatherChunk_fields, &chunk, &chunk, &sink);
-        grpc_byte_buffer_destroy(bb);
-    }
-    st = stream_close(&s, st);
-    if (st == FS_OK) st = finish_rows(c, FS_WIRE_METHOD_GATHER, &sink, b);
-    sink_free(&sink);
+    grpc_batch_t *b;
+    st = recv_rows(c, FS_WIRE_METHOD_GATHER, featstore_v1_GatherRequest_fields, &req, &b);
+    if (st == FS_OK) *out = &b->priv.pub;
+    return st;
+}
+
+/* ---- splits: a stream of int64 rows, kept in a batch --------------------------- */
+
+typedef struct {
+    fs_ids_priv_t priv;
+    grpc_batch_t *rows;
+} grpc_ids_t;
+
+static void release_ids(fs_ids_priv_t *p)
+{
+    grpc_ids_t *g = (grpc_ids_t *)p;
+    batch_release(&g->rows->priv);
+    free(g);
+}
+
+static fs_status_t g_split(fs_client_t *c, const char *name, fs_ids_t **out)
+{
+    featstore_v1_SplitRequest req = featstore_v1_SplitRequest_init_zero;
+    req.api_version = FS_WIRE_API_VERSION;
+    snprintf(req.name, sizeof req.name, "%s", name);
+    grpc_batch_t *b;
+    fs_status_t st = recv_rows(c, FS_WIRE_METHOD_SPLIT, featstore_v1_SplitRequest_fields, &req, &b);
+    if (st != FS_OK) return st;
+    grpc_ids_t *g = NULL;
+    if (b->priv.pub.dtype != FS_DTYPE_I64 || b->priv.pub.dim != 1)
+        st = fs_client_fail(c, FS_ERR_FORMAT, "Split: the server sent %s rows of dim %lld, not int64 ids",
+                            fs_dtype_name(b->priv.pub.dtype), (long long)b->priv.pub.dim);
+    else if (!(g = calloc(1, sizeof *g)))
+        st = fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     if (st != FS_OK) {
         batch_release(&b->priv);
         return st;
     }
-    *out = &b->priv.pub;
+    g->priv.release = release_ids;
+    g->priv.pub.n = b->priv.pub.rows;
+    g->priv.pub.ids = b->priv.pub.features;
+    g->rows = b;
+    *out = &g->priv.pub;
     return FS_OK;
 }
 
@@ -746,6 +798,7 @@ static const fs_transport_ops_t grpc_ops = {
     .gather = g_gather,
     .sample_gather = g_sample_gather,
     .stats = g_stats,
+    .split = g_split,
     .close = g_close,
 };
 

@@ -19,6 +19,7 @@ typedef struct {
     fs_status_t (*sample_gather)(struct fs_client *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                  const char *table, fs_dtype_t out_dtype, fs_batch_t **out);
     fs_status_t (*stats)(struct fs_client *c, char **text);
+    fs_status_t (*split)(struct fs_client *c, const char *name, fs_ids_t **out);
     void (*close)(struct fs_client *c);
 } fs_transport_ops_t;
 
@@ -34,7 +35,15 @@ struct fs_client {
 typedef struct fs_batch_priv {
     fs_batch_t pub;
     void (*release)(struct fs_batch_priv *b);
+    const void *region;          /* what fs_batch_region reports */
+    size_t region_len;
 } fs_batch_priv_t;
+
+/* Likewise for split ids. */
+typedef struct fs_ids_priv {
+    fs_ids_t pub;
+    void (*release)(struct fs_ids_priv *p);
+} fs_ids_priv_t;
 
 /* Records a failure on the connection and returns st. */
 fs_status_t fs_client_fail(struct fs_client *c, fs_status_t st, const char *fmt, ...)

@@ -440,6 +440,8 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
         return fs_client_fail(c, st, "%s", err.msg);
     }
     b->priv.release = release_batch;
+    b->priv.region = L->slots[slot].base;
+    b->priv.region_len = L->slots[slot].cap;
     b->L = L;
     b->slot = slot;
     *out = &b->priv.pub;
@@ -466,16 +468,24 @@ static fs_status_t local_sample_gather(fs_client_t *c, const int64_t *seeds, int
 
 /* ---- info and stats (answered by the server) ------------------------------------ */
 
-static fs_status_t ask(fs_client_t *c, int type, int reply_type, char *buf, size_t cap, size_t *len)
+/* One request, one reply (with at most one descriptor, into *fd). */
+static fs_status_t ask_fd(fs_client_t *c, int type, const void *req, size_t req_len, int reply_type, char *buf,
+                          size_t cap, size_t *len, int *fd)
 {
     local_t *L = c->impl;
     if (L->sock < 0) return fs_client_fail(c, FS_ERR_UNAVAILABLE, "not connected");
-    if (fs_local_send(L->sock, type, NULL, 0, NULL, 0, 0) != 0)
+    if (fs_local_send(L->sock, type, req, req_len, NULL, 0, 0) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server went away: %s", strerror(errno));
-    int got;
-    fs_status_t st = recv_reply(c, L, &got, buf, cap, NULL, NULL, 0, len);
+    int got, nfds = 0;
+    fs_status_t st = recv_reply(c, L, &got, buf, cap, fd, fd ? &nfds : NULL, fd ? 1 : 0, len);
     if (st == FS_OK && got != reply_type) st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected reply type %d", got);
+    if (fd && nfds == 0) *fd = -1;
     return st;
+}
+
+static fs_status_t ask(fs_client_t *c, int type, int reply_type, char *buf, size_t cap, size_t *len)
+{
+    return ask_fd(c, type, NULL, 0, reply_type, buf, cap, len, NULL);
 }
 
 static fs_status_t local_info(fs_client_t *c, fs_info_t *out)
@@ -509,6 +519,61 @@ static fs_status_t local_stats(fs_client_t *c, char **text)
     return FS_OK;
 }
 
+/* ---- splits: the server's file, mapped read-only ------------------------------- */
+
+typedef struct {
+    fs_ids_priv_t priv;
+    void *map;
+    size_t len;
+} local_ids_t;
+
+static void release_ids(fs_ids_priv_t *p)
+{
+    local_ids_t *m = (local_ids_t *)p;
+    if (m->map) munmap(m->map, m->len);
+    free(m);
+}
+
+static fs_status_t map_split(fs_client_t *c, int fd, const fs_local_split_reply_t *r, fs_ids_t **out)
+{
+    struct stat sb;
+    if (r->count < 0 || r->offset < 0 || r->offset % 8 || fstat(fd, &sb) != 0 ||
+        (uint64_t)r->count > ((uint64_t)sb.st_size - (uint64_t)r->offset) / 8 || r->offset > sb.st_size)
+        return fs_client_fail(c, FS_ERR_FORMAT, "the server's split (%lld ids at offset %lld) does not fit its file",
+                              (long long)r->count, (long long)r->offset);
+    local_ids_t *m = calloc(1, sizeof *m);
+    if (!m) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    m->len = sb.st_size ? (size_t)sb.st_size : 1;
+    m->map = mmap(NULL, m->len, PROT_READ, MAP_SHARED, fd, 0);
+    if (m->map == MAP_FAILED) {
+        free(m);
+        return fs_client_fail(c, FS_ERR_IO, "cannot map the split's file: %s", strerror(errno));
+    }
+    m->priv.release = release_ids;
+    m->priv.pub.n = r->count;
+    m->priv.pub.ids = (const int64_t *)((const char *)m->map + r->offset);
+    *out = &m->priv.pub;
+    return FS_OK;
+}
+
+static fs_status_t local_split(fs_client_t *c, const char *name, fs_ids_t **out)
+{
+    fs_local_split_t req = {{0}};
+    snprintf(req.name, sizeof req.name, "%s", name);
+    union { /* room for an ERROR instead */
+        fs_local_split_reply_t r;
+        fs_local_error_t e;
+    } u;
+    size_t len;
+    int fd = -1;
+    fs_status_t st = ask_fd(c, FS_LOCAL_SPLIT, &req, sizeof req, FS_LOCAL_SPLIT_REPLY, (char *)&u, sizeof u, &len, &fd);
+    if (st == FS_OK && (len != sizeof u.r || fd < 0))
+        st = fs_client_fail(c, FS_ERR_FORMAT, "malformed Split reply");
+    if (st == FS_OK) st = map_split(c, fd, &u.r, out);
+    if (fd >= 0) close(fd);
+    return st;
+}
+
 static const fs_transport_ops_t local_ops = {
     .name = "unix",
     .info = local_info,
@@ -516,5 +581,6 @@ static const fs_transport_ops_t local_ops = {
     .gather = local_gather,
     .sample_gather = local_sample_gather,
     .stats = local_stats,
+    .split = local_split,
     .close = local_close,
 };

@@ -16,6 +16,8 @@
  *             slot (read-write, owned by this client)
  *   client -> INFO | STATS           server -> INFO_REPLY (an encoded
  *             featstore.v1.InfoResponse) | STATS_REPLY (Prometheus text)
+ *   client -> SPLIT {name}           server -> SPLIT_REPLY {count, offset}
+ *             + a read-only fd of the split's file (mapped, never copied)
  *   client -> REPORT {method, status, latency, rows/bytes read per tier}
  *             after each call it ran in-process (no reply: never blocks)
  *   server -> ERROR {status, message} instead of a reply
@@ -48,6 +50,8 @@ enum {
     FS_LOCAL_STATS_REPLY,
     FS_LOCAL_REPORT,
     FS_LOCAL_ERROR,
+    FS_LOCAL_SPLIT,
+    FS_LOCAL_SPLIT_REPLY,
 };
 
 typedef struct {
@@ -109,6 +113,15 @@ typedef struct {
     int32_t status;
     char message[500];
 } fs_local_error_t;
+
+typedef struct {
+    char name[64];         /* NUL-terminated */
+} fs_local_split_t;
+
+typedef struct {
+    int64_t count;         /* ids */
+    int64_t offset;        /* where they start in the file sent along */
+} fs_local_split_reply_t;
 
 /* Sends one message with optional fds. 0, or -1 with errno set.
  * flags: MSG_DONTWAIT to never block. */

@@ -36,6 +36,7 @@
 #define FS_WIRE_METHOD_GATHER "/featstore.v1.FeatStore/Gather"
 #define FS_WIRE_METHOD_SAMPLE_GATHER "/featstore.v1.FeatStore/SampleGather"
 #define FS_WIRE_METHOD_STATS "/featstore.v1.FeatStore/Stats"
+#define FS_WIRE_METHOD_SPLIT "/featstore.v1.FeatStore/Split"
 
 /* ---- channel arguments and status codes ------------------------------------ */
 

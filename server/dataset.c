@@ -259,11 +259,12 @@ static fs_status_t open_topology(open_ctx_t *c, json_t *topo)
 static fs_status_t open_tables(open_ctx_t *c, json_t *feats)
 {
     fs_dataset_t *ds = c->ds;
-    if (!feats) return FS_OK;
-    if (!json_is_object(feats))
+    if (feats && !json_is_object(feats))
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"features\" must be an object", c->dir, FS_MANIFEST);
+    /* + 1: room for the labels table open_labels may add */
     ds->tables = calloc(json_object_size(feats) + 1, sizeof *ds->tables);
     if (!ds->tables) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    if (!feats) return FS_OK;
     const char *name;
     json_t *t;
     json_object_foreach(feats, name, t) {
@@ -299,6 +300,25 @@ static fs_status_t open_tables(open_ctx_t *c, json_t *feats)
     return FS_OK;
 }
 
+/* Labels are also served as a one-column int64 table, so a trainer gathers a
+ * batch's labels exactly like its features (same transports, zero copies). */
+static fs_status_t add_labels_table(open_ctx_t *c, const char *file)
+{
+    fs_dataset_t *ds = c->ds;
+    if (fs_dataset_table(ds, FS_LABELS_TABLE))
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: a feature table is named '%s', which is reserved for the "
+                        "labels", c->dir, FS_MANIFEST, FS_LABELS_TABLE);
+    fs_table_t *tab = &ds->tables[ds->num_tables++];
+    snprintf(tab->name, sizeof tab->name, "%s", FS_LABELS_TABLE);
+    snprintf(tab->file, sizeof tab->file, "%s", file);
+    tab->dtype = FS_DTYPE_I64;
+    tab->rows = ds->num_nodes;
+    tab->dim = 1;
+    tab->row_bytes = sizeof(int64_t);
+    tab->data = ds->labels;
+    return FS_OK;
+}
+
 static fs_status_t open_labels(open_ctx_t *c, json_t *lab)
 {
     fs_dataset_t *ds = c->ds;
@@ -317,7 +337,8 @@ static fs_status_t open_labels(open_ctx_t *c, json_t *lab)
                         c->dir, FS_MANIFEST);
     ds->num_classes = json_integer_value(nc);
     ds->labels = d;
-    return check_ids(c, f, d, FS_DTYPE_I64, ds->num_nodes, -1, ds->num_classes, "label");
+    if ((s = check_ids(c, f, d, FS_DTYPE_I64, ds->num_nodes, -1, ds->num_classes, "label"))) return s;
+    return add_labels_table(c, f);
 }
 
 static fs_status_t open_splits(open_ctx_t *c, json_t *splits)

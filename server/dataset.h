@@ -7,7 +7,8 @@
  *   indices.npy        int32|int64 [E]  neighbour ids, each < N
  *   edge_weights.npy   float32 [E]      optional
  *   table_<name>.npy   [N, F] float32 | float16 | bfloat16 (stored as <u2)
- *   labels.npy         int64 [N]        -1 = unlabelled; optional
+ *   labels.npy         int64 [N]        -1 = unlabelled; optional; also served as
+ *                                       the table "labels" (int64 [N x 1])
  *   split_<name>.npy   int64 [k]        node id sets (train / valid / test)
  *   node_ids.npy       int64 [N]        original ids when an import compacted them
  *
@@ -30,10 +31,12 @@
 #define FS_DATASET_VERSION 1
 #define FS_MANIFEST "manifest.json"
 
+#define FS_LABELS_TABLE "labels"
+
 typedef struct {
     char name[64];
     char file[128];
-    fs_dtype_t dtype;        /* F32, F16 or BF16 */
+    fs_dtype_t dtype;        /* F32, F16 or BF16; I64 for the labels table */
     int64_t rows, dim;
     size_t row_bytes;
     const void *data;        /* rows * row_bytes, row-major */
@@ -61,7 +64,7 @@ typedef struct {
     int64_t num_classes;
     const int64_t *node_ids;       /* [N] or NULL */
     int num_tables;
-    fs_table_t *tables;
+    fs_table_t *tables;            /* the feature tables, then "labels" if labelled */
     int num_splits;
     fs_idset_t *splits;
     int checksums_verified;        /* 1 if FS_OPEN_VERIFY checked every file */

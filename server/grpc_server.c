@@ -188,6 +188,7 @@ static fs_status_t parse_out_dtype(call_t *c, const char *name, fs_dtype_t *out)
 
 typedef struct rows_job {
     const char *table;
+    const char *contig;            /* rows stored back to back instead (a split's ids); table unused */
     const int64_t *ids;
     int64_t n;
     fs_dtype_t dtype;              /* resolved: never INVALID */
@@ -215,7 +216,8 @@ static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t
         fs_error(err, FS_ERR_NOMEM, "out of memory for a chunk of %zu bytes", bytes);
         return NULL;
     }
-    if (rows > 0 && fs_engine_gather(e, j->table, j->ids + first, rows, j->dtype, buf, err) != FS_OK) {
+    if (rows > 0 && j->contig) memcpy(buf, j->contig + (size_t)first * j->row_bytes, bytes);
+    else if (rows > 0 && fs_engine_gather(e, j->table, j->ids + first, rows, j->dtype, buf, err) != FS_OK) {
         free(buf);
         return NULL;
     }
@@ -413,6 +415,22 @@ static fs_status_t do_sample_gather(call_t *c)
     return st;
 }
 
+static fs_status_t do_split(call_t *c)
+{
+    featstore_v1_SplitRequest req = featstore_v1_SplitRequest_init_zero;
+    fs_status_t st = decode_request(c, featstore_v1_SplitRequest_fields, &req, "SplitRequest");
+    if (st == FS_OK) st = check_api(c, req.api_version);
+    if (st != FS_OK) return st;
+    const fs_dataset_t *ds = fs_engine_dataset(c->w->srv->engine);
+    const fs_idset_t *split = fs_dataset_split(ds, req.name);
+    if (!split)
+        return fs_error(&c->err, FS_ERR_NOT_FOUND, "dataset '%s' has no split named '%s' (it has %d)", ds->name,
+                        req.name, ds->num_splits);
+    rows_job_t j = {.contig = (const char *)split->ids, .n = split->count, .dtype = FS_DTYPE_I64,
+                    .row_bytes = sizeof(int64_t), .dim = 1};
+    return stream_rows(c, &j);
+}
+
 static bool encode_text_cb(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
 {
     const char *text = *arg;
@@ -447,6 +465,7 @@ static const struct {
     {FS_WIRE_METHOD_GATHER, FS_METHOD_GATHER, do_gather},
     {FS_WIRE_METHOD_SAMPLE_GATHER, FS_METHOD_SAMPLE_GATHER, do_sample_gather},
     {FS_WIRE_METHOD_STATS, FS_METHOD_STATS, do_stats},
+    {FS_WIRE_METHOD_SPLIT, FS_METHOD_SPLIT, do_split},
 };
 
 static int find_method(grpc_slice path)
@@ -466,7 +485,7 @@ static void serve_call(call_t *c)
     if (m < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, "unknown method '%s' (featstore.v1.FeatStore has Info, Sample, "
-                      "Gather, SampleGather and Stats)", path);
+                      "Gather, SampleGather, Stats and Split)", path);
         gpr_free(path);
         finish_call(c, st);
         return;

@@ -212,6 +212,32 @@ static int on_stats(fs_local_server_t *s, client_t *c)
     return rc;
 }
 
+/* The split's file goes to the client as a read-only descriptor. */
+static int on_split(fs_local_server_t *s, client_t *c, const fs_local_split_t *req)
+{
+    double t0 = fs_now();
+    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
+    char name[sizeof req->name + 1], path[4300];
+    snprintf(name, sizeof name, "%.*s", (int)sizeof req->name, req->name);
+    const fs_idset_t *split = fs_dataset_split(ds, name);
+    fs_local_split_reply_t r = {.count = split ? split->count : 0};
+    int fd = -1, rc;
+    if (!split) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "dataset '%s' has no split named '%s' (it has %d)", ds->name, name, ds->num_splits);
+        rc = send_error(c, FS_ERR_NOT_FOUND, msg);
+    } else if (fs_dataset_locate(ds, split->ids, path, sizeof path, &r.offset) != FS_OK ||
+               (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        rc = send_error(c, FS_ERR_IO, "cannot reopen the split's file");
+    } else {
+        rc = fs_local_send(c->fd, FS_LOCAL_SPLIT_REPLY, &r, sizeof r, &fd, 1, MSG_DONTWAIT);
+    }
+    if (fd >= 0) close(fd);
+    fs_metrics_request(s->metrics, FS_METHOD_SPLIT, FS_TRANSPORT_UNIX, split ? (rc ? FS_ERR_IO : FS_OK) : FS_ERR_NOT_FOUND,
+                       fs_now() - t0);
+    return rc;
+}
+
 static void on_report(fs_local_server_t *s, const fs_local_report_t *r)
 {
     fs_gather_counters_t f = {0}, t = {0};
@@ -246,6 +272,8 @@ static int on_readable(fs_local_server_t *s, client_t *c)
             if (on_info(s, c) != 0) return -1;
         } else if (type == FS_LOCAL_STATS) {
             if (on_stats(s, c) != 0) return -1;
+        } else if (type == FS_LOCAL_SPLIT && n == sizeof(fs_local_split_t)) {
+            if (on_split(s, c, (void *)s->buf) != 0) return -1;
         } else if (type == FS_LOCAL_REPORT && n == sizeof(fs_local_report_t)) {
             on_report(s, (void *)s->buf);
         } else {

@@ -26,7 +26,7 @@ struct fs_metrics {
 
 const char *fs_method_name(fs_method_t m)
 {
-    static const char *const n[FS_METHOD_COUNT_] = {"Info", "Sample", "Gather", "SampleGather", "Stats"};
+    static const char *const n[FS_METHOD_COUNT_] = {"Info", "Sample", "Gather", "SampleGather", "Stats", "Split"};
     return (unsigned)m < FS_METHOD_COUNT_ ? n[m] : "unknown";
 }
 

@@ -68,8 +68,12 @@ Test(dataset, round_trip_all_roles)
     cr_assert_arr_eq(ds->indices, IX, sizeof IX);
     cr_assert_float_eq(ds->edge_weights[3], 1.5f, 0);
     cr_assert_eq(fs_dataset_neighbor(ds, 3), 0);
-    cr_assert_eq(ds->num_tables, 2);
-    const fs_table_t *t = fs_dataset_table(ds, "half");
+    cr_assert_eq(ds->num_tables, 3, "half, brain and the labels");
+    const fs_table_t *t = fs_dataset_table(ds, FS_LABELS_TABLE);
+    cr_assert_eq(t->dtype, FS_DTYPE_I64);
+    cr_assert_eq(t->dim, 1);
+    cr_assert_eq(t->data, ds->labels);
+    t = fs_dataset_table(ds, "half");
     cr_assert_eq(t->dtype, FS_DTYPE_F16);
     cr_assert_eq(t->row_bytes, 4);
     cr_assert_float_eq(fs_f16_to_f32(((const uint16_t *)t->data)[7]), 7.0f, 0);
@@ -257,5 +261,27 @@ Test(dataset, labels_and_splits_are_range_checked)
     fs_writer_set_meta(w, "lab", 2, 0, 0, 3);
     cr_assert_eq(fs_writer_commit(w, &err), FS_OK, "%s", err.msg);
     expect_open_error(d, FS_ERR_FORMAT, "labels.npy", "offset 1 is 5");
+    free(d);
+}
+
+Test(dataset, a_feature_table_named_labels_is_refused_when_labelled)
+{
+    char *d = tu_path(dir, "clash");
+    fs_writer_t *w;
+    fs_error_t err = {0};
+    int64_t *ip, *lab, shape[2] = {3, 2};
+    int32_t *ix;
+    float *f;
+    cr_assert_eq(fs_writer_create(d, 0, &w, &err), FS_OK);
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_INDPTR, NULL, FS_DTYPE_I64, 1, shape, (void **)&ip, &err), FS_OK);
+    shape[0] = 0;
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_INDICES, NULL, FS_DTYPE_I32, 1, shape, (void **)&ix, &err), FS_OK);
+    shape[0] = 2;
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_FEATURES, "labels", FS_DTYPE_F32, 2, shape, (void **)&f, &err), FS_OK);
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_LABELS, NULL, FS_DTYPE_I64, 1, shape, (void **)&lab, &err), FS_OK);
+    lab[0] = 0, lab[1] = 1;
+    fs_writer_set_meta(w, "clash", 2, 0, 0, 2);
+    cr_assert_eq(fs_writer_commit(w, &err), FS_OK, "%s", err.msg);
+    expect_open_error(d, FS_ERR_FORMAT, "manifest.json", "reserved for the labels");
     free(d);
 }

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "client_checks.h"
 #include "engine.h"
 #include "featstore/client.h"
 #include "fs_wire.h"
@@ -206,13 +207,23 @@ Test(grpc, info_matches_the_dataset)
     cr_assert_eq(info->symmetric, 1);
     cr_assert_str_eq(info->dataset, e.ds->name);
     cr_assert_str_eq(info->server_version, FS_SERVER_VERSION);
-    cr_assert_eq(info->num_tables, 1);
+    cr_assert_eq(info->num_tables, 2, "feat and labels");
     cr_assert_str_eq(info->tables[0].name, "feat");
     cr_assert_eq(info->tables[0].dtype, FS_DTYPE_F32);
     cr_assert_eq(info->tables[0].rows, e.ds->num_nodes);
     cr_assert_eq(info->tables[0].dim, 24);
     cr_assert_eq(info->num_splits, e.ds->num_splits);
     fs_info_free(info);
+    fs_close(c);
+    env_close(&e);
+}
+
+Test(grpc, labels_and_splits_are_served)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 24, NULL);
+    fs_client_t *c = connect_to(&e);
+    tc_labels_and_splits(c, e.ds);
     fs_close(c);
     env_close(&e);
 }

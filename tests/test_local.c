@@ -18,6 +18,7 @@
 #include "featstore/client.h"
 #include "fs_local.h"
 #include "gen.h"
+#include "client_checks.h"
 #include "local.h"
 #include "metrics.h"
 #include "test_util.h"
@@ -173,6 +174,13 @@ Test(local, errors_are_clear_and_the_connection_survives)
     fs_close(c); /* batches outlive the connection until freed */
     cr_assert_eq(((const float *)held[1]->features)[0], ((const float *)ds->tables[0].data)[32]);
     for (int i = 1; i < FS_DEFAULT_SLOTS; i++) fs_batch_free(held[i]);
+}
+
+Test(local, labels_and_splits_are_served)
+{
+    fs_client_t *c = connect_ok();
+    tc_labels_and_splits(c, ds);
+    fs_close(c);
 }
 
 Test(local, limits_answer_resource)

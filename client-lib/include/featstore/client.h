@@ -122,6 +122,28 @@ fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, co
 /* Releases a batch (and its result slot). NULL is a no-op. */
 void fs_batch_free(fs_batch_t *b);
 
+/* The memory a batch's feature rows live in: over unix:// its shared result
+ * slot (every array of the batch is inside it), over grpc:// the buffer the
+ * rows were received into. For checking zero-copy claims and for pinning
+ * or registering the memory; valid until fs_batch_free. */
+fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_t *len);
+
+/* ---- labels and splits ---------------------------------------------------------- */
+
+/* Labels, when the dataset has them, are the table "labels" (int64, dim 1,
+ * -1 = unlabelled): fs_gather(c, "labels", ids, n, FS_DTYPE_INVALID, &b). */
+
+typedef struct {
+    int64_t n;
+    const int64_t *ids;          /* [n] node ids */
+} fs_ids_t;
+
+/* The node ids of a named split ("train", "valid", "test"; fs_info lists
+ * them). Over unix:// the ids are the dataset's file, mapped read-only.
+ * FS_ERR_NOT_FOUND for an unknown name. Free with fs_ids_free. */
+fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out);
+void fs_ids_free(fs_ids_t *ids);
+
 /* ---- operations ----------------------------------------------------------------- */
 
 /* The server's metrics in Prometheus text format (as GET /metrics). Free the
