@@ -34,6 +34,10 @@ size_t fs_wire_channel_args(grpc_arg *args, int max_receive, int server)
      * flowing while the reader decodes (the default starts at 64 KiB). */
     args[n++] = int_arg(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
     if (server) args[n++] = int_arg(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    /* Each client connection its own TCP connection: gRPC would otherwise
+     * share one among every channel of a process, so two trainer threads
+     * would share one HTTP/2 flow-control window (and look like one client). */
+    if (!server) args[n++] = int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return n;
 }
 

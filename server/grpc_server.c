@@ -19,6 +19,11 @@
  * Deadlines: checked before the compute, after it and before every chunk; a
  * call past its deadline answers DEADLINE_EXCEEDED (gRPC also cancels it).
  *
+ * Connected clients: gRPC's C core reports calls, not connections, so a
+ * client is a peer address (one per channel: ip:port) with a call in flight
+ * or one that ended within the last FS_GRPC_IDLE_S seconds (settable). A janitor
+ * thread forgets idle peers, so the gauge falls when trainers go away.
+ *
  * Shutdown: grpc_server_shutdown_and_notify -> wait for its tag (calls being
  * served finish; after a grace period they are cancelled) -> join workers ->
  * grpc_server_destroy -> shut down and drain every queue -> destroy ->
@@ -39,6 +44,8 @@
 #include "fs_wire.h"
 
 #define SHUTDOWN_GRACE_MS 5000
+#define FS_GRPC_IDLE_S 30.0
+#define MAX_PEERS 4096
 #define TAG_NEW_CALL ((void *)1)
 #define TAG_BATCH ((void *)2)
 #define TAG_SHUTDOWN ((void *)3)
@@ -68,8 +75,26 @@ typedef struct {
     int running;
 } worker_t;
 
+typedef struct {
+    char addr[64];
+    int active;       /* calls in flight */
+    double last;      /* when its last call ended */
+} peer_t;
+
+/* The peers seen lately (see "Connected clients" above). */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    peer_t *peer;
+    int num, quit, running;
+    double idle_s;
+    pthread_t janitor;
+    fs_metrics_t *metrics;
+} peers_t;
+
 struct fs_grpc_server {
     grpc_server *server;
+    peers_t peers;
     grpc_completion_queue *shutdown_cq;
     fs_engine_t *engine;
     fs_metrics_t *metrics;
@@ -98,6 +123,98 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- connected clients ------------------------------------------------------ */
+
+static void peers_metric(peers_t *p, int delta)
+{
+    if (p->metrics) fs_metrics_client(p->metrics, FS_TRANSPORT_GRPC, delta);
+}
+
+/* A call from addr starts; returns its slot (-1 when the table is full). */
+static int peer_enter(peers_t *p, const char *addr)
+{
+    pthread_mutex_lock(&p->mu);
+    int i = 0;
+    while (i < p->num && strcmp(p->peer[i].addr, addr) != 0) i++;
+    if (i == p->num && p->num < MAX_PEERS) {
+        snprintf(p->peer[p->num].addr, sizeof p->peer[0].addr, "%s", addr);
+        p->peer[p->num++].active = 0;
+        peers_metric(p, +1);
+    }
+    if (i < p->num) p->peer[i].active++;
+    pthread_mutex_unlock(&p->mu);
+    return i < p->num ? i : -1;
+}
+
+static void peer_leave(peers_t *p, const char *addr)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->num; i++)
+        if (strcmp(p->peer[i].addr, addr) == 0) {
+            p->peer[i].active--;
+            p->peer[i].last = now_s();
+            break;
+        }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Forgets peers idle for longer than FS_GRPC_IDLE_S (under p->mu). */
+static void peers_prune(peers_t *p, double now)
+{
+    for (int i = 0; i < p->num;)
+        if (p->peer[i].active == 0 && now - p->peer[i].last > p->idle_s) {
+            p->peer[i] = p->peer[--p->num];
+            peers_metric(p, -1);
+        } else {
+            i++;
+        }
+}
+
+static void *janitor_main(void *arg)
+{
+    peers_t *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->quit) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_sec += 1;
+        pthread_cond_timedwait(&p->cv, &p->mu, &t);
+        peers_prune(p, now_s());
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static fs_status_t peers_start(peers_t *p, fs_metrics_t *metrics, fs_error_t *err)
+{
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->metrics = metrics;
+    p->idle_s = FS_GRPC_IDLE_S;
+    p->running = 1;
+    if (!(p->peer = calloc(MAX_PEERS, sizeof *p->peer)) || pthread_create(&p->janitor, NULL, janitor_main, p) != 0) {
+        p->running = 0;
+        return fs_error(err, FS_ERR_NOMEM, "grpc: cannot start the peer janitor");
+    }
+    return FS_OK;
+}
+
+/* Stops the janitor; the peers still listed leave the gauge. */
+static void peers_stop(peers_t *p)
+{
+    if (p->running) {
+        pthread_mutex_lock(&p->mu);
+        p->quit = 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->janitor, NULL);
+        peers_metric(p, -p->num);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+    }
+    free(p->peer);
 }
 
 /* ---- batches on the worker's queue ---------------------------------------- */
@@ -477,7 +594,7 @@ static int find_method(grpc_slice path)
 
 /* ---- one call, start to end ---------------------------------------------------- */
 
-static void serve_call(call_t *c)
+static void serve_method(call_t *c)
 {
     double t0 = now_s();
     int m = find_method(c->details.method);
@@ -505,6 +622,16 @@ static void serve_call(call_t *c)
     fs_metrics_t *metrics = c->w->srv->metrics;
     if (metrics) fs_metrics_request(metrics, methods[m].method, FS_TRANSPORT_GRPC, st, now_s() - t0);
     finish_call(c, st);
+}
+
+static void serve_call(call_t *c)
+{
+    char *peer = grpc_call_get_peer(c->call);
+    peers_t *peers = &c->w->srv->peers;
+    int tracked = peer && peer_enter(peers, peer) >= 0;
+    serve_method(c);
+    if (tracked) peer_leave(peers, peer);
+    gpr_free(peer);
 }
 
 static void *worker_main(void *arg)
@@ -589,6 +716,7 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
     for (int i = 0; i < s->num_workers; i++)
         if (s->workers[i].running) pthread_join(s->workers[i].thread, NULL);
     if (s->server) grpc_server_destroy(s->server);
+    peers_stop(&s->peers);
     for (int i = 0; i < s->num_workers; i++) {
         drain_and_destroy(s->workers[i].cq);
         fs_sampler_destroy(s->workers[i].sampler);
@@ -651,7 +779,8 @@ fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, f
     s->num_workers = threads > 0 ? threads : 4;
     grpc_init();
     s->grpc_initialised = 1;
-    fs_status_t st = create_server(s, listen_addr, bound_port, err);
+    fs_status_t st = peers_start(&s->peers, metrics, err);
+    if (st == FS_OK) st = create_server(s, listen_addr, bound_port, err);
     if (st != FS_OK) {
         fs_grpc_server_stop(s); /* a server never started shuts down at once */
         return st;
@@ -666,4 +795,11 @@ fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, f
     }
     *out = s;
     return FS_OK;
+}
+
+void fs_grpc_server_idle_timeout(fs_grpc_server_t *s, double seconds)
+{
+    pthread_mutex_lock(&s->peers.mu);
+    s->peers.idle_s = seconds;
+    pthread_mutex_unlock(&s->peers.mu);
 }

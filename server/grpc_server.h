@@ -4,13 +4,16 @@
  *
  *   Info, Sample, Stats   unary
  *   Gather, SampleGather  server streaming, ~1 MiB of feature rows a message
- *                         (SampleGather's first message carries the sample)
+ *   Split                 (SampleGather's first message carries the sample;
+ *                         Split streams a split's ids as int64 rows)
  *
  * Errors are gRPC status codes with a detail string naming the problem:
  * INVALID_ARGUMENT (bad ids, fanouts, undecodable request bytes), NOT_FOUND
  * (unknown table), RESOURCE_EXHAUSTED (over a limit), FAILED_PRECONDITION
  * (unknown api_version), DEADLINE_EXCEEDED, UNIMPLEMENTED (unknown method),
- * INTERNAL. Every call is recorded in the metrics (transport "grpc").
+ * INTERNAL. Every call is recorded in the metrics (transport "grpc"), and
+ * so are connected clients: peers (one per channel) with a call in flight or
+ * one within the idle timeout (default 30 s).
  *
  * Ownership: the server borrows engine and metrics (metrics may be NULL);
  * both must outlive fs_grpc_server_stop. Thread-safety: start and stop from
@@ -35,5 +38,8 @@ fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, f
  * (cancelling them after a 5 s grace period), then releases everything.
  * NULL is a no-op. */
 void fs_grpc_server_stop(fs_grpc_server_t *s);
+
+/* How long a peer without calls still counts as a connected client. */
+void fs_grpc_server_idle_timeout(fs_grpc_server_t *s, double seconds);
 
 #endif

@@ -658,6 +658,40 @@ Test(grpc, stats_counts_grpc_calls)
     env_close(&e);
 }
 
+static int64_t grpc_clients(fs_metrics_t *m)
+{
+    char *text = fs_metrics_render(m);
+    const char *key = "featstore_connected_clients{transport=\"grpc\"} ";
+    const char *p = strstr(text, key);
+    cr_assert_not_null(p, "%s", text);
+    int64_t n = strtoll(p + strlen(key), NULL, 10);
+    free(text);
+    return n;
+}
+
+Test(grpc, connected_clients_are_peers_seen_lately)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    cr_assert_eq(grpc_clients(e.metrics), 0);
+    fs_client_t *a = connect_to(&e), *b = connect_to(&e);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(a, &info), FS_OK);
+    fs_info_free(info);
+    cr_assert_eq(fs_info(b, &info), FS_OK);
+    fs_info_free(info);
+    cr_assert_eq(fs_info(a, &info), FS_OK, "a second call from a peer is not a second client");
+    fs_info_free(info);
+    cr_assert_eq(grpc_clients(e.metrics), 2);
+    fs_close(a);
+    fs_close(b);
+    fs_grpc_server_idle_timeout(e.server, 0.2);
+    int64_t n = 2;
+    for (int i = 0; i < 50 && (n = grpc_clients(e.metrics)) != 0; i++) usleep(100 * 1000);
+    cr_assert_eq(n, 0, "idle peers are forgotten");
+    env_close(&e);
+}
+
 /* ---- a client that is not ours ------------------------------------------------------ */
 
 Test(grpc, third_party_python_client_reads_the_dataset)
