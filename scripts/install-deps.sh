@@ -26,6 +26,7 @@ PACKAGES=(
   bc                # the demo's summary arithmetic
   libcriterion-dev  # the test framework
   python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
+  python3-torch     # tests: GraphSAGE trained through the Python client (test_python)
 )
 
 missing=()

@@ -96,7 +96,7 @@ fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t 
 fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
                              void *out, fs_error_t *err)
 {
-    size_t row_bytes;
+    size_t row_bytes = 0;
     int64_t dim;
     fs_status_t st = fs_engine_table(e, table, &out_dtype, &row_bytes, &dim, err);
     if (st == FS_OK) st = fs_limits_check(&e->limits, n, NULL, row_bytes, err);

@@ -1,0 +1,173 @@
+"""featstore._lib — the ctypes mirror of libfeatstore's C API.
+
+This module only knows the C side: it finds and loads ``libfeatstore.so``,
+mirrors the public structs of ``featstore/types.h`` and
+``featstore/client.h`` field for field (ctypes applies the same alignment
+rules as the C compiler, so declaring the fields in order is enough), and
+declares every function's argument and return types so that ctypes converts
+and checks them. The Pythonic API lives in ``featstore.client``.
+
+Functions that arrived after the first release (``fs_split``,
+``fs_batch_region``) are bound optionally: an older library still loads and
+only those calls fail, with a clear message.
+"""
+import ctypes
+import ctypes.util
+import os
+from pathlib import Path
+
+FS_MAX_HOPS = 8
+FS_FANOUT_ALL = -1
+LIB_ENV = "FEATSTORE_LIB"
+_LIB_NAME = "libfeatstore.so"
+
+# ---- structs (featstore/types.h, featstore/client.h) ------------------------
+
+_i64 = ctypes.c_int64
+_p_i64 = ctypes.POINTER(ctypes.c_int64)
+
+
+class SampleReq(ctypes.Structure):
+    """fs_sample_req_t."""
+    _fields_ = [
+        ("num_hops", ctypes.c_int),
+        ("fanout", ctypes.c_int * FS_MAX_HOPS),
+        ("mode", ctypes.c_int * FS_MAX_HOPS),  # fs_sample_mode_t: a C enum is an int
+        ("seed", ctypes.c_uint64),
+        ("want_edge_ids", ctypes.c_int),
+    ]
+
+
+class BlockC(ctypes.Structure):
+    """fs_block_t."""
+    _fields_ = [
+        ("num_dst", _i64), ("num_src", _i64), ("num_edges", _i64),
+        ("dst_offsets", _p_i64), ("edge_dst", _p_i64), ("edge_src", _p_i64), ("edge_ids", _p_i64),
+    ]
+
+
+class BatchC(ctypes.Structure):
+    """fs_batch_t."""
+    _fields_ = [
+        ("num_hops", ctypes.c_int),
+        ("block", BlockC * FS_MAX_HOPS),
+        ("num_nodes", _i64), ("nodes", _p_i64),
+        ("num_seeds", _i64), ("seed_local", _p_i64),
+        ("rows", _i64), ("dim", _i64),
+        ("dtype", ctypes.c_int),
+        ("features", ctypes.c_void_p),
+    ]
+
+
+class TableInfoC(ctypes.Structure):
+    """fs_table_info_t."""
+    _fields_ = [("name", ctypes.c_char * 64), ("dtype", ctypes.c_int), ("rows", _i64), ("dim", _i64)]
+
+
+class InfoC(ctypes.Structure):
+    """fs_info_t."""
+    _fields_ = [
+        ("server_version", ctypes.c_char * 32),
+        ("dataset", ctypes.c_char * 128),
+        ("num_nodes", _i64), ("num_edges", _i64), ("num_classes", _i64),
+        ("symmetric", ctypes.c_int), ("weighted", ctypes.c_int),
+        ("num_tables", ctypes.c_int),
+        ("tables", TableInfoC * 16),
+        ("num_splits", ctypes.c_int),
+        ("splits", (ctypes.c_char * 64) * 8),
+    ]
+
+
+class ConnectOpts(ctypes.Structure):
+    """fs_connect_opts_t."""
+    _fields_ = [
+        ("slots", ctypes.c_int), ("threads", ctypes.c_int), ("timeout_ms", ctypes.c_int),
+        ("device", ctypes.c_char_p),
+    ]
+
+
+class IdsC(ctypes.Structure):
+    """fs_ids_t."""
+    _fields_ = [("n", _i64), ("ids", _p_i64)]
+
+
+# ---- finding the library -----------------------------------------------------
+
+def _candidates():
+    """Where libfeatstore.so may be, most explicit first."""
+    env = os.environ.get(LIB_ENV)
+    if env:
+        p = Path(env)
+        yield p / _LIB_NAME if p.is_dir() else p
+    here = Path(__file__).resolve().parent
+    yield here / _LIB_NAME                       # shipped inside the package
+    yield here.parent / _LIB_NAME                # next to the package
+    repo = here.parents[2]                       # client-lib/python/featstore -> repository root
+    yield repo / "build" / "client-lib" / _LIB_NAME
+    for prefix in ("/usr/local/lib", "/usr/lib"):
+        yield Path(prefix) / _LIB_NAME
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        tried.append(str(path))
+        if path.is_file():
+            return ctypes.CDLL(str(path)), str(path)
+    if os.environ.get(LIB_ENV):  # an explicit choice that does not exist is an error, not a hint
+        raise OSError(f"{LIB_ENV}={os.environ[LIB_ENV]!r}: no {_LIB_NAME} there")
+    name = ctypes.util.find_library("featstore")
+    if name:
+        return ctypes.CDLL(name), name
+    raise OSError(f"cannot find {_LIB_NAME}: set {LIB_ENV} to its path (build it with "
+                  f"`cmake --build BUILD --target featstore_client`); tried " + ", ".join(tried))
+
+
+# ---- prototypes ---------------------------------------------------------------
+
+_c_client_p = ctypes.c_void_p  # fs_client_t * (opaque)
+_PROTOTYPES = {
+    "fs_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "fs_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "fs_dtype_from_name": (ctypes.c_int, [ctypes.c_char_p]),
+    "fs_connect_opts": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ConnectOpts), ctypes.POINTER(_c_client_p)]),
+    "fs_close": (None, [_c_client_p]),
+    "fs_client_errstr": (ctypes.c_char_p, [_c_client_p]),
+    "fs_client_transport": (ctypes.c_char_p, [_c_client_p]),
+    "fs_info": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.POINTER(InfoC))]),
+    "fs_info_free": (None, [ctypes.POINTER(InfoC)]),
+    "fs_sample": (ctypes.c_int, [_c_client_p, _p_i64, _i64, ctypes.POINTER(SampleReq),
+                                 ctypes.POINTER(ctypes.POINTER(BatchC))]),
+    "fs_gather": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, _p_i64, _i64, ctypes.c_int,
+                                 ctypes.POINTER(ctypes.POINTER(BatchC))]),
+    "fs_sample_gather": (ctypes.c_int, [_c_client_p, _p_i64, _i64, ctypes.POINTER(SampleReq), ctypes.c_char_p,
+                                        ctypes.c_int, ctypes.POINTER(ctypes.POINTER(BatchC))]),
+    "fs_batch_free": (None, [ctypes.POINTER(BatchC)]),
+    "fs_stats": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.c_void_p)]),
+    "fs_stats_free": (None, [ctypes.c_void_p]),
+}
+# Bound when the library has them (see the module comment).
+_OPTIONAL = {
+    "fs_split": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(IdsC))]),
+    "fs_ids_free": (None, [ctypes.POINTER(IdsC)]),
+    "fs_batch_region": (ctypes.c_int, [ctypes.POINTER(BatchC), ctypes.POINTER(ctypes.c_void_p),
+                                       ctypes.POINTER(ctypes.c_size_t)]),
+}
+
+
+def _declare(lib, name, restype, argtypes):
+    fn = getattr(lib, name)
+    fn.restype, fn.argtypes = restype, argtypes
+
+
+lib, path = _load()
+for _name, (_res, _args) in _PROTOTYPES.items():
+    _declare(lib, _name, _res, _args)
+for _name, (_res, _args) in _OPTIONAL.items():
+    if hasattr(lib, _name):
+        _declare(lib, _name, _res, _args)
+
+
+def has(name):
+    """Whether the loaded library exports `name` (for the optional calls)."""
+    return hasattr(lib, name)

@@ -1,0 +1,52 @@
+"""featstore._torch — Batch.torch(): the batch's arrays as torch tensors.
+
+Kept apart so that torch stays optional: ``import featstore`` never imports
+it. Tensors come from ``torch.from_numpy`` and share memory with the batch
+(the same lifetime rule applies: valid until ``Batch.release()``).
+"""
+import warnings
+from typing import List, NamedTuple, Optional
+
+import torch
+
+
+class TorchBlock(NamedTuple):
+    num_dst: int
+    num_src: int
+    num_edges: int
+    dst_offsets: torch.Tensor
+    edge_dst: torch.Tensor
+    edge_src: torch.Tensor
+    edge_ids: Optional[torch.Tensor]
+
+
+class TorchBatch(NamedTuple):
+    nodes: torch.Tensor
+    seed_local: torch.Tensor
+    features: Optional[torch.Tensor]
+    blocks: List[TorchBlock]
+
+
+def tensor(array):
+    """torch.from_numpy on one of our read-only views. torch warns that it
+    cannot protect read-only memory; the lifetime rule already says these
+    tensors are read-only, so that warning is silenced here (and only here)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
+
+
+def _features(batch):
+    if batch.features is None:
+        return None
+    t = tensor(batch.features)
+    return t.view(torch.bfloat16) if batch.dtype == "bfloat16" else t  # bits were exposed as uint16
+
+
+def to_torch(batch):
+    if batch.released:
+        raise ValueError("batch already released")
+    blocks = [TorchBlock(b.num_dst, b.num_src, b.num_edges, tensor(b.dst_offsets), tensor(b.edge_dst),
+                         tensor(b.edge_src), None if b.edge_ids is None else tensor(b.edge_ids))
+              for b in batch.blocks]
+    return TorchBatch(tensor(batch.nodes), tensor(batch.seed_local), _features(batch), blocks)

@@ -1,0 +1,443 @@
+"""featstore.client — the Python API over libfeatstore: Client, Batch, Error.
+
+Design: every call goes straight to the C library through ctypes (no
+compiled extension), and results are numpy arrays that *view* the C
+buffers: over ``unix://`` that is the connection's shared result slot the
+in-process engines wrote into, over ``grpc://`` the buffer the reply was
+received into. Nothing is copied on the way to numpy or torch.
+
+Lifetime rule: a ``Batch`` owns its ``fs_batch_t``; its arrays are valid
+until ``Batch.release()`` (or the end of its ``with`` block). Every array
+keeps the batch's C handle alive, so garbage collection never frees a batch
+whose arrays are still reachable (it frees it once the Batch and all its
+arrays are gone); an explicit ``release()`` frees it at once, and reading an
+array afterwards reads freed memory (over ``unix://`` the slot is reused by
+the next batch). Release batches promptly: a ``unix://``
+connection has only a few slots (``slots=``, 4 by default).
+
+Thread-safety: a Client serialises its calls with a lock, so one Client may
+be shared by threads (they take turns; give each thread its own Client for
+parallelism). Batches may be released from any thread.
+"""
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+
+__all__ = ["Status", "Error", "TableInfo", "Info", "Block", "Batch", "Client", "connect", "SAMPLE_MODES"]
+
+
+class Status(IntEnum):
+    """fs_status_t."""
+    OK = 0
+    INVALID_ARGUMENT = 1
+    NOT_FOUND = 2
+    IO = 3
+    FORMAT = 4
+    UNSUPPORTED = 5
+    NOMEM = 6
+    EXISTS = 7
+    RESOURCE = 8
+    NO_DEVICE = 9
+    INTERNAL = 10
+    UNAVAILABLE = 11
+    TIMEOUT = 12
+
+
+class Error(Exception):
+    """A failed featstore call.
+
+    ``status`` is the ``Status``, ``status_name`` the C library's short text
+    for it (``fs_strerror``), ``message`` the connection's detail
+    (``fs_client_errstr``)."""
+
+    def __init__(self, status, message):
+        try:
+            self.status = Status(status)
+        except ValueError:  # a newer library's code: keep the number
+            self.status = int(status)
+        self.status_name = lib.fs_strerror(int(status)).decode()
+        self.message = message
+        super().__init__(f"{self.status_name}: {message}" if message else self.status_name)
+
+
+SAMPLE_MODES = {"uniform": 0, "uniform_replace": 1, "weighted": 2, "weighted_replace": 3}
+
+# fs_dtype_t -> numpy. bfloat16 has no numpy type: its 16 bits are exposed as
+# uint16 (as the dataset stores them) and Batch.torch() reinterprets them.
+_NP_DTYPES = {1: np.bool_, 2: np.int8, 3: np.uint8, 4: np.int16, 5: np.uint16, 6: np.int32, 7: np.uint32,
+              8: np.int64, 9: np.uint64, 10: np.float16, 11: np.uint16, 12: np.float32, 13: np.float64}
+
+
+def _dtype_name(code):
+    return lib.fs_dtype_name(code).decode()
+
+
+def _dtype_code(dtype):
+    """None -> as stored; else a featstore dtype name ("float32", "bfloat16") or a numpy dtype."""
+    if dtype is None:
+        return 0
+    if isinstance(dtype, str):
+        code = lib.fs_dtype_from_name(dtype.encode())
+    else:
+        try:
+            code = lib.fs_dtype_from_name(np.dtype(dtype).name.encode())
+        except TypeError:
+            code = 0
+    if code == 0:
+        raise ValueError(f"unknown dtype {dtype!r} (use e.g. 'float32', 'float16', 'bfloat16' or None)")
+    return code
+
+
+def _ids(values, what):
+    """A contiguous int64 numpy array of node ids, or a clear ValueError/TypeError.
+
+    Accepts sequences, numpy arrays and CPU torch tensors of integers; refuses
+    floats (which would silently truncate), other shapes and negative ids."""
+    arr = np.asarray(values)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{what} must be integers, got dtype {arr.dtype}")
+    if arr.dtype == np.uint64 and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{what}: id {arr.max()} does not fit int64")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    if arr.min() < 0:
+        pos = int(np.argmax(arr < 0))
+        raise ValueError(f"{what}[{pos}] = {arr[pos]} is negative")
+    return arr
+
+
+def _sample_req(fanouts, mode, seed, edge_ids):
+    """An fs_sample_req_t from Python values, checked."""
+    fanouts = [int(f) for f in fanouts]
+    if not 1 <= len(fanouts) <= _lib.FS_MAX_HOPS:
+        raise ValueError(f"fanouts: need 1..{_lib.FS_MAX_HOPS} hops, got {len(fanouts)}")
+    for h, f in enumerate(fanouts):
+        if f <= 0 and f != _lib.FS_FANOUT_ALL:
+            raise ValueError(f"fanouts[{h}] = {f}: must be > 0 or -1 (all neighbours)")
+    modes = [mode] * len(fanouts) if isinstance(mode, str) else list(mode)
+    if len(modes) != len(fanouts):
+        raise ValueError(f"mode: {len(modes)} modes for {len(fanouts)} hops")
+    for m in modes:
+        if m not in SAMPLE_MODES:
+            raise ValueError(f"unknown sampling mode {m!r} (one of {', '.join(SAMPLE_MODES)})")
+    if not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed {seed} must be in [0, 2**64)")
+    req = _lib.SampleReq(num_hops=len(fanouts), seed=int(seed), want_edge_ids=int(bool(edge_ids)))
+    for h, (f, m) in enumerate(zip(fanouts, modes)):
+        req.fanout[h], req.mode[h] = f, SAMPLE_MODES[m]
+    return req
+
+
+# ---- results ------------------------------------------------------------------
+
+class _Handle:
+    """Owns one fs_batch_t *. Both the Batch and every array made from it
+    hold the handle (never the other way round, so there is no reference
+    cycle): the batch is freed by release(), or as soon as the Batch and all
+    its arrays are gone."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+        self._lock = threading.Lock()
+
+    def release(self):
+        with self._lock:  # batches may be released from any thread, once
+            ptr, self.ptr = self.ptr, None
+        if ptr is not None:
+            lib.fs_batch_free(ptr)
+
+    def __del__(self):  # the fallback when nobody called release()
+        try:
+            self.release()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+
+
+class _View:
+    """The owner numpy sees for a zero-copy array: the C buffer's address
+    through ``__array_interface__`` (read-only), plus the batch's handle."""
+
+    def __init__(self, handle, address, shape, dtype):
+        self.handle = handle
+        self.__array_interface__ = {"data": (address, True), "shape": shape,
+                                    "typestr": np.dtype(dtype).str, "version": 3}
+
+
+def _view(handle, pointer, shape, dtype):
+    address = ctypes.cast(pointer, ctypes.c_void_p).value
+    if not address or 0 in shape:  # empty results may come with NULL pointers
+        return np.zeros(shape, dtype=dtype)
+    return np.asarray(_View(handle, address, shape, dtype))
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    dtype: str
+    rows: int
+    dim: int
+
+
+@dataclass(frozen=True)
+class Info:
+    """What fs_info reports about the served dataset."""
+    server_version: str
+    dataset: str
+    num_nodes: int
+    num_edges: int
+    num_classes: int
+    symmetric: bool
+    weighted: bool
+    tables: dict = field(default_factory=dict)  # name -> TableInfo
+    splits: tuple = ()
+
+
+@dataclass(frozen=True)
+class Block:
+    """One hop of a sample (fs_block_t), DGL-block style: dst nodes are the
+    local ids [0, num_dst), a prefix of the src nodes [0, num_src); edge e
+    joins dst ``edge_dst[e]`` to src ``edge_src[e]``, one of its sampled
+    neighbours (messages flow src -> dst), grouped by dst: dst d owns edges
+    ``dst_offsets[d]:dst_offsets[d+1]``. Local id i is global node
+    ``Batch.nodes[i]``. Arrays are int64 views
+    into the batch. ``edge_ids`` is None unless requested."""
+    num_dst: int
+    num_src: int
+    num_edges: int
+    dst_offsets: np.ndarray
+    edge_dst: np.ndarray
+    edge_src: np.ndarray
+    edge_ids: object = None
+
+
+class Batch:
+    """One result (fs_batch_t *). A sample fills ``blocks``, ``nodes`` and
+    ``seed_local``; a gather fills ``features``; sample_gather both, with
+    ``features[i]`` the row of ``nodes[i]``. Block 0 is the hop from the
+    seeds; the last block reaches farthest.
+
+    Arrays view C memory, read-only, valid until ``release()``; see the
+    module comment."""
+
+    def __init__(self, ptr):
+        self._handle = _Handle(ptr)
+        b, h = ptr.contents, self._handle
+        self.num_hops = b.num_hops
+        self.num_nodes, self.num_seeds = b.num_nodes, b.num_seeds
+        self.rows, self.dim = b.rows, b.dim
+        self.dtype = _dtype_name(b.dtype) if b.dtype else None
+        self.nodes = _view(h, b.nodes, (b.num_nodes,), np.int64)
+        self.seed_local = _view(h, b.seed_local, (b.num_seeds,), np.int64)
+        self.blocks = [_block(h, b.block[i]) for i in range(b.num_hops)]
+        self.features = (_view(h, b.features, (b.rows, b.dim), _NP_DTYPES[b.dtype])
+                         if b.dtype in _NP_DTYPES else None)
+
+    @property
+    def released(self):
+        return self._handle.ptr is None
+
+    def release(self):
+        """Frees the batch (and its result slot) now. Arrays taken from it
+        become invalid. Idempotent."""
+        self._handle.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def region(self):
+        """(address, length) of the memory this batch's arrays live in: the
+        shared result slot over unix://, the received buffer over grpc://."""
+        if not _lib.has("fs_batch_region"):
+            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_batch_region (library too old)")
+        ptr = self._handle.ptr
+        if ptr is None:
+            raise ValueError("batch already released")
+        base, length = ctypes.c_void_p(), ctypes.c_size_t()
+        st = lib.fs_batch_region(ptr, ctypes.byref(base), ctypes.byref(length))
+        if st != Status.OK:
+            raise Error(st, "fs_batch_region failed")
+        return base.value or 0, length.value
+
+    def torch(self):
+        """The arrays as torch tensors sharing the same memory (torch.from_numpy):
+        a ``TorchBatch`` with nodes, seed_local, features and blocks (each with
+        dst_offsets, edge_dst, edge_src, edge_ids). Same lifetime rule; the
+        tensors must not be written to. bfloat16 features come out as
+        torch.bfloat16."""
+        from ._torch import to_torch  # torch is optional: imported only here
+        return to_torch(self)
+
+    def __repr__(self):
+        state = "released" if self.released else f"hops={self.num_hops} nodes={self.num_nodes} rows={self.rows}"
+        return f"<featstore.Batch {state}>"
+
+
+def _block(handle, c):
+    v = lambda p, n: _view(handle, p, (n,), np.int64)  # noqa: E731
+    return Block(c.num_dst, c.num_src, c.num_edges, v(c.dst_offsets, c.num_dst + 1),
+                 v(c.edge_dst, c.num_edges), v(c.edge_src, c.num_edges),
+                 v(c.edge_ids, c.num_edges) if c.edge_ids else None)
+
+
+# ---- the connection -------------------------------------------------------------
+
+class Client:
+    """A connection to a featstore server (``unix://PATH`` or ``grpc://HOST:PORT``).
+    Use ``featstore.connect``. A context manager; ``close()`` is idempotent.
+    Batches may outlive the Client."""
+
+    def __init__(self, uri, device=None, slots=None, threads=None, timeout_ms=None):
+        opts = _lib.ConnectOpts(slots=_opt_int(slots, "slots"), threads=_opt_int(threads, "threads"),
+                                timeout_ms=_opt_int(timeout_ms, "timeout_ms"),
+                                device=device.encode() if device else None)
+        self._lock = threading.Lock()
+        self._c = ctypes.c_void_p()
+        self.uri = uri
+        st = lib.fs_connect_opts(uri.encode(), ctypes.byref(opts), ctypes.byref(self._c))
+        if st != Status.OK:
+            msg = lib.fs_client_errstr(self._c).decode(errors="replace")
+            lib.fs_close(self._c)
+            self._c = None
+            raise Error(st, msg)
+        self.transport = lib.fs_client_transport(self._c).decode()
+
+    # -- plumbing
+
+    def _call(self, fn, *args):
+        """Runs one C call under the lock; a non-OK status becomes an Error
+        carrying the connection's message."""
+        with self._lock:
+            if not self._c:
+                raise ValueError("featstore client is closed")
+            st = fn(self._c, *args)
+            if st != Status.OK:
+                raise Error(st, lib.fs_client_errstr(self._c).decode(errors="replace"))
+
+    def _batch_call(self, fn, *args):
+        out = ctypes.POINTER(_lib.BatchC)()
+        self._call(fn, *args, ctypes.byref(out))
+        return Batch(out)
+
+    # -- the API
+
+    def info(self):
+        """Facts about the served dataset, as an ``Info``."""
+        out = ctypes.POINTER(_lib.InfoC)()
+        self._call(lib.fs_info, ctypes.byref(out))
+        try:
+            i = out.contents
+            tables = {}
+            for t in i.tables[:i.num_tables]:
+                name = t.name.decode()
+                tables[name] = TableInfo(name, _dtype_name(t.dtype), t.rows, t.dim)
+            return Info(i.server_version.decode(), i.dataset.decode(), i.num_nodes, i.num_edges, i.num_classes,
+                        bool(i.symmetric), bool(i.weighted), tables,
+                        tuple(s.value.decode() for s in i.splits[:i.num_splits]))
+        finally:
+            lib.fs_info_free(out)
+
+    def sample(self, seeds, fanouts, mode="uniform", seed=0, edge_ids=False):
+        """k-hop sampling from `seeds` with one fanout per hop (-1 = all
+        neighbours). `mode`: one of SAMPLE_MODES, or one per hop. The same
+        arguments always give the same Batch."""
+        ids = _ids(seeds, "seeds")
+        req = _sample_req(fanouts, mode, seed, edge_ids)
+        return self._batch_call(lib.fs_sample, _ptr(ids), len(ids), ctypes.byref(req))
+
+    def gather(self, table, ids, dtype=None):
+        """Rows `ids` of `table` (a feature table, or "labels": int64 [n x 1]).
+        dtype None = as stored, or "float32" to widen half-precision tables."""
+        arr = _ids(ids, "ids")
+        return self._batch_call(lib.fs_gather, _name(table), _ptr(arr), len(arr), _dtype_code(dtype))
+
+    def sample_gather(self, seeds, fanouts, table, seed=0, dtype=None, mode="uniform", edge_ids=False):
+        """One mini-batch: sample from `seeds`, then the rows of `table` for
+        every sampled node (``features[i]`` belongs to ``nodes[i]``)."""
+        ids = _ids(seeds, "seeds")
+        req = _sample_req(fanouts, mode, seed, edge_ids)
+        return self._batch_call(lib.fs_sample_gather, _ptr(ids), len(ids), ctypes.byref(req), _name(table),
+                                _dtype_code(dtype))
+
+    def split(self, name):
+        """The node ids of split `name` ("train", "valid", "test") as a new
+        int64 array (copied: splits are small and this way outlive nothing)."""
+        if not _lib.has("fs_split"):
+            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_split (library too old)")
+        out = ctypes.POINTER(_lib.IdsC)()
+        self._call(lib.fs_split, _name(name), ctypes.byref(out))
+        try:
+            n = out.contents.n
+            return np.ctypeslib.as_array(out.contents.ids, (n,)).copy() if n else np.zeros(0, np.int64)
+        finally:
+            lib.fs_ids_free(out)
+
+    def stats(self):
+        """The server's metrics, Prometheus text format."""
+        text = ctypes.c_void_p()
+        self._call(lib.fs_stats, ctypes.byref(text))
+        try:
+            return ctypes.string_at(text.value).decode(errors="replace")
+        finally:
+            lib.fs_stats_free(text)
+
+    def close(self):
+        with self._lock:
+            c, self._c = self._c, None
+        if c:
+            lib.fs_close(c)
+
+    @property
+    def closed(self):
+        return not self._c
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return f"<featstore.Client {self.uri} {'closed' if self.closed else self.transport}>"
+
+
+def _opt_int(value, what):
+    if value is None:
+        return 0
+    if int(value) < 1:
+        raise ValueError(f"{what} must be >= 1, got {value}")
+    return int(value)
+
+
+def _name(s):
+    if not isinstance(s, str) or not s:
+        raise TypeError(f"expected a non-empty name, got {s!r}")
+    return s.encode()
+
+
+def _ptr(arr):
+    return arr.ctypes.data_as(_lib._p_i64)
+
+
+def connect(uri, device=None, slots=None, threads=None, timeout_ms=None):
+    """Connects to a featstore server: ``unix:///path/to/socket`` (zero-copy,
+    local) or ``grpc://host:port``. `device` ("cpu", "gpu:N"), `slots` and
+    `threads` matter for unix:// only; `timeout_ms` is a per-call deadline."""
+    return Client(uri, device=device, slots=slots, threads=threads, timeout_ms=timeout_ms)

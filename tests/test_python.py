@@ -1,0 +1,373 @@
+#!/usr/bin/python3
+"""test_python.py — the Python client (client-lib/python/featstore) against a
+real `featstore serve`, and a GraphSAGE trained through it.
+
+The module fixture imports tests/data/cora.npz (symmetrised; the importer
+writes labels and a seeded 60/20/20 split) and starts the server as a child
+process on a Unix socket in a scratch directory, an ephemeral gRPC port and
+an ephemeral metrics port, reading the bound addresses from its
+``READY unix=… grpc=… metrics=…`` line. The tests then check what the
+binding promises: the dataset's facts, splits and labels (against numpy
+reads of the dataset's files), zero-copy arrays (their memory lies in the
+batch's shared memfd slot over unix://), the lifetime rule, C errors mapped
+to featstore.Error and Python-side argument checks, the same answers over
+unix:// and grpc://, and examples/train_graphsage.py reaching >= 0.82 test
+accuracy on Cora, the same over both transports. The server must stop with
+exit 0 on SIGTERM.
+
+    /usr/bin/python3 tests/test_python.py --featstore BUILD/server/featstore --lib BUILD/client-lib/libfeatstore.so
+
+Registered with ctest (tests/CMakeLists.txt); exits 77 (ctest's skip) when
+numpy or torch is missing. Prints RESULT lines with the measured figures.
+"""
+import argparse
+import ctypes
+import gc
+import importlib.util
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ARGS = None  # parsed in main()
+SERVER = {}  # the module fixture: proc, dir, dataset, sock, unix, grpc
+np = featstore = None  # imported by main(), once the skip check passed
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--featstore", required=True, help="the featstore CLI")
+    p.add_argument("--lib", required=True, help="libfeatstore.so")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--seeds", type=int, default=3)
+    args, rest = p.parse_known_args()
+    return args, rest
+
+
+def require_modules():
+    """numpy and torch are optional on a build machine: their absence is a skip."""
+    for mod in ("numpy", "torch"):
+        if importlib.util.find_spec(mod) is None:
+            print(f"SKIP: {sys.executable} has no {mod} (apt-get install python3-{mod})")
+            sys.exit(SKIP)
+
+
+# ---- the server fixture ----------------------------------------------------------
+
+def _die_with_parent():
+    """Run in the server child: the kernel kills it if the test dies, so a
+    crashed test never leaves a server behind."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def read_ready(proc, timeout=60):
+    """The server's READY line as {"unix": …, "grpc": …, "metrics": …}."""
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+            raise RuntimeError("featstore serve printed no READY line in time")
+        chunk = os.read(proc.stdout.fileno(), 1)
+        if not chunk:
+            raise RuntimeError(f"featstore serve exited before READY (status {proc.wait()})")
+        line += chunk
+    fields = line.decode().split()
+    if not fields or fields[0] != "READY":
+        raise RuntimeError(f"bad READY line: {line!r}")
+    return dict(f.split("=", 1) for f in fields[1:])
+
+
+def setUpModule():
+    tmp = tempfile.mkdtemp(prefix="featstore-py-")
+    SERVER["dir"] = tmp
+    dataset = os.path.join(tmp, "cora")
+    subprocess.run([ARGS.featstore, "import", "npz", os.path.join(HERE, "data", "cora.npz"), "--out", dataset,
+                    "--symmetrize"], check=True, stdout=subprocess.DEVNULL)
+    sock = os.path.join(tmp, "s.sock")
+    proc = subprocess.Popen([ARGS.featstore, "serve", dataset, "--socket", sock, "--listen", "127.0.0.1:0",
+                             "--metrics", "127.0.0.1:0"], stdout=subprocess.PIPE, preexec_fn=_die_with_parent)
+    SERVER.update(proc=proc, dataset=dataset, sock=sock)
+    ready = read_ready(proc)
+    SERVER["unix"] = "unix://" + ready["unix"]
+    SERVER["grpc"] = "grpc://" + ready["grpc"]
+
+
+def tearDownModule():
+    proc = SERVER.get("proc")
+    try:
+        if proc and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            status = proc.wait(timeout=30)
+            if status != 0:
+                raise AssertionError(f"featstore serve exited {status} on SIGTERM, expected 0")
+            if os.path.exists(SERVER["sock"]):
+                raise AssertionError("featstore serve left its socket behind")
+            print("RESULT server stopped on SIGTERM: exit 0, socket removed")
+    finally:
+        if proc and proc.poll() is None:
+            proc.kill()
+        if proc:
+            proc.stdout.close()
+        shutil.rmtree(SERVER.get("dir", ""), ignore_errors=True)
+
+
+def dataset_array(name):
+    return np.load(os.path.join(SERVER["dataset"], name))
+
+
+def memfd_ranges():
+    """(start, end) of every memfd mapping of this process."""
+    ranges = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and parts[5].startswith("/memfd:"):
+                start, end = (int(x, 16) for x in parts[0].split("-"))
+                ranges.append((start, end))
+    return ranges
+
+
+def inside(addr, nbytes, start, length):
+    return start <= addr and addr + nbytes <= start + length
+
+
+# ---- the binding ------------------------------------------------------------------
+
+class BindingTest(unittest.TestCase):
+    def setUp(self):
+        self.unix = featstore.connect(SERVER["unix"])
+        self.grpc = featstore.connect(SERVER["grpc"], timeout_ms=30000)
+
+    def tearDown(self):
+        self.unix.close()
+        self.grpc.close()
+
+    def test_info_splits_and_labels_match_the_dataset(self):
+        labels = dataset_array("labels.npy")
+        for c in (self.unix, self.grpc):
+            info = c.info()
+            self.assertEqual((info.dataset, info.num_nodes, info.num_classes), ("cora", 2708, 7))
+            self.assertTrue(info.symmetric)
+            self.assertEqual(info.tables["feat"], featstore.TableInfo("feat", "float32", 2708, 1433))
+            self.assertEqual(info.tables["labels"], featstore.TableInfo("labels", "int64", 2708, 1))
+            self.assertEqual(set(info.splits), {"train", "valid", "test"})
+            parts = {s: c.split(s) for s in info.splits}
+            for name, ids in parts.items():
+                np.testing.assert_array_equal(ids, dataset_array(f"split_{name}.npy"))
+            sizes = [len(parts[s]) for s in ("train", "valid", "test")]
+            self.assertEqual(sum(sizes), int((labels >= 0).sum()))
+            self.assertAlmostEqual(sizes[0] / sum(sizes), 0.6, delta=0.01)
+            self.assertEqual(len(np.unique(np.concatenate(list(parts.values())))), sum(sizes), "splits overlap")
+            with c.gather("labels", parts["test"]) as b:
+                self.assertEqual((b.dtype, b.features.shape), ("int64", (len(parts["test"]), 1)))
+                np.testing.assert_array_equal(b.features[:, 0], labels[parts["test"]])
+
+    def test_sample_gather_rows_are_the_sampled_nodes_rows(self):
+        table = dataset_array("table_feat.npy")
+        indptr, indices = dataset_array("indptr.npy"), dataset_array("indices.npy")
+        seeds = np.array([5, 17, 5, 2000, 99])  # a repeated seed, and a plain int array
+        with self.unix.sample_gather(seeds, [25, 10], "feat", seed=7, edge_ids=True) as b:
+            self.assertEqual((b.num_hops, b.features.shape), (2, (b.num_nodes, 1433)))
+            np.testing.assert_array_equal(b.features, table[b.nodes])
+            np.testing.assert_array_equal(b.nodes[b.seed_local], seeds)
+            self.assertEqual(b.blocks[0].num_dst, 4)
+            self.assertEqual(b.blocks[1].num_dst, b.blocks[0].num_src)
+            self.assertEqual(b.blocks[-1].num_src, b.num_nodes)
+            for blk in b.blocks:
+                u, v = b.nodes[blk.edge_dst], b.nodes[blk.edge_src]
+                self.assertTrue(np.all((indptr[u] <= blk.edge_ids) & (blk.edge_ids < indptr[u + 1])))
+                np.testing.assert_array_equal(indices[blk.edge_ids], v)
+                np.testing.assert_array_equal(np.repeat(np.arange(blk.num_dst), np.diff(blk.dst_offsets)),
+                                              blk.edge_dst)
+
+    def test_unix_and_grpc_give_identical_batches(self):
+        seeds = self.unix.split("train")[:300]
+        with self.unix.sample_gather(seeds, [25, 10], "feat", seed=11) as a, \
+                self.grpc.sample_gather(seeds, [25, 10], "feat", seed=11) as b:
+            for x, y in [(a.nodes, b.nodes), (a.seed_local, b.seed_local), (a.features, b.features)]:
+                np.testing.assert_array_equal(x, y)
+            for x, y in zip(a.blocks, b.blocks):
+                for f in ("dst_offsets", "edge_dst", "edge_src"):
+                    np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+        with self.unix.sample(seeds, [5, 5, 5], mode=["uniform", "uniform_replace", "uniform"], seed=3) as a, \
+                self.grpc.sample(seeds, [5, 5, 5], mode=["uniform", "uniform_replace", "uniform"], seed=3) as b:
+            self.assertIsNone(a.features)
+            np.testing.assert_array_equal(a.nodes, b.nodes)
+
+    def test_unix_arrays_are_zero_copy_views_of_the_shared_slot(self):
+        with self.unix.sample_gather(self.unix.split("train")[:256], [25, 10], "feat", seed=1) as b:
+            x = b.features
+            self.assertFalse(x.flags.owndata, "features own their data: they were copied")
+            self.assertFalse(x.flags.writeable, "results must be read-only views")
+            base, length = b.region()
+            memfds = memfd_ranges()
+            self.assertTrue(any(inside(base, length, s, e - s) for s, e in memfds),
+                            f"the batch's region {base:#x}+{length} is not a memfd mapping")
+            arrays = [x, b.nodes, b.seed_local] + [a for blk in b.blocks
+                                                   for a in (blk.dst_offsets, blk.edge_dst, blk.edge_src)]
+            for a in arrays:
+                self.assertTrue(inside(a.ctypes.data, a.nbytes, base, length),
+                                f"an array at {a.ctypes.data:#x} lies outside the batch's slot")
+            t = b.torch()
+            self.assertEqual(t.features.data_ptr(), x.ctypes.data, "torch copied the features")
+            self.assertEqual(t.blocks[0].edge_src.data_ptr(), b.blocks[0].edge_src.ctypes.data)
+            print(f"RESULT zero-copy: features {x.nbytes} B at {x.ctypes.data:#x} inside memfd slot "
+                  f"{base:#x}+{length}")
+        self.assertTrue(b.released)
+        self.assertRaises(ValueError, b.torch)
+
+    def test_grpc_arrays_view_the_received_buffer(self):
+        with self.grpc.gather("feat", [3, 1, 4, 1, 5]) as b:
+            base, length = b.region()
+            self.assertFalse(b.features.flags.owndata)
+            self.assertTrue(inside(b.features.ctypes.data, b.features.nbytes, base, length))
+
+    def test_arrays_keep_their_batch_until_they_are_gone(self):
+        with featstore.connect(SERVER["unix"], slots=1) as c:
+            x = c.gather("feat", [1, 2, 3]).features  # the Batch object itself is dropped at once
+            gc.collect()
+            np.testing.assert_array_equal(x, dataset_array("table_feat.npy")[[1, 2, 3]])
+            with self.assertRaises(featstore.Error) as e:  # the array still holds the only slot
+                c.gather("feat", [0])
+            self.assertEqual(e.exception.status, featstore.Status.RESOURCE)
+            del x
+            with c.gather("feat", [0]) as b:  # the last view went: the slot came back
+                self.assertEqual(b.rows, 1)
+
+    def test_slots_run_out_and_come_back(self):
+        with featstore.connect(SERVER["unix"], slots=2) as c:
+            held = [c.gather("feat", [i]) for i in range(2)]
+            with self.assertRaisesRegex(featstore.Error, "slots") as e:
+                c.gather("feat", [0])
+            self.assertEqual(e.exception.status_name, "resource limit exceeded")
+            held[0].release()
+            held[0].release()  # idempotent
+            c.gather("feat", [0]).release()
+
+    def test_c_errors_become_featstore_errors_with_the_c_message(self):
+        for c in (self.unix, self.grpc):
+            with self.assertRaises(featstore.Error) as e:
+                c.gather("no_such_table", [1])
+            self.assertEqual(e.exception.status, featstore.Status.NOT_FOUND)
+            self.assertIn("no feature table 'no_such_table'", e.exception.message)
+            self.assertIn("not found", str(e.exception))
+            with self.assertRaises(featstore.Error) as e:
+                c.gather("feat", [1, 2708])
+            self.assertEqual(e.exception.status, featstore.Status.INVALID_ARGUMENT)
+            self.assertIn("2708", e.exception.message)
+            with self.assertRaises(featstore.Error) as e:
+                c.split("holdout")
+            self.assertEqual(e.exception.status, featstore.Status.NOT_FOUND)
+        with self.assertRaises(featstore.Error) as e:
+            featstore.connect("unix://" + os.path.join(SERVER["dir"], "nothing.sock"))
+        self.assertEqual(e.exception.status, featstore.Status.UNAVAILABLE)
+        with self.assertRaises(featstore.Error) as e:
+            featstore.connect("http://localhost")
+        self.assertEqual(e.exception.status, featstore.Status.INVALID_ARGUMENT)
+
+    def test_bad_python_arguments_are_refused_before_c(self):
+        c = self.unix
+        self.assertRaisesRegex(TypeError, "integers", c.gather, "feat", [1.5])
+        self.assertRaisesRegex(ValueError, "negative", c.gather, "feat", [3, -1])
+        self.assertRaisesRegex(ValueError, "one-dimensional", c.gather, "feat", [[1, 2]])
+        self.assertRaisesRegex(ValueError, "unknown dtype", c.gather, "feat", [1], dtype="float7")
+        self.assertRaisesRegex(ValueError, "fanouts", c.sample, [1], [])
+        self.assertRaisesRegex(ValueError, "fanouts", c.sample, [1], [10, 0])
+        self.assertRaisesRegex(ValueError, "fanouts", c.sample, [1], [1] * 9)
+        self.assertRaisesRegex(ValueError, "mode", c.sample, [1], [5], mode="biased")
+        self.assertRaisesRegex(ValueError, "modes", c.sample, [1], [5, 5], mode=["uniform"])
+        self.assertRaisesRegex(TypeError, "name", c.gather, None, [1])
+        self.assertRaisesRegex(ValueError, "slots", featstore.connect, SERVER["unix"], slots=0)
+        import torch
+        with c.gather("feat", torch.tensor([7, 8])) as b:  # CPU tensors are fine ids
+            self.assertEqual(b.rows, 2)
+        c.close()
+        self.assertRaisesRegex(ValueError, "closed", c.info)
+
+    def test_stats_counts_the_calls(self):
+        self.grpc.gather("feat", [0]).release()
+        text = self.unix.stats()  # the server's metrics, whichever transport asks
+        self.assertIn('featstore_requests_total{method="Gather",transport="grpc"}', text)
+        self.assertIn("featstore_dataset_nodes", text)
+
+
+# ---- GraphSAGE through featstore ---------------------------------------------------
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("train_graphsage", os.path.join(ROOT, "examples",
+                                                                                  "train_graphsage.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class GraphSAGETest(unittest.TestCase):
+    def train(self, example, uri, seed):
+        args = example.parse_args(["--uri", uri, "--epochs", str(ARGS.epochs), "--seed", str(seed),
+                                   "--lr", "0.01", "--hidden", "128", "--dropout", "0.5", "--torch-threads", "1"])
+        t0 = time.perf_counter()
+        result = example.run(args, log=lambda line: None)
+        result["seconds"] = time.perf_counter() - t0
+        return result
+
+    def test_graphsage_learns_cora_the_same_over_both_transports(self):
+        example = load_example()
+        runs = {}
+        for transport in ("unix", "grpc"):
+            runs[transport] = [self.train(example, SERVER[transport], seed) for seed in range(ARGS.seeds)]
+            for seed, r in enumerate(runs[transport]):
+                print(f"RESULT graphsage transport={transport} seed={seed} test_acc={r['test_acc']:.4f} "
+                      f"valid_acc={r['valid_acc']:.4f} best_epoch={r['best_epoch']} "
+                      f"batches_per_s={r['batches_per_s']:.1f} seconds={r['seconds']:.1f}")
+        mean = {t: float(np.mean([r["test_acc"] for r in rs])) for t, rs in runs.items()}
+        rate = {t: float(np.mean([r["batches_per_s"] for r in rs])) for t, rs in runs.items()}
+        for t in runs:
+            print(f"RESULT graphsage transport={t} mean_test_acc={mean[t]:.4f} over {ARGS.seeds} seeds, "
+                  f"{rate[t]:.1f} mini-batches/s")
+        self.assertGreaterEqual(mean["unix"], 0.82, "GraphSAGE on Cora should reach 0.82 test accuracy")
+        self.assertGreaterEqual(min(r["test_acc"] for r in runs["unix"]), 0.78)
+        self.assertAlmostEqual(mean["unix"], mean["grpc"], delta=0.01,
+                               msg="the same requests over grpc:// should train the same model")
+
+    def test_the_script_runs_an_epoch_over_grpc(self):
+        env = dict(os.environ, FEATSTORE_LIB=ARGS.lib)
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "train_graphsage.py"), "--uri",
+                              SERVER["grpc"], "--epochs", "1", "--torch-threads", "1"],
+                             env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertIn("transport=grpc", lines[0])
+        self.assertRegex(out.stdout, r"epoch +1  loss \d+\.\d+  valid_acc 0\.\d+  \d+\.\d mini-batches/s")
+        self.assertRegex(lines[-1], r"^test_acc=0\.\d{4} ")
+        bad = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "train_graphsage.py"), "--uri",
+                              SERVER["grpc"], "--table", "nope"], env=env, capture_output=True, text=True,
+                             timeout=120)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("no table 'nope'", bad.stderr)
+
+
+def main():
+    global ARGS, featstore, np
+    ARGS, rest = parse_args()
+    require_modules()
+    os.environ["FEATSTORE_LIB"] = ARGS.lib  # before featstore loads the library
+    sys.path.insert(0, os.path.join(ROOT, "client-lib", "python"))
+    import numpy as np
+    import featstore
+    t0 = time.perf_counter()
+    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
+    print(f"RESULT test_python took {time.perf_counter() - t0:.1f} s")
+    sys.exit(0 if prog.result.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()
