@@ -43,6 +43,8 @@ struct fs_sampler {
     int64_t *dense;        /* reference: global -> local */
     size_t dense_n;
     vec_t copy;            /* reference: one copied neighbour list */
+    void *ext;             /* an extension's own workspace (fs_sample_internal.h) */
+    void (*ext_free)(void *);
 };
 
 static int vec_reserve(vec_t *v, size_t n)
@@ -75,6 +77,7 @@ void fs_sampler_destroy(fs_sampler_t *s)
     free(s->wbuf);
     free(s->dense);
     free(s->copy.p);
+    if (s->ext_free) s->ext_free(s->ext);
     free(s);
 }
 
@@ -519,4 +522,35 @@ void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, c
                        const int64_t *num_dst, const int64_t *num_edges, fs_sample_result_t *res)
 {
     fill_result(s, req, n, u_after, num_dst, num_edges, res);
+}
+
+void *fs_sampler_ext(fs_sampler_t *s)
+{
+    return s->ext;
+}
+
+void fs_sampler_set_ext(fs_sampler_t *s, void *ext, void (*free_fn)(void *))
+{
+    s->ext = ext;
+    s->ext_free = free_fn;
+}
+
+int fs_sampler_map_reserve(fs_sampler_t *s, int64_t u, int64_t extra)
+{
+    return map_reserve(s, u, extra);
+}
+
+void fs_sampler_map_begin(fs_sampler_t *s)
+{
+    map_begin(s);
+}
+
+int64_t fs_sampler_map_add(fs_sampler_t *s, int64_t key, int64_t *u)
+{
+    return map_add(s, key, u);
+}
+
+void fs_sampler_map_prefetch(const fs_sampler_t *s, int64_t key)
+{
+    __builtin_prefetch(&s->map[map_hash(s, key)], 1, 0);
 }

@@ -15,4 +15,20 @@ int64_t *fs_sampler_workspace(fs_sampler_t *s, int kind, int hop, size_t n);
 void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,
                        const int64_t *num_dst, const int64_t *num_edges, fs_sample_result_t *res);
 
+/* For extensions of the CPU engine (fs_locality.c, locality-aware
+ * sampling): a private workspace hung off the sampler, released by
+ * fs_sampler_destroy through free_fn, so an extension's outputs follow the
+ * sampler's ownership rule (valid until its next call); and the engine's
+ * fused id map, so local ids follow first appearance exactly as in
+ * fs_sample_cpu. Protocol: map_reserve(s, 0, n), map_begin(s), map_add the
+ * seeds, then per hop map_reserve(s, u, new keys) before adding them
+ * (reserving may move the FS_WS_NODES array: fetch it again). The
+ * extension slot has one owner, fs_locality.c. */
+void *fs_sampler_ext(fs_sampler_t *s);
+void fs_sampler_set_ext(fs_sampler_t *s, void *ext, void (*free_fn)(void *));
+int fs_sampler_map_reserve(fs_sampler_t *s, int64_t u, int64_t extra);  /* 0, or -1 when out of memory */
+void fs_sampler_map_begin(fs_sampler_t *s);
+int64_t fs_sampler_map_add(fs_sampler_t *s, int64_t key, int64_t *u);  /* local id; new keys get (*u)++ */
+void fs_sampler_map_prefetch(const fs_sampler_t *s, int64_t key);      /* a hint: key's slot into cache */
+
 #endif

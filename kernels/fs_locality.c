@@ -1,0 +1,578 @@
+/* fs_locality.c — locality-aware sampling (ALGORITHMS §4, seed 000 §4): the
+ * uniform k-hop sampler with the neighbours in a preferred set boosted by s,
+ * water-filled inclusion probabilities and Horvitz-Thompson weights (the
+ * design is documented in fs_locality.h).
+ *
+ * s = 1 runs fs_sample_cpu itself and only adds the weights. s > 1 runs its
+ * own hop loop over the engine's workspace and fused id map
+ * (fs_sample_internal.h), so local ids, blocks and ownership are the
+ * engine's; rows that are not boosted make the engine's exact Floyd picks,
+ * so a request whose rows are never boosted gives fs_sample_cpu's result
+ * bit for bit (the tests check this). Because a boosted row's edge count
+ * is random (Poisson sampling), the edge arrays and the id map are sized
+ * for the plain bound before each hop and grown, by doubling, when a row
+ * needs more. A boosted row costs O(s x fanout) expected when the
+ * preferred-neighbour count comes from the sets (two geometric-jump
+ * sweeps, see plan_boosted), O(deg) when the row must be scanned to count. */
+#include "fs_locality.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_sample_internal.h"
+#include "fs_sample_pick.h"
+
+/* Salt of the Poisson draws' streams, so they are independent of the plain
+ * picks' streams for the same (seed, hop, node). */
+#define LAS_SALT 0x6c6f63616c697479ULL
+#define LAS_SALT2 0x626f6f7374656421ULL
+
+/* Rows are sampled in two stages LAS_RING rows apart, so the cache misses
+ * of one row's picks overlap the work on the rows before it: stage 1
+ * resolves the row, decides plain or boosted, draws its positions and
+ * prefetches their index entries; stage 2 reads them and emits the edges.
+ * Id-map inserts are pipelined as in the engine: a neighbour's slot is
+ * prefetched when its edge is emitted and the insert happens up to
+ * LAS_PIPE edges later, still in emission order, so local ids follow first
+ * appearance. */
+#define LAS_RING 8
+#define LAS_PIPE 32
+
+typedef struct {
+    int64_t *p;
+    size_t cap;
+} las_ivec_t;
+
+enum { LAS_ROW_ALL, LAS_ROW_PLAIN, LAS_ROW_BOOSTED };
+
+/* A row between its two stages. */
+typedef struct {
+    int kind, part;
+    int64_t v, deg, gb;          /* node, degree, global id of its first edge */
+    const void *ind;             /* its neighbour list */
+    double qp, qo;               /* boosted: the two classes' probabilities */
+    int64_t na, nb;              /* plain: picks in a; boosted: the sweeps a and b */
+    las_ivec_t a, b;
+} las_row_t;
+
+/* The extension's workspace, hung off the sampler. */
+typedef struct {
+    float *w[FS_MAX_HOPS];       /* per-edge weights of each hop */
+    size_t wcap[FS_MAX_HOPS];
+    int64_t *pos;                /* a boosted row's merged picks */
+    uint8_t *flag;               /* ... and whether each is preferred */
+    size_t pcap;
+    las_row_t ring[LAS_RING];
+} las_ws_t;
+
+static void las_ws_free(void *p)
+{
+    las_ws_t *ws = p;
+    for (int h = 0; h < FS_MAX_HOPS; h++) free(ws->w[h]);
+    for (int i = 0; i < LAS_RING; i++) free(ws->ring[i].a.p), free(ws->ring[i].b.p);
+    free(ws->pos), free(ws->flag);
+    free(ws);
+}
+
+static las_ws_t *las_ws(fs_sampler_t *s)
+{
+    las_ws_t *ws = fs_sampler_ext(s);
+    if (!ws && (ws = calloc(1, sizeof *ws))) fs_sampler_set_ext(s, ws, las_ws_free);
+    return ws;
+}
+
+static int weights_reserve(las_ws_t *ws, int hop, size_t n)
+{
+    if (n <= ws->wcap[hop]) return 0;
+    float *p = realloc(ws->w[hop], n * sizeof *p);
+    if (!p) return -1;
+    ws->w[hop] = p;
+    ws->wcap[hop] = n;
+    return 0;
+}
+
+static int row_reserve(las_ws_t *ws, size_t n)
+{
+    if (n <= ws->pcap) return 0;
+    size_t cap = ws->pcap ? ws->pcap : 256;
+    while (cap < n) cap *= 2;
+    int64_t *p = realloc(ws->pos, cap * sizeof *p);
+    if (p) ws->pos = p;
+    uint8_t *f = realloc(ws->flag, cap);
+    if (f) ws->flag = f;
+    if (!p || !f) return -1;
+    ws->pcap = cap;
+    return 0;
+}
+
+/* ---- probabilities ------------------------------------------------------------- */
+
+/* Water-filling: out[i] = min(1, c * w_i * q[i]), w_i = s if pref[i] else 1,
+ * with c such that sum cnt_i out[i] = sum cnt_i q[i] (cnt NULL: all 1).
+ * Each round sets c from the mass left for the unclamped entries and clamps
+ * every entry it pushes to >= 1; c only grows from round to round (a
+ * clamped entry takes 1, less than the c w q it was offered, leaving more
+ * for the rest), so clamped entries stay clamped and the loop ends after at
+ * most n + 1 rounds — three for a uniform row. During the rounds out[i] is 1 for clamped entries, 0 otherwise. */
+static void waterfill(const double *q, const uint8_t *pref, const double *cnt, int64_t n, double s, double *out)
+{
+    double target = 0, fixed = 0;
+    for (int64_t i = 0; i < n; i++) {
+        target += (cnt ? cnt[i] : 1) * q[i];
+        out[i] = 0;
+    }
+    for (;;) {
+        double mass = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (out[i] < 1) mass += (cnt ? cnt[i] : 1) * (pref[i] ? s : 1) * q[i];
+        if (!(mass > 0)) return; /* nothing left that can take mass */
+        double c = target - fixed > 0 ? (target - fixed) / mass : 0;
+        int clamped = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (out[i] < 1 && c * (pref[i] ? s : 1) * q[i] >= 1) {
+                out[i] = 1;
+                fixed += cnt ? cnt[i] : 1;
+                clamped = 1;
+            }
+        if (clamped) continue;
+        for (int64_t i = 0; i < n; i++)
+            if (out[i] < 1) out[i] = c * (pref[i] ? s : 1) * q[i];
+        return;
+    }
+}
+
+static int bad_boost(double s)
+{
+    return !(s >= 1) || !isfinite(s);
+}
+
+fs_status_t fs_las_rescale(const double *q, const uint8_t *pref, int64_t n, double s, double *q_new,
+                           fs_error_t *err)
+{
+    if (n < 0 || (n > 0 && (!q || !pref || !q_new)))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality rescale: NULL array or negative length %lld",
+                        (long long)n);
+    if (bad_boost(s))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality rescale: boost s = %g (must be finite and >= 1)", s);
+    if (n > 0 && q_new == q)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality rescale: q_new must not alias q");
+    for (int64_t i = 0; i < n; i++)
+        if (!(q[i] >= 0 && q[i] <= 1))
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality rescale: q[%lld] = %g is not a probability",
+                            (long long)i, q[i]);
+    waterfill(q, pref, NULL, n, s, q_new);
+    return FS_OK;
+}
+
+void fs_las_uniform_probs(int64_t deg, int64_t m, int64_t k, double s, double *q_pref, double *q_other)
+{
+    int64_t taken = k < 0 || k > deg ? deg : k;
+    double q = deg > 0 ? (double)taken / (double)deg : 0;
+    double qq[2] = {q, q}, cnt[2] = {(double)m, (double)(deg - m)}, out[2];
+    uint8_t pref[2] = {1, 0};
+    waterfill(qq, pref, cnt, 2, s, out);
+    *q_pref = out[0];
+    *q_other = out[1];
+}
+
+/* ---- checks -------------------------------------------------------------------- */
+
+fs_status_t fs_locality_check(const fs_locality_t *loc, const fs_csr_view_t *g, const fs_sample_req_t *req,
+                              fs_error_t *err)
+{
+    if (!loc || !g || !req) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: NULL option, graph or request");
+    if (bad_boost(loc->s))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: boost s = %g (must be finite and >= 1)", loc->s);
+    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: %d hops requested, must be 1..%d", req->num_hops,
+                        FS_MAX_HOPS);
+    for (int h = 0; h < req->num_hops; h++)
+        if (req->mode[h] != FS_SAMPLE_UNIFORM)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: hop %d has mode %d; locality-aware sampling "
+                            "needs uniform sampling without replacement on every hop", h, (int)req->mode[h]);
+    if (loc->s == 1) return FS_OK; /* the plain sampler: sets are not read */
+    if (loc->num_nodes != g->num_nodes)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: preferred sets cover %lld nodes, the graph has %lld",
+                        (long long)loc->num_nodes, (long long)g->num_nodes);
+    if (loc->num_levels < req->num_hops || loc->num_levels > FS_MAX_HOPS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: %d preferred levels for a %d-hop request (need "
+                        "%d..%d)", loc->num_levels, req->num_hops, req->num_hops, FS_MAX_HOPS);
+    for (int l = 0; l < req->num_hops; l++)
+        if (!loc->pref[l] && g->num_nodes > 0)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: preferred set Q_%d is NULL", l + 1);
+    return FS_OK;
+}
+
+/* ---- rows ---------------------------------------------------------------------- */
+
+/* Resolves node v to (part, first edge position, degree) — fs_sample.c's rule. */
+static inline const fs_csr_part_t *row_of(const fs_csr_view_t *g, int64_t v, int64_t *b, int64_t *deg, int *part)
+{
+    int64_t row = v;
+    *part = 0;
+    if (g->route) {
+        *part = FS_ROUTE_TIER(g->route[v]);
+        row = FS_ROUTE_ROW(g->route[v]);
+    }
+    const fs_csr_part_t *pt = &g->part[*part];
+    *b = pt->indptr[row];
+    *deg = pt->indptr[row + 1] - *b;
+    return pt;
+}
+
+static inline int64_t nbr_at(const void *ind, int wide, int64_t p)
+{
+    return wide ? ((const int64_t *)ind)[p] : ((const int32_t *)ind)[p];
+}
+
+static inline void prefetch_entry(const void *ind, int wide, int64_t p)
+{
+    __builtin_prefetch((const char *)ind + (size_t)p * (wide ? 8 : 4), 0, 0);
+}
+
+static int ivec_reserve(las_ivec_t *v, size_t n)
+{
+    if (n <= v->cap) return 0;
+    size_t cap = v->cap ? v->cap : 64;
+    while (cap < n) cap *= 2;
+    int64_t *p = realloc(v->p, cap * sizeof *p);
+    if (!p) return -1;
+    v->p = p;
+    v->cap = cap;
+    return 0;
+}
+
+typedef struct {
+    int64_t key, edge;
+} pending_t;
+
+typedef struct {
+    fs_sampler_t *s;
+    las_ws_t *ws;
+    const fs_csr_view_t *g;
+    const uint64_t *pref;
+    const uint16_t *count;
+    double boost;
+    int hop, wide, want_ids;
+    int64_t fanout;
+    uint64_t seed;
+    const int64_t *nodes;          /* the workspace's node array (moves when the map grows) */
+    int64_t *ed, *es, *eid;        /* this hop's edge arrays (move when they grow) */
+    size_t cap;                    /* edges they hold */
+    int64_t map_room;              /* nodes the map holds before it must grow */
+    uint64_t lists[FS_MAX_TIERS], reads[FS_MAX_TIERS];
+    int64_t boosted;
+    int np;                        /* inserts in flight: their slots are being prefetched */
+    pending_t pend[LAS_PIPE];
+} las_hop_t;
+
+/* How many of the row's neighbours are preferred, and how many index
+ * entries finding out read (0 when the count array knows). */
+static int64_t preferred_in_row(const las_hop_t *h, int64_t v, const void *ind, int64_t deg, int64_t *read)
+{
+    *read = 0;
+    if (h->count && h->count[v] != FS_LAS_COUNT_SAT) return h->count[v];
+    int64_t m = 0;
+    for (int64_t p = 0; p < deg; p++) m += fs_las_bit(h->pref, nbr_at(ind, h->wide, p));
+    *read = deg;
+    return m;
+}
+
+/* The positions in [0, deg) where independent Bernoulli(p) trials succeed,
+ * ascending, by geometric jumps (the gap before the next success is
+ * floor(log U / log(1 - p))): O(deg p + 1) draws instead of deg. Returns
+ * how many, or -1 when out of memory. */
+static int64_t bernoulli_positions(fs_rng_t *rng, int64_t deg, double p, las_ivec_t *out)
+{
+    int64_t n = 0, pos = -1;
+    if (!(p > 0)) return 0;
+    if (p >= 1) {
+        if (ivec_reserve(out, (size_t)deg)) return -1;
+        for (int64_t i = 0; i < deg; i++) out->p[n++] = i;
+        return n;
+    }
+    double lq = log1p(-p);
+    for (;;) {
+        double gap = floor(log(1.0 - fs_rng_unit(rng)) / lq); /* 1 - unit is in (0, 1] */
+        if (!(gap < (double)(deg - 1 - pos))) return n;
+        if ((size_t)n == out->cap && ivec_reserve(out, (size_t)n + 1)) return -1;
+        pos += 1 + (int64_t)gap;
+        out->p[n++] = pos;
+    }
+}
+
+/* Stage 1 of a boosted row, Poisson sampling: neighbour j is taken with
+ * probability qp if preferred, qo otherwise, independently. Drawn as the
+ * union of two sweeps so no per-neighbour work is needed: sweep a takes
+ * every position with probability qo; sweep b every position with
+ * probability r = (qp - qo) / (1 - qo), of which stage 2 keeps the
+ * preferred — a preferred position is then missed by both with probability
+ * (1 - qo)(1 - r) = 1 - qp. Expected draws deg (qo + r) <= (1 + s) k. Each
+ * sweep has its own stream keyed by (request seed, hop, node), so the picks
+ * are a pure function of the request. */
+static int plan_boosted(las_hop_t *h, las_row_t *r, int64_t m, int64_t k)
+{
+    fs_las_uniform_probs(r->deg, m, k, h->boost, &r->qp, &r->qo);
+    fs_rng_t r1 = fs_pick_rng(h->seed ^ LAS_SALT, h->hop, r->v), r2 = fs_pick_rng(h->seed ^ LAS_SALT2, h->hop, r->v);
+    r->na = bernoulli_positions(&r1, r->deg, r->qo, &r->a);
+    r->nb = bernoulli_positions(&r2, r->deg, r->qo < 1 ? (r->qp - r->qo) / (1 - r->qo) : 0, &r->b);
+    if (r->na < 0 || r->nb < 0) return -1;
+    r->kind = LAS_ROW_BOOSTED;
+    h->boosted++;
+    return 0;
+}
+
+/* Stage 1: resolves row d, decides how it is sampled, draws its positions
+ * (the RNG needs no memory) and prefetches their index entries. */
+static fs_status_t plan_row(las_hop_t *h, int64_t d, las_row_t *r, fs_error_t *err)
+{
+    int64_t b, read;
+    const fs_csr_part_t *pt = row_of(h->g, h->nodes[d], &b, &r->deg, &r->part);
+    r->v = h->nodes[d];
+    r->ind = (const char *)pt->indices + (size_t)b * (h->wide ? 8 : 4);
+    r->gb = r->part == 0 ? b : h->g->part[0].indptr[r->v];
+    h->lists[r->part]++;
+    int64_t k = h->fanout == FS_FANOUT_ALL || h->fanout > r->deg ? r->deg : h->fanout;
+    if (r->deg <= k) { /* everything is taken: q = 1 whatever the boost */
+        r->kind = LAS_ROW_ALL;
+        h->reads[r->part] += (uint64_t)r->deg;
+        prefetch_entry(r->ind, h->wide, 0);
+        return FS_OK;
+    }
+    int64_t m = preferred_in_row(h, r->v, r->ind, r->deg, &read);
+    if (m > 0 && m < r->deg) {
+        if (plan_boosted(h, r, m, k))
+            return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for a row of %lld", (long long)r->deg);
+    } else { /* the plain engine's pick, bit for bit */
+        if (ivec_reserve(&r->a, (size_t)k))
+            return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for %lld picks", (long long)k);
+        fs_rng_t rng = fs_pick_rng(h->seed, h->hop, r->v);
+        fs_pick_uniform(&rng, r->deg, k, r->a.p);
+        r->kind = LAS_ROW_PLAIN, r->na = k, r->nb = 0;
+    }
+    for (int64_t i = 0; i < r->na; i++) prefetch_entry(r->ind, h->wide, r->a.p[i]);
+    for (int64_t j = 0; j < r->nb; j++) prefetch_entry(r->ind, h->wide, r->b.p[j]);
+    h->reads[r->part] += (uint64_t)(read + r->na + r->nb);
+    return FS_OK;
+}
+
+/* Stage 2 of a boosted row: sweep b keeps its preferred positions; the
+ * union with sweep a, ascending and without duplicates, goes to ws->pos
+ * with a preferred flag per pick. Returns the picks. */
+static int64_t merge_boosted(las_hop_t *h, las_row_t *r)
+{
+    las_ws_t *ws = h->ws;
+    int64_t kept = 0, i = 0, j = 0, t = 0;
+    for (int64_t q = 0; q < r->nb; q++)
+        if (fs_las_bit(h->pref, nbr_at(r->ind, h->wide, r->b.p[q]))) r->b.p[kept++] = r->b.p[q];
+    while (i < r->na || j < kept) {
+        if (j == kept || (i < r->na && r->a.p[i] < r->b.p[j])) {
+            ws->pos[t] = r->a.p[i++];
+            ws->flag[t] = (uint8_t)fs_las_bit(h->pref, nbr_at(r->ind, h->wide, ws->pos[t]));
+        } else {
+            if (i < r->na && r->a.p[i] == r->b.p[j]) i++;
+            ws->pos[t] = r->b.p[j++];
+            ws->flag[t] = 1;
+        }
+        t++;
+    }
+    return t;
+}
+
+/* ---- the hop loop ------------------------------------------------------------- */
+
+/* Room for `edges` edges in this hop's arrays and `fresh` more map keys. */
+static fs_status_t hop_grow(las_hop_t *h, int64_t edges, int64_t u, int64_t fresh, fs_error_t *err)
+{
+    if ((size_t)edges > h->cap) {
+        size_t cap = h->cap * 2 > (size_t)edges ? h->cap * 2 : (size_t)edges;
+        h->ed = fs_sampler_workspace(h->s, FS_WS_EDST, h->hop, cap);
+        h->es = fs_sampler_workspace(h->s, FS_WS_ESRC, h->hop, cap);
+        h->eid = h->want_ids ? fs_sampler_workspace(h->s, FS_WS_EID, h->hop, cap) : NULL;
+        if (!h->ed || !h->es || (h->want_ids && !h->eid) || weights_reserve(h->ws, h->hop, cap + 1))
+            return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d (%zu edges)", h->hop, cap);
+        h->cap = cap;
+    }
+    if (u + fresh > h->map_room) {
+        int64_t extra = fresh > u ? fresh : u;
+        if (u + extra >= INT32_MAX) extra = fresh;
+        if (u + extra >= INT32_MAX)
+            return fs_error(err, FS_ERR_RESOURCE, "locality sample: hop %d reaches %lld nodes, over the 2^31 "
+                            "per-request limit", h->hop, (long long)(u + extra));
+        if (fs_sampler_map_reserve(h->s, u, extra))
+            return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for the id map");
+        h->map_room = u + extra;
+        h->nodes = fs_sampler_workspace(h->s, FS_WS_NODES, 0, 0);
+    }
+    return FS_OK;
+}
+
+/* Sizes the hop for the plain bound (sum of min(fanout, deg)). */
+static fs_status_t hop_begin(las_hop_t *h, int64_t num_dst, int64_t u, fs_error_t *err)
+{
+    int64_t bound = 0;
+    for (int64_t d = 0; d < num_dst; d++) {
+        int64_t b, deg;
+        int part;
+        row_of(h->g, h->nodes[d], &b, &deg, &part);
+        bound += h->fanout == FS_FANOUT_ALL || h->fanout > deg ? deg : h->fanout;
+    }
+    if (!fs_sampler_workspace(h->s, FS_WS_OFF, h->hop, (size_t)num_dst + 1))
+        return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d", h->hop);
+    h->cap = 0;
+    h->map_room = u;
+    return hop_grow(h, bound + 1, u, bound, err);
+}
+
+/* Inserts the oldest n pending keys, writing their edges' src ids. */
+static void flush(las_hop_t *h, int n, int64_t *u)
+{
+    for (int i = 0; i < n; i++) h->es[h->pend[i].edge] = fs_sampler_map_add(h->s, h->pend[i].key, u);
+    memmove(h->pend, h->pend + n, sizeof(pending_t) * (size_t)(h->np - n));
+    h->np -= n;
+}
+
+/* Stage 2: reads the row's picks and appends its edges. */
+static fs_status_t finish_row(las_hop_t *h, int64_t d, las_row_t *r, int64_t *e, int64_t *u, fs_error_t *err)
+{
+    const int64_t *pos = r->a.p;
+    const uint8_t *flag = NULL;
+    int64_t m = r->kind == LAS_ROW_ALL ? r->deg : r->na;
+    float w_pref = 0, w_other = r->kind == LAS_ROW_ALL ? 1 : (float)((double)r->deg / (double)r->na);
+    if (r->kind == LAS_ROW_BOOSTED) {
+        if (row_reserve(h->ws, (size_t)(r->na + r->nb) + 1))
+            return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for a row of %lld", (long long)r->deg);
+        m = merge_boosted(h, r);
+        pos = h->ws->pos, flag = h->ws->flag;
+        w_pref = (float)(1 / r->qp), w_other = r->qo > 0 ? (float)(1 / r->qo) : 0;
+    }
+    fs_status_t st;
+    if ((size_t)(*e + m) > h->cap || *u + h->np + m > h->map_room) {
+        flush(h, h->np, u); /* the map may move: nothing in flight */
+        if ((st = hop_grow(h, *e + m, *u, m, err)) != FS_OK) return st;
+    }
+    float *wt = h->ws->w[h->hop];
+    for (int64_t q = 0; q < m; q++) {
+        int64_t p = r->kind == LAS_ROW_ALL ? q : pos[q], key = nbr_at(r->ind, h->wide, p);
+        fs_sampler_map_prefetch(h->s, key);
+        if (h->np == LAS_PIPE) flush(h, LAS_PIPE / 2, u);
+        h->pend[h->np++] = (pending_t){key, *e};
+        h->ed[*e] = d;
+        if (h->eid) h->eid[*e] = r->gb + p;
+        wt[*e] = flag && flag[q] ? w_pref : w_other;
+        (*e)++;
+    }
+    return FS_OK;
+}
+
+/* Row d + LAS_RING's indptr entry and count into cache, so stage 1 finds
+ * them there (routed views resolve rows through the route: skipped). */
+static inline void prefetch_row(const las_hop_t *h, int64_t d, int64_t num_dst)
+{
+    if (h->g->route || d + LAS_RING >= num_dst) return;
+    int64_t v = h->nodes[d + LAS_RING];
+    __builtin_prefetch(&h->g->part[0].indptr[v], 0, 0);
+    if (h->count) __builtin_prefetch(&h->count[v], 0, 0);
+}
+
+/* Rows go through stage 1, then stage 2 LAS_RING rows later, in order. */
+static fs_status_t run_hop(las_hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges, fs_error_t *err)
+{
+    fs_status_t st = hop_begin(h, num_dst, *u, err);
+    if (st != FS_OK) return st;
+    int64_t *off = fs_sampler_workspace(h->s, FS_WS_OFF, h->hop, (size_t)num_dst + 1), e = 0;
+    off[0] = 0;
+    for (int64_t d = 0; d < num_dst + LAS_RING; d++) {
+        if (d >= LAS_RING) {
+            if ((st = finish_row(h, d - LAS_RING, &h->ws->ring[(d - LAS_RING) % LAS_RING], &e, u, err)) != FS_OK)
+                return st;
+            off[d - LAS_RING + 1] = e;
+        }
+        if (d < num_dst) {
+            prefetch_row(h, d, num_dst);
+            if ((st = plan_row(h, d, &h->ws->ring[d % LAS_RING], err)) != FS_OK) return st;
+        }
+    }
+    flush(h, h->np, u);
+    *num_edges = e;
+    return FS_OK;
+}
+
+static void add_topo(const las_hop_t *h, fs_gather_counters_t *topo)
+{
+    if (!topo) return;
+    for (int k = 0; k < h->g->num_parts; k++) {
+        topo->rows[k] += h->lists[k];
+        topo->bytes[k] += h->reads[k] * (h->wide ? 8 : 4);
+    }
+}
+
+static fs_status_t sample_boosted(fs_sampler_t *s, las_ws_t *ws, const fs_csr_view_t *g, const int64_t *seeds,
+                                  int64_t n, const fs_sample_req_t *req, const fs_locality_t *loc,
+                                  fs_sample_result_t *res, fs_las_weights_t *w, fs_gather_counters_t *topo,
+                                  fs_error_t *err)
+{
+    int64_t *seed_local = fs_sampler_workspace(s, FS_WS_SEED_LOCAL, 0, (size_t)n);
+    if (!seed_local || fs_sampler_map_reserve(s, 0, n))
+        return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for %lld seeds", (long long)n);
+    fs_sampler_map_begin(s);
+    int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
+    for (int64_t i = 0; i < n; i++) seed_local[i] = fs_sampler_map_add(s, seeds[i], &u);
+    for (int hop = 0; hop < req->num_hops; hop++) {
+        las_hop_t h = {.s = s, .ws = ws, .g = g, .boost = loc->s, .hop = hop, .fanout = req->fanout[hop],
+                       .wide = g->index_dtype == FS_DTYPE_I64, .want_ids = req->want_edge_ids, .seed = req->seed,
+                       .nodes = fs_sampler_workspace(s, FS_WS_NODES, 0, 0)};
+        int level = fs_las_level(hop, req->num_hops);
+        h.pref = loc->pref[level - 1];
+        h.count = loc->count[level - 1];
+        num_dst[hop] = u;
+        fs_status_t st = run_hop(&h, num_dst[hop], &u, &num_edges[hop], err);
+        if (st != FS_OK) return st;
+        u_after[hop] = u;
+        w->weight[hop] = ws->w[hop];
+        w->boosted_rows[hop] = h.boosted;
+        add_topo(&h, topo);
+    }
+    fs_sampler_result(s, req, n, u_after, num_dst, num_edges, res);
+    return FS_OK;
+}
+
+/* s = 1: the plain engine, plus the weights 1/q = deg / min(fanout, deg). */
+static fs_status_t sample_plain(fs_sampler_t *s, las_ws_t *ws, const fs_csr_view_t *g, const int64_t *seeds,
+                                int64_t n, const fs_sample_req_t *req, fs_sample_result_t *res, fs_las_weights_t *w,
+                                fs_gather_counters_t *topo, fs_error_t *err)
+{
+    fs_status_t st = fs_sample_cpu(s, g, seeds, n, req, res, topo, err);
+    if (st != FS_OK) return st;
+    for (int hop = 0; hop < req->num_hops; hop++) {
+        const fs_block_t *b = &res->block[hop];
+        if (weights_reserve(ws, hop, (size_t)b->num_edges + 1))
+            return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d's weights", hop);
+        for (int64_t d = 0; d < b->num_dst; d++) {
+            int64_t first, deg, cnt = b->dst_offsets[d + 1] - b->dst_offsets[d];
+            int part;
+            row_of(g, res->nodes[d], &first, &deg, &part);
+            float wt = cnt < deg ? (float)((double)deg / (double)cnt) : 1;
+            for (int64_t e = b->dst_offsets[d]; e < b->dst_offsets[d + 1]; e++) ws->w[hop][e] = wt;
+        }
+        w->weight[hop] = ws->w[hop];
+    }
+    return FS_OK;
+}
+
+fs_status_t fs_sample_locality_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                                   const fs_sample_req_t *req, const fs_locality_t *loc, fs_sample_result_t *res,
+                                   fs_las_weights_t *w, fs_gather_counters_t *topo, fs_error_t *err)
+{
+    if (!s || !res || !w) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: NULL sampler, result or weights");
+    fs_status_t st = fs_locality_check(loc, g, req, err);
+    if (st == FS_OK) st = fs_sample_check(g, seeds, n, req, err);
+    if (st != FS_OK) return st;
+    las_ws_t *ws = las_ws(s);
+    if (!ws) return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory");
+    memset(w, 0, sizeof *w);
+    w->num_hops = req->num_hops;
+    if (loc->s == 1) return sample_plain(s, ws, g, seeds, n, req, res, w, topo, err);
+    return sample_boosted(s, ws, g, seeds, n, req, loc, res, w, topo, err);
+}
