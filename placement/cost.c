@@ -81,6 +81,19 @@ static void reader_seconds(const fs_hardware_t *hw, fs_cost_t *out, int i)
     out->seconds[i] = s;
 }
 
+void fs_cost_finish(fs_cost_t *out, const fs_hardware_t *hw)
+{
+    out->max_seconds = 0;
+    for (int i = 0; i < out->num_gpus; i++) {
+        out->local_bytes[i] = out->bytes[i][i];
+        out->peer_bytes[i] = 0;
+        for (int d = 0; d < out->num_gpus; d++) out->peer_bytes[i] += d != i ? out->bytes[i][d] : 0;
+        out->host_bytes[i] = out->bytes[i][FS_COST_HOST];
+        reader_seconds(hw, out, i);
+        if (out->seconds[i] > out->max_seconds) out->max_seconds = out->seconds[i];
+    }
+}
+
 fs_status_t fs_plan_predict(const fs_plan_t *plan, const fs_hardware_t *hw, const double *p,
                             const double *const *p_reader, fs_cost_t *out, fs_error_t *err)
 {
@@ -101,16 +114,12 @@ fs_status_t fs_plan_predict(const fs_plan_t *plan, const fs_hardware_t *hw, cons
     }
     for (int i = 0; i < n; i++) {
         c->gpu = i; /* sum_all reads p[c->gpu] */
-        double total;
+        double total, gpus = 0;
         reduce(c, plan->num_nodes, sum_all, 0, &total, 1);
-        out->local_bytes[i] = out->bytes[i][i];
-        for (int d = 0; d < n; d++) out->peer_bytes[i] += d != i ? out->bytes[i][d] : 0;
-        out->host_bytes[i] = rb * total - out->local_bytes[i] - out->peer_bytes[i];
-        if (out->host_bytes[i] < 0) out->host_bytes[i] = 0; /* rounding */
-        out->bytes[i][FS_COST_HOST] = out->host_bytes[i];
-        reader_seconds(hw, out, i);
-        if (out->seconds[i] > out->max_seconds) out->max_seconds = out->seconds[i];
+        for (int d = 0; d < n; d++) gpus += out->bytes[i][d];
+        out->bytes[i][FS_COST_HOST] = rb * total - gpus > 0 ? rb * total - gpus : 0; /* clamp: rounding */
     }
+    fs_cost_finish(out, hw);
     free(c);
     return FS_OK;
 }

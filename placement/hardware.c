@@ -174,6 +174,24 @@ fs_status_t fs_hw_set_memory(fs_hardware_t *hw, int64_t bytes, fs_error_t *err)
     return FS_OK;
 }
 
+fs_status_t fs_hw_first_gpus(fs_hardware_t *hw, int num_gpus, fs_error_t *err)
+{
+    if (!hw) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "select GPUs: NULL hardware");
+    if (num_gpus < 1 || num_gpus > hw->num_gpus)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "select GPUs: %d GPUs asked, '%s' has %d", num_gpus, hw->name,
+                        hw->num_gpus);
+    for (int g = num_gpus; g < hw->num_gpus; g++) { /* forget the dropped GPUs' links, both ways */
+        hw->memory_bytes[g] = 0, hw->host_gbps[g] = hw->local_gbps[g] = 0;
+        for (int h = 0; h < FS_HW_MAX_GPUS; h++) hw->link_gbps[g][h] = hw->link_gbps[h][g] = 0;
+    }
+    if (num_gpus < hw->num_gpus) {
+        size_t len = strlen(hw->name);
+        snprintf(hw->name + len, sizeof hw->name - len, "[0..%d]", num_gpus - 1);
+    }
+    hw->num_gpus = num_gpus;
+    return FS_OK;
+}
+
 /* ---- JSON -------------------------------------------------------------------- */
 
 /* A non-negative finite number (integer or real) from a JSON value. */

@@ -66,6 +66,11 @@ fs_status_t fs_hw_scale_memory(fs_hardware_t *hw, double factor, fs_error_t *err
 /* Sets every GPU's memory to bytes (>= 0). */
 fs_status_t fs_hw_set_memory(fs_hardware_t *hw, int64_t bytes, fs_error_t *err);
 
+/* Keeps GPUs 0..num_gpus-1 and their links (1 <= num_gpus <= n), e.g. 4 of
+ * nvswitch8's 8 GPUs: still all-to-all, with the same fabric and speeds.
+ * The name gets a "[0..k-1]" suffix. */
+fs_status_t fs_hw_first_gpus(fs_hardware_t *hw, int num_gpus, fs_error_t *err);
+
 /* Direct-link queries. */
 static inline int fs_hw_linked(const fs_hardware_t *hw, int i, int j)
 {

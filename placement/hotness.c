@@ -91,13 +91,14 @@ fs_status_t fs_csr_ref_check(const fs_csr_ref_t *g, int threads, fs_error_t *err
     return FS_OK;
 }
 
-static fs_status_t check_train(const int64_t *train, int64_t num_train, int64_t num_nodes, fs_error_t *err)
+fs_status_t fs_pl_check_train(const char *who, const int64_t *train, int64_t num_train, int64_t num_nodes,
+                              fs_error_t *err)
 {
     if (num_train <= 0 || !train)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "hotness: no training nodes (%lld)", (long long)num_train);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: no training nodes (%lld)", who, (long long)num_train);
     for (int64_t i = 0; i < num_train; i++)
         if ((uint64_t)train[i] >= (uint64_t)num_nodes)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "hotness: train[%lld] = %lld is not a node id (N = %lld)",
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: train[%lld] = %lld is not a node id (N = %lld)", who,
                             (long long)i, (long long)train[i], (long long)num_nodes);
     return FS_OK;
 }
@@ -265,7 +266,7 @@ fs_status_t fs_hotness_reach(const fs_csr_ref_t *g, const int64_t *train, int64_
     if (st != FS_OK) return st;
     if (!p) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "reach hotness: NULL output");
     if (hops < 1) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "reach hotness: %d hops (need >= 1)", hops);
-    if ((st = check_train(train, num_train, g->num_nodes, err)) != FS_OK) return st;
+    if ((st = fs_pl_check_train("hotness", train, num_train, g->num_nodes, err)) != FS_OK) return st;
     double *x = calloc((size_t)(g->num_nodes > 0 ? g->num_nodes : 1), sizeof *x);
     if (!x) return fs_error(err, FS_ERR_NOMEM, "reach hotness: cannot allocate %lld nodes", (long long)g->num_nodes);
     for (int64_t i = 0; i < num_train; i++) x[train[i]] += 1.0; /* t: duplicates count twice */
@@ -339,8 +340,9 @@ static void sample_batches(void *vctx, int64_t b, int64_t e, int worker)
 }
 
 typedef struct {
-    presample_ctx_t *c;
-    double *p;
+    uint32_t *const *count;
+    int workers;
+    double *out;
 } sum_counts_ctx_t;
 
 static void sum_counts(void *vctx, int64_t b, int64_t e, int worker)
@@ -349,9 +351,15 @@ static void sum_counts(void *vctx, int64_t b, int64_t e, int worker)
     sum_counts_ctx_t *s = vctx;
     for (int64_t v = b; v < e; v++) {
         double total = 0;
-        for (int w = 0; w < s->c->workers; w++) total += s->c->count[w][v];
-        s->p[v] = total;
+        for (int w = 0; w < s->workers; w++) total += s->count[w][v];
+        s->out[v] = total;
     }
+}
+
+void fs_pl_sum_counts(uint32_t *const *count, int workers, int64_t n, int threads, double *out)
+{
+    sum_counts_ctx_t s = {count, workers, out};
+    fs_parallel_for(threads, n, sum_counts, &s);
 }
 
 static fs_status_t check_presample_opts(const fs_presample_opts_t *o, int64_t num_train, fs_error_t *err)
@@ -419,7 +427,7 @@ fs_status_t fs_hotness_presample(const fs_csr_ref_t *g, const int64_t *train, in
     if (!err) err = &local; /* worker errors are copied out through it */
     fs_status_t st = check_presample_opts(o, num_train, err);
     if (st == FS_OK) st = fs_csr_ref_check(g, o->threads, err);
-    if (st == FS_OK) st = check_train(train, num_train, g->num_nodes, err);
+    if (st == FS_OK) st = fs_pl_check_train("hotness", train, num_train, g->num_nodes, err);
     if (st == FS_OK && !p) st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "presample: NULL output");
     if (st != FS_OK) return st;
     int64_t batches = (num_train + o->batch_size - 1) / o->batch_size;
@@ -430,8 +438,7 @@ fs_status_t fs_hotness_presample(const fs_csr_ref_t *g, const int64_t *train, in
     st = order ? presample_setup(&c, err) : fs_error(err, FS_ERR_NOMEM, "presample: out of memory");
     if (st == FS_OK) st = presample_epochs(&c, train, order, err);
     if (st == FS_OK) {
-        sum_counts_ctx_t s = {&c, p};
-        fs_parallel_for(o->threads, g->num_nodes, sum_counts, &s);
+        fs_pl_sum_counts(c.count, c.workers, g->num_nodes, o->threads, p);
     }
     presample_teardown(&c);
     free(order);

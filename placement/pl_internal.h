@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "fs_parallel.h"
+#include "fs_types.h"
 
 /* Workers to use for n items: threads <= 0 means every CPU; never more than
  * n or the 256 fs_parallel_for supports. Per-worker scratch is sized by it. */
@@ -23,6 +24,13 @@ static inline void fs_pl_chunk(int64_t n, int w, int T, int64_t *begin, int64_t 
     *begin = n * w / T;
     *end = n * (w + 1) / T;
 }
+
+/* Training ids: at least one, each a node id; errors start with `who`. */
+fs_status_t fs_pl_check_train(const char *who, const int64_t *train, int64_t num_train, int64_t num_nodes,
+                              fs_error_t *err);
+
+/* out[v] = sum over workers of count[w][v], v < n, on `threads` workers. */
+void fs_pl_sum_counts(uint32_t *const *count, int workers, int64_t n, int threads, double *out);
 
 static inline int fs_pl_popcount(uint32_t m)
 {

@@ -6,12 +6,13 @@
  * fixes BSIZE; then features are placed by the resolved policy and finally
  * every held copy gets its reader mask.
  *
- * Routing rule for replicated rows (Rule 1 / Algorithm 1): a reader reads a
- * row locally if it holds it, else from a directly linked peer holding it,
- * else from the host. When several peers hold the row, the peer is drawn by
- * a hash of (reader, row) with probability proportional to link bandwidth,
- * so readers of one row spread over its holders and link load follows link
- * speed, deterministically. For partitioned data (XGNN) the solver's
+ * Routing rule for replicated rows (Rule 1 / Algorithm 1, and the NAIVE /
+ * RAND / DEGREE baselines, so they are judged by the same routes): a reader
+ * reads a row locally if it holds it, else from a directly linked peer
+ * holding it, else from the host. When several peers hold the row, the peer
+ * is drawn by a hash of (reader, row) with probability proportional to link
+ * bandwidth, so readers of one row spread over its holders and link load
+ * follows link speed, deterministically. For partitioned data (XGNN) the solver's
  * per-partition sources are used: they already maximise MinBandwidth. */
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,24 @@
 #include "pl_internal.h"
 #include "plan.h"
 
-static const char *const policy_names[FS_FEAT_POLICY_COUNT_] = {"auto", "rule1", "algo1", "xgnn"};
+static const char *const policy_names[FS_FEAT_POLICY_COUNT_] = {"auto",  "rule1", "algo1", "xgnn",
+                                                                 "naive", "rand",  "degree"};
 
 const char *fs_feat_policy_name(fs_feat_policy_t p)
 {
     return (unsigned)p < FS_FEAT_POLICY_COUNT_ ? policy_names[p] : "unknown";
+}
+
+fs_status_t fs_feat_policy_parse(const char *name, fs_feat_policy_t *out, fs_error_t *err)
+{
+    for (int p = 0; name && p < FS_FEAT_POLICY_COUNT_; p++)
+        if (strcmp(name, policy_names[p]) == 0) {
+            *out = (fs_feat_policy_t)p;
+            return FS_OK;
+        }
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT,
+                    "unknown placement policy '%s' (known: auto, rule1, algo1, xgnn, naive, rand, degree)",
+                    name ? name : "(null)");
 }
 
 void fs_plan_defaults(fs_plan_opts_t *o)
@@ -281,18 +295,117 @@ static fs_status_t replicated_routes(fs_plan_t *plan, const fs_hardware_t *hw, i
     return FS_OK;
 }
 
-static fs_status_t place_replicated(fs_plan_t *plan, const fs_hardware_t *hw, const fs_plan_input_t *in,
-                                    const fs_plan_opts_t *o, const int64_t *order, fs_error_t *err)
+/* ---- baselines: NAIVE, RAND, DEGREE ------------------------------------------------ */
+
+/* NAIVE / RAND: GPU g takes positions [S_g, S_g + BSIZE_g) of `ids` (the
+ * identity for NAIVE), S_g = Σ_{h<g} BSIZE_h: one partition over all GPUs,
+ * whatever the links — seed 000 §5's "naive partitioning". */
+static fs_status_t place_ranges(fs_plan_t *plan, const int64_t *ids, fs_error_t *err)
+{
+    int64_t start = 0, N = plan->num_nodes;
+    for (int g = 0; g < plan->num_gpus; g++) {
+        int64_t b = start < N ? plan->budget.bsize[g] : 0;
+        if (b > N - start) b = N - start;
+        fs_status_t st = alloc_rows(&plan->gpu[g], b, 0, err);
+        if (st != FS_OK) return st;
+        for (int64_t k = 0; k < b; k++) plan->gpu[g].rows[k] = ids ? ids[start + k] : start + k;
+        start += b;
+    }
+    return FS_OK;
+}
+
+typedef struct {
+    double *key;
+} hash_ctx_t;
+
+static void hash_keys(void *vctx, int64_t b, int64_t e, int worker)
+{
+    (void)worker;
+    hash_ctx_t *c = vctx;
+    for (int64_t v = b; v < e; v++) c->key[v] = (double)(fs_rng_at(0x72616e64ULL, 0, (uint64_t)v) >> 11);
+}
+
+/* RAND: seed 000's "random permutation, then naive partitioning"; the
+ * permutation is the order of a fixed hash of the id, so it is the same on
+ * every run and thread count. */
+static fs_status_t place_rand(fs_plan_t *plan, int threads, fs_error_t *err)
+{
+    size_t n = (size_t)(plan->num_nodes > 0 ? plan->num_nodes : 1);
+    hash_ctx_t c = {malloc(sizeof(double) * n)};
+    int64_t *perm = malloc(sizeof *perm * n);
+    fs_status_t st = c.key && perm ? FS_OK : fs_error(err, FS_ERR_NOMEM, "plan: out of memory");
+    if (st == FS_OK) {
+        fs_parallel_for(threads, plan->num_nodes, hash_keys, &c);
+        st = fs_argsort_desc(c.key, plan->num_nodes, threads, perm, err);
+    }
+    if (st == FS_OK) st = place_ranges(plan, perm, err);
+    free(c.key), free(perm);
+    return st;
+}
+
+/* DEGREE (Quiver): the m GPUs of a clique deal the p-ordered prefix out
+ * round-robin, skipping the ones that are full, so each clique holds the
+ * top Σ BSIZE rows once and hot rows spread evenly over its links. */
+static fs_status_t place_clique_partition(fs_plan_t *plan, const int64_t *order, uint32_t members, fs_error_t *err)
+{
+    int m = 0, dev[FS_HW_MAX_GPUS];
+    int64_t want = 0;
+    for (uint32_t b = members; b; b &= b - 1) {
+        dev[m++] = __builtin_ctz(b);
+        int64_t k = plan->budget.bsize[dev[m - 1]];
+        fs_status_t st = alloc_rows(&plan->gpu[dev[m - 1]], k < plan->num_nodes ? k : plan->num_nodes, 0, err);
+        if (st != FS_OK) return st;
+        plan->gpu[dev[m - 1]].num_rows = 0; /* filled below */
+        want += k;
+    }
+    int64_t rank = 0;
+    for (int t = 0; rank < plan->num_nodes && rank < want; t = (t + 1) % m) {
+        fs_plan_gpu_t *G = &plan->gpu[dev[t]];
+        if (G->num_rows < plan->budget.bsize[dev[t]]) G->rows[G->num_rows++] = order[rank++];
+    }
+    return FS_OK;
+}
+
+static fs_status_t place_baseline(fs_plan_t *plan, const fs_hardware_t *hw, const int64_t *order, int threads,
+                                  fs_error_t *err)
+{
+    if (plan->policy == FS_FEAT_NAIVE) return place_ranges(plan, NULL, err);
+    if (plan->policy == FS_FEAT_RAND) return place_rand(plan, threads, err);
+    for (int grp = 0;; grp++) {
+        uint32_t members = 0;
+        for (int g = 0; g < hw->num_gpus; g++)
+            if (plan->group[g] == grp) members |= 1u << g;
+        if (!members) return FS_OK;
+        fs_status_t st = place_clique_partition(plan, order, members, err);
+        if (st != FS_OK) return st;
+    }
+}
+
+static int is_baseline(fs_feat_policy_t p)
+{
+    return p == FS_FEAT_NAIVE || p == FS_FEAT_RAND || p == FS_FEAT_DEGREE;
+}
+
+/* Rule 1 / Algorithm 1, group by group. */
+static fs_status_t place_groups(fs_plan_t *plan, const fs_hardware_t *hw, const fs_plan_input_t *in,
+                                const fs_plan_opts_t *o, const int64_t *order, fs_error_t *err)
 {
     for (int grp = 0;; grp++) {
         uint32_t members = 0;
         for (int g = 0; g < hw->num_gpus; g++)
             if (plan->group[g] == grp) members |= 1u << g;
-        if (!members) break;
+        if (!members) return FS_OK;
         fs_status_t st = place_group(plan, in, order, members, o->alpha[hw->fabric], err);
         if (st != FS_OK) return st;
     }
-    return replicated_routes(plan, hw, o->threads, err);
+}
+
+static fs_status_t place_replicated(fs_plan_t *plan, const fs_hardware_t *hw, const fs_plan_input_t *in,
+                                    const fs_plan_opts_t *o, const int64_t *order, fs_error_t *err)
+{
+    fs_status_t st = is_baseline(plan->policy) ? place_baseline(plan, hw, order, o->threads, err)
+                                               : place_groups(plan, hw, in, o, order, err);
+    return st == FS_OK ? replicated_routes(plan, hw, o->threads, err) : st;
 }
 
 /* ---- partitioned features: XGNN ------------------------------------------------ */

@@ -14,7 +14,10 @@
  *   XGNN solver   which partitions each GPU stores so every GPU reaches
  *                 every partition in one hop (§5, seed 001 Fig. 8);
  *   topo split    hot prefix to GPUs by new_id mod n, the rest to host (§5);
- *   cost model    predicted bytes per reader and source (§2);
+ *   baselines     NAIVE id ranges, RAND hash order, DEGREE per-clique
+ *                 partitions, as real plans for comparison (seed 000 §5);
+ *   cost model    predicted bytes per reader and source (§2); measured
+ *                 traffic of real mini-batches is replay.h's;
  *   persistence   save/load with a version and a checksum.
  *
  * Ownership: fs_plan_build/fs_plan_load allocate the plan and every array in
@@ -144,10 +147,21 @@ typedef enum {
     FS_FEAT_RULE1,     /* every GPU its own top-BSIZE */
     FS_FEAT_ALGO1,     /* Algorithm 1 per clique of linked GPUs (Rule 1 for lone GPUs) */
     FS_FEAT_XGNN,      /* hot prefix partitioned by new_id mod n, replicated by the solver */
+    /* Baselines (seed 000 §5 and the systems it compares with), real plans so
+     * they are routed, predicted and replayed like the others. Readers reach
+     * peers' rows over direct links only, as for every policy. */
+    FS_FEAT_NAIVE,     /* GPU g holds ids [S_g, S_g + BSIZE_g), S_g = Σ_{h<g} BSIZE_h: id ranges */
+    FS_FEAT_RAND,      /* the same over a fixed pseudo-random permutation of the ids (hash order) */
+    FS_FEAT_DEGREE,    /* Quiver's cache: each clique partitions the p-ordered prefix round-robin
+                          (no copies inside a clique, a full copy per clique); with in-degree p, as
+                          `featstore plan --policy degree` and the bench pass, the degree-ordered cache */
     FS_FEAT_POLICY_COUNT_
 } fs_feat_policy_t;
 
 const char *fs_feat_policy_name(fs_feat_policy_t p);
+/* The policy called name ("auto", "rule1", "algo1", "xgnn", "naive", "rand",
+ * "degree"); FS_ERR_INVALID_ARGUMENT listing the names otherwise. */
+fs_status_t fs_feat_policy_parse(const char *name, fs_feat_policy_t *out, fs_error_t *err);
 
 typedef struct {
     fs_budget_opts_t budget;
@@ -222,6 +236,11 @@ typedef struct {
  * for reader i). */
 fs_status_t fs_plan_predict(const fs_plan_t *plan, const fs_hardware_t *hw, const double *p,
                             const double *const *p_reader, fs_cost_t *out, fs_error_t *err);
+
+/* From out->bytes[][] (num_gpus set) derives local / peer / host bytes per
+ * reader, the seconds and max_seconds, by the same formula as the
+ * prediction: measured traffic (replay.h) is timed exactly like predicted. */
+void fs_cost_finish(fs_cost_t *out, const fs_hardware_t *hw);
 
 /* ---- persistence ---------------------------------------------------------- */
 

@@ -33,7 +33,11 @@ static const char *const usage_text =
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
     "        [--topology PRESET|FILE [--gpu-budget F] [--plan FILE] [--save-plan FILE] [--table T]\n"
-    "         [--feature-first]]   place hot data on (simulated) GPUs: pcie4, nvlink-pairs, dgx1-v100, nvswitch8\n"
+    "         [--feature-first] [--hotness degree|reach|presample]]   place hot data on (simulated) GPUs:\n"
+    "                                            pcie4, nvlink-pairs, dgx1-v100, nvswitch8\n"
+    "  plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first] [--policy P]\n"
+    "       [--hotness degree|reach|presample] [--fanouts 15,10,5 --batch 1024] [--save FILE] [--replay N]\n"
+    "       [--threads N]   explain a placement: per-GPU contents, predicted (and replayed) traffic\n"
     "  stats URI                                 print a running server's metrics (unix:// or grpc://)\n"
     "  devices                                   list usable GPUs (or why there are none)\n"
     "  version                                   print the version\n"
@@ -83,7 +87,7 @@ enum {
     OPT_OUT = 256, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT, OPT_WEIGHTED, OPT_SPLIT,
     OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
     OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY, OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_PREFAULT,
-    OPT_VERIFY, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST,
+    OPT_VERIFY, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_HOTNESS, OPT_FEATURE_FIRST,
 };
 
 static const struct option long_opts[] = {
@@ -104,12 +108,13 @@ static const struct option long_opts[] = {
     {"prefault", no_argument, 0, OPT_PREFAULT},      {"topology", required_argument, 0, OPT_TOPOLOGY},
     {"gpu-budget", required_argument, 0, OPT_GPU_BUDGET}, {"plan", required_argument, 0, OPT_PLAN},
     {"save-plan", required_argument, 0, OPT_SAVE_PLAN}, {"table", required_argument, 0, OPT_TABLE},
-    {"feature-first", no_argument, 0, OPT_FEATURE_FIRST},
+    {"feature-first", no_argument, 0, OPT_FEATURE_FIRST}, {"hotness", required_argument, 0, OPT_HOTNESS},
     {0, 0, 0, 0},
 };
 
 typedef struct {
     const char *out, *name, *split_name, *socket, *listen, *metrics, *config, *topology, *plan, *save_plan, *table;
+    const char *hotness;
     double gpu_budget;
     int feature_first;
     fs_edge_opts_t edges;
@@ -159,6 +164,7 @@ static int parse_option(cli_t *c, int opt, const char *arg)
     case OPT_SAVE_PLAN: c->save_plan = arg; return 0;
     case OPT_TABLE: c->table = arg; return 0;
     case OPT_FEATURE_FIRST: c->feature_first = 1; return 0;
+    case OPT_HOTNESS: c->hotness = arg; return 0;
     case OPT_GPU_BUDGET: {
         char *e;
         c->gpu_budget = strtod(arg, &e);
@@ -320,7 +326,8 @@ static int cmd_info(int argc, char **argv)
 static int cmd_serve(int argc, char **argv)
 {
     static const int allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY, OPT_PREFAULT,
-                                  OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST, 0};
+                                  OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST,
+                                  OPT_HOTNESS, 0};
     cli_t c;
     if (parse_cli(&c, argc, argv, allowed) != 0) return EXIT_USAGE;
     if (argc - optind != 1) {
@@ -335,11 +342,15 @@ static int cmd_serve(int argc, char **argv)
     o.threads = c.threads, o.verify = c.verify == 2, o.prefault = c.prefault;
     o.place = (fs_place_opts_t){.topology = c.topology, .gpu_budget = c.gpu_budget, .table = c.table,
                                 .plan_in = c.plan, .plan_out = c.save_plan, .feature_first = c.feature_first};
-    if ((c.plan || c.save_plan || c.seen[OPT_GPU_BUDGET] || c.table || c.feature_first) && !c.topology) {
-        usage_error("%s", "--gpu-budget, --plan, --save-plan, --table and --feature-first need --topology");
+    if ((c.plan || c.save_plan || c.seen[OPT_GPU_BUDGET] || c.table || c.feature_first || c.hotness) && !c.topology) {
+        usage_error("%s", "--gpu-budget, --plan, --save-plan, --table, --feature-first and --hotness need --topology");
         return EXIT_USAGE;
     }
     fs_error_t err = {0};
+    if (c.hotness && fs_place_hotness_parse(c.hotness, &o.place.hotness, &err) != FS_OK) {
+        usage_error("%s", err.msg);
+        return EXIT_USAGE;
+    }
     if (fs_serve_load_config(&o, &err) != FS_OK) return fail(&err);
     if (!o.socket_path && !o.listen) {
         static char def[128];
@@ -397,6 +408,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "plan") == 0) return fs_plan_cmd(argc - 1, argv + 1);
     if (strcmp(cmd, "stats") == 0) return cmd_stats(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) return cmd_devices();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -1,14 +1,21 @@
 /* place.c — see place.h. The plan speaks of "GPU g"; the store of tiers and
  * readers: GPU g becomes a simulated-device tier with device id g, and the
- * plan's reader bit r becomes the store's FS_READER_BIT(r). */
+ * plan's reader bit r becomes the store's FS_READER_BIT(r).
+ *
+ * Predictions need absolute rates (reads per mini-batch), which only
+ * presampling gives: degree and reach rank rows but have no unit. So the
+ * workload is always presampled, with a bounded number of batches so a
+ * server's start-up stays short, and with a seed of its own: a plan made
+ * from presampled counts keeps the rows that were hot by chance too, so
+ * judging it by those same counts overstates its hits (on R-MAT scale 22,
+ * nvswitch, 20% budget: host bytes predicted 23% low; with an independent
+ * sample of the same workload, within 1%). */
 #include "place.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#include "hotness.h"
 
 static const fs_table_t *pick_table(const fs_dataset_t *ds, const char *name, fs_error_t *err)
 {
@@ -18,51 +25,190 @@ static const fs_table_t *pick_table(const fs_dataset_t *ds, const char *name, fs
     return t;
 }
 
-static fs_status_t load_hardware(const fs_place_opts_t *o, fs_hardware_t *hw, fs_error_t *err)
+static const char *const hotness_names[FS_PLACE_HOT_COUNT_] = {"degree", "reach", "presample"};
+
+const char *fs_place_hotness_name(fs_place_hotness_t h)
 {
+    return (unsigned)h < FS_PLACE_HOT_COUNT_ ? hotness_names[h] : "unknown";
+}
+
+fs_status_t fs_place_hotness_parse(const char *name, fs_place_hotness_t *out, fs_error_t *err)
+{
+    for (int h = 0; name && h < FS_PLACE_HOT_COUNT_; h++)
+        if (strcmp(name, hotness_names[h]) == 0) {
+            *out = (fs_place_hotness_t)h;
+            return FS_OK;
+        }
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "unknown hotness estimator '%s' (known: degree, reach, presample)",
+                    name ? name : "(null)");
+}
+
+/* ---- hardware ------------------------------------------------------------------ */
+
+fs_status_t fs_place_hardware(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_error_t *err)
+{
+    const fs_table_t *t = pick_table(ds, o->table, err);
+    if (!t) return err->code;
+    if (!o->topology) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "placement: no topology (preset or file) given");
     struct stat st;
-    if (stat(o->topology, &st) == 0) return fs_hw_load_json(o->topology, hw, err);
-    return fs_hw_preset(o->topology, hw, err);
+    fs_status_t s = stat(o->topology, &st) == 0 ? fs_hw_load_json(o->topology, hw, err)
+                                                : fs_hw_preset(o->topology, hw, err);
+    if (s != FS_OK) return s;
+    if (o->num_gpus && (s = fs_hw_first_gpus(hw, o->num_gpus, err)) != FS_OK) return s;
+    if (!(o->gpu_budget >= 0 && o->gpu_budget <= 1)) /* NaN fails too */
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--gpu-budget must be a fraction in (0, 1], got %g", o->gpu_budget);
+    if (o->gpu_budget > 0)
+        s = fs_hw_set_memory(hw, (int64_t)(o->gpu_budget * (double)t->rows * (double)t->row_bytes), err);
+    return s;
+}
+
+/* ---- hotness and the workload ------------------------------------------------------ */
+
+static fs_csr_ref_t csr_of(const fs_dataset_t *ds)
+{
+    return (fs_csr_ref_t){.num_nodes = ds->num_nodes, .indptr = ds->indptr, .indices = ds->indices,
+                          .index_dtype = ds->index_dtype, .weights = ds->edge_weights};
+}
+
+static void workload_opts(const fs_place_opts_t *o, fs_presample_opts_t *w)
+{
+    if (o->workload) *w = *o->workload;
+    else fs_presample_defaults(w);
+    w->epochs = 1;
+    w->threads = o->threads;
+}
+
+/* The training ids: the "train" split, else every node (owned copy). */
+static int64_t *train_ids(const fs_dataset_t *ds, int64_t *count, fs_error_t *err)
+{
+    const fs_idset_t *t = fs_dataset_split(ds, "train");
+    *count = t && t->count > 0 ? t->count : ds->num_nodes;
+    int64_t *ids = malloc(sizeof *ids * (size_t)(*count > 0 ? *count : 1));
+    if (!ids) {
+        fs_error(err, FS_ERR_NOMEM, "placement: out of memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < *count; i++) ids[i] = t && t->count > 0 ? t->ids[i] : i;
+    return ids;
+}
+
+/* Presamples min(presample_batches, one epoch) batches: the seeds are the
+ * first batches x batch_size ids of a seeded shuffle of the training set,
+ * so a capped run is a uniform sample of it. Raw counts into p. */
+static fs_status_t presample(const fs_dataset_t *ds, const fs_place_opts_t *o, int for_prediction, double *p,
+                             int64_t *batches, fs_error_t *err)
+{
+    fs_presample_opts_t w;
+    workload_opts(o, &w);
+    if (for_prediction) w.seed ^= FS_PLACE_WORKLOAD_SEED_XOR;
+    if (w.batch_size <= 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "placement: batch size %lld", (long long)w.batch_size);
+    int64_t n, cap = o->presample_batches > 0 ? o->presample_batches : FS_PLACE_PRESAMPLE_BATCHES;
+    int64_t *train = train_ids(ds, &n, err);
+    if (!train) return err->code;
+    int64_t *seeds = malloc(sizeof *seeds * (size_t)(n > 0 ? n : 1));
+    if (!seeds) {
+        free(train);
+        return fs_error(err, FS_ERR_NOMEM, "placement: out of memory");
+    }
+    fs_presample_epoch_order(train, n, w.seed ^ 0x63617070ULL, 0, seeds); /* "capp": not the epoch's own shuffle */
+    int64_t m = cap < fs_batches_per_epoch(n, w.batch_size) ? cap * w.batch_size : n;
+    fs_csr_ref_t g = csr_of(ds);
+    fs_status_t st = fs_hotness_presample(&g, seeds, m, &w, p, err);
+    if (batches) *batches = fs_batches_per_epoch(m, w.batch_size);
+    free(train), free(seeds);
+    return st;
+}
+
+fs_status_t fs_place_hotness(const fs_dataset_t *ds, const fs_place_opts_t *o, double *p, fs_error_t *err)
+{
+    fs_csr_ref_t g = csr_of(ds);
+    if (o->hotness == FS_PLACE_HOT_DEGREE) return fs_hotness_degree(&g, o->threads, p, err);
+    if (o->hotness == FS_PLACE_HOT_PRESAMPLE) return presample(ds, o, 0, p, NULL, err);
+    if (o->hotness != FS_PLACE_HOT_REACH)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "placement: unknown hotness estimator %d", (int)o->hotness);
+    fs_presample_opts_t w;
+    workload_opts(o, &w);
+    int64_t n;
+    int64_t *train = train_ids(ds, &n, err);
+    if (!train) return err->code;
+    fs_status_t st = fs_hotness_reach(&g, train, n, w.num_hops, o->threads, p, err);
+    free(train);
+    return st;
+}
+
+fs_status_t fs_place_workload(const fs_dataset_t *ds, const fs_place_opts_t *o, double *p, int64_t *batches,
+                              fs_error_t *err)
+{
+    int64_t b = 0;
+    fs_status_t st = presample(ds, o, 1, p, &b, err);
+    if (st == FS_OK) st = fs_hotness_per_batch(p, ds->num_nodes, (double)b, p, err);
+    if (batches) *batches = b;
+    return st;
+}
+
+/* ---- the plan --------------------------------------------------------------------- */
+
+fs_status_t fs_place_build(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
+                           const double *p, fs_plan_t **plan, fs_error_t *err)
+{
+    *plan = NULL;
+    const fs_table_t *t = pick_table(ds, o->table, err);
+    if (!t) return err->code;
+    fs_plan_opts_t po;
+    fs_plan_defaults(&po);
+    po.threads = o->threads;
+    po.policy = o->policy;
+    po.budget.feature_first = o->feature_first;
+    fs_plan_input_t in = {.num_nodes = ds->num_nodes, .p = p, .row_bytes = (int64_t)t->row_bytes,
+                          .indptr = ds->indptr, .index_bytes = (int64_t)fs_dtype_size(ds->index_dtype)};
+    fs_status_t s = fs_plan_build(hw, &in, &po, plan, err);
+    if (s == FS_OK && o->plan_out) s = fs_plan_save(*plan, o->plan_out, err);
+    return s;
+}
+
+static fs_status_t load_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
+                             fs_plan_t **plan, fs_error_t *err)
+{
+    fs_status_t s = fs_plan_load(o->plan_in, plan, err);
+    if (s != FS_OK) return s;
+    long long nodes = (*plan)->num_nodes;
+    int gpus = (*plan)->num_gpus;
+    if (nodes == ds->num_nodes && gpus == hw->num_gpus) return FS_OK;
+    fs_plan_free(*plan);
+    *plan = NULL;
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: the plan is for %lld nodes on %d GPUs, not this dataset "
+                    "(%lld nodes) on '%s' (%d GPUs)", o->plan_in, nodes, gpus, (long long)ds->num_nodes,
+                    o->topology, hw->num_gpus);
 }
 
 fs_status_t fs_place_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_plan_t **plan,
                           fs_error_t *err)
 {
     *plan = NULL;
-    const fs_table_t *t = pick_table(ds, o->table, err);
-    if (!t) return err->code;
-    fs_status_t s = load_hardware(o, hw, err);
+    fs_status_t s = fs_place_hardware(ds, o, hw, err);
     if (s != FS_OK) return s;
-    if (o->gpu_budget < 0 || o->gpu_budget > 1)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--gpu-budget must be a fraction in (0, 1], got %g", o->gpu_budget);
-    if (o->gpu_budget > 0 &&
-        (s = fs_hw_set_memory(hw, (int64_t)(o->gpu_budget * (double)t->rows * (double)t->row_bytes), err)))
-        return s;
-    if (o->plan_in) {
-        if ((s = fs_plan_load(o->plan_in, plan, err))) return s;
-        long long nodes = (*plan)->num_nodes;
-        int gpus = (*plan)->num_gpus;
-        if (nodes == ds->num_nodes && gpus == hw->num_gpus) return FS_OK;
-        fs_plan_free(*plan);
-        *plan = NULL;
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: the plan is for %lld nodes on %d GPUs, not this dataset "
-                        "(%lld nodes) on '%s' (%d GPUs)", o->plan_in, nodes, gpus, (long long)ds->num_nodes,
-                        o->topology, hw->num_gpus);
-    }
+    if (o->plan_in) return load_plan(ds, o, hw, plan, err);
     double *p = malloc(sizeof *p * (size_t)(ds->num_nodes ? ds->num_nodes : 1));
     if (!p) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    fs_csr_ref_t g = {.num_nodes = ds->num_nodes, .indptr = ds->indptr, .indices = ds->indices,
-                      .index_dtype = ds->index_dtype, .weights = ds->edge_weights};
-    s = fs_hotness_degree(&g, o->threads, p, err);
-    fs_plan_opts_t po;
-    fs_plan_defaults(&po);
-    po.threads = o->threads;
-    po.budget.feature_first = o->feature_first;
-    fs_plan_input_t in = {.num_nodes = ds->num_nodes, .p = p, .row_bytes = (int64_t)t->row_bytes,
-                          .indptr = ds->indptr, .index_bytes = (int64_t)fs_dtype_size(ds->index_dtype)};
-    if (s == FS_OK) s = fs_plan_build(hw, &in, &po, plan, err);
+    s = fs_place_hotness(ds, o, p, err);
+    if (s == FS_OK) s = fs_place_build(ds, o, hw, p, plan, err);
     free(p);
-    if (s == FS_OK && o->plan_out) s = fs_plan_save(*plan, o->plan_out, err);
+    return s;
+}
+
+fs_status_t fs_place_predict(const fs_dataset_t *ds, const fs_plan_t *plan, const fs_hardware_t *hw,
+                             const fs_place_opts_t *o, fs_cost_t *out, fs_error_t *err)
+{
+    if (!ds || !plan || !hw || !o || !out) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "predict: NULL argument");
+    if (plan->num_nodes != ds->num_nodes)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "predict: the plan is for %lld nodes, the dataset has %lld",
+                        (long long)plan->num_nodes, (long long)ds->num_nodes);
+    double *p = malloc(sizeof *p * (size_t)(ds->num_nodes ? ds->num_nodes : 1));
+    if (!p) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    fs_status_t s = fs_place_workload(ds, o, p, NULL, err);
+    if (s == FS_OK) s = fs_plan_predict(plan, hw, p, NULL, out, err);
+    free(p);
     return s;
 }
 

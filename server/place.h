@@ -1,16 +1,36 @@
 /* place.h — from a dataset and a hardware description to a placed store:
- * hotness (in-degree), a plan (placement/plan.h), then one store tier per
- * planned GPU holding the plan's feature rows and neighbour lists, routed
- * exactly as the plan says. Without a GPU (or when asked) the tiers are
- * simulated devices whose capacity is the plan's budget, so the whole data
- * path runs for real with every tier in host memory. */
+ * hotness (in-degree by default; L-hop reach or presampling on request), a
+ * plan (placement/plan.h), then one store tier per planned GPU holding the
+ * plan's feature rows and neighbour lists, routed exactly as the plan says.
+ * Without a GPU (or when asked) the tiers are simulated devices whose
+ * capacity is the plan's budget, so the whole data path runs for real with
+ * every tier in host memory. Also the plan's predicted traffic per reader
+ * for the training workload (fs_place_predict), which the server shows next
+ * to its measured counters and `featstore plan` next to a replay. */
 #ifndef FS_PLACE_H
 #define FS_PLACE_H
 
 #include "dataset.h"
 #include "hardware.h"
+#include "hotness.h"
 #include "plan.h"
+#include "replay.h"
 #include "store.h"
+
+typedef enum {
+    FS_PLACE_HOT_DEGREE = 0,  /* in-degree (the default: O(E), no sampling) */
+    FS_PLACE_HOT_REACH,       /* L-hop reach from the training nodes, L = the workload's hops */
+    FS_PLACE_HOT_PRESAMPLE,   /* the workload presampled (fs_place_workload) */
+    FS_PLACE_HOT_COUNT_
+} fs_place_hotness_t;
+
+const char *fs_place_hotness_name(fs_place_hotness_t h);   /* "degree", "reach", "presample" */
+fs_status_t fs_place_hotness_parse(const char *name, fs_place_hotness_t *out, fs_error_t *err);
+
+/* Presampling runs at most this many mini-batches unless told otherwise:
+ * enough to rank the hot rows and to predict traffic fractions, cheap enough
+ * for a server's start-up (one epoch of a 4M-node graph is minutes on 2 cores). */
+#define FS_PLACE_PRESAMPLE_BATCHES 128
 
 typedef struct {
     const char *topology;  /* preset name (pcie4, nvlink-pairs, dgx1-v100, nvswitch8) or JSON file */
@@ -20,11 +40,51 @@ typedef struct {
     const char *plan_out;  /* save the plan here */
     int feature_first;     /* budget features before topology */
     int threads;
+    /* Zero for each of the following keeps the defaults. */
+    fs_place_hotness_t hotness;           /* FS_PLACE_HOT_DEGREE */
+    fs_feat_policy_t policy;              /* FS_FEAT_AUTO */
+    int num_gpus;                         /* use the topology's first num_gpus GPUs; 0 = all */
+    const fs_presample_opts_t *workload;  /* the training workload presampling and predictions assume;
+                                             NULL = fs_presample_defaults: [15,10,5] x 1024 uniform, seed 1 */
+    int64_t presample_batches;            /* mini-batches presampled (capped at one epoch of the training
+                                             split); 0 = FS_PLACE_PRESAMPLE_BATCHES */
 } fs_place_opts_t;
 
 /* Loads the hardware and builds (or loads) the plan. */
 fs_status_t fs_place_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_plan_t **plan,
                           fs_error_t *err);
+
+/* The pieces of fs_place_plan, for callers that reuse one (featstore plan):
+ * the hardware (preset or file, first num_gpus GPUs, memory from
+ * gpu_budget x the table's bytes); the hotness o->hotness asks for into
+ * p[num_nodes]; a plan for hotness p (saved to plan_out when set). */
+fs_status_t fs_place_hardware(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_error_t *err);
+fs_status_t fs_place_hotness(const fs_dataset_t *ds, const fs_place_opts_t *o, double *p, fs_error_t *err);
+fs_status_t fs_place_build(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
+                           const double *p, fs_plan_t **plan, fs_error_t *err);
+
+/* The training workload as the cost model takes it: p[v] = expected reads
+ * of row v per mini-batch of one reader, from presampling o->workload over
+ * the "train" split (every node when there is none): counts over
+ * presample_batches batches, divided by that number. *batches (may be NULL)
+ * receives the number of batches sampled. The same workload and batch
+ * count as presampled hotness, but another sampler seed (the workload's
+ * seed ^ FS_PLACE_WORKLOAD_SEED_XOR): rows a presampled plan picked because
+ * they were hot by chance must not be judged by the same chance. */
+#define FS_PLACE_WORKLOAD_SEED_XOR 0x776f726b6c6f6164ULL /* "workload" */
+fs_status_t fs_place_workload(const fs_dataset_t *ds, const fs_place_opts_t *o, double *p, int64_t *batches,
+                              fs_error_t *err);
+
+/* Predicted bytes per mini-batch of each reader GPU by source (its own GPU,
+ * each peer, host: out->local_bytes / peer_bytes / host_bytes, and
+ * fs_cost_fractions for fractions) for the workload of fs_place_workload. */
+fs_status_t fs_place_predict(const fs_dataset_t *ds, const fs_plan_t *plan, const fs_hardware_t *hw,
+                             const fs_place_opts_t *o, fs_cost_t *out, fs_error_t *err);
+
+/* `featstore plan DATASET --topology ...` (server/plan_cmd.c): prints a plan,
+ * its predicted traffic and, with --replay N, measured against predicted.
+ * argv[0] is "plan". Returns the exit status: 0, 1 failed, 2 usage. */
+int fs_plan_cmd(int argc, char **argv);
 
 /* Adds one simulated-device tier per planned GPU and places the plan. */
 fs_status_t fs_place_apply(fs_store_t *st, const fs_dataset_t *ds, const fs_plan_t *plan, const char *table,

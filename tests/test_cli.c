@@ -134,3 +134,88 @@ Test(cli, numpy_reads_our_files_and_writes_datasets_we_read)
     cr_assert_not_null(strstr(log, "checksums not verified"), "%s", log);
     free(log), free(mine), free(out);
 }
+
+/* ==== featstore plan ========================================================= */
+
+static char *gen_tiny(void)
+{
+    char *out = tu_path(dir, "g"), *log;
+    int rc = tu_run(&log, "%s gen rmat --scale 11 --edge-factor 8 --dim 8 --symmetrize --dedup --out %s", tu_bin(),
+                    out);
+    cr_assert_eq(rc, 0, "%s", log);
+    free(log);
+    return out;
+}
+
+Test(cli, plan_prints_gpus_prediction_and_replay)
+{
+    char *ds = gen_tiny(), *saved = tu_path(dir, "plan.bin"), *log;
+    int rc = tu_run(&log,
+                    "%s plan %s --topology nvlink-pairs --gpu-budget 0.2 --feature-first --policy algo1 "
+                    "--hotness presample --fanouts 5,3 --batch 64 --replay 3 --save %s --threads 2",
+                    tu_bin(), ds, saved);
+    cr_assert_eq(rc, 0, "%s", log);
+    static const char *const gpu_lines[4] = {"\ngpu 0 ", "\ngpu 1 ", "\ngpu 2 ", "\ngpu 3 "};
+    for (int g = 0; g < 4; g++) cr_assert_not_null(strstr(log, gpu_lines[g]), "no line for GPU %d: %s", g, log);
+    cr_assert_not_null(strstr(log, "policy algo1, hotness presample"), "%s", log);
+    cr_assert_not_null(strstr(log, "replication factor"), "%s", log);
+    cr_assert_not_null(strstr(log, "predicted feature bytes per mini-batch"), "%s", log);
+    cr_assert_not_null(strstr(log, "[5,3] x 64 seeds"), "%s", log);
+    cr_assert_not_null(strstr(log, "replay: 12 mini-batches (3 per reader;"), "%s", log);
+    cr_assert_not_null(strstr(log, "measured"), "%s", log);
+    cr_assert_not_null(strstr(log, "mean     host"), "%s", log);
+    size_t len;
+    free(tu_read(saved, &len));
+    cr_assert_gt(len, 0, "--save wrote the plan");
+    free(log);
+    /* a baseline policy, default hotness */
+    rc = tu_run(&log, "%s plan %s --topology pcie4 --policy naive", tu_bin(), ds);
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_assert_not_null(strstr(log, "policy naive, hotness degree"), "%s", log);
+    free(log), free(saved), free(ds);
+}
+
+Test(cli, plan_errors_name_the_problem)
+{
+    char *ds = gen_tiny(), *log;
+    static const struct {
+        const char *args, *msg;
+        int rc;
+    } cases[] = {
+        {"--topology dgx9", "unknown hardware preset 'dgx9'", 1},
+        {"--topology nvlink-pairs --gpu-budget 2", "--gpu-budget must be a fraction in (0, 1], got '2'", 1},
+        {"--topology nvlink-pairs --gpu-budget x", "--gpu-budget must be a fraction", 1},
+        {"--topology nvlink-pairs --policy metis", "unknown placement policy 'metis'", 1},
+        {"--topology nvlink-pairs --hotness pagerank", "unknown hotness estimator 'pagerank'", 1},
+        {"--topology nvlink-pairs --fanouts 5,0", "--fanouts", 1},
+        {"--topology nvswitch8 --gpus 9", "9 GPUs", 1},
+        {"--topology nvlink-pairs --replay 0", "--replay must be a whole number", 1},
+        {"", "--topology PRESET|FILE is required", 2},
+        {"--topology nvlink-pairs --bogus", "unknown or misplaced option '--bogus'", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = tu_run(&log, "%s plan %s %s", tu_bin(), ds, cases[i].args);
+        cr_assert_eq(rc, cases[i].rc, "'plan %s' exited %d: %s", cases[i].args, rc, log);
+        cr_assert_not_null(strstr(log, cases[i].msg), "'plan %s' does not say '%s': %s", cases[i].args, cases[i].msg,
+                           log);
+        free(log);
+    }
+    int rc = tu_run(&log, "%s plan %s/nope --topology pcie4", tu_bin(), dir);
+    cr_assert_eq(rc, 1, "%s", log);
+    cr_assert_not_null(strstr(log, "nope"), "%s", log);
+    free(log), free(ds);
+}
+
+/* serve's --hotness is checked before anything is served */
+Test(cli, serve_hotness_needs_topology_and_a_known_name)
+{
+    char *ds = gen_tiny(), *log;
+    int rc = tu_run(&log, "%s serve %s --hotness presample", tu_bin(), ds);
+    cr_assert_eq(rc, 2, "%s", log);
+    cr_assert_not_null(strstr(log, "--hotness need --topology"), "%s", log);
+    free(log);
+    rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --hotness pagerank", tu_bin(), ds);
+    cr_assert_eq(rc, 2, "%s", log);
+    cr_assert_not_null(strstr(log, "unknown hotness estimator 'pagerank'"), "%s", log);
+    free(log), free(ds);
+}
