@@ -24,6 +24,7 @@ fs_status_t fs_connect_opts(const char *uri, const fs_connect_opts_t *opts, fs_c
     *out = c;
     if (!c) return FS_ERR_NOMEM;
     if (opts) c->opts = *opts;
+    fs_las_ctl_init(&c->las, NULL, NULL); /* the defaults: cannot fail */
     if (c->opts.slots <= 0) c->opts.slots = FS_DEFAULT_SLOTS;
     if (c->opts.threads <= 0) c->opts.threads = 1;
     if (!uri) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no URI given");
@@ -73,11 +74,28 @@ fs_status_t fs_info(fs_client_t *c, fs_info_t **out)
 
 void fs_info_free(fs_info_t *info) { free(info); }
 
+/* The request as the transports see it: FS_LOCALITY_AUTO replaced by the
+ * connection's boost (in *copy), and the locality value checked here so
+ * both transports refuse a bad one the same way without a round trip. */
+static fs_status_t resolve_locality(fs_client_t *c, const fs_sample_req_t **req, fs_sample_req_t *copy)
+{
+    if ((*req)->locality == FS_LOCALITY_AUTO) {
+        *copy = **req;
+        copy->locality = c->las.s;
+        *req = copy;
+    }
+    fs_error_t err = {0};
+    if (fs_locality_value_check((*req)->locality, &err) != FS_OK) return fs_client_fail(c, err.code, "%s", err.msg);
+    return FS_OK;
+}
+
 fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req, fs_batch_t **out)
 {
     if (!c || !c->ops) return not_connected(c);
     fs_status_t st = check_batch_args(c, seeds, n, out);
     if (st == FS_OK && !req) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no sampling request");
+    fs_sample_req_t copy;
+    if (st == FS_OK) st = resolve_locality(c, &req, &copy);
     return st == FS_OK ? c->ops->sample(c, seeds, n, req, out) : st;
 }
 
@@ -96,7 +114,18 @@ fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, co
     if (!c || !c->ops) return not_connected(c);
     fs_status_t st = check_batch_args(c, seeds, n, out);
     if (st == FS_OK && (!req || !table)) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no request or table name");
+    fs_sample_req_t copy;
+    if (st == FS_OK) st = resolve_locality(c, &req, &copy);
     return st == FS_OK ? c->ops->sample_gather(c, seeds, n, req, table, out_dtype, out) : st;
+}
+
+fs_status_t fs_report_load_ratio(fs_client_t *c, double load_ratio, double *locality)
+{
+    if (!c) return FS_ERR_INVALID_ARGUMENT;
+    fs_error_t err = {0};
+    if (fs_las_ctl_update(&c->las, load_ratio, locality, &err) != FS_OK)
+        return fs_client_fail(c, err.code, "fs_report_load_ratio: %s", err.msg);
+    return FS_OK;
 }
 
 void fs_batch_free(fs_batch_t *b)
@@ -157,4 +186,15 @@ void fs_info_from_pb(fs_info_t *out, const featstore_v1_InfoResponse *r)
     }
     for (pb_size_t i = 0; i < r->splits_count && i < 8; i++)
         snprintf(out->splits[out->num_splits++], sizeof out->splits[0], "%s", r->splits[i]);
+    for (pb_size_t i = 0; i < r->placement_count && i < 16; i++) {
+        const featstore_v1_PlacementReader *p = &r->placement[i];
+        out->placement[i].reader = p->reader;
+        out->placement[i].predicted_bytes[0] = p->predicted_local_bytes;
+        out->placement[i].predicted_bytes[1] = p->predicted_peer_bytes;
+        out->placement[i].predicted_bytes[2] = p->predicted_host_bytes;
+        out->placement[i].measured_bytes[0] = p->measured_local_bytes;
+        out->placement[i].measured_bytes[1] = p->measured_peer_bytes;
+        out->placement[i].measured_bytes[2] = p->measured_host_bytes;
+        out->num_readers++;
+    }
 }

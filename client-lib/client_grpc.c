@@ -143,6 +143,7 @@ typedef struct {
 } grpc_batch_t;
 
 static const int64_t no_values[1]; /* what empty arrays point at */
+static const float no_weights[1];
 
 static void batch_release(fs_batch_priv_t *p)
 {
@@ -519,7 +520,7 @@ static fs_status_t finish_rows(fs_client_t *c, const char *method, rows_sink_t *
 
 /* Moves a decoded sample into the batch (arrays and ownership). */
 static fs_status_t adopt_sample(fs_client_t *c, const char *method, const featstore_v1_SampleResponse *msg,
-                                fs_wire_sample_dst_t *dst, int want_edge_ids, grpc_batch_t *b)
+                                fs_wire_sample_dst_t *dst, const fs_sample_req_t *req, grpc_batch_t *b)
 {
     fs_sample_result_t res;
     fs_error_t err = {0};
@@ -536,13 +537,14 @@ static fs_status_t adopt_sample(fs_client_t *c, const char *method, const featst
         *o = res.block[h];
         if (!o->edge_dst) o->edge_dst = no_values;
         if (!o->edge_src) o->edge_src = no_values;
-        if (!o->edge_ids && want_edge_ids) o->edge_ids = no_values;
+        if (!o->edge_ids && req->want_edge_ids) o->edge_ids = no_values;
+        if (!o->edge_weights && req->locality > 1) o->edge_weights = no_weights; /* a hop without edges */
     }
     /* detach hands over the very blocks the pointers above point into */
     batch_own(b, fs_wire_buf_detach(&dst->nodes));
     batch_own(b, fs_wire_buf_detach(&dst->seed_local));
     for (int h = 0; h < FS_MAX_HOPS; h++)
-        for (int k = 0; k < 4; k++) batch_own(b, fs_wire_buf_detach(&dst->arr[h][k]));
+        for (int k = 0; k < FS_WIRE_BLOCK_ARRAYS; k++) batch_own(b, fs_wire_buf_detach(&dst->arr[h][k]));
     return FS_OK;
 }
 
@@ -582,7 +584,7 @@ static fs_status_t g_sample(fs_client_t *c, const int64_t *seeds, int64_t n, con
     grpc_byte_buffer_destroy(bb);
     grpc_batch_t *b = st == FS_OK ? batch_new(c) : NULL;
     if (st == FS_OK && !b) st = FS_ERR_NOMEM;
-    if (st == FS_OK) st = adopt_sample(c, FS_WIRE_METHOD_SAMPLE, &resp, &dst, req->want_edge_ids, b);
+    if (st == FS_OK) st = adopt_sample(c, FS_WIRE_METHOD_SAMPLE, &resp, &dst, req, b);
     fs_wire_sample_dst_free(&dst);
     if (st != FS_OK) {
         if (b) batch_release(&b->priv);
@@ -726,7 +728,7 @@ static fs_status_t g_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t
         if (st == FS_OK && chunk->has_sample != !have_sample)
             st = fs_client_fail(c, FS_ERR_FORMAT, "SampleGather: the sample must come in the first message, once");
         if (st == FS_OK && chunk->has_sample) {
-            st = adopt_sample(c, FS_WIRE_METHOD_SAMPLE_GATHER, &chunk->sample, &dst, req->want_edge_ids, b);
+            st = adopt_sample(c, FS_WIRE_METHOD_SAMPLE_GATHER, &chunk->sample, &dst, req, b);
             have_sample = 1;
         }
     }

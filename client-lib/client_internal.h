@@ -5,6 +5,7 @@
 
 #include "featstore.pb.h"
 #include "featstore/client.h"
+#include "fs_locality.h"
 
 struct fs_client;
 
@@ -27,6 +28,7 @@ struct fs_client {
     const fs_transport_ops_t *ops;
     void *impl;                  /* the transport's state */
     fs_connect_opts_t opts;
+    fs_las_ctl_t las;            /* Algorithm 2: the boost FS_LOCALITY_AUTO requests use */
     char errstr[512];
 };
 

@@ -30,6 +30,7 @@
 #include "fs_gather.h"
 #include "fs_limits.h"
 #include "fs_local.h"
+#include "fs_locality.h"
 #include "fs_sample.h"
 
 typedef struct {
@@ -47,6 +48,7 @@ typedef struct {
     int num_maps;
     fs_csr_view_t csr;
     fs_table_view_t tables[FS_LOCAL_MAX_TABLES];
+    fs_locality_t las;     /* the reader's preferred sets (num_levels 0: none); s is per request */
     fs_limits_t limits;
     slot_t slots[FS_LOCAL_MAX_SLOTS];
     int num_slots;
@@ -231,6 +233,14 @@ static fs_status_t map_placement(fs_client_t *c, local_t *L, const int *fds, int
     }
     if (w->topo_route && (st = map_whole(c, L, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&L->csr.route)))
         return st;
+    L->las = (fs_locality_t){.num_levels = w->las_levels, .num_nodes = w->num_nodes};
+    for (int l = 0; l < w->las_levels; l++) {
+        if ((st = map_whole(c, L, fds[(*f)++], (size_t)((w->num_nodes + 63) / 64) * 8, (const void **)&L->las.pref[l])))
+            return st;
+        if (w->las_counts &&
+            (st = map_whole(c, L, fds[(*f)++], (size_t)w->num_nodes * 2, (const void **)&L->las.count[l])))
+            return st;
+    }
     return FS_OK;
 }
 
@@ -238,7 +248,8 @@ static fs_status_t map_dataset(fs_client_t *c, local_t *L, const int *fds, int n
 {
     const fs_local_welcome_t *w = &L->w;
     if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_tiers < 1 || w->num_tiers > FS_LOCAL_MAX_TIERS ||
-        w->num_slots < 1 || w->num_slots > FS_LOCAL_MAX_SLOTS || nfds < (int)w->num_slots)
+        w->num_slots < 1 || w->num_slots > FS_LOCAL_MAX_SLOTS || nfds < (int)w->num_slots || w->las_levels < 0 ||
+        w->las_levels > FS_MAX_HOPS || (w->las_counts != 0 && w->las_counts != 1))
         return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
     int f = 0, data_fds = nfds - (int)w->num_slots;
     fs_status_t st = map_files(c, L, fds, &f);
@@ -373,6 +384,12 @@ static void place_sample(fs_batch_t *b, const fs_sample_result_t *r, char *base,
         PUT(d->edge_dst, s->edge_dst, s->num_edges);
         PUT(d->edge_src, s->edge_src, s->num_edges);
         if (s->edge_ids) PUT(d->edge_ids, s->edge_ids, s->num_edges);
+        if (s->edge_weights) { /* float32, after the int64 arrays */
+            size_t bytes = (size_t)s->num_edges * sizeof(float);
+            if (bytes) memcpy(base + *off, s->edge_weights, bytes);
+            d->edge_weights = (const float *)(base + *off);
+            *off = align64(*off + bytes);
+        }
     }
 #undef PUT
 }
@@ -382,8 +399,36 @@ static size_t sample_bytes(const fs_sample_result_t *r)
     size_t b = align64((size_t)r->num_nodes * 8) + align64((size_t)r->num_seeds * 8);
     for (int h = 0; h < r->num_hops; h++)
         b += align64((size_t)(r->block[h].num_dst + 1) * 8) +
-             (size_t)(r->block[h].edge_ids ? 3 : 2) * align64((size_t)r->block[h].num_edges * 8);
+             (size_t)(r->block[h].edge_ids ? 3 : 2) * align64((size_t)r->block[h].num_edges * 8) +
+             (r->block[h].edge_weights ? align64((size_t)r->block[h].num_edges * sizeof(float)) : 0);
     return b;
+}
+
+/* Locality-aware sampling (locality > 1) through the reader's preferred
+ * sets; the per-edge weights go into the blocks (they live in the sampler,
+ * like the rest of the result, until they are copied into the slot). */
+static fs_status_t sample_boosted(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
+                                  fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
+{
+    if (L->las.num_levels == 0) {
+        if (L->w.reader < 0)
+            return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
+                            "reader GPU: connect with device \"gpu:N\" (this connection reads as the CPU, which has "
+                            "no GPU rows to prefer)", req->locality);
+        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
+                        "reader GPU: the server has no preferred sets for gpu:%d (serve with --topology, and "
+                        "connect with the device of a planned GPU)", req->locality, L->w.reader);
+    }
+    if (req->num_hops > L->las.num_levels)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = %g: the server's preferred sets serve requests of "
+                        "up to %d hops; this one has %d (use locality 0 for it)", req->locality, L->las.num_levels,
+                        req->num_hops);
+    fs_locality_t loc = L->las;
+    loc.s = req->locality;
+    fs_las_weights_t w;
+    fs_status_t st = fs_sample_locality_cpu(L->sampler, &L->csr, ids, n, req, &loc, res, &w, topo, err);
+    for (int h = 0; st == FS_OK && h < res->num_hops; h++) res->block[h].edge_weights = w.weight[h];
+    return st;
 }
 
 /* The one path behind sample, gather and sample_gather. */
@@ -407,7 +452,8 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
     if (!st) st = fs_limits_check(&L->limits, n, req, req ? 0 : row_bytes, &err);
     fs_sample_result_t res;
     if (!st && req) {
-        st = fs_sample_cpu(L->sampler, &L->csr, ids, n, req, &res, &topo, &err);
+        st = req->locality > 1 ? sample_boosted(L, ids, n, req, &res, &topo, &err)
+                               : fs_sample_cpu(L->sampler, &L->csr, ids, n, req, &res, &topo, &err);
         if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
             st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
                           (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,

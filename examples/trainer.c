@@ -1,6 +1,7 @@
 /* trainer.c — an example trainer process: connects to a running featstore
- * (unix:// or grpc://) and runs mini-batches of sample_gather, the loop a
- * GNN trainer's data loader runs. It checks every batch's shape, then prints
+ * (unix:// or grpc://) and runs mini-batches of sample_gather over seeds
+ * drawn from the "train" split, the loop a GNN trainer's data loader runs.
+ * It checks every batch's shape, then prints
  * one summary line the Quick start demo aggregates:
  *
  *   TRAINER name=... transport=unix batches=... seconds=... batches_per_s=...
@@ -68,14 +69,21 @@ int main(int argc, char **argv)
         fs_close(c);
         return 1;
     }
-    int64_t n = info->num_nodes, *seeds = malloc(sizeof *seeds * (size_t)batch);
+    /* Seeds come from the training split, as in training; without one, from every node. */
+    fs_ids_t *train = NULL;
+    if (fs_split(c, "train", &train) != FS_OK || train->n == 0) {
+        fs_ids_free(train);
+        train = NULL;
+    }
+    int64_t n = train ? train->n : info->num_nodes, *seeds = malloc(sizeof *seeds * (size_t)batch);
     double *lat = malloc(sizeof *lat * (size_t)batches), t0 = now();
     long long rows = 0, bytes = 0;
     unsigned long long x = seed * 0x9e3779b97f4a7c15ULL + 1;
     for (int b = 0; b < batches; b++) {
         for (int i = 0; i < batch; i++) { /* xorshift: this trainer's stream of seed nodes */
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            seeds[i] = (int64_t)(x % (unsigned long long)n);
+            int64_t k = (int64_t)(x % (unsigned long long)n);
+            seeds[i] = train ? train->ids[k] : k;
         }
         req.seed = seed * 1000003ULL + (unsigned long long)b;
         fs_batch_t *mb;
@@ -110,6 +118,7 @@ int main(int argc, char **argv)
         fs_batch_free(keep);
     }
     fs_info_free(info);
+    fs_ids_free(train);
     fs_close(c);
     free(seeds);
     free(lat);

@@ -32,6 +32,13 @@ fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req
     if (product > (double)l->max_fanout_product)
         return fs_error(err, FS_ERR_RESOURCE, "product of fanouts %.0f exceeds the limit %lld", product,
                         (long long)l->max_fanout_product);
+    fs_status_t st = fs_locality_value_check(req->locality, err);
+    if (st != FS_OK) return st;
+    for (int h = 0; req->locality > 1 && h < req->num_hops; h++)
+        if (req->mode[h] != FS_SAMPLE_UNIFORM) /* the boosted probabilities exist only for this mode */
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = %g: locality-aware sampling needs uniform "
+                            "sampling without replacement on every hop; hop %d has mode %d", req->locality, h,
+                            (int)req->mode[h]);
     return FS_OK;
 }
 
@@ -39,7 +46,8 @@ int64_t fs_sample_result_bytes(const fs_sample_result_t *r)
 {
     int64_t b = (r->num_nodes + r->num_seeds) * 8;
     for (int h = 0; h < r->num_hops; h++)
-        b += (r->block[h].num_dst + 1 + r->block[h].num_edges * (r->block[h].edge_ids ? 3 : 2)) * 8;
+        b += (r->block[h].num_dst + 1 + r->block[h].num_edges * (r->block[h].edge_ids ? 3 : 2)) * 8 +
+             (r->block[h].edge_weights ? r->block[h].num_edges * 4 : 0);
     return b;
 }
 

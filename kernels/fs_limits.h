@@ -18,11 +18,16 @@ void fs_limits_default(fs_limits_t *l);
 
 /* INVALID_ARGUMENT for a malformed request, RESOURCE for one over a limit.
  * req is NULL for a plain gather; row_bytes is the served row size (0 when
- * nothing is gathered, or when the response size is checked afterwards). */
+ * nothing is gathered, or when the response size is checked afterwards).
+ * A request's locality must be 0, 1 or a finite boost > 1 (never
+ * FS_LOCALITY_AUTO: clients resolve it), and a boost needs every hop
+ * uniform; whether this transport and reader can boost is the caller's
+ * check. */
 fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req_t *req, size_t row_bytes,
                             fs_error_t *err);
 
-/* Bytes of a sample result's arrays (what a response carries). */
+/* Bytes of a sample result's arrays (what a response carries), edge
+ * weights included when present. */
 int64_t fs_sample_result_bytes(const fs_sample_result_t *r);
 
 #endif

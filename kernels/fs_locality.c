@@ -566,13 +566,66 @@ fs_status_t fs_sample_locality_cpu(fs_sampler_t *s, const fs_csr_view_t *g, cons
                                    fs_las_weights_t *w, fs_gather_counters_t *topo, fs_error_t *err)
 {
     if (!s || !res || !w) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: NULL sampler, result or weights");
-    fs_status_t st = fs_locality_check(loc, g, req, err);
-    if (st == FS_OK) st = fs_sample_check(g, seeds, n, req, err);
+    if (!req) return fs_locality_check(loc, g, req, err); /* names what is NULL */
+    /* The boost is loc->s; the plain engine's checks (and, at s = 1, the
+     * engine itself) see the request as a plain one. */
+    fs_sample_req_t plain = *req;
+    plain.locality = 0;
+    fs_status_t st = fs_locality_value_check(req->locality, err);
+    if (st == FS_OK) st = fs_locality_check(loc, g, &plain, err);
+    if (st == FS_OK) st = fs_sample_check(g, seeds, n, &plain, err);
     if (st != FS_OK) return st;
     las_ws_t *ws = las_ws(s);
     if (!ws) return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory");
     memset(w, 0, sizeof *w);
     w->num_hops = req->num_hops;
-    if (loc->s == 1) return sample_plain(s, ws, g, seeds, n, req, res, w, topo, err);
-    return sample_boosted(s, ws, g, seeds, n, req, loc, res, w, topo, err);
+    if (loc->s == 1) return sample_plain(s, ws, g, seeds, n, &plain, res, w, topo, err);
+    return sample_boosted(s, ws, g, seeds, n, &plain, loc, res, w, topo, err);
+}
+
+/* ---- Algorithm 2 ------------------------------------------------------------------ */
+
+void fs_las_ctl_defaults(fs_las_ctl_opts_t *o)
+{
+    o->lt = 0.15;
+    o->ut = 0.2;
+    o->maxs = 8;
+}
+
+fs_status_t fs_las_ctl_init(fs_las_ctl_t *ctl, const fs_las_ctl_opts_t *o, fs_error_t *err)
+{
+    if (!ctl) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: NULL controller");
+    fs_las_ctl_opts_t d;
+    fs_las_ctl_defaults(&d);
+    if (!o) o = &d;
+    if (!(o->lt >= 0 && o->lt <= o->ut && o->ut <= 1))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: thresholds lt = %g, ut = %g (need "
+                        "0 <= lt <= ut <= 1)", o->lt, o->ut);
+    if (!(o->maxs >= 1) || !isfinite(o->maxs))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: MAXS = %g (need finite and >= 1)", o->maxs);
+    *ctl = (fs_las_ctl_t){.o = *o, .s = 1, .pre = 1};
+    return FS_OK;
+}
+
+fs_status_t fs_las_ctl_update(fs_las_ctl_t *ctl, double r, double *s, fs_error_t *err)
+{
+    if (!ctl) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: NULL controller");
+    if (!(r >= 0 && r <= 1))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: loading ratio r = %g (need a fraction "
+                        "in [0, 1])", r);
+    if (!ctl->fixed) {
+        if (ctl->s >= ctl->o.maxs) {
+            ctl->fixed = 1;
+        } else if (r > ctl->o.ut) { /* loading still dominates: boost harder */
+            ctl->pre = ctl->s;
+            ctl->s = 2 * ctl->s < ctl->o.maxs ? 2 * ctl->s : ctl->o.maxs;
+        } else if (r < ctl->o.lt && ctl->s != 1) { /* overshot: back towards the previous value */
+            ctl->s = (ctl->s + ctl->pre) / 2;
+        } else { /* inside [lt, ut] (or at s = 1 and already fast): keep this s */
+            ctl->fixed = 1;
+        }
+    }
+    ctl->epochs++;
+    if (s) *s = ctl->s;
+    return FS_OK;
 }

@@ -111,7 +111,9 @@ fs_status_t fs_locality_check(const fs_locality_t *loc, const fs_csr_view_t *g, 
 
 /* Samples like fs_sample_cpu (same result layout and ownership) with the
  * boost; fills *w. topo as in fs_sample_cpu (a boosted row counts the index
- * entries it looked at: scanned, swept and picked). */
+ * entries it looked at: scanned, swept and picked). The boost is loc->s;
+ * req->locality is only checked to be a valid value (transports set loc->s
+ * from it). Block edge_weights stay NULL here: the weights are in *w. */
 fs_status_t fs_sample_locality_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                                    const fs_sample_req_t *req, const fs_locality_t *loc, fs_sample_result_t *res,
                                    fs_las_weights_t *w, fs_gather_counters_t *topo, fs_error_t *err);
@@ -127,5 +129,41 @@ fs_status_t fs_las_rescale(const double *q, const uint8_t *pref, int64_t n, doub
  * preferred, k = min(fanout, deg) taken by the plain sampler — in closed
  * form: the two classes' probabilities. What the engine uses. */
 void fs_las_uniform_probs(int64_t deg, int64_t m, int64_t k, double s, double *q_pref, double *q_other);
+
+/* ---- Algorithm 2 ------------------------------------------------------------ */
+
+/* The per-epoch controller of s (r = loading time / total time the trainer
+ * reports): if !fixed: if s >= MAXS: fixed; elif r > ut: pre = s;
+ * s = min(2s, MAXS); elif r < lt and s != 1: s = (s + pre) / 2; else fixed.
+ * Defaults lt = 0.15, ut = 0.2, MAXS = 8, s starts at 1 (pre = 1). One
+ * deviation from the printed loop: doubling is capped at MAXS, so s never
+ * exceeds the maximum the paper sets "to ensure good convergence" (the
+ * printed loop overshoots after a halving, e.g. 1, 2, 1.5, 3, 6, 12).
+ * Here, with the sampler, because the client library runs one per
+ * connection (fs_report_load_ratio); placement/locality.h includes this.
+ * The controller is a plain value: reentrant, no allocation. */
+
+typedef struct {
+    double lt, ut;    /* 0 <= lt <= ut <= 1 (defaults 0.15, 0.2) */
+    double maxs;      /* finite, >= 1 (default 8) */
+} fs_las_ctl_opts_t;
+
+typedef struct {
+    fs_las_ctl_opts_t o;
+    double s, pre;
+    int fixed;
+    int epochs;       /* updates seen */
+} fs_las_ctl_t;
+
+void fs_las_ctl_defaults(fs_las_ctl_opts_t *o);
+
+/* o NULL: the defaults. s = pre = 1, not fixed. */
+fs_status_t fs_las_ctl_init(fs_las_ctl_t *ctl, const fs_las_ctl_opts_t *o, fs_error_t *err);
+
+/* One epoch's step with the measured ratio r in [0, 1]; writes the s to use
+ * next into *s (may be NULL; ctl->s holds it too). A bad r (NaN, outside
+ * [0, 1]) is FS_ERR_INVALID_ARGUMENT and leaves the state unchanged. */
+fs_status_t fs_las_ctl_update(fs_las_ctl_t *ctl, double r, double *s, fs_error_t *err);
+
 
 #endif

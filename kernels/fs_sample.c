@@ -92,12 +92,31 @@ void fs_csr_view_init(fs_csr_view_t *v, int64_t num_nodes, const int64_t *indptr
     v->part[0] = (fs_csr_part_t){.indptr = indptr, .indices = indices, .weights = weights, .rows = num_nodes};
 }
 
+fs_status_t fs_locality_value_check(double locality, fs_error_t *err)
+{
+    if (locality == 0 || (locality >= 1 && isfinite(locality))) return FS_OK;
+    if (locality == FS_LOCALITY_AUTO)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = FS_LOCALITY_AUTO (-1) must be resolved by the client "
+                        "library (fs_report_load_ratio's boost); send the boost itself: 0 or 1 (off) or > 1");
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = %g: must be 0 or 1 (off), a finite boost > 1, or "
+                    "FS_LOCALITY_AUTO", locality);
+}
+
 fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                             fs_error_t *err)
 {
     if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: %d hops requested, must be 1..%d", req->num_hops,
                         FS_MAX_HOPS);
+    fs_status_t st = fs_locality_value_check(req->locality, err);
+    if (st != FS_OK) {
+        fs_error_prefix(err, "sample");
+        return st;
+    }
+    if (req->locality > 1) /* silently sampling without the boost would return no weights and mislead */
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: locality = %g asks for locality-aware sampling, which "
+                        "the plain sampler does not do: use fs_sample_locality_cpu with the reader's preferred sets",
+                        req->locality);
     for (int h = 0; h < req->num_hops; h++) {
         if (req->fanout[h] == 0 || req->fanout[h] < FS_FANOUT_ALL)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: fanout[%d] is %d, must be > 0 or -1 (all)", h,

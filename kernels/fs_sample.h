@@ -60,9 +60,18 @@ typedef struct fs_sampler fs_sampler_t;
 fs_status_t fs_sampler_create(fs_sampler_t **out, fs_error_t *err);
 void fs_sampler_destroy(fs_sampler_t *s);
 
-/* Checks a request against a graph: hops, fanouts, modes, seed ids. */
+/* Checks a request against a graph: hops, fanouts, modes, seed ids, and
+ * the locality field, which must be 0 or 1 here: the plain samplers
+ * (fs_sample_cpu, fs_sample_cuda) never boost; a boost s > 1 is
+ * fs_sample_locality_cpu's (fs_locality.h), which needs the reader's
+ * preferred sets. */
 fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                             fs_error_t *err);
+
+/* The value of fs_sample_req_t.locality: 0 or 1 (off) or finite > 1.
+ * FS_LOCALITY_AUTO is refused too — the client library resolves it to the
+ * connection's boost before a request goes anywhere. */
+fs_status_t fs_locality_value_check(double locality, fs_error_t *err);
 
 /* The engine. topo (may be NULL) counts neighbour lists and index bytes read
  * per part. */

@@ -1,5 +1,5 @@
-/* locality.c — preferred sets for locality-aware sampling and Algorithm 2's
- * controller (ALGORITHMS §4, seed 000 §4; the design is in locality.h).
+/* locality.c — preferred sets for locality-aware sampling (ALGORITHMS §4,
+ * seed 000 §4; the design is in locality.h).
  *
  * The propagation v_{l+1} = A v_l is a pull: row i sums its neighbours'
  * values, so each worker writes only its own rows — unlike hotness.c's
@@ -7,10 +7,10 @@
  * each row's neighbours in Q_l (the sampler's count array). Workers get row
  * ranges with equal edge counts (hub rows would unbalance equal row
  * counts). Top-K uses the planners' parallel radix argsort (descending,
- * ties by id), so sets are deterministic whatever the thread count. */
+ * ties by id), so sets are deterministic whatever the thread count.
+ * Algorithm 2's controller is in kernels/fs_locality.c. */
 #include "locality.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,51 +237,4 @@ void fs_las_locality(const fs_las_sets_t *sets, double s, fs_locality_t *out)
     out->num_levels = sets->num_levels;
     out->num_nodes = sets->num_nodes;
     for (int l = 0; l < sets->num_levels; l++) out->pref[l] = sets->pref[l], out->count[l] = sets->count[l];
-}
-
-/* ---- Algorithm 2 ------------------------------------------------------------------ */
-
-void fs_las_ctl_defaults(fs_las_ctl_opts_t *o)
-{
-    o->lt = 0.15;
-    o->ut = 0.2;
-    o->maxs = 8;
-}
-
-fs_status_t fs_las_ctl_init(fs_las_ctl_t *ctl, const fs_las_ctl_opts_t *o, fs_error_t *err)
-{
-    if (!ctl) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: NULL controller");
-    fs_las_ctl_opts_t d;
-    fs_las_ctl_defaults(&d);
-    if (!o) o = &d;
-    if (!(o->lt >= 0 && o->lt <= o->ut && o->ut <= 1))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: thresholds lt = %g, ut = %g (need "
-                        "0 <= lt <= ut <= 1)", o->lt, o->ut);
-    if (!(o->maxs >= 1) || !isfinite(o->maxs))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: MAXS = %g (need finite and >= 1)", o->maxs);
-    *ctl = (fs_las_ctl_t){.o = *o, .s = 1, .pre = 1};
-    return FS_OK;
-}
-
-fs_status_t fs_las_ctl_update(fs_las_ctl_t *ctl, double r, double *s, fs_error_t *err)
-{
-    if (!ctl) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: NULL controller");
-    if (!(r >= 0 && r <= 1))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality controller: loading ratio r = %g (need a fraction "
-                        "in [0, 1])", r);
-    if (!ctl->fixed) {
-        if (ctl->s >= ctl->o.maxs) {
-            ctl->fixed = 1;
-        } else if (r > ctl->o.ut) { /* loading still dominates: boost harder */
-            ctl->pre = ctl->s;
-            ctl->s = 2 * ctl->s < ctl->o.maxs ? 2 * ctl->s : ctl->o.maxs;
-        } else if (r < ctl->o.lt && ctl->s != 1) { /* overshot: back towards the previous value */
-            ctl->s = (ctl->s + ctl->pre) / 2;
-        } else { /* inside [lt, ut] (or at s = 1 and already fast): keep this s */
-            ctl->fixed = 1;
-        }
-    }
-    ctl->epochs++;
-    if (s) *s = ctl->s;
-    return FS_OK;
 }

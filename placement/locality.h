@@ -21,18 +21,14 @@
  * passes, fused, plus one O(N) top-K sort per level > 1, on `threads`
  * workers; two doubles and one int64 per node more while building.
  *
- * Algorithm 2 (per epoch; r = loading time / total time the trainer
- * reports): if !fixed: if s >= MAXS: fixed; elif r > ut: pre = s;
- * s = min(2s, MAXS); elif r < lt and s != 1: s = (s + pre) / 2; else fixed.
- * Defaults lt = 0.15, ut = 0.2, MAXS = 8, s starts at 1 (pre = 1). One
- * deviation from the printed loop: doubling is capped at MAXS, so s never
- * exceeds the maximum the paper sets "to ensure good convergence" (the
- * printed loop overshoots after a halving, e.g. 1, 2, 1.5, 3, 6, 12).
+ * Algorithm 2, the per-epoch controller of s (fs_las_ctl_*), lives with
+ * the sampler in kernels/fs_locality.h, so the client library — which
+ * runs it for each connection — needs nothing from the planner.
  *
  * Ownership: fs_las_sets_build allocates the sets (fs_las_sets_free);
- * fs_las_reader_rows allocates *rows (free()). The controller is a plain
- * value. Thread-safety: reentrant; built sets are read-only and may be
- * shared by every sampler of the reader. */
+ * fs_las_reader_rows allocates *rows (free()). Thread-safety: reentrant;
+ * built sets are read-only and may be shared by every sampler of the
+ * reader. */
 #ifndef FS_LOCALITY_PLAN_H
 #define FS_LOCALITY_PLAN_H
 
@@ -70,29 +66,5 @@ fs_status_t fs_las_reader_rows(const fs_plan_t *plan, int reader, int64_t **rows
 
 /* The sampler's option for boost s over these sets. */
 void fs_las_locality(const fs_las_sets_t *sets, double s, fs_locality_t *out);
-
-/* ---- Algorithm 2 ------------------------------------------------------------ */
-
-typedef struct {
-    double lt, ut;    /* 0 <= lt <= ut <= 1 (defaults 0.15, 0.2) */
-    double maxs;      /* finite, >= 1 (default 8) */
-} fs_las_ctl_opts_t;
-
-typedef struct {
-    fs_las_ctl_opts_t o;
-    double s, pre;
-    int fixed;
-    int epochs;       /* updates seen */
-} fs_las_ctl_t;
-
-void fs_las_ctl_defaults(fs_las_ctl_opts_t *o);
-
-/* o NULL: the defaults. s = pre = 1, not fixed. */
-fs_status_t fs_las_ctl_init(fs_las_ctl_t *ctl, const fs_las_ctl_opts_t *o, fs_error_t *err);
-
-/* One epoch's step with the measured ratio r in [0, 1]; writes the s to use
- * next into *s (may be NULL; ctl->s holds it too). A bad r (NaN, outside
- * [0, 1]) is FS_ERR_INVALID_ARGUMENT and leaves the state unchanged. */
-fs_status_t fs_las_ctl_update(fs_las_ctl_t *ctl, double r, double *s, fs_error_t *err);
 
 #endif

@@ -12,8 +12,10 @@
  *             sharing the server's page cache); then the reader's placement,
  *             all sealed memfds: each table's slice in each tier (table-major),
  *             each table's route, each tier's topology part (indptr, indices,
- *             [weights]), the topology route; then one memfd per result
- *             slot (read-write, owned by this client)
+ *             [weights]), the topology route, the reader's preferred sets
+ *             for locality-aware sampling (per level: bitmap, [counts]);
+ *             then one memfd per result slot (read-write, owned by this
+ *             client)
  *   client -> INFO | STATS           server -> INFO_REPLY (an encoded
  *             featstore.v1.InfoResponse) | STATS_REPLY (Prometheus text)
  *   client -> SPLIT {name}           server -> SPLIT_REPLY {count, offset}
@@ -34,7 +36,7 @@
 #include "fs_types.h"
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
-#define FS_LOCAL_VERSION 2
+#define FS_LOCAL_VERSION 3 /* 3: WELCOME carries the preferred sets */
 #define FS_LOCAL_MAX_TABLES 16
 #define FS_LOCAL_MAX_TIERS 16
 #define FS_LOCAL_MAX_SLOTS 64
@@ -99,6 +101,11 @@ typedef struct {
     int64_t topo_rows[FS_LOCAL_MAX_TIERS];                   /* > 0: part descriptors follow */
     int32_t topo_route;
     int32_t pad2;
+    /* locality-aware sampling: the reader's preferred sets Q_1..Q_L, each a
+     * bitmap of ceil(num_nodes / 64) uint64 words and, with las_counts, a
+     * uint16 count per node (fs_locality.h) */
+    int32_t las_levels;      /* L; 0 = none (no placement, or the CPU reader): boosts are refused */
+    int32_t las_counts;      /* 1: each level's count descriptor follows its bitmap's */
 } fs_local_welcome_t;
 
 typedef struct {

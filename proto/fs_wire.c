@@ -385,6 +385,7 @@ void fs_wire_sample_request(const fs_sample_req_t *req, const int64_t *seeds, in
     }
     out->seed = req->seed;
     out->want_edge_ids = req->want_edge_ids != 0;
+    out->locality = req->locality;
 }
 
 fs_status_t fs_wire_sample_req_from_msg(const featstore_v1_SampleRequest *in, fs_sample_req_t *out, fs_error_t *err)
@@ -406,6 +407,7 @@ fs_status_t fs_wire_sample_req_from_msg(const featstore_v1_SampleRequest *in, fs
     }
     out->seed = in->seed;
     out->want_edge_ids = in->want_edge_ids;
+    out->locality = in->locality;
     return FS_OK;
 }
 
@@ -431,6 +433,8 @@ void fs_wire_sample_response(const fs_sample_result_t *r, fs_wire_sample_src_t *
         set_i64s(&o->edge_dst, &src->arr[h][1], b->edge_dst, b->num_edges);
         set_i64s(&o->edge_src, &src->arr[h][2], b->edge_src, b->num_edges);
         set_i64s(&o->edge_ids, &src->arr[h][3], b->edge_ids, b->num_edges);
+        fs_wire_set_bytes(&o->edge_weights, &src->arr[h][4], b->edge_weights,
+                          b->edge_weights && b->num_edges > 0 ? (size_t)b->num_edges * sizeof(float) : 0);
     }
 }
 
@@ -443,6 +447,7 @@ void fs_wire_sample_response_prepare(featstore_v1_SampleResponse *msg, fs_wire_s
         fs_wire_set_buf(&msg->blocks[h].edge_dst, &dst->arr[h][1]);
         fs_wire_set_buf(&msg->blocks[h].edge_src, &dst->arr[h][2]);
         fs_wire_set_buf(&msg->blocks[h].edge_ids, &dst->arr[h][3]);
+        fs_wire_set_buf(&msg->blocks[h].edge_weights, &dst->arr[h][4]);
     }
 }
 
@@ -482,6 +487,13 @@ fs_status_t fs_wire_sample_result(const featstore_v1_SampleResponse *msg, const 
         if (st == FS_OK) st = expect_i64s(&dst->arr[h][2], b->num_edges, "edge_src", h, &b->edge_src, err);
         if (st == FS_OK && dst->arr[h][3].len)
             st = expect_i64s(&dst->arr[h][3], b->num_edges, "edge_ids", h, &b->edge_ids, err);
+        if (st == FS_OK && dst->arr[h][4].len) {
+            const fs_wire_buf_t *w = &dst->arr[h][4];
+            if (w->len % sizeof(float) || (uint64_t)w->len / sizeof(float) != (uint64_t)b->num_edges)
+                return fs_error(err, FS_ERR_FORMAT, "sample response: block %d's edge_weights has %zu bytes, "
+                                "expected %lld float32 values", h, w->len, (long long)b->num_edges);
+            b->edge_weights = w->data;
+        }
     }
     if (st == FS_OK && out->num_nodes != out->block[out->num_hops - 1].num_src)
         st = fs_error(err, FS_ERR_FORMAT, "sample response has %lld nodes but its last block %lld sources",
@@ -494,5 +506,5 @@ void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst)
     fs_wire_buf_free(&dst->nodes);
     fs_wire_buf_free(&dst->seed_local);
     for (int h = 0; h < FS_MAX_HOPS; h++)
-        for (int k = 0; k < 4; k++) fs_wire_buf_free(&dst->arr[h][k]);
+        for (int k = 0; k < FS_WIRE_BLOCK_ARRAYS; k++) fs_wire_buf_free(&dst->arr[h][k]);
 }

@@ -131,27 +131,35 @@ grpc_byte_buffer *fs_wire_gather_chunk(const featstore_v1_GatherChunk *hdr, grpc
 
 /* ---- sampling requests and results ------------------------------------------------ */
 
-/* A SampleRequest for (seeds, req); seed_bytes holds the seeds' reference. */
+/* A SampleRequest for (seeds, req), locality included; seed_bytes holds the
+ * seeds' reference. */
 void fs_wire_sample_request(const fs_sample_req_t *req, const int64_t *seeds, int64_t n, fs_wire_bytes_t *seed_bytes,
                             featstore_v1_SampleRequest *out);
-/* The request's hops, modes and flags (seeds are a callback field, decoded
- * separately). Checks what the message alone can tell: counts and modes. */
+/* The request's hops, modes, flags and locality (seeds are a callback
+ * field, decoded separately). Checks what the message alone can tell:
+ * counts and modes; the locality value is the limits' check
+ * (fs_limits_check), as for every transport. */
 fs_status_t fs_wire_sample_req_from_msg(const featstore_v1_SampleRequest *in, fs_sample_req_t *out, fs_error_t *err);
+
+/* A block's arrays on the wire: dst_offsets, edge_dst, edge_src, edge_ids
+ * (int64) and edge_weights (float32), in this order. */
+#define FS_WIRE_BLOCK_ARRAYS 5
 
 /* Encoding a result: the arrays stay in the sampler until encoding ends. */
 typedef struct {
-    fs_wire_bytes_t nodes, seed_local, arr[FS_MAX_HOPS][4];
+    fs_wire_bytes_t nodes, seed_local, arr[FS_MAX_HOPS][FS_WIRE_BLOCK_ARRAYS];
 } fs_wire_sample_src_t;
 void fs_wire_sample_response(const fs_sample_result_t *r, fs_wire_sample_src_t *src, featstore_v1_SampleResponse *out);
 
 /* Decoding a result: prepare before pb_decode, then read it out; arrays are
  * malloc'ed (fs_wire_sample_dst_free, or take them with fs_wire_buf_detach). */
 typedef struct {
-    fs_wire_buf_t nodes, seed_local, arr[FS_MAX_HOPS][4];
+    fs_wire_buf_t nodes, seed_local, arr[FS_MAX_HOPS][FS_WIRE_BLOCK_ARRAYS];
 } fs_wire_sample_dst_t;
 void fs_wire_sample_response_prepare(featstore_v1_SampleResponse *msg, fs_wire_sample_dst_t *dst);
 /* Checks every array's length against the block counts and points out at
- * dst's arrays (dst keeps owning them). */
+ * dst's arrays (dst keeps owning them). Absent edge ids or weights (an
+ * empty field) leave the block's pointer NULL. */
 fs_status_t fs_wire_sample_result(const featstore_v1_SampleResponse *msg, const fs_wire_sample_dst_t *dst,
                                   fs_sample_result_t *out, fs_error_t *err);
 void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst);

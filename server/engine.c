@@ -67,6 +67,11 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
 {
     fs_status_t st = fs_limits_check(&e->limits, n, req, 0, err);
     if (st != FS_OK) return st;
+    if (req->locality > 1)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
+                        "reader GPU; a remote (gRPC) trainer reads as the CPU, which has no GPU rows to prefer: "
+                        "send locality 0, or run the trainer on the server's machine over unix:// with device "
+                        "\"gpu:N\"", req->locality);
     fs_csr_view_t g;
     fs_store_csr_view(e->store, FS_READER_CPU, &g);
     fs_gather_counters_t topo = {0};

@@ -27,6 +27,10 @@ fs_store_t *fs_engine_store(const fs_engine_t *e);
 /* Dataset and placement facts, as the Info response. */
 void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out);
 
+/* Samples as the CPU reader (gRPC callers). A request with locality > 1
+ * is FS_ERR_UNSUPPORTED: the CPU reads no row from GPU memory, so there is
+ * nothing to prefer — locality-aware sampling is for local trainers with a
+ * reader GPU, which sample in their own process. */
 fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
                              const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
 

@@ -438,6 +438,7 @@ static fs_status_t do_info(call_t *c)
     if (st != FS_OK) return st;
     featstore_v1_InfoResponse resp;
     fs_engine_info(c->w->srv->engine, &resp);
+    if (c->w->srv->metrics) fs_metrics_info(c->w->srv->metrics, &resp);
     c->response = fs_wire_encode(featstore_v1_InfoResponse_fields, &resp, &c->err);
     return c->response ? FS_OK : c->err.code;
 }

@@ -24,6 +24,7 @@ typedef struct client {
     int slots[FS_LOCAL_MAX_SLOTS];
     int num_slots;
     int welcomed;
+    int reader;             /* from HELLO: whose placement it reads through */
     struct client *next;
 } client_t;
 
@@ -97,7 +98,7 @@ static void drop_client(fs_local_server_t *s, client_t *c)
 static int send_error(client_t *c, fs_status_t st, const char *msg)
 {
     fs_local_error_t e = {.status = st};
-    snprintf(e.message, sizeof e.message, "%s", msg);
+    snprintf(e.message, sizeof e.message, "%.*s", (int)sizeof e.message - 1, msg); /* long details are cut */
     return fs_local_send(c->fd, FS_LOCAL_ERROR, &e, sizeof e, NULL, 0, MSG_DONTWAIT);
 }
 
@@ -158,6 +159,17 @@ static fs_status_t add_placement(fs_local_server_t *s, int reader, fs_local_welc
         PUSH(fd);
         w->topo_route = 1;
     }
+    fs_locality_t las; /* the reader's preferred sets, when the placement built some */
+    fs_store_locality(st, reader, 1, &las);
+    w->las_counts = las.num_levels > 0 && las.count[0] != NULL;
+    for (int l = 1; l <= las.num_levels; l++) {
+        int pref = fs_store_locality_fd(st, reader, l, 0), count = fs_store_locality_fd(st, reader, l, 1);
+        if (pref < 0 || (w->las_counts && count < 0))
+            return fs_error(err, FS_ERR_INTERNAL, "reader %d's preferred set Q_%d has no descriptor", reader, l);
+        PUSH(pref);
+        if (w->las_counts) PUSH(count);
+    }
+    w->las_levels = las.num_levels;
 #undef PUSH
     return FS_OK;
 }
@@ -181,6 +193,7 @@ static int on_hello(fs_local_server_t *s, client_t *c, const fs_local_hello_t *h
         fds[n++] = fd;
     }
     w.num_slots = (uint32_t)c->num_slots;
+    c->reader = h->reader;
     if (fs_local_send(c->fd, FS_LOCAL_WELCOME, &w, sizeof w, fds, n, MSG_DONTWAIT) != 0) return -1;
     c->welcomed = 1;
     fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, +1);
@@ -192,6 +205,7 @@ static int on_info(fs_local_server_t *s, client_t *c)
     double t0 = fs_now();
     featstore_v1_InfoResponse info;
     fs_engine_info(s->engine, &info);
+    fs_metrics_info(s->metrics, &info);
     pb_ostream_t os = pb_ostream_from_buffer((pb_byte_t *)s->buf, sizeof s->buf);
     if (!pb_encode(&os, featstore_v1_InfoResponse_fields, &info)) return send_error(c, FS_ERR_INTERNAL, PB_GET_ERROR(&os));
     int rc = fs_local_send(c->fd, FS_LOCAL_INFO_REPLY, s->buf, os.bytes_written, NULL, 0, MSG_DONTWAIT);
@@ -238,7 +252,7 @@ static int on_split(fs_local_server_t *s, client_t *c, const fs_local_split_t *r
     return rc;
 }
 
-static void on_report(fs_local_server_t *s, const fs_local_report_t *r)
+static void on_report(fs_local_server_t *s, const client_t *c, const fs_local_report_t *r)
 {
     fs_gather_counters_t f = {0}, t = {0};
     for (int k = 0; k < FS_LOCAL_MAX_TIERS; k++) {
@@ -247,7 +261,7 @@ static void on_report(fs_local_server_t *s, const fs_local_report_t *r)
     }
     fs_metrics_request(s->metrics, (fs_method_t)r->method, FS_TRANSPORT_UNIX, (fs_status_t)r->status,
                        (double)r->latency_ns * 1e-9);
-    fs_metrics_client_reads(s->metrics, &f, &t);
+    fs_metrics_client_reads(s->metrics, c->reader, &f, &t);
 }
 
 /* Handles every queued message; -1 means drop the client. */
@@ -275,7 +289,7 @@ static int on_readable(fs_local_server_t *s, client_t *c)
         } else if (type == FS_LOCAL_SPLIT && n == sizeof(fs_local_split_t)) {
             if (on_split(s, c, (void *)s->buf) != 0) return -1;
         } else if (type == FS_LOCAL_REPORT && n == sizeof(fs_local_report_t)) {
-            on_report(s, (void *)s->buf);
+            on_report(s, c, (void *)s->buf);
         } else {
             send_error(c, FS_ERR_INVALID_ARGUMENT, "unknown or malformed message");
             return -1;

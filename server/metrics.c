@@ -20,8 +20,11 @@ struct fs_metrics {
     const fs_store_t *store;
     method_stats_t m[FS_METHOD_COUNT_][FS_TRANSPORT_COUNT_];
     _Atomic int64_t clients[FS_TRANSPORT_COUNT_];
-    _Atomic uint64_t local_rows[FS_MAX_TIERS], local_bytes[FS_MAX_TIERS];
-    _Atomic uint64_t local_topo_rows[FS_MAX_TIERS], local_topo_bytes[FS_MAX_TIERS];
+    /* local clients' reads, [reader + 1][tier] */
+    _Atomic uint64_t local_rows[FS_MAX_READERS][FS_MAX_TIERS], local_bytes[FS_MAX_READERS][FS_MAX_TIERS];
+    _Atomic uint64_t local_topo_rows[FS_MAX_READERS][FS_MAX_TIERS], local_topo_bytes[FS_MAX_READERS][FS_MAX_TIERS];
+    int predicted_set[FS_MAX_DEVICES];
+    double predicted[FS_MAX_DEVICES][FS_SOURCE_COUNT_];
 };
 
 const char *fs_method_name(fs_method_t m)
@@ -58,21 +61,128 @@ void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta)
     if ((unsigned)t < FS_TRANSPORT_COUNT_) atomic_fetch_add_explicit(&m->clients[t], delta, memory_order_relaxed);
 }
 
-void fs_metrics_client_reads(fs_metrics_t *m, const fs_gather_counters_t *f, const fs_gather_counters_t *topo)
+void fs_metrics_client_reads(fs_metrics_t *m, int reader, const fs_gather_counters_t *f,
+                             const fs_gather_counters_t *topo)
 {
+    if (reader < FS_READER_CPU || reader >= FS_MAX_DEVICES) return;
+    int r = reader + 1;
     for (int k = 0; k < FS_MAX_TIERS; k++) {
         if (f) {
-            atomic_fetch_add_explicit(&m->local_rows[k], f->rows[k], memory_order_relaxed);
-            atomic_fetch_add_explicit(&m->local_bytes[k], f->bytes[k], memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->local_rows[r][k], f->rows[k], memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->local_bytes[r][k], f->bytes[k], memory_order_relaxed);
         }
         if (topo) {
-            atomic_fetch_add_explicit(&m->local_topo_rows[k], topo->rows[k], memory_order_relaxed);
-            atomic_fetch_add_explicit(&m->local_topo_bytes[k], topo->bytes[k], memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->local_topo_rows[r][k], topo->rows[k], memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->local_topo_bytes[r][k], topo->bytes[k], memory_order_relaxed);
         }
     }
 }
 
 static uint64_t ld(_Atomic uint64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
+
+/* A local-client counter summed over readers. */
+static uint64_t ld_readers(_Atomic uint64_t (*c)[FS_MAX_TIERS], int k)
+{
+    uint64_t sum = 0;
+    for (int r = 0; r < FS_MAX_READERS; r++) sum += ld(&c[r][k]);
+    return sum;
+}
+
+/* ---- placement: predicted against measured --------------------------------------- */
+
+const char *fs_source_name(int source)
+{
+    static const char *const n[FS_SOURCE_COUNT_] = {"local", "peer", "host"};
+    return (unsigned)source < FS_SOURCE_COUNT_ ? n[source] : "unknown";
+}
+
+void fs_metrics_set_predicted(fs_metrics_t *m, int reader, const double bytes[FS_SOURCE_COUNT_])
+{
+    if (reader < 0 || reader >= FS_MAX_DEVICES) return;
+    for (int s = 0; s < FS_SOURCE_COUNT_; s++) m->predicted[reader][s] = bytes[s];
+    m->predicted_set[reader] = 1;
+}
+
+/* Tier k's source as reader sees it. */
+static int source_of(const fs_store_t *st, int reader, int k)
+{
+    fs_tier_info_t ti;
+    fs_store_tier_info(st, k, &ti);
+    if (ti.kind != FS_TIER_DEVICE && ti.kind != FS_TIER_SIM_DEVICE) return FS_SOURCE_HOST;
+    return ti.device == reader ? FS_SOURCE_LOCAL : FS_SOURCE_PEER;
+}
+
+void fs_metrics_measured(fs_metrics_t *m, int reader, uint64_t bytes[FS_SOURCE_COUNT_])
+{
+    for (int s = 0; s < FS_SOURCE_COUNT_; s++) bytes[s] = 0;
+    if (reader < FS_READER_CPU || reader >= FS_MAX_DEVICES) return;
+    fs_gather_counters_t server;
+    fs_store_counters(m->store, reader, &server);
+    for (int k = 0; k < fs_store_num_tiers(m->store); k++)
+        bytes[source_of(m->store, reader, k)] += server.bytes[k] + ld(&m->local_bytes[reader + 1][k]);
+}
+
+void fs_metrics_info(fs_metrics_t *m, featstore_v1_InfoResponse *out)
+{
+    for (int r = 0; r < FS_MAX_DEVICES && out->placement_count < 16; r++) {
+        if (!m->predicted_set[r]) continue;
+        featstore_v1_PlacementReader *p = &out->placement[out->placement_count++];
+        uint64_t meas[FS_SOURCE_COUNT_];
+        fs_metrics_measured(m, r, meas);
+        *p = (featstore_v1_PlacementReader)featstore_v1_PlacementReader_init_zero;
+        p->reader = r;
+        p->predicted_local_bytes = m->predicted[r][FS_SOURCE_LOCAL];
+        p->predicted_peer_bytes = m->predicted[r][FS_SOURCE_PEER];
+        p->predicted_host_bytes = m->predicted[r][FS_SOURCE_HOST];
+        p->measured_local_bytes = meas[FS_SOURCE_LOCAL];
+        p->measured_peer_bytes = meas[FS_SOURCE_PEER];
+        p->measured_host_bytes = meas[FS_SOURCE_HOST];
+    }
+}
+
+/* Per reader GPU with a prediction: predicted bytes per batch and share, and
+ * the measured bytes and share, by source. Shares make the two comparable
+ * whatever the trainers' batch sizes. */
+static void render_placement(fs_metrics_t *m, FILE *f)
+{
+    int any = 0;
+    for (int r = 0; r < FS_MAX_DEVICES; r++) any |= m->predicted_set[r];
+    if (!any) return;
+    fprintf(f, "# HELP featstore_placement_predicted_bytes_per_batch Feature bytes per mini-batch the plan predicts, "
+               "by reader GPU and source.\n# TYPE featstore_placement_predicted_bytes_per_batch gauge\n");
+    for (int r = 0; r < FS_MAX_DEVICES; r++)
+        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
+            fprintf(f, "featstore_placement_predicted_bytes_per_batch{reader=\"gpu%d\",source=\"%s\"} %.1f\n", r,
+                    fs_source_name(s), m->predicted[r][s]);
+    fprintf(f, "# HELP featstore_placement_predicted_share Share of a reader's feature bytes the plan predicts from "
+               "each source.\n# TYPE featstore_placement_predicted_share gauge\n");
+    for (int r = 0; r < FS_MAX_DEVICES; r++) {
+        double total = 0;
+        for (int s = 0; s < FS_SOURCE_COUNT_; s++) total += m->predicted[r][s];
+        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
+            fprintf(f, "featstore_placement_predicted_share{reader=\"gpu%d\",source=\"%s\"} %.6f\n", r,
+                    fs_source_name(s), total > 0 ? m->predicted[r][s] / total : 0.0);
+    }
+    fprintf(f, "# HELP featstore_placement_measured_bytes_total Feature bytes read, by reader GPU and source.\n"
+               "# TYPE featstore_placement_measured_bytes_total counter\n");
+    for (int r = 0; r < FS_MAX_DEVICES; r++) {
+        uint64_t meas[FS_SOURCE_COUNT_];
+        fs_metrics_measured(m, r, meas);
+        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
+            fprintf(f, "featstore_placement_measured_bytes_total{reader=\"gpu%d\",source=\"%s\"} %llu\n", r,
+                    fs_source_name(s), (unsigned long long)meas[s]);
+    }
+    fprintf(f, "# HELP featstore_placement_measured_share Share of a reader's feature bytes read from each source.\n"
+               "# TYPE featstore_placement_measured_share gauge\n");
+    for (int r = 0; r < FS_MAX_DEVICES; r++) {
+        uint64_t meas[FS_SOURCE_COUNT_];
+        fs_metrics_measured(m, r, meas);
+        double total = (double)meas[0] + (double)meas[1] + (double)meas[2];
+        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
+            fprintf(f, "featstore_placement_measured_share{reader=\"gpu%d\",source=\"%s\"} %.6f\n", r,
+                    fs_source_name(s), total > 0 ? (double)meas[s] / total : 0.0);
+    }
+}
 
 static void render_requests(fs_metrics_t *m, FILE *f)
 {
@@ -136,10 +246,10 @@ static void render_reads(fs_metrics_t *m, FILE *f)
             char lab[128];
             tier_labels(m->store, k, lab, sizeof lab);
             uint64_t server = w == 0 ? feat.rows[k] : w == 1 ? feat.bytes[k] : w == 2 ? topo.rows[k] : topo.bytes[k];
-            uint64_t local = ld(w == 0   ? &m->local_rows[k]
-                                : w == 1 ? &m->local_bytes[k]
-                                : w == 2 ? &m->local_topo_rows[k]
-                                         : &m->local_topo_bytes[k]);
+            uint64_t local = ld_readers(w == 0   ? m->local_rows
+                                       : w == 1 ? m->local_bytes
+                                       : w == 2 ? m->local_topo_rows
+                                                : m->local_topo_bytes, k);
             fprintf(f, "%s{reader=\"server\",%s} %llu\n", what[w][0], lab, (unsigned long long)server);
             fprintf(f, "%s{reader=\"local\",%s} %llu\n", what[w][0], lab, (unsigned long long)local);
         }
@@ -193,6 +303,7 @@ char *fs_metrics_render(fs_metrics_t *m)
     if (!f) return NULL;
     render_requests(m, f);
     render_reads(m, f);
+    render_placement(m, f);
     render_state(m, f);
     if (fclose(f) != 0) {
         free(buf);

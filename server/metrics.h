@@ -2,7 +2,9 @@
  * (exposition format 0.0.4): requests and errors by method and transport,
  * latency histograms, connected clients, and — read from the store and the
  * dataset at render time — rows/bytes per (reader, source tier), memory per
- * tier and dataset facts.
+ * tier and dataset facts; and, when a placement plan is served, each
+ * reader GPU's feature bytes by source (local / peer / host) as the plan
+ * predicts them next to what was measured.
  *
  * Thread-safety: recording is lock-free (relaxed atomics) from any thread;
  * rendering may run concurrently with recording. */
@@ -10,6 +12,7 @@
 #define FS_METRICS_H
 
 #include "dataset.h"
+#include "featstore.pb.h"
 #include "store.h"
 
 typedef enum { FS_METHOD_INFO, FS_METHOD_SAMPLE, FS_METHOD_GATHER, FS_METHOD_SAMPLE_GATHER, FS_METHOD_STATS,
@@ -27,8 +30,27 @@ void fs_metrics_destroy(fs_metrics_t *m);
 /* One finished request: its outcome and its latency in seconds. */
 void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, fs_status_t status, double seconds);
 void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta); /* +1 connect, -1 disconnect */
-/* Rows/bytes that local clients read in their own process, per tier. */
-void fs_metrics_client_reads(fs_metrics_t *m, const fs_gather_counters_t *features, const fs_gather_counters_t *topo);
+/* Rows/bytes that a local client reading as `reader` (FS_READER_CPU or a
+ * GPU id) read in its own process, per tier. */
+void fs_metrics_client_reads(fs_metrics_t *m, int reader, const fs_gather_counters_t *features,
+                             const fs_gather_counters_t *topo);
+
+/* Where a reader's feature bytes come from, relative to the reader: its own
+ * GPU's tiers, another GPU's, or host memory. */
+enum { FS_SOURCE_LOCAL, FS_SOURCE_PEER, FS_SOURCE_HOST, FS_SOURCE_COUNT_ };
+const char *fs_source_name(int source);
+
+/* The plan's prediction for GPU `reader`: feature bytes per mini-batch by
+ * source (for the workload the plan was costed with). Setup-time call. */
+void fs_metrics_set_predicted(fs_metrics_t *m, int reader, const double bytes[FS_SOURCE_COUNT_]);
+
+/* Feature bytes `reader` has read so far by source: the server's reads for
+ * it plus its local clients' reports. */
+void fs_metrics_measured(fs_metrics_t *m, int reader, uint64_t bytes[FS_SOURCE_COUNT_]);
+
+/* Adds the placement entries (prediction next to measurement, one per
+ * reader with a prediction) to an Info response. */
+void fs_metrics_info(fs_metrics_t *m, featstore_v1_InfoResponse *out);
 
 /* The exposition text; the caller frees it. NULL when out of memory. */
 char *fs_metrics_render(fs_metrics_t *m);

@@ -22,6 +22,7 @@
 #include "http.h"
 #include "local.h"
 #include "metrics.h"
+#include "place_las.h"
 
 void fs_serve_defaults(fs_serve_opts_t *o)
 {
@@ -112,6 +113,20 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
             fs_store_num_tiers(s->store) > 1 ? ", then one simulated GPU per planned GPU" : "", gpus);
 }
 
+/* The plan's prediction per reader GPU goes to the metrics (and so to Info
+ * and /metrics), next to the counters that measure it. */
+static fs_status_t publish_prediction(const fs_place_opts_t *po, server_t *s, const fs_plan_t *plan,
+                                      const fs_hardware_t *hw, fs_error_t *err)
+{
+    fs_cost_t cost;
+    fs_status_t st = fs_place_predict(s->ds, plan, hw, po, &cost, err);
+    for (int r = 0; st == FS_OK && r < cost.num_gpus; r++) {
+        double bytes[FS_SOURCE_COUNT_] = {cost.local_bytes[r], cost.peer_bytes[r], cost.host_bytes[r]};
+        fs_metrics_set_predicted(s->metrics, r, bytes);
+    }
+    return st;
+}
+
 /* Plans for the hardware description and places the plan in simulated GPU
  * tiers (placement happens before the store is frozen and shared). */
 static fs_status_t place(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
@@ -124,6 +139,13 @@ static fs_status_t place(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
     if (st == FS_OK) {
         fs_place_describe(stderr, plan, &hw);
         st = fs_place_apply(s->store, s->ds, plan, po.table, err);
+        if (st == FS_OK) st = publish_prediction(&po, s, plan, &hw, err);
+        if (st == FS_OK) { /* each planned GPU's preferred sets, for locality-aware sampling (place_las.h) */
+            fs_las_opts_t lo;
+            fs_las_defaults(&lo);
+            lo.num_levels = FS_PLACE_LAS_LEVELS, lo.threads = o->threads;
+            st = fs_place_locality(s->store, s->ds, plan, &lo, stderr, err);
+        }
         fs_plan_free(plan);
     }
     return st;
@@ -143,10 +165,10 @@ int fs_serve(const fs_serve_opts_t *o)
     fs_status_t st = fs_dataset_open(o->dataset, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
+    if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (!st && o->place.topology) st = place(o, &s, &err);
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
-    if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (!st && o->socket_path) st = fs_local_server_start(o->socket_path, s.engine, s.metrics, &s.local, &err);
     if (!st && o->listen) st = fs_grpc_server_start(o->listen, s.engine, s.metrics, o->threads, &s.grpc, &s.grpc_port, &err);
     if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);

@@ -10,7 +10,9 @@
  * Routing: per (reader, table) an N-entry array of FS_ROUTE(tier, row),
  * created on first placement for that reader; readers never placed for read
  * everything from tier 0 (NULL route). fs_store_freeze() turns every route
- * into a sealed memfd as well, after which the store only reads. */
+ * into a sealed memfd as well, after which the store only reads. Readers'
+ * preferred sets for locality-aware sampling are sealed memfds from the
+ * start (they are built whole before they are handed over). */
 #include "store.h"
 
 #include <errno.h>
@@ -57,6 +59,7 @@ struct fs_store {
     table_t *tables;
     topo_part_t topo[FS_MAX_TIERS];
     uint64_t *topo_route[FS_MAX_READERS];
+    fs_locality_t las[FS_MAX_READERS];  /* preferred sets per reader, in sealed segments (s unused) */
     seg_t *segs;                 /* every block of tier memory and every frozen route */
     int num_segs, cap_segs;
     int frozen;
@@ -386,6 +389,97 @@ static fs_status_t freeze_route(fs_store_t *s, uint64_t **route, int64_t n, fs_e
     free(*route);
     *route = g->addr;
     return seg_seal(g, (void **)route, err);
+}
+
+/* ---- preferred sets for locality-aware sampling ---------------------------------- */
+
+static int fd_of(const fs_store_t *s, const void *addr);
+
+/* A sealed read-only copy of bytes at src. */
+static fs_status_t sealed_copy(fs_store_t *s, const void *src, size_t bytes, const char *name, const void **out,
+                               fs_error_t *err)
+{
+    seg_t *g = seg_push(s);
+    if (!g) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    *g = (seg_t){.fd = -1, .kind = FS_TIER_HOST};
+    fs_status_t st = memfd_segment(g, bytes, name, err);
+    if (st != FS_OK) return st;
+    if (bytes) memcpy(g->addr, src, bytes);
+    void *p = NULL;
+    st = seg_seal(g, &p, err);
+    *out = p;
+    return st;
+}
+
+static size_t las_bitmap_bytes(int64_t n) { return (size_t)((n + 63) / 64) * sizeof(uint64_t); }
+
+/* Whether the reader's stored sets equal `sets` bit for bit. */
+static int las_equal(const fs_locality_t *a, const fs_locality_t *b, int64_t n)
+{
+    if (a->num_levels != b->num_levels) return 0;
+    for (int l = 0; l < a->num_levels; l++) {
+        if (memcmp(a->pref[l], b->pref[l], las_bitmap_bytes(n)) != 0) return 0;
+        if (!a->count[l] != !b->count[l]) return 0;
+        if (a->count[l] && memcmp(a->count[l], b->count[l], (size_t)n * sizeof(uint16_t)) != 0) return 0;
+    }
+    return 1;
+}
+
+fs_status_t fs_store_set_locality(fs_store_t *s, int reader, const fs_locality_t *sets, fs_error_t *err)
+{
+    int64_t n = s->ds->num_nodes;
+    if (!valid_reader(reader)) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: reader %d is not valid", reader);
+    if (s->frozen) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: frozen; preferred sets can no longer be set");
+    if (!sets || sets->num_levels < 1 || sets->num_levels > FS_MAX_HOPS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: preferred sets need 1..%d levels, got %d", FS_MAX_HOPS,
+                        sets ? sets->num_levels : 0);
+    if (sets->num_nodes != n)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: preferred sets cover %lld nodes, the dataset has %lld",
+                        (long long)sets->num_nodes, (long long)n);
+    fs_locality_t *dst = &s->las[reader_index(reader)];
+    if (dst->num_levels)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: reader %d already has preferred sets", reader);
+    for (int l = 0; l < sets->num_levels; l++) {
+        if (!sets->pref[l])
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: preferred set Q_%d of reader %d is NULL", l + 1,
+                            reader);
+        if (!sets->count[l] != !sets->count[0])
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: reader %d's preferred sets have counts on some "
+                            "levels only (level %d differs from level 1)", reader, l + 1);
+    }
+    for (int r = 0; r < FS_MAX_READERS; r++) /* share an equal reader's memory instead of a second copy */
+        if (s->las[r].num_levels && las_equal(&s->las[r], sets, n)) {
+            *dst = s->las[r];
+            return FS_OK;
+        }
+    fs_locality_t copy = {.num_levels = sets->num_levels, .num_nodes = n};
+    fs_status_t st = FS_OK;
+    for (int l = 0; l < sets->num_levels && st == FS_OK; l++) {
+        const void *p = NULL;
+        st = sealed_copy(s, sets->pref[l], las_bitmap_bytes(n), "featstore-las-pref", &p, err);
+        copy.pref[l] = p;
+        if (st == FS_OK && sets->count[l]) {
+            st = sealed_copy(s, sets->count[l], (size_t)n * sizeof(uint16_t), "featstore-las-count", &p, err);
+            copy.count[l] = p;
+        }
+    }
+    if (st == FS_OK) *dst = copy; /* on failure the segments made so far are released with the store */
+    return st;
+}
+
+void fs_store_locality(const fs_store_t *s, int reader, double boost, fs_locality_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (valid_reader(reader)) *out = s->las[reader_index(reader)];
+    out->s = boost;
+}
+
+int fs_store_locality_fd(const fs_store_t *s, int reader, int level, int which)
+{
+    if (!valid_reader(reader)) return -1;
+    const fs_locality_t *l = &s->las[reader_index(reader)];
+    if (level < 1 || level > l->num_levels) return -1;
+    return fd_of(s, which == 0 ? (const void *)l->pref[level - 1] : (const void *)l->count[level - 1]);
 }
 
 fs_status_t fs_store_freeze(fs_store_t *s, fs_error_t *err)

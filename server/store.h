@@ -22,6 +22,7 @@
 #include "dataset.h"
 #include "fs_device.h"
 #include "fs_gather.h"
+#include "fs_locality.h"
 #include "fs_sample.h"
 
 #define FS_READER_CPU (-1)
@@ -73,6 +74,21 @@ int fs_store_table_fd(const fs_store_t *s, const char *table, int tier, int64_t 
 int fs_store_route_fd(const fs_store_t *s, const char *table, int reader);
 int fs_store_topology_fd(const fs_store_t *s, int tier, int which /* 0 indptr, 1 indices, 2 weights */, int64_t *rows);
 int fs_store_topology_route_fd(const fs_store_t *s, int reader);
+
+/* Locality-aware sampling (fs_locality.h): the preferred sets Q_1..Q_L
+ * of `reader` — sets->num_levels bitmaps of num_nodes bits, with counts on
+ * every level or on none; sets->s is not read — copied into sealed memfds
+ * like tier memory, so the reader's local clients map them by descriptor.
+ * A reader whose sets equal another's (the GPUs of a replicated group
+ * share B) shares that reader's memory. Setup call: before fs_store_freeze,
+ * once per reader. */
+fs_status_t fs_store_set_locality(fs_store_t *s, int reader, const fs_locality_t *sets, fs_error_t *err);
+/* The reader's sets as a sampling option with boost `boost` (num_levels 0
+ * and no sets when it has none). */
+void fs_store_locality(const fs_store_t *s, int reader, double boost, fs_locality_t *out);
+/* Descriptor of the reader's level `level` (1-based): which 0 = bitmap,
+ * 1 = counts; -1 when absent. Owned by the store, like the others. */
+int fs_store_locality_fd(const fs_store_t *s, int reader, int level, int which);
 
 /* Topology counterpart of fs_store_place_rows_routed. */
 fs_status_t fs_store_place_topology_routed(fs_store_t *s, int tier, const int64_t *nodes, int64_t n,

@@ -13,6 +13,7 @@
  * and never asserts a timing. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <math.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
@@ -706,5 +707,120 @@ Test(grpc, third_party_python_client_reads_the_dataset)
     cr_assert_eq(rc, 0, "third-party client failed (%d):\n%s", rc, out);
     cr_assert(strstr(out, "third-party client: OK"), "%s", out);
     free(out);
+    env_close(&e);
+}
+
+/* ---- locality-aware sampling -------------------------------------------------------- */
+
+Test(grpc, wire_carries_locality_and_edge_weights_both_ways)
+{
+    int64_t ids[3] = {4, 5, 6};
+    fs_sample_req_t req = {.num_hops = 2, .fanout = {5, 3}, .seed = 3, .locality = 2.5};
+    featstore_v1_SampleRequest msg;
+    fs_wire_bytes_t seed_bytes;
+    fs_wire_sample_request(&req, ids, 3, &seed_bytes, &msg);
+    uint8_t buf[4096];
+    pb_ostream_t os = pb_ostream_from_buffer(buf, sizeof buf);
+    cr_assert(pb_encode(&os, featstore_v1_SampleRequest_fields, &msg), "%s", PB_GET_ERROR(&os));
+    featstore_v1_SampleRequest back = featstore_v1_SampleRequest_init_zero;
+    pb_istream_t is = pb_istream_from_buffer(buf, os.bytes_written);
+    cr_assert(pb_decode(&is, featstore_v1_SampleRequest_fields, &back), "%s", PB_GET_ERROR(&is));
+    fs_sample_req_t got;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_wire_sample_req_from_msg(&back, &got, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(got.locality, 2.5);
+
+    /* a result with weights on one hop and none on the other */
+    int64_t nodes[3] = {7, 8, 9}, seed_local[1] = {0}, off0[2] = {0, 2}, dst0[2] = {0, 0}, src0[2] = {1, 2};
+    int64_t off1[4] = {0, 0, 0, 0};
+    float w0[2] = {1.5f, 3.25f};
+    fs_sample_result_t r = {.num_hops = 2, .num_nodes = 3, .nodes = nodes, .num_seeds = 1, .seed_local = seed_local};
+    r.block[0] = (fs_block_t){.num_dst = 1, .num_src = 3, .num_edges = 2, .dst_offsets = off0, .edge_dst = dst0,
+                              .edge_src = src0, .edge_weights = w0};
+    r.block[1] = (fs_block_t){.num_dst = 3, .num_src = 3, .num_edges = 0, .dst_offsets = off1};
+    fs_wire_sample_src_t src;
+    featstore_v1_SampleResponse resp;
+    fs_wire_sample_response(&r, &src, &resp);
+    os = pb_ostream_from_buffer(buf, sizeof buf);
+    cr_assert(pb_encode(&os, featstore_v1_SampleResponse_fields, &resp), "%s", PB_GET_ERROR(&os));
+    featstore_v1_SampleResponse in = featstore_v1_SampleResponse_init_zero;
+    fs_wire_sample_dst_t dst;
+    memset(&dst, 0, sizeof dst);
+    fs_wire_sample_response_prepare(&in, &dst);
+    is = pb_istream_from_buffer(buf, os.bytes_written);
+    cr_assert(pb_decode(&is, featstore_v1_SampleResponse_fields, &in), "%s", PB_GET_ERROR(&is));
+    fs_sample_result_t out;
+    cr_assert_eq(fs_wire_sample_result(&in, &dst, &out, &err), FS_OK, "%s", err.msg);
+    cr_assert_not_null(out.block[0].edge_weights);
+    cr_assert_arr_eq(out.block[0].edge_weights, w0, sizeof w0);
+    cr_assert_null(out.block[1].edge_weights, "no weights sent, none received");
+    cr_assert_eq(fs_sample_result_bytes(&out), fs_sample_result_bytes(&r));
+    /* weights that do not match the edge count are named */
+    dst.arr[0][4].len = 4;
+    cr_assert_eq(fs_wire_sample_result(&in, &dst, &out, &err), FS_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "edge_weights"), "%s", err.msg);
+    fs_wire_sample_dst_free(&dst);
+}
+
+Test(grpc, locality_is_refused_for_remote_trainers_with_a_reason)
+{
+    env_t e;
+    env_open(&e, FS_DTYPE_F32, 16, NULL);
+    fs_client_t *c = connect_to(&e);
+    int64_t *seeds = some_ids(100, e.ds->num_nodes, 5);
+    fs_batch_t *b = NULL;
+    fs_sample_req_t req = {.num_hops = 2, .fanout = {10, 5}, .seed = 5, .want_edge_ids = 1, .locality = 4};
+    cr_assert_eq(fs_sample(c, seeds, 100, &req, &b), FS_ERR_UNSUPPORTED);
+    cr_assert_null(b);
+    cr_assert(strstr(fs_client_errstr(c), "remote (gRPC) trainer reads as the CPU"), "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_sample_gather(c, seeds, 100, &req, "feat", FS_DTYPE_F32, &b), FS_ERR_UNSUPPORTED);
+    cr_assert(strstr(fs_client_errstr(c), "needs a placement and a reader GPU"), "%s", fs_client_errstr(c));
+    /* s = 1 is the plain sampler: accepted, bit-identical, no weights; FS_LOCALITY_AUTO starts at 1 */
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sampler_create(&s, &err), FS_OK);
+    fs_sample_req_t plain = req;
+    plain.locality = 0;
+    fs_sample_result_t want;
+    sample_in_process(&e, s, seeds, 100, &plain, &want);
+    const double ok[] = {1, FS_LOCALITY_AUTO};
+    for (int i = 0; i < 2; i++) {
+        req.locality = ok[i];
+        cr_assert_eq(fs_sample(c, seeds, 100, &req, &b), FS_OK, "%s", fs_client_errstr(c));
+        assert_same_sample(b, &want);
+        for (int h = 0; h < 2; h++) cr_assert_null(b->block[h].edge_weights);
+        fs_batch_free(b);
+    }
+    /* Algorithm 2 runs on grpc:// connections too; its boost is then refused like any other */
+    double boost = 0;
+    cr_assert_eq(fs_report_load_ratio(c, 0.9, &boost), FS_OK);
+    cr_assert_eq(boost, 2);
+    cr_assert_eq(fs_sample(c, seeds, 100, &req, &b), FS_ERR_UNSUPPORTED);
+    req.locality = NAN;
+    cr_assert_eq(fs_sample(c, seeds, 100, &req, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "locality"), "%s", fs_client_errstr(c));
+
+    /* the server checks the field itself, whoever sends it */
+    char details[512];
+    const double wrong[] = {FS_LOCALITY_AUTO, NAN, 0.25, 3};
+    const grpc_status_code code[] = {GRPC_STATUS_INVALID_ARGUMENT, GRPC_STATUS_INVALID_ARGUMENT,
+                                     GRPC_STATUS_INVALID_ARGUMENT, GRPC_STATUS_UNIMPLEMENTED};
+    const char *says[] = {"must be resolved by the client library", "locality = nan", "locality = 0.25",
+                          "reads as the CPU"};
+    for (int i = 0; i < 4; i++) {
+        fs_sample_req_t raw = {.num_hops = 2, .fanout = {10, 5}, .seed = 5, .locality = wrong[i]};
+        featstore_v1_SampleRequest msg;
+        fs_wire_bytes_t seed_bytes;
+        fs_wire_sample_request(&raw, seeds, 100, &seed_bytes, &msg);
+        uint8_t buf[4096];
+        pb_ostream_t os = pb_ostream_from_buffer(buf, sizeof buf);
+        cr_assert(pb_encode(&os, featstore_v1_SampleRequest_fields, &msg), "%s", PB_GET_ERROR(&os));
+        grpc_status_code got = raw_call(e.port, FS_WIRE_METHOD_SAMPLE, buf, os.bytes_written, details, sizeof details);
+        cr_assert_eq(got, code[i], "locality %g: status %d (%s)", wrong[i], got, details);
+        cr_assert(strstr(details, says[i]), "locality %g: %s", wrong[i], details);
+    }
+    fs_sampler_destroy(s);
+    free(seeds);
+    fs_close(c);
     env_close(&e);
 }

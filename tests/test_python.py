@@ -293,6 +293,57 @@ class BindingTest(unittest.TestCase):
         c.close()
         self.assertRaisesRegex(ValueError, "closed", c.info)
 
+    def test_locality_option_and_load_ratio(self):
+        seeds = self.unix.split("train")[:200]
+        for c in (self.unix, self.grpc):
+            with c.sample(seeds, [10, 5], seed=3) as a, c.sample(seeds, [10, 5], seed=3, locality=1) as b:
+                np.testing.assert_array_equal(a.nodes, b.nodes)  # s = 1 is the plain sampler
+                self.assertTrue(all(blk.edge_weights is None for blk in b.blocks))
+            with self.assertRaises(featstore.Error) as e:  # no placement here: nothing to prefer
+                c.sample(seeds, [10, 5], seed=3, locality=4)
+            self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)
+            self.assertIn("needs a placement and a reader GPU", e.exception.message)
+            for bad in (float("nan"), 0.5, -2, "sometimes"):
+                self.assertRaisesRegex(ValueError, "locality", c.sample, seeds, [10, 5], locality=bad)
+            self.assertEqual([c.report_load_ratio(r) for r in (0.5, 0.5, 0.1)], [2.0, 4.0, 3.0])  # Algorithm 2
+            with self.assertRaises(featstore.Error) as e:
+                c.report_load_ratio(1.5)
+            self.assertEqual(e.exception.status, featstore.Status.INVALID_ARGUMENT)
+            with self.assertRaises(featstore.Error) as e:  # "auto" now means s = 3
+                c.sample(seeds, [10, 5], locality="auto")
+            self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)
+
+    def test_locality_weights_with_a_placement(self):
+        proc = subprocess.Popen([ARGS.featstore, "serve", SERVER["dataset"], "--socket",
+                                 os.path.join(SERVER["dir"], "placed.sock"), "--metrics", "127.0.0.1:0",
+                                 "--topology", "pcie4", "--gpu-budget", "0.1", "--feature-first"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        try:
+            ready = read_ready(proc)
+            indptr = dataset_array("indptr.npy")
+            seeds = self.unix.split("train")[:256]
+            with featstore.connect("unix://" + ready["unix"], device="gpu:0") as c, \
+                    c.sample_gather(seeds, [10, 5], "feat", seed=5, locality=4) as b, \
+                    c.sample_gather(seeds, [10, 5], "feat", seed=5, locality=4) as again:
+                base, length = b.region()
+                for blk, blk2 in zip(b.blocks, again.blocks):
+                    w = blk.edge_weights
+                    self.assertEqual((w.dtype, w.shape), (np.float32, (blk.num_edges,)))
+                    self.assertTrue(inside(w.ctypes.data, w.nbytes, base, length), "weights outside the slot")
+                    self.assertTrue(np.all(np.isfinite(w) & (w >= 1)), "importance weights are 1/q >= 1")
+                    np.testing.assert_array_equal(w, blk2.edge_weights)  # same request, same batch
+                    deg = np.diff(indptr)[b.nodes[:blk.num_dst]]
+                    whole = np.repeat(deg <= 10 if blk is b.blocks[0] else deg <= 5, np.diff(blk.dst_offsets))
+                    self.assertTrue(np.all(w[whole] == 1), "rows taken whole weigh 1")
+                t = b.torch()
+                self.assertEqual(t.blocks[0].edge_weights.data_ptr(), b.blocks[0].edge_weights.ctypes.data)
+                print(f"RESULT locality s=4 over unix:// gpu:0: {b.blocks[-1].num_edges} weighted edges in the "
+                      f"last hop, zero-copy")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=30), 0)
+            proc.stdout.close()
+
     def test_stats_counts_the_calls(self):
         self.grpc.gather("feat", [0]).release()
         text = self.unix.stats()  # the server's metrics, whichever transport asks

@@ -4,6 +4,7 @@
  * message, and SIGTERM leading to a clean exit 0 with the socket removed. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,4 +227,60 @@ Test(serve, a_preset_places_data_on_simulated_gpus_and_trainers_read_it)
     cr_assert_not_null(strstr(log, "GPUs"), "a plan for another topology is refused: %s", log);
     free(log);
     free(plan);
+}
+
+/* The share of a reader's feature bytes from `source`, predicted or measured. */
+static double share(const char *metrics, const char *kind, const char *reader, const char *source)
+{
+    char key[200];
+    snprintf(key, sizeof key, "featstore_placement_%s_share{reader=\"%s\",source=\"%s\"} ", kind, reader, source);
+    const char *p = strstr(metrics, key);
+    cr_assert_not_null(p, "no %s in %s", key, metrics);
+    return atof(p + strlen(key));
+}
+
+Test(serve, the_plans_prediction_sits_next_to_what_trainers_read)
+{
+    server_t s;
+    cr_assert_eq(start(&s, "--topology nvlink-pairs --gpu-budget 0.2 --feature-first"), 0);
+    char *log;
+    cr_assert_eq(tu_run(&log, "%s/../examples/featstore-trainer unix://%s --batches 20 --device gpu:1", FS_BIN_DIR, sock),
+                 0, "%s", log);
+    free(log);
+    char *metrics = NULL;
+    for (int i = 0; i < 100; i++) {
+        free(metrics);
+        metrics = http_get(s.metrics_port, "/metrics");
+        if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 20\n")) break;
+        usleep(20000);
+    }
+    /* the trainer runs the workload the plan was costed with ([15,10,5] x 1024) */
+    const char *src[] = {"local", "peer", "host"};
+    double sum = 0;
+    for (int k = 0; k < 3; k++) {
+        double want = share(metrics, "predicted", "gpu1", src[k]), got = share(metrics, "measured", "gpu1", src[k]);
+        cr_assert(fabs(want - got) < 0.03, "%s: predicted %.4f, measured %.4f", src[k], want, got);
+        sum += got;
+    }
+    cr_assert(fabs(sum - 1) < 1e-3, "shares add up to 1");
+    cr_assert_gt(share(metrics, "measured", "gpu1", "local"), 0.05, "gpu:1 reads its own copy");
+    cr_assert_eq(share(metrics, "measured", "gpu0", "local"), 0, "nobody read as gpu:0");
+    free(metrics);
+
+    /* Info carries the same, per reader */
+    fs_client_t *c;
+    char uri[300];
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    cr_assert_eq(fs_connect(uri, &c), FS_OK, "%s", fs_client_errstr(c));
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(info->num_readers, 4, "one entry per planned GPU");
+    cr_assert_eq(info->placement[1].reader, 1);
+    cr_assert_gt(info->placement[1].predicted_bytes[0], 0);
+    cr_assert_gt(info->placement[1].measured_bytes[0] + info->placement[1].measured_bytes[2], 0);
+    cr_assert_eq(info->placement[0].measured_bytes[0] + info->placement[0].measured_bytes[1] +
+                 info->placement[0].measured_bytes[2], 0);
+    fs_info_free(info);
+    fs_close(c);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
 }

@@ -3,8 +3,10 @@
  * copy, simulated devices enforce capacity, counters add up, and topology
  * placed in a tier samples identically. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gen.h"
 #include "store.h"
@@ -176,4 +178,70 @@ Test(store, topology_in_a_tier_samples_identically)
     cr_assert_gt(topo.rows[0], 0, "and the rest from the mmap");
     fs_sampler_destroy(s1);
     fs_sampler_destroy(s2);
+}
+
+/* Preferred sets for locality-aware sampling: copied into sealed memfds,
+ * shared between readers with equal sets, and every bad call named. */
+Test(store, preferred_sets_are_sealed_shared_and_checked)
+{
+    int64_t n = ds->num_nodes, words = (n + 63) / 64;
+    uint64_t *pref[2] = {calloc((size_t)words, 8), calloc((size_t)words, 8)};
+    uint16_t *count[2] = {calloc((size_t)n, 2), calloc((size_t)n, 2)};
+    for (int64_t v = 0; v < n; v += 3) pref[0][v >> 6] |= 1ull << (v & 63), count[0][v] = (uint16_t)(v % 7);
+    for (int64_t v = 1; v < n; v += 5) pref[1][v >> 6] |= 1ull << (v & 63), count[1][v] = (uint16_t)(v % 11);
+    fs_locality_t sets = {.num_levels = 2, .num_nodes = n, .pref = {pref[0], pref[1]}, .count = {count[0], count[1]}};
+    fs_error_t err = {0};
+    cr_assert_eq(fs_store_set_locality(st, 0, &sets, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_set_locality(st, 2, &sets, &err), FS_OK, "%s", err.msg);
+    fs_locality_t fewer = sets;
+    fewer.num_levels = 1; /* different sets (one level): their own copy */
+    cr_assert_eq(fs_store_set_locality(st, 1, &fewer, &err), FS_OK, "%s", err.msg);
+
+    fs_locality_t got;
+    fs_store_locality(st, 0, 4, &got);
+    cr_assert_eq(got.s, 4);
+    cr_assert_eq(got.num_levels, 2);
+    cr_assert_eq(got.num_nodes, n);
+    for (int l = 0; l < 2; l++) {
+        cr_assert_neq(got.pref[l], pref[l], "the store keeps its own copy");
+        cr_assert_arr_eq(got.pref[l], pref[l], (size_t)words * 8);
+        cr_assert_arr_eq(got.count[l], count[l], (size_t)n * 2);
+        int fd = fs_store_locality_fd(st, 0, l + 1, 0);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(fs_store_locality_fd(st, 2, l + 1, 0), fd, "equal sets share one segment");
+        cr_assert_neq(fs_store_locality_fd(st, 1, 1, 0), fd, "other sets have their own");
+        cr_assert_eq(fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE, F_SEAL_WRITE, "sealed against writing");
+        cr_assert_geq(fs_store_locality_fd(st, 0, l + 1, 1), 0);
+    }
+    cr_assert_eq(fs_store_locality_fd(st, 0, 3, 0), -1, "no level 3");
+    cr_assert_eq(fs_store_locality_fd(st, 1, 2, 0), -1);
+    cr_assert_eq(fs_store_locality_fd(st, 3, 1, 0), -1, "reader 3 has none");
+    fs_store_locality(st, 3, 2, &got);
+    cr_assert_eq(got.num_levels, 0);
+
+    /* bad calls */
+    cr_assert_eq(fs_store_set_locality(st, 0, &sets, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "already has"), "%s", err.msg);
+    cr_assert_eq(fs_store_set_locality(st, 99, &sets, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "reader 99"), "%s", err.msg);
+    fs_locality_t bad = sets;
+    bad.num_nodes = n + 1;
+    cr_assert_eq(fs_store_set_locality(st, 4, &bad, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "cover"), "%s", err.msg);
+    bad = sets, bad.num_levels = 0;
+    cr_assert_eq(fs_store_set_locality(st, 4, &bad, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "levels"), "%s", err.msg);
+    cr_assert_eq(fs_store_set_locality(st, 4, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+    bad = sets, bad.pref[1] = NULL;
+    cr_assert_eq(fs_store_set_locality(st, 4, &bad, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "Q_2"), "%s", err.msg);
+    bad = sets, bad.count[1] = NULL;
+    cr_assert_eq(fs_store_set_locality(st, 4, &bad, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "counts on some levels"), "%s", err.msg);
+    cr_assert_eq(fs_store_freeze(st, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_store_set_locality(st, 4, &sets, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "frozen"), "%s", err.msg);
+    fs_store_locality(st, 2, 1, &got); /* still readable once frozen */
+    cr_assert_arr_eq(got.pref[1], pref[1], (size_t)words * 8);
+    for (int l = 0; l < 2; l++) free(pref[l]), free(count[l]);
 }

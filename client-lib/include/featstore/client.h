@@ -83,6 +83,16 @@ typedef struct {
     fs_table_info_t tables[16];
     int num_splits;
     char splits[8][64];
+    /* With a placement: per reader GPU, feature bytes by source ([0] its own
+     * GPU, [1] peer GPUs, [2] host): the plan's prediction per mini-batch of
+     * the workload it was costed with, and what was read since start.
+     * Compare shares: the trainers' batches need not match that workload. */
+    int num_readers;
+    struct {
+        int reader;
+        double predicted_bytes[3];
+        uint64_t measured_bytes[3];
+    } placement[16];
 } fs_info_t;
 
 fs_status_t fs_info(fs_client_t *c, fs_info_t **out);
@@ -121,6 +131,26 @@ fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, co
 
 /* Releases a batch (and its result slot). NULL is a no-op. */
 void fs_batch_free(fs_batch_t *b);
+
+/* ---- locality-aware sampling ---------------------------------------------------- */
+
+/* Requests with fs_sample_req_t.locality > 1 boost neighbours that lead to
+ * rows in the reader's GPU memory and return per-edge importance weights
+ * (fs_block_t.edge_weights); see featstore/types.h. Over unix:// with
+ * device "gpu:N" and a server with a placement; elsewhere such a request
+ * fails with FS_ERR_UNSUPPORTED and a message saying what is missing.
+ *
+ * Algorithm 2 (ALGORITHMS §4) picks s per epoch from the time the trainer
+ * spends loading: call this once per epoch with r = loading time / total
+ * time of that epoch, in [0, 1]. The connection's controller (s starts at
+ * 1; thresholds 0.15 and 0.2; at most 8) updates s — doubling while r >
+ * 0.2, backing off halfway to the previous s after an overshoot (r < 0.15),
+ * settling for good once r is in range or s reached 8 — and writes the s
+ * for the next epoch to *locality (may be NULL). Requests with locality =
+ * FS_LOCALITY_AUTO use the current s (plain sampling while it is 1). A bad
+ * r (NaN, outside [0, 1]) is FS_ERR_INVALID_ARGUMENT and changes nothing.
+ * Kept per connection on both transports. */
+fs_status_t fs_report_load_ratio(fs_client_t *c, double load_ratio, double *locality);
 
 /* The memory a batch's feature rows live in: over unix:// its shared result
  * slot (every array of the batch is inside it), over grpc:// the buffer the

@@ -8,7 +8,7 @@ declares every function's argument and return types so that ctypes converts
 and checks them. The Pythonic API lives in ``featstore.client``.
 
 Functions that arrived after the first release (``fs_split``,
-``fs_batch_region``) are bound optionally: an older library still loads and
+``fs_batch_region``, ``fs_report_load_ratio``) are bound optionally: an older library still loads and
 only those calls fail, with a clear message.
 """
 import ctypes
@@ -18,6 +18,7 @@ from pathlib import Path
 
 FS_MAX_HOPS = 8
 FS_FANOUT_ALL = -1
+FS_LOCALITY_AUTO = -1.0
 LIB_ENV = "FEATSTORE_LIB"
 _LIB_NAME = "libfeatstore.so"
 
@@ -35,6 +36,7 @@ class SampleReq(ctypes.Structure):
         ("mode", ctypes.c_int * FS_MAX_HOPS),  # fs_sample_mode_t: a C enum is an int
         ("seed", ctypes.c_uint64),
         ("want_edge_ids", ctypes.c_int),
+        ("locality", ctypes.c_double),  # 0/1 off, > 1 boost, FS_LOCALITY_AUTO
     ]
 
 
@@ -43,6 +45,7 @@ class BlockC(ctypes.Structure):
     _fields_ = [
         ("num_dst", _i64), ("num_src", _i64), ("num_edges", _i64),
         ("dst_offsets", _p_i64), ("edge_dst", _p_i64), ("edge_src", _p_i64), ("edge_ids", _p_i64),
+        ("edge_weights", ctypes.POINTER(ctypes.c_float)),
     ]
 
 
@@ -152,6 +155,7 @@ _OPTIONAL = {
     "fs_ids_free": (None, [ctypes.POINTER(IdsC)]),
     "fs_batch_region": (ctypes.c_int, [ctypes.POINTER(BatchC), ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.POINTER(ctypes.c_size_t)]),
+    "fs_report_load_ratio": (ctypes.c_int, [_c_client_p, ctypes.c_double, ctypes.POINTER(ctypes.c_double)]),
 }
 
 

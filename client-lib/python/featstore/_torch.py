@@ -18,6 +18,7 @@ class TorchBlock(NamedTuple):
     edge_dst: torch.Tensor
     edge_src: torch.Tensor
     edge_ids: Optional[torch.Tensor]
+    edge_weights: Optional[torch.Tensor] = None  # float32, locality-aware sampling only
 
 
 class TorchBatch(NamedTuple):
@@ -47,6 +48,7 @@ def to_torch(batch):
     if batch.released:
         raise ValueError("batch already released")
     blocks = [TorchBlock(b.num_dst, b.num_src, b.num_edges, tensor(b.dst_offsets), tensor(b.edge_dst),
-                         tensor(b.edge_src), None if b.edge_ids is None else tensor(b.edge_ids))
+                         tensor(b.edge_src), None if b.edge_ids is None else tensor(b.edge_ids),
+                         None if b.edge_weights is None else tensor(b.edge_weights))
               for b in batch.blocks]
     return TorchBatch(tensor(batch.nodes), tensor(batch.seed_local), _features(batch), blocks)

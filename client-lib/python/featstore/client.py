@@ -115,7 +115,20 @@ def _ids(values, what):
     return arr
 
 
-def _sample_req(fanouts, mode, seed, edge_ids):
+def _locality(value):
+    """fs_sample_req_t.locality from Python: 0/1 (off), a boost > 1, or
+    "auto" (FS_LOCALITY_AUTO: the connection's Algorithm 2 boost)."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"locality {value!r}: give a number (0 or 1 = off, > 1 = boost) or 'auto'")
+        return _lib.FS_LOCALITY_AUTO
+    s = float(value)
+    if not (s == 0 or (s >= 1 and s != float("inf"))):  # NaN fails both
+        raise ValueError(f"locality {value!r}: must be 0 or 1 (off), a finite boost > 1, or 'auto'")
+    return s
+
+
+def _sample_req(fanouts, mode, seed, edge_ids, locality=0):
     """An fs_sample_req_t from Python values, checked."""
     fanouts = [int(f) for f in fanouts]
     if not 1 <= len(fanouts) <= _lib.FS_MAX_HOPS:
@@ -131,7 +144,8 @@ def _sample_req(fanouts, mode, seed, edge_ids):
             raise ValueError(f"unknown sampling mode {m!r} (one of {', '.join(SAMPLE_MODES)})")
     if not 0 <= int(seed) < 2**64:
         raise ValueError(f"seed {seed} must be in [0, 2**64)")
-    req = _lib.SampleReq(num_hops=len(fanouts), seed=int(seed), want_edge_ids=int(bool(edge_ids)))
+    req = _lib.SampleReq(num_hops=len(fanouts), seed=int(seed), want_edge_ids=int(bool(edge_ids)),
+                         locality=_locality(locality))
     for h, (f, m) in enumerate(zip(fanouts, modes)):
         req.fanout[h], req.mode[h] = f, SAMPLE_MODES[m]
     return req
@@ -209,7 +223,11 @@ class Block:
     neighbours (messages flow src -> dst), grouped by dst: dst d owns edges
     ``dst_offsets[d]:dst_offsets[d+1]``. Local id i is global node
     ``Batch.nodes[i]``. Arrays are int64 views
-    into the batch. ``edge_ids`` is None unless requested."""
+    into the batch. ``edge_ids`` is None unless requested. ``edge_weights``
+    (float32) is None unless the request used locality-aware sampling with a
+    boost > 1: then each edge's importance weight 1/q (sum w * x over a
+    dst's edges, divided by its degree, is an unbiased mean); None means
+    the plain sampler, whose weights would all be deg / min(fanout, deg)."""
     num_dst: int
     num_src: int
     num_edges: int
@@ -217,6 +235,7 @@ class Block:
     edge_dst: np.ndarray
     edge_src: np.ndarray
     edge_ids: object = None
+    edge_weights: object = None
 
 
 class Batch:
@@ -288,7 +307,8 @@ def _block(handle, c):
     v = lambda p, n: _view(handle, p, (n,), np.int64)  # noqa: E731
     return Block(c.num_dst, c.num_src, c.num_edges, v(c.dst_offsets, c.num_dst + 1),
                  v(c.edge_dst, c.num_edges), v(c.edge_src, c.num_edges),
-                 v(c.edge_ids, c.num_edges) if c.edge_ids else None)
+                 v(c.edge_ids, c.num_edges) if c.edge_ids else None,
+                 _view(handle, c.edge_weights, (c.num_edges,), np.float32) if c.edge_weights else None)
 
 
 # ---- the connection -------------------------------------------------------------
@@ -348,12 +368,16 @@ class Client:
         finally:
             lib.fs_info_free(out)
 
-    def sample(self, seeds, fanouts, mode="uniform", seed=0, edge_ids=False):
+    def sample(self, seeds, fanouts, mode="uniform", seed=0, edge_ids=False, locality=0):
         """k-hop sampling from `seeds` with one fanout per hop (-1 = all
         neighbours). `mode`: one of SAMPLE_MODES, or one per hop. The same
-        arguments always give the same Batch."""
+        arguments always give the same Batch. `locality`: 0 or 1 = plain
+        sampling; a boost s > 1 prefers neighbours whose rows are in this
+        trainer's GPU memory and fills ``Block.edge_weights`` (unix:// with
+        device="gpu:N" on a server with a placement; uniform mode only);
+        "auto" = the boost of ``report_load_ratio``."""
         ids = _ids(seeds, "seeds")
-        req = _sample_req(fanouts, mode, seed, edge_ids)
+        req = _sample_req(fanouts, mode, seed, edge_ids, locality)
         return self._batch_call(lib.fs_sample, _ptr(ids), len(ids), ctypes.byref(req))
 
     def gather(self, table, ids, dtype=None):
@@ -362,13 +386,24 @@ class Client:
         arr = _ids(ids, "ids")
         return self._batch_call(lib.fs_gather, _name(table), _ptr(arr), len(arr), _dtype_code(dtype))
 
-    def sample_gather(self, seeds, fanouts, table, seed=0, dtype=None, mode="uniform", edge_ids=False):
+    def sample_gather(self, seeds, fanouts, table, seed=0, dtype=None, mode="uniform", edge_ids=False, locality=0):
         """One mini-batch: sample from `seeds`, then the rows of `table` for
-        every sampled node (``features[i]`` belongs to ``nodes[i]``)."""
+        every sampled node (``features[i]`` belongs to ``nodes[i]``).
+        `locality` as in ``sample``."""
         ids = _ids(seeds, "seeds")
-        req = _sample_req(fanouts, mode, seed, edge_ids)
+        req = _sample_req(fanouts, mode, seed, edge_ids, locality)
         return self._batch_call(lib.fs_sample_gather, _ptr(ids), len(ids), ctypes.byref(req), _name(table),
                                 _dtype_code(dtype))
+
+    def report_load_ratio(self, ratio):
+        """Algorithm 2, once per epoch: `ratio` = loading time / total time
+        of the epoch, in [0, 1]. Returns the boost s for the next epoch
+        (what locality="auto" requests use)."""
+        if not _lib.has("fs_report_load_ratio"):
+            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_report_load_ratio (library too old)")
+        s = ctypes.c_double()
+        self._call(lib.fs_report_load_ratio, float(ratio), ctypes.byref(s))
+        return s.value
 
     def split(self, name):
         """The node ids of split `name` ("train", "valid", "test") as a new

@@ -57,27 +57,56 @@ typedef enum {
     FS_SAMPLE_MODE_COUNT_
 } fs_sample_mode_t;
 
+/* fs_sample_req_t.locality: use the boost the connection's Algorithm 2
+ * controller currently holds (fs_report_load_ratio; 1 until reported).
+ * Resolved by the client library: a server never receives it. */
+#define FS_LOCALITY_AUTO (-1.0)
+
 /* A k-hop sampling request. The same request (seed included) always gives
- * the same result. */
+ * the same result.
+ *
+ * locality: locality-aware sampling (ALGORITHMS §4). 0 or 1 = off: the
+ * plain sampler, bit for bit. s > 1 (finite) boosts the inclusion
+ * probability of neighbours that lead to rows in GPU memory for the
+ * connection's reader (its own GPU or its peers') by s, keeping each row's
+ * expected edge count; each edge then carries an importance weight
+ * (fs_block_t.edge_weights) that keeps aggregations unbiased. Needs every
+ * hop FS_SAMPLE_UNIFORM, a unix:// connection with a reader GPU
+ * (fs_connect_opts_t.device = "gpu:N") to a server with a placement, and
+ * no more hops than the server's preferred-set levels (3); otherwise
+ * FS_ERR_UNSUPPORTED or FS_ERR_INVALID_ARGUMENT naming the reason.
+ * FS_LOCALITY_AUTO: the connection's current boost. Anything else (NaN,
+ * negative, between 0 and 1) is FS_ERR_INVALID_ARGUMENT. Appended last so
+ * initialisers written before it still compile and mean "off". */
 typedef struct {
     int num_hops;                    /* 1..FS_MAX_HOPS */
     int fanout[FS_MAX_HOPS];         /* > 0, or FS_FANOUT_ALL */
     fs_sample_mode_t mode[FS_MAX_HOPS];
     uint64_t seed;
     int want_edge_ids;
+    double locality;                 /* 0 or 1 = off; > 1 = boost s; FS_LOCALITY_AUTO */
 } fs_sample_req_t;
 
 /* One hop of a sample, DGL-block style: dst nodes are local ids
  * [0, num_dst), a prefix of the src nodes [0, num_src); edges are
  * (edge_dst[e], edge_src[e]) grouped by dst: dst d owns edges
  * [dst_offsets[d], dst_offsets[d+1]). edge_ids (global CSR positions) is
- * NULL unless requested. */
+ * NULL unless requested.
+ *
+ * edge_weights: with locality-aware sampling (a request whose boost, after
+ * FS_LOCALITY_AUTO is resolved, is > 1) each edge's importance weight
+ * 1/q_new, q_new the probability that the edge was sampled, in the same
+ * (CSC) order; sum_e w_e x_src(e) estimates the sum over dst's whole
+ * neighbour list without bias — divide by the row's degree for a mean.
+ * NULL otherwise: the plain sampler's weights are deg / min(fanout, deg)
+ * for every edge of a row, i.e. a plain mean over the sampled edges. */
 typedef struct {
     int64_t num_dst, num_src, num_edges;
     const int64_t *dst_offsets;  /* [num_dst + 1] */
     const int64_t *edge_dst;     /* [num_edges] */
     const int64_t *edge_src;     /* [num_edges] */
     const int64_t *edge_ids;     /* [num_edges] or NULL */
+    const float *edge_weights;   /* [num_edges] or NULL (see above) */
 } fs_block_t;
 
 #ifdef __cplusplus
