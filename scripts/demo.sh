@@ -67,6 +67,8 @@ grep '^featstore_feature_bytes_read_total' "$RUN/metrics" | awk '$2 > 0 { printf
 echo "== a few metrics lines (featstore stats unix://...)"
 grep -E '^featstore_requests_total\{method="SampleGather"|^featstore_connected_clients|^featstore_tier_used_bytes|^featstore_dataset_(nodes|edges)' \
   "$RUN/metrics" | sed 's/^/   /'
+echo "== the plan's prediction for gpu:0 next to what its trainer read (shares of feature bytes)"
+grep -E '^featstore_placement_(predicted|measured)_share\{reader="gpu0"' "$RUN/metrics" | sed 's/^/   /'
 
 echo "== stopping the store"
 kill -TERM "$SERVER"
