@@ -39,11 +39,6 @@
 #define LAS_RING 8
 #define LAS_PIPE 32
 
-typedef struct {
-    int64_t *p;
-    size_t cap;
-} las_ivec_t;
-
 enum { LAS_ROW_ALL, LAS_ROW_PLAIN, LAS_ROW_BOOSTED };
 
 /* A row between its two stages. */
@@ -53,7 +48,7 @@ typedef struct {
     const void *ind;             /* its neighbour list */
     double qp, qo;               /* boosted: the two classes' probabilities */
     int64_t na, nb;              /* plain: picks in a; boosted: the sweeps a and b */
-    las_ivec_t a, b;
+    fs_i64vec_t a, b;
 } las_row_t;
 
 /* The extension's workspace, hung off the sampler. */
@@ -231,18 +226,6 @@ static inline void prefetch_entry(const void *ind, int wide, int64_t p)
     __builtin_prefetch((const char *)ind + (size_t)p * (wide ? 8 : 4), 0, 0);
 }
 
-static int ivec_reserve(las_ivec_t *v, size_t n)
-{
-    if (n <= v->cap) return 0;
-    size_t cap = v->cap ? v->cap : 64;
-    while (cap < n) cap *= 2;
-    int64_t *p = realloc(v->p, cap * sizeof *p);
-    if (!p) return -1;
-    v->p = p;
-    v->cap = cap;
-    return 0;
-}
-
 typedef struct {
     int64_t key, edge;
 } pending_t;
@@ -283,12 +266,12 @@ static int64_t preferred_in_row(const las_hop_t *h, int64_t v, const void *ind, 
  * ascending, by geometric jumps (the gap before the next success is
  * floor(log U / log(1 - p))): O(deg p + 1) draws instead of deg. Returns
  * how many, or -1 when out of memory. */
-static int64_t bernoulli_positions(fs_rng_t *rng, int64_t deg, double p, las_ivec_t *out)
+static int64_t bernoulli_positions(fs_rng_t *rng, int64_t deg, double p, fs_i64vec_t *out)
 {
     int64_t n = 0, pos = -1;
     if (!(p > 0)) return 0;
     if (p >= 1) {
-        if (ivec_reserve(out, (size_t)deg)) return -1;
+        if (fs_i64vec_reserve(out, (size_t)deg)) return -1;
         for (int64_t i = 0; i < deg; i++) out->p[n++] = i;
         return n;
     }
@@ -296,7 +279,7 @@ static int64_t bernoulli_positions(fs_rng_t *rng, int64_t deg, double p, las_ive
     for (;;) {
         double gap = floor(log(1.0 - fs_rng_unit(rng)) / lq); /* 1 - unit is in (0, 1] */
         if (!(gap < (double)(deg - 1 - pos))) return n;
-        if ((size_t)n == out->cap && ivec_reserve(out, (size_t)n + 1)) return -1;
+        if ((size_t)n == out->cap && fs_i64vec_reserve(out, (size_t)n + 1)) return -1;
         pos += 1 + (int64_t)gap;
         out->p[n++] = pos;
     }
@@ -345,7 +328,7 @@ static fs_status_t plan_row(las_hop_t *h, int64_t d, las_row_t *r, fs_error_t *e
         if (plan_boosted(h, r, m, k))
             return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for a row of %lld", (long long)r->deg);
     } else { /* the plain engine's pick, bit for bit */
-        if (ivec_reserve(&r->a, (size_t)k))
+        if (fs_i64vec_reserve(&r->a, (size_t)k))
             return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for %lld picks", (long long)k);
         fs_rng_t rng = fs_pick_rng(h->seed, h->hop, r->v);
         fs_pick_uniform(&rng, r->deg, k, r->a.p);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_sample_internal.h"
 #include "fs_sample_pick.h"
 
 #define PREFETCH_AHEAD 8
@@ -26,10 +27,7 @@ typedef struct {
     uint32_t epoch;
 } slot_t;
 
-typedef struct {
-    int64_t *p;
-    size_t cap;
-} vec_t;
+typedef fs_i64vec_t vec_t;
 
 struct fs_sampler {
     slot_t *map;
@@ -47,7 +45,7 @@ struct fs_sampler {
     void (*ext_free)(void *);
 };
 
-static int vec_reserve(vec_t *v, size_t n)
+int fs_i64vec_reserve(fs_i64vec_t *v, size_t n)
 {
     if (n <= v->cap) return 0;
     size_t cap = v->cap ? v->cap : 1024;
@@ -154,7 +152,7 @@ static inline int64_t map_add(fs_sampler_t *s, int64_t key, int64_t *u)
 static int map_reserve(fs_sampler_t *s, int64_t u, int64_t extra)
 {
     size_t need = (size_t)(u + extra) * 2, cap = s->map_cap ? s->map_cap : 1024;
-    if (vec_reserve(&s->nodes, (size_t)(u + extra) + 1)) return -1;
+    if (fs_i64vec_reserve(&s->nodes, (size_t)(u + extra) + 1)) return -1;
     if (need <= s->map_cap) return 0;
     while (cap < need) cap *= 2;
     slot_t *m = calloc(cap, sizeof *m);
@@ -415,9 +413,9 @@ static fs_status_t reserve_hop(fs_sampler_t *s, int hop, int64_t num_dst, int64_
                                int want_ids, fs_error_t *err)
 {
     size_t pk = (size_t)(k == FS_FANOUT_ALL ? max_deg : k) + 1;
-    if (vec_reserve(&s->off[hop], (size_t)num_dst + 1) || vec_reserve(&s->edst[hop], (size_t)bound + 1) ||
-        vec_reserve(&s->esrc[hop], (size_t)bound + 1) || (want_ids && vec_reserve(&s->eid[hop], (size_t)bound + 1)) ||
-        vec_reserve(&s->pos, pk > (size_t)max_deg ? pk : (size_t)max_deg + 1) || wbuf_reserve(s, (size_t)max_deg + 1))
+    if (fs_i64vec_reserve(&s->off[hop], (size_t)num_dst + 1) || fs_i64vec_reserve(&s->edst[hop], (size_t)bound + 1) ||
+        fs_i64vec_reserve(&s->esrc[hop], (size_t)bound + 1) || (want_ids && fs_i64vec_reserve(&s->eid[hop], (size_t)bound + 1)) ||
+        fs_i64vec_reserve(&s->pos, pk > (size_t)max_deg ? pk : (size_t)max_deg + 1) || wbuf_reserve(s, (size_t)max_deg + 1))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
     return FS_OK;
 }
@@ -443,7 +441,7 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
 {
     fs_status_t st = fs_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
-    if (vec_reserve(&s->seed_local, (size_t)n + 1) || map_reserve(s, 0, n))
+    if (fs_i64vec_reserve(&s->seed_local, (size_t)n + 1) || map_reserve(s, 0, n))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for %lld seeds", (long long)n);
     map_begin(s);
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
@@ -487,7 +485,7 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
         s->dense = malloc((size_t)g->num_nodes * sizeof *s->dense);
         s->dense_n = s->dense ? (size_t)g->num_nodes : 0;
     }
-    if (!s->dense || vec_reserve(&s->seed_local, (size_t)n + 1) || vec_reserve(&s->nodes, (size_t)n + 1))
+    if (!s->dense || fs_i64vec_reserve(&s->seed_local, (size_t)n + 1) || fs_i64vec_reserve(&s->nodes, (size_t)n + 1))
         return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");
     for (int64_t v = 0; v < g->num_nodes; v++) s->dense[v] = -1;
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
@@ -495,7 +493,7 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
     for (int hop = 0; hop < req->num_hops; hop++) {
         int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], &max_deg);
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
-        if (vec_reserve(&s->nodes, (size_t)(u + bound) + 1) || vec_reserve(&s->copy, (size_t)max_deg + 1))
+        if (fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) || fs_i64vec_reserve(&s->copy, (size_t)max_deg + 1))
             return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");
         num_dst[hop] = u;
         int64_t e = 0;
@@ -534,7 +532,7 @@ int64_t *fs_sampler_workspace(fs_sampler_t *s, int kind, int hop, size_t n)
     vec_t *v = kind == FS_WS_NODES ? &s->nodes : kind == FS_WS_SEED_LOCAL ? &s->seed_local
              : kind == FS_WS_OFF   ? &s->off[hop] : kind == FS_WS_EDST ? &s->edst[hop]
              : kind == FS_WS_ESRC  ? &s->esrc[hop] : &s->eid[hop];
-    return vec_reserve(v, n + 1) ? NULL : v->p;
+    return fs_i64vec_reserve(v, n + 1) ? NULL : v->p;
 }
 
 void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,

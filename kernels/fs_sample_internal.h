@@ -6,6 +6,15 @@
 
 #include "fs_sample.h"
 
+/* A growable int64 array (the engine's workspace arrays, and extensions'). */
+typedef struct {
+    int64_t *p;
+    size_t cap;
+} fs_i64vec_t;
+
+/* Room for n entries (capacity doubles); 0, or -1 when out of memory. */
+int fs_i64vec_reserve(fs_i64vec_t *v, size_t n);
+
 enum { FS_WS_NODES, FS_WS_SEED_LOCAL, FS_WS_OFF, FS_WS_EDST, FS_WS_ESRC, FS_WS_EID };
 
 /* A workspace array with room for n entries, or NULL when out of memory. */

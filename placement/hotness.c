@@ -211,6 +211,14 @@ static int64_t row_at_edge(const int64_t *indptr, int64_t n, int64_t e)
     return lo;
 }
 
+void fs_pl_edge_split(const int64_t *indptr, int64_t n, int workers, int64_t *split)
+{
+    int64_t edges = indptr[n];
+    split[0] = 0;
+    for (int w = 1; w < workers; w++) split[w] = row_at_edge(indptr, n, edges * w / workers);
+    split[workers] = n;
+}
+
 /* One step of x' = A^T x on the worker's rows: each row pushes its mass to
  * its neighbours (rows without mass are skipped: early hops touch few). */
 static void push_chunk(void *vctx, int64_t w, int64_t w_end, int worker)
@@ -245,8 +253,7 @@ static fs_status_t reach_hops(const fs_csr_ref_t *g, int hops, int threads, doub
     fs_status_t st = partials_init(&pp, workers_for(threads, edges, n, sizeof(double)), n, p, err);
     int64_t *split = malloc(sizeof *split * (size_t)(pp.workers + 1));
     if (st == FS_OK && !split) st = fs_error(err, FS_ERR_NOMEM, "reach hotness: out of memory");
-    for (int w = 0; st == FS_OK && w <= pp.workers; w++)
-        split[w] = w == pp.workers ? n : row_at_edge(g->indptr, n, edges * w / pp.workers);
+    if (st == FS_OK) fs_pl_edge_split(g->indptr, n, pp.workers, split);
     reach_ctx_t c = {g, &pp, x, split};
     for (int h = 0; st == FS_OK && h < hops; h++) {
         fs_parallel_for(threads, n, zero_range, &pp);

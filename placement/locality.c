@@ -70,27 +70,6 @@ static void pass_chunk(void *vctx, int64_t w, int64_t w_end, int worker)
     }
 }
 
-/* First row whose neighbour list starts at or after edge e. */
-static int64_t row_at_edge(const int64_t *indptr, int64_t n, int64_t e)
-{
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (indptr[mid] < e) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-/* Row ranges with equal edge counts. */
-static void edge_split(const fs_csr_ref_t *g, int workers, int64_t *split)
-{
-    int64_t n = g->num_nodes, edges = g->indptr[n];
-    split[0] = 0;
-    for (int w = 1; w < workers; w++) split[w] = row_at_edge(g->indptr, n, edges * w / workers);
-    split[workers] = n;
-}
-
 typedef struct {
     const uint64_t *bm;
     double *x;
@@ -168,7 +147,7 @@ static fs_status_t build_levels(const fs_csr_ref_t *g, const int64_t *b_rows, in
     indicator_ctx_t ic = {sets->pref[0], t->x};
     fs_parallel_for(o->threads, n, indicator_range, &ic); /* v_1 = 1_B */
     for (int64_t w = 0; w < (n + 63) / 64; w++) sets->size[0] += __builtin_popcountll(sets->pref[0][w]);
-    edge_split(g, t->workers, t->split);
+    fs_pl_edge_split(g->indptr, g->num_nodes, t->workers, t->split);
     for (int l = 0; l < sets->num_levels; l++) {
         if (l > 0) {
             fs_status_t st = top_k(t->x, n, o->k, o->threads, t->order, sets->pref[l], &sets->size[l], err);

@@ -29,6 +29,9 @@ static inline void fs_pl_chunk(int64_t n, int w, int T, int64_t *begin, int64_t 
 fs_status_t fs_pl_check_train(const char *who, const int64_t *train, int64_t num_train, int64_t num_nodes,
                               fs_error_t *err);
 
+/* split[0..workers] = row ranges of a CSR with about equal edge counts. */
+void fs_pl_edge_split(const int64_t *indptr, int64_t n, int workers, int64_t *split);
+
 /* out[v] = sum over workers of count[w][v], v < n, on `threads` workers. */
 void fs_pl_sum_counts(uint32_t *const *count, int workers, int64_t n, int threads, double *out);
 

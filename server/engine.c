@@ -84,6 +84,14 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
     return FS_OK;
 }
 
+fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err)
+{
+    const fs_dataset_t *ds = fs_engine_dataset(e);
+    if ((*out = fs_dataset_split(ds, name))) return FS_OK;
+    return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no split named '%s' (it has %d)", ds->name, name,
+                    ds->num_splits);
+}
+
 fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t *out_dtype, size_t *out_row_bytes,
                             int64_t *dim, fs_error_t *err)
 {

@@ -34,6 +34,9 @@ void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out);
 fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
                              const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
 
+/* The named split's ids; FS_ERR_NOT_FOUND naming it when there is none. */
+fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err);
+
 /* Looks up a table and the served row size; out_dtype INVALID = as stored. */
 fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t *out_dtype, size_t *out_row_bytes,
                             int64_t *dim, fs_error_t *err);

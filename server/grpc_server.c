@@ -538,12 +538,9 @@ static fs_status_t do_split(call_t *c)
     featstore_v1_SplitRequest req = featstore_v1_SplitRequest_init_zero;
     fs_status_t st = decode_request(c, featstore_v1_SplitRequest_fields, &req, "SplitRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
+    const fs_idset_t *split = NULL;
+    if (st == FS_OK) st = fs_engine_split(c->w->srv->engine, req.name, &split, &c->err);
     if (st != FS_OK) return st;
-    const fs_dataset_t *ds = fs_engine_dataset(c->w->srv->engine);
-    const fs_idset_t *split = fs_dataset_split(ds, req.name);
-    if (!split)
-        return fs_error(&c->err, FS_ERR_NOT_FOUND, "dataset '%s' has no split named '%s' (it has %d)", ds->name,
-                        req.name, ds->num_splits);
     rows_job_t j = {.contig = (const char *)split->ids, .n = split->count, .dtype = FS_DTYPE_I64,
                     .row_bytes = sizeof(int64_t), .dim = 1};
     return stream_rows(c, &j);

@@ -230,25 +230,25 @@ static int on_stats(fs_local_server_t *s, client_t *c)
 static int on_split(fs_local_server_t *s, client_t *c, const fs_local_split_t *req)
 {
     double t0 = fs_now();
-    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
     char name[sizeof req->name + 1], path[4300];
     snprintf(name, sizeof name, "%.*s", (int)sizeof req->name, req->name);
-    const fs_idset_t *split = fs_dataset_split(ds, name);
-    fs_local_split_reply_t r = {.count = split ? split->count : 0};
+    const fs_idset_t *split;
+    fs_local_split_reply_t r = {0};
+    fs_error_t err = {0};
     int fd = -1, rc;
-    if (!split) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "dataset '%s' has no split named '%s' (it has %d)", ds->name, name, ds->num_splits);
-        rc = send_error(c, FS_ERR_NOT_FOUND, msg);
-    } else if (fs_dataset_locate(ds, split->ids, path, sizeof path, &r.offset) != FS_OK ||
-               (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-        rc = send_error(c, FS_ERR_IO, "cannot reopen the split's file");
-    } else {
+    fs_status_t st = fs_engine_split(s->engine, name, &split, &err);
+    if (st == FS_OK && (fs_dataset_locate(fs_engine_dataset(s->engine), split->ids, path, sizeof path, &r.offset) != FS_OK ||
+                        (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0))
+        st = fs_error(&err, FS_ERR_IO, "cannot reopen the file of split '%s'", name);
+    if (st == FS_OK) {
+        r.count = split->count;
         rc = fs_local_send(c->fd, FS_LOCAL_SPLIT_REPLY, &r, sizeof r, &fd, 1, MSG_DONTWAIT);
+        if (rc) st = FS_ERR_IO;
+    } else {
+        rc = send_error(c, st, err.msg);
     }
     if (fd >= 0) close(fd);
-    fs_metrics_request(s->metrics, FS_METHOD_SPLIT, FS_TRANSPORT_UNIX, split ? (rc ? FS_ERR_IO : FS_OK) : FS_ERR_NOT_FOUND,
-                       fs_now() - t0);
+    fs_metrics_request(s->metrics, FS_METHOD_SPLIT, FS_TRANSPORT_UNIX, st, fs_now() - t0);
     return rc;
 }
 

@@ -140,48 +140,44 @@ void fs_metrics_info(fs_metrics_t *m, featstore_v1_InfoResponse *out)
     }
 }
 
+/* One family over (reader GPU with a prediction, source): the values, or
+ * with `share` each value over its reader's total. */
+static void render_by_source(FILE *f, const fs_metrics_t *m, const char *name, const char *type, const char *help,
+                             double v[FS_MAX_DEVICES][FS_SOURCE_COUNT_], int share, int digits)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    for (int r = 0; r < FS_MAX_DEVICES; r++) {
+        if (!m->predicted_set[r]) continue;
+        double total = v[r][FS_SOURCE_LOCAL] + v[r][FS_SOURCE_PEER] + v[r][FS_SOURCE_HOST];
+        for (int s = 0; s < FS_SOURCE_COUNT_; s++)
+            fprintf(f, "%s{reader=\"gpu%d\",source=\"%s\"} %.*f\n", name, r, fs_source_name(s), digits,
+                    !share ? v[r][s] : total > 0 ? v[r][s] / total : 0.0);
+    }
+}
+
 /* Per reader GPU with a prediction: predicted bytes per batch and share, and
  * the measured bytes and share, by source. Shares make the two comparable
  * whatever the trainers' batch sizes. */
 static void render_placement(fs_metrics_t *m, FILE *f)
 {
     int any = 0;
-    for (int r = 0; r < FS_MAX_DEVICES; r++) any |= m->predicted_set[r];
+    double measured[FS_MAX_DEVICES][FS_SOURCE_COUNT_] = {{0}};
+    for (int r = 0; r < FS_MAX_DEVICES; r++) {
+        if (!m->predicted_set[r]) continue;
+        any = 1;
+        uint64_t meas[FS_SOURCE_COUNT_];
+        fs_metrics_measured(m, r, meas);
+        for (int s = 0; s < FS_SOURCE_COUNT_; s++) measured[r][s] = (double)meas[s];
+    }
     if (!any) return;
-    fprintf(f, "# HELP featstore_placement_predicted_bytes_per_batch Feature bytes per mini-batch the plan predicts, "
-               "by reader GPU and source.\n# TYPE featstore_placement_predicted_bytes_per_batch gauge\n");
-    for (int r = 0; r < FS_MAX_DEVICES; r++)
-        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
-            fprintf(f, "featstore_placement_predicted_bytes_per_batch{reader=\"gpu%d\",source=\"%s\"} %.1f\n", r,
-                    fs_source_name(s), m->predicted[r][s]);
-    fprintf(f, "# HELP featstore_placement_predicted_share Share of a reader's feature bytes the plan predicts from "
-               "each source.\n# TYPE featstore_placement_predicted_share gauge\n");
-    for (int r = 0; r < FS_MAX_DEVICES; r++) {
-        double total = 0;
-        for (int s = 0; s < FS_SOURCE_COUNT_; s++) total += m->predicted[r][s];
-        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
-            fprintf(f, "featstore_placement_predicted_share{reader=\"gpu%d\",source=\"%s\"} %.6f\n", r,
-                    fs_source_name(s), total > 0 ? m->predicted[r][s] / total : 0.0);
-    }
-    fprintf(f, "# HELP featstore_placement_measured_bytes_total Feature bytes read, by reader GPU and source.\n"
-               "# TYPE featstore_placement_measured_bytes_total counter\n");
-    for (int r = 0; r < FS_MAX_DEVICES; r++) {
-        uint64_t meas[FS_SOURCE_COUNT_];
-        fs_metrics_measured(m, r, meas);
-        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
-            fprintf(f, "featstore_placement_measured_bytes_total{reader=\"gpu%d\",source=\"%s\"} %llu\n", r,
-                    fs_source_name(s), (unsigned long long)meas[s]);
-    }
-    fprintf(f, "# HELP featstore_placement_measured_share Share of a reader's feature bytes read from each source.\n"
-               "# TYPE featstore_placement_measured_share gauge\n");
-    for (int r = 0; r < FS_MAX_DEVICES; r++) {
-        uint64_t meas[FS_SOURCE_COUNT_];
-        fs_metrics_measured(m, r, meas);
-        double total = (double)meas[0] + (double)meas[1] + (double)meas[2];
-        for (int s = 0; m->predicted_set[r] && s < FS_SOURCE_COUNT_; s++)
-            fprintf(f, "featstore_placement_measured_share{reader=\"gpu%d\",source=\"%s\"} %.6f\n", r,
-                    fs_source_name(s), total > 0 ? (double)meas[s] / total : 0.0);
-    }
+    render_by_source(f, m, "featstore_placement_predicted_bytes_per_batch", "gauge",
+                     "Feature bytes per mini-batch the plan predicts, by reader GPU and source.", m->predicted, 0, 1);
+    render_by_source(f, m, "featstore_placement_predicted_share", "gauge",
+                     "Share of a reader's feature bytes the plan predicts from each source.", m->predicted, 1, 6);
+    render_by_source(f, m, "featstore_placement_measured_bytes_total", "counter",
+                     "Feature bytes read, by reader GPU and source.", measured, 0, 0);
+    render_by_source(f, m, "featstore_placement_measured_share", "gauge",
+                     "Share of a reader's feature bytes read from each source.", measured, 1, 6);
 }
 
 static void render_requests(fs_metrics_t *m, FILE *f)
