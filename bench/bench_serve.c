@@ -254,7 +254,7 @@ int main(int argc, char **argv)
     snprintf(sock, sizeof sock, "/tmp/featstore-bench-%d.sock", (int)getpid());
     snprintf(uri, sizeof uri, "unix://%s", sock);
     fs_local_server_t *server;
-    if (fs_local_server_start(sock, engine, metrics, &server, &err) != FS_OK) {
+    if (fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err) != FS_OK) {
         fprintf(stderr, "bench_serve: %s\n", err.msg);
         return 1;
     }

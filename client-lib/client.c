@@ -171,6 +171,26 @@ fs_status_t fs_stats(fs_client_t *c, char **text)
 
 void fs_stats_free(char *text) { free(text); }
 
+fs_status_t fs_replan(fs_client_t *c, const fs_replan_opts_t *opts, uint64_t *generation)
+{
+    if (!c || !c->ops) return not_connected(c);
+    if (!c->ops->replan)
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "re-planning is an administrative call, accepted over unix:// "
+                              "only (the server's machine); this connection is %s://", c->ops->name);
+    fs_replan_opts_t keep = {0};
+    const fs_replan_opts_t *o = opts ? opts : &keep;
+    if (!(o->gpu_budget >= 0 && o->gpu_budget <= 1))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "gpu_budget %g: need a fraction in (0, 1], or 0 to keep the "
+                              "server's", o->gpu_budget);
+    const char *strs[5] = {o->topology, o->hotness, o->order, o->plan, o->save};
+    const size_t caps[5] = {256, 16, 16, 512, 512}; /* the wire's fields (fs_local.h) */
+    for (int i = 0; i < 5; i++)
+        if (strs[i] && strlen(strs[i]) >= caps[i])
+            return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "re-plan option '%.40s...' is longer than %zu bytes",
+                                  strs[i], caps[i] - 1);
+    return c->ops->replan(c, o, generation);
+}
+
 void fs_info_from_pb(fs_info_t *out, const featstore_v1_InfoResponse *r)
 {
     memset(out, 0, sizeof *out);
@@ -197,4 +217,5 @@ void fs_info_from_pb(fs_info_t *out, const featstore_v1_InfoResponse *r)
         out->placement[i].measured_bytes[2] = p->measured_host_bytes;
         out->num_readers++;
     }
+    out->placement_generation = r->placement_generation;
 }

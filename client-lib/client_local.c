@@ -15,6 +15,7 @@
 #include <pb_decode.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,10 @@ typedef struct {
     int busy;
 } slot_t;
 
+/* What one WELCOME describes: the dataset's files and the reader's
+ * placement, mapped, and the views over them. Replaced whole when the
+ * server re-plans. */
 typedef struct {
-    int sock;
     fs_local_welcome_t w;
     void *maps[FS_LOCAL_MAX_FDS];
     size_t map_len[FS_LOCAL_MAX_FDS];
@@ -49,6 +52,12 @@ typedef struct {
     fs_csr_view_t csr;
     fs_table_view_t tables[FS_LOCAL_MAX_TABLES];
     fs_locality_t las;     /* the reader's preferred sets (num_levels 0: none); s is per request */
+} layout_t;
+
+typedef struct {
+    int sock;
+    layout_t lay;
+    const _Atomic uint64_t *notice; /* the server's notice page: the placement generation it serves */
     fs_limits_t limits;
     slot_t slots[FS_LOCAL_MAX_SLOTS];
     int num_slots;
@@ -74,6 +83,12 @@ static double now_s(void)
 
 /* ---- lifetime ----------------------------------------------------------------- */
 
+static void unmap_layout(layout_t *Y)
+{
+    for (int i = 0; i < Y->num_maps; i++) munmap(Y->maps[i], Y->map_len[i]);
+    Y->num_maps = 0;
+}
+
 static void local_unref(local_t *L)
 {
     pthread_mutex_lock(&L->lock);
@@ -84,7 +99,8 @@ static void local_unref(local_t *L)
         if (L->slots[i].base) munmap(L->slots[i].base, L->slots[i].cap);
         close(L->slots[i].fd);
     }
-    for (int i = 0; i < L->num_maps; i++) munmap(L->maps[i], L->map_len[i]);
+    unmap_layout(&L->lay);
+    if (L->notice) munmap((void *)L->notice, FS_LOCAL_NOTICE_BYTES);
     fs_sampler_destroy(L->sampler);
     fs_pool_destroy(L->pool);
     pthread_mutex_destroy(&L->lock);
@@ -157,41 +173,41 @@ static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
 
 /* ---- connect ------------------------------------------------------------------ */
 
-static fs_status_t map_fd(fs_client_t *c, local_t *L, int fd, int64_t offset, size_t bytes, const void **data)
+static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, size_t bytes, const void **data)
 {
     struct stat st;
     if (fstat(fd, &st) != 0 || (size_t)st.st_size < (size_t)offset + bytes)
         return fs_client_fail(c, FS_ERR_FORMAT, "a dataset file from the server is shorter than announced");
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_IO, "cannot map a dataset file: %s", strerror(errno));
-    L->maps[L->num_maps] = p;
-    L->map_len[L->num_maps++] = (size_t)st.st_size;
+    Y->maps[Y->num_maps] = p;
+    Y->map_len[Y->num_maps++] = (size_t)st.st_size;
     *data = (const char *)p + offset;
     return FS_OK;
 }
 
-static fs_status_t map_whole(fs_client_t *c, local_t *L, int fd, size_t bytes, const void **data)
+static fs_status_t map_whole(fs_client_t *c, layout_t *Y, int fd, size_t bytes, const void **data)
 {
-    return map_fd(c, L, fd, 0, bytes, data);
+    return map_fd(c, Y, fd, 0, bytes, data);
 }
 
 /* The tier-0 files: topology and feature tables. */
-static fs_status_t map_files(fs_client_t *c, local_t *L, const int *fds, int *f)
+static fs_status_t map_files(fs_client_t *c, layout_t *Y, const int *fds, int *f)
 {
-    const fs_local_welcome_t *w = &L->w;
+    const fs_local_welcome_t *w = &Y->w;
     const void *indptr, *indices, *weights = NULL;
     size_t isz = w->index_dtype == FS_DTYPE_I32 ? 4 : 8;
-    fs_status_t st = map_fd(c, L, fds[(*f)++], w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
-    if (!st) st = map_fd(c, L, fds[(*f)++], w->indices_offset, (size_t)w->num_edges * isz, &indices);
-    if (!st && w->has_weights) st = map_fd(c, L, fds[(*f)++], w->weights_offset, (size_t)w->num_edges * 4, &weights);
+    fs_status_t st = map_fd(c, Y, fds[(*f)++], w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
+    if (!st) st = map_fd(c, Y, fds[(*f)++], w->indices_offset, (size_t)w->num_edges * isz, &indices);
+    if (!st && w->has_weights) st = map_fd(c, Y, fds[(*f)++], w->weights_offset, (size_t)w->num_edges * 4, &weights);
     if (st) return st;
-    fs_csr_view_init(&L->csr, w->num_nodes, indptr, indices, (fs_dtype_t)w->index_dtype, weights);
+    fs_csr_view_init(&Y->csr, w->num_nodes, indptr, indices, (fs_dtype_t)w->index_dtype, weights);
     for (uint32_t i = 0; i < w->num_tables; i++) {
         const fs_local_table_t *t = &w->tables[i];
-        fs_table_view_t *v = &L->tables[i];
+        fs_table_view_t *v = &Y->tables[i];
         size_t rb = (size_t)t->dim * fs_dtype_size((fs_dtype_t)t->dtype);
         const void *data;
-        if ((st = map_fd(c, L, fds[(*f)++], t->data_offset, (size_t)t->rows * rb, &data))) return st;
+        if ((st = map_fd(c, Y, fds[(*f)++], t->data_offset, (size_t)t->rows * rb, &data))) return st;
         *v = (fs_table_view_t){.dtype = (fs_dtype_t)t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb,
                                .num_tiers = 1};
         v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = data, .rows = t->rows};
@@ -200,65 +216,69 @@ static fs_status_t map_files(fs_client_t *c, local_t *L, const int *fds, int *f)
 }
 
 /* The reader's placement: slices, routes, topology parts (all sealed). */
-static fs_status_t map_placement(fs_client_t *c, local_t *L, const int *fds, int *f)
+static fs_status_t map_placement(fs_client_t *c, layout_t *Y, const int *fds, int *f)
 {
-    const fs_local_welcome_t *w = &L->w;
+    const fs_local_welcome_t *w = &Y->w;
     size_t isz = w->index_dtype == FS_DTYPE_I32 ? 4 : 8;
     fs_status_t st = FS_OK;
     for (uint32_t t = 0; t < w->num_tables; t++) {
-        fs_table_view_t *v = &L->tables[t];
+        fs_table_view_t *v = &Y->tables[t];
         v->num_tiers = (int)w->num_tiers;
         for (uint32_t k = 1; k < w->num_tiers; k++) {
             v->tier[k] = (fs_tier_ref_t){.kind = (fs_tier_kind_t)w->tier_kind[k], .device = w->tier_device[k]};
             if (w->slice_rows[t][k] <= 0) continue;
             v->tier[k].rows = w->slice_rows[t][k];
-            if ((st = map_whole(c, L, fds[(*f)++], (size_t)w->slice_rows[t][k] * v->row_bytes, &v->tier[k].base)))
+            if ((st = map_whole(c, Y, fds[(*f)++], (size_t)w->slice_rows[t][k] * v->row_bytes, &v->tier[k].base)))
                 return st;
         }
     }
     for (uint32_t t = 0; t < w->num_tables; t++)
         if (w->table_route[t] &&
-            (st = map_whole(c, L, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&L->tables[t].route)))
+            (st = map_whole(c, Y, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&Y->tables[t].route)))
             return st;
-    L->csr.num_parts = (int)w->num_tiers;
+    Y->csr.num_parts = (int)w->num_tiers;
     for (uint32_t k = 1; k < w->num_tiers; k++) {
         int64_t rows = w->topo_rows[k];
         if (rows <= 0) continue;
-        fs_csr_part_t *p = &L->csr.part[k];
+        fs_csr_part_t *p = &Y->csr.part[k];
         p->rows = rows;
-        if ((st = map_whole(c, L, fds[(*f)++], (size_t)(rows + 1) * 8, (const void **)&p->indptr))) return st;
+        if ((st = map_whole(c, Y, fds[(*f)++], (size_t)(rows + 1) * 8, (const void **)&p->indptr))) return st;
         size_t edges = (size_t)p->indptr[rows];
-        if ((st = map_whole(c, L, fds[(*f)++], edges * isz, &p->indices))) return st;
-        if (w->has_weights && (st = map_whole(c, L, fds[(*f)++], edges * 4, (const void **)&p->weights))) return st;
+        if ((st = map_whole(c, Y, fds[(*f)++], edges * isz, &p->indices))) return st;
+        if (w->has_weights && (st = map_whole(c, Y, fds[(*f)++], edges * 4, (const void **)&p->weights))) return st;
     }
-    if (w->topo_route && (st = map_whole(c, L, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&L->csr.route)))
+    if (w->topo_route && (st = map_whole(c, Y, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&Y->csr.route)))
         return st;
-    L->las = (fs_locality_t){.num_levels = w->las_levels, .num_nodes = w->num_nodes};
+    Y->las = (fs_locality_t){.num_levels = w->las_levels, .num_nodes = w->num_nodes};
     for (int l = 0; l < w->las_levels; l++) {
-        if ((st = map_whole(c, L, fds[(*f)++], (size_t)((w->num_nodes + 63) / 64) * 8, (const void **)&L->las.pref[l])))
+        if ((st = map_whole(c, Y, fds[(*f)++], (size_t)((w->num_nodes + 63) / 64) * 8, (const void **)&Y->las.pref[l])))
             return st;
         if (w->las_counts &&
-            (st = map_whole(c, L, fds[(*f)++], (size_t)w->num_nodes * 2, (const void **)&L->las.count[l])))
+            (st = map_whole(c, Y, fds[(*f)++], (size_t)w->num_nodes * 2, (const void **)&Y->las.count[l])))
             return st;
     }
     return FS_OK;
 }
 
-static fs_status_t map_dataset(fs_client_t *c, local_t *L, const int *fds, int nfds)
+/* A WELCOME's descriptors into Y: the files, the notice page (mapped once
+ * per connection: *notice_fd receives it), the placement, then `slots`
+ * result slots, which stay descriptors (fds[*used...]). */
+static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, const int *fds, int nfds, uint32_t slots, int *notice_fd,
+                               int *used)
 {
-    const fs_local_welcome_t *w = &L->w;
+    const fs_local_welcome_t *w = &Y->w;
     if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_tiers < 1 || w->num_tiers > FS_LOCAL_MAX_TIERS ||
-        w->num_slots < 1 || w->num_slots > FS_LOCAL_MAX_SLOTS || nfds < (int)w->num_slots || w->las_levels < 0 ||
-        w->las_levels > FS_MAX_HOPS || (w->las_counts != 0 && w->las_counts != 1))
+        w->num_slots != slots || nfds < (int)w->num_slots + 1 || w->las_levels < 0 || w->las_levels > FS_MAX_HOPS ||
+        (w->las_counts != 0 && w->las_counts != 1) || w->generation < 1)
         return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
     int f = 0, data_fds = nfds - (int)w->num_slots;
-    fs_status_t st = map_files(c, L, fds, &f);
-    if (!st) st = map_placement(c, L, fds, &f);
+    fs_status_t st = map_files(c, Y, fds, &f);
+    if (!st && f < data_fds) *notice_fd = fds[f++];
+    if (!st) st = map_placement(c, Y, fds, &f);
     if (!st && f != data_fds)
         st = fs_client_fail(c, FS_ERR_FORMAT, "server sent %d dataset descriptors, the handshake describes %d", data_fds, f);
-    if (st) return st;
-    for (uint32_t i = 0; i < w->num_slots; i++) L->slots[L->num_slots++] = (slot_t){.fd = fds[f++]};
-    return FS_OK;
+    *used = f;
+    return st;
 }
 
 /* Waits for one reply, within the connection's timeout (or `floor_ms` when
@@ -316,24 +336,66 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
                           .reader = reader};
     if (fs_local_send(L->sock, FS_LOCAL_HELLO, &h, sizeof h, NULL, 0, 0) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(errno));
-    int type, fds[FS_LOCAL_MAX_FDS], nfds = 0;
+    int type, fds[FS_LOCAL_MAX_FDS], nfds = 0, used = 0, notice_fd = -1;
     size_t len;
-    fs_status_t st = recv_reply_within(c, L, HANDSHAKE_TIMEOUT_MS, &type, &L->w, sizeof L->w, fds, &nfds,
+    layout_t *Y = &L->lay;
+    fs_status_t st = recv_reply_within(c, L, HANDSHAKE_TIMEOUT_MS, &type, &Y->w, sizeof Y->w, fds, &nfds,
                                        FS_LOCAL_MAX_FDS, &len);
-    if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof L->w))
+    if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof Y->w))
         st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected handshake reply from unix://%s", path);
-    if (st == FS_OK) st = map_dataset(c, L, fds, nfds);
+    if (st == FS_OK) st = map_welcome(c, Y, fds, nfds, Y->w.num_slots >= 1 ? Y->w.num_slots : 1, &notice_fd, &used);
+    if (st == FS_OK && (L->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ, MAP_SHARED, notice_fd, 0)) == MAP_FAILED) {
+        L->notice = NULL;
+        st = fs_client_fail(c, FS_ERR_IO, "cannot map the server's notice page: %s", strerror(errno));
+    }
+    for (int i = 0; st == FS_OK && i < (int)Y->w.num_slots; i++) L->slots[L->num_slots++] = (slot_t){.fd = fds[used + i]};
     for (int i = 0; i < nfds; i++)
-        if (i < nfds - (int)L->num_slots || st != FS_OK) close(fds[i]); /* mapped; slot fds are kept */
+        if (i < used || st != FS_OK) close(fds[i]); /* mapped; slot fds are kept */
     if (st != FS_OK) {
         L->num_slots = 0;
         return st;
     }
-    L->limits = (fs_limits_t){L->w.max_ids, L->w.max_fanout_product, L->w.max_response_bytes};
+    L->limits = (fs_limits_t){Y->w.max_ids, Y->w.max_fanout_product, Y->w.max_response_bytes};
     fs_error_t err = {0};
     if (fs_sampler_create(&L->sampler, &err) || fs_pool_create(c->opts.threads, &L->pool, &err))
         return fs_client_fail(c, FS_ERR_NOMEM, "%s", err.msg);
     return FS_OK;
+}
+
+/* ---- following a re-plan ---------------------------------------------------------- */
+
+/* Maps the placement the server serves now beside the old one, then drops
+ * the old: on any failure the connection keeps reading through the old
+ * placement (still valid: its memory lives while mapped). Batches are in
+ * result slots, untouched. */
+static fs_status_t relayout(fs_client_t *c, local_t *L)
+{
+    if (fs_local_send(L->sock, FS_LOCAL_RELAYOUT, NULL, 0, NULL, 0, 0) != 0)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server went away: %s", strerror(errno));
+    layout_t *Y = calloc(1, sizeof *Y);
+    if (!Y) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    int type, fds[FS_LOCAL_MAX_FDS], nfds = 0, used = 0, notice_fd = -1;
+    size_t len;
+    fs_status_t st = recv_reply(c, L, &type, &Y->w, sizeof Y->w, fds, &nfds, FS_LOCAL_MAX_FDS, &len);
+    if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof Y->w || Y->w.reader != L->lay.w.reader))
+        st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected reply to RELAYOUT");
+    if (st == FS_OK) st = map_welcome(c, Y, fds, nfds, 0, &notice_fd, &used);
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    if (st == FS_OK) {
+        unmap_layout(&L->lay);
+        L->lay = *Y;
+    } else {
+        unmap_layout(Y);
+    }
+    free(Y);
+    return st;
+}
+
+/* Before each call: one load of the notice page. */
+static fs_status_t follow_placement(fs_client_t *c, local_t *L)
+{
+    if (atomic_load_explicit(L->notice, memory_order_acquire) <= L->lay.w.generation) return FS_OK;
+    return relayout(c, L);
 }
 
 /* ---- calls -------------------------------------------------------------------- */
@@ -341,7 +403,8 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
 static void report(local_t *L, int method, fs_status_t st, double t0, const fs_gather_counters_t *f,
                    const fs_gather_counters_t *t)
 {
-    fs_local_report_t r = {.method = method, .status = st, .latency_ns = (int64_t)((now_s() - t0) * 1e9)};
+    fs_local_report_t r = {.method = method, .status = st, .latency_ns = (int64_t)((now_s() - t0) * 1e9),
+                           .generation = L->lay.w.generation};
     for (int k = 0; k < FS_LOCAL_MAX_TIERS; k++) {
         r.feature_rows[k] = f ? f->rows[k] : 0, r.feature_bytes[k] = f ? f->bytes[k] : 0;
         r.topo_lists[k] = t ? t->rows[k] : 0, r.topo_bytes[k] = t ? t->bytes[k] : 0;
@@ -354,8 +417,8 @@ enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS }; /* = the server's
 
 static const fs_table_view_t *find_table(local_t *L, const char *name)
 {
-    for (uint32_t i = 0; i < L->w.num_tables; i++)
-        if (strcmp(L->w.tables[i].name, name) == 0) return &L->tables[i];
+    for (uint32_t i = 0; i < L->lay.w.num_tables; i++)
+        if (strcmp(L->lay.w.tables[i].name, name) == 0) return &L->lay.tables[i];
     return NULL;
 }
 
@@ -410,23 +473,23 @@ static size_t sample_bytes(const fs_sample_result_t *r)
 static fs_status_t sample_boosted(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
                                   fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
 {
-    if (L->las.num_levels == 0) {
-        if (L->w.reader < 0)
+    if (L->lay.las.num_levels == 0) {
+        if (L->lay.w.reader < 0)
             return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
                             "reader GPU: connect with device \"gpu:N\" (this connection reads as the CPU, which has "
                             "no GPU rows to prefer)", req->locality);
         return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
                         "reader GPU: the server has no preferred sets for gpu:%d (serve with --topology, and "
-                        "connect with the device of a planned GPU)", req->locality, L->w.reader);
+                        "connect with the device of a planned GPU)", req->locality, L->lay.w.reader);
     }
-    if (req->num_hops > L->las.num_levels)
+    if (req->num_hops > L->lay.las.num_levels)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = %g: the server's preferred sets serve requests of "
-                        "up to %d hops; this one has %d (use locality 0 for it)", req->locality, L->las.num_levels,
+                        "up to %d hops; this one has %d (use locality 0 for it)", req->locality, L->lay.las.num_levels,
                         req->num_hops);
-    fs_locality_t loc = L->las;
+    fs_locality_t loc = L->lay.las;
     loc.s = req->locality;
     fs_las_weights_t w;
-    fs_status_t st = fs_sample_locality_cpu(L->sampler, &L->csr, ids, n, req, &loc, res, &w, topo, err);
+    fs_status_t st = fs_sample_locality_cpu(L->sampler, &L->lay.csr, ids, n, req, &loc, res, &w, topo, err);
     for (int h = 0; st == FS_OK && h < res->num_hops; h++) res->block[h].edge_weights = w.weight[h];
     return st;
 }
@@ -437,6 +500,8 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
 {
     local_t *L = c->impl;
     double t0 = now_s();
+    fs_status_t moved = follow_placement(c, L);
+    if (moved != FS_OK) return moved;
     fs_error_t err = {0};
     fs_gather_counters_t feat = {0}, topo = {0};
     const fs_table_view_t *tv = NULL;
@@ -453,7 +518,7 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
     fs_sample_result_t res;
     if (!st && req) {
         st = req->locality > 1 ? sample_boosted(L, ids, n, req, &res, &topo, &err)
-                               : fs_sample_cpu(L->sampler, &L->csr, ids, n, req, &res, &topo, &err);
+                               : fs_sample_cpu(L->sampler, &L->lay.csr, ids, n, req, &res, &topo, &err);
         if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
             st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
                           (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,
@@ -620,6 +685,29 @@ static fs_status_t local_split(fs_client_t *c, const char *name, fs_ids_t **out)
     return st;
 }
 
+/* ---- administration ----------------------------------------------------------------- */
+
+static void copy_opt(char *dst, size_t cap, const char *v) { snprintf(dst, cap, "%s", v ? v : ""); }
+
+static fs_status_t local_replan(fs_client_t *c, const fs_replan_opts_t *o, uint64_t *generation)
+{
+    fs_local_replan_t req = {.gpu_budget = o->gpu_budget};
+    copy_opt(req.topology, sizeof req.topology, o->topology);
+    copy_opt(req.hotness, sizeof req.hotness, o->hotness);
+    copy_opt(req.order, sizeof req.order, o->order);
+    copy_opt(req.plan, sizeof req.plan, o->plan);
+    copy_opt(req.save, sizeof req.save, o->save);
+    union {
+        fs_local_replan_reply_t r;
+        fs_local_error_t e;
+    } u;
+    size_t len;
+    fs_status_t st = ask_fd(c, FS_LOCAL_REPLAN, &req, sizeof req, FS_LOCAL_REPLAN_REPLY, (char *)&u, sizeof u, &len, NULL);
+    if (st == FS_OK && len != sizeof u.r) st = fs_client_fail(c, FS_ERR_FORMAT, "malformed Replan reply");
+    if (st == FS_OK && generation) *generation = u.r.generation;
+    return st;
+}
+
 static const fs_transport_ops_t local_ops = {
     .name = "unix",
     .info = local_info,
@@ -628,5 +716,6 @@ static const fs_transport_ops_t local_ops = {
     .sample_gather = local_sample_gather,
     .stats = local_stats,
     .split = local_split,
+    .replan = local_replan,
     .close = local_close,
 };

@@ -9,7 +9,8 @@
  *             table and of the topology the placement put in each tier} +
  *             fds, in this order: indptr, indices, [edge weights], one per
  *             table (files opened read-only: the client maps them PROT_READ,
- *             sharing the server's page cache); then the reader's placement,
+ *             sharing the server's page cache); the notice page (below);
+ *             then the reader's placement,
  *             all sealed memfds: each table's slice in each tier (table-major),
  *             each table's route, each tier's topology part (indptr, indices,
  *             [weights]), the topology route, the reader's preferred sets
@@ -20,9 +21,21 @@
  *             featstore.v1.InfoResponse) | STATS_REPLY (Prometheus text)
  *   client -> SPLIT {name}           server -> SPLIT_REPLY {count, offset}
  *             + a read-only fd of the split's file (mapped, never copied)
- *   client -> REPORT {method, status, latency, rows/bytes read per tier}
- *             after each call it ran in-process (no reply: never blocks)
+ *   client -> REPORT {method, status, latency, generation, rows/bytes read
+ *             per tier} after each call it ran in-process (no reply: never
+ *             blocks)
+ *   client -> RELAYOUT               server -> WELCOME as above without
+ *             slots (num_slots 0), for the placement served now
+ *   client -> REPLAN {overrides}     server -> REPLAN_REPLY {generation,
+ *             seconds} once the new placement serves (administration)
  *   server -> ERROR {status, message} instead of a reply
+ *
+ * Re-planning: the placement has a generation (1 at start, +1 per re-plan),
+ * in WELCOME and in the notice page, a read-only shared page whose first 8
+ * bytes the server sets to the current generation. A client checks it
+ * (one load) before each call and asks RELAYOUT when it has moved on, so
+ * trainers follow a new plan without reconnecting; until then they read
+ * through the old one, whose memory their mappings keep alive.
  *
  * All integers little-endian (both ends are the same machine). Version: the
  * header's version is FS_LOCAL_VERSION; a server refuses other versions. */
@@ -36,7 +49,7 @@
 #include "fs_types.h"
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
-#define FS_LOCAL_VERSION 3 /* 3: WELCOME carries the preferred sets */
+#define FS_LOCAL_VERSION 4 /* 3: WELCOME carries the preferred sets; 4: re-planning */
 #define FS_LOCAL_MAX_TABLES 16
 #define FS_LOCAL_MAX_TIERS 16
 #define FS_LOCAL_MAX_SLOTS 64
@@ -54,7 +67,12 @@ enum {
     FS_LOCAL_ERROR,
     FS_LOCAL_SPLIT,
     FS_LOCAL_SPLIT_REPLY,
+    FS_LOCAL_RELAYOUT,
+    FS_LOCAL_REPLAN,
+    FS_LOCAL_REPLAN_REPLY,
 };
+
+#define FS_LOCAL_NOTICE_BYTES 4096
 
 typedef struct {
     uint32_t magic;
@@ -106,12 +124,14 @@ typedef struct {
      * uint16 count per node (fs_locality.h) */
     int32_t las_levels;      /* L; 0 = none (no placement, or the CPU reader): boosts are refused */
     int32_t las_counts;      /* 1: each level's count descriptor follows its bitmap's */
+    uint64_t generation;     /* of the placement described */
 } fs_local_welcome_t;
 
 typedef struct {
     int32_t method;        /* fs_method_t */
     int32_t status;        /* fs_status_t */
     int64_t latency_ns;
+    uint64_t generation;   /* the placement the tiers below belong to */
     uint64_t feature_rows[FS_LOCAL_MAX_TIERS], feature_bytes[FS_LOCAL_MAX_TIERS];   /* per source tier */
     uint64_t topo_lists[FS_LOCAL_MAX_TIERS], topo_bytes[FS_LOCAL_MAX_TIERS];
 } fs_local_report_t;
@@ -124,6 +144,21 @@ typedef struct {
 typedef struct {
     char name[64];         /* NUL-terminated */
 } fs_local_split_t;
+
+/* Empty strings and a zero budget keep what the server runs with now. */
+typedef struct {
+    char topology[256];    /* preset name or topology file */
+    char hotness[16];      /* degree | reach | presample */
+    char order[16];        /* topology-first | feature-first */
+    char plan[512];        /* load this saved plan instead of planning */
+    char save[512];        /* save the new plan here */
+    double gpu_budget;     /* bytes per GPU as a fraction of the table's bytes */
+} fs_local_replan_t;
+
+typedef struct {
+    uint64_t generation;   /* of the placement now served */
+    double seconds;        /* planning and placing */
+} fs_local_replan_reply_t;
 
 typedef struct {
     int64_t count;         /* ids */

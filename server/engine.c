@@ -1,13 +1,16 @@
 /* engine.c — see engine.h. */
 #include "engine.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct fs_engine {
     const fs_dataset_t *ds;
-    fs_store_t *store;
     fs_limits_t limits;
+    pthread_mutex_t mu;   /* guards store and generation: held for a pointer swap, never for a request */
+    fs_store_t *store;
+    uint64_t generation;
 };
 
 fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
@@ -16,20 +19,47 @@ fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs
     fs_engine_t *e = calloc(1, sizeof *e);
     if (!e) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     e->ds = ds;
-    e->store = store;
+    e->store = fs_store_retain(store);
+    e->generation = 1;
+    pthread_mutex_init(&e->mu, NULL);
     if (limits) e->limits = *limits;
     else fs_limits_default(&e->limits);
     *out = e;
     return FS_OK;
 }
 
-void fs_engine_destroy(fs_engine_t *e) { free(e); }
+void fs_engine_destroy(fs_engine_t *e)
+{
+    if (!e) return;
+    fs_store_destroy(e->store);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
 
 const fs_limits_t *fs_engine_limits(const fs_engine_t *e) { return &e->limits; }
 const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e) { return e->ds; }
-fs_store_t *fs_engine_store(const fs_engine_t *e) { return e->store; }
 
-void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out)
+fs_store_t *fs_engine_acquire(fs_engine_t *e, uint64_t *generation)
+{
+    pthread_mutex_lock(&e->mu);
+    fs_store_t *s = fs_store_retain(e->store);
+    if (generation) *generation = e->generation;
+    pthread_mutex_unlock(&e->mu);
+    return s;
+}
+
+uint64_t fs_engine_replace_store(fs_engine_t *e, fs_store_t *store)
+{
+    pthread_mutex_lock(&e->mu);
+    fs_store_t *old = e->store;
+    e->store = store;
+    uint64_t g = ++e->generation;
+    pthread_mutex_unlock(&e->mu);
+    fs_store_destroy(old);
+    return g;
+}
+
+void fs_engine_info(fs_engine_t *e, featstore_v1_InfoResponse *out)
 {
     const fs_dataset_t *ds = e->ds;
     memset(out, 0, sizeof *out);
@@ -48,9 +78,10 @@ void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out)
         t->rows = ds->tables[i].rows;
         t->dim = ds->tables[i].dim;
     }
-    for (int k = 0; k < fs_store_num_tiers(e->store) && out->tiers_count < 16; k++) {
+    fs_store_t *store = fs_engine_acquire(e, NULL);
+    for (int k = 0; k < fs_store_num_tiers(store) && out->tiers_count < 16; k++) {
         fs_tier_info_t ti;
-        fs_store_tier_info(e->store, k, &ti);
+        fs_store_tier_info(store, k, &ti);
         featstore_v1_TierInfo *t = &out->tiers[out->tiers_count++];
         t->index = (uint32_t)k;
         snprintf(t->kind, sizeof t->kind, "%s", fs_tier_kind_name(ti.kind));
@@ -58,6 +89,7 @@ void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out)
         t->capacity_bytes = ti.capacity;
         t->used_bytes = ti.used;
     }
+    fs_store_destroy(store);
     for (int i = 0; i < ds->num_splits && out->splits_count < 8; i++)
         snprintf(out->splits[out->splits_count++], sizeof out->splits[0], "%s", ds->splits[i].name);
 }
@@ -73,11 +105,13 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
                         "send locality 0, or run the trainer on the server's machine over unix:// with device "
                         "\"gpu:N\"", req->locality);
     fs_csr_view_t g;
-    fs_store_csr_view(e->store, FS_READER_CPU, &g);
+    fs_store_t *store = fs_engine_acquire(e, NULL);
+    fs_store_csr_view(store, FS_READER_CPU, &g);
     fs_gather_counters_t topo = {0};
     st = fs_sample_cpu(s, &g, seeds, n, req, res, &topo, err);
+    if (st == FS_OK) fs_store_count_topology(store, FS_READER_CPU, &topo);
+    fs_store_destroy(store);
     if (st != FS_OK) return st;
-    fs_store_count_topology(e->store, FS_READER_CPU, &topo);
     if (fs_sample_result_bytes(res) > e->limits.max_response_bytes)
         return fs_error(err, FS_ERR_RESOURCE, "sample result of %lld bytes exceeds the response limit %lld",
                         (long long)fs_sample_result_bytes(res), (long long)e->limits.max_response_bytes);
@@ -113,6 +147,9 @@ fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *i
     int64_t dim;
     fs_status_t st = fs_engine_table(e, table, &out_dtype, &row_bytes, &dim, err);
     if (st == FS_OK) st = fs_limits_check(&e->limits, n, NULL, row_bytes, err);
-    if (st == FS_OK) st = fs_store_gather(e->store, table, FS_READER_CPU, ids, n, out_dtype, out, NULL, err);
+    if (st != FS_OK) return st;
+    fs_store_t *store = fs_engine_acquire(e, NULL);
+    st = fs_store_gather(store, table, FS_READER_CPU, ids, n, out_dtype, out, NULL, err);
+    fs_store_destroy(store);
     return st;
 }

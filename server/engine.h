@@ -4,6 +4,11 @@
  * the same kernels in their own process on the shared mappings, with the
  * same limits (sent to them at connect time).
  *
+ * The store can be replaced while requests run (a re-plan): every call
+ * holds a reference to the store it started with, so an old store lives
+ * until its last request ends. Placements differ only in where rows are
+ * read from, never in what is read, so results do not change.
+ *
  * Thread-safety: an engine is shared by all workers; each worker passes its
  * own fs_sampler_t. */
 #ifndef FS_ENGINE_H
@@ -22,10 +27,18 @@ void fs_engine_destroy(fs_engine_t *e);
 
 const fs_limits_t *fs_engine_limits(const fs_engine_t *e);
 const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e);
-fs_store_t *fs_engine_store(const fs_engine_t *e);
+
+/* The current store, retained for the caller (release with
+ * fs_store_destroy), and its placement generation (1 = the first; may be
+ * NULL). */
+fs_store_t *fs_engine_acquire(fs_engine_t *e, uint64_t *generation);
+/* Makes `store` (frozen; the engine takes over the caller's reference) the
+ * current one and returns its generation. The previous store is released:
+ * freed once requests still using it end. */
+uint64_t fs_engine_replace_store(fs_engine_t *e, fs_store_t *store);
 
 /* Dataset and placement facts, as the Info response. */
-void fs_engine_info(const fs_engine_t *e, featstore_v1_InfoResponse *out);
+void fs_engine_info(fs_engine_t *e, featstore_v1_InfoResponse *out);
 
 /* Samples as the CPU reader (gRPC callers). A request with locality > 1
  * is FS_ERR_UNSUPPORTED: the CPU reads no row from GPU memory, so there is

@@ -484,8 +484,12 @@ static fs_status_t do_gather(call_t *c)
     if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &j.ids, &j.n, &c->err);
     if (st == FS_OK) st = fs_engine_table(e, req.table, &j.dtype, &j.row_bytes, &j.dim, &c->err);
     if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), j.n, NULL, j.row_bytes, &c->err);
-    if (st == FS_OK) st = fs_store_table_view(fs_engine_store(e), req.table, FS_READER_CPU, &view, &c->err);
-    if (st == FS_OK) st = fs_gather_check_ids(&view, j.ids, j.n, &c->err);
+    if (st == FS_OK) { /* every id checked before the first chunk is sent */
+        fs_store_t *store = fs_engine_acquire(e, NULL);
+        st = fs_store_table_view(store, req.table, FS_READER_CPU, &view, &c->err);
+        if (st == FS_OK) st = fs_gather_check_ids(&view, j.ids, j.n, &c->err);
+        fs_store_destroy(store);
+    }
     if (st == FS_OK) st = check_deadline(c, "before gathering");
     j.table = req.table;
     if (st == FS_OK) st = stream_rows(c, &j);

@@ -35,8 +35,13 @@ struct fs_local_server {
     fs_engine_t *engine;
     fs_metrics_t *metrics;
     fs_local_welcome_t welcome;
-    int data_fds[3 + FS_LOCAL_MAX_TABLES];  /* indptr, indices, [weights], tables */
+    int data_fds[4 + FS_LOCAL_MAX_TABLES];  /* indptr, indices, [weights], tables, the notice page */
     int num_data_fds;
+    _Atomic uint64_t *notice;               /* the notice page: the generation served */
+    fs_local_replan_fn replan;
+    void *replan_ctx;
+    pthread_t replan_thread;
+    _Atomic int replan_state;               /* 0 none, 1 running, 2 finished (thread to join) */
     client_t *clients;
     _Atomic int num_clients;
     _Alignas(16) char buf[FS_LOCAL_MAX_MSG]; /* messages are read in place as structs */
@@ -75,7 +80,27 @@ static fs_status_t prepare_welcome(fs_local_server_t *s, fs_error_t *err)
         t->dim = ds->tables[i].dim;
         st = open_data_fd(s, ds->tables[i].data, &t->data_offset, err);
     }
-    return st;
+    if (st) return st;
+    int fd = memfd_create("featstore-notice", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, FS_LOCAL_NOTICE_BYTES) != 0) {
+        if (fd >= 0) close(fd);
+        return fs_error(err, FS_ERR_NOMEM, "local: cannot create the notice page: %s", strerror(errno));
+    }
+    s->data_fds[s->num_data_fds++] = fd;
+    s->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (s->notice == MAP_FAILED) {
+        s->notice = NULL;
+        return fs_error(err, FS_ERR_NOMEM, "local: cannot map the notice page: %s", strerror(errno));
+    }
+    fs_store_t *store = fs_engine_acquire(s->engine, &w->generation);
+    atomic_store(s->notice, w->generation);
+    fs_store_destroy(store);
+    return FS_OK;
+}
+
+void fs_local_server_notify(fs_local_server_t *s, uint64_t generation)
+{
+    if (s) atomic_store(s->notice, generation);
 }
 
 /* ---- clients ------------------------------------------------------------------ */
@@ -102,12 +127,12 @@ static int send_error(client_t *c, fs_status_t st, const char *msg)
     return fs_local_send(c->fd, FS_LOCAL_ERROR, &e, sizeof e, NULL, 0, MSG_DONTWAIT);
 }
 
-/* Adds the reader's placement (tier slices, routes, topology parts) to the
- * welcome and its descriptors to fds. FS_OK, or why it cannot be shared. */
-static fs_status_t add_placement(fs_local_server_t *s, int reader, fs_local_welcome_t *w, int *fds, int *n,
-                                 fs_error_t *err)
+/* Adds the reader's placement in store `st` (tier slices, routes, topology
+ * parts) to the welcome and its descriptors to fds. FS_OK, or why it cannot
+ * be shared. The descriptors are the store's: send before releasing it. */
+static fs_status_t add_placement(fs_local_server_t *s, fs_store_t *st, int reader, fs_local_welcome_t *w, int *fds,
+                                 int *n, fs_error_t *err)
 {
-    fs_store_t *st = fs_engine_store(s->engine);
     const fs_dataset_t *ds = fs_engine_dataset(s->engine);
     if (!fs_store_frozen(st)) return fs_error(err, FS_ERR_INTERNAL, "the store is not frozen");
     w->reader = reader;
@@ -174,29 +199,103 @@ static fs_status_t add_placement(fs_local_server_t *s, int reader, fs_local_welc
     return FS_OK;
 }
 
+/* Sends a WELCOME describing the placement served now to c's reader, with
+ * new result slots when `slots` > 0 (HELLO) and none otherwise (RELAYOUT).
+ * 0, or -1 to drop the client. */
+static int send_welcome(fs_local_server_t *s, client_t *c, int slots)
+{
+    fs_local_welcome_t w = s->welcome;
+    int fds[FS_LOCAL_MAX_FDS], n = 0;
+    fs_error_t err = {0};
+    for (int i = 0; i < s->num_data_fds; i++) fds[n++] = s->data_fds[i];
+    fs_store_t *store = fs_engine_acquire(s->engine, &w.generation);
+    if (add_placement(s, store, c->reader, &w, fds, &n, &err) != FS_OK) {
+        fs_store_destroy(store);
+        return send_error(c, err.code, err.msg);
+    }
+    for (int i = 0; i < slots; i++) { /* the client's until it goes (drop_client closes them) */
+        int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
+        if (fd < 0) {
+            fs_store_destroy(store);
+            send_error(c, FS_ERR_NOMEM, "cannot create result slots");
+            return -1;
+        }
+        c->slots[c->num_slots++] = fd;
+        fds[n++] = fd;
+    }
+    w.num_slots = (uint32_t)slots;
+    int rc = fs_local_send(c->fd, FS_LOCAL_WELCOME, &w, sizeof w, fds, n, MSG_DONTWAIT);
+    fs_store_destroy(store); /* the client holds its own descriptors now */
+    return rc;
+}
+
 static int on_hello(fs_local_server_t *s, client_t *c, const fs_local_hello_t *h)
 {
     if (c->welcomed) return send_error(c, FS_ERR_INVALID_ARGUMENT, "HELLO sent twice");
     if (h->api_version != 1) return send_error(c, FS_ERR_UNSUPPORTED, "unsupported api_version");
     if (h->reader < -1 || h->reader >= FS_MAX_DEVICES)
         return send_error(c, FS_ERR_INVALID_ARGUMENT, "reader must be -1 (the CPU) or a device id below 16");
-    fs_local_welcome_t w = s->welcome;
-    int fds[FS_LOCAL_MAX_FDS], n = 0;
-    fs_error_t err = {0};
-    for (int i = 0; i < s->num_data_fds; i++) fds[n++] = s->data_fds[i];
-    if (add_placement(s, h->reader, &w, fds, &n, &err) != FS_OK) return send_error(c, err.code, err.msg);
-    int want = h->slots < 1 ? 1 : h->slots > FS_LOCAL_MAX_SLOTS ? FS_LOCAL_MAX_SLOTS : (int)h->slots;
-    for (c->num_slots = 0; c->num_slots < want; c->num_slots++) {
-        int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
-        if (fd < 0) return send_error(c, FS_ERR_NOMEM, "cannot create result slots");
-        c->slots[c->num_slots] = fd;
-        fds[n++] = fd;
-    }
-    w.num_slots = (uint32_t)c->num_slots;
     c->reader = h->reader;
-    if (fs_local_send(c->fd, FS_LOCAL_WELCOME, &w, sizeof w, fds, n, MSG_DONTWAIT) != 0) return -1;
+    int slots = h->slots < 1 ? 1 : h->slots > FS_LOCAL_MAX_SLOTS ? FS_LOCAL_MAX_SLOTS : (int)h->slots;
+    if (send_welcome(s, c, slots) != 0) return -1;
+    if (c->num_slots == 0) return 0; /* refused with an error: the client may try again */
     c->welcomed = 1;
     fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, +1);
+    return 0;
+}
+
+/* ---- re-planning ---------------------------------------------------------------- */
+
+typedef struct {
+    fs_local_server_t *s;
+    int fd;                 /* a duplicate of the client's socket: the loop may drop the client meanwhile */
+    fs_local_replan_t req;
+} replan_job_t;
+
+static void *replan_main(void *p)
+{
+    replan_job_t *j = p;
+    fs_local_server_t *s = j->s;
+    fs_local_replan_reply_t r = {0};
+    fs_error_t err = {0};
+    fs_status_t st = s->replan(s->replan_ctx, &j->req, &r, &err);
+    atomic_store(&s->replan_state, 2); /* before the reply: the client may ask again at once */
+    if (st == FS_OK) {
+        fs_local_send(j->fd, FS_LOCAL_REPLAN_REPLY, &r, sizeof r, NULL, 0, MSG_DONTWAIT);
+    } else {
+        client_t c = {.fd = j->fd};
+        send_error(&c, st, err.msg);
+    }
+    close(j->fd);
+    free(j);
+    return NULL;
+}
+
+static void join_replan(fs_local_server_t *s)
+{
+    if (atomic_load(&s->replan_state) == 0) return;
+    pthread_join(s->replan_thread, NULL);
+    atomic_store(&s->replan_state, 0);
+}
+
+/* The reply comes from the re-plan's thread when it is done; meanwhile
+ * the loop goes on serving everyone, this client included. */
+static int on_replan(fs_local_server_t *s, client_t *c, const fs_local_replan_t *req)
+{
+    if (!s->replan) return send_error(c, FS_ERR_UNSUPPORTED, "this server was started without re-planning");
+    if (atomic_load(&s->replan_state) == 1)
+        return send_error(c, FS_ERR_UNAVAILABLE, "a re-plan is already running; try again when it is done");
+    join_replan(s);
+    replan_job_t *j = malloc(sizeof *j);
+    if (!j) return send_error(c, FS_ERR_NOMEM, "out of memory");
+    *j = (replan_job_t){.s = s, .fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0), .req = *req};
+    atomic_store(&s->replan_state, 1);
+    if (j->fd < 0 || pthread_create(&s->replan_thread, NULL, replan_main, j) != 0) {
+        if (j->fd >= 0) close(j->fd);
+        free(j);
+        atomic_store(&s->replan_state, 0);
+        return send_error(c, FS_ERR_RESOURCE, "cannot start the re-plan thread");
+    }
     return 0;
 }
 
@@ -261,7 +360,7 @@ static void on_report(fs_local_server_t *s, const client_t *c, const fs_local_re
     }
     fs_metrics_request(s->metrics, (fs_method_t)r->method, FS_TRANSPORT_UNIX, (fs_status_t)r->status,
                        (double)r->latency_ns * 1e-9);
-    fs_metrics_client_reads(s->metrics, c->reader, &f, &t);
+    fs_metrics_client_reads(s->metrics, c->reader, r->generation, &f, &t);
 }
 
 /* Handles every queued message; -1 means drop the client. */
@@ -290,6 +389,10 @@ static int on_readable(fs_local_server_t *s, client_t *c)
             if (on_split(s, c, (void *)s->buf) != 0) return -1;
         } else if (type == FS_LOCAL_REPORT && n == sizeof(fs_local_report_t)) {
             on_report(s, c, (void *)s->buf);
+        } else if (type == FS_LOCAL_RELAYOUT && n == 0) {
+            if (send_welcome(s, c, 0) != 0) return -1;
+        } else if (type == FS_LOCAL_REPLAN && n == sizeof(fs_local_replan_t)) {
+            if (on_replan(s, c, (void *)s->buf) != 0) return -1;
         } else {
             send_error(c, FS_ERR_INVALID_ARGUMENT, "unknown or malformed message");
             return -1;
@@ -363,15 +466,19 @@ static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_
 }
 
 fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, fs_metrics_t *metrics,
-                                  fs_local_server_t **out, fs_error_t *err)
+                                  fs_local_replan_fn replan, void *replan_ctx, fs_local_server_t **out,
+                                  fs_error_t *err)
 {
     *out = NULL;
     fs_local_server_t *s = calloc(1, sizeof *s);
     if (!s) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     s->engine = engine;
     s->metrics = metrics;
+    s->replan = replan, s->replan_ctx = replan_ctx;
     s->listen_fd = s->epoll_fd = s->wake_fd = -1;
-    fs_status_t st = fs_store_freeze(fs_engine_store(engine), err); /* sharing the store ends placement */
+    fs_store_t *store = fs_engine_acquire(engine, NULL);
+    fs_status_t st = fs_store_freeze(store, err); /* sharing the store ends placement */
+    fs_store_destroy(store);
     if (!st) st = prepare_welcome(s, err);
     if (!st) st = bind_socket(s, socket_path, err);
     if (!st) {
@@ -384,6 +491,7 @@ fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, 
     }
     if (st != FS_OK) {
         for (int i = 0; i < s->num_data_fds; i++) close(s->data_fds[i]);
+        if (s->notice) munmap(s->notice, FS_LOCAL_NOTICE_BYTES);
         if (s->listen_fd >= 0) close(s->listen_fd), unlink(s->path);
         if (s->epoll_fd >= 0) close(s->epoll_fd);
         if (s->wake_fd >= 0) close(s->wake_fd);
@@ -400,10 +508,12 @@ void fs_local_server_stop(fs_local_server_t *s)
     uint64_t one = 1;
     if (write(s->wake_fd, &one, sizeof one) < 0) { /* the loop exits on the next wakeup anyway */ }
     pthread_join(s->thread, NULL);
+    join_replan(s);
     close(s->listen_fd);
     unlink(s->path);
     while (s->clients) drop_client(s, s->clients);
     for (int i = 0; i < s->num_data_fds; i++) close(s->data_fds[i]);
+    munmap(s->notice, FS_LOCAL_NOTICE_BYTES);
     close(s->epoll_fd);
     close(s->wake_fd);
     free(s);

@@ -7,22 +7,36 @@
  * the loop only answers Info/Stats and records clients' reports, so it never
  * waits on a client: a slow, stuck or dead client costs the others nothing.
  * A client that disconnects (or is killed) has its slots and descriptors
- * released at once. See proto/fs_local.h for the messages. */
+ * released at once. A REPLAN request runs on a thread of its own (one at a
+ * time) through the caller's callback, so planning never stalls the loop.
+ * See proto/fs_local.h for the messages. */
 #ifndef FS_LOCAL_SERVER_H
 #define FS_LOCAL_SERVER_H
 
 #include "engine.h"
+#include "fs_local.h"
 #include "metrics.h"
 
 typedef struct fs_local_server fs_local_server_t;
 
+/* Makes and installs a new placement as `req` asks; fills `out`. */
+typedef fs_status_t (*fs_local_replan_fn)(void *ctx, const fs_local_replan_t *req, fs_local_replan_reply_t *out,
+                                          fs_error_t *err);
+
 /* Listens on socket_path (a stale socket file is replaced; a live one is
  * FS_ERR_EXISTS) and starts the loop thread. Freezes the engine's store:
- * once the store is shared, its placement can no longer change. */
+ * once a store is shared, its placement never changes; a re-plan makes a
+ * new one. replan may be NULL: REPLAN requests are then refused. */
 fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, fs_metrics_t *metrics,
-                                  fs_local_server_t **out, fs_error_t *err);
+                                  fs_local_replan_fn replan, void *replan_ctx, fs_local_server_t **out,
+                                  fs_error_t *err);
 
-/* Stops accepting, disconnects every client, removes the socket file. */
+/* Tells clients that placement `generation` is served now (they relayout
+ * before their next call). */
+void fs_local_server_notify(fs_local_server_t *s, uint64_t generation);
+
+/* Stops accepting, waits for a running re-plan, disconnects every
+ * client, removes the socket file. */
 void fs_local_server_stop(fs_local_server_t *s);
 
 /* Clients connected now (for tests and the startup log). */

@@ -19,6 +19,7 @@
 #include "gen.h"
 #include "import.h"
 #include "info.h"
+#include "progress.h"
 #include "serve.h"
 
 #define EXIT_USAGE 2
@@ -38,6 +39,9 @@ static const char *const usage_text =
     "  plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first] [--policy P]\n"
     "       [--hotness degree|reach|presample] [--fanouts 15,10,5 --batch 1024] [--save FILE] [--replay N]\n"
     "       [--threads N]   explain a placement: per-GPU contents, predicted (and replayed) traffic\n"
+    "  replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] [--hotness H] [--feature-first |\n"
+    "         --topology-first] [--plan FILE] [--save-plan FILE]   re-plan a running server's placement\n"
+    "                                            (unset options keep the server's; no restart)\n"
     "  stats URI                                 print a running server's metrics (unix:// or grpc://)\n"
     "  devices                                   list usable GPUs (or why there are none)\n"
     "  version                                   print the version\n"
@@ -88,6 +92,7 @@ enum {
     OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
     OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY, OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_PREFAULT,
     OPT_VERIFY, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_HOTNESS, OPT_FEATURE_FIRST,
+    OPT_TOPOLOGY_FIRST, OPT_COUNT_
 };
 
 static const struct option long_opts[] = {
@@ -109,7 +114,7 @@ static const struct option long_opts[] = {
     {"gpu-budget", required_argument, 0, OPT_GPU_BUDGET}, {"plan", required_argument, 0, OPT_PLAN},
     {"save-plan", required_argument, 0, OPT_SAVE_PLAN}, {"table", required_argument, 0, OPT_TABLE},
     {"feature-first", no_argument, 0, OPT_FEATURE_FIRST}, {"hotness", required_argument, 0, OPT_HOTNESS},
-    {0, 0, 0, 0},
+    {"topology-first", no_argument, 0, OPT_TOPOLOGY_FIRST}, {0, 0, 0, 0},
 };
 
 typedef struct {
@@ -123,7 +128,7 @@ typedef struct {
     long long scale, ef, dim, classes;
     fs_dtype_t dtype;
     double abc[3];
-    int seen[OPT_FEATURE_FIRST + 1];
+    int seen[OPT_COUNT_];
 } cli_t;
 
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -164,6 +169,7 @@ static int parse_option(cli_t *c, int opt, const char *arg)
     case OPT_SAVE_PLAN: c->save_plan = arg; return 0;
     case OPT_TABLE: c->table = arg; return 0;
     case OPT_FEATURE_FIRST: c->feature_first = 1; return 0;
+    case OPT_TOPOLOGY_FIRST: return 0; /* seen[] records it */
     case OPT_HOTNESS: c->hotness = arg; return 0;
     case OPT_GPU_BUDGET: {
         char *e;
@@ -378,6 +384,31 @@ static int cmd_stats(int argc, char **argv)
     return st == FS_OK ? 0 : 1;
 }
 
+static int cmd_replan(int argc, char **argv)
+{
+    static const int allowed[] = {OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_HOTNESS, OPT_FEATURE_FIRST, OPT_TOPOLOGY_FIRST,
+                                  OPT_PLAN, OPT_SAVE_PLAN, 0};
+    cli_t c;
+    if (parse_cli(&c, argc, argv, allowed) != 0) return EXIT_USAGE;
+    if (argc - optind != 1 || (c.feature_first && c.seen[OPT_TOPOLOGY_FIRST])) {
+        usage_error("%s", "usage: featstore replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] "
+                          "[--hotness H] [--feature-first | --topology-first] [--plan FILE] [--save-plan FILE]");
+        return EXIT_USAGE;
+    }
+    fs_replan_opts_t o = {.topology = c.topology, .gpu_budget = c.gpu_budget, .hotness = c.hotness,
+                          .order = c.feature_first ? "feature-first" : c.seen[OPT_TOPOLOGY_FIRST] ? "topology-first" : NULL,
+                          .plan = c.plan, .save = c.save_plan};
+    fs_client_t *cl;
+    uint64_t gen = 0;
+    double t0 = fs_now();
+    fs_status_t st = fs_connect(argv[optind], &cl);
+    if (st == FS_OK) st = fs_replan(cl, &o, &gen);
+    if (st != FS_OK) fprintf(stderr, "featstore: error: %s [%s]\n", fs_client_errstr(cl), fs_strerror(st));
+    else printf("re-planned in %.2f s: placement generation %llu is served\n", fs_now() - t0, (unsigned long long)gen);
+    fs_close(cl);
+    return st == FS_OK ? 0 : 1;
+}
+
 static int cmd_devices(void)
 {
     fs_devices_t d;
@@ -410,6 +441,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "serve") == 0) return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "plan") == 0) return fs_plan_cmd(argc - 1, argv + 1);
     if (strcmp(cmd, "stats") == 0) return cmd_stats(argc - 1, argv + 1);
+    if (strcmp(cmd, "replan") == 0) return cmd_replan(argc - 1, argv + 1);
     if (strcmp(cmd, "devices") == 0) return cmd_devices();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("featstore %s (CUDA kernels: %s)\n", FS_VERSION, fs_built_with_cuda() ? "yes" : "no");

@@ -3,6 +3,7 @@
  * requires. The text is built in a growing buffer (open_memstream). */
 #include "metrics.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +18,14 @@ typedef struct {
 
 struct fs_metrics {
     const fs_dataset_t *ds;
-    const fs_store_t *store;
     method_stats_t m[FS_METHOD_COUNT_][FS_TRANSPORT_COUNT_];
     _Atomic int64_t clients[FS_TRANSPORT_COUNT_];
+    _Atomic uint64_t replans[2]; /* [0] done, [1] failed */
+    /* Everything below belongs to one placement and is replaced with it:
+     * mu guards the swap against readers of these fields. */
+    pthread_mutex_t mu;
+    fs_store_t *store;            /* retained */
+    uint64_t generation;
     /* local clients' reads, [reader + 1][tier] */
     _Atomic uint64_t local_rows[FS_MAX_READERS][FS_MAX_TIERS], local_bytes[FS_MAX_READERS][FS_MAX_TIERS];
     _Atomic uint64_t local_topo_rows[FS_MAX_READERS][FS_MAX_TIERS], local_topo_bytes[FS_MAX_READERS][FS_MAX_TIERS];
@@ -35,14 +41,44 @@ const char *fs_method_name(fs_method_t m)
 
 const char *fs_transport_name(fs_transport_t t) { return t == FS_TRANSPORT_UNIX ? "unix" : "grpc"; }
 
-fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, const fs_store_t *store)
+fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, fs_store_t *store)
 {
     fs_metrics_t *m = calloc(1, sizeof *m);
-    if (m) m->ds = ds, m->store = store;
+    if (!m) return NULL;
+    m->ds = ds, m->store = fs_store_retain(store), m->generation = 1;
+    pthread_mutex_init(&m->mu, NULL);
     return m;
 }
 
-void fs_metrics_destroy(fs_metrics_t *m) { free(m); }
+void fs_metrics_destroy(fs_metrics_t *m)
+{
+    if (!m) return;
+    fs_store_destroy(m->store);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+static void zero(_Atomic uint64_t (*c)[FS_MAX_TIERS])
+{
+    for (int r = 0; r < FS_MAX_READERS; r++)
+        for (int k = 0; k < FS_MAX_TIERS; k++) atomic_store_explicit(&c[r][k], 0, memory_order_relaxed);
+}
+
+void fs_metrics_replace_store(fs_metrics_t *m, fs_store_t *store, uint64_t generation)
+{
+    pthread_mutex_lock(&m->mu);
+    fs_store_t *old = m->store;
+    m->store = fs_store_retain(store), m->generation = generation;
+    zero(m->local_rows), zero(m->local_bytes), zero(m->local_topo_rows), zero(m->local_topo_bytes);
+    for (int r = 0; r < FS_MAX_DEVICES; r++) m->predicted_set[r] = 0;
+    pthread_mutex_unlock(&m->mu);
+    fs_store_destroy(old);
+}
+
+void fs_metrics_replan(fs_metrics_t *m, fs_status_t status)
+{
+    atomic_fetch_add_explicit(&m->replans[status != FS_OK], 1, memory_order_relaxed);
+}
 
 void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, fs_status_t status, double seconds)
 {
@@ -61,11 +97,16 @@ void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta)
     if ((unsigned)t < FS_TRANSPORT_COUNT_) atomic_fetch_add_explicit(&m->clients[t], delta, memory_order_relaxed);
 }
 
-void fs_metrics_client_reads(fs_metrics_t *m, int reader, const fs_gather_counters_t *f,
+void fs_metrics_client_reads(fs_metrics_t *m, int reader, uint64_t generation, const fs_gather_counters_t *f,
                              const fs_gather_counters_t *topo)
 {
     if (reader < FS_READER_CPU || reader >= FS_MAX_DEVICES) return;
     int r = reader + 1;
+    pthread_mutex_lock(&m->mu);
+    if (generation != m->generation) { /* read through a replaced placement: its tiers are gone */
+        pthread_mutex_unlock(&m->mu);
+        return;
+    }
     for (int k = 0; k < FS_MAX_TIERS; k++) {
         if (f) {
             atomic_fetch_add_explicit(&m->local_rows[r][k], f->rows[k], memory_order_relaxed);
@@ -76,6 +117,7 @@ void fs_metrics_client_reads(fs_metrics_t *m, int reader, const fs_gather_counte
             atomic_fetch_add_explicit(&m->local_topo_bytes[r][k], topo->bytes[k], memory_order_relaxed);
         }
     }
+    pthread_mutex_unlock(&m->mu);
 }
 
 static uint64_t ld(_Atomic uint64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
@@ -99,8 +141,10 @@ const char *fs_source_name(int source)
 void fs_metrics_set_predicted(fs_metrics_t *m, int reader, const double bytes[FS_SOURCE_COUNT_])
 {
     if (reader < 0 || reader >= FS_MAX_DEVICES) return;
+    pthread_mutex_lock(&m->mu);
     for (int s = 0; s < FS_SOURCE_COUNT_; s++) m->predicted[reader][s] = bytes[s];
     m->predicted_set[reader] = 1;
+    pthread_mutex_unlock(&m->mu);
 }
 
 /* Tier k's source as reader sees it. */
@@ -112,7 +156,9 @@ static int source_of(const fs_store_t *st, int reader, int k)
     return ti.device == reader ? FS_SOURCE_LOCAL : FS_SOURCE_PEER;
 }
 
-void fs_metrics_measured(fs_metrics_t *m, int reader, uint64_t bytes[FS_SOURCE_COUNT_])
+/* Feature bytes `reader` has read through the current placement, by
+ * source: the server's reads for it plus its local clients' (under mu). */
+static void measured_bytes(fs_metrics_t *m, int reader, uint64_t bytes[FS_SOURCE_COUNT_])
 {
     for (int s = 0; s < FS_SOURCE_COUNT_; s++) bytes[s] = 0;
     if (reader < FS_READER_CPU || reader >= FS_MAX_DEVICES) return;
@@ -124,11 +170,13 @@ void fs_metrics_measured(fs_metrics_t *m, int reader, uint64_t bytes[FS_SOURCE_C
 
 void fs_metrics_info(fs_metrics_t *m, featstore_v1_InfoResponse *out)
 {
+    pthread_mutex_lock(&m->mu);
+    out->placement_generation = m->generation;
     for (int r = 0; r < FS_MAX_DEVICES && out->placement_count < 16; r++) {
         if (!m->predicted_set[r]) continue;
         featstore_v1_PlacementReader *p = &out->placement[out->placement_count++];
         uint64_t meas[FS_SOURCE_COUNT_];
-        fs_metrics_measured(m, r, meas);
+        measured_bytes(m, r, meas);
         *p = (featstore_v1_PlacementReader)featstore_v1_PlacementReader_init_zero;
         p->reader = r;
         p->predicted_local_bytes = m->predicted[r][FS_SOURCE_LOCAL];
@@ -138,6 +186,7 @@ void fs_metrics_info(fs_metrics_t *m, featstore_v1_InfoResponse *out)
         p->measured_peer_bytes = meas[FS_SOURCE_PEER];
         p->measured_host_bytes = meas[FS_SOURCE_HOST];
     }
+    pthread_mutex_unlock(&m->mu);
 }
 
 /* One family over (reader GPU with a prediction, source): the values, or
@@ -166,7 +215,7 @@ static void render_placement(fs_metrics_t *m, FILE *f)
         if (!m->predicted_set[r]) continue;
         any = 1;
         uint64_t meas[FS_SOURCE_COUNT_];
-        fs_metrics_measured(m, r, meas);
+        measured_bytes(m, r, meas);
         for (int s = 0; s < FS_SOURCE_COUNT_; s++) measured[r][s] = (double)meas[s];
     }
     if (!any) return;
@@ -259,6 +308,12 @@ static void render_state(fs_metrics_t *m, FILE *f)
     for (int t = 0; t < FS_TRANSPORT_COUNT_; t++)
         fprintf(f, "featstore_connected_clients{transport=\"%s\"} %lld\n", fs_transport_name(t),
                 (long long)atomic_load(&m->clients[t]));
+    fprintf(f, "# HELP featstore_placement_generation The placement served: 1 at start, +1 per re-plan.\n"
+               "# TYPE featstore_placement_generation gauge\nfeatstore_placement_generation %llu\n",
+            (unsigned long long)m->generation);
+    fprintf(f, "# HELP featstore_replans_total Re-plans requested, by result.\n# TYPE featstore_replans_total counter\n"
+               "featstore_replans_total{result=\"ok\"} %llu\nfeatstore_replans_total{result=\"error\"} %llu\n",
+            (unsigned long long)ld(&m->replans[0]), (unsigned long long)ld(&m->replans[1]));
     fprintf(f, "# HELP featstore_tier_used_bytes Bytes held in each memory tier.\n"
                "# TYPE featstore_tier_used_bytes gauge\n");
     for (int k = 0; k < fs_store_num_tiers(m->store); k++) {
@@ -298,9 +353,11 @@ char *fs_metrics_render(fs_metrics_t *m)
     FILE *f = open_memstream(&buf, &len);
     if (!f) return NULL;
     render_requests(m, f);
+    pthread_mutex_lock(&m->mu);
     render_reads(m, f);
     render_placement(m, f);
     render_state(m, f);
+    pthread_mutex_unlock(&m->mu);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

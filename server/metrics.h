@@ -24,16 +24,25 @@ const char *fs_transport_name(fs_transport_t t);
 
 typedef struct fs_metrics fs_metrics_t;
 
-fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, const fs_store_t *store);
+fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, fs_store_t *store); /* retains the store */
 void fs_metrics_destroy(fs_metrics_t *m);
 
 /* One finished request: its outcome and its latency in seconds. */
 void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, fs_status_t status, double seconds);
 void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta); /* +1 connect, -1 disconnect */
 /* Rows/bytes that a local client reading as `reader` (FS_READER_CPU or a
- * GPU id) read in its own process, per tier. */
-void fs_metrics_client_reads(fs_metrics_t *m, int reader, const fs_gather_counters_t *features,
+ * GPU id) read in its own process, per tier of placement `generation`
+ * (ignored when that placement has been replaced since). */
+void fs_metrics_client_reads(fs_metrics_t *m, int reader, uint64_t generation, const fs_gather_counters_t *features,
                              const fs_gather_counters_t *topo);
+
+/* A re-plan: the new placement's store (retained) and generation. The
+ * per-placement figures (per-tier reads, predictions, measured bytes)
+ * start again from zero; the new predictions follow by
+ * fs_metrics_set_predicted. Thread-safe against every other call. */
+void fs_metrics_replace_store(fs_metrics_t *m, fs_store_t *store, uint64_t generation);
+/* One re-plan request finished with `status`. */
+void fs_metrics_replan(fs_metrics_t *m, fs_status_t status);
 
 /* Where a reader's feature bytes come from, relative to the reader: its own
  * GPU's tiers, another GPU's, or host memory. */
@@ -44,9 +53,7 @@ const char *fs_source_name(int source);
  * source (for the workload the plan was costed with). Setup-time call. */
 void fs_metrics_set_predicted(fs_metrics_t *m, int reader, const double bytes[FS_SOURCE_COUNT_]);
 
-/* Feature bytes `reader` has read so far by source: the server's reads for
- * it plus its local clients' reports. */
-void fs_metrics_measured(fs_metrics_t *m, int reader, uint64_t bytes[FS_SOURCE_COUNT_]);
+
 
 /* Adds the placement entries (prediction next to measurement, one per
  * reader with a prediction) to an Info response. */

@@ -5,11 +5,17 @@
  * stop accepting, let in-flight requests finish, release shared memory,
  * exit 0.
  *
+ * Re-planning while serving: a REPLAN request (`featstore replan`,
+ * fs_replan) or SIGHUP builds a complete new placement beside the served
+ * one and then switches to it; nothing is torn down until it is ready, and
+ * a failed re-plan changes nothing.
+ *
  * Signals are blocked in every thread and taken synchronously with
  * sigwait() by the main thread, so no handler runs inside library code. */
 #include "serve.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +29,7 @@
 #include "local.h"
 #include "metrics.h"
 #include "place_las.h"
+#include "progress.h"
 
 void fs_serve_defaults(fs_serve_opts_t *o)
 {
@@ -82,6 +89,11 @@ typedef struct {
     fs_grpc_server_t *grpc;
     fs_http_t *http;
     int http_port, grpc_port;
+    /* placement: the options the store was placed with; re-plans (REPLAN
+     * requests, SIGHUP) start from them one at a time */
+    pthread_mutex_t replan_mu;
+    fs_place_opts_t place;
+    char topology[256], plan_in[512];
 } server_t;
 
 static void shutdown_all(server_t *s)
@@ -113,41 +125,106 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
             fs_store_num_tiers(s->store) > 1 ? ", then one simulated GPU per planned GPU" : "", gpus);
 }
 
-/* The plan's prediction per reader GPU goes to the metrics (and so to Info
- * and /metrics), next to the counters that measure it. */
-static fs_status_t publish_prediction(const fs_place_opts_t *po, server_t *s, const fs_plan_t *plan,
-                                      const fs_hardware_t *hw, fs_error_t *err)
-{
-    fs_cost_t cost;
-    fs_status_t st = fs_place_predict(s->ds, plan, hw, po, &cost, err);
-    for (int r = 0; st == FS_OK && r < cost.num_gpus; r++) {
-        double bytes[FS_SOURCE_COUNT_] = {cost.local_bytes[r], cost.peer_bytes[r], cost.host_bytes[r]};
-        fs_metrics_set_predicted(s->metrics, r, bytes);
-    }
-    return st;
-}
-
-/* Plans for the hardware description and places the plan in simulated GPU
- * tiers (placement happens before the store is frozen and shared). */
-static fs_status_t place(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+/* Plans with `po` and places the plan in `store` (not yet shared): one
+ * simulated GPU tier per planned GPU, and each planned GPU's preferred sets
+ * for locality-aware sampling (place_las.h). *cost receives the plan's
+ * prediction per reader GPU. */
+static fs_status_t place(const fs_place_opts_t *po, const fs_dataset_t *ds, fs_store_t *store, fs_cost_t *cost,
+                         fs_error_t *err)
 {
     fs_hardware_t hw;
     fs_plan_t *plan;
-    fs_place_opts_t po = o->place;
-    po.threads = o->threads;
-    fs_status_t st = fs_place_plan(s->ds, &po, &hw, &plan, err);
+    fs_status_t st = fs_place_plan(ds, po, &hw, &plan, err);
+    if (st != FS_OK) return st;
+    fs_place_describe(stderr, plan, &hw);
+    st = fs_place_apply(store, ds, plan, po->table, err);
+    if (st == FS_OK) st = fs_place_predict(ds, plan, &hw, po, cost, err);
     if (st == FS_OK) {
-        fs_place_describe(stderr, plan, &hw);
-        st = fs_place_apply(s->store, s->ds, plan, po.table, err);
-        if (st == FS_OK) st = publish_prediction(&po, s, plan, &hw, err);
-        if (st == FS_OK) { /* each planned GPU's preferred sets, for locality-aware sampling (place_las.h) */
-            fs_las_opts_t lo;
-            fs_las_defaults(&lo);
-            lo.num_levels = FS_PLACE_LAS_LEVELS, lo.threads = o->threads;
-            st = fs_place_locality(s->store, s->ds, plan, &lo, stderr, err);
-        }
-        fs_plan_free(plan);
+        fs_las_opts_t lo;
+        fs_las_defaults(&lo);
+        lo.num_levels = FS_PLACE_LAS_LEVELS, lo.threads = po->threads;
+        st = fs_place_locality(store, ds, plan, &lo, stderr, err);
     }
+    fs_plan_free(plan);
+    return st;
+}
+
+/* The prediction goes to the metrics (and so to Info and /metrics), next
+ * to the counters that measure it. */
+static void publish_prediction(fs_metrics_t *m, const fs_cost_t *cost)
+{
+    for (int r = 0; r < cost->num_gpus; r++) {
+        double bytes[FS_SOURCE_COUNT_] = {cost->local_bytes[r], cost->peer_bytes[r], cost->host_bytes[r]};
+        fs_metrics_set_predicted(m, r, bytes);
+    }
+}
+
+/* The options of a re-plan: the current ones with the request's overrides.
+ * Strings point into req or into s. */
+static fs_status_t replan_opts(const server_t *s, const fs_local_replan_t *req, fs_place_opts_t *po, fs_error_t *err)
+{
+    *po = s->place;
+    po->plan_out = NULL; /* saving is asked for each time, never repeated */
+    if (req->topology[0]) po->topology = req->topology, po->plan_in = NULL;
+    if (req->plan[0]) po->plan_in = req->plan;
+    if (req->save[0]) po->plan_out = req->save;
+    if (!po->topology && !po->plan_in)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: this server has no placement; name a topology");
+    if (req->hotness[0] && fs_place_hotness_parse(req->hotness, &po->hotness, err) != FS_OK) return err->code;
+    if (req->order[0] && strcmp(req->order, "topology-first") && strcmp(req->order, "feature-first"))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: order '%s' (need topology-first or feature-first)",
+                        req->order);
+    if (req->order[0]) po->feature_first = strcmp(req->order, "feature-first") == 0;
+    if (!(req->gpu_budget >= 0 && req->gpu_budget <= 1))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: gpu_budget %g (need a fraction in (0, 1], or 0 to keep "
+                        "the current one)", req->gpu_budget);
+    if (req->gpu_budget > 0) po->gpu_budget = req->gpu_budget;
+    return FS_OK;
+}
+
+/* Makes a whole new placement beside the served one, then switches every
+ * transport to it: the engine (gRPC requests in flight finish on the old
+ * store, which is freed after them), the metrics, and local clients (told
+ * through the notice page; they relayout before their next call). Any
+ * failure leaves the served placement as it was. */
+static fs_status_t replan(void *ctx, const fs_local_replan_t *req, fs_local_replan_reply_t *out, fs_error_t *err)
+{
+    server_t *s = ctx;
+    double t0 = fs_now();
+    pthread_mutex_lock(&s->replan_mu);
+    fs_place_opts_t po;
+    fs_store_t *store = NULL;
+    fs_cost_t cost;
+    fs_status_t st = replan_opts(s, req, &po, err);
+    if (st == FS_OK) st = fs_store_create(s->ds, &store, err);
+    if (st == FS_OK) st = place(&po, s->ds, store, &cost, err);
+    if (st == FS_OK) st = fs_store_freeze(store, err);
+    if (st == FS_OK) {
+        uint64_t gen = fs_engine_replace_store(s->engine, fs_store_retain(store));
+        fs_metrics_replace_store(s->metrics, store, gen);
+        publish_prediction(s->metrics, &cost);
+        fs_local_server_notify(s->local, gen);
+        fs_store_destroy(s->store); /* s->store: the served store, for the startup log and shutdown */
+        s->store = store;
+        store = NULL;
+        char topology[sizeof s->topology], plan_in[sizeof s->plan_in]; /* po's strings may live in s */
+        snprintf(topology, sizeof topology, "%s", po.topology ? po.topology : "");
+        snprintf(plan_in, sizeof plan_in, "%s", po.plan_in ? po.plan_in : "");
+        memcpy(s->topology, topology, sizeof topology);
+        memcpy(s->plan_in, plan_in, sizeof plan_in);
+        s->place = po;
+        s->place.topology = s->topology[0] ? s->topology : NULL;
+        s->place.plan_in = s->plan_in[0] ? s->plan_in : NULL;
+        s->place.plan_out = NULL;
+        *out = (fs_local_replan_reply_t){.generation = gen, .seconds = fs_now() - t0};
+        fprintf(stderr, "featstore: re-planned in %.2f s: placement generation %llu is served\n", out->seconds,
+                (unsigned long long)gen);
+    } else {
+        fprintf(stderr, "featstore: re-plan refused, the served placement is unchanged: %s\n", err->msg);
+    }
+    fs_store_destroy(store);
+    fs_metrics_replan(s->metrics, st);
+    pthread_mutex_unlock(&s->replan_mu);
     return st;
 }
 
@@ -157,19 +234,24 @@ int fs_serve(const fs_serve_opts_t *o)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before any thread starts */
     signal(SIGPIPE, SIG_IGN);
 
-    server_t s = {0};
+    server_t s = {.place = o->place};
+    pthread_mutex_init(&s.replan_mu, NULL);
+    s.place.threads = o->threads;
     fs_error_t err = {0};
+    fs_cost_t cost;
     fs_status_t st = fs_dataset_open(o->dataset, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
-    if (!st && o->place.topology) st = place(o, &s, &err);
+    if (!st && o->place.topology && !(st = place(&s.place, s.ds, s.store, &cost, &err))) publish_prediction(s.metrics, &cost);
+    s.place.plan_out = NULL; /* saved once, at start */
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
-    if (!st && o->socket_path) st = fs_local_server_start(o->socket_path, s.engine, s.metrics, &s.local, &err);
+    if (!st && o->socket_path) st = fs_local_server_start(o->socket_path, s.engine, s.metrics, replan, &s, &s.local, &err);
     if (!st && o->listen) st = fs_grpc_server_start(o->listen, s.engine, s.metrics, o->threads, &s.grpc, &s.grpc_port, &err);
     if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);
     if (st != FS_OK) {
@@ -184,9 +266,16 @@ int fs_serve(const fs_serve_opts_t *o)
     fflush(stdout);
 
     int sig = 0;
-    sigwait(&sigs, &sig);
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) { /* SIGHUP: re-plan with the current options */
+        fs_local_replan_t keep = {0};
+        fs_local_replan_reply_t r;
+        fs_error_t rerr = {0};
+        fprintf(stderr, "featstore: SIGHUP received, re-planning\n");
+        replan(&s, &keep, &r, &rerr);
+    }
     fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     shutdown_all(&s);
+    pthread_mutex_destroy(&s.replan_mu);
     fprintf(stderr, "featstore: stopped\n");
     return 0;
 }

@@ -63,6 +63,7 @@ struct fs_store {
     seg_t *segs;                 /* every block of tier memory and every frozen route */
     int num_segs, cap_segs;
     int frozen;
+    _Atomic int refs;
     _Atomic uint64_t rows[FS_MAX_READERS][FS_MAX_TIERS], bytes[FS_MAX_READERS][FS_MAX_TIERS];
     _Atomic uint64_t topo_rows[FS_MAX_READERS][FS_MAX_TIERS], topo_bytes[FS_MAX_READERS][FS_MAX_TIERS];
 };
@@ -79,6 +80,7 @@ fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t
         return fs_error(err, FS_ERR_NOMEM, "out of memory creating the store");
     }
     s->ds = ds;
+    atomic_init(&s->refs, 1);
     s->num_tables = ds->num_tables;
     for (int i = 0; i < ds->num_tables; i++) s->tables[i].src = &ds->tables[i];
     s->num_tiers = 1; /* tier 0: the dataset's mmap */
@@ -97,9 +99,15 @@ static void seg_release(seg_t *g)
     if (g->fd >= 0) close(g->fd);
 }
 
+fs_store_t *fs_store_retain(fs_store_t *s)
+{
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
+}
+
 void fs_store_destroy(fs_store_t *s)
 {
-    if (!s) return;
+    if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
     for (int i = 0; i < s->num_segs; i++) seg_release(&s->segs[i]);
     if (!s->frozen) { /* routes still private heap arrays */
         for (int i = 0; i < s->num_tables; i++)

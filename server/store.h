@@ -14,8 +14,8 @@
  *
  * Ownership: the store borrows the dataset (which must outlive it) and owns
  * every tier allocation. Thread-safety: place/add_tier are setup calls and
- * must not overlap reads; views, gathers, sampling and counters are safe from
- * any number of threads. */
+ * must not overlap reads; views, gathers, sampling, counters and the
+ * reference count are safe from any number of threads. */
 #ifndef FS_STORE_H
 #define FS_STORE_H
 
@@ -38,7 +38,12 @@ typedef struct {
     size_t used;        /* bytes held (feature rows + topology) */
 } fs_tier_info_t;
 
+/* Reference-counted: create gives the caller the first reference; retain
+ * adds one (a server's transports hold the store across a request while a
+ * re-plan replaces it); destroy drops one and frees the store with the
+ * last. Retain and destroy are thread-safe. */
 fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t *err);
+fs_store_t *fs_store_retain(fs_store_t *s);
 void fs_store_destroy(fs_store_t *s);
 
 /* Adds a tier; *tier receives its index. device is ignored for HOST. */

@@ -39,7 +39,7 @@ static void start_server(const fs_limits_t *limits)
     cr_assert_eq(fs_store_create(ds, &store, &err), FS_OK);
     cr_assert_eq(fs_engine_create(ds, store, limits, &engine, &err), FS_OK);
     metrics = fs_metrics_create(ds, store);
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "%s", err.msg);
 }
 
 static void setup(void)
@@ -345,7 +345,7 @@ Test(local, server_stop_is_seen_by_clients)
     cr_assert_not_null(strstr(fs_client_errstr(d), "cannot connect"));
     fs_close(d);
     fs_error_t err = {0};
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "restart on the same path");
+    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "restart on the same path");
 }
 
 /* Stops the server and drops its store; the dataset stays open. */
@@ -376,7 +376,7 @@ static int place_and_restart(void)
     free(lo), free(hi);
     cr_assert_eq(fs_engine_create(ds, store, NULL, &engine, &err), FS_OK);
     metrics = fs_metrics_create(ds, store);
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "%s", err.msg);
     return gpu0;
 }
 
@@ -447,7 +447,7 @@ static void place_plan_and_restart(void)
     fs_plan_free(plan);
     cr_assert_eq(fs_engine_create(ds, store, NULL, &engine, &err), FS_OK);
     metrics = fs_metrics_create(ds, store);
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, &server, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "%s", err.msg);
 }
 
 /* Two batches hold the same sample (edge ids and weights included, present

@@ -339,6 +339,16 @@ class BindingTest(unittest.TestCase):
                 self.assertEqual(t.blocks[0].edge_weights.data_ptr(), b.blocks[0].edge_weights.ctypes.data)
                 print(f"RESULT locality s=4 over unix:// gpu:0: {b.blocks[-1].num_edges} weighted edges in the "
                       f"last hop, zero-copy")
+                # re-planning from Python: this connection follows; bad options raise with the C message
+                self.assertEqual(c.replan(gpu_budget=0.3), 2)
+                with c.sample_gather(seeds, [10, 5], "feat", seed=5) as after, \
+                        self.unix.gather("feat", after.nodes) as rows:
+                    np.testing.assert_array_equal(after.features, rows.features)
+                with self.assertRaisesRegex(featstore.Error, "bogus"):
+                    c.replan(hotness="bogus")
+                with self.assertRaises(featstore.Error) as e:
+                    self.grpc.replan(gpu_budget=0.3)
+                self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)
         finally:
             proc.send_signal(signal.SIGTERM)
             self.assertEqual(proc.wait(timeout=30), 0)

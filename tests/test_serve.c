@@ -284,3 +284,159 @@ Test(serve, the_plans_prediction_sits_next_to_what_trainers_read)
     fs_close(c);
     cr_assert_eq(stop(&s, SIGTERM), 0);
 }
+
+/* featstore_placement_generation, or -1 when absent. */
+static long generation_in(const char *metrics)
+{
+    const char *p = strstr(metrics, "\nfeatstore_placement_generation ");
+    return p ? atol(p + strlen("\nfeatstore_placement_generation ")) : -1;
+}
+
+/* Metrics once `want` appears in them (polled: reports arrive asynchronously). */
+static char *metrics_with(int port, const char *want)
+{
+    char *m = NULL;
+    for (int i = 0; i < 200; i++) {
+        free(m);
+        m = http_get(port, "/metrics");
+        if (strstr(m, want)) return m;
+        usleep(20000);
+    }
+    cr_assert_fail("no \"%s\" in %s", want, m);
+    return m;
+}
+
+/* Mini-batch b of the workload plans are costed with: epochs of the
+ * shuffled train split cut into batches of up to 1024 seeds. *n receives
+ * the batch's size. */
+static void epoch_batch(const fs_ids_t *train, int b, int64_t *seeds, int64_t *n)
+{
+    int64_t per_epoch = (train->n + 1023) / 1024, k = b % per_epoch, epoch = b / per_epoch;
+    int64_t *order = malloc((size_t)train->n * 8);
+    memcpy(order, train->ids, (size_t)train->n * 8);
+    unsigned rng = (unsigned)epoch + 1;
+    for (int64_t i = train->n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(rand_r(&rng) % (unsigned)(i + 1)), t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    *n = train->n - k * 1024 < 1024 ? train->n - k * 1024 : 1024;
+    memcpy(seeds, order + k * 1024, (size_t)*n * 8);
+    free(order);
+}
+
+/* n mini-batches of that workload ([15,10,5] uniform); the first one's
+ * nodes and features are copied to *nodes / *feat when given. */
+static void run_batches(fs_client_t *c, const fs_ids_t *train, int n, int64_t **nodes, int64_t *num_nodes, float **feat)
+{
+    fs_sample_req_t req = {.num_hops = 3, .fanout = {15, 10, 5}};
+    for (int b = 0; b < n; b++) {
+        int64_t seeds[1024], ns;
+        epoch_batch(train, b, seeds, &ns);
+        req.seed = (uint64_t)b + 1;
+        fs_batch_t *batch;
+        cr_assert_eq(fs_sample_gather(c, seeds, ns, &req, "feat", FS_DTYPE_INVALID, &batch), FS_OK, "%s",
+                     fs_client_errstr(c));
+        if (b == 0 && nodes) {
+            *num_nodes = batch->num_nodes;
+            *nodes = malloc((size_t)batch->num_nodes * 8);
+            *feat = malloc((size_t)batch->rows * (size_t)batch->dim * 4);
+            memcpy(*nodes, batch->nodes, (size_t)batch->num_nodes * 8);
+            memcpy(*feat, batch->features, (size_t)batch->rows * (size_t)batch->dim * 4);
+        }
+        fs_batch_free(batch);
+    }
+}
+
+Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
+{
+    server_t s;
+    cr_assert_eq(start(&s, "--topology nvlink-pairs --gpu-budget 0.05 --feature-first"), 0);
+    char uri[300], guri[64], want[200];
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    snprintf(guri, sizeof guri, "grpc://127.0.0.1:%d", s.grpc_port);
+    fs_connect_opts_t as_gpu1 = {.device = "gpu:1"};
+    fs_client_t *trainer, *admin, *remote;
+    cr_assert_eq(fs_connect_opts(uri, &as_gpu1, &trainer), FS_OK, "%s", fs_client_errstr(trainer));
+    cr_assert_eq(fs_connect(uri, &admin), FS_OK);
+    cr_assert_eq(fs_connect(guri, &remote), FS_OK, "%s", fs_client_errstr(remote));
+    fs_ids_t *train;
+    cr_assert_eq(fs_split(trainer, "train", &train), FS_OK);
+    int64_t *nodes0, n0, *nodes1, n1;
+    float *feat0, *feat1;
+    run_batches(trainer, train, 20, &nodes0, &n0, &feat0);
+    char *m = metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 20\n");
+    cr_assert(fabs(share(m, "predicted", "gpu1", "host") - share(m, "measured", "gpu1", "host")) < 0.03);
+    cr_assert_eq(generation_in(m), 1);
+    double local_before = share(m, "predicted", "gpu1", "local");
+    free(m);
+
+    /* the new plan: four times the memory per GPU */
+    fs_replan_opts_t more = {.gpu_budget = 0.2};
+    uint64_t gen = 0;
+    cr_assert_eq(fs_replan(admin, &more, &gen), FS_OK, "%s", fs_client_errstr(admin));
+    cr_assert_eq(gen, 2);
+
+    /* bad requests name the problem and change nothing */
+    fs_replan_opts_t bad_hot = {.hotness = "bogus"}, bad_plan = {.plan = "/nonexistent/plan.bin"},
+                     bad_budget = {.gpu_budget = 1.5}, bad_order = {.order = "sideways"};
+    cr_assert_eq(fs_replan(admin, &bad_hot, &gen), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(fs_client_errstr(admin), "bogus"), "%s", fs_client_errstr(admin));
+    cr_assert_neq(fs_replan(admin, &bad_plan, &gen), FS_OK);
+    cr_assert_not_null(strstr(fs_client_errstr(admin), "/nonexistent/plan.bin"), "%s", fs_client_errstr(admin));
+    cr_assert_eq(fs_replan(admin, &bad_budget, &gen), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_replan(admin, &bad_order, &gen), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(fs_client_errstr(admin), "sideways"), "%s", fs_client_errstr(admin));
+    cr_assert_eq(fs_replan(remote, &more, &gen), FS_ERR_UNSUPPORTED, "administration stays on the server's machine");
+    fs_info_t *info;
+    cr_assert_eq(fs_info(remote, &info), FS_OK);
+    cr_assert_eq(info->placement_generation, 2, "failed re-plans left generation 2 serving");
+    fs_info_free(info);
+
+    /* the connected trainer follows: same results, the new plan's traffic */
+    run_batches(trainer, train, 20, &nodes1, &n1, &feat1);
+    cr_assert_eq(n1, n0);
+    cr_assert_arr_eq(nodes1, nodes0, (size_t)n0 * 8, "sampling does not depend on the placement");
+    cr_assert_arr_eq(feat1, feat0, (size_t)n0 * 16 * 4, "rows read through the new plan are the same bytes");
+    m = metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 40\n");
+    cr_assert_eq(generation_in(m), 2);
+    double local_after = share(m, "predicted", "gpu1", "local");
+    cr_assert_gt(local_after, local_before + 0.05, "more memory, more local rows: %.3f -> %.3f", local_before, local_after);
+    const char *src[] = {"local", "peer", "host"};
+    for (int k = 0; k < 3; k++) {
+        double p = share(m, "predicted", "gpu1", src[k]), got = share(m, "measured", "gpu1", src[k]);
+        cr_assert(fabs(p - got) < 0.03, "after the re-plan, %s: predicted %.4f, measured %.4f", src[k], p, got);
+    }
+    cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"ok\"} 1\n"), "%s", m);
+    cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"error\"} 3\n"), "%s", m); /* hotness, plan, order */
+    free(m);
+
+    /* gRPC results do not change either */
+    fs_sample_req_t req = {.num_hops = 3, .fanout = {15, 10, 5}, .seed = 1};
+    int64_t seeds[1024], ns;
+    epoch_batch(train, 0, seeds, &ns);
+    fs_batch_t *b;
+    cr_assert_eq(fs_sample_gather(remote, seeds, ns, &req, "feat", FS_DTYPE_INVALID, &b), FS_OK);
+    cr_assert_arr_eq(b->nodes, nodes0, (size_t)n0 * 8);
+    cr_assert_arr_eq(b->features, feat0, (size_t)n0 * 16 * 4);
+    fs_batch_free(b);
+
+    /* the command line, and SIGHUP (re-plan with the current options) */
+    char *log;
+    cr_assert_eq(tu_run(&log, "%s replan %s --gpu-budget 0.1 --topology-first", tu_bin(), uri), 0, "%s", log);
+    cr_assert_not_null(strstr(log, "generation 3"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s replan %s --hotness nope", tu_bin(), uri), 1);
+    cr_assert_not_null(strstr(log, "nope"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s replan %s --feature-first --topology-first", tu_bin(), uri), 2);
+    free(log);
+    kill(s.pid, SIGHUP);
+    snprintf(want, sizeof want, "\nfeatstore_placement_generation 4\n");
+    free(metrics_with(s.metrics_port, want));
+    run_batches(trainer, train, 2, NULL, NULL, NULL);
+
+    free(nodes0), free(feat0), free(nodes1), free(feat1);
+    fs_ids_free(train);
+    fs_close(trainer), fs_close(admin), fs_close(remote);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+}

@@ -85,7 +85,7 @@ typedef struct {
     char splits[8][64];
     /* With a placement: per reader GPU, feature bytes by source ([0] its own
      * GPU, [1] peer GPUs, [2] host): the plan's prediction per mini-batch of
-     * the workload it was costed with, and what was read since start.
+     * the workload it was costed with, and what was read through it.
      * Compare shares: the trainers' batches need not match that workload. */
     int num_readers;
     struct {
@@ -93,6 +93,9 @@ typedef struct {
         double predicted_bytes[3];
         uint64_t measured_bytes[3];
     } placement[16];
+    /* Which placement is served: 1 at start, +1 per re-plan (fs_replan).
+     * Measurements above count from the current placement's start. */
+    uint64_t placement_generation;
 } fs_info_t;
 
 fs_status_t fs_info(fs_client_t *c, fs_info_t **out);
@@ -180,6 +183,30 @@ void fs_ids_free(fs_ids_t *ids);
  * string with fs_stats_free. */
 fs_status_t fs_stats(fs_client_t *c, char **text);
 void fs_stats_free(char *text);
+
+/* Re-plans a running server's placement (ALGORITHMS §2-§5) and switches
+ * to it without a restart. Unset fields keep what the server runs with now;
+ * paths are on the server's machine. The server builds the whole new
+ * placement beside the served one, then switches: requests in flight
+ * finish, trainers connected over unix:// follow the new plan from their
+ * next call (one load of a shared page per call tells them), results never
+ * change (only where rows are read from). A bad option or a failed plan is
+ * an error naming the problem and changes nothing; a second re-plan while
+ * one runs is FS_ERR_UNAVAILABLE. Over unix:// only (FS_ERR_UNSUPPORTED over
+ * grpc://): it is administration, reserved to the server's machine.
+ * Blocks until the new placement serves; *generation (may be NULL) gets
+ * its number. opts may be NULL: re-plan with the current options (a plan
+ * file is read again; presampled hotness is sampled again). */
+typedef struct {
+    const char *topology;  /* preset (pcie4, nvlink-pairs, dgx1-v100, nvswitch8) or topology file */
+    double gpu_budget;     /* bytes per GPU as a fraction of the feature table's bytes, in (0, 1] */
+    const char *hotness;   /* "degree", "reach" or "presample" */
+    const char *order;     /* "topology-first" or "feature-first" (ALGORITHMS §5) */
+    const char *plan;      /* a plan file (`featstore plan --save`) to load instead of planning */
+    const char *save;      /* save the new plan to this file */
+} fs_replan_opts_t;
+
+fs_status_t fs_replan(fs_client_t *c, const fs_replan_opts_t *opts, uint64_t *generation);
 
 #ifdef __cplusplus
 }

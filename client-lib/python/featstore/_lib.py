@@ -94,6 +94,14 @@ class IdsC(ctypes.Structure):
     _fields_ = [("n", _i64), ("ids", _p_i64)]
 
 
+class ReplanOpts(ctypes.Structure):
+    """fs_replan_opts_t."""
+    _fields_ = [
+        ("topology", ctypes.c_char_p), ("gpu_budget", ctypes.c_double), ("hotness", ctypes.c_char_p),
+        ("order", ctypes.c_char_p), ("plan", ctypes.c_char_p), ("save", ctypes.c_char_p),
+    ]
+
+
 # ---- finding the library -----------------------------------------------------
 
 def _candidates():
@@ -156,6 +164,7 @@ _OPTIONAL = {
     "fs_batch_region": (ctypes.c_int, [ctypes.POINTER(BatchC), ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.POINTER(ctypes.c_size_t)]),
     "fs_report_load_ratio": (ctypes.c_int, [_c_client_p, ctypes.c_double, ctypes.POINTER(ctypes.c_double)]),
+    "fs_replan": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ReplanOpts), ctypes.POINTER(ctypes.c_uint64)]),
 }
 
 

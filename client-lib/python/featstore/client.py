@@ -418,6 +418,18 @@ class Client:
         finally:
             lib.fs_ids_free(out)
 
+    def replan(self, topology=None, gpu_budget=0.0, hotness=None, order=None, plan=None, save=None):
+        """Re-plans the running server's placement (fs_replan; unix:// only)
+        and returns the new placement generation. Unset options keep the
+        server's; paths are on the server's machine."""
+        if not _lib.has("fs_replan"):
+            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_replan (library too old)")
+        enc = lambda v: v.encode() if v else None  # noqa: E731
+        opts = _lib.ReplanOpts(enc(topology), float(gpu_budget), enc(hotness), enc(order), enc(plan), enc(save))
+        gen = ctypes.c_uint64()
+        self._call(lib.fs_replan, ctypes.byref(opts), ctypes.byref(gen))
+        return gen.value
+
     def stats(self):
         """The server's metrics, Prometheus text format."""
         text = ctypes.c_void_p()
