@@ -261,19 +261,22 @@ static fs_status_t map_placement(fs_client_t *c, layout_t *Y, const int *fds, in
 }
 
 /* A WELCOME's descriptors into Y: the files, the notice page (mapped once
- * per connection: *notice_fd receives it), the placement, then `slots`
- * result slots, which stay descriptors (fds[*used...]). */
-static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, const int *fds, int nfds, uint32_t slots, int *notice_fd,
+ * per connection: *notice_fd receives it), the placement; after them the
+ * result slots (1..FS_LOCAL_MAX_SLOTS for HELLO, none for RELAYOUT), left
+ * as descriptors from fds[*used]. */
+static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, const int *fds, int nfds, int hello, int *notice_fd,
                                int *used)
 {
     const fs_local_welcome_t *w = &Y->w;
-    if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_tiers < 1 || w->num_tiers > FS_LOCAL_MAX_TIERS ||
-        w->num_slots != slots || nfds < (int)w->num_slots + 1 || w->las_levels < 0 || w->las_levels > FS_MAX_HOPS ||
+    int slots_ok = hello ? w->num_slots >= 1 && w->num_slots <= FS_LOCAL_MAX_SLOTS : w->num_slots == 0;
+    if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_tiers < 1 || w->num_tiers > FS_LOCAL_MAX_TIERS || !slots_ok ||
+        nfds < (int)w->num_slots + 1 || w->las_levels < 0 || w->las_levels > FS_MAX_HOPS ||
         (w->las_counts != 0 && w->las_counts != 1) || w->generation < 1)
         return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
     int f = 0, data_fds = nfds - (int)w->num_slots;
     fs_status_t st = map_files(c, Y, fds, &f);
-    if (!st && f < data_fds) *notice_fd = fds[f++];
+    if (!st && f >= data_fds) st = fs_client_fail(c, FS_ERR_FORMAT, "the server sent no notice page");
+    if (!st) *notice_fd = fds[f++];
     if (!st) st = map_placement(c, Y, fds, &f);
     if (!st && f != data_fds)
         st = fs_client_fail(c, FS_ERR_FORMAT, "server sent %d dataset descriptors, the handshake describes %d", data_fds, f);
@@ -343,7 +346,7 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
                                        FS_LOCAL_MAX_FDS, &len);
     if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof Y->w))
         st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected handshake reply from unix://%s", path);
-    if (st == FS_OK) st = map_welcome(c, Y, fds, nfds, Y->w.num_slots >= 1 ? Y->w.num_slots : 1, &notice_fd, &used);
+    if (st == FS_OK) st = map_welcome(c, Y, fds, nfds, 1, &notice_fd, &used);
     if (st == FS_OK && (L->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ, MAP_SHARED, notice_fd, 0)) == MAP_FAILED) {
         L->notice = NULL;
         st = fs_client_fail(c, FS_ERR_IO, "cannot map the server's notice page: %s", strerror(errno));
@@ -365,9 +368,9 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
 /* ---- following a re-plan ---------------------------------------------------------- */
 
 /* Maps the placement the server serves now beside the old one, then drops
- * the old: on any failure the connection keeps reading through the old
- * placement (still valid: its memory lives while mapped). Batches are in
- * result slots, untouched. */
+ * the old. On failure the call fails and the connection keeps the old
+ * placement (still valid: its memory lives while mapped); the next call
+ * tries again. Batches are in result slots, untouched. */
 static fs_status_t relayout(fs_client_t *c, local_t *L)
 {
     if (fs_local_send(L->sock, FS_LOCAL_RELAYOUT, NULL, 0, NULL, 0, 0) != 0)

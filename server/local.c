@@ -120,11 +120,11 @@ static void drop_client(fs_local_server_t *s, client_t *c)
     free(c);
 }
 
-static int send_error(client_t *c, fs_status_t st, const char *msg)
+static int send_error(int fd, fs_status_t st, const char *msg)
 {
     fs_local_error_t e = {.status = st};
     snprintf(e.message, sizeof e.message, "%.*s", (int)sizeof e.message - 1, msg); /* long details are cut */
-    return fs_local_send(c->fd, FS_LOCAL_ERROR, &e, sizeof e, NULL, 0, MSG_DONTWAIT);
+    return fs_local_send(fd, FS_LOCAL_ERROR, &e, sizeof e, NULL, 0, MSG_DONTWAIT);
 }
 
 /* Adds the reader's placement in store `st` (tier slices, routes, topology
@@ -211,13 +211,13 @@ static int send_welcome(fs_local_server_t *s, client_t *c, int slots)
     fs_store_t *store = fs_engine_acquire(s->engine, &w.generation);
     if (add_placement(s, store, c->reader, &w, fds, &n, &err) != FS_OK) {
         fs_store_destroy(store);
-        return send_error(c, err.code, err.msg);
+        return send_error(c->fd, err.code, err.msg);
     }
     for (int i = 0; i < slots; i++) { /* the client's until it goes (drop_client closes them) */
         int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
         if (fd < 0) {
             fs_store_destroy(store);
-            send_error(c, FS_ERR_NOMEM, "cannot create result slots");
+            send_error(c->fd, FS_ERR_NOMEM, "cannot create result slots");
             return -1;
         }
         c->slots[c->num_slots++] = fd;
@@ -231,10 +231,10 @@ static int send_welcome(fs_local_server_t *s, client_t *c, int slots)
 
 static int on_hello(fs_local_server_t *s, client_t *c, const fs_local_hello_t *h)
 {
-    if (c->welcomed) return send_error(c, FS_ERR_INVALID_ARGUMENT, "HELLO sent twice");
-    if (h->api_version != 1) return send_error(c, FS_ERR_UNSUPPORTED, "unsupported api_version");
+    if (c->welcomed) return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "HELLO sent twice");
+    if (h->api_version != 1) return send_error(c->fd, FS_ERR_UNSUPPORTED, "unsupported api_version");
     if (h->reader < -1 || h->reader >= FS_MAX_DEVICES)
-        return send_error(c, FS_ERR_INVALID_ARGUMENT, "reader must be -1 (the CPU) or a device id below 16");
+        return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "reader must be -1 (the CPU) or a device id below 16");
     c->reader = h->reader;
     int slots = h->slots < 1 ? 1 : h->slots > FS_LOCAL_MAX_SLOTS ? FS_LOCAL_MAX_SLOTS : (int)h->slots;
     if (send_welcome(s, c, slots) != 0) return -1;
@@ -263,8 +263,7 @@ static void *replan_main(void *p)
     if (st == FS_OK) {
         fs_local_send(j->fd, FS_LOCAL_REPLAN_REPLY, &r, sizeof r, NULL, 0, MSG_DONTWAIT);
     } else {
-        client_t c = {.fd = j->fd};
-        send_error(&c, st, err.msg);
+        send_error(j->fd, st, err.msg);
     }
     close(j->fd);
     free(j);
@@ -282,19 +281,19 @@ static void join_replan(fs_local_server_t *s)
  * the loop goes on serving everyone, this client included. */
 static int on_replan(fs_local_server_t *s, client_t *c, const fs_local_replan_t *req)
 {
-    if (!s->replan) return send_error(c, FS_ERR_UNSUPPORTED, "this server was started without re-planning");
+    if (!s->replan) return send_error(c->fd, FS_ERR_UNSUPPORTED, "this server was started without re-planning");
     if (atomic_load(&s->replan_state) == 1)
-        return send_error(c, FS_ERR_UNAVAILABLE, "a re-plan is already running; try again when it is done");
+        return send_error(c->fd, FS_ERR_UNAVAILABLE, "a re-plan is already running; try again when it is done");
     join_replan(s);
     replan_job_t *j = malloc(sizeof *j);
-    if (!j) return send_error(c, FS_ERR_NOMEM, "out of memory");
+    if (!j) return send_error(c->fd, FS_ERR_NOMEM, "out of memory");
     *j = (replan_job_t){.s = s, .fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0), .req = *req};
     atomic_store(&s->replan_state, 1);
     if (j->fd < 0 || pthread_create(&s->replan_thread, NULL, replan_main, j) != 0) {
         if (j->fd >= 0) close(j->fd);
         free(j);
         atomic_store(&s->replan_state, 0);
-        return send_error(c, FS_ERR_RESOURCE, "cannot start the re-plan thread");
+        return send_error(c->fd, FS_ERR_RESOURCE, "cannot start the re-plan thread");
     }
     return 0;
 }
@@ -306,7 +305,7 @@ static int on_info(fs_local_server_t *s, client_t *c)
     fs_engine_info(s->engine, &info);
     fs_metrics_info(s->metrics, &info);
     pb_ostream_t os = pb_ostream_from_buffer((pb_byte_t *)s->buf, sizeof s->buf);
-    if (!pb_encode(&os, featstore_v1_InfoResponse_fields, &info)) return send_error(c, FS_ERR_INTERNAL, PB_GET_ERROR(&os));
+    if (!pb_encode(&os, featstore_v1_InfoResponse_fields, &info)) return send_error(c->fd, FS_ERR_INTERNAL, PB_GET_ERROR(&os));
     int rc = fs_local_send(c->fd, FS_LOCAL_INFO_REPLY, s->buf, os.bytes_written, NULL, 0, MSG_DONTWAIT);
     fs_metrics_request(s->metrics, FS_METHOD_INFO, FS_TRANSPORT_UNIX, rc ? FS_ERR_IO : FS_OK, fs_now() - t0);
     return rc;
@@ -316,9 +315,9 @@ static int on_stats(fs_local_server_t *s, client_t *c)
 {
     double t0 = fs_now();
     char *text = fs_metrics_render(s->metrics);
-    if (!text) return send_error(c, FS_ERR_NOMEM, "out of memory rendering metrics");
+    if (!text) return send_error(c->fd, FS_ERR_NOMEM, "out of memory rendering metrics");
     size_t len = strlen(text);
-    int rc = len > FS_LOCAL_MAX_MSG - 64 ? send_error(c, FS_ERR_RESOURCE, "metrics text too large for one message")
+    int rc = len > FS_LOCAL_MAX_MSG - 64 ? send_error(c->fd, FS_ERR_RESOURCE, "metrics text too large for one message")
                                          : fs_local_send(c->fd, FS_LOCAL_STATS_REPLY, text, len, NULL, 0, MSG_DONTWAIT);
     free(text);
     fs_metrics_request(s->metrics, FS_METHOD_STATS, FS_TRANSPORT_UNIX, rc ? FS_ERR_IO : FS_OK, fs_now() - t0);
@@ -344,7 +343,7 @@ static int on_split(fs_local_server_t *s, client_t *c, const fs_local_split_t *r
         rc = fs_local_send(c->fd, FS_LOCAL_SPLIT_REPLY, &r, sizeof r, &fd, 1, MSG_DONTWAIT);
         if (rc) st = FS_ERR_IO;
     } else {
-        rc = send_error(c, st, err.msg);
+        rc = send_error(c->fd, st, err.msg);
     }
     if (fd >= 0) close(fd);
     fs_metrics_request(s->metrics, FS_METHOD_SPLIT, FS_TRANSPORT_UNIX, st, fs_now() - t0);
@@ -373,13 +372,13 @@ static int on_readable(fs_local_server_t *s, client_t *c)
         for (int i = 0; i < nfds; i++) close(fds[i]); /* clients never send descriptors */
         if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         if (got <= 0) {
-            if (got < 0 && errno == EPROTO) send_error(c, FS_ERR_INVALID_ARGUMENT, "malformed message");
+            if (got < 0 && errno == EPROTO) send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "malformed message");
             return -1;
         }
         if (type == FS_LOCAL_HELLO && n == sizeof(fs_local_hello_t)) {
             if (on_hello(s, c, (void *)s->buf) != 0) return -1;
         } else if (!c->welcomed) {
-            send_error(c, FS_ERR_INVALID_ARGUMENT, "expected HELLO first");
+            send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "expected HELLO first");
             return -1;
         } else if (type == FS_LOCAL_INFO) {
             if (on_info(s, c) != 0) return -1;
@@ -394,7 +393,7 @@ static int on_readable(fs_local_server_t *s, client_t *c)
         } else if (type == FS_LOCAL_REPLAN && n == sizeof(fs_local_replan_t)) {
             if (on_replan(s, c, (void *)s->buf) != 0) return -1;
         } else {
-            send_error(c, FS_ERR_INVALID_ARGUMENT, "unknown or malformed message");
+            send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "unknown or malformed message");
             return -1;
         }
     }
