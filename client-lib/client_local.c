@@ -690,22 +690,29 @@ static fs_status_t local_split(fs_client_t *c, const char *name, fs_ids_t **out)
 
 /* ---- administration ----------------------------------------------------------------- */
 
-static void copy_opt(char *dst, size_t cap, const char *v) { snprintf(dst, cap, "%s", v ? v : ""); }
+/* Copies an option into its fixed-size field; too long is an error, never a cut. */
+static fs_status_t copy_opt(fs_client_t *c, char *dst, size_t cap, const char *what, const char *v)
+{
+    if (snprintf(dst, cap, "%s", v ? v : "") < (int)cap) return FS_OK;
+    return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "re-plan: %s is longer than %zu bytes", what, cap - 1);
+}
 
 static fs_status_t local_replan(fs_client_t *c, const fs_replan_opts_t *o, uint64_t *generation)
 {
     fs_local_replan_t req = {.gpu_budget = o->gpu_budget};
-    copy_opt(req.topology, sizeof req.topology, o->topology);
-    copy_opt(req.hotness, sizeof req.hotness, o->hotness);
-    copy_opt(req.order, sizeof req.order, o->order);
-    copy_opt(req.plan, sizeof req.plan, o->plan);
-    copy_opt(req.save, sizeof req.save, o->save);
+    fs_status_t st = copy_opt(c, req.topology, sizeof req.topology, "topology", o->topology);
+    if (st == FS_OK) st = copy_opt(c, req.hotness, sizeof req.hotness, "hotness", o->hotness);
+    if (st == FS_OK) st = copy_opt(c, req.order, sizeof req.order, "order", o->order);
+    if (st == FS_OK) st = copy_opt(c, req.plan, sizeof req.plan, "plan", o->plan);
+    if (st == FS_OK) st = copy_opt(c, req.save, sizeof req.save, "save", o->save);
+    if (st == FS_OK) st = copy_opt(c, req.alpha, sizeof req.alpha, "alpha", o->alpha);
+    if (st != FS_OK) return st;
     union {
         fs_local_replan_reply_t r;
         fs_local_error_t e;
     } u;
     size_t len;
-    fs_status_t st = ask_fd(c, FS_LOCAL_REPLAN, &req, sizeof req, FS_LOCAL_REPLAN_REPLY, (char *)&u, sizeof u, &len, NULL);
+    st = ask_fd(c, FS_LOCAL_REPLAN, &req, sizeof req, FS_LOCAL_REPLAN_REPLY, (char *)&u, sizeof u, &len, NULL);
     if (st == FS_OK && len != sizeof u.r) st = fs_client_fail(c, FS_ERR_FORMAT, "malformed Replan reply");
     if (st == FS_OK && generation) *generation = u.r.generation;
     return st;

@@ -54,6 +54,47 @@ void fs_plan_defaults(fs_plan_opts_t *o)
     o->solver_budget = FS_XGNN_DEFAULT_BUDGET;
 }
 
+/* One alpha value of a spec: a number in [0, 1], the whole of [s, end). */
+static int parse_alpha_value(const char *s, const char *end, double *out)
+{
+    char buf[32], *stop;
+    size_t n = (size_t)(end - s);
+    if (n == 0 || n >= sizeof buf) return 0;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    *out = strtod(buf, &stop);
+    return *stop == 0 && *out >= 0 && *out <= 1; /* NaN fails */
+}
+
+fs_status_t fs_plan_alpha_parse(const char *spec, double alpha[FS_FABRIC_COUNT_], fs_error_t *err)
+{
+    if (!spec || !*spec) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha: empty (want 0.2 or nvlink=0.2,nvswitch=0)");
+    double next[FS_FABRIC_COUNT_];
+    memcpy(next, alpha, sizeof next);
+    if (!strchr(spec, '=')) {
+        double a;
+        if (!parse_alpha_value(spec, spec + strlen(spec), &a))
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%s': not a number in [0, 1]", spec);
+        next[FS_FABRIC_NVLINK] = next[FS_FABRIC_NVSWITCH] = a; /* PCIe has no groups: nothing to set */
+    }
+    for (const char *s = spec; strchr(spec, '=') && *s;) {
+        const char *end = s + strcspn(s, ","), *eq = memchr(s, '=', (size_t)(end - s));
+        int f = FS_FABRIC_NVLINK;
+        for (; eq && f < FS_FABRIC_COUNT_; f++)
+            if ((size_t)(eq - s) == strlen(fs_fabric_name((fs_fabric_t)f)) &&
+                memcmp(s, fs_fabric_name((fs_fabric_t)f), (size_t)(eq - s)) == 0)
+                break;
+        if (!eq || f == FS_FABRIC_COUNT_)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%.*s': want nvlink=A or nvswitch=A (PCIe-only GPUs "
+                            "form no groups, so have no alpha)", (int)(end - s), s);
+        if (!parse_alpha_value(eq + 1, end, &next[f]))
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%.*s': not a number in [0, 1]", (int)(end - s), s);
+        s = *end ? end + 1 : end;
+    }
+    memcpy(alpha, next, sizeof next);
+    return FS_OK;
+}
+
 void fs_plan_free(fs_plan_t *plan)
 {
     if (!plan) return;

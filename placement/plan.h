@@ -174,6 +174,13 @@ typedef struct {
 
 void fs_plan_defaults(fs_plan_opts_t *o);
 
+/* Sets Algorithm 1's alpha per link class from spec: one number for every
+ * class with peer groups ("0.1"), or a list of class=value ("nvlink=0,
+ * nvswitch=0.1"; classes not named keep their value in alpha). Values in
+ * [0, 1]. FS_ERR_INVALID_ARGUMENT naming the bad part otherwise; alpha is
+ * then unchanged. */
+fs_status_t fs_plan_alpha_parse(const char *spec, double alpha[FS_FABRIC_COUNT_], fs_error_t *err);
+
 typedef struct {
     int64_t num_nodes;
     const double *p;          /* feature hotness [num_nodes] */

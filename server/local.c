@@ -277,11 +277,27 @@ static void join_replan(fs_local_server_t *s)
     atomic_store(&s->replan_state, 0);
 }
 
+/* The name of the first string field of req without its NUL, or NULL. */
+static const char *unterminated_replan_field(const fs_local_replan_t *req)
+{
+#define FS_FIELD_OK(f) (memchr(req->f, 0, sizeof req->f) != NULL)
+    return !FS_FIELD_OK(topology) ? "topology" : !FS_FIELD_OK(hotness) ? "hotness" : !FS_FIELD_OK(order) ? "order"
+         : !FS_FIELD_OK(plan)     ? "plan"     : !FS_FIELD_OK(save)    ? "save"    : !FS_FIELD_OK(alpha) ? "alpha"
+                                                                                                           : NULL;
+#undef FS_FIELD_OK
+}
+
 /* The reply comes from the re-plan's thread when it is done; meanwhile
  * the loop goes on serving everyone, this client included. */
 static int on_replan(fs_local_server_t *s, client_t *c, const fs_local_replan_t *req)
 {
     if (!s->replan) return send_error(c->fd, FS_ERR_UNSUPPORTED, "this server was started without re-planning");
+    const char *bad = unterminated_replan_field(req);
+    if (bad) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "re-plan: the %s field is not NUL-terminated", bad);
+        return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, msg);
+    }
     if (atomic_load(&s->replan_state) == 1)
         return send_error(c->fd, FS_ERR_UNAVAILABLE, "a re-plan is already running; try again when it is done");
     join_replan(s);

@@ -149,6 +149,16 @@ fs_status_t fs_place_workload(const fs_dataset_t *ds, const fs_place_opts_t *o, 
 
 /* ---- the plan --------------------------------------------------------------------- */
 
+/* The planner's options from ours. */
+static fs_status_t plan_opts(const fs_place_opts_t *o, fs_plan_opts_t *po, fs_error_t *err)
+{
+    fs_plan_defaults(po);
+    po->threads = o->threads;
+    po->policy = o->policy;
+    po->budget.feature_first = o->feature_first;
+    return o->alpha ? fs_plan_alpha_parse(o->alpha, po->alpha, err) : FS_OK;
+}
+
 fs_status_t fs_place_build(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
                            const double *p, fs_plan_t **plan, fs_error_t *err)
 {
@@ -156,13 +166,11 @@ fs_status_t fs_place_build(const fs_dataset_t *ds, const fs_place_opts_t *o, con
     const fs_table_t *t = pick_table(ds, o->table, err);
     if (!t) return err->code;
     fs_plan_opts_t po;
-    fs_plan_defaults(&po);
-    po.threads = o->threads;
-    po.policy = o->policy;
-    po.budget.feature_first = o->feature_first;
+    fs_status_t s = plan_opts(o, &po, err);
+    if (s != FS_OK) return s;
     fs_plan_input_t in = {.num_nodes = ds->num_nodes, .p = p, .row_bytes = (int64_t)t->row_bytes,
                           .indptr = ds->indptr, .index_bytes = (int64_t)fs_dtype_size(ds->index_dtype)};
-    fs_status_t s = fs_plan_build(hw, &in, &po, plan, err);
+    s = fs_plan_build(hw, &in, &po, plan, err);
     if (s == FS_OK && o->plan_out) s = fs_plan_save(*plan, o->plan_out, err);
     return s;
 }
@@ -186,7 +194,9 @@ fs_status_t fs_place_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_h
                           fs_error_t *err)
 {
     *plan = NULL;
-    fs_status_t s = fs_place_hardware(ds, o, hw, err);
+    fs_plan_opts_t po;
+    fs_status_t s = plan_opts(o, &po, err); /* refuse bad options before the hotness, which may take a while */
+    if (s == FS_OK) s = fs_place_hardware(ds, o, hw, err);
     if (s != FS_OK) return s;
     if (o->plan_in) return load_plan(ds, o, hw, plan, err);
     double *p = malloc(sizeof *p * (size_t)(ds->num_nodes ? ds->num_nodes : 1));

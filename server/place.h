@@ -39,6 +39,8 @@ typedef struct {
     const char *plan_in;   /* load this plan instead of computing one */
     const char *plan_out;  /* save the plan here */
     int feature_first;     /* budget features before topology */
+    const char *alpha;     /* Algorithm 1's alpha per link class (fs_plan_alpha_parse: "0" or
+                              "nvlink=0.2,nvswitch=0"); NULL = the paper's 0.2 NVLink, 0 NVSwitch */
     int threads;
     /* Zero for each of the following keeps the defaults. */
     fs_place_hotness_t hotness;           /* FS_PLACE_HOT_DEGREE */

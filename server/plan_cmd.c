@@ -25,7 +25,7 @@
 
 enum {
     P_TOPOLOGY = 300, P_GPUS, P_BUDGET, P_FEATURE_FIRST, P_POLICY, P_HOTNESS, P_FANOUTS, P_BATCH, P_PRESAMPLE,
-    P_SAVE, P_REPLAY, P_THREADS, P_TABLE,
+    P_SAVE, P_REPLAY, P_THREADS, P_TABLE, P_ALPHA,
 };
 
 static const struct option plan_opts[] = {
@@ -35,12 +35,14 @@ static const struct option plan_opts[] = {
     {"fanouts", required_argument, 0, P_FANOUTS},    {"batch", required_argument, 0, P_BATCH},
     {"presample-batches", required_argument, 0, P_PRESAMPLE}, {"save", required_argument, 0, P_SAVE},
     {"replay", required_argument, 0, P_REPLAY},      {"threads", required_argument, 0, P_THREADS},
-    {"table", required_argument, 0, P_TABLE},        {0, 0, 0, 0},
+    {"table", required_argument, 0, P_TABLE},        {"alpha", required_argument, 0, P_ALPHA},
+    {0, 0, 0, 0},
 };
 
 static const char *const plan_usage =
     "usage: featstore plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first]\n"
-    "       [--policy auto|rule1|algo1|xgnn|naive|rand|degree] [--hotness degree|reach|presample]\n"
+    "       [--policy auto|rule1|algo1|xgnn|naive|rand|degree] [--alpha A|nvlink=A,nvswitch=A]\n"
+    "       [--hotness degree|reach|presample]"
     "       [--fanouts 15,10,5] [--batch 1024] [--presample-batches N] [--table T] [--save FILE]\n"
     "       [--replay N] [--threads N]";
 
@@ -104,6 +106,7 @@ static int parse_args(plan_cli_t *c, int argc, char **argv)
         case P_FANOUTS: c->fanouts = optarg; break;
         case P_SAVE: c->place.plan_out = optarg; break;
         case P_TABLE: c->place.table = optarg; break;
+        case P_ALPHA: c->place.alpha = optarg; break;
         case P_GPUS: if (number("--gpus", optarg, 1, FS_HW_MAX_GPUS, &c->gpus)) return 1; break;
         case P_BATCH: if (number("--batch", optarg, 1, 1 << 24, &c->batch)) return 1; break;
         case P_PRESAMPLE: if (number("--presample-batches", optarg, 1, 1LL << 32, &c->presample)) return 1; break;
@@ -147,6 +150,11 @@ static fs_status_t check_values(plan_cli_t *c, fs_error_t *err)
     fs_status_t st = c->fanouts ? parse_fanouts(c->fanouts, &c->workload, err) : FS_OK;
     if (st == FS_OK && c->policy) st = fs_feat_policy_parse(c->policy, &c->place.policy, err);
     if (st == FS_OK && c->hotness) st = fs_place_hotness_parse(c->hotness, &c->place.hotness, err);
+    if (st == FS_OK && c->place.alpha) {
+        fs_plan_opts_t po;
+        fs_plan_defaults(&po);
+        st = fs_plan_alpha_parse(c->place.alpha, po.alpha, err);
+    }
     if (st == FS_OK && c->budget) {
         char *e;
         c->place.gpu_budget = strtod(c->budget, &e);

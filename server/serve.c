@@ -93,7 +93,7 @@ typedef struct {
      * requests, SIGHUP) start from them one at a time */
     pthread_mutex_t replan_mu;
     fs_place_opts_t place;
-    char topology[256], plan_in[512];
+    char topology[256], plan_in[512], alpha[128]; /* place's strings after a re-plan */
 } server_t;
 
 static void shutdown_all(server_t *s)
@@ -171,6 +171,7 @@ static fs_status_t replan_opts(const server_t *s, const fs_local_replan_t *req, 
     if (!po->topology && !po->plan_in)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: this server has no placement; name a topology");
     if (req->hotness[0] && fs_place_hotness_parse(req->hotness, &po->hotness, err) != FS_OK) return err->code;
+    if (req->alpha[0]) po->alpha = req->alpha;
     if (req->order[0] && strcmp(req->order, "topology-first") && strcmp(req->order, "feature-first"))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: order '%s' (need topology-first or feature-first)",
                         req->order);
@@ -180,6 +181,26 @@ static fs_status_t replan_opts(const server_t *s, const fs_local_replan_t *req, 
                         "the current one)", req->gpu_budget);
     if (req->gpu_budget > 0) po->gpu_budget = req->gpu_budget;
     return FS_OK;
+}
+
+/* Copies src (NULL = unset) into buf, for strings that must outlive a request. */
+static const char *keep_string(char *buf, size_t size, const char *src, char *tmp)
+{
+    snprintf(tmp, size, "%s", src ? src : ""); /* src may be buf itself */
+    memcpy(buf, tmp, size);
+    return src ? buf : NULL;
+}
+
+/* po becomes the server's placement options; its strings may live in a
+ * request or in s, so they are copied into s. */
+static void keep_place(server_t *s, const fs_place_opts_t *po)
+{
+    char tmp[sizeof s->plan_in];
+    s->place = *po;
+    s->place.topology = keep_string(s->topology, sizeof s->topology, po->topology, tmp);
+    s->place.plan_in = keep_string(s->plan_in, sizeof s->plan_in, po->plan_in, tmp);
+    s->place.alpha = keep_string(s->alpha, sizeof s->alpha, po->alpha, tmp);
+    s->place.plan_out = NULL; /* saving is asked for each time, never repeated */
 }
 
 /* Makes a whole new placement beside the served one, then switches every
@@ -207,15 +228,7 @@ static fs_status_t replan(void *ctx, const fs_local_replan_t *req, fs_local_repl
         fs_store_destroy(s->store); /* s->store: the served store, for the startup log and shutdown */
         s->store = store;
         store = NULL;
-        char topology[sizeof s->topology], plan_in[sizeof s->plan_in]; /* po's strings may live in s */
-        snprintf(topology, sizeof topology, "%s", po.topology ? po.topology : "");
-        snprintf(plan_in, sizeof plan_in, "%s", po.plan_in ? po.plan_in : "");
-        memcpy(s->topology, topology, sizeof topology);
-        memcpy(s->plan_in, plan_in, sizeof plan_in);
-        s->place = po;
-        s->place.topology = s->topology[0] ? s->topology : NULL;
-        s->place.plan_in = s->plan_in[0] ? s->plan_in : NULL;
-        s->place.plan_out = NULL;
+        keep_place(s, &po);
         *out = (fs_local_replan_reply_t){.generation = gen, .seconds = fs_now() - t0};
         fprintf(stderr, "featstore: re-planned in %.2f s: placement generation %llu is served\n", out->seconds,
                 (unsigned long long)gen);

@@ -172,6 +172,13 @@ Test(cli, plan_prints_gpus_prediction_and_replay)
     rc = tu_run(&log, "%s plan %s --topology pcie4 --policy naive", tu_bin(), ds);
     cr_assert_eq(rc, 0, "%s", log);
     cr_assert_not_null(strstr(log, "policy naive, hotness degree"), "%s", log);
+    free(log);
+    /* alpha per link class: the GPU lines show it, 1 copies the pair's rows to both GPUs */
+    rc = tu_run(&log, "%s plan %s --topology nvlink-pairs --gpu-budget 0.2 --feature-first --alpha nvswitch=0.5,nvlink=1",
+                tu_bin(), ds);
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_assert_not_null(strstr(log, "  1.00      0\n"), "gpu 0: alpha 1.00, group 0: %s", log);
+    cr_assert_not_null(strstr(log, "replication factor 4.000"), "4 GPUs, the same rows: %s", log);
     free(log), free(saved), free(ds);
 }
 
@@ -187,6 +194,8 @@ Test(cli, plan_errors_name_the_problem)
         {"--topology nvlink-pairs --gpu-budget x", "--gpu-budget must be a fraction", 1},
         {"--topology nvlink-pairs --policy metis", "unknown placement policy 'metis'", 1},
         {"--topology nvlink-pairs --hotness pagerank", "unknown hotness estimator 'pagerank'", 1},
+        {"--topology nvlink-pairs --alpha fast", "alpha 'fast': not a number in [0, 1]", 1},
+        {"--topology nvlink-pairs --alpha pcie=0.1", "alpha 'pcie=0.1'", 1},
         {"--topology nvlink-pairs --fanouts 5,0", "--fanouts", 1},
         {"--topology nvswitch8 --gpus 9", "9 GPUs", 1},
         {"--topology nvlink-pairs --replay 0", "--replay must be a whole number", 1},
@@ -207,15 +216,23 @@ Test(cli, plan_errors_name_the_problem)
 }
 
 /* serve's --hotness is checked before anything is served */
-Test(cli, serve_hotness_needs_topology_and_a_known_name)
+Test(cli, serve_hotness_and_alpha_need_topology_and_valid_values)
 {
     char *ds = gen_tiny(), *log;
     int rc = tu_run(&log, "%s serve %s --hotness presample", tu_bin(), ds);
     cr_assert_eq(rc, 2, "%s", log);
-    cr_assert_not_null(strstr(log, "--hotness need --topology"), "%s", log);
+    cr_assert_not_null(strstr(log, "--hotness and --alpha need --topology"), "%s", log);
+    free(log);
+    rc = tu_run(&log, "%s serve %s --alpha 0", tu_bin(), ds);
+    cr_assert_eq(rc, 2, "%s", log);
+    cr_assert_not_null(strstr(log, "--alpha need --topology"), "%s", log);
     free(log);
     rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --hotness pagerank", tu_bin(), ds);
     cr_assert_eq(rc, 2, "%s", log);
     cr_assert_not_null(strstr(log, "unknown hotness estimator 'pagerank'"), "%s", log);
+    free(log);
+    rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --alpha nvlink=-1", tu_bin(), ds);
+    cr_assert_eq(rc, 2, "refused before serving: %s", log);
+    cr_assert_not_null(strstr(log, "alpha 'nvlink=-1'"), "%s", log);
     free(log), free(ds);
 }

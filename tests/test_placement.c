@@ -1220,6 +1220,35 @@ Test(plan, policy_names_parse_and_unknown_ones_are_named)
     cr_assert_eq(got, FS_FEAT_ALGO1, "untouched on error");
 }
 
+Test(plan, alpha_specs_set_each_link_class_and_bad_ones_are_named)
+{
+    fs_error_t err = {0};
+    fs_plan_opts_t o;
+    fs_plan_defaults(&o);
+    cr_assert_float_eq(o.alpha[FS_FABRIC_NVLINK], 0.2, 1e-12, "seed 000's default");
+    cr_assert_eq(fs_plan_alpha_parse("0", o.alpha, &err), FS_OK, "%s", err.msg);
+    cr_assert(o.alpha[FS_FABRIC_NVLINK] == 0 && o.alpha[FS_FABRIC_NVSWITCH] == 0);
+    cr_assert_eq(fs_plan_alpha_parse("nvswitch=0.5", o.alpha, &err), FS_OK, "%s", err.msg);
+    cr_assert(o.alpha[FS_FABRIC_NVLINK] == 0 && o.alpha[FS_FABRIC_NVSWITCH] == 0.5, "the other class keeps its value");
+    cr_assert_eq(fs_plan_alpha_parse("nvlink=0.3,nvswitch=1", o.alpha, &err), FS_OK, "%s", err.msg);
+    cr_assert(o.alpha[FS_FABRIC_NVLINK] == 0.3 && o.alpha[FS_FABRIC_NVSWITCH] == 1);
+
+    static const struct {
+        const char *spec, *named;
+    } bad[] = {
+        {"", "empty"},          {"1.5", "'1.5'"},          {"-0.1", "'-0.1'"},       {"nan", "'nan'"},
+        {"0.2x", "'0.2x'"},     {"pcie=0.1", "'pcie=0.1'"}, {"nvlink=", "'nvlink='"}, {"nvlink=0.1,,", "''"},
+        {"nvlink:0.1", "'nvlink:0.1'"}, {"nvlink=0.1,fast=0", "'fast=0'"}, {"nvlinkx=0.1", "'nvlinkx=0.1'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double before[FS_FABRIC_COUNT_];
+        memcpy(before, o.alpha, sizeof before);
+        cr_assert_eq(fs_plan_alpha_parse(bad[i].spec, o.alpha, &err), FS_ERR_INVALID_ARGUMENT, "%s", bad[i].spec);
+        cr_assert(strstr(err.msg, bad[i].named), "'%s' -> %s", bad[i].spec, err.msg);
+        cr_assert(memcmp(before, o.alpha, sizeof before) == 0, "'%s' changed alpha", bad[i].spec);
+    }
+}
+
 static fs_plan_t *baseline_plan(const char *hw_name, int gpus, fs_feat_policy_t policy, int64_t N, int64_t rows,
                                 const double *p, fs_hardware_t *hw_out)
 {

@@ -346,6 +346,9 @@ class BindingTest(unittest.TestCase):
                     np.testing.assert_array_equal(after.features, rows.features)
                 with self.assertRaisesRegex(featstore.Error, "bogus"):
                     c.replan(hotness="bogus")
+                with self.assertRaisesRegex(featstore.Error, "nvlink=3"):
+                    c.replan(alpha="nvlink=3")
+                self.assertEqual(c.replan(alpha=0), 3)  # a number sets every link class
                 with self.assertRaises(featstore.Error) as e:
                     self.grpc.replan(gpu_budget=0.3)
                 self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)

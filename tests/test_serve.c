@@ -351,7 +351,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
 {
     server_t s;
     cr_assert_eq(start(&s, "--topology nvlink-pairs --gpu-budget 0.05 --feature-first"), 0);
-    char uri[300], guri[64], want[200];
+    char uri[300], guri[64];
     snprintf(uri, sizeof uri, "unix://%s", sock);
     snprintf(guri, sizeof guri, "grpc://127.0.0.1:%d", s.grpc_port);
     fs_connect_opts_t as_gpu1 = {.device = "gpu:1"};
@@ -378,7 +378,8 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
 
     /* bad requests name the problem and change nothing */
     fs_replan_opts_t bad_hot = {.hotness = "bogus"}, bad_plan = {.plan = "/nonexistent/plan.bin"},
-                     bad_budget = {.gpu_budget = 1.5}, bad_order = {.order = "sideways"};
+                     bad_budget = {.gpu_budget = 1.5}, bad_order = {.order = "sideways"},
+                     bad_alpha = {.alpha = "nvlink=2"};
     cr_assert_eq(fs_replan(admin, &bad_hot, &gen), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(fs_client_errstr(admin), "bogus"), "%s", fs_client_errstr(admin));
     cr_assert_neq(fs_replan(admin, &bad_plan, &gen), FS_OK);
@@ -386,6 +387,8 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     cr_assert_eq(fs_replan(admin, &bad_budget, &gen), FS_ERR_INVALID_ARGUMENT);
     cr_assert_eq(fs_replan(admin, &bad_order, &gen), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(fs_client_errstr(admin), "sideways"), "%s", fs_client_errstr(admin));
+    cr_assert_eq(fs_replan(admin, &bad_alpha, &gen), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(fs_client_errstr(admin), "nvlink=2"), "%s", fs_client_errstr(admin));
     cr_assert_eq(fs_replan(remote, &more, &gen), FS_ERR_UNSUPPORTED, "administration stays on the server's machine");
     fs_info_t *info;
     cr_assert_eq(fs_info(remote, &info), FS_OK);
@@ -407,7 +410,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
         cr_assert(fabs(p - got) < 0.03, "after the re-plan, %s: predicted %.4f, measured %.4f", src[k], p, got);
     }
     cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"ok\"} 1\n"), "%s", m);
-    cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"error\"} 3\n"), "%s", m); /* hotness, plan, order */
+    cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"error\"} 4\n"), "%s", m); /* hotness, plan, order, alpha */
     free(m);
 
     /* gRPC results do not change either */
@@ -430,10 +433,23 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     free(log);
     cr_assert_eq(tu_run(&log, "%s replan %s --feature-first --topology-first", tu_bin(), uri), 2);
     free(log);
+    cr_assert_eq(tu_run(&log, "%s replan %s --alpha nvlink=7", tu_bin(), uri), 1);
+    cr_assert_not_null(strstr(log, "nvlink=7"), "%s", log);
+    free(log);
+    /* alpha 1: every GPU of a pair holds the same rows, so nobody reads a peer */
+    cr_assert_eq(tu_run(&log, "%s replan %s --alpha 1", tu_bin(), uri), 0, "%s", log);
+    free(log);
+    m = metrics_with(s.metrics_port, "\nfeatstore_placement_generation 4\n");
+    cr_assert_lt(share(m, "predicted", "gpu1", "peer"), 1e-12, "alpha 1 replicates: no peer reads predicted");
+    free(m);
     kill(s.pid, SIGHUP);
-    snprintf(want, sizeof want, "\nfeatstore_placement_generation 4\n");
-    free(metrics_with(s.metrics_port, want));
+    m = metrics_with(s.metrics_port, "\nfeatstore_placement_generation 5\n");
+    cr_assert_lt(share(m, "predicted", "gpu1", "peer"), 1e-12, "SIGHUP keeps the alpha the last re-plan set");
+    free(m);
     run_batches(trainer, train, 2, NULL, NULL, NULL);
+    m = metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 42\n");
+    cr_assert_lt(share(m, "measured", "gpu1", "peer"), 1e-12, "and none measured");
+    free(m);
 
     free(nodes0), free(feat0), free(nodes1), free(feat1);
     fs_ids_free(train);

@@ -204,6 +204,8 @@ typedef struct {
     const char *order;     /* "topology-first" or "feature-first" (ALGORITHMS §5) */
     const char *plan;      /* a plan file (`featstore plan --save`) to load instead of planning */
     const char *save;      /* save the new plan to this file */
+    const char *alpha;     /* Algorithm 1's alpha: "0.1" for every link class, or "nvlink=0.2,nvswitch=0"
+                              (0 = no copies inside a group, least host traffic; -> 1 = copies everywhere) */
 } fs_replan_opts_t;
 
 fs_status_t fs_replan(fs_client_t *c, const fs_replan_opts_t *opts, uint64_t *generation);

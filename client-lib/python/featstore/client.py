@@ -418,14 +418,18 @@ class Client:
         finally:
             lib.fs_ids_free(out)
 
-    def replan(self, topology=None, gpu_budget=0.0, hotness=None, order=None, plan=None, save=None):
+    def replan(self, topology=None, gpu_budget=0.0, hotness=None, order=None, plan=None, save=None, alpha=None):
         """Re-plans the running server's placement (fs_replan; unix:// only)
         and returns the new placement generation. Unset options keep the
-        server's; paths are on the server's machine."""
+        server's; paths are on the server's machine. alpha: Algorithm 1's
+        alpha, a number for every link class or "nvlink=0.2,nvswitch=0"."""
         if not _lib.has("fs_replan"):
             raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_replan (library too old)")
         enc = lambda v: v.encode() if v else None  # noqa: E731
-        opts = _lib.ReplanOpts(enc(topology), float(gpu_budget), enc(hotness), enc(order), enc(plan), enc(save))
+        if alpha is not None and not isinstance(alpha, str):
+            alpha = repr(float(alpha))
+        opts = _lib.ReplanOpts(enc(topology), float(gpu_budget), enc(hotness), enc(order), enc(plan), enc(save),
+                               enc(alpha))
         gen = ctypes.c_uint64()
         self._call(lib.fs_replan, ctypes.byref(opts), ctypes.byref(gen))
         return gen.value
