@@ -706,6 +706,7 @@ static fs_status_t local_replan(fs_client_t *c, const fs_replan_opts_t *o, uint6
     if (st == FS_OK) st = copy_opt(c, req.plan, sizeof req.plan, "plan", o->plan);
     if (st == FS_OK) st = copy_opt(c, req.save, sizeof req.save, "save", o->save);
     if (st == FS_OK) st = copy_opt(c, req.alpha, sizeof req.alpha, "alpha", o->alpha);
+    if (st == FS_OK) st = copy_opt(c, req.reserve, sizeof req.reserve, "reserve", o->reserve);
     if (st != FS_OK) return st;
     union {
         fs_local_replan_reply_t r;

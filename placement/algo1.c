@@ -60,6 +60,7 @@ fs_status_t fs_budget_split(const fs_hardware_t *hw, const fs_budget_opts_t *o, 
     int n = hw->num_gpus;
     memset(out, 0, sizeof *out);
     out->num_gpus = n;
+    out->feature_first = o->feature_first != 0;
     for (int g = 0; g < n; g++) {
         int tp = topo_parts ? topo_parts[g] : n, fp = feat_parts ? feat_parts[g] : n;
         if (tp < 0 || tp > n || fp < 0 || fp > n)

@@ -45,6 +45,7 @@ typedef struct {
 
 typedef struct {
     int num_gpus;
+    int feature_first;                    /* the order the memory was split in (fs_budget_opts_t) */
     int64_t avail_bytes[FS_HW_MAX_GPUS];  /* memory - reserve */
     int64_t topo_bytes[FS_HW_MAX_GPUS];
     int64_t feat_bytes[FS_HW_MAX_GPUS];
@@ -255,7 +256,7 @@ void fs_cost_finish(fs_cost_t *out, const fs_hardware_t *hw);
  * arrays, then an XXH3-64 checksum of everything before it. Loading checks
  * magic, version, every size against the file length, the checksum and the
  * plan's invariants; any mismatch is FS_ERR_FORMAT naming it. */
-#define FS_PLAN_VERSION 1
+#define FS_PLAN_VERSION 2 /* 2: the budget's order */
 fs_status_t fs_plan_save(const fs_plan_t *plan, const char *path, fs_error_t *err);
 fs_status_t fs_plan_load(const char *path, fs_plan_t **out, fs_error_t *err);
 

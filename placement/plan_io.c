@@ -103,6 +103,7 @@ static void put_plan(sink_t *s, const fs_plan_t *p, uint64_t file_bytes)
     put_i64(s, p->distinct_rows);
     put_f64(s, p->replication);
     for (int g = 0; g < n; g++) put_i32(s, p->group[g]), put_f64(s, p->alpha[g]);
+    put_i32(s, p->budget.feature_first);
     for (int g = 0; g < n; g++) {
         put_i64(s, p->budget.avail_bytes[g]), put_i64(s, p->budget.topo_bytes[g]);
         put_i64(s, p->budget.feat_bytes[g]), put_i64(s, p->budget.bsize[g]);
@@ -242,6 +243,7 @@ static void get_plan(source_t *s, fs_plan_t *p)
     p->replication = get_f64(s, "replication");
     for (int g = 0; g < n; g++) p->group[g] = get_i32(s, "group"), p->alpha[g] = get_f64(s, "alpha");
     p->budget.num_gpus = n;
+    p->budget.feature_first = get_i32(s, "budget order") != 0;
     for (int g = 0; g < n; g++) {
         p->budget.avail_bytes[g] = get_i64(s, "budget"), p->budget.topo_bytes[g] = get_i64(s, "budget");
         p->budget.feat_bytes[g] = get_i64(s, "budget"), p->budget.bsize[g] = get_i64(s, "budget");

@@ -91,6 +91,9 @@ static void count_lists(const replay_ctx_t *c, const fs_sample_result_t *res, co
             int s = tdev ? source_index(tdev[v]) : FS_COST_HOST;
             out->lists[r][s]++;
             out->list_bytes[r][s] += reads * c->index_bytes;
+            out->list_sectors[r][s] += 1 + (weighted ? (reads * c->index_bytes + FS_COST_SECTOR_BYTES - 1) /
+                                                           FS_COST_SECTOR_BYTES
+                                                     : reads);
         }
     }
 }
@@ -195,6 +198,7 @@ static void sum_parts(const replay_ctx_t *c, const fs_plan_t *const *plans, fs_r
                     R->rows[r][s] += P->rows[r][s];
                     R->lists[r][s] += P->lists[r][s];
                     R->list_bytes[r][s] += P->list_bytes[r][s];
+                    R->list_sectors[r][s] += P->list_sectors[r][s];
                 }
             }
         }
@@ -251,7 +255,7 @@ fs_status_t fs_plan_replay(const fs_csr_ref_t *g, const int64_t *train, int64_t 
 
 /* ---- per mini-batch ------------------------------------------------------------- */
 
-fs_status_t fs_replay_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, fs_cost_t *out, fs_error_t *err)
+static fs_status_t check_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, fs_cost_t *out, fs_error_t *err)
 {
     if (!r || !hw || !out) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "replay: NULL argument");
     if (hw->num_gpus != r->num_gpus)
@@ -259,11 +263,27 @@ fs_status_t fs_replay_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, f
                         r->num_gpus);
     memset(out, 0, sizeof *out);
     out->num_gpus = r->num_gpus;
-    for (int i = 0; i < r->num_gpus; i++)
+    return FS_OK;
+}
+
+fs_status_t fs_replay_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, fs_cost_t *out, fs_error_t *err)
+{
+    fs_status_t st = check_per_batch(r, hw, out, err);
+    for (int i = 0; st == FS_OK && i < r->num_gpus; i++)
         for (int s = 0; s <= FS_HW_MAX_GPUS && r->batches[i] > 0; s++)
             out->bytes[i][s] = (double)r->rows[i][s] * (double)r->row_bytes / (double)r->batches[i];
-    fs_cost_finish(out, hw);
-    return FS_OK;
+    if (st == FS_OK) fs_cost_finish(out, hw);
+    return st;
+}
+
+fs_status_t fs_replay_topo_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, fs_cost_t *out, fs_error_t *err)
+{
+    fs_status_t st = check_per_batch(r, hw, out, err);
+    for (int i = 0; st == FS_OK && i < r->num_gpus; i++)
+        for (int s = 0; s <= FS_HW_MAX_GPUS && r->batches[i] > 0; s++)
+            out->bytes[i][s] = (double)r->list_sectors[i][s] * FS_COST_SECTOR_BYTES / (double)r->batches[i];
+    if (st == FS_OK) fs_cost_finish(out, hw);
+    return st;
 }
 
 fs_status_t fs_hotness_per_batch(const double *counts, int64_t num_nodes, double batches, double *p, fs_error_t *err)

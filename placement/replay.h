@@ -49,6 +49,7 @@ typedef struct {
      * sampler reads from them (sampled edges x index width), when counted */
     int64_t lists[FS_HW_MAX_GPUS][FS_HW_MAX_GPUS + 1];
     int64_t list_bytes[FS_HW_MAX_GPUS][FS_HW_MAX_GPUS + 1];
+    int64_t list_sectors[FS_HW_MAX_GPUS][FS_HW_MAX_GPUS + 1]; /* the transactions they cost (below) */
 } fs_replay_t;
 
 /* Samples the batches described above over the CSR g and routes each
@@ -66,6 +67,17 @@ fs_status_t fs_plan_replay(const fs_csr_ref_t *g, const int64_t *train, int64_t 
  * model's struct (hw fills the seconds), so prediction and measurement can
  * be printed side by side. A reader that ran no batch reads nothing. */
 fs_status_t fs_replay_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, fs_cost_t *out, fs_error_t *err);
+
+/* The same for neighbour lists (counted with count_topology), in the
+ * memory transactions they cost: uniform sampling reads an index here and
+ * an index there, so a list read costs one FS_COST_SECTOR_BYTES transaction
+ * for its offsets plus one per index it picks, whatever the index width (a
+ * GPU's smallest transaction; over PCIe, random 4-8 B reads are why
+ * ALGORITHMS §5 puts topology first); weighted modes read the whole list,
+ * so its bytes in whole sectors. out->bytes are those sectors' bytes per
+ * mini-batch, timed like feature bytes. */
+#define FS_COST_SECTOR_BYTES 32
+fs_status_t fs_replay_topo_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, fs_cost_t *out, fs_error_t *err);
 
 /* Counts over `batches` mini-batches (presampling's raw p, or a replay's
  * counts) -> the expected reads of each row per mini-batch, the workload

@@ -49,7 +49,7 @@
 #include "fs_types.h"
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
-#define FS_LOCAL_VERSION 5 /* 3: WELCOME carries the preferred sets; 4: re-planning; 5: REPLAN's alpha */
+#define FS_LOCAL_VERSION 5 /* 3: WELCOME carries the preferred sets; 4: re-planning; 5: REPLAN's alpha, reserve */
 #define FS_LOCAL_MAX_TABLES 16
 #define FS_LOCAL_MAX_TIERS 16
 #define FS_LOCAL_MAX_SLOTS 64
@@ -150,10 +150,11 @@ typedef struct {
 typedef struct {
     char topology[256];    /* preset name or topology file */
     char hotness[16];      /* degree | reach | presample */
-    char order[16];        /* topology-first | feature-first */
+    char order[16];        /* topology-first | feature-first | auto */
     char plan[512];        /* load this saved plan instead of planning */
     char save[512];        /* save the new plan here */
     char alpha[128];       /* Algorithm 1's alpha per link class ("0" or "nvlink=0.2,nvswitch=0") */
+    char reserve[32];      /* per GPU, for the trainer's model ("2G") */
     double gpu_budget;     /* bytes per GPU as a fraction of the table's bytes */
 } fs_local_replan_t;
 

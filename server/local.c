@@ -283,7 +283,7 @@ static const char *unterminated_replan_field(const fs_local_replan_t *req)
 #define FS_FIELD_OK(f) (memchr(req->f, 0, sizeof req->f) != NULL)
     return !FS_FIELD_OK(topology) ? "topology" : !FS_FIELD_OK(hotness) ? "hotness" : !FS_FIELD_OK(order) ? "order"
          : !FS_FIELD_OK(plan)     ? "plan"     : !FS_FIELD_OK(save)    ? "save"    : !FS_FIELD_OK(alpha) ? "alpha"
-                                                                                                           : NULL;
+         : !FS_FIELD_OK(reserve)  ? "reserve"  : NULL;
 #undef FS_FIELD_OK
 }
 

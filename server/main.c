@@ -34,14 +34,17 @@ static const char *const usage_text =
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
     "        [--topology PRESET|FILE [--gpu-budget F] [--plan FILE] [--save-plan FILE] [--table T]\n"
-    "         [--feature-first] [--hotness degree|reach|presample] [--alpha A|nvlink=A,nvswitch=A]]\n"
+    "         [--feature-first | --order topology-first|feature-first|auto] [--reserve SIZE]\n"
+    "         [--hotness degree|reach|presample] [--alpha A|nvlink=A,nvswitch=A]]\n"
     "                                            place hot data on (simulated) GPUs:\n"
     "                                            pcie4, nvlink-pairs, dgx1-v100, nvswitch8\n"
-    "  plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first] [--policy P]\n"
-    "       [--alpha A] [--hotness degree|reach|presample] [--fanouts 15,10,5 --batch 1024] [--save FILE]\n"
-    "       [--replay N] [--threads N]   explain a placement: per-GPU contents, predicted (and replayed) traffic\n"
+    "  plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first | --order O]\n"
+    "       [--reserve SIZE] [--policy P] [--alpha A] [--hotness degree|reach|presample]\n"
+    "       [--fanouts 15,10,5 --batch 1024] [--save FILE] [--replay N] [--threads N]\n"
+    "                                            explain a placement: per-GPU contents, predicted (and replayed) traffic\n"
     "  replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] [--hotness H] [--alpha A]\n"
-    "         [--feature-first | --topology-first] [--plan FILE] [--save-plan FILE]\n"
+    "         [--reserve SIZE] [--feature-first | --topology-first | --order auto] [--plan FILE]\n"
+    "         [--save-plan FILE]\n"
     "                                            re-plan a running server's placement\n"
     "                                            (unset options keep the server's; no restart)\n"
     "  stats URI                                 print a running server's metrics (unix:// or grpc://)\n"
@@ -94,7 +97,7 @@ enum {
     OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
     OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY, OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_PREFAULT,
     OPT_VERIFY, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_HOTNESS, OPT_FEATURE_FIRST,
-    OPT_TOPOLOGY_FIRST, OPT_ALPHA, OPT_COUNT_
+    OPT_TOPOLOGY_FIRST, OPT_ALPHA, OPT_ORDER, OPT_RESERVE, OPT_COUNT_
 };
 
 static const struct option long_opts[] = {
@@ -117,14 +120,14 @@ static const struct option long_opts[] = {
     {"save-plan", required_argument, 0, OPT_SAVE_PLAN}, {"table", required_argument, 0, OPT_TABLE},
     {"feature-first", no_argument, 0, OPT_FEATURE_FIRST}, {"hotness", required_argument, 0, OPT_HOTNESS},
     {"topology-first", no_argument, 0, OPT_TOPOLOGY_FIRST}, {"alpha", required_argument, 0, OPT_ALPHA},
+    {"order", required_argument, 0, OPT_ORDER},      {"reserve", required_argument, 0, OPT_RESERVE},
     {0, 0, 0, 0},
 };
 
 typedef struct {
     const char *out, *name, *split_name, *socket, *listen, *metrics, *config, *topology, *plan, *save_plan, *table;
-    const char *hotness, *alpha;
+    const char *hotness, *alpha, *order, *reserve;
     double gpu_budget;
-    int feature_first;
     fs_edge_opts_t edges;
     int weighted, force, threads, split[3], permute, verify, prefault;
     uint64_t seed;
@@ -140,6 +143,33 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
     long long v = strtoll(s, &e, 10);
     if (!*s || *e || v < lo || v > hi) return -1;
     *out = v;
+    return 0;
+}
+
+/* --feature-first, --topology-first and --order X say one thing, once. */
+static int set_order(cli_t *c, const char *order)
+{
+    if (c->order && strcmp(c->order, order) != 0) {
+        usage_error("%s", "give one of --feature-first, --topology-first and --order");
+        return -1;
+    }
+    c->order = order;
+    return 0;
+}
+
+/* The placement options given as text, checked before anything is loaded:
+ * usage errors (exit 2) naming the bad value. */
+static int check_place_text(const cli_t *c, fs_place_opts_t *po)
+{
+    fs_error_t err = {0};
+    double alpha[FS_FABRIC_COUNT_] = {0};
+    if ((c->hotness && fs_place_hotness_parse(c->hotness, &po->hotness, &err) != FS_OK) ||
+        (c->order && fs_place_order_parse(c->order, &po->order, &err) != FS_OK) ||
+        (c->reserve && fs_place_size_parse(c->reserve, "--reserve", &po->reserve_bytes, &err) != FS_OK) ||
+        (c->alpha && fs_plan_alpha_parse(c->alpha, alpha, &err) != FS_OK)) {
+        usage_error("%s", err.msg);
+        return -1;
+    }
     return 0;
 }
 
@@ -171,10 +201,12 @@ static int parse_option(cli_t *c, int opt, const char *arg)
     case OPT_PLAN: c->plan = arg; return 0;
     case OPT_SAVE_PLAN: c->save_plan = arg; return 0;
     case OPT_TABLE: c->table = arg; return 0;
-    case OPT_FEATURE_FIRST: c->feature_first = 1; return 0;
-    case OPT_TOPOLOGY_FIRST: return 0; /* seen[] records it */
+    case OPT_FEATURE_FIRST: return set_order(c, "feature-first");
+    case OPT_TOPOLOGY_FIRST: return set_order(c, "topology-first");
+    case OPT_ORDER: return set_order(c, arg);
     case OPT_HOTNESS: c->hotness = arg; return 0;
     case OPT_ALPHA: c->alpha = arg; return 0;
+    case OPT_RESERVE: c->reserve = arg; return 0;
     case OPT_GPU_BUDGET: {
         char *e;
         c->gpu_budget = strtod(arg, &e);
@@ -337,7 +369,7 @@ static int cmd_serve(int argc, char **argv)
 {
     static const int allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY, OPT_PREFAULT,
                                   OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST,
-                                  OPT_HOTNESS, OPT_ALPHA, 0};
+                                  OPT_HOTNESS, OPT_ALPHA, OPT_TOPOLOGY_FIRST, OPT_ORDER, OPT_RESERVE, 0};
     cli_t c;
     if (parse_cli(&c, argc, argv, allowed) != 0) return EXIT_USAGE;
     if (argc - optind != 1) {
@@ -351,21 +383,15 @@ static int cmd_serve(int argc, char **argv)
     o.socket_path = c.socket, o.listen = c.listen, o.metrics = c.metrics, o.config = c.config;
     o.threads = c.threads, o.verify = c.verify == 2, o.prefault = c.prefault;
     o.place = (fs_place_opts_t){.topology = c.topology, .gpu_budget = c.gpu_budget, .table = c.table,
-                                .plan_in = c.plan, .plan_out = c.save_plan, .feature_first = c.feature_first,
-                                .alpha = c.alpha};
-    if ((c.plan || c.save_plan || c.seen[OPT_GPU_BUDGET] || c.table || c.feature_first || c.hotness || c.alpha) &&
+                                .plan_in = c.plan, .plan_out = c.save_plan, .alpha = c.alpha};
+    if ((c.plan || c.save_plan || c.seen[OPT_GPU_BUDGET] || c.table || c.order || c.hotness || c.alpha || c.reserve) &&
         !c.topology) {
-        usage_error("%s", "--gpu-budget, --plan, --save-plan, --table, --feature-first, --hotness and --alpha need "
-                          "--topology");
+        usage_error("%s", "--gpu-budget, --plan, --save-plan, --table, --feature-first, --order, --hotness, --alpha "
+                          "and --reserve need --topology");
         return EXIT_USAGE;
     }
+    if (check_place_text(&c, &o.place) != 0) return EXIT_USAGE;
     fs_error_t err = {0};
-    double alpha[FS_FABRIC_COUNT_] = {0};
-    if ((c.hotness && fs_place_hotness_parse(c.hotness, &o.place.hotness, &err) != FS_OK) ||
-        (c.alpha && fs_plan_alpha_parse(c.alpha, alpha, &err) != FS_OK)) {
-        usage_error("%s", err.msg);
-        return EXIT_USAGE;
-    }
     if (fs_serve_load_config(&o, &err) != FS_OK) return fail(&err);
     if (!o.socket_path && !o.listen) {
         static char def[128];
@@ -396,18 +422,18 @@ static int cmd_stats(int argc, char **argv)
 static int cmd_replan(int argc, char **argv)
 {
     static const int allowed[] = {OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_HOTNESS, OPT_FEATURE_FIRST, OPT_TOPOLOGY_FIRST,
-                                  OPT_PLAN, OPT_SAVE_PLAN, OPT_ALPHA, 0};
+                                  OPT_ORDER, OPT_PLAN, OPT_SAVE_PLAN, OPT_ALPHA, OPT_RESERVE, 0};
     cli_t c;
     if (parse_cli(&c, argc, argv, allowed) != 0) return EXIT_USAGE;
-    if (argc - optind != 1 || (c.feature_first && c.seen[OPT_TOPOLOGY_FIRST])) {
+    if (argc - optind != 1) {
         usage_error("%s", "usage: featstore replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] "
-                          "[--hotness H] [--alpha A] [--feature-first | --topology-first] [--plan FILE] "
-                          "[--save-plan FILE]");
+                          "[--hotness H] [--alpha A] [--reserve SIZE] [--order topology-first|feature-first|auto] "
+                          "[--plan FILE] [--save-plan FILE]");
         return EXIT_USAGE;
     }
     fs_replan_opts_t o = {.topology = c.topology, .gpu_budget = c.gpu_budget, .hotness = c.hotness,
-                          .order = c.feature_first ? "feature-first" : c.seen[OPT_TOPOLOGY_FIRST] ? "topology-first" : NULL,
-                          .plan = c.plan, .save = c.save_plan, .alpha = c.alpha};
+                          .order = c.order, .plan = c.plan, .save = c.save_plan, .alpha = c.alpha,
+                          .reserve = c.reserve};
     fs_client_t *cl;
     uint64_t gen = 0;
     double t0 = fs_now();

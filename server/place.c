@@ -43,6 +43,38 @@ fs_status_t fs_place_hotness_parse(const char *name, fs_place_hotness_t *out, fs
                     name ? name : "(null)");
 }
 
+static const char *const order_names[FS_PLACE_ORDER_COUNT_] = {"topology-first", "feature-first", "auto"};
+
+const char *fs_place_order_name(fs_place_order_t o)
+{
+    return (unsigned)o < FS_PLACE_ORDER_COUNT_ ? order_names[o] : "unknown";
+}
+
+fs_status_t fs_place_order_parse(const char *name, fs_place_order_t *out, fs_error_t *err)
+{
+    for (int o = 0; name && o < FS_PLACE_ORDER_COUNT_; o++)
+        if (strcmp(name, order_names[o]) == 0) {
+            *out = (fs_place_order_t)o;
+            return FS_OK;
+        }
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "unknown order '%s' (known: topology-first, feature-first, auto)",
+                    name ? name : "(null)");
+}
+
+fs_status_t fs_place_size_parse(const char *text, const char *what, int64_t *out, fs_error_t *err)
+{
+    static const char units[] = "KMGT";
+    char *end;
+    double v = text ? strtod(text, &end) : -1;
+    const char *u = text && *text && *end ? strchr(units, *end) : NULL;
+    double scale = u ? (double)(1ULL << (10 * (u - units + 1))) : 1;
+    if (!text || !*text || end == text || (*end && (!u || end[1])) || !(v >= 0) || v * scale > 9e18)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s '%s': want a size in bytes, e.g. 4096, 512M, 2G",
+                        what, text ? text : "(null)");
+    *out = (int64_t)(v * scale);
+    return FS_OK;
+}
+
 /* ---- hardware ------------------------------------------------------------------ */
 
 fs_status_t fs_place_hardware(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_error_t *err)
@@ -155,23 +187,84 @@ static fs_status_t plan_opts(const fs_place_opts_t *o, fs_plan_opts_t *po, fs_er
     fs_plan_defaults(po);
     po->threads = o->threads;
     po->policy = o->policy;
-    po->budget.feature_first = o->feature_first;
+    po->budget.feature_first = o->order == FS_PLACE_FEATURE_FIRST;
+    po->budget.reserve_bytes = o->reserve_bytes;
+    if ((unsigned)o->order >= FS_PLACE_ORDER_COUNT_)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "placement: unknown order %d", (int)o->order);
+    if (o->reserve_bytes < 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "placement: reserve of %lld bytes", (long long)o->reserve_bytes);
     return o->alpha ? fs_plan_alpha_parse(o->alpha, po->alpha, err) : FS_OK;
 }
 
-fs_status_t fs_place_build(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
-                           const double *p, fs_plan_t **plan, fs_error_t *err)
+static fs_status_t build_one(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_place_order_t order,
+                             const fs_hardware_t *hw, const double *p, fs_plan_t **plan, fs_error_t *err)
 {
-    *plan = NULL;
     const fs_table_t *t = pick_table(ds, o->table, err);
     if (!t) return err->code;
+    fs_place_opts_t each = *o;
+    each.order = order;
     fs_plan_opts_t po;
-    fs_status_t s = plan_opts(o, &po, err);
+    fs_status_t s = plan_opts(&each, &po, err);
     if (s != FS_OK) return s;
     fs_plan_input_t in = {.num_nodes = ds->num_nodes, .p = p, .row_bytes = (int64_t)t->row_bytes,
                           .indptr = ds->indptr, .index_bytes = (int64_t)fs_dtype_size(ds->index_dtype)};
-    s = fs_plan_build(hw, &in, &po, plan, err);
-    if (s == FS_OK && o->plan_out) s = fs_plan_save(*plan, o->plan_out, err);
+    return fs_plan_build(hw, &in, &po, plan, err);
+}
+
+/* The slowest reader's time per mini-batch of each plan, features plus
+ * neighbour lists, over the prediction's workload sample. */
+static fs_status_t time_plans(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
+                              const fs_plan_t *const *plans, int num_plans, double *seconds, fs_error_t *err)
+{
+    fs_replay_opts_t ro;
+    fs_replay_defaults(&ro);
+    workload_opts(o, &ro.sample);
+    ro.sample.seed ^= FS_PLACE_WORKLOAD_SEED_XOR; /* the prediction's sample, not the hotness's */
+    int64_t cap = o->presample_batches > 0 ? o->presample_batches : FS_PLACE_PRESAMPLE_BATCHES;
+    ro.max_batches = (cap + hw->num_gpus - 1) / hw->num_gpus;
+    ro.count_topology = 1;
+    int64_t n;
+    int64_t *train = train_ids(ds, &n, err);
+    fs_replay_t *rep = calloc((size_t)num_plans, sizeof *rep);
+    fs_csr_ref_t g = csr_of(ds);
+    fs_status_t st = !train ? err->code : !rep ? fs_error(err, FS_ERR_NOMEM, "placement: out of memory")
+                   : fs_plan_replay(&g, train, n, plans, num_plans, &ro, rep, NULL, err);
+    for (int k = 0; st == FS_OK && k < num_plans; k++) {
+        fs_cost_t feat, topo;
+        st = fs_replay_per_batch(&rep[k], hw, &feat, err);
+        if (st == FS_OK) st = fs_replay_topo_per_batch(&rep[k], hw, &topo, err);
+        seconds[k] = 0;
+        for (int i = 0; st == FS_OK && i < hw->num_gpus; i++)
+            if (feat.seconds[i] + topo.seconds[i] > seconds[k]) seconds[k] = feat.seconds[i] + topo.seconds[i];
+    }
+    free(train), free(rep);
+    return st;
+}
+
+fs_status_t fs_place_build(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
+                           const double *p, fs_plan_t **plan, fs_place_choice_t *choice, fs_error_t *err)
+{
+    *plan = NULL;
+    if (choice) memset(choice, 0, sizeof *choice);
+    if (o->order != FS_PLACE_ORDER_AUTO) {
+        fs_status_t s = build_one(ds, o, o->order, hw, p, plan, err);
+        if (s == FS_OK && o->plan_out) s = fs_plan_save(*plan, o->plan_out, err);
+        return s;
+    }
+    fs_plan_t *both[2] = {NULL, NULL};
+    double seconds[2];
+    fs_status_t s = build_one(ds, o, FS_PLACE_TOPOLOGY_FIRST, hw, p, &both[0], err);
+    if (s == FS_OK) s = build_one(ds, o, FS_PLACE_FEATURE_FIRST, hw, p, &both[1], err);
+    if (s == FS_OK) s = time_plans(ds, o, hw, (const fs_plan_t *const *)both, 2, seconds, err);
+    if (s == FS_OK) {
+        int pick = seconds[1] < seconds[0]; /* a tie keeps XGNN's default, topology first */
+        *plan = both[pick];
+        both[pick] = NULL;
+        if (choice) *choice = (fs_place_choice_t){.decided = 1, .seconds = {seconds[0], seconds[1]}};
+        if (o->plan_out) s = fs_plan_save(*plan, o->plan_out, err);
+    }
+    fs_plan_free(both[0]), fs_plan_free(both[1]);
+    if (s != FS_OK) fs_plan_free(*plan), *plan = NULL;
     return s;
 }
 
@@ -191,9 +284,10 @@ static fs_status_t load_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, c
 }
 
 fs_status_t fs_place_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_plan_t **plan,
-                          fs_error_t *err)
+                          fs_place_choice_t *choice, fs_error_t *err)
 {
     *plan = NULL;
+    if (choice) memset(choice, 0, sizeof *choice);
     fs_plan_opts_t po;
     fs_status_t s = plan_opts(o, &po, err); /* refuse bad options before the hotness, which may take a while */
     if (s == FS_OK) s = fs_place_hardware(ds, o, hw, err);
@@ -202,7 +296,7 @@ fs_status_t fs_place_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_h
     double *p = malloc(sizeof *p * (size_t)(ds->num_nodes ? ds->num_nodes : 1));
     if (!p) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     s = fs_place_hotness(ds, o, p, err);
-    if (s == FS_OK) s = fs_place_build(ds, o, hw, p, plan, err);
+    if (s == FS_OK) s = fs_place_build(ds, o, hw, p, plan, choice, err);
     free(p);
     return s;
 }
@@ -256,9 +350,10 @@ fs_status_t fs_place_apply(fs_store_t *st, const fs_dataset_t *ds, const fs_plan
 
 void fs_place_describe(FILE *out, const fs_plan_t *plan, const fs_hardware_t *hw)
 {
-    fprintf(out, "plan: %s (%s), %d GPUs, policy %s, %lld distinct rows on GPUs, replication %.2f\n", hw->name,
-            fs_fabric_name(hw->fabric), plan->num_gpus, fs_feat_policy_name(plan->policy),
-            (long long)plan->distinct_rows, plan->replication);
+    fprintf(out, "plan: %s (%s), %d GPUs, policy %s, %s, %lld distinct rows on GPUs, replication %.2f\n",
+            hw->name, fs_fabric_name(hw->fabric), plan->num_gpus, fs_feat_policy_name(plan->policy),
+            plan->budget.feature_first ? "feature-first" : "topology-first", (long long)plan->distinct_rows,
+            plan->replication);
     for (int g = 0; g < plan->num_gpus; g++)
         fprintf(out, "plan:   gpu %d: %lld feature rows (%.1f MiB), %lld neighbour lists\n", g,
                 (long long)plan->gpu[g].num_rows, (double)plan->gpu[g].num_rows * (double)plan->row_bytes / (1 << 20),

@@ -27,6 +27,21 @@ typedef enum {
 const char *fs_place_hotness_name(fs_place_hotness_t h);   /* "degree", "reach", "presample" */
 fs_status_t fs_place_hotness_parse(const char *name, fs_place_hotness_t *out, fs_error_t *err);
 
+/* Which data gets a GPU's memory first (ALGORITHMS §5). */
+typedef enum {
+    FS_PLACE_TOPOLOGY_FIRST = 0,  /* XGNN's default: random 4-8 B index reads suffer most over PCIe */
+    FS_PLACE_FEATURE_FIRST,       /* better when GPU memory is scarce (seed 001 §6.8) */
+    FS_PLACE_ORDER_AUTO,          /* plan both, keep the one the cost model times faster */
+    FS_PLACE_ORDER_COUNT_
+} fs_place_order_t;
+
+const char *fs_place_order_name(fs_place_order_t o);      /* "topology-first", "feature-first", "auto" */
+fs_status_t fs_place_order_parse(const char *name, fs_place_order_t *out, fs_error_t *err);
+
+/* "4096", "512M", "2G", "1.5G" (K, M, G, T: powers of 1024) -> bytes;
+ * FS_ERR_INVALID_ARGUMENT naming `what` and the text otherwise. */
+fs_status_t fs_place_size_parse(const char *text, const char *what, int64_t *out, fs_error_t *err);
+
 /* Presampling runs at most this many mini-batches unless told otherwise:
  * enough to rank the hot rows and to predict traffic fractions, cheap enough
  * for a server's start-up (one epoch of a 4M-node graph is minutes on 2 cores). */
@@ -38,7 +53,8 @@ typedef struct {
     const char *table;     /* the feature table to place; NULL = the first */
     const char *plan_in;   /* load this plan instead of computing one */
     const char *plan_out;  /* save the plan here */
-    int feature_first;     /* budget features before topology */
+    fs_place_order_t order;  /* FS_PLACE_TOPOLOGY_FIRST (default), FEATURE_FIRST or ORDER_AUTO */
+    int64_t reserve_bytes;   /* per GPU, left free for the trainer's model and activations */
     const char *alpha;     /* Algorithm 1's alpha per link class (fs_plan_alpha_parse: "0" or
                               "nvlink=0.2,nvswitch=0"); NULL = the paper's 0.2 NVLink, 0 NVSwitch */
     int threads;
@@ -52,18 +68,31 @@ typedef struct {
                                              split); 0 = FS_PLACE_PRESAMPLE_BATCHES */
 } fs_place_opts_t;
 
-/* Loads the hardware and builds (or loads) the plan. */
+/* What FS_PLACE_ORDER_AUTO decided (fs_place_build below). */
+typedef struct {
+    int decided;               /* 1 when ORDER_AUTO chose */
+    double seconds[2];         /* per mini-batch, slowest reader: [0] topology first, [1] feature first */
+} fs_place_choice_t;
+
+/* Loads the hardware and builds (or loads) the plan; *choice as below. */
 fs_status_t fs_place_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_plan_t **plan,
-                          fs_error_t *err);
+                          fs_place_choice_t *choice, fs_error_t *err);
 
 /* The pieces of fs_place_plan, for callers that reuse one (featstore plan):
  * the hardware (preset or file, first num_gpus GPUs, memory from
- * gpu_budget x the table's bytes); the hotness o->hotness asks for into
- * p[num_nodes]; a plan for hotness p (saved to plan_out when set). */
+ * gpu_budget x the table's bytes, less reserve_bytes); the hotness
+ * o->hotness asks for into p[num_nodes]; a plan for hotness p (saved to
+ * plan_out when set; plan->budget.feature_first says which order it has).
+ * With FS_PLACE_ORDER_AUTO, fs_place_build plans both orders, replays the
+ * prediction's workload sample (fs_place_workload's seed and batch count)
+ * through both, features and neighbour lists, and keeps the plan whose
+ * slowest reader the cost model times faster (feature bytes plus
+ * neighbour-list transactions, fs_replay_topo_per_batch; a tie keeps
+ * topology first); *choice (may be NULL) receives both times. */
 fs_status_t fs_place_hardware(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_error_t *err);
 fs_status_t fs_place_hotness(const fs_dataset_t *ds, const fs_place_opts_t *o, double *p, fs_error_t *err);
 fs_status_t fs_place_build(const fs_dataset_t *ds, const fs_place_opts_t *o, const fs_hardware_t *hw,
-                           const double *p, fs_plan_t **plan, fs_error_t *err);
+                           const double *p, fs_plan_t **plan, fs_place_choice_t *choice, fs_error_t *err);
 
 /* The training workload as the cost model takes it: p[v] = expected reads
  * of row v per mini-batch of one reader, from presampling o->workload over

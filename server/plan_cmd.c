@@ -25,7 +25,7 @@
 
 enum {
     P_TOPOLOGY = 300, P_GPUS, P_BUDGET, P_FEATURE_FIRST, P_POLICY, P_HOTNESS, P_FANOUTS, P_BATCH, P_PRESAMPLE,
-    P_SAVE, P_REPLAY, P_THREADS, P_TABLE, P_ALPHA,
+    P_SAVE, P_REPLAY, P_THREADS, P_TABLE, P_ALPHA, P_ORDER, P_RESERVE, P_TOPOLOGY_FIRST,
 };
 
 static const struct option plan_opts[] = {
@@ -36,11 +36,13 @@ static const struct option plan_opts[] = {
     {"presample-batches", required_argument, 0, P_PRESAMPLE}, {"save", required_argument, 0, P_SAVE},
     {"replay", required_argument, 0, P_REPLAY},      {"threads", required_argument, 0, P_THREADS},
     {"table", required_argument, 0, P_TABLE},        {"alpha", required_argument, 0, P_ALPHA},
-    {0, 0, 0, 0},
+    {"order", required_argument, 0, P_ORDER},        {"reserve", required_argument, 0, P_RESERVE},
+    {"topology-first", no_argument, 0, P_TOPOLOGY_FIRST}, {0, 0, 0, 0},
 };
 
 static const char *const plan_usage =
-    "usage: featstore plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first]\n"
+    "usage: featstore plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--reserve SIZE]\n"
+    "       [--feature-first | --topology-first | --order topology-first|feature-first|auto]\n"
     "       [--policy auto|rule1|algo1|xgnn|naive|rand|degree] [--alpha A|nvlink=A,nvswitch=A]\n"
     "       [--hotness degree|reach|presample]"
     "       [--fanouts 15,10,5] [--batch 1024] [--presample-batches N] [--table T] [--save FILE]\n"
@@ -49,7 +51,7 @@ static const char *const plan_usage =
 typedef struct {
     fs_place_opts_t place;
     fs_presample_opts_t workload;
-    const char *dataset, *budget, *policy, *hotness, *fanouts;
+    const char *dataset, *budget, *policy, *hotness, *fanouts, *order, *reserve;
     long long batch, presample, replay, gpus, threads;
 } plan_cli_t;
 
@@ -89,6 +91,15 @@ static int number(const char *opt, const char *s, long long lo, long long hi, lo
 
 /* ---- the command line ------------------------------------------------------------ */
 
+/* --feature-first, --topology-first and --order X say one thing, once. */
+static int set_order(plan_cli_t *c, const char *order)
+{
+    if (c->order && strcmp(c->order, order) != 0)
+        return usage("%s", "give one of --feature-first, --topology-first and --order");
+    c->order = order;
+    return 0;
+}
+
 static int parse_args(plan_cli_t *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
@@ -100,7 +111,10 @@ static int parse_args(plan_cli_t *c, int argc, char **argv)
         switch (opt) {
         case P_TOPOLOGY: c->place.topology = optarg; break;
         case P_BUDGET: c->budget = optarg; break;
-        case P_FEATURE_FIRST: c->place.feature_first = 1; break;
+        case P_FEATURE_FIRST: if (set_order(c, "feature-first")) return 2; break;
+        case P_TOPOLOGY_FIRST: if (set_order(c, "topology-first")) return 2; break;
+        case P_ORDER: if (set_order(c, optarg)) return 2; break;
+        case P_RESERVE: c->reserve = optarg; break;
         case P_POLICY: c->policy = optarg; break;
         case P_HOTNESS: c->hotness = optarg; break;
         case P_FANOUTS: c->fanouts = optarg; break;
@@ -150,6 +164,8 @@ static fs_status_t check_values(plan_cli_t *c, fs_error_t *err)
     fs_status_t st = c->fanouts ? parse_fanouts(c->fanouts, &c->workload, err) : FS_OK;
     if (st == FS_OK && c->policy) st = fs_feat_policy_parse(c->policy, &c->place.policy, err);
     if (st == FS_OK && c->hotness) st = fs_place_hotness_parse(c->hotness, &c->place.hotness, err);
+    if (st == FS_OK && c->order) st = fs_place_order_parse(c->order, &c->place.order, err);
+    if (st == FS_OK && c->reserve) st = fs_place_size_parse(c->reserve, "--reserve", &c->place.reserve_bytes, err);
     if (st == FS_OK && c->place.alpha) {
         fs_plan_opts_t po;
         fs_plan_defaults(&po);
@@ -197,9 +213,13 @@ static void print_plan(const fs_dataset_t *ds, const plan_cli_t *c, const fs_pla
 {
     char a[32], b[32], d[32];
     double table = (double)plan->num_nodes * (double)plan->row_bytes;
-    printf("plan: %s (%s), %d GPUs, policy %s, hotness %s; hotness + workload %.2f s, plan %.2f s\n", hw->name,
-           fs_fabric_name(hw->fabric), plan->num_gpus, fs_feat_policy_name(plan->policy),
-           fs_place_hotness_name(c->place.hotness), hot_seconds, plan_seconds);
+    printf("plan: %s (%s), %d GPUs, policy %s, hotness %s, %s; hotness + workload %.2f s, plan %.2f s\n",
+           hw->name, fs_fabric_name(hw->fabric), plan->num_gpus, fs_feat_policy_name(plan->policy),
+           fs_place_hotness_name(c->place.hotness), plan->budget.feature_first ? "feature-first" : "topology-first",
+           hot_seconds, plan_seconds);
+    if (c->place.reserve_bytes > 0)
+        printf("plan: %s per GPU reserved for the trainer (the memory column is what is left)\n",
+               human((double)c->place.reserve_bytes, a, sizeof a));
     printf("plan: feature table %lld rows x %lld B = %s; topology %s\n", (long long)plan->num_nodes,
            (long long)plan->row_bytes, human(table, a, sizeof a),
            human((double)(ds->num_nodes + 1) * 8 + (double)ds->num_edges * (double)fs_dtype_size(ds->index_dtype), b,
@@ -339,10 +359,16 @@ static int run(const plan_cli_t *c, fs_dataset_t *ds, fs_error_t *err)
     if (st == FS_OK) st = fs_place_workload(ds, &c->place, work, &batches, err);
     if (st == FS_OK) st = fs_place_hotness(ds, &c->place, p, err);
     double t1 = now();
-    if (st == FS_OK) st = fs_place_build(ds, &c->place, &hw, p, &plan, err);
+    fs_place_choice_t choice;
+    if (st == FS_OK) st = fs_place_build(ds, &c->place, &hw, p, &plan, &choice, err);
     fs_cost_t cost;
     if (st == FS_OK) {
         print_plan(ds, c, plan, &hw, t1 - t0, now() - t1);
+        if (choice.decided)
+            printf("plan: order auto chose %s: the slowest reader's feature and neighbour-list reads per "
+                   "mini-batch take %.3f ms topology first, %.3f ms feature first (cost model, the workload "
+                   "sample)\n", plan->budget.feature_first ? "feature-first" : "topology-first",
+                   choice.seconds[0] * 1e3, choice.seconds[1] * 1e3);
         if (c->place.plan_out) printf("plan: saved to %s\n", c->place.plan_out);
         st = fs_plan_predict(plan, &hw, work, NULL, &cost, err);
     }

@@ -134,8 +134,13 @@ static fs_status_t place(const fs_place_opts_t *po, const fs_dataset_t *ds, fs_s
 {
     fs_hardware_t hw;
     fs_plan_t *plan;
-    fs_status_t st = fs_place_plan(ds, po, &hw, &plan, err);
+    fs_place_choice_t choice;
+    fs_status_t st = fs_place_plan(ds, po, &hw, &plan, &choice, err);
     if (st != FS_OK) return st;
+    if (choice.decided)
+        fprintf(stderr, "plan: order auto: %s (slowest reader per mini-batch: topology first %.3f ms, feature first "
+                "%.3f ms)\n", plan->budget.feature_first ? "feature-first" : "topology-first", choice.seconds[0] * 1e3,
+                choice.seconds[1] * 1e3);
     fs_place_describe(stderr, plan, &hw);
     st = fs_place_apply(store, ds, plan, po->table, err);
     if (st == FS_OK) st = fs_place_predict(ds, plan, &hw, po, cost, err);
@@ -172,10 +177,9 @@ static fs_status_t replan_opts(const server_t *s, const fs_local_replan_t *req, 
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: this server has no placement; name a topology");
     if (req->hotness[0] && fs_place_hotness_parse(req->hotness, &po->hotness, err) != FS_OK) return err->code;
     if (req->alpha[0]) po->alpha = req->alpha;
-    if (req->order[0] && strcmp(req->order, "topology-first") && strcmp(req->order, "feature-first"))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: order '%s' (need topology-first or feature-first)",
-                        req->order);
-    if (req->order[0]) po->feature_first = strcmp(req->order, "feature-first") == 0;
+    if (req->order[0] && fs_place_order_parse(req->order, &po->order, err) != FS_OK) return err->code;
+    if (req->reserve[0] && fs_place_size_parse(req->reserve, "reserve", &po->reserve_bytes, err) != FS_OK)
+        return err->code;
     if (!(req->gpu_budget >= 0 && req->gpu_budget <= 1))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: gpu_budget %g (need a fraction in (0, 1], or 0 to keep "
                         "the current one)", req->gpu_budget);

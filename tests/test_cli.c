@@ -179,6 +179,12 @@ Test(cli, plan_prints_gpus_prediction_and_replay)
     cr_assert_eq(rc, 0, "%s", log);
     cr_assert_not_null(strstr(log, "  1.00      0\n"), "gpu 0: alpha 1.00, group 0: %s", log);
     cr_assert_not_null(strstr(log, "replication factor 4.000"), "4 GPUs, the same rows: %s", log);
+    free(log);
+    /* the order picked by the cost model, and a reserve */
+    rc = tu_run(&log, "%s plan %s --topology nvlink-pairs --gpu-budget 0.2 --order auto --reserve 1K", tu_bin(), ds);
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_assert_not_null(strstr(log, "order auto chose "), "%s", log);
+    cr_assert_not_null(strstr(log, "1.00 KiB per GPU reserved"), "%s", log);
     free(log), free(saved), free(ds);
 }
 
@@ -195,6 +201,9 @@ Test(cli, plan_errors_name_the_problem)
         {"--topology nvlink-pairs --policy metis", "unknown placement policy 'metis'", 1},
         {"--topology nvlink-pairs --hotness pagerank", "unknown hotness estimator 'pagerank'", 1},
         {"--topology nvlink-pairs --alpha fast", "alpha 'fast': not a number in [0, 1]", 1},
+        {"--topology nvlink-pairs --order sideways", "unknown order 'sideways'", 1},
+        {"--topology nvlink-pairs --reserve 2X", "--reserve '2X'", 1},
+        {"--topology nvlink-pairs --feature-first --order auto", "give one of --feature-first", 2},
         {"--topology nvlink-pairs --alpha pcie=0.1", "alpha 'pcie=0.1'", 1},
         {"--topology nvlink-pairs --fanouts 5,0", "--fanouts", 1},
         {"--topology nvswitch8 --gpus 9", "9 GPUs", 1},
@@ -216,20 +225,28 @@ Test(cli, plan_errors_name_the_problem)
 }
 
 /* serve's --hotness is checked before anything is served */
-Test(cli, serve_hotness_and_alpha_need_topology_and_valid_values)
+Test(cli, serve_placement_options_need_topology_and_valid_values)
 {
     char *ds = gen_tiny(), *log;
     int rc = tu_run(&log, "%s serve %s --hotness presample", tu_bin(), ds);
     cr_assert_eq(rc, 2, "%s", log);
-    cr_assert_not_null(strstr(log, "--hotness and --alpha need --topology"), "%s", log);
+    cr_assert_not_null(strstr(log, "--hotness, --alpha and --reserve need --topology"), "%s", log);
     free(log);
     rc = tu_run(&log, "%s serve %s --alpha 0", tu_bin(), ds);
     cr_assert_eq(rc, 2, "%s", log);
-    cr_assert_not_null(strstr(log, "--alpha need --topology"), "%s", log);
+    cr_assert_not_null(strstr(log, "need --topology"), "%s", log);
     free(log);
     rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --hotness pagerank", tu_bin(), ds);
     cr_assert_eq(rc, 2, "%s", log);
     cr_assert_not_null(strstr(log, "unknown hotness estimator 'pagerank'"), "%s", log);
+    free(log);
+    rc = tu_run(&log, "%s serve %s --order auto", tu_bin(), ds);
+    cr_assert_eq(rc, 2, "%s", log);
+    cr_assert_not_null(strstr(log, "need --topology"), "%s", log);
+    free(log);
+    rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --reserve much", tu_bin(), ds);
+    cr_assert_eq(rc, 2, "refused before serving: %s", log);
+    cr_assert_not_null(strstr(log, "--reserve 'much'"), "%s", log);
     free(log);
     rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --alpha nvlink=-1", tu_bin(), ds);
     cr_assert_eq(rc, 2, "refused before serving: %s", log);

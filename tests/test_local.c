@@ -435,10 +435,10 @@ static void place_plan_and_restart(void)
     stop_server_keep_dataset();
     fs_error_t err = {0};
     cr_assert_eq(fs_store_create(ds, &store, &err), FS_OK);
-    fs_place_opts_t po = {.topology = "pcie4", .gpu_budget = 0.1, .feature_first = 1, .threads = 1};
+    fs_place_opts_t po = {.topology = "pcie4", .gpu_budget = 0.1, .order = FS_PLACE_FEATURE_FIRST, .threads = 1};
     fs_hardware_t hw;
     fs_plan_t *plan;
-    cr_assert_eq(fs_place_plan(ds, &po, &hw, &plan, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_place_plan(ds, &po, &hw, &plan, NULL, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(fs_place_apply(store, ds, plan, NULL, &err), FS_OK, "%s", err.msg);
     /* K scaled to the graph: the default 8192 is more than its 4096 nodes,
      * which would make every node preferred at levels 2 and 3 */

@@ -1106,6 +1106,7 @@ Test(planfile, round_trip_gives_identical_routing)
     cr_assert_eq(back->topo.hot, plan->topo.hot);
     cr_assert_eq(back->feat_hot, plan->feat_hot);
     cr_assert_eq(back->replication, plan->replication);
+    cr_assert_eq(back->budget.feature_first, plan->budget.feature_first);
     cr_assert_eq(memcmp(back->xgnn.holds, plan->xgnn.holds, sizeof plan->xgnn.holds), 0);
     cr_assert_arr_eq(back->topo.new_of_old, plan->topo.new_of_old, sizeof(int64_t) * (size_t)N);
     for (int g = 0; g < 8; g++) cr_assert_eq(back->budget.bsize[g], plan->budget.bsize[g]);
@@ -1485,7 +1486,7 @@ Test(replay, totals_equal_the_rows_the_sampler_returned)
     /* the same batches, sampled and routed the obvious way */
     int64_t *order = malloc(sizeof *order * (size_t)train->count), total = 0, lists = 0;
     int64_t rows[4][FS_HW_MAX_GPUS + 1] = {{0}}, tlists[4][FS_HW_MAX_GPUS + 1] = {{0}};
-    int64_t tbytes[4][FS_HW_MAX_GPUS + 1] = {{0}};
+    int64_t tbytes[4][FS_HW_MAX_GPUS + 1] = {{0}}, tsectors[4][FS_HW_MAX_GPUS + 1] = {{0}};
     double *want = calloc((size_t)N, sizeof *want);
     int8_t *dev[4], *tdev[4];
     for (int i = 0; i < 4; i++) {
@@ -1510,7 +1511,9 @@ Test(replay, totals_equal_the_rows_the_sampler_returned)
             for (int64_t d = 0; d < res.block[h].num_dst; d++) {
                 int8_t t = tdev[b % 4][res.nodes[d]];
                 tlists[b % 4][t < 0 ? FS_COST_HOST : t]++;
-                tbytes[b % 4][t < 0 ? FS_COST_HOST : t] += 4 * (res.block[h].dst_offsets[d + 1] - res.block[h].dst_offsets[d]);
+                int64_t picked = res.block[h].dst_offsets[d + 1] - res.block[h].dst_offsets[d];
+                tbytes[b % 4][t < 0 ? FS_COST_HOST : t] += 4 * picked;
+                tsectors[b % 4][t < 0 ? FS_COST_HOST : t] += 1 + picked; /* offsets, then one per random pick */
             }
         }
         for (int64_t k = 0; k < res.num_nodes; k++) {
@@ -1537,6 +1540,17 @@ Test(replay, totals_equal_the_rows_the_sampler_returned)
         cr_assert_arr_eq(r[0].rows[i], rows[i], sizeof rows[i], "reader %d per-source counts", i);
         cr_assert_arr_eq(r[1].lists[i], tlists[i], sizeof tlists[i], "reader %d per-source lists", i);
         cr_assert_arr_eq(r[1].list_bytes[i], tbytes[i], sizeof tbytes[i], "reader %d per-source list bytes", i);
+        cr_assert_arr_eq(r[1].list_sectors[i], tsectors[i], sizeof tsectors[i], "reader %d transactions", i);
+    }
+    fs_cost_t topo;
+    cr_assert_eq(fs_replay_topo_per_batch(&r[1], &hw_topo, &topo, &err), FS_OK, "%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        double want_host = (double)tsectors[i][FS_COST_HOST] * FS_COST_SECTOR_BYTES / 7;
+        cr_assert_float_eq(topo.host_bytes[i], want_host, 1e-9 * want_host + 1e-9, "reader %d", i);
+        double want_s = topo.host_bytes[i] / (hw_topo.host_gbps[i] * 1e9);
+        for (int d = 0; d < 4; d++)
+            if (d != i) want_s += topo.bytes[i][d] / (hw_topo.link_gbps[i][d] * 1e9);
+        cr_assert_float_eq(topo.seconds[i], want_s, 1e-15, "timed like feature bytes");
     }
     cr_assert_arr_eq(counts, want, sizeof *want * (size_t)N);
     for (int i = 0; i < 4; i++) free(dev[i]), free(tdev[i]);
@@ -1698,18 +1712,79 @@ Test(replay, bad_input_is_named)
 
 /* ==== server/place.c: hotness choice and the prediction the server shows ==== */
 
+Test(replay, order_auto_keeps_the_plan_the_cost_model_times_faster)
+{
+    fs_presample_opts_t w;
+    small_workload(&w, 1);
+    fs_place_opts_t o = {.topology = "nvlink-pairs", .gpu_budget = 0.05, .order = FS_PLACE_ORDER_AUTO, .workload = &w,
+                         .presample_batches = 16, .threads = 2};
+    fs_error_t err = {0};
+    fs_hardware_t hw;
+    fs_plan_t *chosen, *each[2];
+    fs_place_choice_t choice;
+    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &chosen, &choice, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(choice.decided, 1);
+    cr_assert(choice.seconds[0] > 0 && choice.seconds[1] > 0, "%g %g", choice.seconds[0], choice.seconds[1]);
+    cr_assert_neq(choice.seconds[0], choice.seconds[1], "the two orders split the memory differently here");
+    cr_assert_eq(chosen->budget.feature_first, choice.seconds[1] < choice.seconds[0], "the faster one is kept");
+    for (int f = 0; f < 2; f++) {
+        o.order = f ? FS_PLACE_FEATURE_FIRST : FS_PLACE_TOPOLOGY_FIRST;
+        cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &each[f], &choice, &err), FS_OK, "%s", err.msg);
+        cr_assert_eq(choice.decided, 0, "a fixed order decides nothing");
+        cr_assert_eq(each[f]->budget.feature_first, f);
+    }
+    cr_assert_gt(each[0]->topo.hot, each[1]->topo.hot, "topology first places more neighbour lists");
+    cr_assert_eq(routing_hash(chosen), routing_hash(each[chosen->budget.feature_first]), "the same plan as asked directly");
+    fs_plan_free(chosen), fs_plan_free(each[0]), fs_plan_free(each[1]);
+
+    /* the reserve comes off every GPU's memory; the names parse back */
+    o.order = FS_PLACE_FEATURE_FIRST, o.reserve_bytes = 1024;
+    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &chosen, NULL, &err), FS_OK, "%s", err.msg);
+    for (int g = 0; g < chosen->num_gpus; g++)
+        cr_assert_eq(chosen->budget.avail_bytes[g], hw.memory_bytes[g] - 1024);
+    fs_plan_free(chosen);
+    o.reserve_bytes = -1;
+    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &chosen, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "reserve"), "%s", err.msg);
+    for (int k = 0; k < FS_PLACE_ORDER_COUNT_; k++) {
+        fs_place_order_t back;
+        cr_assert_eq(fs_place_order_parse(fs_place_order_name((fs_place_order_t)k), &back, &err), FS_OK);
+        cr_assert_eq(back, (fs_place_order_t)k);
+    }
+    fs_place_order_t back = FS_PLACE_FEATURE_FIRST;
+    cr_assert_eq(fs_place_order_parse("sideways", &back, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "'sideways'") && strstr(err.msg, "auto"), "%s", err.msg);
+    cr_assert_eq(back, FS_PLACE_FEATURE_FIRST, "untouched on error");
+    static const struct {
+        const char *text;
+        int64_t bytes;
+    } sizes[] = {{"0", 0}, {"4096", 4096}, {"512M", 512LL << 20}, {"2G", 2LL << 30}, {"1.5K", 1536}, {"1T", 1LL << 40}};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        int64_t got = -1;
+        cr_assert_eq(fs_place_size_parse(sizes[i].text, "--reserve", &got, &err), FS_OK, "%s", sizes[i].text);
+        cr_assert_eq(got, sizes[i].bytes, "%s", sizes[i].text);
+    }
+    static const char *const bad[] = {"", "G", "-1", "2X", "2GB", "1e30", "nan", "12 M"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int64_t got = 7;
+        cr_assert_eq(fs_place_size_parse(bad[i], "--reserve", &got, &err), FS_ERR_INVALID_ARGUMENT, "'%s'", bad[i]);
+        cr_assert(strstr(err.msg, "--reserve") && strstr(err.msg, bad[i]), "%s", err.msg);
+        cr_assert_eq(got, 7, "untouched on error");
+    }
+}
+
 Test(replay, place_predict_gives_meaningful_fractions)
 {
     fs_presample_opts_t w;
     small_workload(&w, 1);
-    fs_place_opts_t o = {.topology = "nvlink-pairs", .gpu_budget = 0.1, .feature_first = 1, .workload = &w,
+    fs_place_opts_t o = {.topology = "nvlink-pairs", .gpu_budget = 0.1, .order = FS_PLACE_FEATURE_FIRST, .workload = &w,
                          .presample_batches = 40, .threads = 2};
     fs_error_t err = {0};
     fs_hardware_t hw;
     fs_plan_t *plan;
     for (int h = 0; h < FS_PLACE_HOT_COUNT_; h++) {
         o.hotness = (fs_place_hotness_t)h;
-        cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, &err), FS_OK, "%s: %s", fs_place_hotness_name(o.hotness),
+        cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, NULL, &err), FS_OK, "%s: %s", fs_place_hotness_name(o.hotness),
                      err.msg);
         fs_cost_t c;
         cr_assert_eq(fs_place_predict(rep_ds, plan, &hw, &o, &c, &err), FS_OK, "%s", err.msg);
@@ -1721,8 +1796,8 @@ Test(replay, place_predict_gives_meaningful_fractions)
         fs_plan_free(plan);
     }
     /* a budget of the whole table on GPUs without peers, features first: every read is local */
-    o.topology = "pcie4", o.gpu_budget = 1.0, o.feature_first = 1, o.hotness = FS_PLACE_HOT_DEGREE;
-    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, &err), FS_OK, "%s", err.msg);
+    o.topology = "pcie4", o.gpu_budget = 1.0, o.order = FS_PLACE_FEATURE_FIRST, o.hotness = FS_PLACE_HOT_DEGREE;
+    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, NULL, &err), FS_OK, "%s", err.msg);
     fs_cost_t c;
     cr_assert_eq(fs_place_predict(rep_ds, plan, &hw, &o, &c, &err), FS_OK, "%s", err.msg);
     double l;
@@ -1732,14 +1807,14 @@ Test(replay, place_predict_gives_meaningful_fractions)
     fs_plan_free(plan);
     /* 4 of nvswitch8's GPUs, and the errors name the problem */
     o.topology = "nvswitch8", o.num_gpus = 4, o.gpu_budget = 0.2;
-    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, NULL, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(plan->num_gpus, 4);
     fs_plan_free(plan);
     o.num_gpus = 9;
-    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, NULL, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(err.msg, "9 GPUs"), "%s", err.msg);
     o.num_gpus = 0, o.gpu_budget = 1.5;
-    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_place_plan(rep_ds, &o, &hw, &plan, NULL, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(err.msg, "--gpu-budget"), "%s", err.msg);
     fs_place_hotness_t h;
     cr_assert_eq(fs_place_hotness_parse("pagerank", &h, &err), FS_ERR_INVALID_ARGUMENT);

@@ -349,6 +349,9 @@ class BindingTest(unittest.TestCase):
                 with self.assertRaisesRegex(featstore.Error, "nvlink=3"):
                     c.replan(alpha="nvlink=3")
                 self.assertEqual(c.replan(alpha=0), 3)  # a number sets every link class
+                self.assertEqual(c.replan(order="auto", reserve=1024), 4)
+                with self.assertRaisesRegex(featstore.Error, "'1Q'"):
+                    c.replan(reserve="1Q")
                 with self.assertRaises(featstore.Error) as e:
                     self.grpc.replan(gpu_budget=0.3)
                 self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)

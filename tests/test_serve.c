@@ -379,7 +379,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     /* bad requests name the problem and change nothing */
     fs_replan_opts_t bad_hot = {.hotness = "bogus"}, bad_plan = {.plan = "/nonexistent/plan.bin"},
                      bad_budget = {.gpu_budget = 1.5}, bad_order = {.order = "sideways"},
-                     bad_alpha = {.alpha = "nvlink=2"};
+                     bad_alpha = {.alpha = "nvlink=2"}, bad_reserve = {.reserve = "lots"};
     cr_assert_eq(fs_replan(admin, &bad_hot, &gen), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(fs_client_errstr(admin), "bogus"), "%s", fs_client_errstr(admin));
     cr_assert_neq(fs_replan(admin, &bad_plan, &gen), FS_OK);
@@ -389,6 +389,8 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     cr_assert_not_null(strstr(fs_client_errstr(admin), "sideways"), "%s", fs_client_errstr(admin));
     cr_assert_eq(fs_replan(admin, &bad_alpha, &gen), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(fs_client_errstr(admin), "nvlink=2"), "%s", fs_client_errstr(admin));
+    cr_assert_eq(fs_replan(admin, &bad_reserve, &gen), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(fs_client_errstr(admin), "'lots'"), "%s", fs_client_errstr(admin));
     cr_assert_eq(fs_replan(remote, &more, &gen), FS_ERR_UNSUPPORTED, "administration stays on the server's machine");
     fs_info_t *info;
     cr_assert_eq(fs_info(remote, &info), FS_OK);
@@ -410,7 +412,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
         cr_assert(fabs(p - got) < 0.03, "after the re-plan, %s: predicted %.4f, measured %.4f", src[k], p, got);
     }
     cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"ok\"} 1\n"), "%s", m);
-    cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"error\"} 4\n"), "%s", m); /* hotness, plan, order, alpha */
+    cr_assert_not_null(strstr(m, "featstore_replans_total{result=\"error\"} 5\n"), "%s", m); /* hotness, plan, order, alpha, reserve */
     free(m);
 
     /* gRPC results do not change either */
@@ -425,7 +427,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
 
     /* the command line, and SIGHUP (re-plan with the current options) */
     char *log;
-    cr_assert_eq(tu_run(&log, "%s replan %s --gpu-budget 0.1 --topology-first", tu_bin(), uri), 0, "%s", log);
+    cr_assert_eq(tu_run(&log, "%s replan %s --gpu-budget 0.1 --order auto --reserve 1K", tu_bin(), uri), 0, "%s", log);
     cr_assert_not_null(strstr(log, "generation 3"), "%s", log);
     free(log);
     cr_assert_eq(tu_run(&log, "%s replan %s --hotness nope", tu_bin(), uri), 1);

@@ -201,11 +201,13 @@ typedef struct {
     const char *topology;  /* preset (pcie4, nvlink-pairs, dgx1-v100, nvswitch8) or topology file */
     double gpu_budget;     /* bytes per GPU as a fraction of the feature table's bytes, in (0, 1] */
     const char *hotness;   /* "degree", "reach" or "presample" */
-    const char *order;     /* "topology-first" or "feature-first" (ALGORITHMS §5) */
+    const char *order;     /* "topology-first", "feature-first" (ALGORITHMS §5) or "auto" (the faster of the
+                              two by the cost model, neighbour-list reads included) */
     const char *plan;      /* a plan file (`featstore plan --save`) to load instead of planning */
     const char *save;      /* save the new plan to this file */
     const char *alpha;     /* Algorithm 1's alpha: "0.1" for every link class, or "nvlink=0.2,nvswitch=0"
                               (0 = no copies inside a group, least host traffic; -> 1 = copies everywhere) */
+    const char *reserve;   /* GPU memory kept free per GPU for the trainer's model and activations: "2G" */
 } fs_replan_opts_t;
 
 fs_status_t fs_replan(fs_client_t *c, const fs_replan_opts_t *opts, uint64_t *generation);

@@ -99,7 +99,7 @@ class ReplanOpts(ctypes.Structure):
     _fields_ = [
         ("topology", ctypes.c_char_p), ("gpu_budget", ctypes.c_double), ("hotness", ctypes.c_char_p),
         ("order", ctypes.c_char_p), ("plan", ctypes.c_char_p), ("save", ctypes.c_char_p),
-        ("alpha", ctypes.c_char_p),
+        ("alpha", ctypes.c_char_p), ("reserve", ctypes.c_char_p),
     ]
 
 

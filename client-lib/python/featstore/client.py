@@ -418,18 +418,23 @@ class Client:
         finally:
             lib.fs_ids_free(out)
 
-    def replan(self, topology=None, gpu_budget=0.0, hotness=None, order=None, plan=None, save=None, alpha=None):
+    def replan(self, topology=None, gpu_budget=0.0, hotness=None, order=None, plan=None, save=None, alpha=None,
+               reserve=None):
         """Re-plans the running server's placement (fs_replan; unix:// only)
         and returns the new placement generation. Unset options keep the
         server's; paths are on the server's machine. alpha: Algorithm 1's
-        alpha, a number for every link class or "nvlink=0.2,nvswitch=0"."""
+        alpha, a number for every link class or "nvlink=0.2,nvswitch=0";
+        order "topology-first", "feature-first" or "auto"; reserve: GPU
+        memory kept free per GPU, bytes or "2G"."""
         if not _lib.has("fs_replan"):
             raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_replan (library too old)")
         enc = lambda v: v.encode() if v else None  # noqa: E731
         if alpha is not None and not isinstance(alpha, str):
             alpha = repr(float(alpha))
+        if reserve is not None and not isinstance(reserve, str):
+            reserve = str(int(reserve))
         opts = _lib.ReplanOpts(enc(topology), float(gpu_budget), enc(hotness), enc(order), enc(plan), enc(save),
-                               enc(alpha))
+                               enc(alpha), enc(reserve))
         gen = ctypes.c_uint64()
         self._call(lib.fs_replan, ctypes.byref(opts), ctypes.byref(gen))
         return gen.value
