@@ -286,6 +286,26 @@ static fs_fabric_t infer_fabric(const fs_hardware_t *hw)
     return uniform && hw->num_gpus > 2 ? FS_FABRIC_NVSWITCH : FS_FABRIC_NVLINK;
 }
 
+fs_status_t fs_hw_detected(int count, const int64_t *free_bytes, const unsigned char peer[][FS_HW_MAX_GPUS],
+                           fs_hardware_t *out, fs_error_t *err)
+{
+    if (count < 1 || count > FS_HW_MAX_GPUS || !free_bytes || !peer)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "detected hardware: %d GPUs (need 1..%d)", count,
+                        FS_HW_MAX_GPUS);
+    fs_hardware_t hw = {.name = "detected", .num_gpus = count};
+    for (int i = 0; i < count; i++) {
+        hw.memory_bytes[i] = free_bytes[i];
+        hw.host_gbps[i] = FS_HW_DETECTED_HOST_GBPS;
+        hw.local_gbps[i] = 900.0;
+        for (int j = 0; j < count; j++)
+            hw.link_gbps[i][j] = i != j && peer[i][j] && peer[j][i] ? FS_HW_DETECTED_LINK_GBPS : 0;
+    }
+    hw.fabric = infer_fabric(&hw);
+    fs_status_t st = fs_hw_validate(&hw, err);
+    if (st == FS_OK) *out = hw;
+    return st;
+}
+
 static fs_status_t parse_fabric(const json_t *root, fs_hardware_t *hw, fs_error_t *err)
 {
     const json_t *f = json_object_get(root, "fabric");

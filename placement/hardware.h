@@ -56,6 +56,18 @@ const char *fs_hw_preset_name(int i);
 fs_status_t fs_hw_parse_json(const char *text, fs_hardware_t *out, fs_error_t *err);
 fs_status_t fs_hw_load_json(const char *path, fs_hardware_t *out, fs_error_t *err);
 
+/* What a GPU box says of itself (the server's `--topology detect`, from
+ * kernels' fs_devices_query): count GPUs with free_bytes[i] each and
+ * peer[i][j] = cudaDeviceCanAccessPeer(i, j). Peer access both ways is a
+ * direct link at FS_HW_DETECTED_LINK_GBPS, every GPU reaches the host at
+ * FS_HW_DETECTED_HOST_GBPS: CUDA reports neither link speed, so these are
+ * nominal (NVLink 3 x2 bricks, PCIe 4 x16); a topology file gives exact
+ * ones. The fabric is inferred as for files. Named "detected". */
+#define FS_HW_DETECTED_LINK_GBPS 50.0
+#define FS_HW_DETECTED_HOST_GBPS 25.0
+fs_status_t fs_hw_detected(int count, const int64_t *free_bytes, const unsigned char peer[][FS_HW_MAX_GPUS],
+                           fs_hardware_t *out, fs_error_t *err);
+
 /* Checks a hand-built description: GPU count, memory >= 0, bandwidths
  * finite and >= 0, host bandwidth > 0, links symmetric with zero diagonal. */
 fs_status_t fs_hw_validate(const fs_hardware_t *hw, fs_error_t *err);

@@ -12,6 +12,8 @@
  * sample of the same workload, within 1%). */
 #include "place.h"
 
+#include "fs_device.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,14 +79,33 @@ fs_status_t fs_place_size_parse(const char *text, const char *what, int64_t *out
 
 /* ---- hardware ------------------------------------------------------------------ */
 
+/* `--topology detect`: this box's GPUs, their free memory and peer access. */
+static fs_status_t detect(fs_hardware_t *hw, fs_error_t *err)
+{
+    fs_devices_t d;
+    fs_error_t why = {0};
+    if (fs_devices_query(&d, &why) != FS_OK)
+        return fs_error(err, FS_ERR_NO_DEVICE, "--topology detect: %s; name a preset (%s, ...) to run it on simulated "
+                        "GPUs", why.msg, fs_hw_preset_name(0));
+    int64_t free_bytes[FS_HW_MAX_GPUS];
+    unsigned char peer[FS_HW_MAX_GPUS][FS_HW_MAX_GPUS] = {{0}};
+    int n = d.count < FS_HW_MAX_GPUS ? d.count : FS_HW_MAX_GPUS;
+    for (int i = 0; i < n; i++) {
+        free_bytes[i] = (int64_t)d.dev[i].free_bytes;
+        for (int j = 0; j < n; j++) peer[i][j] = d.peer[i][j];
+    }
+    return fs_hw_detected(n, free_bytes, (const unsigned char(*)[FS_HW_MAX_GPUS])peer, hw, err);
+}
+
 fs_status_t fs_place_hardware(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_error_t *err)
 {
     const fs_table_t *t = pick_table(ds, o->table, err);
     if (!t) return err->code;
     if (!o->topology) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "placement: no topology (preset or file) given");
     struct stat st;
-    fs_status_t s = stat(o->topology, &st) == 0 ? fs_hw_load_json(o->topology, hw, err)
-                                                : fs_hw_preset(o->topology, hw, err);
+    fs_status_t s = strcmp(o->topology, "detect") == 0 ? detect(hw, err)
+                  : stat(o->topology, &st) == 0       ? fs_hw_load_json(o->topology, hw, err)
+                                                      : fs_hw_preset(o->topology, hw, err);
     if (s != FS_OK) return s;
     if (o->num_gpus && (s = fs_hw_first_gpus(hw, o->num_gpus, err)) != FS_OK) return s;
     if (!(o->gpu_budget >= 0 && o->gpu_budget <= 1)) /* NaN fails too */

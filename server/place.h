@@ -48,7 +48,8 @@ fs_status_t fs_place_size_parse(const char *text, const char *what, int64_t *out
 #define FS_PLACE_PRESAMPLE_BATCHES 128
 
 typedef struct {
-    const char *topology;  /* preset name (pcie4, nvlink-pairs, dgx1-v100, nvswitch8) or JSON file */
+    const char *topology;  /* preset name (pcie4, nvlink-pairs, dgx1-v100, nvswitch8), JSON file, or "detect"
+                              (this box's GPUs: fs_hw_detected) */
     double gpu_budget;     /* bytes per GPU as a fraction of the table's bytes (e.g. 0.1); 0 = the hardware's memory */
     const char *table;     /* the feature table to place; NULL = the first */
     const char *plan_in;   /* load this plan instead of computing one */

@@ -180,6 +180,12 @@ Test(cli, plan_prints_gpus_prediction_and_replay)
     cr_assert_not_null(strstr(log, "  1.00      0\n"), "gpu 0: alpha 1.00, group 0: %s", log);
     cr_assert_not_null(strstr(log, "replication factor 4.000"), "4 GPUs, the same rows: %s", log);
     free(log);
+    /* this box's own GPUs: none in CI, and then the error says what to do */
+    rc = tu_run(&log, "%s plan %s --topology detect", tu_bin(), ds);
+    cr_assert(rc == 0 ? strstr(log, "detected") != NULL
+                      : rc == 1 && strstr(log, "--topology detect: ") && strstr(log, "simulated GPUs"),
+              "rc %d: %s", rc, log);
+    free(log);
     /* the order picked by the cost model, and a reserve */
     rc = tu_run(&log, "%s plan %s --topology nvlink-pairs --gpu-budget 0.2 --order auto --reserve 1K", tu_bin(), ds);
     cr_assert_eq(rc, 0, "%s", log);

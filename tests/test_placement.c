@@ -1189,6 +1189,39 @@ Test(planfile, corrupt_and_truncated_files_are_clear_errors)
 #include "place.h"
 #include "replay.h"
 
+Test(hardware, detected_gpus_become_a_description)
+{
+    fs_error_t err = {0};
+    fs_hardware_t hw;
+    int64_t free_bytes[4] = {40LL << 30, 39LL << 30, 40LL << 30, 38LL << 30};
+    unsigned char pairs[FS_HW_MAX_GPUS][FS_HW_MAX_GPUS] = {{0, 1}, {1, 0}, {0, 0, 0, 1}, {0, 0, 1, 0}};
+    cr_assert_eq(fs_hw_detected(4, free_bytes, (const unsigned char(*)[FS_HW_MAX_GPUS])pairs, &hw, &err), FS_OK,
+                 "%s", err.msg);
+    cr_assert_str_eq(hw.name, "detected");
+    cr_assert_eq(hw.fabric, FS_FABRIC_NVLINK);
+    cr_assert(fs_hw_linked(&hw, 0, 1) && fs_hw_linked(&hw, 2, 3) && !fs_hw_linked(&hw, 1, 2));
+    cr_assert_eq(hw.link_gbps[0][1], FS_HW_DETECTED_LINK_GBPS);
+    for (int g = 0; g < 4; g++) cr_assert_eq(hw.memory_bytes[g], free_bytes[g], "free memory, not total");
+
+    unsigned char all[FS_HW_MAX_GPUS][FS_HW_MAX_GPUS];
+    memset(all, 1, sizeof all);
+    for (int g = 0; g < FS_HW_MAX_GPUS; g++) all[g][g] = 0;
+    cr_assert_eq(fs_hw_detected(4, free_bytes, (const unsigned char(*)[FS_HW_MAX_GPUS])all, &hw, &err), FS_OK);
+    cr_assert_eq(hw.fabric, FS_FABRIC_NVSWITCH, "all to all at one speed");
+
+    unsigned char one_way[FS_HW_MAX_GPUS][FS_HW_MAX_GPUS] = {{0, 1}};
+    cr_assert_eq(fs_hw_detected(2, free_bytes, (const unsigned char(*)[FS_HW_MAX_GPUS])one_way, &hw, &err), FS_OK);
+    cr_assert_eq(hw.fabric, FS_FABRIC_PCIE, "access one way only is no link");
+    cr_assert(!fs_hw_linked(&hw, 0, 1));
+
+    cr_assert_eq(fs_hw_detected(0, free_bytes, (const unsigned char(*)[FS_HW_MAX_GPUS])pairs, &hw, &err),
+                 FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "0 GPUs"), "%s", err.msg);
+    int64_t negative[1] = {-1};
+    cr_assert_eq(fs_hw_detected(1, negative, (const unsigned char(*)[FS_HW_MAX_GPUS])pairs, &hw, &err),
+                 FS_ERR_INVALID_ARGUMENT);
+}
+
 Test(hardware, first_gpus_keeps_the_links_among_them)
 {
     fs_hardware_t hw = preset("nvswitch8");
