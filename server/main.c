@@ -37,7 +37,7 @@ static const char *const usage_text =
     "         [--feature-first | --order topology-first|feature-first|auto] [--reserve SIZE]\n"
     "         [--hotness degree|reach|presample] [--alpha A|nvlink=A,nvswitch=A]]\n"
     "                                            place hot data on (simulated) GPUs:\n"
-    "                                            pcie4, nvlink-pairs, dgx1-v100, nvswitch8\n"
+    "                                            pcie4, nvlink-pairs, dgx1-v100, nvswitch8, or detect\n"
     "  plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first | --order O]\n"
     "       [--reserve SIZE] [--policy P] [--alpha A] [--hotness degree|reach|presample]\n"
     "       [--fanouts 15,10,5 --batch 1024] [--save FILE] [--replay N] [--threads N]\n"
