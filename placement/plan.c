@@ -66,30 +66,35 @@ static int parse_alpha_value(const char *s, const char *end, double *out)
     return *stop == 0 && *out >= 0 && *out <= 1; /* NaN fails */
 }
 
+/* One "class=value" item of a spec, [s, end), into alpha[class]. */
+static fs_status_t parse_alpha_item(const char *s, const char *end, double *alpha, fs_error_t *err)
+{
+    const char *eq = memchr(s, '=', (size_t)(end - s));
+    for (int f = FS_FABRIC_NVLINK; eq && f < FS_FABRIC_COUNT_; f++) {
+        const char *name = fs_fabric_name((fs_fabric_t)f);
+        if ((size_t)(eq - s) != strlen(name) || memcmp(s, name, (size_t)(eq - s)) != 0) continue;
+        if (parse_alpha_value(eq + 1, end, &alpha[f])) return FS_OK;
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%.*s': not a number in [0, 1]", (int)(end - s), s);
+    }
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%.*s': want nvlink=A or nvswitch=A (PCIe-only GPUs form "
+                    "no groups, so have no alpha)", (int)(end - s), s);
+}
+
 fs_status_t fs_plan_alpha_parse(const char *spec, double alpha[FS_FABRIC_COUNT_], fs_error_t *err)
 {
     if (!spec || !*spec) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha: empty (want 0.2 or nvlink=0.2,nvswitch=0)");
-    double next[FS_FABRIC_COUNT_];
+    double next[FS_FABRIC_COUNT_], a;
     memcpy(next, alpha, sizeof next);
-    if (!strchr(spec, '=')) {
-        double a;
+    int list = strchr(spec, '=') != NULL;
+    if (!list) {
         if (!parse_alpha_value(spec, spec + strlen(spec), &a))
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%s': not a number in [0, 1]", spec);
         next[FS_FABRIC_NVLINK] = next[FS_FABRIC_NVSWITCH] = a; /* PCIe has no groups: nothing to set */
     }
-    for (const char *s = spec; strchr(spec, '=') && *s;) {
-        const char *end = s + strcspn(s, ","), *eq = memchr(s, '=', (size_t)(end - s));
-        int f = FS_FABRIC_NVLINK;
-        for (; eq && f < FS_FABRIC_COUNT_; f++)
-            if ((size_t)(eq - s) == strlen(fs_fabric_name((fs_fabric_t)f)) &&
-                memcmp(s, fs_fabric_name((fs_fabric_t)f), (size_t)(eq - s)) == 0)
-                break;
-        if (!eq || f == FS_FABRIC_COUNT_)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%.*s': want nvlink=A or nvswitch=A (PCIe-only GPUs "
-                            "form no groups, so have no alpha)", (int)(end - s), s);
-        if (!parse_alpha_value(eq + 1, end, &next[f]))
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "alpha '%.*s': not a number in [0, 1]", (int)(end - s), s);
-        s = *end ? end + 1 : end;
+    for (const char *s = spec, *end; list && *s; s = *end ? end + 1 : end) {
+        end = s + strcspn(s, ",");
+        fs_status_t st = parse_alpha_item(s, end, next, err);
+        if (st != FS_OK) return st;
     }
     memcpy(alpha, next, sizeof next);
     return FS_OK;

@@ -162,11 +162,7 @@ static int set_order(cli_t *c, const char *order)
 static int check_place_text(const cli_t *c, fs_place_opts_t *po)
 {
     fs_error_t err = {0};
-    double alpha[FS_FABRIC_COUNT_] = {0};
-    if ((c->hotness && fs_place_hotness_parse(c->hotness, &po->hotness, &err) != FS_OK) ||
-        (c->order && fs_place_order_parse(c->order, &po->order, &err) != FS_OK) ||
-        (c->reserve && fs_place_size_parse(c->reserve, "--reserve", &po->reserve_bytes, &err) != FS_OK) ||
-        (c->alpha && fs_plan_alpha_parse(c->alpha, alpha, &err) != FS_OK)) {
+    if (fs_place_opts_from_text(po, c->hotness, c->order, c->reserve, c->alpha, &err) != FS_OK) {
         usage_error("%s", err.msg);
         return -1;
     }
@@ -383,7 +379,7 @@ static int cmd_serve(int argc, char **argv)
     o.socket_path = c.socket, o.listen = c.listen, o.metrics = c.metrics, o.config = c.config;
     o.threads = c.threads, o.verify = c.verify == 2, o.prefault = c.prefault;
     o.place = (fs_place_opts_t){.topology = c.topology, .gpu_budget = c.gpu_budget, .table = c.table,
-                                .plan_in = c.plan, .plan_out = c.save_plan, .alpha = c.alpha};
+                                .plan_in = c.plan, .plan_out = c.save_plan};
     if ((c.plan || c.save_plan || c.seen[OPT_GPU_BUDGET] || c.table || c.order || c.hotness || c.alpha || c.reserve) &&
         !c.topology) {
         usage_error("%s", "--gpu-budget, --plan, --save-plan, --table, --feature-first, --order, --hotness, --alpha "

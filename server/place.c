@@ -77,6 +77,18 @@ fs_status_t fs_place_size_parse(const char *text, const char *what, int64_t *out
     return FS_OK;
 }
 
+fs_status_t fs_place_opts_from_text(fs_place_opts_t *o, const char *hotness, const char *order, const char *reserve,
+                                    const char *alpha, fs_error_t *err)
+{
+    double check[FS_FABRIC_COUNT_] = {0};
+    fs_status_t st = hotness ? fs_place_hotness_parse(hotness, &o->hotness, err) : FS_OK;
+    if (st == FS_OK && order) st = fs_place_order_parse(order, &o->order, err);
+    if (st == FS_OK && reserve) st = fs_place_size_parse(reserve, "--reserve", &o->reserve_bytes, err);
+    if (st == FS_OK && alpha) st = fs_plan_alpha_parse(alpha, check, err);
+    if (st == FS_OK && alpha) o->alpha = alpha;
+    return st;
+}
+
 /* ---- hardware ------------------------------------------------------------------ */
 
 /* `--topology detect`: this box's GPUs, their free memory and peer access. */

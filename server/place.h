@@ -69,6 +69,14 @@ typedef struct {
                                              split); 0 = FS_PLACE_PRESAMPLE_BATCHES */
 } fs_place_opts_t;
 
+/* The placement options a command line gives as text (NULL = not given),
+ * checked and set in *o before anything is loaded: hotness, order,
+ * reserve (a size, below) and alpha (checked, kept as text for the planner,
+ * fs_plan_alpha_parse). An error names the bad value and leaves *o as it
+ * was for that option. */
+fs_status_t fs_place_opts_from_text(fs_place_opts_t *o, const char *hotness, const char *order, const char *reserve,
+                                    const char *alpha, fs_error_t *err);
+
 /* What FS_PLACE_ORDER_AUTO decided (fs_place_build below). */
 typedef struct {
     int decided;               /* 1 when ORDER_AUTO chose */

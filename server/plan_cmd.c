@@ -51,7 +51,7 @@ static const char *const plan_usage =
 typedef struct {
     fs_place_opts_t place;
     fs_presample_opts_t workload;
-    const char *dataset, *budget, *policy, *hotness, *fanouts, *order, *reserve;
+    const char *dataset, *budget, *policy, *hotness, *fanouts, *order, *reserve, *alpha;
     long long batch, presample, replay, gpus, threads;
 } plan_cli_t;
 
@@ -120,7 +120,7 @@ static int parse_args(plan_cli_t *c, int argc, char **argv)
         case P_FANOUTS: c->fanouts = optarg; break;
         case P_SAVE: c->place.plan_out = optarg; break;
         case P_TABLE: c->place.table = optarg; break;
-        case P_ALPHA: c->place.alpha = optarg; break;
+        case P_ALPHA: c->alpha = optarg; break;
         case P_GPUS: if (number("--gpus", optarg, 1, FS_HW_MAX_GPUS, &c->gpus)) return 1; break;
         case P_BATCH: if (number("--batch", optarg, 1, 1 << 24, &c->batch)) return 1; break;
         case P_PRESAMPLE: if (number("--presample-batches", optarg, 1, 1LL << 32, &c->presample)) return 1; break;
@@ -163,14 +163,7 @@ static fs_status_t check_values(plan_cli_t *c, fs_error_t *err)
     c->workload.batch_size = c->batch;
     fs_status_t st = c->fanouts ? parse_fanouts(c->fanouts, &c->workload, err) : FS_OK;
     if (st == FS_OK && c->policy) st = fs_feat_policy_parse(c->policy, &c->place.policy, err);
-    if (st == FS_OK && c->hotness) st = fs_place_hotness_parse(c->hotness, &c->place.hotness, err);
-    if (st == FS_OK && c->order) st = fs_place_order_parse(c->order, &c->place.order, err);
-    if (st == FS_OK && c->reserve) st = fs_place_size_parse(c->reserve, "--reserve", &c->place.reserve_bytes, err);
-    if (st == FS_OK && c->place.alpha) {
-        fs_plan_opts_t po;
-        fs_plan_defaults(&po);
-        st = fs_plan_alpha_parse(c->place.alpha, po.alpha, err);
-    }
+    if (st == FS_OK) st = fs_place_opts_from_text(&c->place, c->hotness, c->order, c->reserve, c->alpha, err);
     if (st == FS_OK && c->budget) {
         char *e;
         c->place.gpu_budget = strtod(c->budget, &e);

@@ -175,11 +175,11 @@ static fs_status_t replan_opts(const server_t *s, const fs_local_replan_t *req, 
     if (req->save[0]) po->plan_out = req->save;
     if (!po->topology && !po->plan_in)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: this server has no placement; name a topology");
-    if (req->hotness[0] && fs_place_hotness_parse(req->hotness, &po->hotness, err) != FS_OK) return err->code;
-    if (req->alpha[0]) po->alpha = req->alpha;
-    if (req->order[0] && fs_place_order_parse(req->order, &po->order, err) != FS_OK) return err->code;
-    if (req->reserve[0] && fs_place_size_parse(req->reserve, "reserve", &po->reserve_bytes, err) != FS_OK)
-        return err->code;
+#define FS_GIVEN(f) (req->f[0] ? req->f : NULL)
+    fs_status_t st = fs_place_opts_from_text(po, FS_GIVEN(hotness), FS_GIVEN(order), FS_GIVEN(reserve),
+                                             FS_GIVEN(alpha), err);
+#undef FS_GIVEN
+    if (st != FS_OK) return st;
     if (!(req->gpu_budget >= 0 && req->gpu_budget <= 1))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: gpu_budget %g (need a fraction in (0, 1], or 0 to keep "
                         "the current one)", req->gpu_budget);

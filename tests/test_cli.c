@@ -230,32 +230,27 @@ Test(cli, plan_errors_name_the_problem)
     free(log), free(ds);
 }
 
-/* serve's --hotness is checked before anything is served */
+/* serve's placement options are checked before anything is served */
 Test(cli, serve_placement_options_need_topology_and_valid_values)
 {
     char *ds = gen_tiny(), *log;
-    int rc = tu_run(&log, "%s serve %s --hotness presample", tu_bin(), ds);
-    cr_assert_eq(rc, 2, "%s", log);
-    cr_assert_not_null(strstr(log, "--hotness, --alpha and --reserve need --topology"), "%s", log);
-    free(log);
-    rc = tu_run(&log, "%s serve %s --alpha 0", tu_bin(), ds);
-    cr_assert_eq(rc, 2, "%s", log);
-    cr_assert_not_null(strstr(log, "need --topology"), "%s", log);
-    free(log);
-    rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --hotness pagerank", tu_bin(), ds);
-    cr_assert_eq(rc, 2, "%s", log);
-    cr_assert_not_null(strstr(log, "unknown hotness estimator 'pagerank'"), "%s", log);
-    free(log);
-    rc = tu_run(&log, "%s serve %s --order auto", tu_bin(), ds);
-    cr_assert_eq(rc, 2, "%s", log);
-    cr_assert_not_null(strstr(log, "need --topology"), "%s", log);
-    free(log);
-    rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --reserve much", tu_bin(), ds);
-    cr_assert_eq(rc, 2, "refused before serving: %s", log);
-    cr_assert_not_null(strstr(log, "--reserve 'much'"), "%s", log);
-    free(log);
-    rc = tu_run(&log, "%s serve %s --topology nvlink-pairs --alpha nvlink=-1", tu_bin(), ds);
-    cr_assert_eq(rc, 2, "refused before serving: %s", log);
-    cr_assert_not_null(strstr(log, "alpha 'nvlink=-1'"), "%s", log);
-    free(log), free(ds);
+    static const struct {
+        const char *args, *msg;
+    } cases[] = {
+        {"--hotness presample", "--hotness, --alpha and --reserve need --topology"},
+        {"--alpha 0", "need --topology"},
+        {"--order auto", "need --topology"},
+        {"--topology nvlink-pairs --hotness pagerank", "unknown hotness estimator 'pagerank'"},
+        {"--topology nvlink-pairs --reserve much", "--reserve 'much'"},
+        {"--topology nvlink-pairs --alpha nvlink=-1", "alpha 'nvlink=-1'"},
+        {"--topology nvlink-pairs --order sideways", "unknown order 'sideways'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = tu_run(&log, "%s serve %s %s", tu_bin(), ds, cases[i].args);
+        cr_assert_eq(rc, 2, "'serve %s' exited %d: %s", cases[i].args, rc, log);
+        cr_assert_not_null(strstr(log, cases[i].msg), "'serve %s' does not say '%s': %s", cases[i].args,
+                           cases[i].msg, log);
+        free(log);
+    }
+    free(ds);
 }
