@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const status_text[FS_STATUS_COUNT_] = {
     [FS_OK] = "success",
@@ -237,4 +238,11 @@ void fs_convert_from_f32(const float *src, size_t n, fs_dtype_t dst_dt, void *ds
         break;
     default: break;
     }
+}
+
+double fs_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

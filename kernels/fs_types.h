@@ -28,6 +28,9 @@ fs_status_t fs_verror(fs_error_t *err, fs_status_t code, const char *fmt, va_lis
 void fs_error_prefix(fs_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fs_error_clear(fs_error_t *err);
 
+/* Monotonic seconds, for latencies and progress. */
+double fs_now(void);
+
 int fs_dtype_is_float(fs_dtype_t dt);
 int fs_dtype_is_int(fs_dtype_t dt);            /* BOOL counts as int */
 

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "fs_local.h"
-#include "progress.h"
 
 typedef struct client {
     int fd;

@@ -121,11 +121,6 @@ fs_status_t fs_place_workload(const fs_dataset_t *ds, const fs_place_opts_t *o, 
 fs_status_t fs_place_predict(const fs_dataset_t *ds, const fs_plan_t *plan, const fs_hardware_t *hw,
                              const fs_place_opts_t *o, fs_cost_t *out, fs_error_t *err);
 
-/* `featstore plan DATASET --topology ...` (server/plan_cmd.c): prints a plan,
- * its predicted traffic and, with --replay N, measured against predicted.
- * argv[0] is "plan". Returns the exit status: 0, 1 failed, 2 usage. */
-int fs_plan_cmd(int argc, char **argv);
-
 /* Adds one simulated-device tier per planned GPU and places the plan. */
 fs_status_t fs_place_apply(fs_store_t *st, const fs_dataset_t *ds, const fs_plan_t *plan, const char *table,
                            fs_error_t *err);

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "progress.h"
 
 static fs_csr_ref_t csr_of(const fs_dataset_t *ds)
 {

@@ -29,7 +29,6 @@
 #include "local.h"
 #include "metrics.h"
 #include "place_las.h"
-#include "progress.h"
 
 void fs_serve_defaults(fs_serve_opts_t *o)
 {

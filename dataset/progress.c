@@ -7,13 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-double fs_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void fs_progress_start(fs_progress_t *p, const char *label)
 {
     snprintf(p->label, sizeof p->label, "%s", label);

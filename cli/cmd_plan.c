@@ -1,4 +1,4 @@
-/* plan_cmd.c — `featstore plan DATASET --topology PRESET|FILE [options]`:
+/* cmd_plan.c — `featstore plan DATASET --topology PRESET|FILE [options]`:
  * makes a placement plan exactly as `serve --topology` would (place.h) and
  * explains it: what each GPU holds, then the cost model's predicted bytes
  * per mini-batch of each reader by source (own GPU, peers, host), and with
@@ -13,127 +13,27 @@
  * Exit status: 0, 1 when the operation fails (bad dataset, preset, budget,
  * policy, hotness, fanouts: the message names it), 2 for a malformed
  * command line. */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "cli.h"
 #include "dataset.h"
 #include "place.h"
-
-enum {
-    P_TOPOLOGY = 300, P_GPUS, P_BUDGET, P_FEATURE_FIRST, P_POLICY, P_HOTNESS, P_FANOUTS, P_BATCH, P_PRESAMPLE,
-    P_SAVE, P_REPLAY, P_THREADS, P_TABLE, P_ALPHA, P_ORDER, P_RESERVE, P_TOPOLOGY_FIRST,
-};
-
-static const struct option plan_opts[] = {
-    {"topology", required_argument, 0, P_TOPOLOGY},  {"gpus", required_argument, 0, P_GPUS},
-    {"gpu-budget", required_argument, 0, P_BUDGET},  {"feature-first", no_argument, 0, P_FEATURE_FIRST},
-    {"policy", required_argument, 0, P_POLICY},      {"hotness", required_argument, 0, P_HOTNESS},
-    {"fanouts", required_argument, 0, P_FANOUTS},    {"batch", required_argument, 0, P_BATCH},
-    {"presample-batches", required_argument, 0, P_PRESAMPLE}, {"save", required_argument, 0, P_SAVE},
-    {"replay", required_argument, 0, P_REPLAY},      {"threads", required_argument, 0, P_THREADS},
-    {"table", required_argument, 0, P_TABLE},        {"alpha", required_argument, 0, P_ALPHA},
-    {"order", required_argument, 0, P_ORDER},        {"reserve", required_argument, 0, P_RESERVE},
-    {"topology-first", no_argument, 0, P_TOPOLOGY_FIRST}, {0, 0, 0, 0},
-};
 
 static const char *const plan_usage =
     "usage: featstore plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--reserve SIZE]\n"
     "       [--feature-first | --topology-first | --order topology-first|feature-first|auto]\n"
     "       [--policy auto|rule1|algo1|xgnn|naive|rand|degree] [--alpha A|nvlink=A,nvswitch=A]\n"
-    "       [--hotness degree|reach|presample]"
-    "       [--fanouts 15,10,5] [--batch 1024] [--presample-batches N] [--table T] [--save FILE]\n"
-    "       [--replay N] [--threads N]";
+    "       [--hotness degree|reach|presample] [--fanouts 15,10,5] [--batch 1024] [--presample-batches N]\n"
+    "       [--table T] [--save FILE] [--replay N] [--threads N]";
 
 typedef struct {
     fs_place_opts_t place;
     fs_presample_opts_t workload;
-    const char *dataset, *budget, *policy, *hotness, *fanouts, *order, *reserve, *alpha;
-    long long batch, presample, replay, gpus, threads;
+    long long replay;
 } plan_cli_t;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int failed(const fs_error_t *err)
-{
-    fprintf(stderr, "featstore: error: %s [%s]\n", err->msg, fs_strerror(err->code));
-    return 1;
-}
-
-static int usage(const char *what, const char *arg)
-{
-    fprintf(stderr, "featstore plan: ");
-    fprintf(stderr, what, arg);
-    fprintf(stderr, "\n%s\n", plan_usage);
-    return 2;
-}
-
-/* A whole number in [lo, hi], or -1 (and a message) when it is not. */
-static int number(const char *opt, const char *s, long long lo, long long hi, long long *out)
-{
-    char *e;
-    long long v = strtoll(s, &e, 10);
-    if (*s && !*e && v >= lo && v <= hi) {
-        *out = v;
-        return 0;
-    }
-    fprintf(stderr, "featstore: error: %s must be a whole number in [%lld, %lld], got '%s'\n", opt, lo, hi, s);
-    return -1;
-}
-
-/* ---- the command line ------------------------------------------------------------ */
-
-/* --feature-first, --topology-first and --order X say one thing, once. */
-static int set_order(plan_cli_t *c, const char *order)
-{
-    if (c->order && strcmp(c->order, order) != 0)
-        return usage("%s", "give one of --feature-first, --topology-first and --order");
-    c->order = order;
-    return 0;
-}
-
-static int parse_args(plan_cli_t *c, int argc, char **argv)
-{
-    memset(c, 0, sizeof *c);
-    c->batch = 1024, c->presample = 0, c->gpus = 0;
-    optind = 1;
-    opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "", plan_opts, NULL)) != -1) {
-        switch (opt) {
-        case P_TOPOLOGY: c->place.topology = optarg; break;
-        case P_BUDGET: c->budget = optarg; break;
-        case P_FEATURE_FIRST: if (set_order(c, "feature-first")) return 2; break;
-        case P_TOPOLOGY_FIRST: if (set_order(c, "topology-first")) return 2; break;
-        case P_ORDER: if (set_order(c, optarg)) return 2; break;
-        case P_RESERVE: c->reserve = optarg; break;
-        case P_POLICY: c->policy = optarg; break;
-        case P_HOTNESS: c->hotness = optarg; break;
-        case P_FANOUTS: c->fanouts = optarg; break;
-        case P_SAVE: c->place.plan_out = optarg; break;
-        case P_TABLE: c->place.table = optarg; break;
-        case P_ALPHA: c->alpha = optarg; break;
-        case P_GPUS: if (number("--gpus", optarg, 1, FS_HW_MAX_GPUS, &c->gpus)) return 1; break;
-        case P_BATCH: if (number("--batch", optarg, 1, 1 << 24, &c->batch)) return 1; break;
-        case P_PRESAMPLE: if (number("--presample-batches", optarg, 1, 1LL << 32, &c->presample)) return 1; break;
-        case P_REPLAY: if (number("--replay", optarg, 1, 1LL << 32, &c->replay)) return 1; break;
-        case P_THREADS: if (number("--threads", optarg, 1, 256, &c->threads)) return 1; break;
-        default: return usage("unknown or misplaced option '%s'", argv[optind - 1]);
-        }
-    }
-    if (argc - optind != 1) return usage("%s", "one DATASET directory is needed");
-    if (!c->place.topology) return usage("%s", "--topology PRESET|FILE is required");
-    c->dataset = argv[optind];
-    return 0;
-}
 
 /* "15,10,5" -> hops and fanouts (-1 = every neighbour). */
 static fs_status_t parse_fanouts(const char *s, fs_presample_opts_t *w, fs_error_t *err)
@@ -156,26 +56,33 @@ static fs_status_t parse_fanouts(const char *s, fs_presample_opts_t *w, fs_error
     return FS_OK;
 }
 
-/* Every value check that needs no dataset: exit 1 with the problem named. */
-static fs_status_t check_values(plan_cli_t *c, fs_error_t *err)
+/* Every value check that needs no dataset; a bad value fails the command
+ * (exit 1) naming the option. */
+static fs_status_t check_values(const cli_t *c, plan_cli_t *p, fs_error_t *err)
 {
-    fs_presample_defaults(&c->workload);
-    c->workload.batch_size = c->batch;
-    fs_status_t st = c->fanouts ? parse_fanouts(c->fanouts, &c->workload, err) : FS_OK;
-    if (st == FS_OK && c->policy) st = fs_feat_policy_parse(c->policy, &c->place.policy, err);
-    if (st == FS_OK) st = fs_place_opts_from_text(&c->place, c->hotness, c->order, c->reserve, c->alpha, err);
-    if (st == FS_OK && c->budget) {
-        char *e;
-        c->place.gpu_budget = strtod(c->budget, &e);
-        if (!*c->budget || *e || !(c->place.gpu_budget > 0 && c->place.gpu_budget <= 1))
-            st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "--gpu-budget must be a fraction in (0, 1], got '%s'",
-                          c->budget);
-    }
-    c->place.workload = &c->workload;
-    c->place.presample_batches = c->presample;
-    c->place.num_gpus = (int)c->gpus;
-    c->place.threads = (int)c->threads;
-    c->workload.threads = (int)c->threads;
+    long long batch = 1024, presample = 0, gpus = 0, threads = 0;
+    memset(p, 0, sizeof *p);
+    p->place.topology = c->text[OPT_TOPOLOGY];
+    p->place.plan_out = c->text[OPT_SAVE];
+    p->place.table = c->text[OPT_TABLE];
+    fs_status_t st = cli_int(c, OPT_GPUS, 1, FS_HW_MAX_GPUS, &gpus, err);
+    if (st == FS_OK) st = cli_int(c, OPT_BATCH, 1, 1 << 24, &batch, err);
+    if (st == FS_OK) st = cli_int(c, OPT_PRESAMPLE, 1, 1LL << 32, &presample, err);
+    if (st == FS_OK) st = cli_int(c, OPT_REPLAY, 1, 1LL << 32, &p->replay, err);
+    if (st == FS_OK) st = cli_int(c, OPT_THREADS, 1, 256, &threads, err);
+    fs_presample_defaults(&p->workload);
+    p->workload.batch_size = batch;
+    if (st == FS_OK && cli_has(c, OPT_FANOUTS)) st = parse_fanouts(c->text[OPT_FANOUTS], &p->workload, err);
+    if (st == FS_OK && cli_has(c, OPT_POLICY)) st = fs_feat_policy_parse(c->text[OPT_POLICY], &p->place.policy, err);
+    if (st == FS_OK)
+        st = fs_place_opts_from_text(&p->place, c->text[OPT_HOTNESS], c->order, c->text[OPT_RESERVE],
+                                     c->text[OPT_ALPHA], err);
+    if (st == FS_OK) st = cli_fraction(c, OPT_GPU_BUDGET, &p->place.gpu_budget, err);
+    p->place.workload = &p->workload;
+    p->place.presample_batches = presample;
+    p->place.num_gpus = (int)gpus;
+    p->place.threads = (int)threads;
+    p->workload.threads = (int)threads;
     return st;
 }
 
@@ -344,19 +251,19 @@ static int run(const plan_cli_t *c, fs_dataset_t *ds, fs_error_t *err)
     if (!p || !work) {
         free(p), free(work);
         fs_error(err, FS_ERR_NOMEM, "out of memory");
-        return failed(err);
+        return cli_fail(err);
     }
     int64_t batches = 0;
-    double t0 = now();
+    double t0 = fs_now();
     fs_status_t st = fs_place_hardware(ds, &c->place, &hw, err);
     if (st == FS_OK) st = fs_place_workload(ds, &c->place, work, &batches, err);
     if (st == FS_OK) st = fs_place_hotness(ds, &c->place, p, err);
-    double t1 = now();
+    double t1 = fs_now();
     fs_place_choice_t choice;
     if (st == FS_OK) st = fs_place_build(ds, &c->place, &hw, p, &plan, &choice, err);
     fs_cost_t cost;
     if (st == FS_OK) {
-        print_plan(ds, c, plan, &hw, t1 - t0, now() - t1);
+        print_plan(ds, c, plan, &hw, t1 - t0, fs_now() - t1);
         if (choice.decided)
             printf("plan: order auto chose %s: the slowest reader's feature and neighbour-list reads per "
                    "mini-batch take %.3f ms topology first, %.3f ms feature first (cost model, the workload "
@@ -369,19 +276,25 @@ static int run(const plan_cli_t *c, fs_dataset_t *ds, fs_error_t *err)
     if (st == FS_OK && c->replay > 0) st = replay(ds, c, plan, &hw, &cost, err);
     fs_plan_free(plan);
     free(p), free(work);
-    return st == FS_OK ? 0 : failed(err);
+    return st == FS_OK ? 0 : cli_fail(err);
 }
 
-int fs_plan_cmd(int argc, char **argv)
+int cmd_plan(int argc, char **argv)
 {
-    plan_cli_t c;
-    int rc = parse_args(&c, argc, argv);
+    static const cli_opt_t allowed[] = {OPT_TOPOLOGY, OPT_GPUS, OPT_GPU_BUDGET, OPT_FEATURE_FIRST, OPT_TOPOLOGY_FIRST,
+                                        OPT_ORDER, OPT_POLICY, OPT_HOTNESS, OPT_FANOUTS, OPT_BATCH, OPT_PRESAMPLE,
+                                        OPT_SAVE, OPT_REPLAY, OPT_THREADS, OPT_TABLE, OPT_ALPHA, OPT_RESERVE, 0};
+    cli_t c;
+    int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;
+    if (c.num_args != 1) return cli_usage("%s\n%s", "one DATASET directory is needed", plan_usage);
+    if (!cli_has(&c, OPT_TOPOLOGY)) return cli_usage("%s\n%s", "--topology PRESET|FILE is required", plan_usage);
+    plan_cli_t p;
     fs_error_t err = {0};
-    if (check_values(&c, &err) != FS_OK) return failed(&err);
+    if (check_values(&c, &p, &err) != FS_OK) return cli_fail(&err);
     fs_dataset_t *ds;
-    if (fs_dataset_open(c.dataset, 0, (int)c.threads, &ds, &err) != FS_OK) return failed(&err);
-    rc = run(&c, ds, &err);
+    if (fs_dataset_open(c.args[0], 0, p.place.threads, &ds, &err) != FS_OK) return cli_fail(&err);
+    rc = run(&p, ds, &err);
     fs_dataset_close(ds);
     return rc;
 }

@@ -6,13 +6,13 @@
 
 #include <stdint.h>
 
+#include "fs_types.h" /* fs_now */
+
 typedef struct {
     char label[64];
     int tty;
     double t0, last;
 } fs_progress_t;
-
-double fs_now(void); /* monotonic seconds */
 
 void fs_progress_start(fs_progress_t *p, const char *label);
 /* fraction in [0,1], or < 0 when unknown; count of `unit`s done so far. */

@@ -1,0 +1,139 @@
+/* cmd_serve.c — running the store and talking to a running one:
+ * `featstore serve` (server/serve.h), `featstore replan` and
+ * `featstore stats` (through the client library, as any trainer would),
+ * and `featstore devices`. A bad option value is a usage error (exit 2),
+ * checked before anything is loaded. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "featstore/client.h"
+#include "fs_device.h"
+#include "serve.h"
+
+/* The placement options given as text (serve and its re-plans share the
+ * checks: place.h), into *po. */
+static int check_place_text(const cli_t *c, fs_place_opts_t *po)
+{
+    fs_error_t err = {0};
+    if (fs_place_opts_from_text(po, c->text[OPT_HOTNESS], c->order, c->text[OPT_RESERVE], c->text[OPT_ALPHA], &err) !=
+        FS_OK)
+        return cli_usage("%s", err.msg);
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    static const cli_opt_t allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY,
+                                        OPT_PREFAULT, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE,
+                                        OPT_FEATURE_FIRST, OPT_HOTNESS, OPT_ALPHA, OPT_TOPOLOGY_FIRST, OPT_ORDER,
+                                        OPT_RESERVE, 0};
+    cli_t c;
+    int rc = cli_parse(&c, argc, argv, allowed);
+    if (rc) return rc;
+    if (c.num_args != 1)
+        return cli_usage("%s", "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] "
+                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify]");
+    fs_serve_opts_t o;
+    fs_serve_defaults(&o);
+    o.dataset = c.args[0];
+    o.socket_path = c.text[OPT_SOCKET], o.listen = c.text[OPT_LISTEN], o.metrics = c.text[OPT_METRICS];
+    o.config = c.text[OPT_CONFIG];
+    o.verify = cli_has(&c, OPT_VERIFY), o.prefault = cli_has(&c, OPT_PREFAULT);
+    o.place = (fs_place_opts_t){.topology = c.text[OPT_TOPOLOGY], .table = c.text[OPT_TABLE],
+                                .plan_in = c.text[OPT_PLAN], .plan_out = c.text[OPT_SAVE_PLAN]};
+    long long threads = 0;
+    fs_error_t err = {0};
+    fs_status_t st = cli_int(&c, OPT_THREADS, 1, 256, &threads, &err);
+    if (st == FS_OK) st = cli_fraction(&c, OPT_GPU_BUDGET, &o.place.gpu_budget, &err);
+    if (st != FS_OK) return cli_usage("%s", err.msg);
+    o.threads = (int)threads;
+    int placed = cli_has(&c, OPT_PLAN) || cli_has(&c, OPT_SAVE_PLAN) || cli_has(&c, OPT_GPU_BUDGET) ||
+                 cli_has(&c, OPT_TABLE) || c.order || cli_has(&c, OPT_HOTNESS) || cli_has(&c, OPT_ALPHA) ||
+                 cli_has(&c, OPT_RESERVE);
+    if (placed && !cli_has(&c, OPT_TOPOLOGY))
+        return cli_usage("%s", "--gpu-budget, --plan, --save-plan, --table, --feature-first, --order, --hotness, "
+                               "--alpha and --reserve need --topology");
+    if ((rc = check_place_text(&c, &o.place))) return rc;
+    if (fs_serve_load_config(&o, &err) != FS_OK) return cli_fail(&err);
+    if (!o.socket_path && !o.listen) {
+        static char def[128];
+        snprintf(def, sizeof def, "/tmp/featstore-%d.sock", (int)getuid());
+        o.socket_path = def;
+    }
+    if (!o.metrics) o.metrics = "127.0.0.1:9464";
+    return fs_serve(&o);
+}
+
+/* Prints a failed client call the way every command reports errors. */
+static int client_failed(fs_client_t *cl, fs_status_t st)
+{
+    fprintf(stderr, "featstore: error: %s [%s]\n", fs_client_errstr(cl), fs_strerror(st));
+    return EXIT_FAILED;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+    if (argc != 2) return cli_usage("%s", "usage: featstore stats unix:///PATH | grpc://HOST:PORT");
+    fs_client_t *cl;
+    char *text = NULL;
+    fs_status_t st = fs_connect(argv[1], &cl);
+    if (st == FS_OK) st = fs_stats(cl, &text);
+    if (st == FS_OK) fputs(text, stdout);
+    int rc = st == FS_OK ? 0 : client_failed(cl, st);
+    fs_stats_free(text);
+    fs_close(cl);
+    return rc;
+}
+
+int cmd_replan(int argc, char **argv)
+{
+    static const cli_opt_t allowed[] = {OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_HOTNESS, OPT_FEATURE_FIRST,
+                                        OPT_TOPOLOGY_FIRST, OPT_ORDER, OPT_PLAN, OPT_SAVE_PLAN, OPT_ALPHA,
+                                        OPT_RESERVE, 0};
+    cli_t c;
+    int rc = cli_parse(&c, argc, argv, allowed);
+    if (rc) return rc;
+    if (c.num_args != 1)
+        return cli_usage("%s", "usage: featstore replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] "
+                               "[--hotness H] [--alpha A] [--reserve SIZE] [--order topology-first|feature-first|auto] "
+                               "[--plan FILE] [--save-plan FILE]");
+    fs_replan_opts_t o = {0};
+    fs_error_t err = {0};
+    if (cli_fraction(&c, OPT_GPU_BUDGET, &o.gpu_budget, &err) != FS_OK) return cli_usage("%s", err.msg);
+    o.topology = c.text[OPT_TOPOLOGY], o.hotness = c.text[OPT_HOTNESS], o.order = c.order;
+    o.plan = c.text[OPT_PLAN], o.save = c.text[OPT_SAVE_PLAN], o.alpha = c.text[OPT_ALPHA];
+    o.reserve = c.text[OPT_RESERVE];
+    fs_client_t *cl;
+    uint64_t gen = 0;
+    double t0 = fs_now();
+    fs_status_t st = fs_connect(c.args[0], &cl);
+    if (st == FS_OK) st = fs_replan(cl, &o, &gen);
+    rc = st == FS_OK ? 0 : client_failed(cl, st);
+    if (st == FS_OK)
+        printf("re-planned in %.2f s: placement generation %llu is served\n", fs_now() - t0, (unsigned long long)gen);
+    fs_close(cl);
+    return rc;
+}
+
+int cmd_devices(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 1) return cli_usage("%s", "usage: featstore devices");
+    fs_devices_t d;
+    fs_error_t err = {0};
+    if (fs_devices_query(&d, &err) != FS_OK) {
+        printf("gpus      0 (%s)\n", err.msg);
+        return 0;
+    }
+    printf("gpus      %d\n", d.count);
+    for (int i = 0; i < d.count; i++) {
+        printf("gpu %-5d %s  sm_%d%d  %.1f / %.1f GiB free  peers:", i, d.dev[i].name, d.dev[i].cc_major,
+               d.dev[i].cc_minor, (double)d.dev[i].free_bytes / (1 << 30), (double)d.dev[i].total_bytes / (1 << 30));
+        for (int j = 0; j < d.count; j++)
+            if (d.peer[i][j]) printf(" %d", j);
+        printf("\n");
+    }
+    return 0;
+}

@@ -1,0 +1,96 @@
+/* main.c — `featstore`, the command line: one subcommand per job, all
+ * parsed by one option parser (cli.h, options.c).
+ *
+ *   dataset tooling   import, gen, info          (cmd_dataset.c -> dataset/)
+ *   planning          plan                       (cmd_plan.c -> server/place.h, placement/)
+ *   serving           serve, replan, stats       (cmd_serve.c -> server/, client-lib/)
+ *   this machine      devices, version, help
+ *
+ * Exit status: 0 success, 1 the operation failed (message on stderr naming
+ * the problem), 2 the command line was wrong. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fs_device.h"
+
+static const char *const usage_text =
+    "usage: featstore <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  import edgelist|npz|ogb INPUT --out DIR   convert a graph into a featstore dataset\n"
+    "  gen rmat --out DIR [--scale S --edge-factor E --dim D]   generate an R-MAT dataset\n"
+    "  info DIR [--no-verify]                    describe and validate a dataset\n"
+    "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
+    "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
+    "        [--topology PRESET|FILE [--gpu-budget F] [--plan FILE] [--save-plan FILE] [--table T]\n"
+    "         [--feature-first | --order topology-first|feature-first|auto] [--reserve SIZE]\n"
+    "         [--hotness degree|reach|presample] [--alpha A|nvlink=A,nvswitch=A]]\n"
+    "                                            place hot data on (simulated) GPUs:\n"
+    "                                            pcie4, nvlink-pairs, dgx1-v100, nvswitch8, or detect\n"
+    "  plan DATASET --topology PRESET|FILE [--gpus N] [--gpu-budget F] [--feature-first | --order O]\n"
+    "       [--reserve SIZE] [--policy P] [--alpha A] [--hotness degree|reach|presample]\n"
+    "       [--fanouts 15,10,5 --batch 1024] [--save FILE] [--replay N] [--threads N]\n"
+    "                                            explain a placement: per-GPU contents, predicted (and replayed) traffic\n"
+    "  replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] [--hotness H] [--alpha A]\n"
+    "         [--reserve SIZE] [--feature-first | --topology-first | --order auto] [--plan FILE]\n"
+    "         [--save-plan FILE]\n"
+    "                                            re-plan a running server's placement\n"
+    "                                            (unset options keep the server's; no restart)\n"
+    "  stats URI                                 print a running server's metrics (unix:// or grpc://)\n"
+    "  devices                                   list usable GPUs (or why there are none)\n"
+    "  version                                   print the version\n"
+    "\n"
+    "import options:\n"
+    "  --out DIR            output dataset directory (required)\n"
+    "  --name NAME          dataset name (default: input file name)\n"
+    "  --symmetrize         store every edge in both directions\n"
+    "  --drop-self-loops    drop edges (v, v)\n"
+    "  --dedup              merge duplicate edges (weights are summed)\n"
+    "  --reverse            store dst -> src (in-neighbours) instead of src -> dst\n"
+    "  --compact-ids        edgelist only: renumber sparse ids to 0..N-1 (originals kept)\n"
+    "  --weighted           edgelist only: column 3 is an edge weight\n"
+    "  --split T,V,T        random train/valid/test percentages when the input has none\n"
+    "                       (default 60,20,20; --no-split for none)\n"
+    "  --split-name NAME    ogb only: which split/<NAME> directory to use\n"
+    "  --seed S             seed of the random split (default 1)\n"
+    "  --threads N          worker threads (default: all CPUs)\n"
+    "  --force              replace an existing dataset at --out\n"
+    "\n"
+    "gen rmat options (plus --out --name --symmetrize --drop-self-loops --dedup --split --seed\n"
+    "--threads --force as above):\n"
+    "  --scale S            2^S nodes (default 16)\n"
+    "  --edge-factor E      E * 2^S generated edges (default 16)\n"
+    "  --dim D              feature width, 0 for none (default 128)\n"
+    "  --dtype T            float32 | float16 | bfloat16 (default float32)\n"
+    "  --classes C          number of label classes (default 16)\n"
+    "  --permute            randomly relabel nodes (Graph500 style: hubs are scattered)\n"
+    "  --abc A,B,C          R-MAT quadrant probabilities (default 0.57,0.19,0.19)\n";
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"import", cmd_import}, {"gen", cmd_gen},         {"info", cmd_info},   {"plan", cmd_plan},
+    {"serve", cmd_serve},   {"replan", cmd_replan},   {"stats", cmd_stats}, {"devices", cmd_devices},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("featstore %s (CUDA kernels: %s)\n", FS_VERSION, fs_built_with_cuda() ? "yes" : "no");
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    return cli_usage("unknown command '%s'", cmd);
+}

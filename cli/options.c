@@ -1,0 +1,159 @@
+/* options.c — the one option parser behind every `featstore` subcommand
+ * (cli.h): a single table of long options, getopt_long over it, and the
+ * value checks that name the option and what it allows. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct option long_opts[] = {
+    {"out", required_argument, 0, OPT_OUT},          {"name", required_argument, 0, OPT_NAME},
+    {"symmetrize", no_argument, 0, OPT_SYM},         {"symmetrise", no_argument, 0, OPT_SYM},
+    {"drop-self-loops", no_argument, 0, OPT_NOLOOP}, {"dedup", no_argument, 0, OPT_DEDUP},
+    {"reverse", no_argument, 0, OPT_REVERSE},        {"compact-ids", no_argument, 0, OPT_COMPACT},
+    {"weighted", no_argument, 0, OPT_WEIGHTED},      {"split", required_argument, 0, OPT_SPLIT},
+    {"no-split", no_argument, 0, OPT_NOSPLIT},       {"split-name", required_argument, 0, OPT_SPLITNAME},
+    {"seed", required_argument, 0, OPT_SEED},        {"threads", required_argument, 0, OPT_THREADS},
+    {"force", no_argument, 0, OPT_FORCE},            {"scale", required_argument, 0, OPT_SCALE},
+    {"edge-factor", required_argument, 0, OPT_EF},   {"dim", required_argument, 0, OPT_DIM},
+    {"dtype", required_argument, 0, OPT_DTYPE},      {"classes", required_argument, 0, OPT_CLASSES},
+    {"permute", no_argument, 0, OPT_PERMUTE},        {"abc", required_argument, 0, OPT_ABC},
+    {"no-verify", no_argument, 0, OPT_NOVERIFY},     {"socket", required_argument, 0, OPT_SOCKET},
+    {"listen", required_argument, 0, OPT_LISTEN},    {"metrics", required_argument, 0, OPT_METRICS},
+    {"config", required_argument, 0, OPT_CONFIG},    {"verify", no_argument, 0, OPT_VERIFY},
+    {"prefault", no_argument, 0, OPT_PREFAULT},      {"topology", required_argument, 0, OPT_TOPOLOGY},
+    {"gpu-budget", required_argument, 0, OPT_GPU_BUDGET}, {"plan", required_argument, 0, OPT_PLAN},
+    {"save-plan", required_argument, 0, OPT_SAVE_PLAN}, {"table", required_argument, 0, OPT_TABLE},
+    {"feature-first", no_argument, 0, OPT_FEATURE_FIRST}, {"hotness", required_argument, 0, OPT_HOTNESS},
+    {"topology-first", no_argument, 0, OPT_TOPOLOGY_FIRST}, {"alpha", required_argument, 0, OPT_ALPHA},
+    {"order", required_argument, 0, OPT_ORDER},      {"reserve", required_argument, 0, OPT_RESERVE},
+    {"gpus", required_argument, 0, OPT_GPUS},        {"policy", required_argument, 0, OPT_POLICY},
+    {"fanouts", required_argument, 0, OPT_FANOUTS},  {"batch", required_argument, 0, OPT_BATCH},
+    {"presample-batches", required_argument, 0, OPT_PRESAMPLE}, {"save", required_argument, 0, OPT_SAVE},
+    {"replay", required_argument, 0, OPT_REPLAY},    {0, 0, 0, 0},
+};
+
+static const char *opt_name(cli_opt_t o)
+{
+    for (const struct option *p = long_opts; p->name; p++)
+        if (p->val == (int)o) return p->name;
+    return "?";
+}
+
+int cli_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "featstore: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nrun 'featstore help' for usage\n");
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+int cli_fail(const fs_error_t *err)
+{
+    fprintf(stderr, "featstore: error: %s [%s]\n", err->msg, fs_strerror(err->code));
+    return EXIT_FAILED;
+}
+
+/* --feature-first, --topology-first and --order X say one thing, once. */
+static int set_order(cli_t *c, const char *order)
+{
+    if (c->order && strcmp(c->order, order) != 0)
+        return cli_usage("%s", "give one of --feature-first, --topology-first and --order");
+    c->order = order;
+    return 0;
+}
+
+int cli_parse(cli_t *c, int argc, char **argv, const cli_opt_t *allowed)
+{
+    memset(c, 0, sizeof *c);
+    optind = 1;
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+        int ok = 0;
+        for (const cli_opt_t *a = allowed; *a; a++) ok |= (int)*a == opt;
+        if (opt == '?' || opt == ':' || !ok) return cli_usage("unknown or misplaced option '%s'", argv[optind - 1]);
+        c->text[opt] = optarg ? optarg : "";
+        int rc = opt == OPT_FEATURE_FIRST    ? set_order(c, "feature-first")
+                 : opt == OPT_TOPOLOGY_FIRST ? set_order(c, "topology-first")
+                 : opt == OPT_ORDER          ? set_order(c, optarg)
+                                             : 0;
+        if (rc) return rc;
+    }
+    c->num_args = argc - optind;
+    c->args = argv + optind;
+    return 0;
+}
+
+/* ---- values -------------------------------------------------------------------- */
+
+fs_status_t cli_int(const cli_t *c, cli_opt_t o, long long lo, long long hi, long long *out, fs_error_t *err)
+{
+    const char *s = c->text[o];
+    if (!s) return FS_OK;
+    char *e;
+    long long v = strtoll(s, &e, 10);
+    if (!*s || *e || v < lo || v > hi)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s must be a whole number in [%lld, %lld], got '%s'",
+                        opt_name(o), lo, hi, s);
+    *out = v;
+    return FS_OK;
+}
+
+fs_status_t cli_fraction(const cli_t *c, cli_opt_t o, double *out, fs_error_t *err)
+{
+    const char *s = c->text[o];
+    if (!s) return FS_OK;
+    char *e;
+    double v = strtod(s, &e);
+    if (!*s || *e || !(v > 0 && v <= 1))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s must be a fraction in (0, 1], got '%s'", opt_name(o), s);
+    *out = v;
+    return FS_OK;
+}
+
+fs_status_t cli_split(const cli_t *c, int out[3], fs_error_t *err)
+{
+    if (cli_has(c, OPT_NOSPLIT)) {
+        out[0] = out[1] = out[2] = 0;
+        return FS_OK;
+    }
+    const char *s = c->text[OPT_SPLIT];
+    if (!s) return FS_OK;
+    int v[3];
+    if (sscanf(s, "%d,%d,%d", &v[0], &v[1], &v[2]) != 3 || v[0] < 0 || v[1] < 0 || v[2] < 0 || v[0] + v[1] + v[2] > 100)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT,
+                        "--split wants three percentages summing to at most 100, e.g. 60,20,20; got '%s'", s);
+    memcpy(out, v, sizeof v);
+    return FS_OK;
+}
+
+fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err)
+{
+    const char *s = c->text[OPT_DTYPE];
+    if (!s) return FS_OK;
+    fs_dtype_t d = fs_dtype_from_name(s);
+    if (d != FS_DTYPE_F32 && d != FS_DTYPE_F16 && d != FS_DTYPE_BF16)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--dtype must be float32, float16 or bfloat16, got '%s'", s);
+    *out = d;
+    return FS_OK;
+}
+
+fs_status_t cli_abc(const cli_t *c, double out[3], fs_error_t *err)
+{
+    const char *s = c->text[OPT_ABC];
+    if (!s) return FS_OK;
+    double v[3];
+    char tail;
+    if (sscanf(s, "%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &tail) != 3)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--abc wants three probabilities, e.g. 0.57,0.19,0.19; got '%s'",
+                        s);
+    memcpy(out, v, sizeof v);
+    return FS_OK;
+}
