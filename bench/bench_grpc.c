@@ -235,7 +235,7 @@ int main(int argc, char **argv)
     char uri[64];
     snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", port);
     fs_client_t *c;
-    if (fs_connect(uri, &c) != FS_OK) {
+    if (fs_connect(uri, NULL, &c) != FS_OK) {
         fprintf(stderr, "bench_grpc: %s\n", fs_client_errstr(c));
         return 1;
     }
@@ -261,7 +261,7 @@ int main(int argc, char **argv)
         fs_batch_t *b;
         long f0 = faults_now();
         double c0 = cpu_now(), t0 = bench_now();
-        if (fs_gather(c, t->name, ids, n, FS_DTYPE_INVALID, &b) != FS_OK) {
+        if (fs_gather(c, ids, n, t->name, FS_DTYPE_INVALID, &b) != FS_OK) {
             fprintf(stderr, "bench_grpc: gather: %s\n", fs_client_errstr(c));
             return 1;
         }

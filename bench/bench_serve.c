@@ -138,7 +138,7 @@ static void *inproc_worker(void *p)
     size_t cap = 0;
     float *out = NULL;
     int64_t seeds[1024];
-    fs_sample_req_t req = {.num_hops = 3, .fanout = FANOUTS};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
     for (int b = 0; b < j->batches; b++) {
         seeds_for(seeds, j->ds->num_nodes, j->worker, b);
         req.seed = (uint64_t)b;
@@ -186,11 +186,11 @@ static double local_clients(const char *uri, int64_t num_nodes, int n, int batch
         if ((pid[i] = fork()) == 0) {
             close(lat_pipe[0]), close(go[1]);
             fs_client_t *c;
-            if (fs_connect(uri, &c) != FS_OK) _exit(1);
+            if (fs_connect(uri, NULL, &c) != FS_OK) _exit(1);
             char x;
             if (read(go[0], &x, 1) != 0) _exit(1); /* start together when the parent closes `go` */
             int64_t seeds[1024];
-            fs_sample_req_t req = {.num_hops = 3, .fanout = FANOUTS};
+            fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
             for (int b = 0; b < batches; b++) {
                 seeds_for(seeds, num_nodes, i, b);
                 req.seed = (uint64_t)b;
@@ -254,7 +254,10 @@ int main(int argc, char **argv)
     snprintf(sock, sizeof sock, "/tmp/featstore-bench-%d.sock", (int)getpid());
     snprintf(uri, sizeof uri, "unix://%s", sock);
     fs_local_server_t *server;
-    if (fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err) != FS_OK) {
+    fs_local_server_opts_t lo;
+    fs_local_server_defaults(&lo);
+    lo.socket_path = sock;
+    if (fs_local_server_start(&lo, engine, metrics, &server, &err) != FS_OK) {
         fprintf(stderr, "bench_serve: %s\n", err.msg);
         return 1;
     }

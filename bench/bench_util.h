@@ -9,6 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+/* A sampling request with its struct_size set, as callers of the client
+ * library write one (featstore/types.h). */
+#define SAMPLE_REQ(...) ((fs_sample_req_t){.struct_size = sizeof(fs_sample_req_t), __VA_ARGS__})
+
 static inline double bench_now(void)
 {
     struct timespec ts;

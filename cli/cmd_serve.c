@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "featstore/admin.h"
 #include "featstore/client.h"
 #include "fs_device.h"
 #include "serve.h"
@@ -78,7 +79,7 @@ int cmd_stats(int argc, char **argv)
     if (argc != 2) return cli_usage("%s", "usage: featstore stats unix:///PATH | grpc://HOST:PORT");
     fs_client_t *cl;
     char *text = NULL;
-    fs_status_t st = fs_connect(argv[1], &cl);
+    fs_status_t st = fs_connect(argv[1], NULL, &cl);
     if (st == FS_OK) st = fs_stats(cl, &text);
     if (st == FS_OK) fputs(text, stdout);
     int rc = st == FS_OK ? 0 : client_failed(cl, st);
@@ -99,7 +100,7 @@ int cmd_replan(int argc, char **argv)
         return cli_usage("%s", "usage: featstore replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] "
                                "[--hotness H] [--alpha A] [--reserve SIZE] [--order topology-first|feature-first|auto] "
                                "[--plan FILE] [--save-plan FILE]");
-    fs_replan_opts_t o = {0};
+    fs_replan_opts_t o = FS_REPLAN_OPTS_INIT;
     fs_error_t err = {0};
     if (cli_fraction(&c, OPT_GPU_BUDGET, &o.gpu_budget, &err) != FS_OK) return cli_usage("%s", err.msg);
     o.topology = c.text[OPT_TOPOLOGY], o.hotness = c.text[OPT_HOTNESS], o.order = c.order;
@@ -108,7 +109,7 @@ int cmd_replan(int argc, char **argv)
     fs_client_t *cl;
     uint64_t gen = 0;
     double t0 = fs_now();
-    fs_status_t st = fs_connect(c.args[0], &cl);
+    fs_status_t st = fs_connect(c.args[0], NULL, &cl);
     if (st == FS_OK) st = fs_replan(cl, &o, &gen);
     rc = st == FS_OK ? 0 : client_failed(cl, st);
     if (st == FS_OK)

@@ -21,7 +21,11 @@
  * because batches may outlive the connection and be freed from any thread.
  *
  * Errors: a gRPC status maps back to an fs_status_t (fs_wire_fs_status) and
- * the server's detail string becomes the connection's errstr. */
+ * the server's detail string becomes the connection's errstr.
+ *
+ * Built into the static library, and on its own into libfeatstore-grpc.so,
+ * which the shared library loads on the first grpc:// connection
+ * (client_internal.h); the plugin exports only FS_GRPC_PLUGIN_SYMBOL. */
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
@@ -31,6 +35,7 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "fs_pb.h"
 #include "fs_wire.h"
 
 #define CONNECT_TIMEOUT_MS 10000
@@ -161,6 +166,7 @@ static grpc_batch_t *batch_new(fs_client_t *c)
         return NULL;
     }
     b->priv.release = batch_release;
+    b->priv.pub.blocks = b->priv.blocks;
     return b;
 }
 
@@ -502,6 +508,7 @@ static fs_status_t finish_rows(fs_client_t *c, const char *method, rows_sink_t *
         return fs_client_fail(c, FS_ERR_FORMAT, "%s: the stream ended after %lld of %lld rows", method_name(method),
                               (long long)sink->rows_done, (long long)sink->total_rows);
     fs_batch_t *p = &b->priv.pub;
+    p->kind |= FS_BATCH_GATHER;
     p->rows = sink->total_rows, p->dim = sink->dim, p->dtype = sink->dtype;
     p->features = sink->rows;
     b->rows = sink->buf;
@@ -527,13 +534,14 @@ static fs_status_t adopt_sample(fs_client_t *c, const char *method, const featst
     if (fs_wire_sample_result(msg, dst, &res, &err) != FS_OK)
         return fs_client_fail(c, err.code, "%s: %s", method_name(method), err.msg);
     fs_batch_t *p = &b->priv.pub;
+    p->kind |= FS_BATCH_SAMPLE;
     p->num_hops = res.num_hops;
     p->num_nodes = res.num_nodes;
     p->nodes = res.nodes ? res.nodes : no_values;
     p->num_seeds = res.num_seeds;
     p->seed_local = res.seed_local ? res.seed_local : no_values;
     for (int h = 0; h < res.num_hops; h++) {
-        fs_block_t *o = &p->block[h];
+        fs_block_t *o = &b->priv.blocks[h];
         *o = res.block[h];
         if (!o->edge_dst) o->edge_dst = no_values;
         if (!o->edge_src) o->edge_src = no_values;
@@ -550,18 +558,22 @@ static fs_status_t adopt_sample(fs_client_t *c, const char *method, const featst
 
 /* ---- the transport's operations ------------------------------------------------ */
 
-static fs_status_t g_info(fs_client_t *c, fs_info_t *out)
+static fs_status_t g_info(fs_client_t *c, fs_info_t **out)
 {
     featstore_v1_InfoRequest req = {.api_version = FS_WIRE_API_VERSION};
     grpc_byte_buffer *bb;
     fs_status_t st = unary(c, FS_WIRE_METHOD_INFO, featstore_v1_InfoRequest_fields, &req, &bb);
     if (st != FS_OK) return st;
-    featstore_v1_InfoResponse resp = featstore_v1_InfoResponse_init_zero;
-    st = decode_response(c, FS_WIRE_METHOD_INFO, bb, featstore_v1_InfoResponse_fields, &resp);
+    featstore_v1_InfoResponse resp;
+    fs_pb_info_in_t in;
+    fs_error_t err = {0};
+    st = fs_pb_info_prepare_decode(&resp, &in, &err);
+    if (st != FS_OK) st = fs_client_fail(c, st, "%s", err.msg);
+    if (st == FS_OK) st = decode_response(c, FS_WIRE_METHOD_INFO, bb, featstore_v1_InfoResponse_fields, &resp);
+    if (st == FS_OK && fs_pb_info_take(&resp, &in, out, &err) != FS_OK) st = fs_client_fail(c, err.code, "%s", err.msg);
+    if (st != FS_OK) fs_pb_info_abandon(&in);
     grpc_byte_buffer_destroy(bb);
-    if (st != FS_OK) return st;
-    fs_info_from_pb(out, &resp);
-    return FS_OK;
+    return st;
 }
 
 static fs_status_t g_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
@@ -636,7 +648,7 @@ static fs_status_t recv_rows(fs_client_t *c, const char *method, const pb_msgdes
     return FS_OK;
 }
 
-static fs_status_t g_gather(fs_client_t *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+static fs_status_t g_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t out_dtype,
                             fs_batch_t **out)
 {
     featstore_v1_GatherRequest req = featstore_v1_GatherRequest_init_zero;
@@ -829,6 +841,7 @@ static fs_status_t wait_connected(fs_client_t *c, conn_t *k)
 
 fs_status_t fs_grpc_connect(struct fs_client *c, const char *target)
 {
+    if (!target) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc:// needs host:port");
     if (!target[0] || strlen(target) >= sizeof ((conn_t *)0)->target)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc:// needs host:port (got '%s')", target);
     conn_t *k = calloc(1, sizeof *k);
@@ -853,3 +866,12 @@ fs_status_t fs_grpc_connect(struct fs_client *c, const char *target)
     c->ops = &grpc_ops;
     return FS_OK;
 }
+
+#ifdef FS_GRPC_PLUGIN
+/* The plugin's one exported symbol (client_internal.h). */
+__attribute__((visibility("default"))) const fs_grpc_plugin_t fs_grpc_plugin_v1 = {
+    .version = FS_LIB_VERSION,
+    .client_size = sizeof(struct fs_client),
+    .connect = fs_grpc_connect,
+};
+#endif

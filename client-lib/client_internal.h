@@ -1,21 +1,30 @@
 /* client_internal.h — how client.c and the two transports fit together.
- * Not installed. */
+ * Not installed; nothing here is exported from libfeatstore.so.
+ *
+ * The grpc:// transport (client_grpc.c) is built into the static library,
+ * and into a plugin of its own, libfeatstore-grpc.so, for the shared one:
+ * libfeatstore.so loads it with dlopen() on the first grpc:// connection
+ * (client_plugin.c), so a unix-only trainer never maps gRPC. The plugin is
+ * built from the same sources and checked to be the same release, so the
+ * structs below are shared with it as they are. */
 #ifndef FS_CLIENT_INTERNAL_H
 #define FS_CLIENT_INTERNAL_H
 
-#include "featstore.pb.h"
+#include "featstore/admin.h"
 #include "featstore/client.h"
 #include "fs_locality.h"
 
 struct fs_client;
 
-/* One transport: unix (client_local.c) or grpc (client_grpc.c). */
+/* One transport: unix (client_local.c) or grpc (client_grpc.c). Arguments
+ * are checked and option structs normalised (struct_size = sizeof) by
+ * client.c before they reach a transport. */
 typedef struct {
     const char *name;
-    fs_status_t (*info)(struct fs_client *c, fs_info_t *out);
+    fs_status_t (*info)(struct fs_client *c, fs_info_t **out);
     fs_status_t (*sample)(struct fs_client *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                           fs_batch_t **out);
-    fs_status_t (*gather)(struct fs_client *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+    fs_status_t (*gather)(struct fs_client *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t out_dtype,
                           fs_batch_t **out);
     fs_status_t (*sample_gather)(struct fs_client *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                  const char *table, fs_dtype_t out_dtype, fs_batch_t **out);
@@ -37,6 +46,7 @@ struct fs_client {
  * fs_batch_free works whatever the transport. */
 typedef struct fs_batch_priv {
     fs_batch_t pub;
+    fs_block_t blocks[FS_MAX_HOPS]; /* what pub.blocks points at */
     void (*release)(struct fs_batch_priv *b);
     const void *region;          /* what fs_batch_region reports */
     size_t region_len;
@@ -52,12 +62,21 @@ typedef struct fs_ids_priv {
 fs_status_t fs_client_fail(struct fs_client *c, fs_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Both transports receive a featstore.v1.InfoResponse; this turns it into
- * the public struct. */
-void fs_info_from_pb(fs_info_t *out, const featstore_v1_InfoResponse *r);
-
 /* Transport constructors: fill c->ops and c->impl, or fail via fs_client_fail. */
 fs_status_t fs_local_connect(struct fs_client *c, const char *socket_path);
 fs_status_t fs_grpc_connect(struct fs_client *c, const char *target);
+
+/* The gRPC plugin's one exported symbol, FS_GRPC_PLUGIN_SYMBOL: which
+ * release it was built from, and its constructor. */
+#define FS_GRPC_PLUGIN_SYMBOL "fs_grpc_plugin_v1"
+typedef struct {
+    const char *version;         /* must equal fs_version() */
+    size_t client_size;          /* sizeof(struct fs_client), as a layout check */
+    fs_status_t (*connect)(struct fs_client *c, const char *target);
+} fs_grpc_plugin_t;
+
+/* Tests only: the minor version of the local protocol this process's
+ * clients speak (proto/fs_local.h), to stand in for an older client. */
+void fs_local_client_protocol(unsigned minor);
 
 #endif

@@ -1,9 +1,10 @@
 /* client_local.c — the unix:// transport: zero-copy, in-process.
  *
- * At connect the server passes read-only descriptors of the dataset's files
- * and a ring of memfd result slots. This process maps the files PROT_READ
- * (the kernel shares those pages with the server and every other trainer:
- * no private copy of the data), builds the same views the server would, and
+ * At connect the server passes read-only descriptors of the dataset's files,
+ * this reader's placement and a ring of memfd result slots (proto/fs_local.h
+ * describes the conversation). This process maps the files PROT_READ (the
+ * kernel shares those pages with the server and every other trainer: no
+ * private copy of the data), builds the same views the server would, and
  * runs the kernels itself; results are written into a free slot and the
  * batch points into it. After each call a small REPORT goes to the server
  * for its metrics, sent without waiting.
@@ -12,7 +13,6 @@
  * the connection, one per outstanding batch), so a batch stays valid even
  * after fs_close until it is freed. */
 #include <errno.h>
-#include <pb_decode.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,16 +23,19 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client_internal.h"
-#include "featstore.pb.h"
 #include "fs_gather.h"
 #include "fs_limits.h"
 #include "fs_local.h"
 #include "fs_locality.h"
+#include "fs_pb.h"
 #include "fs_sample.h"
+
+static unsigned speak_minor = FS_LOCAL_MINOR; /* fs_local_client_protocol */
+
+void fs_local_client_protocol(unsigned minor) { speak_minor = minor < FS_LOCAL_MINOR ? minor : FS_LOCAL_MINOR; }
 
 typedef struct {
     int fd;
@@ -41,22 +44,29 @@ typedef struct {
     int busy;
 } slot_t;
 
+typedef struct {
+    void *p;
+    size_t len;
+} map_t;
+
 /* What one WELCOME describes: the dataset's files and the reader's
  * placement, mapped, and the views over them. Replaced whole when the
  * server re-plans. */
 typedef struct {
-    fs_local_welcome_t w;
-    void *maps[FS_LOCAL_MAX_FDS];
-    size_t map_len[FS_LOCAL_MAX_FDS];
-    int num_maps;
+    featstore_local_Welcome w;     /* its scalars; the lists are below */
+    fs_pb_array_t tables, tiers, slices, parts;
+    fs_dtype_t index_dtype;
+    map_t *maps;
+    size_t num_maps, cap_maps;
     fs_csr_view_t csr;
-    fs_table_view_t tables[FS_LOCAL_MAX_TABLES];
-    fs_locality_t las;     /* the reader's preferred sets (num_levels 0: none); s is per request */
+    fs_table_view_t *views;        /* [num tables] */
+    fs_locality_t las;             /* the reader's preferred sets (num_levels 0: none); s is per request */
 } layout_t;
 
 typedef struct {
     int sock;
-    layout_t lay;
+    layout_t *lay;
+    int reader;
     const _Atomic uint64_t *notice; /* the server's notice page: the placement generation it serves */
     fs_limits_t limits;
     slot_t slots[FS_LOCAL_MAX_SLOTS];
@@ -64,6 +74,7 @@ typedef struct {
     fs_sampler_t *sampler;
     fs_pool_t *pool;
     int timeout_ms;
+    char *buf;             /* FS_LOCAL_MAX_MSG: replies are received here */
     pthread_mutex_t lock;  /* slots and refs: batches are freed from any thread */
     int refs;
 } local_t;
@@ -74,19 +85,27 @@ typedef struct {
     int slot;
 } local_batch_t;
 
-static double now_s(void)
+/* Descriptors received with a WELCOME, in its order. */
+typedef struct {
+    int *fd;
+    size_t n, cap, next;
+} fd_list_t;
+
+static const featstore_local_Table *table_at(const layout_t *Y, size_t i)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (const featstore_local_Table *)Y->tables.items + i;
 }
 
 /* ---- lifetime ----------------------------------------------------------------- */
 
-static void unmap_layout(layout_t *Y)
+static void layout_free(layout_t *Y)
 {
-    for (int i = 0; i < Y->num_maps; i++) munmap(Y->maps[i], Y->map_len[i]);
-    Y->num_maps = 0;
+    if (!Y) return;
+    for (size_t i = 0; i < Y->num_maps; i++) munmap(Y->maps[i].p, Y->maps[i].len);
+    free(Y->maps);
+    free(Y->tables.items), free(Y->tiers.items), free(Y->slices.items), free(Y->parts.items);
+    free(Y->views);
+    free(Y);
 }
 
 static void local_unref(local_t *L)
@@ -99,10 +118,11 @@ static void local_unref(local_t *L)
         if (L->slots[i].base) munmap(L->slots[i].base, L->slots[i].cap);
         close(L->slots[i].fd);
     }
-    unmap_layout(&L->lay);
+    layout_free(L->lay);
     if (L->notice) munmap((void *)L->notice, FS_LOCAL_NOTICE_BYTES);
     fs_sampler_destroy(L->sampler);
     fs_pool_destroy(L->pool);
+    free(L->buf);
     pthread_mutex_destroy(&L->lock);
     free(L);
 }
@@ -171,150 +191,336 @@ static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
     return FS_OK;
 }
 
-/* ---- connect ------------------------------------------------------------------ */
+/* ---- replies ------------------------------------------------------------------- */
+
+/* Waits for one frame, within the connection's timeout (or `floor_ms` when
+ * none is set, so a server that accepted but never answers cannot hang the
+ * handshake forever). An ERROR frame fails with the server's status and
+ * message; a frame of another major version with the versions named. */
+static fs_status_t recv_frame(fs_client_t *c, local_t *L, int floor_ms, fs_local_frame_t *f, int *fds, int *nfds,
+                              int max_fds)
+{
+    struct pollfd p = {.fd = L->sock, .events = POLLIN};
+    int ms = L->timeout_ms > 0 ? L->timeout_ms : floor_ms;
+    if (poll(&p, 1, ms) == 0) return fs_client_fail(c, FS_ERR_TIMEOUT, "no answer from the server within %d ms", ms);
+    int got = fs_local_recv(L->sock, f, L->buf, FS_LOCAL_MAX_MSG, fds, nfds, max_fds, 0);
+    fs_error_t err = {0};
+    unsigned minor;
+    if (got < 0 && errno == EPROTONOSUPPORT) {
+        fs_local_negotiate(speak_minor, f->major, 0, 0, &minor, &err); /* fails: another major */
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    }
+    if (got < 0 && errno == EPROTO) return fs_client_fail(c, FS_ERR_FORMAT, "malformed message from the server");
+    if (got <= 0)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server closed the connection%s%s", got ? ": " : "",
+                              got ? strerror(errno) : "");
+    if (f->type != FS_LOCAL_ERROR) return FS_OK;
+    featstore_local_Error e = featstore_local_Error_init_zero;
+    if (fs_local_decode(L->buf, f->len, featstore_local_Error_fields, &e, "error reply", &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    fs_status_t st = e.status > 0 && e.status < FS_STATUS_COUNT_ ? (fs_status_t)e.status : FS_ERR_INTERNAL;
+    return fs_client_fail(c, st, "server: %s", e.message);
+}
+
+/* One request, one reply of type `reply` (with at most one descriptor,
+ * into *fd when fd is not NULL); the payload is in L->buf. */
+static fs_status_t ask(fs_client_t *c, int type, const pb_msgdesc_t *fields, const void *msg, int reply, size_t *len,
+                       int *fd)
+{
+    local_t *L = c->impl;
+    if (L->sock < 0) return fs_client_fail(c, FS_ERR_UNAVAILABLE, "not connected");
+    int rc = fields ? fs_local_send_msg(L->sock, type, fields, msg, NULL, 0, 0)
+                    : fs_local_send(L->sock, type, NULL, 0, NULL, 0, 0);
+    if (rc != 0) return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server went away: %s", strerror(errno));
+    fs_local_frame_t f;
+    int nfds = 0;
+    fs_status_t st = recv_frame(c, L, -1, &f, fd, &nfds, fd ? 1 : 0);
+    if (fd && nfds == 0) *fd = -1;
+    if (st == FS_OK && f.type != reply) st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected reply type %d", f.type);
+    *len = f.len;
+    return st;
+}
+
+/* ---- the handshake ----------------------------------------------------------------- */
+
+static int fd_push(fd_list_t *l, int fd)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        int *p = realloc(l->fd, cap * sizeof *p);
+        if (!p) return -1;
+        l->fd = p, l->cap = cap;
+    }
+    l->fd[l->n++] = fd;
+    return 0;
+}
+
+static void fd_list_close(fd_list_t *l)
+{
+    for (size_t i = l->next; i < l->n; i++) close(l->fd[i]);
+    free(l->fd);
+    memset(l, 0, sizeof *l);
+}
+
+/* A WELCOME (the frame just received, in L->buf) into Y and its
+ * descriptors, continued in FDS frames, into fds. */
+static fs_status_t take_welcome(fs_client_t *c, local_t *L, const fs_local_frame_t *f, const int *first, int nfirst,
+                                layout_t *Y, fd_list_t *fds)
+{
+    fs_pb_list_t tables, tiers, slices, parts;
+    FS_PB_INTO_ARRAY(&tables, featstore_local_Table, &Y->tables);
+    FS_PB_INTO_ARRAY(&tiers, featstore_local_Tier, &Y->tiers);
+    FS_PB_INTO_ARRAY(&slices, featstore_local_Slice, &Y->slices);
+    FS_PB_INTO_ARRAY(&parts, featstore_local_TopoPart, &Y->parts);
+    Y->w = (featstore_local_Welcome)featstore_local_Welcome_init_zero;
+    fs_pb_set_list(&Y->w.tables, &tables);
+    fs_pb_set_list(&Y->w.tiers, &tiers);
+    fs_pb_set_list(&Y->w.slices, &slices);
+    fs_pb_set_list(&Y->w.topo_parts, &parts);
+    for (int i = 0; i < nfirst; i++)
+        if (fd_push(fds, first[i]) != 0) {
+            for (int j = i; j < nfirst; j++) close(first[j]);
+            return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+        }
+    fs_error_t err = {0};
+    if (f->type != FS_LOCAL_WELCOME) return fs_client_fail(c, FS_ERR_FORMAT, "unexpected handshake reply %d", f->type);
+    if (fs_local_decode(L->buf, f->len, featstore_local_Welcome_fields, &Y->w, "WELCOME", &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    while (fds->n < Y->w.num_fds) {
+        int more[FS_LOCAL_MAX_FDS], n = 0;
+        fs_local_frame_t g;
+        fs_status_t st = recv_frame(c, L, 30000, &g, more, &n, FS_LOCAL_MAX_FDS);
+        for (int i = 0; i < n; i++)
+            if (st != FS_OK || g.type != FS_LOCAL_FDS || fd_push(fds, more[i]) != 0) close(more[i]);
+        if (st != FS_OK) return st;
+        if (g.type != FS_LOCAL_FDS || n == 0)
+            return fs_client_fail(c, FS_ERR_FORMAT, "the server's handshake ended after %zu of %u descriptors",
+                                  fds->n, Y->w.num_fds);
+    }
+    return FS_OK;
+}
+
+/* The handshake's facts, checked before anything is mapped. */
+static fs_status_t check_welcome(fs_client_t *c, const layout_t *Y, int hello, int reader, int slots)
+{
+    const featstore_local_Welcome *w = &Y->w;
+    fs_error_t err = {0};
+    unsigned minor;
+    if (w->major != FS_LOCAL_MAJOR || fs_local_negotiate(speak_minor, w->major, w->minor, 0, &minor, &err) != FS_OK ||
+        minor != w->minor)
+        return fs_client_fail(c, FS_ERR_VERSION, "the server settled on local protocol %u.%u, which this client "
+                              "library (%u.%u) does not speak", w->major, w->minor, FS_LOCAL_MAJOR, speak_minor);
+    int bad = Y->tiers.count < 1 || Y->tiers.count > FS_MAX_TIERS || w->las_levels > FS_MAX_HOPS ||
+              w->generation < 1 || w->reader != reader || w->num_nodes < 0 || w->num_edges < 0 ||
+              w->num_slots != (uint32_t)(hello ? slots : 0) ||
+              (strcmp(w->index_dtype, "int32") != 0 && strcmp(w->index_dtype, "int64") != 0);
+    for (size_t i = 0; i < Y->slices.count && !bad; i++) {
+        const featstore_local_Slice *s = (const featstore_local_Slice *)Y->slices.items + i;
+        bad = s->table >= Y->tables.count || s->tier < 1 || s->tier >= Y->tiers.count || s->rows <= 0;
+    }
+    for (size_t i = 0; i < Y->parts.count && !bad; i++) {
+        const featstore_local_TopoPart *p = (const featstore_local_TopoPart *)Y->parts.items + i;
+        bad = p->tier < 1 || p->tier >= Y->tiers.count || p->rows <= 0;
+    }
+    for (size_t i = 0; i < Y->tables.count && !bad; i++) {
+        const featstore_local_Table *t = table_at(Y, i);
+        bad = !fs_dtype_size(fs_dtype_from_name(t->dtype)) || t->rows < 0 || t->dim < 0;
+    }
+    if (bad) return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
+    return FS_OK;
+}
+
+/* ---- mapping ------------------------------------------------------------------------- */
 
 static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, size_t bytes, const void **data)
 {
     struct stat st;
-    if (fstat(fd, &st) != 0 || (size_t)st.st_size < (size_t)offset + bytes)
+    if (fstat(fd, &st) != 0 || offset < 0 || (size_t)st.st_size < (size_t)offset + bytes)
         return fs_client_fail(c, FS_ERR_FORMAT, "a dataset file from the server is shorter than announced");
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (Y->num_maps == Y->cap_maps) {
+        size_t cap = Y->cap_maps ? 2 * Y->cap_maps : 32;
+        map_t *m = realloc(Y->maps, cap * sizeof *m);
+        if (!m) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+        Y->maps = m, Y->cap_maps = cap;
+    }
+    size_t len = st.st_size ? (size_t)st.st_size : 1;
+    void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_IO, "cannot map a dataset file: %s", strerror(errno));
-    Y->maps[Y->num_maps] = p;
-    Y->map_len[Y->num_maps++] = (size_t)st.st_size;
+    Y->maps[Y->num_maps++] = (map_t){p, len};
     *data = (const char *)p + offset;
     return FS_OK;
 }
 
-static fs_status_t map_whole(fs_client_t *c, layout_t *Y, int fd, size_t bytes, const void **data)
+/* The next descriptor of the handshake; FS_ERR_FORMAT when they ran out. */
+static fs_status_t next_fd(fs_client_t *c, fd_list_t *fds, int *fd)
 {
-    return map_fd(c, Y, fd, 0, bytes, data);
+    if (fds->next >= fds->n)
+        return fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, fewer than its handshake describes",
+                              fds->n);
+    *fd = fds->fd[fds->next++];
+    return FS_OK;
+}
+
+static fs_status_t map_next(fs_client_t *c, layout_t *Y, fd_list_t *fds, int64_t offset, size_t bytes,
+                            const void **data)
+{
+    int fd = -1;
+    fs_status_t st = next_fd(c, fds, &fd);
+    if (st == FS_OK) st = map_fd(c, Y, fd, offset, bytes, data);
+    return st;
 }
 
 /* The tier-0 files: topology and feature tables. */
-static fs_status_t map_files(fs_client_t *c, layout_t *Y, const int *fds, int *f)
+static fs_status_t map_files(fs_client_t *c, layout_t *Y, fd_list_t *fds)
 {
-    const fs_local_welcome_t *w = &Y->w;
+    const featstore_local_Welcome *w = &Y->w;
     const void *indptr, *indices, *weights = NULL;
-    size_t isz = w->index_dtype == FS_DTYPE_I32 ? 4 : 8;
-    fs_status_t st = map_fd(c, Y, fds[(*f)++], w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
-    if (!st) st = map_fd(c, Y, fds[(*f)++], w->indices_offset, (size_t)w->num_edges * isz, &indices);
-    if (!st && w->has_weights) st = map_fd(c, Y, fds[(*f)++], w->weights_offset, (size_t)w->num_edges * 4, &weights);
+    Y->index_dtype = fs_dtype_from_name(w->index_dtype);
+    size_t isz = fs_dtype_size(Y->index_dtype);
+    fs_status_t st = map_next(c, Y, fds, w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
+    if (!st) st = map_next(c, Y, fds, w->indices_offset, (size_t)w->num_edges * isz, &indices);
+    if (!st && w->has_weights) st = map_next(c, Y, fds, w->weights_offset, (size_t)w->num_edges * 4, &weights);
     if (st) return st;
-    fs_csr_view_init(&Y->csr, w->num_nodes, indptr, indices, (fs_dtype_t)w->index_dtype, weights);
-    for (uint32_t i = 0; i < w->num_tables; i++) {
-        const fs_local_table_t *t = &w->tables[i];
-        fs_table_view_t *v = &Y->tables[i];
-        size_t rb = (size_t)t->dim * fs_dtype_size((fs_dtype_t)t->dtype);
+    fs_csr_view_init(&Y->csr, w->num_nodes, indptr, indices, Y->index_dtype, weights);
+    if (!(Y->views = calloc(Y->tables.count + 1, sizeof *Y->views)))
+        return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < Y->tables.count; i++) {
+        const featstore_local_Table *t = table_at(Y, i);
+        fs_table_view_t *v = &Y->views[i];
+        fs_dtype_t dt = fs_dtype_from_name(t->dtype);
+        size_t rb = (size_t)t->dim * fs_dtype_size(dt);
         const void *data;
-        if ((st = map_fd(c, Y, fds[(*f)++], t->data_offset, (size_t)t->rows * rb, &data))) return st;
-        *v = (fs_table_view_t){.dtype = (fs_dtype_t)t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb,
-                               .num_tiers = 1};
+        if ((st = map_next(c, Y, fds, t->data_offset, (size_t)t->rows * rb, &data))) return st;
+        *v = (fs_table_view_t){.dtype = dt, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb, .num_tiers = 1};
         v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = data, .rows = t->rows};
     }
     return FS_OK;
 }
 
-/* The reader's placement: slices, routes, topology parts (all sealed). */
-static fs_status_t map_placement(fs_client_t *c, layout_t *Y, const int *fds, int *f)
+static fs_tier_kind_t tier_kind(const char *name)
 {
-    const fs_local_welcome_t *w = &Y->w;
-    size_t isz = w->index_dtype == FS_DTYPE_I32 ? 4 : 8;
-    fs_status_t st = FS_OK;
-    for (uint32_t t = 0; t < w->num_tables; t++) {
-        fs_table_view_t *v = &Y->tables[t];
-        v->num_tiers = (int)w->num_tiers;
-        for (uint32_t k = 1; k < w->num_tiers; k++) {
-            v->tier[k] = (fs_tier_ref_t){.kind = (fs_tier_kind_t)w->tier_kind[k], .device = w->tier_device[k]};
-            if (w->slice_rows[t][k] <= 0) continue;
-            v->tier[k].rows = w->slice_rows[t][k];
-            if ((st = map_whole(c, Y, fds[(*f)++], (size_t)w->slice_rows[t][k] * v->row_bytes, &v->tier[k].base)))
-                return st;
-        }
-    }
-    for (uint32_t t = 0; t < w->num_tables; t++)
-        if (w->table_route[t] &&
-            (st = map_whole(c, Y, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&Y->tables[t].route)))
-            return st;
-    Y->csr.num_parts = (int)w->num_tiers;
-    for (uint32_t k = 1; k < w->num_tiers; k++) {
-        int64_t rows = w->topo_rows[k];
-        if (rows <= 0) continue;
-        fs_csr_part_t *p = &Y->csr.part[k];
-        p->rows = rows;
-        if ((st = map_whole(c, Y, fds[(*f)++], (size_t)(rows + 1) * 8, (const void **)&p->indptr))) return st;
-        size_t edges = (size_t)p->indptr[rows];
-        if ((st = map_whole(c, Y, fds[(*f)++], edges * isz, &p->indices))) return st;
-        if (w->has_weights && (st = map_whole(c, Y, fds[(*f)++], edges * 4, (const void **)&p->weights))) return st;
-    }
-    if (w->topo_route && (st = map_whole(c, Y, fds[(*f)++], (size_t)w->num_nodes * 8, (const void **)&Y->csr.route)))
-        return st;
-    Y->las = (fs_locality_t){.num_levels = w->las_levels, .num_nodes = w->num_nodes};
-    for (int l = 0; l < w->las_levels; l++) {
-        if ((st = map_whole(c, Y, fds[(*f)++], (size_t)((w->num_nodes + 63) / 64) * 8, (const void **)&Y->las.pref[l])))
-            return st;
-        if (w->las_counts &&
-            (st = map_whole(c, Y, fds[(*f)++], (size_t)w->num_nodes * 2, (const void **)&Y->las.count[l])))
-            return st;
-    }
-    return FS_OK;
+    for (int k = 0; k < FS_TIER_KIND_COUNT_; k++)
+        if (strcmp(name, fs_tier_kind_name((fs_tier_kind_t)k)) == 0) return (fs_tier_kind_t)k;
+    return FS_TIER_HOST;
 }
 
-/* A WELCOME's descriptors into Y: the files, the notice page (mapped once
- * per connection: *notice_fd receives it), the placement; after them the
- * result slots (1..FS_LOCAL_MAX_SLOTS for HELLO, none for RELAYOUT), left
- * as descriptors from fds[*used]. */
-static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, const int *fds, int nfds, int hello, int *notice_fd,
-                               int *used)
+/* The reader's placement: slices, routes, topology parts, preferred sets. */
+static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fd_list_t *fds)
 {
-    const fs_local_welcome_t *w = &Y->w;
-    int slots_ok = hello ? w->num_slots >= 1 && w->num_slots <= FS_LOCAL_MAX_SLOTS : w->num_slots == 0;
-    if (w->num_tables > FS_LOCAL_MAX_TABLES || w->num_tiers < 1 || w->num_tiers > FS_LOCAL_MAX_TIERS || !slots_ok ||
-        nfds < (int)w->num_slots + 1 || w->las_levels < 0 || w->las_levels > FS_MAX_HOPS ||
-        (w->las_counts != 0 && w->las_counts != 1) || w->generation < 1)
-        return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
-    int f = 0, data_fds = nfds - (int)w->num_slots;
-    fs_status_t st = map_files(c, Y, fds, &f);
-    if (!st && f >= data_fds) st = fs_client_fail(c, FS_ERR_FORMAT, "the server sent no notice page");
-    if (!st) *notice_fd = fds[f++];
-    if (!st) st = map_placement(c, Y, fds, &f);
-    if (!st && f != data_fds)
-        st = fs_client_fail(c, FS_ERR_FORMAT, "server sent %d dataset descriptors, the handshake describes %d", data_fds, f);
-    *used = f;
+    const featstore_local_Welcome *w = &Y->w;
+    const featstore_local_Tier *tiers = Y->tiers.items;
+    size_t isz = fs_dtype_size(Y->index_dtype);
+    fs_status_t st = FS_OK;
+    for (size_t t = 0; t < Y->tables.count; t++) {
+        Y->views[t].num_tiers = (int)Y->tiers.count;
+        for (size_t k = 1; k < Y->tiers.count; k++)
+            Y->views[t].tier[k] = (fs_tier_ref_t){.kind = tier_kind(tiers[k].kind), .device = tiers[k].device};
+    }
+    for (size_t i = 0; i < Y->slices.count && !st; i++) {
+        const featstore_local_Slice *s = (const featstore_local_Slice *)Y->slices.items + i;
+        fs_table_view_t *v = &Y->views[s->table];
+        v->tier[s->tier].rows = s->rows;
+        st = map_next(c, Y, fds, 0, (size_t)s->rows * v->row_bytes, &v->tier[s->tier].base);
+    }
+    for (size_t t = 0; t < Y->tables.count && !st; t++)
+        if (table_at(Y, t)->routed)
+            st = map_next(c, Y, fds, 0, (size_t)w->num_nodes * 8, (const void **)&Y->views[t].route);
+    Y->csr.num_parts = (int)Y->tiers.count;
+    for (size_t i = 0; i < Y->parts.count && !st; i++) {
+        const featstore_local_TopoPart *tp = (const featstore_local_TopoPart *)Y->parts.items + i;
+        fs_csr_part_t *p = &Y->csr.part[tp->tier];
+        p->rows = tp->rows;
+        st = map_next(c, Y, fds, 0, (size_t)(tp->rows + 1) * 8, (const void **)&p->indptr);
+        size_t edges = st ? 0 : (size_t)p->indptr[tp->rows];
+        if (!st) st = map_next(c, Y, fds, 0, edges * isz, &p->indices);
+        if (!st && w->has_weights) st = map_next(c, Y, fds, 0, edges * 4, (const void **)&p->weights);
+    }
+    if (!st && w->topo_route) st = map_next(c, Y, fds, 0, (size_t)w->num_nodes * 8, (const void **)&Y->csr.route);
+    Y->las = (fs_locality_t){.num_levels = (int)w->las_levels, .num_nodes = w->num_nodes};
+    for (int l = 0; l < (int)w->las_levels && !st; l++) {
+        st = map_next(c, Y, fds, 0, (size_t)((w->num_nodes + 63) / 64) * 8, (const void **)&Y->las.pref[l]);
+        if (!st && w->las_counts) st = map_next(c, Y, fds, 0, (size_t)w->num_nodes * 2, (const void **)&Y->las.count[l]);
+    }
     return st;
 }
 
-/* Waits for one reply, within the connection's timeout (or `floor_ms` when
- * none is set, so a server that accepted but never answers cannot hang the
- * handshake forever). */
-static fs_status_t recv_reply_within(fs_client_t *c, local_t *L, int floor_ms, int *type, void *buf, size_t cap, int *fds,
-                                     int *nfds, int max_fds, size_t *len)
+/* A received WELCOME mapped into a new layout (*out); the notice page's
+ * descriptor goes to *notice_fd; the slots are left in fds from fds->next. */
+static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fd_list_t *fds, int hello, int *notice_fd)
 {
-    struct pollfd p = {.fd = L->sock, .events = POLLIN};
-    int ms = L->timeout_ms > 0 ? L->timeout_ms : floor_ms;
-    int rc = poll(&p, 1, ms);
-    if (rc == 0) return fs_client_fail(c, FS_ERR_TIMEOUT, "no answer from the server within %d ms", ms);
-    int got = fs_local_recv(L->sock, type, buf, cap, len, fds, nfds, max_fds, 0);
-    if (got <= 0)
-        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server closed the connection%s%s", got ? ": " : "",
-                              got ? strerror(errno) : "");
-    if (*type == FS_LOCAL_ERROR && *len == sizeof(fs_local_error_t)) {
-        fs_local_error_t *e = buf;
-        e->message[sizeof e->message - 1] = '\0';
-        return fs_client_fail(c, (fs_status_t)e->status, "server: %s", e->message);
+    fs_status_t st = map_files(c, Y, fds);
+    if (!st) st = next_fd(c, fds, notice_fd);
+    if (!st) st = map_placement(c, Y, fds);
+    if (!st && fds->n - fds->next != (hello ? Y->w.num_slots : 0))
+        st = fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, its handshake describes %zu", fds->n,
+                            fds->next + (hello ? Y->w.num_slots : 0));
+    return st;
+}
+
+/* Receives and maps a WELCOME (a reply to HELLO or RELAYOUT). On success
+ * the layout is *out and, after HELLO, the slot descriptors are the last
+ * ones of fds. */
+static fs_status_t recv_welcome(fs_client_t *c, local_t *L, int hello, int slots, layout_t **out, fd_list_t *fds,
+                                int *notice_fd)
+{
+    layout_t *Y = calloc(1, sizeof *Y);
+    if (!Y) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    int first[FS_LOCAL_MAX_FDS], nfirst = 0;
+    fs_local_frame_t f;
+    fs_status_t st = recv_frame(c, L, 30000, &f, first, &nfirst, FS_LOCAL_MAX_FDS);
+    if (st != FS_OK)
+        for (int i = 0; i < nfirst; i++) close(first[i]);
+    if (st == FS_OK) st = take_welcome(c, L, &f, first, nfirst, Y, fds);
+    if (st == FS_OK) st = check_welcome(c, Y, hello, L->reader, slots);
+    if (st == FS_OK) st = map_welcome(c, Y, fds, hello, notice_fd);
+    if (st != FS_OK) {
+        layout_free(Y);
+        return st;
     }
+    *out = Y;
     return FS_OK;
 }
 
-static fs_status_t recv_reply(fs_client_t *c, local_t *L, int *type, void *buf, size_t cap, int *fds, int *nfds,
-                              int max_fds, size_t *len)
+static const fs_transport_ops_t local_ops;
+
+static fs_status_t parse_device(fs_client_t *c, int *reader)
 {
-    return recv_reply_within(c, L, -1, type, buf, cap, fds, nfds, max_fds, len);
+    const char *dev = c->opts.device;
+    *reader = -1;
+    if (dev && strcmp(dev, "cpu") != 0 && (sscanf(dev, "gpu:%d", reader) != 1 || *reader < 0 || *reader > 15))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "device '%s' must be \"cpu\" or \"gpu:N\" with N < 16", dev);
+    return FS_OK;
+}
+
+static fs_status_t send_hello(fs_client_t *c, local_t *L, const char *path)
+{
+    featstore_local_Hello h = {.major = FS_LOCAL_MAJOR, .minor = speak_minor, .slots = (uint32_t)c->opts.slots,
+                               .pid = getpid(), .reader = L->reader};
+    if (speak_minor >= 1) snprintf(h.library_version, sizeof h.library_version, "%s", fs_version());
+    if (fs_local_send_msg(L->sock, FS_LOCAL_HELLO, featstore_local_Hello_fields, &h, NULL, 0, 0) != 0)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(errno));
+    return FS_OK;
+}
+
+/* The notice page, the slots, the engines: what a connection needs besides
+ * its layout. */
+static fs_status_t finish_connect(fs_client_t *c, local_t *L, fd_list_t *fds, int notice_fd)
+{
+    L->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ, MAP_SHARED, notice_fd, 0);
+    if (L->notice == MAP_FAILED) {
+        L->notice = NULL;
+        return fs_client_fail(c, FS_ERR_IO, "cannot map the server's notice page: %s", strerror(errno));
+    }
+    while (fds->next < fds->n) L->slots[L->num_slots++] = (slot_t){.fd = fds->fd[fds->next++]};
+    const featstore_local_Welcome *w = &L->lay->w;
+    L->limits = (fs_limits_t){w->max_ids, w->max_fanout_product, w->max_response_bytes};
+    fs_error_t err = {0};
+    if (fs_sampler_create(&L->sampler, &err) || fs_pool_create(c->opts.threads, &L->pool, &err))
+        return fs_client_fail(c, FS_ERR_NOMEM, "%s", err.msg);
+    return FS_OK;
 }
 
 #define HANDSHAKE_TIMEOUT_MS 30000
-
-static const fs_transport_ops_t local_ops;
 
 fs_status_t fs_local_connect(fs_client_t *c, const char *path)
 {
@@ -325,44 +531,26 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
     if (!L) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     pthread_mutex_init(&L->lock, NULL);
     L->refs = 1;
+    L->sock = -1;
     L->timeout_ms = c->opts.timeout_ms;
     c->impl = L;
     c->ops = &local_ops;
+    if (!(L->buf = malloc(FS_LOCAL_MAX_MSG))) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    fs_status_t st = parse_device(c, &L->reader);
+    if (st != FS_OK) return st;
     L->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (L->sock < 0 || connect(L->sock, (struct sockaddr *)&a, sizeof a) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "cannot connect to unix://%s: %s", path, strerror(errno));
-    int reader = -1;
-    const char *dev = c->opts.device;
-    if (dev && strcmp(dev, "cpu") != 0 && (sscanf(dev, "gpu:%d", &reader) != 1 || reader < 0 || reader > 15))
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "device '%s' must be \"cpu\" or \"gpu:N\" with N < 16", dev);
-    fs_local_hello_t h = {.api_version = FS_CLIENT_API_VERSION, .slots = (uint32_t)c->opts.slots, .pid = getpid(),
-                          .reader = reader};
-    if (fs_local_send(L->sock, FS_LOCAL_HELLO, &h, sizeof h, NULL, 0, 0) != 0)
-        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(errno));
-    int type, fds[FS_LOCAL_MAX_FDS], nfds = 0, used = 0, notice_fd = -1;
-    size_t len;
-    layout_t *Y = &L->lay;
-    fs_status_t st = recv_reply_within(c, L, HANDSHAKE_TIMEOUT_MS, &type, &Y->w, sizeof Y->w, fds, &nfds,
-                                       FS_LOCAL_MAX_FDS, &len);
-    if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof Y->w))
-        st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected handshake reply from unix://%s", path);
-    if (st == FS_OK) st = map_welcome(c, Y, fds, nfds, 1, &notice_fd, &used);
-    if (st == FS_OK && (L->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ, MAP_SHARED, notice_fd, 0)) == MAP_FAILED) {
-        L->notice = NULL;
-        st = fs_client_fail(c, FS_ERR_IO, "cannot map the server's notice page: %s", strerror(errno));
-    }
-    for (int i = 0; st == FS_OK && i < (int)Y->w.num_slots; i++) L->slots[L->num_slots++] = (slot_t){.fd = fds[used + i]};
-    for (int i = 0; i < nfds; i++)
-        if (i < used || st != FS_OK) close(fds[i]); /* mapped; slot fds are kept */
-    if (st != FS_OK) {
-        L->num_slots = 0;
-        return st;
-    }
-    L->limits = (fs_limits_t){Y->w.max_ids, Y->w.max_fanout_product, Y->w.max_response_bytes};
-    fs_error_t err = {0};
-    if (fs_sampler_create(&L->sampler, &err) || fs_pool_create(c->opts.threads, &L->pool, &err))
-        return fs_client_fail(c, FS_ERR_NOMEM, "%s", err.msg);
-    return FS_OK;
+    fd_list_t fds = {0};
+    int notice_fd = -1;
+    st = send_hello(c, L, path);
+    if (st == FS_OK) st = recv_welcome(c, L, 1, c->opts.slots, &L->lay, &fds, &notice_fd);
+    size_t mapped = fds.next;                                      /* closed below: their mappings remain */
+    if (st == FS_OK) st = finish_connect(c, L, &fds, notice_fd);   /* takes the slots' descriptors */
+    for (size_t i = 0; i < mapped; i++) close(fds.fd[i]);
+    if (fds.next < mapped) fds.next = mapped;
+    fd_list_close(&fds); /* what is left was not taken: closed */
+    return st;
 }
 
 /* ---- following a re-plan ---------------------------------------------------------- */
@@ -375,61 +563,67 @@ static fs_status_t relayout(fs_client_t *c, local_t *L)
 {
     if (fs_local_send(L->sock, FS_LOCAL_RELAYOUT, NULL, 0, NULL, 0, 0) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server went away: %s", strerror(errno));
-    layout_t *Y = calloc(1, sizeof *Y);
-    if (!Y) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-    int type, fds[FS_LOCAL_MAX_FDS], nfds = 0, used = 0, notice_fd = -1;
-    size_t len;
-    fs_status_t st = recv_reply(c, L, &type, &Y->w, sizeof Y->w, fds, &nfds, FS_LOCAL_MAX_FDS, &len);
-    if (st == FS_OK && (type != FS_LOCAL_WELCOME || len != sizeof Y->w || Y->w.reader != L->lay.w.reader))
-        st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected reply to RELAYOUT");
-    if (st == FS_OK) st = map_welcome(c, Y, fds, nfds, 0, &notice_fd, &used);
-    for (int i = 0; i < nfds; i++) close(fds[i]);
-    if (st == FS_OK) {
-        unmap_layout(&L->lay);
-        L->lay = *Y;
-    } else {
-        unmap_layout(Y);
-    }
-    free(Y);
-    return st;
+    fd_list_t fds = {0};
+    layout_t *Y = NULL;
+    int notice_fd = -1;
+    fs_status_t st = recv_welcome(c, L, 0, 0, &Y, &fds, &notice_fd);
+    fds.next = 0;
+    fd_list_close(&fds); /* mapped, or not wanted */
+    if (st != FS_OK) return st;
+    layout_free(L->lay);
+    L->lay = Y;
+    return FS_OK;
 }
 
 /* Before each call: one load of the notice page. */
 static fs_status_t follow_placement(fs_client_t *c, local_t *L)
 {
-    if (atomic_load_explicit(L->notice, memory_order_acquire) <= L->lay.w.generation) return FS_OK;
+    if (atomic_load_explicit(L->notice, memory_order_acquire) <= L->lay->w.generation) return FS_OK;
     return relayout(c, L);
 }
 
 /* ---- calls -------------------------------------------------------------------- */
 
+/* The tiers a counter read anything from, as REPORT lists them. */
+static size_t tier_counts(const fs_gather_counters_t *c, featstore_local_TierCount *out)
+{
+    size_t n = 0;
+    for (int k = 0; k < FS_MAX_TIERS; k++)
+        if (c->rows[k] || c->bytes[k])
+            out[n++] = (featstore_local_TierCount){.tier = (uint32_t)k, .rows = c->rows[k], .bytes = c->bytes[k]};
+    return n;
+}
+
 static void report(local_t *L, int method, fs_status_t st, double t0, const fs_gather_counters_t *f,
                    const fs_gather_counters_t *t)
 {
-    fs_local_report_t r = {.method = method, .status = st, .latency_ns = (int64_t)((now_s() - t0) * 1e9),
-                           .generation = L->lay.w.generation};
-    for (int k = 0; k < FS_LOCAL_MAX_TIERS; k++) {
-        r.feature_rows[k] = f ? f->rows[k] : 0, r.feature_bytes[k] = f ? f->bytes[k] : 0;
-        r.topo_lists[k] = t ? t->rows[k] : 0, r.topo_bytes[k] = t ? t->bytes[k] : 0;
-    }
+    featstore_local_Report r = {.method = method, .status = st, .latency_ns = (int64_t)((fs_now() - t0) * 1e9),
+                                .generation = L->lay->w.generation};
+    featstore_local_TierCount fc[FS_MAX_TIERS], tc[FS_MAX_TIERS];
+    fs_pb_list_t features, topology;
+    FS_PB_FROM_ARRAY(&features, featstore_local_TierCount, fc, tier_counts(f, fc));
+    FS_PB_FROM_ARRAY(&topology, featstore_local_TierCount, tc, tier_counts(t, tc));
+    fs_pb_set_list(&r.features, &features);
+    fs_pb_set_list(&r.topology, &topology);
     /* Never wait: if the socket is full the report is dropped, not the trainer slowed. */
-    fs_local_send(L->sock, FS_LOCAL_REPORT, &r, sizeof r, NULL, 0, MSG_DONTWAIT);
+    fs_local_send_msg(L->sock, FS_LOCAL_REPORT, featstore_local_Report_fields, &r, NULL, 0, MSG_DONTWAIT);
 }
 
 enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS }; /* = the server's fs_method_t */
 
 static const fs_table_view_t *find_table(local_t *L, const char *name)
 {
-    for (uint32_t i = 0; i < L->lay.w.num_tables; i++)
-        if (strcmp(L->lay.w.tables[i].name, name) == 0) return &L->lay.tables[i];
+    for (size_t i = 0; i < L->lay->tables.count; i++)
+        if (strcmp(table_at(L->lay, i)->name, name) == 0) return &L->lay->views[i];
     return NULL;
 }
 
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
 /* Copies a sample result into the slot at *off and points the batch at it. */
-static void place_sample(fs_batch_t *b, const fs_sample_result_t *r, char *base, size_t *off)
+static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, char *base, size_t *off)
 {
+    fs_batch_t *b = &p->pub;
 #define PUT(dst, src, count)                                    \
     do {                                                        \
         size_t bytes_ = (size_t)(count) * sizeof(int64_t);      \
@@ -437,6 +631,8 @@ static void place_sample(fs_batch_t *b, const fs_sample_result_t *r, char *base,
         (dst) = (const int64_t *)(base + *off);                 \
         *off = align64(*off + bytes_);                          \
     } while (0)
+    b->kind |= FS_BATCH_SAMPLE;
+    b->blocks = p->blocks;
     b->num_hops = r->num_hops;
     b->num_nodes = r->num_nodes;
     b->num_seeds = r->num_seeds;
@@ -444,7 +640,7 @@ static void place_sample(fs_batch_t *b, const fs_sample_result_t *r, char *base,
     PUT(b->seed_local, r->seed_local, r->num_seeds);
     for (int h = 0; h < r->num_hops; h++) {
         const fs_block_t *s = &r->block[h];
-        fs_block_t *d = &b->block[h];
+        fs_block_t *d = &p->blocks[h];
         *d = (fs_block_t){.num_dst = s->num_dst, .num_src = s->num_src, .num_edges = s->num_edges};
         PUT(d->dst_offsets, s->dst_offsets, s->num_dst + 1);
         PUT(d->edge_dst, s->edge_dst, s->num_edges);
@@ -476,23 +672,23 @@ static size_t sample_bytes(const fs_sample_result_t *r)
 static fs_status_t sample_boosted(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
                                   fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
 {
-    if (L->lay.las.num_levels == 0) {
-        if (L->lay.w.reader < 0)
+    if (L->lay->las.num_levels == 0) {
+        if (L->reader < 0)
             return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
                             "reader GPU: connect with device \"gpu:N\" (this connection reads as the CPU, which has "
                             "no GPU rows to prefer)", req->locality);
         return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
                         "reader GPU: the server has no preferred sets for gpu:%d (serve with --topology, and "
-                        "connect with the device of a planned GPU)", req->locality, L->lay.w.reader);
+                        "connect with the device of a planned GPU)", req->locality, L->reader);
     }
-    if (req->num_hops > L->lay.las.num_levels)
+    if (req->num_hops > L->lay->las.num_levels)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = %g: the server's preferred sets serve requests of "
-                        "up to %d hops; this one has %d (use locality 0 for it)", req->locality, L->lay.las.num_levels,
+                        "up to %d hops; this one has %d (use locality 0 for it)", req->locality, L->lay->las.num_levels,
                         req->num_hops);
-    fs_locality_t loc = L->lay.las;
+    fs_locality_t loc = L->lay->las;
     loc.s = req->locality;
     fs_las_weights_t w;
-    fs_status_t st = fs_sample_locality_cpu(L->sampler, &L->lay.csr, ids, n, req, &loc, res, &w, topo, err);
+    fs_status_t st = fs_sample_locality_cpu(L->sampler, &L->lay->csr, ids, n, req, &loc, res, &w, topo, err);
     for (int h = 0; st == FS_OK && h < res->num_hops; h++) res->block[h].edge_weights = w.weight[h];
     return st;
 }
@@ -502,7 +698,7 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
                        const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
     local_t *L = c->impl;
-    double t0 = now_s();
+    double t0 = fs_now();
     fs_status_t moved = follow_placement(c, L);
     if (moved != FS_OK) return moved;
     fs_error_t err = {0};
@@ -521,7 +717,7 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
     fs_sample_result_t res;
     if (!st && req) {
         st = req->locality > 1 ? sample_boosted(L, ids, n, req, &res, &topo, &err)
-                               : fs_sample_cpu(L->sampler, &L->lay.csr, ids, n, req, &res, &topo, &err);
+                               : fs_sample_cpu(L->sampler, &L->lay->csr, ids, n, req, &res, &topo, &err);
         if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
             st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
                           (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,
@@ -538,9 +734,10 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
         size_t off = 0, need = (req ? sample_bytes(&res) : 0) + (size_t)nrows * row_bytes + 64;
         slot_t *s = &L->slots[slot];
         if (slot_reserve(c, s, need) != FS_OK) st = fs_error(&err, FS_ERR_NOMEM, "%s", c->errstr);
-        if (!st && req) place_sample(&b->priv.pub, &res, s->base, &off);
+        if (!st && req) place_sample(&b->priv, &res, s->base, &off);
         if (!st && table) {
             st = fs_gather_cpu(tv, rows, nrows, out_dtype, s->base + off, L->pool, &feat, &err);
+            b->priv.pub.kind |= FS_BATCH_GATHER;
             b->priv.pub.features = s->base + off;
             b->priv.pub.rows = nrows;
             b->priv.pub.dim = tv->dim;
@@ -568,7 +765,7 @@ static fs_status_t local_sample(fs_client_t *c, const int64_t *seeds, int64_t n,
     return run(c, M_SAMPLE, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
 }
 
-static fs_status_t local_gather(fs_client_t *c, const char *table, const int64_t *ids, int64_t n, fs_dtype_t dt,
+static fs_status_t local_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t dt,
                                 fs_batch_t **out)
 {
     return run(c, M_GATHER, ids, n, NULL, table, dt, out);
@@ -580,56 +777,36 @@ static fs_status_t local_sample_gather(fs_client_t *c, const int64_t *seeds, int
     return run(c, M_SAMPLE_GATHER, seeds, n, req, table, dt, out);
 }
 
-/* ---- info and stats (answered by the server) ------------------------------------ */
+/* ---- requests the server answers ------------------------------------------------ */
 
-/* One request, one reply (with at most one descriptor, into *fd). */
-static fs_status_t ask_fd(fs_client_t *c, int type, const void *req, size_t req_len, int reply_type, char *buf,
-                          size_t cap, size_t *len, int *fd)
+static fs_status_t local_info(fs_client_t *c, fs_info_t **out)
 {
     local_t *L = c->impl;
-    if (L->sock < 0) return fs_client_fail(c, FS_ERR_UNAVAILABLE, "not connected");
-    if (fs_local_send(L->sock, type, req, req_len, NULL, 0, 0) != 0)
-        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server went away: %s", strerror(errno));
-    int got, nfds = 0;
-    fs_status_t st = recv_reply(c, L, &got, buf, cap, fd, fd ? &nfds : NULL, fd ? 1 : 0, len);
-    if (st == FS_OK && got != reply_type) st = fs_client_fail(c, FS_ERR_FORMAT, "unexpected reply type %d", got);
-    if (fd && nfds == 0) *fd = -1;
-    return st;
-}
-
-static fs_status_t ask(fs_client_t *c, int type, int reply_type, char *buf, size_t cap, size_t *len)
-{
-    return ask_fd(c, type, NULL, 0, reply_type, buf, cap, len, NULL);
-}
-
-static fs_status_t local_info(fs_client_t *c, fs_info_t *out)
-{
-    char *buf = malloc(FS_LOCAL_MAX_MSG);
     size_t len;
-    if (!buf) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-    fs_status_t st = ask(c, FS_LOCAL_INFO, FS_LOCAL_INFO_REPLY, buf, FS_LOCAL_MAX_MSG, &len);
-    featstore_v1_InfoResponse r = featstore_v1_InfoResponse_init_zero;
-    pb_istream_t is = pb_istream_from_buffer((const pb_byte_t *)buf, st == FS_OK ? len : 0);
-    if (st == FS_OK && !pb_decode(&is, featstore_v1_InfoResponse_fields, &r))
-        st = fs_client_fail(c, FS_ERR_FORMAT, "bad Info reply: %s", PB_GET_ERROR(&is));
-    free(buf);
+    fs_status_t st = ask(c, FS_LOCAL_INFO, NULL, NULL, FS_LOCAL_INFO_REPLY, &len, NULL);
     if (st != FS_OK) return st;
-    fs_info_from_pb(out, &r);
+    featstore_v1_InfoResponse msg;
+    fs_pb_info_in_t in;
+    fs_error_t err = {0};
+    st = fs_pb_info_prepare_decode(&msg, &in, &err);
+    if (st == FS_OK) st = fs_local_decode(L->buf, len, featstore_v1_InfoResponse_fields, &msg, "Info reply", &err);
+    if (st == FS_OK) st = fs_pb_info_take(&msg, &in, out, &err);
+    if (st != FS_OK) {
+        fs_pb_info_abandon(&in);
+        return fs_client_fail(c, in.oom ? FS_ERR_NOMEM : st, "%s", err.msg);
+    }
     return FS_OK;
 }
 
 static fs_status_t local_stats(fs_client_t *c, char **text)
 {
-    char *buf = malloc(FS_LOCAL_MAX_MSG + 1);
+    local_t *L = c->impl;
     size_t len;
-    if (!buf) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-    fs_status_t st = ask(c, FS_LOCAL_STATS, FS_LOCAL_STATS_REPLY, buf, FS_LOCAL_MAX_MSG, &len);
-    if (st != FS_OK) {
-        free(buf);
-        return st;
-    }
-    buf[len] = '\0';
-    *text = buf;
+    fs_status_t st = ask(c, FS_LOCAL_STATS, NULL, NULL, FS_LOCAL_STATS_REPLY, &len, NULL);
+    if (st != FS_OK) return st;
+    if (!(*text = malloc(len + 1))) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    memcpy(*text, L->buf, len);
+    (*text)[len] = '\0';
     return FS_OK;
 }
 
@@ -648,11 +825,11 @@ static void release_ids(fs_ids_priv_t *p)
     free(m);
 }
 
-static fs_status_t map_split(fs_client_t *c, int fd, const fs_local_split_reply_t *r, fs_ids_t **out)
+static fs_status_t map_split(fs_client_t *c, int fd, const featstore_local_SplitReply *r, fs_ids_t **out)
 {
     struct stat sb;
-    if (r->count < 0 || r->offset < 0 || r->offset % 8 || fstat(fd, &sb) != 0 ||
-        (uint64_t)r->count > ((uint64_t)sb.st_size - (uint64_t)r->offset) / 8 || r->offset > sb.st_size)
+    if (r->count < 0 || r->offset < 0 || r->offset % 8 || fstat(fd, &sb) != 0 || r->offset > sb.st_size ||
+        (uint64_t)r->count > ((uint64_t)sb.st_size - (uint64_t)r->offset) / 8)
         return fs_client_fail(c, FS_ERR_FORMAT, "the server's split (%lld ids at offset %lld) does not fit its file",
                               (long long)r->count, (long long)r->offset);
     local_ids_t *m = calloc(1, sizeof *m);
@@ -672,25 +849,28 @@ static fs_status_t map_split(fs_client_t *c, int fd, const fs_local_split_reply_
 
 static fs_status_t local_split(fs_client_t *c, const char *name, fs_ids_t **out)
 {
-    fs_local_split_t req = {{0}};
+    local_t *L = c->impl;
+    featstore_local_SplitRequest req = featstore_local_SplitRequest_init_zero;
+    if (strlen(name) >= sizeof req.name)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "split name '%.40s...' is longer than %zu bytes", name,
+                              sizeof req.name - 1);
     snprintf(req.name, sizeof req.name, "%s", name);
-    union { /* room for an ERROR instead */
-        fs_local_split_reply_t r;
-        fs_local_error_t e;
-    } u;
     size_t len;
     int fd = -1;
-    fs_status_t st = ask_fd(c, FS_LOCAL_SPLIT, &req, sizeof req, FS_LOCAL_SPLIT_REPLY, (char *)&u, sizeof u, &len, &fd);
-    if (st == FS_OK && (len != sizeof u.r || fd < 0))
-        st = fs_client_fail(c, FS_ERR_FORMAT, "malformed Split reply");
-    if (st == FS_OK) st = map_split(c, fd, &u.r, out);
+    fs_status_t st = ask(c, FS_LOCAL_SPLIT, featstore_local_SplitRequest_fields, &req, FS_LOCAL_SPLIT_REPLY, &len, &fd);
+    featstore_local_SplitReply r = featstore_local_SplitReply_init_zero;
+    fs_error_t err = {0};
+    if (st == FS_OK && fs_local_decode(L->buf, len, featstore_local_SplitReply_fields, &r, "Split reply", &err))
+        st = fs_client_fail(c, err.code, "%s", err.msg);
+    if (st == FS_OK && fd < 0) st = fs_client_fail(c, FS_ERR_FORMAT, "the Split reply came without its file");
+    if (st == FS_OK) st = map_split(c, fd, &r, out);
     if (fd >= 0) close(fd);
     return st;
 }
 
 /* ---- administration ----------------------------------------------------------------- */
 
-/* Copies an option into its fixed-size field; too long is an error, never a cut. */
+/* Copies an option into its field of the request; too long is an error, never a cut. */
 static fs_status_t copy_opt(fs_client_t *c, char *dst, size_t cap, const char *what, const char *v)
 {
     if (snprintf(dst, cap, "%s", v ? v : "") < (int)cap) return FS_OK;
@@ -699,23 +879,26 @@ static fs_status_t copy_opt(fs_client_t *c, char *dst, size_t cap, const char *w
 
 static fs_status_t local_replan(fs_client_t *c, const fs_replan_opts_t *o, uint64_t *generation)
 {
-    fs_local_replan_t req = {.gpu_budget = o->gpu_budget};
-    fs_status_t st = copy_opt(c, req.topology, sizeof req.topology, "topology", o->topology);
-    if (st == FS_OK) st = copy_opt(c, req.hotness, sizeof req.hotness, "hotness", o->hotness);
-    if (st == FS_OK) st = copy_opt(c, req.order, sizeof req.order, "order", o->order);
-    if (st == FS_OK) st = copy_opt(c, req.plan, sizeof req.plan, "plan", o->plan);
-    if (st == FS_OK) st = copy_opt(c, req.save, sizeof req.save, "save", o->save);
-    if (st == FS_OK) st = copy_opt(c, req.alpha, sizeof req.alpha, "alpha", o->alpha);
-    if (st == FS_OK) st = copy_opt(c, req.reserve, sizeof req.reserve, "reserve", o->reserve);
-    if (st != FS_OK) return st;
-    union {
-        fs_local_replan_reply_t r;
-        fs_local_error_t e;
-    } u;
+    local_t *L = c->impl;
+    featstore_local_ReplanRequest *req = calloc(1, sizeof *req); /* 13 KB of paths: off the stack */
+    if (!req) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    req->gpu_budget = o->gpu_budget;
+    fs_status_t st = copy_opt(c, req->topology, sizeof req->topology, "topology", o->topology);
+    if (st == FS_OK) st = copy_opt(c, req->hotness, sizeof req->hotness, "hotness", o->hotness);
+    if (st == FS_OK) st = copy_opt(c, req->order, sizeof req->order, "order", o->order);
+    if (st == FS_OK) st = copy_opt(c, req->plan, sizeof req->plan, "plan", o->plan);
+    if (st == FS_OK) st = copy_opt(c, req->save, sizeof req->save, "save", o->save);
+    if (st == FS_OK) st = copy_opt(c, req->alpha, sizeof req->alpha, "alpha", o->alpha);
+    if (st == FS_OK) st = copy_opt(c, req->reserve, sizeof req->reserve, "reserve", o->reserve);
     size_t len;
-    st = ask_fd(c, FS_LOCAL_REPLAN, &req, sizeof req, FS_LOCAL_REPLAN_REPLY, (char *)&u, sizeof u, &len, NULL);
-    if (st == FS_OK && len != sizeof u.r) st = fs_client_fail(c, FS_ERR_FORMAT, "malformed Replan reply");
-    if (st == FS_OK && generation) *generation = u.r.generation;
+    if (st == FS_OK)
+        st = ask(c, FS_LOCAL_REPLAN, featstore_local_ReplanRequest_fields, req, FS_LOCAL_REPLAN_REPLY, &len, NULL);
+    free(req);
+    featstore_local_ReplanReply r = featstore_local_ReplanReply_init_zero;
+    fs_error_t err = {0};
+    if (st == FS_OK && fs_local_decode(L->buf, len, featstore_local_ReplanReply_fields, &r, "Replan reply", &err))
+        st = fs_client_fail(c, err.code, "%s", err.msg);
+    if (st == FS_OK && generation) *generation = r.generation;
     return st;
 }
 

@@ -4,7 +4,7 @@
 Every mini-batch comes from a running `featstore serve`: the train/valid/test
 node ids from ``client.split``, each batch's sampled neighbourhood and input
 features from one ``sample_gather`` call, and its labels from
-``gather("labels", seeds)``. The model is plain PyTorch (no PyG/DGL): the
+``gather(seeds, "labels")``. The model is plain PyTorch (no PyG/DGL): the
 sampled blocks are the message-passing graph, as DGL's blocks would be.
 
 Hop order: block 0 is the hop from the seeds, the last block reaches
@@ -99,7 +99,7 @@ def minibatch(client, seeds, fanouts, table, request_seed):
     after backward() (autograd keeps the input features for the weight
     gradients)."""
     feats = client.sample_gather(seeds, fanouts, table, seed=request_seed, dtype="float32")
-    labels = client.gather("labels", seeds)
+    labels = client.gather(seeds, "labels")
     return feats, labels
 
 

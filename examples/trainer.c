@@ -52,7 +52,7 @@ int main(int argc, char **argv)
     int batches = atoi(arg(argc, argv, "--batches", "50")), batch = atoi(arg(argc, argv, "--batch", "1024"));
     const char *table = arg(argc, argv, "--table", "feat"), *name = arg(argc, argv, "--name", "trainer");
     unsigned long long seed = strtoull(arg(argc, argv, "--seed", "1"), NULL, 10);
-    fs_sample_req_t req = {0};
+    fs_sample_req_t req = FS_SAMPLE_REQ_INIT;
     for (char *f = strdup(arg(argc, argv, "--fanouts", "15,10,5")), *tok = strtok(f, ","); tok && req.num_hops < FS_MAX_HOPS;
          tok = strtok(NULL, ","))
         req.fanout[req.num_hops++] = atoi(tok);
@@ -63,8 +63,9 @@ int main(int argc, char **argv)
 
     fs_client_t *c;
     fs_info_t *info = NULL;
-    fs_connect_opts_t opts = {.device = arg(argc, argv, "--device", NULL)};
-    if (fs_connect_opts(argv[1], &opts, &c) != FS_OK || fs_info(c, &info) != FS_OK) {
+    fs_connect_opts_t opts = FS_CONNECT_OPTS_INIT;
+    opts.device = arg(argc, argv, "--device", NULL);
+    if (fs_connect(argv[1], &opts, &c) != FS_OK || fs_info(c, &info) != FS_OK) {
         fprintf(stderr, "featstore-trainer: %s: %s\n", argv[1], fs_client_errstr(c));
         fs_close(c);
         return 1;
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
             return 1;
         }
         lat[b] = now() - t;
-        if (mb->rows != mb->num_nodes || mb->block[0].num_dst > batch || mb->num_hops != req.num_hops) {
+        if (mb->rows != mb->num_nodes || !(mb->kind & FS_BATCH_GATHER) || mb->blocks[0].num_dst > batch || mb->num_hops != req.num_hops) {
             fprintf(stderr, "featstore-trainer: batch %d has an inconsistent shape\n", b);
             return 1;
         }

@@ -23,6 +23,7 @@ static const char *const status_text[FS_STATUS_COUNT_] = {
     [FS_ERR_INTERNAL] = "internal error",
     [FS_ERR_UNAVAILABLE] = "server unavailable",
     [FS_ERR_TIMEOUT] = "deadline exceeded",
+    [FS_ERR_VERSION] = "incompatible versions",
 };
 
 const char *fs_strerror(fs_status_t status)
@@ -245,4 +246,27 @@ double fs_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+fs_status_t fs_struct_read(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what,
+                           fs_error_t *err)
+{
+    size_t size;
+    memcpy(&size, src, sizeof size);
+    if (size == 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s.struct_size is 0: set it to sizeof(%s) (the header's "
+                        "*_INIT macro does)", what, what);
+    if (size < min_size)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s.struct_size is %zu, smaller than any version of %s (%zu)",
+                        what, size, what, min_size);
+    for (size_t i = dst_size; i < size; i++)
+        if (((const unsigned char *)src)[i] != 0)
+            return fs_error(err, FS_ERR_UNSUPPORTED, "%s is %zu bytes and sets an option this library (%zu bytes) "
+                            "does not know: upgrade libfeatstore to the version the program was built with", what,
+                            size, dst_size);
+    size_t n = size < dst_size ? size : dst_size;
+    memcpy(dst, src, n);
+    memset((char *)dst + n, 0, dst_size - n);
+    memcpy(dst, &dst_size, sizeof dst_size);
+    return FS_OK;
 }

@@ -28,6 +28,18 @@ fs_status_t fs_verror(fs_error_t *err, fs_status_t code, const char *fmt, va_lis
 void fs_error_prefix(fs_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fs_error_clear(fs_error_t *err);
 
+/* Reads a caller's versioned struct (featstore/types.h: `size_t
+ * struct_size` first) into dst, dst_size bytes being the struct as this
+ * library knows it: copies what the caller has and zeroes what it lacks
+ * (zero is every field's default). FS_ERR_INVALID_ARGUMENT when struct_size
+ * is 0 or below min_size (the struct's first published size);
+ * FS_ERR_UNSUPPORTED when it is larger than dst_size and the part this
+ * library does not know is not all zero (the caller was built against a
+ * newer featstore and uses an option this one lacks). `what` names the
+ * struct in the error. dst's struct_size becomes dst_size. */
+fs_status_t fs_struct_read(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what,
+                           fs_error_t *err);
+
 /* Monotonic seconds, for latencies and progress. */
 double fs_now(void);
 

@@ -52,7 +52,8 @@ grpc_status_code fs_wire_grpc_status(fs_status_t st)
     case FS_ERR_NOMEM:
     case FS_ERR_RESOURCE: return GRPC_STATUS_RESOURCE_EXHAUSTED;
     case FS_ERR_EXISTS: return GRPC_STATUS_ALREADY_EXISTS;
-    case FS_ERR_NO_DEVICE: return GRPC_STATUS_FAILED_PRECONDITION;
+    case FS_ERR_NO_DEVICE:
+    case FS_ERR_VERSION: return GRPC_STATUS_FAILED_PRECONDITION;
     case FS_ERR_UNAVAILABLE: return GRPC_STATUS_UNAVAILABLE;
     case FS_ERR_TIMEOUT: return GRPC_STATUS_DEADLINE_EXCEEDED;
     case FS_ERR_IO:
@@ -391,6 +392,7 @@ void fs_wire_sample_request(const fs_sample_req_t *req, const int64_t *seeds, in
 fs_status_t fs_wire_sample_req_from_msg(const featstore_v1_SampleRequest *in, fs_sample_req_t *out, fs_error_t *err)
 {
     memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
     if (in->fanouts_count < 1)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample request has no fanouts (one per hop, 1..%d)",
                         FS_MAX_HOPS);

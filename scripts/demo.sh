@@ -7,7 +7,7 @@
 # metrics, stop the store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FS=build/server/featstore
+FS=build/cli/featstore
 TRAINER=build/examples/featstore-trainer
 DATA=${FEATSTORE_DATA:-data/default}
 LOCAL_TRAINERS=${LOCAL_TRAINERS:-3}

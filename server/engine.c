@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_info.h"
+
 struct fs_engine {
     const fs_dataset_t *ds;
     fs_limits_t limits;
@@ -59,39 +61,59 @@ uint64_t fs_engine_replace_store(fs_engine_t *e, fs_store_t *store)
     return g;
 }
 
-void fs_engine_info(fs_engine_t *e, featstore_v1_InfoResponse *out)
+static int add_tiers(fs_info_t *info, const fs_store_t *store)
 {
-    const fs_dataset_t *ds = e->ds;
-    memset(out, 0, sizeof *out);
-    out->api_version = 1;
-    snprintf(out->server_version, sizeof out->server_version, "%s", FS_SERVER_VERSION);
-    snprintf(out->dataset, sizeof out->dataset, "%s", ds->name);
-    out->num_nodes = ds->num_nodes;
-    out->num_edges = ds->num_edges;
-    out->symmetric = ds->symmetric;
-    out->weighted = ds->edge_weights != NULL;
-    out->num_classes = ds->num_classes;
-    for (int i = 0; i < ds->num_tables && out->tables_count < 16; i++) {
-        featstore_v1_TableInfo *t = &out->tables[out->tables_count++];
-        snprintf(t->name, sizeof t->name, "%s", ds->tables[i].name);
-        snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(ds->tables[i].dtype));
-        t->rows = ds->tables[i].rows;
-        t->dim = ds->tables[i].dim;
-    }
-    fs_store_t *store = fs_engine_acquire(e, NULL);
-    for (int k = 0; k < fs_store_num_tiers(store) && out->tiers_count < 16; k++) {
-        fs_tier_info_t ti;
+    for (int k = 0; k < fs_store_num_tiers(store); k++) {
+        fs_store_tier_t ti;
         fs_store_tier_info(store, k, &ti);
-        featstore_v1_TierInfo *t = &out->tiers[out->tiers_count++];
-        t->index = (uint32_t)k;
-        snprintf(t->kind, sizeof t->kind, "%s", fs_tier_kind_name(ti.kind));
+        fs_tier_info_t *t = fs_info_add_tier(info);
+        if (!t || fs_info_set_text(&t->kind, fs_tier_kind_name(ti.kind)) != 0) return -1;
         t->device = ti.device;
         t->capacity_bytes = ti.capacity;
         t->used_bytes = ti.used;
     }
-    fs_store_destroy(store);
-    for (int i = 0; i < ds->num_splits && out->splits_count < 8; i++)
-        snprintf(out->splits[out->splits_count++], sizeof out->splits[0], "%s", ds->splits[i].name);
+    return 0;
+}
+
+static int add_dataset(fs_info_t *info, const fs_dataset_t *ds)
+{
+    if (fs_info_set_text(&info->server_version, FS_SERVER_VERSION) || fs_info_set_text(&info->dataset, ds->name))
+        return -1;
+    info->num_nodes = ds->num_nodes;
+    info->num_edges = ds->num_edges;
+    info->symmetric = ds->symmetric;
+    info->weighted = ds->edge_weights != NULL;
+    info->num_classes = ds->num_classes;
+    for (int i = 0; i < ds->num_tables; i++) {
+        fs_table_info_t *t = fs_info_add_table(info);
+        if (!t || fs_info_set_text(&t->name, ds->tables[i].name)) return -1;
+        t->dtype = ds->tables[i].dtype;
+        t->rows = ds->tables[i].rows;
+        t->dim = ds->tables[i].dim;
+    }
+    for (int i = 0; i < ds->num_splits; i++) {
+        const char **name = fs_info_add_split(info);
+        if (!name || fs_info_set_text(name, ds->splits[i].name)) return -1;
+    }
+    return 0;
+}
+
+fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err)
+{
+    fs_info_t *info = fs_info_new();
+    int failed = !info || add_dataset(info, e->ds) != 0;
+    if (!failed) {
+        fs_store_t *store = fs_engine_acquire(e, &info->placement_generation);
+        failed = add_tiers(info, store) != 0;
+        fs_store_destroy(store);
+    }
+    if (failed) {
+        fs_info_free(info);
+        *out = NULL;
+        return fs_error(err, FS_ERR_NOMEM, "out of memory describing the server");
+    }
+    *out = info;
+    return FS_OK;
 }
 
 fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,

@@ -14,7 +14,6 @@
 #ifndef FS_ENGINE_H
 #define FS_ENGINE_H
 
-#include "featstore.pb.h"
 #include "fs_limits.h"
 #include "fs_sample.h"
 #include "store.h"
@@ -37,8 +36,11 @@ fs_store_t *fs_engine_acquire(fs_engine_t *e, uint64_t *generation);
  * freed once requests still using it end. */
 uint64_t fs_engine_replace_store(fs_engine_t *e, fs_store_t *store);
 
-/* Dataset and placement facts, as the Info response. */
-void fs_engine_info(fs_engine_t *e, featstore_v1_InfoResponse *out);
+/* Dataset and placement facts: a new fs_info_t (featstore/types.h) with the
+ * dataset, its tables and splits and the served store's tiers; the caller
+ * frees it (fs_info_free). Placement readers come from the metrics
+ * (fs_metrics_info). */
+fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err);
 
 /* Samples as the CPU reader (gRPC callers). A request with locality > 1
  * is FS_ERR_UNSUPPORTED: the CPU reads no row from GPU memory, so there is

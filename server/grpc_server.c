@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs_pb.h"
 #include "fs_wire.h"
 
 #define SHUTDOWN_GRACE_MS 5000
@@ -436,11 +437,16 @@ static fs_status_t do_info(call_t *c)
     fs_status_t st = decode_request(c, featstore_v1_InfoRequest_fields, &req, "InfoRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
     if (st != FS_OK) return st;
+    fs_info_t *info;
+    if ((st = fs_engine_info(c->w->srv->engine, &info, &c->err)) != FS_OK) return st;
+    if (c->w->srv->metrics && fs_metrics_info(c->w->srv->metrics, info) != FS_OK)
+        st = fs_error(&c->err, FS_ERR_NOMEM, "out of memory describing the placement");
     featstore_v1_InfoResponse resp;
-    fs_engine_info(c->w->srv->engine, &resp);
-    if (c->w->srv->metrics) fs_metrics_info(c->w->srv->metrics, &resp);
-    c->response = fs_wire_encode(featstore_v1_InfoResponse_fields, &resp, &c->err);
-    return c->response ? FS_OK : c->err.code;
+    fs_pb_info_out_t enc;
+    fs_pb_info_prepare_encode(info, &resp, &enc);
+    if (st == FS_OK) c->response = fs_wire_encode(featstore_v1_InfoResponse_fields, &resp, &c->err);
+    fs_info_free(info);
+    return st != FS_OK ? st : c->response ? FS_OK : c->err.code;
 }
 
 static fs_status_t do_sample(call_t *c)

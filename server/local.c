@@ -1,9 +1,12 @@
-/* local.c — see local.h. */
+/* local.c — see local.h. The conversation and its messages are
+ * proto/fs_local.h's; this file turns the engine's and the store's plain C
+ * facts into them. Every message is read into one receive buffer and
+ * decoded from there; replies go out with MSG_DONTWAIT, so a client that
+ * does not read its socket is dropped rather than waited for. */
 #include "local.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pb_encode.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include "fs_local.h"
+#include "fs_pb.h"
 
 typedef struct client {
     int fd;
@@ -24,27 +28,55 @@ typedef struct client {
     int num_slots;
     int welcomed;
     int reader;             /* from HELLO: whose placement it reads through */
+    unsigned minor;         /* the local protocol's minor version negotiated with it */
+    char library[32];       /* its library's release (6.1), "" before */
     struct client *next;
 } client_t;
+
+/* A growable array of descriptors (borrowed: the store's or the server's). */
+typedef struct {
+    int *fd;
+    size_t n, cap;
+} fd_list_t;
 
 struct fs_local_server {
     char path[108];
     int listen_fd, epoll_fd, wake_fd;
+    unsigned minor;                       /* the minor version this server speaks */
     pthread_t thread;
     fs_engine_t *engine;
     fs_metrics_t *metrics;
-    fs_local_welcome_t welcome;
-    int data_fds[4 + FS_LOCAL_MAX_TABLES];  /* indptr, indices, [weights], tables, the notice page */
-    int num_data_fds;
-    _Atomic uint64_t *notice;               /* the notice page: the generation served */
-    fs_local_replan_fn replan;
+    featstore_local_Welcome welcome;      /* the dataset's part of every WELCOME */
+    featstore_local_Table *tables;        /* [num_tables]: the dataset's tables */
+    size_t num_tables;
+    fd_list_t data_fds;                   /* indptr, indices, [weights], tables, the notice page */
+    _Atomic uint64_t *notice;             /* the notice page: the generation served */
+    fs_replan_fn replan;
     void *replan_ctx;
     pthread_t replan_thread;
-    _Atomic int replan_state;               /* 0 none, 1 running, 2 finished (thread to join) */
+    _Atomic int replan_state;             /* 0 none, 1 running, 2 finished (thread to join) */
     client_t *clients;
     _Atomic int num_clients;
-    _Alignas(16) char buf[FS_LOCAL_MAX_MSG]; /* messages are read in place as structs */
+    _Alignas(16) char buf[FS_LOCAL_MAX_MSG];
 };
+
+static int fd_push(fd_list_t *l, int fd)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        int *p = realloc(l->fd, cap * sizeof *p);
+        if (!p) return -1;
+        l->fd = p, l->cap = cap;
+    }
+    l->fd[l->n++] = fd;
+    return 0;
+}
+
+void fs_local_server_defaults(fs_local_server_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->protocol_minor = FS_LOCAL_MINOR;
+}
 
 /* ---- the dataset's descriptors, opened once and shared with every client ---- */
 
@@ -55,7 +87,28 @@ static fs_status_t open_data_fd(fs_local_server_t *s, const void *data, int64_t 
         return fs_error(err, FS_ERR_INTERNAL, "local: an array of the dataset is not file-backed");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fs_error(err, FS_ERR_IO, "local: cannot reopen %s: %s", path, strerror(errno));
-    s->data_fds[s->num_data_fds++] = fd;
+    if (fd_push(&s->data_fds, fd) != 0) {
+        close(fd);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    }
+    return FS_OK;
+}
+
+static fs_status_t open_notice(fs_local_server_t *s, fs_error_t *err)
+{
+    int fd = memfd_create("featstore-notice", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, FS_LOCAL_NOTICE_BYTES) != 0 || fd_push(&s->data_fds, fd) != 0) {
+        if (fd >= 0) close(fd);
+        return fs_error(err, FS_ERR_NOMEM, "local: cannot create the notice page: %s", strerror(errno));
+    }
+    s->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (s->notice == MAP_FAILED) {
+        s->notice = NULL;
+        return fs_error(err, FS_ERR_NOMEM, "local: cannot map the notice page: %s", strerror(errno));
+    }
+    uint64_t generation;
+    fs_store_destroy(fs_engine_acquire(s->engine, &generation));
+    atomic_store(s->notice, generation);
     return FS_OK;
 }
 
@@ -63,38 +116,29 @@ static fs_status_t prepare_welcome(fs_local_server_t *s, fs_error_t *err)
 {
     const fs_dataset_t *ds = fs_engine_dataset(s->engine);
     const fs_limits_t *l = fs_engine_limits(s->engine);
-    fs_local_welcome_t *w = &s->welcome;
-    *w = (fs_local_welcome_t){.api_version = 1, .index_dtype = ds->index_dtype, .has_weights = ds->edge_weights != NULL,
-                              .num_nodes = ds->num_nodes, .num_edges = ds->num_edges, .max_ids = l->max_ids,
-                              .max_fanout_product = l->max_fanout_product, .max_response_bytes = l->max_response_bytes};
+    featstore_local_Welcome *w = &s->welcome;
+    *w = (featstore_local_Welcome)featstore_local_Welcome_init_zero;
+    w->major = FS_LOCAL_MAJOR;
+    w->has_weights = ds->edge_weights != NULL;
+    w->num_nodes = ds->num_nodes, w->num_edges = ds->num_edges;
+    w->max_ids = l->max_ids, w->max_fanout_product = l->max_fanout_product;
+    w->max_response_bytes = l->max_response_bytes;
+    snprintf(w->index_dtype, sizeof w->index_dtype, "%s", fs_dtype_name(ds->index_dtype));
     snprintf(w->dataset, sizeof w->dataset, "%s", ds->name);
     fs_status_t st = open_data_fd(s, ds->indptr, &w->indptr_offset, err);
     if (!st) st = open_data_fd(s, ds->indices, &w->indices_offset, err);
     if (!st && ds->edge_weights) st = open_data_fd(s, ds->edge_weights, &w->weights_offset, err);
-    for (int i = 0; !st && i < ds->num_tables && i < FS_LOCAL_MAX_TABLES; i++) {
-        fs_local_table_t *t = &w->tables[w->num_tables++];
+    if (!st && !(s->tables = calloc((size_t)ds->num_tables + 1, sizeof *s->tables)))
+        st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < ds->num_tables; i++) {
+        featstore_local_Table *t = &s->tables[s->num_tables++];
         snprintf(t->name, sizeof t->name, "%s", ds->tables[i].name);
-        t->dtype = ds->tables[i].dtype;
+        snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(ds->tables[i].dtype));
         t->rows = ds->tables[i].rows;
         t->dim = ds->tables[i].dim;
         st = open_data_fd(s, ds->tables[i].data, &t->data_offset, err);
     }
-    if (st) return st;
-    int fd = memfd_create("featstore-notice", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, FS_LOCAL_NOTICE_BYTES) != 0) {
-        if (fd >= 0) close(fd);
-        return fs_error(err, FS_ERR_NOMEM, "local: cannot create the notice page: %s", strerror(errno));
-    }
-    s->data_fds[s->num_data_fds++] = fd;
-    s->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (s->notice == MAP_FAILED) {
-        s->notice = NULL;
-        return fs_error(err, FS_ERR_NOMEM, "local: cannot map the notice page: %s", strerror(errno));
-    }
-    fs_store_t *store = fs_engine_acquire(s->engine, &w->generation);
-    atomic_store(s->notice, w->generation);
-    fs_store_destroy(store);
-    return FS_OK;
+    return st ? st : open_notice(s, err);
 }
 
 void fs_local_server_notify(fs_local_server_t *s, uint64_t generation)
@@ -114,88 +158,151 @@ static void drop_client(fs_local_server_t *s, client_t *c)
             *p = c->next;
             break;
         }
-    if (c->welcomed) fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, -1);
+    if (c->welcomed) {
+        fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, -1);
+        fs_metrics_local_version(s->metrics, FS_LOCAL_MAJOR, c->minor, c->library, -1);
+    }
     atomic_fetch_sub(&s->num_clients, 1);
     free(c);
 }
 
 static int send_error(int fd, fs_status_t st, const char *msg)
 {
-    fs_local_error_t e = {.status = st};
-    snprintf(e.message, sizeof e.message, "%.*s", (int)sizeof e.message - 1, msg); /* long details are cut */
-    return fs_local_send(fd, FS_LOCAL_ERROR, &e, sizeof e, NULL, 0, MSG_DONTWAIT);
+    return fs_local_send_error(fd, st, msg, MSG_DONTWAIT);
 }
 
-/* Adds the reader's placement in store `st` (tier slices, routes, topology
- * parts) to the welcome and its descriptors to fds. FS_OK, or why it cannot
- * be shared. The descriptors are the store's: send before releasing it. */
-static fs_status_t add_placement(fs_local_server_t *s, fs_store_t *st, int reader, fs_local_welcome_t *w, int *fds,
-                                 int *n, fs_error_t *err)
+/* The reader's placement in store `st`, as WELCOME lists it, with its
+ * descriptors (the store's: send before releasing it) in WELCOME order. */
+typedef struct {
+    featstore_local_Table *tables;   /* the server's, with this reader's `routed` */
+    featstore_local_Tier tiers[FS_MAX_TIERS];
+    featstore_local_Slice *slices;
+    featstore_local_TopoPart parts[FS_MAX_TIERS];
+    size_t num_tiers, num_slices, num_parts;
+    fd_list_t fds;
+} placement_t;
+
+static void placement_free(placement_t *p)
 {
-    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
-    if (!fs_store_frozen(st)) return fs_error(err, FS_ERR_INTERNAL, "the store is not frozen");
-    w->reader = reader;
-    w->num_tiers = (uint32_t)fs_store_num_tiers(st);
-    for (uint32_t k = 0; k < w->num_tiers; k++) {
-        fs_tier_info_t ti;
-        fs_store_tier_info(st, (int)k, &ti);
-        w->tier_kind[k] = ti.kind, w->tier_device[k] = ti.device;
-    }
-#define PUSH(fd)                                                                                      \
-    do {                                                                                              \
-        if (*n == FS_LOCAL_MAX_FDS - FS_LOCAL_MAX_SLOTS)                                              \
-            return fs_error(err, FS_ERR_RESOURCE, "the placement has too many pieces to hand over");  \
-        fds[(*n)++] = (fd);                                                                           \
-    } while (0)
-    for (uint32_t t = 0; t < w->num_tables; t++)
-        for (uint32_t k = 1; k < w->num_tiers; k++) {
+    free(p->tables);
+    free(p->slices);
+    free(p->fds.fd);
+}
+
+static fs_status_t add_fd(placement_t *p, int fd, fs_error_t *err)
+{
+    return fd_push(&p->fds, fd) == 0 ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
+}
+
+/* Each table's slice in each placed tier, then each routed table's route. */
+static fs_status_t add_tables(fs_local_server_t *s, fs_store_t *st, int reader, placement_t *p, fs_error_t *err)
+{
+    p->tables = calloc(s->num_tables + 1, sizeof *p->tables);
+    p->slices = calloc(s->num_tables * p->num_tiers + 1, sizeof *p->slices);
+    if (!p->tables || !p->slices) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    memcpy(p->tables, s->tables, s->num_tables * sizeof *p->tables);
+    fs_status_t rc = FS_OK;
+    for (size_t t = 0; t < s->num_tables && rc == FS_OK; t++)
+        for (size_t k = 1; k < p->num_tiers && rc == FS_OK; k++) {
             int64_t rows = 0;
-            int fd = fs_store_table_fd(st, ds->tables[t].name, (int)k, &rows);
+            int fd = fs_store_table_fd(st, p->tables[t].name, (int)k, &rows);
             if (rows > 0 && fd < 0)
-                return fs_error(err, FS_ERR_UNSUPPORTED, "tier %u holds GPU memory, which is not yet handed to "
+                return fs_error(err, FS_ERR_UNSUPPORTED, "tier %zu holds GPU memory, which is not yet handed to "
                                 "local clients (CUDA IPC); connect as another reader", k);
-            if (rows > 0) {
-                PUSH(fd);
-                w->slice_rows[t][k] = rows;
-            }
+            if (rows <= 0) continue;
+            p->slices[p->num_slices++] = (featstore_local_Slice){.table = (uint32_t)t, .tier = (uint32_t)k, .rows = rows};
+            rc = add_fd(p, fd, err);
         }
-    for (uint32_t t = 0; t < w->num_tables; t++) {
-        int fd = fs_store_route_fd(st, ds->tables[t].name, reader);
-        if (fd >= 0) {
-            PUSH(fd);
-            w->table_route[t] = 1;
-        }
+    for (size_t t = 0; t < s->num_tables && rc == FS_OK; t++) {
+        int fd = fs_store_route_fd(st, p->tables[t].name, reader);
+        p->tables[t].routed = fd >= 0;
+        if (fd >= 0) rc = add_fd(p, fd, err);
     }
-    for (uint32_t k = 1; k < w->num_tiers; k++) {
+    return rc;
+}
+
+/* Each tier's topology part, the topology route and the preferred sets. */
+static fs_status_t add_topology(fs_store_t *st, int reader, int weighted, placement_t *p, int *las_levels,
+                                int *las_counts, fs_error_t *err)
+{
+    fs_status_t rc = FS_OK;
+    for (size_t k = 1; k < p->num_tiers && rc == FS_OK; k++) {
         int64_t rows = 0;
         int ip = fs_store_topology_fd(st, (int)k, 0, &rows), ix = fs_store_topology_fd(st, (int)k, 1, &rows);
         if (rows <= 0) continue;
         if (ip < 0 || ix < 0)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "tier %u holds topology in GPU memory, not yet handed to local "
+            return fs_error(err, FS_ERR_UNSUPPORTED, "tier %zu holds topology in GPU memory, not yet handed to local "
                             "clients", k);
-        PUSH(ip);
-        PUSH(ix);
-        if (w->has_weights) PUSH(fs_store_topology_fd(st, (int)k, 2, &rows));
-        w->topo_rows[k] = rows;
+        p->parts[p->num_parts++] = (featstore_local_TopoPart){.tier = (uint32_t)k, .rows = rows};
+        rc = add_fd(p, ip, err);
+        if (rc == FS_OK) rc = add_fd(p, ix, err);
+        if (rc == FS_OK && weighted) rc = add_fd(p, fs_store_topology_fd(st, (int)k, 2, &rows), err);
     }
-    int fd = fs_store_topology_route_fd(st, reader);
-    if (fd >= 0) {
-        PUSH(fd);
-        w->topo_route = 1;
-    }
+    int route = fs_store_topology_route_fd(st, reader);
+    if (rc == FS_OK && route >= 0) rc = add_fd(p, route, err);
     fs_locality_t las; /* the reader's preferred sets, when the placement built some */
     fs_store_locality(st, reader, 1, &las);
-    w->las_counts = las.num_levels > 0 && las.count[0] != NULL;
-    for (int l = 1; l <= las.num_levels; l++) {
+    *las_levels = las.num_levels;
+    *las_counts = las.num_levels > 0 && las.count[0] != NULL;
+    for (int l = 1; l <= las.num_levels && rc == FS_OK; l++) {
         int pref = fs_store_locality_fd(st, reader, l, 0), count = fs_store_locality_fd(st, reader, l, 1);
-        if (pref < 0 || (w->las_counts && count < 0))
+        if (pref < 0 || (*las_counts && count < 0))
             return fs_error(err, FS_ERR_INTERNAL, "reader %d's preferred set Q_%d has no descriptor", reader, l);
-        PUSH(pref);
-        if (w->las_counts) PUSH(count);
+        rc = add_fd(p, pref, err);
+        if (rc == FS_OK && *las_counts) rc = add_fd(p, count, err);
     }
-    w->las_levels = las.num_levels;
-#undef PUSH
-    return FS_OK;
+    return rc;
+}
+
+static fs_status_t describe_placement(fs_local_server_t *s, fs_store_t *st, int reader, featstore_local_Welcome *w,
+                                      placement_t *p, fs_error_t *err)
+{
+    if (!fs_store_frozen(st)) return fs_error(err, FS_ERR_INTERNAL, "the store is not frozen");
+    p->num_tiers = (size_t)fs_store_num_tiers(st);
+    for (size_t k = 0; k < p->num_tiers; k++) {
+        fs_store_tier_t ti;
+        fs_store_tier_info(st, (int)k, &ti);
+        p->tiers[k] = (featstore_local_Tier){.device = ti.device};
+        snprintf(p->tiers[k].kind, sizeof p->tiers[k].kind, "%s", fs_tier_kind_name(ti.kind));
+    }
+    for (size_t i = 0; i < s->data_fds.n; i++)
+        if (add_fd(p, s->data_fds.fd[i], err) != FS_OK) return err->code;
+    int levels = 0, counts = 0;
+    fs_status_t rc = add_tables(s, st, reader, p, err);
+    if (rc == FS_OK) rc = add_topology(st, reader, w->has_weights, p, &levels, &counts, err);
+    w->reader = reader;
+    w->topo_route = fs_store_topology_route_fd(st, reader) >= 0;
+    w->las_levels = (uint32_t)levels;
+    w->las_counts = counts;
+    return rc;
+}
+
+/* WELCOME with its first descriptors, then FDS frames with the rest. */
+static int send_welcome_frames(client_t *c, featstore_local_Welcome *w, const fd_list_t *fds)
+{
+    size_t first = fds->n < FS_LOCAL_MAX_FDS ? fds->n : FS_LOCAL_MAX_FDS;
+    w->num_fds = (uint32_t)fds->n;
+    if (fs_local_send_msg(c->fd, FS_LOCAL_WELCOME, featstore_local_Welcome_fields, w, fds->fd, (int)first,
+                          MSG_DONTWAIT) != 0)
+        return -1;
+    for (size_t off = first; off < fds->n; off += FS_LOCAL_MAX_FDS) {
+        size_t n = fds->n - off < FS_LOCAL_MAX_FDS ? fds->n - off : FS_LOCAL_MAX_FDS;
+        if (fs_local_send(c->fd, FS_LOCAL_FDS, NULL, 0, fds->fd + off, (int)n, MSG_DONTWAIT) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Adds `slots` new result slots (the client's until it goes: drop_client
+ * closes them) to the descriptors. */
+static int add_slots(client_t *c, int slots, placement_t *p)
+{
+    for (int i = 0; i < slots; i++) {
+        int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
+        if (fd < 0) return -1;
+        c->slots[c->num_slots++] = fd;
+        if (fd_push(&p->fds, fd) != 0) return -1;
+    }
+    return 0;
 }
 
 /* Sends a WELCOME describing the placement served now to c's reader, with
@@ -203,44 +310,74 @@ static fs_status_t add_placement(fs_local_server_t *s, fs_store_t *st, int reade
  * 0, or -1 to drop the client. */
 static int send_welcome(fs_local_server_t *s, client_t *c, int slots)
 {
-    fs_local_welcome_t w = s->welcome;
-    int fds[FS_LOCAL_MAX_FDS], n = 0;
+    featstore_local_Welcome w = s->welcome;
+    w.minor = c->minor;
+    placement_t p = {0};
     fs_error_t err = {0};
-    for (int i = 0; i < s->num_data_fds; i++) fds[n++] = s->data_fds[i];
     fs_store_t *store = fs_engine_acquire(s->engine, &w.generation);
-    if (add_placement(s, store, c->reader, &w, fds, &n, &err) != FS_OK) {
-        fs_store_destroy(store);
-        return send_error(c->fd, err.code, err.msg);
+    int rc;
+    if (describe_placement(s, store, c->reader, &w, &p, &err) != FS_OK) {
+        rc = send_error(c->fd, err.code, err.msg);
+    } else if (add_slots(c, slots, &p) != 0) {
+        send_error(c->fd, FS_ERR_NOMEM, "cannot create result slots");
+        rc = -1;
+    } else {
+        fs_pb_list_t tables, tiers, slices, parts;
+        FS_PB_FROM_ARRAY(&tables, featstore_local_Table, p.tables, s->num_tables);
+        FS_PB_FROM_ARRAY(&tiers, featstore_local_Tier, p.tiers, p.num_tiers);
+        FS_PB_FROM_ARRAY(&slices, featstore_local_Slice, p.slices, p.num_slices);
+        FS_PB_FROM_ARRAY(&parts, featstore_local_TopoPart, p.parts, p.num_parts);
+        fs_pb_set_list(&w.tables, &tables);
+        fs_pb_set_list(&w.tiers, &tiers);
+        fs_pb_set_list(&w.slices, &slices);
+        fs_pb_set_list(&w.topo_parts, &parts);
+        w.num_slots = (uint32_t)slots;
+        rc = send_welcome_frames(c, &w, &p.fds);
     }
-    for (int i = 0; i < slots; i++) { /* the client's until it goes (drop_client closes them) */
-        int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
-        if (fd < 0) {
-            fs_store_destroy(store);
-            send_error(c->fd, FS_ERR_NOMEM, "cannot create result slots");
-            return -1;
-        }
-        c->slots[c->num_slots++] = fd;
-        fds[n++] = fd;
-    }
-    w.num_slots = (uint32_t)slots;
-    int rc = fs_local_send(c->fd, FS_LOCAL_WELCOME, &w, sizeof w, fds, n, MSG_DONTWAIT);
     fs_store_destroy(store); /* the client holds its own descriptors now */
+    placement_free(&p);
     return rc;
 }
 
-static int on_hello(fs_local_server_t *s, client_t *c, const fs_local_hello_t *h)
+static int on_hello(fs_local_server_t *s, client_t *c, size_t len)
 {
+    featstore_local_Hello h = featstore_local_Hello_init_zero;
+    fs_error_t err = {0};
+    unsigned minor;
     if (c->welcomed) return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "HELLO sent twice");
-    if (h->api_version != 1) return send_error(c->fd, FS_ERR_UNSUPPORTED, "unsupported api_version");
-    if (h->reader < -1 || h->reader >= FS_MAX_DEVICES)
+    if (fs_local_decode(s->buf, len, featstore_local_Hello_fields, &h, "HELLO", &err) != FS_OK) {
+        send_error(c->fd, err.code, err.msg);
+        return -1;
+    }
+    if (fs_local_negotiate(s->minor, h.major, h.minor, 1, &minor, &err) != FS_OK) {
+        send_error(c->fd, err.code, err.msg);
+        return -1;
+    }
+    if (h.reader < -1 || h.reader >= FS_MAX_DEVICES)
         return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "reader must be -1 (the CPU) or a device id below 16");
-    c->reader = h->reader;
-    int slots = h->slots < 1 ? 1 : h->slots > FS_LOCAL_MAX_SLOTS ? FS_LOCAL_MAX_SLOTS : (int)h->slots;
-    if (send_welcome(s, c, slots) != 0) return -1;
+    if (h.slots < 1 || h.slots > FS_LOCAL_MAX_SLOTS)
+        return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "slots must be 1..64");
+    c->reader = h.reader;
+    c->minor = minor;
+    snprintf(c->library, sizeof c->library, "%s", minor >= 1 ? h.library_version : "");
+    if (send_welcome(s, c, (int)h.slots) != 0) return -1;
     if (c->num_slots == 0) return 0; /* refused with an error: the client may try again */
     c->welcomed = 1;
     fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, +1);
+    fs_metrics_local_version(s->metrics, FS_LOCAL_MAJOR, c->minor, c->library, +1);
     return 0;
+}
+
+/* A frame of another major version: only a HELLO can say why. Clients of
+ * the raw-struct protocol (majors 1-5) get an error they can print; newer
+ * majors get ours. Then the client is dropped. */
+static void on_other_major(fs_local_server_t *s, client_t *c, const fs_local_frame_t *f)
+{
+    fs_error_t err;
+    unsigned minor;
+    fs_local_negotiate(s->minor, f->major, 0, 1, &minor, &err); /* fails: another major */
+    if (f->major > FS_LOCAL_MAJOR) send_error(c->fd, FS_ERR_VERSION, err.msg);
+    else fs_local_send_legacy_error(c->fd, f->major, FS_ERR_VERSION, err.msg);
 }
 
 /* ---- re-planning ---------------------------------------------------------------- */
@@ -248,19 +385,23 @@ static int on_hello(fs_local_server_t *s, client_t *c, const fs_local_hello_t *h
 typedef struct {
     fs_local_server_t *s;
     int fd;                 /* a duplicate of the client's socket: the loop may drop the client meanwhile */
-    fs_local_replan_t req;
+    featstore_local_ReplanRequest req;
 } replan_job_t;
 
 static void *replan_main(void *p)
 {
     replan_job_t *j = p;
     fs_local_server_t *s = j->s;
-    fs_local_replan_reply_t r = {0};
+    const featstore_local_ReplanRequest *m = &j->req;
+    fs_replan_req_t req = {.topology = m->topology, .hotness = m->hotness, .order = m->order, .plan = m->plan,
+                           .save = m->save, .alpha = m->alpha, .reserve = m->reserve, .gpu_budget = m->gpu_budget};
+    fs_replan_done_t done = {0};
     fs_error_t err = {0};
-    fs_status_t st = s->replan(s->replan_ctx, &j->req, &r, &err);
+    fs_status_t st = s->replan(s->replan_ctx, &req, &done, &err);
     atomic_store(&s->replan_state, 2); /* before the reply: the client may ask again at once */
     if (st == FS_OK) {
-        fs_local_send(j->fd, FS_LOCAL_REPLAN_REPLY, &r, sizeof r, NULL, 0, MSG_DONTWAIT);
+        featstore_local_ReplanReply r = {.generation = done.generation, .seconds = done.seconds};
+        fs_local_send_msg(j->fd, FS_LOCAL_REPLAN_REPLY, featstore_local_ReplanReply_fields, &r, NULL, 0, MSG_DONTWAIT);
     } else {
         send_error(j->fd, st, err.msg);
     }
@@ -276,33 +417,25 @@ static void join_replan(fs_local_server_t *s)
     atomic_store(&s->replan_state, 0);
 }
 
-/* The name of the first string field of req without its NUL, or NULL. */
-static const char *unterminated_replan_field(const fs_local_replan_t *req)
-{
-#define FS_FIELD_OK(f) (memchr(req->f, 0, sizeof req->f) != NULL)
-    return !FS_FIELD_OK(topology) ? "topology" : !FS_FIELD_OK(hotness) ? "hotness" : !FS_FIELD_OK(order) ? "order"
-         : !FS_FIELD_OK(plan)     ? "plan"     : !FS_FIELD_OK(save)    ? "save"    : !FS_FIELD_OK(alpha) ? "alpha"
-         : !FS_FIELD_OK(reserve)  ? "reserve"  : NULL;
-#undef FS_FIELD_OK
-}
-
 /* The reply comes from the re-plan's thread when it is done; meanwhile
  * the loop goes on serving everyone, this client included. */
-static int on_replan(fs_local_server_t *s, client_t *c, const fs_local_replan_t *req)
+static int on_replan(fs_local_server_t *s, client_t *c, size_t len)
 {
     if (!s->replan) return send_error(c->fd, FS_ERR_UNSUPPORTED, "this server was started without re-planning");
-    const char *bad = unterminated_replan_field(req);
-    if (bad) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "re-plan: the %s field is not NUL-terminated", bad);
-        return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, msg);
-    }
-    if (atomic_load(&s->replan_state) == 1)
-        return send_error(c->fd, FS_ERR_UNAVAILABLE, "a re-plan is already running; try again when it is done");
-    join_replan(s);
-    replan_job_t *j = malloc(sizeof *j);
+    replan_job_t *j = calloc(1, sizeof *j);
     if (!j) return send_error(c->fd, FS_ERR_NOMEM, "out of memory");
-    *j = (replan_job_t){.s = s, .fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0), .req = *req};
+    fs_error_t err = {0};
+    if (fs_local_decode(s->buf, len, featstore_local_ReplanRequest_fields, &j->req, "re-plan request", &err) != FS_OK) {
+        free(j);
+        return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, err.msg);
+    }
+    if (atomic_load(&s->replan_state) == 1) {
+        free(j);
+        return send_error(c->fd, FS_ERR_UNAVAILABLE, "a re-plan is already running; try again when it is done");
+    }
+    join_replan(s);
+    j->s = s;
+    j->fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
     atomic_store(&s->replan_state, 1);
     if (j->fd < 0 || pthread_create(&s->replan_thread, NULL, replan_main, j) != 0) {
         if (j->fd >= 0) close(j->fd);
@@ -313,16 +446,39 @@ static int on_replan(fs_local_server_t *s, client_t *c, const fs_local_replan_t 
     return 0;
 }
 
+/* ---- requests answered by the server ------------------------------------------------ */
+
+static fs_status_t info_of(fs_local_server_t *s, fs_info_t **info, fs_error_t *err)
+{
+    fs_status_t st = fs_engine_info(s->engine, info, err);
+    if (st == FS_OK && fs_metrics_info(s->metrics, *info) != FS_OK)
+        st = fs_error(err, FS_ERR_NOMEM, "out of memory describing the placement");
+    return st;
+}
+
 static int on_info(fs_local_server_t *s, client_t *c)
 {
     double t0 = fs_now();
-    featstore_v1_InfoResponse info;
-    fs_engine_info(s->engine, &info);
-    fs_metrics_info(s->metrics, &info);
-    pb_ostream_t os = pb_ostream_from_buffer((pb_byte_t *)s->buf, sizeof s->buf);
-    if (!pb_encode(&os, featstore_v1_InfoResponse_fields, &info)) return send_error(c->fd, FS_ERR_INTERNAL, PB_GET_ERROR(&os));
-    int rc = fs_local_send(c->fd, FS_LOCAL_INFO_REPLY, s->buf, os.bytes_written, NULL, 0, MSG_DONTWAIT);
-    fs_metrics_request(s->metrics, FS_METHOD_INFO, FS_TRANSPORT_UNIX, rc ? FS_ERR_IO : FS_OK, fs_now() - t0);
+    fs_info_t *info = NULL;
+    fs_error_t err = {0};
+    fs_status_t st = info_of(s, &info, &err);
+    int rc;
+    if (st == FS_OK) {
+        featstore_v1_InfoResponse msg;
+        fs_pb_info_out_t enc;
+        fs_pb_info_prepare_encode(info, &msg, &enc);
+        rc = fs_local_send_msg(c->fd, FS_LOCAL_INFO_REPLY, featstore_v1_InfoResponse_fields, &msg, NULL, 0,
+                               MSG_DONTWAIT);
+        if (rc != 0 && errno == EMSGSIZE)
+            rc = send_error(c->fd, st = FS_ERR_RESOURCE, "the Info reply is larger than a local message can be (256 "
+                            "KiB); read it over grpc://");
+        else if (rc != 0)
+            st = FS_ERR_IO;
+    } else {
+        rc = send_error(c->fd, st, err.msg);
+    }
+    fs_info_free(info);
+    fs_metrics_request(s->metrics, FS_METHOD_INFO, FS_TRANSPORT_UNIX, st, fs_now() - t0);
     return rc;
 }
 
@@ -332,30 +488,31 @@ static int on_stats(fs_local_server_t *s, client_t *c)
     char *text = fs_metrics_render(s->metrics);
     if (!text) return send_error(c->fd, FS_ERR_NOMEM, "out of memory rendering metrics");
     size_t len = strlen(text);
-    int rc = len > FS_LOCAL_MAX_MSG - 64 ? send_error(c->fd, FS_ERR_RESOURCE, "metrics text too large for one message")
-                                         : fs_local_send(c->fd, FS_LOCAL_STATS_REPLY, text, len, NULL, 0, MSG_DONTWAIT);
+    int rc = len > FS_LOCAL_MAX_MSG ? send_error(c->fd, FS_ERR_RESOURCE, "metrics text too large for one message")
+                                    : fs_local_send(c->fd, FS_LOCAL_STATS_REPLY, text, len, NULL, 0, MSG_DONTWAIT);
     free(text);
     fs_metrics_request(s->metrics, FS_METHOD_STATS, FS_TRANSPORT_UNIX, rc ? FS_ERR_IO : FS_OK, fs_now() - t0);
     return rc;
 }
 
 /* The split's file goes to the client as a read-only descriptor. */
-static int on_split(fs_local_server_t *s, client_t *c, const fs_local_split_t *req)
+static int on_split(fs_local_server_t *s, client_t *c, size_t len)
 {
     double t0 = fs_now();
-    char name[sizeof req->name + 1], path[4300];
-    snprintf(name, sizeof name, "%.*s", (int)sizeof req->name, req->name);
+    featstore_local_SplitRequest req = featstore_local_SplitRequest_init_zero;
+    featstore_local_SplitReply r = featstore_local_SplitReply_init_zero;
     const fs_idset_t *split;
-    fs_local_split_reply_t r = {0};
     fs_error_t err = {0};
+    char path[4300];
     int fd = -1, rc;
-    fs_status_t st = fs_engine_split(s->engine, name, &split, &err);
+    fs_status_t st = fs_local_decode(s->buf, len, featstore_local_SplitRequest_fields, &req, "SPLIT", &err);
+    if (st == FS_OK) st = fs_engine_split(s->engine, req.name, &split, &err);
     if (st == FS_OK && (fs_dataset_locate(fs_engine_dataset(s->engine), split->ids, path, sizeof path, &r.offset) != FS_OK ||
                         (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0))
-        st = fs_error(&err, FS_ERR_IO, "cannot reopen the file of split '%s'", name);
+        st = fs_error(&err, FS_ERR_IO, "cannot reopen the file of split '%s'", req.name);
     if (st == FS_OK) {
         r.count = split->count;
-        rc = fs_local_send(c->fd, FS_LOCAL_SPLIT_REPLY, &r, sizeof r, &fd, 1, MSG_DONTWAIT);
+        rc = fs_local_send_msg(c->fd, FS_LOCAL_SPLIT_REPLY, featstore_local_SplitReply_fields, &r, &fd, 1, MSG_DONTWAIT);
         if (rc) st = FS_ERR_IO;
     } else {
         rc = send_error(c->fd, st, err.msg);
@@ -365,52 +522,74 @@ static int on_split(fs_local_server_t *s, client_t *c, const fs_local_split_t *r
     return rc;
 }
 
-static void on_report(fs_local_server_t *s, const client_t *c, const fs_local_report_t *r)
+static bool add_count(void *ctx, const void *elem)
 {
-    fs_gather_counters_t f = {0}, t = {0};
-    for (int k = 0; k < FS_LOCAL_MAX_TIERS; k++) {
-        f.rows[k] = r->feature_rows[k], f.bytes[k] = r->feature_bytes[k];
-        t.rows[k] = r->topo_lists[k], t.bytes[k] = r->topo_bytes[k];
-    }
-    fs_metrics_request(s->metrics, (fs_method_t)r->method, FS_TRANSPORT_UNIX, (fs_status_t)r->status,
-                       (double)r->latency_ns * 1e-9);
-    fs_metrics_client_reads(s->metrics, c->reader, r->generation, &f, &t);
+    fs_gather_counters_t *c = ctx;
+    const featstore_local_TierCount *t = elem;
+    if (t->tier >= FS_MAX_TIERS) return false;
+    c->rows[t->tier] += t->rows;
+    c->bytes[t->tier] += t->bytes;
+    return true;
 }
 
-/* Handles every queued message; -1 means drop the client. */
+/* A client's report of what it read in-process; a malformed one is
+ * ignored (it only feeds metrics). */
+static void on_report(fs_local_server_t *s, const client_t *c, size_t len)
+{
+    fs_gather_counters_t f = {0}, t = {0};
+    featstore_local_Report r = featstore_local_Report_init_zero;
+    fs_pb_list_t features = {featstore_local_TierCount_fields, sizeof(featstore_local_TierCount), .put = add_count,
+                            .ctx = &f};
+    fs_pb_list_t topology = {featstore_local_TierCount_fields, sizeof(featstore_local_TierCount), .put = add_count,
+                            .ctx = &t};
+    fs_pb_set_list(&r.features, &features);
+    fs_pb_set_list(&r.topology, &topology);
+    fs_error_t err;
+    if (fs_local_decode(s->buf, len, featstore_local_Report_fields, &r, "REPORT", &err) != FS_OK) return;
+    fs_metrics_request(s->metrics, (fs_method_t)r.method, FS_TRANSPORT_UNIX, (fs_status_t)r.status,
+                       (double)r.latency_ns * 1e-9);
+    fs_metrics_client_reads(s->metrics, c->reader, r.generation, &f, &t);
+}
+
+/* One frame from a client; -1 means drop the client. */
+static int on_frame(fs_local_server_t *s, client_t *c, const fs_local_frame_t *f)
+{
+    if (f->type == FS_LOCAL_HELLO) return on_hello(s, c, f->len);
+    if (!c->welcomed) {
+        send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "expected HELLO first");
+        return -1;
+    }
+    switch (f->type) {
+    case FS_LOCAL_INFO: return on_info(s, c);
+    case FS_LOCAL_STATS: return on_stats(s, c);
+    case FS_LOCAL_SPLIT: return on_split(s, c, f->len);
+    case FS_LOCAL_REPORT: on_report(s, c, f->len); return 0;
+    case FS_LOCAL_RELAYOUT: return send_welcome(s, c, 0);
+    case FS_LOCAL_REPLAN: return on_replan(s, c, f->len);
+    default:
+        send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "unknown message type");
+        return -1;
+    }
+}
+
+/* Handles every queued frame; -1 means drop the client. */
 static int on_readable(fs_local_server_t *s, client_t *c)
 {
     for (;;) {
-        int type, fds[4], nfds = 0;
-        size_t n;
-        int got = fs_local_recv(c->fd, &type, s->buf, sizeof s->buf, &n, fds, &nfds, 4, MSG_DONTWAIT);
+        int fds[4], nfds = 0;
+        fs_local_frame_t f;
+        int got = fs_local_recv(c->fd, &f, s->buf, sizeof s->buf, fds, &nfds, 4, MSG_DONTWAIT);
         for (int i = 0; i < nfds; i++) close(fds[i]); /* clients never send descriptors */
         if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (got < 0 && errno == EPROTONOSUPPORT && !c->welcomed) {
+            on_other_major(s, c, &f);
+            return -1;
+        }
         if (got <= 0) {
-            if (got < 0 && errno == EPROTO) send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "malformed message");
+            if (got < 0) send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "malformed message");
             return -1;
         }
-        if (type == FS_LOCAL_HELLO && n == sizeof(fs_local_hello_t)) {
-            if (on_hello(s, c, (void *)s->buf) != 0) return -1;
-        } else if (!c->welcomed) {
-            send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "expected HELLO first");
-            return -1;
-        } else if (type == FS_LOCAL_INFO) {
-            if (on_info(s, c) != 0) return -1;
-        } else if (type == FS_LOCAL_STATS) {
-            if (on_stats(s, c) != 0) return -1;
-        } else if (type == FS_LOCAL_SPLIT && n == sizeof(fs_local_split_t)) {
-            if (on_split(s, c, (void *)s->buf) != 0) return -1;
-        } else if (type == FS_LOCAL_REPORT && n == sizeof(fs_local_report_t)) {
-            on_report(s, c, (void *)s->buf);
-        } else if (type == FS_LOCAL_RELAYOUT && n == 0) {
-            if (send_welcome(s, c, 0) != 0) return -1;
-        } else if (type == FS_LOCAL_REPLAN && n == sizeof(fs_local_replan_t)) {
-            if (on_replan(s, c, (void *)s->buf) != 0) return -1;
-        } else {
-            send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "unknown or malformed message");
-            return -1;
-        }
+        if (on_frame(s, c, &f) != 0) return -1;
     }
 }
 
@@ -459,6 +638,7 @@ static void *loop(void *p)
 static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_t *err)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (!path) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "no socket path");
     if (strlen(path) >= sizeof a.sun_path)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "socket path '%s' is longer than %zu bytes", path,
                         sizeof a.sun_path - 1);
@@ -479,22 +659,36 @@ static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_
     return FS_OK;
 }
 
-fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, fs_metrics_t *metrics,
-                                  fs_local_replan_fn replan, void *replan_ctx, fs_local_server_t **out,
-                                  fs_error_t *err)
+static void release(fs_local_server_t *s)
+{
+    for (size_t i = 0; i < s->data_fds.n; i++) close(s->data_fds.fd[i]);
+    free(s->data_fds.fd);
+    free(s->tables);
+    if (s->notice) munmap(s->notice, FS_LOCAL_NOTICE_BYTES);
+    if (s->epoll_fd >= 0) close(s->epoll_fd);
+    if (s->wake_fd >= 0) close(s->wake_fd);
+    free(s);
+}
+
+fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
+                                  fs_local_server_t **out, fs_error_t *err)
 {
     *out = NULL;
+    if (o->protocol_minor > FS_LOCAL_MINOR)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "local protocol %u.%u is newer than this server's %u.%u",
+                        FS_LOCAL_MAJOR, o->protocol_minor, FS_LOCAL_MAJOR, FS_LOCAL_MINOR);
     fs_local_server_t *s = calloc(1, sizeof *s);
     if (!s) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     s->engine = engine;
     s->metrics = metrics;
-    s->replan = replan, s->replan_ctx = replan_ctx;
+    s->minor = o->protocol_minor;
+    s->replan = o->replan, s->replan_ctx = o->replan_ctx;
     s->listen_fd = s->epoll_fd = s->wake_fd = -1;
     fs_store_t *store = fs_engine_acquire(engine, NULL);
     fs_status_t st = fs_store_freeze(store, err); /* sharing the store ends placement */
     fs_store_destroy(store);
     if (!st) st = prepare_welcome(s, err);
-    if (!st) st = bind_socket(s, socket_path, err);
+    if (!st) st = bind_socket(s, o->socket_path, err);
     if (!st) {
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -504,12 +698,8 @@ fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, 
             st = fs_error(err, FS_ERR_IO, "local: cannot start the event loop: %s", strerror(errno));
     }
     if (st != FS_OK) {
-        for (int i = 0; i < s->num_data_fds; i++) close(s->data_fds[i]);
-        if (s->notice) munmap(s->notice, FS_LOCAL_NOTICE_BYTES);
         if (s->listen_fd >= 0) close(s->listen_fd), unlink(s->path);
-        if (s->epoll_fd >= 0) close(s->epoll_fd);
-        if (s->wake_fd >= 0) close(s->wake_fd);
-        free(s);
+        release(s);
         return st;
     }
     *out = s;
@@ -526,11 +716,7 @@ void fs_local_server_stop(fs_local_server_t *s)
     close(s->listen_fd);
     unlink(s->path);
     while (s->clients) drop_client(s, s->clients);
-    for (int i = 0; i < s->num_data_fds; i++) close(s->data_fds[i]);
-    munmap(s->notice, FS_LOCAL_NOTICE_BYTES);
-    close(s->epoll_fd);
-    close(s->wake_fd);
-    free(s);
+    release(s);
 }
 
 int fs_local_server_clients(fs_local_server_t *s) { return atomic_load(&s->num_clients); }

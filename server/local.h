@@ -3,33 +3,38 @@
  * One thread runs an epoll loop over the listening socket and every client.
  * Clients receive read-only descriptors of the dataset's files, their
  * reader's placement (sealed memfds) and their own ring of memfd result
- * slots, then run the kernels in their own process;
- * the loop only answers Info/Stats and records clients' reports, so it never
- * waits on a client: a slow, stuck or dead client costs the others nothing.
- * A client that disconnects (or is killed) has its slots and descriptors
- * released at once. A REPLAN request runs on a thread of its own (one at a
- * time) through the caller's callback, so planning never stalls the loop.
- * See proto/fs_local.h for the messages. */
+ * slots, then run the kernels in their own process; the loop only answers
+ * Info/Stats/Split and records clients' reports, so it never waits on a
+ * client: a slow, stuck or dead client costs the others nothing. A client
+ * that disconnects (or is killed) has its slots and descriptors released
+ * at once. A REPLAN request runs on a thread of its own (one at a time)
+ * through the replan callback, so planning never stalls the loop.
+ * proto/fs_local.h describes the conversation and its versions. */
 #ifndef FS_LOCAL_SERVER_H
 #define FS_LOCAL_SERVER_H
 
 #include "engine.h"
-#include "fs_local.h"
 #include "metrics.h"
+#include "replan.h"
 
 typedef struct fs_local_server fs_local_server_t;
 
-/* Makes and installs a new placement as `req` asks; fills `out`. */
-typedef fs_status_t (*fs_local_replan_fn)(void *ctx, const fs_local_replan_t *req, fs_local_replan_reply_t *out,
-                                          fs_error_t *err);
+typedef struct {
+    const char *socket_path;
+    fs_replan_fn replan;      /* NULL: REPLAN requests are refused */
+    void *replan_ctx;
+    unsigned protocol_minor;  /* the minor version of the local protocol to speak (fs_local.h); the current
+                                 one by default, lower only to stand in for an older server in tests */
+} fs_local_server_opts_t;
 
-/* Listens on socket_path (a stale socket file is replaced; a live one is
+void fs_local_server_defaults(fs_local_server_opts_t *o);
+
+/* Listens on o->socket_path (a stale socket file is replaced; a live one is
  * FS_ERR_EXISTS) and starts the loop thread. Freezes the engine's store:
  * once a store is shared, its placement never changes; a re-plan makes a
- * new one. replan may be NULL: REPLAN requests are then refused. */
-fs_status_t fs_local_server_start(const char *socket_path, fs_engine_t *engine, fs_metrics_t *metrics,
-                                  fs_local_replan_fn replan, void *replan_ctx, fs_local_server_t **out,
-                                  fs_error_t *err);
+ * new one. */
+fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
+                                  fs_local_server_t **out, fs_error_t *err);
 
 /* Tells clients that placement `generation` is served now (they relayout
  * before their next call). */

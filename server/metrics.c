@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "fs_info.h"
 
 static const double buckets[] = {0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 #define NB (sizeof buckets / sizeof buckets[0])
@@ -16,8 +19,18 @@ typedef struct {
     _Atomic uint64_t sum_us;
 } method_stats_t;
 
+/* Local clients connected now by (protocol minor, library release). */
+typedef struct {
+    unsigned major, minor;
+    char library[FS_METRICS_LIBRARY_LEN];
+    int64_t clients;
+} client_version_t;
+
 struct fs_metrics {
     const fs_dataset_t *ds;
+    pthread_mutex_t versions_mu;
+    client_version_t versions[FS_METRICS_MAX_VERSIONS];
+    int num_versions;
     method_stats_t m[FS_METHOD_COUNT_][FS_TRANSPORT_COUNT_];
     _Atomic int64_t clients[FS_TRANSPORT_COUNT_];
     _Atomic uint64_t replans[2]; /* [0] done, [1] failed */
@@ -47,6 +60,7 @@ fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, fs_store_t *store)
     if (!m) return NULL;
     m->ds = ds, m->store = fs_store_retain(store), m->generation = 1;
     pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->versions_mu, NULL);
     return m;
 }
 
@@ -55,6 +69,7 @@ void fs_metrics_destroy(fs_metrics_t *m)
     if (!m) return;
     fs_store_destroy(m->store);
     pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->versions_mu);
     free(m);
 }
 
@@ -95,6 +110,49 @@ void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, f
 void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta)
 {
     if ((unsigned)t < FS_TRANSPORT_COUNT_) atomic_fetch_add_explicit(&m->clients[t], delta, memory_order_relaxed);
+}
+
+/* A client-supplied release as a label value: [A-Za-z0-9._+-] kept, anything
+ * else '_', so the exposition stays valid whatever a client sends. */
+static void library_label(const char *in, char *out)
+{
+    size_t n = 0;
+    for (; in && in[n] && n < FS_METRICS_LIBRARY_LEN - 1; n++) {
+        char ch = in[n];
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                 ch == '_' || ch == '+' || ch == '-';
+        out[n] = ok ? ch : '_';
+    }
+    out[n] = '\0';
+    if (n == 0) snprintf(out, FS_METRICS_LIBRARY_LEN, "unknown");
+}
+
+static int find_version(const fs_metrics_t *m, unsigned major, unsigned minor, const char *label)
+{
+    for (int i = 0; i < m->num_versions; i++)
+        if (m->versions[i].major == major && m->versions[i].minor == minor && strcmp(m->versions[i].library, label) == 0)
+            return i;
+    return -1;
+}
+
+void fs_metrics_local_version(fs_metrics_t *m, unsigned major, unsigned minor, const char *library, int delta)
+{
+    char label[FS_METRICS_LIBRARY_LEN];
+    library_label(library, label);
+    pthread_mutex_lock(&m->versions_mu);
+    int i = find_version(m, major, minor, label);
+    if (i < 0 && m->num_versions == FS_METRICS_MAX_VERSIONS - 1) { /* full: the last entry takes the rest */
+        major = minor = 0;
+        snprintf(label, sizeof label, "other");
+        i = find_version(m, major, minor, label);
+    }
+    if (i < 0) {
+        i = m->num_versions++;
+        m->versions[i] = (client_version_t){.major = major, .minor = minor};
+        snprintf(m->versions[i].library, sizeof m->versions[i].library, "%s", label);
+    }
+    m->versions[i].clients += delta;
+    pthread_mutex_unlock(&m->versions_mu);
 }
 
 void fs_metrics_client_reads(fs_metrics_t *m, int reader, uint64_t generation, const fs_gather_counters_t *f,
@@ -150,7 +208,7 @@ void fs_metrics_set_predicted(fs_metrics_t *m, int reader, const double bytes[FS
 /* Tier k's source as reader sees it. */
 static int source_of(const fs_store_t *st, int reader, int k)
 {
-    fs_tier_info_t ti;
+    fs_store_tier_t ti;
     fs_store_tier_info(st, k, &ti);
     if (ti.kind != FS_TIER_DEVICE && ti.kind != FS_TIER_SIM_DEVICE) return FS_SOURCE_HOST;
     return ti.device == reader ? FS_SOURCE_LOCAL : FS_SOURCE_PEER;
@@ -168,25 +226,24 @@ static void measured_bytes(fs_metrics_t *m, int reader, uint64_t bytes[FS_SOURCE
         bytes[source_of(m->store, reader, k)] += server.bytes[k] + ld(&m->local_bytes[reader + 1][k]);
 }
 
-void fs_metrics_info(fs_metrics_t *m, featstore_v1_InfoResponse *out)
+fs_status_t fs_metrics_info(fs_metrics_t *m, fs_info_t *info)
 {
+    fs_status_t st = FS_OK;
     pthread_mutex_lock(&m->mu);
-    out->placement_generation = m->generation;
-    for (int r = 0; r < FS_MAX_DEVICES && out->placement_count < 16; r++) {
+    info->placement_generation = m->generation;
+    for (int r = 0; r < FS_MAX_DEVICES && st == FS_OK; r++) {
         if (!m->predicted_set[r]) continue;
-        featstore_v1_PlacementReader *p = &out->placement[out->placement_count++];
-        uint64_t meas[FS_SOURCE_COUNT_];
-        measured_bytes(m, r, meas);
-        *p = (featstore_v1_PlacementReader)featstore_v1_PlacementReader_init_zero;
+        fs_reader_info_t *p = fs_info_add_reader(info);
+        if (!p) {
+            st = FS_ERR_NOMEM;
+            break;
+        }
         p->reader = r;
-        p->predicted_local_bytes = m->predicted[r][FS_SOURCE_LOCAL];
-        p->predicted_peer_bytes = m->predicted[r][FS_SOURCE_PEER];
-        p->predicted_host_bytes = m->predicted[r][FS_SOURCE_HOST];
-        p->measured_local_bytes = meas[FS_SOURCE_LOCAL];
-        p->measured_peer_bytes = meas[FS_SOURCE_PEER];
-        p->measured_host_bytes = meas[FS_SOURCE_HOST];
+        for (int s = 0; s < FS_SOURCE_COUNT_; s++) p->predicted_bytes[s] = m->predicted[r][s];
+        measured_bytes(m, r, p->measured_bytes);
     }
     pthread_mutex_unlock(&m->mu);
+    return st;
 }
 
 /* One family over (reader GPU with a prediction, source): the values, or
@@ -267,7 +324,7 @@ static void render_requests(fs_metrics_t *m, FILE *f)
 
 static void tier_labels(const fs_store_t *st, int k, char *buf, size_t n)
 {
-    fs_tier_info_t ti;
+    fs_store_tier_t ti;
     fs_store_tier_info(st, k, &ti);
     snprintf(buf, n, "tier=\"%d\",kind=\"%s\",device=\"%d\"", k, fs_tier_kind_name(ti.kind), ti.device);
 }
@@ -308,6 +365,19 @@ static void render_state(fs_metrics_t *m, FILE *f)
     for (int t = 0; t < FS_TRANSPORT_COUNT_; t++)
         fprintf(f, "featstore_connected_clients{transport=\"%s\"} %lld\n", fs_transport_name(t),
                 (long long)atomic_load(&m->clients[t]));
+    fprintf(f, "# HELP featstore_local_clients_by_version Local (unix://) clients connected now, by the local "
+               "protocol version they speak and their library's release (\"other\" past %d combinations).\n"
+               "# TYPE featstore_local_clients_by_version gauge\n", FS_METRICS_MAX_VERSIONS - 1);
+    pthread_mutex_lock(&m->versions_mu);
+    for (int i = 0; i < m->num_versions; i++)
+        if (m->versions[i].clients > 0) {
+            char protocol[32] = "other"; /* major 0: the combinations past the table */
+            if (m->versions[i].major)
+                snprintf(protocol, sizeof protocol, "%u.%u", m->versions[i].major, m->versions[i].minor);
+            fprintf(f, "featstore_local_clients_by_version{protocol=\"%s\",library=\"%s\"} %lld\n", protocol,
+                    m->versions[i].library, (long long)m->versions[i].clients);
+        }
+    pthread_mutex_unlock(&m->versions_mu);
     fprintf(f, "# HELP featstore_placement_generation The placement served: 1 at start, +1 per re-plan.\n"
                "# TYPE featstore_placement_generation gauge\nfeatstore_placement_generation %llu\n",
             (unsigned long long)m->generation);
@@ -317,7 +387,7 @@ static void render_state(fs_metrics_t *m, FILE *f)
     fprintf(f, "# HELP featstore_tier_used_bytes Bytes held in each memory tier.\n"
                "# TYPE featstore_tier_used_bytes gauge\n");
     for (int k = 0; k < fs_store_num_tiers(m->store); k++) {
-        fs_tier_info_t ti;
+        fs_store_tier_t ti;
         char lab[128];
         fs_store_tier_info(m->store, k, &ti);
         tier_labels(m->store, k, lab, sizeof lab);
@@ -326,7 +396,7 @@ static void render_state(fs_metrics_t *m, FILE *f)
     fprintf(f, "# HELP featstore_tier_capacity_bytes Capacity of each memory tier (0 = unlimited).\n"
                "# TYPE featstore_tier_capacity_bytes gauge\n");
     for (int k = 0; k < fs_store_num_tiers(m->store); k++) {
-        fs_tier_info_t ti;
+        fs_store_tier_t ti;
         char lab[128];
         fs_store_tier_info(m->store, k, &ti);
         tier_labels(m->store, k, lab, sizeof lab);

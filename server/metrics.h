@@ -12,7 +12,6 @@
 #define FS_METRICS_H
 
 #include "dataset.h"
-#include "featstore.pb.h"
 #include "store.h"
 
 typedef enum { FS_METHOD_INFO, FS_METHOD_SAMPLE, FS_METHOD_GATHER, FS_METHOD_SAMPLE_GATHER, FS_METHOD_STATS,
@@ -55,9 +54,18 @@ void fs_metrics_set_predicted(fs_metrics_t *m, int reader, const double bytes[FS
 
 
 
-/* Adds the placement entries (prediction next to measurement, one per
- * reader with a prediction) to an Info response. */
-void fs_metrics_info(fs_metrics_t *m, featstore_v1_InfoResponse *out);
+/* Adds the placement's readers (prediction next to measurement, one per
+ * reader GPU with a prediction) and its generation to `info`.
+ * FS_ERR_NOMEM when a reader cannot be added. */
+fs_status_t fs_metrics_info(fs_metrics_t *m, fs_info_t *info);
+
+/* A local client connected (delta +1) or left (-1) speaking local protocol
+ * major.minor with library release `library` (NULL or "" when its protocol
+ * predates saying so: "unknown"). Distinct combinations past
+ * FS_METRICS_MAX_VERSIONS - 1 are counted together as library "other". */
+#define FS_METRICS_MAX_VERSIONS 16
+#define FS_METRICS_LIBRARY_LEN 32
+void fs_metrics_local_version(fs_metrics_t *m, unsigned major, unsigned minor, const char *library, int delta);
 
 /* The exposition text; the caller frees it. NULL when out of memory. */
 char *fs_metrics_render(fs_metrics_t *m);

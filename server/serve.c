@@ -29,6 +29,7 @@
 #include "local.h"
 #include "metrics.h"
 #include "place_las.h"
+#include "replan.h"
 
 void fs_serve_defaults(fs_serve_opts_t *o)
 {
@@ -165,19 +166,19 @@ static void publish_prediction(fs_metrics_t *m, const fs_cost_t *cost)
 
 /* The options of a re-plan: the current ones with the request's overrides.
  * Strings point into req or into s. */
-static fs_status_t replan_opts(const server_t *s, const fs_local_replan_t *req, fs_place_opts_t *po, fs_error_t *err)
+static const char *given(const char *s) { return s && s[0] ? s : NULL; }
+
+static fs_status_t replan_opts(const server_t *s, const fs_replan_req_t *req, fs_place_opts_t *po, fs_error_t *err)
 {
     *po = s->place;
     po->plan_out = NULL; /* saving is asked for each time, never repeated */
-    if (req->topology[0]) po->topology = req->topology, po->plan_in = NULL;
-    if (req->plan[0]) po->plan_in = req->plan;
-    if (req->save[0]) po->plan_out = req->save;
+    if (given(req->topology)) po->topology = req->topology, po->plan_in = NULL;
+    if (given(req->plan)) po->plan_in = req->plan;
+    if (given(req->save)) po->plan_out = req->save;
     if (!po->topology && !po->plan_in)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: this server has no placement; name a topology");
-#define FS_GIVEN(f) (req->f[0] ? req->f : NULL)
-    fs_status_t st = fs_place_opts_from_text(po, FS_GIVEN(hotness), FS_GIVEN(order), FS_GIVEN(reserve),
-                                             FS_GIVEN(alpha), err);
-#undef FS_GIVEN
+    fs_status_t st = fs_place_opts_from_text(po, given(req->hotness), given(req->order), given(req->reserve),
+                                             given(req->alpha), err);
     if (st != FS_OK) return st;
     if (!(req->gpu_budget >= 0 && req->gpu_budget <= 1))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: gpu_budget %g (need a fraction in (0, 1], or 0 to keep "
@@ -211,7 +212,7 @@ static void keep_place(server_t *s, const fs_place_opts_t *po)
  * store, which is freed after them), the metrics, and local clients (told
  * through the notice page; they relayout before their next call). Any
  * failure leaves the served placement as it was. */
-static fs_status_t replan(void *ctx, const fs_local_replan_t *req, fs_local_replan_reply_t *out, fs_error_t *err)
+static fs_status_t replan(void *ctx, const fs_replan_req_t *req, fs_replan_done_t *out, fs_error_t *err)
 {
     server_t *s = ctx;
     double t0 = fs_now();
@@ -232,7 +233,7 @@ static fs_status_t replan(void *ctx, const fs_local_replan_t *req, fs_local_repl
         s->store = store;
         store = NULL;
         keep_place(s, &po);
-        *out = (fs_local_replan_reply_t){.generation = gen, .seconds = fs_now() - t0};
+        *out = (fs_replan_done_t){.generation = gen, .seconds = fs_now() - t0};
         fprintf(stderr, "featstore: re-planned in %.2f s: placement generation %llu is served\n", out->seconds,
                 (unsigned long long)gen);
     } else {
@@ -267,7 +268,12 @@ int fs_serve(const fs_serve_opts_t *o)
     s.place.plan_out = NULL; /* saved once, at start */
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
-    if (!st && o->socket_path) st = fs_local_server_start(o->socket_path, s.engine, s.metrics, replan, &s, &s.local, &err);
+    if (!st && o->socket_path) {
+        fs_local_server_opts_t lo;
+        fs_local_server_defaults(&lo);
+        lo.socket_path = o->socket_path, lo.replan = replan, lo.replan_ctx = &s;
+        st = fs_local_server_start(&lo, s.engine, s.metrics, &s.local, &err);
+    }
     if (!st && o->listen) st = fs_grpc_server_start(o->listen, s.engine, s.metrics, o->threads, &s.grpc, &s.grpc_port, &err);
     if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);
     if (st != FS_OK) {
@@ -283,8 +289,8 @@ int fs_serve(const fs_serve_opts_t *o)
 
     int sig = 0;
     while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) { /* SIGHUP: re-plan with the current options */
-        fs_local_replan_t keep = {0};
-        fs_local_replan_reply_t r;
+        fs_replan_req_t keep = {0};
+        fs_replan_done_t r;
         fs_error_t rerr = {0};
         fprintf(stderr, "featstore: SIGHUP received, re-planning\n");
         replan(&s, &keep, &r, &rerr);

@@ -146,10 +146,10 @@ fs_status_t fs_store_add_tier(fs_store_t *s, fs_tier_kind_t kind, int device, si
 
 int fs_store_num_tiers(const fs_store_t *s) { return s->num_tiers; }
 
-void fs_store_tier_info(const fs_store_t *s, int tier, fs_tier_info_t *out)
+void fs_store_tier_info(const fs_store_t *s, int tier, fs_store_tier_t *out)
 {
     const tier_t *t = &s->tier[tier];
-    *out = (fs_tier_info_t){.kind = t->kind, .device = t->device, .capacity = t->capacity, .used = t->used};
+    *out = (fs_store_tier_t){.kind = t->kind, .device = t->device, .capacity = t->capacity, .used = t->used};
 }
 
 static seg_t *seg_push(fs_store_t *s)

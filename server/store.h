@@ -36,7 +36,7 @@ typedef struct {
     int device;
     size_t capacity;    /* 0 = unlimited */
     size_t used;        /* bytes held (feature rows + topology) */
-} fs_tier_info_t;
+} fs_store_tier_t;
 
 /* Reference-counted: create gives the caller the first reference; retain
  * adds one (a server's transports hold the store across a request while a
@@ -50,7 +50,7 @@ void fs_store_destroy(fs_store_t *s);
 fs_status_t fs_store_add_tier(fs_store_t *s, fs_tier_kind_t kind, int device, size_t capacity, int *tier,
                               fs_error_t *err);
 int fs_store_num_tiers(const fs_store_t *s);
-void fs_store_tier_info(const fs_store_t *s, int tier, fs_tier_info_t *out);
+void fs_store_tier_info(const fs_store_t *s, int tier, fs_store_tier_t *out);
 
 /* Copies rows `ids` of `table` into `tier` (once per table and tier) and
  * routes the readers in `readers` (FS_READER_BIT mask) to them. */

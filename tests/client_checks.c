@@ -13,7 +13,7 @@ static void check_split(fs_client_t *c, const fs_dataset_t *ds, const fs_idset_t
               want->name);
     /* the split's labels, gathered like features */
     fs_batch_t *b = NULL;
-    cr_assert_eq(fs_gather(c, FS_LABELS_TABLE, ids->ids, ids->n, FS_DTYPE_INVALID, &b), FS_OK, "%s",
+    cr_assert_eq(fs_gather(c, ids->ids, ids->n, FS_LABELS_TABLE, FS_DTYPE_INVALID, &b), FS_OK, "%s",
                  fs_client_errstr(c));
     cr_assert_eq(b->dtype, FS_DTYPE_I64);
     cr_assert_eq(b->dim, 1);
@@ -47,7 +47,7 @@ void tc_labels_and_splits(fs_client_t *c, const fs_dataset_t *ds)
     fs_info_t *info;
     cr_assert_eq(fs_info(c, &info), FS_OK, "the connection survives: %s", fs_client_errstr(c));
     int found = 0;
-    for (int i = 0; i < info->num_tables; i++)
+    for (size_t i = 0; i < info->num_tables; i++)
         if (strcmp(info->tables[i].name, FS_LABELS_TABLE) == 0)
             found = info->tables[i].dtype == FS_DTYPE_I64 && info->tables[i].dim == 1;
     cr_assert(found, "Info lists the labels table as int64 [N x 1]");
@@ -55,7 +55,7 @@ void tc_labels_and_splits(fs_client_t *c, const fs_dataset_t *ds)
 
     int64_t bad = ds->num_nodes;
     fs_batch_t *b = NULL;
-    cr_assert_eq(fs_gather(c, FS_LABELS_TABLE, &bad, 1, FS_DTYPE_INVALID, &b), FS_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(fs_gather(c, FS_LABELS_TABLE, &bad, 1, FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT,
+    cr_assert_eq(fs_gather(c, &bad, 1, FS_LABELS_TABLE, FS_DTYPE_INVALID, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_gather(c, &bad, 1, FS_LABELS_TABLE, FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT,
                  "labels are not converted to float");
 }

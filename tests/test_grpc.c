@@ -27,6 +27,7 @@
 
 #include "client_checks.h"
 #include "engine.h"
+#include "featstore/admin.h"
 #include "featstore/client.h"
 #include "fs_wire.h"
 #include "gen.h"
@@ -83,7 +84,7 @@ static void env_close(env_t *e)
 static fs_client_t *connect_to(const env_t *e)
 {
     fs_client_t *c;
-    fs_status_t st = fs_connect(e->uri, &c);
+    fs_status_t st = fs_connect(e->uri, NULL, &c);
     cr_assert_eq(st, FS_OK, "connect %s: %s", e->uri, fs_client_errstr(c));
     cr_assert_str_eq(fs_client_transport(c), "grpc");
     return c;
@@ -116,7 +117,7 @@ static void assert_same_sample(const fs_batch_t *b, const fs_sample_result_t *r)
     assert_i64_eq(b->nodes, r->nodes, r->num_nodes, "nodes");
     assert_i64_eq(b->seed_local, r->seed_local, r->num_seeds, "seed_local");
     for (int h = 0; h < r->num_hops; h++) {
-        const fs_block_t *x = &b->block[h], *y = &r->block[h];
+        const fs_block_t *x = &b->blocks[h], *y = &r->block[h];
         cr_assert_eq(x->num_dst, y->num_dst, "hop %d", h);
         cr_assert_eq(x->num_src, y->num_src, "hop %d", h);
         cr_assert_eq(x->num_edges, y->num_edges, "hop %d", h);
@@ -155,9 +156,9 @@ Test(grpc, wire_bytes_fields_round_trip_and_borrow)
 {
     int64_t ids[1000];
     for (int i = 0; i < 1000; i++) ids[i] = (int64_t)i * 7919 - 3;
-    fs_sample_req_t req = {.num_hops = 3, .fanout = {5, FS_FANOUT_ALL, 2},
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = {5, FS_FANOUT_ALL, 2},
                            .mode = {FS_SAMPLE_UNIFORM, FS_SAMPLE_WEIGHTED, FS_SAMPLE_UNIFORM_REPLACE}, .seed = 77,
-                           .want_edge_ids = 1};
+                           .want_edge_ids = 1);
     featstore_v1_SampleRequest msg;
     fs_wire_bytes_t seed_bytes;
     fs_wire_sample_request(&req, ids, 1000, &seed_bytes, &msg);
@@ -238,11 +239,11 @@ Test(grpc, sample_is_bit_identical_to_in_process)
     fs_error_t err = {0};
     cr_assert_eq(fs_sampler_create(&s, &err), FS_OK);
     const fs_sample_req_t reqs[] = {
-        {.num_hops = 2, .fanout = {10, 5}, .seed = 42, .want_edge_ids = 1},
-        {.num_hops = 3, .fanout = {4, 3, 2},
-         .mode = {FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_UNIFORM, FS_SAMPLE_UNIFORM_REPLACE}, .seed = 7},
-        {.num_hops = 1, .fanout = {FS_FANOUT_ALL}, .seed = 1, .want_edge_ids = 1},
-        {.num_hops = 1, .fanout = {25}, .seed = 1},
+        SAMPLE_REQ(.num_hops = 2, .fanout = {10, 5}, .seed = 42, .want_edge_ids = 1),
+        SAMPLE_REQ(.num_hops = 3, .fanout = {4, 3, 2},
+         .mode = {FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_UNIFORM, FS_SAMPLE_UNIFORM_REPLACE}, .seed = 7),
+        SAMPLE_REQ(.num_hops = 1, .fanout = {FS_FANOUT_ALL}, .seed = 1, .want_edge_ids = 1),
+        SAMPLE_REQ(.num_hops = 1, .fanout = {25}, .seed = 1),
     };
     const int64_t counts[] = {300, 64, 50, 1};
     for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
@@ -269,7 +270,7 @@ Test(grpc, gather_float32_spans_chunks_bit_identical)
     int64_t n = 20000; /* 160 B rows: 3.2 MB, four ~1 MiB chunks */
     int64_t *ids = some_ids(n, e.ds->num_nodes, 3);
     fs_batch_t *b;
-    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_gather(c, ids, n, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(b->rows, n);
     cr_assert_eq(b->dim, 40);
     cr_assert_eq(b->dtype, FS_DTYPE_F32);
@@ -279,7 +280,7 @@ Test(grpc, gather_float32_spans_chunks_bit_identical)
     free(want);
 
     /* no ids: an empty, well-formed batch */
-    cr_assert_eq(fs_gather(c, "feat", ids, 0, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_gather(c, ids, 0, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(b->rows, 0);
     cr_assert_eq(b->dim, 40);
     fs_batch_free(b);
@@ -296,14 +297,14 @@ Test(grpc, gather_float16_as_stored_and_as_float32)
     int64_t n = 40000; /* 40 B stored rows: 1.6 MB as stored, 3.2 MB as float32 */
     int64_t *ids = some_ids(n, e.ds->num_nodes, 4);
     fs_batch_t *b;
-    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_gather(c, ids, n, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(b->dtype, FS_DTYPE_F16);
     void *want = gather_in_process(&e, "feat", ids, n, FS_DTYPE_F16, 40);
     cr_assert(memcmp(b->features, want, (size_t)n * 40) == 0, "float16 rows differ");
     fs_batch_free(b);
     free(want);
 
-    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_gather(c, ids, n, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(b->dtype, FS_DTYPE_F32);
     cr_assert_eq(b->dim, 20);
     want = gather_in_process(&e, "feat", ids, n, FS_DTYPE_F32, 80);
@@ -312,7 +313,7 @@ Test(grpc, gather_float16_as_stored_and_as_float32)
     free(want);
 
     /* bfloat16 is neither stored nor float32: refused */
-    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_BF16, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_gather(c, ids, n, "feat", FS_DTYPE_BF16, &b), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(fs_client_errstr(c), "bfloat16"), "%s", fs_client_errstr(c));
     free(ids);
     fs_close(c);
@@ -327,7 +328,7 @@ Test(grpc, sample_gather_matches_sample_then_gather)
     fs_sampler_t *s;
     fs_error_t err = {0};
     cr_assert_eq(fs_sampler_create(&s, &err), FS_OK);
-    fs_sample_req_t req = {.num_hops = 2, .fanout = {15, 10}, .seed = 99, .want_edge_ids = 1};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {15, 10}, .seed = 99, .want_edge_ids = 1);
     int64_t *seeds = some_ids(512, e.ds->num_nodes, 5);
     fs_batch_t *b;
     cr_assert_eq(fs_sample_gather(c, seeds, 512, &req, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
@@ -360,7 +361,7 @@ static void *concurrent_worker(void *p)
     fs_client_t *c;
     fs_sampler_t *s;
     fs_error_t err = {0};
-    if (fs_connect(j->e->uri, &c) != FS_OK || fs_sampler_create(&s, &err) != FS_OK) {
+    if (fs_connect(j->e->uri, NULL, &c) != FS_OK || fs_sampler_create(&s, &err) != FS_OK) {
         snprintf(j->why, sizeof j->why, "connect: %s", fs_client_errstr(c));
         j->failures++;
         fs_close(c);
@@ -369,7 +370,7 @@ static void *concurrent_worker(void *p)
     fs_csr_view_t g;
     fs_store_csr_view(j->e->store, FS_READER_CPU, &g);
     for (int k = 0; k < 8; k++) {
-        fs_sample_req_t req = {.num_hops = 2, .fanout = {8, 4}, .seed = (uint64_t)(j->worker * 100 + k)};
+        fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {8, 4}, .seed = (uint64_t)(j->worker * 100 + k));
         int64_t *seeds = some_ids(128, j->e->ds->num_nodes, (uint64_t)(j->worker * 100 + k));
         fs_batch_t *b;
         fs_sample_result_t want;
@@ -415,26 +416,26 @@ Test(grpc, errors_map_to_statuses_with_messages)
     fs_client_t *c = connect_to(&e);
     fs_batch_t *b;
     int64_t bad[] = {1, 2, 987654321, 3};
-    cr_assert_eq(fs_gather(c, "feat", bad, 4, FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_gather(c, bad, 4, "feat", FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT);
     cr_assert_null(b);
     cr_assert(strstr(fs_client_errstr(c), "987654321"), "message should name the id: %s", fs_client_errstr(c));
 
-    fs_sample_req_t req = {.num_hops = 2, .fanout = {5, 5}};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {5, 5});
     cr_assert_eq(fs_sample(c, bad, 4, &req, &b), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(fs_client_errstr(c), "987654321"), "message should name the seed: %s", fs_client_errstr(c));
     cr_assert_eq(fs_sample_gather(c, bad, 4, &req, "feat", FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT);
 
     int64_t good[] = {1, 2};
-    cr_assert_eq(fs_gather(c, "no_such_table", good, 2, FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
+    cr_assert_eq(fs_gather(c, good, 2, "no_such_table", FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
     cr_assert(strstr(fs_client_errstr(c), "no_such_table"), "%s", fs_client_errstr(c));
     cr_assert_eq(fs_sample_gather(c, good, 2, &req, "no_such_table", FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
 
-    fs_sample_req_t zero = {.num_hops = 1, .fanout = {0}};
+    fs_sample_req_t zero = SAMPLE_REQ(.num_hops = 1, .fanout = {0});
     cr_assert_eq(fs_sample(c, good, 2, &zero, &b), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(fs_client_errstr(c), "fanout"), "%s", fs_client_errstr(c));
 
     /* the connection still works after all that */
-    cr_assert_eq(fs_gather(c, "feat", good, 2, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_gather(c, good, 2, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
     fs_batch_free(b);
     fs_close(c);
     env_close(&e);
@@ -451,12 +452,12 @@ Test(grpc, limits_answer_resource_exhausted)
     fs_client_t *c = connect_to(&e);
     int64_t *ids = some_ids(101, e.ds->num_nodes, 6);
     fs_batch_t *b;
-    cr_assert_eq(fs_gather(c, "feat", ids, 101, FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
+    cr_assert_eq(fs_gather(c, ids, 101, "feat", FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
     cr_assert(strstr(fs_client_errstr(c), "limit"), "%s", fs_client_errstr(c));
-    fs_sample_req_t req = {.num_hops = 2, .fanout = {10, 10}};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 10});
     cr_assert_eq(fs_sample(c, ids, 10, &req, &b), FS_ERR_RESOURCE);
     cr_assert_eq(fs_sample_gather(c, ids, 101, &req, "feat", FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
-    cr_assert_eq(fs_gather(c, "feat", ids, 100, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_gather(c, ids, 100, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
     fs_batch_free(b);
     free(ids);
     fs_close(c);
@@ -564,7 +565,7 @@ Test(grpc, no_server_means_unavailable)
     char uri[64];
     snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", ntohs(a.sin_port));
     fs_client_t *c;
-    cr_assert_eq(fs_connect(uri, &c), FS_ERR_UNAVAILABLE);
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_ERR_UNAVAILABLE);
     cr_assert(strstr(fs_client_errstr(c), "cannot connect"), "%s", fs_client_errstr(c));
     fs_info_t *info;
     cr_assert_eq(fs_info(c, &info), FS_ERR_UNAVAILABLE); /* the failed connection is inert */
@@ -613,15 +614,15 @@ Test(grpc, deadline_exceeded_calls_fail_cleanly)
 {
     env_t e;
     env_open(&e, FS_DTYPE_F32, 40, NULL);
-    fs_connect_opts_t opts = {.timeout_ms = 1};
+    fs_connect_opts_t opts = {.struct_size = sizeof(fs_connect_opts_t), .timeout_ms = 1};
     fs_client_t *c;
-    cr_assert_eq(fs_connect_opts(e.uri, &opts, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_connect(e.uri, &opts, &c), FS_OK, "%s", fs_client_errstr(c));
     int64_t n = 40000;
     int64_t *ids = some_ids(n, e.ds->num_nodes, 8);
     int timeouts = 0;
     for (int k = 0; k < 5; k++) {
         fs_batch_t *b;
-        fs_status_t st = fs_gather(c, "feat", ids, n, FS_DTYPE_F32, &b);
+        fs_status_t st = fs_gather(c, ids, n, "feat", FS_DTYPE_F32, &b);
         cr_assert(st == FS_OK || st == FS_ERR_TIMEOUT, "%s: %s", fs_strerror(st), fs_client_errstr(c));
         if (st == FS_OK) fs_batch_free(b);
         else cr_assert(strstr(fs_client_errstr(c), "Gather"), "%s", fs_client_errstr(c));
@@ -631,7 +632,7 @@ Test(grpc, deadline_exceeded_calls_fail_cleanly)
     fs_close(c);
     c = connect_to(&e);
     fs_batch_t *b;
-    cr_assert_eq(fs_gather(c, "feat", ids, n, FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_gather(c, ids, n, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
     void *want = gather_in_process(&e, "feat", ids, n, FS_DTYPE_F32, 160);
     cr_assert(memcmp(b->features, want, (size_t)n * 160) == 0, "gathered rows differ");
     free(want);
@@ -647,7 +648,7 @@ Test(grpc, stats_counts_grpc_calls)
     env_open(&e, FS_DTYPE_F32, 16, NULL);
     fs_client_t *c = connect_to(&e);
     int64_t seeds[] = {1, 2, 3};
-    fs_sample_req_t req = {.num_hops = 1, .fanout = {3}};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 1, .fanout = {3});
     fs_batch_t *b;
     cr_assert_eq(fs_sample(c, seeds, 3, &req, &b), FS_OK, "%s", fs_client_errstr(c));
     fs_batch_free(b);
@@ -715,7 +716,7 @@ Test(grpc, third_party_python_client_reads_the_dataset)
 Test(grpc, wire_carries_locality_and_edge_weights_both_ways)
 {
     int64_t ids[3] = {4, 5, 6};
-    fs_sample_req_t req = {.num_hops = 2, .fanout = {5, 3}, .seed = 3, .locality = 2.5};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {5, 3}, .seed = 3, .locality = 2.5);
     featstore_v1_SampleRequest msg;
     fs_wire_bytes_t seed_bytes;
     fs_wire_sample_request(&req, ids, 3, &seed_bytes, &msg);
@@ -769,7 +770,7 @@ Test(grpc, locality_is_refused_for_remote_trainers_with_a_reason)
     fs_client_t *c = connect_to(&e);
     int64_t *seeds = some_ids(100, e.ds->num_nodes, 5);
     fs_batch_t *b = NULL;
-    fs_sample_req_t req = {.num_hops = 2, .fanout = {10, 5}, .seed = 5, .want_edge_ids = 1, .locality = 4};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 5}, .seed = 5, .want_edge_ids = 1, .locality = 4);
     cr_assert_eq(fs_sample(c, seeds, 100, &req, &b), FS_ERR_UNSUPPORTED);
     cr_assert_null(b);
     cr_assert(strstr(fs_client_errstr(c), "remote (gRPC) trainer reads as the CPU"), "%s", fs_client_errstr(c));
@@ -788,7 +789,7 @@ Test(grpc, locality_is_refused_for_remote_trainers_with_a_reason)
         req.locality = ok[i];
         cr_assert_eq(fs_sample(c, seeds, 100, &req, &b), FS_OK, "%s", fs_client_errstr(c));
         assert_same_sample(b, &want);
-        for (int h = 0; h < 2; h++) cr_assert_null(b->block[h].edge_weights);
+        for (int h = 0; h < 2; h++) cr_assert_null(b->blocks[h].edge_weights);
         fs_batch_free(b);
     }
     /* Algorithm 2 runs on grpc:// connections too; its boost is then refused like any other */
@@ -808,7 +809,7 @@ Test(grpc, locality_is_refused_for_remote_trainers_with_a_reason)
     const char *says[] = {"must be resolved by the client library", "locality = nan", "locality = 0.25",
                           "reads as the CPU"};
     for (int i = 0; i < 4; i++) {
-        fs_sample_req_t raw = {.num_hops = 2, .fanout = {10, 5}, .seed = 5, .locality = wrong[i]};
+        fs_sample_req_t raw = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 5}, .seed = 5, .locality = wrong[i]);
         featstore_v1_SampleRequest msg;
         fs_wire_bytes_t seed_bytes;
         fs_wire_sample_request(&raw, seeds, 100, &seed_bytes, &msg);

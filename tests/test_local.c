@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "featstore/admin.h"
 #include "featstore/client.h"
 #include "fs_local.h"
 #include "gen.h"
@@ -33,13 +34,23 @@ static fs_engine_t *engine;
 static fs_metrics_t *metrics;
 static fs_local_server_t *server;
 
+/* Starts the unix:// transport for `engine` on path, speaking local
+ * protocol 6.minor (lower only to stand in for an older server). */
+static fs_status_t serve_on(const char *path, unsigned minor, fs_error_t *err)
+{
+    fs_local_server_opts_t o;
+    fs_local_server_defaults(&o);
+    o.socket_path = path, o.protocol_minor = minor;
+    return fs_local_server_start(&o, engine, metrics, &server, err);
+}
+
 static void start_server(const fs_limits_t *limits)
 {
     fs_error_t err = {0};
     cr_assert_eq(fs_store_create(ds, &store, &err), FS_OK);
     cr_assert_eq(fs_engine_create(ds, store, limits, &engine, &err), FS_OK);
     metrics = fs_metrics_create(ds, store);
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(serve_on(sock, FS_LOCAL_MINOR, &err), FS_OK, "%s", err.msg);
 }
 
 static void setup(void)
@@ -75,14 +86,14 @@ TestSuite(local, .init = setup, .fini = teardown, .timeout = 600);
 static fs_client_t *connect_ok(void)
 {
     fs_client_t *c;
-    fs_status_t st = fs_connect(uri, &c);
+    fs_status_t st = fs_connect(uri, NULL, &c);
     cr_assert_eq(st, FS_OK, "connect: %s", fs_client_errstr(c));
     return c;
 }
 
 static fs_sample_req_t req3(uint64_t seed)
 {
-    return (fs_sample_req_t){.num_hops = 3, .fanout = {10, 5, 3}, .seed = seed, .want_edge_ids = 1};
+    return SAMPLE_REQ(.num_hops = 3, .fanout = {10, 5, 3}, .seed = seed, .want_edge_ids = 1);
 }
 
 static void seeds_for(int64_t *seeds, int n, int salt)
@@ -103,7 +114,7 @@ static int differs(const fs_batch_t *b, const int64_t *seeds, int n, const fs_sa
     bad |= r.num_nodes != b->num_nodes || memcmp(r.nodes, b->nodes, 8 * (size_t)r.num_nodes) != 0;
     bad |= memcmp(r.seed_local, b->seed_local, 8 * (size_t)n) != 0;
     for (int h = 0; !bad && h < req->num_hops; h++) {
-        const fs_block_t *x = &r.block[h], *y = &b->block[h];
+        const fs_block_t *x = &r.block[h], *y = &b->blocks[h];
         size_t eb = 8 * (size_t)x->num_edges;
         bad |= x->num_edges != y->num_edges || x->num_dst != y->num_dst || x->num_src != y->num_src;
         bad |= !bad && (memcmp(x->edge_src, y->edge_src, eb) || memcmp(x->edge_dst, y->edge_dst, eb) ||
@@ -137,7 +148,7 @@ Test(local, results_are_bit_identical_to_in_process_engines)
     cr_assert_null(b->features);
     cr_assert_not(differs(b, seeds, 512, &req));
     fs_batch_free(b);
-    cr_assert_eq(fs_gather(c, "feat", seeds, 512, FS_DTYPE_INVALID, &b), FS_OK);
+    cr_assert_eq(fs_gather(c, seeds, 512, "feat", FS_DTYPE_INVALID, &b), FS_OK);
     for (int i = 0; i < 512; i++)
         cr_assert_arr_eq((const float *)b->features + i * 32, (const float *)ds->tables[0].data + seeds[i] * 32, 128);
     fs_batch_free(b);
@@ -161,18 +172,18 @@ Test(local, errors_are_clear_and_the_connection_survives)
     cr_assert_not_null(strstr(fs_client_errstr(c), "at position 1"), "%s", fs_client_errstr(c));
     cr_assert_null(b);
     seeds[1] = 2;
-    cr_assert_eq(fs_gather(c, "nope", seeds, 2, FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
+    cr_assert_eq(fs_gather(c, seeds, 2, "nope", FS_DTYPE_F32, &b), FS_ERR_NOT_FOUND);
     cr_assert_not_null(strstr(fs_client_errstr(c), "nope"));
-    cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F16, &b), FS_ERR_INVALID_ARGUMENT, "float32 table as f16");
+    cr_assert_eq(fs_gather(c, seeds, 2, "feat", FS_DTYPE_F16, &b), FS_ERR_INVALID_ARGUMENT, "float32 table as f16");
     req.fanout[1] = 0;
     cr_assert_eq(fs_sample(c, seeds, 2, &req, &b), FS_ERR_INVALID_ARGUMENT);
     /* slots: the default ring holds FS_DEFAULT_SLOTS batches at once */
     fs_batch_t *held[FS_DEFAULT_SLOTS];
-    for (int i = 0; i < FS_DEFAULT_SLOTS; i++) cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F32, &held[i]), FS_OK);
-    cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
+    for (int i = 0; i < FS_DEFAULT_SLOTS; i++) cr_assert_eq(fs_gather(c, seeds, 2, "feat", FS_DTYPE_F32, &held[i]), FS_OK);
+    cr_assert_eq(fs_gather(c, seeds, 2, "feat", FS_DTYPE_F32, &b), FS_ERR_RESOURCE);
     cr_assert_not_null(strstr(fs_client_errstr(c), "slots"));
     fs_batch_free(held[0]);
-    cr_assert_eq(fs_gather(c, "feat", seeds, 2, FS_DTYPE_F32, &b), FS_OK, "a freed slot is reusable");
+    cr_assert_eq(fs_gather(c, seeds, 2, "feat", FS_DTYPE_F32, &b), FS_OK, "a freed slot is reusable");
     fs_batch_free(b);
     fs_close(c); /* batches outlive the connection until freed */
     cr_assert_eq(((const float *)held[1]->features)[0], ((const float *)ds->tables[0].data)[32]);
@@ -223,7 +234,7 @@ Test(local, eight_client_processes_at_once)
         if ((pid[k] = fork()) == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
             fs_client_t *c;
-            int bad = fs_connect(uri, &c) != FS_OK;
+            int bad = fs_connect(uri, NULL, &c) != FS_OK;
             for (int it = 0; it < 10 && !bad; it++) {
                 int64_t seeds[256];
                 seeds_for(seeds, 256, k * 100 + it);
@@ -275,7 +286,7 @@ Test(local, a_killed_client_costs_the_others_nothing)
     if (victim == 0) { /* connects, then samples until killed */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         fs_client_t *c;
-        if (fs_connect(uri, &c) != FS_OK) _exit(1);
+        if (fs_connect(uri, NULL, &c) != FS_OK) _exit(1);
         if (write(ready[1], "x", 1) != 1) _exit(1);
         for (uint64_t it = 0;; it++) {
             int64_t seeds[256];
@@ -321,7 +332,11 @@ Test(local, garbage_on_the_socket_is_refused)
     if (n > 0) {
         fs_local_hdr_t *h = (fs_local_hdr_t *)buf;
         cr_assert_eq(h->type, FS_LOCAL_ERROR);
-        cr_assert_not_null(strstr(((fs_local_error_t *)(buf + sizeof *h))->message, "malformed"));
+        featstore_local_Error e = featstore_local_Error_init_zero;
+        fs_error_t err;
+        cr_assert_eq(fs_local_decode(buf + sizeof *h, (size_t)n - sizeof *h, featstore_local_Error_fields, &e, "error",
+                                     &err), FS_OK, "%s", err.msg);
+        cr_assert_not_null(strstr(e.message, "malformed"), "%s", e.message);
     }
     close(fd);
     fs_client_t *c = connect_ok(); /* and keeps serving */
@@ -341,11 +356,11 @@ Test(local, server_stop_is_seen_by_clients)
     fs_close(c);
     cr_assert_neq(access(sock, F_OK), 0, "the socket file is removed");
     fs_client_t *d;
-    cr_assert_eq(fs_connect(uri, &d), FS_ERR_UNAVAILABLE);
+    cr_assert_eq(fs_connect(uri, NULL, &d), FS_ERR_UNAVAILABLE);
     cr_assert_not_null(strstr(fs_client_errstr(d), "cannot connect"));
     fs_close(d);
     fs_error_t err = {0};
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "restart on the same path");
+    cr_assert_eq(serve_on(sock, FS_LOCAL_MINOR, &err), FS_OK, "restart on the same path");
 }
 
 /* Stops the server and drops its store; the dataset stays open. */
@@ -376,16 +391,16 @@ static int place_and_restart(void)
     free(lo), free(hi);
     cr_assert_eq(fs_engine_create(ds, store, NULL, &engine, &err), FS_OK);
     metrics = fs_metrics_create(ds, store);
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(serve_on(sock, FS_LOCAL_MINOR, &err), FS_OK, "%s", err.msg);
     return gpu0;
 }
 
 Test(local, clients_read_through_the_placement_of_their_device)
 {
     int gpu0 = place_and_restart();
-    fs_connect_opts_t o = {.device = "gpu:0"};
+    fs_connect_opts_t o = {.struct_size = sizeof(fs_connect_opts_t), .device = "gpu:0"};
     fs_client_t *c;
-    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
     int64_t seeds[512];
     seeds_for(seeds, 512, 5);
     fs_sample_req_t req = req3(5);
@@ -413,13 +428,13 @@ Test(local, clients_read_through_the_placement_of_their_device)
     fs_stats_free(text);
     fs_close(c);
     o.device = "cpu"; /* the CPU reader was not placed: everything from the files */
-    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(fs_sample_gather(c, seeds, 512, &req, "feat", FS_DTYPE_F32, &b), FS_OK);
     cr_assert_not(differs(b, seeds, 512, &req));
     fs_batch_free(b);
     fs_close(c);
     o.device = "tpu:1";
-    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(fs_client_errstr(c), "gpu:N"));
     fs_close(c);
 }
@@ -447,7 +462,7 @@ static void place_plan_and_restart(void)
     fs_plan_free(plan);
     cr_assert_eq(fs_engine_create(ds, store, NULL, &engine, &err), FS_OK);
     metrics = fs_metrics_create(ds, store);
-    cr_assert_eq(fs_local_server_start(sock, engine, metrics, NULL, NULL, &server, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(serve_on(sock, FS_LOCAL_MINOR, &err), FS_OK, "%s", err.msg);
 }
 
 /* Two batches hold the same sample (edge ids and weights included, present
@@ -459,7 +474,7 @@ static void assert_same_batch(const fs_batch_t *x, const fs_batch_t *y)
     cr_assert(memcmp(x->nodes, y->nodes, 8 * (size_t)x->num_nodes) == 0, "nodes differ");
     cr_assert(memcmp(x->seed_local, y->seed_local, 8 * (size_t)x->num_seeds) == 0, "seed_local differs");
     for (int h = 0; h < x->num_hops; h++) {
-        const fs_block_t *a = &x->block[h], *b = &y->block[h];
+        const fs_block_t *a = &x->blocks[h], *b = &y->blocks[h];
         size_t e = (size_t)a->num_edges;
         cr_assert(a->num_dst == b->num_dst && a->num_src == b->num_src && a->num_edges == b->num_edges, "hop %d", h);
         cr_assert(memcmp(a->dst_offsets, b->dst_offsets, 8 * (size_t)(a->num_dst + 1)) == 0, "hop %d offsets", h);
@@ -483,7 +498,7 @@ static void check_boosted(const fs_batch_t *b, const fs_sample_req_t *req)
     size_t len;
     cr_assert_eq(fs_batch_region(b, &base, &len), FS_OK);
     for (int h = 0; h < b->num_hops; h++) {
-        const fs_block_t *k = &b->block[h];
+        const fs_block_t *k = &b->blocks[h];
         cr_assert_not_null(k->edge_weights, "hop %d has no weights", h);
         cr_assert((const char *)k->edge_weights >= (const char *)base &&
                   (const char *)(k->edge_weights + k->num_edges) <= (const char *)base + len,
@@ -526,14 +541,14 @@ Test(local, locality_aware_sampling_reads_more_rows_from_the_readers_gpu)
     cr_assert_eq(fs_store_locality_fd(store, FS_READER_CPU, 1, 0), -1, "the CPU reader has no GPU rows");
     const uint64_t *in_b = las.pref[0]; /* B: the rows gpu:0 reads from GPU memory */
 
-    fs_connect_opts_t o = {.device = "gpu:0"};
+    fs_connect_opts_t o = {.struct_size = sizeof(fs_connect_opts_t), .device = "gpu:0"};
     fs_client_t *c;
-    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
     int64_t seeds[256];
     int64_t rows[2] = {0}, gpu_rows[2] = {0};
     for (int i = 0; i < 8; i++) {
         seeds_for(seeds, 256, 100 + i);
-        fs_sample_req_t plain = {.num_hops = 3, .fanout = {10, 5, 3}, .seed = (uint64_t)i + 1, .want_edge_ids = 1};
+        fs_sample_req_t plain = SAMPLE_REQ(.num_hops = 3, .fanout = {10, 5, 3}, .seed = (uint64_t)i + 1, .want_edge_ids = 1);
         fs_sample_req_t one = plain, four = plain;
         one.locality = 1, four.locality = 4;
         fs_batch_t *p, *q, *f, *g;
@@ -544,7 +559,7 @@ Test(local, locality_aware_sampling_reads_more_rows_from_the_readers_gpu)
         cr_assert_eq(fs_sample_gather(c, seeds, 256, &one, "feat", FS_DTYPE_F32, &q), FS_OK, "%s",
                      fs_client_errstr(c));
         assert_same_batch(p, q);
-        for (int h = 0; h < 3; h++) cr_assert_null(q->block[h].edge_weights);
+        for (int h = 0; h < 3; h++) cr_assert_null(q->blocks[h].edge_weights);
         fs_batch_free(q);
         /* s = 4: weights on every edge, and the same request gives the same batch */
         cr_assert_eq(fs_sample_gather(c, seeds, 256, &four, "feat", FS_DTYPE_F32, &f), FS_OK, "%s",
@@ -557,7 +572,7 @@ Test(local, locality_aware_sampling_reads_more_rows_from_the_readers_gpu)
         cr_assert_eq(fs_sample(c, seeds, 256, &four, &g), FS_OK, "%s", fs_client_errstr(c));
         cr_assert_null(g->features);
         cr_assert_eq(g->num_nodes, f->num_nodes, "sample and sample_gather sample alike");
-        cr_assert(memcmp(g->block[2].edge_weights, f->block[2].edge_weights, 4 * (size_t)f->block[2].num_edges) == 0);
+        cr_assert(memcmp(g->blocks[2].edge_weights, f->blocks[2].edge_weights, 4 * (size_t)f->blocks[2].num_edges) == 0);
         fs_batch_free(g);
         rows[0] += p->num_nodes, gpu_rows[0] += count_in(in_b, p);
         rows[1] += f->num_nodes, gpu_rows[1] += count_in(in_b, f);
@@ -572,24 +587,24 @@ Test(local, locality_aware_sampling_reads_more_rows_from_the_readers_gpu)
 
     /* requests the boost cannot serve are named */
     fs_batch_t *b = NULL;
-    fs_sample_req_t bad = {.num_hops = 4, .fanout = {3, 3, 3, 3}, .seed = 1, .locality = 4};
+    fs_sample_req_t bad = SAMPLE_REQ(.num_hops = 4, .fanout = {3, 3, 3, 3}, .seed = 1, .locality = 4);
     cr_assert_eq(fs_sample(c, seeds, 16, &bad, &b), FS_ERR_INVALID_ARGUMENT);
     cr_assert_null(b);
     cr_assert(strstr(fs_client_errstr(c), "up to 3 hops"), "%s", fs_client_errstr(c));
-    bad = (fs_sample_req_t){.num_hops = 2, .fanout = {3, 3}, .mode = {FS_SAMPLE_UNIFORM, FS_SAMPLE_UNIFORM_REPLACE},
-                            .locality = 4};
+    bad = SAMPLE_REQ(.num_hops = 2, .fanout = {3, 3}, .mode = {FS_SAMPLE_UNIFORM, FS_SAMPLE_UNIFORM_REPLACE},
+                            .locality = 4);
     cr_assert_eq(fs_sample(c, seeds, 16, &bad, &b), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(fs_client_errstr(c), "uniform sampling without replacement"), "%s", fs_client_errstr(c));
     const double wrong[] = {NAN, 0.5, -3, INFINITY};
     for (int i = 0; i < 4; i++) {
-        bad = (fs_sample_req_t){.num_hops = 2, .fanout = {3, 3}, .locality = wrong[i]};
+        bad = SAMPLE_REQ(.num_hops = 2, .fanout = {3, 3}, .locality = wrong[i]);
         cr_assert_eq(fs_sample_gather(c, seeds, 16, &bad, "feat", FS_DTYPE_F32, &b), FS_ERR_INVALID_ARGUMENT,
                      "locality %g", wrong[i]);
         cr_assert(strstr(fs_client_errstr(c), "locality"), "%s", fs_client_errstr(c));
     }
 
     /* FS_LOCALITY_AUTO follows Algorithm 2: s = 1 (plain) until a ratio is reported */
-    fs_sample_req_t autoreq = {.num_hops = 2, .fanout = {10, 5}, .seed = 9, .locality = FS_LOCALITY_AUTO};
+    fs_sample_req_t autoreq = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 5}, .seed = 9, .locality = FS_LOCALITY_AUTO);
     fs_sample_req_t fixed = autoreq;
     fixed.locality = 0;
     fs_batch_t *x, *y;
@@ -610,8 +625,8 @@ Test(local, locality_aware_sampling_reads_more_rows_from_the_readers_gpu)
 
     /* a trainer reading as the CPU has no GPU rows to prefer */
     o.device = "cpu";
-    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
-    fs_sample_req_t four = {.num_hops = 2, .fanout = {10, 5}, .seed = 3, .want_edge_ids = 1, .locality = 4};
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    fs_sample_req_t four = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 5}, .seed = 3, .want_edge_ids = 1, .locality = 4);
     cr_assert_eq(fs_sample_gather(c, seeds, 64, &four, "feat", FS_DTYPE_F32, &b), FS_ERR_UNSUPPORTED);
     cr_assert_null(b);
     cr_assert(strstr(fs_client_errstr(c), "needs a placement and a reader GPU") &&
@@ -626,12 +641,12 @@ Test(local, locality_aware_sampling_reads_more_rows_from_the_readers_gpu)
 Test(local, locality_needs_a_placement)
 {
     /* the default server has no placement: no preferred sets for any GPU */
-    fs_connect_opts_t o = {.device = "gpu:0"};
+    fs_connect_opts_t o = {.struct_size = sizeof(fs_connect_opts_t), .device = "gpu:0"};
     fs_client_t *c;
-    cr_assert_eq(fs_connect_opts(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
     int64_t seeds[64];
     seeds_for(seeds, 64, 3);
-    fs_sample_req_t req = {.num_hops = 2, .fanout = {10, 5}, .seed = 3, .want_edge_ids = 1, .locality = 2};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 5}, .seed = 3, .want_edge_ids = 1, .locality = 2);
     fs_batch_t *b = NULL;
     cr_assert_eq(fs_sample(c, seeds, 64, &req, &b), FS_ERR_UNSUPPORTED);
     cr_assert(strstr(fs_client_errstr(c), "no preferred sets for gpu:0"), "%s", fs_client_errstr(c));

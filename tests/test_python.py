@@ -15,7 +15,7 @@ unix:// and grpc://, and examples/train_graphsage.py reaching >= 0.82 test
 accuracy on Cora, the same over both transports. The server must stop with
 exit 0 on SIGTERM.
 
-    /usr/bin/python3 tests/test_python.py --featstore BUILD/server/featstore --lib BUILD/client-lib/libfeatstore.so
+    /usr/bin/python3 tests/test_python.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 
 Registered with ctest (tests/CMakeLists.txt); exits 77 (ctest's skip) when
 numpy or torch is missing. Prints RESULT lines with the measured figures.
@@ -167,7 +167,7 @@ class BindingTest(unittest.TestCase):
             self.assertEqual(sum(sizes), int((labels >= 0).sum()))
             self.assertAlmostEqual(sizes[0] / sum(sizes), 0.6, delta=0.01)
             self.assertEqual(len(np.unique(np.concatenate(list(parts.values())))), sum(sizes), "splits overlap")
-            with c.gather("labels", parts["test"]) as b:
+            with c.gather(parts["test"], "labels") as b:
                 self.assertEqual((b.dtype, b.features.shape), ("int64", (len(parts["test"]), 1)))
                 np.testing.assert_array_equal(b.features[:, 0], labels[parts["test"]])
 
@@ -226,42 +226,42 @@ class BindingTest(unittest.TestCase):
         self.assertRaises(ValueError, b.torch)
 
     def test_grpc_arrays_view_the_received_buffer(self):
-        with self.grpc.gather("feat", [3, 1, 4, 1, 5]) as b:
+        with self.grpc.gather([3, 1, 4, 1, 5], "feat") as b:
             base, length = b.region()
             self.assertFalse(b.features.flags.owndata)
             self.assertTrue(inside(b.features.ctypes.data, b.features.nbytes, base, length))
 
     def test_arrays_keep_their_batch_until_they_are_gone(self):
         with featstore.connect(SERVER["unix"], slots=1) as c:
-            x = c.gather("feat", [1, 2, 3]).features  # the Batch object itself is dropped at once
+            x = c.gather([1, 2, 3], "feat").features  # the Batch object itself is dropped at once
             gc.collect()
             np.testing.assert_array_equal(x, dataset_array("table_feat.npy")[[1, 2, 3]])
             with self.assertRaises(featstore.Error) as e:  # the array still holds the only slot
-                c.gather("feat", [0])
+                c.gather([0], "feat")
             self.assertEqual(e.exception.status, featstore.Status.RESOURCE)
             del x
-            with c.gather("feat", [0]) as b:  # the last view went: the slot came back
+            with c.gather([0], "feat") as b:  # the last view went: the slot came back
                 self.assertEqual(b.rows, 1)
 
     def test_slots_run_out_and_come_back(self):
         with featstore.connect(SERVER["unix"], slots=2) as c:
-            held = [c.gather("feat", [i]) for i in range(2)]
+            held = [c.gather([i], "feat") for i in range(2)]
             with self.assertRaisesRegex(featstore.Error, "slots") as e:
-                c.gather("feat", [0])
+                c.gather([0], "feat")
             self.assertEqual(e.exception.status_name, "resource limit exceeded")
             held[0].release()
             held[0].release()  # idempotent
-            c.gather("feat", [0]).release()
+            c.gather([0], "feat").release()
 
     def test_c_errors_become_featstore_errors_with_the_c_message(self):
         for c in (self.unix, self.grpc):
             with self.assertRaises(featstore.Error) as e:
-                c.gather("no_such_table", [1])
+                c.gather([1], "no_such_table")
             self.assertEqual(e.exception.status, featstore.Status.NOT_FOUND)
             self.assertIn("no feature table 'no_such_table'", e.exception.message)
             self.assertIn("not found", str(e.exception))
             with self.assertRaises(featstore.Error) as e:
-                c.gather("feat", [1, 2708])
+                c.gather([1, 2708], "feat")
             self.assertEqual(e.exception.status, featstore.Status.INVALID_ARGUMENT)
             self.assertIn("2708", e.exception.message)
             with self.assertRaises(featstore.Error) as e:
@@ -276,19 +276,19 @@ class BindingTest(unittest.TestCase):
 
     def test_bad_python_arguments_are_refused_before_c(self):
         c = self.unix
-        self.assertRaisesRegex(TypeError, "integers", c.gather, "feat", [1.5])
-        self.assertRaisesRegex(ValueError, "negative", c.gather, "feat", [3, -1])
-        self.assertRaisesRegex(ValueError, "one-dimensional", c.gather, "feat", [[1, 2]])
-        self.assertRaisesRegex(ValueError, "unknown dtype", c.gather, "feat", [1], dtype="float7")
+        self.assertRaisesRegex(TypeError, "integers", c.gather, [1.5], "feat")
+        self.assertRaisesRegex(ValueError, "negative", c.gather, [3, -1], "feat")
+        self.assertRaisesRegex(ValueError, "one-dimensional", c.gather, [[1, 2]], "feat")
+        self.assertRaisesRegex(ValueError, "unknown dtype", c.gather, [1], "feat", dtype="float7")
         self.assertRaisesRegex(ValueError, "fanouts", c.sample, [1], [])
         self.assertRaisesRegex(ValueError, "fanouts", c.sample, [1], [10, 0])
         self.assertRaisesRegex(ValueError, "fanouts", c.sample, [1], [1] * 9)
         self.assertRaisesRegex(ValueError, "mode", c.sample, [1], [5], mode="biased")
         self.assertRaisesRegex(ValueError, "modes", c.sample, [1], [5, 5], mode=["uniform"])
-        self.assertRaisesRegex(TypeError, "name", c.gather, None, [1])
+        self.assertRaisesRegex(TypeError, "name", c.gather, [1], None)
         self.assertRaisesRegex(ValueError, "slots", featstore.connect, SERVER["unix"], slots=0)
         import torch
-        with c.gather("feat", torch.tensor([7, 8])) as b:  # CPU tensors are fine ids
+        with c.gather(torch.tensor([7, 8]), "feat") as b:  # CPU tensors are fine ids
             self.assertEqual(b.rows, 2)
         c.close()
         self.assertRaisesRegex(ValueError, "closed", c.info)
@@ -342,7 +342,7 @@ class BindingTest(unittest.TestCase):
                 # re-planning from Python: this connection follows; bad options raise with the C message
                 self.assertEqual(c.replan(gpu_budget=0.3), 2)
                 with c.sample_gather(seeds, [10, 5], "feat", seed=5) as after, \
-                        self.unix.gather("feat", after.nodes) as rows:
+                        self.unix.gather(after.nodes, "feat") as rows:
                     np.testing.assert_array_equal(after.features, rows.features)
                 with self.assertRaisesRegex(featstore.Error, "bogus"):
                     c.replan(hotness="bogus")
@@ -361,7 +361,7 @@ class BindingTest(unittest.TestCase):
             proc.stdout.close()
 
     def test_stats_counts_the_calls(self):
-        self.grpc.gather("feat", [0]).release()
+        self.grpc.gather([0], "feat").release()
         text = self.unix.stats()  # the server's metrics, whichever transport asks
         self.assertIn('featstore_requests_total{method="Gather",transport="grpc"}', text)
         self.assertIn("featstore_dataset_nodes", text)

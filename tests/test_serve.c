@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "featstore/admin.h"
 #include "featstore/client.h"
 #include "test_util.h"
 
@@ -153,7 +154,7 @@ Test(serve, sigint_also_stops_cleanly_and_clients_see_it)
     fs_client_t *c;
     char uri[300];
     snprintf(uri, sizeof uri, "unix://%s", sock);
-    cr_assert_eq(fs_connect(uri, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(stop(&s, SIGINT), 0);
     fs_info_t *info;
     cr_assert_eq(fs_info(c, &info), FS_ERR_UNAVAILABLE);
@@ -271,15 +272,15 @@ Test(serve, the_plans_prediction_sits_next_to_what_trainers_read)
     fs_client_t *c;
     char uri[300];
     snprintf(uri, sizeof uri, "unix://%s", sock);
-    cr_assert_eq(fs_connect(uri, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
     fs_info_t *info;
     cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(info->num_readers, 4, "one entry per planned GPU");
-    cr_assert_eq(info->placement[1].reader, 1);
-    cr_assert_gt(info->placement[1].predicted_bytes[0], 0);
-    cr_assert_gt(info->placement[1].measured_bytes[0] + info->placement[1].measured_bytes[2], 0);
-    cr_assert_eq(info->placement[0].measured_bytes[0] + info->placement[0].measured_bytes[1] +
-                 info->placement[0].measured_bytes[2], 0);
+    cr_assert_eq(info->readers[1].reader, 1);
+    cr_assert_gt(info->readers[1].predicted_bytes[0], 0);
+    cr_assert_gt(info->readers[1].measured_bytes[0] + info->readers[1].measured_bytes[2], 0);
+    cr_assert_eq(info->readers[0].measured_bytes[0] + info->readers[0].measured_bytes[1] +
+                 info->readers[0].measured_bytes[2], 0);
     fs_info_free(info);
     fs_close(c);
     cr_assert_eq(stop(&s, SIGTERM), 0);
@@ -328,7 +329,7 @@ static void epoch_batch(const fs_ids_t *train, int b, int64_t *seeds, int64_t *n
  * nodes and features are copied to *nodes / *feat when given. */
 static void run_batches(fs_client_t *c, const fs_ids_t *train, int n, int64_t **nodes, int64_t *num_nodes, float **feat)
 {
-    fs_sample_req_t req = {.num_hops = 3, .fanout = {15, 10, 5}};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = {15, 10, 5});
     for (int b = 0; b < n; b++) {
         int64_t seeds[1024], ns;
         epoch_batch(train, b, seeds, &ns);
@@ -354,11 +355,11 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     char uri[300], guri[64];
     snprintf(uri, sizeof uri, "unix://%s", sock);
     snprintf(guri, sizeof guri, "grpc://127.0.0.1:%d", s.grpc_port);
-    fs_connect_opts_t as_gpu1 = {.device = "gpu:1"};
+    fs_connect_opts_t as_gpu1 = {.struct_size = sizeof(fs_connect_opts_t), .device = "gpu:1"};
     fs_client_t *trainer, *admin, *remote;
-    cr_assert_eq(fs_connect_opts(uri, &as_gpu1, &trainer), FS_OK, "%s", fs_client_errstr(trainer));
-    cr_assert_eq(fs_connect(uri, &admin), FS_OK);
-    cr_assert_eq(fs_connect(guri, &remote), FS_OK, "%s", fs_client_errstr(remote));
+    cr_assert_eq(fs_connect(uri, &as_gpu1, &trainer), FS_OK, "%s", fs_client_errstr(trainer));
+    cr_assert_eq(fs_connect(uri, NULL, &admin), FS_OK);
+    cr_assert_eq(fs_connect(guri, NULL, &remote), FS_OK, "%s", fs_client_errstr(remote));
     fs_ids_t *train;
     cr_assert_eq(fs_split(trainer, "train", &train), FS_OK);
     int64_t *nodes0, n0, *nodes1, n1;
@@ -371,15 +372,17 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     free(m);
 
     /* the new plan: four times the memory per GPU */
-    fs_replan_opts_t more = {.gpu_budget = 0.2};
+    fs_replan_opts_t more = {.struct_size = sizeof(fs_replan_opts_t), .gpu_budget = 0.2};
     uint64_t gen = 0;
     cr_assert_eq(fs_replan(admin, &more, &gen), FS_OK, "%s", fs_client_errstr(admin));
     cr_assert_eq(gen, 2);
 
     /* bad requests name the problem and change nothing */
-    fs_replan_opts_t bad_hot = {.hotness = "bogus"}, bad_plan = {.plan = "/nonexistent/plan.bin"},
-                     bad_budget = {.gpu_budget = 1.5}, bad_order = {.order = "sideways"},
-                     bad_alpha = {.alpha = "nvlink=2"}, bad_reserve = {.reserve = "lots"};
+#define REPLAN(...) {.struct_size = sizeof(fs_replan_opts_t), __VA_ARGS__}
+    fs_replan_opts_t bad_hot = REPLAN(.hotness = "bogus"), bad_plan = REPLAN(.plan = "/nonexistent/plan.bin"),
+                     bad_budget = REPLAN(.gpu_budget = 1.5), bad_order = REPLAN(.order = "sideways"),
+                     bad_alpha = REPLAN(.alpha = "nvlink=2"), bad_reserve = REPLAN(.reserve = "lots");
+#undef REPLAN
     cr_assert_eq(fs_replan(admin, &bad_hot, &gen), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(fs_client_errstr(admin), "bogus"), "%s", fs_client_errstr(admin));
     cr_assert_neq(fs_replan(admin, &bad_plan, &gen), FS_OK);
@@ -416,7 +419,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     free(m);
 
     /* gRPC results do not change either */
-    fs_sample_req_t req = {.num_hops = 3, .fanout = {15, 10, 5}, .seed = 1};
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = {15, 10, 5}, .seed = 1);
     int64_t seeds[1024], ns;
     epoch_batch(train, 0, seeds, &ns);
     fs_batch_t *b;

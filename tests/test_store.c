@@ -92,7 +92,7 @@ Test(store, three_tier_split_is_bit_identical_to_host)
     cr_assert_eq(cc.rows[host], (uint64_t)(n - 2000));
     cr_assert_eq(c2.rows[0], (uint64_t)n, "an unplaced reader reads the mmap");
     cr_assert_eq(c0.bytes[gpu0], 1000 * 96);
-    fs_tier_info_t ti;
+    fs_store_tier_t ti;
     fs_store_tier_info(st, gpu0, &ti);
     cr_assert_eq(ti.used, 1000 * 96);
     cr_assert_eq(ti.kind, FS_TIER_SIM_DEVICE);

@@ -8,6 +8,10 @@
 
 #include "fs_types.h"
 
+/* A sampling request as a caller of the client library writes one, with
+ * its struct_size set (featstore/types.h); engines ignore the field. */
+#define SAMPLE_REQ(...) ((fs_sample_req_t){.struct_size = sizeof(fs_sample_req_t), __VA_ARGS__})
+
 /* Creates a fresh directory under $TMPDIR (or /tmp); returns a static-free
  * heap string the caller frees. Removed by rm_rf. */
 char *tu_mkdtemp(void);

@@ -13,9 +13,10 @@ the C buffers, valid until their Batch is released::
             blocks = b.blocks         # blocks[0]: the hop from the seeds
 """
 from ._lib import path as library_path
-from .client import (SAMPLE_MODES, Batch, Block, Client, Error, Info, Status, TableInfo,
+from ._lib import version as library_version
+from .client import (SAMPLE_MODES, Batch, Block, Client, Error, Info, ReaderInfo, Status, TableInfo, TierInfo,
                      connect)
 
-__all__ = ["connect", "Client", "Batch", "Block", "Info", "TableInfo", "Error", "Status", "SAMPLE_MODES",
-           "library_path"]
-__version__ = "0.1.0"
+__all__ = ["connect", "Client", "Batch", "Block", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error", "Status",
+           "SAMPLE_MODES", "library_path", "library_version"]
+__version__ = "1.0.0"

@@ -1,15 +1,15 @@
-"""featstore._lib — the ctypes mirror of libfeatstore's C API.
+"""featstore._lib — the ctypes mirror of libfeatstore's C API (1.x).
 
 This module only knows the C side: it finds and loads ``libfeatstore.so``,
-mirrors the public structs of ``featstore/types.h`` and
-``featstore/client.h`` field for field (ctypes applies the same alignment
+mirrors the public structs of ``featstore/types.h``, ``featstore/client.h``
+and ``featstore/admin.h`` field for field (ctypes applies the same alignment
 rules as the C compiler, so declaring the fields in order is enough), and
 declares every function's argument and return types so that ctypes converts
 and checks them. The Pythonic API lives in ``featstore.client``.
 
-Functions that arrived after the first release (``fs_split``,
-``fs_batch_region``, ``fs_report_load_ratio``) are bound optionally: an older library still loads and
-only those calls fail, with a clear message.
+Versioning: option structs carry ``struct_size`` (set here by ``new``), and
+the library must be release 1.x (``fs_version``); structs the library
+allocates only grow at their end, so reading the fields below stays valid.
 """
 import ctypes
 import ctypes.util
@@ -19,22 +19,34 @@ from pathlib import Path
 FS_MAX_HOPS = 8
 FS_FANOUT_ALL = -1
 FS_LOCALITY_AUTO = -1.0
+FS_VERSION_MAJOR = 1
+FS_BATCH_SAMPLE, FS_BATCH_GATHER = 1, 2
 LIB_ENV = "FEATSTORE_LIB"
 _LIB_NAME = "libfeatstore.so"
 
-# ---- structs (featstore/types.h, featstore/client.h) ------------------------
+# ---- structs (featstore/types.h, featstore/client.h, featstore/admin.h) -------
 
 _i64 = ctypes.c_int64
+_u64 = ctypes.c_uint64
 _p_i64 = ctypes.POINTER(ctypes.c_int64)
 
 
-class SampleReq(ctypes.Structure):
+class Versioned(ctypes.Structure):
+    """A struct that starts with ``size_t struct_size`` (the caller sets it)."""
+
+    @classmethod
+    def new(cls, **fields):
+        return cls(struct_size=ctypes.sizeof(cls), **fields)
+
+
+class SampleReq(Versioned):
     """fs_sample_req_t."""
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),
         ("num_hops", ctypes.c_int),
         ("fanout", ctypes.c_int * FS_MAX_HOPS),
         ("mode", ctypes.c_int * FS_MAX_HOPS),  # fs_sample_mode_t: a C enum is an int
-        ("seed", ctypes.c_uint64),
+        ("seed", _u64),
         ("want_edge_ids", ctypes.c_int),
         ("locality", ctypes.c_double),  # 0/1 off, > 1 boost, FS_LOCALITY_AUTO
     ]
@@ -52,8 +64,9 @@ class BlockC(ctypes.Structure):
 class BatchC(ctypes.Structure):
     """fs_batch_t."""
     _fields_ = [
+        ("kind", ctypes.c_int),  # FS_BATCH_SAMPLE | FS_BATCH_GATHER
         ("num_hops", ctypes.c_int),
-        ("block", BlockC * FS_MAX_HOPS),
+        ("blocks", ctypes.POINTER(BlockC)),
         ("num_nodes", _i64), ("nodes", _p_i64),
         ("num_seeds", _i64), ("seed_local", _p_i64),
         ("rows", _i64), ("dim", _i64),
@@ -64,26 +77,39 @@ class BatchC(ctypes.Structure):
 
 class TableInfoC(ctypes.Structure):
     """fs_table_info_t."""
-    _fields_ = [("name", ctypes.c_char * 64), ("dtype", ctypes.c_int), ("rows", _i64), ("dim", _i64)]
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rows", _i64), ("dim", _i64)]
+
+
+class TierInfoC(ctypes.Structure):
+    """fs_tier_info_t."""
+    _fields_ = [("kind", ctypes.c_char_p), ("device", ctypes.c_int), ("capacity_bytes", _u64),
+                ("used_bytes", _u64)]
+
+
+class ReaderInfoC(ctypes.Structure):
+    """fs_reader_info_t."""
+    _fields_ = [("reader", ctypes.c_int), ("predicted_bytes", ctypes.c_double * 3), ("measured_bytes", _u64 * 3)]
 
 
 class InfoC(ctypes.Structure):
-    """fs_info_t."""
+    """fs_info_t: counted arrays of any length."""
     _fields_ = [
-        ("server_version", ctypes.c_char * 32),
-        ("dataset", ctypes.c_char * 128),
+        ("server_version", ctypes.c_char_p),
+        ("dataset", ctypes.c_char_p),
         ("num_nodes", _i64), ("num_edges", _i64), ("num_classes", _i64),
         ("symmetric", ctypes.c_int), ("weighted", ctypes.c_int),
-        ("num_tables", ctypes.c_int),
-        ("tables", TableInfoC * 16),
-        ("num_splits", ctypes.c_int),
-        ("splits", (ctypes.c_char * 64) * 8),
+        ("num_tables", ctypes.c_size_t), ("tables", ctypes.POINTER(TableInfoC)),
+        ("num_splits", ctypes.c_size_t), ("splits", ctypes.POINTER(ctypes.c_char_p)),
+        ("num_tiers", ctypes.c_size_t), ("tiers", ctypes.POINTER(TierInfoC)),
+        ("num_readers", ctypes.c_size_t), ("readers", ctypes.POINTER(ReaderInfoC)),
+        ("placement_generation", _u64),
     ]
 
 
-class ConnectOpts(ctypes.Structure):
+class ConnectOpts(Versioned):
     """fs_connect_opts_t."""
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),
         ("slots", ctypes.c_int), ("threads", ctypes.c_int), ("timeout_ms", ctypes.c_int),
         ("device", ctypes.c_char_p),
     ]
@@ -94,9 +120,10 @@ class IdsC(ctypes.Structure):
     _fields_ = [("n", _i64), ("ids", _p_i64)]
 
 
-class ReplanOpts(ctypes.Structure):
+class ReplanOpts(Versioned):
     """fs_replan_opts_t."""
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),
         ("topology", ctypes.c_char_p), ("gpu_budget", ctypes.c_double), ("hotness", ctypes.c_char_p),
         ("order", ctypes.c_char_p), ("plan", ctypes.c_char_p), ("save", ctypes.c_char_p),
         ("alpha", ctypes.c_char_p), ("reserve", ctypes.c_char_p),
@@ -138,50 +165,46 @@ def _load():
 # ---- prototypes ---------------------------------------------------------------
 
 _c_client_p = ctypes.c_void_p  # fs_client_t * (opaque)
+_p_batch = ctypes.POINTER(ctypes.POINTER(BatchC))
 _PROTOTYPES = {
+    "fs_version": (ctypes.c_char_p, []),
     "fs_strerror": (ctypes.c_char_p, [ctypes.c_int]),
     "fs_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
     "fs_dtype_from_name": (ctypes.c_int, [ctypes.c_char_p]),
-    "fs_connect_opts": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ConnectOpts), ctypes.POINTER(_c_client_p)]),
+    "fs_connect": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ConnectOpts), ctypes.POINTER(_c_client_p)]),
     "fs_close": (None, [_c_client_p]),
     "fs_client_errstr": (ctypes.c_char_p, [_c_client_p]),
     "fs_client_transport": (ctypes.c_char_p, [_c_client_p]),
     "fs_info": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.POINTER(InfoC))]),
     "fs_info_free": (None, [ctypes.POINTER(InfoC)]),
-    "fs_sample": (ctypes.c_int, [_c_client_p, _p_i64, _i64, ctypes.POINTER(SampleReq),
-                                 ctypes.POINTER(ctypes.POINTER(BatchC))]),
-    "fs_gather": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, _p_i64, _i64, ctypes.c_int,
-                                 ctypes.POINTER(ctypes.POINTER(BatchC))]),
+    "fs_sample": (ctypes.c_int, [_c_client_p, _p_i64, _i64, ctypes.POINTER(SampleReq), _p_batch]),
+    "fs_gather": (ctypes.c_int, [_c_client_p, _p_i64, _i64, ctypes.c_char_p, ctypes.c_int, _p_batch]),
     "fs_sample_gather": (ctypes.c_int, [_c_client_p, _p_i64, _i64, ctypes.POINTER(SampleReq), ctypes.c_char_p,
-                                        ctypes.c_int, ctypes.POINTER(ctypes.POINTER(BatchC))]),
+                                        ctypes.c_int, _p_batch]),
     "fs_batch_free": (None, [ctypes.POINTER(BatchC)]),
-    "fs_stats": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.c_void_p)]),
-    "fs_stats_free": (None, [ctypes.c_void_p]),
-}
-# Bound when the library has them (see the module comment).
-_OPTIONAL = {
-    "fs_split": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(IdsC))]),
-    "fs_ids_free": (None, [ctypes.POINTER(IdsC)]),
     "fs_batch_region": (ctypes.c_int, [ctypes.POINTER(BatchC), ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.POINTER(ctypes.c_size_t)]),
+    "fs_split": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(IdsC))]),
+    "fs_ids_free": (None, [ctypes.POINTER(IdsC)]),
+    "fs_stats": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.c_void_p)]),
+    "fs_stats_free": (None, [ctypes.c_void_p]),
     "fs_report_load_ratio": (ctypes.c_int, [_c_client_p, ctypes.c_double, ctypes.POINTER(ctypes.c_double)]),
-    "fs_replan": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ReplanOpts), ctypes.POINTER(ctypes.c_uint64)]),
+    "fs_replan": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ReplanOpts), ctypes.POINTER(_u64)]),
 }
 
 
-def _declare(lib, name, restype, argtypes):
-    fn = getattr(lib, name)
-    fn.restype, fn.argtypes = restype, argtypes
+def _bind(lib, where):
+    if not hasattr(lib, "fs_version"):
+        raise OSError(f"{where} is a featstore library older than 1.0: install libfeatstore 1.x")
+    lib.fs_version.restype = ctypes.c_char_p
+    version = lib.fs_version().decode()
+    if int(version.split(".")[0]) != FS_VERSION_MAJOR:
+        raise OSError(f"{where} is libfeatstore {version}; this binding needs {FS_VERSION_MAJOR}.x")
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return version
 
 
 lib, path = _load()
-for _name, (_res, _args) in _PROTOTYPES.items():
-    _declare(lib, _name, _res, _args)
-for _name, (_res, _args) in _OPTIONAL.items():
-    if hasattr(lib, _name):
-        _declare(lib, _name, _res, _args)
-
-
-def has(name):
-    """Whether the loaded library exports `name` (for the optional calls)."""
-    return hasattr(lib, name)
+version = _bind(lib, path)

@@ -29,7 +29,8 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Status", "Error", "TableInfo", "Info", "Block", "Batch", "Client", "connect", "SAMPLE_MODES"]
+__all__ = ["Status", "Error", "TableInfo", "TierInfo", "ReaderInfo", "Info", "Block", "Batch", "Client", "connect",
+           "SAMPLE_MODES"]
 
 
 class Status(IntEnum):
@@ -47,6 +48,7 @@ class Status(IntEnum):
     INTERNAL = 10
     UNAVAILABLE = 11
     TIMEOUT = 12
+    VERSION = 13
 
 
 class Error(Exception):
@@ -144,14 +146,17 @@ def _sample_req(fanouts, mode, seed, edge_ids, locality=0):
             raise ValueError(f"unknown sampling mode {m!r} (one of {', '.join(SAMPLE_MODES)})")
     if not 0 <= int(seed) < 2**64:
         raise ValueError(f"seed {seed} must be in [0, 2**64)")
-    req = _lib.SampleReq(num_hops=len(fanouts), seed=int(seed), want_edge_ids=int(bool(edge_ids)),
-                         locality=_locality(locality))
+    req = _lib.SampleReq.new(num_hops=len(fanouts), seed=int(seed), want_edge_ids=int(bool(edge_ids)),
+                             locality=_locality(locality))
     for h, (f, m) in enumerate(zip(fanouts, modes)):
         req.fanout[h], req.mode[h] = f, SAMPLE_MODES[m]
     return req
 
 
 # ---- results ------------------------------------------------------------------
+
+_KINDS = {_lib.FS_BATCH_SAMPLE: "sample", _lib.FS_BATCH_GATHER: "gather",
+          _lib.FS_BATCH_SAMPLE | _lib.FS_BATCH_GATHER: "sample_gather"}
 
 class _Handle:
     """Owns one fs_batch_t *. Both the Batch and every array made from it
@@ -202,8 +207,27 @@ class TableInfo:
 
 
 @dataclass(frozen=True)
+class TierInfo:
+    """One memory tier of the served placement (tier 0: the dataset's files)."""
+    kind: str            # "host", "pinned", "device", "sim_device"
+    device: int          # -1 for host tiers
+    capacity_bytes: int  # 0 = unlimited
+    used_bytes: int
+
+
+@dataclass(frozen=True)
+class ReaderInfo:
+    """A reader GPU's feature bytes by source ("local", "peer", "host"): the
+    placement's prediction per mini-batch and what was measured since that
+    placement started serving."""
+    reader: int
+    predicted_bytes: dict
+    measured_bytes: dict
+
+
+@dataclass(frozen=True)
 class Info:
-    """What fs_info reports about the served dataset."""
+    """What fs_info reports about the server: every list whole."""
     server_version: str
     dataset: str
     num_nodes: int
@@ -213,6 +237,9 @@ class Info:
     weighted: bool
     tables: dict = field(default_factory=dict)  # name -> TableInfo
     splits: tuple = ()
+    tiers: tuple = ()      # TierInfo
+    readers: tuple = ()    # ReaderInfo, with a placement
+    placement_generation: int = 1
 
 
 @dataclass(frozen=True)
@@ -239,10 +266,10 @@ class Block:
 
 
 class Batch:
-    """One result (fs_batch_t *). A sample fills ``blocks``, ``nodes`` and
-    ``seed_local``; a gather fills ``features``; sample_gather both, with
-    ``features[i]`` the row of ``nodes[i]``. Block 0 is the hop from the
-    seeds; the last block reaches farthest.
+    """One result (fs_batch_t *). ``kind`` says what it holds: "sample"
+    (``blocks``, ``nodes``, ``seed_local``), "gather" (``features``) or
+    "sample_gather" (both, with ``features[i]`` the row of ``nodes[i]``).
+    Block 0 is the hop from the seeds; the last block reaches farthest.
 
     Arrays view C memory, read-only, valid until ``release()``; see the
     module comment."""
@@ -250,13 +277,14 @@ class Batch:
     def __init__(self, ptr):
         self._handle = _Handle(ptr)
         b, h = ptr.contents, self._handle
+        self.kind = _KINDS.get(b.kind, "unknown")
         self.num_hops = b.num_hops
         self.num_nodes, self.num_seeds = b.num_nodes, b.num_seeds
         self.rows, self.dim = b.rows, b.dim
         self.dtype = _dtype_name(b.dtype) if b.dtype else None
         self.nodes = _view(h, b.nodes, (b.num_nodes,), np.int64)
         self.seed_local = _view(h, b.seed_local, (b.num_seeds,), np.int64)
-        self.blocks = [_block(h, b.block[i]) for i in range(b.num_hops)]
+        self.blocks = [_block(h, b.blocks[i]) for i in range(b.num_hops)]
         self.features = (_view(h, b.features, (b.rows, b.dim), _NP_DTYPES[b.dtype])
                          if b.dtype in _NP_DTYPES else None)
 
@@ -278,8 +306,6 @@ class Batch:
     def region(self):
         """(address, length) of the memory this batch's arrays live in: the
         shared result slot over unix://, the received buffer over grpc://."""
-        if not _lib.has("fs_batch_region"):
-            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_batch_region (library too old)")
         ptr = self._handle.ptr
         if ptr is None:
             raise ValueError("batch already released")
@@ -319,13 +345,13 @@ class Client:
     Batches may outlive the Client."""
 
     def __init__(self, uri, device=None, slots=None, threads=None, timeout_ms=None):
-        opts = _lib.ConnectOpts(slots=_opt_int(slots, "slots"), threads=_opt_int(threads, "threads"),
-                                timeout_ms=_opt_int(timeout_ms, "timeout_ms"),
-                                device=device.encode() if device else None)
+        opts = _lib.ConnectOpts.new(slots=_opt_int(slots, "slots"), threads=_opt_int(threads, "threads"),
+                                    timeout_ms=_opt_int(timeout_ms, "timeout_ms"),
+                                    device=device.encode() if device else None)
         self._lock = threading.Lock()
         self._c = ctypes.c_void_p()
         self.uri = uri
-        st = lib.fs_connect_opts(uri.encode(), ctypes.byref(opts), ctypes.byref(self._c))
+        st = lib.fs_connect(uri.encode(), ctypes.byref(opts), ctypes.byref(self._c))
         if st != Status.OK:
             msg = lib.fs_client_errstr(self._c).decode(errors="replace")
             lib.fs_close(self._c)
@@ -362,9 +388,15 @@ class Client:
             for t in i.tables[:i.num_tables]:
                 name = t.name.decode()
                 tables[name] = TableInfo(name, _dtype_name(t.dtype), t.rows, t.dim)
+            sources = ("local", "peer", "host")
+            tiers = tuple(TierInfo(t.kind.decode(), t.device, t.capacity_bytes, t.used_bytes)
+                          for t in i.tiers[:i.num_tiers])
+            readers = tuple(ReaderInfo(r.reader, dict(zip(sources, r.predicted_bytes)),
+                                       dict(zip(sources, r.measured_bytes))) for r in i.readers[:i.num_readers])
             return Info(i.server_version.decode(), i.dataset.decode(), i.num_nodes, i.num_edges, i.num_classes,
                         bool(i.symmetric), bool(i.weighted), tables,
-                        tuple(s.value.decode() for s in i.splits[:i.num_splits]))
+                        tuple(s.decode() for s in i.splits[:i.num_splits]), tiers, readers,
+                        i.placement_generation)
         finally:
             lib.fs_info_free(out)
 
@@ -380,11 +412,14 @@ class Client:
         req = _sample_req(fanouts, mode, seed, edge_ids, locality)
         return self._batch_call(lib.fs_sample, _ptr(ids), len(ids), ctypes.byref(req))
 
-    def gather(self, table, ids, dtype=None):
+    def gather(self, ids, table, dtype=None):
         """Rows `ids` of `table` (a feature table, or "labels": int64 [n x 1]).
-        dtype None = as stored, or "float32" to widen half-precision tables."""
+        dtype None = as stored, or "float32" to widen half-precision tables.
+        Ids come first, as in every call (since 1.0)."""
+        if isinstance(ids, str):
+            raise TypeError(f"gather(ids, table): the ids come first, then the table name (got ids={ids!r})")
         arr = _ids(ids, "ids")
-        return self._batch_call(lib.fs_gather, _name(table), _ptr(arr), len(arr), _dtype_code(dtype))
+        return self._batch_call(lib.fs_gather, _ptr(arr), len(arr), _name(table), _dtype_code(dtype))
 
     def sample_gather(self, seeds, fanouts, table, seed=0, dtype=None, mode="uniform", edge_ids=False, locality=0):
         """One mini-batch: sample from `seeds`, then the rows of `table` for
@@ -399,8 +434,6 @@ class Client:
         """Algorithm 2, once per epoch: `ratio` = loading time / total time
         of the epoch, in [0, 1]. Returns the boost s for the next epoch
         (what locality="auto" requests use)."""
-        if not _lib.has("fs_report_load_ratio"):
-            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_report_load_ratio (library too old)")
         s = ctypes.c_double()
         self._call(lib.fs_report_load_ratio, float(ratio), ctypes.byref(s))
         return s.value
@@ -408,8 +441,6 @@ class Client:
     def split(self, name):
         """The node ids of split `name` ("train", "valid", "test") as a new
         int64 array (copied: splits are small and this way outlive nothing)."""
-        if not _lib.has("fs_split"):
-            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_split (library too old)")
         out = ctypes.POINTER(_lib.IdsC)()
         self._call(lib.fs_split, _name(name), ctypes.byref(out))
         try:
@@ -426,15 +457,14 @@ class Client:
         alpha, a number for every link class or "nvlink=0.2,nvswitch=0";
         order "topology-first", "feature-first" or "auto"; reserve: GPU
         memory kept free per GPU, bytes or "2G"."""
-        if not _lib.has("fs_replan"):
-            raise Error(Status.UNSUPPORTED, f"{_lib.path} has no fs_replan (library too old)")
         enc = lambda v: v.encode() if v else None  # noqa: E731
         if alpha is not None and not isinstance(alpha, str):
             alpha = repr(float(alpha))
         if reserve is not None and not isinstance(reserve, str):
             reserve = str(int(reserve))
-        opts = _lib.ReplanOpts(enc(topology), float(gpu_budget), enc(hotness), enc(order), enc(plan), enc(save),
-                               enc(alpha), enc(reserve))
+        opts = _lib.ReplanOpts.new(topology=enc(topology), gpu_budget=float(gpu_budget), hotness=enc(hotness),
+                                   order=enc(order), plan=enc(plan), save=enc(save), alpha=enc(alpha),
+                                   reserve=enc(reserve))
         gen = ctypes.c_uint64()
         self._call(lib.fs_replan, ctypes.byref(opts), ctypes.byref(gen))
         return gen.value

@@ -1,6 +1,16 @@
 /* featstore/types.h — the vocabulary shared by every featstore library and
- * installed with the client library: status codes, feature dtypes, and the
- * shapes of a sampling request and of a sampled block.
+ * installed with the client library: status codes, feature dtypes, the
+ * shapes of a sampling request and of a sampled block, and the facts a
+ * server reports about itself (fs_info_t).
+ *
+ * Versioning (docs/api.md): structs the CALLER allocates and passes in
+ * (fs_sample_req_t here; the option structs in client.h and admin.h) start
+ * with `struct_size`, which the caller sets to sizeof the struct it was
+ * compiled with (the *_INIT macros do it). A library reads only that many
+ * bytes and treats fields it did not receive as zero, which always means
+ * "the default"; a struct larger than the library knows is accepted when
+ * the unknown tail is all zero. Structs the LIBRARY allocates and returns
+ * (fs_info_t, fs_batch_t, ...) only ever grow at their end.
  *
  * Thread-safety: everything here is a plain value or a pure function. */
 #ifndef FEATSTORE_TYPES_H
@@ -11,6 +21,21 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* An initializer for a versioned struct T: struct_size set, everything
+ * else zero (the defaults). */
+#ifdef __cplusplus
+#define FS_STRUCT_INIT(T) {sizeof(T)}
+#else
+#define FS_STRUCT_INIT(T) {.struct_size = sizeof(T)}
+#endif
+
+/* Marks the functions libfeatstore exports; everything else is hidden. */
+#if defined(__GNUC__)
+#define FS_API __attribute__((visibility("default")))
+#else
+#define FS_API
 #endif
 
 typedef enum {
@@ -27,11 +52,12 @@ typedef enum {
     FS_ERR_INTERNAL,         /* a bug: an invariant did not hold           */
     FS_ERR_UNAVAILABLE,      /* the server cannot be reached or went away  */
     FS_ERR_TIMEOUT,          /* a deadline passed                          */
+    FS_ERR_VERSION,          /* the two sides' versions do not interoperate */
     FS_STATUS_COUNT_
 } fs_status_t;
 
 /* A short fixed message for a status ("invalid argument", ...). */
-const char *fs_strerror(fs_status_t status);
+FS_API const char *fs_strerror(fs_status_t status);
 
 typedef enum {
     FS_DTYPE_INVALID = 0,
@@ -42,9 +68,11 @@ typedef enum {
     FS_DTYPE_COUNT_
 } fs_dtype_t;
 
-size_t fs_dtype_size(fs_dtype_t dt);              /* 0 for INVALID */
-const char *fs_dtype_name(fs_dtype_t dt);         /* "float32", ... */
-fs_dtype_t fs_dtype_from_name(const char *name);  /* INVALID if unknown */
+FS_API size_t fs_dtype_size(fs_dtype_t dt);              /* 0 for INVALID */
+FS_API const char *fs_dtype_name(fs_dtype_t dt);         /* "float32", ... */
+FS_API fs_dtype_t fs_dtype_from_name(const char *name);  /* INVALID if unknown */
+
+/* ---- sampling ----------------------------------------------------------------- */
 
 #define FS_MAX_HOPS 8
 #define FS_FANOUT_ALL (-1)
@@ -58,15 +86,21 @@ typedef enum {
 } fs_sample_mode_t;
 
 /* fs_sample_req_t.locality: use the boost the connection's Algorithm 2
- * controller currently holds (fs_report_load_ratio; 1 until reported).
- * Resolved by the client library: a server never receives it. */
+ * controller currently holds (fs_report_load_ratio in featstore/admin.h;
+ * 1 until reported). Resolved by the client library: a server never
+ * receives it. */
 #define FS_LOCALITY_AUTO (-1.0)
 
 /* A k-hop sampling request. The same request (seed included) always gives
  * the same result.
  *
- * locality: locality-aware sampling (ALGORITHMS §4). 0 or 1 = off: the
- * plain sampler, bit for bit. s > 1 (finite) boosts the inclusion
+ *   fs_sample_req_t req = FS_SAMPLE_REQ_INIT;
+ *   req.num_hops = 2, req.fanout[0] = 25, req.fanout[1] = 10, req.seed = step;
+ *
+ * (or {.struct_size = sizeof req, .num_hops = 2, .fanout = {25, 10}}).
+ *
+ * locality: locality-aware sampling (docs/algorithms.md §4). 0 or 1 = off:
+ * the plain sampler, bit for bit. s > 1 (finite) boosts the inclusion
  * probability of neighbours that lead to rows in GPU memory for the
  * connection's reader (its own GPU or its peers') by s, keeping each row's
  * expected edge count; each edge then carries an importance weight
@@ -76,9 +110,9 @@ typedef enum {
  * no more hops than the server's preferred-set levels (3); otherwise
  * FS_ERR_UNSUPPORTED or FS_ERR_INVALID_ARGUMENT naming the reason.
  * FS_LOCALITY_AUTO: the connection's current boost. Anything else (NaN,
- * negative, between 0 and 1) is FS_ERR_INVALID_ARGUMENT. Appended last so
- * initialisers written before it still compile and mean "off". */
+ * negative, between 0 and 1) is FS_ERR_INVALID_ARGUMENT. */
 typedef struct {
+    size_t struct_size;              /* sizeof(fs_sample_req_t): see the top of this file */
     int num_hops;                    /* 1..FS_MAX_HOPS */
     int fanout[FS_MAX_HOPS];         /* > 0, or FS_FANOUT_ALL */
     fs_sample_mode_t mode[FS_MAX_HOPS];
@@ -86,6 +120,8 @@ typedef struct {
     int want_edge_ids;
     double locality;                 /* 0 or 1 = off; > 1 = boost s; FS_LOCALITY_AUTO */
 } fs_sample_req_t;
+
+#define FS_SAMPLE_REQ_INIT FS_STRUCT_INIT(fs_sample_req_t)
 
 /* One hop of a sample, DGL-block style: dst nodes are local ids
  * [0, num_dst), a prefix of the src nodes [0, num_src); edges are
@@ -108,6 +144,54 @@ typedef struct {
     const int64_t *edge_ids;     /* [num_edges] or NULL */
     const float *edge_weights;   /* [num_edges] or NULL (see above) */
 } fs_block_t;
+
+/* ---- what a server reports about itself (fs_info) -------------------------------- */
+
+typedef struct {
+    const char *name;
+    fs_dtype_t dtype;
+    int64_t rows, dim;
+} fs_table_info_t;
+
+/* One memory tier of the served placement: tier 0 is the dataset's mapped
+ * files; a placement adds one per (simulated) GPU. */
+typedef struct {
+    const char *kind;            /* "host", "pinned", "device" or "sim_device" */
+    int device;                  /* GPU (or simulated GPU) id; -1 for host tiers */
+    uint64_t capacity_bytes;     /* 0 = unlimited */
+    uint64_t used_bytes;
+} fs_tier_info_t;
+
+/* Where one reader GPU's feature bytes come from ([0] its own GPU, [1]
+ * peer GPUs, [2] host memory): the placement's prediction per mini-batch
+ * of the workload it was costed with, and what its trainers read since
+ * that placement started serving. Compare shares: trainers' batches need
+ * not match that workload. */
+typedef struct {
+    int reader;
+    double predicted_bytes[3];
+    uint64_t measured_bytes[3];
+} fs_reader_info_t;
+
+/* Every list is a counted array of any length, owned by the fs_info_t. */
+typedef struct {
+    const char *server_version;
+    const char *dataset;
+    int64_t num_nodes, num_edges, num_classes;
+    int symmetric, weighted;
+    size_t num_tables;
+    const fs_table_info_t *tables;    /* the feature tables, then "labels" when labelled */
+    size_t num_splits;
+    const char *const *splits;        /* split names ("train", "valid", "test", ...) */
+    size_t num_tiers;
+    const fs_tier_info_t *tiers;
+    size_t num_readers;               /* reader GPUs with a prediction (0 without a placement) */
+    const fs_reader_info_t *readers;
+    uint64_t placement_generation;    /* 1 at start, +1 per re-plan; measurements count from its start */
+} fs_info_t;
+
+/* Frees an fs_info_t and everything it points to. NULL is a no-op. */
+FS_API void fs_info_free(fs_info_t *info);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,69 @@
+/* fs_info.c — see fs_info.h. The public struct has no capacity fields, so
+ * an array's capacity is implied by its count: the next power of two. */
+#include "fs_info.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+fs_info_t *fs_info_new(void) { return calloc(1, sizeof(fs_info_t)); }
+
+int fs_info_set_text(const char **field, const char *text)
+{
+    char *copy = NULL;
+    if (text && !(copy = strdup(text))) return -1;
+    free((char *)*field);
+    *field = copy;
+    return 0;
+}
+
+/* Room for element `count` of an array of `size`-byte elements: grows when
+ * count is 0 or a power of two. Returns the zeroed element or NULL. */
+static void *grow(const void *const *array, size_t *count, size_t size)
+{
+    size_t n = *count;
+    char *a = (char *)*array;
+    if (n == 0 || (n & (n - 1)) == 0) {
+        size_t cap = n ? 2 * n : 1;
+        a = realloc(a, cap * size);
+        if (!a) return NULL;
+        *(void **)array = a;
+    }
+    memset(a + n * size, 0, size);
+    (*count)++;
+    return a + n * size;
+}
+
+fs_table_info_t *fs_info_add_table(fs_info_t *info)
+{
+    return grow((const void *const *)&info->tables, &info->num_tables, sizeof *info->tables);
+}
+
+const char **fs_info_add_split(fs_info_t *info)
+{
+    return grow((const void *const *)&info->splits, &info->num_splits, sizeof *info->splits);
+}
+
+fs_tier_info_t *fs_info_add_tier(fs_info_t *info)
+{
+    return grow((const void *const *)&info->tiers, &info->num_tiers, sizeof *info->tiers);
+}
+
+fs_reader_info_t *fs_info_add_reader(fs_info_t *info)
+{
+    return grow((const void *const *)&info->readers, &info->num_readers, sizeof *info->readers);
+}
+
+void fs_info_free(fs_info_t *info)
+{
+    if (!info) return;
+    for (size_t i = 0; i < info->num_tables; i++) free((char *)info->tables[i].name);
+    for (size_t i = 0; i < info->num_splits; i++) free((char *)info->splits[i]);
+    for (size_t i = 0; i < info->num_tiers; i++) free((char *)info->tiers[i].kind);
+    free((void *)info->tables);
+    free((void *)info->splits);
+    free((void *)info->tiers);
+    free((void *)info->readers);
+    free((char *)info->server_version);
+    free((char *)info->dataset);
+    free(info);
+}

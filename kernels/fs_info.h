@@ -1,0 +1,26 @@
+/* fs_info.h — building an fs_info_t (featstore/types.h), the facts a server
+ * reports about itself: the server's engine and metrics fill one, the
+ * transports encode it (proto/fs_pb.h) and decode it on the client's side,
+ * and the caller frees it with fs_info_free.
+ *
+ * Every string and array of an fs_info_t is its own heap block, owned by
+ * the info. The adders return a zeroed new element (or NULL when out of
+ * memory); arrays grow by doubling.
+ *
+ * Thread-safety: an info is built by one thread, then only read. */
+#ifndef FS_INFO_H
+#define FS_INFO_H
+
+#include "featstore/types.h"
+
+fs_info_t *fs_info_new(void);
+
+/* *field = a copy of text (NULL stays NULL). 0, or -1 when out of memory. */
+int fs_info_set_text(const char **field, const char *text);
+
+fs_table_info_t *fs_info_add_table(fs_info_t *info);
+const char **fs_info_add_split(fs_info_t *info);   /* set it with fs_info_set_text */
+fs_tier_info_t *fs_info_add_tier(fs_info_t *info);
+fs_reader_info_t *fs_info_add_reader(fs_info_t *info);
+
+#endif
