@@ -3,7 +3,7 @@
 #define FS_BENCH_COMMON_H
 
 /* --dataset DIR if given, else R-MAT(scale, edge factor 16), symmetrised and
- * deduplicated, not permuted (PERFORMANCE.md's reference graph), cached
+ * deduplicated, not permuted (docs/performance.md's reference graph), cached
  * under /tmp/featstore-bench. Exits on failure. */
 const char *bench_dataset(int argc, char **argv, int scale);
 

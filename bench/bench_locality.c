@@ -1,4 +1,4 @@
-/* bench_locality.c — what locality-aware sampling (ALGORITHMS §4) buys and
+/* bench_locality.c — what locality-aware sampling (docs/algorithms.md §4) buys and
  * costs: for boost s = 1, 2, 4, 8 the share of a batch's gathered rows that
  * are GPU-resident for the reader (its local hit rate), the host rows left
  * per batch, and sampled edges/s — each with its ratio against s = 1 in the
@@ -13,7 +13,7 @@
  * from GPU memory (fs_las_reader_rows). The preferred sets (3 levels, K)
  * are built on --threads workers and timed. Sampling runs on one thread,
  * [15,10,5] uniform, seeds uniform over non-isolated nodes, the better of
- * two timed passes per s; the graph is PERFORMANCE.md's R-MAT (symmetrised,
+ * two timed passes per s; the graph is docs/performance.md's R-MAT (symmetrised,
  * dedup'ed, not permuted). Boosting concentrates a batch on fewer, hotter
  * rows, so it has fewer distinct rows to expand and fewer edges per batch:
  * edges_vs_min_fanout_deg (edges / the sum of min(fanout, deg) over the

@@ -1,5 +1,5 @@
 /* bench_placement.c — feature traffic of placement strategies under real
- * GraphSAGE-style sampling (issue 5, ALGORITHMS §2–§3, §5).
+ * GraphSAGE-style sampling (issue 5, docs/algorithms.md §2–§3, §5).
  *
  *   bench_placement [--dataset DIR] [--scale 22] [--threads 2]
  *                   [--presample-epochs 3] [--batches 0] [--seed 7]
@@ -18,18 +18,18 @@
  *   rand         the same over a hash permutation of the ids
  *   degree-repl  the degree-ordered cache of the issue's list (Quiver /
  *                PaGraph style): every GPU the same top-BSIZE rows by
- *                in-degree: PaGraph's cache (seed 000 §5: it uses no GPU
+ *                in-degree: PaGraph's cache (P0 §5 in docs/papers.md: it uses no GPU
  *                links) and Quiver's default policy, device_replicate
  *   degree       Quiver's opt-in p2p_clique_replicate policy: the
  *                in-degree-ordered prefix partitioned round-robin within
  *                each NVLink clique; an extra, stronger comparison
  *   algo1        Algorithm 1 per clique on presampled hotness, the paper's
- *                alpha (0.2 NVLink, 0 NVSwitch: ALGORITHMS §3)
+ *                alpha (0.2 NVLink, 0 NVSwitch: docs/algorithms.md §3)
  *   algo1-a0     the same with alpha 0 (no copies inside a clique): alpha
  *                trades host bytes for local hits, so this is Algorithm 1's
  *                host-bytes-minimising setting
  *   xgnn+algo1   what `serve --topology` builds: the XGNN solver places the
- *                hottest topology first (ALGORITHMS §5), Algorithm 1 fills
+ *                hottest topology first (docs/algorithms.md §5), Algorithm 1 fills
  *                the memory left with features, same presampled hotness
  *
  * Three independent samples of one workload ([15,10,5], batch 1,024,
@@ -250,7 +250,7 @@ int main(int argc, char **argv)
     double t0 = bench_now(), t_presample, t_work;
     if (fs_hotness_degree(&g, threads, degree, &err) != FS_OK) die("degree", &err);
     double t_degree = bench_now() - t0;
-    t0 = bench_now(); /* seed 000's estimator, timed for plan_time only (reach ranks hubs too high: not used) */
+    t0 = bench_now(); /* P0's estimator, timed for plan_time only (reach ranks hubs too high: not used) */
     if (fs_hotness_reach(&g, train->ids, train->count, 3, threads, own, &err) != FS_OK) die("reach", &err);
     double t_reach = bench_now() - t0;
     presample(ds, train, epochs, 1, threads, counts, &t_presample);

@@ -16,7 +16,7 @@
  * GPU memory is set so each GPU's feature budget is --gpu-fraction of the
  * table. Also timed, for scale: the XGNN solver on dgx1-v100 and an XGNN
  * plan that partitions half the topology too. Prints a RESULT line
- * (PERFORMANCE.md) and per-phase timings. */
+ * (docs/performance.md) and per-phase timings. */
 #include <math.h>
 #include <stdint.h>
 

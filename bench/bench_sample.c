@@ -4,14 +4,14 @@
  * search relabel) and the test oracle fs_sample_reference (the engine's own
  * O(fanout) picks, but a full copy of each neighbour list and a dense
  * N-entry relabel array). At 1..max-threads threads (one batch per thread at a time, as a
- * server runs concurrent requests; PyG's figure in PERFORMANCE.md was taken
+ * server runs concurrent requests; PyG's figure in docs/performance.md was taken
  * the same way).
  *
  *   bench_sample [--dataset DIR] [--scale 21] [--batches 200] [--batch 1024]
  *                [--naive-batches 20] [--max-threads 2]
  *
  * Without --dataset it generates (once, cached under /tmp/featstore-bench)
- * the reference graph of PERFORMANCE.md: R-MAT scale 21, edge factor 16,
+ * the reference graph of docs/performance.md: R-MAT scale 21, edge factor 16,
  * symmetrised, deduplicated, node 0 the hub (not permuted). Seeds are drawn
  * uniformly from non-isolated nodes. */
 #include <pthread.h>

@@ -1,5 +1,5 @@
 // fs_gather.cu — GPU gather over UVA pointers (XGNN-style one-sided access,
-// ALGORITHMS §5): each warp copies one row at a time, reading its tier through
+// docs/algorithms.md §5): each warp copies one row at a time, reading its tier through
 // the pointer in the view (local device memory, a peer's memory over NVLink,
 // or mapped pinned host memory over PCIe). Rows move in 16-byte vectors when
 // every pointer and the row size allow it, else in 4-byte words.

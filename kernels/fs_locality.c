@@ -1,4 +1,4 @@
-/* fs_locality.c — locality-aware sampling (ALGORITHMS §4, seed 000 §4): the
+/* fs_locality.c — locality-aware sampling (docs/algorithms.md §4, P0 §4, docs/papers.md): the
  * uniform k-hop sampler with the neighbours in a preferred set boosted by s,
  * water-filled inclusion probabilities and Horvitz-Thompson weights (the
  * design is documented in fs_locality.h).

@@ -1,4 +1,4 @@
-/* fs_locality.h — locality-aware k-hop sampling (ALGORITHMS §4, seed 000 §4):
+/* fs_locality.h — locality-aware k-hop sampling (docs/algorithms.md §4, P0 §4, docs/papers.md):
  * the uniform sampler with the inclusion probability of neighbours that lead
  * to GPU-resident rows boosted by a factor s, and importance weights that
  * keep every neighbour aggregation unbiased.

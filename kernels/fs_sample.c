@@ -1,7 +1,7 @@
 /* fs_sample.c — CPU k-hop sampling with fused dedup + relabel, and the
  * naive reference it is tested against.
  *
- * Fused-Map (FastGL §4, ALGORITHMS §6 with both fixes): one open-addressing
+ * Fused-Map (FastGL §4, docs/algorithms.md §6 with both fixes): one open-addressing
  * table global id -> local id, seeds inserted first so they get 0..S-1; a
  * new key takes the next local id, so ids follow first appearance and the
  * output is deterministic. Slots carry an epoch stamp: a new request bumps

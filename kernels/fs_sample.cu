@@ -1,5 +1,5 @@
 // fs_sample.cu — GPU k-hop sampling with the fused ID map (FastGL Fused-Map,
-// ALGORITHMS §6, both fixes), deterministic: it returns exactly what
+// docs/algorithms.md §6, both fixes), deterministic: it returns exactly what
 // fs_sample_cpu returns for the same request.
 //
 // Per hop: (1) count each frontier node's picks, (2) exclusive-scan them into

@@ -1,5 +1,5 @@
 /* fs_sample.h — the k-hop neighbour sampling engine with fused dedup and
- * relabel (FastGL Fused-Map, ALGORITHMS §6).
+ * relabel (FastGL Fused-Map, docs/algorithms.md §6).
  *
  * Request: seeds, per-hop fanout and mode, an RNG seed. Every random choice is
  * a pure function of (seed, hop, node id), so the same request gives the same
@@ -14,7 +14,7 @@
  * next hop's frontier is this hop's src set. result.nodes[local] = global id.
  *
  * Modes: uniform without replacement (O(fanout) per node, Floyd's algorithm:
- * fanout draws, never a full scan — ALGORITHMS §5; degree <= fanout takes
+ * fanout draws, never a full scan — docs/algorithms.md §5; degree <= fanout takes
  * every neighbour), uniform with replacement, and edge-weighted with or
  * without replacement (weighted modes read the row's weights, O(degree)).
  *

@@ -4,7 +4,7 @@
  *
  * Uniform without replacement uses Floyd's algorithm (Bentley & Floyd 1987):
  * exactly k draws for a uniformly random k-subset of [0, deg), which keeps
- * ALGORITHMS §5's O(fanout) bound without the rejection loop's retries when
+ * docs/algorithms.md §5's O(fanout) bound without the rejection loop's retries when
  * k is close to deg. Membership is a linear scan of the picks so far: k is a
  * fanout (tens), and the scan stays in registers / L1. */
 #ifndef FS_SAMPLE_PICK_H

@@ -1,5 +1,5 @@
-/* algo1.c — memory budgets (ALGORITHMS §5) and the two replication rules of
- * seed 000 (ALGORITHMS §3): Rule 1 for a GPU alone, the corrected
+/* algo1.c — memory budgets (docs/algorithms.md §5) and the two replication rules of
+ * P0 (docs/papers.md; restated in docs/algorithms.md §3): Rule 1 for a GPU alone, the corrected
  * Algorithm 1 for a group of GPUs with fast links.
  *
  * Both rules read the hotness order once (the caller sorts; argsort.h), so
@@ -128,7 +128,7 @@ fs_status_t fs_algo1(const double *p, const int64_t *order, int64_t num_nodes, i
     if (count) *count = bs;
     if (bs == 0) return FS_OK;
     if (!p || !order || !B) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "algorithm 1: NULL array");
-    /* ALGORITHMS §3, corrected loop: every device starts with V[0..BSIZE-1];
+    /* docs/algorithms.md §3, corrected loop: every device starts with V[0..BSIZE-1];
      * round r replaces slot BSIZE-1-r (the coldest not yet evicted) on every
      * device but the one with the largest p_sum, which keeps a copy of it. */
     double p_sum[FS_HW_MAX_GPUS] = {0};

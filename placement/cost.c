@@ -1,4 +1,4 @@
-/* cost.c — the cost model of ALGORITHMS §2 (seed 000 §3.1), in bytes.
+/* cost.c — the cost model of docs/algorithms.md §2 (P0 §3.1, docs/papers.md), in bytes.
  *
  * With E|S ∩ X| = Σ_{j∈X} p_j, what reader i reads from source s per
  * iteration is row_bytes x Σ p_j over the rows the plan routes i to s; the

@@ -39,7 +39,7 @@ typedef struct {
     link_t links[16];
 } preset_t;
 
-/* DGX-1 V100 hybrid cube-mesh in the numbering of seed 001 (XGNN) Fig. 7/8.
+/* DGX-1 V100 hybrid cube-mesh in the numbering of the XGNN paper's Fig. 7/8 (P1, docs/papers.md).
  * The paper does not print the adjacency, so it is the standard DGX-1V
  * topology (two NVLink 4-cliques, one cross link per GPU, 6 NVLinks of
  * 25 GB/s per GPU, doubled links = 50 GB/s) relabelled to match every fact

@@ -1,11 +1,11 @@
 /* hardware.h — the machine a plan is made for: n GPUs with their memory, the
  * direct GPU-GPU links with their bandwidth, and each GPU's link to host
- * memory. Presets cover the topologies the seeds discuss; anything else comes
+ * memory. Presets cover the topologies the papers (docs/papers.md) discuss; anything else comes
  * from a small JSON file.
  *
  * Links are symmetric (one bandwidth per pair, both directions); a GPU's
  * "peers" are the GPUs with a direct link (bandwidth > 0). The fabric names
- * the link class, which picks Algorithm 1's default alpha (ALGORITHMS §3).
+ * the link class, which picks Algorithm 1's default alpha (docs/algorithms.md §3).
  *
  * Ownership: fs_hardware_t is a plain caller-owned value (no pointers).
  * Thread-safety: every function writes only to its arguments. */

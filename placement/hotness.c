@@ -1,4 +1,4 @@
-/* hotness.c — the three hotness estimators of ALGORITHMS §1.
+/* hotness.c — the three hotness estimators of docs/algorithms.md §1.
  *
  * Every estimator is a scatter: an edge (v, u) adds to u. Scattering from
  * several threads into one array would need atomics, and hub nodes make them

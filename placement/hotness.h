@@ -1,12 +1,12 @@
 /* hotness.h — estimators of how often each node's feature row (or neighbour
- * list) will be read during training: p[v] for every node v (ALGORITHMS §1).
+ * list) will be read during training: p[v] for every node v (docs/algorithms.md §1).
  *
  *   degree      p[v] = in-degree(v), the number of times v appears in the
  *               CSR's indices (Quiver, GLT and XGNN's default);
  *   reach       p = A^L t / N_t: t = indicator of the training nodes, one
  *               step moves each node's mass to its CSR neighbours (the
  *               direction sampling walks), so p[v] counts length-L paths from
- *               training nodes to v per training node (seed 000);
+ *               training nodes to v per training node (P0, docs/papers.md);
  *   presample   K epochs of the real sampler (fs_sample_cpu) over the
  *               shuffled training nodes; p[v] = how many times v was in a
  *               batch's result.nodes, i.e. a row a gather would fetch

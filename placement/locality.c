@@ -1,5 +1,5 @@
-/* locality.c — preferred sets for locality-aware sampling (ALGORITHMS §4,
- * seed 000 §4; the design is in locality.h).
+/* locality.c — preferred sets for locality-aware sampling (docs/algorithms.md §4,
+ * P0 §4 (docs/papers.md); the design is in locality.h).
  *
  * The propagation v_{l+1} = A v_l is a pull: row i sums its neighbours'
  * values, so each worker writes only its own rows — unlike hotness.c's

@@ -1,5 +1,5 @@
-/* locality.h — the planning side of locality-aware sampling (ALGORITHMS §4,
- * seed 000 §4): the preferred sets a reader's sampler boosts, and
+/* locality.h — the planning side of locality-aware sampling (docs/algorithms.md §4,
+ * P0 §4, docs/papers.md): the preferred sets a reader's sampler boosts, and
  * Algorithm 2, the per-epoch controller of the boost s.
  *
  * Preferred sets, per reader (a GPU, or a group of linked GPUs that share

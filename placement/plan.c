@@ -1,5 +1,5 @@
 /* plan.c — assembles a placement plan from the pieces in algo1.c, solver.c
- * and topo.c, and derives the routes (ALGORITHMS §3 routing tables, §5).
+ * and topo.c, and derives the routes (docs/algorithms.md §3 routing tables, §5).
  *
  * Build order matters: the XGNN solver runs first because how many
  * partitions a GPU stores decides its topology budget; the budget split then
@@ -48,7 +48,7 @@ void fs_plan_defaults(fs_plan_opts_t *o)
     fs_budget_defaults(&o->budget);
     o->policy = FS_FEAT_AUTO;
     o->alpha[FS_FABRIC_PCIE] = 0.0;     /* unused: no groups without peer links */
-    o->alpha[FS_FABRIC_NVLINK] = 0.2;   /* seed 000's default for NVLink pairs */
+    o->alpha[FS_FABRIC_NVLINK] = 0.2;   /* P0's default for NVLink pairs (docs/papers.md) */
     o->alpha[FS_FABRIC_NVSWITCH] = 0.0; /* ... and for all-to-all NVSwitch */
     o->place_topology = 1;
     o->solver_budget = FS_XGNN_DEFAULT_BUDGET;
@@ -345,7 +345,7 @@ static fs_status_t replicated_routes(fs_plan_t *plan, const fs_hardware_t *hw, i
 
 /* NAIVE / RAND: GPU g takes positions [S_g, S_g + BSIZE_g) of `ids` (the
  * identity for NAIVE), S_g = Σ_{h<g} BSIZE_h: one partition over all GPUs,
- * whatever the links — seed 000 §5's "naive partitioning". */
+ * whatever the links — P0 §5's "naive partitioning". */
 static fs_status_t place_ranges(fs_plan_t *plan, const int64_t *ids, fs_error_t *err)
 {
     int64_t start = 0, N = plan->num_nodes;
@@ -371,7 +371,7 @@ static void hash_keys(void *vctx, int64_t b, int64_t e, int worker)
     for (int64_t v = b; v < e; v++) c->key[v] = (double)(fs_rng_at(0x72616e64ULL, 0, (uint64_t)v) >> 11);
 }
 
-/* RAND: seed 000's "random permutation, then naive partitioning"; the
+/* RAND: P0's "random permutation, then naive partitioning"; the
  * permutation is the order of a fixed hash of the id, so it is the same on
  * every run and thread count. */
 static fs_status_t place_rand(fs_plan_t *plan, int threads, fs_error_t *err)

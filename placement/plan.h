@@ -1,5 +1,5 @@
 /* plan.h — who holds which feature rows and neighbour lists, and where each
- * reader GPU reads each node from (ALGORITHMS §2, §3, §5).
+ * reader GPU reads each node from (docs/algorithms.md §2, §3, §5).
  *
  * Inputs: hotness p[N] (from hotness.h or measured counts), the hardware,
  * byte budgets. Output: an fs_plan_t of plain arrays a server applies —
@@ -12,10 +12,10 @@
  *   Rule 1        a GPU without peers holds its top-BSIZE rows (§3);
  *   Algorithm 1   the corrected loop of §3 for a group of linked GPUs;
  *   XGNN solver   which partitions each GPU stores so every GPU reaches
- *                 every partition in one hop (§5, seed 001 Fig. 8);
+ *                 every partition in one hop (§5, P1 Fig. 8, docs/papers.md);
  *   topo split    hot prefix to GPUs by new_id mod n, the rest to host (§5);
  *   baselines     NAIVE id ranges, RAND hash order, DEGREE per-clique
- *                 partitions, as real plans for comparison (seed 000 §5);
+ *                 partitions, as real plans for comparison (P0 §5, docs/papers.md);
  *   cost model    predicted bytes per reader and source (§2); measured
  *                 traffic of real mini-batches is replay.h's;
  *   persistence   save/load with a version and a checksum.
@@ -28,7 +28,7 @@
 
 #include "hardware.h"
 
-/* ---- budgets (ALGORITHMS §5) ------------------------------------------------ */
+/* ---- budgets (docs/algorithms.md §5) ---------------------------------------- */
 
 typedef struct {
     int64_t reserve_bytes;  /* per GPU, left free for the trainer's model and activations */
@@ -62,7 +62,7 @@ void fs_budget_defaults(fs_budget_opts_t *o);
 fs_status_t fs_budget_split(const fs_hardware_t *hw, const fs_budget_opts_t *o, const fs_data_size_t *d,
                             const int *topo_parts, const int *feat_parts, fs_budget_t *out, fs_error_t *err);
 
-/* ---- Rule 1 and Algorithm 1 (ALGORITHMS §3) -------------------------------- */
+/* ---- Rule 1 and Algorithm 1 (docs/algorithms.md §3) ------------------------ */
 
 /* order = fs_argsort_desc(p) (argsort.h). rows[0..*count) = the top
  * min(bsize, num_nodes) ids. */
@@ -76,7 +76,7 @@ fs_status_t fs_rule1(const int64_t *order, int64_t num_nodes, int64_t bsize, int
 fs_status_t fs_algo1(const double *p, const int64_t *order, int64_t num_nodes, int n, int64_t bsize, double alpha,
                      int64_t *B, int64_t *count, fs_error_t *err);
 
-/* ---- the XGNN placement solver (ALGORITHMS §5) ------------------------------ */
+/* ---- the XGNN placement solver (docs/algorithms.md §5) ---------------------- */
 
 /* Partition q starts on GPU q. A plan adds replicas until every GPU i reaches
  * every partition on itself or a direct peer. Plans are ranked by the
@@ -108,7 +108,7 @@ fs_status_t fs_xgnn_solve(const fs_hardware_t *hw, int64_t budget, fs_xgnn_t *ou
  * out->min_bandwidth and out->source from out->holds. */
 fs_status_t fs_xgnn_evaluate(const fs_hardware_t *hw, fs_xgnn_t *out, fs_error_t *err);
 
-/* ---- topology partitioning (ALGORITHMS §5) --------------------------------- */
+/* ---- topology partitioning (docs/algorithms.md §5) ------------------------- */
 
 /* Nodes relabelled by hotness: new id k = k-th hottest. New ids [0, hot) go
  * to GPU partition (new % n) at local row new / n; the cold rest stays on the
@@ -148,7 +148,7 @@ typedef enum {
     FS_FEAT_RULE1,     /* every GPU its own top-BSIZE */
     FS_FEAT_ALGO1,     /* Algorithm 1 per clique of linked GPUs (Rule 1 for lone GPUs) */
     FS_FEAT_XGNN,      /* hot prefix partitioned by new_id mod n, replicated by the solver */
-    /* Baselines (seed 000 §5 and the systems it compares with), real plans so
+    /* Baselines (P0 §5 (docs/papers.md) and the systems it compares with), real plans so
      * they are routed, predicted and replayed like the others. Readers reach
      * peers' rows over direct links only, as for every policy. */
     FS_FEAT_NAIVE,     /* GPU g holds ids [S_g, S_g + BSIZE_g), S_g = Σ_{h<g} BSIZE_h: id ranges */
@@ -227,7 +227,7 @@ void fs_plan_free(fs_plan_t *plan);
 fs_status_t fs_plan_route(const fs_plan_t *plan, int reader, int8_t *dev, int64_t *pos, fs_error_t *err);
 fs_status_t fs_plan_topo_route(const fs_plan_t *plan, int reader, int8_t *dev, int64_t *pos, fs_error_t *err);
 
-/* ---- cost model (ALGORITHMS §2) --------------------------------------------- */
+/* ---- cost model (docs/algorithms.md §2) ------------------------------------- */
 
 #define FS_COST_HOST FS_HW_MAX_GPUS   /* source index of host memory in fs_cost_t.bytes */
 

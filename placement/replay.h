@@ -73,7 +73,7 @@ fs_status_t fs_replay_per_batch(const fs_replay_t *r, const fs_hardware_t *hw, f
  * an index there, so a list read costs one FS_COST_SECTOR_BYTES transaction
  * for its offsets plus one per index it picks, whatever the index width (a
  * GPU's smallest transaction; over PCIe, random 4-8 B reads are why
- * ALGORITHMS §5 puts topology first); weighted modes read the whole list,
+ * docs/algorithms.md §5 puts topology first); weighted modes read the whole list,
  * so its bytes in whole sectors. out->bytes are those sectors' bytes per
  * mini-batch, timed like feature bytes. */
 #define FS_COST_SECTOR_BYTES 32

@@ -1,5 +1,5 @@
-/* solver.c — XGNN's partition placement solver (ALGORITHMS §5, seed 001
- * §4.2 and Fig. 8).
+/* solver.c — XGNN's partition placement solver (docs/algorithms.md §5, P1
+ * §4.2 and Fig. 8, docs/papers.md).
  *
  * The paper's PruningSearch walks the GPUs in order and, for each partition
  * a GPU cannot reach, tries the holders R1 (balance) and R2 (less

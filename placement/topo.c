@@ -1,4 +1,4 @@
-/* topo.c — XGNN's topology partitioner (ALGORITHMS §5, seed 001 §4.3).
+/* topo.c — XGNN's topology partitioner (docs/algorithms.md §5, P1 §4.3, docs/papers.md).
  *
  * Nodes are relabelled by hotness (new id = rank), so the hottest prefix is
  * a contiguous range of new ids; new_id mod n spreads it evenly over the n

@@ -27,10 +27,10 @@ typedef enum {
 const char *fs_place_hotness_name(fs_place_hotness_t h);   /* "degree", "reach", "presample" */
 fs_status_t fs_place_hotness_parse(const char *name, fs_place_hotness_t *out, fs_error_t *err);
 
-/* Which data gets a GPU's memory first (ALGORITHMS §5). */
+/* Which data gets a GPU's memory first (docs/algorithms.md §5). */
 typedef enum {
     FS_PLACE_TOPOLOGY_FIRST = 0,  /* XGNN's default: random 4-8 B index reads suffer most over PCIe */
-    FS_PLACE_FEATURE_FIRST,       /* better when GPU memory is scarce (seed 001 §6.8) */
+    FS_PLACE_FEATURE_FIRST,       /* better when GPU memory is scarce (P1 §6.8, docs/papers.md) */
     FS_PLACE_ORDER_AUTO,          /* plan both, keep the one the cost model times faster */
     FS_PLACE_ORDER_COUNT_
 } fs_place_order_t;

@@ -1,4 +1,4 @@
-/* place_las.h — the server side of locality-aware sampling (ALGORITHMS §4):
+/* place_las.h — the server side of locality-aware sampling (docs/algorithms.md §4):
  * once a plan is applied, each planned reader GPU gets its preferred sets
  * (placement/locality.h: B = the feature rows the plan routes that GPU to
  * GPU memory — its own copy or a peer's — then Q_1 = B and Q_2..Q_L the

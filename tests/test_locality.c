@@ -1,4 +1,4 @@
-/* test_locality.c — locality-aware sampling (ALGORITHMS §4): s = 1 and
+/* test_locality.c — locality-aware sampling (docs/algorithms.md §4): s = 1 and
  * unboosted requests bit-identical to fs_sample_cpu, block invariants of
  * boosted samples, the water-filled probabilities (sum preserved, clamping),
  * Monte-Carlo unbiasedness of the importance-weighted estimator (and that

@@ -53,7 +53,7 @@ Test(hardware, dgx1_is_the_hybrid_cube_mesh_of_seed_001)
 {
     fs_hardware_t hw = preset("dgx1-v100");
     cr_assert_eq(hw.num_gpus, 8);
-    /* GPU0 cannot reach GPU4, 5, 7 (seed 001 §4.2); reaches 1, 2, 3, 6 */
+    /* GPU0 cannot reach GPU4, 5, 7 (P1 §4.2, docs/papers.md); reaches 1, 2, 3, 6 */
     cr_assert_eq(fs_hw_peer_mask(&hw, 0), (1u << 1) | (1u << 2) | (1u << 3) | (1u << 6));
     int nv_links_total = 0;
     for (int i = 0; i < 8; i++) {
@@ -896,7 +896,7 @@ Test(plan, algo1_on_nvlink_pairs_routes_local_then_peer_then_host)
     cr_assert_lt(plan->replication, 4.0);
     check_routes(&hw, plan);
 
-    /* ALGORITHMS §2: E[C_i] = C_cpu Σp − (C_cpu − C_gpu) Σ_{B_gpu} p − C_gpu Σ_{B_i} p */
+    /* docs/algorithms.md §2: E[C_i] = C_cpu Σp − (C_cpu − C_gpu) Σ_{B_gpu} p − C_gpu Σ_{B_i} p */
     fs_cost_t c;
     cr_assert_eq(fs_plan_predict(plan, &hw, p, NULL, &c, &err), FS_OK, "%s", err.msg);
     char *in_b0 = calloc((size_t)N, 1), *in_b1 = calloc((size_t)N, 1);
@@ -1259,7 +1259,7 @@ Test(plan, alpha_specs_set_each_link_class_and_bad_ones_are_named)
     fs_error_t err = {0};
     fs_plan_opts_t o;
     fs_plan_defaults(&o);
-    cr_assert_float_eq(o.alpha[FS_FABRIC_NVLINK], 0.2, 1e-12, "seed 000's default");
+    cr_assert_float_eq(o.alpha[FS_FABRIC_NVLINK], 0.2, 1e-12, "P0's default");
     cr_assert_eq(fs_plan_alpha_parse("0", o.alpha, &err), FS_OK, "%s", err.msg);
     cr_assert(o.alpha[FS_FABRIC_NVLINK] == 0 && o.alpha[FS_FABRIC_NVSWITCH] == 0);
     cr_assert_eq(fs_plan_alpha_parse("nvswitch=0.5", o.alpha, &err), FS_OK, "%s", err.msg);
