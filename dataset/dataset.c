@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -136,7 +137,7 @@ typedef struct {
     const void *data;
     fs_dtype_t dt;
     int64_t lo, hi;               /* valid range [lo, hi) */
-    int monotone;                 /* check a[i] <= a[i+1] instead */
+    enum { SCAN_RANGE, SCAN_MONOTONE, SCAN_WEIGHT } kind;
     _Atomic int64_t first_bad;
 } scan_t;
 
@@ -147,9 +148,12 @@ static void scan_range(void *p, int64_t b, int64_t e, int w)
     for (int64_t i = b; i < e; i++) {
         if (i >= atomic_load_explicit(&s->first_bad, memory_order_relaxed)) return;
         int bad;
-        if (s->monotone) {
+        if (s->kind == SCAN_MONOTONE) {
             const int64_t *a = s->data;
             bad = a[i] > a[i + 1];
+        } else if (s->kind == SCAN_WEIGHT) {
+            float w = ((const float *)s->data)[i];
+            bad = !(w >= 0.0f && w <= FLT_MAX); /* also NaN and +inf */
         } else {
             int64_t v = s->dt == FS_DTYPE_I32 ? ((const int32_t *)s->data)[i] : ((const int64_t *)s->data)[i];
             bad = v < s->lo || v >= s->hi;
@@ -175,9 +179,21 @@ static int64_t first_out_of_range(const void *data, fs_dtype_t dt, int64_t n, in
 
 static int64_t first_decrease(const int64_t *a, int64_t n, int threads)
 {
-    scan_t s = {.data = a, .monotone = 1};
+    scan_t s = {.data = a, .kind = SCAN_MONOTONE};
     atomic_init(&s.first_bad, INT64_MAX);
     fs_parallel_for(threads, n - 1, scan_range, &s);
+    int64_t r = atomic_load(&s.first_bad);
+    return r == INT64_MAX ? -1 : r;
+}
+
+/* Weighted sampling draws each neighbour in proportion to its edge weight,
+ * so a NaN, infinite or negative weight has no meaning: refuse it here,
+ * once, instead of in every request. */
+static int64_t first_bad_weight(const float *w, int64_t n, int threads)
+{
+    scan_t s = {.data = w, .kind = SCAN_WEIGHT};
+    atomic_init(&s.first_bad, INT64_MAX);
+    fs_parallel_for(threads, n, scan_range, &s);
     int64_t r = atomic_load(&s.first_bad);
     return r == INT64_MAX ? -1 : r;
 }
@@ -252,6 +268,10 @@ static fs_status_t open_topology(open_ctx_t *c, json_t *topo)
             (s = expect_shape(c, f, &h, 1, ds->num_edges, "edge_weights")))
             return s;
         ds->edge_weights = d;
+        int64_t bad = first_bad_weight(d, ds->num_edges, c->threads);
+        if (bad >= 0)
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge weight at offset %lld is %g; weights must be "
+                            "finite and >= 0", c->dir, f, (long long)bad, (double)ds->edge_weights[bad]);
     }
     return FS_OK;
 }

@@ -100,6 +100,15 @@ fs_status_t fs_locality_value_check(double locality, fs_error_t *err)
                     "FS_LOCALITY_AUTO", locality);
 }
 
+/* Every part must carry weights: a routed view reads a node's list (and its
+ * weights) from whichever part holds it. */
+static int view_has_weights(const fs_csr_view_t *g)
+{
+    for (int p = 0; p < (g->num_parts > 0 ? g->num_parts : 1); p++)
+        if (!g->part[p].weights) return 0;
+    return 1;
+}
+
 fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                             fs_error_t *err)
 {
@@ -121,7 +130,7 @@ fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_
                             req->fanout[h]);
         if ((unsigned)req->mode[h] >= FS_SAMPLE_MODE_COUNT_)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: mode[%d] is %d, unknown", h, (int)req->mode[h]);
-        if (req->mode[h] >= FS_SAMPLE_WEIGHTED && !g->part[0].weights)
+        if (req->mode[h] >= FS_SAMPLE_WEIGHTED && !view_has_weights(g))
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "sample: hop %d asks for weighted sampling but the graph "
                             "has no edge weights", h);
     }

@@ -1,6 +1,7 @@
 /* test_dataset.c — native format: writer/reader round trip, atomic output,
  * and a clear error (file + offset) for every kind of malformed dataset. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -283,5 +284,48 @@ Test(dataset, a_feature_table_named_labels_is_refused_when_labelled)
     fs_writer_set_meta(w, "clash", 2, 0, 0, 2);
     cr_assert_eq(fs_writer_commit(w, &err), FS_OK, "%s", err.msg);
     expect_open_error(d, FS_ERR_FORMAT, "manifest.json", "reserved for the labels");
+    free(d);
+}
+
+/* The tiny graph with edge weights w[4]. */
+static char *make_weighted(const char *name, const float *w)
+{
+    char *d = tu_path(dir, name);
+    fs_writer_t *wr;
+    fs_error_t err = {0};
+    int64_t *ip, shape[1] = {5};
+    int32_t *ix;
+    float *wt;
+    cr_assert_eq(fs_writer_create(d, 0, &wr, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_writer_array(wr, FS_ROLE_INDPTR, NULL, FS_DTYPE_I64, 1, shape, (void **)&ip, &err), FS_OK);
+    memcpy(ip, IP, sizeof IP);
+    shape[0] = 4;
+    cr_assert_eq(fs_writer_array(wr, FS_ROLE_INDICES, NULL, FS_DTYPE_I32, 1, shape, (void **)&ix, &err), FS_OK);
+    memcpy(ix, IX, sizeof IX);
+    cr_assert_eq(fs_writer_array(wr, FS_ROLE_EDGE_WEIGHTS, NULL, FS_DTYPE_F32, 1, shape, (void **)&wt, &err), FS_OK);
+    memcpy(wt, w, 4 * sizeof *w);
+    fs_writer_set_meta(wr, name, 4, 4, 0, 0);
+    cr_assert_eq(fs_writer_commit(wr, &err), FS_OK, "%s", err.msg);
+    return d;
+}
+
+Test(dataset, nan_infinite_and_negative_edge_weights_are_refused)
+{
+    const float ok[4] = {0, 1, 2.5f, 0}, nan[4] = {1, 1, NAN, 1}, inf[4] = {1, INFINITY, 1, 1},
+                neg[4] = {1, 1, 1, -0.5f};
+    char *d = make_weighted("ok", ok);
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_dataset_open(d, FS_OPEN_VERIFY, 2, &ds, &err), FS_OK, "%s", err.msg);
+    fs_dataset_close(ds);
+    free(d);
+    d = make_weighted("nan", nan);
+    expect_open_error(d, FS_ERR_FORMAT, "edge_weights", "offset 2 is nan");
+    free(d);
+    d = make_weighted("inf", inf);
+    expect_open_error(d, FS_ERR_FORMAT, "edge_weights", "offset 1 is inf");
+    free(d);
+    d = make_weighted("neg", neg);
+    expect_open_error(d, FS_ERR_FORMAT, "edge_weights", "offset 3 is -0.5");
     free(d);
 }

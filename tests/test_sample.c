@@ -335,3 +335,26 @@ Test(sample, zero_weight_edges_are_never_picked)
     for (int i = 0; i < D; i += 2) cr_assert_eq(count[i], 0, "zero-weight edge %d picked", i);
     for (int i = 1; i < D; i += 2) cr_assert_eq(count[i], 500);
 }
+
+/* A routed view reads a node's list (and weights) from the part that holds
+ * it: a weighted request must be refused, not crash, when any part lacks
+ * weights. */
+Test(sample, weighted_request_on_a_routed_view_needs_weights_in_every_part)
+{
+    fs_csr_view_t g = star(1);
+    uint64_t route[D + 1];
+    for (int i = 0; i <= D; i++) route[i] = FS_ROUTE(i == 0 ? 1 : 0, i); /* the hub's list lives in part 1 */
+    g.part[1] = g.part[0];
+    g.part[1].weights = NULL;
+    g.num_parts = 2;
+    g.route = route;
+    int64_t seeds[1] = {0};
+    fs_sample_req_t r = {.num_hops = 1, .fanout = {3}, .mode = {FS_SAMPLE_WEIGHTED}, .seed = 1};
+    fs_sample_result_t res;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 1, &r, &res, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "no edge weights"), "%s", err.msg);
+    r.mode[0] = FS_SAMPLE_UNIFORM; /* uniform needs no weights */
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 1, &r, &res, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(res.block[0].num_edges, 3);
+}
