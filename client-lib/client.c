@@ -14,6 +14,14 @@
 #define SAMPLE_REQ_V1 (offsetof(fs_sample_req_t, locality) + sizeof(double))
 #define REPLAN_OPTS_V1 (offsetof(fs_replan_opts_t, reserve) + sizeof(const char *))
 
+/* A field added later must make the struct bigger, or struct_size could
+ * not tell the versions apart: no public struct may end in padding a new
+ * field could slip into (docs/api.md). */
+#define FS_ENDS_AT(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
+_Static_assert(sizeof(fs_connect_opts_t) == FS_ENDS_AT(fs_connect_opts_t, device), "trailing padding");
+_Static_assert(sizeof(fs_sample_req_t) == FS_ENDS_AT(fs_sample_req_t, locality), "trailing padding");
+_Static_assert(sizeof(fs_replan_opts_t) == FS_ENDS_AT(fs_replan_opts_t, reserve), "trailing padding");
+
 FS_API const char *fs_version(void) { return FS_LIB_VERSION; }
 
 static fs_status_t read_struct(fs_client_t *c, void *dst, size_t size, const void *src, size_t min, const char *what)

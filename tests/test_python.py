@@ -24,6 +24,7 @@ import argparse
 import ctypes
 import gc
 import importlib.util
+import json
 import os
 import select
 import shutil
@@ -92,13 +93,23 @@ def setUpModule():
     dataset = os.path.join(tmp, "cora")
     subprocess.run([ARGS.featstore, "import", "npz", os.path.join(HERE, "data", "cora.npz"), "--out", dataset,
                     "--symmetrize"], check=True, stdout=subprocess.DEVNULL)
-    sock = os.path.join(tmp, "s.sock")
+    SERVER.update(start_server(dataset, os.path.join(tmp, "s.sock")))
+
+
+def start_server(dataset, sock):
+    """`featstore serve dataset` on sock and ephemeral ports: the fixture's keys."""
     proc = subprocess.Popen([ARGS.featstore, "serve", dataset, "--socket", sock, "--listen", "127.0.0.1:0",
                              "--metrics", "127.0.0.1:0"], stdout=subprocess.PIPE, preexec_fn=_die_with_parent)
-    SERVER.update(proc=proc, dataset=dataset, sock=sock)
-    ready = read_ready(proc)
-    SERVER["unix"] = "unix://" + ready["unix"]
-    SERVER["grpc"] = "grpc://" + ready["grpc"]
+    server = dict(proc=proc, dataset=dataset, sock=sock)
+    try:
+        ready = read_ready(proc)
+    except Exception:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        raise
+    server.update(unix="unix://" + ready["unix"], grpc="grpc://" + ready["grpc"])
+    return server
 
 
 def tearDownModule():
@@ -368,6 +379,68 @@ class BindingTest(unittest.TestCase):
 
 
 # ---- GraphSAGE through featstore ---------------------------------------------------
+
+# ---- a dataset with many tables and splits --------------------------------------
+
+def write_wide_dataset(path, tables=20, splits=10, nodes=50):
+    """A ring of `nodes` nodes with `tables` feature tables (table k: dim k+1,
+    float32 for even k and float16 for odd, row v = v*40+k+j) and `splits`
+    splits (split k: the nodes v % splits == k, descending), written with
+    numpy in the dataset format (docs: README's Dataset format)."""
+    os.makedirs(path)
+    save = lambda name, a: np.save(os.path.join(path, name), a)
+    save("indptr.npy", np.arange(nodes + 1, dtype=np.int64))
+    save("indices.npy", ((np.arange(nodes) + 1) % nodes).astype(np.int32))
+    features, parts = {}, {}
+    for k in range(tables):
+        dtype = np.float16 if k % 2 else np.float32
+        rows = np.arange(nodes)[:, None] * 40 + k + np.arange(k + 1)[None, :]
+        save(f"table_t{k:02d}.npy", rows.astype(dtype))
+        features[f"t{k:02d}"] = {"file": f"table_t{k:02d}.npy", "dtype": np.dtype(dtype).name}
+    for k in range(splits):
+        save(f"split_s{k}.npy", np.arange(k, nodes, splits, dtype=np.int64)[::-1].copy())
+        parts[f"s{k}"] = f"split_s{k}.npy"
+    manifest = {"format": "featstore-dataset", "version": 1, "name": "wide", "num_nodes": nodes,
+                "num_edges": nodes, "symmetric": False,
+                "topology": {"indptr": "indptr.npy", "indices": "indices.npy"},
+                "features": features, "splits": parts}
+    with open(os.path.join(path, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+
+
+class WideDatasetTest(unittest.TestCase):
+    """Info lists every table and split, whatever their number, over both transports."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="featstore-wide-")
+        write_wide_dataset(os.path.join(cls.dir, "wide"))
+        cls.server = start_server(os.path.join(cls.dir, "wide"), os.path.join(cls.dir, "s.sock"))
+
+    @classmethod
+    def tearDownClass(cls):
+        proc = cls.server["proc"]
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_twenty_tables_and_ten_splits(self):
+        for uri in (self.server["unix"], self.server["grpc"]):
+            with featstore.connect(uri) as c:
+                info = c.info()
+                self.assertEqual(len(info.tables), 20, uri)
+                self.assertEqual(len(info.splits), 10, uri)
+                for k in range(20):
+                    self.assertEqual(info.tables[f"t{k:02d}"],
+                                     featstore.TableInfo(f"t{k:02d}", "float16" if k % 2 else "float32", 50, k + 1))
+                for k in range(10):
+                    np.testing.assert_array_equal(c.split(f"s{k}"), np.arange(k, 50, 10)[::-1])
+                with c.gather([49, 0, 7], "t19", "float32") as b:
+                    want = np.array([49, 0, 7])[:, None] * 40 + 19 + np.arange(20)[None, :]
+                    np.testing.assert_array_equal(b.features, want.astype(np.float32))
+        print("RESULT python info lists 20 tables and 10 splits over unix:// and grpc://")
+
 
 def load_example():
     spec = importlib.util.spec_from_file_location("train_graphsage", os.path.join(ROOT, "examples",

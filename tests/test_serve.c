@@ -17,6 +17,7 @@
 #include "featstore/admin.h"
 #include "featstore/client.h"
 #include "test_util.h"
+#include "writer.h"
 
 static char *dir, *data, sock[256];
 
@@ -460,4 +461,113 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     fs_ids_free(train);
     fs_close(trainer), fs_close(admin), fs_close(remote);
     cr_assert_eq(stop(&s, SIGTERM), 0);
+}
+
+/* ---- a dataset with many tables and splits ------------------------------------- */
+
+#define WIDE_TABLES 20
+#define WIDE_SPLITS 10
+#define WIDE_NODES 50
+
+/* Table k: dim k+1, float32 for even k and float16 for odd; row v holds
+ * v*40+k+j (exact in both). Split k: the nodes v with v % 10 == k, in
+ * descending order (so neither the order nor the length is a default). */
+static char *make_wide_dataset(void)
+{
+    char *d = tu_path(dir, "wide");
+    fs_writer_t *w;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_writer_create(d, 0, &w, &err), FS_OK, "%s", err.msg);
+    int64_t *ip, shape[2] = {WIDE_NODES + 1, 0};
+    int32_t *ix;
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_INDPTR, NULL, FS_DTYPE_I64, 1, shape, (void **)&ip, &err), FS_OK);
+    for (int v = 0; v <= WIDE_NODES; v++) ip[v] = v; /* a ring: v -> v+1 */
+    shape[0] = WIDE_NODES;
+    cr_assert_eq(fs_writer_array(w, FS_ROLE_INDICES, NULL, FS_DTYPE_I32, 1, shape, (void **)&ix, &err), FS_OK);
+    for (int v = 0; v < WIDE_NODES; v++) ix[v] = (v + 1) % WIDE_NODES;
+    for (int k = 0; k < WIDE_TABLES; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%02d", k);
+        fs_dtype_t dt = k % 2 ? FS_DTYPE_F16 : FS_DTYPE_F32;
+        int64_t ts[2] = {WIDE_NODES, k + 1};
+        void *t;
+        cr_assert_eq(fs_writer_array(w, FS_ROLE_FEATURES, name, dt, 2, ts, &t, &err), FS_OK, "%s", err.msg);
+        for (int v = 0; v < WIDE_NODES; v++)
+            for (int j = 0; j <= k; j++) {
+                float x = (float)(v * 40 + k + j); /* < 2048: exact in float16 */
+                if (dt == FS_DTYPE_F32) ((float *)t)[v * (k + 1) + j] = x;
+                else ((uint16_t *)t)[v * (k + 1) + j] = fs_f32_to_f16(x);
+            }
+    }
+    for (int k = 0; k < WIDE_SPLITS; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "split%d", k);
+        int64_t ss[1] = {WIDE_NODES / WIDE_SPLITS}, *ids;
+        cr_assert_eq(fs_writer_array(w, FS_ROLE_SPLIT, name, FS_DTYPE_I64, 1, ss, (void **)&ids, &err), FS_OK);
+        for (int i = 0; i < ss[0]; i++) ids[i] = (ss[0] - 1 - i) * WIDE_SPLITS + k;
+    }
+    fs_writer_set_meta(w, "wide", WIDE_NODES, WIDE_NODES, 0, 0);
+    cr_assert_eq(fs_writer_commit(w, &err), FS_OK, "%s", err.msg);
+    return d;
+}
+
+static void check_wide(fs_client_t *c)
+{
+    const char *via = fs_client_transport(c);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s: %s", via, fs_client_errstr(c));
+    cr_assert_eq(info->num_tables, WIDE_TABLES, "%s: %zu tables", via, info->num_tables);
+    cr_assert_eq(info->num_splits, WIDE_SPLITS, "%s: %zu splits", via, info->num_splits);
+    int seen_table[WIDE_TABLES] = {0}, seen_split[WIDE_SPLITS] = {0};
+    for (size_t i = 0; i < info->num_tables; i++) {
+        const fs_table_info_t *t = &info->tables[i];
+        int k;
+        cr_assert_eq(sscanf(t->name, "t%d", &k), 1, "%s: table %s", via, t->name);
+        cr_assert(k >= 0 && k < WIDE_TABLES && !seen_table[k]++, "%s: table %s twice or unknown", via, t->name);
+        cr_assert_eq(t->dim, k + 1, "%s: %s", via, t->name);
+        cr_assert_eq(t->rows, WIDE_NODES);
+        cr_assert_eq(t->dtype, k % 2 ? FS_DTYPE_F16 : FS_DTYPE_F32, "%s: %s", via, t->name);
+    }
+    for (size_t i = 0; i < info->num_splits; i++) {
+        int k;
+        cr_assert_eq(sscanf(info->splits[i], "split%d", &k), 1, "%s: split %s", via, info->splits[i]);
+        cr_assert(k >= 0 && k < WIDE_SPLITS && !seen_split[k]++, "%s: split %s", via, info->splits[i]);
+        fs_ids_t *ids;
+        cr_assert_eq(fs_split(c, info->splits[i], &ids), FS_OK, "%s: %s", via, fs_client_errstr(c));
+        cr_assert_eq(ids->n, WIDE_NODES / WIDE_SPLITS);
+        for (int64_t j = 0; j < ids->n; j++) cr_assert_eq(ids->ids[j], (ids->n - 1 - j) * WIDE_SPLITS + k);
+        fs_ids_free(ids);
+    }
+    fs_info_free(info);
+    /* and the last table's rows are served */
+    int64_t ids[3] = {49, 0, 7};
+    fs_batch_t *b;
+    cr_assert_eq(fs_gather(c, ids, 3, "t19", FS_DTYPE_F32, &b), FS_OK, "%s: %s", via, fs_client_errstr(c));
+    cr_assert_eq(b->kind, FS_BATCH_GATHER);
+    cr_assert_eq(b->dim, 20);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 20; j++)
+            cr_assert_float_eq(((const float *)b->features)[i * 20 + j], (float)(ids[i] * 40 + 19 + j), 0);
+    fs_batch_free(b);
+}
+
+Test(serve, info_lists_every_table_and_split_over_both_transports)
+{
+    char *keep = data;
+    data = make_wide_dataset();
+    server_t s;
+    cr_assert_eq(start(&s, ""), 0);
+    char uri[320];
+    fs_client_t *c;
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
+    check_wide(c);
+    fs_close(c);
+    snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", s.grpc_port);
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
+    check_wide(c);
+    fs_close(c);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    free(data);
+    data = keep;
 }

@@ -99,3 +99,35 @@ Test(types, dtype_names_round_trip)
     }
     cr_assert_eq(fs_dtype_from_name("complex64"), FS_DTYPE_INVALID);
 }
+
+/* The extensible-struct rule (featstore/types.h): a v1 struct and its v2,
+ * which adds one field at the end (and grows: see client.c's asserts). */
+typedef struct { size_t struct_size; int64_t a; } v1_t;
+typedef struct { size_t struct_size; int64_t a; int64_t b; } v2_t;
+
+Test(types, versioned_structs_older_newer_and_bad_sizes)
+{
+    fs_error_t err = {0};
+    /* an older program's v1 read by a v2 library: the new field reads as 0 */
+    v1_t old = {sizeof old, 7};
+    v2_t got = {0, -1, -1};
+    cr_assert_eq(fs_struct_read(&got, sizeof got, &old, sizeof old, "v2_t", &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(got.a, 7);
+    cr_assert_eq(got.b, 0);
+    cr_assert_eq(got.struct_size, sizeof got, "the copy says what it now is");
+    /* a newer program's v2 read by a v1 library: fine while the new field is 0 */
+    v2_t newer = {sizeof newer, 8, 0};
+    v1_t mine = {0, -1};
+    cr_assert_eq(fs_struct_read(&mine, sizeof mine, &newer, sizeof mine, "v1_t", &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(mine.a, 8);
+    newer.b = 1; /* an option this library does not know: refused, never ignored */
+    cr_assert_eq(fs_struct_read(&mine, sizeof mine, &newer, sizeof mine, "v1_t", &err), FS_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(err.msg, "upgrade libfeatstore"), "%s", err.msg);
+    v1_t zero = {0, 1};
+    cr_assert_eq(fs_struct_read(&mine, sizeof mine, &zero, sizeof mine, "v1_t", &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "struct_size is 0"), "%s", err.msg);
+    v1_t tiny = {4, 1};
+    _Static_assert(sizeof(v2_t) > sizeof(v1_t), "the test needs a v2 that grows");
+    cr_assert_eq(fs_struct_read(&mine, sizeof mine, &tiny, sizeof mine, "v1_t", &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "smaller than any version"), "%s", err.msg);
+}
