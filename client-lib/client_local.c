@@ -85,12 +85,6 @@ typedef struct {
     int slot;
 } local_batch_t;
 
-/* Descriptors received with a WELCOME, in its order. */
-typedef struct {
-    int *fd;
-    size_t n, cap, next;
-} fd_list_t;
-
 static const featstore_local_Table *table_at(const layout_t *Y, size_t i)
 {
     return (const featstore_local_Table *)Y->tables.items + i;
@@ -243,19 +237,7 @@ static fs_status_t ask(fs_client_t *c, int type, const pb_msgdesc_t *fields, con
 
 /* ---- the handshake ----------------------------------------------------------------- */
 
-static int fd_push(fd_list_t *l, int fd)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        int *p = realloc(l->fd, cap * sizeof *p);
-        if (!p) return -1;
-        l->fd = p, l->cap = cap;
-    }
-    l->fd[l->n++] = fd;
-    return 0;
-}
-
-static void fd_list_close(fd_list_t *l)
+static void fd_list_close(fs_fd_list_t *l)
 {
     for (size_t i = l->next; i < l->n; i++) close(l->fd[i]);
     free(l->fd);
@@ -265,7 +247,7 @@ static void fd_list_close(fd_list_t *l)
 /* A WELCOME (the frame just received, in L->buf) into Y and its
  * descriptors, continued in FDS frames, into fds. */
 static fs_status_t take_welcome(fs_client_t *c, local_t *L, const fs_local_frame_t *f, const int *first, int nfirst,
-                                layout_t *Y, fd_list_t *fds)
+                                layout_t *Y, fs_fd_list_t *fds)
 {
     fs_pb_list_t tables, tiers, slices, parts;
     FS_PB_INTO_ARRAY(&tables, featstore_local_Table, &Y->tables);
@@ -278,7 +260,7 @@ static fs_status_t take_welcome(fs_client_t *c, local_t *L, const fs_local_frame
     fs_pb_set_list(&Y->w.slices, &slices);
     fs_pb_set_list(&Y->w.topo_parts, &parts);
     for (int i = 0; i < nfirst; i++)
-        if (fd_push(fds, first[i]) != 0) {
+        if (fs_fd_list_push(fds, first[i]) != 0) {
             for (int j = i; j < nfirst; j++) close(first[j]);
             return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
         }
@@ -291,7 +273,7 @@ static fs_status_t take_welcome(fs_client_t *c, local_t *L, const fs_local_frame
         fs_local_frame_t g;
         fs_status_t st = recv_frame(c, L, 30000, &g, more, &n, FS_LOCAL_MAX_FDS);
         for (int i = 0; i < n; i++)
-            if (st != FS_OK || g.type != FS_LOCAL_FDS || fd_push(fds, more[i]) != 0) close(more[i]);
+            if (st != FS_OK || g.type != FS_LOCAL_FDS || fs_fd_list_push(fds, more[i]) != 0) close(more[i]);
         if (st != FS_OK) return st;
         if (g.type != FS_LOCAL_FDS || n == 0)
             return fs_client_fail(c, FS_ERR_FORMAT, "the server's handshake ended after %zu of %u descriptors",
@@ -352,7 +334,7 @@ static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, s
 }
 
 /* The next descriptor of the handshake; FS_ERR_FORMAT when they ran out. */
-static fs_status_t next_fd(fs_client_t *c, fd_list_t *fds, int *fd)
+static fs_status_t next_fd(fs_client_t *c, fs_fd_list_t *fds, int *fd)
 {
     if (fds->next >= fds->n)
         return fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, fewer than its handshake describes",
@@ -361,7 +343,7 @@ static fs_status_t next_fd(fs_client_t *c, fd_list_t *fds, int *fd)
     return FS_OK;
 }
 
-static fs_status_t map_next(fs_client_t *c, layout_t *Y, fd_list_t *fds, int64_t offset, size_t bytes,
+static fs_status_t map_next(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int64_t offset, size_t bytes,
                             const void **data)
 {
     int fd = -1;
@@ -371,7 +353,7 @@ static fs_status_t map_next(fs_client_t *c, layout_t *Y, fd_list_t *fds, int64_t
 }
 
 /* The tier-0 files: topology and feature tables. */
-static fs_status_t map_files(fs_client_t *c, layout_t *Y, fd_list_t *fds)
+static fs_status_t map_files(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
 {
     const featstore_local_Welcome *w = &Y->w;
     const void *indptr, *indices, *weights = NULL;
@@ -405,7 +387,7 @@ static fs_tier_kind_t tier_kind(const char *name)
 }
 
 /* The reader's placement: slices, routes, topology parts, preferred sets. */
-static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fd_list_t *fds)
+static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
 {
     const featstore_local_Welcome *w = &Y->w;
     const featstore_local_Tier *tiers = Y->tiers.items;
@@ -446,7 +428,7 @@ static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fd_list_t *fds)
 
 /* A received WELCOME mapped into a new layout (*out); the notice page's
  * descriptor goes to *notice_fd; the slots are left in fds from fds->next. */
-static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fd_list_t *fds, int hello, int *notice_fd)
+static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int hello, int *notice_fd)
 {
     fs_status_t st = map_files(c, Y, fds);
     if (!st) st = next_fd(c, fds, notice_fd);
@@ -460,7 +442,7 @@ static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fd_list_t *fds, int 
 /* Receives and maps a WELCOME (a reply to HELLO or RELAYOUT). On success
  * the layout is *out and, after HELLO, the slot descriptors are the last
  * ones of fds. */
-static fs_status_t recv_welcome(fs_client_t *c, local_t *L, int hello, int slots, layout_t **out, fd_list_t *fds,
+static fs_status_t recv_welcome(fs_client_t *c, local_t *L, int hello, int slots, layout_t **out, fs_fd_list_t *fds,
                                 int *notice_fd)
 {
     layout_t *Y = calloc(1, sizeof *Y);
@@ -504,7 +486,7 @@ static fs_status_t send_hello(fs_client_t *c, local_t *L, const char *path)
 
 /* The notice page, the slots, the engines: what a connection needs besides
  * its layout. */
-static fs_status_t finish_connect(fs_client_t *c, local_t *L, fd_list_t *fds, int notice_fd)
+static fs_status_t finish_connect(fs_client_t *c, local_t *L, fs_fd_list_t *fds, int notice_fd)
 {
     L->notice = mmap(NULL, FS_LOCAL_NOTICE_BYTES, PROT_READ, MAP_SHARED, notice_fd, 0);
     if (L->notice == MAP_FAILED) {
@@ -541,7 +523,7 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
     L->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (L->sock < 0 || connect(L->sock, (struct sockaddr *)&a, sizeof a) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "cannot connect to unix://%s: %s", path, strerror(errno));
-    fd_list_t fds = {0};
+    fs_fd_list_t fds = {0};
     int notice_fd = -1;
     st = send_hello(c, L, path);
     if (st == FS_OK) st = recv_welcome(c, L, 1, c->opts.slots, &L->lay, &fds, &notice_fd);
@@ -563,7 +545,7 @@ static fs_status_t relayout(fs_client_t *c, local_t *L)
 {
     if (fs_local_send(L->sock, FS_LOCAL_RELAYOUT, NULL, 0, NULL, 0, 0) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server went away: %s", strerror(errno));
-    fd_list_t fds = {0};
+    fs_fd_list_t fds = {0};
     layout_t *Y = NULL;
     int notice_fd = -1;
     fs_status_t st = recv_welcome(c, L, 0, 0, &Y, &fds, &notice_fd);

@@ -149,3 +149,15 @@ int fs_local_send_legacy_error(int sock, unsigned their_major, fs_status_t statu
     snprintf(payload + 4, sizeof payload - 4, "%s", message);
     return send_frame(sock, their_major, FS_LOCAL_ERROR, payload, sizeof payload, NULL, 0, MSG_DONTWAIT);
 }
+
+int fs_fd_list_push(fs_fd_list_t *l, int fd)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        int *p = realloc(l->fd, cap * sizeof *p);
+        if (!p) return -1;
+        l->fd = p, l->cap = cap;
+    }
+    l->fd[l->n++] = fd;
+    return 0;
+}

@@ -127,4 +127,15 @@ fs_status_t fs_local_negotiate(unsigned our_minor, unsigned their_major, unsigne
 #define FS_LOCAL_LEGACY_ERROR_BYTES 504
 int fs_local_send_legacy_error(int sock, unsigned their_major, fs_status_t status, const char *message);
 
+/* A growable array of descriptors, as they travel beside frames (the
+ * server's list to send, the client's list received). `next` is a reader's
+ * cursor; the list never closes what it holds: its user owns them. */
+typedef struct {
+    int *fd;
+    size_t n, cap, next;
+} fs_fd_list_t;
+
+/* Appends fd; 0, or -1 when out of memory (fd is then not in the list). */
+int fs_fd_list_push(fs_fd_list_t *l, int fd);
+
 #endif

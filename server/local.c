@@ -33,12 +33,6 @@ typedef struct client {
     struct client *next;
 } client_t;
 
-/* A growable array of descriptors (borrowed: the store's or the server's). */
-typedef struct {
-    int *fd;
-    size_t n, cap;
-} fd_list_t;
-
 struct fs_local_server {
     char path[108];
     int listen_fd, epoll_fd, wake_fd;
@@ -49,7 +43,7 @@ struct fs_local_server {
     featstore_local_Welcome welcome;      /* the dataset's part of every WELCOME */
     featstore_local_Table *tables;        /* [num_tables]: the dataset's tables */
     size_t num_tables;
-    fd_list_t data_fds;                   /* indptr, indices, [weights], tables, the notice page */
+    fs_fd_list_t data_fds;                   /* indptr, indices, [weights], tables, the notice page */
     _Atomic uint64_t *notice;             /* the notice page: the generation served */
     fs_replan_fn replan;
     void *replan_ctx;
@@ -59,18 +53,6 @@ struct fs_local_server {
     _Atomic int num_clients;
     _Alignas(16) char buf[FS_LOCAL_MAX_MSG];
 };
-
-static int fd_push(fd_list_t *l, int fd)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        int *p = realloc(l->fd, cap * sizeof *p);
-        if (!p) return -1;
-        l->fd = p, l->cap = cap;
-    }
-    l->fd[l->n++] = fd;
-    return 0;
-}
 
 void fs_local_server_defaults(fs_local_server_opts_t *o)
 {
@@ -87,7 +69,7 @@ static fs_status_t open_data_fd(fs_local_server_t *s, const void *data, int64_t 
         return fs_error(err, FS_ERR_INTERNAL, "local: an array of the dataset is not file-backed");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fs_error(err, FS_ERR_IO, "local: cannot reopen %s: %s", path, strerror(errno));
-    if (fd_push(&s->data_fds, fd) != 0) {
+    if (fs_fd_list_push(&s->data_fds, fd) != 0) {
         close(fd);
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
     }
@@ -97,7 +79,7 @@ static fs_status_t open_data_fd(fs_local_server_t *s, const void *data, int64_t 
 static fs_status_t open_notice(fs_local_server_t *s, fs_error_t *err)
 {
     int fd = memfd_create("featstore-notice", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, FS_LOCAL_NOTICE_BYTES) != 0 || fd_push(&s->data_fds, fd) != 0) {
+    if (fd < 0 || ftruncate(fd, FS_LOCAL_NOTICE_BYTES) != 0 || fs_fd_list_push(&s->data_fds, fd) != 0) {
         if (fd >= 0) close(fd);
         return fs_error(err, FS_ERR_NOMEM, "local: cannot create the notice page: %s", strerror(errno));
     }
@@ -179,7 +161,7 @@ typedef struct {
     featstore_local_Slice *slices;
     featstore_local_TopoPart parts[FS_MAX_TIERS];
     size_t num_tiers, num_slices, num_parts;
-    fd_list_t fds;
+    fs_fd_list_t fds;
 } placement_t;
 
 static void placement_free(placement_t *p)
@@ -191,7 +173,7 @@ static void placement_free(placement_t *p)
 
 static fs_status_t add_fd(placement_t *p, int fd, fs_error_t *err)
 {
-    return fd_push(&p->fds, fd) == 0 ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
+    return fs_fd_list_push(&p->fds, fd) == 0 ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
 }
 
 /* Each table's slice in each placed tier, then each routed table's route. */
@@ -278,7 +260,7 @@ static fs_status_t describe_placement(fs_local_server_t *s, fs_store_t *st, int 
 }
 
 /* WELCOME with its first descriptors, then FDS frames with the rest. */
-static int send_welcome_frames(client_t *c, featstore_local_Welcome *w, const fd_list_t *fds)
+static int send_welcome_frames(client_t *c, featstore_local_Welcome *w, const fs_fd_list_t *fds)
 {
     size_t first = fds->n < FS_LOCAL_MAX_FDS ? fds->n : FS_LOCAL_MAX_FDS;
     w->num_fds = (uint32_t)fds->n;
@@ -300,7 +282,7 @@ static int add_slots(client_t *c, int slots, placement_t *p)
         int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
         if (fd < 0) return -1;
         c->slots[c->num_slots++] = fd;
-        if (fd_push(&p->fds, fd) != 0) return -1;
+        if (fs_fd_list_push(&p->fds, fd) != 0) return -1;
     }
     return 0;
 }

@@ -21,16 +21,15 @@ twice:
 Exit status: 0 pass, 1 fail, 77 (ctest's skip) without /proc/self/maps.
 """
 import argparse
-import ctypes
 import os
 import re
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+import fs_serve
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,27 +44,6 @@ failures = []
 def fail(msg):
     failures.append(msg)
     print("FAIL: " + msg)
-
-
-def _die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def read_ready(proc, timeout=60):
-    """The server's READY line as {"unix": ..., "grpc": ..., "metrics": ...}."""
-    deadline, line = time.monotonic() + timeout, b""
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            raise RuntimeError("featstore serve printed no READY line in time")
-        chunk = os.read(proc.stdout.fileno(), 1)
-        if not chunk:
-            raise RuntimeError(f"featstore serve exited before READY (status {proc.wait()})")
-        line += chunk
-    fields = line.decode().split()
-    if not fields or fields[0] != "READY":
-        raise RuntimeError(f"bad READY line: {line!r}")
-    return dict(f.split("=", 1) for f in fields[1:])
 
 
 def run_probe(probe, uris, env=None):
@@ -120,9 +98,7 @@ def main():
         dataset, sock = os.path.join(tmp, "cora"), os.path.join(tmp, "s.sock")
         subprocess.run([args.featstore, "import", "npz", os.path.join(HERE, "data", "cora.npz"), "--out", dataset,
                         "--symmetrize"], check=True, stdout=subprocess.DEVNULL)
-        proc = subprocess.Popen([args.featstore, "serve", dataset, "--socket", sock, "--listen", "127.0.0.1:0",
-                                 "--metrics", "127.0.0.1:0"], stdout=subprocess.PIPE, preexec_fn=_die_with_parent)
-        ready = read_ready(proc)
+        proc, ready = fs_serve.start(args.featstore, dataset, sock)
         unix, grpc = "unix://" + ready["unix"], "grpc://" + ready["grpc"]
 
         # 1. unix:// only, with the loader logging every object it loads.
@@ -154,15 +130,8 @@ def main():
             else:
                 print(f"unix+grpc run: after grpc:// {hits[0]} is mapped")
     finally:
-        if proc and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
         if proc:
-            proc.stdout.close()
+            fs_serve.stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print(f"{len(failures)} failure(s)")

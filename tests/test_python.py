@@ -21,12 +21,10 @@ Registered with ctest (tests/CMakeLists.txt); exits 77 (ctest's skip) when
 numpy or torch is missing. Prints RESULT lines with the measured figures.
 """
 import argparse
-import ctypes
 import gc
 import importlib.util
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -34,6 +32,8 @@ import sys
 import tempfile
 import time
 import unittest
+
+import fs_serve
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,30 +63,6 @@ def require_modules():
 
 # ---- the server fixture ----------------------------------------------------------
 
-def _die_with_parent():
-    """Run in the server child: the kernel kills it if the test dies, so a
-    crashed test never leaves a server behind."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def read_ready(proc, timeout=60):
-    """The server's READY line as {"unix": …, "grpc": …, "metrics": …}."""
-    deadline = time.monotonic() + timeout
-    line = b""
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            raise RuntimeError("featstore serve printed no READY line in time")
-        chunk = os.read(proc.stdout.fileno(), 1)
-        if not chunk:
-            raise RuntimeError(f"featstore serve exited before READY (status {proc.wait()})")
-        line += chunk
-    fields = line.decode().split()
-    if not fields or fields[0] != "READY":
-        raise RuntimeError(f"bad READY line: {line!r}")
-    return dict(f.split("=", 1) for f in fields[1:])
-
-
 def setUpModule():
     tmp = tempfile.mkdtemp(prefix="featstore-py-")
     SERVER["dir"] = tmp
@@ -98,18 +74,8 @@ def setUpModule():
 
 def start_server(dataset, sock):
     """`featstore serve dataset` on sock and ephemeral ports: the fixture's keys."""
-    proc = subprocess.Popen([ARGS.featstore, "serve", dataset, "--socket", sock, "--listen", "127.0.0.1:0",
-                             "--metrics", "127.0.0.1:0"], stdout=subprocess.PIPE, preexec_fn=_die_with_parent)
-    server = dict(proc=proc, dataset=dataset, sock=sock)
-    try:
-        ready = read_ready(proc)
-    except Exception:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        raise
-    server.update(unix="unix://" + ready["unix"], grpc="grpc://" + ready["grpc"])
-    return server
+    proc, ready = fs_serve.start(ARGS.featstore, dataset, sock)
+    return dict(proc=proc, dataset=dataset, sock=sock, unix="unix://" + ready["unix"], grpc="grpc://" + ready["grpc"])
 
 
 def tearDownModule():
@@ -325,12 +291,10 @@ class BindingTest(unittest.TestCase):
             self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)
 
     def test_locality_weights_with_a_placement(self):
-        proc = subprocess.Popen([ARGS.featstore, "serve", SERVER["dataset"], "--socket",
-                                 os.path.join(SERVER["dir"], "placed.sock"), "--metrics", "127.0.0.1:0",
-                                 "--topology", "pcie4", "--gpu-budget", "0.1", "--feature-first"],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        proc, ready = fs_serve.start(ARGS.featstore, SERVER["dataset"], os.path.join(SERVER["dir"], "placed.sock"),
+                                     ["--topology", "pcie4", "--gpu-budget", "0.1", "--feature-first"],
+                                     stderr=subprocess.DEVNULL)
         try:
-            ready = read_ready(proc)
             indptr = dataset_array("indptr.npy")
             seeds = self.unix.split("train")[:256]
             with featstore.connect("unix://" + ready["unix"], device="gpu:0") as c, \
@@ -367,9 +331,7 @@ class BindingTest(unittest.TestCase):
                     self.grpc.replan(gpu_budget=0.3)
                 self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            self.assertEqual(proc.wait(timeout=30), 0)
-            proc.stdout.close()
+            self.assertEqual(fs_serve.stop(proc), 0)
 
     def test_stats_counts_the_calls(self):
         self.grpc.gather([0], "feat").release()
@@ -419,10 +381,7 @@ class WideDatasetTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        proc = cls.server["proc"]
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        proc.stdout.close()
+        fs_serve.stop(cls.server["proc"])
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def test_twenty_tables_and_ten_splits(self):

@@ -1,0 +1,69 @@
+"""fs_serve.py — run `featstore serve` from a Python test, shared by every
+Python test under tests/ (test_python.py, test_no_grpc_loaded.py, ...).
+
+    proc, ready = start(featstore, dataset, sock)      # ready = {"unix": path, "grpc": host:port, "metrics": ...}
+    ...
+    status = stop(proc)                                 # SIGTERM, then the exit status
+
+The server binds an ephemeral gRPC and metrics port and prints one line
+``READY unix=… grpc=… metrics=…`` once it serves; start() reads it. The
+child dies with the test process (PR_SET_PDEATHSIG), so a crashed test never
+leaves a server behind.
+"""
+import ctypes
+import os
+import select
+import signal
+import subprocess
+import time
+
+
+def die_with_parent():
+    """preexec_fn for server children: the kernel kills them if the test dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def read_ready(proc, timeout=60):
+    """The server's READY line as {"unix": …, "grpc": …, "metrics": …}."""
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+            raise RuntimeError("featstore serve printed no READY line in time")
+        chunk = os.read(proc.stdout.fileno(), 1)
+        if not chunk:
+            raise RuntimeError(f"featstore serve exited before READY (status {proc.wait()})")
+        line += chunk
+    fields = line.decode().split()
+    if not fields or fields[0] != "READY":
+        raise RuntimeError(f"bad READY line: {line!r}")
+    return dict(f.split("=", 1) for f in fields[1:])
+
+
+def start(featstore, dataset, sock, extra=(), **popen):
+    """`featstore serve dataset --socket sock` on ephemeral ports, plus extra
+    options: (proc, ready). The process is killed if it never gets ready."""
+    cmd = [featstore, "serve", dataset, "--socket", sock, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]
+    proc = subprocess.Popen(cmd + list(extra), stdout=subprocess.PIPE, preexec_fn=die_with_parent, **popen)
+    try:
+        return proc, read_ready(proc)
+    except Exception:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        raise
+
+
+def stop(proc, timeout=30):
+    """SIGTERM, wait, and the exit status (killed after timeout: the status
+    is then the kill's, which no caller takes for success)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    proc.stdout.close()
+    return proc.returncode
