@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fs_json.h"
+
 #define GIB (1LL << 30)
 
 static const char *const fabric_names[FS_FABRIC_COUNT_] = {"pcie", "nvlink", "nvswitch"};
@@ -202,6 +204,11 @@ static int json_gbps(const json_t *v, double *out)
     return isfinite(*out) && *out >= 0;
 }
 
+/* The keys a topology file may hold (docs: README "Topology files"); any
+ * other is refused by name, so a misspelt "fabric" is not silently inferred. */
+static const char *const root_keys[] = {"name", "gpus", "links", "host_gbps", "fabric", NULL};
+static const char *const gpu_keys[] = {"memory_bytes", "local_gbps", NULL};
+
 static fs_status_t parse_gpus(const json_t *root, fs_hardware_t *hw, fs_error_t *err)
 {
     const json_t *gpus = json_object_get(root, "gpus");
@@ -216,6 +223,10 @@ static fs_status_t parse_gpus(const json_t *root, fs_hardware_t *hw, fs_error_t 
         const json_t *mem = json_object_get(gpu, "memory_bytes");
         if (!json_is_object(gpu) || !json_is_integer(mem))
             return fs_error(err, FS_ERR_FORMAT, "topology: gpus[%d] needs an integer \"memory_bytes\"", g);
+        char where[32];
+        snprintf(where, sizeof where, "topology: gpus[%d]", g);
+        fs_status_t st = fs_json_only_keys(gpu, gpu_keys, where, err);
+        if (st != FS_OK) return st;
         if (json_integer_value(mem) < 0)
             return fs_error(err, FS_ERR_FORMAT, "topology: gpus[%d].memory_bytes is negative (%lld)", g,
                             (long long)json_integer_value(mem));
@@ -325,9 +336,16 @@ static fs_status_t parse_fabric(const json_t *root, fs_hardware_t *hw, fs_error_
 static fs_status_t parse_root(const json_t *root, fs_hardware_t *hw, fs_error_t *err)
 {
     if (!json_is_object(root)) return fs_error(err, FS_ERR_FORMAT, "topology: the top level must be an object");
+    fs_status_t st = fs_json_only_keys(root, root_keys, "topology", err);
     const json_t *name = json_object_get(root, "name");
-    snprintf(hw->name, sizeof hw->name, "%s", json_is_string(name) ? json_string_value(name) : "custom");
-    fs_status_t st = parse_gpus(root, hw, err);
+    const char *text = "custom";
+    if (st == FS_OK && name) st = fs_json_string(name, "topology", "name", &text, err);
+    if (st == FS_OK && strlen(text) >= sizeof hw->name)
+        st = fs_error(err, FS_ERR_FORMAT, "topology: \"name\" is %zu characters (at most %zu)", strlen(text),
+                      sizeof hw->name - 1);
+    if (st != FS_OK) return st;
+    snprintf(hw->name, sizeof hw->name, "%s", text);
+    st = parse_gpus(root, hw, err);
     if (st == FS_OK) st = parse_links(root, hw, err);
     if (st == FS_OK) st = parse_host(root, hw, err);
     if (st == FS_OK) st = parse_fabric(root, hw, err);

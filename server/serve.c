@@ -1,5 +1,6 @@
-/* serve.c — `featstore serve`. Startup: open the dataset (mmap, validated),
- * build the store (the placement plugs in here), then start the transports
+/* serve.c — `featstore serve`. Startup: open the dataset (copied into
+ * sealed memory and verified: dataset.c; a watcher reports files changed
+ * afterwards: watch.c), build the store (the placement plugs in here), then start the transports
  * and the metrics endpoint, log one line, and print a READY line with the
  * bound addresses (scripts and tests read it). Shutdown on SIGTERM/SIGINT:
  * stop accepting, let in-flight requests finish, release shared memory,
@@ -24,12 +25,14 @@
 
 #include "engine.h"
 #include "fs_device.h"
+#include "fs_json.h"
 #include "grpc_server.h"
 #include "http.h"
 #include "local.h"
 #include "metrics.h"
 #include "place_las.h"
 #include "replan.h"
+#include "watch.h"
 
 void fs_serve_defaults(fs_serve_opts_t *o)
 {
@@ -37,45 +40,78 @@ void fs_serve_defaults(fs_serve_opts_t *o)
     fs_limits_default(&o->limits);
 }
 
-static void config_str(json_t *cfg, const char *key, const char **dst)
+/* --config FILE: defaults for the command line (which wins). Read strictly
+ * (kernels/fs_json.h): an unknown key, a wrong type or a value out of range
+ * is an error naming the key and what is allowed. */
+static const char *const config_keys[] = {"socket", "listen", "metrics", "threads", "verify", "prefault", "limits",
+                                          NULL};
+static const char *const limit_keys[] = {"max_ids", "max_fanout_product", "max_response_bytes", NULL};
+
+static fs_status_t config_string(const json_t *cfg, const char *where, const char *key, const char **dst,
+                                 fs_error_t *err)
 {
-    const char *v = json_string_value(json_object_get(cfg, key));
-    if (!*dst && v) *dst = strdup(v); /* lives for the process */
+    const json_t *v = json_object_get(cfg, key);
+    const char *text = NULL;
+    if (!v) return FS_OK;
+    fs_status_t st = fs_json_string(v, where, key, &text, err);
+    if (st == FS_OK && !*text) st = fs_error(err, FS_ERR_FORMAT, "%s: \"%s\" is empty", where, key);
+    if (st == FS_OK && !*dst && !(*dst = strdup(text))) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+    return st; /* the copy lives for the process */
+}
+
+static fs_status_t config_flag(const json_t *cfg, const char *where, const char *key, int *dst, fs_error_t *err)
+{
+    const json_t *v = json_object_get(cfg, key);
+    int on = 0;
+    if (!v) return FS_OK;
+    fs_status_t st = fs_json_bool(v, where, key, &on, err);
+    if (st == FS_OK && on) *dst = 1;
+    return st;
+}
+
+static fs_status_t config_limits(const json_t *lim, const char *where, fs_limits_t *l, fs_error_t *err)
+{
+    if (!json_is_object(lim))
+        return fs_error(err, FS_ERR_FORMAT, "%s: \"limits\" must be an object with keys max_ids, max_fanout_product, "
+                        "max_response_bytes, not %s", where, fs_json_type_name(lim));
+    char in[600];
+    snprintf(in, sizeof in, "%s: limits", where);
+    fs_status_t st = fs_json_only_keys(lim, limit_keys, in, err);
+    int64_t *dst[] = {&l->max_ids, &l->max_fanout_product, &l->max_response_bytes};
+    for (int i = 0; st == FS_OK && limit_keys[i]; i++) {
+        const json_t *v = json_object_get(lim, limit_keys[i]);
+        long long x = 0;
+        if (v && (st = fs_json_int_in(v, in, limit_keys[i], 1, INT64_MAX, &x, err)) == FS_OK) *dst[i] = x;
+    }
+    return st;
+}
+
+static fs_status_t config_apply(const json_t *cfg, const char *where, fs_serve_opts_t *o, fs_error_t *err)
+{
+    if (!json_is_object(cfg)) return fs_error(err, FS_ERR_FORMAT, "%s: must be a JSON object", where);
+    fs_status_t st = fs_json_only_keys(cfg, config_keys, where, err);
+    if (st == FS_OK) st = config_string(cfg, where, "socket", &o->socket_path, err);
+    if (st == FS_OK) st = config_string(cfg, where, "listen", &o->listen, err);
+    if (st == FS_OK) st = config_string(cfg, where, "metrics", &o->metrics, err);
+    const json_t *threads = json_object_get(cfg, "threads");
+    long long t = 0;
+    if (st == FS_OK && threads && (st = fs_json_int_in(threads, where, "threads", 1, 256, &t, err)) == FS_OK &&
+        !o->threads)
+        o->threads = (int)t;
+    if (st == FS_OK) st = config_flag(cfg, where, "verify", &o->verify, err);
+    if (st == FS_OK) st = config_flag(cfg, where, "prefault", &o->prefault, err);
+    const json_t *lim = json_object_get(cfg, "limits");
+    if (st == FS_OK && lim) st = config_limits(lim, where, &o->limits, err);
+    return st;
 }
 
 fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err)
 {
     if (!o->config) return FS_OK;
     json_error_t jerr;
-    json_t *cfg = json_load_file(o->config, 0, &jerr);
+    json_t *cfg = json_load_file(o->config, JSON_REJECT_DUPLICATES, &jerr);
     if (!cfg) return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", o->config, jerr.line, jerr.text);
-    fs_status_t st = FS_OK;
-    if (!json_is_object(cfg)) st = fs_error(err, FS_ERR_FORMAT, "%s: must be a JSON object", o->config);
-    const char *keys[] = {"socket", "listen", "metrics", "threads", "verify", "prefault", "limits", NULL};
-    const char *k;
-    json_t *v;
-    json_object_foreach(cfg, k, v) {
-        int known = 0;
-        for (int i = 0; keys[i]; i++) known |= strcmp(k, keys[i]) == 0;
-        if (!known && st == FS_OK) st = fs_error(err, FS_ERR_FORMAT, "%s: unknown key \"%s\"", o->config, k);
-    }
-    config_str(cfg, "socket", &o->socket_path);
-    config_str(cfg, "listen", &o->listen);
-    config_str(cfg, "metrics", &o->metrics);
-    if (!o->threads && json_is_integer(json_object_get(cfg, "threads")))
-        o->threads = (int)json_integer_value(json_object_get(cfg, "threads"));
-    if (json_is_true(json_object_get(cfg, "verify"))) o->verify = 1;
-    if (json_is_true(json_object_get(cfg, "prefault"))) o->prefault = 1;
-    json_t *lim = json_object_get(cfg, "limits");
-    const char *lk[3] = {"max_ids", "max_fanout_product", "max_response_bytes"};
-    int64_t *lv[3] = {&o->limits.max_ids, &o->limits.max_fanout_product, &o->limits.max_response_bytes};
-    for (int i = 0; lim && i < 3; i++) {
-        json_t *x = json_object_get(lim, lk[i]);
-        if (!x) continue;
-        if (!json_is_integer(x) || json_integer_value(x) <= 0)
-            st = fs_error(err, FS_ERR_FORMAT, "%s: limits.%s must be a positive integer", o->config, lk[i]);
-        else *lv[i] = json_integer_value(x);
-    }
+    fs_status_t st = config_apply(cfg, o->config, o, err);
     json_decref(cfg);
     return st;
 }
@@ -88,6 +124,7 @@ typedef struct {
     fs_local_server_t *local;
     fs_grpc_server_t *grpc;
     fs_http_t *http;
+    fs_watch_t *watch;
     int http_port, grpc_port;
     /* placement: the options the store was placed with; re-plans (REPLAN
      * requests, SIGHUP) start from them one at a time */
@@ -101,6 +138,7 @@ static void shutdown_all(server_t *s)
     fs_http_stop(s->http);            /* stop accepting first ... */
     fs_grpc_server_stop(s->grpc);     /* ... let in-flight gRPC calls finish ... */
     fs_local_server_stop(s->local);   /* ... disconnect local clients, remove the socket */
+    fs_watch_stop(s->watch);
     fs_metrics_destroy(s->metrics);
     fs_engine_destroy(s->engine);
     fs_store_destroy(s->store);
@@ -121,7 +159,7 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
     if (s->grpc) fprintf(stderr, " grpc://%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, s->grpc_port);
     if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
                          o->metrics, s->http_port);
-    fprintf(stderr, " | tiers: %d (tier 0 host mmap%s) | %s\n", fs_store_num_tiers(s->store),
+    fprintf(stderr, " | tiers: %d (tier 0 sealed copy of the files%s) | %s\n", fs_store_num_tiers(s->store),
             fs_store_num_tiers(s->store) > 1 ? ", then one simulated GPU per planned GPU" : "", gpus);
 }
 
@@ -260,10 +298,18 @@ int fs_serve(const fs_serve_opts_t *o)
     s.place.threads = o->threads;
     fs_error_t err = {0};
     fs_cost_t cost;
-    fs_status_t st = fs_dataset_open(o->dataset, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
+    /* Serving reads sealed copies, never the files (dataset.c): the copy
+     * computes each checksum anyway, so verification is always on. */
+    double t0 = fs_now();
+    fs_status_t st = fs_dataset_open(o->dataset, FS_OPEN_COPY | (o->verify ? FS_OPEN_VERIFY : 0), 0, &s.ds, &err);
+    if (!st)
+        fprintf(stderr, "featstore: dataset copied into sealed memory%s: %.2f GiB in %.2f s\n",
+                s.ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
+                (double)fs_dataset_bytes(s.ds) / (1 << 30), fs_now() - t0);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (!st) st = fs_watch_start(s.ds, s.metrics, stderr, 1000, &s.watch, &err);
     if (!st && o->place.topology && !(st = place(&s.place, s.ds, s.store, &cost, &err))) publish_prediction(s.metrics, &cost);
     s.place.plan_out = NULL; /* saved once, at start */
     if (!st) st = fs_store_freeze(s.store, &err);

@@ -139,6 +139,16 @@ Test(hardware, malformed_topology_files_name_the_problem)
         {"{\"gpus\": [{\"memory_bytes\": 5}, {\"memory_bytes\": 5}], \"links\": [[0, 1, -3]], \"host_gbps\": 1}",
          "links[0]"},
         {"{\"gpus\": [{\"memory_bytes\": 5}], \"host_gbps\": 1, \"fabric\": \"infiniband\"}", "fabric"},
+        /* strict keys and types: a misspelt key is named, never ignored */
+        {"{\"gpus\": [{\"memory_bytes\": 5}], \"host_gbps\": 1, \"fabirc\": \"nvlink\"}",
+         "topology: unknown key \"fabirc\" (allowed: name, gpus, links, host_gbps, fabric)"},
+        {"{\"gpus\": [{\"memory_bytes\": 5, \"local_gpbs\": 9}], \"host_gbps\": 1}",
+         "topology: gpus[0]: unknown key \"local_gpbs\" (allowed: memory_bytes, local_gbps)"},
+        {"{\"name\": 5, \"gpus\": [{\"memory_bytes\": 5}], \"host_gbps\": 1}", "\"name\" must be a string, not an integer"},
+        {"{\"name\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", "
+         "\"gpus\": [{\"memory_bytes\": 5}], \"host_gbps\": 1}", "characters (at most 63)"},
+        {"{\"gpus\": [{\"memory_bytes\": 5}], \"host_gbps\": 1, \"host_gbps\": 2}", "duplicate"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fs_hardware_t hw;

@@ -162,23 +162,73 @@ Test(serve, sigint_also_stops_cleanly_and_clients_see_it)
     fs_close(c);
 }
 
+/* Each bad --config file and the words its error must contain: the key, the
+ * allowed range or type, and what was found. */
+static const struct {
+    const char *json, *want;
+} bad_configs[] = {
+    {"{\"limits\": {\"max_ids\": -3}}", "\"max_ids\" is -3, outside [1, 9223372036854775807]"},
+    {"{\"limits\": {\"max_idz\": 5}}", "limits: unknown key \"max_idz\" (allowed: max_ids, max_fanout_product, "
+                                      "max_response_bytes)"},
+    {"{\"limits\": [1]}", "\"limits\" must be an object with keys max_ids"},
+    {"{\"limits\": {\"max_response_bytes\": 1.5}}", "\"max_response_bytes\" must be an integer in [1, "},
+    {"{\"bogus\": 1}", "unknown key \"bogus\" (allowed: socket, listen, metrics, threads, verify, prefault, limits)"},
+    {"{\"threds\": 4}", "unknown key \"threds\""},
+    {"{\"threads\": \"4\"}", "\"threads\" must be an integer in [1, 256], not a string"},
+    {"{\"threads\": 0}", "\"threads\" is 0, outside [1, 256]"},
+    {"{\"threads\": 100000}", "\"threads\" is 100000, outside [1, 256]"},
+    {"{\"verify\": \"yes\"}", "\"verify\" must be true or false, not a string"},
+    {"{\"prefault\": 1}", "\"prefault\" must be true or false, not an integer"},
+    {"{\"socket\": 5}", "\"socket\" must be a string, not an integer"},
+    {"{\"listen\": \"\"}", "\"listen\" is empty"},
+    {"{\"threads\": 2, \"threads\": 3}", "duplicate object key"},
+    {"[1, 2]", "must be a JSON object"},
+    {"{\"threads\": 2", "line 1"},
+};
+
 Test(serve, refuses_bad_configuration_with_a_clear_message)
 {
     char *log, *cfg = tu_path(dir, "bad.json");
-    tu_write(cfg, "{\"limits\": {\"max_ids\": -3}}", 27);
-    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
-    cr_assert_not_null(strstr(log, "limits.max_ids must be a positive integer"), "%s", log);
-    free(log);
-    tu_write(cfg, "{\"bogus\": 1}", 12);
-    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1);
-    cr_assert_not_null(strstr(log, "unknown key \"bogus\""), "%s", log);
-    free(log);
+    for (size_t i = 0; i < sizeof bad_configs / sizeof *bad_configs; i++) {
+        tu_write(cfg, bad_configs[i].json, strlen(bad_configs[i].json));
+        cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1,
+                     "config %s was accepted: %s", bad_configs[i].json, log);
+        cr_assert_not_null(strstr(log, bad_configs[i].want), "config %s: want \"%s\" in: %s", bad_configs[i].json,
+                           bad_configs[i].want, log);
+        cr_assert_not_null(strstr(log, cfg), "config %s: the message does not name the file: %s", bad_configs[i].json,
+                           log);
+        free(log);
+    }
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s/nope --socket %s", tu_bin(), dir, sock), 1);
     cr_assert_not_null(strstr(log, "manifest.json"), "%s", log);
     free(log);
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 1);
     cr_assert_not_null(strstr(log, "HOST:PORT"), "%s", log);
     free(log);
+    free(cfg);
+}
+
+Test(serve, a_good_configuration_file_is_used_and_the_command_line_wins)
+{
+    char *cfg = tu_path(dir, "good.json");
+    const char *json = "{\"threads\": 2, \"verify\": true, \"limits\": {\"max_ids\": 7}}";
+    tu_write(cfg, json, strlen(json));
+    server_t s;
+    char extra[600];
+    snprintf(extra, sizeof extra, "--config %s", cfg);
+    cr_assert_eq(start(&s, extra), 0);
+    fs_client_t *c;
+    char uri[300];
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
+    int64_t ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    fs_batch_t *b = NULL;
+    cr_assert_eq(fs_gather(c, ids, 7, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(c));
+    fs_batch_free(b);
+    cr_assert_eq(fs_gather(c, ids, 8, "feat", FS_DTYPE_INVALID, &b), FS_ERR_RESOURCE, "limits.max_ids=7 not applied");
+    cr_assert_not_null(strstr(fs_client_errstr(c), "7"), "%s", fs_client_errstr(c));
+    fs_close(c);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
     free(cfg);
 }
 
