@@ -7,6 +7,7 @@
  * decode into one contiguous buffer) costs over gRPC's own transfer.
  *
  *   bench_grpc [--dataset DIR] [--scale 18] [--dim 128] [--ids 262144] [--reps 10] [--threads 2]
+ *              [--iso-calls 300] [--iso-ids 4096] [--stalled 4]
  *
  * Without --dataset it generates (once, cached under /tmp/featstore-bench)
  * an R-MAT graph of 2^scale nodes with a float32 table of `dim` columns.
@@ -14,12 +15,23 @@
  * ratio_vs_raw_grpc=...` (best of reps each, runs interleaved; rep 0 is a
  * warm-up), and on stderr each rep's time, busy cores and page faults. Both
  * ends share 2 cores here, so the ratio measures CPU spent per byte: the
- * featstore path adds the random-row gather and one copy into the batch. */
+ * featstore path adds the random-row gather and one copy into the batch.
+ *
+ * Isolation: a trainer's fs_gather of --iso-ids random rows, --iso-calls
+ * times, alone and then while --stalled other clients (each its own TCP
+ * connection, gRPC's default receive window) have each started a Gather of
+ * 1M rows and never read a byte of it. Three rounds of each, interleaved (the
+ * stalled calls are started afresh each round and cancelled after it), the
+ * latencies pooled per condition. Prints `RESULT bench=grpc_isolation ...
+ * p99_solo_ms=... p99_loaded_ms=... ratio_p99_vs_solo=...` (p50 alike). With
+ * at least as many stalled clients as server workers, a server whose workers
+ * wait on their calls' sends would never answer the trainer at all. */
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 #include "bench_util.h"
@@ -29,6 +41,7 @@
 #include "fs_wire.h"
 #include "gen.h"
 #include "grpc_server.h"
+#include "metrics.h"
 
 #define RAW_METHOD "/featstore.bench.Raw/Stream"
 
@@ -190,6 +203,147 @@ static size_t raw_fetch(grpc_channel *ch, grpc_completion_queue *cq)
     return code == GRPC_STATUS_OK ? bytes : 0;
 }
 
+/* ---- isolation: clients that never read ------------------------------------------- */
+
+/* A client that asks for a big Gather and never reads the answer. */
+typedef struct {
+    grpc_channel *ch;
+    grpc_completion_queue *cq;
+    grpc_call *call;
+    grpc_byte_buffer *req;
+} stalled_t;
+
+static void stalled_open(stalled_t *s, const char *target, const char *table, const int64_t *ids, int64_t n)
+{
+    grpc_arg args[2];
+    args[0].type = args[1].type = GRPC_ARG_INTEGER;
+    args[0].key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, args[0].value.integer = 1; /* a connection of its own */
+    args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, args[1].value.integer = -1;
+    grpc_channel_args ca = {.num_args = 2, .args = args};
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    s->ch = grpc_channel_create(target, creds, &ca);
+    grpc_channel_credentials_release(creds);
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
+                                       grpc_slice_from_static_string(FS_WIRE_METHOD_GATHER), NULL,
+                                       gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    featstore_v1_GatherRequest req = featstore_v1_GatherRequest_init_zero;
+    req.api_version = FS_WIRE_API_VERSION;
+    snprintf(req.table, sizeof req.table, "%s", table);
+    fs_wire_bytes_t bytes;
+    fs_wire_set_bytes(&req.ids, &bytes, ids, (size_t)n * sizeof *ids);
+    fs_error_t err = {0};
+    s->req = fs_wire_encode(featstore_v1_GatherRequest_fields, &req, &err);
+    grpc_op ops[3];
+    op_set(&ops[0], GRPC_OP_SEND_INITIAL_METADATA);
+    op_set(&ops[1], GRPC_OP_SEND_MESSAGE);
+    ops[1].data.send_message.send_message = s->req;
+    op_set(&ops[2], GRPC_OP_SEND_CLOSE_FROM_CLIENT);
+    if (!s->req || grpc_call_start_batch(s->call, ops, 3, s, NULL) != GRPC_CALL_OK || !raw_wait(s->cq)) {
+        fprintf(stderr, "bench_grpc: a stalled client could not send its request %s\n", err.msg);
+        exit(1);
+    }
+}
+
+static void stalled_close(stalled_t *s)
+{
+    grpc_call_cancel(s->call, NULL);
+    grpc_call_unref(s->call);
+    grpc_byte_buffer_destroy(s->req);
+    grpc_channel_destroy(s->ch);
+    drain(s->cq);
+}
+
+static long long grpc_in_flight(fs_metrics_t *m)
+{
+    char *text = fs_metrics_render(m);
+    const char *p = text ? strstr(text, "\nfeatstore_grpc_calls_in_flight ") : NULL;
+    long long v = p ? strtoll(p + strlen("\nfeatstore_grpc_calls_in_flight "), NULL, 10) : -1;
+    free(text);
+    return v;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int k = (int)(q * n + 0.999999) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+/* One round of `calls` timed fs_gathers, latencies appended to lat[*n]. */
+static void timed_gathers(fs_client_t *c, const fs_table_t *t, const int64_t *ids, int64_t n, int calls, double *lat,
+                          int *count)
+{
+    for (int k = 0; k < calls; k++) {
+        fs_batch_t *b;
+        double t0 = bench_now();
+        if (fs_gather(c, ids + (size_t)k % 64 * (size_t)n, n, t->name, FS_DTYPE_INVALID, &b) != FS_OK) {
+            fprintf(stderr, "bench_grpc: isolation: %s\n", fs_client_errstr(c));
+            exit(1);
+        }
+        lat[(*count)++] = bench_now() - t0;
+        fs_batch_free(b);
+    }
+}
+
+static void isolation(int argc, char **argv, int port, fs_metrics_t *metrics, const fs_table_t *t, int threads)
+{
+    int calls = (int)bench_arg(argc, argv, "--iso-calls", 300), stalled_n = (int)bench_arg(argc, argv, "--stalled", 4);
+    int64_t n = bench_arg(argc, argv, "--iso-ids", 4096), big = 1 << 20;
+    int rounds = 3, per = (calls + rounds - 1) / rounds;
+    int64_t *ids = malloc((size_t)(64 * n > big ? 64 * n : big) * sizeof *ids);
+    fs_rng_t rng = fs_rng_make(11, 1);
+    for (int64_t i = 0; i < (64 * n > big ? 64 * n : big); i++) ids[i] = (int64_t)fs_rng_below(&rng, (uint64_t)t->rows);
+    char uri[64], target[64];
+    snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", port);
+    snprintf(target, sizeof target, "127.0.0.1:%d", port);
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.timeout_ms = 60000; /* a blocked server fails the run instead of hanging it */
+    fs_client_t *c;
+    if (fs_connect(uri, &o, &c) != FS_OK) {
+        fprintf(stderr, "bench_grpc: %s\n", fs_client_errstr(c));
+        exit(1);
+    }
+    double *solo = malloc((size_t)per * rounds * sizeof *solo), *loaded = malloc((size_t)per * rounds * sizeof *loaded);
+    int ns = 0, nl = 0;
+    stalled_t *st = calloc((size_t)stalled_n, sizeof *st);
+    timed_gathers(c, t, ids, n, 10, solo, &ns); /* warm-up, not kept */
+    ns = 0;
+    fprintf(stderr, "grpc_isolation: %d x fs_gather of %lld rows (%.1f MB) alone and beside %d clients that never read "
+            "(each asked for %lld rows), %d server workers, %d rounds\n", per * rounds, (long long)n,
+            (double)n * (double)t->row_bytes / 1e6, stalled_n, (long long)big, threads, rounds);
+    for (int r = 0; r < rounds; r++) {
+        double t0 = bench_now();
+        timed_gathers(c, t, ids, n, per, solo, &ns);
+        double t1 = bench_now();
+        for (int i = 0; i < stalled_n; i++) stalled_open(&st[i], target, t->name, ids, big);
+        long long in_flight = grpc_in_flight(metrics);
+        for (int i = 0; i < 500 && in_flight < stalled_n; i++, in_flight = grpc_in_flight(metrics)) usleep(10000);
+        double t2 = bench_now();
+        timed_gathers(c, t, ids, n, per, loaded, &nl);
+        double t3 = bench_now();
+        long long parked = grpc_in_flight(metrics);
+        for (int i = 0; i < stalled_n; i++) stalled_close(&st[i]);
+        fprintf(stderr, "  round %d: alone %.3f s, beside the stalled clients %.3f s (then %lld gRPC calls in flight "
+                "on the server: the stalled ones stay parked)\n", r, t1 - t0, t3 - t2, parked);
+    }
+    double p50s = percentile(solo, ns, 0.50), p99s = percentile(solo, ns, 0.99);
+    double p50l = percentile(loaded, nl, 0.50), p99l = percentile(loaded, nl, 0.99);
+    printf("RESULT bench=grpc_isolation calls=%d rows=%lld stalled_clients=%d server_threads=%d p50_solo_ms=%.2f "
+           "p50_loaded_ms=%.2f ratio_p50_vs_solo=%.2f p99_solo_ms=%.2f p99_loaded_ms=%.2f ratio_p99_vs_solo=%.2f\n",
+           ns, (long long)n, stalled_n, threads, p50s * 1e3, p50l * 1e3, p50l / p50s, p99s * 1e3, p99l * 1e3,
+           p99l / p99s);
+    fflush(stdout);
+    fs_close(c);
+    free(st), free(solo), free(loaded), free(ids);
+}
+
 static long faults_now(void)
 {
     struct rusage ru;
@@ -218,10 +372,11 @@ int main(int argc, char **argv)
     fs_store_t *store;
     fs_engine_t *engine;
     fs_grpc_server_t *srv;
+    fs_metrics_t *metrics = NULL;
     int port;
     if (fs_dataset_open(dir, 0, 1, &ds, &err) != FS_OK || fs_store_create(ds, &store, &err) != FS_OK ||
-        fs_engine_create(ds, store, NULL, &engine, &err) != FS_OK ||
-        fs_grpc_server_start("127.0.0.1:0", engine, NULL, threads, &srv, &port, &err) != FS_OK) {
+        fs_engine_create(ds, store, NULL, &engine, &err) != FS_OK || !(metrics = fs_metrics_create(ds, store)) ||
+        fs_grpc_server_start("127.0.0.1:0", engine, metrics, threads, &srv, &port, &err) != FS_OK) {
         fprintf(stderr, "bench_grpc: %s\n", err.msg);
         return 1;
     }
@@ -292,6 +447,8 @@ int main(int argc, char **argv)
            (long long)t->rows, (long long)t->dim, (long long)n, threads, chunk, gbps, raw_gbps, gbps / raw_gbps);
     fflush(stdout);
 
+    isolation(argc, argv, port, metrics, t, threads);
+
     grpc_channel_destroy(ch);
     drain(cq);
     raw_server_stop(&raw);
@@ -299,6 +456,7 @@ int main(int argc, char **argv)
     free(payload);
     fs_close(c);
     fs_grpc_server_stop(srv);
+    fs_metrics_destroy(metrics);
     fs_engine_destroy(engine);
     fs_store_destroy(store);
     fs_dataset_close(ds);

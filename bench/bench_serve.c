@@ -7,13 +7,17 @@
  *    program maps anything itself.
  * 2. Throughput: N = 1, 2, 4 client processes running sample_gather
  *    ([15,10,5] x 1024 seeds, float32 features) over unix:// against N
- *    threads running the same engines in-process; latency percentiles from
- *    the clients.
+ *    threads running the same engines in-process. Both sides first run
+ *    --warmup batches each (a new process faults in its mappings, result
+ *    slot and buffers), wait for each other, and then are timed over
+ *    --batches more: the steady state, whose rate, ratio and latency
+ *    percentiles are the RESULT; the warm-up's latencies are printed apart.
  *
- *   bench_serve [--scale 20] [--dim 128] [--batches 30]
+ *   bench_serve [--scale 20] [--dim 128] [--batches 60] [--warmup 5]
  *
  * RESULT bench=shared_memory clients=8 ... pss_ratio_vs_dataset=...
- * RESULT bench=serve clients=N batches_per_s=... ratio_vs_inprocess=... p50_ms=... p99_ms=... */
+ * RESULT bench=serve clients=N batches_per_s=... ratio_vs_inprocess=... p50_ms=... p99_ms=... p99_over_p50=...
+ *        warmup_batches=... warmup_p50_ms=... warmup_p99_ms=... warmup_max_ms=... */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -32,6 +36,8 @@
 
 /* ---- 1. memory ------------------------------------------------------------------ */
 
+#define SEALED_COPY "/memfd:featstore-dataset:" /* how /proc/PID/smaps names the served copies */
+
 static long pss_kb(pid_t pid, const char *only_prefix)
 {
     char path[64], line[4096], name[4096] = "";
@@ -40,8 +46,8 @@ static long pss_kb(pid_t pid, const char *only_prefix)
     long total = 0, kb;
     while (f && fgets(line, sizeof line, f)) {
         if (only_prefix && strchr(line, '-') && strchr(line, '-') < strchr(line, ' ')) { /* a mapping header */
-            char *p = strrchr(line, ' ');
-            snprintf(name, sizeof name, "%s", p ? p + 1 : "");
+            char *p = strchr(line, '/'); /* the path: a memfd's ends in " (deleted)" */
+            snprintf(name, sizeof name, "%s", p ? p : "");
         }
         if (sscanf(line, "Pss: %ld kB", &kb) == 1 && (!only_prefix || strncmp(name, only_prefix, strlen(only_prefix)) == 0))
             total += kb;
@@ -95,8 +101,10 @@ static void memory_phase(const char *data, size_t dataset_bytes, const char *wor
     }
     for (int i = 0; i < 8; i++)
         if (wait_line(&t[i], "HOLD", line, sizeof line)) exit(1);
-    long total = pss_kb(server.pid, NULL), data_pss = pss_kb(server.pid, data);
-    for (int i = 0; i < 8; i++) total += pss_kb(t[i].pid, NULL), data_pss += pss_kb(t[i].pid, data);
+    /* The dataset's pages: its files, or the sealed copies `serve` maps instead (dataset/dataset.c). */
+    long total = pss_kb(server.pid, NULL), data_pss = pss_kb(server.pid, data) + pss_kb(server.pid, SEALED_COPY);
+    for (int i = 0; i < 8; i++)
+        total += pss_kb(t[i].pid, NULL), data_pss += pss_kb(t[i].pid, data) + pss_kb(t[i].pid, SEALED_COPY);
     double ds_mb = (double)dataset_bytes / 1e6;
     printf("RESULT bench=shared_memory clients=8 workload=%s dataset_mb=%.1f total_pss_mb=%.1f dataset_pages_pss_mb=%.1f "
            "other_pss_mb=%.1f pss_ratio_vs_dataset=%.3f dataset_pages_ratio=%.3f\n",
@@ -112,10 +120,15 @@ static void memory_phase(const char *data, size_t dataset_bytes, const char *wor
 
 /* ---- 2. throughput ---------------------------------------------------------------- */
 
+/* Both sides run the same requests: worker/client i's batch b has the
+ * seeds and the sampling seed of (i, b). Each first runs `warmup` batches
+ * (faulting in its mappings, result slot and sampler buffers), waits for
+ * the others, and only then is timed for `batches` more: the steady state.
+ * The warm-up is timed and reported on its own. */
 typedef struct {
     const fs_dataset_t *ds;
-    int batches, worker;
-    double elapsed;
+    int warmup, batches, worker;
+    pthread_barrier_t *warm, *go;
 } inproc_t;
 
 static void seeds_for(int64_t *seeds, int64_t n, int worker, int b)
@@ -139,16 +152,19 @@ static void *inproc_worker(void *p)
     float *out = NULL;
     int64_t seeds[1024];
     fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
-    for (int b = 0; b < j->batches; b++) {
+    for (int b = 0; b < j->warmup + j->batches; b++) {
+        if (b == j->warmup) {
+            pthread_barrier_wait(j->warm); /* every worker warm */
+            pthread_barrier_wait(j->go);   /* the clock starts */
+        }
         seeds_for(seeds, j->ds->num_nodes, j->worker, b);
         req.seed = (uint64_t)b;
         fs_sample_result_t r;
         fs_sample_cpu(s, &g, seeds, 1024, &req, &r, NULL, &err);
-        if ((size_t)r.num_nodes * t->row_bytes > cap) {
+        if ((size_t)r.num_nodes * t->row_bytes > cap) { /* grows like a result slot: rarely, kept */
             free(out);
             cap = (size_t)r.num_nodes * t->row_bytes * 2;
             out = malloc(cap);
-            memset(out, 0, cap); /* fault in once, as a reused slot is */
         }
         fs_gather_cpu(&v, r.nodes, r.num_nodes, FS_DTYPE_F32, out, NULL, NULL, &err);
     }
@@ -157,17 +173,26 @@ static void *inproc_worker(void *p)
     return NULL;
 }
 
-static double inprocess(const fs_dataset_t *ds, int n, int batches)
+/* Steady-state batches/s of n in-process workers. */
+static double inprocess(const fs_dataset_t *ds, int n, int warmup, int batches)
 {
     pthread_t tid[8];
     inproc_t j[8];
-    double t0 = bench_now();
+    pthread_barrier_t warm, go;
+    pthread_barrier_init(&warm, NULL, (unsigned)n + 1);
+    pthread_barrier_init(&go, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
-        j[i] = (inproc_t){.ds = ds, .batches = batches, .worker = i};
+        j[i] = (inproc_t){.ds = ds, .warmup = warmup, .batches = batches, .worker = i, .warm = &warm, .go = &go};
         pthread_create(&tid[i], NULL, inproc_worker, &j[i]);
     }
+    pthread_barrier_wait(&warm);
+    double t0 = bench_now();
+    pthread_barrier_wait(&go);
     for (int i = 0; i < n; i++) pthread_join(tid[i], NULL);
-    return n * batches / (bench_now() - t0);
+    double rate = n * batches / (bench_now() - t0);
+    pthread_barrier_destroy(&warm);
+    pthread_barrier_destroy(&go);
+    return rate;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -176,60 +201,90 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* n client processes over unix://; latencies come back through a pipe. */
-static double local_clients(const char *uri, int64_t num_nodes, int n, int batches, double *p50, double *p99)
+typedef struct {
+    double rate, p50, p99;   /* steady state */
+    double warm_p50, warm_p99, warm_max;
+} client_figures_t;
+
+static void percentiles(double *lat, int n, double *p50, double *p99, double *max)
+{
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    *p50 = n ? lat[n / 2] * 1e3 : 0;
+    *p99 = n ? lat[(int)(0.99 * (n - 1))] * 1e3 : 0;
+    if (max) *max = n ? lat[n - 1] * 1e3 : 0;
+}
+
+/* One client process: connect, warm up, say so, wait for the start, run
+ * the timed batches; every latency goes up the pipe as (phase, seconds). */
+static void client_process(const char *uri, int64_t num_nodes, int i, int warmup, int batches, int lat_fd, int go_fd)
+{
+    fs_client_t *c;
+    if (fs_connect(uri, NULL, &c) != FS_OK) _exit(1);
+    int64_t seeds[1024];
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
+    for (int b = 0; b < warmup + batches; b++) {
+        if (b == warmup) {
+            double mark[2] = {-1, 0}; /* "warm" */
+            char x;
+            if (write(lat_fd, mark, sizeof mark) != sizeof mark || read(go_fd, &x, 1) != 0) _exit(1);
+        }
+        seeds_for(seeds, num_nodes, i, b);
+        req.seed = (uint64_t)b;
+        fs_batch_t *mb;
+        double t = bench_now();
+        if (fs_sample_gather(c, seeds, 1024, &req, "feat", FS_DTYPE_F32, &mb) != FS_OK) _exit(2);
+        double rec[2] = {b < warmup ? 0 : 1, bench_now() - t};
+        fs_batch_free(mb);
+        if (write(lat_fd, rec, sizeof rec) != sizeof rec) _exit(3);
+    }
+    fs_close(c);
+    _exit(0);
+}
+
+/* n client processes over unix://: steady-state rate and latencies, and the
+ * warm-up's latencies apart. */
+static client_figures_t local_clients(const char *uri, int64_t num_nodes, int n, int warmup, int batches)
 {
     int lat_pipe[2], go[2];
     if (pipe(lat_pipe) || pipe(go)) exit(1);
     pid_t pid[8];
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if ((pid[i] = fork()) == 0) {
             close(lat_pipe[0]), close(go[1]);
-            fs_client_t *c;
-            if (fs_connect(uri, NULL, &c) != FS_OK) _exit(1);
-            char x;
-            if (read(go[0], &x, 1) != 0) _exit(1); /* start together when the parent closes `go` */
-            int64_t seeds[1024];
-            fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
-            for (int b = 0; b < batches; b++) {
-                seeds_for(seeds, num_nodes, i, b);
-                req.seed = (uint64_t)b;
-                fs_batch_t *mb;
-                double t = bench_now();
-                if (fs_sample_gather(c, seeds, 1024, &req, "feat", FS_DTYPE_F32, &mb) != FS_OK) _exit(2);
-                double l = bench_now() - t;
-                fs_batch_free(mb);
-                if (write(lat_pipe[1], &l, sizeof l) != sizeof l) _exit(3);
-            }
-            fs_close(c);
-            _exit(0);
+            client_process(uri, num_nodes, i, warmup, batches, lat_pipe[1], go[0]);
+        }
+    close(lat_pipe[1]), close(go[0]);
+    double *warm = malloc(sizeof *warm * (size_t)(n * warmup + 1)), *lat = malloc(sizeof *lat * (size_t)(n * batches));
+    int nwarm = 0, ready = 0, got = 0;
+    double rec[2], t0 = 0;
+    while (got < n * batches && read(lat_pipe[0], rec, sizeof rec) == sizeof rec) {
+        if (rec[0] < 0 && ++ready == n) { /* every client warm: the clock starts */
+            t0 = bench_now();
+            close(go[1]);
+        } else if (rec[0] == 0) {
+            warm[nwarm++] = rec[1];
+        } else if (rec[0] > 0) {
+            lat[got++] = rec[1];
         }
     }
-    close(lat_pipe[1]), close(go[0]);
-    usleep(200000); /* let every client connect and map */
-    double t0 = bench_now();
-    close(go[1]);
-    double *lat = malloc(sizeof *lat * (size_t)(n * batches));
-    int got = 0;
-    while (got < n * batches && read(lat_pipe[0], &lat[got], sizeof *lat) == sizeof *lat) got++;
-    double wall = bench_now() - t0;
+    client_figures_t f = {.rate = got / (bench_now() - t0)};
     for (int i = 0; i < n; i++) {
         int st;
         waitpid(pid[i], &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st)) fprintf(stderr, "bench_serve: client %d failed\n", i);
     }
     close(lat_pipe[0]);
-    qsort(lat, (size_t)got, sizeof *lat, cmp_double);
-    *p50 = got ? lat[got / 2] * 1e3 : 0;
-    *p99 = got ? lat[(int)(0.99 * (got - 1))] * 1e3 : 0;
+    percentiles(lat, got, &f.p50, &f.p99, NULL);
+    percentiles(warm, nwarm, &f.warm_p50, &f.warm_p99, &f.warm_max);
     free(lat);
-    return got / wall;
+    free(warm);
+    return f;
 }
 
 int main(int argc, char **argv)
 {
     int scale = (int)bench_arg(argc, argv, "--scale", 20), dim = (int)bench_arg(argc, argv, "--dim", 128);
-    int batches = (int)bench_arg(argc, argv, "--batches", 30);
+    int batches = (int)bench_arg(argc, argv, "--batches", 60), warmup = (int)bench_arg(argc, argv, "--warmup", 5);
     const char *data = bench_dataset_dim(argc, argv, scale, dim);
     fs_dataset_t *ds;
     fs_error_t err = {0};
@@ -243,7 +298,7 @@ int main(int argc, char **argv)
     memory_phase(data, bytes, "10,5x256", "--batches 5 --batch 256 --fanouts 10,5");
     memory_phase(data, bytes, "15,10,5x1024", "--batches 5 --batch 1024 --fanouts 15,10,5");
 
-    fs_dataset_open(data, 0, 1, &ds, &err);
+    fs_dataset_open(data, FS_OPEN_COPY, 1, &ds, &err); /* as `featstore serve` opens it */
     fs_dataset_prefault(ds);
     fs_store_t *store;
     fs_engine_t *engine;
@@ -261,15 +316,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_serve: %s\n", err.msg);
         return 1;
     }
-    fprintf(stderr, "bench_serve: %s, %lld nodes, [15,10,5] x 1024 seeds, %d batches per client\n", data,
-            (long long)num_nodes, batches);
-    inprocess(ds, 1, 3); /* warm-up */
+    fprintf(stderr, "bench_serve: %s, %lld nodes, [15,10,5] x 1024 seeds, %d warm-up + %d timed batches per client\n",
+            data, (long long)num_nodes, warmup, batches);
     int ns[3] = {1, 2, 4};
     for (int k = 0; k < 3; k++) {
-        double p50, p99, base = inprocess(ds, ns[k], batches);
-        double local = local_clients(uri, num_nodes, ns[k], batches, &p50, &p99);
+        double base = inprocess(ds, ns[k], warmup, batches);
+        client_figures_t f = local_clients(uri, num_nodes, ns[k], warmup, batches);
         printf("RESULT bench=serve clients=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
-               "p50_ms=%.2f p99_ms=%.2f\n", ns[k], local, base, local / base, p50, p99);
+               "p50_ms=%.2f p99_ms=%.2f p99_over_p50=%.2f warmup_batches=%d warmup_p50_ms=%.2f warmup_p99_ms=%.2f "
+               "warmup_max_ms=%.2f\n",
+               ns[k], f.rate, base, f.rate / base, f.p50, f.p99, f.p50 > 0 ? f.p99 / f.p50 : 0, warmup, f.warm_p50,
+               f.warm_p99, f.warm_max);
         fflush(stdout);
     }
     fs_local_server_stop(server);

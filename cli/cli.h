@@ -22,7 +22,8 @@
 typedef enum {
     OPT_NONE_ = 0,
     /* dataset tooling */
-    OPT_OUT, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT, OPT_WEIGHTED, OPT_SPLIT,
+    OPT_OUT = 256, /* above getopt_long's own answers ('?' is 63, ':' 58): no option may equal one */
+    OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT, OPT_WEIGHTED, OPT_SPLIT,
     OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
     OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_NOVERIFY,
     /* serving */
@@ -32,6 +33,10 @@ typedef enum {
     OPT_TOPOLOGY_FIRST, OPT_ALPHA, OPT_ORDER, OPT_RESERVE,
     /* featstore plan */
     OPT_GPUS, OPT_POLICY, OPT_FANOUTS, OPT_BATCH, OPT_PRESAMPLE, OPT_SAVE, OPT_REPLAY,
+    /* gRPC admission and security (serve) */
+    OPT_GRPC_MAX_CALLS, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE,
+    /* unix:// guards and administration (serve) */
+    OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID, OPT_PLAN_DIR,
     OPT_COUNT_
 } cli_opt_t;
 
@@ -61,6 +66,13 @@ fs_status_t cli_fraction(const cli_t *c, cli_opt_t o, double *out, fs_error_t *e
 fs_status_t cli_split(const cli_t *c, int out[3], fs_error_t *err);                   /* --split / --no-split */
 fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err);             /* a feature dtype */
 fs_status_t cli_abc(const cli_t *c, double out[3], fs_error_t *err);
+/* A duration: "250ms", "5s", "2m", or a number of seconds ("1.5"); "0" is
+ * 0 (off, where the option allows it). Whole milliseconds in [0, max_ms]. */
+fs_status_t cli_duration_ms(const cli_t *c, cli_opt_t o, long long max_ms, int *out, fs_error_t *err);
+/* A comma-separated list of user (is_group = 0) or group ids, each a
+ * number or a name looked up in the system's databases; at most `cap`. */
+fs_status_t cli_id_list(const cli_t *c, cli_opt_t o, int is_group, unsigned *out, int cap, int *count,
+                        fs_error_t *err);
 
 /* The subcommands; argv[0] is the command's name. */
 int cmd_import(int argc, char **argv);

@@ -29,13 +29,19 @@ int cmd_serve(int argc, char **argv)
     static const cli_opt_t allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY,
                                         OPT_PREFAULT, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE,
                                         OPT_FEATURE_FIRST, OPT_HOTNESS, OPT_ALPHA, OPT_TOPOLOGY_FIRST, OPT_ORDER,
-                                        OPT_RESERVE, 0};
+                                        OPT_RESERVE, OPT_GRPC_MAX_CALLS, OPT_TLS_CERT, OPT_TLS_KEY,
+                                        OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
+                                        OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
+                                        OPT_PLAN_DIR, 0};
     cli_t c;
     int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;
     if (c.num_args != 1)
         return cli_usage("%s", "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] "
-                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify]");
+                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify] [--grpc-max-calls N] "
+                               "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] "
+                               "[--insecure] [--handshake-timeout 5s] [--max-conns-per-uid N] "
+                               "[--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] [--plan-dir DIR]");
     fs_serve_opts_t o;
     fs_serve_defaults(&o);
     o.dataset = c.args[0];
@@ -50,6 +56,30 @@ int cmd_serve(int argc, char **argv)
     if (st == FS_OK) st = cli_fraction(&c, OPT_GPU_BUDGET, &o.place.gpu_budget, &err);
     if (st != FS_OK) return cli_usage("%s", err.msg);
     o.threads = (int)threads;
+    /* gRPC admission and security: pairs checked here, the rest by fs_serve (it knows the final --listen) */
+    long long max_calls = 0;
+    if (cli_int(&c, OPT_GRPC_MAX_CALLS, 1, 1000000, &max_calls, &err) != FS_OK) return cli_usage("%s", err.msg);
+    o.grpc_max_calls = (int)max_calls;
+    o.tls_cert = c.text[OPT_TLS_CERT], o.tls_key = c.text[OPT_TLS_KEY], o.tls_client_ca = c.text[OPT_TLS_CLIENT_CA];
+    o.token_file = c.text[OPT_TOKEN_FILE], o.insecure = cli_has(&c, OPT_INSECURE);
+    if (!o.tls_cert != !o.tls_key) return cli_usage("%s", "--tls-cert and --tls-key go together");
+    if (o.tls_client_ca && !o.tls_cert) return cli_usage("%s", "--tls-client-ca (mTLS) needs --tls-cert and --tls-key");
+    /* unix:// guards and administration (server/local.h; README "Local security") */
+    _Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned), "ids are unsigned int");
+    static unsigned allow_uids[64], allow_gids[64];
+    unsigned admin = 0;
+    int admins = 0;
+    long long per_uid = o.max_conns_per_uid;
+    st = cli_duration_ms(&c, OPT_HANDSHAKE_TIMEOUT, 3600 * 1000, &o.handshake_timeout_ms, &err);
+    if (st == FS_OK) st = cli_int(&c, OPT_MAX_CONNS_PER_UID, 0, 1000000, &per_uid, &err);
+    if (st == FS_OK) st = cli_id_list(&c, OPT_ALLOW_UID, 0, allow_uids, 64, &o.num_allow_uids, &err);
+    if (st == FS_OK) st = cli_id_list(&c, OPT_ALLOW_GID, 1, allow_gids, 64, &o.num_allow_gids, &err);
+    if (st == FS_OK) st = cli_id_list(&c, OPT_ADMIN_UID, 0, &admin, 1, &admins, &err);
+    if (st != FS_OK) return cli_usage("%s", err.msg);
+    o.max_conns_per_uid = (int)per_uid;
+    o.allow_uids = (const uid_t *)allow_uids, o.allow_gids = (const gid_t *)allow_gids;
+    if (admins) o.admin_uid = admin;
+    o.plan_dir = c.text[OPT_PLAN_DIR];
     int placed = cli_has(&c, OPT_PLAN) || cli_has(&c, OPT_SAVE_PLAN) || cli_has(&c, OPT_GPU_BUDGET) ||
                  cli_has(&c, OPT_TABLE) || c.order || cli_has(&c, OPT_HOTNESS) || cli_has(&c, OPT_ALPHA) ||
                  cli_has(&c, OPT_RESERVE);

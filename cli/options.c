@@ -2,6 +2,8 @@
  * (cli.h): a single table of long options, getopt_long over it, and the
  * value checks that name the option and what it allows. */
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,17 @@ static const struct option long_opts[] = {
     {"gpus", required_argument, 0, OPT_GPUS},        {"policy", required_argument, 0, OPT_POLICY},
     {"fanouts", required_argument, 0, OPT_FANOUTS},  {"batch", required_argument, 0, OPT_BATCH},
     {"presample-batches", required_argument, 0, OPT_PRESAMPLE}, {"save", required_argument, 0, OPT_SAVE},
-    {"replay", required_argument, 0, OPT_REPLAY},    {0, 0, 0, 0},
+    {"replay", required_argument, 0, OPT_REPLAY},
+    /* gRPC admission and security (serve) */
+    {"grpc-max-calls", required_argument, 0, OPT_GRPC_MAX_CALLS}, {"tls-cert", required_argument, 0, OPT_TLS_CERT},
+    {"tls-key", required_argument, 0, OPT_TLS_KEY},  {"tls-client-ca", required_argument, 0, OPT_TLS_CLIENT_CA},
+    {"token-file", required_argument, 0, OPT_TOKEN_FILE}, {"insecure", no_argument, 0, OPT_INSECURE},
+    /* unix:// guards and administration (serve) */
+    {"handshake-timeout", required_argument, 0, OPT_HANDSHAKE_TIMEOUT},
+    {"max-conns-per-uid", required_argument, 0, OPT_MAX_CONNS_PER_UID},
+    {"allow-uid", required_argument, 0, OPT_ALLOW_UID},  {"allow-gid", required_argument, 0, OPT_ALLOW_GID},
+    {"admin-uid", required_argument, 0, OPT_ADMIN_UID},  {"plan-dir", required_argument, 0, OPT_PLAN_DIR},
+    {0, 0, 0, 0},
 };
 
 static const char *opt_name(cli_opt_t o)
@@ -155,5 +167,63 @@ fs_status_t cli_abc(const cli_t *c, double out[3], fs_error_t *err)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--abc wants three probabilities, e.g. 0.57,0.19,0.19; got '%s'",
                         s);
     memcpy(out, v, sizeof v);
+    return FS_OK;
+}
+
+/* ---- unix:// guards: durations and id lists (serve) ------------------------------ */
+
+fs_status_t cli_duration_ms(const cli_t *c, cli_opt_t o, long long max_ms, int *out, fs_error_t *err)
+{
+    const char *s = c->text[o];
+    if (!s) return FS_OK;
+    char *e;
+    double v = strtod(s, &e), scale = 1000; /* a bare number is seconds */
+    if (strcmp(e, "ms") == 0) scale = 1;
+    else if (strcmp(e, "m") == 0) scale = 60000;
+    else if (*e && strcmp(e, "s") != 0) scale = -1;
+    double ms = v * scale;
+    if (!*s || e == s || scale < 0 || !(ms >= 0 && ms <= (double)max_ms))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s must be a duration such as 250ms, 5s or 2m (0 to 1 h, %lld "
+                        "ms at most), got '%s'", opt_name(o), max_ms, s);
+    *out = (int)(ms + 0.5);
+    return FS_OK;
+}
+
+/* One id: a number, or a user or group name. */
+static int parse_id(const char *tok, int is_group, unsigned *id)
+{
+    char *e;
+    unsigned long long v = strtoull(tok, &e, 10);
+    if (*tok && !*e && tok[0] != '-') {
+        *id = (unsigned)v;
+        return v < 4294967295ULL ? 0 : -1; /* (uid_t)-1 means "no id" to the kernel */
+    }
+    if (is_group) {
+        const struct group *g = getgrnam(tok);
+        return g ? (*id = g->gr_gid, 0) : -1;
+    }
+    const struct passwd *p = getpwnam(tok);
+    return p ? (*id = p->pw_uid, 0) : -1;
+}
+
+fs_status_t cli_id_list(const cli_t *c, cli_opt_t o, int is_group, unsigned *out, int cap, int *count,
+                        fs_error_t *err)
+{
+    const char *s = c->text[o];
+    if (!s) return FS_OK;
+    char buf[1024], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == cap || parse_id(tok, is_group, &out[n]) != 0)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s wants up to %d %s ids or names separated by commas, "
+                            "e.g. 1000,1001; '%s' is %s", opt_name(o), cap, is_group ? "group" : "user",
+                            n == cap ? s : tok, n == cap ? "too many" : "not one");
+        n++;
+    }
+    if (n == 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s wants at least one %s id, got '%s'", opt_name(o),
+                        is_group ? "group" : "user", s);
+    *count = n;
     return FS_OK;
 }

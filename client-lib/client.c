@@ -1,15 +1,19 @@
 /* client.c — the public API's front: checks arguments, reads the caller's
  * versioned option structs (featstore/types.h), parses the URI, hands every
- * call to the connection's transport, keeps the last error. */
+ * call to the connection's transport, keeps the last error. A connection
+ * belongs to the process that opened it: calls from a forked child are
+ * refused before any transport sees them (docs/api.md §8). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client_internal.h"
 
-/* The first published sizes of the versioned structs: anything smaller
- * was never a valid struct. */
+/* The first published sizes of the versioned structs (1.0's): anything
+ * smaller was never a valid struct. Fields added since (1.1: the connection's
+ * TLS files and token) read as zero from a 1.0 caller. */
 #define CONNECT_OPTS_V1 (offsetof(fs_connect_opts_t, device) + sizeof(const char *))
 #define SAMPLE_REQ_V1 (offsetof(fs_sample_req_t, locality) + sizeof(double))
 #define REPLAN_OPTS_V1 (offsetof(fs_replan_opts_t, reserve) + sizeof(const char *))
@@ -18,7 +22,7 @@
  * not tell the versions apart: no public struct may end in padding a new
  * field could slip into (docs/api.md). */
 #define FS_ENDS_AT(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
-_Static_assert(sizeof(fs_connect_opts_t) == FS_ENDS_AT(fs_connect_opts_t, device), "trailing padding");
+_Static_assert(sizeof(fs_connect_opts_t) == FS_ENDS_AT(fs_connect_opts_t, token), "trailing padding");
 _Static_assert(sizeof(fs_sample_req_t) == FS_ENDS_AT(fs_sample_req_t, locality), "trailing padding");
 _Static_assert(sizeof(fs_replan_opts_t) == FS_ENDS_AT(fs_replan_opts_t, reserve), "trailing padding");
 
@@ -37,6 +41,7 @@ FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs
     fs_client_t *c = calloc(1, sizeof *c);
     *out = c;
     if (!c) return FS_ERR_NOMEM;
+    c->opener = getpid();
     c->opts.struct_size = sizeof c->opts;
     fs_status_t st = opts ? read_struct(c, &c->opts, sizeof c->opts, opts, CONNECT_OPTS_V1, "fs_connect_opts_t") : FS_OK;
     if (st != FS_OK) return st;
@@ -51,13 +56,16 @@ FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs
                               c->opts.timeout_ms);
     if (!uri) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no URI given");
     if (strncmp(uri, "unix://", 7) == 0) return fs_local_connect(c, uri + 7);
-    if (strncmp(uri, "grpc://", 7) == 0) return fs_grpc_connect(c, uri + 7);
-    return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "URI '%s' must start with unix:// or grpc://", uri);
+    if (strncmp(uri, "grpc://", 7) == 0) return fs_grpc_connect(c, uri + 7, 0);
+    if (strncmp(uri, "grpcs://", 8) == 0) return fs_grpc_connect(c, uri + 8, 1); /* TLS */
+    return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "URI '%s' must start with unix://, grpc:// or grpcs://", uri);
 }
 
 FS_API void fs_close(fs_client_t *c)
 {
     if (!c) return;
+    /* In a forked child the transport frees only the child's copies and says
+     * nothing to the server: the parent's connection carries on. */
     if (c->ops && c->ops->close) c->ops->close(c);
     free(c);
 }
@@ -66,10 +74,19 @@ FS_API const char *fs_client_errstr(const fs_client_t *c) { return c ? c->errstr
 
 FS_API const char *fs_client_transport(const fs_client_t *c) { return c && c->ops ? c->ops->name : "none"; }
 
-static fs_status_t not_connected(fs_client_t *c)
+/* Before every call. A child forked after fs_connect shares the parent's
+ * socket and result slots: its requests would interleave with the parent's
+ * and its results overwrite the parent's batches, so it must connect anew
+ * (client.h, docs/api.md §8). */
+static fs_status_t usable(fs_client_t *c)
 {
     if (!c) return FS_ERR_INVALID_ARGUMENT;
-    return fs_client_fail(c, FS_ERR_UNAVAILABLE, "not connected");
+    if (fs_client_foreign(c))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "this connection was opened by process %ld and this is "
+                              "process %ld: a forked child must fs_connect again (fs_close the inherited "
+                              "connection: that frees only the child's copy)", (long)c->opener, (long)getpid());
+    if (!c->ops) return fs_client_fail(c, FS_ERR_UNAVAILABLE, "not connected");
+    return FS_OK;
 }
 
 static fs_status_t check_batch_args(fs_client_t *c, const int64_t *ids, int64_t n, fs_batch_t **out)
@@ -82,7 +99,8 @@ static fs_status_t check_batch_args(fs_client_t *c, const int64_t *ids, int64_t 
 
 FS_API fs_status_t fs_info(fs_client_t *c, fs_info_t **out)
 {
-    if (!c || !c->ops) return not_connected(c);
+    fs_status_t st = usable(c);
+    if (st != FS_OK) return st;
     if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
     return c->ops->info(c, out);
@@ -106,9 +124,9 @@ static fs_status_t sample_request(fs_client_t *c, const fs_sample_req_t *req, fs
 FS_API fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                              fs_batch_t **out)
 {
-    if (!c || !c->ops) return not_connected(c);
     fs_sample_req_t r;
-    fs_status_t st = check_batch_args(c, seeds, n, out);
+    fs_status_t st = usable(c);
+    if (st == FS_OK) st = check_batch_args(c, seeds, n, out);
     if (st == FS_OK) st = sample_request(c, req, &r);
     return st == FS_OK ? c->ops->sample(c, seeds, n, &r, out) : st;
 }
@@ -116,8 +134,8 @@ FS_API fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, co
 FS_API fs_status_t fs_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t out_dtype,
                              fs_batch_t **out)
 {
-    if (!c || !c->ops) return not_connected(c);
-    fs_status_t st = check_batch_args(c, ids, n, out);
+    fs_status_t st = usable(c);
+    if (st == FS_OK) st = check_batch_args(c, ids, n, out);
     if (st == FS_OK && !table) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no table name");
     return st == FS_OK ? c->ops->gather(c, ids, n, table, out_dtype, out) : st;
 }
@@ -125,9 +143,9 @@ FS_API fs_status_t fs_gather(fs_client_t *c, const int64_t *ids, int64_t n, cons
 FS_API fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                     const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
-    if (!c || !c->ops) return not_connected(c);
     fs_sample_req_t r;
-    fs_status_t st = check_batch_args(c, seeds, n, out);
+    fs_status_t st = usable(c);
+    if (st == FS_OK) st = check_batch_args(c, seeds, n, out);
     if (st == FS_OK && !table) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no table name");
     if (st == FS_OK) st = sample_request(c, req, &r);
     return st == FS_OK ? c->ops->sample_gather(c, seeds, n, &r, table, out_dtype, out) : st;
@@ -136,6 +154,7 @@ FS_API fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_
 FS_API fs_status_t fs_report_load_ratio(fs_client_t *c, double load_ratio, double *locality)
 {
     if (!c) return FS_ERR_INVALID_ARGUMENT;
+    if (fs_client_foreign(c)) return usable(c); /* the same refusal, though no transport is involved */
     fs_error_t err = {0};
     if (fs_las_ctl_update(&c->las, load_ratio, locality, &err) != FS_OK)
         return fs_client_fail(c, err.code, "fs_report_load_ratio: %s", err.msg);
@@ -160,7 +179,8 @@ FS_API fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_
 
 FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
 {
-    if (!c || !c->ops) return not_connected(c);
+    fs_status_t st = usable(c);
+    if (st != FS_OK) return st;
     if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
     if (!name || !name[0]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no split name");
@@ -177,7 +197,8 @@ FS_API void fs_ids_free(fs_ids_t *ids)
 
 FS_API fs_status_t fs_stats(fs_client_t *c, char **text)
 {
-    if (!c || !c->ops) return not_connected(c);
+    fs_status_t st = usable(c);
+    if (st != FS_OK) return st;
     if (!text) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "text must not be NULL");
     *text = NULL;
     return c->ops->stats(c, text);
@@ -187,12 +208,13 @@ FS_API void fs_stats_free(char *text) { free(text); }
 
 FS_API fs_status_t fs_replan(fs_client_t *c, const fs_replan_opts_t *opts, uint64_t *generation)
 {
-    if (!c || !c->ops) return not_connected(c);
+    fs_status_t st = usable(c);
+    if (st != FS_OK) return st;
     if (!c->ops->replan)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "re-planning is an administrative call, accepted over unix:// "
                               "only (the server's machine); this connection is %s://", c->ops->name);
     fs_replan_opts_t o = FS_REPLAN_OPTS_INIT;
-    fs_status_t st = opts ? read_struct(c, &o, sizeof o, opts, REPLAN_OPTS_V1, "fs_replan_opts_t") : FS_OK;
+    st = opts ? read_struct(c, &o, sizeof o, opts, REPLAN_OPTS_V1, "fs_replan_opts_t") : FS_OK;
     if (st != FS_OK) return st;
     if (!(o.gpu_budget >= 0 && o.gpu_budget <= 1))
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "gpu_budget %g: need a fraction in (0, 1], or 0 to keep the "

@@ -23,22 +23,37 @@
  * Errors: a gRPC status maps back to an fs_status_t (fs_wire_fs_status) and
  * the server's detail string becomes the connection's errstr.
  *
+ * Security: grpcs:// is gRPC's SSL channel credentials (the server checked
+ * against tls_ca_file or gRPC's default roots; a client certificate for
+ * mTLS); grpc:// is plaintext and refuses TLS files rather than ignore them.
+ * A token goes out as `authorization: Bearer <token>` initial metadata on
+ * every call. Each option falls back to its environment variable
+ * (client.h); a token is never written into an error message.
+ *
+ * Fork: a forked child's fs_close leaves the inherited channel to the
+ * parent (g_close), and the child can open a channel of its own only if
+ * gRPC was not running in the parent when it forked (grpc_start).
+ *
  * Built into the static library, and on its own into libfeatstore-grpc.so,
  * which the shared library loads on the first grpc:// connection
  * (client_internal.h); the plugin exports only FS_GRPC_PLUGIN_SYMBOL. */
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client_internal.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
 
 #define CONNECT_TIMEOUT_MS 10000
+#define MAX_PEM_BYTES (1 << 20)
+#define MAX_TOKEN_BYTES 4096
 #define TAG_CALL ((void *)1)
 #define TAG_CONNECT ((void *)2)
 
@@ -135,6 +150,9 @@ typedef struct {
     grpc_completion_queue *cq;
     rowbuf_cache_t *rows_cache;
     char target[256];
+    const char *scheme;          /* "grpc" or "grpcs" (TLS), for messages */
+    grpc_metadata auth;          /* authorization: Bearer <token> ... */
+    int has_auth;                /* ... when a token was given */
 } conn_t;
 
 /* A result: the public batch plus every block it owns. */
@@ -202,6 +220,7 @@ typedef struct {
     fs_client_t *c;
     const char *method;
     grpc_call *call;
+    grpc_metadata auth;           /* this call's copy: gRPC writes into a sent grpc_metadata */
     grpc_metadata_array initial_md, trailing_md;
     grpc_status_code status;
     grpc_slice details;
@@ -248,10 +267,16 @@ static void op_set(grpc_op *op, grpc_op_type type)
     op->op = type;
 }
 
-/* Fills the ops that send the request and half-close. */
+/* Fills the ops that send the request (with the token, if any) and half-close. */
 static size_t ops_send_request(rpc_t *r, grpc_op *ops, grpc_byte_buffer *req)
 {
     op_set(&ops[0], GRPC_OP_SEND_INITIAL_METADATA);
+    conn_t *k = conn_of(r->c);
+    if (k->has_auth) {
+        r->auth = k->auth;
+        ops[0].data.send_initial_metadata.count = 1;
+        ops[0].data.send_initial_metadata.metadata = &r->auth;
+    }
     op_set(&ops[1], GRPC_OP_SEND_MESSAGE);
     ops[1].data.send_message.send_message = req;
     op_set(&ops[2], GRPC_OP_SEND_CLOSE_FROM_CLIENT);
@@ -784,6 +809,48 @@ static fs_status_t g_stats(fs_client_t *c, char **text)
     return st;
 }
 
+/* gRPC's threads (timers, executor) start with grpc_init and exist only in
+ * the process that started them. A process forked while gRPC was running
+ * (a connection open, or a gRPC server in the same process) inherits
+ * gRPC's state without them: a channel made there never connects, not even
+ * by its deadline, whose timer thread is gone. A fork handler notes whether
+ * gRPC was running at the fork, and such a child's connections are refused
+ * at once, with the reason, rather than left to hang. A child forked while
+ * gRPC was not running starts its own. The handler is installed by the
+ * process's first grpc:// connection: forks before it are not watched. The
+ * Python binding closes its grpc:// connections before os.fork, so that
+ * its children can connect (client-lib/python/featstore/client.py). */
+static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
+static int running_at_fork; /* fork_prepare's reading, in the forking process */
+static pid_t forking_pid;
+static pid_t forked_from;   /* in a child forked while gRPC ran: its parent; else 0 */
+
+static void fork_prepare(void)
+{
+    running_at_fork = grpc_is_initialized(); /* every thread still exists here: its lock is safe to take */
+    forking_pid = getpid();
+}
+
+static void fork_child(void)
+{
+    if (running_at_fork) forked_from = forking_pid;
+}
+
+static void watch_forks(void) { pthread_atfork(fork_prepare, NULL, fork_child); }
+
+static fs_status_t grpc_start(fs_client_t *c, const char *scheme)
+{
+    pthread_once(&watch_once, watch_forks);
+    if (forked_from)
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "%s:// cannot connect in process %ld: it was forked from process "
+                              "%ld while that was running gRPC, whose threads do not survive fork() (a channel here "
+                              "would never connect). Fork while no grpc:// connection is open (close them first; the "
+                              "Python binding does), start workers with spawn, or use unix://", scheme,
+                              (long)getpid(), (long)forked_from);
+    grpc_init();
+    return FS_OK;
+}
+
 static void conn_destroy(conn_t *k)
 {
     if (k->channel) grpc_channel_destroy(k->channel);
@@ -795,14 +862,25 @@ static void conn_destroy(conn_t *k)
         grpc_completion_queue_destroy(k->cq);
     }
     if (k->rows_cache) cache_close(k->rows_cache);
+    if (k->has_auth) grpc_slice_unref(k->auth.value);
     free(k);
-    grpc_shutdown(); /* pairs with fs_grpc_connect's grpc_init */
+    grpc_shutdown(); /* pairs with fs_grpc_connect's grpc_start */
 }
 
+/* In a forked child the channel and queue are left alone: gRPC's threads,
+ * which they depend on, exist only in the opener, and shutting them down
+ * here could wait forever. Only the child's plain memory is freed. */
 static void g_close(fs_client_t *c)
 {
-    if (c->impl) conn_destroy(c->impl);
+    conn_t *k = c->impl;
     c->impl = NULL;
+    if (!k) return;
+    if (!fs_client_foreign(c)) {
+        conn_destroy(k);
+        return;
+    }
+    if (k->rows_cache) cache_close(k->rows_cache);
+    free(k);
 }
 
 static const fs_transport_ops_t grpc_ops = {
@@ -828,36 +906,147 @@ static fs_status_t wait_connected(fs_client_t *c, conn_t *k)
     grpc_connectivity_state state = grpc_channel_check_connectivity_state(k->channel, 1);
     while (state != GRPC_CHANNEL_READY) {
         if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN)
-            return fs_client_fail(c, FS_ERR_UNAVAILABLE, "grpc://%s: cannot connect: no featstore server answers "
-                                  "there (refused or unreachable)", k->target);
+            return fs_client_fail(c, FS_ERR_UNAVAILABLE, "%s://%s: cannot connect: %s", k->scheme, k->target,
+                                  strcmp(k->scheme, "grpcs") == 0
+                                      ? "no TLS connection could be made (no server there, a server without TLS, a "
+                                        "certificate not signed by the trusted CA or not for this host name, or a "
+                                        "client certificate required)"
+                                      : "no featstore server answers there (refused or unreachable; or a server that "
+                                        "wants TLS: grpcs://)");
         grpc_channel_watch_connectivity_state(k->channel, state, deadline, k->cq, TAG_CONNECT);
         if (!wait_tag(k))
-            return fs_client_fail(c, FS_ERR_UNAVAILABLE, "grpc://%s: cannot connect: no connection within %d ms",
-                                  k->target, ms);
+            return fs_client_fail(c, FS_ERR_UNAVAILABLE, "%s://%s: cannot connect: no connection within %d ms",
+                                  k->scheme, k->target, ms);
         state = grpc_channel_check_connectivity_state(k->channel, 0);
     }
     return FS_OK;
 }
 
-fs_status_t fs_grpc_connect(struct fs_client *c, const char *target)
+/* An option, or its environment variable when the option is unset (client.h). */
+static const char *opt_or_env(const char *opt, const char *env)
 {
-    if (!target) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc:// needs host:port");
+    if (opt) return opt;
+    const char *v = getenv(env);
+    return v && v[0] ? v : NULL;
+}
+
+/* A PEM file (certificates, a key), whole, into a string the caller frees. */
+static fs_status_t read_pem(fs_client_t *c, const char *path, const char *what, char **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return fs_client_fail(c, FS_ERR_IO, "grpcs://: %s '%s': %s", what, path, strerror(errno));
+    char *buf = malloc(MAX_PEM_BYTES + 1);
+    size_t n = buf ? fread(buf, 1, MAX_PEM_BYTES + 1, f) : 0;
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    buf[n <= MAX_PEM_BYTES ? n : MAX_PEM_BYTES] = '\0';
+    if (failed || n == 0 || n > MAX_PEM_BYTES || !strstr(buf, "-----BEGIN ")) {
+        free(buf);
+        return fs_client_fail(c, failed ? FS_ERR_IO : FS_ERR_FORMAT, "grpcs://: %s '%s' is %s", what, path,
+                              failed ? "unreadable" : n == 0 ? "empty" : n > MAX_PEM_BYTES ? "larger than 1 MiB"
+                                                                                         : "not PEM (no -----BEGIN line)");
+    }
+    *out = buf;
+    return FS_OK;
+}
+
+static void free_secret(char *p)
+{
+    if (p) explicit_bzero(p, strlen(p));
+    free(p);
+}
+
+/* Plaintext for grpc://; for grpcs:// TLS with the CA, and the client's
+ * certificate and key when given (mTLS). */
+static fs_status_t channel_credentials(fs_client_t *c, const char *target, int tls, grpc_channel_credentials **out)
+{
+    const fs_connect_opts_t *o = &c->opts;
+    *out = NULL;
+    if (!tls) {
+        const char *set = o->tls_ca_file ? "tls_ca_file" : o->tls_cert_file ? "tls_cert_file"
+                        : o->tls_key_file ? "tls_key_file" : NULL;
+        if (set)
+            return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc://%s is plaintext, but %s is set: use grpcs://%s "
+                                  "for TLS", target, set, target);
+        *out = grpc_insecure_credentials_create();
+        return FS_OK;
+    }
+    const char *ca = opt_or_env(o->tls_ca_file, "FEATSTORE_TLS_CA");
+    const char *cert = opt_or_env(o->tls_cert_file, "FEATSTORE_TLS_CERT");
+    const char *key = opt_or_env(o->tls_key_file, "FEATSTORE_TLS_KEY");
+    if (!cert != !key)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpcs://%s: a client certificate needs its private key and "
+                              "a key its certificate (tls_cert_file and tls_key_file, or $FEATSTORE_TLS_CERT and "
+                              "$FEATSTORE_TLS_KEY): only the %s is given", target, cert ? "certificate" : "key");
+    char *ca_pem = NULL, *cert_pem = NULL, *key_pem = NULL;
+    fs_status_t st = ca ? read_pem(c, ca, "CA file", &ca_pem) : FS_OK;
+    if (st == FS_OK && cert) st = read_pem(c, cert, "client certificate", &cert_pem);
+    if (st == FS_OK && key) st = read_pem(c, key, "client key", &key_pem);
+    if (st == FS_OK) {
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = key_pem, .cert_chain = cert_pem};
+        *out = grpc_ssl_credentials_create(ca_pem, cert_pem ? &pair : NULL, NULL, NULL);
+        if (!*out) st = fs_client_fail(c, FS_ERR_INTERNAL, "grpcs://%s: gRPC refused the TLS settings", target);
+    }
+    free(ca_pem);
+    free(cert_pem);
+    free_secret(key_pem);
+    return st;
+}
+
+/* The token (option or $FEATSTORE_TOKEN) as the metadata every call sends.
+ * It must fit an HTTP/2 header; the message never shows it. */
+static fs_status_t set_token(fs_client_t *c, conn_t *k)
+{
+    const char *token = opt_or_env(c->opts.token, "FEATSTORE_TOKEN");
+    if (!token) return FS_OK;
+    size_t n = strlen(token);
+    if (n == 0 || n > MAX_TOKEN_BYTES)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "the token is %s", n ? "longer than 4096 bytes" : "empty");
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)token[i] < 0x21 || (unsigned char)token[i] > 0x7e)
+            return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "character %zu of the token is not visible ASCII (a "
+                                  "token travels in an HTTP/2 header)", i + 1);
+    char *value = malloc(n + 8);
+    if (!value) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    snprintf(value, n + 8, "Bearer %s", token);
+    k->auth.key = grpc_slice_from_static_string("authorization");
+    k->auth.value = grpc_slice_from_copied_string(value);
+    k->has_auth = 1;
+    free_secret(value);
+    return FS_OK;
+}
+
+fs_status_t fs_grpc_connect(struct fs_client *c, const char *target, int tls)
+{
+    const char *scheme = tls ? "grpcs" : "grpc";
+    if (!target) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "%s:// needs host:port", scheme);
     if (!target[0] || strlen(target) >= sizeof ((conn_t *)0)->target)
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc:// needs host:port (got '%s')", target);
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "%s:// needs host:port (got '%s')", scheme, target);
     conn_t *k = calloc(1, sizeof *k);
     if (!k) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-    grpc_init();
+    if (grpc_start(c, scheme) != FS_OK) {
+        free(k);
+        return FS_ERR_UNSUPPORTED;
+    }
     snprintf(k->target, sizeof k->target, "%s", target);
+    k->scheme = scheme;
     grpc_arg args[FS_WIRE_MAX_ARGS];
     grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, -1, 0), .args = args};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    k->channel = grpc_channel_create(target, creds, &chargs);
-    grpc_channel_credentials_release(creds);
+    grpc_channel_credentials *creds = NULL;
+    fs_status_t st = set_token(c, k);
+    if (st == FS_OK) st = channel_credentials(c, target, tls, &creds);
+    if (st == FS_OK) {
+        k->channel = grpc_channel_create(target, creds, &chargs);
+        grpc_channel_credentials_release(creds);
+    }
     k->cq = grpc_completion_queue_create_for_next(NULL);
     k->rows_cache = cache_new();
-    fs_status_t st = !k->rows_cache ? fs_client_fail(c, FS_ERR_NOMEM, "out of memory")
-                   : k->channel    ? wait_connected(c, k)
-                                : fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "grpc://%s: not a valid target", target);
+    if (st == FS_OK)
+        st = !k->rows_cache ? fs_client_fail(c, FS_ERR_NOMEM, "out of memory")
+           : k->channel    ? wait_connected(c, k)
+                           : fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "%s://%s: not a valid target", scheme, target);
     if (st != FS_OK) {
         conn_destroy(k);
         return st;

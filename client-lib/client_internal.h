@@ -10,6 +10,8 @@
 #ifndef FS_CLIENT_INTERNAL_H
 #define FS_CLIENT_INTERNAL_H
 
+#include <sys/types.h>
+
 #include "featstore/admin.h"
 #include "featstore/client.h"
 #include "fs_locality.h"
@@ -31,7 +33,7 @@ typedef struct {
     fs_status_t (*stats)(struct fs_client *c, char **text);
     fs_status_t (*split)(struct fs_client *c, const char *name, fs_ids_t **out);
     fs_status_t (*replan)(struct fs_client *c, const fs_replan_opts_t *opts, uint64_t *generation); /* NULL: refused */
-    void (*close)(struct fs_client *c);
+    void (*close)(struct fs_client *c); /* in a forked child (fs_client_foreign): this process's copies only */
 } fs_transport_ops_t;
 
 struct fs_client {
@@ -39,6 +41,7 @@ struct fs_client {
     void *impl;                  /* the transport's state */
     fs_connect_opts_t opts;
     fs_las_ctl_t las;            /* Algorithm 2: the boost FS_LOCALITY_AUTO requests use */
+    pid_t opener;                /* the process that connected: a forked child may not use it */
     char errstr[512];
 };
 
@@ -58,13 +61,18 @@ typedef struct fs_ids_priv {
     void (*release)(struct fs_ids_priv *p);
 } fs_ids_priv_t;
 
+/* Whether this process is not the one that opened c: a child forked after
+ * fs_connect, which shares the opener's socket and result slots. Its calls
+ * are refused and its fs_close frees only its own copies (client.h). */
+int fs_client_foreign(const struct fs_client *c);
+
 /* Records a failure on the connection and returns st. */
 fs_status_t fs_client_fail(struct fs_client *c, fs_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Transport constructors: fill c->ops and c->impl, or fail via fs_client_fail. */
 fs_status_t fs_local_connect(struct fs_client *c, const char *socket_path);
-fs_status_t fs_grpc_connect(struct fs_client *c, const char *target);
+fs_status_t fs_grpc_connect(struct fs_client *c, const char *target, int tls); /* tls: grpcs:// */
 
 /* The gRPC plugin's one exported symbol, FS_GRPC_PLUGIN_SYMBOL: which
  * release it was built from, and its constructor. */
@@ -72,7 +80,7 @@ fs_status_t fs_grpc_connect(struct fs_client *c, const char *target);
 typedef struct {
     const char *version;         /* must equal fs_version() */
     size_t client_size;          /* sizeof(struct fs_client), as a layout check */
-    fs_status_t (*connect)(struct fs_client *c, const char *target);
+    fs_status_t (*connect)(struct fs_client *c, const char *target, int tls);
 } fs_grpc_plugin_t;
 
 /* Tests only: the minor version of the local protocol this process's

@@ -4,14 +4,25 @@
  * this reader's placement and a ring of memfd result slots (proto/fs_local.h
  * describes the conversation). This process maps the files PROT_READ (the
  * kernel shares those pages with the server and every other trainer: no
- * private copy of the data), builds the same views the server would, and
- * runs the kernels itself; results are written into a free slot and the
- * batch points into it. After each call a small REPORT goes to the server
- * for its metrics, sent without waiting.
+ * private copy of the data). The descriptors are the sealed memfd copies
+ * the server verified (dataset/dataset.c), not the files on disk (which
+ * earlier servers passed): nobody can shrink them, so a dataset file
+ * truncated on disk cannot SIGBUS a trainer. It builds the same views the
+ * server would, and runs the kernels itself; results are written into a
+ * free slot and the batch points into it. After each call a small REPORT
+ * goes to the server for its metrics, sent without waiting.
  *
  * Lifetime: the connection's state is reference-counted (one reference for
  * the connection, one per outstanding batch), so a batch stays valid even
- * after fs_close until it is freed. */
+ * after fs_close until it is freed.
+ *
+ * Fork: a child inherits the socket and the slots' MAP_SHARED mappings, so
+ * its results would land in the parent's batches (client.c refuses its
+ * calls). Its fs_close and fs_batch_free release only its own copies:
+ * closing its duplicate of the socket ends nothing while the parent holds
+ * the original, nothing is sent, and the worker pool's threads, which exist
+ * only in the opener, are not joined (joining a thread the child does not
+ * have is undefined; the pool's memory is left). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -77,6 +88,7 @@ typedef struct {
     char *buf;             /* FS_LOCAL_MAX_MSG: replies are received here */
     pthread_mutex_t lock;  /* slots and refs: batches are freed from any thread */
     int refs;
+    pid_t opener;          /* the process whose pool threads exist */
 } local_t;
 
 typedef struct {
@@ -115,7 +127,7 @@ static void local_unref(local_t *L)
     layout_free(L->lay);
     if (L->notice) munmap((void *)L->notice, FS_LOCAL_NOTICE_BYTES);
     fs_sampler_destroy(L->sampler);
-    fs_pool_destroy(L->pool);
+    if (L->opener == getpid()) fs_pool_destroy(L->pool); /* a forked child has no such threads to join */
     free(L->buf);
     pthread_mutex_destroy(&L->lock);
     free(L);
@@ -328,6 +340,7 @@ static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, s
     size_t len = st.st_size ? (size_t)st.st_size : 1;
     void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_IO, "cannot map a dataset file: %s", strerror(errno));
+    madvise(p, len, MADV_HUGEPAGE); /* fewer page faults where the kernel allows it; best effort */
     Y->maps[Y->num_maps++] = (map_t){p, len};
     *data = (const char *)p + offset;
     return FS_OK;
@@ -479,9 +492,13 @@ static fs_status_t send_hello(fs_client_t *c, local_t *L, const char *path)
     featstore_local_Hello h = {.major = FS_LOCAL_MAJOR, .minor = speak_minor, .slots = (uint32_t)c->opts.slots,
                                .pid = getpid(), .reader = L->reader};
     if (speak_minor >= 1) snprintf(h.library_version, sizeof h.library_version, "%s", fs_version());
-    if (fs_local_send_msg(L->sock, FS_LOCAL_HELLO, featstore_local_Hello_fields, &h, NULL, 0, 0) != 0)
-        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(errno));
-    return FS_OK;
+    if (fs_local_send_msg(L->sock, FS_LOCAL_HELLO, featstore_local_Hello_fields, &h, NULL, 0, 0) == 0) return FS_OK;
+    int why = errno;
+    fs_local_frame_t f;
+    fs_status_t st = FS_OK;
+    /* a server that refused this peer at accept (its uid, a cap) sent an ERROR saying why, then hung up */
+    if ((why == EPIPE || why == ECONNRESET) && (st = recv_frame(c, L, 100, &f, NULL, NULL, 0)) != FS_OK) return st;
+    return fs_client_fail(c, FS_ERR_UNAVAILABLE, "unix://%s: %s", path, strerror(why));
 }
 
 /* The notice page, the slots, the engines: what a connection needs besides
@@ -495,7 +512,7 @@ static fs_status_t finish_connect(fs_client_t *c, local_t *L, fs_fd_list_t *fds,
     }
     while (fds->next < fds->n) L->slots[L->num_slots++] = (slot_t){.fd = fds->fd[fds->next++]};
     const featstore_local_Welcome *w = &L->lay->w;
-    L->limits = (fs_limits_t){w->max_ids, w->max_fanout_product, w->max_response_bytes};
+    L->limits = (fs_limits_t){w->max_ids, w->max_fanout_product, w->max_response_bytes, w->num_nodes, w->num_edges};
     fs_error_t err = {0};
     if (fs_sampler_create(&L->sampler, &err) || fs_pool_create(c->opts.threads, &L->pool, &err))
         return fs_client_fail(c, FS_ERR_NOMEM, "%s", err.msg);
@@ -514,6 +531,7 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
     pthread_mutex_init(&L->lock, NULL);
     L->refs = 1;
     L->sock = -1;
+    L->opener = getpid();
     L->timeout_ms = c->opts.timeout_ms;
     c->impl = L;
     c->ops = &local_ops;
@@ -560,7 +578,11 @@ static fs_status_t relayout(fs_client_t *c, local_t *L)
 /* Before each call: one load of the notice page. */
 static fs_status_t follow_placement(fs_client_t *c, local_t *L)
 {
-    if (atomic_load_explicit(L->notice, memory_order_acquire) <= L->lay->w.generation) return FS_OK;
+    uint64_t notice = atomic_load_explicit(L->notice, memory_order_acquire);
+    if (notice <= L->lay->w.generation) return FS_OK;
+    if (notice == FS_LOCAL_NOTICE_STOPPED)
+        return fs_client_fail(c, FS_ERR_UNAVAILABLE, "the server stopped: connect again (a restarted server is a "
+                              "new connection)");
     return relayout(c, L);
 }
 
@@ -695,7 +717,7 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
             row_bytes = (size_t)tv->dim * fs_dtype_size(out_dtype);
         }
     }
-    if (!st) st = fs_limits_check(&L->limits, n, req, req ? 0 : row_bytes, &err);
+    if (!st) st = fs_limits_check(&L->limits, n, req, row_bytes, &err); /* the worst case, before any work */
     fs_sample_result_t res;
     if (!st && req) {
         st = req->locality > 1 ? sample_boosted(L, ids, n, req, &res, &topo, &err)

@@ -64,9 +64,9 @@ static void load(void)
     plugin = p;
 }
 
-fs_status_t fs_grpc_connect(struct fs_client *c, const char *target)
+fs_status_t fs_grpc_connect(struct fs_client *c, const char *target, int tls)
 {
     pthread_once(&once, load);
     if (!plugin) return fs_client_fail(c, load_status, "%s", load_error);
-    return plugin->connect(c, target);
+    return plugin->connect(c, target, tls);
 }

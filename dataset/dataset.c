@@ -1,11 +1,33 @@
 /* dataset.c — opening and validating a native dataset directory.
  *
  * Design: the manifest (jansson) says which file plays which role; each file
- * is mmap'ed read-only and its .npy header checked against that role. Data
- * checks (indptr monotone, ids in range) scan the mappings in parallel and
- * report the *first* bad offset, so the message is the same whatever the
- * thread count. Nothing is copied: the pointers handed out point into the
- * page cache, and N trainers later share those same pages. */
+ * is opened once, mapped read-only and its .npy header checked against that
+ * role. Data checks (indptr monotone, ids in range) scan the mappings in
+ * parallel and report the *first* bad offset, so the message is the same
+ * whatever the thread count. The dataset keeps each descriptor it validated
+ * and hands out only that one (fs_dataset_locate): a path is never opened
+ * twice, so a file swapped after validation is never served.
+ *
+ * Serving (FS_OPEN_COPY): a mapped file's pages belong to whoever can write
+ * the file. Truncating it (a re-import in place, a full disk, a bad copy)
+ * makes every process that maps it take SIGBUS on the next read of a page
+ * past the new end, and writing it changes what is served. So the server
+ * reads each file once, with read(), into a memfd — hashing exactly the bytes
+ * written there, checked against the manifest's xxh3 — then seals the memfd
+ * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL), maps it
+ * read-only and validates that mapping. The validated bytes are then the
+ * served bytes, no one can shrink or change them, and trainers receive the
+ * memfd, so no process can fault on a vanished page. The cost is memory: the
+ * copy is shmem, as large as the dataset (the original's page cache is
+ * dropped after copying, so the total stays about 1x; README "Data plane"),
+ * and a start-up copy at memory speed. Mappings ask for transparent huge
+ * pages (fewer page faults; honoured where the kernel's shmem THP setting is
+ * "advise" or "always", silently ignored elsewhere). Changes to the files
+ * afterwards are only told about (fs_dataset_file_check: the server logs them
+ * and counts them in a metric); the copies keep being served.
+ *
+ * Without FS_OPEN_COPY (the CLI's info and plan, tests, benchmarks) files are
+ * mapped directly: no copy, and the page cache is shared. */
 #include "dataset.h"
 
 #include <errno.h>
@@ -27,6 +49,8 @@ struct fs_mapping {
     char file[128];
     void *addr;
     size_t len;
+    int fd;                        /* the validated descriptor: the sealed memfd, or the file itself */
+    fs_file_state_t validated;     /* the file as it was when it was read */
 };
 
 typedef struct {
@@ -45,7 +69,10 @@ static int safe_file_name(const char *f)
     return f[0] != '\0' && f[0] != '.' && strchr(f, '/') == NULL && strlen(f) < 128;
 }
 
-static fs_status_t verify_checksum(open_ctx_t *c, const char *file, const void *addr, size_t len)
+/* `copied`: the checksum the copy computed (NULL without FS_OPEN_COPY:
+ * computed here from the mapping, with FS_OPEN_VERIFY only). */
+static fs_status_t verify_checksum(open_ctx_t *c, const char *file, const void *addr, size_t len,
+                                   const uint64_t *copied)
 {
     json_t *entry = c->files ? json_object_get(c->files, file) : NULL;
     if (!entry) return FS_OK;
@@ -53,17 +80,120 @@ static fs_status_t verify_checksum(open_ctx_t *c, const char *file, const void *
     if ((size_t)bytes != len)
         return fs_error(c->err, FS_ERR_FORMAT, "%s: file is %zu bytes but the manifest records %lld "
                         "(truncated or replaced)", file, len, (long long)bytes);
-    if (!(c->flags & FS_OPEN_VERIFY)) return FS_OK;
+    if (!copied && !(c->flags & FS_OPEN_VERIFY)) return FS_OK;
     const char *want = json_string_value(json_object_get(entry, "xxh3"));
     char got[17];
-    snprintf(got, sizeof got, "%016llx", (unsigned long long)XXH3_64bits(addr, len));
+    snprintf(got, sizeof got, "%016llx", (unsigned long long)(copied ? *copied : XXH3_64bits(addr, len)));
     if (!want || strcmp(want, got) != 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s: checksum mismatch (manifest %s, file %s): the file "
                         "is corrupt or was modified", file, want ? want : "(none)", got);
     return FS_OK;
 }
 
-/* Maps dir/file and parses its header; *data points at the array. */
+static void state_of(const struct stat *st, fs_file_state_t *out)
+{
+    *out = (fs_file_state_t){.present = 1, .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
+                             .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec};
+}
+
+/* Memory the kernel could give us now (MemAvailable), or SIZE_MAX when it
+ * does not say. */
+static size_t memory_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+    if (f) fclose(f);
+    return found ? (size_t)kb * 1024 : SIZE_MAX;
+}
+
+#define COPY_CHUNK (1u << 20) /* stays in cache between read(), hash and write() */
+
+/* Writes all of buf at off into fd. */
+static int pwrite_all(int fd, const char *buf, size_t n, off_t off)
+{
+    while (n > 0) {
+        ssize_t w = pwrite(fd, buf, n, off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        buf += w, n -= (size_t)w, off += w;
+    }
+    return 0;
+}
+
+/* read() file `src` (m->len bytes) into the memfd m->fd through a small
+ * buffer, hashing each chunk between the read and the write: *hash is the
+ * checksum of exactly the bytes the memfd holds, and only this process can
+ * write the memfd until it is sealed. */
+static fs_status_t fill_copy(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash)
+{
+    char *buf = malloc(COPY_CHUNK);
+    XXH3_state_t *h = XXH3_createState();
+    fs_status_t s = FS_OK;
+    if (!buf || !h || XXH3_64bits_reset(h) != XXH_OK) s = fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    for (size_t off = 0; s == FS_OK && off < m->len;) {
+        size_t want = m->len - off < COPY_CHUNK ? m->len - off : COPY_CHUNK;
+        ssize_t r = pread(src, buf, want, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            s = fs_error(c->err, FS_ERR_IO, "%s: read failed at byte %zu: %s", path, off, strerror(errno));
+        } else if (r == 0) {
+            s = fs_error(c->err, FS_ERR_IO, "%s: the file shrank to %zu bytes while it was being read (was %zu)",
+                         path, off, m->len);
+        } else {
+            XXH3_64bits_update(h, buf, (size_t)r);
+            if (pwrite_all(m->fd, buf, (size_t)r, (off_t)off) != 0)
+                s = fs_error(c->err, errno == ENOSPC || errno == ENOMEM ? FS_ERR_NOMEM : FS_ERR_IO,
+                             "%s: cannot copy it into memory (%zu bytes): %s", path, m->len, strerror(errno));
+            off += (size_t)r;
+        }
+    }
+    if (s == FS_OK) *hash = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    free(buf);
+    return s;
+}
+
+/* The FS_OPEN_COPY path (see the top of this file): a checksummed copy of
+ * `src` in a memfd, sealed and mapped read-only; m->fd becomes the memfd. */
+static fs_status_t copy_sealed(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash)
+{
+    size_t avail = memory_available();
+    if (m->len > avail)
+        return fs_error(c->err, FS_ERR_NOMEM, "%s: serving needs a %zu-byte in-memory copy of it, but only %zu bytes "
+                        "of memory are available", path, m->len, avail);
+    char name[160];
+    snprintf(name, sizeof name, "featstore-dataset:%s", m->file);
+    if ((m->fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
+        return fs_error(c->err, FS_ERR_NOMEM, "%s: memfd_create: %s", path, strerror(errno));
+    fs_status_t s = fill_copy(c, path, src, m, hash);
+    if (s != FS_OK) return s;
+    struct stat st;
+    fs_file_state_t after = {0};
+    if (fstat(src, &st) == 0) state_of(&st, &after);
+    if (after.size != m->validated.size || after.mtime_ns != m->validated.mtime_ns)
+        return fs_error(c->err, FS_ERR_IO, "%s: the file changed while it was being read (%lld bytes before, %lld "
+                        "after); start again once nothing writes it", path, (long long)m->validated.size,
+                        (long long)after.size);
+    if (fcntl(m->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+        return fs_error(c->err, FS_ERR_IO, "%s: cannot seal its in-memory copy: %s", path, strerror(errno));
+    /* The copy is all that is read from now on: the original's page cache
+     * need not hold the same bytes a second time. */
+    posix_fadvise(src, 0, 0, POSIX_FADV_DONTNEED);
+    m->addr = mmap(NULL, m->len, PROT_READ, MAP_SHARED, m->fd, 0);
+    if (m->addr == MAP_FAILED) {
+        m->addr = NULL;
+        return fs_error(c->err, FS_ERR_NOMEM, "%s: cannot map its in-memory copy: %s", path, strerror(errno));
+    }
+    madvise(m->addr, m->len, MADV_HUGEPAGE); /* best effort */
+    return FS_OK;
+}
+
+/* Opens dir/file once, maps it (or, with FS_OPEN_COPY, its sealed copy) and
+ * parses its header; *data points at the array. The descriptor validated is
+ * the one kept. */
 static fs_status_t map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data)
 {
     fs_dataset_t *ds = c->ds;
@@ -85,17 +215,29 @@ static fs_status_t map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, 
         close(fd);
         return fs_error(c->err, FS_ERR_FORMAT, "%s: empty file", path);
     }
-    size_t len = (size_t)st.st_size;
-    void *addr = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (addr == MAP_FAILED) return fs_error(c->err, FS_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
-
     fs_mapping_t *m = &ds->maps[ds->num_maps++];
+    *m = (fs_mapping_t){.fd = -1, .len = (size_t)st.st_size};
     snprintf(m->file, sizeof m->file, "%s", file);
-    m->addr = addr;
-    m->len = len;
+    state_of(&st, &m->validated);
 
-    fs_status_t s = verify_checksum(c, file, addr, len);
+    uint64_t copied;
+    fs_status_t s = FS_OK;
+    if (c->flags & FS_OPEN_COPY) {
+        s = copy_sealed(c, path, fd, m, &copied);
+        close(fd); /* keeping it would pin a deleted file's disk space for the server's lifetime */
+    } else {
+        m->fd = fd;
+        m->addr = mmap(NULL, m->len, PROT_READ, MAP_SHARED, fd, 0);
+        if (m->addr == MAP_FAILED) {
+            m->addr = NULL;
+            s = fs_error(c->err, FS_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+        }
+    }
+    if (s != FS_OK) return s;
+    size_t len = m->len;
+    const void *addr = m->addr;
+
+    s = verify_checksum(c, file, addr, len, (c->flags & FS_OPEN_COPY) ? &copied : NULL);
     if (s != FS_OK) return s;
     s = fs_npy_parse(addr, len, path, h, c->err);
     if (s != FS_OK) return s;
@@ -420,11 +562,46 @@ static fs_status_t read_header_fields(open_ctx_t *c, json_t *m)
     if (!json_is_integer(n) || !json_is_integer(e) || json_integer_value(n) < 0 || json_integer_value(e) < 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: num_nodes and num_edges must be non-negative integers",
                         c->dir, FS_MANIFEST);
+    /* indptr holds num_nodes + 1 offsets: that count must exist (tests/fuzz/fuzz_manifest found the overflow) */
+    if (json_integer_value(n) == INT64_MAX)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: num_nodes %lld is out of range (indptr holds num_nodes + 1 "
+                        "entries)", c->dir, FS_MANIFEST, (long long)json_integer_value(n));
     ds->num_nodes = json_integer_value(n);
     ds->num_edges = json_integer_value(e);
     ds->symmetric = json_is_true(json_object_get(m, "symmetric"));
     const char *name = json_str(m, "name");
     snprintf(ds->name, sizeof ds->name, "%s", name ? name : "");
+    return FS_OK;
+}
+
+/* Opens dir's files as the parsed manifest m (borrowed) says. */
+static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags, int threads, fs_dataset_t **out,
+                                      fs_error_t *err)
+{
+    fs_dataset_t *ds = calloc(1, sizeof *ds);
+    size_t max_maps = 8 + json_object_size(json_object_get(m, "features")) +
+                      json_object_size(json_object_get(m, "splits"));
+    if (ds) ds->maps = calloc(max_maps, sizeof *ds->maps);
+    if (ds) ds->dir = strdup(dir);
+    if (!ds || !ds->maps || !ds->dir) {
+        fs_dataset_close(ds);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
+    }
+    open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .flags = flags,
+                    .threads = threads, .err = err};
+    fs_status_t s = read_header_fields(&c, m);
+    if (!s) s = open_topology(&c, json_object_get(m, "topology"));
+    if (!s) s = open_tables(&c, json_object_get(m, "features"));
+    if (!s) s = open_labels(&c, json_object_get(m, "labels"));
+    if (!s) s = open_splits(&c, json_object_get(m, "splits"));
+    if (!s) s = open_node_ids(&c, json_str(m, "node_ids"));
+    ds->checksums_verified = (flags & (FS_OPEN_VERIFY | FS_OPEN_COPY)) && c.files != NULL;
+    ds->sealed_copy = (flags & FS_OPEN_COPY) != 0;
+    if (s != FS_OK) {
+        fs_dataset_close(ds);
+        return s;
+    }
+    *out = ds;
     return FS_OK;
 }
 
@@ -441,38 +618,30 @@ fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dat
             return fs_error(err, FS_ERR_NOT_FOUND, "%s: no such file (is '%s' a featstore dataset?)", path, dir);
         return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", path, jerr.line, jerr.text);
     }
-    fs_dataset_t *ds = calloc(1, sizeof *ds);
-    size_t max_maps = 8 + json_object_size(json_object_get(m, "features")) +
-                      json_object_size(json_object_get(m, "splits"));
-    if (ds) ds->maps = calloc(max_maps, sizeof *ds->maps);
-    if (ds) ds->dir = strdup(dir);
-    if (!ds || !ds->maps || !ds->dir) {
-        json_decref(m);
-        fs_dataset_close(ds);
-        return fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
-    }
-    open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .flags = flags,
-                    .threads = threads, .err = err};
-    fs_status_t s = read_header_fields(&c, m);
-    if (!s) s = open_topology(&c, json_object_get(m, "topology"));
-    if (!s) s = open_tables(&c, json_object_get(m, "features"));
-    if (!s) s = open_labels(&c, json_object_get(m, "labels"));
-    if (!s) s = open_splits(&c, json_object_get(m, "splits"));
-    if (!s) s = open_node_ids(&c, json_str(m, "node_ids"));
-    ds->checksums_verified = (flags & FS_OPEN_VERIFY) && c.files != NULL;
+    fs_status_t s = open_with_manifest(dir, m, flags, threads, out, err);
     json_decref(m);
-    if (s != FS_OK) {
-        fs_dataset_close(ds);
-        return s;
-    }
-    *out = ds;
-    return FS_OK;
+    return s;
+}
+
+fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t len, unsigned flags, int threads,
+                                     fs_dataset_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    json_error_t jerr;
+    json_t *m = json_loadb(text, len, 0, &jerr); /* the flags json_load_file gets above */
+    if (!m) return fs_error(err, FS_ERR_FORMAT, "%s/%s: line %d: %s", dir, FS_MANIFEST, jerr.line, jerr.text);
+    fs_status_t s = open_with_manifest(dir, m, flags, threads, out, err);
+    json_decref(m);
+    return s;
 }
 
 void fs_dataset_close(fs_dataset_t *ds)
 {
     if (!ds) return;
-    for (int i = 0; i < ds->num_maps; i++) munmap(ds->maps[i].addr, ds->maps[i].len);
+    for (int i = 0; i < ds->num_maps; i++) {
+        if (ds->maps[i].addr) munmap(ds->maps[i].addr, ds->maps[i].len);
+        if (ds->maps[i].fd >= 0) close(ds->maps[i].fd);
+    }
     free(ds->maps);
     free(ds->tables);
     free(ds->splits);
@@ -494,16 +663,61 @@ const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name)
     return NULL;
 }
 
-fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, char *path, size_t len, int64_t *offset)
+fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, int *fd, int64_t *offset)
 {
     for (int i = 0; i < ds->num_maps; i++) {
         const char *base = ds->maps[i].addr;
         if ((const char *)data < base || (const char *)data >= base + ds->maps[i].len) continue;
-        if (snprintf(path, len, "%s/%s", ds->dir, ds->maps[i].file) >= (int)len) return FS_ERR_INVALID_ARGUMENT;
+        *fd = ds->maps[i].fd;
         *offset = (const char *)data - base;
         return FS_OK;
     }
     return FS_ERR_NOT_FOUND;
+}
+
+/* ---- files changed under an open dataset ----------------------------------- */
+
+const char *fs_file_change_name(fs_file_change_t c)
+{
+    static const char *const n[FS_FILE_CHANGE_COUNT_] = {"none", "deleted", "replaced", "truncated", "grown",
+                                                         "written"};
+    return (unsigned)c < FS_FILE_CHANGE_COUNT_ ? n[c] : "unknown";
+}
+
+int fs_dataset_num_files(const fs_dataset_t *ds) { return ds->num_maps; }
+
+const char *fs_dataset_file_name(const fs_dataset_t *ds, int i) { return ds->maps[i].file; }
+
+void fs_dataset_file_validated(const fs_dataset_t *ds, int i, fs_file_state_t *out) { *out = ds->maps[i].validated; }
+
+/* The name is what is looked at, not a kept descriptor: a replaced or
+ * deleted file is only visible by name, and the server keeps no descriptor
+ * of the originals (copy_sealed). */
+fs_file_change_t fs_dataset_file_check(const fs_dataset_t *ds, int i, fs_file_state_t *last, char *what, size_t len)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", ds->dir, ds->maps[i].file);
+    struct stat st;
+    fs_file_state_t now = {0};
+    if (stat(path, &st) == 0) state_of(&st, &now);
+    else if (errno != ENOENT && errno != ENOTDIR) return FS_FILE_SAME; /* cannot tell (EACCES, EIO) */
+    fs_file_change_t c = FS_FILE_SAME;
+    if (!now.present && last->present) {
+        c = FS_FILE_DELETED;
+        snprintf(what, len, "deleted");
+    } else if (now.present && (!last->present || now.dev != last->dev || now.ino != last->ino)) {
+        c = FS_FILE_REPLACED;
+        snprintf(what, len, "replaced: the name now points at another file (%lld bytes)", (long long)now.size);
+    } else if (now.present && now.size != last->size) {
+        c = now.size < last->size ? FS_FILE_TRUNCATED : FS_FILE_GROWN;
+        snprintf(what, len, "%s from %lld to %lld bytes", c == FS_FILE_TRUNCATED ? "truncated" : "grown",
+                 (long long)last->size, (long long)now.size);
+    } else if (now.present && now.mtime_ns != last->mtime_ns) {
+        c = FS_FILE_WRITTEN;
+        snprintf(what, len, "written in place (same size, %lld bytes; new modification time)", (long long)now.size);
+    }
+    *last = now;
+    return c;
 }
 
 void fs_dataset_prefault(const fs_dataset_t *ds)

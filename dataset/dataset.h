@@ -15,11 +15,19 @@
  * Opening maps every file read-only (no parse, no copy) and validates it:
  * header, shape, dtype, file size, indptr monotone, every id in range. With
  * FS_OPEN_VERIFY it also checks each file's xxh3 checksum from the manifest.
+ * With FS_OPEN_COPY (the server) each file is first copied into a sealed
+ * memfd while its checksum is computed, and everything after that reads the
+ * copy: nobody can shrink or change it, so no page can vanish under a reader
+ * (no SIGBUS) and the bytes served are the bytes verified (dataset.c).
  * Every failure names the file and, for data errors, the first bad offset.
  *
- * Ownership: the dataset owns its mappings; every pointer below stays valid
- * until fs_dataset_close(). Thread-safety: an open dataset is immutable and
- * may be read from any number of threads. */
+ * Each file is opened once: the dataset keeps the descriptor it validated
+ * (the memfd, or the original file without FS_OPEN_COPY) and hands it out by
+ * fs_dataset_locate(); nothing reopens a path after validation.
+ *
+ * Ownership: the dataset owns its mappings and descriptors; every pointer
+ * below stays valid until fs_dataset_close(). Thread-safety: an open dataset
+ * is immutable and may be read from any number of threads. */
 #ifndef FS_DATASET_H
 #define FS_DATASET_H
 
@@ -67,7 +75,8 @@ typedef struct {
     fs_table_t *tables;            /* the feature tables, then "labels" if labelled */
     int num_splits;
     fs_idset_t *splits;
-    int checksums_verified;        /* 1 if FS_OPEN_VERIFY checked every file */
+    int checksums_verified;        /* 1 if every file's checksum was checked */
+    int sealed_copy;               /* 1 if served from sealed memfd copies (FS_OPEN_COPY) */
     /* private */
     int num_maps;
     fs_mapping_t *maps;
@@ -75,11 +84,20 @@ typedef struct {
 
 enum {
     FS_OPEN_VERIFY = 1 << 0,       /* also verify the manifest's checksums */
+    FS_OPEN_COPY = 1 << 1,         /* copy each file into a sealed memfd (and verify
+                                      its checksum, which the copy computes anyway) */
 };
 
 fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
                             fs_error_t *err);
 void fs_dataset_close(fs_dataset_t *ds);
+
+/* fs_dataset_open with the manifest's text given in memory (text[0..len),
+ * not NUL-terminated) instead of read from dir/manifest.json; the arrays
+ * are still dir's files. For the manifest fuzzer (tests/fuzz), which feeds
+ * a new manifest per run without touching the disk. */
+fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t len, unsigned flags, int threads,
+                                     fs_dataset_t **out, fs_error_t *err);
 
 const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name);
 const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name);
@@ -91,16 +109,48 @@ static inline int64_t fs_dataset_neighbor(const fs_dataset_t *ds, int64_t pos)
                                            : ((const int64_t *)ds->indices)[pos];
 }
 
-/* The file holding `data` (a pointer into one of the dataset's arrays) and
- * the byte offset of `data` in it, so it can be shared by descriptor.
+/* The descriptor holding `data` (a pointer into one of the dataset's
+ * arrays: the validated descriptor, still owned by the dataset — dup it to
+ * keep it) and the byte offset of `data` in it, so it can be shared.
  * FS_ERR_NOT_FOUND if the pointer is not in a mapping of this dataset. */
-fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, char *path, size_t len, int64_t *offset);
+fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, int *fd, int64_t *offset);
+
+/* ---- files changed under an open dataset ----
+ * Serving reads the copies, so a change to a file only needs telling: what
+ * the file's name points at now is compared with what it pointed at when
+ * last looked at (at first, the file as validated). */
+typedef enum {
+    FS_FILE_SAME,
+    FS_FILE_DELETED,       /* the name is gone */
+    FS_FILE_REPLACED,      /* the name now points at another file (rename over it, or re-created) */
+    FS_FILE_TRUNCATED,     /* the same file, shorter */
+    FS_FILE_GROWN,         /* the same file, longer */
+    FS_FILE_WRITTEN,       /* the same file and size, modified */
+    FS_FILE_CHANGE_COUNT_
+} fs_file_change_t;
+
+typedef struct {
+    int present;
+    uint64_t dev, ino;
+    int64_t size, mtime_ns;
+} fs_file_state_t;
+
+const char *fs_file_change_name(fs_file_change_t c);
+int fs_dataset_num_files(const fs_dataset_t *ds);
+const char *fs_dataset_file_name(const fs_dataset_t *ds, int i);   /* "table_feat.npy" */
+/* File i as it was validated. */
+void fs_dataset_file_validated(const fs_dataset_t *ds, int i, fs_file_state_t *out);
+/* Looks at file i's name now and compares with *last: returns what changed
+ * (FS_FILE_SAME when nothing), describes it in `what` ("truncated from 4096
+ * to 100 bytes"), and updates *last, so each change is reported once. */
+fs_file_change_t fs_dataset_file_check(const fs_dataset_t *ds, int i, fs_file_state_t *last, char *what, size_t len);
 
 /* Reads every page of every mapping once, so the whole dataset is resident
  * (a warm store: first requests pay no page faults). */
 void fs_dataset_prefault(const fs_dataset_t *ds);
 
-/* Bytes of all mapped files together. */
+/* Bytes of all mapped files together (with FS_OPEN_COPY: the memory the
+ * sealed copies take). */
 size_t fs_dataset_bytes(const fs_dataset_t *ds);
 
 #endif

@@ -1,12 +1,23 @@
 /* writer.c — atomic creation of a native dataset directory (see writer.h).
  * The manifest is generated from the registered arrays, so reader and writer
- * cannot disagree on which file plays which role. */
+ * cannot disagree on which file plays which role.
+ *
+ * Arrays are filled through shared mappings, and a store into a mapped page
+ * the filesystem cannot back is a SIGBUS, not an error. So every array's
+ * blocks are reserved with posix_fallocate before it is mapped: a full disk
+ * (ENOSPC) or a file-size limit (EFBIG under RLIMIT_FSIZE) is then an error
+ * naming the file and the size it needed, and the later stores cannot fail.
+ * SIGXFSZ, which the kernel sends with EFBIG and whose default action kills
+ * the process, is ignored for the same reason (fs_writer_create). Copy-on-
+ * write filesystems (btrfs, ZFS) may still need blocks when a reserved block
+ * is first written; fallocate is the strongest promise they make. */
 #include "writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +65,19 @@ static void rm_tree(const char *path)
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A file-size limit must come back as EFBIG, an error naming the file, not
+ * kill the process: ignore SIGXFSZ unless the program handles it itself. */
+static void ignore_sigxfsz(void)
+{
+    struct sigaction sa;
+    if (sigaction(SIGXFSZ, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && !(sa.sa_flags & SA_SIGINFO))
+        signal(SIGXFSZ, SIG_IGN);
+}
+
 fs_status_t fs_writer_create(const char *out_dir, int force, fs_writer_t **out, fs_error_t *err)
 {
     *out = NULL;
+    ignore_sigxfsz();
     struct stat st;
     if (stat(out_dir, &st) == 0) {
         char manifest[4200];
@@ -121,12 +142,24 @@ static size_t array_bytes(const array_t *a)
     return n;
 }
 
+/* Sizes the file to len bytes with every block reserved (see the top of
+ * this file); shrinking only truncates. */
+static fs_status_t reserve_file(array_t *a, const char *path, size_t len, fs_error_t *err)
+{
+    int e = 0;
+    if (len > a->map_len) e = posix_fallocate(a->fd, 0, (off_t)len); /* returns the error, errno untouched */
+    else if (ftruncate(a->fd, (off_t)len) != 0) e = errno;
+    if (e == 0) return FS_OK;
+    return fs_error(err, FS_ERR_IO, "%s: cannot reserve %zu bytes for it: %s%s", path, len, strerror(e),
+                    e == EFBIG ? " (over the process's file-size limit, RLIMIT_FSIZE)" : "");
+}
+
 /* (Re)sizes the file to header + data and maps it; writes the header. */
 static fs_status_t map_array(array_t *a, const char *path, fs_error_t *err)
 {
     size_t len = FS_NPY_WRITE_HEADER_LEN + array_bytes(a);
-    if (ftruncate(a->fd, (off_t)len) != 0)
-        return fs_error(err, FS_ERR_IO, "%s: cannot size to %zu bytes: %s", path, len, strerror(errno));
+    fs_status_t s = reserve_file(a, path, len, err);
+    if (s != FS_OK) return s;
     void *m = a->map ? mremap(a->map, a->map_len, len, MREMAP_MAYMOVE)
                      : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
     if (m == MAP_FAILED) return fs_error(err, FS_ERR_IO, "%s: cannot map: %s", path, strerror(errno));

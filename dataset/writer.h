@@ -6,7 +6,11 @@
  * any point leaves no half-written dataset under the destination name.
  *
  * Arrays are files mapped read-write: callers fill them in place, so a
- * multi-gigabyte table costs page cache, not heap.
+ * multi-gigabyte table costs page cache, not heap. Their disk blocks are
+ * reserved (posix_fallocate) before they are mapped, so a full disk or a
+ * file-size limit is an FS_ERR_IO naming the file and the bytes it needed,
+ * never a SIGBUS while filling; fs_writer_create ignores SIGXFSZ (when the
+ * program has left it at its default) for the same reason.
  *
  * Ownership: the writer owns every mapping it hands out; pointers stay valid
  * until the array is resized (which returns the new pointer) or until commit

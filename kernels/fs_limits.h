@@ -12,19 +12,40 @@ typedef struct {
     int64_t max_ids;             /* seeds or ids in one request */
     int64_t max_fanout_product;  /* product of the fanouts (a fanout of -1 counts as max_fanout_product) */
     int64_t max_response_bytes;  /* bytes of one response's arrays */
+    /* The served graph's size, which bounds a request's worst case (at most
+     * num_nodes distinct nodes; without replacement at most num_edges edges
+     * per hop). Not limits: facts the engine and local clients fill in.
+     * 0 = unknown: the request alone bounds the worst case. */
+    int64_t num_nodes, num_edges;
 } fs_limits_t;
 
 void fs_limits_default(fs_limits_t *l);
 
-/* INVALID_ARGUMENT for a malformed request, RESOURCE for one over a limit.
+/* INVALID_ARGUMENT for a malformed request, RESOURCE for one over a limit,
+ * the message naming the limit (its --config key) and the value. Every
+ * check uses the request alone (and the graph's size), so it runs before
+ * any work or allocation: a sampling request is refused when its worst
+ * case (fs_limits_worst_bytes) exceeds max_response_bytes, not after it
+ * was sampled (README, "Limits").
  * req is NULL for a plain gather; row_bytes is the served row size (0 when
- * nothing is gathered, or when the response size is checked afterwards).
+ * nothing is gathered).
  * A request's locality must be 0, 1 or a finite boost > 1 (never
  * FS_LOCALITY_AUTO: clients resolve it), and a boost needs every hop
  * uniform; whether this transport and reader can boost is the caller's
  * check. */
 fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req_t *req, size_t row_bytes,
                             fs_error_t *err);
+
+/* The most bytes a response to `req` on n seeds can carry: its sample
+ * arrays (fs_sample_result_bytes) plus row_bytes per node, with every hop
+ * at its fanout: nodes <= seeds x (1 + f1 + f1 f2 + ...), and <= the
+ * graph's nodes; a hop without replacement (or with fanout -1) has at most
+ * the graph's edges. Computed in double, so it saturates instead of
+ * overflowing. A locality boost > 1 is bounded like plain sampling (each
+ * row keeps its expected count; the client checks the actual size).
+ * *nodes (may be NULL) receives the most nodes the result can have. */
+double fs_limits_worst_bytes(const fs_limits_t *l, int64_t n, const fs_sample_req_t *req, size_t row_bytes,
+                             double *nodes);
 
 /* Bytes of a sample result's arrays (what a response carries), edge
  * weights included when present. */

@@ -24,6 +24,7 @@ static const char *const status_text[FS_STATUS_COUNT_] = {
     [FS_ERR_UNAVAILABLE] = "server unavailable",
     [FS_ERR_TIMEOUT] = "deadline exceeded",
     [FS_ERR_VERSION] = "incompatible versions",
+    [FS_ERR_PERMISSION] = "permission denied",
 };
 
 const char *fs_strerror(fs_status_t status)

@@ -259,5 +259,9 @@ void fs_cost_finish(fs_cost_t *out, const fs_hardware_t *hw);
 #define FS_PLAN_VERSION 2 /* 2: the budget's order */
 fs_status_t fs_plan_save(const fs_plan_t *plan, const char *path, fs_error_t *err);
 fs_status_t fs_plan_load(const char *path, fs_plan_t **out, fs_error_t *err);
+/* The same from a file's bytes in memory (data[0..len), borrowed): what
+ * fs_plan_load does after reading the file, and the plan fuzzer's entry
+ * point (tests/fuzz). Errors name no path. */
+fs_status_t fs_plan_load_buffer(const void *data, size_t len, fs_plan_t **out, fs_error_t *err);
 
 #endif

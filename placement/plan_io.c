@@ -365,6 +365,22 @@ static fs_status_t parse(const unsigned char *data, size_t len, fs_plan_t *p, fs
     return check_plan(p, err);
 }
 
+fs_status_t fs_plan_load_buffer(const void *data, size_t len, fs_plan_t **out, fs_error_t *err)
+{
+    if (!data || !out) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "load plan: NULL argument");
+    *out = NULL;
+    fs_plan_t *plan = NULL;
+    fs_status_t st = check_envelope(data, len, err);
+    if (st == FS_OK && !(plan = calloc(1, sizeof *plan))) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK) st = parse(data, len, plan, err);
+    if (st != FS_OK) {
+        fs_plan_free(plan);
+        return st;
+    }
+    *out = plan;
+    return FS_OK;
+}
+
 fs_status_t fs_plan_load(const char *path, fs_plan_t **out, fs_error_t *err)
 {
     if (!path || !out) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "load plan: NULL argument");
@@ -372,16 +388,8 @@ fs_status_t fs_plan_load(const char *path, fs_plan_t **out, fs_error_t *err)
     unsigned char *data = NULL;
     size_t len = 0;
     fs_status_t st = read_all(path, &data, &len, err);
-    fs_plan_t *plan = NULL;
-    if (st == FS_OK) st = check_envelope(data, len, err);
-    if (st == FS_OK && !(plan = calloc(1, sizeof *plan))) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
-    if (st == FS_OK) st = parse(data, len, plan, err);
+    if (st == FS_OK) st = fs_plan_load_buffer(data, len, out, err);
     free(data);
-    if (st != FS_OK) {
-        if (err && st != FS_ERR_NOT_FOUND && st != FS_ERR_NOMEM) fs_error_prefix(err, "load plan %s", path);
-        fs_plan_free(plan);
-        return st;
-    }
-    *out = plan;
-    return FS_OK;
+    if (st != FS_OK && err && st != FS_ERR_NOT_FOUND && st != FS_ERR_NOMEM) fs_error_prefix(err, "load plan %s", path);
+    return st;
 }

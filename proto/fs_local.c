@@ -88,7 +88,7 @@ int fs_local_recv(int sock, fs_local_frame_t *f, void *buf, size_t cap, int *fds
     ssize_t n;
     do n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
-    if (n <= 0) return (int)n;
+    if (n < 0) return -1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)), *in = (int *)CMSG_DATA(c);
@@ -97,13 +97,21 @@ int fs_local_recv(int sock, fs_local_frame_t *f, void *buf, size_t cap, int *fds
             else close(in[i]); /* never leak descriptors we did not ask for */
         }
     }
+    if (n == 0) {
+        /* The peer closed, or sent an empty datagram, which reads the same
+         * but may carry descriptors: they were installed in this process, so
+         * close them (tests/fuzz/fuzz_local found them leaking). */
+        for (int i = 0; nfds && i < *nfds; i++) close(fds[i]);
+        if (nfds) *nfds = 0;
+        return 0;
+    }
     int malformed = (size_t)n < sizeof h || h.magic != FS_LOCAL_MAGIC || (msg.msg_flags & MSG_TRUNC) ||
                     h.len != (size_t)n - sizeof h;
     if (malformed || h.version != FS_LOCAL_MAJOR) {
         for (int i = 0; nfds && i < *nfds; i++) close(fds[i]);
         if (nfds) *nfds = 0;
         if (!malformed) *f = (fs_local_frame_t){.type = h.type, .major = h.version, .len = h.len};
-        errno = malformed ? EPROTO : EPROTONOSUPPORT;
+        errno = !malformed ? EPROTONOSUPPORT : (msg.msg_flags & MSG_TRUNC) ? EMSGSIZE : EPROTO;
         return -1;
     }
     *f = (fs_local_frame_t){.type = h.type, .major = h.version, .len = h.len};

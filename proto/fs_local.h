@@ -57,6 +57,12 @@
 #define FS_LOCAL_MAX_FDS 250 /* per frame, under the kernel's SCM_RIGHTS limit of 253 */
 #define FS_LOCAL_MAX_MSG (256 * 1024)
 #define FS_LOCAL_NOTICE_BYTES 4096
+/* The notice page's value once the server has stopped: every connected
+ * client's next call fails FS_ERR_UNAVAILABLE (its own engines would
+ * otherwise go on serving from the old mappings, unseen by a restarted
+ * server), so trainers reconnect. Older clients take it for a newer
+ * placement, ask for it and find the socket closed: the same error. */
+#define FS_LOCAL_NOTICE_STOPPED UINT64_MAX
 
 enum {
     FS_LOCAL_HELLO = 1,
@@ -105,7 +111,8 @@ int fs_local_send_error(int sock, fs_status_t status, const char *message, int f
 
 /* Receives one frame into buf (cap bytes for the payload). Returns 1 for a
  * frame, 0 when the peer closed, -1 on error: errno EPROTO for a malformed
- * frame, EPROTONOSUPPORT for a well-formed frame of another major version
+ * frame, EMSGSIZE for one longer than cap (cut off: the kernel queues whole
+ * frames), EPROTONOSUPPORT for a well-formed frame of another major version
  * (f->major and f->type say which, the payload is in buf). Received
  * descriptors go to fds[*nfds]; any beyond max_fds are closed, and so are
  * all of them on an error. */

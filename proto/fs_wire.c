@@ -56,6 +56,7 @@ grpc_status_code fs_wire_grpc_status(fs_status_t st)
     case FS_ERR_VERSION: return GRPC_STATUS_FAILED_PRECONDITION;
     case FS_ERR_UNAVAILABLE: return GRPC_STATUS_UNAVAILABLE;
     case FS_ERR_TIMEOUT: return GRPC_STATUS_DEADLINE_EXCEEDED;
+    case FS_ERR_PERMISSION: return GRPC_STATUS_PERMISSION_DENIED;
     case FS_ERR_IO:
     case FS_ERR_INTERNAL:
     default: return GRPC_STATUS_INTERNAL;
@@ -75,9 +76,9 @@ fs_status_t fs_wire_fs_status(grpc_status_code code)
     case GRPC_STATUS_FAILED_PRECONDITION: return FS_ERR_UNSUPPORTED;
     case GRPC_STATUS_DEADLINE_EXCEEDED: return FS_ERR_TIMEOUT;
     case GRPC_STATUS_UNAVAILABLE:
-    case GRPC_STATUS_CANCELLED:
+    case GRPC_STATUS_CANCELLED: return FS_ERR_UNAVAILABLE;
     case GRPC_STATUS_PERMISSION_DENIED:
-    case GRPC_STATUS_UNAUTHENTICATED: return FS_ERR_UNAVAILABLE;
+    case GRPC_STATUS_UNAUTHENTICATED: return FS_ERR_PERMISSION; /* a missing or wrong token: retrying will not help */
     case GRPC_STATUS_DATA_LOSS: return FS_ERR_IO;
     default: return FS_ERR_INTERNAL;
     }
@@ -480,7 +481,8 @@ fs_status_t fs_wire_sample_result(const featstore_v1_SampleResponse *msg, const 
         const featstore_v1_Block *in = &msg->blocks[h];
         fs_block_t *b = &out->block[h];
         b->num_dst = in->num_dst, b->num_src = in->num_src, b->num_edges = in->num_edges;
-        if (b->num_dst < 0 || b->num_src < b->num_dst || b->num_edges < 0)
+        /* num_dst + 1 offsets follow: INT64_MAX would overflow that count (found by tests/fuzz/fuzz_grpc) */
+        if (b->num_dst < 0 || b->num_dst == INT64_MAX || b->num_src < b->num_dst || b->num_edges < 0)
             return fs_error(err, FS_ERR_FORMAT, "sample response: block %d has num_dst %lld, num_src %lld, "
                             "num_edges %lld", h, (long long)b->num_dst, (long long)b->num_src,
                             (long long)b->num_edges);

@@ -22,11 +22,14 @@ PACKAGES=(
   libmicrohttpd-dev # the /metrics and /healthz endpoint
   python3-protobuf  # tests: the third-party gRPC client's messages
   python3-grpcio    # tests: the third-party gRPC client
+  openssl           # tests: a throw-away CA and certificates for the TLS tests (tests/make_test_certs.sh)
   prometheus        # tests: promtool checks the /metrics output
   bc                # the demo's summary arithmetic
   libcriterion-dev  # the test framework
   python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
   python3-torch     # tests: GraphSAGE trained through the Python client (test_python)
+  clang             # tests: the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
+  libclang-rt-dev   # tests: libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
 )
 
 missing=()

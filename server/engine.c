@@ -26,6 +26,7 @@ fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs
     pthread_mutex_init(&e->mu, NULL);
     if (limits) e->limits = *limits;
     else fs_limits_default(&e->limits);
+    e->limits.num_nodes = ds->num_nodes, e->limits.num_edges = ds->num_edges; /* bound each request's worst case */
     *out = e;
     return FS_OK;
 }
@@ -119,6 +120,9 @@ fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err)
 fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
                              const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
+    /* every limit from the request alone, before the sampler allocates or
+     * reads anything: the worst case, not the result, is held to
+     * max_response_bytes (README, "Limits") */
     fs_status_t st = fs_limits_check(&e->limits, n, req, 0, err);
     if (st != FS_OK) return st;
     if (req->locality > 1)
@@ -133,11 +137,7 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
     st = fs_sample_cpu(s, &g, seeds, n, req, res, &topo, err);
     if (st == FS_OK) fs_store_count_topology(store, FS_READER_CPU, &topo);
     fs_store_destroy(store);
-    if (st != FS_OK) return st;
-    if (fs_sample_result_bytes(res) > e->limits.max_response_bytes)
-        return fs_error(err, FS_ERR_RESOURCE, "sample result of %lld bytes exceeds the response limit %lld",
-                        (long long)fs_sample_result_bytes(res), (long long)e->limits.max_response_bytes);
-    return FS_OK;
+    return st;
 }
 
 fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err)

@@ -1,6 +1,7 @@
 /* engine.h — executes requests against the store for any transport: checks
- * per-request limits, runs the kernels through the CPU reader's view, counts
- * what was read. The gRPC transport calls it on the server; local clients run
+ * per-request limits (all of them from the request alone, before any work
+ * or allocation: fs_limits.h), runs the kernels through the CPU reader's
+ * view, counts what was read. The gRPC transport calls it on the server; local clients run
  * the same kernels in their own process on the shared mappings, with the
  * same limits (sent to them at connect time).
  *
@@ -42,7 +43,11 @@ uint64_t fs_engine_replace_store(fs_engine_t *e, fs_store_t *store);
  * (fs_metrics_info). */
 fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err);
 
-/* Samples as the CPU reader (gRPC callers). A request with locality > 1
+/* Samples as the CPU reader (gRPC callers). Its limits, the worst-case
+ * response included, are checked before sampling; a caller that also
+ * gathers the result's rows (SampleGather) first checks
+ * fs_limits_check(fs_engine_limits(e), n, req, row_bytes), so the rows
+ * count in that worst case. A request with locality > 1
  * is FS_ERR_UNSUPPORTED: the CPU reads no row from GPU memory, so there is
  * nothing to prefer — locality-aware sampling is for local trainers with a
  * reader GPU, which sample in their own process. */

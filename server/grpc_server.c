@@ -1,44 +1,69 @@
 /* grpc_server.c — the gRPC transport (see grpc_server.h), on gRPC's C core.
  *
- * Workers: each worker thread owns a completion queue registered with the
- * server and a sampler. It asks gRPC for the next call on its own queue,
- * serves that call to the end, and asks again; gRPC hands each incoming call
- * to one waiting worker, so N workers serve N calls at once and a worker's
- * queue only ever holds events of its own call, one batch at a time. That
- * keeps each call a straight-line function instead of a state machine.
+ * Calls are state machines on one completion queue: a call is requested,
+ * admitted (token, then the concurrency cap), its request received, its
+ * answer computed, then sent — one message per step for streams — and
+ * finished. Each step starts one gRPC batch whose tag is the call, and the
+ * worker that started it goes back to the queue at once: whichever worker
+ * polls next takes whichever call's batch completed. So no worker ever
+ * waits for a client: a call whose send does not complete (a client that
+ * stops reading) is simply parked in gRPC holding at most two chunks, and
+ * the other calls go on. Workers only ever block on CPU work (sampling,
+ * gathering one ~1 MiB chunk), never on the network.
  *
- * Streaming: feature rows are gathered one ~1 MiB chunk at a time into a
- * fresh buffer that gRPC sends without a copy (a slice that frees it when
- * sent). gRPC allows one SEND_MESSAGE in flight per call, and it writes to
- * the socket inside start_batch, on the worker's thread; so each worker has
- * a helper thread that gathers chunk k+1 while the worker sends chunk k, and
- * the random-row gather overlaps the socket copies instead of adding to them.
- * All ids are checked before the first chunk, so a bad id fails the call
- * cleanly instead of mid-stream.
+ * A call has at most one batch pending, so only the worker handling its
+ * completion touches it. Streaming: gRPC writes a message to the socket
+ * inside start_batch, on the calling thread, so a stream's next chunk is
+ * gathered meanwhile by a gatherer thread (a small pool, one per worker):
+ * the random-row gather overlaps the socket copy. The chunk is asked for
+ * before the send starts, and the worker that next needs it takes the job
+ * over if no gatherer has started it, else waits for it: CPU work of one
+ * chunk, never a client.
  *
- * Deadlines: checked before the compute, after it and before every chunk; a
- * call past its deadline answers DEADLINE_EXCEEDED (gRPC also cancels it).
+ * Admission: the bearer token (when the server has one) is checked against
+ * the call's `authorization` metadata before anything else, in constant
+ * time, and a refusal never echoes it. Then at most max_calls calls are
+ * served at once; the next ones are refused with RESOURCE_EXHAUSTED at once,
+ * so a flood of calls (or of stalled ones) bounds the server's memory
+ * instead of queueing without end. What a client sees of all this is
+ * docs/api.md §6 ("Security and admission").
+ *
+ * Deadlines: checked before the compute, after it and before every chunk;
+ * a call past its deadline answers DEADLINE_EXCEEDED. A call parked on a
+ * send cannot check anything, but it needs no janitor of ours: gRPC's server
+ * cancels a call when its deadline passes (its deadline filter), even when
+ * the client is frozen and never cancels it itself (test_grpc checks this).
+ * The pending send then fails, and the call is finished and freed like any
+ * other, and counted.
  *
  * Connected clients: gRPC's C core reports calls, not connections, so a
  * client is a peer address (one per channel: ip:port) with a call in flight
- * or one that ended within the last FS_GRPC_IDLE_S seconds (settable). A janitor
- * thread forgets idle peers, so the gauge falls when trainers go away.
+ * or one that ended within the last FS_GRPC_IDLE_S seconds (settable). A
+ * janitor thread forgets idle peers, so the gauge falls when trainers go away.
+ *
+ * TLS: gRPC's own SSL credentials (OpenSSL underneath), with client
+ * certificates required and verified against a CA for mTLS.
  *
  * Shutdown: grpc_server_shutdown_and_notify -> wait for its tag (calls being
- * served finish; after a grace period they are cancelled) -> join workers ->
- * grpc_server_destroy -> shut down and drain every queue -> destroy ->
- * grpc_shutdown, which only tears gRPC down when this was its last user
- * (grpc_init/grpc_shutdown are reference counted). */
+ * served finish; after a grace period they are cancelled) -> wait until
+ * every call object is freed -> grpc_server_destroy -> shut down the queue
+ * (workers see it drained and exit) -> destroy it -> grpc_shutdown, which
+ * only tears gRPC down when this was its last user (grpc_init/grpc_shutdown
+ * are reference counted). */
 #include "grpc_server.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "fs_pb.h"
@@ -47,31 +72,14 @@
 #define SHUTDOWN_GRACE_MS 5000
 #define FS_GRPC_IDLE_S 30.0
 #define MAX_PEERS 4096
-#define TAG_NEW_CALL ((void *)1)
-#define TAG_BATCH ((void *)2)
+#define REQUESTS_POSTED 8          /* calls asked of gRPC ahead, so new calls never wait for a worker */
+#define MAX_FILE_BYTES (1 << 20)   /* certificates, keys and tokens are small */
+#define MAX_TOKEN_BYTES 4096
 #define TAG_SHUTDOWN ((void *)3)
-
-struct rows_job;
-enum { HELPER_IDLE, HELPER_QUEUED, HELPER_DONE, HELPER_QUIT };
-
-/* A worker's chunk gatherer (see helper_main). */
-typedef struct {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int state, running;
-    fs_engine_t *engine;
-    const struct rows_job *job;
-    int64_t k;
-    grpc_byte_buffer *out;
-    fs_error_t err;
-} helper_t;
 
 typedef struct {
     struct fs_grpc_server *srv;
-    grpc_completion_queue *cq;
     fs_sampler_t *sampler;
-    helper_t helper;
     pthread_t thread;
     int running;
 } worker_t;
@@ -93,31 +101,85 @@ typedef struct {
     fs_metrics_t *metrics;
 } peers_t;
 
+struct call;
+
+/* The gatherer threads and their queue of calls wanting a chunk made ahead. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;             /* a job queued or finished, or quit */
+    struct call *head, *tail;
+    int quit, num;
+    pthread_t *threads;
+} gatherers_t;
+
 struct fs_grpc_server {
     grpc_server *server;
     peers_t peers;
+    gatherers_t gatherers;
+    grpc_completion_queue *cq;          /* every call's batches, polled by every worker */
     grpc_completion_queue *shutdown_cq;
     fs_engine_t *engine;
     fs_metrics_t *metrics;
     int num_workers;
     worker_t *workers;
     int grpc_initialised;
+    int max_calls;
+    char *bearer;                       /* "Bearer <token>", or NULL: no token asked for */
+    /* the calls: every call object alive (live), those admitted (in_flight) */
+    pthread_mutex_t calls_mu;
+    pthread_cond_t calls_cv;
+    int live, in_flight, stopping;
 };
 
-/* One call being served by one worker. */
-typedef struct {
-    worker_t *w;
+typedef enum { CALL_REQUESTED, CALL_RECEIVING, CALL_STREAMING, CALL_FINISHING } call_state_t;
+
+/* A stream of feature rows (or of a split's ids), one chunk per message. */
+typedef struct rows_job {
+    char table[64];
+    const char *contig;            /* rows stored back to back instead (a split's ids); table unused */
+    const int64_t *ids;
+    int64_t n;
+    fs_dtype_t dtype;              /* resolved: never INVALID */
+    size_t row_bytes;
+    int64_t dim;
+    int wrap;                      /* SampleGatherChunk messages */
+    const featstore_v1_SampleResponse *sample; /* first message's sample (wrap only; chunk 0 only) */
+} rows_job_t;
+
+/* One call, from its request to its freeing (see the top of the file). */
+typedef struct call {
+    struct fs_grpc_server *srv;
+    worker_t *w;                   /* the worker running the current step */
+    call_state_t state;
     grpc_call *call;
     grpc_call_details details;
     grpc_metadata_array request_md;
     grpc_byte_buffer *request;
     grpc_byte_buffer *response;    /* unary: sent with the status */
-    int sent_initial_md;
+    int method;                    /* index into methods[]; -1 unknown */
+    int sent_initial_md, admitted;
     grpc_status_code code_override; /* OK = derive the code from the fs_status_t */
     fs_error_t err;
+    double t0;
+    char *peer;
+    int peer_tracked;
+    int recv_cancelled;            /* RECV_CLOSE_ON_SERVER's flag */
+    /* a stream in progress */
+    rows_job_t job;
+    int64_t next_chunk, chunks;    /* the chunk `ready` holds; how many in all */
+    int64_t sent_chunks;           /* sends completed */
+    int ahead;                     /* AHEAD_*: chunk ahead_k asked of the gatherers (s->gatherers.mu) */
+    int64_t ahead_k;
+    struct call *qprev, *qnext;    /* in the gatherers' queue */
+    grpc_byte_buffer *sending, *ready;
+    fs_error_t ready_err;          /* why `ready` could not be made */
+    fs_wire_buf_t ids_buf;         /* Gather's ids, borrowed from `request` */
+    int64_t *nodes;                /* SampleGather's nodes, copied out of the worker's sampler */
 } call_t;
 
-typedef fs_status_t (*handler_fn)(call_t *c);
+/* A method: decodes c->request and computes the answer, into c->response
+ * (unary), or starts the stream and sets *streaming (the step is then over). */
+typedef fs_status_t (*handler_fn)(call_t *c, int *streaming);
 
 static double now_s(void)
 {
@@ -218,21 +280,15 @@ static void peers_stop(peers_t *p)
     free(p->peer);
 }
 
-/* ---- batches on the worker's queue ---------------------------------------- */
+/* ---- batches ------------------------------------------------------------------ */
 
+/* Starts one batch tagged with the call: its completion is the call's next
+ * step, on whichever worker polls it. Nothing may touch the call after a
+ * successful start but that step. */
 static int start_batch(call_t *c, grpc_op *ops, size_t n)
 {
-    return grpc_call_start_batch(c->call, ops, n, TAG_BATCH, NULL) == GRPC_CALL_OK;
+    return grpc_call_start_batch(c->call, ops, n, c, NULL) == GRPC_CALL_OK;
 }
-
-/* The worker's queue holds only this call's single pending batch. */
-static int wait_batch(call_t *c)
-{
-    grpc_event ev = grpc_completion_queue_next(c->w->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    return ev.type == GRPC_OP_COMPLETE && ev.tag == TAG_BATCH && ev.success;
-}
-
-static int run_batch(call_t *c, grpc_op *ops, size_t n) { return start_batch(c, ops, n) && wait_batch(c); }
 
 static void op_initial_md(call_t *c, grpc_op *op)
 {
@@ -253,10 +309,20 @@ static fs_status_t check_deadline(call_t *c, const char *when)
     return fs_error(&c->err, FS_ERR_TIMEOUT, "the call's deadline passed %s", when);
 }
 
-/* Sends the final status (with the unary response, if any) and waits for
- * the client's close. Failure only means the client is gone. */
+static void call_done(call_t *c);
+static fs_method_t method_metric(int m);
+
+/* Sends the final status (with the unary response, if any) and takes the
+ * client's close; the call is freed when that batch completes (whether it
+ * succeeds or not: failure only means the client is gone). The call is
+ * counted first, so a client that has its answer also sees it counted (the
+ * final write is not in the latency). */
 static void finish_call(call_t *c, fs_status_t st)
 {
+    fs_metrics_t *metrics = c->srv->metrics;
+    if (metrics && st == FS_ERR_TIMEOUT) fs_metrics_grpc_deadline_exceeded(metrics);
+    if (metrics && c->admitted && c->method >= 0)
+        fs_metrics_request(metrics, method_metric(c->method), FS_TRANSPORT_GRPC, st, now_s() - c->t0);
     grpc_op ops[4];
     size_t n = 0;
     if (!c->sent_initial_md) op_initial_md(c, &ops[n++]);
@@ -270,13 +336,14 @@ static void finish_call(call_t *c, fs_status_t st)
     ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
     ops[n].data.send_status_from_server.status =
         st == FS_OK ? GRPC_STATUS_OK : c->code_override != GRPC_STATUS_OK ? c->code_override : fs_wire_grpc_status(st);
-    ops[n++].data.send_status_from_server.status_details = &details;
-    int cancelled = 0;
+    ops[n++].data.send_status_from_server.status_details = &details; /* gRPC takes its own reference */
     memset(&ops[n], 0, sizeof ops[n]);
     ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[n++].data.recv_close_on_server.cancelled = &cancelled;
-    run_batch(c, ops, n);
+    ops[n++].data.recv_close_on_server.cancelled = &c->recv_cancelled;
+    c->state = CALL_FINISHING;
+    int started = start_batch(c, ops, n);
     grpc_slice_unref(details);
+    if (!started) call_done(c);
 }
 
 static fs_status_t decode_request(call_t *c, const pb_msgdesc_t *fields, void *msg, const char *what)
@@ -303,18 +370,6 @@ static fs_status_t parse_out_dtype(call_t *c, const char *name, fs_dtype_t *out)
 }
 
 /* ---- streaming feature rows ------------------------------------------------ */
-
-typedef struct rows_job {
-    const char *table;
-    const char *contig;            /* rows stored back to back instead (a split's ids); table unused */
-    const int64_t *ids;
-    int64_t n;
-    fs_dtype_t dtype;              /* resolved: never INVALID */
-    size_t row_bytes;
-    int64_t dim;
-    int wrap;                      /* SampleGatherChunk messages */
-    const featstore_v1_SampleResponse *sample; /* first message's sample (wrap only) */
-} rows_job_t;
 
 static void free_rows(void *p) { free(p); }
 
@@ -352,94 +407,182 @@ static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t
     return bb;
 }
 
-/* The worker's gather helper: makes chunk k+1 on its own thread while the
- * worker sends chunk k (the send runs in the worker's thread: gRPC writes to
- * the socket inside start_batch). One job at a time. */
-static void *helper_main(void *arg)
+static int64_t chunk_count(const rows_job_t *j)
 {
-    helper_t *h = arg;
-    pthread_mutex_lock(&h->mu);
+    int64_t per = rows_per_chunk(j);
+    return j->n == 0 ? 1 : (j->n + per - 1) / per;
+}
+
+/* Makes chunk k into c->ready (NULL with c->ready_err on failure). */
+static void make_ready(call_t *c, int64_t k)
+{
+    fs_error_clear(&c->ready_err);
+    c->ready = make_chunk(c->srv->engine, &c->job, k, &c->ready_err);
+    c->next_chunk = k;
+}
+
+/* ---- gathering ahead (see "Streaming" at the top) ---- */
+
+enum { AHEAD_NONE, AHEAD_QUEUED, AHEAD_RUNNING };
+
+static void ahead_unlink(gatherers_t *g, call_t *c)
+{
+    if (c->qprev) c->qprev->qnext = c->qnext;
+    else g->head = c->qnext;
+    if (c->qnext) c->qnext->qprev = c->qprev;
+    else g->tail = c->qprev;
+    c->qprev = c->qnext = NULL;
+}
+
+static void ahead_submit(gatherers_t *g, call_t *c, int64_t k)
+{
+    pthread_mutex_lock(&g->mu);
+    c->ahead = AHEAD_QUEUED, c->ahead_k = k;
+    c->qprev = g->tail, c->qnext = NULL;
+    if (g->tail) g->tail->qnext = c;
+    else g->head = c;
+    g->tail = c;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Ends the call's job: waits while a gatherer runs it; a job still queued
+ * is taken back, and returned (1) for the caller to do or drop. */
+static int ahead_take_back(gatherers_t *g, call_t *c)
+{
+    pthread_mutex_lock(&g->mu);
+    while (c->ahead == AHEAD_RUNNING) pthread_cond_wait(&g->cv, &g->mu);
+    int queued = c->ahead == AHEAD_QUEUED;
+    if (queued) ahead_unlink(g, c);
+    c->ahead = AHEAD_NONE;
+    pthread_mutex_unlock(&g->mu);
+    return queued;
+}
+
+static void *gatherer_main(void *arg)
+{
+    gatherers_t *g = arg;
+    pthread_mutex_lock(&g->mu);
     for (;;) {
-        while (h->state != HELPER_QUEUED && h->state != HELPER_QUIT) pthread_cond_wait(&h->cv, &h->mu);
-        if (h->state == HELPER_QUIT) break;
-        pthread_mutex_unlock(&h->mu);
-        fs_error_clear(&h->err);
-        grpc_byte_buffer *bb = make_chunk(h->engine, h->job, h->k, &h->err);
-        pthread_mutex_lock(&h->mu);
-        h->out = bb;
-        h->state = HELPER_DONE;
-        pthread_cond_broadcast(&h->cv);
+        while (!g->head && !g->quit) pthread_cond_wait(&g->cv, &g->mu);
+        if (!g->head) break; /* quit, and nothing queued */
+        call_t *c = g->head;
+        ahead_unlink(g, c);
+        c->ahead = AHEAD_RUNNING;
+        pthread_mutex_unlock(&g->mu);
+        make_ready(c, c->ahead_k);
+        pthread_mutex_lock(&g->mu);
+        c->ahead = AHEAD_NONE;
+        pthread_cond_broadcast(&g->cv);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&g->mu);
     return NULL;
 }
 
-static void helper_submit(helper_t *h, const rows_job_t *j, int64_t k)
+static fs_status_t gatherers_start(gatherers_t *g, int num, fs_error_t *err)
 {
-    pthread_mutex_lock(&h->mu);
-    h->job = j, h->k = k, h->out = NULL;
-    h->state = HELPER_QUEUED;
-    pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    if (!(g->threads = calloc((size_t)num, sizeof *g->threads)))
+        return fs_error(err, FS_ERR_NOMEM, "grpc: out of memory for the gatherers");
+    for (; g->num < num; g->num++)
+        if (pthread_create(&g->threads[g->num], NULL, gatherer_main, g) != 0)
+            return fs_error(err, FS_ERR_NOMEM, "grpc: cannot start gatherer thread %d", g->num);
+    return FS_OK;
 }
 
-/* The chunk the helper made (NULL with *err set on failure). */
-static grpc_byte_buffer *helper_wait(helper_t *h, fs_error_t *err)
+/* After the last call is gone: nothing is queued any more. */
+static void gatherers_stop(gatherers_t *g)
 {
-    pthread_mutex_lock(&h->mu);
-    while (h->state != HELPER_DONE) pthread_cond_wait(&h->cv, &h->mu);
-    h->state = HELPER_IDLE;
-    grpc_byte_buffer *bb = h->out;
-    if (!bb) *err = h->err;
-    pthread_mutex_unlock(&h->mu);
-    return bb;
+    if (!g->threads) return;
+    pthread_mutex_lock(&g->mu);
+    g->quit = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    for (int i = 0; i < g->num; i++) pthread_join(g->threads[i], NULL);
+    free(g->threads);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
 }
 
-/* Sends every chunk; the helper gathers chunk k+1 while chunk k is sent. */
-static fs_status_t stream_rows(call_t *c, const rows_job_t *j)
+/* Hands the chunk made ahead to gRPC, after asking the gatherers for the
+ * next one: once the send is started, another worker may already be
+ * handling its completion. When this returns FS_OK the step is over and the
+ * call must not be touched. */
+static fs_status_t send_ready(call_t *c)
 {
-    int64_t per = rows_per_chunk(j), chunks = j->n == 0 ? 1 : (j->n + per - 1) / per;
-    grpc_byte_buffer *cur = make_chunk(c->w->srv->engine, j, 0, &c->err);
-    if (!cur) return c->err.code;
-    fs_status_t st = FS_OK;
-    for (int64_t k = 0; k < chunks && cur; k++) {
-        int ahead = k + 1 < chunks;
-        if (ahead) helper_submit(&c->w->helper, j, k + 1);
-        st = check_deadline(c, "while streaming rows");
-        grpc_op ops[2];
-        size_t n = 0;
-        if (!c->sent_initial_md) op_initial_md(c, &ops[n++]);
-        memset(&ops[n], 0, sizeof ops[n]);
-        ops[n].op = GRPC_OP_SEND_MESSAGE;
-        ops[n++].data.send_message.send_message = cur;
-        int sent = st == FS_OK && run_batch(c, ops, n);
-        grpc_byte_buffer_destroy(cur);
-        cur = NULL;
-        fs_error_t herr = {0};
-        if (ahead && !(cur = helper_wait(&c->w->helper, &herr)) && st == FS_OK) { /* always collect the helper */
-            c->err = herr;
-            st = herr.code;
-        }
-        if (st == FS_OK && !sent)
-            st = past_deadline(c) ? check_deadline(c, "while streaming rows")
-                                  : fs_error(&c->err, FS_ERR_UNAVAILABLE, "the client went away after %lld of %lld "
-                                             "rows", (long long)(k * per), (long long)j->n);
+    if (ahead_take_back(&c->srv->gatherers, c)) make_ready(c, c->ahead_k); /* no gatherer got to it: do it here */
+    if (!c->ready) {
+        c->err = c->ready_err;
+        return c->err.code;
     }
-    if (cur) grpc_byte_buffer_destroy(cur);
+    c->sending = c->ready;
+    c->ready = NULL;
+    if (c->next_chunk + 1 < c->chunks) ahead_submit(&c->srv->gatherers, c, c->next_chunk + 1);
+    grpc_op ops[2];
+    size_t n = 0;
+    if (!c->sent_initial_md) op_initial_md(c, &ops[n++]);
+    memset(&ops[n], 0, sizeof ops[n]);
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = c->sending;
+    c->state = CALL_STREAMING;
+    if (!start_batch(c, ops, n)) return fs_error(&c->err, FS_ERR_INTERNAL, "grpc: cannot start a send");
+    return FS_OK;
+}
+
+/* Starts streaming c->job: chunk 0 (with the sample, if any) here, chunk 1
+ * by a gatherer. ids_in_sampler: c->job.ids lie in this worker's sampler,
+ * which the worker reuses for its next call, so the gatherers need a copy.
+ * *streaming = 1 once the first send is started (the step is then over). */
+static fs_status_t stream_begin(call_t *c, int ids_in_sampler, int *streaming)
+{
+    rows_job_t *j = &c->job;
+    c->chunks = chunk_count(j);
+    if (ids_in_sampler && c->chunks > 1) {
+        if (!(c->nodes = malloc((size_t)j->n * sizeof *c->nodes)))
+            return fs_error(&c->err, FS_ERR_NOMEM, "out of memory for %lld node ids", (long long)j->n);
+        memcpy(c->nodes, j->ids, (size_t)j->n * sizeof *c->nodes);
+        j->ids = c->nodes;
+    }
+    make_ready(c, 0);
+    j->sample = NULL; /* only chunk 0 carries it, and it is the caller's */
+    fs_status_t st = send_ready(c);
+    *streaming = st == FS_OK;
     return st;
+}
+
+/* A send completed (ok) or failed: the next chunk, or the end. */
+static void call_sent(call_t *c, int ok)
+{
+    grpc_byte_buffer_destroy(c->sending);
+    c->sending = NULL;
+    fs_status_t st;
+    if (!ok) {
+        int64_t rows = c->sent_chunks * rows_per_chunk(&c->job);
+        st = past_deadline(c) ? check_deadline(c, "while streaming rows")
+                              : fs_error(&c->err, FS_ERR_UNAVAILABLE, "the client went away after %lld of %lld rows",
+                                         (long long)(rows < c->job.n ? rows : c->job.n), (long long)c->job.n);
+    } else if (++c->sent_chunks == c->chunks) {
+        finish_call(c, FS_OK);
+        return;
+    } else if ((st = check_deadline(c, "while streaming rows")) == FS_OK && (st = send_ready(c)) == FS_OK) {
+        return;
+    }
+    finish_call(c, st);
 }
 
 /* ---- the methods ---------------------------------------------------------------- */
 
-static fs_status_t do_info(call_t *c)
+static fs_status_t do_info(call_t *c, int *streaming)
 {
+    (void)streaming;
     featstore_v1_InfoRequest req = featstore_v1_InfoRequest_init_zero;
     fs_status_t st = decode_request(c, featstore_v1_InfoRequest_fields, &req, "InfoRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
     if (st != FS_OK) return st;
     fs_info_t *info;
-    if ((st = fs_engine_info(c->w->srv->engine, &info, &c->err)) != FS_OK) return st;
-    if (c->w->srv->metrics && fs_metrics_info(c->w->srv->metrics, info) != FS_OK)
+    if ((st = fs_engine_info(c->srv->engine, &info, &c->err)) != FS_OK) return st;
+    if (c->srv->metrics && fs_metrics_info(c->srv->metrics, info) != FS_OK)
         st = fs_error(&c->err, FS_ERR_NOMEM, "out of memory describing the placement");
     featstore_v1_InfoResponse resp;
     fs_pb_info_out_t enc;
@@ -449,8 +592,9 @@ static fs_status_t do_info(call_t *c)
     return st != FS_OK ? st : c->response ? FS_OK : c->err.code;
 }
 
-static fs_status_t do_sample(call_t *c)
+static fs_status_t do_sample(call_t *c, int *streaming)
 {
+    (void)streaming;
     featstore_v1_SampleRequest req = featstore_v1_SampleRequest_init_zero;
     fs_wire_buf_t seeds_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
     fs_wire_set_buf(&req.seeds, &seeds_buf);
@@ -463,7 +607,7 @@ static fs_status_t do_sample(call_t *c)
     if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req, &sreq, &c->err);
     if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &seeds, &n, &c->err);
     if (st == FS_OK) st = check_deadline(c, "before sampling");
-    if (st == FS_OK) st = fs_engine_sample(c->w->srv->engine, c->w->sampler, seeds, n, &sreq, &res, &c->err);
+    if (st == FS_OK) st = fs_engine_sample(c->srv->engine, c->w->sampler, seeds, n, &sreq, &res, &c->err);
     if (st == FS_OK) st = check_deadline(c, "while sampling");
     if (st == FS_OK) {
         fs_wire_sample_src_t src;
@@ -476,40 +620,38 @@ static fs_status_t do_sample(call_t *c)
     return st;
 }
 
-static fs_status_t do_gather(call_t *c)
+static fs_status_t do_gather(call_t *c, int *streaming)
 {
     featstore_v1_GatherRequest req = featstore_v1_GatherRequest_init_zero;
-    fs_wire_buf_t ids_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
-    fs_wire_set_buf(&req.ids, &ids_buf);
-    fs_engine_t *e = c->w->srv->engine;
-    rows_job_t j = {.wrap = 0};
+    c->ids_buf = (fs_wire_buf_t){.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)}; /* freed with the call */
+    fs_wire_set_buf(&req.ids, &c->ids_buf);
+    fs_engine_t *e = c->srv->engine;
+    rows_job_t *j = &c->job;
     fs_table_view_t view;
     fs_status_t st = decode_request(c, featstore_v1_GatherRequest_fields, &req, "GatherRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
-    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &j.dtype);
-    if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &j.ids, &j.n, &c->err);
-    if (st == FS_OK) st = fs_engine_table(e, req.table, &j.dtype, &j.row_bytes, &j.dim, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), j.n, NULL, j.row_bytes, &c->err);
+    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &j->dtype);
+    if (st == FS_OK) st = fs_wire_int64s(&c->ids_buf, "ids", &j->ids, &j->n, &c->err);
+    if (st == FS_OK) st = fs_engine_table(e, req.table, &j->dtype, &j->row_bytes, &j->dim, &c->err);
+    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), j->n, NULL, j->row_bytes, &c->err);
     if (st == FS_OK) { /* every id checked before the first chunk is sent */
         fs_store_t *store = fs_engine_acquire(e, NULL);
         st = fs_store_table_view(store, req.table, FS_READER_CPU, &view, &c->err);
-        if (st == FS_OK) st = fs_gather_check_ids(&view, j.ids, j.n, &c->err);
+        if (st == FS_OK) st = fs_gather_check_ids(&view, j->ids, j->n, &c->err);
         fs_store_destroy(store);
     }
     if (st == FS_OK) st = check_deadline(c, "before gathering");
-    j.table = req.table;
-    if (st == FS_OK) st = stream_rows(c, &j);
-    fs_wire_buf_free(&ids_buf);
-    return st;
+    snprintf(j->table, sizeof j->table, "%s", req.table);
+    return st == FS_OK ? stream_begin(c, 0, streaming) : st; /* the ids stay in the request, which the call keeps */
 }
 
-static fs_status_t do_sample_gather(call_t *c)
+static fs_status_t do_sample_gather(call_t *c, int *streaming)
 {
     featstore_v1_SampleGatherRequest req = featstore_v1_SampleGatherRequest_init_zero;
     fs_wire_buf_t seeds_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
     fs_wire_set_buf(&req.sample.seeds, &seeds_buf);
-    fs_engine_t *e = c->w->srv->engine;
-    rows_job_t j = {.wrap = 1};
+    fs_engine_t *e = c->srv->engine;
+    rows_job_t *j = &c->job;
     const int64_t *seeds = NULL;
     int64_t n = 0;
     fs_sample_req_t sreq;
@@ -518,15 +660,16 @@ static fs_status_t do_sample_gather(call_t *c)
     if (st == FS_OK) st = check_api(c, req.api_version);
     if (st == FS_OK && !req.has_sample)
         st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "SampleGatherRequest has no sample request");
-    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &j.dtype);
-    if (st == FS_OK) st = fs_engine_table(e, req.table, &j.dtype, &j.row_bytes, &j.dim, &c->err);
+    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &j->dtype);
+    if (st == FS_OK) st = fs_engine_table(e, req.table, &j->dtype, &j->row_bytes, &j->dim, &c->err);
     if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req.sample, &sreq, &c->err);
     if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &seeds, &n, &c->err);
+    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), n, &sreq, j->row_bytes, &c->err); /* with the rows */
     if (st == FS_OK) st = check_deadline(c, "before sampling");
     if (st == FS_OK) st = fs_engine_sample(e, c->w->sampler, seeds, n, &sreq, &res, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), res.num_nodes, NULL, j.row_bytes, &c->err);
+    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), res.num_nodes, NULL, j->row_bytes, &c->err);
     if (st == FS_OK) {
-        double total = (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)j.row_bytes;
+        double total = (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)j->row_bytes;
         if (total > (double)fs_engine_limits(e)->max_response_bytes)
             st = fs_error(&c->err, FS_ERR_RESOURCE, "sample and features of %.0f bytes exceed the response limit %lld",
                           total, (long long)fs_engine_limits(e)->max_response_bytes);
@@ -536,24 +679,25 @@ static fs_status_t do_sample_gather(call_t *c)
         fs_wire_sample_src_t src;
         featstore_v1_SampleResponse sample;
         fs_wire_sample_response(&res, &src, &sample);
-        j.table = req.table, j.ids = res.nodes, j.n = res.num_nodes, j.sample = &sample;
-        st = stream_rows(c, &j); /* the sample's arrays stay in this worker's sampler meanwhile */
+        snprintf(j->table, sizeof j->table, "%s", req.table);
+        j->wrap = 1, j->ids = res.nodes, j->n = res.num_nodes, j->sample = &sample;
+        st = stream_begin(c, 1, streaming); /* the nodes lie in this worker's sampler: copied if needed later */
     }
     fs_wire_buf_free(&seeds_buf);
     return st;
 }
 
-static fs_status_t do_split(call_t *c)
+static fs_status_t do_split(call_t *c, int *streaming)
 {
     featstore_v1_SplitRequest req = featstore_v1_SplitRequest_init_zero;
     fs_status_t st = decode_request(c, featstore_v1_SplitRequest_fields, &req, "SplitRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
     const fs_idset_t *split = NULL;
-    if (st == FS_OK) st = fs_engine_split(c->w->srv->engine, req.name, &split, &c->err);
+    if (st == FS_OK) st = fs_engine_split(c->srv->engine, req.name, &split, &c->err);
     if (st != FS_OK) return st;
-    rows_job_t j = {.contig = (const char *)split->ids, .n = split->count, .dtype = FS_DTYPE_I64,
-                    .row_bytes = sizeof(int64_t), .dim = 1};
-    return stream_rows(c, &j);
+    c->job = (rows_job_t){.contig = (const char *)split->ids, .n = split->count, .dtype = FS_DTYPE_I64,
+                          .row_bytes = sizeof(int64_t), .dim = 1}; /* the dataset's memory: lives as long as the server */
+    return stream_begin(c, 0, streaming);
 }
 
 static bool encode_text_cb(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
@@ -562,13 +706,14 @@ static bool encode_text_cb(pb_ostream_t *stream, const pb_field_t *field, void *
     return pb_encode_tag_for_field(stream, field) && pb_encode_string(stream, (const pb_byte_t *)text, strlen(text));
 }
 
-static fs_status_t do_stats(call_t *c)
+static fs_status_t do_stats(call_t *c, int *streaming)
 {
+    (void)streaming;
     featstore_v1_StatsRequest req = featstore_v1_StatsRequest_init_zero;
     fs_status_t st = decode_request(c, featstore_v1_StatsRequest_fields, &req, "StatsRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
     if (st != FS_OK) return st;
-    fs_metrics_t *m = c->w->srv->metrics;
+    fs_metrics_t *m = c->srv->metrics;
     char *text = m ? fs_metrics_render(m) : NULL;
     if (m && !text) return fs_error(&c->err, FS_ERR_NOMEM, "out of memory rendering the metrics");
     featstore_v1_StatsResponse resp = featstore_v1_StatsResponse_init_zero;
@@ -600,18 +745,110 @@ static int find_method(grpc_slice path)
     return -1;
 }
 
-/* ---- one call, start to end ---------------------------------------------------- */
+static fs_method_t method_metric(int m) { return methods[m].method; }
 
-static void serve_method(call_t *c)
+/* ---- one call, step by step --------------------------------------------------- */
+
+static void request_call(fs_grpc_server_t *s);
+
+/* Releases everything the call holds; the server may stop once every call
+ * object is gone. */
+static void call_free(call_t *c)
 {
-    double t0 = now_s();
-    int m = find_method(c->details.method);
-    fs_status_t st;
-    if (m < 0) {
+    fs_grpc_server_t *s = c->srv;
+    if (c->call) grpc_call_unref(c->call);
+    if (c->request) grpc_byte_buffer_destroy(c->request);
+    if (c->response) grpc_byte_buffer_destroy(c->response);
+    if (c->sending) grpc_byte_buffer_destroy(c->sending);
+    if (c->ready) grpc_byte_buffer_destroy(c->ready);
+    fs_wire_buf_free(&c->ids_buf);
+    free(c->nodes);
+    gpr_free(c->peer);
+    grpc_call_details_destroy(&c->details);
+    grpc_metadata_array_destroy(&c->request_md);
+    free(c);
+    pthread_mutex_lock(&s->calls_mu);
+    s->live--;
+    pthread_cond_broadcast(&s->calls_cv);
+    pthread_mutex_unlock(&s->calls_mu);
+}
+
+/* The call's last batch completed (or could not start). */
+static void call_done(call_t *c)
+{
+    fs_grpc_server_t *s = c->srv;
+    ahead_take_back(&s->gatherers, c); /* a chunk no one will send: dropped */
+    if (c->peer_tracked) peer_leave(&s->peers, c->peer);
+    pthread_mutex_lock(&s->calls_mu);
+    if (c->admitted) s->in_flight--;
+    pthread_mutex_unlock(&s->calls_mu);
+    if (c->admitted && s->metrics) fs_metrics_grpc_in_flight(s->metrics, -1);
+    call_free(c);
+}
+
+/* Compares a received secret with ours in time that depends on ours only. */
+static int same_secret(grpc_slice got, const char *want)
+{
+    size_t n = GRPC_SLICE_LENGTH(got), m = strlen(want);
+    const unsigned char *g = GRPC_SLICE_START_PTR(got);
+    unsigned diff = n != m;
+    for (size_t i = 0; i < m; i++) diff |= (unsigned)(unsigned char)want[i] ^ (i < n ? g[i] : 0u);
+    return diff == 0;
+}
+
+/* The bearer token, when the server asks for one. The refusal says what to
+ * send, never what was expected or received. */
+static fs_status_t authenticate(call_t *c)
+{
+    const char *want = c->srv->bearer;
+    if (!want) return FS_OK;
+    const grpc_slice *got = NULL;
+    for (size_t i = 0; i < c->request_md.count; i++)
+        if (grpc_slice_str_cmp(c->request_md.metadata[i].key, "authorization") == 0) got = &c->request_md.metadata[i].value;
+    if (got && same_secret(*got, want)) return FS_OK;
+    if (c->srv->metrics) fs_metrics_grpc_refused(c->srv->metrics, FS_GRPC_REFUSED_UNAUTHENTICATED);
+    c->code_override = GRPC_STATUS_UNAUTHENTICATED;
+    if (got) return fs_error(&c->err, FS_ERR_PERMISSION, "the bearer token in 'authorization' is not this server's");
+    return fs_error(&c->err, FS_ERR_PERMISSION, "this server requires a bearer token: send metadata 'authorization: "
+                    "Bearer <token>' (featstore clients: the token option or $FEATSTORE_TOKEN)");
+}
+
+/* At most max_calls calls at once: the rest are refused at once (see the top). */
+static fs_status_t admit(call_t *c)
+{
+    fs_grpc_server_t *s = c->srv;
+    pthread_mutex_lock(&s->calls_mu);
+    int room = s->in_flight < s->max_calls;
+    if (room) s->in_flight++;
+    pthread_mutex_unlock(&s->calls_mu);
+    if (!room) {
+        if (s->metrics) fs_metrics_grpc_refused(s->metrics, FS_GRPC_REFUSED_MAX_CALLS);
+        return fs_error(&c->err, FS_ERR_RESOURCE, "the server is serving its maximum of %d gRPC calls at once "
+                        "(serve --grpc-max-calls); retry later", s->max_calls);
+    }
+    c->admitted = 1;
+    if (s->metrics) fs_metrics_grpc_in_flight(s->metrics, +1);
+    return FS_OK;
+}
+
+/* A new call: checked, then its request asked for. */
+static void call_begin(call_t *c)
+{
+    fs_grpc_server_t *s = c->srv;
+    request_call(s); /* keep REQUESTS_POSTED asked for */
+    c->t0 = now_s();
+    c->peer = grpc_call_get_peer(c->call);
+    c->peer_tracked = c->peer && peer_enter(&s->peers, c->peer) >= 0;
+    c->method = find_method(c->details.method);
+    fs_status_t st = authenticate(c);
+    if (st == FS_OK) st = admit(c);
+    if (st == FS_OK && c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, "unknown method '%s' (featstore.v1.FeatStore has Info, Sample, "
                       "Gather, SampleGather, Stats and Split)", path);
         gpr_free(path);
+    }
+    if (st != FS_OK) {
         finish_call(c, st);
         return;
     }
@@ -619,52 +856,170 @@ static void serve_method(call_t *c)
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_MESSAGE;
     op.data.recv_message.recv_message = &c->request;
-    if (!run_batch(c, &op, 1))
-        st = fs_error(&c->err, FS_ERR_UNAVAILABLE, "the request never arrived (client cancelled)");
-    else if (!c->request)
-        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "%s: the client sent no request message", methods[m].path);
-    else
-        st = methods[m].fn(c);
-    /* Recorded before the status goes out, so a client that has its answer
-     * also sees it counted (the final write is not in the latency). */
-    fs_metrics_t *metrics = c->w->srv->metrics;
-    if (metrics) fs_metrics_request(metrics, methods[m].method, FS_TRANSPORT_GRPC, st, now_s() - t0);
-    finish_call(c, st);
+    c->state = CALL_RECEIVING;
+    if (!start_batch(c, &op, 1))
+        finish_call(c, fs_error(&c->err, FS_ERR_INTERNAL, "grpc: cannot start receiving the request"));
 }
 
-static void serve_call(call_t *c)
+/* The request arrived (or the client gave up): compute, then answer or stream. */
+static void call_received(call_t *c, int ok)
 {
-    char *peer = grpc_call_get_peer(c->call);
-    peers_t *peers = &c->w->srv->peers;
-    int tracked = peer && peer_enter(peers, peer) >= 0;
-    serve_method(c);
-    if (tracked) peer_leave(peers, peer);
-    gpr_free(peer);
+    fs_status_t st;
+    int streaming = 0;
+    if (!ok)
+        st = fs_error(&c->err, FS_ERR_UNAVAILABLE, "the request never arrived (client cancelled)");
+    else if (!c->request)
+        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "%s: the client sent no request message", methods[c->method].path);
+    else
+        st = methods[c->method].fn(c, &streaming);
+    if (!streaming) finish_call(c, st);
+}
+
+static void call_step(call_t *c, worker_t *w, int ok)
+{
+    c->w = w;
+    switch (c->state) {
+    case CALL_REQUESTED:
+        if (ok && c->call) call_begin(c);
+        else call_free(c); /* the server is shutting down */
+        break;
+    case CALL_RECEIVING: call_received(c, ok); break;
+    case CALL_STREAMING: call_sent(c, ok); break;
+    case CALL_FINISHING: call_done(c); break;
+    }
+}
+
+/* Asks gRPC for one more incoming call on the server's queue. */
+static void request_call(fs_grpc_server_t *s)
+{
+    call_t *c = calloc(1, sizeof *c);
+    if (!c) return; /* the calls already asked for keep the server serving */
+    c->srv = s;
+    c->state = CALL_REQUESTED;
+    c->method = -1;
+    grpc_call_details_init(&c->details);
+    grpc_metadata_array_init(&c->request_md);
+    pthread_mutex_lock(&s->calls_mu);
+    int stopping = s->stopping;
+    if (!stopping) s->live++;
+    pthread_mutex_unlock(&s->calls_mu);
+    if (stopping) {
+        grpc_call_details_destroy(&c->details);
+        grpc_metadata_array_destroy(&c->request_md);
+        free(c);
+        return;
+    }
+    if (grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md, s->cq, s->cq, c) != GRPC_CALL_OK)
+        call_free(c);
 }
 
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     for (;;) {
-        call_t c;
-        memset(&c, 0, sizeof c);
-        c.w = w;
-        grpc_call_details_init(&c.details);
-        grpc_metadata_array_init(&c.request_md);
-        grpc_call_error e = grpc_server_request_call(w->srv->server, &c.call, &c.details, &c.request_md, w->cq,
-                                                     w->cq, TAG_NEW_CALL);
-        grpc_event ev = {.type = GRPC_QUEUE_SHUTDOWN};
-        if (e == GRPC_CALL_OK) ev = grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        int got_call = ev.type == GRPC_OP_COMPLETE && ev.success && c.call;
-        if (got_call) serve_call(&c);
-        if (c.call) grpc_call_unref(c.call);
-        if (c.request) grpc_byte_buffer_destroy(c.request);
-        if (c.response) grpc_byte_buffer_destroy(c.response);
-        grpc_call_details_destroy(&c.details);
-        grpc_metadata_array_destroy(&c.request_md);
-        if (!got_call) break; /* the server is shutting down */
+        grpc_event ev = grpc_completion_queue_next(w->srv->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+        if (ev.type == GRPC_OP_COMPLETE) call_step(ev.tag, w, ev.success);
     }
     return NULL;
+}
+
+/* ---- files: certificates, keys, the token ----------------------------------------- */
+
+static fs_status_t read_small_file(const char *path, const char *what, char **out, fs_error_t *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return fs_error(err, FS_ERR_IO, "%s '%s': %s", what, path, strerror(errno));
+    char *buf = malloc(MAX_FILE_BYTES + 1);
+    size_t n = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, f) : 0;
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf) return fs_error(err, FS_ERR_NOMEM, "out of memory reading %s '%s'", what, path);
+    if (failed || n == 0 || n > MAX_FILE_BYTES) {
+        free(buf);
+        return fs_error(err, failed ? FS_ERR_IO : FS_ERR_FORMAT, "%s '%s' is %s", what, path,
+                        failed ? "unreadable" : n ? "larger than 1 MiB" : "empty");
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return FS_OK;
+}
+
+/* A PEM file must at least hold `marker`; gRPC parses it when it listens. */
+static fs_status_t read_pem(const char *path, const char *what, const char *marker, char **out, fs_error_t *err)
+{
+    fs_status_t st = read_small_file(path, what, out, err);
+    if (st == FS_OK && !strstr(*out, marker)) {
+        free(*out);
+        *out = NULL;
+        return fs_error(err, FS_ERR_FORMAT, "%s '%s' is not PEM: it has no '%s' line", what, path, marker);
+    }
+    return st;
+}
+
+static void free_secret(char *p)
+{
+    if (p) explicit_bzero(p, strlen(p));
+    free(p);
+}
+
+/* The token file's first line, trailing blanks dropped, as "Bearer <token>".
+ * A token travels in an HTTP/2 header: visible ASCII only. Messages name
+ * the file and the offending byte's position, never the token. */
+static fs_status_t load_token(const char *path, char **bearer, fs_error_t *err)
+{
+    *bearer = NULL;
+    if (!path) return FS_OK;
+    char *text;
+    fs_status_t st = read_small_file(path, "token file", &text, err);
+    if (st != FS_OK) return st;
+    size_t n = strcspn(text, "\r\n");
+    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t')) n--;
+    text[n] = '\0';
+    if (n == 0 || n > MAX_TOKEN_BYTES)
+        st = fs_error(err, FS_ERR_FORMAT, "token file '%s': the token (its first line) is %s", path,
+                      n ? "longer than 4096 bytes" : "empty");
+    for (size_t i = 0; st == FS_OK && i < n; i++)
+        if ((unsigned char)text[i] < 0x21 || (unsigned char)text[i] > 0x7e)
+            st = fs_error(err, FS_ERR_FORMAT, "token file '%s': character %zu of the token is not visible ASCII "
+                          "(a token travels in an HTTP/2 header)", path, i + 1);
+    if (st == FS_OK && !(*bearer = malloc(n + 8))) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK) snprintf(*bearer, n + 8, "Bearer %s", text);
+    free_secret(text);
+    return st;
+}
+
+/* Plaintext, TLS, or mTLS (client certificates required and verified). */
+static fs_status_t make_credentials(const fs_grpc_server_opts_t *o, grpc_server_credentials **out, fs_error_t *err)
+{
+    *out = NULL;
+    if (!o->tls_cert && !o->tls_key) {
+        if (o->tls_client_ca)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: a client CA (mTLS) needs TLS: give the server's "
+                            "certificate and key too");
+        *out = grpc_insecure_server_credentials_create();
+        return FS_OK;
+    }
+    if (!o->tls_cert || !o->tls_key)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: TLS needs both a certificate and its private key (got "
+                        "only the %s)", o->tls_cert ? "certificate" : "key");
+    char *cert = NULL, *key = NULL, *ca = NULL;
+    fs_status_t st = read_pem(o->tls_cert, "TLS certificate", "-----BEGIN CERTIFICATE-----", &cert, err);
+    if (st == FS_OK) st = read_pem(o->tls_key, "TLS private key", "PRIVATE KEY-----", &key, err);
+    if (st == FS_OK && o->tls_client_ca)
+        st = read_pem(o->tls_client_ca, "TLS client CA", "-----BEGIN CERTIFICATE-----", &ca, err);
+    if (st == FS_OK) {
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
+        *out = grpc_ssl_server_credentials_create_ex(ca, &pair, 1, ca ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                                                        : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, NULL);
+        if (!*out) st = fs_error(err, FS_ERR_FORMAT, "grpc: TLS credentials from '%s' and '%s' were refused", o->tls_cert,
+                                 o->tls_key);
+    }
+    free(cert);
+    free_secret(key);
+    free(ca);
+    return st;
 }
 
 /* ---- start and stop ------------------------------------------------------------- */
@@ -688,50 +1043,35 @@ static void wait_shutdown(fs_grpc_server_t *s)
         grpc_server_cancel_all_calls(s->server);
         grpc_completion_queue_next(s->shutdown_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     }
-}
-
-static fs_status_t helper_start(helper_t *h, fs_engine_t *e, fs_error_t *err)
-{
-    h->engine = e;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
-    if (pthread_create(&h->thread, NULL, helper_main, h) != 0)
-        return fs_error(err, FS_ERR_NOMEM, "grpc: cannot start a gather helper thread");
-    h->running = 1;
-    return FS_OK;
-}
-
-static void helper_stop(helper_t *h)
-{
-    if (!h->running) return;
-    pthread_mutex_lock(&h->mu);
-    h->state = HELPER_QUIT;
-    pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
-    pthread_join(h->thread, NULL);
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv);
-    h->running = 0;
+    /* the workers finish every call's last step; then no call object is left */
+    pthread_mutex_lock(&s->calls_mu);
+    while (s->live > 0) pthread_cond_wait(&s->calls_cv, &s->calls_mu);
+    pthread_mutex_unlock(&s->calls_mu);
 }
 
 void fs_grpc_server_stop(fs_grpc_server_t *s)
 {
     if (!s) return;
     if (s->server) {
+        pthread_mutex_lock(&s->calls_mu);
+        s->stopping = 1;
+        pthread_mutex_unlock(&s->calls_mu);
         grpc_server_shutdown_and_notify(s->server, s->shutdown_cq, TAG_SHUTDOWN);
         wait_shutdown(s);
+        grpc_server_destroy(s->server);
     }
+    if (s->cq) grpc_completion_queue_shutdown(s->cq); /* the workers drain it and exit */
     for (int i = 0; i < s->num_workers; i++)
         if (s->workers[i].running) pthread_join(s->workers[i].thread, NULL);
-    if (s->server) grpc_server_destroy(s->server);
+    if (s->cq) drain_and_destroy(s->cq);
+    gatherers_stop(&s->gatherers);
     peers_stop(&s->peers);
-    for (int i = 0; i < s->num_workers; i++) {
-        drain_and_destroy(s->workers[i].cq);
-        fs_sampler_destroy(s->workers[i].sampler);
-        helper_stop(&s->workers[i].helper);
-    }
+    for (int i = 0; i < s->num_workers; i++) fs_sampler_destroy(s->workers[i].sampler);
     drain_and_destroy(s->shutdown_cq);
     free(s->workers);
+    free_secret(s->bearer);
+    pthread_mutex_destroy(&s->calls_mu);
+    pthread_cond_destroy(&s->calls_cv);
     if (s->grpc_initialised) grpc_shutdown();
     free(s);
 }
@@ -743,52 +1083,68 @@ static int max_request_bytes(const fs_limits_t *l)
     return bytes > (double)INT_MAX ? INT_MAX : (int)bytes;
 }
 
-static fs_status_t create_server(fs_grpc_server_t *s, const char *listen_addr, int *bound_port, fs_error_t *err)
+static fs_status_t create_server(fs_grpc_server_t *s, const fs_grpc_server_opts_t *o, int *bound_port, fs_error_t *err)
 {
+    grpc_server_credentials *creds;
+    fs_status_t st = make_credentials(o, &creds, err);
+    if (st != FS_OK) return st;
     grpc_arg args[FS_WIRE_MAX_ARGS];
     grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, max_request_bytes(fs_engine_limits(s->engine)), 1),
                                 .args = args};
     s->server = grpc_server_create(&chargs, NULL);
-    if (!s->server) return fs_error(err, FS_ERR_INTERNAL, "grpc_server_create failed");
-    for (int i = 0; i < s->num_workers; i++) {
-        worker_t *w = &s->workers[i];
-        w->srv = s;
-        w->cq = grpc_completion_queue_create_for_next(NULL);
-        grpc_server_register_completion_queue(s->server, w->cq, NULL);
-        fs_status_t st = fs_sampler_create(&w->sampler, err);
-        if (st == FS_OK) st = helper_start(&w->helper, s->engine, err);
-        if (st != FS_OK) return st;
+    if (!s->server) {
+        grpc_server_credentials_release(creds);
+        return fs_error(err, FS_ERR_INTERNAL, "grpc_server_create failed");
     }
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(s->server, s->cq, NULL);
     s->shutdown_cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
-    int port = grpc_server_add_http2_port(s->server, listen_addr, creds);
+    for (int i = 0; i < s->num_workers && st == FS_OK; i++) {
+        s->workers[i].srv = s;
+        st = fs_sampler_create(&s->workers[i].sampler, err);
+    }
+    int port = st == FS_OK ? grpc_server_add_http2_port(s->server, o->listen, creds) : 0;
     grpc_server_credentials_release(creds);
+    if (st != FS_OK) return st;
     if (port <= 0)
-        return fs_error(err, FS_ERR_IO, "grpc: cannot listen on '%s' (address in use, not local, or not host:port)",
-                        listen_addr);
+        return fs_error(err, FS_ERR_IO, "grpc: cannot listen on '%s' (address in use, not local, or not host:port%s)",
+                        o->listen, o->tls_cert ? "; or the TLS certificate and key do not belong together" : "");
     if (bound_port) *bound_port = port;
     return FS_OK;
 }
 
-fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, fs_metrics_t *metrics, int threads,
-                                 fs_grpc_server_t **out, int *bound_port, fs_error_t *err)
+void fs_grpc_server_defaults(fs_grpc_server_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->threads = FS_GRPC_DEFAULT_THREADS;
+    o->max_calls = FS_GRPC_DEFAULT_MAX_CALLS;
+}
+
+fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
+                                      fs_grpc_server_t **out, int *bound_port, fs_error_t *err)
 {
     *out = NULL;
-    if (!listen_addr || !engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no listen address or engine");
+    if (!o || !o->listen || !engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no listen address or engine");
+    int threads = o->threads > 0 ? o->threads : FS_GRPC_DEFAULT_THREADS;
     fs_grpc_server_t *s = calloc(1, sizeof *s);
-    if (s) s->workers = calloc((size_t)(threads > 0 ? threads : 4), sizeof *s->workers);
+    if (s) s->workers = calloc((size_t)threads, sizeof *s->workers);
     if (!s || !s->workers) {
         if (s) free(s);
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
     }
     s->engine = engine;
     s->metrics = metrics;
-    s->num_workers = threads > 0 ? threads : 4;
+    s->num_workers = threads;
+    s->max_calls = o->max_calls > 0 ? o->max_calls : FS_GRPC_DEFAULT_MAX_CALLS;
+    pthread_mutex_init(&s->calls_mu, NULL);
+    pthread_cond_init(&s->calls_cv, NULL);
     grpc_init();
     s->grpc_initialised = 1;
-    fs_status_t st = peers_start(&s->peers, metrics, err);
-    if (st == FS_OK) st = create_server(s, listen_addr, bound_port, err);
+    fs_status_t st = load_token(o->token_file, &s->bearer, err);
+    if (st == FS_OK) st = peers_start(&s->peers, metrics, err);
+    if (st == FS_OK) st = gatherers_start(&s->gatherers, threads, err);
+    if (st == FS_OK) st = create_server(s, o, bound_port, err);
     if (st != FS_OK) {
         fs_grpc_server_stop(s); /* a server never started shuts down at once */
         return st;
@@ -801,8 +1157,18 @@ fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, f
         }
         s->workers[i].running = 1;
     }
+    for (int i = 0; i < REQUESTS_POSTED; i++) request_call(s);
     *out = s;
     return FS_OK;
+}
+
+fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, fs_metrics_t *metrics, int threads,
+                                 fs_grpc_server_t **out, int *bound_port, fs_error_t *err)
+{
+    fs_grpc_server_opts_t o;
+    fs_grpc_server_defaults(&o);
+    o.listen = listen_addr, o.threads = threads;
+    return fs_grpc_server_start_opts(&o, engine, metrics, out, bound_port, err);
 }
 
 void fs_grpc_server_idle_timeout(fs_grpc_server_t *s, double seconds)
@@ -810,4 +1176,27 @@ void fs_grpc_server_idle_timeout(fs_grpc_server_t *s, double seconds)
     pthread_mutex_lock(&s->peers.mu);
     s->peers.idle_s = seconds;
     pthread_mutex_unlock(&s->peers.mu);
+}
+
+int fs_grpc_listen_is_loopback(const char *listen)
+{
+    if (!listen) return 0;
+    if (strncmp(listen, "unix:", 5) == 0 || strncmp(listen, "unix-abstract:", 14) == 0) return 1;
+    char host[256];
+    const char *start = listen, *end;
+    if (listen[0] == '[') {
+        start = listen + 1;
+        end = strchr(start, ']');
+    } else {
+        end = strrchr(listen, ':');
+    }
+    if (!end || end - start >= (ptrdiff_t)sizeof host) return 0;
+    snprintf(host, sizeof host, "%.*s", (int)(end - start), start);
+    if (strcasecmp(host, "localhost") == 0) return 1;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1) return ntohl(a4.s_addr) >> 24 == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    return 0;
 }

@@ -7,13 +7,22 @@
  *   Split                 (SampleGather's first message carries the sample;
  *                         Split streams a split's ids as int64 rows)
  *
+ * Nothing administrative is served over gRPC: re-planning is unix:// only.
+ *
  * Errors are gRPC status codes with a detail string naming the problem:
  * INVALID_ARGUMENT (bad ids, fanouts, undecodable request bytes), NOT_FOUND
- * (unknown table), RESOURCE_EXHAUSTED (over a limit), FAILED_PRECONDITION
- * (unknown api_version), DEADLINE_EXCEEDED, UNIMPLEMENTED (unknown method),
- * INTERNAL. Every call is recorded in the metrics (transport "grpc"), and
- * so are connected clients: peers (one per channel) with a call in flight or
- * one within the idle timeout (default 30 s).
+ * (unknown table), RESOURCE_EXHAUSTED (over a limit, or the server already
+ * serving max_calls calls), FAILED_PRECONDITION (unknown api_version),
+ * DEADLINE_EXCEEDED, UNIMPLEMENTED (unknown method), UNAUTHENTICATED
+ * (missing or wrong bearer token), INTERNAL. Every call is recorded in the
+ * metrics (transport "grpc"), and so are connected clients: peers (one per
+ * channel) with a call in flight or one within the idle timeout (default
+ * 30 s); calls in flight, calls refused and calls ended by their deadline.
+ *
+ * Isolation: no thread ever waits for a client. A call whose response a
+ * client does not read is parked (its send pending in gRPC) and costs the
+ * other clients nothing; it ends when the client reads, goes away, or its
+ * deadline passes (the server cancels it then and frees it).
  *
  * Ownership: the server borrows engine and metrics (metrics may be NULL);
  * both must outlive fs_grpc_server_stop. Thread-safety: start and stop from
@@ -26,11 +35,31 @@
 
 typedef struct fs_grpc_server fs_grpc_server_t;
 
-/* Listens on listen_addr ("host:port"; port 0 picks a free one, reported in
- * *bound_port) and serves with `threads` workers (<= 0: 4), each serving one
- * call at a time with its own sampler and a helper thread that gathers the
- * next chunk of a stream while the worker sends the current one. A port
- * already in use fails with FS_ERR_IO. */
+#define FS_GRPC_DEFAULT_THREADS 4
+#define FS_GRPC_DEFAULT_MAX_CALLS 64
+
+/* How the server listens, and whom it serves. Zero/NULL fields are the
+ * defaults: plaintext, no token, FS_GRPC_DEFAULT_* threads and calls. */
+typedef struct {
+    const char *listen;        /* "host:port"; port 0 picks a free one */
+    int threads;               /* workers (each with its own sampler); <= 0: FS_GRPC_DEFAULT_THREADS */
+    int max_calls;             /* calls served at once; more are refused RESOURCE_EXHAUSTED; <= 0: default */
+    const char *tls_cert;      /* PEM certificate chain and private key: TLS when given (both or none) */
+    const char *tls_key;
+    const char *tls_client_ca; /* mTLS: every client must present a certificate signed by this CA (PEM) */
+    const char *token_file;    /* a file holding the bearer token every call must carry */
+} fs_grpc_server_opts_t;
+
+void fs_grpc_server_defaults(fs_grpc_server_opts_t *o);
+
+/* Starts serving as `o` says. Files are read and checked here: a missing,
+ * unreadable or malformed one fails naming the file. A port already in use
+ * fails with FS_ERR_IO. */
+fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
+                                      fs_grpc_server_t **out, int *bound_port, fs_error_t *err);
+
+/* fs_grpc_server_start_opts with listen_addr and threads, every other
+ * option its default (plaintext, no token). */
 fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, fs_metrics_t *metrics, int threads,
                                  fs_grpc_server_t **out, int *bound_port, fs_error_t *err);
 
@@ -41,5 +70,10 @@ void fs_grpc_server_stop(fs_grpc_server_t *s);
 
 /* How long a peer without calls still counts as a connected client. */
 void fs_grpc_server_idle_timeout(fs_grpc_server_t *s, double seconds);
+
+/* 1 when `listen`'s host is a loopback address (127.0.0.0/8, ::1,
+ * localhost) or a unix: path: reachable from this machine only. Wildcards
+ * (0.0.0.0, [::], an empty host) and every other name or address are not. */
+int fs_grpc_listen_is_loopback(const char *listen);
 
 #endif

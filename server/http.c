@@ -65,7 +65,8 @@ fs_status_t fs_http_start(const char *addr, fs_metrics_t *metrics, fs_http_t **o
     fs_http_t *h = calloc(1, sizeof *h);
     if (!h) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     h->metrics = metrics;
-    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)p, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
+    /* epoll or poll, never select(): serve raises the descriptor limit past FD_SETSIZE */
+    h->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, (uint16_t)p, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
     if (!h->d) {
         free(h);

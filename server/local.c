@@ -7,7 +7,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,21 @@ typedef struct client {
     unsigned minor;         /* the local protocol's minor version negotiated with it */
     char library[32];       /* its library's release (6.1), "" before */
     struct client *next;
+    /* guards: who the peer is (SO_PEERCRED at accept), and until it is
+     * welcomed its place in the handshake queue, in deadline order */
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+    double deadline;
+    struct client *hs_prev, *hs_next;
+    int in_hs_queue;
 } client_t;
+
+typedef struct uid_count { /* connections per uid, for the cap; few distinct uids, so a list */
+    uid_t uid;
+    int n;
+    struct uid_count *next;
+} uid_count_t;
 
 struct fs_local_server {
     char path[108];
@@ -51,6 +68,17 @@ struct fs_local_server {
     _Atomic int replan_state;             /* 0 none, 1 running, 2 finished (thread to join) */
     client_t *clients;
     _Atomic int num_clients;
+    /* guards (local.h) */
+    int handshake_ms, max_per_uid;
+    uid_t *allow_uids, own_uid, admin_uid;
+    gid_t *allow_gids;
+    int num_allow_uids, num_allow_gids;
+    uid_count_t *uid_counts;
+    client_t *hs_head, *hs_tail;          /* handshaking clients, oldest (earliest deadline) first */
+    int reserve_fd;                       /* /dev/null, given up to shed a connection when out of descriptors */
+    double paused_until;                  /* listening paused (out of descriptors) until then; 0 = listening */
+    double last_log;                      /* rate-limits the guards' log lines */
+    unsigned long unlogged;
     _Alignas(16) char buf[FS_LOCAL_MAX_MSG];
 };
 
@@ -58,17 +86,22 @@ void fs_local_server_defaults(fs_local_server_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     o->protocol_minor = FS_LOCAL_MINOR;
+    o->handshake_timeout_ms = FS_LOCAL_DEFAULT_HANDSHAKE_MS;
+    o->max_conns_per_uid = FS_LOCAL_DEFAULT_MAX_CONNS_PER_UID;
+    o->admin_uid = geteuid();
 }
 
-/* ---- the dataset's descriptors, opened once and shared with every client ---- */
+/* ---- the dataset's descriptors, validated once and shared with every client ---- */
 
+/* A copy of the descriptor the dataset validated (its sealed memfd when
+ * served: dataset.c), never the path opened again. */
 static fs_status_t open_data_fd(fs_local_server_t *s, const void *data, int64_t *offset, fs_error_t *err)
 {
-    char path[4300];
-    if (fs_dataset_locate(fs_engine_dataset(s->engine), data, path, sizeof path, offset) != FS_OK)
+    int kept;
+    if (fs_dataset_locate(fs_engine_dataset(s->engine), data, &kept, offset) != FS_OK)
         return fs_error(err, FS_ERR_INTERNAL, "local: an array of the dataset is not file-backed");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fs_error(err, FS_ERR_IO, "local: cannot reopen %s: %s", path, strerror(errno));
+    int fd = fcntl(kept, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return fs_error(err, FS_ERR_IO, "local: cannot share a dataset descriptor: %s", strerror(errno));
     if (fs_fd_list_push(&s->data_fds, fd) != 0) {
         close(fd);
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
@@ -128,10 +161,65 @@ void fs_local_server_notify(fs_local_server_t *s, uint64_t generation)
     if (s) atomic_store(s->notice, generation);
 }
 
+/* ---- guards' bookkeeping: connections per uid, the handshake queue ------------- */
+
+static uid_count_t **uid_entry(fs_local_server_t *s, uid_t uid)
+{
+    uid_count_t **p = &s->uid_counts;
+    while (*p && (*p)->uid != uid) p = &(*p)->next;
+    return p;
+}
+
+static int uid_connections(fs_local_server_t *s, uid_t uid)
+{
+    uid_count_t *u = *uid_entry(s, uid);
+    return u ? u->n : 0;
+}
+
+/* 0, or -1 when out of memory. An entry goes when its count does. */
+static int uid_add(fs_local_server_t *s, uid_t uid, int delta)
+{
+    uid_count_t **p = uid_entry(s, uid);
+    if (!*p) {
+        if (delta < 0 || !(*p = calloc(1, sizeof **p))) return -1;
+        (*p)->uid = uid;
+    }
+    if (((*p)->n += delta) <= 0) {
+        uid_count_t *gone = *p;
+        *p = gone->next;
+        free(gone);
+    }
+    return 0;
+}
+
+/* Every deadline is its accept time plus the same timeout, so appending
+ * keeps the queue in deadline order: the head is the next to expire. */
+static void hs_enqueue(fs_local_server_t *s, client_t *c)
+{
+    c->deadline = fs_now() + s->handshake_ms * 1e-3;
+    c->hs_prev = s->hs_tail, c->hs_next = NULL;
+    if (s->hs_tail) s->hs_tail->hs_next = c;
+    else s->hs_head = c;
+    s->hs_tail = c;
+    c->in_hs_queue = 1;
+}
+
+static void hs_remove(fs_local_server_t *s, client_t *c)
+{
+    if (!c->in_hs_queue) return;
+    if (c->hs_prev) c->hs_prev->hs_next = c->hs_next;
+    else s->hs_head = c->hs_next;
+    if (c->hs_next) c->hs_next->hs_prev = c->hs_prev;
+    else s->hs_tail = c->hs_prev;
+    c->in_hs_queue = 0;
+}
+
 /* ---- clients ------------------------------------------------------------------ */
 
 static void drop_client(fs_local_server_t *s, client_t *c)
 {
+    hs_remove(s, c);
+    uid_add(s, c->uid, -1);
     epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     for (int i = 0; i < c->num_slots; i++) close(c->slots[i]); /* the client's mappings keep them alive until it unmaps */
@@ -345,6 +433,7 @@ static int on_hello(fs_local_server_t *s, client_t *c, size_t len)
     if (send_welcome(s, c, (int)h.slots) != 0) return -1;
     if (c->num_slots == 0) return 0; /* refused with an error: the client may try again */
     c->welcomed = 1;
+    hs_remove(s, c); /* the handshake is done: no deadline any more */
     fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, +1);
     fs_metrics_local_version(s->metrics, FS_LOCAL_MAJOR, c->minor, c->library, +1);
     return 0;
@@ -404,6 +493,13 @@ static void join_replan(fs_local_server_t *s)
 static int on_replan(fs_local_server_t *s, client_t *c, size_t len)
 {
     if (!s->replan) return send_error(c->fd, FS_ERR_UNSUPPORTED, "this server was started without re-planning");
+    if (c->uid != s->admin_uid) { /* before anything is decoded: administration is the admin's alone */
+        char msg[200];
+        snprintf(msg, sizeof msg, "re-planning is administration: uid %u may not re-plan this server, only its admin "
+                 "uid %u (serve --admin-uid)", (unsigned)c->uid, (unsigned)s->admin_uid);
+        fs_metrics_local_admin_refused(s->metrics);
+        return send_error(c->fd, FS_ERR_PERMISSION, msg);
+    }
     replan_job_t *j = calloc(1, sizeof *j);
     if (!j) return send_error(c->fd, FS_ERR_NOMEM, "out of memory");
     fs_error_t err = {0};
@@ -485,13 +581,12 @@ static int on_split(fs_local_server_t *s, client_t *c, size_t len)
     featstore_local_SplitReply r = featstore_local_SplitReply_init_zero;
     const fs_idset_t *split;
     fs_error_t err = {0};
-    char path[4300];
-    int fd = -1, rc;
+    int kept, fd = -1, rc;
     fs_status_t st = fs_local_decode(s->buf, len, featstore_local_SplitRequest_fields, &req, "SPLIT", &err);
     if (st == FS_OK) st = fs_engine_split(s->engine, req.name, &split, &err);
-    if (st == FS_OK && (fs_dataset_locate(fs_engine_dataset(s->engine), split->ids, path, sizeof path, &r.offset) != FS_OK ||
-                        (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0))
-        st = fs_error(&err, FS_ERR_IO, "cannot reopen the file of split '%s'", req.name);
+    if (st == FS_OK && (fs_dataset_locate(fs_engine_dataset(s->engine), split->ids, &kept, &r.offset) != FS_OK ||
+                        (fd = fcntl(kept, F_DUPFD_CLOEXEC, 0)) < 0))
+        st = fs_error(&err, FS_ERR_IO, "cannot share the descriptor of split '%s'", req.name);
     if (st == FS_OK) {
         r.count = split->count;
         rc = fs_local_send_msg(c->fd, FS_LOCAL_SPLIT_REPLY, featstore_local_SplitReply_fields, &r, &fd, 1, MSG_DONTWAIT);
@@ -567,6 +662,13 @@ static int on_readable(fs_local_server_t *s, client_t *c)
             on_other_major(s, c, &f);
             return -1;
         }
+        if (got < 0 && errno == EMSGSIZE) { /* refused unread: the frame was cut to the buffer */
+            char msg[160];
+            snprintf(msg, sizeof msg, "a message longer than %d bytes, the local protocol's limit per message",
+                     FS_LOCAL_MAX_MSG);
+            send_error(c->fd, FS_ERR_RESOURCE, msg);
+            return -1;
+        }
         if (got <= 0) {
             if (got < 0) send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "malformed message");
             return -1;
@@ -575,23 +677,193 @@ static int on_readable(fs_local_server_t *s, client_t *c)
     }
 }
 
+/* ---- accepting: who may connect, and never a spin -------------------------------- */
+
+#define PAUSE_SECONDS 0.1 /* listening paused this long when a connection cannot even be shed */
+
+/* At most a line a second: a flood of refusals must not flood the log. */
+static void log_guard(fs_local_server_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_guard(fs_local_server_t *s, const char *fmt, ...)
+{
+    double now = fs_now();
+    if (s->last_log > 0 && now - s->last_log < 1.0) {
+        s->unlogged++;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "featstore: unix://%s: ", s->path);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (s->unlogged) fprintf(stderr, " (%lu more such events not logged)", s->unlogged);
+    fputc('\n', stderr);
+    s->last_log = now, s->unlogged = 0;
+}
+
+static int peer_allowed(const fs_local_server_t *s, uid_t uid, gid_t gid)
+{
+    if (s->num_allow_uids == 0 && s->num_allow_gids == 0) return 1;
+    if (uid == s->own_uid || uid == s->admin_uid) return 1;
+    for (int i = 0; i < s->num_allow_uids; i++)
+        if (s->allow_uids[i] == uid) return 1;
+    for (int i = 0; i < s->num_allow_gids; i++)
+        if (s->allow_gids[i] == gid) return 1;
+    return 0;
+}
+
+/* "uids 0,1000 and gids 27" for a refusal. */
+static void describe_allowed(const fs_local_server_t *s, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "uids %u", (unsigned)s->own_uid);
+    if (s->admin_uid != s->own_uid && n < size) n += (size_t)snprintf(buf + n, size - n, ",%u", (unsigned)s->admin_uid);
+    for (int i = 0; i < s->num_allow_uids && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, ",%u", (unsigned)s->allow_uids[i]);
+    for (int i = 0; i < s->num_allow_gids && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%u", i ? "," : " and gids ", (unsigned)s->allow_gids[i]);
+}
+
+/* Tells a peer why it is not served, and hangs up. Its first frames (a
+ * HELLO sent right after connect) are read and dropped first: closing on
+ * unread data would reset the connection, and the peer would see
+ * ECONNRESET instead of the reason. */
+static void refuse(int fd, fs_status_t st, const char *why)
+{
+    char sink[64];
+    for (int i = 0; i < 4 && recv(fd, sink, sizeof sink, MSG_DONTWAIT | MSG_TRUNC) > 0; i++) {}
+    send_error(fd, st, why);
+    close(fd);
+}
+
+/* A new connection: its peer's credentials against the allow-list and the
+ * per-uid cap, checked before anything is allocated for it; then its
+ * handshake clock starts. */
+static void admit(fs_local_server_t *s, int fd)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    char msg[600], allowed[300];
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+        refuse(fd, FS_ERR_INTERNAL, "the server cannot read this peer's credentials");
+        return;
+    }
+    if (!peer_allowed(s, cr.uid, cr.gid)) {
+        describe_allowed(s, allowed, sizeof allowed);
+        snprintf(msg, sizeof msg, "uid %u (gid %u) may not connect to this server; it admits %s (serve --allow-uid, "
+                 "--allow-gid)", (unsigned)cr.uid, (unsigned)cr.gid, allowed);
+        fs_metrics_local_refused(s->metrics, FS_LOCAL_REFUSED_NOT_ALLOWED);
+        log_guard(s, "refused pid %d: %s", (int)cr.pid, msg);
+        refuse(fd, FS_ERR_PERMISSION, msg);
+        return;
+    }
+    if (s->max_per_uid > 0 && uid_connections(s, cr.uid) >= s->max_per_uid) {
+        snprintf(msg, sizeof msg, "uid %u already holds %d connections to this server, the most one uid may (serve "
+                 "--max-conns-per-uid %d): close one first", (unsigned)cr.uid, s->max_per_uid, s->max_per_uid);
+        fs_metrics_local_refused(s->metrics, FS_LOCAL_REFUSED_UID_CAP);
+        log_guard(s, "refused pid %d: %s", (int)cr.pid, msg);
+        refuse(fd, FS_ERR_RESOURCE, msg);
+        return;
+    }
+    client_t *c = calloc(1, sizeof *c);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+    if (!c || uid_add(s, cr.uid, +1) != 0) {
+        free(c);
+        refuse(fd, FS_ERR_NOMEM, "the server is out of memory");
+        return;
+    }
+    if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        uid_add(s, cr.uid, -1);
+        free(c);
+        refuse(fd, FS_ERR_RESOURCE, "the server cannot watch another connection");
+        return;
+    }
+    c->fd = fd, c->uid = cr.uid, c->gid = cr.gid, c->pid = cr.pid;
+    c->next = s->clients;
+    s->clients = c;
+    atomic_fetch_add(&s->num_clients, 1);
+    if (s->handshake_ms > 0) hs_enqueue(s, c);
+}
+
+/* Out of descriptors, a pending connection cannot be accepted, and
+ * level-triggered epoll reports it again at once: the loop would spin. So
+ * the reserve descriptor is given up for it: accepted, told why, closed;
+ * then the reserve is taken again. 0: shed one; 1: none was pending; -1:
+ * cannot shed (no reserve). */
+static int shed_one(fs_local_server_t *s, int why)
+{
+    if (s->reserve_fd < 0) return -1;
+    close(s->reserve_fd);
+    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), e = errno;
+    if (fd >= 0)
+        refuse(fd, FS_ERR_RESOURCE, why == EMFILE ? "the server is out of file descriptors (EMFILE); try again later"
+                                                  : "the system is out of file descriptors (ENFILE); try again later");
+    s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        log_guard(s, "out of file descriptors (%s): a new connection was closed unserved", why == EMFILE ? "EMFILE" :
+                  "ENFILE");
+    if (fd >= 0 && s->reserve_fd >= 0) return 0;
+    return fd < 0 && (e == EAGAIN || e == EWOULDBLOCK) && s->reserve_fd >= 0 ? 1 : -1;
+}
+
+static void listen_events(fs_local_server_t *s, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = &s->listen_fd};
+    epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, s->listen_fd, &ev);
+}
+
 static void on_accept(fs_local_server_t *s)
 {
     for (;;) {
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
-        client_t *c = calloc(1, sizeof *c);
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
-        if (!c || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            free(c);
-            close(fd);
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), e = errno;
+        if (fd >= 0) {
+            admit(s, fd);
             continue;
         }
-        c->fd = fd;
-        c->next = s->clients;
-        s->clients = c;
-        atomic_fetch_add(&s->num_clients, 1);
+        if (e == EINTR || e == ECONNABORTED) continue;
+        if (e == EAGAIN || e == EWOULDBLOCK) return;
+        fs_metrics_local_accept_error(s->metrics, e == EMFILE   ? FS_LOCAL_ACCEPT_EMFILE
+                                                  : e == ENFILE ? FS_LOCAL_ACCEPT_ENFILE
+                                                                : FS_LOCAL_ACCEPT_OTHER);
+        int shed = e == EMFILE || e == ENFILE ? shed_one(s, e) : -1;
+        if (shed == 0) continue;
+        if (shed == 1) return;
+        /* nothing to give up: stop listening for a moment (the loop's timeout resumes it) */
+        log_guard(s, "accept: %s; not accepting for %.0f ms", strerror(e), PAUSE_SECONDS * 1e3);
+        listen_events(s, 0);
+        s->paused_until = fs_now() + PAUSE_SECONDS;
+        return;
     }
+}
+
+/* Closes connections whose handshake is overdue (oldest first), and
+ * listens again after a pause. */
+static void expire(fs_local_server_t *s)
+{
+    double now = fs_now();
+    while (s->hs_head && s->hs_head->deadline <= now) {
+        client_t *c = s->hs_head;
+        char msg[200];
+        snprintf(msg, sizeof msg, "no HELLO answered within the handshake timeout of %d ms (serve --handshake-timeout)",
+                 s->handshake_ms);
+        fs_metrics_local_handshake_timeout(s->metrics);
+        log_guard(s, "closed a connection of pid %d (uid %u): %s", (int)c->pid, (unsigned)c->uid, msg);
+        send_error(c->fd, FS_ERR_TIMEOUT, msg);
+        drop_client(s, c);
+    }
+    if (s->paused_until > 0 && now >= s->paused_until) {
+        s->paused_until = 0;
+        listen_events(s, EPOLLIN);
+    }
+}
+
+/* epoll_wait's timeout: until the next deadline (rounded up, so the wait
+ * never ends early and spins), or -1 when there is none. */
+static int wait_ms(const fs_local_server_t *s)
+{
+    double next = s->hs_head ? s->hs_head->deadline : 0;
+    if (s->paused_until > 0 && (next == 0 || s->paused_until < next)) next = s->paused_until;
+    if (next == 0) return -1;
+    double ms = ceil((next - fs_now()) * 1e3);
+    return ms < 0 ? 0 : ms > 1e9 ? 1000000000 : (int)ms;
 }
 
 static void *loop(void *p)
@@ -599,7 +871,8 @@ static void *loop(void *p)
     fs_local_server_t *s = p;
     struct epoll_event ev[64];
     for (;;) {
-        int n = epoll_wait(s->epoll_fd, ev, 64, -1);
+        expire(s); /* before waiting: no event below can name a client dropped here */
+        int n = epoll_wait(s->epoll_fd, ev, 64, wait_ms(s));
         if (n < 0 && errno != EINTR) break;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.ptr == &s->wake_fd) return NULL;
@@ -636,7 +909,13 @@ static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_
         unlink(path);
     }
     s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(s->listen_fd, 128) != 0)
+    if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof a) != 0)
+        return fs_error(err, FS_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
+    /* connecting needs write permission: the server's user and primary
+     * group, nobody else; set before listen(), so no one connects earlier */
+    if (chmod(path, 0660) != 0)
+        return fs_error(err, FS_ERR_IO, "cannot make %s mode 0660: %s", path, strerror(errno));
+    if (listen(s->listen_fd, 128) != 0)
         return fs_error(err, FS_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
     return FS_OK;
 }
@@ -649,7 +928,31 @@ static void release(fs_local_server_t *s)
     if (s->notice) munmap(s->notice, FS_LOCAL_NOTICE_BYTES);
     if (s->epoll_fd >= 0) close(s->epoll_fd);
     if (s->wake_fd >= 0) close(s->wake_fd);
+    if (s->reserve_fd >= 0) close(s->reserve_fd);
+    free(s->allow_uids);
+    free(s->allow_gids);
     free(s);
+}
+
+/* The guards' options, the allow-lists copied. */
+static fs_status_t set_guards(fs_local_server_t *s, const fs_local_server_opts_t *o, fs_error_t *err)
+{
+    if (o->handshake_timeout_ms < 0 || o->max_conns_per_uid < 0 || o->num_allow_uids < 0 || o->num_allow_gids < 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "local: handshake timeout %d ms, %d connections per uid, %d "
+                        "uids and %d gids allowed: none may be negative", o->handshake_timeout_ms, o->max_conns_per_uid,
+                        o->num_allow_uids, o->num_allow_gids);
+    s->handshake_ms = o->handshake_timeout_ms, s->max_per_uid = o->max_conns_per_uid;
+    s->own_uid = geteuid(), s->admin_uid = o->admin_uid;
+    s->num_allow_uids = o->num_allow_uids, s->num_allow_gids = o->num_allow_gids;
+    s->allow_uids = calloc((size_t)o->num_allow_uids + 1, sizeof *s->allow_uids);
+    s->allow_gids = calloc((size_t)o->num_allow_gids + 1, sizeof *s->allow_gids);
+    if (!s->allow_uids || !s->allow_gids) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    if (o->num_allow_uids) memcpy(s->allow_uids, o->allow_uids, (size_t)o->num_allow_uids * sizeof *s->allow_uids);
+    if (o->num_allow_gids) memcpy(s->allow_gids, o->allow_gids, (size_t)o->num_allow_gids * sizeof *s->allow_gids);
+    /* the descriptor given up to shed a connection when none is left */
+    if ((s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+        return fs_error(err, FS_ERR_IO, "local: cannot open /dev/null: %s", strerror(errno));
+    return FS_OK;
 }
 
 fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
@@ -665,9 +968,10 @@ fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *
     s->metrics = metrics;
     s->minor = o->protocol_minor;
     s->replan = o->replan, s->replan_ctx = o->replan_ctx;
-    s->listen_fd = s->epoll_fd = s->wake_fd = -1;
+    s->listen_fd = s->epoll_fd = s->wake_fd = s->reserve_fd = -1;
+    fs_status_t st = set_guards(s, o, err);
     fs_store_t *store = fs_engine_acquire(engine, NULL);
-    fs_status_t st = fs_store_freeze(store, err); /* sharing the store ends placement */
+    if (!st) st = fs_store_freeze(store, err); /* sharing the store ends placement */
     fs_store_destroy(store);
     if (!st) st = prepare_welcome(s, err);
     if (!st) st = bind_socket(s, o->socket_path, err);
@@ -695,6 +999,7 @@ void fs_local_server_stop(fs_local_server_t *s)
     if (write(s->wake_fd, &one, sizeof one) < 0) { /* the loop exits on the next wakeup anyway */ }
     pthread_join(s->thread, NULL);
     join_replan(s);
+    if (s->notice) atomic_store(s->notice, FS_LOCAL_NOTICE_STOPPED); /* clients' next call: connect again */
     close(s->listen_fd);
     unlink(s->path);
     while (s->clients) drop_client(s, s->clients);

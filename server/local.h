@@ -9,13 +9,29 @@
  * that disconnects (or is killed) has its slots and descriptors released
  * at once. A REPLAN request runs on a thread of its own (one at a time)
  * through the replan callback, so planning never stalls the loop.
- * proto/fs_local.h describes the conversation and its versions. */
+ * proto/fs_local.h describes the conversation and its versions.
+ *
+ * Guards (README, "Limits" and "Local security"): the socket is mode 0660
+ * (the server's user and primary group); every peer's credentials are read
+ * at accept (SO_PEERCRED) and checked against an optional allow-list and a
+ * cap on connections per uid, and refused peers get an ERROR frame saying
+ * why; a connection must finish its handshake within a timeout (kept in a
+ * FIFO, since every deadline is accept time + the same timeout, and waited
+ * for by epoll_wait's timeout: no thread, no timer per connection); only
+ * the admin uid may REPLAN. Out of descriptors (EMFILE/ENFILE), the loop
+ * sheds the pending connection through a reserve descriptor, or pauses
+ * the listening socket for a moment, instead of spinning on accept(). */
 #ifndef FS_LOCAL_SERVER_H
 #define FS_LOCAL_SERVER_H
+
+#include <sys/types.h>
 
 #include "engine.h"
 #include "metrics.h"
 #include "replan.h"
+
+#define FS_LOCAL_DEFAULT_HANDSHAKE_MS 5000
+#define FS_LOCAL_DEFAULT_MAX_CONNS_PER_UID 256
 
 typedef struct fs_local_server fs_local_server_t;
 
@@ -25,6 +41,14 @@ typedef struct {
     void *replan_ctx;
     unsigned protocol_minor;  /* the minor version of the local protocol to speak (fs_local.h); the current
                                  one by default, lower only to stand in for an older server in tests */
+    /* Connection guards; fs_local_server_defaults sets the defaults. */
+    int handshake_timeout_ms; /* a connection must be answered a HELLO this soon after accept; 0 = never times out */
+    int max_conns_per_uid;    /* connections (handshaking or not) one uid may hold at once; 0 = no cap */
+    const uid_t *allow_uids;  /* when either list has entries, only peers with one of these uids or (primary) */
+    int num_allow_uids;       /* gids may connect, besides the server's own uid and the admin uid; the lists */
+    const gid_t *allow_gids;  /* are copied at start */
+    int num_allow_gids;
+    uid_t admin_uid;          /* the only uid whose REPLAN requests are served; default: the server's own */
 } fs_local_server_opts_t;
 
 void fs_local_server_defaults(fs_local_server_opts_t *o);

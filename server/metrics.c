@@ -28,12 +28,17 @@ typedef struct {
 
 struct fs_metrics {
     const fs_dataset_t *ds;
+    _Atomic uint64_t (*file_changes)[FS_FILE_CHANGE_COUNT_]; /* [dataset file][change] */
     pthread_mutex_t versions_mu;
     client_version_t versions[FS_METRICS_MAX_VERSIONS];
     int num_versions;
     method_stats_t m[FS_METHOD_COUNT_][FS_TRANSPORT_COUNT_];
     _Atomic int64_t clients[FS_TRANSPORT_COUNT_];
     _Atomic uint64_t replans[2]; /* [0] done, [1] failed */
+    _Atomic int64_t grpc_in_flight;
+    _Atomic uint64_t grpc_refused[FS_GRPC_REFUSED_COUNT_], grpc_deadline_exceeded;
+    _Atomic uint64_t local_accept_errors[FS_LOCAL_ACCEPT_COUNT_], local_refused[FS_LOCAL_REFUSED_COUNT_];
+    _Atomic uint64_t local_handshake_timeouts, local_admin_refused;
     /* Everything below belongs to one placement and is replaced with it:
      * mu guards the swap against readers of these fields. */
     pthread_mutex_t mu;
@@ -58,6 +63,11 @@ fs_metrics_t *fs_metrics_create(const fs_dataset_t *ds, fs_store_t *store)
 {
     fs_metrics_t *m = calloc(1, sizeof *m);
     if (!m) return NULL;
+    m->file_changes = calloc((size_t)fs_dataset_num_files(ds) + 1, sizeof *m->file_changes);
+    if (!m->file_changes) {
+        free(m);
+        return NULL;
+    }
     m->ds = ds, m->store = fs_store_retain(store), m->generation = 1;
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->versions_mu, NULL);
@@ -68,6 +78,7 @@ void fs_metrics_destroy(fs_metrics_t *m)
 {
     if (!m) return;
     fs_store_destroy(m->store);
+    free(m->file_changes);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->versions_mu);
     free(m);
@@ -90,6 +101,12 @@ void fs_metrics_replace_store(fs_metrics_t *m, fs_store_t *store, uint64_t gener
     fs_store_destroy(old);
 }
 
+void fs_metrics_file_change(fs_metrics_t *m, int file, fs_file_change_t change)
+{
+    if (file >= 0 && file < fs_dataset_num_files(m->ds) && change > FS_FILE_SAME && change < FS_FILE_CHANGE_COUNT_)
+        atomic_fetch_add_explicit(&m->file_changes[file][change], 1, memory_order_relaxed);
+}
+
 void fs_metrics_replan(fs_metrics_t *m, fs_status_t status)
 {
     atomic_fetch_add_explicit(&m->replans[status != FS_OK], 1, memory_order_relaxed);
@@ -98,6 +115,7 @@ void fs_metrics_replan(fs_metrics_t *m, fs_status_t status)
 void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, fs_status_t status, double seconds)
 {
     if ((unsigned)method >= FS_METHOD_COUNT_ || (unsigned)t >= FS_TRANSPORT_COUNT_) return;
+    if (!(seconds >= 0) || seconds > 1e9) seconds = 0; /* a client's REPORT is untrusted: no NaN, < 0 or absurd */
     method_stats_t *s = &m->m[method][t];
     atomic_fetch_add_explicit(&s->requests, 1, memory_order_relaxed);
     if (status != FS_OK) atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
@@ -105,6 +123,21 @@ void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, f
     while (b < NB && seconds > buckets[b]) b++;
     atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->sum_us, (uint64_t)(seconds * 1e6), memory_order_relaxed);
+}
+
+void fs_metrics_grpc_in_flight(fs_metrics_t *m, int delta)
+{
+    atomic_fetch_add_explicit(&m->grpc_in_flight, delta, memory_order_relaxed);
+}
+
+void fs_metrics_grpc_refused(fs_metrics_t *m, fs_grpc_refusal_t why)
+{
+    if ((unsigned)why < FS_GRPC_REFUSED_COUNT_) atomic_fetch_add_explicit(&m->grpc_refused[why], 1, memory_order_relaxed);
+}
+
+void fs_metrics_grpc_deadline_exceeded(fs_metrics_t *m)
+{
+    atomic_fetch_add_explicit(&m->grpc_deadline_exceeded, 1, memory_order_relaxed);
 }
 
 void fs_metrics_client(fs_metrics_t *m, fs_transport_t t, int delta)
@@ -358,6 +391,32 @@ static void render_reads(fs_metrics_t *m, FILE *f)
     }
 }
 
+/* A label value in the exposition format: \\, \" and \\n escaped. */
+static void put_label_value(FILE *f, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"') fputc('\\', f);
+        if (*v == '\n') fputs("\\n", f);
+        else fputc(*v, f);
+    }
+}
+
+/* Only the (file, change) pairs seen: most datasets never see one. */
+static void render_file_changes(fs_metrics_t *m, FILE *f)
+{
+    fprintf(f, "# HELP featstore_dataset_file_changes_total Changes seen to the dataset's files while serving (the "
+               "verified copies made at start keep being served), by file and change.\n"
+               "# TYPE featstore_dataset_file_changes_total counter\n");
+    for (int i = 0; i < fs_dataset_num_files(m->ds); i++)
+        for (int c = FS_FILE_SAME + 1; c < FS_FILE_CHANGE_COUNT_; c++) {
+            uint64_t n = ld(&m->file_changes[i][c]);
+            if (!n) continue;
+            fputs("featstore_dataset_file_changes_total{file=\"", f);
+            put_label_value(f, fs_dataset_file_name(m->ds, i));
+            fprintf(f, "\",change=\"%s\"} %llu\n", fs_file_change_name(c), (unsigned long long)n);
+        }
+}
+
 static void render_state(fs_metrics_t *m, FILE *f)
 {
     fprintf(f, "# HELP featstore_connected_clients Clients connected now, by transport.\n"
@@ -414,6 +473,71 @@ static void render_state(fs_metrics_t *m, FILE *f)
                 ds->tables[i].name, fs_dtype_name(ds->tables[i].dtype), (long long)ds->tables[i].dim);
     fprintf(f, "# HELP featstore_dataset_bytes Bytes of the dataset's files.\n# TYPE featstore_dataset_bytes gauge\n"
                "featstore_dataset_bytes{dataset=\"%s\"} %zu\n", ds->name, fs_dataset_bytes(ds));
+    render_file_changes(m, f);
+}
+
+static void render_grpc(fs_metrics_t *m, FILE *f)
+{
+    fprintf(f, "# HELP featstore_grpc_calls_in_flight gRPC calls being served now (at most serve --grpc-max-calls).\n"
+               "# TYPE featstore_grpc_calls_in_flight gauge\nfeatstore_grpc_calls_in_flight %lld\n",
+            (long long)atomic_load(&m->grpc_in_flight));
+    fprintf(f, "# HELP featstore_grpc_calls_refused_total gRPC calls refused before any work, by reason.\n"
+               "# TYPE featstore_grpc_calls_refused_total counter\n"
+               "featstore_grpc_calls_refused_total{reason=\"max_calls\"} %llu\n"
+               "featstore_grpc_calls_refused_total{reason=\"unauthenticated\"} %llu\n",
+            (unsigned long long)ld(&m->grpc_refused[FS_GRPC_REFUSED_MAX_CALLS]),
+            (unsigned long long)ld(&m->grpc_refused[FS_GRPC_REFUSED_UNAUTHENTICATED]));
+    fprintf(f, "# HELP featstore_grpc_calls_deadline_exceeded_total gRPC calls ended because their deadline passed "
+               "(work stopped or the pending send cancelled, and the call freed).\n"
+               "# TYPE featstore_grpc_calls_deadline_exceeded_total counter\n"
+               "featstore_grpc_calls_deadline_exceeded_total %llu\n",
+            (unsigned long long)ld(&m->grpc_deadline_exceeded));
+}
+
+void fs_metrics_local_accept_error(fs_metrics_t *m, fs_local_accept_error_t why)
+{
+    if ((unsigned)why < FS_LOCAL_ACCEPT_COUNT_)
+        atomic_fetch_add_explicit(&m->local_accept_errors[why], 1, memory_order_relaxed);
+}
+
+void fs_metrics_local_refused(fs_metrics_t *m, fs_local_refusal_t why)
+{
+    if ((unsigned)why < FS_LOCAL_REFUSED_COUNT_)
+        atomic_fetch_add_explicit(&m->local_refused[why], 1, memory_order_relaxed);
+}
+
+void fs_metrics_local_handshake_timeout(fs_metrics_t *m)
+{
+    atomic_fetch_add_explicit(&m->local_handshake_timeouts, 1, memory_order_relaxed);
+}
+
+void fs_metrics_local_admin_refused(fs_metrics_t *m)
+{
+    atomic_fetch_add_explicit(&m->local_admin_refused, 1, memory_order_relaxed);
+}
+
+static void render_local_guards(fs_metrics_t *m, FILE *f)
+{
+    static const char *const accept_reason[] = {"emfile", "enfile", "other"};
+    static const char *const refused_reason[] = {"uid_cap", "not_allowed"};
+    fprintf(f, "# HELP featstore_local_accept_errors_total unix:// accept() failures, by reason (out of descriptors: "
+               "the pending connection is shed and the loop backs off).\n"
+               "# TYPE featstore_local_accept_errors_total counter\n");
+    for (int i = 0; i < FS_LOCAL_ACCEPT_COUNT_; i++)
+        fprintf(f, "featstore_local_accept_errors_total{reason=\"%s\"} %llu\n", accept_reason[i],
+                (unsigned long long)ld(&m->local_accept_errors[i]));
+    fprintf(f, "# HELP featstore_local_refused_total unix:// connections refused at accept, by reason (serve "
+               "--max-conns-per-uid, --allow-uid/--allow-gid).\n# TYPE featstore_local_refused_total counter\n");
+    for (int i = 0; i < FS_LOCAL_REFUSED_COUNT_; i++)
+        fprintf(f, "featstore_local_refused_total{reason=\"%s\"} %llu\n", refused_reason[i],
+                (unsigned long long)ld(&m->local_refused[i]));
+    fprintf(f, "# HELP featstore_local_handshake_timeouts_total unix:// connections closed for sending no HELLO within "
+               "serve --handshake-timeout.\n# TYPE featstore_local_handshake_timeouts_total counter\n"
+               "featstore_local_handshake_timeouts_total %llu\n"
+               "# HELP featstore_local_admin_refused_total REPLAN requests refused because the peer is not the admin "
+               "uid (serve --admin-uid).\n# TYPE featstore_local_admin_refused_total counter\n"
+               "featstore_local_admin_refused_total %llu\n",
+            (unsigned long long)ld(&m->local_handshake_timeouts), (unsigned long long)ld(&m->local_admin_refused));
 }
 
 char *fs_metrics_render(fs_metrics_t *m)
@@ -428,6 +552,8 @@ char *fs_metrics_render(fs_metrics_t *m)
     render_placement(m, f);
     render_state(m, f);
     pthread_mutex_unlock(&m->mu);
+    render_grpc(m, f);
+    render_local_guards(m, f);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -42,6 +42,9 @@ void fs_metrics_client_reads(fs_metrics_t *m, int reader, uint64_t generation, c
 void fs_metrics_replace_store(fs_metrics_t *m, fs_store_t *store, uint64_t generation);
 /* One re-plan request finished with `status`. */
 void fs_metrics_replan(fs_metrics_t *m, fs_status_t status);
+/* Dataset file `file` (fs_dataset_file_name) changed under the server
+ * (featstore_dataset_file_changes_total{file, change}). */
+void fs_metrics_file_change(fs_metrics_t *m, int file, fs_file_change_t change);
 
 /* Where a reader's feature bytes come from, relative to the reader: its own
  * GPU's tiers, another GPU's, or host memory. */
@@ -66,6 +69,26 @@ fs_status_t fs_metrics_info(fs_metrics_t *m, fs_info_t *info);
 #define FS_METRICS_MAX_VERSIONS 16
 #define FS_METRICS_LIBRARY_LEN 32
 void fs_metrics_local_version(fs_metrics_t *m, unsigned major, unsigned minor, const char *library, int delta);
+
+/* gRPC admission and deadlines (grpc_server.c): calls being served now
+ * (delta +1 admitted, -1 finished), calls refused before any work and why,
+ * and calls ended because their deadline passed. */
+typedef enum { FS_GRPC_REFUSED_MAX_CALLS, FS_GRPC_REFUSED_UNAUTHENTICATED, FS_GRPC_REFUSED_COUNT_ } fs_grpc_refusal_t;
+void fs_metrics_grpc_in_flight(fs_metrics_t *m, int delta);
+void fs_metrics_grpc_refused(fs_metrics_t *m, fs_grpc_refusal_t why);
+void fs_metrics_grpc_deadline_exceeded(fs_metrics_t *m);
+
+/* The unix:// transport's guards (local.c): accept() failures by reason
+ * (the loop backs off instead of spinning), connections refused at accept
+ * by reason, handshakes that timed out, and REPLANs refused to a peer that
+ * is not the admin uid. */
+typedef enum { FS_LOCAL_ACCEPT_EMFILE, FS_LOCAL_ACCEPT_ENFILE, FS_LOCAL_ACCEPT_OTHER, FS_LOCAL_ACCEPT_COUNT_ }
+    fs_local_accept_error_t;
+typedef enum { FS_LOCAL_REFUSED_UID_CAP, FS_LOCAL_REFUSED_NOT_ALLOWED, FS_LOCAL_REFUSED_COUNT_ } fs_local_refusal_t;
+void fs_metrics_local_accept_error(fs_metrics_t *m, fs_local_accept_error_t why);
+void fs_metrics_local_refused(fs_metrics_t *m, fs_local_refusal_t why);
+void fs_metrics_local_handshake_timeout(fs_metrics_t *m);
+void fs_metrics_local_admin_refused(fs_metrics_t *m);
 
 /* The exposition text; the caller frees it. NULL when out of memory. */
 char *fs_metrics_render(fs_metrics_t *m);

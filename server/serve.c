@@ -15,12 +15,17 @@
  * sigwait() by the main thread, so no handler runs inside library code. */
 #include "serve.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -38,6 +43,9 @@ void fs_serve_defaults(fs_serve_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     fs_limits_default(&o->limits);
+    o->handshake_timeout_ms = FS_LOCAL_DEFAULT_HANDSHAKE_MS;
+    o->max_conns_per_uid = FS_LOCAL_DEFAULT_MAX_CONNS_PER_UID;
+    o->admin_uid = -1;
 }
 
 /* --config FILE: defaults for the command line (which wins). Read strictly
@@ -131,6 +139,8 @@ typedef struct {
     pthread_mutex_t replan_mu;
     fs_place_opts_t place;
     char topology[256], plan_in[512], alpha[128]; /* place's strings after a re-plan */
+    int plan_dir_fd;                              /* --plan-dir, opened once; -1 without */
+    const char *plan_dir;
 } server_t;
 
 static void shutdown_all(server_t *s)
@@ -139,6 +149,7 @@ static void shutdown_all(server_t *s)
     fs_grpc_server_stop(s->grpc);     /* ... let in-flight gRPC calls finish ... */
     fs_local_server_stop(s->local);   /* ... disconnect local clients, remove the socket */
     fs_watch_stop(s->watch);
+    if (s->plan_dir_fd >= 0) close(s->plan_dir_fd);
     fs_metrics_destroy(s->metrics);
     fs_engine_destroy(s->engine);
     fs_store_destroy(s->store);
@@ -156,11 +167,42 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
             s->ds->name, (long long)s->ds->num_nodes, (long long)s->ds->num_edges, s->ds->num_tables,
             (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
     if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
-    if (s->grpc) fprintf(stderr, " grpc://%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, s->grpc_port);
+    if (s->grpc)
+        fprintf(stderr, " %s://%.*s:%d%s%s", o->tls_cert ? "grpcs" : "grpc", (int)(strrchr(o->listen, ':') - o->listen),
+                o->listen, s->grpc_port, o->tls_client_ca ? " (client certificates required)" : "",
+                o->token_file ? " (bearer token required)" : "");
     if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
                          o->metrics, s->http_port);
     fprintf(stderr, " | tiers: %d (tier 0 sealed copy of the files%s) | %s\n", fs_store_num_tiers(s->store),
             fs_store_num_tiers(s->store) > 1 ? ", then one simulated GPU per planned GPU" : "", gpus);
+}
+
+/* gRPC reachable beyond this machine without TLS would hand the dataset
+ * (and any bearer token) to whoever listens on the network: refused unless
+ * the operator says --insecure, and then warned about. */
+static fs_status_t check_grpc_exposure(const fs_serve_opts_t *o, fs_error_t *err)
+{
+    if (!o->listen && (o->tls_cert || o->tls_key || o->tls_client_ca || o->token_file || o->insecure || o->grpc_max_calls))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--tls-cert, --tls-key, --tls-client-ca, --token-file, --insecure "
+                        "and --grpc-max-calls are gRPC options: they need --listen");
+    if (!o->listen || o->tls_cert || fs_grpc_listen_is_loopback(o->listen)) return FS_OK;
+    if (!o->insecure)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--listen %s is not a loopback address, and gRPC without TLS "
+                        "would expose the data there: give --tls-cert and --tls-key (and --token-file), or --insecure "
+                        "to serve plaintext anyway", o->listen);
+    fprintf(stderr, "featstore: warning: --insecure: gRPC on %s is plaintext; anyone who can reach it can read the "
+            "dataset%s\n", o->listen, o->token_file ? " and the bearer token" : ", and no token is asked for");
+    return FS_OK;
+}
+
+static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+{
+    fs_grpc_server_opts_t go;
+    fs_grpc_server_defaults(&go);
+    go.listen = o->listen, go.threads = o->threads, go.max_calls = o->grpc_max_calls;
+    go.tls_cert = o->tls_cert, go.tls_key = o->tls_key, go.tls_client_ca = o->tls_client_ca;
+    go.token_file = o->token_file;
+    return fs_grpc_server_start_opts(&go, s->engine, s->metrics, &s->grpc, &s->grpc_port, err);
 }
 
 /* Plans with `po` and places the plan in `store` (not yet shared): one
@@ -212,7 +254,6 @@ static fs_status_t replan_opts(const server_t *s, const fs_replan_req_t *req, fs
     po->plan_out = NULL; /* saving is asked for each time, never repeated */
     if (given(req->topology)) po->topology = req->topology, po->plan_in = NULL;
     if (given(req->plan)) po->plan_in = req->plan;
-    if (given(req->save)) po->plan_out = req->save;
     if (!po->topology && !po->plan_in)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: this server has no placement; name a topology");
     fs_status_t st = fs_place_opts_from_text(po, given(req->hotness), given(req->order), given(req->reserve),
@@ -245,6 +286,62 @@ static void keep_place(server_t *s, const fs_place_opts_t *po)
     s->place.plan_out = NULL; /* saving is asked for each time, never repeated */
 }
 
+/* ---- a re-plan's `save`: only into --plan-dir, never through a link ---------------- */
+
+typedef struct {
+    int dir;          /* the private directory the plan is written in; -1 when nothing is saved */
+    char sub[64];     /* that directory's name in --plan-dir */
+    char name[256];   /* the plan's name in --plan-dir */
+    char path[64];    /* what the plan writer gets: /proc/self/fd/<dir>/plan */
+} plan_save_t;
+
+/* A save is one plain file name in --plan-dir (no '/', no leading '.': no
+ * "..", no way out). The plan writer takes a path and follows links, so it
+ * writes into a fresh directory of the server's own, mode 0700, reached
+ * through its descriptor (/proc/self/fd): nobody else can put a link in
+ * there, or swap the directory (it is checked to be ours after opening). */
+static fs_status_t save_begin(const server_t *s, const char *name, plan_save_t *ps, fs_error_t *err)
+{
+    static _Atomic unsigned serial;
+    struct stat st;
+    ps->dir = -1;
+    if (s->plan_dir_fd < 0)
+        return fs_error(err, FS_ERR_PERMISSION, "re-plan: this server saves no plans (save '%s'): start it with "
+                        "--plan-dir DIR to allow saving plans into DIR", name);
+    if (!name[0] || strlen(name) >= sizeof ps->name || name[0] == '.' || strchr(name, '/'))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "re-plan: save '%s' must be a plain file name (no '/', not "
+                        "starting with '.', under 256 bytes); it is written into --plan-dir %s", name, s->plan_dir);
+    snprintf(ps->name, sizeof ps->name, "%s", name);
+    snprintf(ps->sub, sizeof ps->sub, ".featstore-save-%d-%u", (int)getpid(), atomic_fetch_add(&serial, 1));
+    if (mkdirat(s->plan_dir_fd, ps->sub, 0700) != 0 ||
+        (ps->dir = openat(s->plan_dir_fd, ps->sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        fstat(ps->dir, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        int e = errno;
+        if (ps->dir >= 0) close(ps->dir);
+        ps->dir = -1;
+        return fs_error(err, FS_ERR_IO, "re-plan: cannot write into --plan-dir %s: %s", s->plan_dir, strerror(e));
+    }
+    snprintf(ps->path, sizeof ps->path, "/proc/self/fd/%d/plan", ps->dir);
+    return FS_OK;
+}
+
+/* publish: the plan takes its name in --plan-dir (renameat replaces a link
+ * of that name, never follows it). Then the private directory goes. */
+static fs_status_t save_end(const server_t *s, plan_save_t *ps, int publish, fs_error_t *err)
+{
+    if (ps->dir < 0) return FS_OK;
+    fs_status_t st = FS_OK;
+    if (publish && renameat(ps->dir, "plan", s->plan_dir_fd, ps->name) != 0)
+        st = fs_error(err, FS_ERR_IO, "re-plan: cannot save the plan as %s/%s: %s", s->plan_dir, ps->name,
+                      strerror(errno));
+    unlinkat(ps->dir, "plan", 0);
+    unlinkat(ps->dir, "plan.tmp", 0);
+    close(ps->dir);
+    unlinkat(s->plan_dir_fd, ps->sub, AT_REMOVEDIR);
+    ps->dir = -1;
+    return st;
+}
+
 /* Makes a whole new placement beside the served one, then switches every
  * transport to it: the engine (gRPC requests in flight finish on the old
  * store, which is freed after them), the metrics, and local clients (told
@@ -258,10 +355,15 @@ static fs_status_t replan(void *ctx, const fs_replan_req_t *req, fs_replan_done_
     fs_place_opts_t po;
     fs_store_t *store = NULL;
     fs_cost_t cost;
+    plan_save_t save = {.dir = -1};
     fs_status_t st = replan_opts(s, req, &po, err);
+    if (st == FS_OK && given(req->save) && (st = save_begin(s, req->save, &save, err)) == FS_OK)
+        po.plan_out = save.path;
     if (st == FS_OK) st = fs_store_create(s->ds, &store, err);
     if (st == FS_OK) st = place(&po, s->ds, store, &cost, err);
     if (st == FS_OK) st = fs_store_freeze(store, err);
+    if (st == FS_OK) st = save_end(s, &save, 1, err); /* saved before switching: a failed save changes nothing */
+    save_end(s, &save, 0, err);
     if (st == FS_OK) {
         uint64_t gen = fs_engine_replace_store(s->engine, fs_store_retain(store));
         fs_metrics_replace_store(s->metrics, store, gen);
@@ -283,6 +385,46 @@ static fs_status_t replan(void *ctx, const fs_replan_req_t *req, fs_replan_done_
     return st;
 }
 
+/* Every local client holds a socket and its result slots open in the
+ * server, so the soft limit on descriptors (often 1024) would cap the
+ * clients long before memory does: it goes up to the hard limit. */
+static void raise_nofile(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+    rlim_t was = r.rlim_cur;
+    if (r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &r) != 0) r.rlim_cur = was; /* a hard limit above the kernel's nr_open */
+    }
+    fprintf(stderr, "featstore: open files: up to %llu (RLIMIT_NOFILE soft limit %s %llu; hard limit %llu)\n",
+            (unsigned long long)r.rlim_cur, r.rlim_cur == was ? "left at" : "raised from", (unsigned long long)was,
+            (unsigned long long)r.rlim_max);
+}
+
+/* The unix:// transport's options: the socket, re-planning, the guards. */
+static fs_status_t start_local(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+{
+    fs_local_server_opts_t lo;
+    fs_local_server_defaults(&lo);
+    lo.socket_path = o->socket_path, lo.replan = replan, lo.replan_ctx = s;
+    lo.handshake_timeout_ms = o->handshake_timeout_ms, lo.max_conns_per_uid = o->max_conns_per_uid;
+    lo.allow_uids = o->allow_uids, lo.num_allow_uids = o->num_allow_uids;
+    lo.allow_gids = o->allow_gids, lo.num_allow_gids = o->num_allow_gids;
+    if (o->admin_uid >= 0) lo.admin_uid = (uid_t)o->admin_uid;
+    return fs_local_server_start(&lo, s->engine, s->metrics, &s->local, err);
+}
+
+/* --plan-dir, opened once: re-plans save through this descriptor only. */
+static fs_status_t open_plan_dir(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+{
+    if (!o->plan_dir) return FS_OK;
+    s->plan_dir = o->plan_dir;
+    if ((s->plan_dir_fd = open(o->plan_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return fs_error(err, FS_ERR_IO, "--plan-dir %s: %s", o->plan_dir, strerror(errno));
+    return FS_OK;
+}
+
 int fs_serve(const fs_serve_opts_t *o)
 {
     sigset_t sigs;
@@ -293,7 +435,7 @@ int fs_serve(const fs_serve_opts_t *o)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before any thread starts */
     signal(SIGPIPE, SIG_IGN);
 
-    server_t s = {.place = o->place};
+    server_t s = {.place = o->place, .plan_dir_fd = -1};
     pthread_mutex_init(&s.replan_mu, NULL);
     s.place.threads = o->threads;
     fs_error_t err = {0};
@@ -301,7 +443,10 @@ int fs_serve(const fs_serve_opts_t *o)
     /* Serving reads sealed copies, never the files (dataset.c): the copy
      * computes each checksum anyway, so verification is always on. */
     double t0 = fs_now();
-    fs_status_t st = fs_dataset_open(o->dataset, FS_OPEN_COPY | (o->verify ? FS_OPEN_VERIFY : 0), 0, &s.ds, &err);
+    fs_status_t st = check_grpc_exposure(o, &err);
+    raise_nofile();
+    if (!st) st = open_plan_dir(o, &s, &err);
+    if (!st) st = fs_dataset_open(o->dataset, FS_OPEN_COPY | (o->verify ? FS_OPEN_VERIFY : 0), 0, &s.ds, &err);
     if (!st)
         fprintf(stderr, "featstore: dataset copied into sealed memory%s: %.2f GiB in %.2f s\n",
                 s.ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
@@ -314,13 +459,8 @@ int fs_serve(const fs_serve_opts_t *o)
     s.place.plan_out = NULL; /* saved once, at start */
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
-    if (!st && o->socket_path) {
-        fs_local_server_opts_t lo;
-        fs_local_server_defaults(&lo);
-        lo.socket_path = o->socket_path, lo.replan = replan, lo.replan_ctx = &s;
-        st = fs_local_server_start(&lo, s.engine, s.metrics, &s.local, &err);
-    }
-    if (!st && o->listen) st = fs_grpc_server_start(o->listen, s.engine, s.metrics, o->threads, &s.grpc, &s.grpc_port, &err);
+    if (!st && o->socket_path) st = start_local(o, &s, &err);
+    if (!st && o->listen) st = start_grpc(o, &s, &err);
     if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));

@@ -2,6 +2,8 @@
 #ifndef FS_SERVE_H
 #define FS_SERVE_H
 
+#include <sys/types.h>
+
 #include "fs_limits.h"
 #include "place.h"
 
@@ -16,6 +18,22 @@ typedef struct {
     int prefault;              /* read the whole dataset into memory at startup */
     fs_limits_t limits;
     fs_place_opts_t place;     /* place.topology == NULL: no placement, everything in tier 0 */
+    /* gRPC admission and security (grpc_server.h); every one needs `listen` */
+    int grpc_max_calls;        /* calls served at once; 0 = FS_GRPC_DEFAULT_MAX_CALLS */
+    const char *tls_cert;      /* TLS: certificate chain and private key (PEM files) */
+    const char *tls_key;
+    const char *tls_client_ca; /* mTLS: client certificates required, verified against this CA */
+    const char *token_file;    /* the bearer token every gRPC call must carry */
+    int insecure;              /* plaintext gRPC on a non-loopback address: allowed, with a warning */
+    /* unix:// guards and administration (local.h; README "Local security") */
+    int handshake_timeout_ms;  /* default FS_LOCAL_DEFAULT_HANDSHAKE_MS; 0 = never */
+    int max_conns_per_uid;     /* default FS_LOCAL_DEFAULT_MAX_CONNS_PER_UID; 0 = no cap */
+    const uid_t *allow_uids;   /* with allow_gids: who may connect (empty: anyone who can open the socket) */
+    int num_allow_uids;
+    const gid_t *allow_gids;
+    int num_allow_gids;
+    long long admin_uid;       /* the uid that may REPLAN; -1 (the default) = the server's own */
+    const char *plan_dir;      /* REPLAN's `save` writes only here; NULL = such saves are refused */
 } fs_serve_opts_t;
 
 void fs_serve_defaults(fs_serve_opts_t *o);

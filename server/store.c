@@ -1,8 +1,13 @@
 /* store.c — the tiered store (see store.h).
  *
- * Tier memory: host and simulated-device tiers are memfd segments, written
- * once and then sealed (no write, no resize) and mapped read-only, so local
- * clients can map the very same pages by descriptor and cannot change them;
+ * Tier 0 is the dataset as opened: when served, its files' sealed memfd
+ * copies (dataset.c), so no tier is backed by a file anyone can truncate.
+ *
+ * Tier memory: host and simulated-device tiers are memfd segments, reserved
+ * whole (fallocate) so running out of memory is an error of the placement or
+ * re-plan, not a fault while copying rows, written once and then sealed (no
+ * write, no resize) and mapped read-only, so local clients can map the very
+ * same pages by descriptor and cannot change them;
  * pinned and device tiers come from the CUDA runtime. A simulated device
  * enforces its capacity exactly like a GPU would refuse cudaMalloc past its
  * memory.
@@ -83,7 +88,7 @@ fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t
     atomic_init(&s->refs, 1);
     s->num_tables = ds->num_tables;
     for (int i = 0; i < ds->num_tables; i++) s->tables[i].src = &ds->tables[i];
-    s->num_tiers = 1; /* tier 0: the dataset's mmap */
+    s->num_tiers = 1; /* tier 0: the dataset's mapping (served: its sealed copies) */
     s->tier[0] = (tier_t){.kind = FS_TIER_HOST, .device = -1, .used = fs_dataset_bytes(ds)};
     *out = s;
     return FS_OK;
@@ -172,6 +177,9 @@ static fs_status_t memfd_segment(seg_t *g, size_t bytes, const char *name, fs_er
     g->len = bytes;
     if (ftruncate(g->fd, (off_t)(bytes ? bytes : 1)) != 0)
         return fs_error(err, FS_ERR_NOMEM, "store: cannot size tier memory to %zu bytes: %s", bytes, strerror(errno));
+    int e = posix_fallocate(g->fd, 0, (off_t)(bytes ? bytes : 1));
+    if (e != 0 && e != EOPNOTSUPP)
+        return fs_error(err, FS_ERR_NOMEM, "store: cannot reserve %zu bytes of tier memory: %s", bytes, strerror(e));
     g->addr = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
     if (g->addr == MAP_FAILED) {
         g->addr = NULL;

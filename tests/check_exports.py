@@ -38,6 +38,10 @@ SKIP = 77
 # Symbols GNU ld / gold / lld define in every shared object; they are not API.
 LINKER_SYMBOLS = {"_init", "_fini", "_edata", "_end", "__bss_start", "__bss_start__", "__bss_end__",
                   "_bss_end__", "__end__", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"}
+# -fsanitize=address (the ASan stage of scripts/test.sh) gives each exported
+# symbol an ODR indicator (gcc: __odr_asan.NAME, clang: __odr_asan_gen_NAME):
+# instrumentation, not API.
+SANITIZER_SYMBOL = re.compile(r"^__odr_asan[._]")
 # Libraries libfeatstore.so must never need: gRPC and its stack belong to the
 # plugin; nanopb and cudart are linked in statically and hidden.
 FORBIDDEN_DEPS = re.compile(r"(grpc|libgpr|absl|libupb|protobuf|nanopb|libssl|cuda|cudart|libnv)",
@@ -145,7 +149,7 @@ def check_library(lib, headers):
     syms = exported(lib)
     vnodes = version_nodes(lib)
     api = {n: k for n, k in syms.items()
-           if n not in LINKER_SYMBOLS and not (k == "A" and n in vnodes)}
+           if n not in LINKER_SYMBOLS and not SANITIZER_SYMBOL.match(n) and not (k == "A" and n in vnodes)}
     print(f"exported by {os.path.basename(lib)}: {len(api)} "
           f"(+ linker symbols: {', '.join(sorted(set(syms) - set(api))) or 'none'})")
     for name in sorted(set(declared) - set(api)):
@@ -161,7 +165,8 @@ def check_library(lib, headers):
 
 def check_plugin(plugin):
     syms = exported(plugin)
-    extra = sorted(n for n in syms if n not in LINKER_SYMBOLS and n != "fs_grpc_plugin_v1")
+    extra = sorted(n for n in syms
+                   if n not in LINKER_SYMBOLS and not SANITIZER_SYMBOL.match(n) and n != "fs_grpc_plugin_v1")
     print(f"exported by {os.path.basename(plugin)}: {', '.join(sorted(syms)) or 'nothing'}")
     if "fs_grpc_plugin_v1" not in syms:
         fail(f"{plugin} does not export fs_grpc_plugin_v1")

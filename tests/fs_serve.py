@@ -41,10 +41,11 @@ def read_ready(proc, timeout=60):
     return dict(f.split("=", 1) for f in fields[1:])
 
 
-def start(featstore, dataset, sock, extra=(), **popen):
-    """`featstore serve dataset --socket sock` on ephemeral ports, plus extra
-    options: (proc, ready). The process is killed if it never gets ready."""
-    cmd = [featstore, "serve", dataset, "--socket", sock, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]
+def start(featstore, dataset, sock, extra=(), listen="127.0.0.1:0", **popen):
+    """`featstore serve dataset --socket sock` on ephemeral ports (or gRPC on
+    listen), plus extra options: (proc, ready). The process is killed if it
+    never gets ready."""
+    cmd = [featstore, "serve", dataset, "--socket", sock, "--listen", listen, "--metrics", "127.0.0.1:0"]
     proc = subprocess.Popen(cmd + list(extra), stdout=subprocess.PIPE, preexec_fn=die_with_parent, **popen)
     try:
         return proc, read_ready(proc)

@@ -6,9 +6,17 @@ errors) and checks every answer against the dataset's own files read with
 numpy, so the wire contract is tested as a foreign client sees it.
 
     /usr/bin/python3 tests/grpc_third_party.py --port P --dataset DIR
+        [--tls-ca PEM [--client-cert PEM --client-key PEM]] [--token T] [--expect CODE]
+
+--tls-ca makes the channel TLS (grpcio's ssl_channel_credentials, server
+name checked against 127.0.0.1), with a client certificate for mTLS; --token
+sends `authorization: Bearer T` with every call. --expect CODE makes one
+Info call and checks that it ends with that status code (OK, UNAUTHENTICATED,
+UNAVAILABLE, ...) and that no refusal echoes a token.
 
 Prints "third-party client: OK" and exits 0 on success; any mismatch raises.
-Run by tests/test_grpc.c (third_party_python_client_reads_the_dataset)."""
+Run by tests/test_grpc.c (third_party_python_client_reads_the_dataset,
+tls_and_tokens_as_a_third_party_client_sees_them)."""
 import argparse
 import json
 import os
@@ -21,6 +29,7 @@ import numpy as np
 
 SERVICE = "/featstore.v1.FeatStore/"
 OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+METADATA = ()  # (("authorization", "Bearer T"),) with --token
 
 
 def load_messages(tmp):
@@ -34,13 +43,15 @@ def load_messages(tmp):
 
 
 def unary(channel, pb, method, reply):
-    return channel.unary_unary(SERVICE + method, request_serializer=lambda m: m.SerializeToString(),
+    call = channel.unary_unary(SERVICE + method, request_serializer=lambda m: m.SerializeToString(),
                                response_deserializer=getattr(pb, reply).FromString)
+    return lambda req, **kw: call(req, metadata=METADATA, **kw)
 
 
 def stream(channel, pb, method, reply):
-    return channel.unary_stream(SERVICE + method, request_serializer=lambda m: m.SerializeToString(),
+    call = channel.unary_stream(SERVICE + method, request_serializer=lambda m: m.SerializeToString(),
                                 response_deserializer=getattr(pb, reply).FromString)
+    return lambda req, **kw: call(req, metadata=METADATA, **kw)
 
 
 def i64(b):
@@ -143,11 +154,42 @@ def check_errors(channel, pb):
         assert e.code() == grpc.StatusCode.FAILED_PRECONDITION, e.code()
 
 
+def open_channel(args):
+    target = "127.0.0.1:%d" % args.port
+    if not args.tls_ca:
+        return grpc.insecure_channel(target, options=OPTIONS)
+    read = lambda path: open(path, "rb").read() if path else None  # noqa: E731
+    creds = grpc.ssl_channel_credentials(root_certificates=read(args.tls_ca), private_key=read(args.client_key),
+                                         certificate_chain=read(args.client_cert))
+    return grpc.secure_channel(target, creds, options=OPTIONS)
+
+
+def check_expected(channel, pb, args):
+    """One Info call: it must end with args.expect, and a refusal must not echo a token."""
+    try:
+        unary(channel, pb, "Info", "InfoResponse")(pb.InfoRequest(api_version=1), timeout=30)
+        code, details = grpc.StatusCode.OK, ""
+    except grpc.RpcError as e:
+        code, details = e.code(), e.details() or ""
+    assert code.name == args.expect, (code, details)
+    assert not args.token or args.token not in details, "the refusal echoes the token: " + details
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        assert "bearer token" in details, details
+
+
 def main():
+    global METADATA
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--dataset", required=True)
+    ap.add_argument("--tls-ca")
+    ap.add_argument("--client-cert")
+    ap.add_argument("--client-key")
+    ap.add_argument("--token")
+    ap.add_argument("--expect", help="a status code name: one Info call must end with it")
     args = ap.parse_args()
+    if args.token:
+        METADATA = (("authorization", "Bearer " + args.token),)
     with open(os.path.join(args.dataset, "manifest.json")) as f:
         manifest = json.load(f)
     indptr = np.load(os.path.join(args.dataset, manifest["topology"]["indptr"]))
@@ -156,7 +198,11 @@ def main():
     rng = np.random.default_rng(5)
     with tempfile.TemporaryDirectory() as tmp:
         pb = load_messages(tmp)
-        with grpc.insecure_channel("127.0.0.1:%d" % args.port, options=OPTIONS) as channel:
+        with open_channel(args) as channel:
+            if args.expect:
+                check_expected(channel, pb, args)
+                print("third-party client: OK")
+                return
             check_info(channel, pb, manifest, table)
             nodes = check_sample(channel, pb, indptr, indices, rng)
             ids = rng.integers(0, len(table), 30000)

@@ -768,7 +768,7 @@ static int hello(unsigned major, unsigned minor, const void *extra, size_t extra
     char frame[512];
     cr_assert_lt(len + extra_len, sizeof frame);
     memcpy(frame, buf, len);
-    memcpy(frame + len, extra, extra_len);
+    if (extra_len) memcpy(frame + len, extra, extra_len); /* extra may be NULL: memcpy's source must not (UBSan) */
     free(buf);
     int fd = raw_connect();
     cr_assert_eq(fs_local_send(fd, FS_LOCAL_HELLO, frame, len + extra_len, NULL, 0, 0), 0);
@@ -949,5 +949,135 @@ Test(local, struct_size_is_checked_at_the_api)
     cr_assert_eq(b->num_hops, 0);
     cr_assert_null(b->blocks, "a gather has no sample part");
     fs_batch_free(b);
+    fs_close(c);
+}
+
+/* ---- fork: a connection belongs to the process that opened it ----------------- */
+
+/* Waits for a child, killing it if it has not finished in a minute (a hang
+ * guard, not a timing check); returns its exit status, or -1. */
+static int wait_child(pid_t pid)
+{
+    int st = 0;
+    for (int i = 0; i < 6000 && waitpid(pid, &st, WNOHANG) == 0; i++) usleep(10000);
+    if (waitpid(pid, &st, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return -1;
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* In the forked child: what it may and may not do with its parent's
+ * connection c. "" when all held, else the first thing that did not. */
+static const char *child_with_inherited(fs_client_t *c, fs_batch_t *held, pid_t parent, char *why, size_t cap)
+{
+    fs_batch_free(held); /* the child's copy: its slot is free in the child's eyes only */
+    char opener[64];
+    snprintf(opener, sizeof opener, "opened by process %ld", (long)parent);
+    int64_t seeds[64];
+    seeds_for(seeds, 64, 8);
+    fs_sample_req_t req = req3(8);
+    fs_batch_t *b = NULL;
+    fs_info_t *info = NULL;
+    fs_ids_t *ids = NULL;
+    char *text = NULL;
+    uint64_t gen = 0;
+    double s = 0;
+    const char *what[] = {"fs_gather", "fs_sample", "fs_sample_gather", "fs_info", "fs_split", "fs_stats",
+                          "fs_replan", "fs_report_load_ratio"};
+    for (int k = 0; k < 8; k++) {
+        fs_status_t st = k == 0 ? fs_gather(c, seeds, 64, "feat", FS_DTYPE_F32, &b)
+                       : k == 1 ? fs_sample(c, seeds, 64, &req, &b)
+                       : k == 2 ? fs_sample_gather(c, seeds, 64, &req, "feat", FS_DTYPE_F32, &b)
+                       : k == 3 ? fs_info(c, &info)
+                       : k == 4 ? fs_split(c, "train", &ids)
+                       : k == 5 ? fs_stats(c, &text)
+                       : k == 6 ? fs_replan(c, NULL, &gen)
+                                : fs_report_load_ratio(c, 0.5, &s);
+        if (st != FS_ERR_INVALID_ARGUMENT || b || info || ids || text) {
+            snprintf(why, cap, "%s on the inherited connection: %s (%s)", what[k], fs_strerror(st),
+                     fs_client_errstr(c));
+            return why;
+        }
+        if (!strstr(fs_client_errstr(c), opener) || !strstr(fs_client_errstr(c), "fs_connect again")) {
+            snprintf(why, cap, "%s: the message does not name the opener and the remedy: %s", what[k],
+                     fs_client_errstr(c));
+            return why;
+        }
+    }
+    fs_close(c); /* frees the child's copies; the worker pool's thread is the parent's and is not joined */
+    fs_client_t *own;
+    if (fs_connect(uri, NULL, &own) != FS_OK) {
+        snprintf(why, cap, "the child's own connection: %s", fs_client_errstr(own));
+        return why;
+    }
+    for (int it = 0; it < 20; it++) { /* the parent is calling at the same time */
+        seeds_for(seeds, 64, 100 + it);
+        req = req3(100 + (uint64_t)it);
+        if (fs_sample_gather(own, seeds, 64, &req, "feat", FS_DTYPE_F32, &b) != FS_OK || differs(b, seeds, 64, &req)) {
+            snprintf(why, cap, "batch %d of the child's own connection is wrong: %s", it, fs_client_errstr(own));
+            return why;
+        }
+        fs_batch_free(b);
+    }
+    fs_close(own);
+    return "";
+}
+
+/* A child forked after fs_connect (a data-loader worker) shares the
+ * parent's socket and result slots. Every call it makes on the inherited
+ * connection is refused naming the opener; its fs_close frees its own
+ * copies and sends nothing; its own new connection works.
+ * The parent's batch keeps its rows (the child freed its copy, so without
+ * the check the child's results would land in that very slot) and the
+ * parent's connection keeps its stream. */
+Test(local, a_forked_child_must_connect_again)
+{
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.threads = 2;
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    int64_t seeds[256];
+    seeds_for(seeds, 256, 5);
+    fs_sample_req_t req = req3(5);
+    fs_batch_t *held;
+    cr_assert_eq(fs_sample_gather(c, seeds, 256, &req, "feat", FS_DTYPE_F32, &held), FS_OK, "%s", fs_client_errstr(c));
+    int report[2];
+    cr_assert_eq(pipe(report), 0);
+    pid_t parent = getpid(), child = fork();
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char why[800];
+        const char *bad = child_with_inherited(c, held, parent, why, sizeof why);
+        ssize_t n = write(report[1], bad, strlen(bad) + 1);
+        _exit(bad[0] != 0 || n <= 0);
+    }
+    close(report[1]);
+    for (int it = 0; it < 20; it++) { /* meanwhile, the parent's own calls */
+        int64_t s2[64];
+        seeds_for(s2, 64, 200 + it);
+        fs_sample_req_t r2 = req3(200 + (uint64_t)it);
+        fs_batch_t *b;
+        cr_assert_eq(fs_sample_gather(c, s2, 64, &r2, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+        cr_assert_not(differs(b, s2, 64, &r2), "the parent's batch %d is wrong", it);
+        fs_batch_free(b);
+    }
+    int status = wait_child(child);
+    char why[800] = "";
+    ssize_t got = read(report[0], why, sizeof why - 1); /* the child has ended: never blocks */
+    close(report[0]);
+    cr_assert(got > 0 && status == 0, "the child: status %d, %s", status, got > 0 ? why : "(no report)");
+    cr_assert_not(differs(held, seeds, 256, &req), "the parent's held batch changed under it");
+    wait_clients(1); /* the child's fs_close ended nothing of the parent's */
+    char *text = NULL;
+    cr_assert_eq(fs_stats(c, &text), FS_OK, "the parent's stream: %s", fs_client_errstr(c));
+    cr_assert_not_null(strstr(text, "featstore_requests_total"));
+    fs_stats_free(text);
+    fs_info_t *info = NULL;
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(info->num_nodes, ds->num_nodes);
+    fs_info_free(info);
+    fs_batch_free(held);
     fs_close(c);
 }

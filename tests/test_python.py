@@ -340,6 +340,85 @@ class BindingTest(unittest.TestCase):
         self.assertIn("featstore_dataset_nodes", text)
 
 
+# ---- security: grpcs:// and tokens ----------------------------------------------
+
+class SecurityTest(unittest.TestCase):
+    """A server with TLS and a bearer token (a throw-away PKI from
+    tests/make_test_certs.sh): the Python client over grpcs:// with the CA and
+    the token gives the unix:// batches bit for bit; a wrong or missing token
+    raises without showing a token; the settings also come from the environment."""
+
+    TOKEN = "py-tok-91c2"
+
+    @classmethod
+    def setUpClass(cls):
+        if shutil.which("openssl") is None:
+            raise unittest.SkipTest("the openssl command is missing (Debian: openssl)")
+        cls.dir = tempfile.mkdtemp(prefix="featstore-tls-")
+        cls.pki = os.path.join(cls.dir, "pki")
+        subprocess.run(["sh", os.path.join(HERE, "make_test_certs.sh"), cls.pki], check=True)
+        token = os.path.join(cls.dir, "token")
+        with open(token, "w") as f:
+            f.write(cls.TOKEN + "\n")
+        proc, ready = fs_serve.start(ARGS.featstore, SERVER["dataset"], os.path.join(cls.dir, "s.sock"),
+                                     ["--tls-cert", os.path.join(cls.pki, "server.pem"),
+                                      "--tls-key", os.path.join(cls.pki, "server.key"), "--token-file", token])
+        cls.proc, cls.unix, cls.grpcs = proc, "unix://" + ready["unix"], "grpcs://" + ready["grpc"]
+        cls.ca = os.path.join(cls.pki, "ca.pem")
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "proc"):
+            fs_serve.stop(cls.proc)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_grpcs_with_the_token_gives_the_unix_batches(self):
+        with featstore.connect(self.unix) as u, \
+                featstore.connect(self.grpcs, tls_ca_file=self.ca, token=self.TOKEN, timeout_ms=30000) as g:
+            self.assertEqual(g.transport, "grpc")
+            seeds = u.split("train")[:300]
+            np.testing.assert_array_equal(seeds, g.split("train")[:300])
+            with u.sample_gather(seeds, [25, 10], "feat", seed=5) as a, g.sample_gather(seeds, [25, 10], "feat",
+                                                                                         seed=5) as b:
+                for x, y in [(a.nodes, b.nodes), (a.seed_local, b.seed_local), (a.features, b.features)]:
+                    np.testing.assert_array_equal(x, y)
+                for x, y in zip(a.blocks, b.blocks):
+                    for f in ("dst_offsets", "edge_dst", "edge_src"):
+                        np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+
+    def test_a_wrong_or_missing_token_is_refused_without_showing_it(self):
+        env = os.environ.pop("FEATSTORE_TOKEN", None)
+        try:
+            for token, says in (("py-tok-wrong", "not this server's"), (None, "requires a bearer token")):
+                with featstore.connect(self.grpcs, tls_ca_file=self.ca, token=token) as g:
+                    with self.assertRaises(featstore.Error) as e:
+                        g.info()
+                    self.assertEqual(e.exception.status, featstore.Status.PERMISSION)
+                    self.assertIn(says, e.exception.message)
+                    self.assertNotIn("py-tok", e.exception.message)
+        finally:
+            if env is not None:
+                os.environ["FEATSTORE_TOKEN"] = env
+        with self.assertRaises(featstore.Error) as e:  # plaintext to a TLS server
+            featstore.connect(self.grpcs.replace("grpcs://", "grpc://"), token=self.TOKEN)
+        self.assertIn("cannot connect", e.exception.message)
+        with self.assertRaises(TypeError):
+            featstore.connect(self.grpcs, token=42)
+
+    def test_settings_come_from_the_environment(self):
+        saved = {k: os.environ.get(k) for k in ("FEATSTORE_TLS_CA", "FEATSTORE_TOKEN")}
+        os.environ.update(FEATSTORE_TLS_CA=self.ca, FEATSTORE_TOKEN=self.TOKEN)
+        try:
+            with featstore.connect(self.grpcs) as g:
+                self.assertEqual(g.info().num_nodes, 2708)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 # ---- GraphSAGE through featstore ---------------------------------------------------
 
 # ---- a dataset with many tables and splits --------------------------------------

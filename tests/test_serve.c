@@ -1,7 +1,10 @@
 /* test_serve.c — `featstore serve` as operators run it: a child process on a
  * socket and an ephemeral metrics port, trainers in other processes, the
  * HTTP endpoint checked by promtool, bad configuration refused with a clear
- * message, and SIGTERM leading to a clean exit 0 with the socket removed. */
+ * message, and SIGTERM leading to a clean exit 0 with the socket removed.
+ * Security: gRPC on a non-loopback address needs TLS or --insecure (warned
+ * about); over grpcs:// with a bearer token a trainer gets the unix://
+ * results bit for bit, and the CLI takes TLS and token from the environment. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -67,7 +70,7 @@ static int start(server_t *s, const char *extra)
     s->out = fdopen(p[0], "r");
     char line[512];
     if (!fgets(line, sizeof line, s->out)) return -1; /* exited before READY */
-    cr_assert(sscanf(line, "READY unix=%*s grpc=127.0.0.1:%d metrics=%d", &s->grpc_port, &s->metrics_port) == 2,
+    cr_assert(sscanf(line, "READY unix=%*s grpc=%*[^:]:%d metrics=%d", &s->grpc_port, &s->metrics_port) == 2,
               "bad READY line: %s", line);
     return 0;
 }
@@ -159,6 +162,11 @@ Test(serve, sigint_also_stops_cleanly_and_clients_see_it)
     cr_assert_eq(stop(&s, SIGINT), 0);
     fs_info_t *info;
     cr_assert_eq(fs_info(c, &info), FS_ERR_UNAVAILABLE);
+    /* the engines run in this process, but a stopped server is seen on every call */
+    int64_t ids[2] = {0, 1};
+    fs_batch_t *b = NULL;
+    cr_assert_eq(fs_gather(c, ids, 2, "feat", FS_DTYPE_INVALID, &b), FS_ERR_UNAVAILABLE);
+    cr_assert_not_null(strstr(fs_client_errstr(c), "the server stopped"), "%s", fs_client_errstr(c));
     fs_close(c);
 }
 
@@ -620,4 +628,135 @@ Test(serve, info_lists_every_table_and_split_over_both_transports)
     cr_assert_eq(stop(&s, SIGTERM), 0);
     free(data);
     data = keep;
+}
+
+/* ---- gRPC security ---------------------------------------------------------------- */
+
+Test(serve, grpc_beyond_loopback_needs_tls_or_insecure)
+{
+    char *log;
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --listen 0.0.0.0:0 --metrics 127.0.0.1:0", tu_bin(),
+                        data, sock), 1, "%s", log);
+    cr_assert(strstr(log, "--listen 0.0.0.0:0 is not a loopback address") && strstr(log, "--tls-cert and --tls-key") &&
+              strstr(log, "--insecure"), "%s", log);
+    free(log);
+    const struct {
+        const char *args, *want;
+        int rc;
+    } bad[] = {
+        {"--listen 127.0.0.1:0 --tls-cert x.pem", "--tls-cert and --tls-key go together", 2},
+        {"--listen 127.0.0.1:0 --tls-client-ca ca.pem", "--tls-client-ca (mTLS) needs --tls-cert and --tls-key", 2},
+        {"--listen 127.0.0.1:0 --grpc-max-calls 0", "--grpc-max-calls must be a whole number in [1, 1000000]", 2},
+        {"--token-file t", "are gRPC options: they need --listen", 1},
+        {"--listen 127.0.0.1:0 --token-file /nonexistent/t", "token file '/nonexistent/t'", 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics 127.0.0.1:0 %s", tu_bin(), data, sock,
+                            bad[i].args), bad[i].rc, "%s: %s", bad[i].args, log);
+        cr_assert(strstr(log, bad[i].want), "%s: want \"%s\" in: %s", bad[i].args, bad[i].want, log);
+        free(log);
+    }
+    /* --insecure serves there anyway, and says what that means */
+    char *errlog = tu_path(dir, "insecure.log"), extra[600];
+    snprintf(extra, sizeof extra, "--listen 0.0.0.0:0 --insecure 2>%s", errlog);
+    server_t s;
+    cr_assert_eq(start(&s, extra), 0);
+    char uri[64];
+    snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", s.grpc_port);
+    fs_client_t *c;
+    fs_info_t *info;
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_info(c, &info), FS_OK, "%s", fs_client_errstr(c));
+    fs_info_free(info);
+    fs_close(c);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    char *err = tu_read(errlog, NULL);
+    cr_assert(strstr(err, "warning: --insecure: gRPC on 0.0.0.0:0 is plaintext"), "%s", err);
+    free(err), free(errlog);
+}
+
+/* Two batches hold the same sample and rows, bit for bit. */
+static void assert_same_batch(const fs_batch_t *a, const fs_batch_t *b)
+{
+    cr_assert_eq(a->kind, b->kind);
+    cr_assert_eq(a->num_hops, b->num_hops);
+    cr_assert_eq(a->num_nodes, b->num_nodes);
+    cr_assert_eq(a->num_seeds, b->num_seeds);
+    cr_assert(a->num_nodes == 0 || memcmp(a->nodes, b->nodes, (size_t)a->num_nodes * 8) == 0, "nodes differ");
+    cr_assert(a->num_seeds == 0 || memcmp(a->seed_local, b->seed_local, (size_t)a->num_seeds * 8) == 0);
+    for (int h = 0; h < a->num_hops; h++) {
+        const fs_block_t *x = &a->blocks[h], *y = &b->blocks[h];
+        cr_assert_eq(x->num_edges, y->num_edges, "hop %d", h);
+        cr_assert_eq(x->num_dst, y->num_dst, "hop %d", h);
+        cr_assert(memcmp(x->dst_offsets, y->dst_offsets, (size_t)(x->num_dst + 1) * 8) == 0, "hop %d", h);
+        cr_assert(x->num_edges == 0 || (memcmp(x->edge_dst, y->edge_dst, (size_t)x->num_edges * 8) == 0 &&
+                                        memcmp(x->edge_src, y->edge_src, (size_t)x->num_edges * 8) == 0), "hop %d", h);
+    }
+    cr_assert_eq(a->rows, b->rows);
+    cr_assert_eq(a->dim, b->dim);
+    cr_assert_eq(a->dtype, b->dtype);
+    size_t bytes = (size_t)a->rows * (size_t)a->dim * fs_dtype_size(a->dtype);
+    cr_assert(bytes == 0 || memcmp(a->features, b->features, bytes) == 0, "rows differ");
+}
+
+Test(serve, grpcs_with_a_token_gives_the_unix_results_bit_for_bit)
+{
+    if (tu_run(NULL, "command -v openssl") != 0) cr_skip_test("the openssl command is missing (Debian: openssl)");
+    char *pki = tu_path(dir, "pki"), *token = tu_path(dir, "token"), *log, extra[1200];
+    cr_assert_eq(tu_run(&log, "sh %s/../make_test_certs.sh %s", FS_TEST_DATA_DIR, pki), 0, "%s", log);
+    free(log);
+    tu_write(token, "tok-3e1f\n", 9);
+    snprintf(extra, sizeof extra, "--tls-cert %s/server.pem --tls-key %s/server.key --token-file %s", pki, pki, token);
+    server_t s;
+    cr_assert_eq(start(&s, extra), 0);
+    char unix_uri[300], grpcs_uri[64], ca[600];
+    snprintf(unix_uri, sizeof unix_uri, "unix://%s", sock);
+    snprintf(grpcs_uri, sizeof grpcs_uri, "grpcs://127.0.0.1:%d", s.grpc_port);
+    snprintf(ca, sizeof ca, "%s/ca.pem", pki);
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.tls_ca_file = ca, o.token = "tok-3e1f";
+    fs_client_t *u, *g;
+    cr_assert_eq(fs_connect(unix_uri, &o, &u), FS_OK, "unix:// ignores the TLS fields: %s", fs_client_errstr(u));
+    cr_assert_eq(fs_connect(grpcs_uri, &o, &g), FS_OK, "%s", fs_client_errstr(g));
+    fs_ids_t *tu = NULL, *tg = NULL;
+    cr_assert_eq(fs_split(u, "train", &tu), FS_OK, "%s", fs_client_errstr(u));
+    cr_assert_eq(fs_split(g, "train", &tg), FS_OK, "%s", fs_client_errstr(g));
+    cr_assert_eq(tu->n, tg->n);
+    cr_assert(memcmp(tu->ids, tg->ids, (size_t)tu->n * 8) == 0, "split ids differ");
+    int64_t n = tu->n < 512 ? tu->n : 512;
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 5}, .seed = 9);
+    for (int k = 0; k < 2; k++) {
+        fs_batch_t *a, *b;
+        cr_assert_eq(fs_sample_gather(u, tu->ids, n, &req, "feat", FS_DTYPE_F32, &a), FS_OK, "%s", fs_client_errstr(u));
+        cr_assert_eq(fs_sample_gather(g, tu->ids, n, &req, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(g));
+        assert_same_batch(a, b);
+        fs_batch_free(a), fs_batch_free(b);
+        cr_assert_eq(fs_gather(u, tu->ids, n, "feat", FS_DTYPE_F32, &a), FS_OK, "%s", fs_client_errstr(u));
+        cr_assert_eq(fs_gather(g, tu->ids, n, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(g));
+        assert_same_batch(a, b);
+        fs_batch_free(a), fs_batch_free(b);
+        req.seed++;
+    }
+    fs_ids_free(tu), fs_ids_free(tg);
+    fs_close(u), fs_close(g);
+    /* a wrong token is told without showing either token; plaintext fails cleanly */
+    o.token = "tok-wrong";
+    fs_info_t *info;
+    cr_assert_eq(fs_connect(grpcs_uri, &o, &g), FS_OK, "%s", fs_client_errstr(g));
+    cr_assert_eq(fs_info(g, &info), FS_ERR_PERMISSION);
+    cr_assert(strstr(fs_client_errstr(g), "not this server's") && !strstr(fs_client_errstr(g), "tok-"), "%s",
+              fs_client_errstr(g));
+    fs_close(g);
+    char plain[64];
+    snprintf(plain, sizeof plain, "grpc://127.0.0.1:%d", s.grpc_port);
+    cr_assert_eq(fs_connect(plain, NULL, &g), FS_ERR_UNAVAILABLE, "%s", fs_client_errstr(g));
+    fs_close(g);
+    /* the CLI, like any program, takes TLS and the token from the environment */
+    cr_assert_eq(tu_run(&log, "FEATSTORE_TLS_CA=%s FEATSTORE_TOKEN=tok-3e1f %s stats %s", ca, tu_bin(), grpcs_uri), 0,
+                 "%s", log);
+    cr_assert(strstr(log, "featstore_grpc_calls_refused_total{reason=\"unauthenticated\"} 1\n"), "%s", log);
+    cr_assert(strstr(log, "featstore_requests_total{method=\"SampleGather\",transport=\"grpc\"} 2\n"), "%s", log);
+    free(log);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    free(pki), free(token);
 }

@@ -17,7 +17,8 @@
  * Transports: "unix:///path/to/socket" for trainers on the server's machine
  * (the dataset is mapped read-only into this process and shared with every
  * other trainer; results land in shared slots, zero copies) and
- * "grpc://host:port" for remote trainers. Every call behaves the same over
+ * "grpc://host:port" for remote trainers ("grpcs://host:port": the same
+ * over TLS, see fs_connect_opts_t). Every call behaves the same over
  * both and returns bit-identical results. The gRPC part of the library is
  * loaded on the first grpc:// connection, so a unix-only trainer never
  * loads gRPC.
@@ -37,6 +38,21 @@
  * thread its own, or lock around calls); results may be read and freed from
  * any thread, and batches may outlive fs_close. Nothing here is signal-safe.
  *
+ * Fork-safety: a connection belongs to the process that opened it. In a
+ * child forked after fs_connect (a data-loader worker) every call on the
+ * inherited connection fails with FS_ERR_INVALID_ARGUMENT ("this connection
+ * was opened by process P ...: a forked child must fs_connect again"),
+ * because parent and child would share one socket and, over unix://, one
+ * set of result slots: the child's results would overwrite the parent's
+ * batches. The child connects anew; fs_close on the inherited connection
+ * (and fs_batch_free on inherited batches) frees only the child's copies,
+ * sends nothing and leaves the parent's connection working. Batches made
+ * before the fork must not be read in the child: over unix:// they lie in
+ * the parent's slots, which the parent goes on reusing. gRPC's threads do
+ * not survive fork(): a child forked while its parent was running gRPC
+ * cannot connect over grpc:// (FS_ERR_UNSUPPORTED, at once); close grpc://
+ * connections before forking workers (docs/api.md section 8).
+ *
  * Versions: FS_VERSION_* is the release this header belongs to; option
  * structs carry their size (featstore/types.h), so a program built against
  * an older header runs with a newer library. Administration (re-planning,
@@ -51,10 +67,10 @@ extern "C" {
 #endif
 
 #define FS_VERSION_MAJOR 1
-#define FS_VERSION_MINOR 0
+#define FS_VERSION_MINOR 1
 #define FS_VERSION_PATCH 0
 
-/* The library's version, "1.0.0": compare with FS_VERSION_* to see that a
+/* The library's version, "1.1.0": compare with FS_VERSION_* to see that a
  * program runs with the library it was built for. */
 FS_API const char *fs_version(void);
 
@@ -72,6 +88,15 @@ typedef struct {
     const char *device; /* unix://: the device this trainer computes on, whose
                            placement it reads through: NULL or "cpu", or
                            "gpu:N" (a GPU or simulated GPU id) */
+    /* Since 1.1: remote security (unix:// ignores these four). Each NULL
+     * field takes its environment variable, if set. Files are read at
+     * fs_connect; the strings need not outlive it. */
+    const char *tls_ca_file;   /* grpcs://: PEM roots the server's certificate must chain to;
+                                  NULL = $FEATSTORE_TLS_CA, else gRPC's default roots */
+    const char *tls_cert_file; /* grpcs://: this client's certificate chain (mTLS), with ... */
+    const char *tls_key_file;  /* ... its private key (PEM); NULL = $FEATSTORE_TLS_CERT / $FEATSTORE_TLS_KEY */
+    const char *token;         /* grpc:// and grpcs://: bearer token sent with every call
+                                  ("authorization: Bearer <token>"); NULL = $FEATSTORE_TOKEN */
 } fs_connect_opts_t;
 
 #define FS_CONNECT_OPTS_INIT FS_STRUCT_INIT(fs_connect_opts_t)

@@ -3,7 +3,8 @@
 A pure-Python (ctypes) binding over the C client library ``libfeatstore.so``
 (found through $FEATSTORE_LIB, next to this package, the repository's
 ``build/`` or the system library path). Results are zero-copy numpy views of
-the C buffers, valid until their Batch is released::
+the C buffers; a released Batch raises BatchReleasedError, and arrays taken
+from it before keep their data (and its slot) until they are gone::
 
     import featstore
     with featstore.connect("unix:///tmp/fs.sock") as c:
@@ -14,9 +15,9 @@ the C buffers, valid until their Batch is released::
 """
 from ._lib import path as library_path
 from ._lib import version as library_version
-from .client import (SAMPLE_MODES, Batch, Block, Client, Error, Info, ReaderInfo, Status, TableInfo, TierInfo,
-                     connect)
+from .client import (SAMPLE_MODES, Batch, BatchReleasedError, Block, Client, Error, Info, ReaderInfo, Status,
+                     TableInfo, TierInfo, connect)
 
-__all__ = ["connect", "Client", "Batch", "Block", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error", "Status",
-           "SAMPLE_MODES", "library_path", "library_version"]
-__version__ = "1.0.0"
+__all__ = ["connect", "Client", "Batch", "Block", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
+           "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version"]
+__version__ = "1.1.0"

@@ -112,6 +112,9 @@ class ConnectOpts(Versioned):
         ("struct_size", ctypes.c_size_t),
         ("slots", ctypes.c_int), ("threads", ctypes.c_int), ("timeout_ms", ctypes.c_int),
         ("device", ctypes.c_char_p),
+        # 1.1: grpc:// and grpcs:// security (unix:// ignores them)
+        ("tls_ca_file", ctypes.c_char_p), ("tls_cert_file", ctypes.c_char_p), ("tls_key_file", ctypes.c_char_p),
+        ("token", ctypes.c_char_p),
     ]
 
 

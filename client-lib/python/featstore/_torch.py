@@ -1,8 +1,10 @@
 """featstore._torch — Batch.torch(): the batch's arrays as torch tensors.
 
 Kept apart so that torch stays optional: ``import featstore`` never imports
-it. Tensors come from ``torch.from_numpy`` and share memory with the batch
-(the same lifetime rule applies: valid until ``Batch.release()``).
+it. Tensors come from ``torch.from_numpy`` and share memory with the batch;
+each holds its numpy array, which holds the C batch, so the lifetime rule of
+arrays applies: a tensor kept past ``Batch.release()`` keeps its data, and
+its result slot, until it is gone (featstore.client).
 """
 import warnings
 from typing import List, NamedTuple, Optional
@@ -45,8 +47,7 @@ def _features(batch):
 
 
 def to_torch(batch):
-    if batch.released:
-        raise ValueError("batch already released")
+    """Batch.torch(), which has checked that the batch is live."""
     blocks = [TorchBlock(b.num_dst, b.num_src, b.num_edges, tensor(b.dst_offsets), tensor(b.edge_dst),
                          tensor(b.edge_src), None if b.edge_ids is None else tensor(b.edge_ids),
                          None if b.edge_weights is None else tensor(b.edge_weights))

@@ -6,21 +6,42 @@ buffers: over ``unix://`` that is the connection's shared result slot the
 in-process engines wrote into, over ``grpc://`` the buffer the reply was
 received into. Nothing is copied on the way to numpy or torch.
 
-Lifetime rule: a ``Batch`` owns its ``fs_batch_t``; its arrays are valid
-until ``Batch.release()`` (or the end of its ``with`` block). Every array
-keeps the batch's C handle alive, so garbage collection never frees a batch
-whose arrays are still reachable (it frees it once the Batch and all its
-arrays are gone); an explicit ``release()`` frees it at once, and reading an
-array afterwards reads freed memory (over ``unix://`` the slot is reused by
-the next batch). Release batches promptly: a ``unix://``
-connection has only a few slots (``slots=``, 4 by default).
+Lifetime rule: a ``Batch`` owns its ``fs_batch_t``. ``Batch.release()`` (or
+the end of its ``with`` block) ends the Batch: from then on every attribute
+and method of it (``features``, ``nodes``, ``blocks``, ``torch()``,
+``region()``, ...) raises ``BatchReleasedError``. The C batch itself, and
+over ``unix://`` its result slot, goes back when the Batch is released (or
+garbage) *and* no array taken from it is alive any more: every array (and
+every numpy view or torch tensor made from one) holds the C batch, so an
+array kept past ``release()`` keeps its own data and never shows another
+batch's. The price: such an array keeps its slot. A ``unix://`` connection
+has few slots (``slots=``, 4 by default), so keep copies (``np.array(x)``),
+not views, of anything kept across batches; ``Client.kept_batches`` counts
+the released batches that arrays still hold, and the error for running out
+of slots names them.
 
 Thread-safety: a Client serialises its calls with a lock, so one Client may
 be shared by threads (they take turns; give each thread its own Client for
 parallelism). Batches may be released from any thread.
+
+Fork-safety: a Client belongs to the process that made it. In a child
+forked after it was made (a ``torch.utils.data.DataLoader`` worker, or
+``os.fork``) its first call notices the new process id and connects again
+to the same URI with the same options; the inherited connection is dropped
+without a word to the server (``fs_close`` in a child frees only the
+child's copies), so the parent's connection is untouched. Batches made
+before the fork raise ``BatchReleasedError`` in the child. Arrays taken
+from them before the fork must not be read there: over ``unix://`` they
+view the parent's result slots, which the parent goes on reusing. gRPC's
+threads do not survive fork(), and a child forked while gRPC runs cannot
+connect; so before every ``os.fork`` (and the fork behind ``subprocess``
+with a ``preexec_fn``) grpc:// Clients close their connections, and their
+next call reopens them, in the parent and the child alike.
 """
 import ctypes
+import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -29,8 +50,8 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Status", "Error", "TableInfo", "TierInfo", "ReaderInfo", "Info", "Block", "Batch", "Client", "connect",
-           "SAMPLE_MODES"]
+__all__ = ["Status", "Error", "BatchReleasedError", "TableInfo", "TierInfo", "ReaderInfo", "Info", "Block", "Batch",
+           "Client", "connect", "SAMPLE_MODES"]
 
 
 class Status(IntEnum):
@@ -49,6 +70,7 @@ class Status(IntEnum):
     UNAVAILABLE = 11
     TIMEOUT = 12
     VERSION = 13
+    PERMISSION = 14
 
 
 class Error(Exception):
@@ -66,6 +88,16 @@ class Error(Exception):
         self.status_name = lib.fs_strerror(int(status)).decode()
         self.message = message
         super().__init__(f"{self.status_name}: {message}" if message else self.status_name)
+
+
+class BatchReleasedError(Error, ValueError):
+    """A Batch used after ``release()``, or in a process forked after it was
+    made (there it counts as released: its memory is the parent's). An
+    ``Error`` with status ``INVALID_ARGUMENT`` and a message saying which;
+    also a ``ValueError``, which featstore 1.0 raised for the same misuse."""
+
+    def __init__(self, message):
+        super().__init__(Status.INVALID_ARGUMENT, message)
 
 
 SAMPLE_MODES = {"uniform": 0, "uniform_replace": 1, "weighted": 2, "weighted_replace": 3}
@@ -158,27 +190,40 @@ def _sample_req(fanouts, mode, seed, edge_ids, locality=0):
 _KINDS = {_lib.FS_BATCH_SAMPLE: "sample", _lib.FS_BATCH_GATHER: "gather",
           _lib.FS_BATCH_SAMPLE | _lib.FS_BATCH_GATHER: "sample_gather"}
 
+class _SlotUse:
+    """A connection's batches, for explaining slot use: ``held`` C batches
+    not yet freed (over unix:// each holds a result slot), of which ``kept``
+    were released by their Batch but are still held by arrays."""
+
+    def __init__(self):
+        self.held = self.kept = 0
+
+
 class _Handle:
-    """Owns one fs_batch_t *. Both the Batch and every array made from it
-    hold the handle (never the other way round, so there is no reference
-    cycle): the batch is freed by release(), or as soon as the Batch and all
-    its arrays are gone."""
+    """Owns one fs_batch_t *, freed when the last reference goes. The Batch
+    holds one until release(); every array made from the batch holds one
+    too (never the other way round, so there is no reference cycle). So the
+    C batch, and its slot, go back once the Batch is released or gone and
+    no array taken from it is alive: until then the arrays' memory is
+    theirs alone."""
 
-    def __init__(self, ptr):
+    def __init__(self, ptr, use):
         self.ptr = ptr
-        self._lock = threading.Lock()
+        self.use = use
+        self.kept = False  # released by its Batch, still held by arrays
+        use.held += 1
 
-    def release(self):
-        with self._lock:  # batches may be released from any thread, once
-            ptr, self.ptr = self.ptr, None
-        if ptr is not None:
-            lib.fs_batch_free(ptr)
-
-    def __del__(self):  # the fallback when nobody called release()
+    def __del__(self):
+        ptr, self.ptr = self.ptr, None
+        if ptr is None:
+            return
         try:
-            self.release()
+            lib.fs_batch_free(ptr)
         except Exception:  # interpreter shutdown: the library may be gone
-            pass
+            return
+        self.use.held -= 1
+        if self.kept:
+            self.use.kept -= 1
 
 
 class _View:
@@ -265,37 +310,83 @@ class Block:
     edge_weights: object = None
 
 
+def _batch_field(name, doc):
+    return property(lambda self: self._live(name)[name], doc=doc)
+
+
 class Batch:
     """One result (fs_batch_t *). ``kind`` says what it holds: "sample"
     (``blocks``, ``nodes``, ``seed_local``), "gather" (``features``) or
     "sample_gather" (both, with ``features[i]`` the row of ``nodes[i]``).
     Block 0 is the hop from the seeds; the last block reaches farthest.
 
-    Arrays view C memory, read-only, valid until ``release()``; see the
-    module comment."""
+    Arrays view C memory, read-only. After ``release()`` every attribute
+    and method but ``released`` and ``release()`` raises
+    ``BatchReleasedError``; arrays taken before keep their data, and their
+    slot, until they are gone. See the module comment."""
 
-    def __init__(self, ptr):
-        self._handle = _Handle(ptr)
-        b, h = ptr.contents, self._handle
-        self.kind = _KINDS.get(b.kind, "unknown")
-        self.num_hops = b.num_hops
-        self.num_nodes, self.num_seeds = b.num_nodes, b.num_seeds
-        self.rows, self.dim = b.rows, b.dim
-        self.dtype = _dtype_name(b.dtype) if b.dtype else None
-        self.nodes = _view(h, b.nodes, (b.num_nodes,), np.int64)
-        self.seed_local = _view(h, b.seed_local, (b.num_seeds,), np.int64)
-        self.blocks = [_block(h, b.blocks[i]) for i in range(b.num_hops)]
-        self.features = (_view(h, b.features, (b.rows, b.dim), _NP_DTYPES[b.dtype])
-                         if b.dtype in _NP_DTYPES else None)
+    def __init__(self, ptr, use=None):
+        h = _Handle(ptr, use if use is not None else _SlotUse())
+        b = ptr.contents
+        self._pid = os.getpid()
+        self._fields = {  # None once released
+            "handle": h,  # the Batch's own hold on the C batch; region() takes it with the fields
+            "kind": _KINDS.get(b.kind, "unknown"),
+            "num_hops": b.num_hops, "num_nodes": b.num_nodes, "num_seeds": b.num_seeds,
+            "rows": b.rows, "dim": b.dim,
+            "dtype": _dtype_name(b.dtype) if b.dtype else None,
+            "nodes": _view(h, b.nodes, (b.num_nodes,), np.int64),
+            "seed_local": _view(h, b.seed_local, (b.num_seeds,), np.int64),
+            "blocks": [_block(h, b.blocks[i]) for i in range(b.num_hops)],
+            "features": (_view(h, b.features, (b.rows, b.dim), _NP_DTYPES[b.dtype])
+                         if b.dtype in _NP_DTYPES else None),
+        }
+
+    kind = _batch_field("kind", '"sample", "gather" or "sample_gather"')
+    num_hops = _batch_field("num_hops", "hops sampled (0 for a gather)")
+    num_nodes = _batch_field("num_nodes", "sampled nodes: len(nodes)")
+    num_seeds = _batch_field("num_seeds", "input seeds: len(seed_local)")
+    rows = _batch_field("rows", "feature rows")
+    dim = _batch_field("dim", "feature columns")
+    dtype = _batch_field("dtype", 'the features\' dtype name ("float32", "bfloat16", ...), None without features')
+    nodes = _batch_field("nodes", "int64 [num_nodes]: the global id of each local id")
+    seed_local = _batch_field("seed_local", "int64 [num_seeds]: the local id of each input seed")
+    blocks = _batch_field("blocks", "one Block per hop; blocks[0] is the hop from the seeds")
+    features = _batch_field("features", "[rows, dim] of dtype (bfloat16 as uint16 bits), None without features")
+
+    def _live(self, what):
+        """The batch's fields, or BatchReleasedError naming `what` and why."""
+        fields = self._fields
+        if fields is None:
+            raise BatchReleasedError(
+                f"batch released: {what} is gone with it (release() ends a Batch; take copies first, "
+                f"e.g. np.array(b.features), or arrays, which keep their data and their slot)")
+        if self._pid != os.getpid():
+            raise BatchReleasedError(
+                f"batch made by process {self._pid} before it forked: {what} cannot be used in process "
+                f"{os.getpid()} (over unix:// its memory is the parent's result slot, which the parent reuses); "
+                f"make batches in this process (its Client reconnects by itself)")
+        return fields
 
     @property
     def released(self):
-        return self._handle.ptr is None
+        return self._fields is None
 
     def release(self):
-        """Frees the batch (and its result slot) now. Arrays taken from it
-        become invalid. Idempotent."""
-        self._handle.release()
+        """Ends the Batch: from now on its attributes and methods raise
+        ``BatchReleasedError``. The C batch and its result slot go back at
+        once, or, when arrays taken from the batch are still alive, once
+        the last of them is gone (they keep their data until then).
+        Idempotent."""
+        fields, self._fields = self._fields, None
+        if fields is None:
+            return
+        alive = weakref.ref(fields["handle"])
+        del fields
+        handle = alive()
+        if handle is not None and handle.ptr is not None:  # arrays hold it: counted until they go
+            handle.kept = True
+            handle.use.kept += 1
 
     def __enter__(self):
         return self
@@ -306,11 +397,9 @@ class Batch:
     def region(self):
         """(address, length) of the memory this batch's arrays live in: the
         shared result slot over unix://, the received buffer over grpc://."""
-        ptr = self._handle.ptr
-        if ptr is None:
-            raise ValueError("batch already released")
+        handle = self._live("region()")["handle"]
         base, length = ctypes.c_void_p(), ctypes.c_size_t()
-        st = lib.fs_batch_region(ptr, ctypes.byref(base), ctypes.byref(length))
+        st = lib.fs_batch_region(handle.ptr, ctypes.byref(base), ctypes.byref(length))
         if st != Status.OK:
             raise Error(st, "fs_batch_region failed")
         return base.value or 0, length.value
@@ -318,15 +407,20 @@ class Batch:
     def torch(self):
         """The arrays as torch tensors sharing the same memory (torch.from_numpy):
         a ``TorchBatch`` with nodes, seed_local, features and blocks (each with
-        dst_offsets, edge_dst, edge_src, edge_ids). Same lifetime rule; the
-        tensors must not be written to. bfloat16 features come out as
-        torch.bfloat16."""
+        dst_offsets, edge_dst, edge_src, edge_ids). Same lifetime rule: the
+        tensors hold the batch like arrays do; they must not be written to.
+        bfloat16 features come out as torch.bfloat16."""
+        self._live("torch()")
         from ._torch import to_torch  # torch is optional: imported only here
         return to_torch(self)
 
     def __repr__(self):
-        state = "released" if self.released else f"hops={self.num_hops} nodes={self.num_nodes} rows={self.rows}"
-        return f"<featstore.Batch {state}>"
+        if self.released:
+            return "<featstore.Batch released>"
+        if self._pid != os.getpid():
+            return f"<featstore.Batch of process {self._pid}>"
+        f = self._fields
+        return f"<featstore.Batch hops={f['num_hops']} nodes={f['num_nodes']} rows={f['rows']}>"
 
 
 def _block(handle, c):
@@ -339,42 +433,138 @@ def _block(handle, c):
 
 # ---- the connection -------------------------------------------------------------
 
+_CLIENTS = weakref.WeakSet()  # every open Client, for the fork handlers
+
+
+def _before_fork():
+    """os.register_at_fork. gRPC's threads do not survive fork(): a process
+    forked while a grpc:// connection is open could never connect (the C
+    library refuses to try). So each grpc:// Client closes its connection
+    here, holding its lock through the fork so that no call is in flight;
+    its next call reconnects, in the parent and in the child alike. unix://
+    connections stay open (and their locks free): only the child reconnects."""
+    for client in list(_CLIENTS):
+        if client.transport == "unix":
+            continue
+        client._lock.acquire()
+        client._held_for_fork = True
+        if client._c:
+            c, client._c = client._c, None
+            lib.fs_close(c)
+
+
+def _after_fork_in_parent():
+    for client in list(_CLIENTS):
+        if client.__dict__.pop("_held_for_fork", False):
+            client._lock.release()
+
+
+def _after_fork_in_child():
+    """The new connection is made by the child's first call
+    (Client._connection). Every lock is replaced: one held at the fork
+    belongs to a thread of the parent, which the child does not have."""
+    for client in list(_CLIENTS):
+        client.__dict__.pop("_held_for_fork", None)
+        client._lock = threading.Lock()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
+
+
 class Client:
     """A connection to a featstore server (``unix://PATH`` or ``grpc://HOST:PORT``).
     Use ``featstore.connect``. A context manager; ``close()`` is idempotent.
-    Batches may outlive the Client."""
+    Batches may outlive the Client. In a forked child the Client reconnects
+    by itself on its first call (see the module comment)."""
 
-    def __init__(self, uri, device=None, slots=None, threads=None, timeout_ms=None):
-        opts = _lib.ConnectOpts.new(slots=_opt_int(slots, "slots"), threads=_opt_int(threads, "threads"),
-                                    timeout_ms=_opt_int(timeout_ms, "timeout_ms"),
-                                    device=device.encode() if device else None)
+    def __init__(self, uri, device=None, slots=None, threads=None, timeout_ms=None, token=None, tls_ca_file=None,
+                 tls_cert_file=None, tls_key_file=None):
+        self._opts = _lib.ConnectOpts.new(slots=_opt_int(slots, "slots"), threads=_opt_int(threads, "threads"),
+                                          timeout_ms=_opt_int(timeout_ms, "timeout_ms"),
+                                          device=device.encode() if device else None,
+                                          token=_opt_str(token, "token"),
+                                          tls_ca_file=_opt_str(tls_ca_file, "tls_ca_file"),
+                                          tls_cert_file=_opt_str(tls_cert_file, "tls_cert_file"),
+                                          tls_key_file=_opt_str(tls_key_file, "tls_key_file"))
         self._lock = threading.Lock()
-        self._c = ctypes.c_void_p()
+        self._c = None
+        self._closed = True  # until connected
         self.uri = uri
-        st = lib.fs_connect(uri.encode(), ctypes.byref(opts), ctypes.byref(self._c))
-        if st != Status.OK:
-            msg = lib.fs_client_errstr(self._c).decode(errors="replace")
-            lib.fs_close(self._c)
-            self._c = None
-            raise Error(st, msg)
+        self._c = self._open("")
+        self._pid = os.getpid()
+        self._use = _SlotUse()
+        self._closed = False
         self.transport = lib.fs_client_transport(self._c).decode()
+        _CLIENTS.add(self)
 
     # -- plumbing
+
+    def _open(self, context):
+        """A new C connection to self.uri with self._opts, or an Error."""
+        c = ctypes.c_void_p()
+        st = lib.fs_connect(self.uri.encode(), ctypes.byref(self._opts), ctypes.byref(c))
+        if st != Status.OK:
+            msg = lib.fs_client_errstr(c).decode(errors="replace")
+            lib.fs_close(c)
+            raise Error(st, context + msg)
+        return c
+
+    def _connection(self):
+        """The C connection for a call (under the lock). In a process forked
+        after the Client was made, the inherited connection is the parent's:
+        its copy is dropped (fs_close in a child sends nothing and frees only
+        the child's copies) and the same URI is connected again with the same
+        options; a grpc:// connection closed for a fork (_before_fork) is
+        reopened the same way. If that fails the call raises, and the next
+        call tries again."""
+        if self._closed:
+            raise ValueError("featstore client is closed")
+        if self._pid != os.getpid():
+            inherited, self._c = self._c, None
+            if inherited:
+                lib.fs_close(inherited)
+            self._c = self._open(f"reconnecting in process {os.getpid()}, forked from {self._pid}: ")
+            self._pid = os.getpid()
+            self._use = _SlotUse()
+        elif not self._c:
+            self._c = self._open("reconnecting after a fork: ")
+        return self._c
 
     def _call(self, fn, *args):
         """Runs one C call under the lock; a non-OK status becomes an Error
         carrying the connection's message."""
         with self._lock:
-            if not self._c:
-                raise ValueError("featstore client is closed")
-            st = fn(self._c, *args)
+            c = self._connection()
+            st = fn(c, *args)
             if st != Status.OK:
-                raise Error(st, lib.fs_client_errstr(self._c).decode(errors="replace"))
+                raise Error(st, lib.fs_client_errstr(c).decode(errors="replace") + self._slot_hint(st))
+            return self._use
+
+    def _slot_hint(self, st):
+        """For running out of slots: how many of them released batches' arrays keep."""
+        kept = self._use.kept
+        if st != Status.RESOURCE or self.transport != "unix" or not kept:
+            return ""
+        return (f" ({kept} of the {self._use.held} held by released batches whose arrays are still alive: a slot "
+                f"comes back when the last array taken from its batch is gone; keep copies, np.array(x), instead)")
 
     def _batch_call(self, fn, *args):
         out = ctypes.POINTER(_lib.BatchC)()
-        self._call(fn, *args, ctypes.byref(out))
-        return Batch(out)
+        use = self._call(fn, *args, ctypes.byref(out))
+        return Batch(out, use)
+
+    @property
+    def held_batches(self):
+        """Batches of this connection whose C memory is not yet freed: not
+        released, or released but held by arrays (over unix:// each holds one
+        of the ``slots`` result slots)."""
+        return self._use.held
+
+    @property
+    def kept_batches(self):
+        """Released batches still held by arrays taken from them (each keeps
+        its memory, over unix:// a result slot, until those arrays are gone)."""
+        return self._use.kept
 
     # -- the API
 
@@ -479,14 +669,16 @@ class Client:
             lib.fs_stats_free(text)
 
     def close(self):
+        """Closes the connection (in a forked child: drops the inherited one,
+        which stays the parent's). Batches stay valid until released."""
         with self._lock:
-            c, self._c = self._c, None
+            c, self._c, self._closed = self._c, None, True
         if c:
             lib.fs_close(c)
 
     @property
     def closed(self):
-        return not self._c
+        return self._closed
 
     def __enter__(self):
         return self
@@ -502,6 +694,17 @@ class Client:
 
     def __repr__(self):
         return f"<featstore.Client {self.uri} {'closed' if self.closed else self.transport}>"
+
+
+def _opt_str(value, what):
+    """An optional string option (a path or a token) as C bytes; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{what} must be a non-empty string or None")
+    return value.encode()
 
 
 def _opt_int(value, what):
@@ -522,8 +725,15 @@ def _ptr(arr):
     return arr.ctypes.data_as(_lib._p_i64)
 
 
-def connect(uri, device=None, slots=None, threads=None, timeout_ms=None):
+def connect(uri, device=None, slots=None, threads=None, timeout_ms=None, token=None, tls_ca_file=None,
+            tls_cert_file=None, tls_key_file=None):
     """Connects to a featstore server: ``unix:///path/to/socket`` (zero-copy,
-    local) or ``grpc://host:port``. `device` ("cpu", "gpu:N"), `slots` and
-    `threads` matter for unix:// only; `timeout_ms` is a per-call deadline."""
-    return Client(uri, device=device, slots=slots, threads=threads, timeout_ms=timeout_ms)
+    local), ``grpc://host:port`` or ``grpcs://host:port`` (TLS). `device`
+    ("cpu", "gpu:N"), `slots` and `threads` matter for unix:// only;
+    `timeout_ms` is a per-call deadline. `token` (default $FEATSTORE_TOKEN) is
+    sent with every gRPC call; `tls_ca_file` (default $FEATSTORE_TLS_CA, else
+    gRPC's roots) verifies a grpcs:// server, and `tls_cert_file` with
+    `tls_key_file` ($FEATSTORE_TLS_CERT, $FEATSTORE_TLS_KEY) is the client's
+    certificate for mTLS. unix:// ignores the four."""
+    return Client(uri, device=device, slots=slots, threads=threads, timeout_ms=timeout_ms, token=token,
+                  tls_ca_file=tls_ca_file, tls_cert_file=tls_cert_file, tls_key_file=tls_key_file)

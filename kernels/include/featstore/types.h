@@ -53,6 +53,7 @@ typedef enum {
     FS_ERR_UNAVAILABLE,      /* the server cannot be reached or went away  */
     FS_ERR_TIMEOUT,          /* a deadline passed                          */
     FS_ERR_VERSION,          /* the two sides' versions do not interoperate */
+    FS_ERR_PERMISSION,       /* the caller may not do this (since 1.1)     */
     FS_STATUS_COUNT_
 } fs_status_t;
 
