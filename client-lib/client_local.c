@@ -341,6 +341,13 @@ static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, s
     void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_IO, "cannot map a dataset file: %s", strerror(errno));
     madvise(p, len, MADV_HUGEPAGE); /* fewer page faults where the kernel allows it; best effort */
+    /* Fill this process's page tables now, at connect: otherwise every first
+     * touch of a page in a batch is a minor fault, which on some hosts costs
+     * more than the row copy itself and turns into latency spikes long after
+     * warm-up (README "Data plane"). The pages are the server's resident
+     * memfd copies, so this only writes page-table entries. Best effort:
+     * kernels before 5.14 refuse it and fault lazily as before. */
+    madvise(p, len, MADV_POPULATE_READ);
     Y->maps[Y->num_maps++] = (map_t){p, len};
     *data = (const char *)p + offset;
     return FS_OK;
