@@ -52,7 +52,6 @@
 #include "fs_wire.h"
 
 #define CONNECT_TIMEOUT_MS 10000
-#define MAX_PEM_BYTES (1 << 20)
 #define MAX_TOKEN_BYTES 4096
 #define TAG_CALL ((void *)1)
 #define TAG_CONNECT ((void *)2)
@@ -933,29 +932,9 @@ static const char *opt_or_env(const char *opt, const char *env)
 /* A PEM file (certificates, a key), whole, into a string the caller frees. */
 static fs_status_t read_pem(fs_client_t *c, const char *path, const char *what, char **out)
 {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fs_client_fail(c, FS_ERR_IO, "grpcs://: %s '%s': %s", what, path, strerror(errno));
-    char *buf = malloc(MAX_PEM_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, MAX_PEM_BYTES + 1, f) : 0;
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-    buf[n <= MAX_PEM_BYTES ? n : MAX_PEM_BYTES] = '\0';
-    if (failed || n == 0 || n > MAX_PEM_BYTES || !strstr(buf, "-----BEGIN ")) {
-        free(buf);
-        return fs_client_fail(c, failed ? FS_ERR_IO : FS_ERR_FORMAT, "grpcs://: %s '%s' is %s", what, path,
-                              failed ? "unreadable" : n == 0 ? "empty" : n > MAX_PEM_BYTES ? "larger than 1 MiB"
-                                                                                         : "not PEM (no -----BEGIN line)");
-    }
-    *out = buf;
-    return FS_OK;
-}
-
-static void free_secret(char *p)
-{
-    if (p) explicit_bzero(p, strlen(p));
-    free(p);
+    fs_error_t err = {0};
+    fs_status_t st = fs_wire_read_pem(path, what, "-----BEGIN ", out, &err);
+    return st == FS_OK ? FS_OK : fs_client_fail(c, st, "grpcs://: %s", err.msg);
 }
 
 /* Plaintext for grpc://; for grpcs:// TLS with the CA, and the client's
@@ -991,7 +970,7 @@ static fs_status_t channel_credentials(fs_client_t *c, const char *target, int t
     }
     free(ca_pem);
     free(cert_pem);
-    free_secret(key_pem);
+    fs_wire_free_secret(key_pem);
     return st;
 }
 
@@ -1014,7 +993,7 @@ static fs_status_t set_token(fs_client_t *c, conn_t *k)
     k->auth.key = grpc_slice_from_static_string("authorization");
     k->auth.value = grpc_slice_from_copied_string(value);
     k->has_auth = 1;
-    free_secret(value);
+    fs_wire_free_secret(value);
     return FS_OK;
 }
 

@@ -10,7 +10,9 @@
  * valid protobuf because a message is the concatenation of its fields. */
 #include "fs_wire.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -511,4 +513,45 @@ void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst)
     fs_wire_buf_free(&dst->seed_local);
     for (int h = 0; h < FS_MAX_HOPS; h++)
         for (int k = 0; k < FS_WIRE_BLOCK_ARRAYS; k++) fs_wire_buf_free(&dst->arr[h][k]);
+}
+
+/* ---- small files: certificates, keys, the token ------------------------------------ */
+
+#define MAX_SMALL_FILE (1 << 20)
+
+fs_status_t fs_wire_read_file(const char *path, const char *what, char **out, fs_error_t *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return fs_error(err, FS_ERR_IO, "%s '%s': %s", what, path, strerror(errno));
+    char *buf = malloc(MAX_SMALL_FILE + 1);
+    size_t n = buf ? fread(buf, 1, MAX_SMALL_FILE + 1, f) : 0;
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf) return fs_error(err, FS_ERR_NOMEM, "out of memory reading %s '%s'", what, path);
+    if (failed || n == 0 || n > MAX_SMALL_FILE) {
+        free(buf);
+        return fs_error(err, failed ? FS_ERR_IO : FS_ERR_FORMAT, "%s '%s' is %s", what, path,
+                        failed ? "unreadable" : n ? "larger than 1 MiB" : "empty");
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return FS_OK;
+}
+
+fs_status_t fs_wire_read_pem(const char *path, const char *what, const char *marker, char **out, fs_error_t *err)
+{
+    fs_status_t st = fs_wire_read_file(path, what, out, err);
+    if (st == FS_OK && !strstr(*out, marker)) {
+        free(*out);
+        *out = NULL;
+        return fs_error(err, FS_ERR_FORMAT, "%s '%s' is not PEM: it has no '%s' line", what, path, marker);
+    }
+    return st;
+}
+
+void fs_wire_free_secret(char *text)
+{
+    if (text) explicit_bzero(text, strlen(text));
+    free(text);
 }

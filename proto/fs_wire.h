@@ -51,6 +51,15 @@ size_t fs_wire_channel_args(grpc_arg *args, int max_receive, int server);
 grpc_status_code fs_wire_grpc_status(fs_status_t st);
 fs_status_t fs_wire_fs_status(grpc_status_code code);
 
+/* Small files both gRPC ends read (certificates, keys, the token), whole,
+ * NUL-terminated, into a string the caller frees with fs_wire_free_secret
+ * (which wipes it first). At most 1 MiB; empty or unreadable files are
+ * errors naming `what` and the path. fs_wire_read_pem also wants `marker`
+ * in the text (gRPC parses the PEM itself later). */
+fs_status_t fs_wire_read_file(const char *path, const char *what, char **out, fs_error_t *err);
+fs_status_t fs_wire_read_pem(const char *path, const char *what, const char *marker, char **out, fs_error_t *err);
+void fs_wire_free_secret(char *text);
+
 /* ---- bytes fields: encoding from memory ------------------------------------- */
 
 typedef struct {

@@ -73,7 +73,6 @@
 #define FS_GRPC_IDLE_S 30.0
 #define MAX_PEERS 4096
 #define REQUESTS_POSTED 8          /* calls asked of gRPC ahead, so new calls never wait for a worker */
-#define MAX_FILE_BYTES (1 << 20)   /* certificates, keys and tokens are small */
 #define MAX_TOKEN_BYTES 4096
 #define TAG_SHUTDOWN ((void *)3)
 
@@ -926,44 +925,6 @@ static void *worker_main(void *arg)
 
 /* ---- files: certificates, keys, the token ----------------------------------------- */
 
-static fs_status_t read_small_file(const char *path, const char *what, char **out, fs_error_t *err)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fs_error(err, FS_ERR_IO, "%s '%s': %s", what, path, strerror(errno));
-    char *buf = malloc(MAX_FILE_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, f) : 0;
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf) return fs_error(err, FS_ERR_NOMEM, "out of memory reading %s '%s'", what, path);
-    if (failed || n == 0 || n > MAX_FILE_BYTES) {
-        free(buf);
-        return fs_error(err, failed ? FS_ERR_IO : FS_ERR_FORMAT, "%s '%s' is %s", what, path,
-                        failed ? "unreadable" : n ? "larger than 1 MiB" : "empty");
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return FS_OK;
-}
-
-/* A PEM file must at least hold `marker`; gRPC parses it when it listens. */
-static fs_status_t read_pem(const char *path, const char *what, const char *marker, char **out, fs_error_t *err)
-{
-    fs_status_t st = read_small_file(path, what, out, err);
-    if (st == FS_OK && !strstr(*out, marker)) {
-        free(*out);
-        *out = NULL;
-        return fs_error(err, FS_ERR_FORMAT, "%s '%s' is not PEM: it has no '%s' line", what, path, marker);
-    }
-    return st;
-}
-
-static void free_secret(char *p)
-{
-    if (p) explicit_bzero(p, strlen(p));
-    free(p);
-}
-
 /* The token file's first line, trailing blanks dropped, as "Bearer <token>".
  * A token travels in an HTTP/2 header: visible ASCII only. Messages name
  * the file and the offending byte's position, never the token. */
@@ -972,7 +933,7 @@ static fs_status_t load_token(const char *path, char **bearer, fs_error_t *err)
     *bearer = NULL;
     if (!path) return FS_OK;
     char *text;
-    fs_status_t st = read_small_file(path, "token file", &text, err);
+    fs_status_t st = fs_wire_read_file(path, "token file", &text, err);
     if (st != FS_OK) return st;
     size_t n = strcspn(text, "\r\n");
     while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t')) n--;
@@ -986,7 +947,7 @@ static fs_status_t load_token(const char *path, char **bearer, fs_error_t *err)
                           "(a token travels in an HTTP/2 header)", path, i + 1);
     if (st == FS_OK && !(*bearer = malloc(n + 8))) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
     if (st == FS_OK) snprintf(*bearer, n + 8, "Bearer %s", text);
-    free_secret(text);
+    fs_wire_free_secret(text);
     return st;
 }
 
@@ -1005,10 +966,10 @@ static fs_status_t make_credentials(const fs_grpc_server_opts_t *o, grpc_server_
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: TLS needs both a certificate and its private key (got "
                         "only the %s)", o->tls_cert ? "certificate" : "key");
     char *cert = NULL, *key = NULL, *ca = NULL;
-    fs_status_t st = read_pem(o->tls_cert, "TLS certificate", "-----BEGIN CERTIFICATE-----", &cert, err);
-    if (st == FS_OK) st = read_pem(o->tls_key, "TLS private key", "PRIVATE KEY-----", &key, err);
+    fs_status_t st = fs_wire_read_pem(o->tls_cert, "TLS certificate", "-----BEGIN CERTIFICATE-----", &cert, err);
+    if (st == FS_OK) st = fs_wire_read_pem(o->tls_key, "TLS private key", "PRIVATE KEY-----", &key, err);
     if (st == FS_OK && o->tls_client_ca)
-        st = read_pem(o->tls_client_ca, "TLS client CA", "-----BEGIN CERTIFICATE-----", &ca, err);
+        st = fs_wire_read_pem(o->tls_client_ca, "TLS client CA", "-----BEGIN CERTIFICATE-----", &ca, err);
     if (st == FS_OK) {
         grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
         *out = grpc_ssl_server_credentials_create_ex(ca, &pair, 1, ca ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
@@ -1017,7 +978,7 @@ static fs_status_t make_credentials(const fs_grpc_server_opts_t *o, grpc_server_
                                  o->tls_key);
     }
     free(cert);
-    free_secret(key);
+    fs_wire_free_secret(key);
     free(ca);
     return st;
 }
@@ -1069,7 +1030,7 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
     for (int i = 0; i < s->num_workers; i++) fs_sampler_destroy(s->workers[i].sampler);
     drain_and_destroy(s->shutdown_cq);
     free(s->workers);
-    free_secret(s->bearer);
+    fs_wire_free_secret(s->bearer);
     pthread_mutex_destroy(&s->calls_mu);
     pthread_cond_destroy(&s->calls_cv);
     if (s->grpc_initialised) grpc_shutdown();
