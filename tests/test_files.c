@@ -395,21 +395,8 @@ typedef struct {
 
 static void start_server(server_t *s, const char *log)
 {
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    s->pid = fork();
-    if (s->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the server never outlives the test */
-        dup2(p[1], 1);
-        close(p[0]);
-        char cmd[4096];
-        snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s/s.sock --listen 127.0.0.1:0 --metrics 127.0.0.1:0 2>%s",
-                 tu_bin(), data, dir, log);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    s->out = fdopen(p[0], "r");
+    s->pid = tu_spawn(&s->out, "%s serve %s --socket %s/s.sock --listen 127.0.0.1:0 --metrics 127.0.0.1:0 2>%s",
+                      tu_bin(), data, dir, log);
     char line[512];
     cr_assert_not_null(fgets(line, sizeof line, s->out), "the server exited before READY");
     cr_assert(sscanf(line, "READY unix=%*s grpc=127.0.0.1:%d", &s->grpc_port) == 1, "bad READY line: %s", line);

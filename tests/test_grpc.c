@@ -882,21 +882,8 @@ static long long wait_metric(fs_metrics_t *m, const char *key, long long want)
  * are started (it prints STALLED); killed with stalled_kill. */
 static pid_t stalled_start(int port, const char *args)
 {
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(p[1], 1);
-        close(p[0]);
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd, "exec /usr/bin/python3 %s/grpc_stalled_client.py --port %d %s", FS_TESTS_SRC_DIR,
-                 port, args);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
+    FILE *f;
+    pid_t pid = tu_spawn(&f, "/usr/bin/python3 %s/grpc_stalled_client.py --port %d %s", FS_TESTS_SRC_DIR, port, args);
     char line[128] = "";
     cr_assert_not_null(fgets(line, sizeof line, f), "the stalled client exited before its calls started");
     cr_assert(strncmp(line, "STALLED", 7) == 0, "%s", line);

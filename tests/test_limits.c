@@ -21,14 +21,6 @@
 static char *dir;
 static fs_dataset_t *cora, *rmat;
 
-static fs_dataset_t *open_ds(const char *d)
-{
-    fs_dataset_t *ds;
-    fs_error_t err = {0};
-    cr_assert_eq(fs_dataset_open(d, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
-    return ds;
-}
-
 static void setup(void)
 {
     dir = tu_mkdtemp();
@@ -40,8 +32,8 @@ static void setup(void)
     fs_rmat_defaults(&g);
     g.out_dir = r, g.scale = 11, g.edge_factor = 8, g.dim = 4; /* hubs: frontiers grow fast */
     cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
-    cora = open_ds(c);
-    rmat = open_ds(r);
+    cora = tu_open_dataset(c);
+    rmat = tu_open_dataset(r);
     free(c), free(r);
 }
 

@@ -17,14 +17,6 @@ static char *dir;
 static fs_dataset_t *cora, *rmat;
 static fs_sampler_t *fast, *ref;
 
-static fs_dataset_t *open_ds(const char *d)
-{
-    fs_dataset_t *ds;
-    fs_error_t err = {0};
-    cr_assert_eq(fs_dataset_open(d, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
-    return ds;
-}
-
 static void setup(void)
 {
     dir = tu_mkdtemp();
@@ -36,8 +28,8 @@ static void setup(void)
     fs_rmat_defaults(&g);
     g.out_dir = r, g.scale = 13, g.edge_factor = 8, g.dim = 0, g.edges.symmetrize = 1;
     cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
-    cora = open_ds(c);
-    rmat = open_ds(r);
+    cora = tu_open_dataset(c);
+    rmat = tu_open_dataset(r);
     cr_assert_eq(fs_sampler_create(&fast, &err), FS_OK);
     cr_assert_eq(fs_sampler_create(&ref, &err), FS_OK);
     free(c), free(r);

@@ -53,21 +53,8 @@ typedef struct {
 /* Starts `featstore serve` with extra arguments and waits for READY. */
 static int start(server_t *s, const char *extra)
 {
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    s->pid = fork();
-    if (s->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the server never outlives the test */
-        dup2(p[1], 1);
-        close(p[0]);
-        char cmd[2048];
-        snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 %s", tu_bin(),
-                 data, sock, extra);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    s->out = fdopen(p[0], "r");
+    s->pid = tu_spawn(&s->out, "%s serve %s --socket %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 %s", tu_bin(), data,
+                      sock, extra);
     char line[512];
     if (!fgets(line, sizeof line, s->out)) return -1; /* exited before READY */
     cr_assert(sscanf(line, "READY unix=%*s grpc=%*[^:]:%d metrics=%d", &s->grpc_port, &s->metrics_port) == 2,

@@ -7,8 +7,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "writer.h"
 
@@ -95,6 +98,40 @@ int tu_run(char **out, const char *fmt, ...)
     if (out) *out = buf;
     else free(buf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+fs_dataset_t *tu_open_dataset(const char *dir)
+{
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_dataset_open(dir, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
+    return ds;
+}
+
+pid_t tu_spawn(FILE **out, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    cr_assert(n > 0 && (size_t)n < sizeof cmd - 8, "command too long");
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
+        dup2(p[1], 1);
+        close(p[0]);
+        char full[8200];
+        snprintf(full, sizeof full, "exec %s", cmd);
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    *out = fdopen(p[0], "r");
+    return pid;
 }
 
 const char *tu_data(const char *name)

@@ -5,7 +5,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
+#include "dataset.h"
 #include "fs_types.h"
 
 /* A sampling request as a caller of the client library writes one, with
@@ -23,6 +26,11 @@ int tu_files_equal(const char *a, const char *b);
 /* Runs a shell command, captures stdout+stderr into a heap string (*out may be
  * NULL), returns the exit status (or -1 if it did not exit normally). */
 int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Starts `sh -c "exec CMD"` as a child that dies with the test
+ * (PR_SET_PDEATHSIG), its stdout readable from *out; returns its pid. */
+/* fs_dataset_open(dir) that must succeed (mapped, not copied, not verified). */
+fs_dataset_t *tu_open_dataset(const char *dir);
+pid_t tu_spawn(FILE **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *tu_data(const char *name);                     /* tests/data/name */
 const char *tu_bin(void);                                  /* the featstore CLI */
 int tu_have_numpy(void);
