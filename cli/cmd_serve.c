@@ -29,7 +29,7 @@ int cmd_serve(int argc, char **argv)
     static const cli_opt_t allowed[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS, OPT_CONFIG, OPT_THREADS, OPT_VERIFY,
                                         OPT_PREFAULT, OPT_TOPOLOGY, OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE,
                                         OPT_FEATURE_FIRST, OPT_HOTNESS, OPT_ALPHA, OPT_TOPOLOGY_FIRST, OPT_ORDER,
-                                        OPT_RESERVE, OPT_GRPC_MAX_CALLS, OPT_TLS_CERT, OPT_TLS_KEY,
+                                        OPT_RESERVE, OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
                                         OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
                                         OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
                                         OPT_PLAN_DIR, 0};
@@ -38,7 +38,7 @@ int cmd_serve(int argc, char **argv)
     if (rc) return rc;
     if (c.num_args != 1)
         return cli_usage("%s", "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] "
-                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify] [--grpc-max-calls N] "
+                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify] [--grpc-max-calls N] [--request-timeout 60s] "
                                "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] "
                                "[--insecure] [--handshake-timeout 5s] [--max-conns-per-uid N] "
                                "[--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] [--plan-dir DIR]");
@@ -60,6 +60,10 @@ int cmd_serve(int argc, char **argv)
     long long max_calls = 0;
     if (cli_int(&c, OPT_GRPC_MAX_CALLS, 1, 1000000, &max_calls, &err) != FS_OK) return cli_usage("%s", err.msg);
     o.grpc_max_calls = (int)max_calls;
+    if (cli_duration_ms(&c, OPT_REQUEST_TIMEOUT, 3600 * 1000, &o.request_timeout_ms, &err) != FS_OK)
+        return cli_usage("%s", err.msg);
+    if (cli_has(&c, OPT_REQUEST_TIMEOUT) && o.request_timeout_ms == 0)
+        return cli_usage("%s", "--request-timeout must be above 0 (every gRPC call gets this long at most)");
     o.tls_cert = c.text[OPT_TLS_CERT], o.tls_key = c.text[OPT_TLS_KEY], o.tls_client_ca = c.text[OPT_TLS_CLIENT_CA];
     o.token_file = c.text[OPT_TOKEN_FILE], o.insecure = cli_has(&c, OPT_INSECURE);
     if (!o.tls_cert != !o.tls_key) return cli_usage("%s", "--tls-cert and --tls-key go together");

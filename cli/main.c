@@ -28,7 +28,7 @@ static const char *const usage_text =
     "         [--hotness degree|reach|presample] [--alpha A|nvlink=A,nvswitch=A]]\n"
     "                                            place hot data on (simulated) GPUs:\n"
     "                                            pcie4, nvlink-pairs, dgx1-v100, nvswitch8, or detect\n"
-    "        [--grpc-max-calls N] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+    "        [--grpc-max-calls N] [--request-timeout 60s] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "        [--token-file FILE] [--insecure]    gRPC: calls at once, TLS (mTLS), bearer token;\n"
     "                                            a non-loopback --listen needs TLS or --insecure\n"
     "        [--handshake-timeout 5s] [--max-conns-per-uid 256] [--allow-uid U,..] [--allow-gid G,..]\n"

@@ -37,7 +37,8 @@ static const struct option long_opts[] = {
     {"presample-batches", required_argument, 0, OPT_PRESAMPLE}, {"save", required_argument, 0, OPT_SAVE},
     {"replay", required_argument, 0, OPT_REPLAY},
     /* gRPC admission and security (serve) */
-    {"grpc-max-calls", required_argument, 0, OPT_GRPC_MAX_CALLS}, {"tls-cert", required_argument, 0, OPT_TLS_CERT},
+    {"grpc-max-calls", required_argument, 0, OPT_GRPC_MAX_CALLS},
+    {"request-timeout", required_argument, 0, OPT_REQUEST_TIMEOUT}, {"tls-cert", required_argument, 0, OPT_TLS_CERT},
     {"tls-key", required_argument, 0, OPT_TLS_KEY},  {"tls-client-ca", required_argument, 0, OPT_TLS_CLIENT_CA},
     {"token-file", required_argument, 0, OPT_TOKEN_FILE}, {"insecure", no_argument, 0, OPT_INSECURE},
     /* unix:// guards and administration (serve) */

@@ -28,13 +28,18 @@
  * instead of queueing without end. What a client sees of all this is
  * docs/api.md §6 ("Security and admission").
  *
- * Deadlines: checked before the compute, after it and before every chunk;
- * a call past its deadline answers DEADLINE_EXCEEDED. A call parked on a
- * send cannot check anything, but it needs no janitor of ours: gRPC's server
- * cancels a call when its deadline passes (its deadline filter), even when
- * the client is frozen and never cancels it itself (test_grpc checks this).
- * The pending send then fails, and the call is finished and freed like any
- * other, and counted.
+ * Deadlines: a call's deadline is the client's, or the server's own request
+ * timeout counted from admission, whichever comes first — so a client that
+ * sends no deadline and stops reading cannot hold one of the max_calls
+ * places for ever. Both are checked before the compute, after it and before
+ * every chunk; a call past either answers DEADLINE_EXCEEDED. A call parked on
+ * a send cannot check anything: gRPC's server cancels it when the client's
+ * deadline passes (its deadline filter, even when the client is frozen; test_grpc
+ * checks this), and the reaper thread cancels it when the server's passes.
+ * Admitted calls are listed in admission order, which is the order of the
+ * server's deadlines (one timeout for all), so the reaper looks at the head
+ * only. The pending send then fails, and the call is finished and freed like
+ * any other, and counted once.
  *
  * Connected clients: gRPC's C core reports calls, not connections, so a
  * client is a peer address (one per channel: ip:port) with a call in flight
@@ -60,6 +65,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,11 +129,15 @@ struct fs_grpc_server {
     worker_t *workers;
     int grpc_initialised;
     int max_calls;
+    double request_timeout_s;           /* the server's deadline for every call, from its admission */
     char *bearer;                       /* "Bearer <token>", or NULL: no token asked for */
     /* the calls: every call object alive (live), those admitted (in_flight) */
     pthread_mutex_t calls_mu;
     pthread_cond_t calls_cv;
     int live, in_flight, stopping;
+    struct call *admitted_head, *admitted_tail; /* admitted calls, oldest first (calls_mu) */
+    pthread_t reaper;                   /* cancels calls past the server's deadline */
+    int reaper_running, reaper_quit;
 };
 
 typedef enum { CALL_REQUESTED, CALL_RECEIVING, CALL_STREAMING, CALL_FINISHING } call_state_t;
@@ -157,6 +167,10 @@ typedef struct call {
     grpc_byte_buffer *response;    /* unary: sent with the status */
     int method;                    /* index into methods[]; -1 unknown */
     int sent_initial_md, admitted;
+    double server_deadline;        /* admission + the request timeout (now_s clock) */
+    struct call *aprev, *anext;    /* in the server's admitted list */
+    int reaped;                    /* cancelled by the reaper (calls_mu) */
+    atomic_int timeout_counted;    /* the deadline metric counts a call once */
     grpc_status_code code_override; /* OK = derive the code from the fs_status_t */
     fs_error_t err;
     double t0;
@@ -296,16 +310,28 @@ static void op_initial_md(call_t *c, grpc_op *op)
     c->sent_initial_md = 1;
 }
 
-static int past_deadline(const call_t *c)
+static int past_client_deadline(const call_t *c)
 {
     gpr_timespec deadline = gpr_convert_clock_type(c->details.deadline, GPR_CLOCK_MONOTONIC);
     return gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) > 0;
 }
 
+static int past_server_deadline(const call_t *c) { return c->admitted && now_s() > c->server_deadline; }
+
+static int past_deadline(const call_t *c) { return past_client_deadline(c) || past_server_deadline(c); }
+
+static void count_timeout(call_t *c)
+{
+    if (c->srv->metrics && !atomic_exchange(&c->timeout_counted, 1)) fs_metrics_grpc_deadline_exceeded(c->srv->metrics);
+}
+
 static fs_status_t check_deadline(call_t *c, const char *when)
 {
-    if (!past_deadline(c)) return FS_OK;
-    return fs_error(&c->err, FS_ERR_TIMEOUT, "the call's deadline passed %s", when);
+    if (past_client_deadline(c)) return fs_error(&c->err, FS_ERR_TIMEOUT, "the call's deadline passed %s", when);
+    if (past_server_deadline(c))
+        return fs_error(&c->err, FS_ERR_TIMEOUT, "the server's request timeout of %.0f ms passed %s (serve "
+                        "--request-timeout)", c->srv->request_timeout_s * 1e3, when);
+    return FS_OK;
 }
 
 static void call_done(call_t *c);
@@ -319,7 +345,7 @@ static fs_method_t method_metric(int m);
 static void finish_call(call_t *c, fs_status_t st)
 {
     fs_metrics_t *metrics = c->srv->metrics;
-    if (metrics && st == FS_ERR_TIMEOUT) fs_metrics_grpc_deadline_exceeded(metrics);
+    if (st == FS_ERR_TIMEOUT) count_timeout(c);
     if (metrics && c->admitted && c->method >= 0)
         fs_metrics_request(metrics, method_metric(c->method), FS_TRANSPORT_GRPC, st, now_s() - c->t0);
     grpc_op ops[4];
@@ -750,6 +776,78 @@ static fs_method_t method_metric(int m) { return methods[m].method; }
 
 static void request_call(fs_grpc_server_t *s);
 
+/* ---- the server's deadline: the admitted list and its reaper ----------------- */
+
+static void admitted_append(fs_grpc_server_t *s, call_t *c) /* calls_mu held */
+{
+    c->aprev = s->admitted_tail, c->anext = NULL;
+    if (s->admitted_tail) s->admitted_tail->anext = c;
+    else s->admitted_head = c;
+    s->admitted_tail = c;
+}
+
+static void admitted_remove(fs_grpc_server_t *s, call_t *c) /* calls_mu held */
+{
+    if (c->aprev) c->aprev->anext = c->anext;
+    else s->admitted_head = c->anext;
+    if (c->anext) c->anext->aprev = c->aprev;
+    else s->admitted_tail = c->aprev;
+    c->aprev = c->anext = NULL;
+}
+
+/* Cancels the calls past the server's deadline; returns when the next one
+ * falls due. The call cannot be freed meanwhile: call_done takes it off the
+ * list under calls_mu before releasing it. gRPC's cancel only queues the
+ * failure of the call's pending batch for a worker; it never runs our code. */
+static double reap_due(fs_grpc_server_t *s, double now) /* calls_mu held */
+{
+    for (call_t *c = s->admitted_head; c; c = c->anext) {
+        if (c->reaped) continue;
+        if (c->server_deadline > now) return c->server_deadline;
+        c->reaped = 1;
+        count_timeout(c);
+        grpc_call_cancel_with_status(c->call, GRPC_STATUS_DEADLINE_EXCEEDED,
+                                     "the server's request timeout passed (serve --request-timeout)", NULL);
+    }
+    return now + s->request_timeout_s;
+}
+
+static void *reaper_main(void *arg)
+{
+    fs_grpc_server_t *s = arg;
+    pthread_mutex_lock(&s->calls_mu);
+    while (!s->reaper_quit) {
+        double now = now_s(), wait = reap_due(s, now) - now + 1e-3;
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        double at = (double)t.tv_nsec * 1e-9 + (wait > 1.0 ? 1.0 : wait); /* at least once a second */
+        t.tv_sec += (time_t)at;
+        t.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
+        pthread_cond_timedwait(&s->calls_cv, &s->calls_mu, &t);
+    }
+    pthread_mutex_unlock(&s->calls_mu);
+    return NULL;
+}
+
+static fs_status_t reaper_start(fs_grpc_server_t *s, fs_error_t *err)
+{
+    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0)
+        return fs_error(err, FS_ERR_NOMEM, "grpc: cannot start the request-timeout thread");
+    s->reaper_running = 1;
+    return FS_OK;
+}
+
+/* After every call is gone: nothing is left to cancel. */
+static void reaper_stop(fs_grpc_server_t *s)
+{
+    if (!s->reaper_running) return;
+    pthread_mutex_lock(&s->calls_mu);
+    s->reaper_quit = 1;
+    pthread_cond_broadcast(&s->calls_cv);
+    pthread_mutex_unlock(&s->calls_mu);
+    pthread_join(s->reaper, NULL);
+}
+
 /* Releases everything the call holds; the server may stop once every call
  * object is gone. */
 static void call_free(call_t *c)
@@ -779,7 +877,10 @@ static void call_done(call_t *c)
     ahead_take_back(&s->gatherers, c); /* a chunk no one will send: dropped */
     if (c->peer_tracked) peer_leave(&s->peers, c->peer);
     pthread_mutex_lock(&s->calls_mu);
-    if (c->admitted) s->in_flight--;
+    if (c->admitted) {
+        s->in_flight--;
+        admitted_remove(s, c);
+    }
     pthread_mutex_unlock(&s->calls_mu);
     if (c->admitted && s->metrics) fs_metrics_grpc_in_flight(s->metrics, -1);
     call_free(c);
@@ -818,7 +919,11 @@ static fs_status_t admit(call_t *c)
     fs_grpc_server_t *s = c->srv;
     pthread_mutex_lock(&s->calls_mu);
     int room = s->in_flight < s->max_calls;
-    if (room) s->in_flight++;
+    if (room) {
+        s->in_flight++;
+        c->server_deadline = now_s() + s->request_timeout_s;
+        admitted_append(s, c);
+    }
     pthread_mutex_unlock(&s->calls_mu);
     if (!room) {
         if (s->metrics) fs_metrics_grpc_refused(s->metrics, FS_GRPC_REFUSED_MAX_CALLS);
@@ -1025,6 +1130,7 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
     for (int i = 0; i < s->num_workers; i++)
         if (s->workers[i].running) pthread_join(s->workers[i].thread, NULL);
     if (s->cq) drain_and_destroy(s->cq);
+    reaper_stop(s);
     gatherers_stop(&s->gatherers);
     peers_stop(&s->peers);
     for (int i = 0; i < s->num_workers; i++) fs_sampler_destroy(s->workers[i].sampler);
@@ -1080,6 +1186,7 @@ void fs_grpc_server_defaults(fs_grpc_server_opts_t *o)
     memset(o, 0, sizeof *o);
     o->threads = FS_GRPC_DEFAULT_THREADS;
     o->max_calls = FS_GRPC_DEFAULT_MAX_CALLS;
+    o->request_timeout_ms = FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS;
 }
 
 fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
@@ -1098,6 +1205,7 @@ fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_
     s->metrics = metrics;
     s->num_workers = threads;
     s->max_calls = o->max_calls > 0 ? o->max_calls : FS_GRPC_DEFAULT_MAX_CALLS;
+    s->request_timeout_s = (o->request_timeout_ms > 0 ? o->request_timeout_ms : FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS) * 1e-3;
     pthread_mutex_init(&s->calls_mu, NULL);
     pthread_cond_init(&s->calls_cv, NULL);
     grpc_init();
@@ -1105,6 +1213,7 @@ fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_
     fs_status_t st = load_token(o->token_file, &s->bearer, err);
     if (st == FS_OK) st = peers_start(&s->peers, metrics, err);
     if (st == FS_OK) st = gatherers_start(&s->gatherers, threads, err);
+    if (st == FS_OK) st = reaper_start(s, err);
     if (st == FS_OK) st = create_server(s, o, bound_port, err);
     if (st != FS_OK) {
         fs_grpc_server_stop(s); /* a server never started shuts down at once */

@@ -37,6 +37,7 @@ typedef struct fs_grpc_server fs_grpc_server_t;
 
 #define FS_GRPC_DEFAULT_THREADS 4
 #define FS_GRPC_DEFAULT_MAX_CALLS 64
+#define FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS 60000
 
 /* How the server listens, and whom it serves. Zero/NULL fields are the
  * defaults: plaintext, no token, FS_GRPC_DEFAULT_* threads and calls. */
@@ -44,6 +45,8 @@ typedef struct {
     const char *listen;        /* "host:port"; port 0 picks a free one */
     int threads;               /* workers (each with its own sampler); <= 0: FS_GRPC_DEFAULT_THREADS */
     int max_calls;             /* calls served at once; more are refused RESOURCE_EXHAUSTED; <= 0: default */
+    int request_timeout_ms;    /* the longest a call may run from its admission, whatever deadline its client
+                                * sent (or none): then DEADLINE_EXCEEDED; <= 0: the default */
     const char *tls_cert;      /* PEM certificate chain and private key: TLS when given (both or none) */
     const char *tls_key;
     const char *tls_client_ca; /* mTLS: every client must present a certificate signed by this CA (PEM) */

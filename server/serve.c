@@ -182,9 +182,10 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
  * the operator says --insecure, and then warned about. */
 static fs_status_t check_grpc_exposure(const fs_serve_opts_t *o, fs_error_t *err)
 {
-    if (!o->listen && (o->tls_cert || o->tls_key || o->tls_client_ca || o->token_file || o->insecure || o->grpc_max_calls))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--tls-cert, --tls-key, --tls-client-ca, --token-file, --insecure "
-                        "and --grpc-max-calls are gRPC options: they need --listen");
+    if (!o->listen && (o->tls_cert || o->tls_key || o->tls_client_ca || o->token_file || o->insecure || o->grpc_max_calls ||
+                        o->request_timeout_ms))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--tls-cert, --tls-key, --tls-client-ca, --token-file, --insecure, "
+                        "--grpc-max-calls and --request-timeout are gRPC options: they need --listen");
     if (!o->listen || o->tls_cert || fs_grpc_listen_is_loopback(o->listen)) return FS_OK;
     if (!o->insecure)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--listen %s is not a loopback address, and gRPC without TLS "
@@ -200,6 +201,7 @@ static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t 
     fs_grpc_server_opts_t go;
     fs_grpc_server_defaults(&go);
     go.listen = o->listen, go.threads = o->threads, go.max_calls = o->grpc_max_calls;
+    go.request_timeout_ms = o->request_timeout_ms;
     go.tls_cert = o->tls_cert, go.tls_key = o->tls_key, go.tls_client_ca = o->tls_client_ca;
     go.token_file = o->token_file;
     return fs_grpc_server_start_opts(&go, s->engine, s->metrics, &s->grpc, &s->grpc_port, err);

@@ -20,6 +20,7 @@ typedef struct {
     fs_place_opts_t place;     /* place.topology == NULL: no placement, everything in tier 0 */
     /* gRPC admission and security (grpc_server.h); every one needs `listen` */
     int grpc_max_calls;        /* calls served at once; 0 = FS_GRPC_DEFAULT_MAX_CALLS */
+    int request_timeout_ms;    /* the server's deadline for every gRPC call; 0 = FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS */
     const char *tls_cert;      /* TLS: certificate chain and private key (PEM files) */
     const char *tls_key;
     const char *tls_client_ca; /* mTLS: client certificates required, verified against this CA */

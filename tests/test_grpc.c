@@ -986,6 +986,32 @@ Test(grpc, a_parked_call_past_its_deadline_is_cancelled_and_freed_by_the_server)
     env_close(&e);
 }
 
+/* A frozen client that sent no deadline at all: the server's own request
+ * timeout ends its call and gives its place under the cap back. */
+Test(grpc, a_call_without_a_deadline_ends_at_the_servers_request_timeout)
+{
+    need_python_grpc();
+    env_t e;
+    fs_grpc_server_opts_t go;
+    fs_grpc_server_defaults(&go);
+    go.threads = 2, go.max_calls = 1, go.request_timeout_ms = 500;
+    env_open_with(&e, FS_DTYPE_F32, 64, NULL, &go);
+    pid_t stalled = stalled_start(e.port, "--calls 1 --stop");
+    long long ended = wait_metric(e.metrics, "featstore_grpc_calls_deadline_exceeded_total", 1);
+    long long in_flight = wait_metric(e.metrics, IN_FLIGHT, 0);
+    fs_client_t *c = connect_to(&e);
+    fs_info_t *info;
+    fs_status_t st = fs_info(c, &info);
+    stalled_kill(stalled);
+    cr_assert_eq(ended, 1, "the parked call was ended by the server's request timeout");
+    cr_assert_eq(in_flight, 0, "and freed");
+    cr_assert_eq(st, FS_OK, "the only place under the cap is free again: %s", fs_client_errstr(c));
+    fs_info_free(info);
+    cr_assert_eq(metric(e.metrics, "featstore_grpc_calls_deadline_exceeded_total"), 1, "counted once");
+    fs_close(c);
+    env_close(&e);
+}
+
 /* ---- security: tokens, TLS, mTLS --------------------------------------------------------- */
 
 #define TOKEN "s3cret-Token_42"

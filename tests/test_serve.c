@@ -635,6 +635,9 @@ Test(serve, grpc_beyond_loopback_needs_tls_or_insecure)
         {"--listen 127.0.0.1:0 --tls-client-ca ca.pem", "--tls-client-ca (mTLS) needs --tls-cert and --tls-key", 2},
         {"--listen 127.0.0.1:0 --grpc-max-calls 0", "--grpc-max-calls must be a whole number in [1, 1000000]", 2},
         {"--token-file t", "are gRPC options: they need --listen", 1},
+        {"--request-timeout 5s", "--request-timeout are gRPC options: they need --listen", 1},
+        {"--listen 127.0.0.1:0 --request-timeout 0", "--request-timeout must be above 0", 2},
+        {"--listen 127.0.0.1:0 --request-timeout 2h", "--request-timeout must be a duration", 2},
         {"--listen 127.0.0.1:0 --token-file /nonexistent/t", "token file '/nonexistent/t'", 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
