@@ -7,7 +7,7 @@
  * decode into one contiguous buffer) costs over gRPC's own transfer.
  *
  *   bench_grpc [--dataset DIR] [--scale 18] [--dim 128] [--ids 262144] [--reps 10] [--threads 2]
- *              [--iso-calls 300] [--iso-ids 4096] [--stalled 4]
+ *              [--iso-calls 2000] [--iso-rounds 10] [--iso-ids 4096] [--stalled 4]
  *
  * Without --dataset it generates (once, cached under /tmp/featstore-bench)
  * an R-MAT graph of 2^scale nodes with a float32 table of `dim` columns.
@@ -20,9 +20,12 @@
  * Isolation: a trainer's fs_gather of --iso-ids random rows, --iso-calls
  * times, alone and then while --stalled other clients (each its own TCP
  * connection, gRPC's default receive window) have each started a Gather of
- * 1M rows and never read a byte of it. Three rounds of each, interleaved (the
- * stalled calls are started afresh each round and cancelled after it), the
- * latencies pooled per condition. Prints `RESULT bench=grpc_isolation ...
+ * 1M rows and never read a byte of it. --iso-rounds rounds of each,
+ * interleaved (the stalled calls are started afresh each round, and timing
+ * starts once they are parked: the server's gathered rows stop growing; they
+ * are cancelled after the round), the latencies pooled per condition: with
+ * 2000 calls, p99 is the 20th slowest, not one scheduler hiccup on a shared
+ * VM. Prints `RESULT bench=grpc_isolation ...
  * p99_solo_ms=... p99_loaded_ms=... ratio_p99_vs_solo=...` (p50 alike). With
  * at least as many stalled clients as server workers, a server whose workers
  * wait on their calls' sends would never answer the trainer at all. */
@@ -254,13 +257,34 @@ static void stalled_close(stalled_t *s)
     drain(s->cq);
 }
 
-static long long grpc_in_flight(fs_metrics_t *m)
+/* The sum of a metric's samples (every label set); -1 when absent. */
+static double metric_sum(fs_metrics_t *m, const char *name)
 {
-    char *text = fs_metrics_render(m);
-    const char *p = text ? strstr(text, "\nfeatstore_grpc_calls_in_flight ") : NULL;
-    long long v = p ? strtoll(p + strlen("\nfeatstore_grpc_calls_in_flight "), NULL, 10) : -1;
+    char *text = fs_metrics_render(m), pat[128];
+    snprintf(pat, sizeof pat, "\n%s", name);
+    double sum = -1;
+    for (const char *p = text ? strstr(text, pat) : NULL; p; p = strstr(p + 1, pat)) {
+        const char *v = strchr(p + 1, ' ');
+        if (v && (p[strlen(pat)] == ' ' || p[strlen(pat)] == '{')) sum = (sum < 0 ? 0 : sum) + strtod(v + 1, NULL);
+    }
     free(text);
-    return v;
+    return sum;
+}
+
+static long long grpc_in_flight(fs_metrics_t *m) { return (long long)metric_sum(m, "featstore_grpc_calls_in_flight"); }
+
+/* Waits (5 s at most) until the stalled calls are parked: the server's
+ * gathered rows stop growing for 100 ms. What is measured is then the steady
+ * state beside clients that never read, not the moment they arrive. */
+static void wait_parked(fs_metrics_t *m)
+{
+    double last = metric_sum(m, "featstore_feature_rows_read_total");
+    for (int still = 0, i = 0; still < 5 && i < 250; i++) {
+        usleep(20000);
+        double now = metric_sum(m, "featstore_feature_rows_read_total");
+        still = now == last ? still + 1 : 0;
+        last = now;
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -294,9 +318,9 @@ static void timed_gathers(fs_client_t *c, const fs_table_t *t, const int64_t *id
 
 static void isolation(int argc, char **argv, int port, fs_metrics_t *metrics, const fs_table_t *t, int threads)
 {
-    int calls = (int)bench_arg(argc, argv, "--iso-calls", 300), stalled_n = (int)bench_arg(argc, argv, "--stalled", 4);
+    int calls = (int)bench_arg(argc, argv, "--iso-calls", 2000), stalled_n = (int)bench_arg(argc, argv, "--stalled", 4);
     int64_t n = bench_arg(argc, argv, "--iso-ids", 4096), big = 1 << 20;
-    int rounds = 3, per = (calls + rounds - 1) / rounds;
+    int rounds = (int)bench_arg(argc, argv, "--iso-rounds", 10), per = (calls + rounds - 1) / rounds;
     int64_t *ids = malloc((size_t)(64 * n > big ? 64 * n : big) * sizeof *ids);
     fs_rng_t rng = fs_rng_make(11, 1);
     for (int64_t i = 0; i < (64 * n > big ? 64 * n : big); i++) ids[i] = (int64_t)fs_rng_below(&rng, (uint64_t)t->rows);
@@ -325,6 +349,7 @@ static void isolation(int argc, char **argv, int port, fs_metrics_t *metrics, co
         for (int i = 0; i < stalled_n; i++) stalled_open(&st[i], target, t->name, ids, big);
         long long in_flight = grpc_in_flight(metrics);
         for (int i = 0; i < 500 && in_flight < stalled_n; i++, in_flight = grpc_in_flight(metrics)) usleep(10000);
+        wait_parked(metrics);
         double t2 = bench_now();
         timed_gathers(c, t, ids, n, per, loaded, &nl);
         double t3 = bench_now();
