@@ -7,13 +7,16 @@
  *    program maps anything itself.
  * 2. Throughput: N = 1, 2, 4 client processes running sample_gather
  *    ([15,10,5] x 1024 seeds, float32 features) over unix:// against N
- *    threads running the same engines in-process. Both sides first run
- *    --warmup batches each (a new process faults in its mappings, result
- *    slot and buffers), wait for each other, and then are timed over
- *    --batches more: the steady state, whose rate, ratio and latency
- *    percentiles are the RESULT; the warm-up's latencies are printed apart.
+ *    threads running the same engines in-process (the baseline), and N
+ *    forked processes running them (which tells what being a separate
+ *    process costs apart from featstore). Each side first runs --warmup
+ *    batches (a new process faults in its mappings, result slot and
+ *    buffers), waits for the others, and then is timed over --batches
+ *    more: the steady state. --rounds rounds of the three, interleaved; the
+ *    ratio is the median of the rounds' ratios, the latency percentiles are
+ *    of every round's batches, and the warm-up's are printed apart.
  *
- *   bench_serve [--scale 20] [--dim 128] [--batches 60] [--warmup 5]
+ *   bench_serve [--scale 20] [--dim 128] [--rounds 5] [--batches 20] [--warmup 5]
  *
  * RESULT bench=shared_memory clients=8 ... pss_ratio_vs_dataset=...
  * RESULT bench=serve clients=N batches_per_s=... ratio_vs_inprocess=... p50_ms=... p99_ms=... p99_over_p50=...
@@ -129,6 +132,7 @@ typedef struct {
     const fs_dataset_t *ds;
     int warmup, batches, worker;
     pthread_barrier_t *warm, *go;
+    int lat_fd, go_fd;           /* a forked baseline process's pipes */
 } inproc_t;
 
 static void seeds_for(int64_t *seeds, int64_t n, int worker, int b)
@@ -137,9 +141,11 @@ static void seeds_for(int64_t *seeds, int64_t n, int worker, int b)
     for (int i = 0; i < 1024; i++) seeds[i] = (int64_t)fs_rng_below(&r, (uint64_t)n);
 }
 
-static void *inproc_worker(void *p)
+/* The engines as a trainer would call them itself: the baseline. `mark`
+ * is called once the warm-up is over (a barrier, or the pipe handshake of
+ * a forked process); `lat_fd` >= 0 gets each batch's (phase, seconds). */
+static void inproc_run(inproc_t *j, void (*mark)(inproc_t *), int lat_fd)
 {
-    inproc_t *j = p;
     fs_sampler_t *s;
     fs_error_t err = {0};
     fs_sampler_create(&s, &err);
@@ -153,12 +159,10 @@ static void *inproc_worker(void *p)
     int64_t seeds[1024];
     fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
     for (int b = 0; b < j->warmup + j->batches; b++) {
-        if (b == j->warmup) {
-            pthread_barrier_wait(j->warm); /* every worker warm */
-            pthread_barrier_wait(j->go);   /* the clock starts */
-        }
+        if (b == j->warmup) mark(j);
         seeds_for(seeds, j->ds->num_nodes, j->worker, b);
         req.seed = (uint64_t)b;
+        double t_batch = bench_now();
         fs_sample_result_t r;
         fs_sample_cpu(s, &g, seeds, 1024, &req, &r, NULL, &err);
         if ((size_t)r.num_nodes * t->row_bytes > cap) { /* grows like a result slot: rarely, kept */
@@ -167,9 +171,22 @@ static void *inproc_worker(void *p)
             out = malloc(cap);
         }
         fs_gather_cpu(&v, r.nodes, r.num_nodes, FS_DTYPE_F32, out, NULL, NULL, &err);
+        double rec[2] = {b < j->warmup ? 0 : 1, bench_now() - t_batch};
+        if (lat_fd >= 0 && write(lat_fd, rec, sizeof rec) != sizeof rec) _exit(3);
     }
     free(out);
     fs_sampler_destroy(s);
+}
+
+static void barrier_mark(inproc_t *j)
+{
+    pthread_barrier_wait(j->warm); /* every worker warm */
+    pthread_barrier_wait(j->go);   /* the clock starts */
+}
+
+static void *inproc_worker(void *p)
+{
+    inproc_run(p, barrier_mark, -1);
     return NULL;
 }
 
@@ -200,11 +217,6 @@ static int cmp_double(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
-
-typedef struct {
-    double rate, p50, p99;   /* steady state */
-    double warm_p50, warm_p99, warm_max;
-} client_figures_t;
 
 static void percentiles(double *lat, int n, double *p50, double *p99, double *max)
 {
@@ -241,9 +253,39 @@ static void client_process(const char *uri, int64_t num_nodes, int i, int warmup
     _exit(0);
 }
 
-/* n client processes over unix://: steady-state rate and latencies, and the
- * warm-up's latencies apart. */
-static client_figures_t local_clients(const char *uri, int64_t num_nodes, int n, int warmup, int batches)
+/* A forked baseline process says it is warm and waits for the start. */
+static void pipe_mark(inproc_t *j)
+{
+    double mark[2] = {-1, 0};
+    char x;
+    if (write(j->lat_fd, mark, sizeof mark) != sizeof mark || read(j->go_fd, &x, 1) != 0) _exit(1);
+}
+
+/* What the n processes run: featstore clients over unix://, or (uri NULL)
+ * the in-process engines on the dataset this process mapped, forked. */
+typedef struct {
+    const char *uri;
+    const fs_dataset_t *ds;
+    int64_t num_nodes;
+} procs_t;
+
+static void proc_main(const procs_t *w, int i, int warmup, int batches, int lat_fd, int go_fd)
+{
+    if (w->uri) client_process(w->uri, w->num_nodes, i, warmup, batches, lat_fd, go_fd);
+    inproc_t j = {.ds = w->ds, .warmup = warmup, .batches = batches, .worker = i, .lat_fd = lat_fd, .go_fd = go_fd};
+    inproc_run(&j, pipe_mark, lat_fd);
+    _exit(0);
+}
+
+/* Latencies pooled over rounds: steady state and warm-up apart. */
+typedef struct {
+    double *lat, *warm;
+    int nlat, nwarm;
+} pooled_t;
+
+/* n processes running `batches` timed batches each after `warmup`; returns
+ * their steady-state rate and appends their latencies to `pool`. */
+static double processes(const procs_t *w, int n, int warmup, int batches, pooled_t *pool)
 {
     int lat_pipe[2], go[2];
     if (pipe(lat_pipe) || pipe(go)) exit(1);
@@ -251,40 +293,81 @@ static client_figures_t local_clients(const char *uri, int64_t num_nodes, int n,
     for (int i = 0; i < n; i++)
         if ((pid[i] = fork()) == 0) {
             close(lat_pipe[0]), close(go[1]);
-            client_process(uri, num_nodes, i, warmup, batches, lat_pipe[1], go[0]);
+            proc_main(w, i, warmup, batches, lat_pipe[1], go[0]);
         }
     close(lat_pipe[1]), close(go[0]);
-    double *warm = malloc(sizeof *warm * (size_t)(n * warmup + 1)), *lat = malloc(sizeof *lat * (size_t)(n * batches));
-    int nwarm = 0, ready = 0, got = 0;
+    int ready = 0, got = 0;
     double rec[2], t0 = 0;
     while (got < n * batches && read(lat_pipe[0], rec, sizeof rec) == sizeof rec) {
-        if (rec[0] < 0 && ++ready == n) { /* every client warm: the clock starts */
+        if (rec[0] < 0 && ++ready == n) { /* every process warm: the clock starts */
             t0 = bench_now();
             close(go[1]);
         } else if (rec[0] == 0) {
-            warm[nwarm++] = rec[1];
+            pool->warm[pool->nwarm++] = rec[1];
         } else if (rec[0] > 0) {
-            lat[got++] = rec[1];
+            pool->lat[pool->nlat++] = rec[1];
+            got++;
         }
     }
-    client_figures_t f = {.rate = got / (bench_now() - t0)};
+    double rate = got / (bench_now() - t0);
     for (int i = 0; i < n; i++) {
         int st;
         waitpid(pid[i], &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st)) fprintf(stderr, "bench_serve: client %d failed\n", i);
+        if (!WIFEXITED(st) || WEXITSTATUS(st)) fprintf(stderr, "bench_serve: process %d failed\n", i);
     }
     close(lat_pipe[0]);
-    percentiles(lat, got, &f.p50, &f.p99, NULL);
-    percentiles(warm, nwarm, &f.warm_p50, &f.warm_p99, &f.warm_max);
-    free(lat);
-    free(warm);
-    return f;
+    return rate;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Three ways to run n trainers, `rounds` times, interleaved (the order
+ * rotates each round, so none always runs first or last): featstore
+ * clients over unix://, n threads calling the engines in-process, and n
+ * forked processes calling them. A host's noise lands on one round, and the
+ * ratio is the median of the rounds' own ratios. */
+static void serve_phase(const procs_t *clients, const procs_t *forked, const fs_dataset_t *ds, int n, int rounds,
+                        int warmup, int batches)
+{
+    pooled_t pool = {.lat = malloc(sizeof(double) * (size_t)(rounds * n * batches)),
+                     .warm = malloc(sizeof(double) * (size_t)(rounds * n * warmup + 1))};
+    pooled_t forked_pool = {.lat = malloc(sizeof(double) * (size_t)(rounds * n * batches)),
+                            .warm = malloc(sizeof(double) * (size_t)(rounds * n * warmup + 1))};
+    double rate[3][16], ratio[16], ratio_forked[16], sum[3] = {0};
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < 3; k++) {
+            int which = (k + r) % 3;
+            rate[which][r] = which == 0 ? processes(clients, n, warmup, batches, &pool)
+                           : which == 1 ? inprocess(ds, n, warmup, batches)
+                                        : processes(forked, n, warmup, batches, &forked_pool);
+        }
+        ratio[r] = rate[0][r] / rate[1][r], ratio_forked[r] = rate[0][r] / rate[2][r];
+        for (int k = 0; k < 3; k++) sum[k] += rate[k][r];
+        fprintf(stderr, "  %d clients, round %d: featstore %.2f, in-process threads %.2f, in-process forked %.2f "
+                "batches/s: ratio %.3f\n", n, r, rate[0][r], rate[1][r], rate[2][r], ratio[r]);
+    }
+    double p50, p99, wp50, wp99, wmax;
+    percentiles(pool.lat, pool.nlat, &p50, &p99, NULL);
+    percentiles(pool.warm, pool.nwarm, &wp50, &wp99, &wmax);
+    printf("RESULT bench=serve clients=%d rounds=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
+           "p50_ms=%.2f p99_ms=%.2f p99_over_p50=%.2f warmup_batches=%d warmup_p50_ms=%.2f warmup_p99_ms=%.2f "
+           "warmup_max_ms=%.2f inprocess_forked_batches_per_s=%.2f ratio_vs_inprocess_forked=%.3f\n",
+           n, rounds, sum[0] / rounds, sum[1] / rounds, median(ratio, rounds), p50, p99, p50 > 0 ? p99 / p50 : 0, warmup,
+           wp50, wp99, wmax, sum[2] / rounds, median(ratio_forked, rounds));
+    fflush(stdout);
+    free(pool.lat), free(pool.warm), free(forked_pool.lat), free(forked_pool.warm);
 }
 
 int main(int argc, char **argv)
 {
     int scale = (int)bench_arg(argc, argv, "--scale", 20), dim = (int)bench_arg(argc, argv, "--dim", 128);
-    int batches = (int)bench_arg(argc, argv, "--batches", 60), warmup = (int)bench_arg(argc, argv, "--warmup", 5);
+    int batches = (int)bench_arg(argc, argv, "--batches", 20), warmup = (int)bench_arg(argc, argv, "--warmup", 5);
+    int rounds = (int)bench_arg(argc, argv, "--rounds", 5);
+    if (rounds < 1 || rounds > 16) rounds = 5;
     const char *data = bench_dataset_dim(argc, argv, scale, dim);
     fs_dataset_t *ds;
     fs_error_t err = {0};
@@ -319,16 +402,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "bench_serve: %s, %lld nodes, [15,10,5] x 1024 seeds, %d warm-up + %d timed batches per client\n",
             data, (long long)num_nodes, warmup, batches);
     int ns[3] = {1, 2, 4};
-    for (int k = 0; k < 3; k++) {
-        double base = inprocess(ds, ns[k], warmup, batches);
-        client_figures_t f = local_clients(uri, num_nodes, ns[k], warmup, batches);
-        printf("RESULT bench=serve clients=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
-               "p50_ms=%.2f p99_ms=%.2f p99_over_p50=%.2f warmup_batches=%d warmup_p50_ms=%.2f warmup_p99_ms=%.2f "
-               "warmup_max_ms=%.2f\n",
-               ns[k], f.rate, base, f.rate / base, f.p50, f.p99, f.p50 > 0 ? f.p99 / f.p50 : 0, warmup, f.warm_p50,
-               f.warm_p99, f.warm_max);
-        fflush(stdout);
-    }
+    procs_t clients = {.uri = uri, .num_nodes = num_nodes}, forked = {.ds = ds, .num_nodes = num_nodes};
+    for (int k = 0; k < 3; k++) serve_phase(&clients, &forked, ds, ns[k], rounds, warmup, batches);
     fs_local_server_stop(server);
     fs_metrics_destroy(metrics);
     fs_engine_destroy(engine);
