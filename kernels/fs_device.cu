@@ -79,5 +79,35 @@ extern "C" fs_status_t fs_cuda_enable_peer(int device, int peer, fs_error_t *err
     return FS_OK;
 }
 
+extern "C" fs_status_t fs_cuda_host_register(const void *ptr, size_t bytes, const void **dev_ptr, fs_error_t *err)
+{
+    *dev_ptr = NULL;
+    int n = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess || n == 0)
+        return fs_error(err, FS_ERR_NO_DEVICE, "CUDA runtime: %s", rc != cudaSuccess ? cudaGetErrorString(rc) : "no device");
+    void *p = const_cast<void *>(ptr);
+    rc = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+    if (rc != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the process's CUDA state is unharmed */
+        return fs_error(err, FS_ERR_UNSUPPORTED, "cudaHostRegister(%zu bytes, mapped, read-only): %s", bytes,
+                        cudaGetErrorString(rc));
+    }
+    void *d = NULL;
+    rc = cudaHostGetDevicePointer(&d, p, 0);
+    if (rc != cudaSuccess) {
+        cudaHostUnregister(p);
+        cudaGetLastError();
+        return fs_error(err, FS_ERR_UNSUPPORTED, "cudaHostGetDevicePointer: %s", cudaGetErrorString(rc));
+    }
+    *dev_ptr = d;
+    return FS_OK;
+}
+
+extern "C" void fs_cuda_host_unregister(const void *ptr)
+{
+    if (ptr) cudaHostUnregister(const_cast<void *>(ptr));
+}
+
 extern "C" void fs_cuda_free_pinned(void *ptr) { if (ptr) cudaFreeHost(ptr); }
 extern "C" void fs_cuda_free_device(void *ptr) { if (ptr) cudaFree(ptr); }

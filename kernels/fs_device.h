@@ -39,4 +39,14 @@ fs_status_t fs_cuda_enable_peer(int device, int peer, fs_error_t *err);
 void fs_cuda_free_pinned(void *ptr);
 void fs_cuda_free_device(void *ptr);
 
+/* Host memory the process already has (a dataset's read-only mapping), made
+ * readable by every GPU's kernels in place, over UVA: page-locked and
+ * mapped, read-only (cudaHostRegisterReadOnly, so a PROT_READ mapping
+ * qualifies). *dev_ptr is the address kernels use (on UVA systems, `ptr`
+ * itself). FS_ERR_UNSUPPORTED when the driver refuses this memory (then a
+ * pinned copy is the way: fs_cuda_alloc_pinned), FS_ERR_NO_DEVICE without
+ * CUDA or a GPU. Undo with fs_cuda_host_unregister before unmapping. */
+fs_status_t fs_cuda_host_register(const void *ptr, size_t bytes, const void **dev_ptr, fs_error_t *err);
+void fs_cuda_host_unregister(const void *ptr);
+
 #endif

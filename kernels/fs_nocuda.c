@@ -50,6 +50,15 @@ fs_status_t fs_cuda_enable_peer(int device, int peer, fs_error_t *err)
     return fs_error(err, FS_ERR_NO_DEVICE, NO_CUDA);
 }
 
+fs_status_t fs_cuda_host_register(const void *ptr, size_t bytes, const void **dev_ptr, fs_error_t *err)
+{
+    (void)ptr, (void)bytes;
+    *dev_ptr = NULL;
+    return fs_error(err, FS_ERR_NO_DEVICE, NO_CUDA);
+}
+
+void fs_cuda_host_unregister(const void *ptr) { (void)ptr; }
+
 void fs_cuda_free_pinned(void *ptr) { (void)ptr; }
 void fs_cuda_free_device(void *ptr) { (void)ptr; }
 

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fs_device.h"
@@ -60,6 +61,10 @@ Test(cuda, without_a_device_the_answer_is_no_device)
     void *p;
     cr_assert_eq(fs_cuda_alloc_device(0, 64, &p, &err), FS_ERR_NO_DEVICE);
     cr_assert_eq(fs_cuda_alloc_pinned(64, &p, &err), FS_ERR_NO_DEVICE);
+    const void *dev = &d;
+    cr_assert_eq(fs_cuda_host_register(&d, sizeof d, &dev, &err), FS_ERR_NO_DEVICE);
+    cr_assert_null(dev, "no device pointer is made up");
+    fs_cuda_host_unregister(&d); /* a no-op, never a crash */
 }
 
 /* Gathers n random rows on the GPU and on the CPU; compares the bytes. */
@@ -124,6 +129,42 @@ Test(cuda, gather_matches_cpu)
     gather_both(FS_DTYPE_BF16, 50000, 64, FS_DTYPE_F32, 0);
     gather_both(FS_DTYPE_F16, 50000, 30, FS_DTYPE_F32, 0);
     gather_both(FS_DTYPE_F32, 50000, 128, FS_DTYPE_F32, 1); /* pinned + device tiers via UVA */
+}
+
+/* The host tier as the server has it: an ordinary read-only mapping,
+ * registered in place and read by the kernel over UVA, no copy. */
+Test(cuda, gather_reads_registered_host_memory_in_place)
+{
+    gpu_or_skip();
+    int64_t rows = 30000, dim = 64, n = 8191;
+    size_t rb = (size_t)dim * 4, bytes = (size_t)rows * rb;
+    float *host = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(host, MAP_FAILED);
+    fs_rng_t r = fs_rng_make(9, 9);
+    for (size_t i = 0; i < (size_t)rows * (size_t)dim; i++) host[i] = (float)(fs_rng_next(&r) >> 40);
+    cr_assert_eq(mprotect(host, bytes, PROT_READ), 0);
+    int64_t *ids = malloc((size_t)n * 8);
+    for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)fs_rng_below(&r, (uint64_t)rows);
+    const void *dev = NULL;
+    fs_error_t err = {0};
+    fs_status_t st = fs_cuda_host_register(host, bytes, &dev, &err);
+    if (st == FS_ERR_UNSUPPORTED) cr_skip_test("this driver does not register read-only host memory: %s", err.msg);
+    cr_assert_eq(st, FS_OK, "%s", err.msg);
+    fs_table_view_t cpu = {.dtype = FS_DTYPE_F32, .num_rows = rows, .dim = dim, .row_bytes = rb, .num_tiers = 1};
+    cpu.tier[0] = (fs_tier_ref_t){FS_TIER_HOST, -1, host, rows};
+    fs_table_view_t gpu = cpu;
+    gpu.tier[0] = (fs_tier_ref_t){FS_TIER_PINNED, -1, dev, rows};
+    void *dev_ids = to_device(ids, (size_t)n * 8), *dev_out;
+    cr_assert_eq(fs_cuda_alloc_device(0, (size_t)n * rb, &dev_out, &err), FS_OK, "%s", err.msg);
+    char *want = malloc((size_t)n * rb), *got = malloc((size_t)n * rb);
+    cr_assert_eq(fs_gather_cpu(&cpu, ids, n, FS_DTYPE_F32, want, NULL, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_gather_cuda(0, &gpu, dev_ids, n, FS_DTYPE_F32, dev_out, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_cuda_copy(got, dev_out, (size_t)n * rb, &err), FS_OK, "%s", err.msg);
+    cr_assert_arr_eq(got, want, (size_t)n * rb, "rows read over UVA differ from the CPU gather's");
+    fs_cuda_host_unregister(host);
+    fs_cuda_free_device(dev_ids), fs_cuda_free_device(dev_out);
+    munmap(host, bytes);
+    free(ids), free(want), free(got);
 }
 
 Test(cuda, gather_rejects_bad_ids)
