@@ -287,19 +287,6 @@ static void wait_parked(fs_metrics_t *m)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double percentile(double *v, int n, double q)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int k = (int)(q * n + 0.999999) - 1;
-    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
-
 /* One round of `calls` timed fs_gathers, latencies appended to lat[*n]. */
 static void timed_gathers(fs_client_t *c, const fs_table_t *t, const int64_t *ids, int64_t n, int calls, double *lat,
                           int *count)
@@ -358,8 +345,8 @@ static void isolation(int argc, char **argv, int port, fs_metrics_t *metrics, co
         fprintf(stderr, "  round %d: alone %.3f s, beside the stalled clients %.3f s (then %lld gRPC calls in flight "
                 "on the server: the stalled ones stay parked)\n", r, t1 - t0, t3 - t2, parked);
     }
-    double p50s = percentile(solo, ns, 0.50), p99s = percentile(solo, ns, 0.99);
-    double p50l = percentile(loaded, nl, 0.50), p99l = percentile(loaded, nl, 0.99);
+    double p50s = bench_percentile(solo, ns, 0.50), p99s = bench_percentile(solo, ns, 0.99);
+    double p50l = bench_percentile(loaded, nl, 0.50), p99l = bench_percentile(loaded, nl, 0.99);
     printf("RESULT bench=grpc_isolation calls=%d rows=%lld stalled_clients=%d server_threads=%d p50_solo_ms=%.2f "
            "p50_loaded_ms=%.2f ratio_p50_vs_solo=%.2f p99_solo_ms=%.2f p99_loaded_ms=%.2f ratio_p99_vs_solo=%.2f\n",
            ns, (long long)n, stalled_n, threads, p50s * 1e3, p50l * 1e3, p50l / p50s, p99s * 1e3, p99l * 1e3,

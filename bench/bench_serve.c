@@ -132,7 +132,7 @@ typedef struct {
     const fs_dataset_t *ds;
     int warmup, batches, worker;
     pthread_barrier_t *warm, *go;
-    int lat_fd, go_fd;           /* a forked baseline process's pipes */
+    int lat_fd, go_fd;           /* a forked baseline process's pipes; -1 in a thread */
 } inproc_t;
 
 static void seeds_for(int64_t *seeds, int64_t n, int worker, int b)
@@ -143,8 +143,8 @@ static void seeds_for(int64_t *seeds, int64_t n, int worker, int b)
 
 /* The engines as a trainer would call them itself: the baseline. `mark`
  * is called once the warm-up is over (a barrier, or the pipe handshake of
- * a forked process); `lat_fd` >= 0 gets each batch's (phase, seconds). */
-static void inproc_run(inproc_t *j, void (*mark)(inproc_t *), int lat_fd)
+ * a forked process); j->lat_fd >= 0 gets each batch's (phase, seconds). */
+static void inproc_run(inproc_t *j, void (*mark)(inproc_t *))
 {
     fs_sampler_t *s;
     fs_error_t err = {0};
@@ -172,7 +172,7 @@ static void inproc_run(inproc_t *j, void (*mark)(inproc_t *), int lat_fd)
         }
         fs_gather_cpu(&v, r.nodes, r.num_nodes, FS_DTYPE_F32, out, NULL, NULL, &err);
         double rec[2] = {b < j->warmup ? 0 : 1, bench_now() - t_batch};
-        if (lat_fd >= 0 && write(lat_fd, rec, sizeof rec) != sizeof rec) _exit(3);
+        if (j->lat_fd >= 0 && write(j->lat_fd, rec, sizeof rec) != sizeof rec) _exit(3);
     }
     free(out);
     fs_sampler_destroy(s);
@@ -186,7 +186,7 @@ static void barrier_mark(inproc_t *j)
 
 static void *inproc_worker(void *p)
 {
-    inproc_run(p, barrier_mark, -1);
+    inproc_run(p, barrier_mark);
     return NULL;
 }
 
@@ -199,7 +199,8 @@ static double inprocess(const fs_dataset_t *ds, int n, int warmup, int batches)
     pthread_barrier_init(&warm, NULL, (unsigned)n + 1);
     pthread_barrier_init(&go, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
-        j[i] = (inproc_t){.ds = ds, .warmup = warmup, .batches = batches, .worker = i, .warm = &warm, .go = &go};
+        j[i] = (inproc_t){.ds = ds, .warmup = warmup, .batches = batches, .worker = i, .warm = &warm, .go = &go,
+                          .lat_fd = -1, .go_fd = -1};
         pthread_create(&tid[i], NULL, inproc_worker, &j[i]);
     }
     pthread_barrier_wait(&warm);
@@ -212,18 +213,11 @@ static double inprocess(const fs_dataset_t *ds, int n, int warmup, int batches)
     return rate;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void percentiles(double *lat, int n, double *p50, double *p99, double *max)
 {
-    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
-    *p50 = n ? lat[n / 2] * 1e3 : 0;
-    *p99 = n ? lat[(int)(0.99 * (n - 1))] * 1e3 : 0;
-    if (max) *max = n ? lat[n - 1] * 1e3 : 0;
+    *p50 = bench_percentile(lat, n, 0.50) * 1e3;
+    *p99 = bench_percentile(lat, n, 0.99) * 1e3;
+    if (max) *max = bench_percentile(lat, n, 1.0) * 1e3;
 }
 
 /* One client process: connect, warm up, say so, wait for the start, run
@@ -273,7 +267,7 @@ static void proc_main(const procs_t *w, int i, int warmup, int batches, int lat_
 {
     if (w->uri) client_process(w->uri, w->num_nodes, i, warmup, batches, lat_fd, go_fd);
     inproc_t j = {.ds = w->ds, .warmup = warmup, .batches = batches, .worker = i, .lat_fd = lat_fd, .go_fd = go_fd};
-    inproc_run(&j, pipe_mark, lat_fd);
+    inproc_run(&j, pipe_mark);
     _exit(0);
 }
 
@@ -284,7 +278,7 @@ typedef struct {
 } pooled_t;
 
 /* n processes running `batches` timed batches each after `warmup`; returns
- * their steady-state rate and appends their latencies to `pool`. */
+ * their steady-state rate and appends their latencies to `pool` (if any). */
 static double processes(const procs_t *w, int n, int warmup, int batches, pooled_t *pool)
 {
     int lat_pipe[2], go[2];
@@ -303,9 +297,9 @@ static double processes(const procs_t *w, int n, int warmup, int batches, pooled
             t0 = bench_now();
             close(go[1]);
         } else if (rec[0] == 0) {
-            pool->warm[pool->nwarm++] = rec[1];
+            if (pool) pool->warm[pool->nwarm++] = rec[1];
         } else if (rec[0] > 0) {
-            pool->lat[pool->nlat++] = rec[1];
+            if (pool) pool->lat[pool->nlat++] = rec[1];
             got++;
         }
     }
@@ -319,12 +313,6 @@ static double processes(const procs_t *w, int n, int warmup, int batches, pooled
     return rate;
 }
 
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Three ways to run n trainers, `rounds` times, interleaved (the order
  * rotates each round, so none always runs first or last): featstore
  * clients over unix://, n threads calling the engines in-process, and n
@@ -335,15 +323,13 @@ static void serve_phase(const procs_t *clients, const procs_t *forked, const fs_
 {
     pooled_t pool = {.lat = malloc(sizeof(double) * (size_t)(rounds * n * batches)),
                      .warm = malloc(sizeof(double) * (size_t)(rounds * n * warmup + 1))};
-    pooled_t forked_pool = {.lat = malloc(sizeof(double) * (size_t)(rounds * n * batches)),
-                            .warm = malloc(sizeof(double) * (size_t)(rounds * n * warmup + 1))};
     double rate[3][16], ratio[16], ratio_forked[16], sum[3] = {0};
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k < 3; k++) {
             int which = (k + r) % 3;
             rate[which][r] = which == 0 ? processes(clients, n, warmup, batches, &pool)
                            : which == 1 ? inprocess(ds, n, warmup, batches)
-                                        : processes(forked, n, warmup, batches, &forked_pool);
+                                        : processes(forked, n, warmup, batches, NULL);
         }
         ratio[r] = rate[0][r] / rate[1][r], ratio_forked[r] = rate[0][r] / rate[2][r];
         for (int k = 0; k < 3; k++) sum[k] += rate[k][r];
@@ -356,10 +342,10 @@ static void serve_phase(const procs_t *clients, const procs_t *forked, const fs_
     printf("RESULT bench=serve clients=%d rounds=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
            "p50_ms=%.2f p99_ms=%.2f p99_over_p50=%.2f warmup_batches=%d warmup_p50_ms=%.2f warmup_p99_ms=%.2f "
            "warmup_max_ms=%.2f inprocess_forked_batches_per_s=%.2f ratio_vs_inprocess_forked=%.3f\n",
-           n, rounds, sum[0] / rounds, sum[1] / rounds, median(ratio, rounds), p50, p99, p50 > 0 ? p99 / p50 : 0, warmup,
-           wp50, wp99, wmax, sum[2] / rounds, median(ratio_forked, rounds));
+           n, rounds, sum[0] / rounds, sum[1] / rounds, bench_percentile(ratio, rounds, 0.5), p50, p99, p50 > 0 ? p99 / p50 : 0, warmup,
+           wp50, wp99, wmax, sum[2] / rounds, bench_percentile(ratio_forked, rounds, 0.5));
     fflush(stdout);
-    free(pool.lat), free(pool.warm), free(forked_pool.lat), free(forked_pool.warm);
+    free(pool.lat), free(pool.warm);
 }
 
 int main(int argc, char **argv)

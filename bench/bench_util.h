@@ -20,6 +20,22 @@ static inline double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of v[0..n) by nearest rank (q = 0.5: the median for odd n;
+ * 1: the maximum); sorts v. 0 when n is 0. */
+static inline double bench_percentile(double *v, int n, double q)
+{
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    int k = (int)(q * n + 0.999999) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
 /* "--name value" lookup with a default. */
 static inline long long bench_arg(int argc, char **argv, const char *name, long long def)
 {

@@ -37,8 +37,8 @@
  * deadline passes (its deadline filter, even when the client is frozen; test_grpc
  * checks this), and the reaper thread cancels it when the server's passes.
  * Admitted calls are listed in admission order, which is the order of the
- * server's deadlines (one timeout for all), so the reaper looks at the head
- * only. The pending send then fails, and the call is finished and freed like
+ * server's deadlines (one timeout for all), so the reaper stops at the first
+ * call not yet due and sleeps until then. The pending send then fails, and the call is finished and freed like
  * any other, and counted once.
  *
  * Connected clients: gRPC's C core reports calls, not connections, so a
@@ -137,6 +137,7 @@ struct fs_grpc_server {
     int live, in_flight, stopping;
     struct call *admitted_head, *admitted_tail; /* admitted calls, oldest first (calls_mu) */
     pthread_t reaper;                   /* cancels calls past the server's deadline */
+    pthread_cond_t reaper_cv;           /* (calls_mu, CLOCK_MONOTONIC) wakes the reaper to quit; nothing else */
     int reaper_running, reaper_quit;
 };
 
@@ -812,18 +813,17 @@ static double reap_due(fs_grpc_server_t *s, double now) /* calls_mu held */
     return now + s->request_timeout_s;
 }
 
+/* Sleeps on a condition of its own, on now_s's clock, so that calls coming
+ * and going (calls_cv) never wake it: it wakes when a call falls due. */
 static void *reaper_main(void *arg)
 {
     fs_grpc_server_t *s = arg;
     pthread_mutex_lock(&s->calls_mu);
     while (!s->reaper_quit) {
-        double now = now_s(), wait = reap_due(s, now) - now + 1e-3;
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        double at = (double)t.tv_nsec * 1e-9 + (wait > 1.0 ? 1.0 : wait); /* at least once a second */
-        t.tv_sec += (time_t)at;
-        t.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
-        pthread_cond_timedwait(&s->calls_cv, &s->calls_mu, &t);
+        /* a call admitted while it sleeps falls due a whole timeout from now, at the earliest */
+        double next = reap_due(s, now_s());
+        struct timespec t = {.tv_sec = (time_t)next, .tv_nsec = (long)((next - (double)(time_t)next) * 1e9)};
+        pthread_cond_timedwait(&s->reaper_cv, &s->calls_mu, &t);
     }
     pthread_mutex_unlock(&s->calls_mu);
     return NULL;
@@ -831,8 +831,15 @@ static void *reaper_main(void *arg)
 
 static fs_status_t reaper_start(fs_grpc_server_t *s, fs_error_t *err)
 {
-    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0)
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->reaper_cv, &a);
+    pthread_condattr_destroy(&a);
+    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
+        pthread_cond_destroy(&s->reaper_cv);
         return fs_error(err, FS_ERR_NOMEM, "grpc: cannot start the request-timeout thread");
+    }
     s->reaper_running = 1;
     return FS_OK;
 }
@@ -843,9 +850,10 @@ static void reaper_stop(fs_grpc_server_t *s)
     if (!s->reaper_running) return;
     pthread_mutex_lock(&s->calls_mu);
     s->reaper_quit = 1;
-    pthread_cond_broadcast(&s->calls_cv);
+    pthread_cond_signal(&s->reaper_cv);
     pthread_mutex_unlock(&s->calls_mu);
     pthread_join(s->reaper, NULL);
+    pthread_cond_destroy(&s->reaper_cv);
 }
 
 /* Releases everything the call holds; the server may stop once every call

@@ -14,7 +14,6 @@
 #include "fs_limits.h"
 #include "fs_sample.h"
 #include "gen.h"
-#include "import.h"
 #include "store.h"
 #include "test_util.h"
 
@@ -25,16 +24,14 @@ static void setup(void)
 {
     dir = tu_mkdtemp();
     fs_error_t err = {0};
-    char *c = tu_path(dir, "cora"), *r = tu_path(dir, "rmat");
-    fs_import_opts_t o = {.out_dir = c, .threads = 1, .edges = {.symmetrize = 1, .dedup = 1}};
-    cr_assert_eq(fs_import_npz(tu_data("cora.npz"), &o, &err), FS_OK, "%s", err.msg);
+    char *r = tu_path(dir, "rmat");
+    cora = tu_import_cora(dir);
     fs_rmat_opts_t g;
     fs_rmat_defaults(&g);
     g.out_dir = r, g.scale = 11, g.edge_factor = 8, g.dim = 4; /* hubs: frontiers grow fast */
     cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
-    cora = tu_open_dataset(c);
     rmat = tu_open_dataset(r);
-    free(c), free(r);
+    free(r);
 }
 
 static void teardown(void)

@@ -10,7 +10,6 @@
 #include "fs_rng.h"
 #include "fs_sample.h"
 #include "gen.h"
-#include "import.h"
 #include "test_util.h"
 
 static char *dir;
@@ -21,18 +20,16 @@ static void setup(void)
 {
     dir = tu_mkdtemp();
     fs_error_t err = {0};
-    char *c = tu_path(dir, "cora"), *r = tu_path(dir, "rmat");
-    fs_import_opts_t o = {.out_dir = c, .threads = 1, .edges = {.symmetrize = 1, .dedup = 1}};
-    cr_assert_eq(fs_import_npz(tu_data("cora.npz"), &o, &err), FS_OK, "%s", err.msg);
+    char *r = tu_path(dir, "rmat");
+    cora = tu_import_cora(dir);
     fs_rmat_opts_t g;
     fs_rmat_defaults(&g);
     g.out_dir = r, g.scale = 13, g.edge_factor = 8, g.dim = 0, g.edges.symmetrize = 1;
     cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
-    cora = tu_open_dataset(c);
     rmat = tu_open_dataset(r);
     cr_assert_eq(fs_sampler_create(&fast, &err), FS_OK);
     cr_assert_eq(fs_sampler_create(&ref, &err), FS_OK);
-    free(c), free(r);
+    free(r);
 }
 
 static void teardown(void)

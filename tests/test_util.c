@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "import.h"
 #include "writer.h"
 
 char *tu_mkdtemp(void)
@@ -105,6 +106,17 @@ fs_dataset_t *tu_open_dataset(const char *dir)
     fs_dataset_t *ds;
     fs_error_t err = {0};
     cr_assert_eq(fs_dataset_open(dir, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
+    return ds;
+}
+
+fs_dataset_t *tu_import_cora(const char *dir)
+{
+    char *out = tu_path(dir, "cora");
+    fs_import_opts_t o = {.out_dir = out, .threads = 1, .edges = {.symmetrize = 1, .dedup = 1}};
+    fs_error_t err = {0};
+    cr_assert_eq(fs_import_npz(tu_data("cora.npz"), &o, &err), FS_OK, "%s", err.msg);
+    fs_dataset_t *ds = tu_open_dataset(out);
+    free(out);
     return ds;
 }
 

@@ -26,10 +26,13 @@ int tu_files_equal(const char *a, const char *b);
 /* Runs a shell command, captures stdout+stderr into a heap string (*out may be
  * NULL), returns the exit status (or -1 if it did not exit normally). */
 int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Starts `sh -c "exec CMD"` as a child that dies with the test
- * (PR_SET_PDEATHSIG), its stdout readable from *out; returns its pid. */
 /* fs_dataset_open(dir) that must succeed (mapped, not copied, not verified). */
 fs_dataset_t *tu_open_dataset(const char *dir);
+/* tests/data/cora.npz imported into dir/cora (symmetrised, deduplicated),
+ * then opened as tu_open_dataset does. */
+fs_dataset_t *tu_import_cora(const char *dir);
+/* Starts `sh -c "exec CMD"` as a child that dies with the test
+ * (PR_SET_PDEATHSIG), its stdout readable from *out; returns its pid. */
 pid_t tu_spawn(FILE **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *tu_data(const char *name);                     /* tests/data/name */
 const char *tu_bin(void);                                  /* the featstore CLI */
