@@ -184,6 +184,7 @@ static grpc_batch_t *batch_new(fs_client_t *c)
     }
     b->priv.release = batch_release;
     b->priv.pub.blocks = b->priv.blocks;
+    b->priv.pub.features_device = -1; /* host memory, always, over the network */
     return b;
 }
 

@@ -12,6 +12,15 @@
  * free slot and the batch points into it. After each call a small REPORT
  * goes to the server for its metrics, sent without waiting.
  *
+ * GPU trainers: when the placement puts this reader's rows in GPU memory
+ * (device tiers), each such tier is one allocation of the server's, opened
+ * here by its CUDA IPC handle, and the engines run on the reader's GPU:
+ * the dataset's mappings are registered so kernels read host rows in place
+ * over UVA, sampling is fs_sample_cuda (its result comes back to the host
+ * slot) and the gather writes into the slot's device twin, a buffer in
+ * this GPU's memory. The server keeps the tiers a connection opened until
+ * it moves to a new placement or goes (server/local.c).
+ *
  * Lifetime: the connection's state is reference-counted (one reference for
  * the connection, one per outstanding batch), so a batch stays valid even
  * after fs_close until it is freed.
@@ -37,6 +46,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "fs_device.h"
 #include "fs_gather.h"
 #include "fs_limits.h"
 #include "fs_local.h"
@@ -52,12 +62,15 @@ typedef struct {
     int fd;
     char *base;
     size_t cap;
+    char *dev;             /* GPU trainers: the slot's device twin (ids, then features) */
+    size_t dev_cap;
     int busy;
 } slot_t;
 
 typedef struct {
     void *p;
     size_t len;
+    int registered;        /* readable by GPU kernels (fs_cuda_host_register) */
 } map_t;
 
 /* What one WELCOME describes: the dataset's files and the reader's
@@ -72,6 +85,8 @@ typedef struct {
     fs_csr_view_t csr;
     fs_table_view_t *views;        /* [num tables] */
     fs_locality_t las;             /* the reader's preferred sets (num_levels 0: none); s is per request */
+    void *tier_mem[FS_MAX_TIERS];  /* device tiers, opened by IPC handle */
+    int on_device;                 /* some tier is GPU memory: the engines run on the reader's GPU */
 } layout_t;
 
 typedef struct {
@@ -107,7 +122,12 @@ static const featstore_local_Table *table_at(const layout_t *Y, size_t i)
 static void layout_free(layout_t *Y)
 {
     if (!Y) return;
-    for (size_t i = 0; i < Y->num_maps; i++) munmap(Y->maps[i].p, Y->maps[i].len);
+    for (int k = 0; k < FS_MAX_TIERS; k++)
+        if (Y->tier_mem[k]) fs_cuda_ipc_close(Y->tier_mem[k]);
+    for (size_t i = 0; i < Y->num_maps; i++) {
+        if (Y->maps[i].registered) fs_cuda_host_unregister(Y->maps[i].p);
+        munmap(Y->maps[i].p, Y->maps[i].len);
+    }
     free(Y->maps);
     free(Y->tables.items), free(Y->tiers.items), free(Y->slices.items), free(Y->parts.items);
     free(Y->views);
@@ -122,6 +142,7 @@ static void local_unref(local_t *L)
     if (!last) return;
     for (int i = 0; i < L->num_slots; i++) {
         if (L->slots[i].base) munmap(L->slots[i].base, L->slots[i].cap);
+        if (L->opener == getpid()) fs_cuda_free_device(L->slots[i].dev); /* a forked child has no CUDA context */
         close(L->slots[i].fd);
     }
     layout_free(L->lay);
@@ -348,7 +369,7 @@ static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, s
      * memfd copies, so this only writes page-table entries. Best effort:
      * kernels before 5.14 refuse it and fault lazily as before. */
     madvise(p, len, MADV_POPULATE_READ);
-    Y->maps[Y->num_maps++] = (map_t){p, len};
+    Y->maps[Y->num_maps++] = (map_t){.p = p, .len = len};
     *data = (const char *)p + offset;
     return FS_OK;
 }
@@ -406,13 +427,59 @@ static fs_tier_kind_t tier_kind(const char *name)
     return FS_TIER_HOST;
 }
 
+/* The device tiers this reader reads (those with an IPC handle), each one
+ * allocation of the server's, opened on the reader's GPU. */
+static fs_status_t open_device_tiers(fs_client_t *c, layout_t *Y, int reader)
+{
+    const featstore_local_Tier *tiers = Y->tiers.items;
+    for (size_t k = 1; k < Y->tiers.count; k++) {
+        if (!tiers[k].ipc_handle.size) continue;
+        if (tiers[k].ipc_handle.size != FS_IPC_HANDLE_BYTES || reader < 0 || !tiers[k].bytes)
+            return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server (device tier %zu)", k);
+        fs_ipc_handle_t h;
+        memcpy(h.bytes, tiers[k].ipc_handle.bytes, FS_IPC_HANDLE_BYTES);
+        fs_error_t err = {0};
+        if (fs_cuda_ipc_open(reader, &h, tiers[k].bytes, &Y->tier_mem[k], &err) != FS_OK)
+            return fs_client_fail(c, err.code, "cannot open the server's GPU tier %zu (GPU %d) on gpu:%d: %s", k,
+                                  (int)tiers[k].device, reader, err.msg);
+        Y->on_device = 1;
+    }
+    return FS_OK;
+}
+
+/* One array of a placement: at `offset` in its device tier, or the next
+ * descriptor, mapped. */
+static fs_status_t place_array(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, uint32_t tier, uint64_t offset,
+                               size_t bytes, const void **data)
+{
+    if (!Y->tier_mem[tier]) return map_next(c, Y, fds, 0, bytes, data);
+    size_t cap = ((const featstore_local_Tier *)Y->tiers.items)[tier].bytes;
+    if (offset > cap || bytes > cap - offset)
+        return fs_client_fail(c, FS_ERR_FORMAT, "the server's handshake puts %zu bytes at offset %llu of a %zu-byte "
+                              "GPU tier", bytes, (unsigned long long)offset, cap);
+    *data = (const char *)Y->tier_mem[tier] + offset;
+    return FS_OK;
+}
+
+/* indptr[rows] of a topology part, wherever it lives. */
+static fs_status_t part_edges(fs_client_t *c, const layout_t *Y, uint32_t tier, const int64_t *indptr, int64_t rows,
+                              int64_t *edges)
+{
+    fs_error_t err = {0};
+    if (!Y->tier_mem[tier]) *edges = indptr[rows];
+    else if (fs_cuda_copy(edges, indptr + rows, sizeof *edges, &err) != FS_OK)
+        return fs_client_fail(c, err.code, "reading a GPU tier: %s", err.msg);
+    if (*edges < 0) return fs_client_fail(c, FS_ERR_FORMAT, "a topology part from the server is malformed");
+    return FS_OK;
+}
+
 /* The reader's placement: slices, routes, topology parts, preferred sets. */
-static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
+static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int reader)
 {
     const featstore_local_Welcome *w = &Y->w;
     const featstore_local_Tier *tiers = Y->tiers.items;
     size_t isz = fs_dtype_size(Y->index_dtype);
-    fs_status_t st = FS_OK;
+    fs_status_t st = open_device_tiers(c, Y, reader);
     for (size_t t = 0; t < Y->tables.count; t++) {
         Y->views[t].num_tiers = (int)Y->tiers.count;
         for (size_t k = 1; k < Y->tiers.count; k++)
@@ -422,7 +489,7 @@ static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
         const featstore_local_Slice *s = (const featstore_local_Slice *)Y->slices.items + i;
         fs_table_view_t *v = &Y->views[s->table];
         v->tier[s->tier].rows = s->rows;
-        st = map_next(c, Y, fds, 0, (size_t)s->rows * v->row_bytes, &v->tier[s->tier].base);
+        st = place_array(c, Y, fds, s->tier, s->offset, (size_t)s->rows * v->row_bytes, &v->tier[s->tier].base);
     }
     for (size_t t = 0; t < Y->tables.count && !st; t++)
         if (table_at(Y, t)->routed)
@@ -432,10 +499,12 @@ static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
         const featstore_local_TopoPart *tp = (const featstore_local_TopoPart *)Y->parts.items + i;
         fs_csr_part_t *p = &Y->csr.part[tp->tier];
         p->rows = tp->rows;
-        st = map_next(c, Y, fds, 0, (size_t)(tp->rows + 1) * 8, (const void **)&p->indptr);
-        size_t edges = st ? 0 : (size_t)p->indptr[tp->rows];
-        if (!st) st = map_next(c, Y, fds, 0, edges * isz, &p->indices);
-        if (!st && w->has_weights) st = map_next(c, Y, fds, 0, edges * 4, (const void **)&p->weights);
+        int64_t edges = 0;
+        st = place_array(c, Y, fds, tp->tier, tp->indptr_offset, (size_t)(tp->rows + 1) * 8, (const void **)&p->indptr);
+        if (!st) st = part_edges(c, Y, tp->tier, p->indptr, tp->rows, &edges);
+        if (!st) st = place_array(c, Y, fds, tp->tier, tp->indices_offset, (size_t)edges * isz, &p->indices);
+        if (!st && w->has_weights)
+            st = place_array(c, Y, fds, tp->tier, tp->weights_offset, (size_t)edges * 4, (const void **)&p->weights);
     }
     if (!st && w->topo_route) st = map_next(c, Y, fds, 0, (size_t)w->num_nodes * 8, (const void **)&Y->csr.route);
     Y->las = (fs_locality_t){.num_levels = (int)w->las_levels, .num_nodes = w->num_nodes};
@@ -446,13 +515,34 @@ static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
     return st;
 }
 
+/* A GPU trainer's kernels read the dataset's files, the routes and any
+ * host tier in place: every mapping of the layout is registered with the
+ * CUDA runtime (page-locked, mapped, read-only; the pages are the server's
+ * shared copies, so nothing is copied). */
+static fs_status_t register_maps(fs_client_t *c, layout_t *Y, int reader)
+{
+    for (size_t i = 0; i < Y->num_maps; i++) {
+        const void *dev = NULL;
+        fs_error_t err = {0};
+        if (fs_cuda_host_register(Y->maps[i].p, Y->maps[i].len, &dev, &err) != FS_OK)
+            return fs_client_fail(c, err.code, "gpu:%d cannot read the dataset's host memory in place: %s (connect "
+                                  "as \"cpu\" to run the CPU engines)", reader, err.msg);
+        Y->maps[i].registered = 1;
+        if (dev != Y->maps[i].p) /* UVA: registered memory has one address everywhere (every 64-bit Linux GPU) */
+            return fs_client_fail(c, FS_ERR_UNSUPPORTED, "gpu:%d maps registered host memory at another address; "
+                                  "featstore needs unified addressing", reader);
+    }
+    return FS_OK;
+}
+
 /* A received WELCOME mapped into a new layout (*out); the notice page's
  * descriptor goes to *notice_fd; the slots are left in fds from fds->next. */
-static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int hello, int *notice_fd)
+static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int hello, int reader, int *notice_fd)
 {
     fs_status_t st = map_files(c, Y, fds);
     if (!st) st = next_fd(c, fds, notice_fd);
-    if (!st) st = map_placement(c, Y, fds);
+    if (!st) st = map_placement(c, Y, fds, reader);
+    if (!st && Y->on_device) st = register_maps(c, Y, reader);
     if (!st && fds->n - fds->next != (hello ? Y->w.num_slots : 0))
         st = fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, its handshake describes %zu", fds->n,
                             fds->next + (hello ? Y->w.num_slots : 0));
@@ -474,7 +564,7 @@ static fs_status_t recv_welcome(fs_client_t *c, local_t *L, int hello, int slots
         for (int i = 0; i < nfirst; i++) close(first[i]);
     if (st == FS_OK) st = take_welcome(c, L, &f, first, nfirst, Y, fds);
     if (st == FS_OK) st = check_welcome(c, Y, hello, L->reader, slots);
-    if (st == FS_OK) st = map_welcome(c, Y, fds, hello, notice_fd);
+    if (st == FS_OK) st = map_welcome(c, Y, fds, hello, L->reader, notice_fd);
     if (st != FS_OK) {
         layout_free(Y);
         return st;
@@ -704,6 +794,49 @@ static fs_status_t sample_boosted(local_t *L, const int64_t *ids, int64_t n, con
     return st;
 }
 
+/* Sampling on the engine the layout calls for: the GPU's when its tiers
+ * are device memory (the CPU cannot read them), else the CPU's. */
+static fs_status_t sample_any(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
+                              fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
+{
+    if (!L->lay->on_device)
+        return req->locality > 1 ? sample_boosted(L, ids, n, req, res, topo, err)
+                                 : fs_sample_cpu(L->sampler, &L->lay->csr, ids, n, req, res, topo, err);
+    if (req->locality > 1)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling runs on the CPU engine, "
+                        "which cannot read gpu:%d's tiers in GPU memory (use locality 0 on this device)",
+                        req->locality, L->reader);
+    return fs_sample_cuda(L->sampler, L->reader, &L->lay->csr, ids, n, req, res, err);
+}
+
+/* Grows a slot's device twin to `bytes` (GPU trainers). */
+static fs_status_t dev_reserve(local_t *L, slot_t *s, size_t bytes, fs_error_t *err)
+{
+    if (bytes <= s->dev_cap) return FS_OK;
+    size_t cap = s->dev_cap ? s->dev_cap : 1 << 20;
+    while (cap < bytes) cap += cap / 2;
+    fs_cuda_free_device(s->dev);
+    s->dev = NULL, s->dev_cap = 0;
+    fs_status_t st = fs_cuda_alloc_device(L->reader, cap, (void **)&s->dev, err);
+    if (st == FS_OK) s->dev_cap = cap;
+    return st;
+}
+
+/* The gather of a GPU trainer: the ids go to the slot's device twin, the
+ * kernel reads every tier (its GPU, peers, host over UVA) and writes the
+ * rows after them. */
+static fs_status_t gather_on_device(local_t *L, slot_t *s, const fs_table_view_t *tv, const int64_t *ids, int64_t n,
+                                    fs_dtype_t dt, size_t row_bytes, fs_gather_counters_t *feat, void **out,
+                                    fs_error_t *err)
+{
+    size_t ids_bytes = align64((size_t)n * sizeof *ids);
+    fs_status_t st = dev_reserve(L, s, ids_bytes + (size_t)n * row_bytes + 64, err);
+    if (st == FS_OK && n) st = fs_cuda_copy(s->dev, ids, (size_t)n * sizeof *ids, err);
+    if (st == FS_OK) st = fs_gather_cuda(L->reader, tv, (const int64_t *)s->dev, n, dt, s->dev + ids_bytes, feat, err);
+    *out = s->dev + ids_bytes;
+    return st;
+}
+
 /* The one path behind sample, gather and sample_gather. */
 static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
                        const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
@@ -727,8 +860,7 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
     if (!st) st = fs_limits_check(&L->limits, n, req, row_bytes, &err); /* the worst case, before any work */
     fs_sample_result_t res;
     if (!st && req) {
-        st = req->locality > 1 ? sample_boosted(L, ids, n, req, &res, &topo, &err)
-                               : fs_sample_cpu(L->sampler, &L->lay->csr, ids, n, req, &res, &topo, &err);
+        st = sample_any(L, ids, n, req, &res, &topo, &err);
         if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
             st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
                           (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,
@@ -742,14 +874,22 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
     if (!st) {
         const int64_t *rows = req ? res.nodes : ids;
         int64_t nrows = table ? (req ? res.num_nodes : n) : 0;
-        size_t off = 0, need = (req ? sample_bytes(&res) : 0) + (size_t)nrows * row_bytes + 64;
+        size_t off = 0, need = (req ? sample_bytes(&res) : 0) + (L->lay->on_device ? 0 : (size_t)nrows * row_bytes) + 64;
         slot_t *s = &L->slots[slot];
         if (slot_reserve(c, s, need) != FS_OK) st = fs_error(&err, FS_ERR_NOMEM, "%s", c->errstr);
         if (!st && req) place_sample(&b->priv, &res, s->base, &off);
+        b->priv.pub.features_device = -1;
         if (!st && table) {
-            st = fs_gather_cpu(tv, rows, nrows, out_dtype, s->base + off, L->pool, &feat, &err);
+            void *features = s->base + off;
+            if (L->lay->on_device) {
+                st = gather_on_device(L, s, tv, rows, nrows, out_dtype, row_bytes, &feat, &features, &err);
+                b->priv.pub.features_memory = FS_MEM_DEVICE;
+                b->priv.pub.features_device = L->reader;
+            } else {
+                st = fs_gather_cpu(tv, rows, nrows, out_dtype, features, L->pool, &feat, &err);
+            }
             b->priv.pub.kind |= FS_BATCH_GATHER;
-            b->priv.pub.features = s->base + off;
+            b->priv.pub.features = features;
             b->priv.pub.rows = nrows;
             b->priv.pub.dim = tv->dim;
             b->priv.pub.dtype = out_dtype;

@@ -4,6 +4,7 @@
 // or mapped pinned host memory over PCIe). Rows move in 16-byte vectors when
 // every pointer and the row size allow it, else in 4-byte words.
 extern "C" {
+#include "fs_device_rt.h" /* this file is the backend's fs_rt_gather; fs_device.c owns fs_gather_cuda */
 #include "fs_gather.h"
 }
 #include <cuda_runtime.h>
@@ -99,9 +100,8 @@ bool aligned(const void *p, unsigned a) { return ((uintptr_t)p & (a - 1)) == 0; 
 
 } // namespace
 
-extern "C" fs_status_t fs_gather_cuda(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n,
-                                      fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters,
-                                      fs_error_t *err)
+extern "C" fs_status_t fs_rt_gather(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n,
+                                    fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters, fs_error_t *err)
 {
     int conv;
     if (out_dtype == t->dtype) conv = COPY;

@@ -70,7 +70,9 @@ fs_status_t fs_gather_check_ids(const fs_table_view_t *t, const int64_t *ids, in
 
 /* The same on a GPU: ids and out are device (or mapped) pointers, every tier
  * base must be dereferenceable from `device`. Synchronous on the default
- * stream. FS_ERR_NO_DEVICE in builds without CUDA or without a usable GPU. */
+ * stream. FS_ERR_NO_DEVICE in builds without CUDA or without a usable GPU.
+ * With FEATSTORE_SIM_GPUS set it is fs_gather_cpu on a simulated GPU
+ * (fs_device.h: fs_devices_simulated). */
 fs_status_t fs_gather_cuda(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n,
                            fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters, fs_error_t *err);
 

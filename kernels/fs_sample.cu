@@ -12,6 +12,7 @@
 // the scan, never from a racing write, Fix 2), (6) rewrite edge endpoints.
 // Uniform modes only; weighted requests answer FS_ERR_UNSUPPORTED.
 extern "C" {
+#include "fs_device_rt.h" /* this file is the backend's fs_rt_sample; fs_device.c owns fs_sample_cuda */
 #include "fs_sample.h"
 #include "fs_sample_internal.h"
 }
@@ -20,7 +21,7 @@ extern "C" {
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
-#define CUDA_MAX_FANOUT 256
+#define CUDA_MAX_FANOUT FS_CUDA_SAMPLE_MAX_FANOUT /* fs_device_rt.h: the simulation checks it too */
 #define EMPTY_KEY 0xffffffffffffffffULL
 
 namespace {
@@ -204,19 +205,11 @@ cudaError_t fused_map(Table t, const long long *cand, long long n, long long *lo
                                                 cudaGetErrorString(rc_));                                \
     } while (0)
 
-extern "C" fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds,
-                                      int64_t n, const fs_sample_req_t *req, fs_sample_result_t *res,
-                                      fs_error_t *err)
+extern "C" fs_status_t fs_rt_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds,
+                                    int64_t n, const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
-    fs_status_t st = fs_sample_check(g, seeds, n, req, err);
+    fs_status_t st = fs_cuda_sample_check(g, seeds, n, req, err); /* uniform modes, fanout <= CUDA_MAX_FANOUT */
     if (st != FS_OK) return st;
-    for (int h = 0; h < req->num_hops; h++) {
-        if (req->mode[h] >= FS_SAMPLE_WEIGHTED)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "sample (CUDA): weighted sampling runs on the CPU engine");
-        if (req->fanout[h] > CUDA_MAX_FANOUT)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "sample (CUDA): fanout %d is over %d", req->fanout[h],
-                            CUDA_MAX_FANOUT);
-    }
     if (cudaSetDevice(device) != cudaSuccess)
         return fs_error(err, FS_ERR_NO_DEVICE, "sample (CUDA): no device %d", device);
 

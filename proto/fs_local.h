@@ -31,6 +31,11 @@
  *   6.0  protobuf control messages (this file's first version)
  *   6.1  Hello.library_version: the server counts its local clients by
  *        protocol and library version in /metrics
+ *   6.2  device tiers: Tier.bytes and Tier.ipc_handle, Slice.offset and
+ *        TopoPart offsets. A trainer reading GPU tiers opens each tier's
+ *        one allocation by its CUDA IPC handle; a 6.1 client reading as a
+ *        GPU whose placement has device tiers is refused with the reason
+ *        (it would expect a descriptor per slice)
  *
  * Re-planning: the placement has a generation (1 at start, +1 per re-plan),
  * in WELCOME and in the notice page, a read-only shared page whose first 8
@@ -52,7 +57,7 @@
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
 #define FS_LOCAL_MAJOR 6
-#define FS_LOCAL_MINOR 1
+#define FS_LOCAL_MINOR 2
 #define FS_LOCAL_MAX_SLOTS 64
 #define FS_LOCAL_MAX_FDS 250 /* per frame, under the kernel's SCM_RIGHTS limit of 253 */
 #define FS_LOCAL_MAX_MSG (256 * 1024)

@@ -2,7 +2,9 @@
 # scripts/gpu-check.sh — one command for whoever has a GPU (issue 15 §5).
 #
 # Builds featstore with CUDA required (build-gpu/), runs the GPU tests (the
-# CUDA engines against their CPU twins, bit for bit) and the GPU benchmark,
+# CUDA engines against their CPU twins, bit for bit; then test_gpu_serve on
+# the real GPUs: `serve --topology detect`, trainers opening the device
+# tiers by CUDA IPC, results equal to a CPU trainer's) and the GPU benchmark,
 # and ends with a short report: device, driver, pass/fail/skip counts and
 # the RESULT lines. The log of each step is kept in build-gpu/gpu-check/.
 #
@@ -54,7 +56,7 @@ step() { # name, command...: runs it, its log in $out/name.log
 }
 
 step configure cmake -S . -B build-gpu -DFS_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo || exit 1
-step build cmake --build build-gpu -j "$jobs" --target test_cuda bench_gpu featstore || exit 1
+step build cmake --build build-gpu -j "$jobs" --target test_cuda test_gpu_serve bench_gpu featstore || exit 1
 
 # the GPU tests: test_cuda exits 77 (skipped) without a device, with its reason
 (cd build-gpu && ctest -R '^test_cuda' --output-on-failure -V) >"$out/tests.log" 2>&1
@@ -64,6 +66,11 @@ failed=$(grep -c -E '^[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout)'
 skipped=$(grep -c -E '^[0-9]+/[0-9]+ Test +#[0-9]+: .*Skipped' "$out/tests.log")
 synthesis=$(grep -h 'Synthesis' "$out/tests.log" | tail -1)
 reason=$(grep -h -m1 '^.*SKIPPED: ' "$out/tests.log" | sed 's/^.*SKIPPED: //')
+# the serving path on the real GPUs (without FEATSTORE_SIM_GPUS it serves --topology detect)
+env -u FEATSTORE_SIM_GPUS build-gpu/tests/test_gpu_serve --jobs=1 >"$out/serve.log" 2>&1
+serve_rc=$?
+serve=$(grep -h 'Synthesis' "$out/serve.log" | tail -1)
+[ "$serve_rc" = 0 ] || failed=$((failed + 1))
 
 results=""
 if [ "$bench" = 1 ]; then
@@ -79,6 +86,7 @@ echo "device:  $device"
 echo "driver:  $driver"
 echo "tests:   $passed passed, $failed failed, $skipped skipped${reason:+ ($reason)}"
 [ -n "$synthesis" ] && echo "         test_cuda: ${synthesis#*Synthesis: }"
+[ -n "$serve" ] && echo "         test_gpu_serve (real CUDA IPC): ${serve#*Synthesis: }"
 [ -n "$results" ] && echo "$results"
 echo "logs:    $out/"
 if [ "$failed" -gt 0 ] || { [ "$tests_rc" != 0 ] && [ "$skipped" = 0 ]; }; then exit 1; fi

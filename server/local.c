@@ -31,6 +31,8 @@ typedef struct client {
     int num_slots;
     int welcomed;
     int reader;             /* from HELLO: whose placement it reads through */
+    fs_store_t *store;      /* the placement its last WELCOME described, held while it may read it
+                               (device tiers live only while the server holds them) */
     unsigned minor;         /* the local protocol's minor version negotiated with it */
     char library[32];       /* its library's release (6.1), "" before */
     struct client *next;
@@ -233,6 +235,7 @@ static void drop_client(fs_local_server_t *s, client_t *c)
         fs_metrics_local_version(s->metrics, FS_LOCAL_MAJOR, c->minor, c->library, -1);
     }
     atomic_fetch_sub(&s->num_clients, 1);
+    fs_store_destroy(c->store);
     free(c);
 }
 
@@ -246,6 +249,7 @@ static int send_error(int fd, fs_status_t st, const char *msg)
 typedef struct {
     featstore_local_Table *tables;   /* the server's, with this reader's `routed` */
     featstore_local_Tier tiers[FS_MAX_TIERS];
+    int reads_device[FS_MAX_TIERS];  /* the reader reads this device tier: it gets its IPC handle */
     featstore_local_Slice *slices;
     featstore_local_TopoPart parts[FS_MAX_TIERS];
     size_t num_tiers, num_slices, num_parts;
@@ -264,6 +268,18 @@ static fs_status_t add_fd(placement_t *p, int fd, fs_error_t *err)
     return fs_fd_list_push(&p->fds, fd) == 0 ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
 }
 
+/* A slice's descriptor, or for a device tier the note that the reader needs
+ * the tier's IPC handle. */
+static fs_status_t add_slice(placement_t *p, size_t tier, const fs_store_slice_t *sl, fs_error_t *err)
+{
+    if (sl->fd >= 0) return add_fd(p, sl->fd, err);
+    if (strcmp(p->tiers[tier].kind, fs_tier_kind_name(FS_TIER_DEVICE)) != 0)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "tier %zu holds %s memory, which is not handed to local clients; "
+                        "connect as another reader", tier, p->tiers[tier].kind);
+    p->reads_device[tier] = 1;
+    return FS_OK;
+}
+
 /* Each table's slice in each placed tier, then each routed table's route. */
 static fs_status_t add_tables(fs_local_server_t *s, fs_store_t *st, int reader, placement_t *p, fs_error_t *err)
 {
@@ -274,14 +290,13 @@ static fs_status_t add_tables(fs_local_server_t *s, fs_store_t *st, int reader, 
     fs_status_t rc = FS_OK;
     for (size_t t = 0; t < s->num_tables && rc == FS_OK; t++)
         for (size_t k = 1; k < p->num_tiers && rc == FS_OK; k++) {
-            int64_t rows = 0;
-            int fd = fs_store_table_fd(st, p->tables[t].name, (int)k, &rows);
-            if (rows > 0 && fd < 0)
-                return fs_error(err, FS_ERR_UNSUPPORTED, "tier %zu holds GPU memory, which is not yet handed to "
-                                "local clients (CUDA IPC); connect as another reader", k);
-            if (rows <= 0) continue;
-            p->slices[p->num_slices++] = (featstore_local_Slice){.table = (uint32_t)t, .tier = (uint32_t)k, .rows = rows};
-            rc = add_fd(p, fd, err);
+            fs_store_slice_t sl;
+            if (!(fs_store_reader_tiers(st, reader) & (1u << k))) continue; /* its routes never go there */
+            fs_store_table_slice(st, p->tables[t].name, (int)k, &sl);
+            if (sl.rows <= 0) continue;
+            p->slices[p->num_slices++] = (featstore_local_Slice){.table = (uint32_t)t, .tier = (uint32_t)k,
+                                                                 .rows = sl.rows, .offset = sl.offset};
+            rc = add_slice(p, k, &sl, err);
         }
     for (size_t t = 0; t < s->num_tables && rc == FS_OK; t++) {
         int fd = fs_store_route_fd(st, p->tables[t].name, reader);
@@ -297,16 +312,19 @@ static fs_status_t add_topology(fs_store_t *st, int reader, int weighted, placem
 {
     fs_status_t rc = FS_OK;
     for (size_t k = 1; k < p->num_tiers && rc == FS_OK; k++) {
-        int64_t rows = 0;
-        int ip = fs_store_topology_fd(st, (int)k, 0, &rows), ix = fs_store_topology_fd(st, (int)k, 1, &rows);
-        if (rows <= 0) continue;
-        if (ip < 0 || ix < 0)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "tier %zu holds topology in GPU memory, not yet handed to local "
-                            "clients", k);
-        p->parts[p->num_parts++] = (featstore_local_TopoPart){.tier = (uint32_t)k, .rows = rows};
-        rc = add_fd(p, ip, err);
-        if (rc == FS_OK) rc = add_fd(p, ix, err);
-        if (rc == FS_OK && weighted) rc = add_fd(p, fs_store_topology_fd(st, (int)k, 2, &rows), err);
+        fs_store_slice_t ip, ix, w;
+        if (!(fs_store_reader_tiers(st, reader) & (1u << k))) continue;
+        fs_store_topology_slice(st, (int)k, 0, &ip);
+        fs_store_topology_slice(st, (int)k, 1, &ix);
+        fs_store_topology_slice(st, (int)k, 2, &w);
+        if (ip.rows <= 0) continue;
+        p->parts[p->num_parts++] = (featstore_local_TopoPart){.tier = (uint32_t)k, .rows = ip.rows,
+                                                              .indptr_offset = ip.offset,
+                                                              .indices_offset = ix.offset,
+                                                              .weights_offset = w.offset};
+        rc = add_slice(p, k, &ip, err);
+        if (rc == FS_OK) rc = add_slice(p, k, &ix, err);
+        if (rc == FS_OK && weighted) rc = add_slice(p, k, &w, err);
     }
     int route = fs_store_topology_route_fd(st, reader);
     if (rc == FS_OK && route >= 0) rc = add_fd(p, route, err);
@@ -324,8 +342,28 @@ static fs_status_t add_topology(fs_store_t *st, int reader, int weighted, placem
     return rc;
 }
 
-static fs_status_t describe_placement(fs_local_server_t *s, fs_store_t *st, int reader, featstore_local_Welcome *w,
-                                      placement_t *p, fs_error_t *err)
+/* The IPC handle of every device tier the reader reads from (6.2). */
+static fs_status_t add_handles(fs_store_t *st, unsigned minor, int reader, placement_t *p, fs_error_t *err)
+{
+    for (size_t k = 1; k < p->num_tiers; k++) {
+        if (!p->reads_device[k]) continue;
+        if (minor < 2)
+            return fs_error(err, FS_ERR_VERSION, "gpu:%d reads GPU tiers, which are handed over by CUDA IPC handle "
+                            "since local protocol %d.2; this client speaks %d.%u: upgrade its featstore library",
+                            reader, FS_LOCAL_MAJOR, FS_LOCAL_MAJOR, minor);
+        fs_ipc_handle_t h;
+        size_t bytes;
+        fs_status_t rc = fs_store_tier_ipc(st, (int)k, &h, &bytes, err);
+        if (rc != FS_OK) return rc;
+        p->tiers[k].bytes = bytes;
+        p->tiers[k].ipc_handle.size = FS_IPC_HANDLE_BYTES;
+        memcpy(p->tiers[k].ipc_handle.bytes, h.bytes, FS_IPC_HANDLE_BYTES);
+    }
+    return FS_OK;
+}
+
+static fs_status_t describe_placement(fs_local_server_t *s, fs_store_t *st, int reader, unsigned minor,
+                                      featstore_local_Welcome *w, placement_t *p, fs_error_t *err)
 {
     if (!fs_store_frozen(st)) return fs_error(err, FS_ERR_INTERNAL, "the store is not frozen");
     p->num_tiers = (size_t)fs_store_num_tiers(st);
@@ -340,6 +378,7 @@ static fs_status_t describe_placement(fs_local_server_t *s, fs_store_t *st, int 
     int levels = 0, counts = 0;
     fs_status_t rc = add_tables(s, st, reader, p, err);
     if (rc == FS_OK) rc = add_topology(st, reader, w->has_weights, p, &levels, &counts, err);
+    if (rc == FS_OK) rc = add_handles(st, minor, reader, p, err);
     w->reader = reader;
     w->topo_route = fs_store_topology_route_fd(st, reader) >= 0;
     w->las_levels = (uint32_t)levels;
@@ -385,8 +424,8 @@ static int send_welcome(fs_local_server_t *s, client_t *c, int slots)
     placement_t p = {0};
     fs_error_t err = {0};
     fs_store_t *store = fs_engine_acquire(s->engine, &w.generation);
-    int rc;
-    if (describe_placement(s, store, c->reader, &w, &p, &err) != FS_OK) {
+    int rc, sent = 0;
+    if (describe_placement(s, store, c->reader, c->minor, &w, &p, &err) != FS_OK) {
         rc = send_error(c->fd, err.code, err.msg);
     } else if (add_slots(c, slots, &p) != 0) {
         send_error(c->fd, FS_ERR_NOMEM, "cannot create result slots");
@@ -403,8 +442,15 @@ static int send_welcome(fs_local_server_t *s, client_t *c, int slots)
         fs_pb_set_list(&w.topo_parts, &parts);
         w.num_slots = (uint32_t)slots;
         rc = send_welcome_frames(c, &w, &p.fds);
+        sent = rc == 0;
     }
-    fs_store_destroy(store); /* the client holds its own descriptors now */
+    /* Held until the client moves on or goes: its descriptors keep host
+     * tiers alive by themselves, but device tiers it opened by IPC handle
+     * live only while this process keeps them. A client refused a new
+     * placement goes on reading its old one, which stays held. */
+    fs_store_t *done = sent ? c->store : store;
+    if (sent) c->store = store;
+    fs_store_destroy(done);
     placement_free(&p);
     return rc;
 }

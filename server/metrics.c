@@ -443,6 +443,15 @@ static void render_state(fs_metrics_t *m, FILE *f)
     fprintf(f, "# HELP featstore_replans_total Re-plans requested, by result.\n# TYPE featstore_replans_total counter\n"
                "featstore_replans_total{result=\"ok\"} %llu\nfeatstore_replans_total{result=\"error\"} %llu\n",
             (unsigned long long)ld(&m->replans[0]), (unsigned long long)ld(&m->replans[1]));
+    fs_store_live_t live;
+    fs_store_live(&live);
+    fprintf(f, "# HELP featstore_placements_held Placements in memory: the one served plus older ones that local "
+               "trainers still read (each keeps its own until its next call, or until it goes).\n"
+               "# TYPE featstore_placements_held gauge\nfeatstore_placements_held %d\n", live.stores);
+    fprintf(f, "# HELP featstore_placements_held_bytes Tier memory those placements hold, GPU (device and "
+               "simulated-device tiers) or host.\n# TYPE featstore_placements_held_bytes gauge\n"
+               "featstore_placements_held_bytes{memory=\"gpu\"} %zu\nfeatstore_placements_held_bytes{memory=\"host\"} %zu\n",
+            live.device_bytes, live.host_bytes);
     fprintf(f, "# HELP featstore_tier_used_bytes Bytes held in each memory tier.\n"
                "# TYPE featstore_tier_used_bytes gauge\n");
     for (int k = 0; k < fs_store_num_tiers(m->store); k++) {

@@ -1,6 +1,8 @@
 /* place.c — see place.h. The plan speaks of "GPU g"; the store of tiers and
- * readers: GPU g becomes a simulated-device tier with device id g, and the
- * plan's reader bit r becomes the store's FS_READER_BIT(r).
+ * readers: GPU g becomes a tier with device id g — its real memory when
+ * this box has the planned GPUs (fs_place_tier_kind), else a simulated-
+ * device tier in host memory — and the plan's reader bit r becomes the
+ * store's FS_READER_BIT(r).
  *
  * Predictions need absolute rates (reads per mini-batch), which only
  * presampling gives: degree and reach rank rows but have no unit. So the
@@ -357,15 +359,39 @@ static uint32_t *store_masks(const uint32_t *plan_masks, int64_t n)
     return m;
 }
 
+fs_tier_kind_t fs_place_tier_kind(const fs_plan_t *plan)
+{
+    fs_devices_t d;
+    fs_error_t why = {0};
+    return fs_devices_query(&d, &why) == FS_OK && d.count >= plan->num_gpus ? FS_TIER_DEVICE : FS_TIER_SIM_DEVICE;
+}
+
+/* What GPU g's one allocation must hold: its rows and its neighbour lists,
+ * each piece rounded up to the store's 256-byte alignment. */
+static size_t device_bytes(const fs_dataset_t *ds, const fs_table_t *t, const fs_plan_gpu_t *pg)
+{
+    size_t a = 256, edges = 0;
+    for (int64_t i = 0; i < pg->num_topo; i++) edges += (size_t)(ds->indptr[pg->topo_rows[i] + 1] - ds->indptr[pg->topo_rows[i]]);
+    size_t bytes = (size_t)pg->num_rows * t->row_bytes + a;
+    if (pg->num_topo > 0)
+        bytes += ((size_t)pg->num_topo + 1) * 8 + edges * fs_dtype_size(ds->index_dtype) +
+                 (ds->edge_weights ? edges * 4 : 0) + 3 * a;
+    return bytes;
+}
+
 fs_status_t fs_place_apply(fs_store_t *st, const fs_dataset_t *ds, const fs_plan_t *plan, const char *table,
-                           fs_error_t *err)
+                           fs_tier_kind_t kind, fs_error_t *err)
 {
     const fs_table_t *t = pick_table(ds, table, err);
     if (!t) return err->code;
+    if (kind != FS_TIER_DEVICE && kind != FS_TIER_SIM_DEVICE)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "placement: GPUs become device or simulated-device tiers, not %s",
+                        fs_tier_kind_name(kind));
     for (int g = 0; g < plan->num_gpus; g++) {
         const fs_plan_gpu_t *pg = &plan->gpu[g];
-        int tier; /* capacity: the plan already kept each GPU within its budget */
-        fs_status_t s = fs_store_add_tier(st, FS_TIER_SIM_DEVICE, g, 0, &tier, err);
+        int tier; /* the plan already kept each GPU within its budget: a device tier is exactly its pieces */
+        size_t capacity = kind == FS_TIER_DEVICE ? device_bytes(ds, t, pg) : 0;
+        fs_status_t s = fs_store_add_tier(st, kind, g, capacity, &tier, err);
         if (s != FS_OK) return s;
         uint32_t *m = store_masks(pg->readers, pg->num_rows);
         if (!m) return fs_error(err, FS_ERR_NOMEM, "out of memory");

@@ -121,9 +121,14 @@ fs_status_t fs_place_workload(const fs_dataset_t *ds, const fs_place_opts_t *o, 
 fs_status_t fs_place_predict(const fs_dataset_t *ds, const fs_plan_t *plan, const fs_hardware_t *hw,
                              const fs_place_opts_t *o, fs_cost_t *out, fs_error_t *err);
 
-/* Adds one simulated-device tier per planned GPU and places the plan. */
+/* The tier kind the plan's GPUs get: FS_TIER_DEVICE when this box has at
+ * least as many GPUs as the plan (fs_devices_query: real ones, or the
+ * simulated runtime's), else FS_TIER_SIM_DEVICE ones in host memory. */
+fs_tier_kind_t fs_place_tier_kind(const fs_plan_t *plan);
+/* Adds one tier of `kind` per planned GPU (a device tier sized to exactly
+ * what the plan puts there) and places the plan. */
 fs_status_t fs_place_apply(fs_store_t *st, const fs_dataset_t *ds, const fs_plan_t *plan, const char *table,
-                           fs_error_t *err);
+                           fs_tier_kind_t kind, fs_error_t *err);
 
 /* One line per GPU: what it holds and the replication (for logs). */
 void fs_place_describe(FILE *out, const fs_plan_t *plan, const fs_hardware_t *hw);

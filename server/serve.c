@@ -156,6 +156,22 @@ static void shutdown_all(server_t *s)
     fs_dataset_close(s->ds);
 }
 
+/* One line per GPU tier: its bytes, and how its one allocation was filled
+ * (host to device, and replicas GPU to GPU). Trainers read the host tier
+ * in place over UVA: they register their own mappings (client-lib). */
+static void log_device_tiers(const fs_store_t *store)
+{
+    for (int k = 1; k < fs_store_num_tiers(store); k++) {
+        fs_store_tier_t ti;
+        fs_store_tier_info(store, k, &ti);
+        if (ti.kind != FS_TIER_DEVICE) continue;
+        fprintf(stderr, "featstore: gpu %d: %.1f MiB in device memory (one allocation of %.1f MiB): %.1f MiB copied "
+                "from the host, %.1f MiB from a replica, GPU to GPU%s%s%s\n", ti.device, (double)ti.used / (1 << 20),
+                (double)ti.capacity / (1 << 20), (double)ti.from_host / (1 << 20), (double)ti.from_peer / (1 << 20),
+                ti.peer_method ? " (" : "", ti.peer_method ? ti.peer_method : "", ti.peer_method ? ")" : "");
+    }
+}
+
 static void log_startup(const fs_serve_opts_t *o, const server_t *s)
 {
     char gpus[600];
@@ -173,8 +189,13 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
                 o->token_file ? " (bearer token required)" : "");
     if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
                          o->metrics, s->http_port);
+    fs_store_tier_t ti = {0};
+    if (fs_store_num_tiers(s->store) > 1) fs_store_tier_info(s->store, 1, &ti);
     fprintf(stderr, " | tiers: %d (tier 0 sealed copy of the files%s) | %s\n", fs_store_num_tiers(s->store),
-            fs_store_num_tiers(s->store) > 1 ? ", then one simulated GPU per planned GPU" : "", gpus);
+            fs_store_num_tiers(s->store) == 1        ? ""
+            : ti.kind == FS_TIER_DEVICE             ? ", then each planned GPU's memory"
+                                                    : ", then one simulated GPU per planned GPU, in host memory", gpus);
+    log_device_tiers(s->store);
 }
 
 /* gRPC reachable beyond this machine without TLS would hand the dataset
@@ -224,7 +245,7 @@ static fs_status_t place(const fs_place_opts_t *po, const fs_dataset_t *ds, fs_s
                 "%.3f ms)\n", plan->budget.feature_first ? "feature-first" : "topology-first", choice.seconds[0] * 1e3,
                 choice.seconds[1] * 1e3);
     fs_place_describe(stderr, plan, &hw);
-    st = fs_place_apply(store, ds, plan, po->table, err);
+    st = fs_place_apply(store, ds, plan, po->table, fs_place_tier_kind(plan), err);
     if (st == FS_OK) st = fs_place_predict(ds, plan, &hw, po, cost, err);
     if (st == FS_OK) {
         fs_las_opts_t lo;

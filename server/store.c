@@ -8,9 +8,17 @@
  * re-plan, not a fault while copying rows, written once and then sealed (no
  * write, no resize) and mapped read-only, so local clients can map the very
  * same pages by descriptor and cannot change them;
- * pinned and device tiers come from the CUDA runtime. A simulated device
- * enforces its capacity exactly like a GPU would refuse cudaMalloc past its
- * memory.
+ * pinned tiers come from the CUDA runtime. A simulated device enforces its
+ * capacity exactly like a GPU would refuse cudaMalloc past its memory.
+ *
+ * Device tiers are one cudaMalloc each, of the tier's capacity, handed out
+ * in 256-byte aligned pieces, so a local trainer opens the whole tier with
+ * one CUDA IPC handle (docs/api.md section 9). Their contents are filled
+ * once, at freeze: placements only stage the bytes in host memory, then
+ * every distinct piece goes host to device once and its replicas on other
+ * GPUs (byte-identical pieces: the plan's replicated rows) are copied GPU
+ * to GPU with one broadcast (NCCL over NVLink when it loads, else peer
+ * copies; fs_device.h). A piece staged twice is kept once.
  *
  * Routing: per (reader, table) an N-entry array of FS_ROUTE(tier, row),
  * created on first placement for that reader; readers never placed for read
@@ -32,7 +40,24 @@ typedef struct {
     fs_tier_kind_t kind;
     int device;
     size_t capacity, used;
+    /* device tiers: the one allocation, its IPC handle, how it was filled */
+    char *block;
+    size_t block_off;
+    fs_ipc_handle_t ipc;
+    char ipc_error[160];          /* why there is no handle ("" = exported) */
+    size_t from_host, from_peer;
+    const char *peer_method;
 } tier_t;
+
+/* A device piece waiting for freeze: `bytes` bytes for `dst`, staged in
+ * `src` (owned) or equal to fill `same` (its replica). */
+typedef struct {
+    int tier;
+    char *dst;
+    char *src;
+    size_t bytes;
+    int same;                    /* index of the fill holding the bytes; itself when it holds them */
+} fill_t;
 
 /* One block of tier memory: a sealed memfd mapping (fd >= 0) or CUDA memory. */
 typedef struct {
@@ -67,11 +92,18 @@ struct fs_store {
     fs_locality_t las[FS_MAX_READERS];  /* preferred sets per reader, in sealed segments (s unused) */
     seg_t *segs;                 /* every block of tier memory and every frozen route */
     int num_segs, cap_segs;
+    fill_t *fills;
+    int num_fills, cap_fills;
+    uint32_t reads[FS_MAX_READERS];  /* after freeze: bit k = the reader's routes reach tier k */
     int frozen;
     _Atomic int refs;
     _Atomic uint64_t rows[FS_MAX_READERS][FS_MAX_TIERS], bytes[FS_MAX_READERS][FS_MAX_TIERS];
     _Atomic uint64_t topo_rows[FS_MAX_READERS][FS_MAX_TIERS], topo_bytes[FS_MAX_READERS][FS_MAX_TIERS];
 };
+
+/* Every store of this process, for the gauges of placements still held. */
+static _Atomic int live_stores;
+static _Atomic size_t live_bytes[FS_TIER_KIND_COUNT_];
 
 static int reader_index(int reader) { return reader + 1; }
 
@@ -90,6 +122,7 @@ fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t
     for (int i = 0; i < ds->num_tables; i++) s->tables[i].src = &ds->tables[i];
     s->num_tiers = 1; /* tier 0: the dataset's mapping (served: its sealed copies) */
     s->tier[0] = (tier_t){.kind = FS_TIER_HOST, .device = -1, .used = fs_dataset_bytes(ds)};
+    atomic_fetch_add(&live_stores, 1);
     *out = s;
     return FS_OK;
 }
@@ -114,6 +147,10 @@ void fs_store_destroy(fs_store_t *s)
 {
     if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
     for (int i = 0; i < s->num_segs; i++) seg_release(&s->segs[i]);
+    for (int k = 1; k < s->num_tiers; k++) atomic_fetch_sub(&live_bytes[s->tier[k].kind], s->tier[k].used);
+    atomic_fetch_sub(&live_stores, 1);
+    for (int i = 0; i < s->num_fills; i++) free(s->fills[i].src);
+    free(s->fills);
     if (!s->frozen) { /* routes still private heap arrays */
         for (int i = 0; i < s->num_tables; i++)
             for (int r = 0; r < FS_MAX_READERS; r++) free(s->tables[i].route[r]);
@@ -135,6 +172,9 @@ fs_status_t fs_store_add_tier(fs_store_t *s, fs_tier_kind_t kind, int device, si
     if (on_device && (device < 0 || device >= FS_MAX_DEVICES))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: device id %d outside [0, %d)", device, FS_MAX_DEVICES);
     if (s->frozen) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: frozen; tiers can no longer be added");
+    if (kind == FS_TIER_DEVICE && capacity == 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: a device tier needs its capacity up front (it is one "
+                        "allocation)");
     tier_t t = {.kind = kind, .device = on_device ? device : -1, .capacity = capacity};
     if (kind == FS_TIER_PINNED || kind == FS_TIER_DEVICE) {
         void *probe; /* fail now, not at the first placement, when there is no GPU */
@@ -154,7 +194,8 @@ int fs_store_num_tiers(const fs_store_t *s) { return s->num_tiers; }
 void fs_store_tier_info(const fs_store_t *s, int tier, fs_store_tier_t *out)
 {
     const tier_t *t = &s->tier[tier];
-    *out = (fs_store_tier_t){.kind = t->kind, .device = t->device, .capacity = t->capacity, .used = t->used};
+    *out = (fs_store_tier_t){.kind = t->kind, .device = t->device, .capacity = t->capacity, .used = t->used,
+                             .from_host = t->from_host, .from_peer = t->from_peer, .peer_method = t->peer_method};
 }
 
 static seg_t *seg_push(fs_store_t *s)
@@ -206,36 +247,142 @@ static fs_status_t seg_seal(seg_t *g, void **p, fs_error_t *err)
     return FS_OK;
 }
 
-/* Allocates bytes in a tier, within its capacity; *g is its segment. */
+#define DEVICE_ALIGN 256 /* cudaMalloc's own alignment: every piece can be read with vector loads */
+
+static size_t align_device(size_t x) { return (x + DEVICE_ALIGN - 1) & ~(size_t)(DEVICE_ALIGN - 1); }
+
+/* A piece of a device tier's one allocation (made at the first piece). */
+static fs_status_t device_piece(fs_store_t *s, tier_t *t, size_t bytes, void **p, fs_error_t *err)
+{
+    if (!t->block) {
+        seg_t *seg = seg_push(s);
+        if (!seg) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+        *seg = (seg_t){.fd = -1, .kind = FS_TIER_DEVICE, .len = t->capacity};
+        fs_status_t st = fs_cuda_alloc_device(t->device, t->capacity, &seg->addr, err);
+        if (st != FS_OK) {
+            s->num_segs--;
+            return st;
+        }
+        t->block = seg->addr;
+    }
+    size_t off = align_device(t->block_off);
+    if (off + bytes > t->capacity)
+        return fs_error(err, FS_ERR_RESOURCE, "store: device tier on GPU %d cannot take %zu more bytes: %zu of its "
+                        "%zu used", t->device, bytes, off, t->capacity);
+    *p = t->block + off;
+    atomic_fetch_add(&live_bytes[t->kind], off + bytes - t->block_off);
+    t->used += off + bytes - t->block_off;
+    t->block_off = off + bytes;
+    return FS_OK;
+}
+
+/* Allocates bytes in a tier, within its capacity; *g is its segment (NULL
+ * for a device piece). */
 static fs_status_t tier_alloc(fs_store_t *s, int tier, size_t bytes, void **p, seg_t **g, fs_error_t *err)
 {
     tier_t *t = &s->tier[tier];
     *p = NULL;
+    *g = NULL;
     if (t->capacity && t->used + bytes > t->capacity)
         return fs_error(err, FS_ERR_RESOURCE, "store: tier %d (%s %d) cannot take %zu more bytes: %zu of %zu used",
                         tier, fs_tier_kind_name(t->kind), t->device, bytes, t->used, t->capacity);
+    if (t->kind == FS_TIER_DEVICE) return device_piece(s, t, bytes, p, err);
     seg_t *seg = seg_push(s);
     if (!seg) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     *seg = (seg_t){.fd = -1, .kind = t->kind, .len = bytes};
     fs_status_t st;
     if (t->kind == FS_TIER_PINNED) st = fs_cuda_alloc_pinned(bytes, &seg->addr, err);
-    else if (t->kind == FS_TIER_DEVICE) st = fs_cuda_alloc_device(t->device, bytes, &seg->addr, err);
     else st = memfd_segment(seg, bytes, "featstore-tier", err);
     if (st == FS_OK) {
         t->used += bytes;
+        atomic_fetch_add(&live_bytes[t->kind], bytes);
         *p = seg->addr;
         *g = seg;
     }
     return st;
 }
 
-/* Fills tier memory from host bytes and seals it. */
-static fs_status_t tier_fill(fs_store_t *s, int tier, seg_t *g, void **p, const void *src, size_t bytes,
-                             fs_error_t *err)
+/* Whether fill `root`'s replica group already has a piece on `device`
+ * (a broadcast sends to each GPU once). */
+static int group_has_device(const fs_store_t *s, int root, int device)
 {
-    if (s->tier[tier].kind == FS_TIER_DEVICE) return fs_cuda_copy(*p, src, bytes, err);
-    memcpy(*p, src, bytes);
+    for (int i = root; i < s->num_fills; i++)
+        if (s->fills[i].same == root && s->tier[s->fills[i].tier].device == device) return 1;
+    return 0;
+}
+
+/* Stages a device piece for freeze (run_fills), taking *src: a piece equal
+ * to one staged before is kept once, as its replica. */
+static fs_status_t stage_fill(fs_store_t *s, int tier, void *dst, char **src, size_t bytes, fs_error_t *err)
+{
+    if (s->num_fills == s->cap_fills) {
+        int cap = s->cap_fills ? 2 * s->cap_fills : 16;
+        fill_t *f = realloc(s->fills, (size_t)cap * sizeof *f);
+        if (!f) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+        s->fills = f, s->cap_fills = cap;
+    }
+    int me = s->num_fills, same = me;
+    for (int i = 0; i < me && same == me; i++) {
+        const fill_t *f = &s->fills[i];
+        if (f->same == i && f->bytes == bytes && !group_has_device(s, i, s->tier[tier].device) &&
+            memcmp(f->src, *src, bytes) == 0)
+            same = i;
+    }
+    s->fills[me] = (fill_t){.tier = tier, .dst = dst, .bytes = bytes, .same = same};
+    if (same == me) s->fills[me].src = *src, *src = NULL;
+    s->num_fills++;
+    return FS_OK;
+}
+
+/* Fills tier memory from host bytes (*src; a device tier takes it) and
+ * seals it. */
+static fs_status_t tier_fill(fs_store_t *s, int tier, seg_t *g, void **p, char **src, size_t bytes, fs_error_t *err)
+{
+    if (s->tier[tier].kind == FS_TIER_DEVICE) return stage_fill(s, tier, *p, src, bytes, err);
+    memcpy(*p, *src, bytes);
     return seg_seal(g, p, err);
+}
+
+/* One staged piece and its replicas: host to its GPU once, then GPU to GPU. */
+static fs_status_t run_fill(fs_store_t *s, int root, fs_error_t *err)
+{
+    fill_t *f = &s->fills[root];
+    int devices[FS_MAX_DEVICES], n = 0;
+    void *bufs[FS_MAX_DEVICES];
+    for (int i = root; i < s->num_fills && n < FS_MAX_DEVICES; i++)
+        if (s->fills[i].same == root) {
+            devices[n] = s->tier[s->fills[i].tier].device;
+            bufs[n++] = s->fills[i].dst;
+        }
+    fs_status_t st = fs_cuda_copy(f->dst, f->src, f->bytes, err);
+    s->tier[f->tier].from_host += f->bytes;
+    const char *method = NULL;
+    if (st == FS_OK && n > 1) st = fs_cuda_broadcast(devices, bufs, n, f->bytes, &method, err);
+    for (int i = root + 1; st == FS_OK && i < s->num_fills; i++)
+        if (s->fills[i].same == root) {
+            s->tier[s->fills[i].tier].from_peer += f->bytes;
+            s->tier[s->fills[i].tier].peer_method = method;
+        }
+    free(f->src);
+    f->src = NULL;
+    return st;
+}
+
+/* Freeze: every device tier's contents, then its IPC handle (a tier that
+ * cannot be exported still serves in-process; local GPU trainers are told
+ * why they cannot have it). */
+static fs_status_t run_fills(fs_store_t *s, fs_error_t *err)
+{
+    fs_status_t st = FS_OK;
+    for (int i = 0; i < s->num_fills && st == FS_OK; i++)
+        if (s->fills[i].same == i) st = run_fill(s, i, err);
+    for (int k = 1; k < s->num_tiers && st == FS_OK; k++) {
+        tier_t *t = &s->tier[k];
+        fs_error_t e = {0};
+        if (t->block && fs_cuda_ipc_export(t->block, &t->ipc, &e) != FS_OK)
+            snprintf(t->ipc_error, sizeof t->ipc_error, "%.150s", e.msg);
+    }
+    return st;
 }
 
 /* ---- routing ---------------------------------------------------------------- */
@@ -324,7 +471,7 @@ static fs_status_t place_rows(fs_store_t *s, const char *table, int tier, const 
     if (!buf) return fs_error(err, FS_ERR_NOMEM, "store: out of memory");
     for (int64_t i = 0; i < n; i++) memcpy(buf + (size_t)i * rb, (const char *)t->src->data + (size_t)ids[i] * rb, rb);
     st = tier_alloc(s, tier, bytes, &t->rows[tier], &g, err);
-    if (st == FS_OK) st = tier_fill(s, tier, g, &t->rows[tier], buf, bytes, err);
+    if (st == FS_OK) st = tier_fill(s, tier, g, &t->rows[tier], &buf, bytes, err);
     free(buf);
     t->nrows[tier] = n;
     if (st == FS_OK) st = route_to(s, t->route, tier, ids, n, readers, masks, s->ds->num_nodes, err);
@@ -367,11 +514,11 @@ static fs_status_t place_topology(fs_store_t *s, int tier, const int64_t *nodes,
     }
     seg_t *g;
     if (!st) st = tier_alloc(s, tier, ((size_t)n + 1) * sizeof *ip, (void **)&p->indptr, &g, err);
-    if (!st) st = tier_fill(s, tier, g, (void **)&p->indptr, ip, ((size_t)n + 1) * sizeof *ip, err);
+    if (!st) st = tier_fill(s, tier, g, (void **)&p->indptr, (char **)&ip, ((size_t)n + 1) * sizeof *ip, err);
     if (!st) st = tier_alloc(s, tier, (size_t)e * isz, &p->indices, &g, err);
-    if (!st) st = tier_fill(s, tier, g, &p->indices, ix, (size_t)e * isz, err);
+    if (!st) st = tier_fill(s, tier, g, &p->indices, &ix, (size_t)e * isz, err);
     if (!st && w) st = tier_alloc(s, tier, (size_t)e * sizeof *w, (void **)&p->weights, &g, err);
-    if (!st && w) st = tier_fill(s, tier, g, (void **)&p->weights, w, (size_t)e * sizeof *w, err);
+    if (!st && w) st = tier_fill(s, tier, g, (void **)&p->weights, (char **)&w, (size_t)e * sizeof *w, err);
     p->rows = n;
     free(ip), free(ix), free(w);
     if (st == FS_OK) st = route_to(s, s->topo_route, tier, nodes, n, readers, masks, ds->num_nodes, err);
@@ -498,10 +645,27 @@ int fs_store_locality_fd(const fs_store_t *s, int reader, int level, int which)
     return fd_of(s, which == 0 ? (const void *)l->pref[level - 1] : (const void *)l->count[level - 1]);
 }
 
+/* The tiers a route points into (tier 0 always: unrouted reads go there). */
+static uint32_t route_tiers(const uint64_t *route, int64_t n)
+{
+    uint32_t mask = 1;
+    for (int64_t v = 0; route && v < n; v++) mask |= 1u << FS_ROUTE_TIER(route[v]);
+    return mask;
+}
+
+uint32_t fs_store_reader_tiers(const fs_store_t *s, int reader)
+{
+    return valid_reader(reader) && s->frozen ? s->reads[reader_index(reader)] : 1;
+}
+
 fs_status_t fs_store_freeze(fs_store_t *s, fs_error_t *err)
 {
     if (s->frozen) return FS_OK;
-    fs_status_t st = FS_OK;
+    fs_status_t st = run_fills(s, err);
+    for (int r = 0; r < FS_MAX_READERS; r++) {
+        s->reads[r] = route_tiers(s->topo_route[r], s->ds->num_nodes);
+        for (int i = 0; i < s->num_tables; i++) s->reads[r] |= route_tiers(s->tables[i].route[r], s->ds->num_nodes);
+    }
     for (int i = 0; i < s->num_tables && !st; i++)
         for (int r = 0; r < FS_MAX_READERS && !st; r++) st = freeze_route(s, &s->tables[i].route[r], s->ds->num_nodes, err);
     for (int r = 0; r < FS_MAX_READERS && !st; r++) st = freeze_route(s, &s->topo_route[r], s->ds->num_nodes, err);
@@ -518,12 +682,34 @@ static int fd_of(const fs_store_t *s, const void *addr)
     return -1;
 }
 
-int fs_store_table_fd(const fs_store_t *s, const char *table, int tier, int64_t *rows)
+/* Where addr lies: its own sealed memfd, or a piece of a device tier's allocation. */
+static void slice_of(const fs_store_t *s, int tier, const void *addr, int64_t rows, fs_store_slice_t *out)
+{
+    const tier_t *t = &s->tier[tier];
+    *out = (fs_store_slice_t){.rows = addr ? rows : 0, .fd = -1};
+    if (!addr) return;
+    if (t->block) out->offset = (size_t)((const char *)addr - t->block);
+    else out->fd = fd_of(s, addr);
+}
+
+void fs_store_table_slice(const fs_store_t *s, const char *table, int tier, fs_store_slice_t *out)
 {
     const table_t *t = find_table(s, table);
-    if (!t || tier < 1 || tier >= s->num_tiers) return -1;
-    *rows = t->nrows[tier];
-    return fd_of(s, t->rows[tier]);
+    *out = (fs_store_slice_t){.fd = -1};
+    if (t && tier >= 1 && tier < s->num_tiers) slice_of(s, tier, t->rows[tier], t->nrows[tier], out);
+}
+
+fs_status_t fs_store_tier_ipc(const fs_store_t *s, int tier, fs_ipc_handle_t *h, size_t *bytes, fs_error_t *err)
+{
+    const tier_t *t = tier >= 1 && tier < s->num_tiers ? &s->tier[tier] : NULL;
+    if (!t || !t->block) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: tier %d is not device memory", tier);
+    if (!s->frozen) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: device tiers are filled at freeze");
+    if (t->ipc_error[0])
+        return fs_error(err, FS_ERR_UNSUPPORTED, "the device tier on GPU %d cannot be shared with other processes "
+                        "(CUDA IPC: %s)", t->device, t->ipc_error);
+    *h = t->ipc;
+    *bytes = t->capacity;
+    return FS_OK;
 }
 
 int fs_store_route_fd(const fs_store_t *s, const char *table, int reader)
@@ -532,12 +718,19 @@ int fs_store_route_fd(const fs_store_t *s, const char *table, int reader)
     return t && valid_reader(reader) ? fd_of(s, t->route[reader_index(reader)]) : -1;
 }
 
-int fs_store_topology_fd(const fs_store_t *s, int tier, int which, int64_t *rows)
+void fs_store_topology_slice(const fs_store_t *s, int tier, int which, fs_store_slice_t *out)
 {
-    if (tier < 1 || tier >= s->num_tiers) return -1;
+    *out = (fs_store_slice_t){.fd = -1};
+    if (tier < 1 || tier >= s->num_tiers) return;
     const topo_part_t *p = &s->topo[tier];
-    *rows = p->rows;
-    return fd_of(s, which == 0 ? (void *)p->indptr : which == 1 ? p->indices : (void *)p->weights);
+    slice_of(s, tier, which == 0 ? (void *)p->indptr : which == 1 ? p->indices : (void *)p->weights, p->rows, out);
+}
+
+void fs_store_live(fs_store_live_t *out)
+{
+    out->stores = atomic_load(&live_stores);
+    out->device_bytes = atomic_load(&live_bytes[FS_TIER_DEVICE]) + atomic_load(&live_bytes[FS_TIER_SIM_DEVICE]);
+    out->host_bytes = atomic_load(&live_bytes[FS_TIER_HOST]) + atomic_load(&live_bytes[FS_TIER_PINNED]);
 }
 
 int fs_store_topology_route_fd(const fs_store_t *s, int reader)

@@ -34,8 +34,12 @@ typedef struct fs_store fs_store_t;
 typedef struct {
     fs_tier_kind_t kind;
     int device;
-    size_t capacity;    /* 0 = unlimited */
+    size_t capacity;    /* 0 = unlimited (device tiers: the size of their one allocation) */
     size_t used;        /* bytes held (feature rows + topology) */
+    /* device tiers, after freeze: bytes copied into it from the host and
+     * from another GPU (a replica), and how ("nccl", "peer", "simulated") */
+    size_t from_host, from_peer;
+    const char *peer_method;
 } fs_store_tier_t;
 
 /* Reference-counted: create gives the caller the first reference; retain
@@ -46,7 +50,9 @@ fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t
 fs_store_t *fs_store_retain(fs_store_t *s);
 void fs_store_destroy(fs_store_t *s);
 
-/* Adds a tier; *tier receives its index. device is ignored for HOST. */
+/* Adds a tier; *tier receives its index. device is ignored for HOST.
+ * A DEVICE tier is one allocation of `capacity` bytes (which must be > 0),
+ * made at its first placement and filled at fs_store_freeze. */
 fs_status_t fs_store_add_tier(fs_store_t *s, fs_tier_kind_t kind, int device, size_t capacity, int *tier,
                               fs_error_t *err);
 int fs_store_num_tiers(const fs_store_t *s);
@@ -67,18 +73,48 @@ fs_status_t fs_store_place_rows_routed(fs_store_t *s, const char *table, int tie
 fs_status_t fs_store_place_topology(fs_store_t *s, int tier, const int64_t *nodes, int64_t n, uint32_t readers,
                                     fs_error_t *err);
 
-/* Ends placement: routes become sealed memfd mappings (like the tiers), so
- * the store can be shared with local clients by descriptor. Placement and
- * add_tier fail afterwards. Idempotent. */
+/* Ends placement: device tiers are filled (each distinct piece host to
+ * device once, its replicas GPU to GPU) and exported for CUDA IPC; routes
+ * become sealed memfd mappings (like the tiers), so the store can be shared
+ * with local clients by descriptor. Placement and add_tier fail afterwards.
+ * Idempotent. */
 fs_status_t fs_store_freeze(fs_store_t *s, fs_error_t *err);
 int fs_store_frozen(const fs_store_t *s);
+/* The tiers a reader's routes reach, bit k for tier k (bit 0 always), as
+ * fixed at freeze: what a local client of that reader needs mapped. */
+uint32_t fs_store_reader_tiers(const fs_store_t *s, int reader);
 
-/* Descriptors for local clients (read-only, sealed; owned by the store):
- * -1 when absent or not shareable (GPU memory). rows receives the rows. */
-int fs_store_table_fd(const fs_store_t *s, const char *table, int tier, int64_t *rows);
+/* How a local client maps a table's rows, or a topology array, in a tier:
+ * rows 0 when the tier holds none. Host and simulated-device tiers: fd, a
+ * sealed read-only memfd holding just them (offset 0; owned by the store).
+ * Device tiers: fd -1 and `offset` into the tier's one allocation, which the
+ * client opens with the tier's IPC handle (fs_store_tier_ipc). */
+typedef struct {
+    int64_t rows;
+    int fd;
+    size_t offset;
+} fs_store_slice_t;
+void fs_store_table_slice(const fs_store_t *s, const char *table, int tier, fs_store_slice_t *out);
+void fs_store_topology_slice(const fs_store_t *s, int tier, int which /* 0 indptr, 1 indices, 2 weights */,
+                             fs_store_slice_t *out);
+/* A frozen device tier's CUDA IPC handle and allocation size;
+ * FS_ERR_UNSUPPORTED (saying why) when the runtime could not export it. */
+fs_status_t fs_store_tier_ipc(const fs_store_t *s, int tier, fs_ipc_handle_t *h, size_t *bytes, fs_error_t *err);
+
+/* Route descriptors for local clients (sealed; owned by the store), -1 when
+ * the reader has none. */
 int fs_store_route_fd(const fs_store_t *s, const char *table, int reader);
-int fs_store_topology_fd(const fs_store_t *s, int tier, int which /* 0 indptr, 1 indices, 2 weights */, int64_t *rows);
 int fs_store_topology_route_fd(const fs_store_t *s, int reader);
+
+/* Every store alive in this process: the one served and older placements
+ * still held (a local trainer keeps the placement it mapped until it moves
+ * to the new one or goes), with the tier bytes they hold beyond tier 0. */
+typedef struct {
+    int stores;
+    size_t device_bytes;   /* device and simulated-device tiers */
+    size_t host_bytes;     /* host and pinned tiers */
+} fs_store_live_t;
+void fs_store_live(fs_store_live_t *out);
 
 /* Locality-aware sampling (fs_locality.h): the preferred sets Q_1..Q_L
  * of `reader` — sets->num_levels bitmaps of num_nodes bits, with counts on

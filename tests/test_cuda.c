@@ -15,6 +15,20 @@
 #include "dataset.h"
 #include "test_util.h"
 
+/* Whether a real GPU answers (the reason in err when not): simulated GPUs
+ * (FEATSTORE_SIM_GPUS, tested by test_device_sim) are not a GPU, and with
+ * them set fs_devices_query answers for the simulation. */
+static int have_gpu(fs_error_t *err)
+{
+    fs_devices_t d;
+    if (fs_devices_simulated() > 0) {
+        snprintf(err->msg, sizeof err->msg, "simulated GPUs are not a GPU (FEATSTORE_SIM_GPUS=%d)",
+                 fs_devices_simulated());
+        return 0;
+    }
+    return fs_devices_query(&d, err) == FS_OK;
+}
+
 /* ctest runs this binary twice (tests/CMakeLists.txt): as test_cuda with
  * FS_TEST_NEEDS_GPU set, which without a device reports itself skipped
  * (exit 77, the reason printed) so the summary says so, and as
@@ -22,9 +36,8 @@
 ReportHook(PRE_ALL)(struct criterion_test_set *tests)
 {
     (void)tests;
-    fs_devices_t d;
     fs_error_t err = {0};
-    if (getenv("FS_TEST_NEEDS_GPU") && fs_devices_query(&d, &err) != FS_OK) {
+    if (getenv("FS_TEST_NEEDS_GPU") && !have_gpu(&err)) {
         printf("SKIPPED: no CUDA device: %s\n", err.msg);
         fflush(stdout);
         _exit(77);
@@ -33,9 +46,8 @@ ReportHook(PRE_ALL)(struct criterion_test_set *tests)
 
 static int gpu_or_skip(void)
 {
-    fs_devices_t d;
     fs_error_t err = {0};
-    if (fs_devices_query(&d, &err) != FS_OK) cr_skip_test("no CUDA device: %s", err.msg);
+    if (!have_gpu(&err)) cr_skip_test("no CUDA device: %s", err.msg);
     return 0;
 }
 
@@ -51,6 +63,8 @@ static void *to_device(const void *host, size_t bytes)
 Test(cuda, without_a_device_the_answer_is_no_device)
 {
     fs_devices_t d;
+    if (fs_devices_simulated() > 0)
+        cr_skip_test("simulated GPUs answer instead (FEATSTORE_SIM_GPUS): see test_device_sim");
     if (fs_devices_query(&d, NULL) == FS_OK) cr_skip_test("a GPU is present");
     fs_table_view_t v = {.dtype = FS_DTYPE_F32, .num_rows = 1, .dim = 1, .row_bytes = 4, .num_tiers = 1};
     int64_t id = 0;
@@ -65,6 +79,17 @@ Test(cuda, without_a_device_the_answer_is_no_device)
     cr_assert_eq(fs_cuda_host_register(&d, sizeof d, &dev, &err), FS_ERR_NO_DEVICE);
     cr_assert_null(dev, "no device pointer is made up");
     fs_cuda_host_unregister(&d); /* a no-op, never a crash */
+    fs_ipc_handle_t h = {0};
+    cr_assert_eq(fs_cuda_ipc_export(&d, &h, &err), FS_ERR_NO_DEVICE, "%s", err.msg);
+    p = &d;
+    cr_assert_eq(fs_cuda_ipc_open(0, &h, 64, &p, &err), FS_ERR_NO_DEVICE, "%s", err.msg);
+    cr_assert_null(p, "no mapping is made up");
+    fs_cuda_ipc_close(&d); /* a no-op, never a crash */
+    int devices[2] = {0, 1};
+    void *bufs[2] = {&d, &h};
+    const char *method = "unset";
+    cr_assert_eq(fs_cuda_broadcast(devices, bufs, 2, 8, &method, &err), FS_ERR_NO_DEVICE, "%s", err.msg);
+    cr_assert_null(method);
 }
 
 /* Gathers n random rows on the GPU and on the CPU; compares the bytes. */

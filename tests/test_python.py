@@ -333,6 +333,50 @@ class BindingTest(unittest.TestCase):
         finally:
             self.assertEqual(fs_serve.stop(proc), 0)
 
+    def test_gpu_tiers_give_device_arrays(self):
+        """A gpu:N trainer on device tiers (the simulated-GPU runtime, in a
+        child process: the variable is read once per process) gets its
+        features as a DeviceArray with __cuda_array_interface__, equal to
+        the CPU trainer's rows; torch() names why it cannot without CUDA."""
+        env = dict(os.environ, FEATSTORE_SIM_GPUS="4", PYTHONPATH=os.pathsep.join(sys.path))
+        proc, ready = fs_serve.start(ARGS.featstore, SERVER["dataset"], os.path.join(SERVER["dir"], "gpus.sock"),
+                                     ["--topology", "nvlink-pairs", "--gpu-budget", "0.2"], stderr=subprocess.DEVNULL,
+                                     env=env)
+        script = """
+import ctypes, sys
+import numpy as np
+import featstore
+uri, seeds = sys.argv[1], np.arange(0, 2000, 7, dtype=np.int64)
+with featstore.connect(uri, device="gpu:1") as g, featstore.connect(uri) as c, \\
+        g.sample_gather(seeds, [10, 5], "feat", seed=3) as gb, c.sample_gather(seeds, [10, 5], "feat", seed=3) as cb:
+    assert isinstance(gb.features, featstore.DeviceArray) and gb.features_device == 1, gb.features
+    assert cb.features_device is None and isinstance(cb.features, np.ndarray)
+    cai = gb.features.__cuda_array_interface__
+    assert cai["shape"] == cb.features.shape and cai["typestr"] == cb.features.dtype.str and cai["version"] == 3
+    n = cb.features.size  # simulated device memory is host memory: read it in place
+    rows = np.ctypeslib.as_array((ctypes.c_float * n).from_address(cai["data"][0])).reshape(cai["shape"])
+    np.testing.assert_array_equal(gb.nodes, cb.nodes)
+    np.testing.assert_array_equal(rows, cb.features)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and not torch.cuda.is_available():
+        try:
+            gb.torch()
+            raise AssertionError("torch() without CUDA")
+        except RuntimeError as e:
+            assert "GPU 1" in str(e), e
+    print("OK", gb.features)
+"""
+        try:
+            out = subprocess.run([sys.executable, "-c", script, "unix://" + ready["unix"]], env=env,
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            self.assertIn("OK <featstore.DeviceArray float32", out.stdout)
+        finally:
+            self.assertEqual(fs_serve.stop(proc), 0)
+
     def test_stats_counts_the_calls(self):
         self.grpc.gather([0], "feat").release()
         text = self.unix.stats()  # the server's metrics, whichever transport asks

@@ -44,52 +44,12 @@ static void teardown(void)
 
 TestSuite(serve, .init = setup, .fini = teardown, .timeout = 120);
 
-typedef struct {
-    pid_t pid;
-    FILE *out;
-    int grpc_port, metrics_port;
-} server_t;
+typedef tu_server_t server_t;
 
-/* Starts `featstore serve` with extra arguments and waits for READY. */
-static int start(server_t *s, const char *extra)
-{
-    s->pid = tu_spawn(&s->out, "%s serve %s --socket %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 %s", tu_bin(), data,
-                      sock, extra);
-    char line[512];
-    if (!fgets(line, sizeof line, s->out)) return -1; /* exited before READY */
-    cr_assert(sscanf(line, "READY unix=%*s grpc=%*[^:]:%d metrics=%d", &s->grpc_port, &s->metrics_port) == 2,
-              "bad READY line: %s", line);
-    return 0;
-}
+/* Starts `featstore serve` on this suite's dataset and socket with extra arguments. */
+static int start(server_t *s, const char *extra) { return tu_serve(s, data, sock, extra); }
 
-static int stop(server_t *s, int sig)
-{
-    kill(s->pid, sig);
-    int st;
-    waitpid(s->pid, &st, 0);
-    fclose(s->out);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* A minimal HTTP/1.0 GET; returns the whole response (headers + body). */
-static char *http_get(int port, const char *path)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
-    cr_assert_eq(write(fd, req, (size_t)n), n);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    ssize_t r;
-    while ((r = read(fd, buf + len, cap - len - 1)) > 0)
-        if ((len += (size_t)r) + 1 == cap) buf = realloc(buf, cap *= 2);
-    buf[len] = '\0';
-    close(fd);
-    return buf;
-}
+static int stop(server_t *s, int sig) { return tu_serve_stop(s, sig); }
 
 Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
 {
@@ -105,13 +65,13 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     cr_assert_not_null(strstr(log, "TRAINER name=trainer transport=grpc batches=5"), "%s", log);
     free(log);
 
-    char *health = http_get(s.metrics_port, "/healthz");
+    char *health = tu_http_get(s.metrics_port, "/healthz");
     cr_assert_not_null(strstr(health, "200 OK"), "%s", health);
     free(health);
     char *metrics = NULL;
     for (int i = 0; i < 100; i++) { /* reports are asynchronous */
         free(metrics);
-        metrics = http_get(s.metrics_port, "/metrics");
+        metrics = tu_http_get(s.metrics_port, "/metrics");
         if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n")) break;
         usleep(20000);
     }
@@ -130,7 +90,7 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
         free(log), free(file);
     }
     free(metrics);
-    char *nf = http_get(s.metrics_port, "/nope");
+    char *nf = tu_http_get(s.metrics_port, "/nope");
     cr_assert_not_null(strstr(nf, "404"), "%s", nf);
     free(nf);
 
@@ -251,7 +211,7 @@ Test(serve, a_preset_places_data_on_simulated_gpus_and_trainers_read_it)
     char *metrics = NULL, *line = NULL;
     for (int i = 0; i < 100 && !line; i++) {
         free(metrics);
-        metrics = http_get(s.metrics_port, "/metrics");
+        metrics = tu_http_get(s.metrics_port, "/metrics");
         if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 5\n"))
             line = strstr(metrics, "featstore_feature_rows_read_total{reader=\"local\",tier=\"1\",kind=\"sim_device\",device=\"0\"}");
         else usleep(20000);
@@ -297,7 +257,7 @@ Test(serve, the_plans_prediction_sits_next_to_what_trainers_read)
     char *metrics = NULL;
     for (int i = 0; i < 100; i++) {
         free(metrics);
-        metrics = http_get(s.metrics_port, "/metrics");
+        metrics = tu_http_get(s.metrics_port, "/metrics");
         if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 20\n")) break;
         usleep(20000);
     }
@@ -337,20 +297,6 @@ static long generation_in(const char *metrics)
 {
     const char *p = strstr(metrics, "\nfeatstore_placement_generation ");
     return p ? atol(p + strlen("\nfeatstore_placement_generation ")) : -1;
-}
-
-/* Metrics once `want` appears in them (polled: reports arrive asynchronously). */
-static char *metrics_with(int port, const char *want)
-{
-    char *m = NULL;
-    for (int i = 0; i < 200; i++) {
-        free(m);
-        m = http_get(port, "/metrics");
-        if (strstr(m, want)) return m;
-        usleep(20000);
-    }
-    cr_assert_fail("no \"%s\" in %s", want, m);
-    return m;
 }
 
 /* Mini-batch b of the workload plans are costed with: epochs of the
@@ -411,7 +357,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     int64_t *nodes0, n0, *nodes1, n1;
     float *feat0, *feat1;
     run_batches(trainer, train, 20, &nodes0, &n0, &feat0);
-    char *m = metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 20\n");
+    char *m = tu_metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 20\n");
     cr_assert(fabs(share(m, "predicted", "gpu1", "host") - share(m, "measured", "gpu1", "host")) < 0.03);
     cr_assert_eq(generation_in(m), 1);
     double local_before = share(m, "predicted", "gpu1", "local");
@@ -451,7 +397,7 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     cr_assert_eq(n1, n0);
     cr_assert_arr_eq(nodes1, nodes0, (size_t)n0 * 8, "sampling does not depend on the placement");
     cr_assert_arr_eq(feat1, feat0, (size_t)n0 * 16 * 4, "rows read through the new plan are the same bytes");
-    m = metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 40\n");
+    m = tu_metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 40\n");
     cr_assert_eq(generation_in(m), 2);
     double local_after = share(m, "predicted", "gpu1", "local");
     cr_assert_gt(local_after, local_before + 0.05, "more memory, more local rows: %.3f -> %.3f", local_before, local_after);
@@ -490,15 +436,15 @@ Test(serve, a_replan_switches_a_running_server_and_its_trainers_follow)
     /* alpha 1: every GPU of a pair holds the same rows, so nobody reads a peer */
     cr_assert_eq(tu_run(&log, "%s replan %s --alpha 1", tu_bin(), uri), 0, "%s", log);
     free(log);
-    m = metrics_with(s.metrics_port, "\nfeatstore_placement_generation 4\n");
+    m = tu_metrics_with(s.metrics_port, "\nfeatstore_placement_generation 4\n");
     cr_assert_lt(share(m, "predicted", "gpu1", "peer"), 1e-12, "alpha 1 replicates: no peer reads predicted");
     free(m);
     kill(s.pid, SIGHUP);
-    m = metrics_with(s.metrics_port, "\nfeatstore_placement_generation 5\n");
+    m = tu_metrics_with(s.metrics_port, "\nfeatstore_placement_generation 5\n");
     cr_assert_lt(share(m, "predicted", "gpu1", "peer"), 1e-12, "SIGHUP keeps the alpha the last re-plan set");
     free(m);
     run_batches(trainer, train, 2, NULL, NULL, NULL);
-    m = metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 42\n");
+    m = tu_metrics_with(s.metrics_port, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 42\n");
     cr_assert_lt(share(m, "measured", "gpu1", "peer"), 1e-12, "and none measured");
     free(m);
 

@@ -140,7 +140,8 @@ Test(store, gpu_tiers_need_a_gpu)
     fs_error_t err = {0};
     int t;
     cr_assert_eq(fs_store_add_tier(st, FS_TIER_PINNED, -1, 0, &t, &err), FS_ERR_NO_DEVICE);
-    cr_assert_eq(fs_store_add_tier(st, FS_TIER_DEVICE, 0, 0, &t, &err), FS_ERR_NO_DEVICE);
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_DEVICE, 0, 1 << 20, &t, &err), FS_ERR_NO_DEVICE);
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_DEVICE, 0, 0, &t, &err), FS_ERR_INVALID_ARGUMENT, "a device tier is one allocation of a known size");
     cr_assert_neq(strlen(err.msg), 0);
 }
 

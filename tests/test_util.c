@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,4 +197,58 @@ void tu_strip_checksums(const char *dir)
     cr_assert_eq(json_dump_file(m, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER), 0);
     json_decref(m);
     free(path);
+}
+
+/* A minimal HTTP/1.0 GET; returns the whole response (headers + body). */
+char *tu_http_get(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    ssize_t r;
+    while ((r = read(fd, buf + len, cap - len - 1)) > 0)
+        if ((len += (size_t)r) + 1 == cap) buf = realloc(buf, cap *= 2);
+    buf[len] = '\0';
+    close(fd);
+    return buf;
+}
+
+/* Metrics once `want` appears in them (polled: reports arrive asynchronously). */
+char *tu_metrics_with(int port, const char *want)
+{
+    char *m = NULL;
+    for (int i = 0; i < 200; i++) {
+        free(m);
+        m = tu_http_get(port, "/metrics");
+        if (strstr(m, want)) return m;
+        usleep(20000);
+    }
+    cr_assert_fail("no \"%s\" in %s", want, m);
+    return m;
+}
+
+int tu_serve(tu_server_t *s, const char *data, const char *sock, const char *extra)
+{
+    s->pid = tu_spawn(&s->out, "%s serve %s --socket %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 %s", tu_bin(), data,
+                      sock, extra);
+    char line[512];
+    if (!fgets(line, sizeof line, s->out)) return -1; /* exited before READY */
+    cr_assert(sscanf(line, "READY unix=%*s grpc=%*[^:]:%d metrics=%d", &s->grpc_port, &s->metrics_port) == 2,
+              "bad READY line: %s", line);
+    return 0;
+}
+
+int tu_serve_stop(tu_server_t *s, int sig)
+{
+    kill(s->pid, sig);
+    int st;
+    waitpid(s->pid, &st, 0);
+    fclose(s->out);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -36,6 +36,19 @@ fs_dataset_t *tu_import_cora(const char *dir);
 pid_t tu_spawn(FILE **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *tu_data(const char *name);                     /* tests/data/name */
 const char *tu_bin(void);                                  /* the featstore CLI */
+/* `featstore serve DATA --socket SOCK` with gRPC and metrics on ephemeral
+ * loopback ports and `extra` arguments, waited for until READY (-1: it
+ * exited first); stopped with a signal, giving its exit status (128+sig
+ * when killed by it). */
+typedef struct {
+    pid_t pid;
+    FILE *out;
+    int grpc_port, metrics_port;
+} tu_server_t;
+int tu_serve(tu_server_t *s, const char *data, const char *sock, const char *extra);
+int tu_serve_stop(tu_server_t *s, int sig);
+char *tu_http_get(int port, const char *path);             /* heap: headers + body of GET 127.0.0.1:port */
+char *tu_metrics_with(int port, const char *want);         /* heap: /metrics once `want` is in it (polled) */
 int tu_have_numpy(void);
 
 /* Writes a small dataset (via fs_writer) with the given CSR and an optional

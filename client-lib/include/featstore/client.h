@@ -67,7 +67,7 @@ extern "C" {
 #endif
 
 #define FS_VERSION_MAJOR 1
-#define FS_VERSION_MINOR 1
+#define FS_VERSION_MINOR 2
 #define FS_VERSION_PATCH 0
 
 /* The library's version, "1.1.0": compare with FS_VERSION_* to see that a
@@ -127,6 +127,12 @@ typedef enum {
     FS_BATCH_SAMPLE_GATHER = 3,  /* both: fs_sample_gather, features[i] the row of nodes[i] */
 } fs_batch_kind_t;
 
+/* Where a batch's array lives. */
+typedef enum {
+    FS_MEM_HOST = 0,    /* this process's memory */
+    FS_MEM_DEVICE = 1,  /* device memory of one GPU (fs_batch_t.features_device) */
+} fs_memory_t;
+
 /* One result, allocated by the library (fields are only ever added at the
  * end). Parts a kind does not hold are zero/NULL. */
 typedef struct {
@@ -142,6 +148,13 @@ typedef struct {
     int64_t rows, dim;
     fs_dtype_t dtype;
     const void *features;        /* [rows][dim] of dtype, row-major */
+    /* Since 1.2: where `features` lives. A unix:// trainer connected with
+     * device "gpu:N" whose placement puts rows in that GPU's memory gathers
+     * on the GPU, into a device result slot: FS_MEM_DEVICE and N. Every
+     * other batch, and the sample part of every batch (the CUDA sampler
+     * copies its result back), is host memory: FS_MEM_HOST and -1. */
+    fs_memory_t features_memory;
+    int features_device;
 } fs_batch_t;
 
 /* Uniform/weighted k-hop sampling from `seeds` (see fs_sample_req_t). */
@@ -162,9 +175,10 @@ FS_API fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_
 /* Releases a batch (and its result slot). NULL is a no-op. */
 FS_API void fs_batch_free(fs_batch_t *b);
 
-/* The memory a batch's arrays live in: over unix:// its shared result slot
- * (every array of the batch is inside it), over grpc:// the buffer the
- * feature rows were received into. For checking zero-copy claims and for
+/* The host memory a batch's arrays live in: over unix:// its shared result
+ * slot (every host array of the batch is inside it; device features are
+ * in the slot's device twin), over grpc:// the buffer the feature rows
+ * were received into. For checking zero-copy claims and for
  * pinning or registering the memory; valid until fs_batch_free. */
 FS_API fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_t *len);
 

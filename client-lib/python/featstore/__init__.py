@@ -15,9 +15,9 @@ from it before keep their data (and its slot) until they are gone::
 """
 from ._lib import path as library_path
 from ._lib import version as library_version
-from .client import (SAMPLE_MODES, Batch, BatchReleasedError, Block, Client, Error, Info, ReaderInfo, Status,
-                     TableInfo, TierInfo, connect)
+from .client import (SAMPLE_MODES, Batch, BatchReleasedError, Block, Client, DeviceArray, Error, Info, ReaderInfo,
+                     Status, TableInfo, TierInfo, connect)
 
-__all__ = ["connect", "Client", "Batch", "Block", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
+__all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
            "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version"]
-__version__ = "1.1.0"
+__version__ = "1.2.0"

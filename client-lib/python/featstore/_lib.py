@@ -72,6 +72,8 @@ class BatchC(ctypes.Structure):
         ("rows", _i64), ("dim", _i64),
         ("dtype", ctypes.c_int),
         ("features", ctypes.c_void_p),
+        ("features_memory", ctypes.c_int),  # since 1.2: FS_MEM_HOST 0, FS_MEM_DEVICE 1
+        ("features_device", ctypes.c_int),  # the GPU holding them, -1 for host memory
     ]
 
 

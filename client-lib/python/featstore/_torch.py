@@ -42,7 +42,13 @@ def tensor(array):
 def _features(batch):
     if batch.features is None:
         return None
-    t = tensor(batch.features)
+    if batch.features_device is not None:  # GPU memory: read in place through __cuda_array_interface__
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"the features are in the memory of GPU {batch.features_device}, but this torch "
+                               f"has no CUDA: connect with device \"cpu\" for host tensors")
+        t = torch.as_tensor(batch.features, device=f"cuda:{batch.features_device}")
+    else:
+        t = tensor(batch.features)
     return t.view(torch.bfloat16) if batch.dtype == "bfloat16" else t  # bits were exposed as uint16
 
 

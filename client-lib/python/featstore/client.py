@@ -243,6 +243,35 @@ def _view(handle, pointer, shape, dtype):
     return np.asarray(_View(handle, address, shape, dtype))
 
 
+class DeviceArray:
+    """Feature rows in GPU memory (a trainer connected with device "gpu:N"
+    whose placement puts rows in that GPU: the gather ran there). Not a
+    numpy array: it carries ``__cuda_array_interface__`` (version 3), so
+    ``torch.as_tensor(a, device=f"cuda:{a.device}")``, CuPy or Numba read
+    it in place, without a copy. It holds the batch like arrays do, so the
+    lifetime rule is the same. bfloat16 rows show as uint16 bits."""
+
+    def __init__(self, handle, pointer, shape, dtype, device):
+        self._handle = handle
+        self.shape = tuple(int(x) for x in shape)
+        self.dtype = np.dtype(dtype)
+        self.device = device
+        address = ctypes.cast(pointer, ctypes.c_void_p).value or 0
+        self.__cuda_array_interface__ = {"shape": self.shape, "typestr": self.dtype.str,
+                                         "data": (address, True), "strides": None, "version": 3}
+
+    def __repr__(self):
+        return f"<featstore.DeviceArray {self.dtype} {self.shape} on cuda:{self.device}>"
+
+
+def _features(h, b):
+    if b.dtype not in _NP_DTYPES:
+        return None
+    if b.features_memory == 1:
+        return DeviceArray(h, b.features, (b.rows, b.dim), _NP_DTYPES[b.dtype], b.features_device)
+    return _view(h, b.features, (b.rows, b.dim), _NP_DTYPES[b.dtype])
+
+
 @dataclass(frozen=True)
 class TableInfo:
     name: str
@@ -338,8 +367,8 @@ class Batch:
             "nodes": _view(h, b.nodes, (b.num_nodes,), np.int64),
             "seed_local": _view(h, b.seed_local, (b.num_seeds,), np.int64),
             "blocks": [_block(h, b.blocks[i]) for i in range(b.num_hops)],
-            "features": (_view(h, b.features, (b.rows, b.dim), _NP_DTYPES[b.dtype])
-                         if b.dtype in _NP_DTYPES else None),
+            "features": _features(h, b),
+            "features_device": b.features_device if b.features_memory == 1 else None,
         }
 
     kind = _batch_field("kind", '"sample", "gather" or "sample_gather"')
@@ -352,7 +381,9 @@ class Batch:
     nodes = _batch_field("nodes", "int64 [num_nodes]: the global id of each local id")
     seed_local = _batch_field("seed_local", "int64 [num_seeds]: the local id of each input seed")
     blocks = _batch_field("blocks", "one Block per hop; blocks[0] is the hop from the seeds")
-    features = _batch_field("features", "[rows, dim] of dtype (bfloat16 as uint16 bits), None without features")
+    features = _batch_field("features", "[rows, dim] of dtype (bfloat16 as uint16 bits), None without features; "
+                                        "a DeviceArray when the rows are in GPU memory (features_device)")
+    features_device = _batch_field("features_device", "the GPU whose memory holds the features, None for host memory")
 
     def _live(self, what):
         """The batch's fields, or BatchReleasedError naming `what` and why."""
@@ -409,7 +440,9 @@ class Batch:
         a ``TorchBatch`` with nodes, seed_local, features and blocks (each with
         dst_offsets, edge_dst, edge_src, edge_ids). Same lifetime rule: the
         tensors hold the batch like arrays do; they must not be written to.
-        bfloat16 features come out as torch.bfloat16."""
+        bfloat16 features come out as torch.bfloat16. Features in GPU memory
+        come out as a CUDA tensor on that GPU, without a copy
+        (``__cuda_array_interface__``)."""
         self._live("torch()")
         from ._torch import to_torch  # torch is optional: imported only here
         return to_torch(self)
