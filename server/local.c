@@ -270,12 +270,14 @@ static fs_status_t add_fd(placement_t *p, int fd, fs_error_t *err)
 
 /* A slice's descriptor, or for a device tier the note that the reader needs
  * the tier's IPC handle. */
-static fs_status_t add_slice(placement_t *p, size_t tier, const fs_store_slice_t *sl, fs_error_t *err)
+static fs_status_t add_slice(fs_store_t *st, placement_t *p, size_t tier, const fs_store_slice_t *sl, fs_error_t *err)
 {
     if (sl->fd >= 0) return add_fd(p, sl->fd, err);
-    if (strcmp(p->tiers[tier].kind, fs_tier_kind_name(FS_TIER_DEVICE)) != 0)
+    fs_store_tier_t ti;
+    fs_store_tier_info(st, (int)tier, &ti);
+    if (ti.kind != FS_TIER_DEVICE)
         return fs_error(err, FS_ERR_UNSUPPORTED, "tier %zu holds %s memory, which is not handed to local clients; "
-                        "connect as another reader", tier, p->tiers[tier].kind);
+                        "connect as another reader", tier, fs_tier_kind_name(ti.kind));
     p->reads_device[tier] = 1;
     return FS_OK;
 }
@@ -296,7 +298,7 @@ static fs_status_t add_tables(fs_local_server_t *s, fs_store_t *st, int reader, 
             if (sl.rows <= 0) continue;
             p->slices[p->num_slices++] = (featstore_local_Slice){.table = (uint32_t)t, .tier = (uint32_t)k,
                                                                  .rows = sl.rows, .offset = sl.offset};
-            rc = add_slice(p, k, &sl, err);
+            rc = add_slice(st, p, k, &sl, err);
         }
     for (size_t t = 0; t < s->num_tables && rc == FS_OK; t++) {
         int fd = fs_store_route_fd(st, p->tables[t].name, reader);
@@ -322,9 +324,9 @@ static fs_status_t add_topology(fs_store_t *st, int reader, int weighted, placem
                                                               .indptr_offset = ip.offset,
                                                               .indices_offset = ix.offset,
                                                               .weights_offset = w.offset};
-        rc = add_slice(p, k, &ip, err);
-        if (rc == FS_OK) rc = add_slice(p, k, &ix, err);
-        if (rc == FS_OK && weighted) rc = add_slice(p, k, &w, err);
+        rc = add_slice(st, p, k, &ip, err);
+        if (rc == FS_OK) rc = add_slice(st, p, k, &ix, err);
+        if (rc == FS_OK && weighted) rc = add_slice(st, p, k, &w, err);
     }
     int route = fs_store_topology_route_fd(st, reader);
     if (rc == FS_OK && route >= 0) rc = add_fd(p, route, err);

@@ -13,7 +13,7 @@
  *
  * Device tiers are one cudaMalloc each, of the tier's capacity, handed out
  * in 256-byte aligned pieces, so a local trainer opens the whole tier with
- * one CUDA IPC handle (docs/api.md section 9). Their contents are filled
+ * one CUDA IPC handle (docs/api.md section 6, "GPU tiers"). Their contents are filled
  * once, at freeze: placements only stage the bytes in host memory, then
  * every distinct piece goes host to device once and its replicas on other
  * GPUs (byte-identical pieces: the plan's replicated rows) are copied GPU
@@ -662,7 +662,7 @@ fs_status_t fs_store_freeze(fs_store_t *s, fs_error_t *err)
 {
     if (s->frozen) return FS_OK;
     fs_status_t st = run_fills(s, err);
-    for (int r = 0; r < FS_MAX_READERS; r++) {
+    for (int r = 0; r < FS_MAX_READERS && !st; r++) {
         s->reads[r] = route_tiers(s->topo_route[r], s->ds->num_nodes);
         for (int i = 0; i < s->num_tables; i++) s->reads[r] |= route_tiers(s->tables[i].route[r], s->ds->num_nodes);
     }

@@ -23,15 +23,11 @@ static fs_dataset_t *cora, *rmat;
 static void setup(void)
 {
     dir = tu_mkdtemp();
-    fs_error_t err = {0};
-    char *r = tu_path(dir, "rmat");
     cora = tu_import_cora(dir);
     fs_rmat_opts_t g;
     fs_rmat_defaults(&g);
-    g.out_dir = r, g.scale = 11, g.edge_factor = 8, g.dim = 4; /* hubs: frontiers grow fast */
-    cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
-    rmat = tu_open_dataset(r);
-    free(r);
+    g.scale = 11, g.edge_factor = 8, g.dim = 4; /* hubs: frontiers grow fast */
+    rmat = tu_gen_rmat(dir, "rmat", &g);
 }
 
 static void teardown(void)

@@ -29,15 +29,12 @@ static void setup(void)
 {
     dir = tu_mkdtemp();
     fs_error_t err = {0};
-    char *r = tu_path(dir, "rmat");
     fs_rmat_opts_t g;
     fs_rmat_defaults(&g);
-    g.out_dir = r, g.scale = 12, g.edge_factor = 8, g.dim = 0, g.edges.symmetrize = 1;
-    cr_assert_eq(fs_gen_rmat(&g, &err), FS_OK, "%s", err.msg);
-    cr_assert_eq(fs_dataset_open(r, 0, 1, &rmat, &err), FS_OK, "%s", err.msg);
+    g.scale = 12, g.edge_factor = 8, g.dim = 0, g.edges.symmetrize = 1;
+    rmat = tu_gen_rmat(dir, "rmat", &g);
     cr_assert_eq(fs_sampler_create(&plain, &err), FS_OK);
     cr_assert_eq(fs_sampler_create(&las, &err), FS_OK);
-    free(r);
 }
 
 static void teardown(void)

@@ -122,6 +122,18 @@ fs_dataset_t *tu_import_cora(const char *dir)
     return ds;
 }
 
+fs_dataset_t *tu_gen_rmat(const char *dir, const char *name, fs_rmat_opts_t *g)
+{
+    char *out = tu_path(dir, name);
+    fs_error_t err = {0};
+    g->out_dir = out;
+    cr_assert_eq(fs_gen_rmat(g, &err), FS_OK, "%s", err.msg);
+    fs_dataset_t *ds = tu_open_dataset(out);
+    g->out_dir = NULL;
+    free(out);
+    return ds;
+}
+
 pid_t tu_spawn(FILE **out, const char *fmt, ...)
 {
     char cmd[8192];

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "dataset.h"
+#include "gen.h"
 #include "fs_types.h"
 
 /* A sampling request as a caller of the client library writes one, with
@@ -31,6 +32,8 @@ fs_dataset_t *tu_open_dataset(const char *dir);
 /* tests/data/cora.npz imported into dir/cora (symmetrised, deduplicated),
  * then opened as tu_open_dataset does. */
 fs_dataset_t *tu_import_cora(const char *dir);
+/* An R-MAT graph made with `g` (its out_dir is set here) into dir/name, opened. */
+fs_dataset_t *tu_gen_rmat(const char *dir, const char *name, fs_rmat_opts_t *g);
 /* Starts `sh -c "exec CMD"` as a child that dies with the test
  * (PR_SET_PDEATHSIG), its stdout readable from *out; returns its pid. */
 pid_t tu_spawn(FILE **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
