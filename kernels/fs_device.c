@@ -122,8 +122,9 @@ fs_status_t fs_cuda_sample_check(const fs_csr_view_t *g, const int64_t *seeds, i
     fs_status_t st = fs_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
     for (int h = 0; h < req->num_hops; h++) {
-        if (req->mode[h] >= FS_SAMPLE_WEIGHTED)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "sample (CUDA): weighted sampling runs on the CPU engine");
+        if (req->mode[h] >= FS_SAMPLE_WEIGHTED && req->fanout[h] == FS_FANOUT_ALL)
+            return fs_error(err, FS_ERR_UNSUPPORTED, "sample (CUDA): hop %d: weighted sampling with fanout -1 (all) "
+                            "runs on the CPU engine", h);
         if (req->fanout[h] > FS_CUDA_SAMPLE_MAX_FANOUT)
             return fs_error(err, FS_ERR_UNSUPPORTED, "sample (CUDA): fanout %d is over %d", req->fanout[h],
                             FS_CUDA_SAMPLE_MAX_FANOUT);

@@ -196,70 +196,6 @@ static int wbuf_reserve(fs_sampler_t *s, size_t n)
     return 0;
 }
 
-/* Min-heap on key, carrying positions along. */
-static void sift_down(double *key, int64_t *pos, int64_t m, int64_t i)
-{
-    double k = key[i];
-    int64_t p = pos[i], c;
-    while ((c = 2 * i + 1) < m) {
-        if (c + 1 < m && key[c + 1] < key[c]) c++;
-        if (key[c] >= k) break;
-        key[i] = key[c], pos[i] = pos[c], i = c;
-    }
-    key[i] = k, pos[i] = p;
-}
-
-/* Efraimidis-Spirakis: the k largest log(u)/w keys; zero weights never win.
- * One draw per position whatever its weight, so streams stay aligned.
- * Writes positions in descending key order; returns how many. */
-static int64_t pick_weighted(fs_sampler_t *s, fs_rng_t *rng, const float *w, int64_t deg, int64_t k, int64_t *pos)
-{
-    double *key = s->wbuf;
-    int64_t m = 0;
-    for (int64_t p = 0; p < deg; p++) {
-        double u = fs_rng_unit(rng);
-        if (!(w[p] > 0)) continue;
-        double kp = log1p(-u) / w[p];
-        if (m < k) { /* push, sift up */
-            int64_t i = m++;
-            while (i > 0 && key[(i - 1) / 2] > kp) key[i] = key[(i - 1) / 2], pos[i] = pos[(i - 1) / 2], i = (i - 1) / 2;
-            key[i] = kp, pos[i] = p;
-        } else if (kp > key[0]) { /* beats the smallest kept key */
-            key[0] = kp, pos[0] = p;
-            sift_down(key, pos, m, 0);
-        }
-    }
-    for (int64_t end = m - 1; end > 0; end--) { /* pop minima to the back: descending */
-        double tk = key[0];
-        int64_t tp = pos[0];
-        key[0] = key[end], pos[0] = pos[end];
-        key[end] = tk, pos[end] = tp;
-        sift_down(key, pos, end, 0);
-    }
-    return m;
-}
-
-/* k draws with probability proportional to weight. Returns k, or 0 when
- * every weight is zero. */
-static int64_t pick_weighted_replace(fs_sampler_t *s, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
-                                     int64_t *pos)
-{
-    double *cdf = s->wbuf, total = 0;
-    for (int64_t p = 0; p < deg; p++) cdf[p] = total += w[p] > 0 ? w[p] : 0;
-    if (!(total > 0)) return 0;
-    for (int64_t q = 0; q < k; q++) {
-        double r = fs_rng_unit(rng) * total;
-        int64_t lo = 0, hi = deg - 1;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) / 2;
-            if (cdf[mid] > r) hi = mid;
-            else lo = mid + 1;
-        }
-        pos[q] = lo;
-    }
-    return k;
-}
-
 /* Chooses up to k positions of a row of `deg`; returns how many, with
  * pos == NULL meaning "all positions 0..deg-1" (deg <= k, uniform). */
 static int64_t pick(fs_sampler_t *s, fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
@@ -279,8 +215,8 @@ static int64_t pick(fs_sampler_t *s, fs_sample_mode_t mode, fs_rng_t *rng, const
         if (deg == 0) return 0;
         fs_pick_replace(rng, deg, k, *pos);
         return k;
-    case FS_SAMPLE_WEIGHTED: return pick_weighted(s, rng, w, deg, k, *pos);
-    default: return deg ? pick_weighted_replace(s, rng, w, deg, k, *pos) : 0;
+    case FS_SAMPLE_WEIGHTED: return fs_pick_weighted(rng, w, deg, k, s->wbuf, *pos);
+    default: return fs_pick_weighted_replace_cdf(rng, w, deg, k, s->wbuf, *pos);
     }
 }
 

@@ -10,7 +10,8 @@
 // new keys by first position with a scan, so local ids follow first
 // appearance exactly as on the CPU (the deterministic mode; the id comes from
 // the scan, never from a racing write, Fix 2), (6) rewrite edge endpoints.
-// Uniform modes only; weighted requests answer FS_ERR_UNSUPPORTED.
+// Weighted modes use the same shared picks, keys in per-thread arrays of
+// the fanout; weighted with fanout -1 (all) is left to the CPU engine.
 extern "C" {
 #include "fs_device_rt.h" /* this file is the backend's fs_rt_sample; fs_device.c owns fs_sample_cuda */
 #include "fs_sample.h"
@@ -64,10 +65,16 @@ __device__ __forceinline__ long long nbr(const fs_csr_view_t &g, int part, long 
                                          : ((const long long *)g.part[part].indices)[p];
 }
 
-__device__ __forceinline__ long long picks(long long deg, int k, int mode)
+// How many picks a row gives: what fs_sample.c's pick() returns. Weighted
+// rows count their positive weights (k = fanout; -1 never reaches here).
+__device__ __forceinline__ long long picks(const float *w, long long deg, int k, int mode)
 {
     if (mode == FS_SAMPLE_UNIFORM_REPLACE) return deg ? (k == FS_FANOUT_ALL ? deg : k) : 0;
-    return k == FS_FANOUT_ALL || deg <= k ? deg : k;
+    if (mode == FS_SAMPLE_UNIFORM) return k == FS_FANOUT_ALL || deg <= k ? deg : k;
+    long long positive = 0;
+    for (long long p = 0; p < deg; p++) positive += w[p] > 0;
+    if (mode == FS_SAMPLE_WEIGHTED) return positive < k ? positive : k;
+    return positive ? k : 0;
 }
 
 __global__ void count_kernel(fs_csr_view_t g, const long long *frontier, long long n, int k, int mode, long long *cnt)
@@ -76,7 +83,7 @@ __global__ void count_kernel(fs_csr_view_t g, const long long *frontier, long lo
         long long b, deg;
         int part;
         row_of(g, frontier[d], &b, &deg, &part);
-        cnt[d] = picks(deg, k, mode);
+        cnt[d] = picks(g.part[part].weights ? g.part[part].weights + b : nullptr, deg, k, mode);
     }
 }
 
@@ -85,17 +92,22 @@ __global__ void pick_kernel(fs_csr_view_t g, const long long *frontier, long lon
                             long long *eid)
 {
     long long pos[CUDA_MAX_FANOUT];
+    double key[CUDA_MAX_FANOUT]; // weighted: heap keys, or sorted draws
+    int order[CUDA_MAX_FANOUT];
     for (long long d = blockIdx.x * (long long)blockDim.x + threadIdx.x; d < n; d += (long long)gridDim.x * blockDim.x) {
         long long v = frontier[d], b, deg;
         int part;
         row_of(g, v, &b, &deg, &part);
-        long long m = picks(deg, k, mode), o = off[d];
+        const float *w = g.part[part].weights ? g.part[part].weights + b : nullptr;
+        long long o = off[d], m = off[d + 1] - o; // count_kernel's picks(), scanned
         long long gb = part == 0 ? b : ((const long long *)g.part[0].indptr)[v];
         fs_rng_t rng = fs_pick_rng(seed, hop, v);
         bool all = mode == FS_SAMPLE_UNIFORM && m == deg;
         if (!all && m > 0) {
             if (mode == FS_SAMPLE_UNIFORM) fs_pick_uniform(&rng, deg, m, (int64_t *)pos);
-            else fs_pick_replace(&rng, deg, m, (int64_t *)pos);
+            else if (mode == FS_SAMPLE_UNIFORM_REPLACE) fs_pick_replace(&rng, deg, m, (int64_t *)pos);
+            else if (mode == FS_SAMPLE_WEIGHTED) fs_pick_weighted(&rng, w, deg, k, key, (int64_t *)pos);
+            else fs_pick_weighted_replace_walk(&rng, w, deg, k, key, order, (int64_t *)pos);
         }
         for (long long q = 0; q < m; q++) {
             long long p = all ? q : pos[q];
@@ -249,7 +261,8 @@ extern "C" fs_status_t fs_rt_sample(fs_sampler_t *s, int device, const fs_csr_vi
         CK(sc.get(&cnt, D + 1));
         CK(sc.get(&off, D + 1));
         count_kernel<<<grid_for(D), 256>>>(*g, nodes, D, req->fanout[h], req->mode[h], cnt);
-        CK(scan(cnt, off, D, &E));
+        CK(cudaMemset(cnt + D, 0, sizeof *cnt)); // scanning D + 1 counts puts the total in off[D]
+        CK(scan(cnt, off, D + 1, &E));
         Scratch hs; // per-hop edge buffers
         CK(hs.get(&cand, E));
         CK(hs.get(&edst, E));

@@ -90,12 +90,12 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
 void fs_csr_view_init(fs_csr_view_t *v, int64_t num_nodes, const int64_t *indptr, const void *indices,
                       fs_dtype_t index_dtype, const float *weights);
 
-/* CUDA: the same sampling (uniform modes) on `device`; the view's parts must
+/* CUDA: the same sampling on `device`; the view's parts must
  * be device-readable. Seeds are host memory; the result is copied back into
  * the sampler's workspace and is bit-identical to fs_sample_cpu.
  * FS_ERR_NO_DEVICE without CUDA or a GPU. With FEATSTORE_SIM_GPUS set it is
- * fs_sample_cpu on a simulated GPU, behind the same checks (uniform modes,
- * fanout <= 256: FS_ERR_UNSUPPORTED otherwise). */
+ * fs_sample_cpu on a simulated GPU, behind the same checks (fanout <= 256,
+ * and weighted hops not -1: FS_ERR_UNSUPPORTED otherwise). */
 fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                            const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
 

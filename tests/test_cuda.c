@@ -218,19 +218,35 @@ Test(cuda, sample_matches_cpu, .timeout = 120)
     fs_dataset_t *ds;
     cr_assert_eq(fs_dataset_open(out, 0, 1, &ds, &err), FS_OK);
     fs_csr_view_t host, dev;
-    fs_csr_view_init(&host, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, NULL);
+    /* Weights from a hash of the edge: spread over six decades, one in
+     * sixteen zero (never picked) — the cases the weighted picks branch on. */
+    float *w = malloc((size_t)ds->num_edges * sizeof *w);
+    for (int64_t e = 0; e < ds->num_edges; e++) {
+        uint64_t h = fs_mix64((uint64_t)e);
+        w[e] = (h & 15) == 0 ? 0.0f : (float)((double)(h >> 40) / (double)(1 << 24) * 1e3 + 1e-3);
+    }
+    fs_csr_view_init(&host, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, w);
     dev = host;
     dev.part[0].indptr = to_device(ds->indptr, (size_t)(ds->num_nodes + 1) * 8);
     dev.part[0].indices = to_device(ds->indices, (size_t)ds->num_edges * fs_dtype_size(ds->index_dtype));
+    dev.part[0].weights = to_device(w, (size_t)ds->num_edges * 4);
     fs_sampler_t *a, *b;
     fs_sampler_create(&a, &err);
     fs_sampler_create(&b, &err);
     int64_t seeds[1024];
     for (int i = 0; i < 1024; i++) seeds[i] = (i * 7919) % ds->num_nodes;
-    fs_sample_req_t reqs[2] = {{.num_hops = 3, .fanout = {15, 10, 5}, .seed = 3, .want_edge_ids = 1},
+    /* Uniform, with replacement, and both weighted modes (their keys and
+     * running sums must round alike on both processors: fs_sample_pick.h). */
+    fs_sample_req_t reqs[4] = {{.num_hops = 3, .fanout = {15, 10, 5}, .seed = 3, .want_edge_ids = 1},
                                {.num_hops = 2, .fanout = {25, 10},
-                                .mode = {FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_UNIFORM}, .seed = 4, .want_edge_ids = 1}};
-    for (int q = 0; q < 2; q++) {
+                                .mode = {FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_UNIFORM}, .seed = 4, .want_edge_ids = 1},
+                               {.num_hops = 3, .fanout = {15, 10, 5},
+                                .mode = {FS_SAMPLE_WEIGHTED, FS_SAMPLE_WEIGHTED, FS_SAMPLE_WEIGHTED}, .seed = 5,
+                                .want_edge_ids = 1},
+                               {.num_hops = 2, .fanout = {20, 256},
+                                .mode = {FS_SAMPLE_WEIGHTED_REPLACE, FS_SAMPLE_WEIGHTED}, .seed = 6,
+                                .want_edge_ids = 1}};
+    for (int q = 0; q < 4; q++) {
         fs_sample_result_t x, y;
         cr_assert_eq(fs_sample_cpu(a, &host, seeds, 1024, &reqs[q], &x, NULL, &err), FS_OK, "%s", err.msg);
         cr_assert_eq(fs_sample_cuda(b, 0, &dev, seeds, 1024, &reqs[q], &y, &err), FS_OK, "%s", err.msg);
@@ -248,6 +264,8 @@ Test(cuda, sample_matches_cpu, .timeout = 120)
     }
     fs_sampler_destroy(a), fs_sampler_destroy(b);
     fs_cuda_free_device((void *)dev.part[0].indptr), fs_cuda_free_device((void *)dev.part[0].indices);
+    fs_cuda_free_device((void *)dev.part[0].weights);
+    free(w);
     fs_dataset_close(ds);
     tu_rm_rf(dir);
     free(dir), free(out);

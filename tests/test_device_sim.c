@@ -460,24 +460,26 @@ Test(sim, sample_equals_the_cpu_sampler_and_refuses_what_the_gpu_refuses)
     int64_t seeds[64];
     for (int i = 0; i < 64; i++) seeds[i] = (i * 37) % c.n;
     seeds[63] = seeds[0]; /* a repeated seed */
-    fs_sample_req_t reqs[3] = {
+    fs_sample_req_t reqs[4] = {
         {.num_hops = 3, .fanout = {5, 3, 2}, .seed = 3, .want_edge_ids = 1},
         {.num_hops = 2, .fanout = {10, 4}, .mode = {FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_UNIFORM}, .seed = 4},
         {.num_hops = 2, .fanout = {FS_FANOUT_ALL, 256}, .seed = 5, .want_edge_ids = 1},
+        {.num_hops = 2, .fanout = {5, 256}, .mode = {FS_SAMPLE_WEIGHTED, FS_SAMPLE_WEIGHTED_REPLACE}, .seed = 6,
+         .want_edge_ids = 1},
     };
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < 4; q++) {
         fs_sample_result_t x, y;
         cr_assert_eq(fs_sample_cpu(a, &host, seeds, 64, &reqs[q], &x, NULL, &err), FS_OK, "%s", err.msg);
         cr_assert_eq(fs_sample_cuda(b, 1, &dev, seeds, 64, &reqs[q], &y, &err), FS_OK, "%s", err.msg);
         results_equal(&x, &y, reqs[q].num_hops, 64);
     }
     /* What the CPU engine takes and the CUDA engine does not: the same code. */
-    fs_sample_req_t weighted = {.num_hops = 1, .fanout = {5}, .mode = {FS_SAMPLE_WEIGHTED}, .seed = 1};
+    fs_sample_req_t weighted = {.num_hops = 1, .fanout = {FS_FANOUT_ALL}, .mode = {FS_SAMPLE_WEIGHTED}, .seed = 1};
     fs_sample_req_t wide = {.num_hops = 1, .fanout = {257}, .seed = 1};
     fs_sample_result_t x, y;
     cr_assert_eq(fs_sample_cpu(a, &host, seeds, 64, &weighted, &x, NULL, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(fs_sample_cuda(b, 0, &dev, seeds, 64, &weighted, &y, &err), FS_ERR_UNSUPPORTED);
-    cr_assert_not_null(strstr(err.msg, "weighted"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "weighted sampling with fanout -1"), "%s", err.msg);
     weighted.mode[0] = FS_SAMPLE_WEIGHTED_REPLACE;
     cr_assert_eq(fs_sample_cuda(b, 0, &dev, seeds, 64, &weighted, &y, &err), FS_ERR_UNSUPPORTED);
     cr_assert_eq(fs_sample_cpu(a, &host, seeds, 64, &wide, &x, NULL, &err), FS_OK, "%s", err.msg);

@@ -344,3 +344,58 @@ Test(sample, weighted_request_on_a_routed_view_needs_weights_in_every_part)
     cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 1, &r, &res, NULL, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(res.block[0].num_edges, 3);
 }
+
+/* ---- the picks the CUDA kernel shares (fs_sample_pick.h) ------------------ */
+#include "fs_sample_pick.h"
+
+/* The libm-free log against libm: the weighted keys depend on it. */
+Test(pick, portable_log_is_within_a_few_ulp_of_libm)
+{
+    fs_rng_t rng = fs_rng_make(11, 0);
+    double worst = 0;
+    for (int i = 0; i < 200000; i++) {
+        double x = 1.0 - fs_rng_unit(&rng); /* the keys' domain, (0, 1] */
+        if (i % 4 == 0) x = ldexp(x, -(int)(i % 1000)); /* and far below it */
+        double want = log(x), got = fs_pick_log(x);
+        double rel = want == 0 ? fabs(got) : fabs(got - want) / fabs(want);
+        if (rel > worst) worst = rel;
+    }
+    cr_assert_lt(worst, 1e-15, "worst relative error %g", worst);
+    cr_assert_eq(fs_pick_log(1.0), 0.0);
+    cr_assert_float_eq(fs_pick_log(0.5), -0.69314718055994530942, 1e-16);
+}
+
+/* The GPU's sort-and-walk must land on the CPU's binary-search positions,
+ * draw by draw: zero weights, one positive weight, huge spreads, k up to
+ * 256, and rows where every weight is zero. */
+Test(pick, weighted_replacement_walk_equals_the_cdf_search)
+{
+    enum { DEG = 300, K = 256 };
+    float w[DEG];
+    double cdf[DEG], r[K];
+    int order[K];
+    int64_t a[K], b[K];
+    fs_rng_t gen = fs_rng_make(12, 0);
+    for (int row = 0; row < 4000; row++) {
+        int64_t deg = 1 + (int64_t)fs_rng_below(&gen, DEG), k = 1 + (int64_t)fs_rng_below(&gen, K);
+        int shape = row % 4;
+        for (int64_t p = 0; p < deg; p++) {
+            double u = fs_rng_unit(&gen);
+            w[p] = shape == 0 ? (float)u
+                 : shape == 1 ? (u < 0.5 ? 0.0f : (float)ldexp(u, (int)fs_rng_below(&gen, 60) - 30))
+                 : shape == 2 ? (p == deg / 2 ? 1.0f : 0.0f)
+                              : (u < 0.9 ? 0.0f : (float)u);
+        }
+        fs_rng_t r1 = fs_pick_rng(99, 1, row), r2 = r1;
+        int64_t na = fs_pick_weighted_replace_cdf(&r1, w, deg, k, cdf, a);
+        int64_t nb = fs_pick_weighted_replace_walk(&r2, w, deg, k, r, order, b);
+        cr_assert_eq(na, nb, "row %d", row);
+        for (int64_t q = 0; q < na; q++) {
+            cr_assert_eq(a[q], b[q], "row %d draw %lld", row, (long long)q);
+            cr_assert_gt(w[a[q]], 0.0f, "row %d draw %lld picked a zero weight", row, (long long)q);
+        }
+    }
+    float zero[3] = {0, -1, 0};
+    fs_rng_t r3 = fs_pick_rng(1, 0, 0);
+    cr_assert_eq(fs_pick_weighted_replace_walk(&r3, zero, 3, 5, r, order, b), 0);
+}
