@@ -70,7 +70,8 @@ typedef struct {
 typedef struct {
     void *p;
     size_t len;
-    int registered;        /* readable by GPU kernels (fs_cuda_host_register) */
+    int registered;        /* readable by GPU kernels in place (fs_cuda_host_register) */
+    int pinned;            /* p is a pinned copy: the driver would not register the mapping */
 } map_t;
 
 /* What one WELCOME describes: the dataset's files and the reader's
@@ -87,6 +88,7 @@ typedef struct {
     fs_locality_t las;             /* the reader's preferred sets (num_levels 0: none); s is per request */
     void *tier_mem[FS_MAX_TIERS];  /* device tiers, opened by IPC handle */
     int on_device;                 /* some tier is GPU memory: the engines run on the reader's GPU */
+    int reader;                    /* the GPU, on_device */
 } layout_t;
 
 typedef struct {
@@ -126,7 +128,8 @@ static void layout_free(layout_t *Y)
         if (Y->tier_mem[k]) fs_cuda_ipc_close(Y->tier_mem[k]);
     for (size_t i = 0; i < Y->num_maps; i++) {
         if (Y->maps[i].registered) fs_cuda_host_unregister(Y->maps[i].p);
-        munmap(Y->maps[i].p, Y->maps[i].len);
+        if (Y->maps[i].pinned) fs_cuda_free_pinned(Y->maps[i].p);
+        else munmap(Y->maps[i].p, Y->maps[i].len);
     }
     free(Y->maps);
     free(Y->tables.items), free(Y->tiers.items), free(Y->slices.items), free(Y->parts.items);
@@ -347,6 +350,39 @@ static fs_status_t check_welcome(fs_client_t *c, const layout_t *Y, int hello, i
 
 /* ---- mapping ------------------------------------------------------------------------- */
 
+/* A GPU trainer's kernels read the dataset's files, the routes and any host
+ * tier in place over UVA: each mapping is registered with the CUDA runtime
+ * (page-locked, mapped, read-only; the pages are the server's shared
+ * copies, so nothing is copied). Where the driver refuses, the mapping is
+ * replaced by a pinned copy (docs/api.md section 6): slower to connect and
+ * one more copy of those bytes per trainer, but the same kernels. */
+static fs_status_t make_device_readable(fs_client_t *c, layout_t *Y, map_t *m)
+{
+    const void *dev = NULL;
+    fs_error_t err = {0};
+    fs_status_t st = fs_cuda_host_register(m->p, m->len, &dev, &err);
+    if (st == FS_OK) {
+        m->registered = 1;
+        if (dev != m->p) /* UVA: registered memory has one address everywhere (every 64-bit Linux GPU) */
+            return fs_client_fail(c, FS_ERR_UNSUPPORTED, "gpu:%d maps registered host memory at another address; "
+                                  "featstore needs unified addressing", Y->reader);
+        return FS_OK;
+    }
+    if (st != FS_ERR_UNSUPPORTED)
+        return fs_client_fail(c, st, "gpu:%d cannot read the dataset's host memory: %s (connect as \"cpu\" to run "
+                              "the CPU engines)", Y->reader, err.msg);
+    void *copy = NULL;
+    fs_error_t perr = {0};
+    if (fs_cuda_alloc_pinned(m->len, &copy, &perr) != FS_OK)
+        return fs_client_fail(c, perr.code, "gpu:%d: the driver will not register the dataset's pages in place (%s), "
+                              "and a %zu-byte pinned copy cannot be made: %s", Y->reader, err.msg, m->len, perr.msg);
+    memcpy(copy, m->p, m->len);
+    munmap(m->p, m->len);
+    m->p = copy;
+    m->pinned = 1;
+    return FS_OK;
+}
+
 static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, size_t bytes, const void **data)
 {
     struct stat st;
@@ -369,9 +405,11 @@ static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, s
      * memfd copies, so this only writes page-table entries. Best effort:
      * kernels before 5.14 refuse it and fault lazily as before. */
     madvise(p, len, MADV_POPULATE_READ);
-    Y->maps[Y->num_maps++] = (map_t){.p = p, .len = len};
-    *data = (const char *)p + offset;
-    return FS_OK;
+    map_t *m = &Y->maps[Y->num_maps++];
+    *m = (map_t){.p = p, .len = len};
+    fs_status_t rc = Y->on_device ? make_device_readable(c, Y, m) : FS_OK;
+    *data = (const char *)m->p + offset;
+    return rc;
 }
 
 /* The next descriptor of the handshake; FS_ERR_FORMAT when they ran out. */
@@ -443,6 +481,7 @@ static fs_status_t open_device_tiers(fs_client_t *c, layout_t *Y, int reader)
             return fs_client_fail(c, err.code, "cannot open the server's GPU tier %zu (GPU %d) on gpu:%d: %s", k,
                                   (int)tiers[k].device, reader, err.msg);
         Y->on_device = 1;
+        Y->reader = reader;
     }
     return FS_OK;
 }
@@ -474,12 +513,12 @@ static fs_status_t part_edges(fs_client_t *c, const layout_t *Y, uint32_t tier, 
 }
 
 /* The reader's placement: slices, routes, topology parts, preferred sets. */
-static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int reader)
+static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
 {
     const featstore_local_Welcome *w = &Y->w;
     const featstore_local_Tier *tiers = Y->tiers.items;
     size_t isz = fs_dtype_size(Y->index_dtype);
-    fs_status_t st = open_device_tiers(c, Y, reader);
+    fs_status_t st = FS_OK;
     for (size_t t = 0; t < Y->tables.count; t++) {
         Y->views[t].num_tiers = (int)Y->tiers.count;
         for (size_t k = 1; k < Y->tiers.count; k++)
@@ -515,34 +554,14 @@ static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds,
     return st;
 }
 
-/* A GPU trainer's kernels read the dataset's files, the routes and any
- * host tier in place: every mapping of the layout is registered with the
- * CUDA runtime (page-locked, mapped, read-only; the pages are the server's
- * shared copies, so nothing is copied). */
-static fs_status_t register_maps(fs_client_t *c, layout_t *Y, int reader)
-{
-    for (size_t i = 0; i < Y->num_maps; i++) {
-        const void *dev = NULL;
-        fs_error_t err = {0};
-        if (fs_cuda_host_register(Y->maps[i].p, Y->maps[i].len, &dev, &err) != FS_OK)
-            return fs_client_fail(c, err.code, "gpu:%d cannot read the dataset's host memory in place: %s (connect "
-                                  "as \"cpu\" to run the CPU engines)", reader, err.msg);
-        Y->maps[i].registered = 1;
-        if (dev != Y->maps[i].p) /* UVA: registered memory has one address everywhere (every 64-bit Linux GPU) */
-            return fs_client_fail(c, FS_ERR_UNSUPPORTED, "gpu:%d maps registered host memory at another address; "
-                                  "featstore needs unified addressing", reader);
-    }
-    return FS_OK;
-}
-
 /* A received WELCOME mapped into a new layout (*out); the notice page's
  * descriptor goes to *notice_fd; the slots are left in fds from fds->next. */
 static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int hello, int reader, int *notice_fd)
 {
-    fs_status_t st = map_files(c, Y, fds);
+    fs_status_t st = open_device_tiers(c, Y, reader); /* first: it decides whether mappings need registering */
+    if (!st) st = map_files(c, Y, fds);
     if (!st) st = next_fd(c, fds, notice_fd);
-    if (!st) st = map_placement(c, Y, fds, reader);
-    if (!st && Y->on_device) st = register_maps(c, Y, reader);
+    if (!st) st = map_placement(c, Y, fds);
     if (!st && fds->n - fds->next != (hello ? Y->w.num_slots : 0))
         st = fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, its handshake describes %zu", fds->n,
                             fds->next + (hello ? Y->w.num_slots : 0));

@@ -37,8 +37,10 @@ int fs_built_with_cuda(void);
  * and importer must be the same user), and the engines are the CPU twins.
  * It exists so that the device bookkeeping — one allocation per tier,
  * replica fills, IPC hand-off, device result slots — runs and is tested on
- * machines without a GPU; the kernels themselves are test_cuda's. Returns
- * N when active, 0 otherwise. */
+ * machines without a GPU; the kernels themselves are test_cuda's. With
+ * FEATSTORE_SIM_HOST_REGISTER=refuse as well, fs_cuda_host_register fails
+ * as a driver that refuses file-backed memory does. Returns N when active,
+ * 0 otherwise. */
 int fs_devices_simulated(void);
 
 /* Fills *out. FS_ERR_NO_DEVICE (with the reason in err) when none is usable. */

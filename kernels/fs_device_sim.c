@@ -224,9 +224,15 @@ fs_status_t fs_sim_enable_peer(int device, int peer, fs_error_t *err)
     return FS_OK;
 }
 
+/* FEATSTORE_SIM_HOST_REGISTER=refuse plays a driver that will not register
+ * file-backed memory, so the pinned-copy fallback is tested too. */
 fs_status_t fs_sim_host_register(const void *ptr, size_t bytes, const void **dev_ptr, fs_error_t *err)
 {
-    (void)bytes, (void)err;
+    const char *mode = getenv("FEATSTORE_SIM_HOST_REGISTER");
+    *dev_ptr = NULL;
+    if (mode && strcmp(mode, "refuse") == 0)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "cudaHostRegister(%zu bytes, mapped, read-only): refused by the "
+                        "simulated driver (FEATSTORE_SIM_HOST_REGISTER=refuse)", bytes);
     *dev_ptr = ptr; /* simulated kernels read host memory directly */
     return FS_OK;
 }

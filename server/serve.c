@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,20 +157,41 @@ static void shutdown_all(server_t *s)
     fs_dataset_close(s->ds);
 }
 
-/* One line per GPU tier: its bytes, and how its one allocation was filled
- * (host to device, and replicas GPU to GPU). Trainers read the host tier
- * in place over UVA: they register their own mappings (client-lib). */
-static void log_device_tiers(const fs_store_t *store)
+/* How GPU trainers will read the host rows: registration is per process
+ * (each trainer registers its own mappings, client-lib), so the server asks
+ * the driver about one page of the dataset as they will map it, and says
+ * which way it went. */
+static void log_host_access(const fs_dataset_t *ds)
 {
+    long page = sysconf(_SC_PAGESIZE);
+    const void *probe = (const void *)((uintptr_t)ds->indptr & ~(uintptr_t)(page - 1)), *dev;
+    fs_error_t err = {0};
+    if (fs_cuda_host_register(probe, (size_t)page, &dev, &err) == FS_OK) {
+        fs_cuda_host_unregister(probe);
+        fprintf(stderr, "featstore: host rows: GPU trainers read the dataset's pages in place over UVA (registered, "
+                "read-only)\n");
+    } else {
+        fprintf(stderr, "featstore: host rows: the driver will not register the dataset's pages (%s): each GPU "
+                "trainer reads a pinned copy of them\n", err.msg);
+    }
+}
+
+/* One line per GPU tier: its bytes, and how its one allocation was filled
+ * (host to device, and replicas GPU to GPU); then how the host rows are read. */
+static void log_device_tiers(const fs_store_t *store, const fs_dataset_t *ds)
+{
+    int any = 0;
     for (int k = 1; k < fs_store_num_tiers(store); k++) {
         fs_store_tier_t ti;
         fs_store_tier_info(store, k, &ti);
         if (ti.kind != FS_TIER_DEVICE) continue;
+        any = 1;
         fprintf(stderr, "featstore: gpu %d: %.1f MiB in device memory (one allocation of %.1f MiB): %.1f MiB copied "
                 "from the host, %.1f MiB from a replica, GPU to GPU%s%s%s\n", ti.device, (double)ti.used / (1 << 20),
                 (double)ti.capacity / (1 << 20), (double)ti.from_host / (1 << 20), (double)ti.from_peer / (1 << 20),
                 ti.peer_method ? " (" : "", ti.peer_method ? ti.peer_method : "", ti.peer_method ? ")" : "");
     }
+    if (any) log_host_access(ds);
 }
 
 static void log_startup(const fs_serve_opts_t *o, const server_t *s)
@@ -195,7 +217,7 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
             fs_store_num_tiers(s->store) == 1        ? ""
             : ti.kind == FS_TIER_DEVICE             ? ", then each planned GPU's memory"
                                                     : ", then one simulated GPU per planned GPU, in host memory", gpus);
-    log_device_tiers(s->store);
+    log_device_tiers(s->store, s->ds);
 }
 
 /* gRPC reachable beyond this machine without TLS would hand the dataset

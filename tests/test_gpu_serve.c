@@ -181,6 +181,29 @@ Test(gpu_serve, a_gpu_trainer_reads_device_tiers_through_ipc_bit_for_bit)
     cr_assert_eq(tu_serve_stop(&s, SIGTERM), 0);
 }
 
+/* A driver that will not register the dataset's file-backed pages: the
+ * trainer reads a pinned copy of them instead, with the same results. */
+Test(gpu_serve, a_trainer_whose_driver_refuses_registration_reads_a_pinned_copy)
+{
+    need_gpus();
+    if (!fs_devices_simulated()) cr_skip_test("only the simulated driver can be told to refuse registration");
+    tu_server_t s;
+    cr_assert_eq(tu_serve(&s, data, sock, serve_args), 0);
+    setenv("FEATSTORE_SIM_HOST_REGISTER", "refuse", 1); /* this process only: the server started without it */
+    fs_client_t *gpu = connect_as(reader), *cpu = connect_as("cpu");
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        fs_batch_t *g = one_batch(gpu, seed), *c = one_batch(cpu, seed);
+        cr_assert_eq(g->features_memory, FS_MEM_DEVICE);
+        assert_same(g, c);
+        fs_batch_free(g);
+        fs_batch_free(c);
+    }
+    unsetenv("FEATSTORE_SIM_HOST_REGISTER");
+    fs_close(gpu);
+    fs_close(cpu);
+    cr_assert_eq(tu_serve_stop(&s, SIGTERM), 0);
+}
+
 /* A child process on gpu:0 that takes one batch, says so, and waits to be killed. */
 static pid_t trainer_that_waits(void)
 {
