@@ -1,9 +1,11 @@
 /* bench_common.c — see bench_common.h. */
 #include "bench_common.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "gen.h"
@@ -37,4 +39,25 @@ const char *bench_dataset_rmat(int argc, char **argv, int scale, int edge_factor
         exit(1);
     }
     return path;
+}
+
+void bench_spawn(bench_child_t *c, const char *cmd)
+{
+    int out[2], in[2];
+    if (pipe2(out, O_CLOEXEC) || pipe2(in, O_CLOEXEC)) exit(1); /* children must not inherit each other's pipes */
+    if ((c->pid = fork()) == 0) {
+        dup2(out[1], 1), dup2(in[0], 0);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]), close(in[0]);
+    c->out = fdopen(out[0], "r");
+    c->in = in[1];
+}
+
+int bench_wait_line(bench_child_t *c, const char *word, char *line, size_t len)
+{
+    while (fgets(line, (int)len, c->out))
+        if (strstr(line, word)) return 0;
+    return -1;
 }

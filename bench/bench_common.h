@@ -13,4 +13,21 @@ const char *bench_dataset_dim(int argc, char **argv, int scale, int dim);
 /* Any R-MAT benchmark graph, cached by its parameters. */
 const char *bench_dataset_rmat(int argc, char **argv, int scale, int edge_factor, int dim, int symmetrize);
 
+/* A child running `sh -c cmd`, its stdout readable and its stdin writable
+ * (close `in` to end a --hold). Exits on failure to create the pipes. */
+#include <stdio.h>
+#include <sys/types.h>
+
+typedef struct {
+    pid_t pid;
+    FILE *out;   /* its stdout */
+    int in;      /* its stdin */
+} bench_child_t;
+
+void bench_spawn(bench_child_t *c, const char *cmd);
+
+/* Reads the child's stdout up to a line containing `word` (left in line);
+ * -1 if it ends first. */
+int bench_wait_line(bench_child_t *c, const char *word, char *line, size_t len);
+
 #endif

@@ -10,16 +10,27 @@
  *     on all the machine's cores (one sampler per thread):
  *     RESULT bench=gpu_sample ... ratio_vs_cpu_engine=, with the GPU's
  *     edges checked against the CPU's, batch by batch.
+ *   - serving: a trainer process on gpu:0 running sample_gather through
+ *     `featstore serve --topology detect` (device tiers opened by CUDA IPC,
+ *     the CUDA engines, a device result slot) against this process running
+ *     the same kernels on its own copy in GPU memory, the same requests:
+ *     RESULT bench=gpu_serve ... ratio_vs_inprocess= (median of --rounds
+ *     interleaved rounds; both sides' sampled nodes are compared).
  * Every gather's output is checked against the table. Without a usable GPU
  * it prints one RESULT line saying why and exits 0.
  *
- *   bench_gpu [--rows 8388608] [--dim 128] [--ids 2097152] [--scale 22] [--batches 50] */
+ *   bench_gpu [--rows 8388608] [--dim 128] [--ids 2097152] [--scale 22] [--batches 50]
+ *             [--serve-scale 20] [--serve-batches 50] [--rounds 3] */
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 #include "bench_util.h"
 #include "dataset.h"
+#include "featstore/client.h"
 #include "fs_device.h"
 #include "fs_gather.h"
 #include "fs_parallel.h"
@@ -119,12 +130,13 @@ static int gather_bench(long long rows, long long dim, long long n)
     for (int src = 0; src < 2; src++) {
         j.v.tier[0] = (fs_tier_ref_t){src ? FS_TIER_PINNED : FS_TIER_DEVICE, src ? -1 : 0, src ? host_dev : dev_table, rows};
         j.src = src ? pinned_src : dev_table; /* the copy baseline: the same number of bytes */
-        double tg = best_of(5, do_gather, &j), tc = best_of(5, do_copy, &j);
+        double tg = best_of(5, do_gather, &j);
+        int right = tg >= 0 && gather_is_right(dev_out, host, ids, n, dim); /* before the copy overwrites dev_out */
+        double tc = tg < 0 ? -1 : best_of(5, do_copy, &j);
         if (tg < 0 || tc < 0) {
             fprintf(stderr, "bench_gpu: %s\n", err.msg);
             return 1;
         }
-        int right = gather_is_right(dev_out, host, ids, n, dim);
         printf("RESULT bench=gpu_gather source=%s row_bytes=%zu rows=%lld ids=%lld%s%s gbps=%.1f %s_gbps=%.1f "
                "ratio_vs_%s=%.2f correct=%d\n",
                names[src], row_bytes, rows, n, src ? " host_memory=" : "", src ? host_how : "", (double)obytes / tg / 1e9,
@@ -235,8 +247,177 @@ static int sample_bench(int argc, char **argv, int scale, int batches)
     return same ? 0 : (fprintf(stderr, "bench_gpu: the GPU's samples differ from the CPU engine's\n"), 1);
 }
 
+/* ---- serving: a trainer process through the server vs in-process ------ */
+
+#define SERVE_WARMUP 5
+#define SERVE_SEEDS 1024
+
+/* Batch b's seeds, the same on both sides. */
+static void serve_seeds(int64_t *seeds, int64_t num_nodes, int b)
+{
+    fs_rng_t r = fs_rng_make(4242, (uint64_t)b);
+    for (int i = 0; i < SERVE_SEEDS; i++) seeds[i] = (int64_t)fs_rng_below(&r, (uint64_t)num_nodes);
+}
+
+static fs_sample_req_t serve_req(int b)
+{
+    return SAMPLE_REQ(.num_hops = 3, .fanout = {15, 10, 5}, .seed = (uint64_t)b + 1);
+}
+
+/* The trainer process (bench_gpu --gpu-serve-trainer URI NODES BATCHES):
+ * warm up, then time BATCHES sample_gathers; prints "RATE r NODES n". */
+static int serve_trainer(const char *uri, int64_t num_nodes, int batches)
+{
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.device = "gpu:0";
+    fs_client_t *c;
+    if (fs_connect(uri, &o, &c) != FS_OK) return fprintf(stderr, "trainer: %s\n", fs_client_errstr(c)), 1;
+    int64_t seeds[SERVE_SEEDS], nodes = 0;
+    double t0 = 0;
+    for (int b = 0; b < SERVE_WARMUP + batches; b++) {
+        if (b == SERVE_WARMUP) t0 = bench_now();
+        serve_seeds(seeds, num_nodes, b);
+        fs_sample_req_t req = serve_req(b);
+        fs_batch_t *mb;
+        if (fs_sample_gather(c, seeds, SERVE_SEEDS, &req, "feat", FS_DTYPE_F32, &mb) != FS_OK)
+            return fprintf(stderr, "trainer: %s\n", fs_client_errstr(c)), 1;
+        if (mb->features_memory != FS_MEM_DEVICE)
+            return fprintf(stderr, "trainer: the batch's rows are not in GPU memory: is the plan on the GPU?\n"), 1;
+        if (b >= SERVE_WARMUP) nodes += mb->num_nodes;
+        fs_batch_free(mb);
+    }
+    printf("RATE %.4f NODES %lld\n", batches / (bench_now() - t0), (long long)nodes);
+    fs_close(c);
+    return 0;
+}
+
+/* The same kernels in this process: the whole graph and table in GPU
+ * memory (where the server's plan puts them on one GPU), the sampler's
+ * nodes copied up as the trainer's slot does, the gather into device memory. */
+typedef struct {
+    fs_csr_view_t g;
+    fs_table_view_t v;
+    fs_sampler_t *s;
+    char *dev;          /* ids, then rows */
+    size_t dev_cap;
+    int64_t num_nodes;
+} inproc_gpu_t;
+
+static int inproc_batches(inproc_gpu_t *p, int batches, double *rate, int64_t *nodes, fs_error_t *err)
+{
+    int64_t seeds[SERVE_SEEDS];
+    double t0 = 0;
+    *nodes = 0;
+    for (int b = 0; b < SERVE_WARMUP + batches; b++) {
+        if (b == SERVE_WARMUP) t0 = bench_now();
+        serve_seeds(seeds, p->num_nodes, b);
+        fs_sample_req_t req = serve_req(b);
+        fs_sample_result_t res;
+        if (fs_sample_cuda(p->s, 0, &p->g, seeds, SERVE_SEEDS, &req, &res, err) != FS_OK) return 1;
+        size_t ids_bytes = ((size_t)res.num_nodes * 8 + 63) & ~(size_t)63, need = ids_bytes + (size_t)res.num_nodes * p->v.row_bytes;
+        if (need > p->dev_cap) { /* grows like a result slot: rarely, kept */
+            fs_cuda_free_device(p->dev);
+            p->dev_cap = need * 2;
+            if (fs_cuda_alloc_device(0, p->dev_cap, (void **)&p->dev, err) != FS_OK) return 1;
+        }
+        if (fs_cuda_copy(p->dev, res.nodes, (size_t)res.num_nodes * 8, err) != FS_OK ||
+            fs_gather_cuda(0, &p->v, (const int64_t *)p->dev, res.num_nodes, FS_DTYPE_F32, p->dev + ids_bytes, NULL,
+                           err) != FS_OK)
+            return 1;
+        if (b >= SERVE_WARMUP) *nodes += res.num_nodes;
+    }
+    *rate = batches / (bench_now() - t0);
+    return 0;
+}
+
+static void *upload(const void *host, size_t bytes, fs_error_t *err)
+{
+    void *p = NULL;
+    if (fs_cuda_alloc_device(0, bytes, &p, err) != FS_OK) return NULL;
+    if (fs_cuda_copy(p, host, bytes, err) != FS_OK) return fs_cuda_free_device(p), NULL;
+    return p;
+}
+
+static int serve_bench(int argc, char **argv)
+{
+    int scale = (int)bench_arg(argc, argv, "--serve-scale", 20), batches = (int)bench_arg(argc, argv, "--serve-batches", 50);
+    int rounds = (int)bench_arg(argc, argv, "--rounds", 3), dim = (int)bench_arg(argc, argv, "--dim", 128);
+    if (rounds < 1 || rounds > 16) rounds = 3;
+    char data[256], sock[128], cmd[1024], line[512];
+    snprintf(data, sizeof data, "%s", bench_dataset_dim(argc, argv, scale, dim));
+    snprintf(sock, sizeof sock, "/tmp/featstore-bench-gpu-%d.sock", (int)getpid());
+    fs_error_t err = {0};
+    fs_dataset_t *ds;
+    CHECK(fs_dataset_open(data, 0, 1, &ds, &err));
+    const fs_table_t *t = fs_dataset_table(ds, "feat");
+    if (!t) return fprintf(stderr, "bench_gpu: %s has no table 'feat'\n", data), 1;
+    inproc_gpu_t p = {.num_nodes = ds->num_nodes};
+    size_t isz = fs_dtype_size(ds->index_dtype);
+    fs_csr_view_init(&p.g, ds->num_nodes, upload(ds->indptr, (size_t)(ds->num_nodes + 1) * 8, &err),
+                     upload(ds->indices, (size_t)ds->num_edges * isz, &err), ds->index_dtype, NULL);
+    p.v = (fs_table_view_t){.dtype = t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = t->row_bytes, .num_tiers = 1};
+    p.v.tier[0] = (fs_tier_ref_t){FS_TIER_DEVICE, 0, upload(t->data, (size_t)t->rows * t->row_bytes, &err), t->rows};
+    if (!p.g.part[0].indptr || !p.g.part[0].indices || !p.v.tier[0].base)
+        return fprintf(stderr, "bench_gpu: %s\n", err.msg), 1;
+    CHECK(fs_sampler_create(&p.s, &err));
+
+    /* everything on the one GPU: --topology detect with the GPU's own memory as the budget */
+    bench_child_t server;
+    snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --metrics 127.0.0.1:0 --topology detect", FS_BIN,
+             data, sock);
+    bench_spawn(&server, cmd);
+    if (bench_wait_line(&server, "READY", line, sizeof line))
+        return fprintf(stderr, "bench_gpu: the server did not start (see its log above)\n"), 1;
+    double ratio[16], served_sum = 0, inproc_sum = 0;
+    int same = 1, failed = 0;
+    for (int r = 0; r < rounds && !failed; r++) {
+        double served = 0, inproc = 0;
+        int64_t served_nodes = -1, inproc_nodes = 0;
+        for (int k = 0; k < 2 && !failed; k++) {
+            if ((k + r) % 2 == 0) { /* the trainer: a fresh process each round, as trainers start */
+                bench_child_t tr;
+                snprintf(cmd, sizeof cmd, "exec /proc/%d/exe --gpu-serve-trainer unix://%s %lld %d", (int)getpid(),
+                         sock, (long long)ds->num_nodes, batches);
+                bench_spawn(&tr, cmd);
+                long long n = -1;
+                failed = bench_wait_line(&tr, "RATE", line, sizeof line) || sscanf(line, "RATE %lf NODES %lld", &served, &n) != 2;
+                served_nodes = n;
+                close(tr.in);
+                int st;
+                waitpid(tr.pid, &st, 0);
+                fclose(tr.out);
+                failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+            } else {
+                failed = inproc_batches(&p, batches, &inproc, &inproc_nodes, &err);
+                if (failed) fprintf(stderr, "bench_gpu: in-process: %s\n", err.msg);
+            }
+        }
+        if (failed) break;
+        same &= served_nodes == inproc_nodes;
+        ratio[r] = served / inproc, served_sum += served, inproc_sum += inproc;
+        fprintf(stderr, "  gpu_serve round %d: trainer via the server %.2f, in-process %.2f batches/s: ratio %.3f\n", r,
+                served, inproc, ratio[r]);
+    }
+    kill(server.pid, SIGTERM);
+    waitpid(server.pid, NULL, 0);
+    fclose(server.out);
+    close(server.in);
+    if (failed) return fprintf(stderr, "bench_gpu: the gpu_serve trainer failed\n"), 1;
+    printf("RESULT bench=gpu_serve scale=%d dim=%d fanouts=15,10,5 batch=%d batches=%d rounds=%d batches_per_s=%.2f "
+           "inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f same_nodes=%d\n",
+           scale, dim, SERVE_SEEDS, batches, rounds, served_sum / rounds, inproc_sum / rounds,
+           bench_percentile(ratio, rounds, 0.5), same);
+    fs_cuda_free_device((void *)p.g.part[0].indptr), fs_cuda_free_device((void *)p.g.part[0].indices);
+    fs_cuda_free_device((void *)p.v.tier[0].base), fs_cuda_free_device(p.dev);
+    fs_sampler_destroy(p.s);
+    fs_dataset_close(ds);
+    return same ? 0 : (fprintf(stderr, "bench_gpu: the trainer's samples differ from the in-process ones\n"), 1);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "--gpu-serve-trainer") == 0)
+        return serve_trainer(argv[2], atoll(argv[3]), atoi(argv[4]));
     fs_devices_t d;
     fs_error_t err = {0};
     if (fs_devices_query(&d, &err) != FS_OK) {
@@ -247,5 +428,7 @@ int main(int argc, char **argv)
     long long rows = bench_arg(argc, argv, "--rows", 8LL << 20), dim = bench_arg(argc, argv, "--dim", 128);
     long long n = bench_arg(argc, argv, "--ids", 2LL << 20);
     if (gather_bench(rows, dim, n)) return 1;
-    return sample_bench(argc, argv, (int)bench_arg(argc, argv, "--scale", 22), (int)bench_arg(argc, argv, "--batches", 50));
+    if (sample_bench(argc, argv, (int)bench_arg(argc, argv, "--scale", 22), (int)bench_arg(argc, argv, "--batches", 50)))
+        return 1;
+    return serve_bench(argc, argv);
 }

@@ -59,51 +59,23 @@ static long pss_kb(pid_t pid, const char *only_prefix)
     return total;
 }
 
-typedef struct {
-    pid_t pid;
-    FILE *out;   /* its stdout */
-    int in;      /* its stdin (close to release --hold) */
-} child_t;
-
-static void spawn(child_t *c, const char *cmd)
-{
-    int out[2], in[2];
-    if (pipe2(out, O_CLOEXEC) || pipe2(in, O_CLOEXEC)) exit(1); /* children must not inherit each other's pipes */
-    if ((c->pid = fork()) == 0) {
-        dup2(out[1], 1), dup2(in[0], 0);
-        close(out[0]), close(in[1]);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]), close(in[0]);
-    c->out = fdopen(out[0], "r");
-    c->in = in[1];
-}
-
-static int wait_line(child_t *c, const char *word, char *line, size_t len)
-{
-    while (fgets(line, (int)len, c->out))
-        if (strstr(line, word)) return 0;
-    return -1;
-}
-
 static void memory_phase(const char *data, size_t dataset_bytes, const char *workload, const char *trainer_args)
 {
     char sock[128], cmd[1024], line[512];
     snprintf(sock, sizeof sock, "/tmp/featstore-bench-%d.sock", (int)getpid());
-    child_t server, t[8];
+    bench_child_t server, t[8];
     snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --metrics 127.0.0.1:0 --prefault 2>/dev/null", FS_BIN, data, sock);
-    spawn(&server, cmd);
-    if (wait_line(&server, "READY", line, sizeof line)) {
+    bench_spawn(&server, cmd);
+    if (bench_wait_line(&server, "READY", line, sizeof line)) {
         fprintf(stderr, "bench_serve: the server did not start\n");
         exit(1);
     }
     for (int i = 0; i < 8; i++) {
         snprintf(cmd, sizeof cmd, "exec %s unix://%s %s --seed %d --hold", FS_TRAINER, sock, trainer_args, i + 1);
-        spawn(&t[i], cmd);
+        bench_spawn(&t[i], cmd);
     }
     for (int i = 0; i < 8; i++)
-        if (wait_line(&t[i], "HOLD", line, sizeof line)) exit(1);
+        if (bench_wait_line(&t[i], "HOLD", line, sizeof line)) exit(1);
     /* The dataset's pages: its files, or the sealed copies `serve` maps instead (dataset/dataset.c). */
     long total = pss_kb(server.pid, NULL), data_pss = pss_kb(server.pid, data) + pss_kb(server.pid, SEALED_COPY);
     for (int i = 0; i < 8; i++)
