@@ -237,9 +237,9 @@ static int sample_bench(int argc, char **argv, int scale, int batches)
     int64_t total = 0;
     int same = 1;
     for (int b = 0; b < batches; b++) total += gpu_edges[b], same &= gpu_edges[b] == cpu_edges[b];
-    printf("RESULT bench=gpu_sample scale=%d fanouts=15,10,5 batch=1024 batches=%d medges_per_s=%.2f cpu_threads=%d "
-           "cpu_medges_per_s=%.2f ratio_vs_cpu_engine=%.2f same_edges=%d\n",
-           scale, batches, total / t_gpu / 1e6, threads, total / t_cpu / 1e6, t_cpu / t_gpu, same);
+    printf("RESULT bench=gpu_sample scale=%d nodes=%lld fanouts=15,10,5 batch=1024 batches=%d medges_per_s=%.2f "
+           "cpu_threads=%d cpu_medges_per_s=%.2f ratio_vs_cpu_engine=%.2f same_edges=%d\n",
+           scale, (long long)ds->num_nodes, batches, total / t_gpu / 1e6, threads, total / t_cpu / 1e6, t_cpu / t_gpu, same);
     fs_cuda_free_device(ip), fs_cuda_free_device(ix);
     fs_sampler_destroy(s);
     fs_dataset_close(ds);
@@ -403,9 +403,9 @@ static int serve_bench(int argc, char **argv)
     fclose(server.out);
     close(server.in);
     if (failed) return fprintf(stderr, "bench_gpu: the gpu_serve trainer failed\n"), 1;
-    printf("RESULT bench=gpu_serve scale=%d dim=%d fanouts=15,10,5 batch=%d batches=%d rounds=%d batches_per_s=%.2f "
-           "inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f same_nodes=%d\n",
-           scale, dim, SERVE_SEEDS, batches, rounds, served_sum / rounds, inproc_sum / rounds,
+    printf("RESULT bench=gpu_serve scale=%d nodes=%lld dim=%lld fanouts=15,10,5 batch=%d batches=%d rounds=%d "
+           "batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f same_nodes=%d\n",
+           scale, (long long)ds->num_nodes, (long long)t->dim, SERVE_SEEDS, batches, rounds, served_sum / rounds, inproc_sum / rounds,
            bench_percentile(ratio, rounds, 0.5), same);
     fs_cuda_free_device((void *)p.g.part[0].indptr), fs_cuda_free_device((void *)p.g.part[0].indices);
     fs_cuda_free_device((void *)p.v.tier[0].base), fs_cuda_free_device(p.dev);
