@@ -294,6 +294,10 @@ int cmd_plan(int argc, char **argv)
     if (check_values(&c, &p, &err) != FS_OK) return cli_fail(&err);
     fs_dataset_t *ds;
     if (fs_dataset_open(c.args[0], 0, p.place.threads, &ds, &err) != FS_OK) return cli_fail(&err);
+    if (fs_dataset_need_one_graph(ds, "plan", &err) != FS_OK) {
+        fs_dataset_close(ds);
+        return cli_fail(&err);
+    }
     rc = run(&p, ds, &err);
     fs_dataset_close(ds);
     return rc;

@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "dataset_internal.h"
 #include "fs_parallel.h"
 #include "npy.h"
 
@@ -53,14 +54,6 @@ struct fs_mapping {
     fs_file_state_t validated;     /* the file as it was when it was read */
 };
 
-typedef struct {
-    fs_dataset_t *ds;
-    const char *dir;
-    json_t *files;            /* manifest "files" (checksums), may be NULL */
-    unsigned flags;
-    int threads;
-    fs_error_t *err;
-} open_ctx_t;
 
 /* ---- mapping one .npy file ---------------------------------------------- */
 
@@ -194,7 +187,7 @@ static fs_status_t copy_sealed(open_ctx_t *c, const char *path, int src, fs_mapp
 /* Opens dir/file once, maps it (or, with FS_OPEN_COPY, its sealed copy) and
  * parses its header; *data points at the array. The descriptor validated is
  * the one kept. */
-static fs_status_t map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data)
+fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data)
 {
     fs_dataset_t *ds = c->ds;
     if (!safe_file_name(file))
@@ -214,6 +207,15 @@ static fs_status_t map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, 
     if (st.st_size == 0) {
         close(fd);
         return fs_error(c->err, FS_ERR_FORMAT, "%s: empty file", path);
+    }
+    if (ds->num_maps == ds->cap_maps) {
+        int cap = ds->cap_maps ? 2 * ds->cap_maps : 16;
+        fs_mapping_t *grown = realloc(ds->maps, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            close(fd);
+            return fs_error(c->err, FS_ERR_NOMEM, "out of memory opening %s", path);
+        }
+        ds->maps = grown, ds->cap_maps = cap;
     }
     fs_mapping_t *m = &ds->maps[ds->num_maps++];
     *m = (fs_mapping_t){.fd = -1, .len = (size_t)st.st_size};
@@ -252,7 +254,7 @@ static fs_status_t map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, 
     return FS_OK;
 }
 
-static fs_status_t expect_shape(open_ctx_t *c, const char *file, const fs_npy_header_t *h, int ndim,
+fs_status_t ds_expect_shape(open_ctx_t *c, const char *file, const fs_npy_header_t *h, int ndim,
                                 int64_t rows, const char *role)
 {
     if (h->ndim != ndim)
@@ -264,7 +266,7 @@ static fs_status_t expect_shape(open_ctx_t *c, const char *file, const fs_npy_he
     return FS_OK;
 }
 
-static fs_status_t expect_dtype(open_ctx_t *c, const char *file, const fs_npy_header_t *h, fs_dtype_t a,
+fs_status_t ds_expect_dtype(open_ctx_t *c, const char *file, const fs_npy_header_t *h, fs_dtype_t a,
                                 fs_dtype_t b, const char *role)
 {
     if (h->dtype == a || h->dtype == b) return FS_OK;
@@ -319,7 +321,7 @@ static int64_t first_out_of_range(const void *data, fs_dtype_t dt, int64_t n, in
     return r == INT64_MAX ? -1 : r;
 }
 
-static int64_t first_decrease(const int64_t *a, int64_t n, int threads)
+int64_t ds_first_decrease(const int64_t *a, int64_t n, int threads)
 {
     scan_t s = {.data = a, .kind = SCAN_MONOTONE};
     atomic_init(&s.first_bad, INT64_MAX);
@@ -331,7 +333,7 @@ static int64_t first_decrease(const int64_t *a, int64_t n, int threads)
 /* Weighted sampling draws each neighbour in proportion to its edge weight,
  * so a NaN, infinite or negative weight has no meaning: refuse it here,
  * once, instead of in every request. */
-static int64_t first_bad_weight(const float *w, int64_t n, int threads)
+int64_t ds_first_bad_weight(const float *w, int64_t n, int threads)
 {
     scan_t s = {.data = w, .kind = SCAN_WEIGHT};
     atomic_init(&s.first_bad, INT64_MAX);
@@ -345,7 +347,7 @@ static int64_t value_at(const void *data, fs_dtype_t dt, int64_t i)
     return dt == FS_DTYPE_I32 ? ((const int32_t *)data)[i] : ((const int64_t *)data)[i];
 }
 
-static fs_status_t check_ids(open_ctx_t *c, const char *file, const void *data, fs_dtype_t dt, int64_t n,
+fs_status_t ds_check_ids(open_ctx_t *c, const char *file, const void *data, fs_dtype_t dt, int64_t n,
                              int64_t lo, int64_t hi, const char *what)
 {
     int64_t bad = first_out_of_range(data, dt, n, lo, hi, c->threads);
@@ -357,90 +359,105 @@ static fs_status_t check_ids(open_ctx_t *c, const char *file, const void *data, 
 
 /* ---- roles --------------------------------------------------------------- */
 
-static const char *json_str(json_t *o, const char *key)
+const char *ds_json_str(json_t *o, const char *key)
 {
     return json_string_value(json_object_get(o, key));
 }
 
-static fs_status_t need_file(open_ctx_t *c, json_t *o, const char *key, const char **file)
+fs_status_t ds_need_file(open_ctx_t *c, json_t *o, const char *key, const char **file)
 {
-    *file = json_str(o, key);
+    *file = ds_json_str(o, key);
     if (!*file) return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: missing string \"%s\"", c->dir, FS_MANIFEST, key);
+    return FS_OK;
+}
+
+/* A CSR (v1: row v lists v's neighbours) or CSC (v2: column d lists d's
+ * sources) of `rows` rows, `edges` entries with ids in [0, id_limit), and
+ * optional weights under `weights_key`. */
+fs_status_t ds_open_csr(open_ctx_t *c, json_t *topo, int64_t rows, int64_t edges, int64_t id_limit,
+                        const char *weights_key, ds_csr_t *out)
+{
+    fs_npy_header_t h;
+    const char *f;
+    const void *d;
+    fs_status_t s;
+    if ((s = ds_need_file(c, topo, "indptr", &f)) || (s = ds_map_npy(c, f, &h, &d)) ||
+        (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "indptr")) ||
+        (s = ds_expect_shape(c, f, &h, 1, rows + 1, "indptr")))
+        return s;
+    const int64_t *indptr = d;
+    if (indptr[0] != 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr[0] is %lld, must be 0", c->dir, f, (long long)indptr[0]);
+    int64_t bad = ds_first_decrease(indptr, rows + 1, c->threads);
+    if (bad >= 0)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr is not monotone at offset %lld (%lld > %lld)",
+                        c->dir, f, (long long)bad, (long long)indptr[bad], (long long)indptr[bad + 1]);
+    if (indptr[rows] != edges)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr ends at %lld but num_edges is %lld", c->dir, f,
+                        (long long)indptr[rows], (long long)edges);
+    out->indptr = indptr;
+
+    if ((s = ds_need_file(c, topo, "indices", &f)) || (s = ds_map_npy(c, f, &h, &d)) ||
+        (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I32, FS_DTYPE_I64, "indices")) ||
+        (s = ds_expect_shape(c, f, &h, 1, edges, "indices")))
+        return s;
+    out->indices = d;
+    out->index_dtype = h.dtype;
+    if ((s = ds_check_ids(c, f, d, h.dtype, edges, 0, id_limit, "neighbour id"))) return s;
+
+    out->weights = NULL;
+    if ((f = ds_json_str(topo, weights_key))) {
+        if ((s = ds_map_npy(c, f, &h, &d)) ||
+            (s = ds_expect_dtype(c, f, &h, FS_DTYPE_F32, FS_DTYPE_F32, "edge weights")) ||
+            (s = ds_expect_shape(c, f, &h, 1, edges, "edge weights")))
+            return s;
+        out->weights = d;
+        int64_t badw = ds_first_bad_weight(d, edges, c->threads);
+        if (badw >= 0)
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge weight at offset %lld is %g; weights must be "
+                            "finite and >= 0", c->dir, f, (long long)badw, (double)out->weights[badw]);
+    }
     return FS_OK;
 }
 
 static fs_status_t open_topology(open_ctx_t *c, json_t *topo)
 {
     fs_dataset_t *ds = c->ds;
-    fs_npy_header_t h;
-    const char *f;
-    const void *d;
-    fs_status_t s;
     if (!json_is_object(topo))
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: missing object \"topology\"", c->dir, FS_MANIFEST);
-
-    if ((s = need_file(c, topo, "indptr", &f)) || (s = map_npy(c, f, &h, &d)) ||
-        (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "indptr")) ||
-        (s = expect_shape(c, f, &h, 1, ds->num_nodes + 1, "indptr")))
-        return s;
-    ds->indptr = d;
-    if (ds->indptr[0] != 0)
-        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr[0] is %lld, must be 0", c->dir, f,
-                        (long long)ds->indptr[0]);
-    int64_t bad = first_decrease(ds->indptr, ds->num_nodes + 1, c->threads);
-    if (bad >= 0)
-        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr is not monotone at offset %lld (%lld > %lld)",
-                        c->dir, f, (long long)bad, (long long)ds->indptr[bad], (long long)ds->indptr[bad + 1]);
-    if (ds->indptr[ds->num_nodes] != ds->num_edges)
-        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr ends at %lld but num_edges is %lld", c->dir, f,
-                        (long long)ds->indptr[ds->num_nodes], (long long)ds->num_edges);
-
-    if ((s = need_file(c, topo, "indices", &f)) || (s = map_npy(c, f, &h, &d)) ||
-        (s = expect_dtype(c, f, &h, FS_DTYPE_I32, FS_DTYPE_I64, "indices")) ||
-        (s = expect_shape(c, f, &h, 1, ds->num_edges, "indices")))
-        return s;
-    ds->indices = d;
-    ds->index_dtype = h.dtype;
-    if ((s = check_ids(c, f, d, h.dtype, ds->num_edges, 0, ds->num_nodes, "neighbour id")))
-        return s;
-
-    if ((f = json_str(topo, "edge_weights"))) {
-        if ((s = map_npy(c, f, &h, &d)) ||
-            (s = expect_dtype(c, f, &h, FS_DTYPE_F32, FS_DTYPE_F32, "edge_weights")) ||
-            (s = expect_shape(c, f, &h, 1, ds->num_edges, "edge_weights")))
-            return s;
-        ds->edge_weights = d;
-        int64_t bad = first_bad_weight(d, ds->num_edges, c->threads);
-        if (bad >= 0)
-            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge weight at offset %lld is %g; weights must be "
-                            "finite and >= 0", c->dir, f, (long long)bad, (double)ds->edge_weights[bad]);
-    }
+    ds_csr_t g;
+    fs_status_t s = ds_open_csr(c, topo, ds->num_nodes, ds->num_edges, ds->num_nodes, "edge_weights", &g);
+    if (s != FS_OK) return s;
+    ds->indptr = g.indptr, ds->indices = g.indices, ds->index_dtype = g.index_dtype, ds->edge_weights = g.weights;
     return FS_OK;
 }
 
-static fs_status_t open_tables(open_ctx_t *c, json_t *feats)
+/* A "features" object: tables of `rows` rows each (nodes of a type, or
+ * edges by id), into a new array with one spare entry for a labels table. */
+fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const char *owner, fs_table_t **tables,
+                           int *num)
 {
-    fs_dataset_t *ds = c->ds;
     if (feats && !json_is_object(feats))
-        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"features\" must be an object", c->dir, FS_MANIFEST);
-    /* + 1: room for the labels table open_labels may add */
-    ds->tables = calloc(json_object_size(feats) + 1, sizeof *ds->tables);
-    if (!ds->tables) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s\"features\" must be an object", c->dir, FS_MANIFEST, owner);
+    *num = 0;
+    *tables = calloc(json_object_size(feats) + 1, sizeof **tables); /* + 1: a labels table */
+    if (!*tables) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
     if (!feats) return FS_OK;
     const char *name;
     json_t *t;
     json_object_foreach(feats, name, t) {
-        fs_table_t *tab = &ds->tables[ds->num_tables];
+        fs_table_t *tab = &(*tables)[*num];
         fs_npy_header_t h;
         const char *f;
         const void *d;
         fs_status_t s;
         if (strlen(name) >= sizeof tab->name || !json_is_object(t))
-            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: bad feature table entry '%s'", c->dir, FS_MANIFEST, name);
-        if ((s = need_file(c, t, "file", &f)) || (s = map_npy(c, f, &h, &d)) ||
-            (s = expect_shape(c, f, &h, 2, ds->num_nodes, "a feature table")))
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %sbad feature table entry '%s'", c->dir, FS_MANIFEST, owner,
+                            name);
+        if ((s = ds_need_file(c, t, "file", &f)) || (s = ds_map_npy(c, f, &h, &d)) ||
+            (s = ds_expect_shape(c, f, &h, 2, rows, "a feature table")))
             return s;
-        const char *dts = json_str(t, "dtype");
+        const char *dts = ds_json_str(t, "dtype");
         fs_dtype_t dt = dts ? fs_dtype_from_name(dts) : h.dtype;
         /* bfloat16 is stored as raw uint16 bits because numpy has no bf16. */
         int ok = (dt == FS_DTYPE_F32 || dt == FS_DTYPE_F16) ? h.dtype == dt
@@ -457,79 +474,76 @@ static fs_status_t open_tables(open_ctx_t *c, json_t *feats)
         tab->dim = h.shape[1];
         tab->row_bytes = (size_t)tab->dim * fs_dtype_size(dt);
         tab->data = d;
-        ds->num_tables++;
+        (*num)++;
     }
     return FS_OK;
 }
 
-/* Labels are also served as a one-column int64 table, so a trainer gathers a
- * batch's labels exactly like its features (same transports, zero copies). */
-static fs_status_t add_labels_table(open_ctx_t *c, const char *file)
+/* A "labels" object for `rows` nodes. Labels are also served as a
+ * one-column int64 table appended to tables[] (its spare entry), so a
+ * trainer gathers a batch's labels exactly like its features. */
+fs_status_t ds_open_labels(open_ctx_t *c, json_t *lab, int64_t rows, const int64_t **labels, int64_t *num_classes,
+                           fs_table_t *tables, int *num_tables)
 {
-    fs_dataset_t *ds = c->ds;
-    if (fs_dataset_table(ds, FS_LABELS_TABLE))
-        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: a feature table is named '%s', which is reserved for the "
-                        "labels", c->dir, FS_MANIFEST, FS_LABELS_TABLE);
-    fs_table_t *tab = &ds->tables[ds->num_tables++];
-    snprintf(tab->name, sizeof tab->name, "%s", FS_LABELS_TABLE);
-    snprintf(tab->file, sizeof tab->file, "%s", file);
-    tab->dtype = FS_DTYPE_I64;
-    tab->rows = ds->num_nodes;
-    tab->dim = 1;
-    tab->row_bytes = sizeof(int64_t);
-    tab->data = ds->labels;
-    return FS_OK;
-}
-
-static fs_status_t open_labels(open_ctx_t *c, json_t *lab)
-{
-    fs_dataset_t *ds = c->ds;
     if (!lab) return FS_OK;
     fs_npy_header_t h;
     const char *f;
     const void *d;
     fs_status_t s;
-    if ((s = need_file(c, lab, "file", &f)) || (s = map_npy(c, f, &h, &d)) ||
-        (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "labels")) ||
-        (s = expect_shape(c, f, &h, 1, ds->num_nodes, "labels")))
+    if ((s = ds_need_file(c, lab, "file", &f)) || (s = ds_map_npy(c, f, &h, &d)) ||
+        (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "labels")) ||
+        (s = ds_expect_shape(c, f, &h, 1, rows, "labels")))
         return s;
     json_t *nc = json_object_get(lab, "num_classes");
     if (!json_is_integer(nc) || json_integer_value(nc) < 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: labels.num_classes must be a non-negative integer",
                         c->dir, FS_MANIFEST);
-    ds->num_classes = json_integer_value(nc);
-    ds->labels = d;
-    if ((s = check_ids(c, f, d, FS_DTYPE_I64, ds->num_nodes, -1, ds->num_classes, "label"))) return s;
-    return add_labels_table(c, f);
+    *num_classes = json_integer_value(nc);
+    *labels = d;
+    if ((s = ds_check_ids(c, f, d, FS_DTYPE_I64, rows, -1, *num_classes, "label"))) return s;
+    for (int i = 0; i < *num_tables; i++)
+        if (strcmp(tables[i].name, FS_LABELS_TABLE) == 0)
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: a feature table is named '%s', which is reserved for the "
+                            "labels", c->dir, FS_MANIFEST, FS_LABELS_TABLE);
+    fs_table_t *tab = &tables[(*num_tables)++];
+    snprintf(tab->name, sizeof tab->name, "%s", FS_LABELS_TABLE);
+    snprintf(tab->file, sizeof tab->file, "%s", f);
+    tab->dtype = FS_DTYPE_I64;
+    tab->rows = rows;
+    tab->dim = 1;
+    tab->row_bytes = sizeof(int64_t);
+    tab->data = d;
+    return FS_OK;
 }
 
-static fs_status_t open_splits(open_ctx_t *c, json_t *splits)
+/* A "splits" object: named sets of ids in [0, max_id). */
+fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_idset_t **sets, int *num)
 {
-    fs_dataset_t *ds = c->ds;
+    *num = 0;
     if (!splits) return FS_OK;
     if (!json_is_object(splits))
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"splits\" must be an object", c->dir, FS_MANIFEST);
-    ds->splits = calloc(json_object_size(splits) + 1, sizeof *ds->splits);
-    if (!ds->splits) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    *sets = calloc(json_object_size(splits) + 1, sizeof **sets);
+    if (!*sets) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
     const char *name;
     json_t *v;
     json_object_foreach(splits, name, v) {
-        fs_idset_t *set = &ds->splits[ds->num_splits];
+        fs_idset_t *set = &(*sets)[*num];
         const char *f = json_string_value(v);
         fs_npy_header_t h;
         const void *d;
         fs_status_t s;
         if (!f || strlen(name) >= sizeof set->name)
             return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: split '%s' must name a file", c->dir, FS_MANIFEST, name);
-        if ((s = map_npy(c, f, &h, &d)) || (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "a split")) ||
-            (s = expect_shape(c, f, &h, 1, -1, "a split")) ||
-            (s = check_ids(c, f, d, FS_DTYPE_I64, h.shape[0], 0, ds->num_nodes, "node id")))
+        if ((s = ds_map_npy(c, f, &h, &d)) || (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "a split")) ||
+            (s = ds_expect_shape(c, f, &h, 1, -1, "a split")) ||
+            (s = ds_check_ids(c, f, d, FS_DTYPE_I64, h.shape[0], 0, max_id, "node id")))
             return s;
         snprintf(set->name, sizeof set->name, "%s", name);
         snprintf(set->file, sizeof set->file, "%s", f);
         set->count = h.shape[0];
         set->ids = d;
-        ds->num_splits++;
+        (*num)++;
     }
     return FS_OK;
 }
@@ -540,24 +554,35 @@ static fs_status_t open_node_ids(open_ctx_t *c, const char *f)
     fs_npy_header_t h;
     const void *d;
     fs_status_t s;
-    if ((s = map_npy(c, f, &h, &d)) || (s = expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "node_ids")) ||
-        (s = expect_shape(c, f, &h, 1, c->ds->num_nodes, "node_ids")))
+    if ((s = ds_map_npy(c, f, &h, &d)) || (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "node_ids")) ||
+        (s = ds_expect_shape(c, f, &h, 1, c->ds->num_nodes, "node_ids")))
         return s;
     c->ds->node_ids = d;
     return FS_OK;
 }
 
-static fs_status_t read_header_fields(open_ctx_t *c, json_t *m)
+/* "format", "version" (1 or 2) and "name". */
+static fs_status_t read_format(open_ctx_t *c, json_t *m)
 {
     fs_dataset_t *ds = c->ds;
-    const char *fmt = json_str(m, "format");
+    const char *fmt = ds_json_str(m, "format");
     if (!fmt || strcmp(fmt, FS_DATASET_FORMAT) != 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"format\" must be \"%s\"", c->dir, FS_MANIFEST,
                         FS_DATASET_FORMAT);
     json_int_t ver = json_integer_value(json_object_get(m, "version"));
-    if (ver != FS_DATASET_VERSION)
+    if (ver != 1 && ver != FS_DATASET_VERSION)
         return fs_error(c->err, FS_ERR_UNSUPPORTED, "%s/%s: format version %lld is not supported (this build "
-                        "reads version %d)", c->dir, FS_MANIFEST, (long long)ver, FS_DATASET_VERSION);
+                        "reads versions 1 and %d)", c->dir, FS_MANIFEST, (long long)ver, FS_DATASET_VERSION);
+    ds->version = (int)ver;
+    const char *name = ds_json_str(m, "name");
+    snprintf(ds->name, sizeof ds->name, "%s", name ? name : "");
+    return FS_OK;
+}
+
+/* Version 1's counts. */
+static fs_status_t read_counts(open_ctx_t *c, json_t *m)
+{
+    fs_dataset_t *ds = c->ds;
     json_t *n = json_object_get(m, "num_nodes"), *e = json_object_get(m, "num_edges");
     if (!json_is_integer(n) || !json_is_integer(e) || json_integer_value(n) < 0 || json_integer_value(e) < 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: num_nodes and num_edges must be non-negative integers",
@@ -569,9 +594,23 @@ static fs_status_t read_header_fields(open_ctx_t *c, json_t *m)
     ds->num_nodes = json_integer_value(n);
     ds->num_edges = json_integer_value(e);
     ds->symmetric = json_is_true(json_object_get(m, "symmetric"));
-    const char *name = json_str(m, "name");
-    snprintf(ds->name, sizeof ds->name, "%s", name ? name : "");
     return FS_OK;
+}
+
+/* Version 1: one graph, its tables, labels and splits; then read as the
+ * one-type case of version 2 (dataset_typed.c). */
+static fs_status_t open_v1(open_ctx_t *c, json_t *m)
+{
+    fs_dataset_t *ds = c->ds;
+    fs_status_t s = read_counts(c, m);
+    if (!s) s = open_topology(c, json_object_get(m, "topology"));
+    if (!s) s = ds_open_tables(c, json_object_get(m, "features"), ds->num_nodes, "", &ds->tables, &ds->num_tables);
+    if (!s) s = ds_open_labels(c, json_object_get(m, "labels"), ds->num_nodes, &ds->labels, &ds->num_classes, ds->tables,
+                               &ds->num_tables);
+    if (!s) s = ds_open_splits(c, json_object_get(m, "splits"), ds->num_nodes, &ds->splits, &ds->num_splits);
+    if (!s) s = open_node_ids(c, ds_json_str(m, "node_ids"));
+    if (!s) s = ds_typed_from_v1(c);
+    return s;
 }
 
 /* Opens dir's files as the parsed manifest m (borrowed) says. */
@@ -579,22 +618,15 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
                                       fs_error_t *err)
 {
     fs_dataset_t *ds = calloc(1, sizeof *ds);
-    size_t max_maps = 8 + json_object_size(json_object_get(m, "features")) +
-                      json_object_size(json_object_get(m, "splits"));
-    if (ds) ds->maps = calloc(max_maps, sizeof *ds->maps);
     if (ds) ds->dir = strdup(dir);
-    if (!ds || !ds->maps || !ds->dir) {
+    if (!ds || !ds->dir) {
         fs_dataset_close(ds);
         return fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
     }
     open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .flags = flags,
                     .threads = threads, .err = err};
-    fs_status_t s = read_header_fields(&c, m);
-    if (!s) s = open_topology(&c, json_object_get(m, "topology"));
-    if (!s) s = open_tables(&c, json_object_get(m, "features"));
-    if (!s) s = open_labels(&c, json_object_get(m, "labels"));
-    if (!s) s = open_splits(&c, json_object_get(m, "splits"));
-    if (!s) s = open_node_ids(&c, json_str(m, "node_ids"));
+    fs_status_t s = read_format(&c, m);
+    if (!s) s = ds->version == 1 ? open_v1(&c, m) : ds_open_typed(&c, m);
     ds->checksums_verified = (flags & (FS_OPEN_VERIFY | FS_OPEN_COPY)) && c.files != NULL;
     ds->sealed_copy = (flags & FS_OPEN_COPY) != 0;
     if (s != FS_OK) {
@@ -643,6 +675,7 @@ void fs_dataset_close(fs_dataset_t *ds)
         if (ds->maps[i].fd >= 0) close(ds->maps[i].fd);
     }
     free(ds->maps);
+    ds_typed_free(ds); /* the types' arrays, which the one-type case shares with the fields below */
     free(ds->tables);
     free(ds->splits);
     free(ds->dir);

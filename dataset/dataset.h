@@ -1,6 +1,18 @@
 /* dataset.h — featstore's native on-disk dataset: a directory with a
  * manifest.json and one numpy .npy file per array.
  *
+ * Two versions (README "Dataset format"). Version 1, below, is one
+ * homogeneous graph. Version 2 is a typed graph: node types, edge types
+ * (src, rel, dst) each stored toward its destination (CSC) with edge ids,
+ * optional weights, times and edge features, node times, and link splits;
+ * see fs_node_type_t and below. Either version is readable both ways: a
+ * version-1 dataset is also one node type "node" and one edge type
+ * ("node", "to", "node"), and a version-2 dataset with one node type and
+ * one edge type also fills the version-1 fields, so every homogeneous tool
+ * works on it. A version-2 dataset with more types leaves them empty
+ * (num_nodes 0, no tables): tools that need one graph refuse it by
+ * fs_dataset_is_typed().
+ *
  *   manifest.json      format, version, name, num_nodes, num_edges, and which
  *                      file plays which role (see README "Dataset format")
  *   indptr.npy         int64 [N+1]      CSR row offsets, row v = v's neighbours
@@ -36,7 +48,7 @@
 #include "fs_types.h"
 
 #define FS_DATASET_FORMAT "featstore-dataset"
-#define FS_DATASET_VERSION 1
+#define FS_DATASET_VERSION 2      /* the newest version read */
 #define FS_MANIFEST "manifest.json"
 
 #define FS_LABELS_TABLE "labels"
@@ -59,6 +71,54 @@ typedef struct {
 
 typedef struct fs_mapping fs_mapping_t;
 
+/* ---- typed graphs (version 2) ---- */
+
+#define FS_TYPE_NAME_MAX 64   /* type and relation names: [A-Za-z0-9_], 1..63 characters */
+
+typedef struct {
+    char name[FS_TYPE_NAME_MAX];
+    int64_t count;                 /* ids of this type are 0..count-1 */
+    int num_tables;
+    fs_table_t *tables;            /* [count] rows each; the features, then "labels" if labelled */
+    const int64_t *labels;         /* [count], -1 = unlabelled; or NULL */
+    int64_t num_classes;
+    const int64_t *time;           /* [count] node timestamps, or NULL */
+    int num_splits;
+    fs_idset_t *splits;            /* ids of this type */
+} fs_node_type_t;
+
+typedef struct {
+    char src[FS_TYPE_NAME_MAX], rel[FS_TYPE_NAME_MAX], dst[FS_TYPE_NAME_MAX];
+    int src_type, dst_type;        /* indices into node_types */
+    int64_t num_edges;
+    /* Toward the destination (CSC): destination d's source neighbours are
+     * indices[indptr[d] .. indptr[d+1]), ids of the src type. */
+    const int64_t *indptr;         /* [count(dst) + 1] */
+    const void *indices;           /* [num_edges], index_dtype */
+    fs_dtype_t index_dtype;        /* I32 or I64 */
+    const int64_t *edge_ids;       /* [num_edges] id of the edge at each position (a permutation of
+                                      0..num_edges-1); NULL: the position is the id */
+    const float *weights;          /* [num_edges] by position, or NULL */
+    const int64_t *time;           /* [num_edges] by position, non-decreasing within each
+                                      destination (eligibility is a binary search); or NULL */
+    int num_tables;
+    fs_table_t *tables;            /* edge features, [num_edges] rows each, by edge id */
+    int reverse;                   /* the edge type (dst, r, src) holding edge i reversed as its
+                                      edge i, or -1 */
+} fs_edge_type_t;
+
+/* Positive edges for link prediction (and, optionally, given negatives). */
+typedef struct {
+    char name[64];                 /* train, valid, test, ... */
+    int edge_type;
+    int64_t count;
+    const int64_t *src, *dst;      /* [count] ids of the edge type's src and dst types */
+    const int64_t *label;          /* [count] or NULL (all positive) */
+    const int64_t *time;           /* [count] or NULL */
+    const int64_t *neg_dst;        /* [count, num_neg] negative destinations, or NULL */
+    int64_t num_neg;
+} fs_link_split_t;
+
 typedef struct {
     char *dir;
     char name[128];
@@ -75,10 +135,17 @@ typedef struct {
     fs_table_t *tables;            /* the feature tables, then "labels" if labelled */
     int num_splits;
     fs_idset_t *splits;
+    int version;                   /* of the manifest: 1 or 2 */
+    int num_node_types;            /* >= 1 */
+    fs_node_type_t *node_types;
+    int num_edge_types;
+    fs_edge_type_t *edge_types;
+    int num_link_splits;
+    fs_link_split_t *link_splits;
     int checksums_verified;        /* 1 if every file's checksum was checked */
     int sealed_copy;               /* 1 if served from sealed memfd copies (FS_OPEN_COPY) */
     /* private */
-    int num_maps;
+    int num_maps, cap_maps;
     fs_mapping_t *maps;
 } fs_dataset_t;
 
@@ -100,6 +167,17 @@ fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t l
                                      fs_dataset_t **out, fs_error_t *err);
 
 const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name);
+
+/* 1 if the dataset has more than one node type or not exactly one edge
+ * type: the version-1 fields are empty and only typed tools can use it. */
+int fs_dataset_is_typed(const fs_dataset_t *ds);
+/* FS_OK for a one-graph dataset; else FS_ERR_UNSUPPORTED saying that `what`
+ * ("serve", "plan") takes one node type and one edge type. */
+fs_status_t fs_dataset_need_one_graph(const fs_dataset_t *ds, const char *what, fs_error_t *err);
+/* The index of a node type, or of an edge type (src, rel, dst); -1 if none. */
+int fs_dataset_node_type(const fs_dataset_t *ds, const char *name);
+int fs_dataset_edge_type(const fs_dataset_t *ds, const char *src, const char *rel, const char *dst);
+const fs_table_t *fs_node_type_table(const fs_node_type_t *t, const char *name);
 const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name);
 
 /* Neighbour j of the CSR, whatever the index width. */

@@ -61,11 +61,84 @@ static void bytes_str(double b, char *buf, size_t n)
     snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
+static void print_footer(FILE *out, const fs_dataset_t *ds)
+{
+    char b[32];
+    bytes_str((double)fs_dataset_bytes(ds), b, sizeof b);
+    fprintf(out, "on disk   %s in %d files\n", b, ds->num_maps);
+    fprintf(out, "valid     yes: headers, shapes, dtypes, indptr monotone, ids in range%s%s\n",
+            ds->version >= 2 ? ", edge ids unique, times ordered" : "",
+            ds->checksums_verified ? ", checksums match" : " (checksums not verified)");
+}
+
+static void print_tables(FILE *out, const char *indent, const fs_table_t *t, int n)
+{
+    char b[32];
+    for (int i = 0; i < n; i++) {
+        bytes_str((double)t[i].rows * (double)t[i].row_bytes, b, sizeof b);
+        fprintf(out, "%s%-12s %-8s [%lld x %lld]  %s  (%s)\n", indent, t[i].name, fs_dtype_name(t[i].dtype),
+                (long long)t[i].rows, (long long)t[i].dim, b, t[i].file);
+    }
+}
+
+static void print_node_type(FILE *out, const fs_node_type_t *t)
+{
+    fprintf(out, "node type %s: %lld nodes%s\n", t->name, (long long)t->count, t->time ? ", timed" : "");
+    if (t->labels) {
+        int64_t labelled = 0;
+        for (int64_t v = 0; v < t->count; v++) labelled += t->labels[v] >= 0;
+        fprintf(out, "            labels: %lld classes, %lld labelled\n", (long long)t->num_classes, (long long)labelled);
+    }
+    print_tables(out, "            table ", t->tables, t->num_tables);
+    for (int i = 0; i < t->num_splits; i++)
+        fprintf(out, "            split %s: %lld ids\n", t->splits[i].name, (long long)t->splits[i].count);
+}
+
+static void print_edge_type(FILE *out, const fs_dataset_t *ds, const fs_edge_type_t *e)
+{
+    int64_t rows = ds->node_types[e->dst_type].count, max = 0;
+    for (int64_t d = 0; d < rows; d++)
+        if (e->indptr[d + 1] - e->indptr[d] > max) max = e->indptr[d + 1] - e->indptr[d];
+    fprintf(out, "edge type (%s, %s, %s): %lld edges, %s sources, in-degree mean %.2f max %lld%s%s%s\n", e->src,
+            e->rel, e->dst, (long long)e->num_edges, fs_dtype_name(e->index_dtype),
+            rows ? (double)e->num_edges / (double)rows : 0.0, (long long)max, e->edge_ids ? ", edge ids" : "",
+            e->weights ? ", weighted" : "", e->time ? ", timed" : "");
+    if (e->reverse >= 0) fprintf(out, "            reverse: (%s, %s, %s)\n", e->dst, ds->edge_types[e->reverse].rel, e->src);
+    print_tables(out, "            table ", e->tables, e->num_tables);
+}
+
+/* Version 2 with several types: every type, then the link splits. */
+static void print_typed(FILE *out, const fs_dataset_t *ds)
+{
+    fprintf(out, "dataset   %s\n", ds->dir);
+    fprintf(out, "name      %s\n", ds->name[0] ? ds->name : "(unnamed)");
+    fprintf(out, "format    version %d: %d node types, %d edge types, %d link splits\n", ds->version,
+            ds->num_node_types, ds->num_edge_types, ds->num_link_splits);
+    for (int i = 0; i < ds->num_node_types; i++) print_node_type(out, &ds->node_types[i]);
+    for (int i = 0; i < ds->num_edge_types; i++) print_edge_type(out, ds, &ds->edge_types[i]);
+    for (int i = 0; i < ds->num_link_splits; i++) {
+        const fs_link_split_t *l = &ds->link_splits[i];
+        const fs_edge_type_t *e = &ds->edge_types[l->edge_type];
+        fprintf(out, "link split %s: %lld edges of (%s, %s, %s)%s%s", l->name, (long long)l->count, e->src, e->rel,
+                e->dst, l->label ? ", labelled" : "", l->time ? ", timed" : "");
+        if (l->neg_dst) fprintf(out, ", %lld given negatives each", (long long)l->num_neg);
+        fprintf(out, "\n");
+    }
+    print_footer(out, ds);
+}
+
 void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *deg)
 {
+    if (fs_dataset_is_typed(ds)) {
+        print_typed(out, ds);
+        return;
+    }
     char b[32];
     fprintf(out, "dataset   %s\n", ds->dir);
     fprintf(out, "name      %s\n", ds->name[0] ? ds->name : "(unnamed)");
+    if (ds->version >= 2)
+        fprintf(out, "format    version %d: node type %s, edge type (%s, %s, %s)\n", ds->version, ds->node_types[0].name,
+                ds->edge_types[0].src, ds->edge_types[0].rel, ds->edge_types[0].dst);
     fprintf(out, "nodes     %lld\n", (long long)ds->num_nodes);
     fprintf(out, "edges     %lld  (%s, %s indices%s)\n", (long long)ds->num_edges,
             ds->symmetric ? "symmetric" : "directed as stored", fs_dtype_name(ds->index_dtype),
@@ -96,8 +169,5 @@ void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *d
         fprintf(out, " %s %lld%s", ds->splits[i].name, (long long)ds->splits[i].count, i + 1 < ds->num_splits ? "," : "");
     fprintf(out, "\n");
     if (ds->node_ids) fprintf(out, "node ids  original ids kept in node_ids.npy (ids were compacted)\n");
-    bytes_str((double)fs_dataset_bytes(ds), b, sizeof b);
-    fprintf(out, "on disk   %s in %d files\n", b, ds->num_maps);
-    fprintf(out, "valid     yes: headers, shapes, dtypes, indptr monotone, ids in range%s\n",
-            ds->checksums_verified ? ", checksums match" : " (checksums not verified)");
+    print_footer(out, ds);
 }

@@ -29,8 +29,6 @@
 #include "dataset.h"
 #include "npy.h"
 
-#define MAX_ARRAYS 64
-
 typedef struct {
     fs_role_t role;
     char name[64];
@@ -46,12 +44,13 @@ typedef struct {
 struct fs_writer {
     char *out_dir, *tmp_dir;
     int force;
-    array_t arrays[MAX_ARRAYS];
-    int num_arrays;
+    array_t *arrays;
+    int num_arrays, cap_arrays;
     char name[128];
     int64_t num_nodes, num_edges, num_classes;
     int symmetric;
     json_t *source;
+    json_t *typed;    /* version 2: node_types, edge_types, link_splits (fs_writer_set_typed) */
 };
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -122,6 +121,7 @@ static void role_file(fs_role_t role, const char *name, char file[128])
     case FS_ROLE_LABELS: snprintf(file, 128, "labels.npy"); break;
     case FS_ROLE_SPLIT: snprintf(file, 128, "split_%s.npy", name); break;
     case FS_ROLE_NODE_IDS: snprintf(file, 128, "node_ids.npy"); break;
+    case FS_ROLE_FILE: snprintf(file, 128, "%s", name); break;
     }
 }
 
@@ -169,20 +169,32 @@ static fs_status_t map_array(array_t *a, const char *path, fs_error_t *err)
     return FS_OK;
 }
 
-fs_status_t fs_writer_array(fs_writer_t *w, fs_role_t role, const char *name, fs_dtype_t dt, int ndim,
-                            const int64_t *shape, void **data, fs_error_t *err)
+/* A version-2 file name: [A-Za-z0-9_.-], not starting with '.', ending in .npy. */
+static int valid_file_name(const char *f)
 {
-    int named = role == FS_ROLE_FEATURES || role == FS_ROLE_SPLIT;
-    if (named && !valid_name(name))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "table or split name '%s' must be 1-63 characters of "
-                        "[A-Za-z0-9_-]", name ? name : "");
-    if (w->num_arrays == MAX_ARRAYS)
-        return fs_error(err, FS_ERR_RESOURCE, "a dataset holds at most %d arrays", MAX_ARRAYS);
+    size_t n = f ? strlen(f) : 0;
+    if (n < 5 || n >= 128 || f[0] == '.' || strcmp(f + n - 4, ".npy") != 0) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(f[i] == '_' || f[i] == '-' || f[i] == '.' || (f[i] >= '0' && f[i] <= '9') || (f[i] >= 'a' && f[i] <= 'z') ||
+              (f[i] >= 'A' && f[i] <= 'Z')))
+            return 0;
+    return 1;
+}
+
+static fs_status_t add_array(fs_writer_t *w, fs_role_t role, const char *name, fs_dtype_t dt, int ndim,
+                             const int64_t *shape, void **data, fs_error_t *err)
+{
+    if (w->num_arrays == w->cap_arrays) {
+        int cap = w->cap_arrays ? 2 * w->cap_arrays : 16;
+        array_t *grown = realloc(w->arrays, (size_t)cap * sizeof *grown);
+        if (!grown) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+        w->arrays = grown, w->cap_arrays = cap;
+    }
     array_t *a = &w->arrays[w->num_arrays];
     memset(a, 0, sizeof *a);
     a->role = role;
-    snprintf(a->name, sizeof a->name, "%s", named ? name : "");
-    role_file(role, named ? name : "", a->file);
+    snprintf(a->name, sizeof a->name, "%s", name);
+    role_file(role, name, a->file);
     for (int i = 0; i < w->num_arrays; i++)
         if (strcmp(w->arrays[i].file, a->file) == 0)
             return fs_error(err, FS_ERR_EXISTS, "%s is already part of this dataset", a->file);
@@ -201,6 +213,19 @@ fs_status_t fs_writer_array(fs_writer_t *w, fs_role_t role, const char *name, fs
     w->num_arrays++;
     *data = (char *)a->map + FS_NPY_WRITE_HEADER_LEN;
     return FS_OK;
+}
+
+fs_status_t fs_writer_array(fs_writer_t *w, fs_role_t role, const char *name, fs_dtype_t dt, int ndim,
+                            const int64_t *shape, void **data, fs_error_t *err)
+{
+    int named = role == FS_ROLE_FEATURES || role == FS_ROLE_SPLIT;
+    if (role == FS_ROLE_FILE && !valid_file_name(name))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "file name '%s' must be 5-127 characters of [A-Za-z0-9_.-], "
+                        "not start with '.' and end in .npy", name ? name : "");
+    if (named && !valid_name(name))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "table or split name '%s' must be 1-63 characters of "
+                        "[A-Za-z0-9_-]", name ? name : "");
+    return add_array(w, role, named || role == FS_ROLE_FILE ? name : "", dt, ndim, shape, data, err);
 }
 
 fs_status_t fs_writer_resize(fs_writer_t *w, void **data, int64_t rows, fs_error_t *err)
@@ -248,11 +273,39 @@ static const array_t *find_role(const fs_writer_t *w, fs_role_t role)
     return NULL;
 }
 
-static json_t *build_manifest(fs_writer_t *w)
+fs_status_t fs_writer_set_typed(fs_writer_t *w, const char *graph_json, fs_error_t *err)
 {
-    json_t *m = json_object(), *topo = json_object(), *feats = json_object(), *splits = json_object();
+    json_error_t jerr;
+    json_t *j = json_loads(graph_json, 0, &jerr);
+    if (!json_is_object(j) || !json_is_array(json_object_get(j, "node_types"))) {
+        json_decref(j);
+        return fs_error(err, FS_ERR_INTERNAL, "bad typed-graph description: %s", j ? "no node_types list" : jerr.text);
+    }
+    json_decref(w->typed);
+    w->typed = j;
+    return FS_OK;
+}
+
+/* Version 2: the caller's description of the types, naming the files. */
+static json_t *build_typed_manifest(fs_writer_t *w)
+{
+    json_t *m = json_object();
     json_object_set_new(m, "format", json_string(FS_DATASET_FORMAT));
     json_object_set_new(m, "version", json_integer(FS_DATASET_VERSION));
+    json_object_set_new(m, "name", json_string(w->name));
+    const char *key;
+    json_t *v;
+    json_object_foreach(w->typed, key, v) json_object_set(m, key, v);
+    if (w->source) json_object_set(m, "source", w->source);
+    return m;
+}
+
+static json_t *build_manifest(fs_writer_t *w)
+{
+    if (w->typed) return build_typed_manifest(w);
+    json_t *m = json_object(), *topo = json_object(), *feats = json_object(), *splits = json_object();
+    json_object_set_new(m, "format", json_string(FS_DATASET_FORMAT));
+    json_object_set_new(m, "version", json_integer(1)); /* homogeneous: readable by every release */
     json_object_set_new(m, "name", json_string(w->name));
     json_object_set_new(m, "num_nodes", json_integer(w->num_nodes));
     json_object_set_new(m, "num_edges", json_integer(w->num_edges));
@@ -336,6 +389,8 @@ void fs_writer_abort(fs_writer_t *w)
     }
     if (w->tmp_dir) rm_tree(w->tmp_dir);
     json_decref(w->source);
+    json_decref(w->typed);
+    free(w->arrays);
     free(w->tmp_dir);
     free(w->out_dir);
     free(w);

@@ -29,6 +29,8 @@ typedef enum {
     FS_ROLE_LABELS,
     FS_ROLE_SPLIT,      /* named */
     FS_ROLE_NODE_IDS,
+    FS_ROLE_FILE,       /* version 2: `name` is the file's name (*.npy); the caller's
+                           fs_writer_set_typed description says what it holds */
 } fs_role_t;
 
 typedef struct fs_writer fs_writer_t;
@@ -54,6 +56,13 @@ fs_status_t fs_writer_resize(fs_writer_t *w, void **data, int64_t rows, fs_error
 void fs_writer_set_meta(fs_writer_t *w, const char *name, int64_t num_nodes, int64_t num_edges,
                         int symmetric, int64_t num_classes);
 fs_status_t fs_writer_set_source(fs_writer_t *w, const char *source_json, fs_error_t *err);
+
+/* Makes the dataset version 2 (dataset.h): graph_json is a JSON object with
+ * "node_types", "edge_types" and optionally "link_splits" as the manifest
+ * holds them, naming FS_ROLE_FILE arrays; the version-1 sections and
+ * fs_writer_set_meta's counts are then not written (its name is). The
+ * reader checks the result when it opens it. */
+fs_status_t fs_writer_set_typed(fs_writer_t *w, const char *graph_json, fs_error_t *err);
 
 /* Finishes and renames into place; frees w whatever the outcome (on failure
  * the temporary directory is removed). */

@@ -496,6 +496,7 @@ int fs_serve(const fs_serve_opts_t *o)
         fprintf(stderr, "featstore: dataset copied into sealed memory%s: %.2f GiB in %.2f s\n",
                 s.ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
                 (double)fs_dataset_bytes(s.ds) / (1 << 30), fs_now() - t0);
+    if (!st) st = fs_dataset_need_one_graph(s.ds, "serve", &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");

@@ -56,6 +56,9 @@ static int fuzz_dataset_fixture(const char *dir)
     static const int64_t labels[FIXTURE_NODES] = {0, 1, 2, -1, 1, 0};
     static const int64_t train[3] = {0, 2, 4}, split_bad[2] = {1, 9};
     static const int64_t node_ids[FIXTURE_NODES] = {10, 11, 12, 13, 14, 15};
+    /* version 2: a permutation of the edges, times sorted within each row, one that is not */
+    static const int64_t edge_ids[FIXTURE_EDGES] = {3, 1, 0, 2, 7, 6, 4, 5}, edge_ids_dup[FIXTURE_EDGES] = {0, 1, 2, 3, 4, 5, 6, 0};
+    static const int64_t edge_time[FIXTURE_EDGES] = {1, 5, 2, 0, 9, 3, 4, 4}, edge_time_bad[FIXTURE_EDGES] = {5, 1, 2, 0, 9, 3, 4, 4};
     float feat[FIXTURE_NODES * 4];
     uint16_t half[FIXTURE_NODES * 3], bf16[FIXTURE_NODES * 2];
     for (int i = 0; i < FIXTURE_NODES * 4; i++) feat[i] = (float)i * 0.5f;
@@ -79,6 +82,10 @@ static int fuzz_dataset_fixture(const char *dir)
            fixture_npy(dir, "split_train.npy", FS_DTYPE_I64, 1, 3, 0, train, 0) ||
            fixture_npy(dir, "split_bad.npy", FS_DTYPE_I64, 1, 2, 0, split_bad, 0) ||
            fixture_npy(dir, "node_ids.npy", FS_DTYPE_I64, 1, FIXTURE_NODES, 0, node_ids, 0) ||
+           fixture_npy(dir, "edge_ids.npy", FS_DTYPE_I64, 1, FIXTURE_EDGES, 0, edge_ids, 0) ||
+           fixture_npy(dir, "edge_ids_dup.npy", FS_DTYPE_I64, 1, FIXTURE_EDGES, 0, edge_ids_dup, 0) ||
+           fixture_npy(dir, "edge_time.npy", FS_DTYPE_I64, 1, FIXTURE_EDGES, 0, edge_time, 0) ||
+           fixture_npy(dir, "edge_time_bad.npy", FS_DTYPE_I64, 1, FIXTURE_EDGES, 0, edge_time_bad, 0) ||
            fixture_npy(dir, "truncated.npy", FS_DTYPE_I64, 1, FIXTURE_NODES, 0, node_ids, 5) ||
            fixture_bytes(dir, "garbage.npy", garbage, sizeof garbage - 1) ||
            fixture_bytes(dir, "empty.npy", empty, 0)

@@ -11,7 +11,8 @@
  * An opened dataset must be what fs_dataset_open promises (dataset.h):
  * indptr from 0, monotone, ending at num_edges; every neighbour, label and
  * split id in range; weights finite and >= 0; every table num_nodes rows of
- * a servable dtype lying wholly inside one of the dataset's mappings. A
+ * a servable dtype lying wholly inside one of the dataset's mappings; for
+ * version 2 (typed graphs), the same of every type (check_typed). A
  * refusal carries a status and a message. */
 #include <float.h>
 #include <ftw.h>
@@ -58,8 +59,71 @@ static void check_mapped(const fs_dataset_t *ds, const void *p, size_t bytes, co
                last - first == (int64_t)bytes - 1, "%s runs past its mapping", what);
 }
 
+/* Version 2's promises (dataset.h): every edge type's CSC in range of its
+ * types, edge ids a permutation, times ordered per destination, tables of
+ * the right rows, reverses and link splits consistent. */
+static void check_edge_type(const fs_dataset_t *ds, const fs_edge_type_t *e)
+{
+    FUZZ_CHECK(e->src_type >= 0 && e->src_type < ds->num_node_types && e->dst_type >= 0 &&
+               e->dst_type < ds->num_node_types, "edge type %s's node types", e->rel);
+    int64_t rows = ds->node_types[e->dst_type].count, srcs = ds->node_types[e->src_type].count, m = e->num_edges;
+    FUZZ_CHECK(e->indptr[0] == 0 && e->indptr[rows] == m, "edge type %s indptr", e->rel);
+    check_mapped(ds, e->indptr, sizeof(int64_t) * (size_t)(rows + 1), "an edge type's indptr");
+    for (int64_t d = 0; d < rows; d++) {
+        FUZZ_CHECK(e->indptr[d] <= e->indptr[d + 1], "edge type %s indptr at %lld", e->rel, (long long)d);
+        for (int64_t p = e->indptr[d] + 1; e->time && p < e->indptr[d + 1]; p++)
+            FUZZ_CHECK(e->time[p - 1] <= e->time[p], "edge type %s time order at %lld", e->rel, (long long)p);
+    }
+    uint8_t *seen = calloc((size_t)m + 1, 1);
+    for (int64_t k = 0; k < m; k++) {
+        int64_t u = e->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)e->indices)[k] : ((const int64_t *)e->indices)[k];
+        FUZZ_CHECK(u >= 0 && u < srcs, "edge type %s source %lld", e->rel, (long long)u);
+        if (e->edge_ids) {
+            FUZZ_CHECK(e->edge_ids[k] >= 0 && e->edge_ids[k] < m && !seen[e->edge_ids[k]], "edge id at %lld", (long long)k);
+            seen[e->edge_ids[k]] = 1;
+        }
+        FUZZ_CHECK(!e->weights || (e->weights[k] >= 0 && e->weights[k] <= FLT_MAX), "weight at %lld", (long long)k);
+    }
+    free(seen);
+    for (int i = 0; i < e->num_tables; i++)
+        FUZZ_CHECK(e->tables[i].rows == m, "edge table '%s' rows", e->tables[i].name);
+    FUZZ_CHECK(e->reverse < 0 || (e->reverse < ds->num_edge_types && ds->edge_types[e->reverse].num_edges == m &&
+                                  ds->edge_types[e->reverse].src_type == e->dst_type),
+               "edge type %s reverse", e->rel);
+}
+
+static void check_typed(const fs_dataset_t *ds)
+{
+    FUZZ_CHECK(ds->num_node_types >= 1 && (ds->version == 2 || (ds->num_node_types == 1 && ds->num_edge_types == 1)),
+               "version %d with %d node types", ds->version, ds->num_node_types);
+    for (int i = 0; i < ds->num_node_types; i++) {
+        const fs_node_type_t *t = &ds->node_types[i];
+        FUZZ_CHECK(t->count >= 0, "node type count");
+        for (int k = 0; k < t->num_tables; k++) FUZZ_CHECK(t->tables[k].rows == t->count, "node table rows");
+        for (int k = 0; k < t->num_splits; k++)
+            for (int64_t j = 0; j < t->splits[k].count; j++)
+                FUZZ_CHECK(t->splits[k].ids[j] >= 0 && t->splits[k].ids[j] < t->count, "node split id");
+    }
+    for (int i = 0; i < ds->num_edge_types; i++) check_edge_type(ds, &ds->edge_types[i]);
+    for (int i = 0; i < ds->num_link_splits; i++) {
+        const fs_link_split_t *l = &ds->link_splits[i];
+        FUZZ_CHECK(l->edge_type >= 0 && l->edge_type < ds->num_edge_types, "link split edge type");
+        const fs_edge_type_t *e = &ds->edge_types[l->edge_type];
+        for (int64_t j = 0; j < l->count; j++)
+            FUZZ_CHECK(l->src[j] >= 0 && l->src[j] < ds->node_types[e->src_type].count && l->dst[j] >= 0 &&
+                       l->dst[j] < ds->node_types[e->dst_type].count, "link split ids at %lld", (long long)j);
+        for (int64_t j = 0; l->neg_dst && j < l->count * l->num_neg; j++)
+            FUZZ_CHECK(l->neg_dst[j] >= 0 && l->neg_dst[j] < ds->node_types[e->dst_type].count, "negative");
+    }
+}
+
 static void check_opened(const fs_dataset_t *ds)
 {
+    check_typed(ds);
+    if (fs_dataset_is_typed(ds)) { /* the version-1 fields are empty */
+        FUZZ_CHECK(ds->num_nodes == 0 && !ds->indptr && ds->num_tables == 0, "a typed dataset filled version-1 fields");
+        return;
+    }
     int64_t n = ds->num_nodes, e = ds->num_edges;
     FUZZ_CHECK(n >= 0 && e >= 0 && ds->indptr[0] == 0 && ds->indptr[n] == e, "indptr [0, %lld] = %lld..%lld, E %lld",
                (long long)n, (long long)ds->indptr[0], (long long)ds->indptr[n], (long long)e);

@@ -159,7 +159,24 @@ static void manifest_seeds(void)
     put_text("fuzz_manifest", "huge-counts",
              "{\"format\": \"featstore-dataset\", \"version\": 1, \"num_nodes\": 9223372036854775807, "
              "\"num_edges\": 9223372036854775807, \"topology\": {\"indptr\": \"indptr.npy\", \"indices\": \"indices.npy\"}}");
-    put_text("fuzz_manifest", "wrong-version", "{\"format\": \"featstore-dataset\", \"version\": 2}");
+    put_text("fuzz_manifest", "wrong-version", "{\"format\": \"featstore-dataset\", \"version\": 3}");
+    /* version 2: two node types over the fixture's arrays, two edge types (one the other's reverse), a link split */
+    put_text("fuzz_manifest", "typed",
+             "{\"format\": \"featstore-dataset\", \"version\": 2, \"node_types\": ["
+             "{\"name\": \"a\", \"count\": 6, \"time\": \"node_ids.npy\", \"features\": {\"feat\": {\"file\": "
+             "\"table_feat.npy\"}}, \"labels\": {\"file\": \"labels.npy\", \"num_classes\": 3}, \"splits\": "
+             "{\"train\": \"split_train.npy\"}}, {\"name\": \"b\", \"count\": 6}],\n \"edge_types\": ["
+             "{\"src\": \"a\", \"rel\": \"r\", \"dst\": \"b\", \"num_edges\": 8, \"indptr\": \"indptr.npy\", "
+             "\"indices\": \"indices.npy\", \"edge_ids\": \"edge_ids.npy\", \"time\": \"edge_time.npy\", "
+             "\"weights\": \"edge_weights.npy\", \"reverse\": \"rev\"},\n {\"src\": \"b\", \"rel\": \"rev\", "
+             "\"dst\": \"a\", \"num_edges\": 8, \"indptr\": \"indptr.npy\", \"indices\": \"indices64.npy\", "
+             "\"reverse\": \"r\"}],\n \"link_splits\": {\"train\": {\"edge_type\": [\"a\", \"r\", \"b\"], "
+             "\"src\": \"split_train.npy\", \"dst\": \"split_train.npy\", \"label\": \"split_train.npy\"}}}");
+    put_text("fuzz_manifest", "typed-broken",
+             "{\"format\": \"featstore-dataset\", \"version\": 2, \"node_types\": [{\"name\": \"a\", \"count\": 6}],"
+             " \"edge_types\": [{\"src\": \"a\", \"rel\": \"r\", \"dst\": \"a\", \"num_edges\": 8, \"indptr\": "
+             "\"indptr.npy\", \"indices\": \"indices.npy\", \"edge_ids\": \"edge_ids_dup.npy\", \"time\": "
+             "\"edge_time_bad.npy\", \"features\": {\"x\": {\"file\": \"table_feat.npy\"}}}]}");
     nftw(fixture, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 

@@ -1,0 +1,55 @@
+/* dataset_internal.h — what dataset.c (version 1, files, checks) and
+ * dataset_typed.c (version 2's types) share while opening a dataset. Not
+ * for use outside dataset/. */
+#ifndef FS_DATASET_INTERNAL_H
+#define FS_DATASET_INTERNAL_H
+
+#include <jansson.h>
+
+#include "dataset.h"
+#include "npy.h"
+
+typedef struct {
+    fs_dataset_t *ds;
+    const char *dir;
+    json_t *files;            /* manifest "files" (checksums), may be NULL */
+    unsigned flags;
+    int threads;
+    fs_error_t *err;
+} open_ctx_t;
+
+typedef struct {
+    const int64_t *indptr;
+    const void *indices;
+    fs_dtype_t index_dtype;
+    const float *weights;
+} ds_csr_t;
+
+const char *ds_json_str(json_t *o, const char *key);
+fs_status_t ds_need_file(open_ctx_t *c, json_t *o, const char *key, const char **file);
+/* Opens, maps and checks one .npy file of the manifest (name, size, checksum, header). */
+fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data);
+fs_status_t ds_expect_shape(open_ctx_t *c, const char *file, const fs_npy_header_t *h, int ndim, int64_t rows,
+                            const char *role);
+fs_status_t ds_expect_dtype(open_ctx_t *c, const char *file, const fs_npy_header_t *h, fs_dtype_t a, fs_dtype_t b,
+                            const char *role);
+/* FS_ERR_FORMAT naming the first of data[0..n) outside [lo, hi). */
+fs_status_t ds_check_ids(open_ctx_t *c, const char *file, const void *data, fs_dtype_t dt, int64_t n, int64_t lo,
+                         int64_t hi, const char *what);
+int64_t ds_first_decrease(const int64_t *a, int64_t n, int threads);
+int64_t ds_first_bad_weight(const float *w, int64_t n, int threads);
+
+fs_status_t ds_open_csr(open_ctx_t *c, json_t *topo, int64_t rows, int64_t edges, int64_t id_limit,
+                        const char *weights_key, ds_csr_t *out);
+fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const char *owner, fs_table_t **tables,
+                           int *num);
+fs_status_t ds_open_labels(open_ctx_t *c, json_t *lab, int64_t rows, const int64_t **labels, int64_t *num_classes,
+                           fs_table_t *tables, int *num_tables);
+fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_idset_t **sets, int *num);
+
+/* dataset_typed.c */
+fs_status_t ds_open_typed(open_ctx_t *c, json_t *m);   /* version 2 */
+fs_status_t ds_typed_from_v1(open_ctx_t *c);            /* a version-1 dataset as one node and one edge type */
+void ds_typed_free(fs_dataset_t *ds);
+
+#endif
