@@ -198,7 +198,7 @@ static fs_status_t open_link_split(open_ctx_t *c, const char *name, json_t *o, f
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: link split '%s' names edge type (%s, %s, %s), which is not in "
                         "\"edge_types\"", c->dir, FS_MANIFEST, name, s0, s1, s2);
     const fs_edge_type_t *e = &ds->edge_types[l->edge_type];
-    const char *f = ds_json_str(o, "src");
+    const char *f;
     fs_npy_header_t h;
     const void *d;
     fs_status_t s;

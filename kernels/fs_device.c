@@ -109,15 +109,11 @@ fs_status_t fs_gather_cuda(int device, const fs_table_view_t *t, const int64_t *
                        : fs_rt_gather(device, t, ids, n, out_dtype, out, counters, err);
 }
 
-fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
-{
-    return simulated() ? fs_sim_sample(s, device, g, seeds, n, req, res, err)
-                       : fs_rt_sample(s, device, g, seeds, n, req, res, err);
-}
-
-fs_status_t fs_cuda_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                                 const fs_sample_req_t *req, fs_error_t *err)
+/* What the CUDA sampler takes, on a GPU or simulated: fs_sample_check, then
+ * fanouts up to FS_CUDA_SAMPLE_MAX_FANOUT and no weighted hop of fanout -1
+ * (FS_ERR_UNSUPPORTED otherwise). */
+static fs_status_t cuda_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                                     const fs_sample_req_t *req, fs_error_t *err)
 {
     fs_status_t st = fs_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
@@ -130,4 +126,13 @@ fs_status_t fs_cuda_sample_check(const fs_csr_view_t *g, const int64_t *seeds, i
                             FS_CUDA_SAMPLE_MAX_FANOUT);
     }
     return FS_OK;
+}
+
+fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
+{
+    fs_status_t st = cuda_sample_check(g, seeds, n, req, err);
+    if (st != FS_OK) return st;
+    return simulated() ? fs_sim_sample(s, device, g, seeds, n, req, res, err)
+                       : fs_rt_sample(s, device, g, seeds, n, req, res, err);
 }

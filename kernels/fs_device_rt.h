@@ -9,7 +9,8 @@
  *   fs_sim_*  the simulated GPUs of FEATSTORE_SIM_GPUS (fs_device_sim.c),
  *             used whenever fs_sim_count() > 0, in any build.
  * Both sides take arguments already checked by fs_device.c where the
- * checks are shared (broadcast's shape, the sampler's device limits), and
+ * checks are shared (broadcast's shape; a sampling request, within
+ * FS_CUDA_SAMPLE_MAX_FANOUT and the CUDA sampler's modes), and
  * keep the public functions' contracts: same codes, same ownership. */
 #ifndef FS_DEVICE_RT_H
 #define FS_DEVICE_RT_H
@@ -24,12 +25,6 @@ extern "C" { /* the headers below are C, without guards of their own */
 
 /* The largest per-hop fanout the CUDA sampler takes (FS_FANOUT_ALL aside). */
 #define FS_CUDA_SAMPLE_MAX_FANOUT 256
-
-/* What fs_sample_cuda accepts, on a GPU or simulated: fs_sample_check, then
- * uniform modes only and fanouts up to FS_CUDA_SAMPLE_MAX_FANOUT
- * (FS_ERR_UNSUPPORTED otherwise). Defined in fs_device.c. */
-fs_status_t fs_cuda_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                                 const fs_sample_req_t *req, fs_error_t *err);
 
 /* ---- the backend of the build ---------------------------------------- */
 int fs_rt_built_with_cuda(void);

@@ -346,8 +346,6 @@ fs_status_t fs_sim_gather(int device, const fs_table_view_t *t, const int64_t *i
 fs_status_t fs_sim_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
-    fs_status_t st = fs_cuda_sample_check(g, seeds, n, req, err);
-    if (st != FS_OK) return st;
     if (!valid_device(device)) return no_such_device(err, "sample (CUDA)", device);
     return fs_sample_cpu(s, g, seeds, n, req, res, NULL, err);
 }

@@ -220,8 +220,7 @@ cudaError_t fused_map(Table t, const long long *cand, long long n, long long *lo
 extern "C" fs_status_t fs_rt_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds,
                                     int64_t n, const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
-    fs_status_t st = fs_cuda_sample_check(g, seeds, n, req, err); /* uniform modes, fanout <= CUDA_MAX_FANOUT */
-    if (st != FS_OK) return st;
+    /* the request was checked by fs_sample_cuda (fs_device.c): fanouts <= CUDA_MAX_FANOUT */
     if (cudaSetDevice(device) != cudaSuccess)
         return fs_error(err, FS_ERR_NO_DEVICE, "sample (CUDA): no device %d", device);
 

@@ -191,7 +191,7 @@ Test(typed, round_trip_of_every_part)
     cr_assert_not_null(strstr(out, "reverse: (paper, written_by, author)"), "%s", out);
     cr_assert_not_null(strstr(out, "link split train: 2 edges of (paper, cites, paper), 2 given negatives each"), "%s", out);
     free(out);
-    cr_assert_neq(tu_run(&out, "%s serve %s --socket %s/s.sock", tu_bin(), d, dir), 0);
+    cr_assert_neq(tu_run(&out, "timeout 30 %s serve %s --socket %s/s.sock", tu_bin(), d, dir), 0);
     cr_assert_not_null(strstr(out, "typed graph"), "%s", out);
     free(out);
     free(d);

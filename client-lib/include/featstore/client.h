@@ -70,7 +70,7 @@ extern "C" {
 #define FS_VERSION_MINOR 2
 #define FS_VERSION_PATCH 0
 
-/* The library's version, "1.1.0": compare with FS_VERSION_* to see that a
+/* The library's version, "1.2.0": compare with FS_VERSION_* to see that a
  * program runs with the library it was built for. */
 FS_API const char *fs_version(void);
 
