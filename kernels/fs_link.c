@@ -1,0 +1,294 @@
+/* fs_link.c — link prediction batches on the typed sampler (fs_typed.h):
+ * negative sampling, seed-edge exclusion, and PyG LinkNeighborLoader's
+ * labels (docs/typed-sampling.md).
+ *
+ * Negatives are drawn per negative index from the request seed, so a batch
+ * is reproducible. Uniform draws take any id of the endpoint's type;
+ * weighted draws follow degree^0.75 (word2vec's smoothing), the destination
+ * side by in-degree (its CSC row length), the source side by out-degree
+ * (counted once per edge type and cached in the sampler). Strict negatives
+ * are redrawn until the pair is neither an edge of the graph (a scan of the
+ * destination's row) nor one of the batch's positives.
+ *
+ * Both endpoints of every seed edge seed the neighbourhood sampling, and the
+ * seed edges — with their reverses — are excluded from it (DGL's
+ * exclude="reverse_id"), so a model never sees the edge it must predict. */
+#include "fs_typed.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_rng.h"
+#include "fs_sample_internal.h"
+
+#define STRICT_TRIES 1000
+
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *));
+
+/* degree^0.75 cumulative weights of one side of one edge type. */
+typedef struct {
+    const void *indptr;      /* identifies the edge type the table was built for */
+    int side;                /* 0 = source, 1 = destination */
+    int64_t n;
+    double *cdf;             /* [n] */
+} deg_table_t;
+
+typedef struct {
+    fs_i64vec_t src, dst, batch_src, batch_dst, time_src, time_dst, label, label_time, pos_pairs;
+    fs_i64vec_t excl;        /* fs_typed_exclude_t storage, as int64 triples */
+    deg_table_t *tables;
+    int num_tables;
+} link_ws_t;
+
+static void link_ws_free(void *p)
+{
+    link_ws_t *w = p;
+    fs_i64vec_t *v[] = {&w->src, &w->dst, &w->batch_src, &w->batch_dst, &w->time_src, &w->time_dst, &w->label,
+                        &w->label_time, &w->pos_pairs, &w->excl};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) free(v[i]->p);
+    for (int i = 0; i < w->num_tables; i++) free(w->tables[i].cdf);
+    free(w->tables);
+    free(w);
+}
+
+static int64_t neighbor_at(const fs_typed_etype_t *et, int64_t pos)
+{
+    return et->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)et->indices)[pos] : ((const int64_t *)et->indices)[pos];
+}
+
+int64_t fs_link_exclusions(const fs_typed_view_t *g, int etype, const int64_t *src, const int64_t *dst,
+                           int64_t count, fs_typed_exclude_t *out)
+{
+    const fs_typed_etype_t *et = &g->etype[etype];
+    int self = et->src_type == et->dst_type && et->reverse < 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < count; i++) {
+        out[n++] = (fs_typed_exclude_t){etype, dst[i], src[i]};
+        if (et->reverse >= 0) out[n++] = (fs_typed_exclude_t){et->reverse, src[i], dst[i]};
+        else if (self) out[n++] = (fs_typed_exclude_t){etype, src[i], dst[i]};
+    }
+    return n;
+}
+
+fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_link_req_t *link,
+                          fs_error_t *err)
+{
+    if (link->etype < 0 || link->etype >= g->num_edge_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: edge type %d, the graph has %d", link->etype,
+                        g->num_edge_types);
+    const fs_typed_etype_t *et = &g->etype[link->etype];
+    const char *name = et->name ? et->name : "the seed edge type";
+    if (link->count < 0 || (link->count > 0 && (!link->src || !link->dst)))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: bad seed edge arrays");
+    if ((unsigned)link->neg >= FS_NEG_COUNT_)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: unknown negative sampling mode %d", (int)link->neg);
+    if (link->neg != FS_NEG_NONE && !(link->amount >= 0 && isfinite(link->amount)))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: negative ratio %g, must be a finite number >= 0",
+                        link->amount);
+    if (link->neg == FS_NEG_TRIPLET && link->amount != floor(link->amount))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: triplet negatives per positive must be a whole "
+                        "number, not %g", link->amount);
+    if (link->neg != FS_NEG_NONE && link->amount * (double)link->count > 1e9)
+        return fs_error(err, FS_ERR_RESOURCE, "link sample: %g negatives asked for", link->amount * (double)link->count);
+    if (link->neg == FS_NEG_TRIPLET && link->label)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: triplet batches take no labels (every seed edge "
+                        "is a positive)");
+    for (int64_t i = 0; i < link->count; i++)
+        if ((uint64_t)link->src[i] >= (uint64_t)g->count[et->src_type] ||
+            (uint64_t)link->dst[i] >= (uint64_t)g->count[et->dst_type])
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: seed edge %lld (%lld -> %lld) is outside %s's "
+                            "node ranges [0, %lld) x [0, %lld)", (long long)i, (long long)link->src[i],
+                            (long long)link->dst[i], name, (long long)g->count[et->src_type],
+                            (long long)g->count[et->dst_type]);
+    if (link->neg != FS_NEG_NONE && (g->count[et->dst_type] == 0 || g->count[et->src_type] == 0))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: %s has an empty node type to draw negatives from",
+                        name);
+    fs_typed_req_t probe = *req; /* the hop checks, without seeds */
+    return fs_typed_check(g, &probe, NULL, 0, NULL, 0, err);
+}
+
+/* ---- negative draws ------------------------------------------------------- */
+
+static deg_table_t *degree_table(link_ws_t *w, const fs_typed_view_t *g, const fs_typed_etype_t *et, int side)
+{
+    for (int i = 0; i < w->num_tables; i++)
+        if (w->tables[i].indptr == et->indptr && w->tables[i].side == side) return &w->tables[i];
+    int64_t n = g->count[side ? et->dst_type : et->src_type];
+    double *cdf = calloc((size_t)n + 1, sizeof *cdf);
+    deg_table_t *t = realloc(w->tables, (size_t)(w->num_tables + 1) * sizeof *t);
+    if (!cdf || !t) {
+        free(cdf);
+        if (t) w->tables = t;
+        return NULL;
+    }
+    w->tables = t;
+    if (side)
+        for (int64_t v = 0; v < n; v++) cdf[v] = (double)(et->indptr[v + 1] - et->indptr[v]);
+    else
+        for (int64_t q = 0; q < et->num_edges; q++) cdf[neighbor_at(et, q)] += 1;
+    double sum = 0;
+    for (int64_t v = 0; v < n; v++) cdf[v] = sum += pow(cdf[v], 0.75);
+    t = &w->tables[w->num_tables++];
+    *t = (deg_table_t){.indptr = et->indptr, .side = side, .n = n, .cdf = cdf};
+    return t;
+}
+
+static int64_t draw(fs_rng_t *rng, const deg_table_t *t, int64_t n)
+{
+    if (!t || !(t->cdf[t->n - 1] > 0)) return (int64_t)fs_rng_below(rng, (uint64_t)n);
+    double r = fs_rng_unit(rng) * t->cdf[t->n - 1];
+    int64_t lo = 0, hi = t->n - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (t->cdf[mid] > r) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+static int is_edge(const fs_typed_etype_t *et, int64_t src, int64_t dst)
+{
+    for (int64_t q = et->indptr[dst]; q < et->indptr[dst + 1]; q++)
+        if (neighbor_at(et, q) == src) return 1;
+    return 0;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static int is_positive(const link_ws_t *w, int64_t count, int64_t src, int64_t dst)
+{
+    int64_t key[2] = {dst, src};
+    return bsearch(key, w->pos_pairs.p, (size_t)count, 2 * sizeof(int64_t), cmp_pair) != NULL;
+}
+
+typedef struct {
+    const fs_typed_etype_t *et;
+    const deg_table_t *src_t, *dst_t;
+    int64_t n_src, n_dst;
+    int strict;
+    uint64_t seed;
+} neg_ctx_t;
+
+/* Negative j: a destination for `src` (src >= 0, triplet), or a whole pair. */
+static fs_status_t draw_negative(const neg_ctx_t *c, const link_ws_t *w, int64_t count, int64_t j, int64_t src,
+                                 int64_t *out_src, int64_t *out_dst, fs_error_t *err)
+{
+    fs_rng_t rng = fs_rng_make(c->seed, (uint64_t)j);
+    for (int tries = 0; tries < STRICT_TRIES; tries++) {
+        int64_t s = src >= 0 ? src : draw(&rng, c->src_t, c->n_src), d = draw(&rng, c->dst_t, c->n_dst);
+        if (!c->strict || (!is_edge(c->et, s, d) && !is_positive(w, count, s, d))) {
+            *out_src = s, *out_dst = d;
+            return FS_OK;
+        }
+    }
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: strict negative %lld%s: no pair that is not an edge "
+                    "in %d draws (the graph is too dense for strict negatives here)", (long long)j,
+                    src >= 0 ? " of a seed whose source has nearly every destination" : "", STRICT_TRIES);
+}
+
+/* ---- the batch ------------------------------------------------------------ */
+
+static int reserve_all(link_ws_t *w, size_t n, size_t pairs)
+{
+    fs_i64vec_t *v[] = {&w->src, &w->dst, &w->batch_src, &w->batch_dst, &w->time_src, &w->time_dst, &w->label,
+                        &w->label_time};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (fs_i64vec_reserve(v[i], n + 1)) return -1;
+    if (fs_i64vec_reserve(&w->pos_pairs, 2 * pairs + 2)) return -1;
+    size_t xs = (2 * pairs + 1) * sizeof(fs_typed_exclude_t) / sizeof(int64_t) + 1;
+    return fs_i64vec_reserve(&w->excl, xs);
+}
+
+/* Fills the seed groups' arrays: positives, then negatives. Returns the
+ * number of destination seeds (the source side has count + binary negatives). */
+static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                               const fs_link_req_t *l, int64_t nneg, int64_t *n_src, int64_t *n_dst, fs_error_t *err)
+{
+    const fs_typed_etype_t *et = &g->etype[l->etype];
+    int64_t B = l->count;
+    for (int64_t i = 0; i < B; i++) {
+        w->src.p[i] = l->src[i], w->dst.p[i] = l->dst[i];
+        w->batch_src.p[i] = w->batch_dst.p[i] = i;
+        if (l->time) w->time_src.p[i] = w->time_dst.p[i] = l->time[i];
+        w->pos_pairs.p[2 * i] = l->dst[i], w->pos_pairs.p[2 * i + 1] = l->src[i];
+    }
+    qsort(w->pos_pairs.p, (size_t)B, 2 * sizeof(int64_t), cmp_pair);
+    neg_ctx_t c = {.et = et, .n_src = g->count[et->src_type], .n_dst = g->count[et->dst_type], .strict = l->strict,
+                   .seed = req->seed ^ 0x7a3c1e5b9d2f4861ULL};
+    if (l->neg_weighted && nneg > 0) {
+        c.dst_t = degree_table(w, g, et, 1);
+        c.src_t = l->neg == FS_NEG_BINARY ? degree_table(w, g, et, 0) : NULL;
+        if (!c.dst_t || (l->neg == FS_NEG_BINARY && !c.src_t))
+            return fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for the degree table");
+    }
+    *n_src = B, *n_dst = B;
+    int64_t k = l->neg == FS_NEG_TRIPLET ? (int64_t)l->amount : 0;
+    for (int64_t j = 0; j < nneg; j++) {
+        int64_t pos = l->neg == FS_NEG_TRIPLET ? j / k : j % (B > 0 ? B : 1), s = 0, d = 0;
+        fs_status_t st = draw_negative(&c, w, B, j, l->neg == FS_NEG_TRIPLET ? l->src[pos] : -1, &s, &d, err);
+        if (st != FS_OK) return st;
+        int64_t batch = l->neg == FS_NEG_TRIPLET ? pos : B + j, t = l->time && B > 0 ? l->time[pos] : 0;
+        if (l->neg == FS_NEG_BINARY) {
+            w->src.p[*n_src] = s, w->batch_src.p[*n_src] = batch, w->time_src.p[(*n_src)++] = t;
+        }
+        w->dst.p[*n_dst] = d, w->batch_dst.p[*n_dst] = batch, w->time_dst.p[(*n_dst)++] = t;
+    }
+    return FS_OK;
+}
+
+static void fill_labels(link_ws_t *w, const fs_link_req_t *l, int64_t nneg, fs_link_result_t *res)
+{
+    const fs_typed_result_t *sub = &res->sub;
+    int64_t B = l->count;
+    if (l->neg == FS_NEG_TRIPLET) {
+        res->num_neg_per_src = (int64_t)l->amount;
+        res->src_index = sub->seed_local[0];
+        res->dst_pos_index = sub->seed_local[1];
+        res->dst_neg_index = sub->seed_local[1] + B;
+        return;
+    }
+    res->num_labels = B + nneg;
+    res->label_src = sub->seed_local[0];
+    res->label_dst = sub->seed_local[1];
+    int shift = l->neg == FS_NEG_BINARY && l->label; /* PyG: given labels + 1, so 0 means negative */
+    for (int64_t i = 0; i < B; i++) w->label.p[i] = l->label ? l->label[i] + shift : 1;
+    for (int64_t j = 0; j < nneg; j++) w->label.p[B + j] = 0;
+    res->label = w->label.p;
+    if (l->time) {
+        memcpy(w->label_time.p, w->time_src.p, (size_t)(B + nneg) * sizeof(int64_t));
+        res->label_time = w->label_time.p;
+    }
+}
+
+fs_status_t fs_link_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                               const fs_link_req_t *l, fs_link_result_t *res, fs_error_t *err)
+{
+    fs_status_t st = fs_link_check(g, req, l, err);
+    if (st != FS_OK) return st;
+    link_ws_t *w = fs_typed_sampler_ext(s, sizeof(link_ws_t), link_ws_free);
+    int64_t B = l->count;
+    int64_t nneg = l->neg == FS_NEG_BINARY ? (int64_t)llround(l->amount * (double)B)
+                 : l->neg == FS_NEG_TRIPLET ? (int64_t)l->amount * B : 0;
+    if (!w || reserve_all(w, (size_t)(B + nneg), (size_t)B))
+        return fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for %lld seed edges", (long long)B);
+    int64_t n_src = 0, n_dst = 0;
+    if ((st = build_seeds(w, g, req, l, nneg, &n_src, &n_dst, err))) return st;
+    const fs_typed_etype_t *et = &g->etype[l->etype];
+    fs_typed_seeds_t groups[2] = {
+        {.type = et->src_type, .count = n_src, .ids = w->src.p, .batch = w->batch_src.p,
+         .time = l->time ? w->time_src.p : NULL},
+        {.type = et->dst_type, .count = n_dst, .ids = w->dst.p, .batch = w->batch_dst.p,
+         .time = l->time ? w->time_dst.p : NULL}};
+    fs_typed_exclude_t *x = (fs_typed_exclude_t *)w->excl.p;
+    int64_t nx = l->exclude_seed_edges ? fs_link_exclusions(g, l->etype, l->src, l->dst, B, x) : 0;
+    memset(res, 0, sizeof *res);
+    if ((st = fs_typed_sample_cpu(s, g, req, groups, 2, x, nx, &res->sub, err))) return st;
+    fill_labels(w, l, nneg, res);
+    return FS_OK;
+}

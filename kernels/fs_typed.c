@@ -1,0 +1,698 @@
+/* fs_typed.c — the typed k-hop sampler (fs_typed.h): the homogeneous
+ * engine's Fused-Map (docs/algorithms.md §6) over (node type, batch, node)
+ * keys, with per-type local id counters, per-edge-type blocks, temporal
+ * eligibility by binary search and exclusions.
+ *
+ * One open-addressing map holds every type's keys; a slot stamped with an
+ * older epoch is empty, so a request clears nothing. The map is sized before
+ * each edge type's pass from that pass's worst case, so inserts never
+ * rehash mid-pass, and inserts are pipelined as in fs_sample.c: each picked
+ * key's slot is prefetched when it is picked and filled PIPE picks later,
+ * still in pick order, so local ids follow first appearance exactly.
+ *
+ * A row's eligible edges are a position range [lo, hi) (all of it without
+ * time; binary-searched on the row's times with) minus excluded positions.
+ * Picks are the shared ones of fs_sample_pick.h over that range; the rows
+ * with exclusions (a link batch's few endpoints) pick among the surviving
+ * positions, or over weights with the excluded ones zeroed. */
+#include "fs_typed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_sample.h"
+#include "fs_sample_internal.h"
+#include "fs_sample_pick.h"
+
+#define PIPE 32
+
+typedef struct {
+    int64_t node, tag;   /* tag: the type, or batch * num_types + type when disjoint */
+    int32_t val;
+    uint32_t epoch;
+} tslot_t;
+
+typedef struct {
+    fs_i64vec_t nodes, batch, time;
+    int64_t n;
+} type_ws_t;
+
+typedef struct {
+    fs_i64vec_t off, edst, esrc, eid;
+} block_ws_t;
+
+/* Exclusions of one request, sorted by (etype, dst, src); `index` maps
+ * (etype, dst) to its first entry. */
+typedef struct {
+    fs_typed_exclude_t *e;
+    size_t cap;
+    int64_t n;
+    int64_t *index;      /* open addressing: entry number + 1, 0 = empty */
+    size_t index_cap;
+} excl_ws_t;
+
+struct fs_typed_sampler {
+    tslot_t *map;
+    size_t map_cap;
+    int map_shift;
+    uint32_t epoch;
+    int num_types, disjoint, temporal;
+    type_ws_t *tw;
+    int cap_types;
+    block_ws_t *bw;
+    int cap_blocks;
+    fs_typed_nodes_t *out_nodes;
+    fs_block_t *out_blocks;
+    fs_i64vec_t *seed_local;
+    const int64_t **out_seed_local;
+    int cap_groups;
+    fs_i64vec_t pos, skip;
+    double *wbuf;
+    float *wcopy;
+    size_t wcap;
+    excl_ws_t x;
+    void *ext;                    /* fs_link.c's workspace */
+    void (*ext_free)(void *);
+};
+
+fs_status_t fs_typed_sampler_create(fs_typed_sampler_t **out, fs_error_t *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    return FS_OK;
+}
+
+static void free_vec(fs_i64vec_t *v)
+{
+    free(v->p);
+    v->p = NULL;
+    v->cap = 0;
+}
+
+void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
+{
+    if (!s) return;
+    free(s->map);
+    for (int t = 0; t < s->cap_types; t++) free_vec(&s->tw[t].nodes), free_vec(&s->tw[t].batch), free_vec(&s->tw[t].time);
+    for (int b = 0; b < s->cap_blocks; b++)
+        free_vec(&s->bw[b].off), free_vec(&s->bw[b].edst), free_vec(&s->bw[b].esrc), free_vec(&s->bw[b].eid);
+    for (int g = 0; g < s->cap_groups; g++) free_vec(&s->seed_local[g]);
+    free(s->tw), free(s->bw), free(s->out_nodes), free(s->out_blocks), free(s->seed_local), free(s->out_seed_local);
+    free_vec(&s->pos), free_vec(&s->skip);
+    free(s->wbuf), free(s->wcopy);
+    free(s->x.e), free(s->x.index);
+    if (s->ext_free) s->ext_free(s->ext);
+    free(s);
+}
+
+/* fs_link.c keeps its arrays here, so they follow the sampler's lifetime. */
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *));
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *))
+{
+    if (!s->ext) {
+        s->ext = calloc(1, size);
+        s->ext_free = free_fn;
+    }
+    return s->ext;
+}
+
+/* ---- names for messages --------------------------------------------------- */
+
+static const char *etype_name(const fs_typed_view_t *g, int e, char *buf, size_t len)
+{
+    if (g->etype[e].name) return g->etype[e].name;
+    snprintf(buf, len, "edge type #%d", e);
+    return buf;
+}
+
+static const char *type_name(const fs_typed_view_t *g, int t, char *buf, size_t len)
+{
+    if (g->type_name && g->type_name[t]) return g->type_name[t];
+    snprintf(buf, len, "node type #%d", t);
+    return buf;
+}
+
+/* ---- the request check ---------------------------------------------------- */
+
+static int req_fanout(const fs_typed_req_t *req, int e, int h)
+{
+    return req->fanout[e * req->num_hops + h];
+}
+
+static fs_status_t check_hops(const fs_typed_view_t *g, const fs_typed_req_t *req, fs_error_t *err)
+{
+    char nb[64];
+    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: %d hops requested, must be 1..%d", req->num_hops,
+                        FS_MAX_HOPS);
+    if (g->num_edge_types > 0 && !req->fanout)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: no fanouts given");
+    if ((unsigned)req->temporal >= FS_TEMPORAL_COUNT_ || (unsigned)req->frontier > FS_FRONTIER_ALL)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: unknown %s %d",
+                        (unsigned)req->frontier > FS_FRONTIER_ALL ? "frontier rule" : "temporal strategy",
+                        (unsigned)req->frontier > FS_FRONTIER_ALL ? (int)req->frontier : (int)req->temporal);
+    if (req->window < 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: time window %lld is negative",
+                        (long long)req->window);
+    for (int h = 0; h < req->num_hops; h++) {
+        if ((unsigned)req->mode[h] >= FS_SAMPLE_MODE_COUNT_)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: mode[%d] is %d, unknown", h, (int)req->mode[h]);
+        if (req->temporal == FS_TEMPORAL_LAST && req->mode[h] != FS_SAMPLE_UNIFORM)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: hop %d: temporal strategy 'last' takes the "
+                            "most recent edges, so it takes no weighted or with-replacement mode", h);
+        for (int e = 0; e < g->num_edge_types; e++) {
+            int k = req_fanout(req, e, h);
+            const fs_typed_etype_t *et = &g->etype[e];
+            if (k < FS_FANOUT_ALL)
+                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: %s hop %d: fanout %d, must be >= 0 "
+                                "or -1 (all)", etype_name(g, e, nb, sizeof nb), h, k);
+            if (k == 0) continue;
+            if (req->mode[h] >= FS_SAMPLE_WEIGHTED && !et->weights)
+                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: hop %d asks for weighted sampling but %s "
+                                "has no edge weights", h, etype_name(g, e, nb, sizeof nb));
+            if (req->temporal && !et->time)
+                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: temporal sampling, but %s has no edge "
+                                "timestamps (give it fanout 0, or sample without time)", etype_name(g, e, nb, sizeof nb));
+        }
+    }
+    return FS_OK;
+}
+
+static fs_status_t check_seeds(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_typed_seeds_t *groups,
+                               int num_groups, fs_error_t *err)
+{
+    char nb[64];
+    if (num_groups < 0 || (num_groups > 0 && !groups))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: bad seed groups");
+    int64_t total = 0;
+    for (int i = 0; i < num_groups; i++) {
+        const fs_typed_seeds_t *sg = &groups[i];
+        if (sg->type < 0 || sg->type >= g->num_node_types)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: seed group %d names node type %d, the graph "
+                            "has %d", i, sg->type, g->num_node_types);
+        if (sg->count < 0 || (sg->count > 0 && !sg->ids))
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: seed group %d: bad seed array", i);
+        const char *tn = type_name(g, sg->type, nb, sizeof nb);
+        for (int64_t j = 0; j < sg->count; j++) {
+            if ((uint64_t)sg->ids[j] >= (uint64_t)g->count[sg->type])
+                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: %s seed %lld at position %lld is outside "
+                                "[0, %lld)", tn, (long long)sg->ids[j], (long long)j, (long long)g->count[sg->type]);
+            if (sg->batch && (sg->batch[j] < 0 || sg->batch[j] >= INT32_MAX))
+                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: %s seed at position %lld has batch %lld",
+                                tn, (long long)j, (long long)sg->batch[j]);
+        }
+        if (req->temporal && !sg->time && !(g->node_time && g->node_time[sg->type]))
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: temporal sampling, but the %s seeds carry no "
+                            "times and %s nodes have no timestamps", tn, tn);
+        total += sg->count;
+    }
+    if (total >= INT32_MAX)
+        return fs_error(err, FS_ERR_RESOURCE, "typed sample: %lld seeds, over the 2^31 per-request limit",
+                        (long long)total);
+    return FS_OK;
+}
+
+static fs_status_t check_exclusions(const fs_typed_view_t *g, const fs_typed_exclude_t *x, int64_t n,
+                                    fs_error_t *err)
+{
+    if (n < 0 || (n > 0 && !x)) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: bad exclusion array");
+    for (int64_t i = 0; i < n; i++) {
+        if (x[i].etype < 0 || x[i].etype >= g->num_edge_types)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: exclusion %lld names edge type %d, the graph "
+                            "has %d", (long long)i, x[i].etype, g->num_edge_types);
+        const fs_typed_etype_t *et = &g->etype[x[i].etype];
+        if ((uint64_t)x[i].dst >= (uint64_t)g->count[et->dst_type] ||
+            (uint64_t)x[i].src >= (uint64_t)g->count[et->src_type])
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: exclusion %lld (%lld -> %lld) is outside "
+                            "its edge type's node ranges", (long long)i, (long long)x[i].src, (long long)x[i].dst);
+    }
+    return FS_OK;
+}
+
+fs_status_t fs_typed_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_typed_seeds_t *groups,
+                           int num_groups, const fs_typed_exclude_t *excl, int64_t num_excl, fs_error_t *err)
+{
+    fs_status_t st = check_hops(g, req, err);
+    if (st == FS_OK) st = check_seeds(g, req, groups, num_groups, err);
+    if (st == FS_OK) st = check_exclusions(g, excl, num_excl, err);
+    return st;
+}
+
+/* ---- workspace ------------------------------------------------------------ */
+
+static int grow(void **p, int *cap, int n, size_t elem)
+{
+    if (n <= *cap) return 0;
+    void *q = realloc(*p, (size_t)n * elem);
+    if (!q) return -1;
+    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int reserve_shape(fs_typed_sampler_t *s, int types, int blocks, int groups)
+{
+    int ct = s->cap_types, cb = s->cap_blocks, cg = s->cap_groups;
+    if (grow((void **)&s->tw, &ct, types, sizeof *s->tw)) return -1;
+    ct = s->cap_types;
+    if (grow((void **)&s->out_nodes, &ct, types, sizeof *s->out_nodes)) return -1;
+    s->cap_types = ct;
+    if (grow((void **)&s->bw, &cb, blocks, sizeof *s->bw)) return -1;
+    cb = s->cap_blocks;
+    if (grow((void **)&s->out_blocks, &cb, blocks, sizeof *s->out_blocks)) return -1;
+    s->cap_blocks = cb;
+    if (grow((void **)&s->seed_local, &cg, groups, sizeof *s->seed_local)) return -1;
+    cg = s->cap_groups;
+    if (grow((void **)&s->out_seed_local, &cg, groups, sizeof *s->out_seed_local)) return -1;
+    s->cap_groups = cg;
+    return 0;
+}
+
+static int reserve_picks(fs_typed_sampler_t *s, int64_t n)
+{
+    if (fs_i64vec_reserve(&s->pos, (size_t)n + 1) || fs_i64vec_reserve(&s->skip, (size_t)n + 1)) return -1;
+    if ((size_t)n + 1 <= s->wcap) return 0;
+    double *w = realloc(s->wbuf, ((size_t)n + 1) * sizeof *w);
+    if (w) s->wbuf = w;
+    float *c = realloc(s->wcopy, ((size_t)n + 1) * sizeof *c);
+    if (c) s->wcopy = c;
+    if (!w || !c) return -1;
+    s->wcap = (size_t)n + 1;
+    return 0;
+}
+
+/* ---- the map -------------------------------------------------------------- */
+
+static inline size_t tmap_hash(const fs_typed_sampler_t *s, int64_t node, int64_t tag)
+{
+    return (size_t)((((uint64_t)node ^ ((uint64_t)tag * 0xc2b2ae3d27d4eb4fULL)) * 0x9e3779b97f4a7c15ULL) >> s->map_shift);
+}
+
+static inline int64_t tag_of(const fs_typed_sampler_t *s, int type, int64_t batch)
+{
+    return s->disjoint ? batch * s->num_types + type : type;
+}
+
+/* Returns the local id of (type, batch, node), adding it if new. */
+static inline int64_t tmap_add_at(fs_typed_sampler_t *s, int type, int64_t node, int64_t batch, int64_t time, size_t h)
+{
+    int64_t tag = tag_of(s, type, batch);
+    size_t mask = s->map_cap - 1;
+    for (;;) {
+        tslot_t *sl = &s->map[h];
+        if (sl->epoch != s->epoch) {
+            type_ws_t *w = &s->tw[type];
+            int64_t id = w->n++;
+            *sl = (tslot_t){.node = node, .tag = tag, .val = (int32_t)id, .epoch = s->epoch};
+            w->nodes.p[id] = node;
+            if (s->disjoint) w->batch.p[id] = batch;
+            if (s->temporal) w->time.p[id] = time;
+            return id;
+        }
+        if (sl->node == node && sl->tag == tag) return sl->val;
+        h = (h + 1) & mask;
+    }
+}
+
+/* Room for `extra` more keys of `type` at map load <= 1/2. */
+static int tmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
+{
+    type_ws_t *w = &s->tw[type];
+    size_t need_n = (size_t)(w->n + extra) + 1;
+    if (fs_i64vec_reserve(&w->nodes, need_n) || (s->disjoint && fs_i64vec_reserve(&w->batch, need_n)) ||
+        (s->temporal && fs_i64vec_reserve(&w->time, need_n)))
+        return -1;
+    int64_t total = extra;
+    for (int t = 0; t < s->num_types; t++) total += s->tw[t].n;
+    size_t need = (size_t)total * 2, cap = s->map_cap ? s->map_cap : 1024;
+    if (need <= s->map_cap) return 0;
+    while (cap < need) cap *= 2;
+    tslot_t *m = calloc(cap, sizeof *m);
+    if (!m) return -1;
+    free(s->map);
+    s->map = m;
+    s->map_cap = cap;
+    s->map_shift = 64 - __builtin_ctzll(cap);
+    s->epoch = 1;
+    for (int t = 0; t < s->num_types; t++) { /* re-insert every key with its id */
+        type_ws_t *tw = &s->tw[t];
+        for (int64_t i = 0; i < tw->n; i++) {
+            int64_t tag = tag_of(s, t, s->disjoint ? tw->batch.p[i] : 0);
+            size_t h = tmap_hash(s, tw->nodes.p[i], tag);
+            while (m[h].epoch == s->epoch) h = (h + 1) & (cap - 1);
+            m[h] = (tslot_t){.node = tw->nodes.p[i], .tag = tag, .val = (int32_t)i, .epoch = s->epoch};
+        }
+    }
+    return 0;
+}
+
+static void tmap_begin(fs_typed_sampler_t *s)
+{
+    if (++s->epoch == 0) {
+        if (s->map) memset(s->map, 0, s->map_cap * sizeof *s->map);
+        s->epoch = 1;
+    }
+}
+
+/* ---- exclusions ----------------------------------------------------------- */
+
+static int cmp_excl(const void *a, const void *b)
+{
+    const fs_typed_exclude_t *x = a, *y = b;
+    if (x->etype != y->etype) return x->etype < y->etype ? -1 : 1;
+    if (x->dst != y->dst) return x->dst < y->dst ? -1 : 1;
+    return (x->src > y->src) - (x->src < y->src);
+}
+
+static size_t excl_hash(int etype, int64_t dst, size_t cap)
+{
+    return (size_t)(fs_mix64((uint64_t)dst * 0x9e3779b97f4a7c15ULL + (uint64_t)etype) & (cap - 1));
+}
+
+static int excl_build(excl_ws_t *x, const fs_typed_exclude_t *in, int64_t n)
+{
+    x->n = 0;
+    if (n == 0) return 0;
+    if ((size_t)n > x->cap) {
+        fs_typed_exclude_t *p = realloc(x->e, (size_t)n * sizeof *p);
+        if (!p) return -1;
+        x->e = p;
+        x->cap = (size_t)n;
+    }
+    memcpy(x->e, in, (size_t)n * sizeof *in);
+    qsort(x->e, (size_t)n, sizeof *x->e, cmp_excl);
+    size_t cap = 16;
+    while (cap < (size_t)n * 2) cap *= 2;
+    if (cap > x->index_cap) {
+        int64_t *p = realloc(x->index, cap * sizeof *p);
+        if (!p) return -1;
+        x->index = p;
+        x->index_cap = cap;
+    }
+    memset(x->index, 0, cap * sizeof *x->index);
+    for (int64_t i = 0; i < n; i++) {
+        if (i > 0 && x->e[i].etype == x->e[i - 1].etype && x->e[i].dst == x->e[i - 1].dst) continue;
+        size_t h = excl_hash(x->e[i].etype, x->e[i].dst, cap);
+        while (x->index[h]) h = (h + 1) & (cap - 1);
+        x->index[h] = i + 1;
+    }
+    x->n = n;
+    return 0;
+}
+
+/* The excluded sources of (etype, dst): entries [*first, return). */
+static int64_t excl_find(const excl_ws_t *x, int etype, int64_t dst, int64_t *first)
+{
+    *first = 0;
+    if (x->n == 0) return 0;
+    size_t cap = x->index_cap;
+    for (size_t h = excl_hash(etype, dst, cap); x->index[h]; h = (h + 1) & (cap - 1)) {
+        int64_t i = x->index[h] - 1;
+        if (x->e[i].etype != etype || x->e[i].dst != dst) continue;
+        int64_t j = i;
+        while (j < x->n && x->e[j].etype == etype && x->e[j].dst == dst) j++;
+        *first = i;
+        return j;
+    }
+    return 0;
+}
+
+/* ---- one row's picks ------------------------------------------------------ */
+
+/* First position in [0, n) with t[p] > v (upper) or >= v (lower). */
+static int64_t time_bound(const int64_t *t, int64_t n, int64_t v, int upper)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (upper ? t[mid] <= v : t[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+typedef struct {
+    const fs_typed_etype_t *et;
+    fs_sample_mode_t mode;
+    int64_t k;
+    uint64_t seed;   /* the request seed mixed with the edge type */
+    int hop;
+    int temporal, strict;
+    int64_t window;
+    int etype;
+} pass_t;
+
+/* The eligible range of a row under time. */
+static void eligible_range(const pass_t *p, int64_t b, int64_t deg, int64_t t, int64_t *lo, int64_t *hi)
+{
+    *lo = 0, *hi = deg;
+    if (!p->temporal) return;
+    const int64_t *tm = p->et->time + b;
+    *hi = time_bound(tm, deg, t, !p->strict);
+    if (p->window > 0) *lo = time_bound(tm, *hi, t - p->window, 0);
+}
+
+/* Positions (relative to the row start) excluded in [lo, hi), ascending,
+ * into s->skip; returns how many. O(degree), for the few excluded rows. */
+static int64_t excluded_positions(fs_typed_sampler_t *s, const pass_t *p, int64_t b, int64_t lo, int64_t hi,
+                                  int64_t first, int64_t end)
+{
+    int64_t n = 0;
+    for (int64_t q = lo; q < hi; q++) {
+        int64_t src = p->et->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)p->et->indices)[b + q]
+                                                         : ((const int64_t *)p->et->indices)[b + q];
+        for (int64_t i = first; i < end; i++)
+            if (s->x.e[i].src == src) {
+                s->skip.p[n++] = q;
+                break;
+            }
+    }
+    return n;
+}
+
+/* Chooses positions of one row (relative to its start) into s->pos and
+ * returns how many: the eligible range [lo, hi) less the nx positions in
+ * s->skip. */
+static int64_t pick_row(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t lo, int64_t hi,
+                        int64_t nx)
+{
+    int64_t c = hi - lo - nx, k = p->k == FS_FANOUT_ALL ? c : p->k, *pos = s->pos.p, m;
+    if (c <= 0) return 0;
+    if (p->temporal == FS_TEMPORAL_LAST) { /* the most recent k, ascending */
+        m = k < c ? k : c;
+        int64_t q = hi - 1, x = nx - 1, w = m;
+        while (w > 0) {
+            if (x >= 0 && s->skip.p[x] == q) x--;
+            else pos[--w] = q;
+            q--;
+        }
+        return m;
+    }
+    if (p->mode >= FS_SAMPLE_WEIGHTED) {
+        const float *w = p->et->weights + b + lo;
+        if (nx > 0) { /* zero the excluded weights in a copy: they never win */
+            memcpy(s->wcopy, w, (size_t)(hi - lo) * sizeof *w);
+            for (int64_t i = 0; i < nx; i++) s->wcopy[s->skip.p[i] - lo] = 0;
+            w = s->wcopy;
+        }
+        m = p->mode == FS_SAMPLE_WEIGHTED ? fs_pick_weighted(rng, w, hi - lo, k, s->wbuf, pos)
+                                          : fs_pick_weighted_replace_cdf(rng, w, hi - lo, k, s->wbuf, pos);
+        for (int64_t i = 0; i < m; i++) pos[i] += lo;
+        return m;
+    }
+    if (p->mode == FS_SAMPLE_UNIFORM && c <= k) {
+        for (int64_t i = 0; i < c; i++) pos[i] = i;
+        m = c;
+    } else if (p->mode == FS_SAMPLE_UNIFORM) {
+        fs_pick_uniform(rng, c, k, pos);
+        m = k;
+    } else {
+        fs_pick_replace(rng, c, k, pos);
+        m = k;
+    }
+    for (int64_t i = 0; i < m; i++) { /* the i-th surviving position of [lo, hi) */
+        int64_t q = lo + pos[i];
+        for (int64_t j = 0; j < nx && s->skip.p[j] <= q; j++) q++;
+        pos[i] = q;
+    }
+    return m;
+}
+
+/* ---- one (hop, edge type) pass ------------------------------------------- */
+
+typedef struct {
+    int64_t node, batch, time;
+    size_t slot;
+} pending_t;
+
+static inline void flush(fs_typed_sampler_t *s, int type, pending_t *pend, int np, int64_t *es)
+{
+    for (int i = 0; i < np; i++) es[i] = tmap_add_at(s, type, pend[i].node, pend[i].batch, pend[i].time, pend[i].slot);
+}
+
+/* The RNG stream of a row: fs_sample.c's for edge type 0 outside disjoint
+ * sampling (so one type and one edge type match fs_sample_cpu), else mixed
+ * with the edge type and the batch. */
+static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int64_t v)
+{
+    uint64_t seed = p->seed;
+    if (disjoint) seed ^= fs_mix64((uint64_t)batch + 0x632be59bd9b4e019ULL);
+    return fs_pick_rng(seed, p->hop, v);
+}
+
+#define DEFINE_PASS(NAME, IDX_T)                                                                           \
+    static int64_t NAME(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)   \
+    {                                                                                                      \
+        const fs_typed_etype_t *et = p->et;                                                                \
+        const type_ws_t *dw = &s->tw[et->dst_type];                                                        \
+        const int64_t *ip = et->indptr, *frontier = dw->nodes.p;                                           \
+        int64_t *off = bw->off.p, *ed = bw->edst.p, *es = bw->esrc.p, *eid = bw->eid.p, e = 0, flushed = 0; \
+        pending_t pend[PIPE + 1];                                                                          \
+        int np = 0, src_type = et->src_type;                                                               \
+        off[0] = 0;                                                                                        \
+        for (int64_t d = d0; d < d1; d++) {                                                                \
+            if (d + 8 < d1) __builtin_prefetch(&ip[frontier[d + 8]], 0, 0);                                \
+            int64_t v = frontier[d], b = ip[v], deg = ip[v + 1] - b, lo = 0, hi = deg, nx = 0;             \
+            int64_t batch = s->disjoint ? dw->batch.p[d] : 0, t = s->temporal ? dw->time.p[d] : 0, first;  \
+            if (p->temporal) eligible_range(p, b, deg, t, &lo, &hi);                                       \
+            int64_t xend = excl_find(&s->x, p->etype, v, &first);                                          \
+            if (xend > first) nx = excluded_positions(s, p, b, lo, hi, first, xend);                       \
+            fs_rng_t rng = row_rng(p, s->disjoint, batch, v);                                              \
+            int64_t m = pick_row(s, p, &rng, b, lo, hi, nx);                                               \
+            const IDX_T *ind = (const IDX_T *)et->indices + b;                                             \
+            for (int64_t q = 0; q < m; q++) {                                                              \
+                int64_t pos = s->pos.p[q], key = (int64_t)ind[pos];                                        \
+                size_t slot = tmap_hash(s, key, tag_of(s, src_type, batch));                               \
+                __builtin_prefetch(&s->map[slot], 1, 0);                                                   \
+                pend[np++] = (pending_t){key, batch, t, slot};                                             \
+                ed[e] = d;                                                                                 \
+                if (eid) eid[e] = et->edge_ids ? et->edge_ids[b + pos] : b + pos;                          \
+                e++;                                                                                       \
+                if (np == PIPE) {                                                                          \
+                    flush(s, src_type, pend, PIPE / 2, es + flushed);                                      \
+                    memmove(pend, pend + PIPE / 2, sizeof(pending_t) * (PIPE / 2));                        \
+                    np = PIPE / 2;                                                                         \
+                    flushed += PIPE / 2;                                                                   \
+                }                                                                                          \
+            }                                                                                              \
+            off[d - d0 + 1] = e;                                                                           \
+        }                                                                                                  \
+        flush(s, src_type, pend, np, es + flushed);                                                        \
+        return e;                                                                                          \
+    }
+DEFINE_PASS(pass_i32, int32_t)
+DEFINE_PASS(pass_i64, int64_t)
+
+/* Worst-case picks of a pass and the longest row, for sizing. */
+static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg)
+{
+    const int64_t *ip = p->et->indptr, *frontier = s->tw[p->et->dst_type].nodes.p;
+    int64_t bound = 0;
+    *max_deg = 0;
+    for (int64_t d = d0; d < d1; d++) {
+        int64_t deg = ip[frontier[d] + 1] - ip[frontier[d]];
+        if (deg > *max_deg) *max_deg = deg;
+        bound += p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
+    }
+    return bound;
+}
+
+/* Samples edge type e at hop h for the destinations d0..d1-1 (local ids of
+ * its destination type, fixed when the hop began). */
+static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req, int hop,
+                            int e, int64_t d0, int64_t d1, fs_error_t *err)
+{
+    const fs_typed_etype_t *et = &g->etype[e];
+    block_ws_t *bw = &s->bw[hop * g->num_edge_types + e];
+    fs_block_t *out = &s->out_blocks[hop * g->num_edge_types + e];
+    pass_t p = {.et = et, .mode = req->mode[hop], .k = req_fanout(req, e, hop), .hop = hop, .etype = e,
+                .temporal = req->temporal, .strict = req->strict, .window = req->window,
+                .seed = req->seed ^ (e ? fs_mix64((uint64_t)e * 0x2545f4914f6cdd1dULL) : 0)};
+    if (p.k == 0) d1 = d0;   /* not sampled at this hop: an empty block */
+    int64_t max_deg, bound = pass_bound(s, &p, d0, d1, &max_deg);
+    char nb[64];
+    if (s->tw[et->src_type].n + bound >= INT32_MAX)
+        return fs_error(err, FS_ERR_RESOURCE, "typed sample: hop %d of %s could reach %lld nodes, over the 2^31 "
+                        "per-request limit; use smaller fanouts or fewer seeds", hop, etype_name(g, e, nb, sizeof nb),
+                        (long long)(s->tw[et->src_type].n + bound));
+    if (fs_i64vec_reserve(&bw->off, (size_t)(d1 - d0) + 1) || fs_i64vec_reserve(&bw->edst, (size_t)bound + 1) ||
+        fs_i64vec_reserve(&bw->esrc, (size_t)bound + 1) ||
+        (req->want_edge_ids && fs_i64vec_reserve(&bw->eid, (size_t)bound + 1)) ||
+        reserve_picks(s, max_deg > p.k ? max_deg : p.k) || tmap_reserve(s, et->src_type, bound))
+        return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
+    int64_t *eid_keep = bw->eid.p;
+    if (!req->want_edge_ids) bw->eid.p = NULL; /* the pass writes ids only where asked */
+    int64_t n = et->index_dtype == FS_DTYPE_I32 ? pass_i32(s, &p, d0, d1, bw) : pass_i64(s, &p, d0, d1, bw);
+    if (!req->want_edge_ids) bw->eid.p = eid_keep;
+    *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
+                        .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,
+                        .edge_ids = req->want_edge_ids ? bw->eid.p : NULL};
+    return FS_OK;
+}
+
+/* ---- the request ---------------------------------------------------------- */
+
+static fs_status_t add_seeds(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_seeds_t *groups,
+                             int num_groups, fs_error_t *err)
+{
+    int64_t next_batch = 0;
+    for (int i = 0; i < num_groups; i++) {
+        const fs_typed_seeds_t *sg = &groups[i];
+        if (fs_i64vec_reserve(&s->seed_local[i], (size_t)sg->count + 1) || tmap_reserve(s, sg->type, sg->count))
+            return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for %lld seeds", (long long)sg->count);
+        const int64_t *nt = g->node_time ? g->node_time[sg->type] : NULL;
+        for (int64_t j = 0; j < sg->count; j++) {
+            int64_t v = sg->ids[j], batch = sg->batch ? sg->batch[j] : next_batch + j;
+            int64_t t = sg->time ? sg->time[j] : nt ? nt[v] : 0;
+            s->seed_local[i].p[j] = tmap_add_at(s, sg->type, v, batch, t, tmap_hash(s, v, tag_of(s, sg->type, batch)));
+        }
+        if (!sg->batch) next_batch += sg->count;
+        else
+            for (int64_t j = 0; j < sg->count; j++)
+                if (sg->batch[j] + 1 > next_batch) next_batch = sg->batch[j] + 1;
+        s->out_seed_local[i] = s->seed_local[i].p;
+    }
+    return FS_OK;
+}
+
+fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                                const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
+                                int64_t num_excl, fs_typed_result_t *res, fs_error_t *err)
+{
+    fs_status_t st = fs_typed_check(g, req, groups, num_groups, excl, num_excl, err);
+    if (st != FS_OK) return st;
+    int T = g->num_node_types, E = g->num_edge_types;
+    if (reserve_shape(s, T, req->num_hops * E, num_groups) || excl_build(&s->x, excl, num_excl))
+        return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory");
+    s->num_types = T;
+    s->temporal = req->temporal != FS_TEMPORAL_OFF;
+    s->disjoint = req->disjoint || s->temporal;
+    for (int t = 0; t < T; t++) s->tw[t].n = 0;
+    tmap_begin(s);
+    if ((st = add_seeds(s, g, groups, num_groups, err))) return st;
+    int64_t after[FS_MAX_HOPS + 1][T > 0 ? T : 1];
+    for (int t = 0; t < T; t++) after[0][t] = s->tw[t].n;
+    for (int h = 0; h < req->num_hops; h++) {
+        for (int e = 0; e < E; e++) {
+            int dt = g->etype[e].dst_type;
+            int64_t d0 = req->frontier == FS_FRONTIER_NEW && h > 0 ? after[h - 1][dt] : 0;
+            if ((st = run_pass(s, g, req, h, e, d0, after[h][dt], err))) return st;
+        }
+        for (int t = 0; t < T; t++) after[h + 1][t] = s->tw[t].n;
+        for (int e = 0; e < E; e++) /* a block's sources: every node of the type after the hop */
+            s->out_blocks[h * E + e].num_src = after[h + 1][g->etype[e].src_type];
+    }
+    for (int t = 0; t < T; t++) {
+        fs_typed_nodes_t *o = &s->out_nodes[t];
+        *o = (fs_typed_nodes_t){.num_nodes = s->tw[t].n, .nodes = s->tw[t].nodes.p,
+                                .batch = s->disjoint ? s->tw[t].batch.p : NULL,
+                                .time = s->temporal ? s->tw[t].time.p : NULL};
+        for (int h = 0; h <= req->num_hops; h++) o->count_after[h] = after[h][t];
+    }
+    *res = (fs_typed_result_t){.num_hops = req->num_hops, .num_node_types = T, .num_edge_types = E,
+                               .type = s->out_nodes, .block = s->out_blocks, .num_groups = num_groups,
+                               .seed_local = s->out_seed_local};
+    return FS_OK;
+}

@@ -1,0 +1,191 @@
+/* fs_typed.h — typed (heterogeneous) k-hop sampling, with time and link
+ * prediction batches (docs/typed-sampling.md).
+ *
+ * The graph is node types (ids 0..count-1 per type) and edge types
+ * (src_type, rel, dst_type), each stored toward its destination (CSC): for
+ * destination d, its source neighbours, their edge ids and optional weights
+ * and times, the times non-decreasing within each destination so that the
+ * edges a seed may see are found by binary search.
+ *
+ * A request names, per edge type and hop, how many source neighbours each
+ * destination takes (PyG's num_neighbors: > 0, -1 for all, 0 for none). At
+ * hop h every frontier node of an edge type's destination type picks from
+ * that edge type's list, and what it picks joins the source type's nodes.
+ * Two frontier rules:
+ *   FS_FRONTIER_NEW (PyG): hop h expands the nodes first reached at hop
+ *     h-1 (the seeds at hop 0); the blocks together are one subgraph.
+ *   FS_FRONTIER_ALL (DGL blocks): hop h expands every node reached so far,
+ *     so block h's destinations are a prefix of its sources. With one node
+ *     type and one edge type this is fs_sample_cpu, bit for bit.
+ *
+ * Per node type the output is global ids in local-id order: seeds first (in
+ * the order given, duplicates merged), then first appearance. Per (hop,
+ * edge type) it is a block (fs_block_t): edges (edge_dst, edge_src) in local
+ * ids of the destination and source types, grouped by destination, with
+ * edge ids on request.
+ *
+ * Disjoint: every seed batch grows its own tree — a node reached from two
+ * batches gets two local ids — and each local node records its batch.
+ * Temporal sampling implies it (as in PyG): a node inherits the time of the
+ * node that reached it, the seeds' times being given or their node
+ * timestamps, and only edges with time <= that time (< with strict, and >=
+ * time - window with a window) are eligible. FS_TEMPORAL_LAST takes the most
+ * recent k eligible edges instead of a random k.
+ *
+ * Exclusions: pairs (edge type, dst, src) no destination may pick — a link
+ * batch's seed edges and their reverses (fs_link_sample, no label leakage).
+ *
+ * Every random choice is a pure function of (request seed, edge type, hop,
+ * batch, node): the same request gives the same result on any thread count.
+ *
+ * Ownership: results live in the sampler's workspace until its next call or
+ * its destruction. Thread-safety: one sampler per thread; views are shared
+ * and read-only. */
+#ifndef FS_TYPED_H
+#define FS_TYPED_H
+
+#include "fs_types.h"
+
+typedef struct {
+    int src_type, dst_type;
+    const char *name;          /* "(src, rel, dst)" for messages, or NULL */
+    int64_t num_edges;
+    const int64_t *indptr;     /* [count(dst_type) + 1] */
+    const void *indices;       /* [num_edges] source ids, index_dtype */
+    fs_dtype_t index_dtype;    /* I32 or I64 */
+    const int64_t *edge_ids;   /* [num_edges] edge id at each position, or NULL (the position) */
+    const float *weights;      /* [num_edges] by position, or NULL */
+    const int64_t *time;       /* [num_edges] by position, non-decreasing per destination, or NULL */
+    int reverse;               /* the edge type holding edge i reversed as its edge i, or -1 */
+} fs_typed_etype_t;
+
+typedef struct {
+    int num_node_types;
+    const int64_t *count;               /* [num_node_types] */
+    const char *const *type_name;       /* [num_node_types] for messages, or NULL */
+    const int64_t *const *node_time;    /* [num_node_types] each [count] or NULL; or NULL */
+    int num_edge_types;
+    const fs_typed_etype_t *etype;      /* [num_edge_types] */
+} fs_typed_view_t;
+
+typedef enum { FS_FRONTIER_NEW = 0, FS_FRONTIER_ALL } fs_frontier_t;
+typedef enum { FS_TEMPORAL_OFF = 0, FS_TEMPORAL_UNIFORM, FS_TEMPORAL_LAST, FS_TEMPORAL_COUNT_ } fs_temporal_t;
+
+typedef struct {
+    int num_hops;                      /* 1..FS_MAX_HOPS */
+    const int *fanout;                 /* [num_edge_types * num_hops]: edge type e at hop h is
+                                          fanout[e * num_hops + h]; > 0, FS_FANOUT_ALL or 0 (none) */
+    fs_sample_mode_t mode[FS_MAX_HOPS];
+    uint64_t seed;
+    int want_edge_ids;
+    fs_frontier_t frontier;
+    int disjoint;                      /* each batch its own tree (implied by temporal) */
+    fs_temporal_t temporal;
+    int strict;                        /* temporal: only edges strictly older than the seed */
+    int64_t window;                    /* temporal: > 0 keeps edges with time >= t - window */
+} fs_typed_req_t;
+
+/* Seeds of one node type. batch: each seed's batch (disjoint sampling);
+ * NULL numbers them on from the previous group's last batch. time: each
+ * seed's time (temporal); NULL takes the node's timestamp. */
+typedef struct {
+    int type;
+    int64_t count;
+    const int64_t *ids;
+    const int64_t *batch;
+    const int64_t *time;
+} fs_typed_seeds_t;
+
+/* One forbidden pick: destination dst of edge type etype may not pick src. */
+typedef struct {
+    int etype;
+    int64_t dst, src;
+} fs_typed_exclude_t;
+
+typedef struct {
+    int64_t num_nodes;
+    const int64_t *nodes;          /* [num_nodes] global id of each local id */
+    const int64_t *batch;          /* [num_nodes] disjoint: each node's batch; else NULL */
+    const int64_t *time;           /* [num_nodes] temporal: each node's time; else NULL */
+    int64_t count_after[FS_MAX_HOPS + 1]; /* nodes after the seeds (0) and after each hop */
+} fs_typed_nodes_t;
+
+typedef struct {
+    int num_hops, num_node_types, num_edge_types;
+    const fs_typed_nodes_t *type;       /* [num_node_types] */
+    /* block[h * num_edge_types + e]: dst ids are local ids of e's dst type
+     * (FS_FRONTIER_NEW: the frontier starts at type[dst].count_after[h-1],
+     * so edge_dst holds the local id itself, and dst_offsets is indexed
+     * from the frontier's start), src ids local ids of e's src type. */
+    const fs_block_t *block;
+    int num_groups;
+    const int64_t *const *seed_local;   /* [num_groups][count]: each seed's local id */
+} fs_typed_result_t;
+
+typedef struct fs_typed_sampler fs_typed_sampler_t;
+
+fs_status_t fs_typed_sampler_create(fs_typed_sampler_t **out, fs_error_t *err);
+void fs_typed_sampler_destroy(fs_typed_sampler_t *s);
+
+/* Checks a request, seeds and exclusions against the view; every refusal
+ * names the edge type, node type, hop or seed at fault. */
+fs_status_t fs_typed_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_typed_seeds_t *groups,
+                           int num_groups, const fs_typed_exclude_t *excl, int64_t num_excl, fs_error_t *err);
+
+fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                                const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
+                                int64_t num_excl, fs_typed_result_t *res, fs_error_t *err);
+
+/* ---- link prediction batches -------------------------------------------- */
+
+typedef enum { FS_NEG_NONE = 0, FS_NEG_BINARY, FS_NEG_TRIPLET, FS_NEG_COUNT_ } fs_neg_mode_t;
+
+typedef struct {
+    int etype;                     /* the seed edges' edge type */
+    int64_t count;
+    const int64_t *src, *dst;      /* [count] */
+    const int64_t *label;          /* [count] or NULL */
+    const int64_t *time;           /* [count] or NULL (temporal: the endpoints' node times... see below) */
+    fs_neg_mode_t neg;
+    double amount;                 /* binary: ratio r, round(r * count) negative pairs; triplet: k per positive */
+    int neg_weighted;              /* draw negative endpoints by degree^0.75 instead of uniformly */
+    int strict;                    /* never return an existing edge as a negative */
+    int exclude_seed_edges;        /* 1: no seed edge (or its reverse) in the sampled subgraph */
+} fs_link_req_t;
+
+/* PyG LinkNeighborLoader's output. binary (and none): edge_label_index
+ * [2, num_labels] in local ids of the src and dst types (positives, then
+ * negatives), edge_label (given labels, + 1 when negatives are drawn so
+ * 0 means negative, as PyG does; 1 for positives without labels).
+ * triplet: src_index [count], dst_pos_index [count], dst_neg_index
+ * [count, k]. */
+typedef struct {
+    fs_typed_result_t sub;
+    int64_t num_labels;
+    const int64_t *label_src, *label_dst;    /* binary/none: [num_labels] */
+    const int64_t *label;                    /* binary/none: [num_labels] */
+    const int64_t *label_time;               /* [num_labels] when the seeds carry times; else NULL */
+    int64_t num_neg_per_src;                 /* triplet: k */
+    const int64_t *src_index, *dst_pos_index, *dst_neg_index;
+} fs_link_result_t;
+
+fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_link_req_t *link,
+                          fs_error_t *err);
+
+/* Draws negatives, seeds both endpoints' types (disjoint: link i's
+ * endpoints, and its triplet negatives, are batch i; binary negative j is
+ * batch count + j), excludes the seed edges and their reverses when asked,
+ * and samples. Seed edges' times (or, without them, the dst node's time)
+ * are both endpoints' times; a binary negative takes its positive's. */
+fs_status_t fs_link_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                               const fs_link_req_t *link, fs_link_result_t *res, fs_error_t *err);
+
+/* The exclusions fs_link_sample_cpu applies for seed edges (src[i], dst[i])
+ * of edge type e: (e, dst, src); on e's reverse edge type r, (r, src, dst);
+ * and when e joins a type to itself without a reverse (an undirected graph
+ * stored both ways), (e, src, dst). Writes up to 2 * count entries to out
+ * and returns how many. */
+int64_t fs_link_exclusions(const fs_typed_view_t *g, int etype, const int64_t *src, const int64_t *dst,
+                           int64_t count, fs_typed_exclude_t *out);
+
+#endif
