@@ -27,6 +27,7 @@ PACKAGES=(
   bc                # the demo's summary arithmetic
   libcriterion-dev  # the test framework
   python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
+  python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)
   python3-torch     # tests: GraphSAGE trained through the Python client (test_python)
   clang             # tests: the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
   libclang-rt-dev   # tests: libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)

@@ -12,12 +12,33 @@ from it before keep their data (and its slot) until they are gone::
         with c.sample_gather(train[:512], [25, 10], "feat", seed=1) as b:
             x = b.features            # [b.num_nodes, dim] view of the result slot
             blocks = b.blocks         # blocks[0]: the hop from the seeds
+
+``featstore.write_dataset`` (featstore.dataset) writes a dataset from numpy
+arrays and needs no library; ``python3 -m featstore.cora`` makes two from
+tests/data/cora.npz with it.
 """
-from ._lib import path as library_path
-from ._lib import version as library_version
-from .client import (SAMPLE_MODES, Batch, BatchReleasedError, Block, Client, DeviceArray, Error, Info, ReaderInfo,
-                     Status, TableInfo, TierInfo, connect)
+from .dataset import write_dataset
 
 __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
-           "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version"]
+           "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset"]
+_CLIENT = frozenset(__all__) - {"write_dataset"}  # the names that need libfeatstore.so
+
+try:
+    from ._lib import path as library_path
+    from ._lib import version as library_version
+    from .client import (SAMPLE_MODES, Batch, BatchReleasedError, Block, Client, DeviceArray, Error, Info, ReaderInfo,
+                         Status, TableInfo, TierInfo, connect)
+except OSError:
+    # No libfeatstore.so: writing datasets (featstore.dataset, featstore.cora)
+    # needs none. The client's names load it on first use, and raise its
+    # error (saying where it was looked for) while it cannot be found.
+    def __getattr__(name):
+        if name not in _CLIENT:
+            raise AttributeError(f"module 'featstore' has no attribute {name!r}")
+        from . import _lib, client
+        value = {"library_path": "path", "library_version": "version"}.get(name)
+        value = getattr(_lib, value) if value else getattr(client, name)
+        globals()[name] = value
+        return value
+
 __version__ = "1.2.0"
