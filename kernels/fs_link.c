@@ -1,6 +1,6 @@
 /* fs_link.c — link prediction batches on the typed sampler (fs_typed.h):
  * negative sampling, seed-edge exclusion, and PyG LinkNeighborLoader's
- * labels (docs/typed-sampling.md).
+ * labels (docs/algorithms.md §9).
  *
  * Negatives are drawn per negative index from the request seed, so a batch
  * is reproducible. Uniform draws take any id of the endpoint's type;

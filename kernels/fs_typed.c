@@ -27,8 +27,15 @@
 
 #define PIPE 32
 
+/* A map key packs (tag, node): node in the low 40 bits, the tag above —
+ * the type, or batch * num_types + type when disjoint — so a slot is 16
+ * bytes as in fs_sample.c and four share a cache line. fs_typed_check
+ * refuses graphs and requests that do not fit (FS_KEY_NODE_BITS). */
+#define FS_KEY_NODE_BITS 40
+#define FS_KEY_TAG_LIMIT (1LL << (64 - FS_KEY_NODE_BITS - 1))
+
 typedef struct {
-    int64_t node, tag;   /* tag: the type, or batch * num_types + type when disjoint */
+    uint64_t key;
     int32_t val;
     uint32_t epoch;
 } tslot_t;
@@ -146,6 +153,13 @@ static fs_status_t check_hops(const fs_typed_view_t *g, const fs_typed_req_t *re
     if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: %d hops requested, must be 1..%d", req->num_hops,
                         FS_MAX_HOPS);
+    if (g->num_node_types >= FS_KEY_TAG_LIMIT)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample: %d node types, over the %lld the sampler keys",
+                        g->num_node_types, (long long)FS_KEY_TAG_LIMIT);
+    for (int t = 0; t < g->num_node_types; t++)
+        if (g->count[t] >= (1LL << FS_KEY_NODE_BITS))
+            return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample: %s has %lld nodes, over the 2^%d the sampler keys",
+                            type_name(g, t, nb, sizeof nb), (long long)g->count[t], FS_KEY_NODE_BITS);
     if (g->num_edge_types > 0 && !req->fanout)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: no fanouts given");
     if ((unsigned)req->temporal >= FS_TEMPORAL_COUNT_ || (unsigned)req->frontier > FS_FRONTIER_ALL)
@@ -185,7 +199,7 @@ static fs_status_t check_seeds(const fs_typed_view_t *g, const fs_typed_req_t *r
     char nb[64];
     if (num_groups < 0 || (num_groups > 0 && !groups))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: bad seed groups");
-    int64_t total = 0;
+    int64_t total = 0, next_batch = 0;
     for (int i = 0; i < num_groups; i++) {
         const fs_typed_seeds_t *sg = &groups[i];
         if (sg->type < 0 || sg->type >= g->num_node_types)
@@ -206,7 +220,14 @@ static fs_status_t check_seeds(const fs_typed_view_t *g, const fs_typed_req_t *r
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: temporal sampling, but the %s seeds carry no "
                             "times and %s nodes have no timestamps", tn, tn);
         total += sg->count;
+        int64_t top = next_batch + sg->count; /* batches run to here, given or numbered */
+        for (int64_t j = 0; sg->batch && j < sg->count; j++) top = sg->batch[j] + 1 > top ? sg->batch[j] + 1 : top;
+        next_batch = sg->batch ? (top > next_batch ? top : next_batch) : next_batch + sg->count;
     }
+    if ((req->disjoint || req->temporal) && next_batch * g->num_node_types >= FS_KEY_TAG_LIMIT)
+        return fs_error(err, FS_ERR_RESOURCE, "typed sample: %lld disjoint batches over %d node types, over the "
+                        "per-request limit of %lld batch-types; use fewer seeds per request", (long long)next_batch,
+                        g->num_node_types, (long long)FS_KEY_TAG_LIMIT);
     if (total >= INT32_MAX)
         return fs_error(err, FS_ERR_RESOURCE, "typed sample: %lld seeds, over the 2^31 per-request limit",
                         (long long)total);
@@ -285,33 +306,39 @@ static int reserve_picks(fs_typed_sampler_t *s, int64_t n)
 
 /* ---- the map -------------------------------------------------------------- */
 
-static inline size_t tmap_hash(const fs_typed_sampler_t *s, int64_t node, int64_t tag)
+static inline uint64_t tag_of(const fs_typed_sampler_t *s, int type, int64_t batch)
 {
-    return (size_t)((((uint64_t)node ^ ((uint64_t)tag * 0xc2b2ae3d27d4eb4fULL)) * 0x9e3779b97f4a7c15ULL) >> s->map_shift);
+    return (uint64_t)(s->disjoint ? batch * s->num_types + type : type);
 }
 
-static inline int64_t tag_of(const fs_typed_sampler_t *s, int type, int64_t batch)
+static inline uint64_t key_of(uint64_t tag, int64_t node)
 {
-    return s->disjoint ? batch * s->num_types + type : type;
+    return (tag << FS_KEY_NODE_BITS) | (uint64_t)node;
 }
 
-/* Returns the local id of (type, batch, node), adding it if new. */
-static inline int64_t tmap_add_at(fs_typed_sampler_t *s, int type, int64_t node, int64_t batch, int64_t time, size_t h)
+static inline size_t tmap_hash(const fs_typed_sampler_t *s, uint64_t key)
 {
-    int64_t tag = tag_of(s, type, batch);
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> s->map_shift);
+}
+
+/* Returns the local id of key (a node of `type`), adding it, with the
+ * batch and time it inherits, if new. */
+static inline int64_t tmap_add_at(fs_typed_sampler_t *s, int type, uint64_t key, size_t h, int64_t batch,
+                                  int64_t time)
+{
     size_t mask = s->map_cap - 1;
     for (;;) {
         tslot_t *sl = &s->map[h];
         if (sl->epoch != s->epoch) {
             type_ws_t *w = &s->tw[type];
             int64_t id = w->n++;
-            *sl = (tslot_t){.node = node, .tag = tag, .val = (int32_t)id, .epoch = s->epoch};
-            w->nodes.p[id] = node;
+            *sl = (tslot_t){.key = key, .val = (int32_t)id, .epoch = s->epoch};
+            w->nodes.p[id] = (int64_t)(key & ((1ULL << FS_KEY_NODE_BITS) - 1));
             if (s->disjoint) w->batch.p[id] = batch;
             if (s->temporal) w->time.p[id] = time;
             return id;
         }
-        if (sl->node == node && sl->tag == tag) return sl->val;
+        if (sl->key == key) return sl->val;
         h = (h + 1) & mask;
     }
 }
@@ -329,6 +356,7 @@ static int tmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
     size_t need = (size_t)total * 2, cap = s->map_cap ? s->map_cap : 1024;
     if (need <= s->map_cap) return 0;
     while (cap < need) cap *= 2;
+    if (cap > ((size_t)1 << 32)) return -1; /* pending_t holds 32-bit slots */
     tslot_t *m = calloc(cap, sizeof *m);
     if (!m) return -1;
     free(s->map);
@@ -339,10 +367,10 @@ static int tmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
     for (int t = 0; t < s->num_types; t++) { /* re-insert every key with its id */
         type_ws_t *tw = &s->tw[t];
         for (int64_t i = 0; i < tw->n; i++) {
-            int64_t tag = tag_of(s, t, s->disjoint ? tw->batch.p[i] : 0);
-            size_t h = tmap_hash(s, tw->nodes.p[i], tag);
+            uint64_t key = key_of(tag_of(s, t, s->disjoint ? tw->batch.p[i] : 0), tw->nodes.p[i]);
+            size_t h = tmap_hash(s, key);
             while (m[h].epoch == s->epoch) h = (h + 1) & (cap - 1);
-            m[h] = (tslot_t){.node = tw->nodes.p[i], .tag = tag, .val = (int32_t)i, .epoch = s->epoch};
+            m[h] = (tslot_t){.key = key, .val = (int32_t)i, .epoch = s->epoch};
         }
     }
     return 0;
@@ -475,7 +503,7 @@ static int64_t excluded_positions(fs_typed_sampler_t *s, const pass_t *p, int64_
 /* Chooses positions of one row (relative to its start) into s->pos and
  * returns how many: the eligible range [lo, hi) less the nx positions in
  * s->skip. */
-static int64_t pick_row(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t lo, int64_t hi,
+static inline int64_t pick_row(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t lo, int64_t hi,
                         int64_t nx)
 {
     int64_t c = hi - lo - nx, k = p->k == FS_FANOUT_ALL ? c : p->k, *pos = s->pos.p, m;
@@ -512,6 +540,10 @@ static int64_t pick_row(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, i
         fs_pick_replace(rng, c, k, pos);
         m = k;
     }
+    if (nx == 0) {
+        for (int64_t i = 0; lo > 0 && i < m; i++) pos[i] += lo;
+        return m;
+    }
     for (int64_t i = 0; i < m; i++) { /* the i-th surviving position of [lo, hi) */
         int64_t q = lo + pos[i];
         for (int64_t j = 0; j < nx && s->skip.p[j] <= q; j++) q++;
@@ -522,14 +554,33 @@ static int64_t pick_row(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, i
 
 /* ---- one (hop, edge type) pass ------------------------------------------- */
 
+/* A pick waiting for its insert: the key, its prefetched slot, and its
+ * destination (relative to the pass's first), whose batch and time a new
+ * node inherits. 16 bytes. */
 typedef struct {
-    int64_t node, batch, time;
-    size_t slot;
+    uint64_t key;
+    uint32_t slot;
+    int32_t d;
 } pending_t;
 
-static inline void flush(fs_typed_sampler_t *s, int type, pending_t *pend, int np, int64_t *es)
+#define PREFETCH_AHEAD 16
+
+/* The first line of a row's sources, and with time the middle of its
+ * times, where the binary search starts. */
+static inline void prefetch_row(const pass_t *p, int64_t v)
 {
-    for (int i = 0; i < np; i++) es[i] = tmap_add_at(s, type, pend[i].node, pend[i].batch, pend[i].time, pend[i].slot);
+    const fs_typed_etype_t *et = p->et;
+    int64_t b = et->indptr[v];
+    __builtin_prefetch((const char *)et->indices + b * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
+    if (p->temporal) __builtin_prefetch(&et->time[b + (et->indptr[v + 1] - b) / 2], 0, 0);
+}
+
+static inline void flush(fs_typed_sampler_t *s, int type, const pending_t *pend, int np, int64_t *es,
+                         const int64_t *dbatch, const int64_t *dtime)
+{
+    for (int i = 0; i < np; i++)
+        es[i] = tmap_add_at(s, type, pend[i].key, pend[i].slot, dbatch ? dbatch[pend[i].d] : 0,
+                            dtime ? dtime[pend[i].d] : 0);
 }
 
 /* The RNG stream of a row: fs_sample.c's for edge type 0 outside disjoint
@@ -542,48 +593,111 @@ static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int
     return fs_pick_rng(seed, p->hop, v);
 }
 
-#define DEFINE_PASS(NAME, IDX_T)                                                                           \
-    static int64_t NAME(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)   \
-    {                                                                                                      \
-        const fs_typed_etype_t *et = p->et;                                                                \
-        const type_ws_t *dw = &s->tw[et->dst_type];                                                        \
-        const int64_t *ip = et->indptr, *frontier = dw->nodes.p;                                           \
-        int64_t *off = bw->off.p, *ed = bw->edst.p, *es = bw->esrc.p, *eid = bw->eid.p, e = 0, flushed = 0; \
-        pending_t pend[PIPE + 1];                                                                          \
-        int np = 0, src_type = et->src_type;                                                               \
-        off[0] = 0;                                                                                        \
-        for (int64_t d = d0; d < d1; d++) {                                                                \
-            if (d + 8 < d1) __builtin_prefetch(&ip[frontier[d + 8]], 0, 0);                                \
-            int64_t v = frontier[d], b = ip[v], deg = ip[v + 1] - b, lo = 0, hi = deg, nx = 0;             \
-            int64_t batch = s->disjoint ? dw->batch.p[d] : 0, t = s->temporal ? dw->time.p[d] : 0, first;  \
-            if (p->temporal) eligible_range(p, b, deg, t, &lo, &hi);                                       \
-            int64_t xend = excl_find(&s->x, p->etype, v, &first);                                          \
-            if (xend > first) nx = excluded_positions(s, p, b, lo, hi, first, xend);                       \
-            fs_rng_t rng = row_rng(p, s->disjoint, batch, v);                                              \
-            int64_t m = pick_row(s, p, &rng, b, lo, hi, nx);                                               \
-            const IDX_T *ind = (const IDX_T *)et->indices + b;                                             \
-            for (int64_t q = 0; q < m; q++) {                                                              \
-                int64_t pos = s->pos.p[q], key = (int64_t)ind[pos];                                        \
-                size_t slot = tmap_hash(s, key, tag_of(s, src_type, batch));                               \
-                __builtin_prefetch(&s->map[slot], 1, 0);                                                   \
-                pend[np++] = (pending_t){key, batch, t, slot};                                             \
-                ed[e] = d;                                                                                 \
-                if (eid) eid[e] = et->edge_ids ? et->edge_ids[b + pos] : b + pos;                          \
-                e++;                                                                                       \
-                if (np == PIPE) {                                                                          \
-                    flush(s, src_type, pend, PIPE / 2, es + flushed);                                      \
-                    memmove(pend, pend + PIPE / 2, sizeof(pending_t) * (PIPE / 2));                        \
-                    np = PIPE / 2;                                                                         \
-                    flushed += PIPE / 2;                                                                   \
-                }                                                                                          \
-            }                                                                                              \
-            off[d - d0 + 1] = e;                                                                           \
-        }                                                                                                  \
-        flush(s, src_type, pend, np, es + flushed);                                                        \
-        return e;                                                                                          \
+/* Picks of one plain row (no time, no exclusions): fs_sample.c's, with
+ * pos = NULL meaning every position 0..deg-1. */
+static inline int64_t pick_plain(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t deg,
+                                 int64_t **pos)
+{
+    int64_t k = p->k == FS_FANOUT_ALL ? deg : p->k;
+    *pos = s->pos.p;
+    switch (p->mode) {
+    case FS_SAMPLE_UNIFORM:
+        if (deg <= k) {
+            *pos = NULL;
+            return deg;
+        }
+        fs_pick_uniform(rng, deg, k, *pos);
+        return k;
+    case FS_SAMPLE_UNIFORM_REPLACE:
+        if (deg == 0) return 0;
+        fs_pick_replace(rng, deg, k, *pos);
+        return k;
+    case FS_SAMPLE_WEIGHTED: return fs_pick_weighted(rng, p->et->weights + b, deg, k, s->wbuf, *pos);
+    default: return fs_pick_weighted_replace_cdf(rng, p->et->weights + b, deg, k, s->wbuf, *pos);
     }
-DEFINE_PASS(pass_i32, int32_t)
-DEFINE_PASS(pass_i64, int64_t)
+}
+
+/* One pass over destinations d0..d1-1. `wide`: int64 source ids; `full`:
+ * time, exclusions or disjoint trees in play. Both are constants in each
+ * instance below, so the plain instances carry none of the full path's
+ * branches and keep the homogeneous engine's register budget. */
+static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
+                                                               int64_t d1, block_ws_t *bw, const int wide,
+                                                               const int full)
+{
+    const fs_typed_etype_t *et = p->et;
+    const type_ws_t *dw = &s->tw[et->dst_type];
+    const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
+    int64_t *off = bw->off.p, *ed = bw->edst.p, *es = bw->esrc.p, *eid = bw->eid.p, e = 0, flushed = 0;
+    const int64_t *dbatch = full && s->disjoint ? dw->batch.p + d0 : NULL;
+    const int64_t *dtime = full && s->temporal ? dw->time.p + d0 : NULL;
+    pending_t pend[PIPE + 1];
+    int np = 0, src_type = et->src_type;
+    uint64_t tag = tag_of(s, src_type, 0);
+    off[0] = 0;
+    for (int64_t d = d0; d < d1; d++) {
+        if (d + 2 * PREFETCH_AHEAD < d1) /* indptr far ahead, the row (and its times) nearer */
+            __builtin_prefetch(&ip[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);
+        if (d + PREFETCH_AHEAD < d1) prefetch_row(p, frontier[d + PREFETCH_AHEAD]);
+        int64_t v = frontier[d], b = ip[v], deg = ip[v + 1] - b, m, *pos;
+        fs_rng_t rng;
+        if (full) {
+            int64_t lo = 0, hi = deg, nx = 0, first, batch = dbatch ? dbatch[d - d0] : 0;
+            if (p->temporal) eligible_range(p, b, deg, dtime[d - d0], &lo, &hi);
+            if (s->x.n) {
+                int64_t xend = excl_find(&s->x, p->etype, v, &first);
+                if (xend > first) nx = excluded_positions(s, p, b, lo, hi, first, xend);
+            }
+            tag = tag_of(s, src_type, batch);
+            rng = row_rng(p, s->disjoint, batch, v);
+            m = pick_row(s, p, &rng, b, lo, hi, nx);
+            pos = s->pos.p;
+        } else {
+            rng = row_rng(p, 0, 0, v);
+            m = pick_plain(s, p, &rng, b, deg, &pos);
+        }
+        for (int64_t q = 0; q < m; q++) {
+            int64_t at = pos ? pos[q] : q;
+            int64_t src = wide ? ((const int64_t *)et->indices)[b + at] : ((const int32_t *)et->indices)[b + at];
+            uint64_t key = key_of(tag, src);
+            size_t slot = tmap_hash(s, key);
+            __builtin_prefetch(&s->map[slot], 1, 0);
+            pend[np++] = (pending_t){key, (uint32_t)slot, (int32_t)(d - d0)};
+            ed[e] = d;
+            if (eid) eid[e] = et->edge_ids ? et->edge_ids[b + at] : b + at;
+            e++;
+            if (np == PIPE) { /* insert the oldest half; keep the rest in flight */
+                flush(s, src_type, pend, PIPE / 2, es + flushed, dbatch, dtime);
+                memmove(pend, pend + PIPE / 2, sizeof(pending_t) * (PIPE / 2));
+                np = PIPE / 2;
+                flushed += PIPE / 2;
+            }
+        }
+        off[d - d0 + 1] = e;
+    }
+    flush(s, src_type, pend, np, es + flushed, dbatch, dtime);
+    return e;
+}
+
+static int64_t pass_plain_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 0, 0);
+}
+
+static int64_t pass_plain_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 1, 0);
+}
+
+static int64_t pass_full_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 0, 1);
+}
+
+static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 1, 1);
+}
 
 /* Worst-case picks of a pass and the longest row, for sizing. */
 static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg)
@@ -624,7 +738,9 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
     int64_t *eid_keep = bw->eid.p;
     if (!req->want_edge_ids) bw->eid.p = NULL; /* the pass writes ids only where asked */
-    int64_t n = et->index_dtype == FS_DTYPE_I32 ? pass_i32(s, &p, d0, d1, bw) : pass_i64(s, &p, d0, d1, bw);
+    int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
+    int64_t n = full ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
+                     : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
     if (!req->want_edge_ids) bw->eid.p = eid_keep;
     *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
                         .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,
@@ -646,7 +762,8 @@ static fs_status_t add_seeds(fs_typed_sampler_t *s, const fs_typed_view_t *g, co
         for (int64_t j = 0; j < sg->count; j++) {
             int64_t v = sg->ids[j], batch = sg->batch ? sg->batch[j] : next_batch + j;
             int64_t t = sg->time ? sg->time[j] : nt ? nt[v] : 0;
-            s->seed_local[i].p[j] = tmap_add_at(s, sg->type, v, batch, t, tmap_hash(s, v, tag_of(s, sg->type, batch)));
+            uint64_t key = key_of(tag_of(s, sg->type, batch), v);
+            s->seed_local[i].p[j] = tmap_add_at(s, sg->type, key, tmap_hash(s, key), batch, t);
         }
         if (!sg->batch) next_batch += sg->count;
         else

@@ -1,5 +1,5 @@
 /* fs_typed.h — typed (heterogeneous) k-hop sampling, with time and link
- * prediction batches (docs/typed-sampling.md).
+ * prediction batches (docs/algorithms.md §9).
  *
  * The graph is node types (ids 0..count-1 per type) and edge types
  * (src_type, rel, dst_type), each stored toward its destination (CSC): for
