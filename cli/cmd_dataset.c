@@ -1,5 +1,6 @@
-/* cmd_dataset.c — the dataset tooling's commands: `featstore import`,
- * `featstore gen` and `featstore info` (dataset/). Options come from the
+/* cmd_dataset.c — the dataset tooling's commands: `featstore import`
+ * (edge lists, npz, OGB and OGB heterogeneous), `featstore gen` (R-MAT,
+ * plain or --typed) and `featstore info` (dataset/). Options come from the
  * shared parser (cli.h); a bad value is a usage error (exit 2). */
 #include <stdio.h>
 #include <string.h>
@@ -33,28 +34,33 @@ int cmd_import(int argc, char **argv)
 {
     static const cli_opt_t allowed[] = {OPT_OUT, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT,
                                         OPT_WEIGHTED, OPT_SPLIT, OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS,
-                                        OPT_FORCE, 0};
+                                        OPT_FORCE, OPT_ADD_REVERSE, 0};
     cli_t c;
     int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;
     if (c.num_args != 2 || !cli_has(&c, OPT_OUT))
-        return cli_usage("%s", "usage: featstore import edgelist|npz|ogb INPUT --out DIR [options]");
+        return cli_usage("%s", "usage: featstore import edgelist|npz|ogb|ogb-hetero INPUT --out DIR [options]");
     const char *fmt = c.args[0], *input = c.args[1];
     int is_edgelist = strcmp(fmt, "edgelist") == 0 || strcmp(fmt, "snap") == 0;
     if (!is_edgelist && (cli_has(&c, OPT_COMPACT) || cli_has(&c, OPT_WEIGHTED)))
         return cli_usage("--compact-ids and --weighted apply to edge lists only, not '%s'", fmt);
-    if (cli_has(&c, OPT_SPLITNAME) && strcmp(fmt, "ogb") != 0)
-        return cli_usage("--split-name applies to ogb only, not '%s'", fmt);
+    int is_ogb = strcmp(fmt, "ogb") == 0 || strcmp(fmt, "ogb-hetero") == 0;
+    if (cli_has(&c, OPT_SPLITNAME) && !is_ogb)
+        return cli_usage("--split-name applies to ogb and ogb-hetero only, not '%s'", fmt);
+    if (cli_has(&c, OPT_ADD_REVERSE) && !is_ogb)
+        return cli_usage("--add-reverse applies to OGB heterogeneous datasets only, not '%s'", fmt);
     fs_import_opts_t o = {.out_dir = c.text[OPT_OUT], .name = c.text[OPT_NAME], .force = cli_has(&c, OPT_FORCE),
                           .edges = edge_opts(&c), .weighted = cli_has(&c, OPT_WEIGHTED), .seed = 1,
-                          .split_pct = {60, 20, 20}, .split_name = c.text[OPT_SPLITNAME]};
+                          .split_pct = {60, 20, 20}, .split_name = c.text[OPT_SPLITNAME],
+                          .add_reverse = cli_has(&c, OPT_ADD_REVERSE)};
     fs_error_t err = {0};
     if (common_values(&c, &o.threads, &o.seed, o.split_pct, &err) != FS_OK) return cli_usage("%s", err.msg);
     fs_status_t s;
     if (is_edgelist) s = fs_import_edgelist(input, &o, &err);
     else if (strcmp(fmt, "npz") == 0) s = fs_import_npz(input, &o, &err);
-    else if (strcmp(fmt, "ogb") == 0) s = fs_import_ogb(input, &o, &err);
-    else return cli_usage("unknown import format '%s' (want edgelist, npz or ogb)", fmt);
+    else if (strcmp(fmt, "ogb") == 0) s = fs_import_ogb(input, &o, &err); /* hands a heterogeneous one over */
+    else if (strcmp(fmt, "ogb-hetero") == 0) s = fs_import_ogb_hetero(input, &o, &err);
+    else return cli_usage("unknown import format '%s' (want edgelist, npz, ogb or ogb-hetero)", fmt);
     if (s != FS_OK) return cli_fail(&err);
     fprintf(stderr, "import: wrote %s\n", o.out_dir);
     return 0;
@@ -64,12 +70,16 @@ int cmd_gen(int argc, char **argv)
 {
     static const cli_opt_t allowed[] = {OPT_OUT, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_SPLIT, OPT_NOSPLIT,
                                         OPT_SEED, OPT_THREADS, OPT_FORCE, OPT_SCALE, OPT_EF, OPT_DIM, OPT_DTYPE,
-                                        OPT_CLASSES, OPT_PERMUTE, OPT_ABC, 0};
+                                        OPT_CLASSES, OPT_PERMUTE, OPT_ABC, OPT_TYPED, 0};
     cli_t c;
     int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;
     if (c.num_args != 1 || strcmp(c.args[0], "rmat") != 0 || !cli_has(&c, OPT_OUT))
-        return cli_usage("%s", "usage: featstore gen rmat --out DIR [--scale S --edge-factor E --dim D ...]");
+        return cli_usage("%s", "usage: featstore gen rmat [--typed] --out DIR [--scale S --edge-factor E --dim D ...]");
+    if (cli_has(&c, OPT_TYPED) && (cli_has(&c, OPT_SYM) || cli_has(&c, OPT_NOLOOP) || cli_has(&c, OPT_DEDUP) ||
+                                   cli_has(&c, OPT_PERMUTE)))
+        return cli_usage("%s", "gen rmat --typed takes none of --symmetrize, --drop-self-loops, --dedup, --permute "
+                         "(its edge types come with their reverses)");
     fs_rmat_opts_t o;
     fs_rmat_defaults(&o);
     o.out_dir = c.text[OPT_OUT];
@@ -90,7 +100,7 @@ int cmd_gen(int argc, char **argv)
     if (st != FS_OK) return cli_usage("%s", err.msg);
     o.scale = (int)scale, o.edge_factor = (int)ef, o.dim = dim, o.num_classes = (int)classes;
     o.a = abc[0], o.b = abc[1], o.c = abc[2];
-    if (fs_gen_rmat(&o, &err) != FS_OK) return cli_fail(&err);
+    if ((cli_has(&c, OPT_TYPED) ? fs_gen_rmat_typed(&o, &err) : fs_gen_rmat(&o, &err)) != FS_OK) return cli_fail(&err);
     fprintf(stderr, "gen: wrote %s\n", o.out_dir);
     return 0;
 }

@@ -18,8 +18,8 @@ static const char *const usage_text =
     "usage: featstore <command> [options]\n"
     "\n"
     "commands:\n"
-    "  import edgelist|npz|ogb INPUT --out DIR   convert a graph into a featstore dataset\n"
-    "  gen rmat --out DIR [--scale S --edge-factor E --dim D]   generate an R-MAT dataset\n"
+    "  import edgelist|npz|ogb|ogb-hetero INPUT --out DIR   convert a graph into a featstore dataset\n"
+    "  gen rmat [--typed] --out DIR [--scale S --edge-factor E --dim D]   generate an R-MAT dataset\n"
     "  info DIR [--no-verify]                    describe and validate a dataset\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
@@ -58,7 +58,8 @@ static const char *const usage_text =
     "  --weighted           edgelist only: column 3 is an edge weight\n"
     "  --split T,V,T        random train/valid/test percentages when the input has none\n"
     "                       (default 60,20,20; --no-split for none)\n"
-    "  --split-name NAME    ogb only: which split/<NAME> directory to use\n"
+    "  --split-name NAME    ogb, ogb-hetero: which split/<NAME> directory to use\n"
+    "  --add-reverse        ogb-hetero: also store each relation reversed, as (dst, rev_<rel>, src)\n"
     "  --seed S             seed of the random split (default 1)\n"
     "  --threads N          worker threads (default: all CPUs)\n"
     "  --force              replace an existing dataset at --out\n"
@@ -71,7 +72,10 @@ static const char *const usage_text =
     "  --dtype T            float32 | float16 | bfloat16 (default float32)\n"
     "  --classes C          number of label classes (default 16)\n"
     "  --permute            randomly relabel nodes (Graph500 style: hubs are scattered)\n"
-    "  --abc A,B,C          R-MAT quadrant probabilities (default 0.57,0.19,0.19)\n";
+    "  --abc A,B,C          R-MAT quadrant probabilities (default 0.57,0.19,0.19)\n"
+    "  --typed              a typed graph (format version 2): papers, authors, venues; writes,\n"
+    "                       cites (R-MAT, weighted, edge features), published_in and their\n"
+    "                       reverses; times; a link split of cites (schema: README, dataset/gen.h)\n";
 
 static const struct {
     const char *name;

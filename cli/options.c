@@ -24,6 +24,7 @@ static const struct option long_opts[] = {
     {"dtype", required_argument, 0, OPT_DTYPE},      {"classes", required_argument, 0, OPT_CLASSES},
     {"permute", no_argument, 0, OPT_PERMUTE},        {"abc", required_argument, 0, OPT_ABC},
     {"no-verify", no_argument, 0, OPT_NOVERIFY},     {"socket", required_argument, 0, OPT_SOCKET},
+    {"typed", no_argument, 0, OPT_TYPED},            {"add-reverse", no_argument, 0, OPT_ADD_REVERSE},
     {"listen", required_argument, 0, OPT_LISTEN},    {"metrics", required_argument, 0, OPT_METRICS},
     {"config", required_argument, 0, OPT_CONFIG},    {"verify", no_argument, 0, OPT_VERIFY},
     {"prefault", no_argument, 0, OPT_PREFAULT},      {"topology", required_argument, 0, OPT_TOPOLOGY},

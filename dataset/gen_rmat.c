@@ -37,9 +37,31 @@ void fs_rmat_defaults(fs_rmat_opts_t *o)
     o->split_pct[2] = 20;
 }
 
+fs_rmat_quadrants_t fs_rmat_quadrants(double a, double b, double c)
+{
+    return (fs_rmat_quadrants_t){.ta = (uint32_t)lround(a * 65536), .tab = (uint32_t)lround((a + b) * 65536),
+                                 .tabc = (uint32_t)lround((a + b + c) * 65536)};
+}
+
+void fs_rmat_edge(uint64_t seed, int scale, fs_rmat_quadrants_t q, uint64_t k, int64_t *src, int64_t *dst)
+{
+    fs_rng_t rng = fs_rng_make(seed, k);
+    uint64_t bits = 0;
+    int64_t u = 0, v = 0;
+    for (int level = 0; level < scale; level++) {
+        if ((level & 3) == 0) bits = fs_rng_next(&rng);
+        uint32_t r = (uint32_t)(bits & 0xffff);
+        bits >>= 16;
+        int down = r >= q.tab, right = (r >= q.ta && r < q.tab) || r >= q.tabc;
+        u = u << 1 | down;
+        v = v << 1 | right;
+    }
+    *src = u, *dst = v;
+}
+
 typedef struct {
     const fs_rmat_opts_t *o;
-    uint32_t ta, tab, tabc;   /* cumulative quadrant thresholds out of 2^16 */
+    fs_rmat_quadrants_t q;
     const int64_t *perm;
     int64_t first;            /* first edge index of this chunk */
     int64_t *src, *dst;
@@ -50,17 +72,8 @@ static void gen_edges(void *p, int64_t b, int64_t e, int worker)
     (void)worker;
     edge_job_t *j = p;
     for (int64_t k = b; k < e; k++) {
-        fs_rng_t rng = fs_rng_make(j->o->seed, (uint64_t)(j->first + k));
-        uint64_t bits = 0;
-        int64_t u = 0, v = 0;
-        for (int level = 0; level < j->o->scale; level++) {
-            if ((level & 3) == 0) bits = fs_rng_next(&rng);
-            uint32_t r = (uint32_t)(bits & 0xffff);
-            bits >>= 16;
-            int down = r >= j->tab, right = (r >= j->ta && r < j->tab) || r >= j->tabc;
-            u = u << 1 | down;
-            v = v << 1 | right;
-        }
+        int64_t u, v;
+        fs_rmat_edge(j->o->seed, j->o->scale, j->q, (uint64_t)(j->first + k), &u, &v);
         j->src[k] = j->perm ? j->perm[u] : u;
         j->dst[k] = j->perm ? j->perm[v] : v;
     }
@@ -71,9 +84,7 @@ static fs_status_t gen_topology(const fs_rmat_opts_t *o, fs_writer_t *w, const i
 {
     int64_t n = (int64_t)1 << o->scale, m = n * o->edge_factor;
     edge_job_t j = {.o = o, .perm = perm};
-    j.ta = (uint32_t)lround(o->a * 65536);
-    j.tab = (uint32_t)lround((o->a + o->b) * 65536);
-    j.tabc = (uint32_t)lround((o->a + o->b + o->c) * 65536);
+    j.q = fs_rmat_quadrants(o->a, o->b, o->c);
     j.src = malloc(EDGE_CHUNK * sizeof *j.src);
     j.dst = malloc(EDGE_CHUNK * sizeof *j.dst);
     fs_csr_builder_t *cb = NULL;

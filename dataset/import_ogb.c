@@ -5,7 +5,9 @@
  *   raw/node-feat.csv[.gz]       F comma-separated floats per line (optional)
  *   raw/node-label.csv[.gz]      one label per line, "nan" = unlabelled
  *   split/<name>/{train,valid,test}.csv[.gz]   one node id per line
- * Every file is streamed; feature rows go straight into the mapped table. */
+ * Every file is streamed; feature rows go straight into the mapped table.
+ * A directory with raw/num-node-dict.csv[.gz] is the heterogeneous layout:
+ * import_ogb_hetero.c takes it. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +21,13 @@
 
 #define BATCH 65536
 
-/* Finds base.csv.gz or base.csv; 0 if neither exists. */
-static int find_csv(const char *dir, const char *base, char *out, size_t len)
+int fs_find_csv(const char *dir, const char *base, char *out, size_t len)
 {
     struct stat st;
-    snprintf(out, len, "%s/%s.csv.gz", dir, base);
+    int n = snprintf(out, len, "%s/%s.csv.gz", dir, base);
+    if (n < 0 || (size_t)n >= len) return 0; /* a path too long is no file of ours */
     if (stat(out, &st) == 0) return 1;
-    snprintf(out, len, "%s/%s.csv", dir, base);
+    out[n - 3] = '\0'; /* base.csv */
     return stat(out, &st) == 0;
 }
 
@@ -192,8 +194,7 @@ static fs_status_t import_split_file(const char *path, const char *name, fs_writ
     return s;
 }
 
-/* Picks split/<name>: the requested one, else the only (or first) one. */
-static fs_status_t pick_split_dir(const char *dir, const char *want, char *out, size_t len, fs_error_t *err)
+fs_status_t fs_ogb_split_dir(const char *dir, const char *want, char *out, size_t len, fs_error_t *err)
 {
     char base[4096];
     snprintf(base, sizeof base, "%s/split", dir);
@@ -221,12 +222,12 @@ static fs_status_t import_splits(const char *dir, const fs_import_opts_t *o, fs_
                                  const int64_t *labels, fs_error_t *err)
 {
     char sdir[4096], path[4200];
-    fs_status_t s = pick_split_dir(dir, o->split_name, sdir, sizeof sdir, err);
+    fs_status_t s = fs_ogb_split_dir(dir, o->split_name, sdir, sizeof sdir, err);
     if (s != FS_OK) return s;
     if (!sdir[0]) return fs_write_random_splits(w, n, labels, o->split_pct, o->seed, err);
     static const char *const names[3] = {"train", "valid", "test"};
     for (int i = 0; i < 3 && s == FS_OK; i++) {
-        if (!find_csv(sdir, names[i], path, sizeof path))
+        if (!fs_find_csv(sdir, names[i], path, sizeof path))
             return fs_error(err, FS_ERR_NOT_FOUND, "%s: missing %s.csv[.gz]", sdir, names[i]);
         s = import_split_file(path, names[i], w, n, err);
     }
@@ -237,23 +238,27 @@ fs_status_t fs_import_ogb(const char *dir, const fs_import_opts_t *o, fs_error_t
 {
     char path[4200], raw[4096];
     snprintf(raw, sizeof raw, "%s/raw", dir);
-    if (!find_csv(raw, "edge", path, sizeof path))
+    if (fs_find_csv(raw, "num-node-dict", path, sizeof path)) return fs_import_ogb_hetero(dir, o, err);
+    if (o->add_reverse)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: --add-reverse applies to OGB heterogeneous datasets "
+                        "(raw/num-node-dict.csv.gz); this one is one graph (--reverse or --symmetrize)", dir);
+    if (!fs_find_csv(raw, "edge", path, sizeof path))
         return fs_error(err, FS_ERR_NOT_FOUND, "%s: no raw/edge.csv[.gz] (is this an OGB dataset directory?)", dir);
     int64_t n = -1, *labels = NULL;
     fs_status_t s = FS_OK;
-    if (find_csv(raw, "num-node-list", path, sizeof path) && (s = read_count(path, &n, err))) return s;
+    if (fs_find_csv(raw, "num-node-list", path, sizeof path) && (s = read_count(path, &n, err))) return s;
     fs_writer_t *w = NULL;
     fs_csr_builder_t *cb = NULL;
     fs_csr_stats_t st = {0};
     if ((s = fs_writer_create(o->out_dir, o->force, &w, err))) return s;
-    find_csv(raw, "edge", path, sizeof path);
+    fs_find_csv(raw, "edge", path, sizeof path);
     if (!(s = fs_csr_builder_create(w, &o->edges, n, 0, &cb, err)) && !(s = import_edges(path, cb, err))) {
         s = fs_csr_builder_finish(cb, o->threads, &st, err);
         cb = NULL;
         n = st.num_nodes;
     }
-    if (s == FS_OK && find_csv(raw, "node-feat", path, sizeof path)) s = import_features(path, w, n, err);
-    if (s == FS_OK && find_csv(raw, "node-label", path, sizeof path)) s = import_labels(path, w, n, &labels, err);
+    if (s == FS_OK && fs_find_csv(raw, "node-feat", path, sizeof path)) s = import_features(path, w, n, err);
+    if (s == FS_OK && fs_find_csv(raw, "node-label", path, sizeof path)) s = import_labels(path, w, n, &labels, err);
     if (s == FS_OK) s = import_splits(dir, o, w, n, labels, err);
     if (s == FS_OK) s = fs_import_set_meta(w, "ogb", dir, o, n, st.num_edges, labels, err);
     if (s != FS_OK) {

@@ -398,3 +398,180 @@ Test(import, ogb_plain_csv_and_errors)
     cr_assert_eq(fs_import_ogb(dir, &o, &err), FS_ERR_NOT_FOUND);
     cr_assert_not_null(strstr(err.msg, "raw/edge.csv"), "%s", err.msg);
 }
+
+/* ---- ogb heterogeneous ---------------------------------------------------- */
+
+static const fs_edge_type_t *edge_type_of(const fs_dataset_t *ds, const char *s, const char *r, const char *d)
+{
+    int i = fs_dataset_edge_type(ds, s, r, d);
+    cr_assert(i >= 0, "no edge type (%s, %s, %s)", s, r, d);
+    return &ds->edge_types[i];
+}
+
+/* Destination v's sources, and their edge ids and times when given. */
+static void expect_typed_row(const fs_edge_type_t *e, int64_t v, const int64_t *src, const int64_t *ids,
+                             const int64_t *time, int64_t n)
+{
+    int64_t b = e->indptr[v];
+    cr_assert_eq(e->indptr[v + 1] - b, n, "(%s, %s, %s) row %lld has %lld sources, want %lld", e->src, e->rel, e->dst,
+                 (long long)v, (long long)(e->indptr[v + 1] - b), (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        cr_assert_eq(((const int32_t *)e->indices)[b + i], src[i], "(%s, %s, %s) row %lld[%lld]", e->src, e->rel, e->dst,
+                     (long long)v, (long long)i);
+        if (ids) cr_assert_eq(e->edge_ids ? e->edge_ids[b + i] : b + i, ids[i], "edge id of row %lld[%lld]", (long long)v,
+                              (long long)i);
+        if (time) cr_assert_eq(e->time[b + i], time[i], "time of row %lld[%lld]", (long long)v, (long long)i);
+    }
+}
+
+Test(import, ogb_hetero_tiny)
+{
+    fs_import_opts_t o = opts();
+    fs_error_t err = {0};
+    cr_assert_eq(fs_import_ogb_hetero(tu_data("ogb_hetero_tiny"), &o, &err), FS_OK, "%s", err.msg);
+    fs_dataset_t *ds = open_ok(o.out_dir);
+    cr_assert_str_eq(ds->name, "ogb_hetero_tiny");
+    cr_assert_eq(ds->num_node_types, 4);
+    static const char *const types[4] = {"author", "field_of_study", "institution", "paper"};
+    static const int64_t counts[4] = {4, 3, 2, 6};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_str_eq(ds->node_types[i].name, types[i], "num-node-dict's order");
+        cr_assert_eq(ds->node_types[i].count, counts[i]);
+    }
+    cr_assert_eq(ds->num_edge_types, 4, "no reverses unless asked");
+    cr_assert_eq(fs_dataset_edge_type(ds, "author", "affiliated_with", "institution"), 0, "relations in name order");
+    const fs_edge_type_t *writes = edge_type_of(ds, "author", "writes", "paper");
+    expect_typed_row(writes, 1, (int64_t[]){0, 1}, (int64_t[]){1, 2}, NULL, 2);
+    expect_typed_row(writes, 5, (int64_t[]){2, 3}, (int64_t[]){6, 7}, NULL, 2);
+    cr_assert_null(writes->time);
+    cr_assert_eq(writes->reverse, -1);
+    /* paper 2 is cited by edges 4 (paper 4, 2014) and 5 (paper 5, 2010): by time, not by id */
+    const fs_edge_type_t *cites = edge_type_of(ds, "paper", "cites", "paper");
+    expect_typed_row(cites, 2, (int64_t[]){5, 4}, (int64_t[]){5, 4}, (int64_t[]){2010, 2014}, 2);
+    expect_typed_row(cites, 0, (int64_t[]){1, 2}, (int64_t[]){0, 1}, (int64_t[]){2012, 2013}, 2);
+    cr_assert_eq(cites->num_tables, 1);
+    cr_assert_eq(cites->tables[0].dim, 2);
+    cr_assert_float_eq(((const float *)cites->tables[0].data)[2 * 5 + 1], 5.5f, 0, "edge features by edge id");
+    expect_typed_row(edge_type_of(ds, "paper", "has_topic", "field_of_study"), 1, (int64_t[]){0, 1, 5}, NULL, NULL, 3);
+    expect_typed_row(edge_type_of(ds, "author", "affiliated_with", "institution"), 1, (int64_t[]){2, 3, 1},
+                     (int64_t[]){2, 3, 4}, NULL, 3);
+    const fs_node_type_t *paper = &ds->node_types[3];
+    cr_assert_eq(paper->num_classes, 3);
+    cr_assert_eq(paper->labels[4], -1, "nan is unlabelled");
+    cr_assert_eq(paper->labels[2], 2);
+    cr_assert_eq(paper->time[3], 2011);
+    const fs_table_t *feat = fs_node_type_table(paper, "feat");
+    cr_assert_not_null(feat);
+    cr_assert_eq(feat->dim, 3);
+    cr_assert_float_eq(((const float *)feat->data)[3 * 4 + 2], -4.0f, 0);
+    cr_assert_eq(paper->num_splits, 3);
+    cr_assert_str_eq(paper->splits[0].name, "train");
+    cr_assert_eq(paper->splits[0].count, 3);
+    cr_assert_eq(paper->splits[0].ids[2], 3);
+    cr_assert_eq(paper->splits[2].ids[1], 5);
+    cr_assert_eq(ds->node_types[0].num_tables, 0, "authors have no features here");
+    cr_assert_eq(ds->node_types[0].num_splits, 0);
+    fs_dataset_close(ds);
+    free((char *)o.out_dir);
+}
+
+Test(import, ogb_hetero_found_by_ogb_with_reverses)
+{
+    fs_import_opts_t o = opts();
+    o.add_reverse = 1;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_import_ogb(tu_data("ogb_hetero_tiny"), &o, &err), FS_OK, "%s", err.msg);
+    fs_dataset_t *ds = open_ok(o.out_dir);
+    cr_assert_eq(ds->num_edge_types, 8);
+    int w = fs_dataset_edge_type(ds, "author", "writes", "paper"), r = fs_dataset_edge_type(ds, "paper", "rev_writes", "author");
+    cr_assert(w >= 0 && r == w + 1, "each relation followed by its reverse");
+    cr_assert_eq(ds->edge_types[w].reverse, r);
+    cr_assert_eq(ds->edge_types[r].reverse, w);
+    /* author 1 wrote papers 1 (edge 2) and 4 (edge 5) */
+    expect_typed_row(&ds->edge_types[r], 1, (int64_t[]){1, 4}, (int64_t[]){2, 5}, NULL, 2);
+    /* paper 4 cites papers 1 and 2 (edges 3 and 4, both 2014); paper 5 cites 2 and 3 (2010) */
+    const fs_edge_type_t *rc = edge_type_of(ds, "paper", "rev_cites", "paper");
+    expect_typed_row(rc, 4, (int64_t[]){1, 2}, (int64_t[]){3, 4}, (int64_t[]){2014, 2014}, 2);
+    expect_typed_row(rc, 5, (int64_t[]){2, 3}, (int64_t[]){5, 6}, (int64_t[]){2010, 2010}, 2);
+    fs_dataset_close(ds);
+    free((char *)o.out_dir);
+
+    char *out, *d = tu_path(dir, "cli");
+    cr_assert_eq(tu_run(&out, "%s import ogb-hetero %s --add-reverse --out %s", tu_bin(), tu_data("ogb_hetero_tiny"), d),
+                 0, "%s", out);
+    free(out);
+    cr_assert_eq(tu_run(&out, "%s info %s", tu_bin(), d), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "format    version 2: 4 node types, 8 edge types"), "%s", out);
+    cr_assert_not_null(strstr(out, "edge type (paper, cites, paper): 7 edges, int32 sources, in-degree mean 1.17 max 2, "
+                                   "edge ids, timed"), "%s", out);
+    cr_assert_not_null(strstr(out, "reverse: (paper, rev_cites, paper)"), "%s", out);
+    cr_assert_not_null(strstr(out, "node type paper: 6 nodes, timed"), "%s", out);
+    free(out);
+    cr_assert_eq(tu_run(&out, "%s import edgelist x --add-reverse --out %s/y", tu_bin(), dir), 2, "%s", out);
+    free(out);
+    free(d);
+}
+
+/* A copy of the fixture with one file replaced (gzip) or a shell step run in it. */
+static char *broken_hetero(const char *name, const char *file, const char *text, const char *shell)
+{
+    char *d = tu_path(dir, name), *out;
+    cr_assert_eq(tu_run(&out, "cp -r %s %s", tu_data("ogb_hetero_tiny"), d), 0, "%s", out);
+    free(out);
+    if (file) {
+        char rel[512];
+        snprintf(rel, sizeof rel, "%s/%s", name, file);
+        free(put_gzip(rel, text, strlen(text)));
+    }
+    if (shell) {
+        cr_assert_eq(tu_run(&out, "cd %s && %s", d, shell), 0, "%s", out);
+        free(out);
+    }
+    return d;
+}
+
+static void expect_hetero_error(char *d, fs_status_t code, const char *needle)
+{
+    fs_import_opts_t o = opts();
+    fs_error_t err = {0};
+    cr_assert_eq(fs_import_ogb_hetero(d, &o, &err), code, "%s: %s", d, err.msg);
+    cr_assert_not_null(strstr(err.msg, needle), "'%s' should mention '%s'", err.msg, needle);
+    cr_assert_eq(access(o.out_dir, F_OK), -1, "no output after a failed import");
+    free((char *)o.out_dir);
+    free(d);
+}
+
+Test(import, ogb_hetero_bad_input_names_the_file_and_line)
+{
+    expect_hetero_error(broken_hetero("id", "raw/relations/author___writes___paper/edge.csv.gz", "0,0\n0,1\n1,6\n", NULL),
+                        FS_ERR_FORMAT, "author___writes___paper/edge.csv.gz:3: destination id 6 is outside [0, 6), "
+                                       "the ids of node type 'paper'");
+    expect_hetero_error(broken_hetero("src", "raw/relations/paper___cites___paper/edge.csv.gz", "1,0\n-1,0\n", NULL),
+                        FS_ERR_FORMAT, "paper___cites___paper/edge.csv.gz:2: source id -1 is outside [0, 6)");
+    expect_hetero_error(broken_hetero("tok", "raw/relations/paper___cites___paper/edge.csv.gz", "1,0\n2;0\n", NULL),
+                        FS_ERR_FORMAT, "edge.csv.gz:2: expected \"src,dst\"");
+    expect_hetero_error(broken_hetero("count", "raw/relations/paper___cites___paper/num-edge-list.csv.gz", "8\n", NULL),
+                        FS_ERR_FORMAT, "num-edge-list.csv.gz: says 8 edges, but edge.csv has 7");
+    expect_hetero_error(broken_hetero("years", "raw/relations/paper___cites___paper/edge_year.csv.gz", "2010\n", NULL),
+                        FS_ERR_FORMAT, "edge_year.csv.gz: 1 years for 7 edges");
+    expect_hetero_error(broken_hetero("labels", "raw/node-label/paper/node-label.csv.gz", "0\n1\n2\n1\nnan\n", NULL),
+                        FS_ERR_FORMAT, "node-label.csv.gz: 5 lines for 6 nodes");
+    expect_hetero_error(broken_hetero("feat", "raw/node-feat/paper/node-feat.csv.gz", "1,2,3\n4,5\n", NULL),
+                        FS_ERR_FORMAT, "node-feat.csv.gz:2: expected a float");
+    expect_hetero_error(broken_hetero("split", "split/time/paper/valid.csv.gz", "9\n", NULL), FS_ERR_FORMAT,
+                        "split/time/paper/valid.csv.gz:1: paper id 9 is outside [0, 6)");
+    expect_hetero_error(broken_hetero("dict", "raw/num-node-dict.csv.gz", "author,paper\n4\n", NULL), FS_ERR_FORMAT,
+                        "num-node-dict.csv.gz:2: expected one node count per type named on line 1");
+    expect_hetero_error(broken_hetero("name", NULL, NULL, "mv raw/relations/paper___cites___paper raw/relations/paper___cites"),
+                        FS_ERR_FORMAT, "paper___cites: a relation directory is named <src>___<rel>___<dst>");
+    expect_hetero_error(broken_hetero("type", NULL, NULL,
+                                      "mv raw/relations/paper___cites___paper raw/relations/paper___cites___book"),
+                        FS_ERR_FORMAT, "node type 'book' is not in raw/num-node-dict");
+    expect_hetero_error(tu_path(dir, "absent"), FS_ERR_NOT_FOUND, "no raw/num-node-dict.csv[.gz]");
+    fs_import_opts_t o = opts();
+    o.edges.symmetrize = 1;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_import_ogb_hetero(tu_data("ogb_hetero_tiny"), &o, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(err.msg, "--add-reverse"), "%s", err.msg);
+    free((char *)o.out_dir);
+}
