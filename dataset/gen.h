@@ -33,6 +33,9 @@ typedef struct {
 
 void fs_rmat_defaults(fs_rmat_opts_t *o);
 fs_status_t fs_gen_rmat(const fs_rmat_opts_t *o, fs_error_t *err);
+/* The checks both generators make: scale, edge factor, a/b/c, dim, dtype,
+ * classes, each refusal naming its option. */
+fs_status_t fs_rmat_check_common(const fs_rmat_opts_t *o, fs_error_t *err);
 
 /* R-MAT's quadrant thresholds out of 2^16, and edge k under seed: (u, v)
  * in [0, 2^scale)^2, a pure function of (seed, k). Shared by both generators. */

@@ -174,7 +174,7 @@ static int64_t *make_permutation(uint64_t seed, int64_t n)
     return perm;
 }
 
-static fs_status_t check_opts(const fs_rmat_opts_t *o, fs_error_t *err)
+fs_status_t fs_rmat_check_common(const fs_rmat_opts_t *o, fs_error_t *err)
 {
     if (o->scale < 1 || o->scale > 36)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--scale must be in [1, 36], got %d", o->scale);
@@ -188,6 +188,13 @@ static fs_status_t check_opts(const fs_rmat_opts_t *o, fs_error_t *err)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--dtype must be float32, float16 or bfloat16");
     if (o->num_classes < 1 || o->num_classes > 1 << 20)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--classes must be in [1, 2^20], got %d", o->num_classes);
+    return FS_OK;
+}
+
+static fs_status_t check_opts(const fs_rmat_opts_t *o, fs_error_t *err)
+{
+    fs_status_t st = fs_rmat_check_common(o, err);
+    if (st != FS_OK) return st;
     if (o->edges.compact_ids) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gen rmat does not take --compact-ids");
     return FS_OK;
 }

@@ -306,18 +306,8 @@ static fs_status_t gen_cites(gen_t *g, fs_error_t *err)
 
 static fs_status_t check_opts(const fs_rmat_opts_t *o, fs_error_t *err)
 {
-    if (o->scale < 1 || o->scale > 36)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--scale must be in [1, 36], got %d", o->scale);
-    if (o->edge_factor < 1 || o->edge_factor > 1024)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--edge-factor must be in [1, 1024], got %d", o->edge_factor);
-    if (o->a < 0 || o->b < 0 || o->c < 0 || o->a + o->b + o->c > 1)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "R-MAT probabilities must be >= 0 with a+b+c <= 1");
-    if (o->dim < 0 || o->dim > 65536)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--dim must be in [0, 65536], got %lld", (long long)o->dim);
-    if (o->dtype != FS_DTYPE_F32 && o->dtype != FS_DTYPE_F16 && o->dtype != FS_DTYPE_BF16)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--dtype must be float32, float16 or bfloat16");
-    if (o->num_classes < 1 || o->num_classes > 1 << 20)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--classes must be in [1, 2^20], got %d", o->num_classes);
+    fs_status_t st = fs_rmat_check_common(o, err);
+    if (st != FS_OK) return st;
     const fs_edge_opts_t *e = &o->edges;
     if (o->permute || e->symmetrize || e->dedup || e->drop_self_loops || e->reverse || e->compact_ids)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gen rmat --typed takes none of --permute, --symmetrize, "

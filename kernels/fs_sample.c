@@ -196,28 +196,10 @@ static int wbuf_reserve(fs_sampler_t *s, size_t n)
     return 0;
 }
 
-/* Chooses up to k positions of a row of `deg`; returns how many, with
- * pos == NULL meaning "all positions 0..deg-1" (deg <= k, uniform). */
 static int64_t pick(fs_sampler_t *s, fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
                     int64_t **pos)
 {
-    *pos = s->pos.p;
-    if (k == FS_FANOUT_ALL) k = deg;
-    switch (mode) {
-    case FS_SAMPLE_UNIFORM:
-        if (deg <= k) {
-            *pos = NULL;
-            return deg;
-        }
-        fs_pick_uniform(rng, deg, k, *pos);
-        return k;
-    case FS_SAMPLE_UNIFORM_REPLACE:
-        if (deg == 0) return 0;
-        fs_pick_replace(rng, deg, k, *pos);
-        return k;
-    case FS_SAMPLE_WEIGHTED: return fs_pick_weighted(rng, w, deg, k, s->wbuf, *pos);
-    default: return fs_pick_weighted_replace_cdf(rng, w, deg, k, s->wbuf, *pos);
-    }
+    return fs_pick_row(mode, rng, w, deg, k, s->wbuf, s->pos.p, pos);
 }
 
 /* ---- the engine ----------------------------------------------------------- */

@@ -5,6 +5,7 @@
 #define FS_SAMPLE_INTERNAL_H
 
 #include "fs_sample.h"
+#include "fs_sample_pick.h"
 
 /* A growable int64 array (the engine's workspace arrays, and extensions'). */
 typedef struct {
@@ -14,6 +15,33 @@ typedef struct {
 
 /* Room for n entries (capacity doubles); 0, or -1 when out of memory. */
 int fs_i64vec_reserve(fs_i64vec_t *v, size_t n);
+
+/* The picks of one whole row for a mode (fs_sample_pick.h): up to k of deg
+ * positions (k = FS_FANOUT_ALL: deg) into buf, or *pos = NULL meaning every
+ * position 0..deg-1; returns how many. wbuf holds deg doubles for the
+ * weighted modes, buf max(k, deg). Shared by fs_sample.c and fs_typed.c so
+ * both make the same choices. */
+static inline int64_t fs_pick_row(fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
+                                  double *wbuf, int64_t *buf, int64_t **pos)
+{
+    *pos = buf;
+    if (k == FS_FANOUT_ALL) k = deg;
+    switch (mode) {
+    case FS_SAMPLE_UNIFORM:
+        if (deg <= k) {
+            *pos = NULL;
+            return deg;
+        }
+        fs_pick_uniform(rng, deg, k, buf);
+        return k;
+    case FS_SAMPLE_UNIFORM_REPLACE:
+        if (deg == 0) return 0;
+        fs_pick_replace(rng, deg, k, buf);
+        return k;
+    case FS_SAMPLE_WEIGHTED: return fs_pick_weighted(rng, w, deg, k, wbuf, buf);
+    default: return fs_pick_weighted_replace_cdf(rng, w, deg, k, wbuf, buf);
+    }
+}
 
 enum { FS_WS_NODES, FS_WS_SEED_LOCAL, FS_WS_OFF, FS_WS_EDST, FS_WS_ESRC, FS_WS_EID };
 

@@ -598,23 +598,7 @@ static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int
 static inline int64_t pick_plain(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t deg,
                                  int64_t **pos)
 {
-    int64_t k = p->k == FS_FANOUT_ALL ? deg : p->k;
-    *pos = s->pos.p;
-    switch (p->mode) {
-    case FS_SAMPLE_UNIFORM:
-        if (deg <= k) {
-            *pos = NULL;
-            return deg;
-        }
-        fs_pick_uniform(rng, deg, k, *pos);
-        return k;
-    case FS_SAMPLE_UNIFORM_REPLACE:
-        if (deg == 0) return 0;
-        fs_pick_replace(rng, deg, k, *pos);
-        return k;
-    case FS_SAMPLE_WEIGHTED: return fs_pick_weighted(rng, p->et->weights + b, deg, k, s->wbuf, *pos);
-    default: return fs_pick_weighted_replace_cdf(rng, p->et->weights + b, deg, k, s->wbuf, *pos);
-    }
+    return fs_pick_row(p->mode, rng, p->et->weights ? p->et->weights + b : NULL, deg, p->k, s->wbuf, s->pos.p, pos);
 }
 
 /* One pass over destinations d0..d1-1. `wide`: int64 source ids; `full`:
