@@ -32,6 +32,9 @@ fs_status_t fs_typed_graph_init(fs_typed_graph_t *g, const fs_dataset_t *ds, fs_
                                          .num_edges = x->num_edges, .indptr = x->indptr, .indices = x->indices,
                                          .index_dtype = x->index_dtype, .edge_ids = x->edge_ids,
                                          .weights = x->weights, .time = x->time, .reverse = x->reverse};
+        for (int64_t d = 0; d < ds->node_types[x->dst_type].count; d++) /* once, for fs_limits' bounds */
+            if (x->indptr[d + 1] - x->indptr[d] > g->etype[e].max_degree)
+                g->etype[e].max_degree = x->indptr[d + 1] - x->indptr[d];
     }
     g->view = (fs_typed_view_t){.num_node_types = T, .count = g->count, .type_name = g->type_name,
                                 .node_time = g->node_time, .num_edge_types = E, .etype = g->etype};

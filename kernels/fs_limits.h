@@ -6,6 +6,7 @@
 #define FS_LIMITS_H
 
 #include "fs_sample.h"
+#include "fs_typed.h"
 #include "fs_types.h"
 
 typedef struct {
@@ -50,5 +51,31 @@ double fs_limits_worst_bytes(const fs_limits_t *l, int64_t n, const fs_sample_re
 /* Bytes of a sample result's arrays (what a response carries), edge
  * weights included when present. */
 int64_t fs_sample_result_bytes(const fs_sample_result_t *r);
+
+/* ---- the typed sampler (fs_typed.h) ---- */
+
+/* The same three limits for a typed request on `seeds` seeds in all (a link
+ * batch's endpoints and negatives included): seeds <= max_ids; the product
+ * over hops of each hop's largest fanout (-1 counting as
+ * max_fanout_product) <= max_fanout_product; the worst-case response
+ * (fs_limits_typed_worst_bytes) <= max_response_bytes. Request fields
+ * themselves are fs_typed_check's. node_row_bytes[t] / edge_row_bytes[e]:
+ * the feature row gathered per node of type t / per sampled edge of type e
+ * (NULL: none). */
+fs_status_t fs_limits_check_typed(const fs_limits_t *l, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                                  int64_t seeds, const size_t *node_row_bytes, const size_t *edge_row_bytes,
+                                  fs_error_t *err);
+
+/* Hop by hop and type by type: each frontier node of an edge type's
+ * destination draws at most min(fanout, the type's longest row) edges;
+ * outside disjoint sampling a type has at most its count of nodes and a
+ * hop without replacement at most the edge type's edges. Saturates in
+ * double. *nodes (may be NULL): the most nodes of any one type. */
+double fs_limits_typed_worst_bytes(const fs_typed_view_t *g, const fs_typed_req_t *req, int64_t seeds,
+                                   const size_t *node_row_bytes, const size_t *edge_row_bytes, double *nodes);
+
+/* Bytes of a typed result's arrays (nodes with their batch and time when
+ * present, seed local ids, every block). */
+int64_t fs_typed_result_bytes(const fs_typed_result_t *r);
 
 #endif

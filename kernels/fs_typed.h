@@ -57,6 +57,7 @@ typedef struct {
     const float *weights;      /* [num_edges] by position, or NULL */
     const int64_t *time;       /* [num_edges] by position, non-decreasing per destination, or NULL */
     int reverse;               /* the edge type holding edge i reversed as its edge i, or -1 */
+    int64_t max_degree;        /* the longest row, for worst-case bounds (fs_limits.h); 0 = unknown */
 } fs_typed_etype_t;
 
 typedef struct {

@@ -15,6 +15,7 @@
 
 #include "fs_rng.h"
 #include "fs_sample.h"
+#include "fs_limits.h"
 #include "fs_typed.h"
 
 /* ---- a typed test graph, kept as edge lists ---------------------------- */
@@ -75,7 +76,10 @@ static void build_csc(tgraph_t *g, int e)
         int64_t i = l->eids[p];
         l->ind[p] = (int32_t)l->src[i], l->ptime[p] = l->time[i], l->pw[p] = l->w[i];
     }
+    int64_t longest = 0;
+    for (int64_t d = 0; d < nd; d++) longest = l->indptr[d + 1] - l->indptr[d] > longest ? l->indptr[d + 1] - l->indptr[d] : longest;
     g->et[e] = (fs_typed_etype_t){.src_type = l->src_type, .dst_type = l->dst_type, .num_edges = l->n,
+                                  .max_degree = longest,
                                   .indptr = l->indptr, .indices = l->ind, .index_dtype = FS_DTYPE_I32,
                                   .edge_ids = l->eids, .weights = l->weighted ? l->pw : NULL,
                                   .time = l->timed ? l->ptime : NULL, .reverse = -1};
@@ -692,4 +696,50 @@ Test(typed, bad_requests_name_the_problem)
     lr.amount = 1, lr.dst = &far;
     cr_assert_eq(fs_link_sample_cpu(S, &G->view, &r.req, &lr, &res, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(err.msg, "outside (B, writes, A)"), "%s", err.msg);
+}
+
+/* ---- limits ------------------------------------------------------------------ */
+
+Test(typed, worst_case_bounds_every_result_and_refusals_name_the_limit)
+{
+    int64_t seeds[16];
+    for (int i = 0; i < 16; i++) seeds[i] = (i * 13) % 60;
+    fs_typed_seeds_t sg = {.type = 0, .count = 16, .ids = seeds};
+    const int fans[3][4] = {{5, 3, 4, 2}, {-1, 2, -1, -1}, {8, 0, 8, 0}};
+    fs_error_t err = {0};
+    for (int f = 0; f < 3; f++)
+        for (int mode = 0; mode < FS_SAMPLE_MODE_COUNT_; mode++)
+            for (int v = 0; v < 4; v++) {
+                if (mode >= FS_SAMPLE_WEIGHTED && f != 2) continue; /* only (A, cites, A) has weights */
+                treq_t r;
+                int wf[4] = {fans[f][0], 0, 0, 0};
+                make_req(&r, 3, mode >= FS_SAMPLE_WEIGHTED ? wf : fans[f], (fs_sample_mode_t)mode);
+                r.req.frontier = v & 1 ? FS_FRONTIER_ALL : FS_FRONTIER_NEW;
+                r.req.disjoint = (v & 2) != 0;
+                r.req.seed = 31 + (uint64_t)v;
+                fs_typed_result_t res;
+                cr_assert_eq(fs_typed_sample_cpu(S, &G->view, &r.req, &sg, 1, NULL, 0, &res, &err), FS_OK, "%s",
+                             err.msg);
+                double most, worst = fs_limits_typed_worst_bytes(&G->view, &r.req, 16, NULL, NULL, &most);
+                int64_t got = fs_typed_result_bytes(&res) + 16 * 8;
+                cr_assert_leq((double)got, worst, "fanouts %d mode %d variant %d: %lld bytes over the bound %.0f", f,
+                              mode, v, (long long)got, worst);
+                for (int t = 0; t < G->T; t++) cr_assert_leq((double)res.type[t].num_nodes, most);
+            }
+    fs_limits_t l;
+    fs_limits_default(&l);
+    treq_t r;
+    make_req(&r, 2, fans[0], FS_SAMPLE_UNIFORM);
+    cr_assert_eq(fs_limits_check_typed(&l, &G->view, &r.req, 16, NULL, NULL, &err), FS_OK, "%s", err.msg);
+    l.max_ids = 10;
+    cr_assert_eq(fs_limits_check_typed(&l, &G->view, &r.req, 16, NULL, NULL, &err), FS_ERR_RESOURCE);
+    cr_assert(strstr(err.msg, "max_ids"), "%s", err.msg);
+    fs_limits_default(&l);
+    l.max_fanout_product = 10;
+    cr_assert_eq(fs_limits_check_typed(&l, &G->view, &r.req, 16, NULL, NULL, &err), FS_ERR_RESOURCE);
+    cr_assert(strstr(err.msg, "max_fanout_product"), "%s", err.msg);
+    fs_limits_default(&l);
+    l.max_response_bytes = 1000;
+    cr_assert_eq(fs_limits_check_typed(&l, &G->view, &r.req, 16, NULL, NULL, &err), FS_ERR_RESOURCE);
+    cr_assert(strstr(err.msg, "max_response_bytes"), "%s", err.msg);
 }
