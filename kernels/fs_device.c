@@ -1,10 +1,12 @@
-/* fs_device.c — the public device entry points: fs_device.h, fs_gather_cuda
- * and fs_sample_cuda. Each one sends its call to the simulated GPUs when
+/* fs_device.c — the public device entry points: fs_device.h, fs_gather_cuda,
+ * fs_sample_cuda and fs_typed_sample_cuda. Each one sends its call to the simulated GPUs when
  * FEATSTORE_SIM_GPUS is set (fs_sim_*, fs_device_sim.c), else to the build's
  * backend (fs_rt_*: the CUDA runtime, or fs_nocuda.c's "no device"); see
  * fs_device_rt.h. Argument checks that both sides share live here, so the
  * simulation refuses exactly what the device refuses. */
 #include "fs_device_rt.h"
+
+#include <stdio.h>
 
 static int simulated(void) { return fs_sim_count() > 0; }
 
@@ -135,4 +137,46 @@ fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, 
     if (st != FS_OK) return st;
     return simulated() ? fs_sim_sample(s, device, g, seeds, n, req, res, err)
                        : fs_rt_sample(s, device, g, seeds, n, req, res, err);
+}
+
+static const char *etype_label(const fs_typed_view_t *g, int e, char *buf, size_t len)
+{
+    if (g->etype[e].name) return g->etype[e].name;
+    snprintf(buf, len, "edge type #%d", e);
+    return buf;
+}
+
+/* What the CUDA typed sampler takes, on a GPU or simulated: fs_typed_check,
+ * then per (edge type, hop) fanouts up to FS_CUDA_SAMPLE_MAX_FANOUT and no
+ * weighted fanout -1 (FS_ERR_UNSUPPORTED otherwise): a row's Floyd and
+ * weighted picks live in per-thread arrays of the fanout (fs_typed.cu). */
+static fs_status_t cuda_typed_check(const fs_typed_view_t *g, const fs_typed_req_t *req,
+                                    const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
+                                    int64_t num_excl, fs_error_t *err)
+{
+    fs_status_t st = fs_typed_check(g, req, groups, num_groups, excl, num_excl, err);
+    if (st != FS_OK) return st;
+    char nb[64];
+    for (int h = 0; h < req->num_hops; h++)
+        for (int e = 0; e < g->num_edge_types; e++) {
+            int k = req->fanout[e * req->num_hops + h];
+            if (req->mode[h] >= FS_SAMPLE_WEIGHTED && k == FS_FANOUT_ALL)
+                return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample (CUDA): %s hop %d: weighted sampling with "
+                                "fanout -1 (all) runs on the CPU engine", etype_label(g, e, nb, sizeof nb), h);
+            if (k > FS_CUDA_SAMPLE_MAX_FANOUT)
+                return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample (CUDA): %s hop %d: fanout %d is over %d",
+                                etype_label(g, e, nb, sizeof nb), h, k, FS_CUDA_SAMPLE_MAX_FANOUT);
+        }
+    return FS_OK;
+}
+
+fs_status_t fs_typed_sample_cuda(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g,
+                                 const fs_typed_req_t *req, const fs_typed_seeds_t *groups, int num_groups,
+                                 const fs_typed_exclude_t *excl, int64_t num_excl, fs_typed_result_t *res,
+                                 fs_error_t *err)
+{
+    fs_status_t st = cuda_typed_check(g, req, groups, num_groups, excl, num_excl, err);
+    if (st != FS_OK) return st;
+    return simulated() ? fs_sim_typed_sample(s, device, g, req, groups, num_groups, excl, num_excl, res, err)
+                       : fs_rt_typed_sample(s, device, g, req, groups, num_groups, excl, num_excl, res, err);
 }

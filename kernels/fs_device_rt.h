@@ -1,16 +1,17 @@
 /* fs_device_rt.h — the two implementations behind the public device entry
- * points (fs_device.h, fs_gather_cuda, fs_sample_cuda). Not a public
- * interface.
+ * points (fs_device.h, fs_gather_cuda, fs_sample_cuda,
+ * fs_typed_sample_cuda). Not a public interface.
  *
  * fs_device.c owns the public names and sends each call to one of:
  *   fs_rt_*   the backend of the build: the CUDA runtime (fs_device.cu,
- *             fs_gather.cu, fs_sample.cu) or, without CUDA, fs_nocuda.c,
+ *             fs_gather.cu, fs_sample.cu, fs_typed.cu) or, without CUDA,
+ *             fs_nocuda.c,
  *             whose functions all answer FS_ERR_NO_DEVICE with the reason;
  *   fs_sim_*  the simulated GPUs of FEATSTORE_SIM_GPUS (fs_device_sim.c),
  *             used whenever fs_sim_count() > 0, in any build.
  * Both sides take arguments already checked by fs_device.c where the
  * checks are shared (broadcast's shape; a sampling request, within
- * FS_CUDA_SAMPLE_MAX_FANOUT and the CUDA sampler's modes), and
+ * FS_CUDA_SAMPLE_MAX_FANOUT and the CUDA samplers' modes), and
  * keep the public functions' contracts: same codes, same ownership. */
 #ifndef FS_DEVICE_RT_H
 #define FS_DEVICE_RT_H
@@ -22,8 +23,10 @@ extern "C" { /* the headers below are C, without guards of their own */
 #include "fs_device.h"
 #include "fs_gather.h"
 #include "fs_sample.h"
+#include "fs_typed.h"
 
-/* The largest per-hop fanout the CUDA sampler takes (FS_FANOUT_ALL aside). */
+/* The largest per-hop fanout the CUDA samplers take (FS_FANOUT_ALL aside;
+ * the typed one: per edge type and hop). */
 #define FS_CUDA_SAMPLE_MAX_FANOUT 256
 
 /* ---- the backend of the build ---------------------------------------- */
@@ -46,6 +49,9 @@ fs_status_t fs_rt_gather(int device, const fs_table_view_t *t, const int64_t *id
                          void *out, fs_gather_counters_t *counters, fs_error_t *err);
 fs_status_t fs_rt_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                          const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
+fs_status_t fs_rt_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                               const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
+                               int64_t num_excl, fs_typed_result_t *res, fs_error_t *err);
 
 /* ---- the simulated GPUs ----------------------------------------------- */
 /* N of FEATSTORE_SIM_GPUS=N (1..FS_MAX_DEVICES), read once; 0 when unset
@@ -68,6 +74,10 @@ fs_status_t fs_sim_gather(int device, const fs_table_view_t *t, const int64_t *i
                           fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters, fs_error_t *err);
 fs_status_t fs_sim_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
+fs_status_t fs_sim_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g,
+                                const fs_typed_req_t *req, const fs_typed_seeds_t *groups, int num_groups,
+                                const fs_typed_exclude_t *excl, int64_t num_excl, fs_typed_result_t *res,
+                                fs_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -349,3 +349,12 @@ fs_status_t fs_sim_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, c
     if (!valid_device(device)) return no_such_device(err, "sample (CUDA)", device);
     return fs_sample_cpu(s, g, seeds, n, req, res, NULL, err);
 }
+
+fs_status_t fs_sim_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g,
+                                const fs_typed_req_t *req, const fs_typed_seeds_t *groups, int num_groups,
+                                const fs_typed_exclude_t *excl, int64_t num_excl, fs_typed_result_t *res,
+                                fs_error_t *err)
+{
+    if (!valid_device(device)) return no_such_device(err, "typed sample (CUDA)", device);
+    return fs_typed_sample_cpu(s, g, req, groups, num_groups, excl, num_excl, res, err);
+}

@@ -91,3 +91,11 @@ fs_status_t fs_rt_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, co
     (void)s, (void)device, (void)g, (void)seeds, (void)n, (void)req, (void)res;
     return fs_error(err, FS_ERR_NO_DEVICE, NO_CUDA);
 }
+
+fs_status_t fs_rt_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                               const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
+                               int64_t num_excl, fs_typed_result_t *res, fs_error_t *err)
+{
+    (void)s, (void)device, (void)g, (void)req, (void)groups, (void)num_groups, (void)excl, (void)num_excl, (void)res;
+    return fs_error(err, FS_ERR_NO_DEVICE, NO_CUDA);
+}

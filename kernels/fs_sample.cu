@@ -103,14 +103,16 @@ __global__ void pick_kernel(fs_csr_view_t g, const long long *frontier, long lon
         long long gb = part == 0 ? b : ((const long long *)g.part[0].indptr)[v];
         fs_rng_t rng = fs_pick_rng(seed, hop, v);
         bool all = mode == FS_SAMPLE_UNIFORM && m == deg;
-        if (!all && m > 0) {
+        // With replacement and fanout -1 a row takes deg picks, more than pos
+        // holds: draw each as it is written, the stream fs_pick_replace reads.
+        bool each = mode == FS_SAMPLE_UNIFORM_REPLACE;
+        if (!all && !each && m > 0) {
             if (mode == FS_SAMPLE_UNIFORM) fs_pick_uniform(&rng, deg, m, (int64_t *)pos);
-            else if (mode == FS_SAMPLE_UNIFORM_REPLACE) fs_pick_replace(&rng, deg, m, (int64_t *)pos);
             else if (mode == FS_SAMPLE_WEIGHTED) fs_pick_weighted(&rng, w, deg, k, key, (int64_t *)pos);
             else fs_pick_weighted_replace_walk(&rng, w, deg, k, key, order, (int64_t *)pos);
         }
         for (long long q = 0; q < m; q++) {
-            long long p = all ? q : pos[q];
+            long long p = all ? q : each ? (long long)fs_rng_below(&rng, (uint64_t)deg) : pos[q];
             cand[o + q] = nbr(g, part, b + p);
             edst[o + q] = d;
             if (eid) eid[o + q] = gb + p;

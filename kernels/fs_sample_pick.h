@@ -42,6 +42,20 @@ FS_HD void fs_pick_replace(fs_rng_t *rng, int64_t deg, int64_t k, int64_t *pos)
     for (int64_t q = 0; q < k; q++) pos[q] = (int64_t)fs_rng_below(rng, (uint64_t)deg);
 }
 
+/* A time-sorted row's eligibility bound for temporal sampling
+ * (docs/algorithms.md §9): the first position in [0, n) with t[p] > v
+ * (upper) or t[p] >= v (lower). */
+FS_HD int64_t fs_pick_time_bound(const int64_t *t, int64_t n, int64_t v, int upper)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (upper ? t[mid] <= v : t[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 /* ---- weighted picks ------------------------------------------------------ */
 
 #ifdef __CUDA_ARCH__

@@ -24,6 +24,7 @@
 #include "fs_sample.h"
 #include "fs_sample_internal.h"
 #include "fs_sample_pick.h"
+#include "fs_typed_internal.h"
 
 #define PIPE 32
 
@@ -449,18 +450,6 @@ static int64_t excl_find(const excl_ws_t *x, int etype, int64_t dst, int64_t *fi
 
 /* ---- one row's picks ------------------------------------------------------ */
 
-/* First position in [0, n) with t[p] > v (upper) or >= v (lower). */
-static int64_t time_bound(const int64_t *t, int64_t n, int64_t v, int upper)
-{
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (upper ? t[mid] <= v : t[mid] < v) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 typedef struct {
     const fs_typed_etype_t *et;
     fs_sample_mode_t mode;
@@ -478,8 +467,8 @@ static void eligible_range(const pass_t *p, int64_t b, int64_t deg, int64_t t, i
     *lo = 0, *hi = deg;
     if (!p->temporal) return;
     const int64_t *tm = p->et->time + b;
-    *hi = time_bound(tm, deg, t, !p->strict);
-    if (p->window > 0) *lo = time_bound(tm, *hi, t - p->window, 0);
+    *hi = fs_pick_time_bound(tm, deg, t, !p->strict);
+    if (p->window > 0) *lo = fs_pick_time_bound(tm, *hi, t - p->window, 0);
 }
 
 /* Positions (relative to the row start) excluded in [lo, hi), ascending,
@@ -796,4 +785,60 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
                                .type = s->out_nodes, .block = s->out_blocks, .num_groups = num_groups,
                                .seed_local = s->out_seed_local};
     return FS_OK;
+}
+
+/* ---- the CUDA sampler's access to the workspace (fs_typed_internal.h) ---- */
+
+int fs_typed_ws_shape(fs_typed_sampler_t *s, int types, int blocks, int groups)
+{
+    return reserve_shape(s, types, blocks, groups);
+}
+
+int64_t *fs_typed_ws_node_array(fs_typed_sampler_t *s, int type, int kind, size_t n)
+{
+    type_ws_t *w = &s->tw[type];
+    fs_i64vec_t *v = kind == FS_TWS_BATCH ? &w->batch : kind == FS_TWS_TIME ? &w->time : &w->nodes;
+    return fs_i64vec_reserve(v, n + 1) ? NULL : v->p;
+}
+
+int64_t *fs_typed_ws_block_array(fs_typed_sampler_t *s, int block, int kind, size_t n)
+{
+    block_ws_t *w = &s->bw[block];
+    fs_i64vec_t *v = kind == FS_TWS_OFF ? &w->off : kind == FS_TWS_EDST ? &w->edst : kind == FS_TWS_ESRC ? &w->esrc
+                                                                                                      : &w->eid;
+    return fs_i64vec_reserve(v, n + 1) ? NULL : v->p;
+}
+
+int64_t *fs_typed_ws_seed_local(fs_typed_sampler_t *s, int group, size_t n)
+{
+    if (fs_i64vec_reserve(&s->seed_local[group], n + 1)) return NULL;
+    s->out_seed_local[group] = s->seed_local[group].p;
+    return s->seed_local[group].p;
+}
+
+void fs_typed_ws_result(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req, int num_groups,
+                        const int64_t *after, const int64_t *num_dst, const int64_t *num_edges,
+                        fs_typed_result_t *res)
+{
+    int T = g->num_node_types, E = g->num_edge_types, H = req->num_hops;
+    s->num_types = T;
+    s->temporal = req->temporal != FS_TEMPORAL_OFF;
+    s->disjoint = req->disjoint || s->temporal;
+    for (int b = 0; b < H * E; b++) {
+        block_ws_t *w = &s->bw[b];
+        int64_t num_src = after[(b / E + 1) * T + g->etype[b % E].src_type]; /* every node of the type after the hop */
+        s->out_blocks[b] = (fs_block_t){.num_dst = num_dst[b], .num_src = num_src, .num_edges = num_edges[b],
+                                        .dst_offsets = w->off.p, .edge_dst = w->edst.p, .edge_src = w->esrc.p,
+                                        .edge_ids = req->want_edge_ids ? w->eid.p : NULL};
+    }
+    for (int t = 0; t < T; t++) {
+        type_ws_t *w = &s->tw[t];
+        w->n = after[H * T + t];
+        fs_typed_nodes_t *o = &s->out_nodes[t];
+        *o = (fs_typed_nodes_t){.num_nodes = w->n, .nodes = w->nodes.p, .batch = s->disjoint ? w->batch.p : NULL,
+                                .time = s->temporal ? w->time.p : NULL};
+        for (int h = 0; h <= H; h++) o->count_after[h] = after[h * T + t];
+    }
+    *res = (fs_typed_result_t){.num_hops = H, .num_node_types = T, .num_edge_types = E, .type = s->out_nodes,
+                               .block = s->out_blocks, .num_groups = num_groups, .seed_local = s->out_seed_local};
 }

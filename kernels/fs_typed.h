@@ -137,6 +137,22 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
                                 const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
                                 int64_t num_excl, fs_typed_result_t *res, fs_error_t *err);
 
+/* CUDA: the same sampling on `device` (kernels/fs_typed.cu). The view's
+ * arrays must be device-readable: every edge type's indptr, indices,
+ * edge_ids, weights and time, and node_time[t]; the view's own tables
+ * (count, type_name, node_time, etype) and the seeds and exclusions are host
+ * memory. The result is copied back into the sampler's workspace and is
+ * bit-identical to fs_typed_sample_cpu: same local ids, blocks and edge
+ * ids, for both frontier rules, disjoint and temporal ('uniform' and 'last')
+ * requests and exclusions. Refused with FS_ERR_UNSUPPORTED: a fanout over
+ * 256 for any (edge type, hop), and weighted hops with fanout -1. Without
+ * CUDA or a GPU: FS_ERR_NO_DEVICE with the reason. With FEATSTORE_SIM_GPUS
+ * set it is fs_typed_sample_cpu on a simulated GPU, behind the same checks. */
+fs_status_t fs_typed_sample_cuda(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g,
+                                 const fs_typed_req_t *req, const fs_typed_seeds_t *groups, int num_groups,
+                                 const fs_typed_exclude_t *excl, int64_t num_excl, fs_typed_result_t *res,
+                                 fs_error_t *err);
+
 /* ---- link prediction batches -------------------------------------------- */
 
 typedef enum { FS_NEG_NONE = 0, FS_NEG_BINARY, FS_NEG_TRIPLET, FS_NEG_COUNT_ } fs_neg_mode_t;

@@ -11,38 +11,14 @@
 #include "fs_gather.h"
 #include "fs_rng.h"
 #include "fs_sample.h"
+#include "fs_typed.h"
 #include "gen.h"
 #include "dataset.h"
 #include "test_util.h"
+#include "gpu_skip.h"
 
-/* Whether a real GPU answers (the reason in err when not): simulated GPUs
- * (FEATSTORE_SIM_GPUS, tested by test_device_sim) are not a GPU, and with
- * them set fs_devices_query answers for the simulation. */
-static int have_gpu(fs_error_t *err)
-{
-    fs_devices_t d;
-    if (fs_devices_simulated() > 0) {
-        snprintf(err->msg, sizeof err->msg, "simulated GPUs are not a GPU (FEATSTORE_SIM_GPUS=%d)",
-                 fs_devices_simulated());
-        return 0;
-    }
-    return fs_devices_query(&d, err) == FS_OK;
-}
-
-/* ctest runs this binary twice (tests/CMakeLists.txt): as test_cuda with
- * FS_TEST_NEEDS_GPU set, which without a device reports itself skipped
- * (exit 77, the reason printed) so the summary says so, and as
- * test_cuda_no_device, the "no device" answers that CI can check. */
-ReportHook(PRE_ALL)(struct criterion_test_set *tests)
-{
-    (void)tests;
-    fs_error_t err = {0};
-    if (getenv("FS_TEST_NEEDS_GPU") && !have_gpu(&err)) {
-        printf("SKIPPED: no CUDA device: %s\n", err.msg);
-        fflush(stdout);
-        _exit(77);
-    }
-}
+/* have_gpu and the skip hook: gpu_skip.h. ctest also runs test_cuda as
+ * test_cuda_no_device, the "no device" answers CI can check. */
 
 static int gpu_or_skip(void)
 {
@@ -90,6 +66,32 @@ Test(cuda, without_a_device_the_answer_is_no_device)
     const char *method = "unset";
     cr_assert_eq(fs_cuda_broadcast(devices, bufs, 2, 8, &method, &err), FS_ERR_NO_DEVICE, "%s", err.msg);
     cr_assert_null(method);
+}
+
+/* The typed sampler's CUDA entry point too: a valid request gets
+ * FS_ERR_NO_DEVICE with the reason, never a CPU answer in disguise. */
+Test(cuda, without_a_device_typed_sampling_is_no_device)
+{
+    fs_devices_t d;
+    if (fs_devices_simulated() > 0)
+        cr_skip_test("simulated GPUs answer instead (FEATSTORE_SIM_GPUS): see test_typed_cuda_sim");
+    if (fs_devices_query(&d, NULL) == FS_OK) cr_skip_test("a GPU is present");
+    int64_t count = 2, indptr[3] = {0, 1, 2}, ids[1] = {0};
+    int32_t indices[2] = {1, 0};
+    int fanout[1] = {1};
+    fs_typed_etype_t et = {.src_type = 0, .dst_type = 0, .num_edges = 2, .indptr = indptr, .indices = indices,
+                           .index_dtype = FS_DTYPE_I32, .reverse = -1};
+    fs_typed_view_t g = {.num_node_types = 1, .count = &count, .num_edge_types = 1, .etype = &et};
+    fs_typed_req_t req = {.num_hops = 1, .fanout = fanout, .seed = 1};
+    fs_typed_seeds_t seeds = {.type = 0, .count = 1, .ids = ids};
+    fs_typed_sampler_t *s;
+    fs_typed_result_t res;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_typed_sampler_create(&s, &err), FS_OK);
+    cr_assert_eq(fs_typed_sample_cuda(s, 0, &g, &req, &seeds, 1, NULL, 0, &res, &err), FS_ERR_NO_DEVICE, "%s",
+                 err.msg);
+    cr_assert_neq(strlen(err.msg), 0);
+    fs_typed_sampler_destroy(s);
 }
 
 /* Gathers n random rows on the GPU and on the CPU; compares the bytes. */
