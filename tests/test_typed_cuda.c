@@ -401,7 +401,7 @@ static void refusals(const graph_t *g, int device, int missing_device)
 
 /* ---- on a GPU ----------------------------------------------------------- */
 
-Test(typed_cuda, matches_the_cpu_engine_bit_for_bit, .timeout = 300)
+Test(typed_cuda, matches_the_cpu_engine_bit_for_bit)
 {
     gpu_or_skip();
     graph_t *g = make_graph(0);
@@ -409,7 +409,7 @@ Test(typed_cuda, matches_the_cpu_engine_bit_for_bit, .timeout = 300)
     free_graph(g);
 }
 
-Test(typed_cuda, refuses_what_the_simulation_refuses, .timeout = 120)
+Test(typed_cuda, refuses_what_the_simulation_refuses)
 {
     gpu_or_skip();
     fs_devices_t d;
@@ -422,7 +422,7 @@ Test(typed_cuda, refuses_what_the_simulation_refuses, .timeout = 120)
 
 /* One sampler for CPU and CUDA calls in turn: each result is the one a
  * fresh sampler gives, whatever the workspace held before. */
-Test(typed_cuda, shares_a_sampler_with_the_cpu_engine, .timeout = 120)
+Test(typed_cuda, shares_a_sampler_with_the_cpu_engine)
 {
     gpu_or_skip();
     graph_t *g = make_graph(0);
@@ -448,7 +448,7 @@ Test(typed_cuda, shares_a_sampler_with_the_cpu_engine, .timeout = 120)
 
 /* ---- on simulated GPUs (every build) ------------------------------------- */
 
-Test(typed_sim, equals_the_cpu_engine, .timeout = 300)
+Test(typed_sim, equals_the_cpu_engine)
 {
     simulation_or_skip();
     graph_t *g = make_graph(1);
@@ -456,7 +456,7 @@ Test(typed_sim, equals_the_cpu_engine, .timeout = 300)
     free_graph(g);
 }
 
-Test(typed_sim, refuses_what_the_gpu_refuses, .timeout = 120)
+Test(typed_sim, refuses_what_the_gpu_refuses)
 {
     simulation_or_skip();
     graph_t *g = make_graph(0);
