@@ -67,11 +67,6 @@ typedef struct {
     int64_t *indices;
 } merged_t;
 
-static int64_t src_at(const fs_typed_etype_t *et, int64_t q)
-{
-    return et->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)et->indices)[q] : ((const int64_t *)et->indices)[q];
-}
-
 /* Row g (global id of type t's node d) holds every edge type's sources of d, as global ids. */
 static void merge(const fs_typed_view_t *v, merged_t *m)
 {
@@ -94,7 +89,7 @@ static void merge(const fs_typed_view_t *v, merged_t *m)
         for (int64_t d = 0; d < v->count[et->dst_type]; d++) {
             int64_t g = m->offset[et->dst_type] + d;
             for (int64_t q = et->indptr[d]; q < et->indptr[d + 1]; q++)
-                m->indices[m->indptr[g] + fill[g]++] = m->offset[et->src_type] + src_at(et, q);
+                m->indices[m->indptr[g] + fill[g]++] = m->offset[et->src_type] + fs_typed_source(et, q);
         }
     }
     free(fill);
@@ -253,12 +248,12 @@ int main(int argc, char **argv)
         seeds[i] = (int64_t)fs_rng_below(&r, (uint64_t)tv->count[paper]);
         int64_t d = (int64_t)fs_rng_below(&r, (uint64_t)tv->count[paper]);
         while (ce->indptr[d + 1] == ce->indptr[d]) d = (int64_t)fs_rng_below(&r, (uint64_t)tv->count[paper]);
-        ldst[i] = d, lsrc[i] = src_at(ce, ce->indptr[d] + (int64_t)fs_rng_below(&r, (uint64_t)(ce->indptr[d + 1] - ce->indptr[d])));
+        ldst[i] = d, lsrc[i] = fs_typed_source(ce, ce->indptr[d] + (int64_t)fs_rng_below(&r, (uint64_t)(ce->indptr[d + 1] - ce->indptr[d])));
     }
     volatile int64_t sink = 0; /* page the topology in before timing */
     for (int64_t e = 0; e < total_edges; e += 512) sink += m.indices[e];
     for (int e = 0; e < tv->num_edge_types; e++)
-        for (int64_t q = 0; q < tv->etype[e].num_edges; q += 512) sink += src_at(&tv->etype[e], q);
+        for (int64_t q = 0; q < tv->etype[e].num_edges; q += 512) sink += fs_typed_source(&tv->etype[e], q);
 
     int *tfan = malloc(sizeof *tfan * (size_t)(tv->num_edge_types * hops));
     for (int e = 0; e < tv->num_edge_types; e++)

@@ -21,10 +21,9 @@
 
 #include "fs_rng.h"
 #include "fs_sample_internal.h"
+#include "fs_typed_internal.h"
 
 #define STRICT_TRIES 1000
-
-void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *));
 
 /* degree^0.75 cumulative weights of one side of one edge type. */
 typedef struct {
@@ -50,11 +49,6 @@ static void link_ws_free(void *p)
     for (int i = 0; i < w->num_tables; i++) free(w->tables[i].cdf);
     free(w->tables);
     free(w);
-}
-
-static int64_t neighbor_at(const fs_typed_etype_t *et, int64_t pos)
-{
-    return et->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)et->indices)[pos] : ((const int64_t *)et->indices)[pos];
 }
 
 int64_t fs_link_exclusions(const fs_typed_view_t *g, int etype, const int64_t *src, const int64_t *dst,
@@ -104,8 +98,7 @@ fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, c
     if (link->neg != FS_NEG_NONE && (g->count[et->dst_type] == 0 || g->count[et->src_type] == 0))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: %s has an empty node type to draw negatives from",
                         name);
-    fs_typed_req_t probe = *req; /* the hop checks, without seeds */
-    return fs_typed_check(g, &probe, NULL, 0, NULL, 0, err);
+    return fs_typed_check(g, req, NULL, 0, NULL, 0, err); /* the hops, before negatives are drawn */
 }
 
 /* ---- negative draws ------------------------------------------------------- */
@@ -126,7 +119,7 @@ static deg_table_t *degree_table(link_ws_t *w, const fs_typed_view_t *g, const f
     if (side)
         for (int64_t v = 0; v < n; v++) cdf[v] = (double)(et->indptr[v + 1] - et->indptr[v]);
     else
-        for (int64_t q = 0; q < et->num_edges; q++) cdf[neighbor_at(et, q)] += 1;
+        for (int64_t q = 0; q < et->num_edges; q++) cdf[fs_typed_source(et, q)] += 1;
     double sum = 0;
     for (int64_t v = 0; v < n; v++) cdf[v] = sum += pow(cdf[v], 0.75);
     t = &w->tables[w->num_tables++];
@@ -150,7 +143,7 @@ static int64_t draw(fs_rng_t *rng, const deg_table_t *t, int64_t n)
 static int is_edge(const fs_typed_etype_t *et, int64_t src, int64_t dst)
 {
     for (int64_t q = et->indptr[dst]; q < et->indptr[dst + 1]; q++)
-        if (neighbor_at(et, q) == src) return 1;
+        if (fs_typed_source(et, q) == src) return 1;
     return 0;
 }
 
@@ -205,8 +198,9 @@ static int reserve_all(link_ws_t *w, size_t n, size_t pairs)
     return fs_i64vec_reserve(&w->excl, xs);
 }
 
-/* Fills the seed groups' arrays: positives, then negatives. Returns the
- * number of destination seeds (the source side has count + binary negatives). */
+/* Fills the seed groups' arrays, positives then negatives, and their
+ * lengths: *n_src (count, + the binary negatives), *n_dst (count, + every
+ * negative). */
 static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_typed_req_t *req,
                                const fs_link_req_t *l, int64_t nneg, int64_t *n_src, int64_t *n_dst, fs_error_t *err)
 {

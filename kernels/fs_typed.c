@@ -114,8 +114,6 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
     free(s);
 }
 
-/* fs_link.c keeps its arrays here, so they follow the sampler's lifetime. */
-void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *));
 void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *))
 {
     if (!s->ext) {
@@ -194,6 +192,16 @@ static fs_status_t check_hops(const fs_typed_view_t *g, const fs_typed_req_t *re
     return FS_OK;
 }
 
+/* The first batch number after a seed group, given the one before it: a
+ * group without batches numbers its seeds on from there. */
+static int64_t batches_after(const fs_typed_seeds_t *sg, int64_t next)
+{
+    if (!sg->batch) return next + sg->count;
+    for (int64_t j = 0; j < sg->count; j++)
+        if (sg->batch[j] + 1 > next) next = sg->batch[j] + 1;
+    return next;
+}
+
 static fs_status_t check_seeds(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_typed_seeds_t *groups,
                                int num_groups, fs_error_t *err)
 {
@@ -221,9 +229,7 @@ static fs_status_t check_seeds(const fs_typed_view_t *g, const fs_typed_req_t *r
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: temporal sampling, but the %s seeds carry no "
                             "times and %s nodes have no timestamps", tn, tn);
         total += sg->count;
-        int64_t top = next_batch + sg->count; /* batches run to here, given or numbered */
-        for (int64_t j = 0; sg->batch && j < sg->count; j++) top = sg->batch[j] + 1 > top ? sg->batch[j] + 1 : top;
-        next_batch = sg->batch ? (top > next_batch ? top : next_batch) : next_batch + sg->count;
+        next_batch = batches_after(sg, next_batch);
     }
     if ((req->disjoint || req->temporal) && next_batch * g->num_node_types >= FS_KEY_TAG_LIMIT)
         return fs_error(err, FS_ERR_RESOURCE, "typed sample: %lld disjoint batches over %d node types, over the "
@@ -459,13 +465,13 @@ typedef struct {
     int temporal, strict;
     int64_t window;
     int etype;
+    int want_ids;    /* write edge ids */
 } pass_t;
 
 /* The eligible range of a row under time. */
 static void eligible_range(const pass_t *p, int64_t b, int64_t deg, int64_t t, int64_t *lo, int64_t *hi)
 {
-    *lo = 0, *hi = deg;
-    if (!p->temporal) return;
+    *lo = 0;
     const int64_t *tm = p->et->time + b;
     *hi = fs_pick_time_bound(tm, deg, t, !p->strict);
     if (p->window > 0) *lo = fs_pick_time_bound(tm, *hi, t - p->window, 0);
@@ -478,8 +484,7 @@ static int64_t excluded_positions(fs_typed_sampler_t *s, const pass_t *p, int64_
 {
     int64_t n = 0;
     for (int64_t q = lo; q < hi; q++) {
-        int64_t src = p->et->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)p->et->indices)[b + q]
-                                                         : ((const int64_t *)p->et->indices)[b + q];
+        int64_t src = fs_typed_source(p->et, b + q);
         for (int64_t i = first; i < end; i++)
             if (s->x.e[i].src == src) {
                 s->skip.p[n++] = q;
@@ -601,7 +606,8 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
     const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
-    int64_t *off = bw->off.p, *ed = bw->edst.p, *es = bw->esrc.p, *eid = bw->eid.p, e = 0, flushed = 0;
+    int64_t *off = bw->off.p, *ed = bw->edst.p, *es = bw->esrc.p, *eid = p->want_ids ? bw->eid.p : NULL;
+    int64_t e = 0, flushed = 0;
     const int64_t *dbatch = full && s->disjoint ? dw->batch.p + d0 : NULL;
     const int64_t *dtime = full && s->temporal ? dw->time.p + d0 : NULL;
     pending_t pend[PIPE + 1];
@@ -696,6 +702,7 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
     fs_block_t *out = &s->out_blocks[hop * g->num_edge_types + e];
     pass_t p = {.et = et, .mode = req->mode[hop], .k = req_fanout(req, e, hop), .hop = hop, .etype = e,
                 .temporal = req->temporal, .strict = req->strict, .window = req->window,
+                .want_ids = req->want_edge_ids,
                 .seed = req->seed ^ (e ? fs_mix64((uint64_t)e * 0x2545f4914f6cdd1dULL) : 0)};
     if (p.k == 0) d1 = d0;   /* not sampled at this hop: an empty block */
     int64_t max_deg, bound = pass_bound(s, &p, d0, d1, &max_deg);
@@ -709,12 +716,9 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
         (req->want_edge_ids && fs_i64vec_reserve(&bw->eid, (size_t)bound + 1)) ||
         reserve_picks(s, max_deg > p.k ? max_deg : p.k) || tmap_reserve(s, et->src_type, bound))
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
-    int64_t *eid_keep = bw->eid.p;
-    if (!req->want_edge_ids) bw->eid.p = NULL; /* the pass writes ids only where asked */
     int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
     int64_t n = full ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
                      : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
-    if (!req->want_edge_ids) bw->eid.p = eid_keep;
     *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
                         .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,
                         .edge_ids = req->want_edge_ids ? bw->eid.p : NULL};
@@ -738,10 +742,7 @@ static fs_status_t add_seeds(fs_typed_sampler_t *s, const fs_typed_view_t *g, co
             uint64_t key = key_of(tag_of(s, sg->type, batch), v);
             s->seed_local[i].p[j] = tmap_add_at(s, sg->type, key, tmap_hash(s, key), batch, t);
         }
-        if (!sg->batch) next_batch += sg->count;
-        else
-            for (int64_t j = 0; j < sg->count; j++)
-                if (sg->batch[j] + 1 > next_batch) next_batch = sg->batch[j] + 1;
+        next_batch = batches_after(sg, next_batch);
         s->out_seed_local[i] = s->seed_local[i].p;
     }
     return FS_OK;

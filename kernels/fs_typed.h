@@ -60,6 +60,12 @@ typedef struct {
     int64_t max_degree;        /* the longest row, for worst-case bounds (fs_limits.h); 0 = unknown */
 } fs_typed_etype_t;
 
+/* Source id at position pos of an edge type, whatever the index width. */
+static inline int64_t fs_typed_source(const fs_typed_etype_t *et, int64_t pos)
+{
+    return et->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)et->indices)[pos] : ((const int64_t *)et->indices)[pos];
+}
+
 typedef struct {
     int num_node_types;
     const int64_t *count;               /* [num_node_types] */

@@ -32,4 +32,9 @@ void fs_typed_ws_result(fs_typed_sampler_t *s, const fs_typed_view_t *g, const f
                         const int64_t *after, const int64_t *num_dst, const int64_t *num_edges,
                         fs_typed_result_t *res);
 
+/* An extension's workspace hung off the sampler (fs_link.c's arrays), made
+ * zeroed at `size` bytes on first use and freed by free_fn with the sampler,
+ * so it follows the sampler's ownership rule. NULL when out of memory. */
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *));
+
 #endif

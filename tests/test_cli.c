@@ -9,13 +9,7 @@
 
 #include "test_util.h"
 
-static char *dir;
-static void setup(void) { dir = tu_mkdtemp(); }
-static void teardown(void)
-{
-    tu_rm_rf(dir);
-    free(dir);
-}
+TU_SCRATCH_DIR
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 300);
 
 static char *import_cora(void)

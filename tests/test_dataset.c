@@ -15,13 +15,7 @@
 static const int64_t IP[5] = {0, 2, 3, 4, 4};
 static const int32_t IX[4] = {1, 2, 2, 0};
 
-static char *dir;
-static void setup(void) { dir = tu_mkdtemp(); }
-static void teardown(void)
-{
-    tu_rm_rf(dir);
-    free(dir);
-}
+TU_SCRATCH_DIR
 TestSuite(dataset, .init = setup, .fini = teardown);
 
 static char *make_tiny(void)

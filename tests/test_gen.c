@@ -10,13 +10,7 @@
 #include "gen.h"
 #include "test_util.h"
 
-static char *dir;
-static void setup(void) { dir = tu_mkdtemp(); }
-static void teardown(void)
-{
-    tu_rm_rf(dir);
-    free(dir);
-}
+TU_SCRATCH_DIR
 TestSuite(gen, .init = setup, .fini = teardown, .timeout = 300);
 
 static fs_dataset_t *gen(const char *name, fs_rmat_opts_t o)

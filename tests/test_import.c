@@ -14,14 +14,8 @@
 #include "npy.h"
 #include "test_util.h"
 
-static char *dir;
+TU_SCRATCH_DIR
 static int serial;
-static void setup(void) { dir = tu_mkdtemp(); }
-static void teardown(void)
-{
-    tu_rm_rf(dir);
-    free(dir);
-}
 TestSuite(import, .init = setup, .fini = teardown);
 
 static fs_import_opts_t opts(void)

@@ -10,13 +10,7 @@
 #include "test_util.h"
 #include "writer.h"
 
-static char *dir;
-static void setup(void) { dir = tu_mkdtemp(); }
-static void teardown(void)
-{
-    tu_rm_rf(dir);
-    free(dir);
-}
+TU_SCRATCH_DIR
 TestSuite(typed, .init = setup, .fini = teardown);
 
 /* The graph: 6 papers (features, labels, times, a train split), 3 authors.

@@ -15,13 +15,7 @@
 #include "typed_build.h"
 #include "writer.h"
 
-static char *dir;
-static void setup(void) { dir = tu_mkdtemp(); }
-static void teardown(void)
-{
-    tu_rm_rf(dir);
-    free(dir);
-}
+TU_SCRATCH_DIR
 TestSuite(typed_build, .init = setup, .fini = teardown);
 TestSuite(typed_gen, .init = setup, .fini = teardown, .timeout = 300);
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include "dataset.h"
@@ -20,6 +21,19 @@
  * heap string the caller frees. Removed by rm_rf. */
 char *tu_mkdtemp(void);
 void tu_rm_rf(const char *path);
+/* A fresh scratch directory `dir` for each test of a suite: defines dir,
+ * setup and teardown for TestSuite(name, .init = setup, .fini = teardown). */
+#define TU_SCRATCH_DIR                        \
+    static char *dir;                         \
+    static void setup(void)                   \
+    {                                         \
+        dir = tu_mkdtemp();                   \
+    }                                         \
+    static void teardown(void)                \
+    {                                         \
+        tu_rm_rf(dir);                        \
+        free(dir);                            \
+    }
 char *tu_path(const char *dir, const char *name);          /* heap "dir/name" */
 void tu_write(const char *path, const void *data, size_t len);
 void *tu_read(const char *path, size_t *len);              /* heap, NUL-terminated */
