@@ -105,7 +105,7 @@ typedef struct {
     const fs_typed_view_t *tv;
     const fs_sample_req_t *hreq;
     const fs_typed_req_t *treq;
-    const fs_link_req_t *lreq;
+    const fs_typed_link_t *lreq;
     const int64_t *seeds;        /* papers; [batches * batch] */
     int64_t seed_offset;         /* papers' global offset in the merged graph */
     int batches, batch, threads, worker;
@@ -149,7 +149,7 @@ static void *run(void *arg)
         } else {
             fs_typed_req_t req = *j->treq;
             req.seed = (uint64_t)b + 1;
-            fs_link_req_t l = *j->lreq;
+            fs_typed_link_t l = *j->lreq;
             l.src += (size_t)b * (size_t)j->batch, l.dst += (size_t)b * (size_t)j->batch;
             fs_link_result_t res;
             st = fs_link_sample_cpu(ts, j->tv, &req, &l, &res, &err);
@@ -311,7 +311,7 @@ int main(int argc, char **argv)
                "ratio_vs_disjoint_untimed=%.2f\n", t, fan_s, batch, a / 1e6, b / 1e6, a / b, c / 1e6, a / c);
         fflush(stdout);
     }
-    fs_link_req_t lreq = {.etype = cites, .count = batch, .src = lsrc, .dst = ldst, .neg = FS_NEG_BINARY, .amount = 1,
+    fs_typed_link_t lreq = {.etype = cites, .count = batch, .src = lsrc, .dst = ldst, .neg = FS_NEG_BINARY, .amount = 1,
                           .exclude_seed_edges = 1};
     for (int t = 1; WANT("link_sample") && t <= max_threads; t++) {
         job_t lj = base;

@@ -25,6 +25,8 @@
 _Static_assert(sizeof(fs_connect_opts_t) == FS_ENDS_AT(fs_connect_opts_t, token), "trailing padding");
 _Static_assert(sizeof(fs_sample_req_t) == FS_ENDS_AT(fs_sample_req_t, locality), "trailing padding");
 _Static_assert(sizeof(fs_replan_opts_t) == FS_ENDS_AT(fs_replan_opts_t, reserve), "trailing padding");
+_Static_assert(sizeof(fs_hetero_req_t) == FS_ENDS_AT(fs_hetero_req_t, edge_tables), "trailing padding");
+_Static_assert(sizeof(fs_link_req_t) == FS_ENDS_AT(fs_link_req_t, keep_seed_edges), "trailing padding");
 
 FS_API const char *fs_version(void) { return FS_LIB_VERSION; }
 
@@ -177,6 +179,56 @@ FS_API fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_
     return p->region ? FS_OK : FS_ERR_NOT_FOUND;
 }
 
+/* ---- typed graphs -------------------------------------------------------------- */
+
+static fs_status_t hetero_args(fs_client_t *c, const fs_hetero_req_t *req, fs_hetero_req_t *copy,
+                               fs_hetero_batch_t **out)
+{
+    fs_status_t st = usable(c);
+    if (st != FS_OK) return st;
+    if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
+    *out = NULL;
+    if (!req) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no sampling request");
+    return read_struct(c, copy, sizeof *copy, req, sizeof *copy, "fs_hetero_req_t");
+}
+
+FS_API fs_status_t fs_hetero_sample(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
+                                    const fs_hetero_req_t *req, fs_hetero_batch_t **out)
+{
+    fs_hetero_req_t r;
+    fs_status_t st = hetero_args(c, req, &r, out);
+    if (st == FS_OK && (num_groups == 0 || !groups))
+        st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no seed groups: give at least one node type's seeds");
+    return st == FS_OK ? c->ops->hetero(c, groups, num_groups, NULL, &r, out) : st;
+}
+
+FS_API fs_status_t fs_link_sample(fs_client_t *c, const fs_link_req_t *link, const fs_hetero_req_t *req,
+                                  fs_hetero_batch_t **out)
+{
+    fs_hetero_req_t r;
+    fs_link_req_t l;
+    fs_status_t st = hetero_args(c, req, &r, out);
+    if (st == FS_OK && !link) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no link request");
+    if (st == FS_OK) st = read_struct(c, &l, sizeof l, link, sizeof l, "fs_link_req_t");
+    return st == FS_OK ? c->ops->hetero(c, NULL, 0, &l, &r, out) : st;
+}
+
+FS_API void fs_hetero_batch_free(fs_hetero_batch_t *b)
+{
+    if (!b) return;
+    fs_hetero_priv_t *p = (fs_hetero_priv_t *)b;
+    p->release(p);
+}
+
+FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void **base, size_t *len)
+{
+    if (!b || !base || !len) return FS_ERR_INVALID_ARGUMENT;
+    const fs_hetero_priv_t *p = (const fs_hetero_priv_t *)b;
+    *base = p->region;
+    *len = p->region_len;
+    return p->region ? FS_OK : FS_ERR_NOT_FOUND;
+}
+
 FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
 {
     fs_status_t st = usable(c);
@@ -184,7 +236,7 @@ FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
     if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
     if (!name || !name[0]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no split name");
-    if (strlen(name) >= 64) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "split name '%.40s...' is too long", name);
+    if (strlen(name) >= 256) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "split name '%.40s...' is too long", name);
     return c->ops->split(c, name, out);
 }
 

@@ -33,6 +33,10 @@ typedef struct {
     fs_status_t (*stats)(struct fs_client *c, char **text);
     fs_status_t (*split)(struct fs_client *c, const char *name, fs_ids_t **out);
     fs_status_t (*replan)(struct fs_client *c, const fs_replan_opts_t *opts, uint64_t *generation); /* NULL: refused */
+    /* fs_hetero_sample (link NULL) and fs_link_sample (groups NULL): the
+     * structs are full-size copies (client.c) */
+    fs_status_t (*hetero)(struct fs_client *c, const fs_hetero_seeds_t *groups, size_t num_groups,
+                          const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out);
     void (*close)(struct fs_client *c); /* in a forked child (fs_client_foreign): this process's copies only */
 } fs_transport_ops_t;
 
@@ -54,6 +58,16 @@ typedef struct fs_batch_priv {
     const void *region;          /* what fs_batch_region reports */
     size_t region_len;
 } fs_batch_priv_t;
+
+/* Likewise for typed batches: the public batch indexes an image
+ * (proto/fs_hetero.h) that lies in `region`. */
+typedef struct fs_hetero_priv {
+    fs_hetero_batch_t pub;
+    void *index_mem;             /* fs_hetero_index_t.mem: the batch's own tables */
+    void (*release)(struct fs_hetero_priv *b);
+    const void *region;
+    size_t region_len;
+} fs_hetero_priv_t;
 
 /* Likewise for split ids. */
 typedef struct fs_ids_priv {

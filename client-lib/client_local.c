@@ -48,6 +48,7 @@
 #include "client_internal.h"
 #include "fs_device.h"
 #include "fs_gather.h"
+#include "fs_hetero.h"
 #include "fs_limits.h"
 #include "fs_local.h"
 #include "fs_locality.h"
@@ -89,7 +90,23 @@ typedef struct {
     void *tier_mem[FS_MAX_TIERS];  /* device tiers, opened by IPC handle */
     int on_device;                 /* some tier is GPU memory: the engines run on the reader's GPU */
     int reader;                    /* the GPU, on_device */
+    char **files;                  /* 6.3, after HELLO: the dataset's file names (Welcome.files) */
+    size_t num_files;
 } layout_t;
+
+/* 6.3: the dataset as the trainer opens it for typed sampling, from the
+ * manifest and files the server validated; opened at the first typed call
+ * (a homogeneous trainer never pays for it). */
+typedef struct {
+    int manifest_fd;               /* -1 until connected */
+    size_t manifest_bytes;
+    char **names;                  /* [num_files], taken from the HELLO's layout */
+    int *fds;
+    size_t num_files;
+    fs_dataset_t *ds;              /* opened: ds != NULL */
+    fs_hetero_graph_t graph;
+    fs_typed_sampler_t *sampler;
+} typed_t;
 
 typedef struct {
     int sock;
@@ -106,6 +123,7 @@ typedef struct {
     pthread_mutex_t lock;  /* slots and refs: batches are freed from any thread */
     int refs;
     pid_t opener;          /* the process whose pool threads exist */
+    typed_t typed;
 } local_t;
 
 typedef struct {
@@ -113,6 +131,12 @@ typedef struct {
     local_t *L;
     int slot;
 } local_batch_t;
+
+typedef struct {
+    fs_hetero_priv_t priv;
+    local_t *L;
+    int slot;
+} local_hetero_t;
 
 static const featstore_local_Table *table_at(const layout_t *Y, size_t i)
 {
@@ -134,7 +158,23 @@ static void layout_free(layout_t *Y)
     free(Y->maps);
     free(Y->tables.items), free(Y->tiers.items), free(Y->slices.items), free(Y->parts.items);
     free(Y->views);
+    for (size_t i = 0; i < Y->num_files; i++) free(Y->files[i]);
+    free(Y->files);
     free(Y);
+}
+
+static void typed_free(typed_t *T)
+{
+    fs_typed_sampler_destroy(T->sampler);
+    if (T->ds) fs_hetero_graph_free(&T->graph);
+    fs_dataset_close(T->ds);
+    if (T->manifest_fd >= 0) close(T->manifest_fd);
+    for (size_t i = 0; i < T->num_files; i++) {
+        free(T->names[i]);
+        close(T->fds[i]);
+    }
+    free(T->names);
+    free(T->fds);
 }
 
 static void local_unref(local_t *L)
@@ -151,6 +191,7 @@ static void local_unref(local_t *L)
     layout_free(L->lay);
     if (L->notice) munmap((void *)L->notice, FS_LOCAL_NOTICE_BYTES);
     fs_sampler_destroy(L->sampler);
+    typed_free(&L->typed);
     if (L->opener == getpid()) fs_pool_destroy(L->pool); /* a forked child has no such threads to join */
     free(L->buf);
     pthread_mutex_destroy(&L->lock);
@@ -282,10 +323,23 @@ static void fd_list_close(fs_fd_list_t *l)
 
 /* A WELCOME (the frame just received, in L->buf) into Y and its
  * descriptors, continued in FDS frames, into fds. */
+/* Welcome.files, one name at a time. */
+static bool put_file_name(void *ctx, const char *name, size_t len)
+{
+    layout_t *Y = ctx;
+    if ((Y->num_files & (Y->num_files - 1)) == 0) { /* 0 or a power of two: grow */
+        char **grown = realloc(Y->files, (Y->num_files ? 2 * Y->num_files : 8) * sizeof *grown);
+        if (!grown) return false;
+        Y->files = grown;
+    }
+    return (Y->files[Y->num_files] = strndup(name, len)) != NULL && ++Y->num_files;
+}
+
 static fs_status_t take_welcome(fs_client_t *c, local_t *L, const fs_local_frame_t *f, const int *first, int nfirst,
                                 layout_t *Y, fs_fd_list_t *fds)
 {
     fs_pb_list_t tables, tiers, slices, parts;
+    fs_pb_strings_t files = {.put = put_file_name, .ctx = Y};
     FS_PB_INTO_ARRAY(&tables, featstore_local_Table, &Y->tables);
     FS_PB_INTO_ARRAY(&tiers, featstore_local_Tier, &Y->tiers);
     FS_PB_INTO_ARRAY(&slices, featstore_local_Slice, &Y->slices);
@@ -295,6 +349,7 @@ static fs_status_t take_welcome(fs_client_t *c, local_t *L, const fs_local_frame
     fs_pb_set_list(&Y->w.tiers, &tiers);
     fs_pb_set_list(&Y->w.slices, &slices);
     fs_pb_set_list(&Y->w.topo_parts, &parts);
+    fs_pb_set_strings(&Y->w.files, &files);
     for (int i = 0; i < nfirst; i++)
         if (fs_fd_list_push(fds, first[i]) != 0) {
             for (int j = i; j < nfirst; j++) close(first[j]);
@@ -435,6 +490,8 @@ static fs_status_t map_next(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int6
 static fs_status_t map_files(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
 {
     const featstore_local_Welcome *w = &Y->w;
+    if (w->typed) /* a typed graph has no version-1 arrays: typed calls open the dataset (open_typed) */
+        return (Y->views = calloc(1, sizeof *Y->views)) ? FS_OK : fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     const void *indptr, *indices, *weights = NULL;
     Y->index_dtype = fs_dtype_from_name(w->index_dtype);
     size_t isz = fs_dtype_size(Y->index_dtype);
@@ -562,9 +619,10 @@ static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, i
     if (!st) st = map_files(c, Y, fds);
     if (!st) st = next_fd(c, fds, notice_fd);
     if (!st) st = map_placement(c, Y, fds);
-    if (!st && fds->n - fds->next != (hello ? Y->w.num_slots : 0))
+    size_t rest = hello ? Y->w.num_slots + (Y->w.manifest_bytes ? 1 + Y->num_files : 0) : 0;
+    if (!st && fds->n - fds->next != rest)
         st = fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, its handshake describes %zu", fds->n,
-                            fds->next + (hello ? Y->w.num_slots : 0));
+                            fds->next + rest);
     return st;
 }
 
@@ -626,8 +684,20 @@ static fs_status_t finish_connect(fs_client_t *c, local_t *L, fs_fd_list_t *fds,
         L->notice = NULL;
         return fs_client_fail(c, FS_ERR_IO, "cannot map the server's notice page: %s", strerror(errno));
     }
-    while (fds->next < fds->n) L->slots[L->num_slots++] = (slot_t){.fd = fds->fd[fds->next++]};
     const featstore_local_Welcome *w = &L->lay->w;
+    while (L->num_slots < (int)w->num_slots) L->slots[L->num_slots++] = (slot_t){.fd = fds->fd[fds->next++]};
+    if (w->manifest_bytes) { /* 6.3: the manifest and the files, kept for the first typed call */
+        typed_t *T = &L->typed;
+        T->manifest_fd = fds->fd[fds->next++];
+        T->manifest_bytes = w->manifest_bytes;
+        T->names = L->lay->files, T->num_files = L->lay->num_files;
+        L->lay->files = NULL, L->lay->num_files = 0;
+        if (!(T->fds = calloc(T->num_files + 1, sizeof *T->fds))) {
+            T->num_files = 0;
+            return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < T->num_files; i++) T->fds[i] = fds->fd[fds->next++];
+    }
     L->limits = (fs_limits_t){w->max_ids, w->max_fanout_product, w->max_response_bytes, w->num_nodes, w->num_edges};
     fs_error_t err = {0};
     if (fs_sampler_create(&L->sampler, &err) || fs_pool_create(c->opts.threads, &L->pool, &err))
@@ -649,6 +719,7 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
     L->sock = -1;
     L->opener = getpid();
     L->timeout_ms = c->opts.timeout_ms;
+    L->typed.manifest_fd = -1;
     c->impl = L;
     c->ops = &local_ops;
     if (!(L->buf = malloc(FS_LOCAL_MAX_MSG))) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
@@ -729,7 +800,7 @@ static void report(local_t *L, int method, fs_status_t st, double t0, const fs_g
     fs_local_send_msg(L->sock, FS_LOCAL_REPORT, featstore_local_Report_fields, &r, NULL, 0, MSG_DONTWAIT);
 }
 
-enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS }; /* = the server's fs_method_t */
+enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS, M_SPLIT, M_HETERO, M_LINK }; /* = the server's fs_method_t */
 
 static const fs_table_view_t *find_table(local_t *L, const char *name)
 {
@@ -864,6 +935,10 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
     double t0 = fs_now();
     fs_status_t moved = follow_placement(c, L);
     if (moved != FS_OK) return moved;
+    if (L->lay->w.typed)
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "dataset '%s' is a typed graph: sample it with fs_hetero_sample "
+                              "or fs_link_sample (fs_gather and fs_sample take one node and one edge type)",
+                              L->lay->w.dataset);
     fs_error_t err = {0};
     fs_gather_counters_t feat = {0}, topo = {0};
     const fs_table_view_t *tv = NULL;
@@ -945,6 +1020,94 @@ static fs_status_t local_sample_gather(fs_client_t *c, const int64_t *seeds, int
                                        const char *table, fs_dtype_t dt, fs_batch_t **out)
 {
     return run(c, M_SAMPLE_GATHER, seeds, n, req, table, dt, out);
+}
+
+/* ---- typed graphs ------------------------------------------------------------------ */
+
+/* Opens the dataset the server validated, from its descriptors: the same
+ * manifest and files, mapped read-only and shared (fs_dataset_open_fds). */
+static fs_status_t open_typed(fs_client_t *c, local_t *L)
+{
+    typed_t *T = &L->typed;
+    if (T->ds) return FS_OK;
+    if (T->manifest_fd < 0)
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "this server speaks local protocol 6.%u, before typed sampling "
+                              "(6.3, featstore 1.3): upgrade the server", L->lay->w.minor);
+    char *text = malloc(T->manifest_bytes + 1);
+    if (!text) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    fs_error_t err = {0};
+    fs_status_t st = pread(T->manifest_fd, text, T->manifest_bytes, 0) == (ssize_t)T->manifest_bytes
+                         ? FS_OK : fs_error(&err, FS_ERR_IO, "cannot read the server's manifest: %s", strerror(errno));
+    if (st == FS_OK)
+        st = fs_dataset_open_fds(L->lay->w.dataset, text, T->manifest_bytes, (const char *const *)T->names, T->fds,
+                                 (int)T->num_files, c->opts.threads, &T->ds, &err);
+    free(text);
+    if (st == FS_OK && (st = fs_hetero_graph_init(&T->graph, T->ds, &err)) != FS_OK) {
+        fs_dataset_close(T->ds);
+        T->ds = NULL;
+    }
+    if (st == FS_OK && !T->sampler) st = fs_typed_sampler_create(&T->sampler, &err);
+    return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
+}
+
+typedef struct {
+    fs_client_t *c;
+    slot_t *slot;
+} slot_alloc_t;
+
+static void *alloc_in_slot(void *ctx, size_t bytes, fs_error_t *err)
+{
+    slot_alloc_t *a = ctx;
+    if (slot_reserve(a->c, a->slot, bytes) != FS_OK) {
+        fs_error(err, FS_ERR_NOMEM, "%s", a->c->errstr);
+        return NULL;
+    }
+    return a->slot->base;
+}
+
+static void release_hetero(fs_hetero_priv_t *p)
+{
+    local_hetero_t *b = (local_hetero_t *)p;
+    free(p->index_mem);
+    release_slot(b->L, b->slot);
+    free(b);
+}
+
+/* A typed batch, sampled and gathered in this process into a result slot:
+ * the image (fs_hetero.h) is the batch's memory, indexed in place. */
+static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
+                                const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out)
+{
+    local_t *L = c->impl;
+    double t0 = fs_now();
+    fs_status_t st = follow_placement(c, L);
+    if (st == FS_OK) st = open_typed(c, L);
+    if (st != FS_OK) return st;
+    fs_error_t err = {0};
+    int slot = acquire_slot(L);
+    local_hetero_t *b = NULL;
+    if (slot < 0) st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
+    if (!st && !(b = calloc(1, sizeof *b))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    void *image = NULL;
+    size_t len = 0;
+    slot_alloc_t a = {c, slot >= 0 ? &L->slots[slot] : NULL};
+    if (!st)
+        st = fs_hetero_run(&L->typed.graph, L->typed.sampler, &L->limits, groups, num_groups, link, req, L->pool,
+                           alloc_in_slot, &a, &image, &len, &err);
+    fs_hetero_index_t ix;
+    if (!st) st = fs_hetero_index(image, len, &ix, &err);
+    fs_gather_counters_t none = {0};
+    report(L, link ? M_LINK : M_HETERO, st, t0, &none, &none);
+    if (st != FS_OK) {
+        free(b);
+        if (slot >= 0) release_slot(L, slot);
+        return fs_client_fail(c, st, "%s", err.msg);
+    }
+    b->priv = (fs_hetero_priv_t){.pub = ix.batch, .index_mem = ix.mem, .release = release_hetero,
+                                 .region = L->slots[slot].base, .region_len = L->slots[slot].cap};
+    b->L = L, b->slot = slot;
+    *out = &b->priv.pub;
+    return FS_OK;
 }
 
 /* ---- requests the server answers ------------------------------------------------ */
@@ -1081,5 +1244,6 @@ static const fs_transport_ops_t local_ops = {
     .stats = local_stats,
     .split = local_split,
     .replan = local_replan,
+    .hetero = local_hetero,
     .close = local_close,
 };

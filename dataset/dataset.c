@@ -184,9 +184,28 @@ static fs_status_t copy_sealed(open_ctx_t *c, const char *path, int src, fs_mapp
     return FS_OK;
 }
 
-/* Opens dir/file once, maps it (or, with FS_OPEN_COPY, its sealed copy) and
- * parses its header; *data points at the array. The descriptor validated is
- * the one kept. */
+/* A descriptor of its own for `file`: dir/file opened, or a dup of the
+ * descriptor given for it (fs_dataset_open_fds). */
+static fs_status_t open_file(open_ctx_t *c, const char *file, const char *path, int *fd)
+{
+    if (!c->given) {
+        if ((*fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) return FS_OK;
+        return fs_error(c->err, errno == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "%s: cannot open: %s", path,
+                        strerror(errno));
+    }
+    for (int i = 0; i < c->given->count; i++) {
+        if (!c->given->names[i] || strcmp(c->given->names[i], file) != 0) continue;
+        if ((*fd = fcntl(c->given->fds[i], F_DUPFD_CLOEXEC, 0)) >= 0) return FS_OK;
+        return fs_error(c->err, FS_ERR_IO, "%s: the descriptor given for it (%d) cannot be used: %s", path,
+                        c->given->fds[i], strerror(errno));
+    }
+    return fs_error(c->err, FS_ERR_NOT_FOUND, "%s: the manifest names file '%s', but no descriptor was given for it "
+                    "(%d given)", path, file, c->given->count);
+}
+
+/* Opens dir/file once (or takes its given descriptor), maps it (or, with
+ * FS_OPEN_COPY, its sealed copy) and parses its header; *data points at the
+ * array. The descriptor validated is the one kept. */
 fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data)
 {
     fs_dataset_t *ds = c->ds;
@@ -195,10 +214,9 @@ fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, cons
                         "inside the dataset directory, got '%s'", FS_MANIFEST, file);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", c->dir, file);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fs_error(c->err, errno == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "%s: cannot open: %s",
-                        path, strerror(errno));
+    int fd = -1;
+    fs_status_t s0 = open_file(c, file, path, &fd);
+    if (s0 != FS_OK) return s0;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -613,9 +631,9 @@ static fs_status_t open_v1(open_ctx_t *c, json_t *m)
     return s;
 }
 
-/* Opens dir's files as the parsed manifest m (borrowed) says. */
-static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags, int threads, fs_dataset_t **out,
-                                      fs_error_t *err)
+/* Opens dir's files (or the given ones) as the parsed manifest m (borrowed) says. */
+static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags, int threads,
+                                      const ds_given_files_t *given, fs_dataset_t **out, fs_error_t *err)
 {
     fs_dataset_t *ds = calloc(1, sizeof *ds);
     if (ds) ds->dir = strdup(dir);
@@ -623,10 +641,11 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
         fs_dataset_close(ds);
         return fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
     }
-    open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .flags = flags,
+    open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .given = given, .flags = flags,
                     .threads = threads, .err = err};
     fs_status_t s = read_format(&c, m);
     if (!s) s = ds->version == 1 ? open_v1(&c, m) : ds_open_typed(&c, m);
+    if (!s) s = ds_split_names_build(&c);
     ds->checksums_verified = (flags & (FS_OPEN_VERIFY | FS_OPEN_COPY)) && c.files != NULL;
     ds->sealed_copy = (flags & FS_OPEN_COPY) != 0;
     if (s != FS_OK) {
@@ -637,21 +656,54 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
     return FS_OK;
 }
 
+/* The manifest's bytes, read once: parsed here and kept for trainers
+ * (fs_dataset_t.manifest), so what they open is what was validated. */
+static char *read_manifest(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 14, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *grown = cap < ((size_t)1 << 28) ? realloc(buf, cap *= 2) : NULL;
+        if (!grown) free(buf);
+        buf = grown;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
 fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
                             fs_error_t *err)
 {
     *out = NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, FS_MANIFEST);
-    json_error_t jerr;
-    json_t *m = json_load_file(path, 0, &jerr);
-    if (!m) {
+    size_t len = 0;
+    char *text = read_manifest(path, &len);
+    if (!text) {
         if (access(path, F_OK) != 0)
             return fs_error(err, FS_ERR_NOT_FOUND, "%s: no such file (is '%s' a featstore dataset?)", path, dir);
+        return fs_error(err, FS_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    }
+    json_error_t jerr;
+    json_t *m = json_loadb(text, len, 0, &jerr);
+    if (!m) {
+        free(text);
         return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", path, jerr.line, jerr.text);
     }
-    fs_status_t s = open_with_manifest(dir, m, flags, threads, out, err);
+    fs_status_t s = open_with_manifest(dir, m, flags, threads, NULL, out, err);
     json_decref(m);
+    if (s == FS_OK) (*out)->manifest = text, (*out)->manifest_len = len; /* kept: trainers open the same */
+    else free(text);
     return s;
 }
 
@@ -662,7 +714,23 @@ fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t l
     json_error_t jerr;
     json_t *m = json_loadb(text, len, 0, &jerr); /* the flags json_load_file gets above */
     if (!m) return fs_error(err, FS_ERR_FORMAT, "%s/%s: line %d: %s", dir, FS_MANIFEST, jerr.line, jerr.text);
-    fs_status_t s = open_with_manifest(dir, m, flags, threads, out, err);
+    fs_status_t s = open_with_manifest(dir, m, flags, threads, NULL, out, err);
+    json_decref(m);
+    return s;
+}
+
+fs_status_t fs_dataset_open_fds(const char *name, const char *text, size_t len, const char *const *files,
+                                const int *fds, int num_files, int threads, fs_dataset_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    if (!name || !text || num_files < 0 || (num_files > 0 && (!files || !fds)))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "fs_dataset_open_fds: a name, the manifest's text and %d "
+                        "file names with their descriptors are needed", num_files);
+    json_error_t jerr;
+    json_t *m = json_loadb(text, len, 0, &jerr);
+    if (!m) return fs_error(err, FS_ERR_FORMAT, "%s/%s: line %d: %s", name, FS_MANIFEST, jerr.line, jerr.text);
+    ds_given_files_t given = {files, fds, num_files};
+    fs_status_t s = open_with_manifest(name, m, 0, threads, &given, out, err);
     json_decref(m);
     return s;
 }
@@ -679,6 +747,7 @@ void fs_dataset_close(fs_dataset_t *ds)
     free(ds->tables);
     free(ds->splits);
     free(ds->dir);
+    free((char *)ds->manifest);
     free(ds);
 }
 
@@ -689,23 +758,34 @@ const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name)
     return NULL;
 }
 
-const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name)
+/* The mapping holding data; an empty array at the very end of its file
+ * (an empty split: its data starts where the file ends) belongs to the
+ * mapping it ends, when no mapping holds it. */
+static const fs_mapping_t *mapping_of(const fs_dataset_t *ds, const void *data)
 {
-    for (int i = 0; i < ds->num_splits; i++)
-        if (strcmp(ds->splits[i].name, name) == 0) return &ds->splits[i];
-    return NULL;
+    const fs_mapping_t *end = NULL;
+    for (int i = 0; data && i < ds->num_maps; i++) {
+        const char *base = ds->maps[i].addr;
+        if ((const char *)data == base + ds->maps[i].len) end = &ds->maps[i];
+        if ((const char *)data < base || (const char *)data >= base + ds->maps[i].len) continue;
+        return &ds->maps[i];
+    }
+    return end;
+}
+
+const char *ds_mapping_file(const fs_dataset_t *ds, const void *data)
+{
+    const fs_mapping_t *m = mapping_of(ds, data);
+    return m ? m->file : NULL;
 }
 
 fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, int *fd, int64_t *offset)
 {
-    for (int i = 0; i < ds->num_maps; i++) {
-        const char *base = ds->maps[i].addr;
-        if ((const char *)data < base || (const char *)data >= base + ds->maps[i].len) continue;
-        *fd = ds->maps[i].fd;
-        *offset = (const char *)data - base;
-        return FS_OK;
-    }
-    return FS_ERR_NOT_FOUND;
+    const fs_mapping_t *m = mapping_of(ds, data);
+    if (!m) return FS_ERR_NOT_FOUND;
+    *fd = m->fd;
+    *offset = (const char *)data - (const char *)m->addr;
+    return FS_OK;
 }
 
 /* ---- files changed under an open dataset ----------------------------------- */
@@ -718,6 +798,8 @@ const char *fs_file_change_name(fs_file_change_t c)
 }
 
 int fs_dataset_num_files(const fs_dataset_t *ds) { return ds->num_maps; }
+
+int fs_dataset_file_fd(const fs_dataset_t *ds, int i) { return ds->maps[i].fd; }
 
 const char *fs_dataset_file_name(const fs_dataset_t *ds, int i) { return ds->maps[i].file; }
 

@@ -70,6 +70,12 @@ typedef struct {
 } fs_idset_t;
 
 typedef struct fs_mapping fs_mapping_t;
+typedef struct fs_split_name fs_split_name_t;
+
+/* The longest split name fs_dataset_split resolves, NUL included: a node
+ * type's split "TYPE/NAME" (63 + 1 + 63 characters), or a link split's
+ * array "link/NAME/neg_dst". */
+#define FS_SPLIT_NAME_MAX 128
 
 /* ---- typed graphs (version 2) ---- */
 
@@ -142,11 +148,16 @@ typedef struct {
     fs_edge_type_t *edge_types;
     int num_link_splits;
     fs_link_split_t *link_splits;
+    const char *manifest;          /* fs_dataset_open: the manifest's bytes as parsed (not
+                                      NUL-terminated), for trainers to open the same; else NULL */
+    size_t manifest_len;
     int checksums_verified;        /* 1 if every file's checksum was checked */
     int sealed_copy;               /* 1 if served from sealed memfd copies (FS_OPEN_COPY) */
     /* private */
     int num_maps, cap_maps;
     fs_mapping_t *maps;
+    int num_split_names;
+    fs_split_name_t *split_names;  /* "TYPE/NAME" and "link/NAME/ARRAY" (dataset_typed.c) */
 } fs_dataset_t;
 
 enum {
@@ -158,6 +169,18 @@ enum {
 fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
                             fs_error_t *err);
 void fs_dataset_close(fs_dataset_t *ds);
+
+/* A dataset whose files were opened by someone else (a trainer given the
+ * server's descriptors): the manifest's text (text[0..len), not
+ * NUL-terminated) is parsed and validated exactly as fs_dataset_open does,
+ * but every file it names is files[i]'s descriptor fds[i] (dup'ed; the
+ * caller keeps its own), mapped read-only from offset 0, instead of a path.
+ * Checksums are not computed (whoever opened the files verified them; the
+ * manifest's byte counts are still checked). A file the manifest names
+ * that is not in the list is FS_ERR_NOT_FOUND naming it. `name` stands for
+ * the directory in messages (and in ds->dir). */
+fs_status_t fs_dataset_open_fds(const char *name, const char *text, size_t len, const char *const *files,
+                                const int *fds, int num_files, int threads, fs_dataset_t **out, fs_error_t *err);
 
 /* fs_dataset_open with the manifest's text given in memory (text[0..len),
  * not NUL-terminated) instead of read from dir/manifest.json; the arrays
@@ -178,7 +201,16 @@ fs_status_t fs_dataset_need_one_graph(const fs_dataset_t *ds, const char *what, 
 int fs_dataset_node_type(const fs_dataset_t *ds, const char *name);
 int fs_dataset_edge_type(const fs_dataset_t *ds, const char *src, const char *rel, const char *dst);
 const fs_table_t *fs_node_type_table(const fs_node_type_t *t, const char *name);
+/* A named id set, valid while the dataset is open: a split ("train"; only
+ * on a one-graph dataset), a node type's split "TYPE/NAME" ("paper/train":
+ * ids of that type), or a link split's int64 array "link/NAME/src", ".../dst",
+ * and when present ".../label", ".../time" and ".../neg_dst" ([count *
+ * num_neg], row-major). NULL when there is none. */
 const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name);
+/* The same, or FS_ERR_NOT_FOUND saying what does exist (the link split's
+ * arrays, the node type's splits, the first few names; on a typed dataset a
+ * plain name suggests "TYPE/NAME"). */
+fs_status_t fs_dataset_find_split(const fs_dataset_t *ds, const char *name, const fs_idset_t **out, fs_error_t *err);
 
 /* Neighbour j of the CSR, whatever the index width. */
 static inline int64_t fs_dataset_neighbor(const fs_dataset_t *ds, int64_t pos)
@@ -216,6 +248,8 @@ typedef struct {
 const char *fs_file_change_name(fs_file_change_t c);
 int fs_dataset_num_files(const fs_dataset_t *ds);
 const char *fs_dataset_file_name(const fs_dataset_t *ds, int i);   /* "table_feat.npy" */
+/* File i's validated descriptor (owned by the dataset: dup it to keep it). */
+int fs_dataset_file_fd(const fs_dataset_t *ds, int i);
 /* File i as it was validated. */
 void fs_dataset_file_validated(const fs_dataset_t *ds, int i, fs_file_state_t *out);
 /* Looks at file i's name now and compares with *last: returns what changed

@@ -9,10 +9,18 @@
 #include "dataset.h"
 #include "npy.h"
 
+/* Files opened by someone else (fs_dataset_open_fds): name -> descriptor. */
+typedef struct {
+    const char *const *names;
+    const int *fds;
+    int count;
+} ds_given_files_t;
+
 typedef struct {
     fs_dataset_t *ds;
     const char *dir;
     json_t *files;            /* manifest "files" (checksums), may be NULL */
+    const ds_given_files_t *given; /* NULL: open dir's files by path */
     unsigned flags;
     int threads;
     fs_error_t *err;
@@ -47,9 +55,13 @@ fs_status_t ds_open_labels(open_ctx_t *c, json_t *lab, int64_t rows, const int64
                            fs_table_t *tables, int *num_tables);
 fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_idset_t **sets, int *num);
 
+/* The file name of the mapping holding `data`, or NULL. */
+const char *ds_mapping_file(const fs_dataset_t *ds, const void *data);
+
 /* dataset_typed.c */
 fs_status_t ds_open_typed(open_ctx_t *c, json_t *m);   /* version 2 */
 fs_status_t ds_typed_from_v1(open_ctx_t *c);            /* a version-1 dataset as one node and one edge type */
+fs_status_t ds_split_names_build(open_ctx_t *c);  /* the names fs_dataset_split resolves beyond ds->splits */
 void ds_typed_free(fs_dataset_t *ds);
 
 #endif

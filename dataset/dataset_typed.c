@@ -11,6 +11,7 @@
  * scan). A version-1 dataset is read as the one-type case, and a one-type
  * version-2 dataset also fills the version-1 fields, so the homogeneous
  * tools (placement, store, engines, serving) run on either unchanged. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,6 +243,172 @@ static fs_status_t open_link_splits(open_ctx_t *c, json_t *splits)
     return FS_OK;
 }
 
+/* ---- split names: "TYPE/NAME" and "link/NAME/ARRAY" -------------------------------- */
+
+#define LINK_PREFIX "link/"
+
+struct fs_split_name {
+    char name[FS_SPLIT_NAME_MAX];
+    const fs_idset_t *set;         /* a node type's split, or `own` */
+    fs_idset_t own;                /* a link split's array */
+};
+
+static const char *const LINK_ARRAYS[] = {"src", "dst", "label", "time", "neg_dst"};
+enum { NUM_LINK_ARRAYS = 5 };
+
+/* Array k of link split l (NULL when absent) and its length. */
+static const int64_t *link_array(const fs_link_split_t *l, int k, int64_t *count)
+{
+    const int64_t *a[NUM_LINK_ARRAYS] = {l->src, l->dst, l->label, l->time, l->neg_dst};
+    *count = k == 4 ? l->count * l->num_neg : l->count;
+    return a[k];
+}
+
+static void add_name(fs_dataset_t *ds, const char *a, const char *b, const char *c, const fs_idset_t *set)
+{
+    fs_split_name_t *n = &ds->split_names[ds->num_split_names++];
+    snprintf(n->name, sizeof n->name, "%s%s%s", a, b, c);
+    n->set = set ? set : &n->own;
+}
+
+fs_status_t ds_split_names_build(open_ctx_t *c)
+{
+    fs_dataset_t *ds = c->ds;
+    size_t n = (size_t)ds->num_link_splits * NUM_LINK_ARRAYS;
+    for (int t = 0; t < ds->num_node_types; t++) n += (size_t)ds->node_types[t].num_splits;
+    if (!(ds->split_names = calloc(n + 1, sizeof *ds->split_names)))
+        return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    for (int t = 0; t < ds->num_node_types; t++) {
+        const fs_node_type_t *nt = &ds->node_types[t];
+        for (int i = 0; i < nt->num_splits; i++) add_name(ds, nt->name, "/", nt->splits[i].name, &nt->splits[i]);
+    }
+    for (int i = 0; i < ds->num_link_splits; i++) {
+        const fs_link_split_t *l = &ds->link_splits[i];
+        for (int k = 0; k < NUM_LINK_ARRAYS; k++) {
+            int64_t count;
+            const int64_t *ids = link_array(l, k, &count);
+            if (!ids) continue;
+            char prefix[FS_SPLIT_NAME_MAX];
+            snprintf(prefix, sizeof prefix, LINK_PREFIX "%s/", l->name);
+            add_name(ds, prefix, LINK_ARRAYS[k], "", NULL);
+            fs_idset_t *own = &ds->split_names[ds->num_split_names - 1].own;
+            const char *file = ds_mapping_file(ds, ids);
+            snprintf(own->name, sizeof own->name, "%.*s", (int)sizeof own->name - 1,
+                     ds->split_names[ds->num_split_names - 1].name);
+            snprintf(own->file, sizeof own->file, "%.*s", (int)sizeof own->file - 1, file ? file : "");
+            own->count = count, own->ids = ids;
+        }
+    }
+    return FS_OK;
+}
+
+const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name)
+{
+    for (int i = 0; i < ds->num_splits; i++)
+        if (strcmp(ds->splits[i].name, name) == 0) return &ds->splits[i];
+    for (int i = 0; i < ds->num_split_names; i++)
+        if (strcmp(ds->split_names[i].name, name) == 0) return ds->split_names[i].set;
+    return NULL;
+}
+
+/* Appends ", name" (or the first name) to list, up to `most` names, then
+ * "and N more" once. */
+static void list_name(char *list, size_t len, int *listed, int most, int total, const char *name)
+{
+    size_t at = strlen(list);
+    if (*listed < most) snprintf(list + at, len - at, "%s%s", *listed ? ", " : "", name);
+    else if (*listed == most) snprintf(list + at, len - at, " and %d more", total - most);
+    (*listed)++;
+}
+
+/* The first few names fs_dataset_split resolves. */
+static void list_split_names(const fs_dataset_t *ds, char *list, size_t len)
+{
+    int listed = 0, total = ds->num_splits + ds->num_split_names;
+    list[0] = '\0';
+    for (int i = 0; i < ds->num_splits; i++) list_name(list, len, &listed, 8, total, ds->splits[i].name);
+    for (int i = 0; i < ds->num_split_names; i++) list_name(list, len, &listed, 8, total, ds->split_names[i].name);
+    if (!total) snprintf(list, len, "none");
+}
+
+/* "link/NAME/ARRAY" that is not there: what the link split has. */
+static fs_status_t link_not_found(const fs_dataset_t *ds, const char *name, fs_error_t *err)
+{
+    const char *rest = name + strlen(LINK_PREFIX), *slash = strrchr(rest, '/');
+    char list[512] = "";
+    int listed = 0;
+    for (int i = 0; i < ds->num_link_splits; i++) {
+        const fs_link_split_t *l = &ds->link_splits[i];
+        if (!slash || strlen(l->name) != (size_t)(slash - rest) || strncmp(l->name, rest, (size_t)(slash - rest)) != 0)
+            continue;
+        for (int k = 0; k < NUM_LINK_ARRAYS; k++) {
+            int64_t count;
+            if (link_array(l, k, &count)) list_name(list, sizeof list, &listed, NUM_LINK_ARRAYS, NUM_LINK_ARRAYS,
+                                                    LINK_ARRAYS[k]);
+        }
+        return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s': link split '%s' has no array '%s'; it has %s (as "
+                        LINK_PREFIX "%s/ARRAY)", ds->name, l->name, slash + 1, list, l->name);
+    }
+    for (int i = 0; i < ds->num_link_splits; i++) list_name(list, sizeof list, &listed, 8, ds->num_link_splits,
+                                                            ds->link_splits[i].name);
+    return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no link split for '%s' (a link split's arrays are "
+                    LINK_PREFIX "NAME/src, dst, label, time, neg_dst); its link splits: %s", ds->name, name,
+                    listed ? list : "none");
+}
+
+/* "TYPE/NAME" that is not there: the type's splits, or the node types. */
+static fs_status_t typed_not_found(const fs_dataset_t *ds, const char *name, const char *slash, fs_error_t *err)
+{
+    char list[512] = "";
+    int listed = 0;
+    for (int t = 0; t < ds->num_node_types; t++) {
+        const fs_node_type_t *nt = &ds->node_types[t];
+        if (strlen(nt->name) != (size_t)(slash - name) || strncmp(nt->name, name, (size_t)(slash - name)) != 0)
+            continue;
+        for (int i = 0; i < nt->num_splits; i++) list_name(list, sizeof list, &listed, 8, nt->num_splits,
+                                                           nt->splits[i].name);
+        return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s': node type '%s' has no split '%s'; its splits: %s",
+                        ds->name, nt->name, slash + 1, listed ? list : "none");
+    }
+    for (int t = 0; t < ds->num_node_types; t++) list_name(list, sizeof list, &listed, 8, ds->num_node_types,
+                                                           ds->node_types[t].name);
+    return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no node type '%.*s' (in split '%s'); its node types: %s",
+                    ds->name, (int)(slash - name), name, name, list);
+}
+
+/* A plain name on a typed graph: its splits are per node type. */
+static fs_status_t plain_on_typed(const fs_dataset_t *ds, const char *name, fs_error_t *err)
+{
+    char list[512] = "";
+    int listed = 0;
+    for (int i = 0; i < ds->num_split_names; i++) {
+        const char *n = ds->split_names[i].name, *slash = strchr(n, '/');
+        if (strncmp(n, LINK_PREFIX, strlen(LINK_PREFIX)) != 0 && slash && strcmp(slash + 1, name) == 0)
+            list_name(list, sizeof list, &listed, 8, ds->num_split_names, n);
+    }
+    if (listed)
+        return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' is typed (%d node types, %d edge types): splits are per "
+                        "node type, as \"TYPE/%s\": ask for %s", ds->name, ds->num_node_types, ds->num_edge_types, name,
+                        list);
+    list_split_names(ds, list, sizeof list);
+    return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' is typed (%d node types, %d edge types): splits are per node "
+                    "type, as \"TYPE/%s\", and no node type has a split '%s'; it has %s", ds->name,
+                    ds->num_node_types, ds->num_edge_types, name, name, list);
+}
+
+fs_status_t fs_dataset_find_split(const fs_dataset_t *ds, const char *name, const fs_idset_t **out, fs_error_t *err)
+{
+    if ((*out = fs_dataset_split(ds, name))) return FS_OK;
+    const char *slash = strchr(name, '/');
+    if (strncmp(name, LINK_PREFIX, strlen(LINK_PREFIX)) == 0 && fs_dataset_node_type(ds, "link") < 0)
+        return link_not_found(ds, name, err);
+    if (slash) return typed_not_found(ds, name, slash, err);
+    if (fs_dataset_is_typed(ds)) return plain_on_typed(ds, name, err);
+    char list[512];
+    list_split_names(ds, list, sizeof list);
+    return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no split named '%s'; it has %s", ds->name, name, list);
+}
+
 /* ---- the version-1 view ------------------------------------------------------ */
 
 /* One node type and one edge type between its nodes: the version-1 fields
@@ -322,6 +489,7 @@ void ds_typed_free(fs_dataset_t *ds)
     free(ds->node_types);
     free(ds->edge_types);
     free(ds->link_splits);
+    free(ds->split_names);
 }
 
 /* ---- lookups ----------------------------------------------------------------- */

@@ -53,9 +53,67 @@ fs_reader_info_t *fs_info_add_reader(fs_info_t *info)
     return grow((const void *const *)&info->readers, &info->num_readers, sizeof *info->readers);
 }
 
+fs_node_type_info_t *fs_info_add_node_type(fs_info_t *info)
+{
+    return grow((const void *const *)&info->node_types, &info->num_node_types, sizeof *info->node_types);
+}
+
+fs_table_info_t *fs_info_add_node_type_table(fs_node_type_info_t *t)
+{
+    return grow((const void *const *)&t->tables, &t->num_tables, sizeof *t->tables);
+}
+
+const char **fs_info_add_node_type_split(fs_node_type_info_t *t)
+{
+    return grow((const void *const *)&t->splits, &t->num_splits, sizeof *t->splits);
+}
+
+fs_edge_type_info_t *fs_info_add_edge_type(fs_info_t *info)
+{
+    return grow((const void *const *)&info->edge_types, &info->num_edge_types, sizeof *info->edge_types);
+}
+
+fs_table_info_t *fs_info_add_edge_type_table(fs_edge_type_info_t *e)
+{
+    return grow((const void *const *)&e->tables, &e->num_tables, sizeof *e->tables);
+}
+
+fs_link_split_info_t *fs_info_add_link_split(fs_info_t *info)
+{
+    return grow((const void *const *)&info->link_splits, &info->num_link_splits, sizeof *info->link_splits);
+}
+
+static void free_tables(const fs_table_info_t *tables, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free((char *)tables[i].name);
+    free((void *)tables);
+}
+
+static void free_node_type(const fs_node_type_info_t *t)
+{
+    free((char *)t->name);
+    free_tables(t->tables, t->num_tables);
+    for (size_t i = 0; i < t->num_splits; i++) free((char *)t->splits[i]);
+    free((void *)t->splits);
+}
+
+static void free_edge_type(const fs_edge_type_info_t *e)
+{
+    free((char *)e->src);
+    free((char *)e->rel);
+    free((char *)e->dst);
+    free_tables(e->tables, e->num_tables);
+}
+
 void fs_info_free(fs_info_t *info)
 {
     if (!info) return;
+    for (size_t i = 0; i < info->num_node_types; i++) free_node_type(&info->node_types[i]);
+    for (size_t i = 0; i < info->num_edge_types; i++) free_edge_type(&info->edge_types[i]);
+    for (size_t i = 0; i < info->num_link_splits; i++) free((char *)info->link_splits[i].name);
+    free((void *)info->node_types);
+    free((void *)info->edge_types);
+    free((void *)info->link_splits);
     for (size_t i = 0; i < info->num_tables; i++) free((char *)info->tables[i].name);
     for (size_t i = 0; i < info->num_splits; i++) free((char *)info->splits[i]);
     for (size_t i = 0; i < info->num_tiers; i++) free((char *)info->tiers[i].kind);

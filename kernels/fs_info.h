@@ -23,4 +23,13 @@ const char **fs_info_add_split(fs_info_t *info);   /* set it with fs_info_set_te
 fs_tier_info_t *fs_info_add_tier(fs_info_t *info);
 fs_reader_info_t *fs_info_add_reader(fs_info_t *info);
 
+/* The graph's types (since 1.3): a node type's tables and split names, an
+ * edge type's tables, and the link splits. */
+fs_node_type_info_t *fs_info_add_node_type(fs_info_t *info);
+fs_table_info_t *fs_info_add_node_type_table(fs_node_type_info_t *t);
+const char **fs_info_add_node_type_split(fs_node_type_info_t *t);
+fs_edge_type_info_t *fs_info_add_edge_type(fs_info_t *info);
+fs_table_info_t *fs_info_add_edge_type_table(fs_edge_type_info_t *e);
+fs_link_split_info_t *fs_info_add_link_split(fs_info_t *info);
+
 #endif

@@ -65,7 +65,7 @@ int64_t fs_link_exclusions(const fs_typed_view_t *g, int etype, const int64_t *s
     return n;
 }
 
-fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_link_req_t *link,
+fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_typed_link_t *link,
                           fs_error_t *err)
 {
     if (link->etype < 0 || link->etype >= g->num_edge_types)
@@ -202,7 +202,7 @@ static int reserve_all(link_ws_t *w, size_t n, size_t pairs)
  * lengths: *n_src (count, + the binary negatives), *n_dst (count, + every
  * negative). */
 static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_typed_req_t *req,
-                               const fs_link_req_t *l, int64_t nneg, int64_t *n_src, int64_t *n_dst, fs_error_t *err)
+                               const fs_typed_link_t *l, int64_t nneg, int64_t *n_src, int64_t *n_dst, fs_error_t *err)
 {
     const fs_typed_etype_t *et = &g->etype[l->etype];
     int64_t B = l->count;
@@ -218,6 +218,7 @@ static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_
     if (l->neg_weighted && nneg > 0) {
         c.dst_t = degree_table(w, g, et, 1);
         c.src_t = l->neg == FS_NEG_BINARY ? degree_table(w, g, et, 0) : NULL;
+        if (c.dst_t) c.dst_t = degree_table(w, g, et, 1); /* found again: adding src's table may have moved the array */
         if (!c.dst_t || (l->neg == FS_NEG_BINARY && !c.src_t))
             return fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for the degree table");
     }
@@ -236,7 +237,7 @@ static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_
     return FS_OK;
 }
 
-static void fill_labels(link_ws_t *w, const fs_link_req_t *l, int64_t nneg, fs_link_result_t *res)
+static void fill_labels(link_ws_t *w, const fs_typed_link_t *l, int64_t nneg, fs_link_result_t *res)
 {
     const fs_typed_result_t *sub = &res->sub;
     int64_t B = l->count;
@@ -261,7 +262,7 @@ static void fill_labels(link_ws_t *w, const fs_link_req_t *l, int64_t nneg, fs_l
 }
 
 fs_status_t fs_link_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
-                               const fs_link_req_t *l, fs_link_result_t *res, fs_error_t *err)
+                               const fs_typed_link_t *l, fs_link_result_t *res, fs_error_t *err)
 {
     fs_status_t st = fs_link_check(g, req, l, err);
     if (st != FS_OK) return st;

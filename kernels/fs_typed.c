@@ -608,8 +608,9 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
     int64_t *off = bw->off.p, *ed = bw->edst.p, *es = bw->esrc.p, *eid = p->want_ids ? bw->eid.p : NULL;
     int64_t e = 0, flushed = 0;
-    const int64_t *dbatch = full && s->disjoint ? dw->batch.p + d0 : NULL;
-    const int64_t *dtime = full && s->temporal ? dw->time.p + d0 : NULL;
+    /* a type with no nodes has no arrays (NULL + 0 is undefined) */
+    const int64_t *dbatch = full && s->disjoint && dw->batch.p ? dw->batch.p + d0 : NULL;
+    const int64_t *dtime = full && s->temporal && dw->time.p ? dw->time.p + d0 : NULL;
     pending_t pend[PIPE + 1];
     int np = 0, src_type = et->src_type;
     uint64_t tag = tag_of(s, src_type, 0);

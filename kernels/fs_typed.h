@@ -75,8 +75,6 @@ typedef struct {
     const fs_typed_etype_t *etype;      /* [num_edge_types] */
 } fs_typed_view_t;
 
-typedef enum { FS_FRONTIER_NEW = 0, FS_FRONTIER_ALL } fs_frontier_t;
-typedef enum { FS_TEMPORAL_OFF = 0, FS_TEMPORAL_UNIFORM, FS_TEMPORAL_LAST, FS_TEMPORAL_COUNT_ } fs_temporal_t;
 
 typedef struct {
     int num_hops;                      /* 1..FS_MAX_HOPS */
@@ -161,7 +159,6 @@ fs_status_t fs_typed_sample_cuda(fs_typed_sampler_t *s, int device, const fs_typ
 
 /* ---- link prediction batches -------------------------------------------- */
 
-typedef enum { FS_NEG_NONE = 0, FS_NEG_BINARY, FS_NEG_TRIPLET, FS_NEG_COUNT_ } fs_neg_mode_t;
 
 typedef struct {
     int etype;                     /* the seed edges' edge type */
@@ -174,7 +171,7 @@ typedef struct {
     int neg_weighted;              /* draw negative endpoints by degree^0.75 instead of uniformly */
     int strict;                    /* never return an existing edge as a negative */
     int exclude_seed_edges;        /* 1: no seed edge (or its reverse) in the sampled subgraph */
-} fs_link_req_t;
+} fs_typed_link_t;
 
 /* PyG LinkNeighborLoader's output. binary (and none): edge_label_index
  * [2, num_labels] in local ids of the src and dst types (positives, then
@@ -192,7 +189,7 @@ typedef struct {
     const int64_t *src_index, *dst_pos_index, *dst_neg_index;
 } fs_link_result_t;
 
-fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_link_req_t *link,
+fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_typed_link_t *link,
                           fs_error_t *err);
 
 /* Draws negatives, seeds both endpoints' types (disjoint: link i's
@@ -201,7 +198,7 @@ fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, c
  * and samples. Seed edges' times (or, without them, the dst node's time)
  * are both endpoints' times; a binary negative takes its positive's. */
 fs_status_t fs_link_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
-                               const fs_link_req_t *link, fs_link_result_t *res, fs_error_t *err);
+                               const fs_typed_link_t *link, fs_link_result_t *res, fs_error_t *err);
 
 /* The exclusions fs_link_sample_cpu applies for seed edges (src[i], dst[i])
  * of edge type e: (e, dst, src); on e's reverse edge type r, (r, src, dst);

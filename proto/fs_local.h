@@ -36,6 +36,11 @@
  *        one allocation by its CUDA IPC handle; a 6.1 client reading as a
  *        GPU whose placement has device tiers is refused with the reason
  *        (it would expect a descriptor per slice)
+ *   6.3  typed graphs: Welcome.manifest_bytes, files and typed. The trainer
+ *        opens the dataset from the manifest and the files' descriptors
+ *        (sent after the slots) and runs typed sampling in-process; a
+ *        typed dataset has no version-1 arrays. A 6.2 client connecting
+ *        to a typed dataset is refused with the reason
  *
  * Re-planning: the placement has a generation (1 at start, +1 per re-plan),
  * in WELCOME and in the notice page, a read-only shared page whose first 8
@@ -57,7 +62,7 @@
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
 #define FS_LOCAL_MAJOR 6
-#define FS_LOCAL_MINOR 2
+#define FS_LOCAL_MINOR 3
 #define FS_LOCAL_MAX_SLOTS 64
 #define FS_LOCAL_MAX_FDS 250 /* per frame, under the kernel's SCM_RIGHTS limit of 253 */
 #define FS_LOCAL_MAX_MSG (256 * 1024)

@@ -33,6 +33,7 @@ static bool decode_list(pb_istream_t *stream, const pb_field_t *field, void **ar
     _Alignas(16) char elem[ELEM_MAX];
     if (l->size > sizeof elem) PB_RETURN_ERROR(stream, "list element too large");
     memset(elem, 0, l->size);
+    if (l->start && !l->start(l->ctx, elem)) PB_RETURN_ERROR(stream, "list element refused");
     if (!pb_decode(stream, l->type, elem)) return false;
     if (!l->put(l->ctx, elem)) PB_RETURN_ERROR(stream, "list element refused");
     return true;
@@ -141,14 +142,72 @@ fs_status_t fs_pb_decode_buffer(const void *buf, size_t len, const pb_msgdesc_t 
 
 /* ---- Info: encoding ------------------------------------------------------------------ */
 
+/* A name into a static string field; false when it does not fit. */
+static bool put_name(char *field, size_t size, const char *name)
+{
+    if (!name) name = "";
+    snprintf(field, size, "%s", name);
+    return strlen(name) < size;
+}
+
+static bool fill_table(featstore_v1_TableInfo *t, const fs_table_info_t *src)
+{
+    snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(src->dtype));
+    t->rows = src->rows, t->dim = src->dim;
+    return put_name(t->name, sizeof t->name, src->name);
+}
+
 static bool get_table(void *ctx, size_t i, void *elem)
 {
-    const fs_info_t *info = ctx;
-    featstore_v1_TableInfo *t = elem;
-    snprintf(t->name, sizeof t->name, "%s", info->tables[i].name);
-    snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(info->tables[i].dtype));
-    t->rows = info->tables[i].rows, t->dim = info->tables[i].dim;
-    return strlen(info->tables[i].name) < sizeof t->name;
+    return fill_table(elem, &((const fs_info_t *)ctx)->tables[i]);
+}
+
+/* A node or edge type's own tables: ctx is its array. */
+static bool get_type_table(void *ctx, size_t i, void *elem)
+{
+    return fill_table(elem, &((const fs_table_info_t *)ctx)[i]);
+}
+
+static const char *get_type_split(void *ctx, size_t i)
+{
+    const char *s = ((const char *const *)ctx)[i];
+    return s ? s : "";
+}
+
+static bool get_node_type(void *ctx, size_t i, void *elem)
+{
+    fs_pb_info_out_t *out = ctx;
+    const fs_node_type_info_t *t = &out->info->node_types[i];
+    featstore_v1_NodeTypeInfo *m = elem;
+    m->count = t->count, m->num_classes = t->num_classes, m->timed = t->timed != 0;
+    out->type_tables = (fs_pb_list_t){featstore_v1_TableInfo_fields, sizeof(featstore_v1_TableInfo), t->num_tables,
+                                      .get = get_type_table, .ctx = (void *)t->tables};
+    out->type_splits = (fs_pb_strings_t){t->num_splits, get_type_split, NULL, (void *)t->splits};
+    fs_pb_set_list(&m->tables, &out->type_tables);
+    fs_pb_set_strings(&m->splits, &out->type_splits);
+    return put_name(m->name, sizeof m->name, t->name);
+}
+
+static bool get_edge_type(void *ctx, size_t i, void *elem)
+{
+    fs_pb_info_out_t *out = ctx;
+    const fs_edge_type_info_t *e = &out->info->edge_types[i];
+    featstore_v1_EdgeTypeInfo *m = elem;
+    m->num_edges = e->num_edges, m->weighted = e->weighted != 0, m->timed = e->timed != 0, m->reverse = e->reverse;
+    out->type_tables = (fs_pb_list_t){featstore_v1_TableInfo_fields, sizeof(featstore_v1_TableInfo), e->num_tables,
+                                      .get = get_type_table, .ctx = (void *)e->tables};
+    fs_pb_set_list(&m->tables, &out->type_tables);
+    return put_name(m->src, sizeof m->src, e->src) && put_name(m->rel, sizeof m->rel, e->rel) &&
+           put_name(m->dst, sizeof m->dst, e->dst);
+}
+
+static bool get_link_split(void *ctx, size_t i, void *elem)
+{
+    const fs_link_split_info_t *l = &((const fs_pb_info_out_t *)ctx)->info->link_splits[i];
+    featstore_v1_LinkSplitInfo *m = elem;
+    m->edge_type = l->edge_type, m->count = l->count, m->num_neg = l->num_neg;
+    m->labelled = l->labelled != 0, m->timed = l->timed != 0;
+    return put_name(m->name, sizeof m->name, l->name);
 }
 
 static bool get_tier(void *ctx, size_t i, void *elem)
@@ -190,16 +249,26 @@ void fs_pb_info_prepare_encode(const fs_info_t *info, featstore_v1_InfoResponse 
     out->readers = (fs_pb_list_t){featstore_v1_PlacementReader_fields, sizeof(featstore_v1_PlacementReader),
                                   info->num_readers, .get = get_reader, .ctx = ctx};
     out->splits = (fs_pb_strings_t){info->num_splits, get_split, NULL, ctx};
+    out->node_types = (fs_pb_list_t){featstore_v1_NodeTypeInfo_fields, sizeof(featstore_v1_NodeTypeInfo),
+                                     info->num_node_types, .get = get_node_type, .ctx = out};
+    out->edge_types = (fs_pb_list_t){featstore_v1_EdgeTypeInfo_fields, sizeof(featstore_v1_EdgeTypeInfo),
+                                     info->num_edge_types, .get = get_edge_type, .ctx = out};
+    out->link_splits = (fs_pb_list_t){featstore_v1_LinkSplitInfo_fields, sizeof(featstore_v1_LinkSplitInfo),
+                                      info->num_link_splits, .get = get_link_split, .ctx = out};
     msg->api_version = 1;
     snprintf(msg->server_version, sizeof msg->server_version, "%s", info->server_version ? info->server_version : "");
     snprintf(msg->dataset, sizeof msg->dataset, "%s", info->dataset ? info->dataset : "");
     msg->num_nodes = info->num_nodes, msg->num_edges = info->num_edges, msg->num_classes = info->num_classes;
     msg->symmetric = info->symmetric, msg->weighted = info->weighted;
     msg->placement_generation = info->placement_generation;
+    msg->typed = info->typed != 0;
     fs_pb_set_list(&msg->tables, &out->tables);
     fs_pb_set_list(&msg->tiers, &out->tiers);
     fs_pb_set_list(&msg->placement, &out->readers);
     fs_pb_set_strings(&msg->splits, &out->splits);
+    fs_pb_set_list(&msg->node_types, &out->node_types);
+    fs_pb_set_list(&msg->edge_types, &out->edge_types);
+    fs_pb_set_list(&msg->link_splits, &out->link_splits);
 }
 
 /* ---- Info: decoding --------------------------------------------------------------------- */
@@ -253,6 +322,98 @@ static bool put_split(void *ctx, const char *s, size_t len)
     return true;
 }
 
+static bool put_table_into(fs_pb_info_in_t *in, fs_table_info_t *o, const featstore_v1_TableInfo *t)
+{
+    if (!o || fs_info_set_text(&o->name, t->name) != 0) return out_of_memory(in);
+    o->dtype = fs_dtype_from_name(t->dtype);
+    o->rows = t->rows, o->dim = t->dim;
+    return true;
+}
+
+/* The element being decoded is the last one added by its start(). */
+static fs_node_type_info_t *last_node_type(fs_pb_info_in_t *in)
+{
+    return (fs_node_type_info_t *)&in->info->node_types[in->info->num_node_types - 1];
+}
+
+static fs_edge_type_info_t *last_edge_type(fs_pb_info_in_t *in)
+{
+    return (fs_edge_type_info_t *)&in->info->edge_types[in->info->num_edge_types - 1];
+}
+
+static bool put_node_type_table(void *ctx, const void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    return put_table_into(in, fs_info_add_node_type_table(last_node_type(in)), elem);
+}
+
+static bool put_edge_type_table(void *ctx, const void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    return put_table_into(in, fs_info_add_edge_type_table(last_edge_type(in)), elem);
+}
+
+static bool put_node_type_split(void *ctx, const char *s, size_t len)
+{
+    (void)len;
+    fs_pb_info_in_t *in = ctx;
+    const char **o = fs_info_add_node_type_split(last_node_type(in));
+    if (!o || fs_info_set_text(o, s) != 0) return out_of_memory(in);
+    return true;
+}
+
+static bool start_node_type(void *ctx, void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    featstore_v1_NodeTypeInfo *m = elem;
+    if (!fs_info_add_node_type(in->info)) return out_of_memory(in);
+    fs_pb_set_list(&m->tables, &in->node_type_tables);
+    fs_pb_set_strings(&m->splits, &in->node_type_splits);
+    return true;
+}
+
+static bool put_node_type(void *ctx, const void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    const featstore_v1_NodeTypeInfo *m = elem;
+    fs_node_type_info_t *t = last_node_type(in);
+    if (fs_info_set_text(&t->name, m->name) != 0) return out_of_memory(in);
+    t->count = m->count, t->num_classes = m->num_classes, t->timed = m->timed;
+    return true;
+}
+
+static bool start_edge_type(void *ctx, void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    featstore_v1_EdgeTypeInfo *m = elem;
+    if (!fs_info_add_edge_type(in->info)) return out_of_memory(in);
+    fs_pb_set_list(&m->tables, &in->edge_type_tables);
+    return true;
+}
+
+static bool put_edge_type(void *ctx, const void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    const featstore_v1_EdgeTypeInfo *m = elem;
+    fs_edge_type_info_t *e = last_edge_type(in);
+    if (fs_info_set_text(&e->src, m->src) != 0 || fs_info_set_text(&e->rel, m->rel) != 0 ||
+        fs_info_set_text(&e->dst, m->dst) != 0)
+        return out_of_memory(in);
+    e->num_edges = m->num_edges, e->weighted = m->weighted, e->timed = m->timed, e->reverse = m->reverse;
+    return true;
+}
+
+static bool put_link_split(void *ctx, const void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    const featstore_v1_LinkSplitInfo *m = elem;
+    fs_link_split_info_t *l = fs_info_add_link_split(in->info);
+    if (!l || fs_info_set_text(&l->name, m->name) != 0) return out_of_memory(in);
+    l->edge_type = m->edge_type, l->count = m->count, l->num_neg = m->num_neg;
+    l->labelled = m->labelled, l->timed = m->timed;
+    return true;
+}
+
 fs_status_t fs_pb_info_prepare_decode(featstore_v1_InfoResponse *msg, fs_pb_info_in_t *in, fs_error_t *err)
 {
     memset(msg, 0, sizeof *msg);
@@ -264,10 +425,102 @@ fs_status_t fs_pb_info_prepare_decode(featstore_v1_InfoResponse *msg, fs_pb_info
     in->readers = (fs_pb_list_t){featstore_v1_PlacementReader_fields, sizeof(featstore_v1_PlacementReader),
                                  .put = put_reader, .ctx = in};
     in->splits = (fs_pb_strings_t){0, NULL, put_split, in};
+    in->node_types = (fs_pb_list_t){featstore_v1_NodeTypeInfo_fields, sizeof(featstore_v1_NodeTypeInfo),
+                                    .put = put_node_type, .ctx = in, .start = start_node_type};
+    in->edge_types = (fs_pb_list_t){featstore_v1_EdgeTypeInfo_fields, sizeof(featstore_v1_EdgeTypeInfo),
+                                    .put = put_edge_type, .ctx = in, .start = start_edge_type};
+    in->link_splits = (fs_pb_list_t){featstore_v1_LinkSplitInfo_fields, sizeof(featstore_v1_LinkSplitInfo),
+                                     .put = put_link_split, .ctx = in};
+    in->node_type_tables = (fs_pb_list_t){featstore_v1_TableInfo_fields, sizeof(featstore_v1_TableInfo),
+                                          .put = put_node_type_table, .ctx = in};
+    in->edge_type_tables = (fs_pb_list_t){featstore_v1_TableInfo_fields, sizeof(featstore_v1_TableInfo),
+                                          .put = put_edge_type_table, .ctx = in};
+    in->node_type_splits = (fs_pb_strings_t){0, NULL, put_node_type_split, in};
     fs_pb_set_list(&msg->tables, &in->tables);
     fs_pb_set_list(&msg->tiers, &in->tiers);
     fs_pb_set_list(&msg->placement, &in->readers);
     fs_pb_set_strings(&msg->splits, &in->splits);
+    fs_pb_set_list(&msg->node_types, &in->node_types);
+    fs_pb_set_list(&msg->edge_types, &in->edge_types);
+    fs_pb_set_list(&msg->link_splits, &in->link_splits);
+    return FS_OK;
+}
+
+/* ---- Info: what the bytes claim about the types, checked ------------------------------ */
+
+static fs_status_t check_tables(const fs_table_info_t *t, size_t n, const char *owner, fs_error_t *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].name || !t[i].name[0])
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: %s: table %zu has no name", owner, i);
+        if (t[i].dtype == FS_DTYPE_INVALID || t[i].rows < 0 || t[i].dim < 0)
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: %s: table '%s' has dtype %s, %lld rows and dim %lld",
+                            owner, t[i].name, fs_dtype_name(t[i].dtype), (long long)t[i].rows, (long long)t[i].dim);
+    }
+    return FS_OK;
+}
+
+static int is_node_type(const fs_info_t *info, const char *name)
+{
+    for (size_t i = 0; i < info->num_node_types; i++)
+        if (strcmp(info->node_types[i].name, name) == 0) return 1;
+    return 0;
+}
+
+static fs_status_t check_node_types(const fs_info_t *info, fs_error_t *err)
+{
+    for (size_t i = 0; i < info->num_node_types; i++) {
+        const fs_node_type_info_t *t = &info->node_types[i];
+        char owner[96];
+        if (!t->name[0]) return fs_error(err, FS_ERR_FORMAT, "bad Info reply: node_types[%zu].name is empty", i);
+        snprintf(owner, sizeof owner, "node type '%s'", t->name);
+        if (t->count < 0 || t->num_classes < 0)
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: %s: count %lld and num_classes %lld must not be "
+                            "negative", owner, (long long)t->count, (long long)t->num_classes);
+        for (size_t k = 0; k < t->num_splits; k++)
+            if (!t->splits[k][0])
+                return fs_error(err, FS_ERR_FORMAT, "bad Info reply: %s: splits[%zu] is empty", owner, k);
+        fs_status_t st = check_tables(t->tables, t->num_tables, owner, err);
+        if (st != FS_OK) return st;
+    }
+    return FS_OK;
+}
+
+static fs_status_t check_edge_types(const fs_info_t *info, fs_error_t *err)
+{
+    for (size_t i = 0; i < info->num_edge_types; i++) {
+        const fs_edge_type_info_t *e = &info->edge_types[i];
+        char owner[240];
+        if (!e->src[0] || !e->rel[0] || !e->dst[0])
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: edge_types[%zu] needs src, rel and dst names", i);
+        snprintf(owner, sizeof owner, "edge type (%s, %s, %s)", e->src, e->rel, e->dst);
+        if (!is_node_type(info, e->src) || !is_node_type(info, e->dst))
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: %s: '%s' is not among node_types", owner,
+                            is_node_type(info, e->src) ? e->dst : e->src);
+        if (e->num_edges < 0)
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: %s: num_edges %lld is negative", owner,
+                            (long long)e->num_edges);
+        if (e->reverse < -1 || e->reverse >= (int64_t)info->num_edge_types)
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: %s: reverse %d is not -1 or an index into the %zu "
+                            "edge_types", owner, e->reverse, info->num_edge_types);
+        fs_status_t st = check_tables(e->tables, e->num_tables, owner, err);
+        if (st != FS_OK) return st;
+    }
+    return FS_OK;
+}
+
+static fs_status_t check_link_splits(const fs_info_t *info, fs_error_t *err)
+{
+    for (size_t i = 0; i < info->num_link_splits; i++) {
+        const fs_link_split_info_t *l = &info->link_splits[i];
+        if (!l->name[0]) return fs_error(err, FS_ERR_FORMAT, "bad Info reply: link_splits[%zu].name is empty", i);
+        if (l->edge_type < 0 || l->edge_type >= (int64_t)info->num_edge_types)
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: link split '%s': edge_type %d is not an index into "
+                            "the %zu edge_types", l->name, l->edge_type, info->num_edge_types);
+        if (l->count < 0 || l->num_neg < 0)
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: link split '%s': count %lld and num_neg %lld must not "
+                            "be negative", l->name, (long long)l->count, (long long)l->num_neg);
+    }
     return FS_OK;
 }
 
@@ -284,6 +537,14 @@ fs_status_t fs_pb_info_take(const featstore_v1_InfoResponse *msg, fs_pb_info_in_
     info->num_nodes = msg->num_nodes, info->num_edges = msg->num_edges, info->num_classes = msg->num_classes;
     info->symmetric = msg->symmetric, info->weighted = msg->weighted;
     info->placement_generation = msg->placement_generation;
+    info->typed = msg->typed;
+    fs_status_t st = check_node_types(info, err);
+    if (st == FS_OK) st = check_edge_types(info, err);
+    if (st == FS_OK) st = check_link_splits(info, err);
+    if (st != FS_OK) {
+        fs_pb_info_abandon(in);
+        return st;
+    }
     in->info = NULL;
     *out = info;
     return FS_OK;

@@ -38,6 +38,10 @@ typedef struct fs_pb_list {
     void *ctx;
     const void *items;       /* fs_pb_list_from_array's */
     fs_pb_array_t *into;     /* fs_pb_list_into_array's */
+    /* Decoding, optional: called on the zeroed element before it is
+     * decoded, to point its own callback fields (lists inside a list
+     * element) somewhere. get does the same when encoding. */
+    bool (*start)(void *ctx, void *elem);
 } fs_pb_list_t;
 
 void fs_pb_set_list(pb_callback_t *cb, fs_pb_list_t *list);
@@ -79,17 +83,27 @@ typedef struct {
     const fs_info_t *info;
     fs_pb_list_t tables, tiers, readers;
     fs_pb_strings_t splits;
+    fs_pb_list_t node_types, edge_types, link_splits;
+    fs_pb_list_t type_tables;        /* the node or edge type being encoded: its tables ... */
+    fs_pb_strings_t type_splits;     /* ... and a node type's split names */
 } fs_pb_info_out_t;
 
 void fs_pb_info_prepare_encode(const fs_info_t *info, featstore_v1_InfoResponse *msg, fs_pb_info_out_t *out);
 
 /* Decoding: prepare msg (zeroed here) before pb_decode, then take the info
  * (the caller owns it: fs_info_free); on a failed decode release it with
- * fs_pb_info_abandon (in->oom says the failure was memory, not the bytes). */
+ * fs_pb_info_abandon (in->oom says the failure was memory, not the bytes).
+ * Taking checks what the bytes claim about the graph's types (names
+ * present, counts not negative, dtypes known, every edge type index in
+ * range, endpoints among the node types): FS_ERR_FORMAT naming the field,
+ * and the info is abandoned. */
 typedef struct {
     fs_info_t *info;
     fs_pb_list_t tables, tiers, readers;
     fs_pb_strings_t splits;
+    fs_pb_list_t node_types, edge_types, link_splits;
+    fs_pb_list_t node_type_tables, edge_type_tables;  /* into the last node / edge type */
+    fs_pb_strings_t node_type_splits;
     int oom;
 } fs_pb_info_in_t;
 

@@ -24,10 +24,16 @@
 #include <pb_encode.h>
 
 #include "featstore.pb.h"
+#include "fs_pb.h"
 #include "fs_sample.h"
 #include "fs_types.h"
 
+/* The version-1 methods are sent with api_version 1 (so a client works
+ * with servers before 1.3); the typed methods (HeteroSample, LinkSample)
+ * with 2. A server speaks 1..FS_WIRE_API_VERSION_MAX (featstore.proto). */
 #define FS_WIRE_API_VERSION 1
+#define FS_WIRE_API_VERSION_TYPED 2
+#define FS_WIRE_API_VERSION_MAX 2
 /* Feature rows travel in messages of about this many bytes (whole rows). */
 #define FS_WIRE_CHUNK_BYTES (1u << 20)
 
@@ -37,6 +43,8 @@
 #define FS_WIRE_METHOD_SAMPLE_GATHER "/featstore.v1.FeatStore/SampleGather"
 #define FS_WIRE_METHOD_STATS "/featstore.v1.FeatStore/Stats"
 #define FS_WIRE_METHOD_SPLIT "/featstore.v1.FeatStore/Split"
+#define FS_WIRE_METHOD_HETERO_SAMPLE "/featstore.v1.FeatStore/HeteroSample"
+#define FS_WIRE_METHOD_LINK_SAMPLE "/featstore.v1.FeatStore/LinkSample"
 
 /* ---- channel arguments and status codes ------------------------------------ */
 
@@ -172,5 +180,85 @@ void fs_wire_sample_response_prepare(featstore_v1_SampleResponse *msg, fs_wire_s
 fs_status_t fs_wire_sample_result(const featstore_v1_SampleResponse *msg, const fs_wire_sample_dst_t *dst,
                                   fs_sample_result_t *out, fs_error_t *err);
 void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst);
+
+/* ---- typed requests and batch images (api_version 2) -------------------------------- */
+
+/* What one request may list: more is refused by name (a request's memory
+ * on the server stays proportional to what a valid request needs). */
+#define FS_WIRE_MAX_GROUPS 65536       /* seed groups */
+#define FS_WIRE_MAX_FANOUTS 65536      /* edge types with fanouts */
+#define FS_WIRE_MAX_TABLES 4096        /* node tables, and edge tables */
+#define FS_WIRE_NAME_MAX 64            /* type and relation names: 1..63 characters, as datasets store them */
+
+/* Encoding (the client): a HeteroSampleRequest from (groups, req), or a
+ * LinkSampleRequest from (link, req); everything is borrowed until encoding
+ * ends. Refuses what cannot be encoded (hops outside 1..FS_MAX_HOPS, a name
+ * of 64 characters or more, a NULL array with a count) with
+ * FS_ERR_INVALID_ARGUMENT; the rest is the server's to check, so both
+ * transports refuse the same requests with the same words. Times are sent
+ * only with a temporal request (ignored otherwise). */
+typedef struct {
+    const fs_hetero_req_t *req;
+    const fs_hetero_seeds_t *groups;
+    fs_pb_list_t fanouts, group_list;
+    fs_pb_strings_t node_tables, edge_tables;
+    fs_wire_bytes_t gids, gtime;   /* the seed group being encoded */
+    fs_wire_bytes_t src_ids, dst_ids, label, time;
+} fs_wire_hetero_out_t;
+
+fs_status_t fs_wire_hetero_request(const fs_hetero_seeds_t *groups, size_t num_groups, const fs_hetero_req_t *req,
+                                   fs_wire_hetero_out_t *out, featstore_v1_HeteroSampleRequest *msg, fs_error_t *err);
+fs_status_t fs_wire_link_request(const fs_link_req_t *link, const fs_hetero_req_t *req, fs_wire_hetero_out_t *out,
+                                 featstore_v1_LinkSampleRequest *msg, fs_error_t *err);
+
+/* Decoding (the server): prepare (zeroes msg and in) before pb_decode,
+ * then take the request: in->req with in->groups (HeteroSample) or
+ * in->link (LinkSample), full-size public structs pointing into `in` and
+ * into the decoded input (ids are borrowed from it when aligned), so the
+ * input must outlive their use. Taking checks the message's structure:
+ * fanout and mode counts against num_hops, int64 arrays whole, times and
+ * labels one per id, list lengths (FS_WIRE_MAX_*); values (names, ids,
+ * modes, ratios) are fs_hetero_run's to check. When a decode failed
+ * because a list was too long, in->problem says so. Free with
+ * fs_wire_hetero_in_free whatever happened. */
+typedef struct {
+    featstore_v1_SeedGroup msg;    /* the type name */
+    fs_wire_buf_t ids, time;
+} fs_wire_group_t;
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+} fs_wire_names_t;
+
+typedef struct {
+    fs_hetero_req_t req;
+    fs_hetero_seeds_t *groups;
+    size_t num_groups;
+    fs_link_req_t link;
+    /* storage */
+    fs_pb_array_t fanout_msgs;     /* featstore_v1_Fanout */
+    fs_hetero_fanout_t *fanouts;
+    fs_wire_group_t *group_bufs;
+    size_t num_group_bufs, cap_group_bufs;
+    fs_wire_names_t node_tables, edge_tables;
+    char link_src[FS_WIRE_NAME_MAX], link_rel[FS_WIRE_NAME_MAX], link_dst[FS_WIRE_NAME_MAX];
+    fs_wire_buf_t src_ids, dst_ids, label, time;
+    fs_pb_list_t fanout_list, group_list;
+    fs_pb_strings_t node_table_list, edge_table_list;
+    char problem[128];
+} fs_wire_hetero_in_t;
+
+void fs_wire_hetero_prepare(featstore_v1_HeteroSampleRequest *msg, fs_wire_hetero_in_t *in);
+void fs_wire_link_prepare(featstore_v1_LinkSampleRequest *msg, fs_wire_hetero_in_t *in);
+fs_status_t fs_wire_hetero_take(const featstore_v1_HeteroSampleRequest *msg, fs_wire_hetero_in_t *in,
+                                fs_error_t *err);
+fs_status_t fs_wire_link_take(const featstore_v1_LinkSampleRequest *msg, fs_wire_hetero_in_t *in, fs_error_t *err);
+void fs_wire_hetero_in_free(fs_wire_hetero_in_t *in);
+
+/* A BatchImageChunk (api_version 2) carrying `data` (referenced, not
+ * copied, as fs_wire_gather_chunk's) at `offset` of an image of `total`
+ * bytes. */
+grpc_byte_buffer *fs_wire_image_chunk(uint64_t total, uint64_t offset, grpc_slice data, fs_error_t *err);
 
 #endif

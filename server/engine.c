@@ -13,6 +13,7 @@ struct fs_engine {
     pthread_mutex_t mu;   /* guards store and generation: held for a pointer swap, never for a request */
     fs_store_t *store;
     uint64_t generation;
+    fs_hetero_graph_t hetero; /* the typed graph typed calls sample (fs_engine_hetero) */
 };
 
 fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
@@ -27,6 +28,11 @@ fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs
     if (limits) e->limits = *limits;
     else fs_limits_default(&e->limits);
     e->limits.num_nodes = ds->num_nodes, e->limits.num_edges = ds->num_edges; /* bound each request's worst case */
+    fs_status_t st = fs_hetero_graph_init(&e->hetero, ds, err);
+    if (st != FS_OK) {
+        fs_engine_destroy(e);
+        return st;
+    }
     *out = e;
     return FS_OK;
 }
@@ -35,6 +41,7 @@ void fs_engine_destroy(fs_engine_t *e)
 {
     if (!e) return;
     fs_store_destroy(e->store);
+    fs_hetero_graph_free(&e->hetero);
     pthread_mutex_destroy(&e->mu);
     free(e);
 }
@@ -76,6 +83,67 @@ static int add_tiers(fs_info_t *info, const fs_store_t *store)
     return 0;
 }
 
+static int add_table(fs_table_info_t *t, const fs_table_t *src)
+{
+    if (!t || fs_info_set_text(&t->name, src->name)) return -1;
+    t->dtype = src->dtype;
+    t->rows = src->rows;
+    t->dim = src->dim;
+    return 0;
+}
+
+static int add_node_type(fs_info_t *info, const fs_node_type_t *src)
+{
+    fs_node_type_info_t *t = fs_info_add_node_type(info);
+    if (!t || fs_info_set_text(&t->name, src->name)) return -1;
+    t->count = src->count;
+    t->num_classes = src->num_classes;
+    t->timed = src->time != NULL;
+    for (int i = 0; i < src->num_tables; i++)
+        if (add_table(fs_info_add_node_type_table(t), &src->tables[i])) return -1;
+    for (int i = 0; i < src->num_splits; i++) {
+        const char **name = fs_info_add_node_type_split(t);
+        if (!name || fs_info_set_text(name, src->splits[i].name)) return -1;
+    }
+    return 0;
+}
+
+static int add_edge_type(fs_info_t *info, const fs_edge_type_t *src)
+{
+    fs_edge_type_info_t *e = fs_info_add_edge_type(info);
+    if (!e || fs_info_set_text(&e->src, src->src) || fs_info_set_text(&e->rel, src->rel) ||
+        fs_info_set_text(&e->dst, src->dst))
+        return -1;
+    e->num_edges = src->num_edges;
+    e->weighted = src->weights != NULL;
+    e->timed = src->time != NULL;
+    e->reverse = src->reverse;
+    for (int i = 0; i < src->num_tables; i++)
+        if (add_table(fs_info_add_edge_type_table(e), &src->tables[i])) return -1;
+    return 0;
+}
+
+/* The graph's types (a version-1 dataset: its one node and one edge type). */
+static int add_types(fs_info_t *info, const fs_dataset_t *ds)
+{
+    info->typed = fs_dataset_is_typed(ds);
+    for (int i = 0; i < ds->num_node_types; i++)
+        if (add_node_type(info, &ds->node_types[i])) return -1;
+    for (int i = 0; i < ds->num_edge_types; i++)
+        if (add_edge_type(info, &ds->edge_types[i])) return -1;
+    for (int i = 0; i < ds->num_link_splits; i++) {
+        const fs_link_split_t *src = &ds->link_splits[i];
+        fs_link_split_info_t *l = fs_info_add_link_split(info);
+        if (!l || fs_info_set_text(&l->name, src->name)) return -1;
+        l->edge_type = src->edge_type;
+        l->count = src->count;
+        l->labelled = src->label != NULL;
+        l->timed = src->time != NULL;
+        l->num_neg = src->neg_dst ? src->num_neg : 0;
+    }
+    return 0;
+}
+
 static int add_dataset(fs_info_t *info, const fs_dataset_t *ds)
 {
     if (fs_info_set_text(&info->server_version, FS_SERVER_VERSION) || fs_info_set_text(&info->dataset, ds->name))
@@ -85,18 +153,24 @@ static int add_dataset(fs_info_t *info, const fs_dataset_t *ds)
     info->symmetric = ds->symmetric;
     info->weighted = ds->edge_weights != NULL;
     info->num_classes = ds->num_classes;
-    for (int i = 0; i < ds->num_tables; i++) {
-        fs_table_info_t *t = fs_info_add_table(info);
-        if (!t || fs_info_set_text(&t->name, ds->tables[i].name)) return -1;
-        t->dtype = ds->tables[i].dtype;
-        t->rows = ds->tables[i].rows;
-        t->dim = ds->tables[i].dim;
-    }
+    for (int i = 0; i < ds->num_tables; i++)
+        if (add_table(fs_info_add_table(info), &ds->tables[i])) return -1;
     for (int i = 0; i < ds->num_splits; i++) {
         const char **name = fs_info_add_split(info);
         if (!name || fs_info_set_text(name, ds->splits[i].name)) return -1;
     }
-    return 0;
+    return add_types(info, ds);
+}
+
+/* The homogeneous calls read the version-1 fields, which a typed dataset
+ * leaves empty. */
+static fs_status_t need_one_graph(const fs_engine_t *e, fs_error_t *err)
+{
+    const fs_dataset_t *ds = e->ds;
+    if (!fs_dataset_is_typed(ds)) return FS_OK;
+    return fs_error(err, FS_ERR_UNSUPPORTED, "dataset '%s' is typed (%d node types, %d edge types): use "
+                    "HeteroSample/fs_hetero_sample (or LinkSample/fs_link_sample), which name node and edge types",
+                    ds->name, ds->num_node_types, ds->num_edge_types);
 }
 
 fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err)
@@ -123,7 +197,8 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
     /* every limit from the request alone, before the sampler allocates or
      * reads anything: the worst case, not the result, is held to
      * max_response_bytes (README, "Limits") */
-    fs_status_t st = fs_limits_check(&e->limits, n, req, 0, err);
+    fs_status_t st = need_one_graph(e, err);
+    if (st == FS_OK) st = fs_limits_check(&e->limits, n, req, 0, err);
     if (st != FS_OK) return st;
     if (req->locality > 1)
         return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
@@ -142,15 +217,14 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
 
 fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err)
 {
-    const fs_dataset_t *ds = fs_engine_dataset(e);
-    if ((*out = fs_dataset_split(ds, name))) return FS_OK;
-    return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no split named '%s' (it has %d)", ds->name, name,
-                    ds->num_splits);
+    return fs_dataset_find_split(fs_engine_dataset(e), name, out, err); /* NOT_FOUND lists what there is */
 }
 
 fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t *out_dtype, size_t *out_row_bytes,
                             int64_t *dim, fs_error_t *err)
 {
+    fs_status_t st = need_one_graph(e, err);
+    if (st != FS_OK) return st;
     const fs_table_t *t = fs_dataset_table(e->ds, table);
     if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
     if (*out_dtype == FS_DTYPE_INVALID) *out_dtype = t->dtype;
@@ -175,3 +249,5 @@ fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *i
     fs_store_destroy(store);
     return st;
 }
+
+const fs_hetero_graph_t *fs_engine_hetero(const fs_engine_t *e) { return &e->hetero; }

@@ -15,6 +15,7 @@
 #ifndef FS_ENGINE_H
 #define FS_ENGINE_H
 
+#include "fs_hetero.h"
 #include "fs_limits.h"
 #include "fs_sample.h"
 #include "store.h"
@@ -28,6 +29,14 @@ void fs_engine_destroy(fs_engine_t *e);
 const fs_limits_t *fs_engine_limits(const fs_engine_t *e);
 const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e);
 
+/* The dataset's typed graph (every dataset: a version-1 one is node type
+ * "node" and edge type ("node", "to", "node")), built once at
+ * fs_engine_create and read-only after: typed calls run fs_hetero_run on
+ * it with fs_engine_limits, each worker with its own fs_typed_sampler_t. It
+ * reads the dataset's tables directly (not through the store), which
+ * re-plans never change. */
+const fs_hetero_graph_t *fs_engine_hetero(const fs_engine_t *e);
+
 /* The current store, retained for the caller (release with
  * fs_store_destroy), and its placement generation (1 = the first; may be
  * NULL). */
@@ -38,7 +47,9 @@ fs_store_t *fs_engine_acquire(fs_engine_t *e, uint64_t *generation);
 uint64_t fs_engine_replace_store(fs_engine_t *e, fs_store_t *store);
 
 /* Dataset and placement facts: a new fs_info_t (featstore/types.h) with the
- * dataset, its tables and splits and the served store's tiers; the caller
+ * dataset, its tables and splits, its node types, edge types and link
+ * splits (a version-1 dataset: node type "node", edge type ("node", "to",
+ * "node")) and the served store's tiers; the caller
  * frees it (fs_info_free). Placement readers come from the metrics
  * (fs_metrics_info). */
 fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err);
@@ -54,10 +65,15 @@ fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err);
 fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
                              const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
 
-/* The named split's ids; FS_ERR_NOT_FOUND naming it when there is none. */
+/* The named split's ids (also "TYPE/NAME" and "link/NAME/ARRAY":
+ * fs_dataset_split); FS_ERR_NOT_FOUND naming it, and what exists, when
+ * there is none. */
 fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err);
 
-/* Looks up a table and the served row size; out_dtype INVALID = as stored. */
+/* Looks up a table and the served row size; out_dtype INVALID = as stored.
+ * On a typed dataset this, fs_engine_sample and fs_engine_gather are
+ * FS_ERR_UNSUPPORTED (the homogeneous calls read one graph): typed
+ * requests name their types (HeteroSample). */
 fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t *out_dtype, size_t *out_row_bytes,
                             int64_t *dim, fs_error_t *err);
 

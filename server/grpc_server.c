@@ -85,6 +85,7 @@
 typedef struct {
     struct fs_grpc_server *srv;
     fs_sampler_t *sampler;
+    fs_typed_sampler_t *typed;     /* HeteroSample and LinkSample */
     pthread_t thread;
     int running;
 } worker_t;
@@ -143,10 +144,12 @@ struct fs_grpc_server {
 
 typedef enum { CALL_REQUESTED, CALL_RECEIVING, CALL_STREAMING, CALL_FINISHING } call_state_t;
 
-/* A stream of feature rows (or of a split's ids), one chunk per message. */
+/* A stream of feature rows (or of a split's ids, or of a typed batch
+ * image), one chunk per message. */
 typedef struct rows_job {
     char table[64];
     const char *contig;            /* rows stored back to back instead (a split's ids); table unused */
+    int image;                     /* contig is a typed batch image, rows of 8 bytes: BatchImageChunk messages */
     const int64_t *ids;
     int64_t n;
     fs_dtype_t dtype;              /* resolved: never INVALID */
@@ -189,6 +192,7 @@ typedef struct call {
     fs_error_t ready_err;          /* why `ready` could not be made */
     fs_wire_buf_t ids_buf;         /* Gather's ids, borrowed from `request` */
     int64_t *nodes;                /* SampleGather's nodes, copied out of the worker's sampler */
+    void *image;                   /* HeteroSample's and LinkSample's batch image (malloc'ed) */
 } call_t;
 
 /* A method: decodes c->request and computes the answer, into c->response
@@ -378,12 +382,25 @@ static fs_status_t decode_request(call_t *c, const pb_msgdesc_t *fields, void *m
     return c->err.code = FS_ERR_INVALID_ARGUMENT; /* undecodable bytes are the caller's mistake */
 }
 
+/* The version-1 methods: api_version 1, or 2 (a client speaking 2 sends it everywhere). */
 static fs_status_t check_api(call_t *c, uint32_t version)
 {
-    if (version == FS_WIRE_API_VERSION) return FS_OK;
+    if (version >= FS_WIRE_API_VERSION && version <= FS_WIRE_API_VERSION_MAX) return FS_OK;
     c->code_override = GRPC_STATUS_FAILED_PRECONDITION;
     return fs_error(&c->err, FS_ERR_UNSUPPORTED, "api_version %u is not supported: this server speaks "
-                    "featstore.v1 api_version %d", (unsigned)version, FS_WIRE_API_VERSION);
+                    "featstore.v1 api_version %d and %d", (unsigned)version, FS_WIRE_API_VERSION,
+                    FS_WIRE_API_VERSION_MAX);
+}
+
+/* The typed methods exist since api_version 2; 1 does not have them. */
+static fs_status_t check_api_typed(call_t *c, uint32_t version, const char *method)
+{
+    if (version >= FS_WIRE_API_VERSION_TYPED && version <= FS_WIRE_API_VERSION_MAX) return FS_OK;
+    c->code_override = GRPC_STATUS_FAILED_PRECONDITION;
+    return fs_error(&c->err, FS_ERR_UNSUPPORTED, "api_version %u is not supported by %s: it needs api_version %d "
+                    "(this server speaks featstore.v1 api_version %d and %d; %s is new in %d)", (unsigned)version,
+                    method, FS_WIRE_API_VERSION_TYPED, FS_WIRE_API_VERSION, FS_WIRE_API_VERSION_MAX, method,
+                    FS_WIRE_API_VERSION_TYPED);
 }
 
 /* "" = as stored; otherwise a dtype name. */
@@ -419,6 +436,13 @@ static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t
     else if (rows > 0 && fs_engine_gather(e, j->table, j->ids + first, rows, j->dtype, buf, err) != FS_OK) {
         free(buf);
         return NULL;
+    }
+    if (j->image) {
+        grpc_slice data = grpc_slice_new(buf, bytes, free_rows);
+        uint64_t total = (uint64_t)j->n * j->row_bytes, offset = (uint64_t)first * j->row_bytes;
+        grpc_byte_buffer *bb = fs_wire_image_chunk(total, offset, data, err);
+        grpc_slice_unref(data);
+        return bb;
     }
     featstore_v1_GatherChunk hdr = featstore_v1_GatherChunk_init_zero;
     hdr.api_version = FS_WIRE_API_VERSION;
@@ -584,10 +608,11 @@ static void call_sent(call_t *c, int ok)
     c->sending = NULL;
     fs_status_t st;
     if (!ok) {
-        int64_t rows = c->sent_chunks * rows_per_chunk(&c->job);
+        int64_t rows = c->sent_chunks * rows_per_chunk(&c->job), unit = c->job.image ? 8 : 1;
         st = past_deadline(c) ? check_deadline(c, "while streaming rows")
-                              : fs_error(&c->err, FS_ERR_UNAVAILABLE, "the client went away after %lld of %lld rows",
-                                         (long long)(rows < c->job.n ? rows : c->job.n), (long long)c->job.n);
+                              : fs_error(&c->err, FS_ERR_UNAVAILABLE, "the client went away after %lld of %lld %s",
+                                         (long long)((rows < c->job.n ? rows : c->job.n) * unit),
+                                         (long long)(c->job.n * unit), c->job.image ? "bytes" : "rows");
     } else if (++c->sent_chunks == c->chunks) {
         finish_call(c, FS_OK);
         return;
@@ -726,6 +751,72 @@ static fs_status_t do_split(call_t *c, int *streaming)
     return stream_begin(c, 0, streaming);
 }
 
+/* ---- typed graphs: HeteroSample and LinkSample ---------------------------------- */
+
+/* fs_hetero_run's image goes to the call, which frees it however the call ends. */
+static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
+{
+    call_t *c = ctx;
+    free(c->image);
+    if (!(c->image = malloc(bytes ? bytes : 1)))
+        fs_error(err, FS_ERR_NOMEM, "out of memory for a typed batch of %zu bytes", bytes);
+    return c->image;
+}
+
+/* A decode that failed on a list too long says which. */
+static fs_status_t decode_typed(call_t *c, const pb_msgdesc_t *fields, void *msg, const char *what,
+                                const fs_wire_hetero_in_t *in)
+{
+    fs_status_t st = decode_request(c, fields, msg, what);
+    if (st != FS_OK && in->problem[0]) st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "%s: %s", what, in->problem);
+    return st;
+}
+
+/* Samples, gathers and lays the batch out as one image (fs_hetero_run),
+ * then streams it as rows of 8 bytes: BatchImageChunks of about 1 MiB. */
+static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link, int *streaming)
+{
+    fs_engine_t *e = c->srv->engine;
+    void *image = NULL;
+    size_t len = 0;
+    fs_status_t st = check_deadline(c, "before sampling");
+    if (st == FS_OK)
+        st = fs_hetero_run(fs_engine_hetero(e), c->w->typed, fs_engine_limits(e), link ? NULL : in->groups,
+                           link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, NULL, alloc_image, c, &image,
+                           &len, &c->err);
+    if (st == FS_OK) st = check_deadline(c, "after sampling");
+    if (st != FS_OK) return st;
+    c->job = (rows_job_t){.contig = image, .image = 1, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
+                          .row_bytes = 8, .dim = 1}; /* an image is whole 8-byte words */
+    return stream_begin(c, 0, streaming);
+}
+
+static fs_status_t do_hetero_sample(call_t *c, int *streaming)
+{
+    featstore_v1_HeteroSampleRequest req;
+    fs_wire_hetero_in_t in;
+    fs_wire_hetero_prepare(&req, &in);
+    fs_status_t st = decode_typed(c, featstore_v1_HeteroSampleRequest_fields, &req, "HeteroSampleRequest", &in);
+    if (st == FS_OK) st = check_api_typed(c, req.api_version, "HeteroSample");
+    if (st == FS_OK) st = fs_wire_hetero_take(&req, &in, &c->err);
+    if (st == FS_OK) st = run_typed(c, &in, 0, streaming); /* in's ids point into c->request, which the call keeps */
+    fs_wire_hetero_in_free(&in);
+    return st;
+}
+
+static fs_status_t do_link_sample(call_t *c, int *streaming)
+{
+    featstore_v1_LinkSampleRequest req;
+    fs_wire_hetero_in_t in;
+    fs_wire_link_prepare(&req, &in);
+    fs_status_t st = decode_typed(c, featstore_v1_LinkSampleRequest_fields, &req, "LinkSampleRequest", &in);
+    if (st == FS_OK) st = check_api_typed(c, req.api_version, "LinkSample");
+    if (st == FS_OK) st = fs_wire_link_take(&req, &in, &c->err);
+    if (st == FS_OK) st = run_typed(c, &in, 1, streaming);
+    fs_wire_hetero_in_free(&in);
+    return st;
+}
+
 static bool encode_text_cb(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
 {
     const char *text = *arg;
@@ -762,6 +853,8 @@ static const struct {
     {FS_WIRE_METHOD_SAMPLE_GATHER, FS_METHOD_SAMPLE_GATHER, do_sample_gather},
     {FS_WIRE_METHOD_STATS, FS_METHOD_STATS, do_stats},
     {FS_WIRE_METHOD_SPLIT, FS_METHOD_SPLIT, do_split},
+    {FS_WIRE_METHOD_HETERO_SAMPLE, FS_METHOD_HETERO_SAMPLE, do_hetero_sample},
+    {FS_WIRE_METHOD_LINK_SAMPLE, FS_METHOD_LINK_SAMPLE, do_link_sample},
 };
 
 static int find_method(grpc_slice path)
@@ -868,6 +961,7 @@ static void call_free(call_t *c)
     if (c->ready) grpc_byte_buffer_destroy(c->ready);
     fs_wire_buf_free(&c->ids_buf);
     free(c->nodes);
+    free(c->image);
     gpr_free(c->peer);
     grpc_call_details_destroy(&c->details);
     grpc_metadata_array_destroy(&c->request_md);
@@ -957,7 +1051,7 @@ static void call_begin(call_t *c)
     if (st == FS_OK && c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, "unknown method '%s' (featstore.v1.FeatStore has Info, Sample, "
-                      "Gather, SampleGather, Stats and Split)", path);
+                      "Gather, SampleGather, Stats, Split, HeteroSample and LinkSample)", path);
         gpr_free(path);
     }
     if (st != FS_OK) {
@@ -1141,7 +1235,10 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
     reaper_stop(s);
     gatherers_stop(&s->gatherers);
     peers_stop(&s->peers);
-    for (int i = 0; i < s->num_workers; i++) fs_sampler_destroy(s->workers[i].sampler);
+    for (int i = 0; i < s->num_workers; i++) {
+        fs_sampler_destroy(s->workers[i].sampler);
+        fs_typed_sampler_destroy(s->workers[i].typed);
+    }
     drain_and_destroy(s->shutdown_cq);
     free(s->workers);
     fs_wire_free_secret(s->bearer);
@@ -1151,10 +1248,13 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
     free(s);
 }
 
-/* Requests carry at most max_ids int64 ids plus a small head. */
+/* Requests carry at most max_ids int64 ids plus a head; typed ones a time
+ * beside each seed (link requests: src, dst, label and time per seed edge,
+ * with two seeds per edge), so 2 * max_ids int64 values, and their head
+ * names types, relations and tables. */
 static int max_request_bytes(const fs_limits_t *l)
 {
-    double bytes = (double)l->max_ids * 8.0 + 65536.0;
+    double bytes = (double)l->max_ids * 16.0 + (double)(1 << 20);
     return bytes > (double)INT_MAX ? INT_MAX : (int)bytes;
 }
 
@@ -1178,6 +1278,7 @@ static fs_status_t create_server(fs_grpc_server_t *s, const fs_grpc_server_opts_
     for (int i = 0; i < s->num_workers && st == FS_OK; i++) {
         s->workers[i].srv = s;
         st = fs_sampler_create(&s->workers[i].sampler, err);
+        if (st == FS_OK) st = fs_typed_sampler_create(&s->workers[i].typed, err);
     }
     int port = st == FS_OK ? grpc_server_add_http2_port(s->server, o->listen, creds) : 0;
     grpc_server_credentials_release(creds);

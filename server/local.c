@@ -63,6 +63,7 @@ struct fs_local_server {
     featstore_local_Table *tables;        /* [num_tables]: the dataset's tables */
     size_t num_tables;
     fs_fd_list_t data_fds;                   /* indptr, indices, [weights], tables, the notice page */
+    fs_fd_list_t file_fds;                /* 6.3: the manifest's memfd, then every dataset file */
     _Atomic uint64_t *notice;             /* the notice page: the generation served */
     fs_replan_fn replan;
     void *replan_ctx;
@@ -129,6 +130,34 @@ static fs_status_t open_notice(fs_local_server_t *s, fs_error_t *err)
     return FS_OK;
 }
 
+/* 6.3: the manifest as parsed, in a sealed memfd, and a copy of every
+ * dataset file's validated descriptor, so trainers open the dataset the
+ * server validated (typed sampling runs in the trainer: fs_hetero.h). */
+static fs_status_t prepare_files(fs_local_server_t *s, fs_error_t *err)
+{
+    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
+    if (!ds->manifest) return fs_error(err, FS_ERR_INTERNAL, "local: the dataset kept no manifest");
+    int fd = memfd_create("featstore-manifest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int ok = fd >= 0 && write(fd, ds->manifest, ds->manifest_len) == (ssize_t)ds->manifest_len &&
+             fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0 &&
+             fs_fd_list_push(&s->file_fds, fd) == 0;
+    if (!ok) {
+        if (fd >= 0) close(fd);
+        return fs_error(err, FS_ERR_IO, "local: cannot share the manifest: %s", strerror(errno));
+    }
+    s->welcome.manifest_bytes = ds->manifest_len;
+    for (int i = 0; i < fs_dataset_num_files(ds); i++) {
+        int copy = fcntl(fs_dataset_file_fd(ds, i), F_DUPFD_CLOEXEC, 0);
+        if (copy < 0 || fs_fd_list_push(&s->file_fds, copy) != 0) {
+            if (copy >= 0) close(copy);
+            return fs_error(err, FS_ERR_IO, "local: cannot share %s: %s", fs_dataset_file_name(ds, i), strerror(errno));
+        }
+    }
+    return FS_OK;
+}
+
+static const char *file_name_at(void *ctx, size_t i) { return fs_dataset_file_name(ctx, (int)i); }
+
 static fs_status_t prepare_welcome(fs_local_server_t *s, fs_error_t *err)
 {
     const fs_dataset_t *ds = fs_engine_dataset(s->engine);
@@ -136,13 +165,20 @@ static fs_status_t prepare_welcome(fs_local_server_t *s, fs_error_t *err)
     featstore_local_Welcome *w = &s->welcome;
     *w = (featstore_local_Welcome)featstore_local_Welcome_init_zero;
     w->major = FS_LOCAL_MAJOR;
-    w->has_weights = ds->edge_weights != NULL;
-    w->num_nodes = ds->num_nodes, w->num_edges = ds->num_edges;
     w->max_ids = l->max_ids, w->max_fanout_product = l->max_fanout_product;
     w->max_response_bytes = l->max_response_bytes;
-    snprintf(w->index_dtype, sizeof w->index_dtype, "%s", fs_dtype_name(ds->index_dtype));
     snprintf(w->dataset, sizeof w->dataset, "%s", ds->name);
-    fs_status_t st = open_data_fd(s, ds->indptr, &w->indptr_offset, err);
+    snprintf(w->index_dtype, sizeof w->index_dtype, "int64");
+    fs_status_t st = prepare_files(s, err);
+    if (st == FS_OK && fs_dataset_is_typed(ds)) { /* no version-1 arrays: typed calls only */
+        w->typed = true;
+        return open_notice(s, err);
+    }
+    if (st != FS_OK) return st;
+    w->has_weights = ds->edge_weights != NULL;
+    w->num_nodes = ds->num_nodes, w->num_edges = ds->num_edges;
+    snprintf(w->index_dtype, sizeof w->index_dtype, "%s", fs_dtype_name(ds->index_dtype));
+    st = open_data_fd(s, ds->indptr, &w->indptr_offset, err);
     if (!st) st = open_data_fd(s, ds->indices, &w->indices_offset, err);
     if (!st && ds->edge_weights) st = open_data_fd(s, ds->edge_weights, &w->weights_offset, err);
     if (!st && !(s->tables = calloc((size_t)ds->num_tables + 1, sizeof *s->tables)))
@@ -288,7 +324,7 @@ static fs_status_t add_tables(fs_local_server_t *s, fs_store_t *st, int reader, 
     p->tables = calloc(s->num_tables + 1, sizeof *p->tables);
     p->slices = calloc(s->num_tables * p->num_tiers + 1, sizeof *p->slices);
     if (!p->tables || !p->slices) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    memcpy(p->tables, s->tables, s->num_tables * sizeof *p->tables);
+    if (s->num_tables) memcpy(p->tables, s->tables, s->num_tables * sizeof *p->tables); /* none on a typed graph */
     fs_status_t rc = FS_OK;
     for (size_t t = 0; t < s->num_tables && rc == FS_OK; t++)
         for (size_t k = 1; k < p->num_tiers && rc == FS_OK; k++) {
@@ -416,6 +452,24 @@ static int add_slots(client_t *c, int slots, placement_t *p)
     return 0;
 }
 
+/* 6.3, in the reply to HELLO only (the files do not change; a RELAYOUT
+ * client keeps its own): the manifest and the files' descriptors after
+ * the slots, and their names. */
+static int add_files(fs_local_server_t *s, client_t *c, int slots, featstore_local_Welcome *w, placement_t *p,
+                     fs_pb_strings_t *names)
+{
+    if (c->minor < 3 || slots == 0) {
+        w->manifest_bytes = 0;
+        return 0;
+    }
+    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
+    for (size_t i = 0; i < s->file_fds.n; i++)
+        if (fs_fd_list_push(&p->fds, s->file_fds.fd[i]) != 0) return -1;
+    *names = (fs_pb_strings_t){.count = (size_t)fs_dataset_num_files(ds), .get = file_name_at, .ctx = (void *)ds};
+    fs_pb_set_strings(&w->files, names);
+    return 0;
+}
+
 /* Sends a WELCOME describing the placement served now to c's reader, with
  * new result slots when `slots` > 0 (HELLO) and none otherwise (RELAYOUT).
  * 0, or -1 to drop the client. */
@@ -423,13 +477,14 @@ static int send_welcome(fs_local_server_t *s, client_t *c, int slots)
 {
     featstore_local_Welcome w = s->welcome;
     w.minor = c->minor;
+    fs_pb_strings_t files;
     placement_t p = {0};
     fs_error_t err = {0};
     fs_store_t *store = fs_engine_acquire(s->engine, &w.generation);
     int rc, sent = 0;
     if (describe_placement(s, store, c->reader, c->minor, &w, &p, &err) != FS_OK) {
         rc = send_error(c->fd, err.code, err.msg);
-    } else if (add_slots(c, slots, &p) != 0) {
+    } else if (add_slots(c, slots, &p) != 0 || add_files(s, c, slots, &w, &p, &files) != 0) {
         send_error(c->fd, FS_ERR_NOMEM, "cannot create result slots");
         rc = -1;
     } else {
@@ -475,6 +530,13 @@ static int on_hello(fs_local_server_t *s, client_t *c, size_t len)
         return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "reader must be -1 (the CPU) or a device id below 16");
     if (h.slots < 1 || h.slots > FS_LOCAL_MAX_SLOTS)
         return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "slots must be 1..64");
+    if (s->welcome.typed && minor < 3) {
+        char why[200];
+        snprintf(why, sizeof why, "the dataset is a typed graph, which needs local protocol 6.3 (featstore 1.3); "
+                 "this client library speaks 6.%u: upgrade it", minor);
+        send_error(c->fd, FS_ERR_VERSION, why);
+        return -1;
+    }
     c->reader = h.reader;
     c->minor = minor;
     snprintf(c->library, sizeof c->library, "%s", minor >= 1 ? h.library_version : "");
@@ -972,6 +1034,8 @@ static void release(fs_local_server_t *s)
 {
     for (size_t i = 0; i < s->data_fds.n; i++) close(s->data_fds.fd[i]);
     free(s->data_fds.fd);
+    for (size_t i = 0; i < s->file_fds.n; i++) close(s->file_fds.fd[i]);
+    free(s->file_fds.fd);
     free(s->tables);
     if (s->notice) munmap(s->notice, FS_LOCAL_NOTICE_BYTES);
     if (s->epoll_fd >= 0) close(s->epoll_fd);

@@ -53,7 +53,8 @@ struct fs_metrics {
 
 const char *fs_method_name(fs_method_t m)
 {
-    static const char *const n[FS_METHOD_COUNT_] = {"Info", "Sample", "Gather", "SampleGather", "Stats", "Split"};
+    static const char *const n[FS_METHOD_COUNT_] = {"Info", "Sample", "Gather", "SampleGather", "Stats", "Split",
+                                                      "HeteroSample", "LinkSample"};
     return (unsigned)m < FS_METHOD_COUNT_ ? n[m] : "unknown";
 }
 

@@ -6,6 +6,11 @@
  * stop accepting, let in-flight requests finish, release shared memory,
  * exit 0.
  *
+ * A typed dataset (several node or edge types) is served as it is: Info
+ * describes its types, Split serves "TYPE/NAME" and link splits' arrays,
+ * and the typed calls sample it; a placement, which plans one graph, is
+ * refused for it at start and on re-plan.
+ *
  * Re-planning while serving: a REPLAN request (`featstore replan`,
  * fs_replan) or SIGHUP builds a complete new placement beside the served
  * one and then switches to it; nothing is torn down until it is ready, and
@@ -201,9 +206,14 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
     fs_error_t derr = {0};
     if (fs_devices_query(&d, &derr) == FS_OK) snprintf(gpus, sizeof gpus, "%d GPU(s), %s", d.count, d.dev[0].name);
     else snprintf(gpus, sizeof gpus, "no GPU used: %s", derr.msg);
-    fprintf(stderr, "featstore: serving '%s' (%lld nodes, %lld edges, %d tables, %.2f GiB) from %s | transports:",
-            s->ds->name, (long long)s->ds->num_nodes, (long long)s->ds->num_edges, s->ds->num_tables,
-            (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
+    if (fs_dataset_is_typed(s->ds))
+        fprintf(stderr, "featstore: serving '%s' (typed: %d node types, %d edge types, %d link splits, %.2f GiB) from "
+                "%s | transports:", s->ds->name, s->ds->num_node_types, s->ds->num_edge_types, s->ds->num_link_splits,
+                (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
+    else
+        fprintf(stderr, "featstore: serving '%s' (%lld nodes, %lld edges, %d tables, %.2f GiB) from %s | transports:",
+                s->ds->name, (long long)s->ds->num_nodes, (long long)s->ds->num_edges, s->ds->num_tables,
+                (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
     if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
     if (s->grpc)
         fprintf(stderr, " %s://%.*s:%d%s%s", o->tls_cert ? "grpcs" : "grpc", (int)(strrchr(o->listen, ':') - o->listen),
@@ -248,6 +258,18 @@ static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t 
     go.tls_cert = o->tls_cert, go.tls_key = o->tls_key, go.tls_client_ca = o->tls_client_ca;
     go.token_file = o->token_file;
     return fs_grpc_server_start_opts(&go, s->engine, s->metrics, &s->grpc, &s->grpc_port, err);
+}
+
+/* A placement plans one graph (its hotness, partitions and preferred sets
+ * are per node of the version-1 graph): a typed dataset is served without
+ * one, and a placement asked for (at start, or by a re-plan) is refused. */
+static fs_status_t placement_needs_one_graph(const fs_dataset_t *ds, const char *asked, fs_error_t *err)
+{
+    if (!fs_dataset_is_typed(ds)) return FS_OK;
+    return fs_error(err, FS_ERR_UNSUPPORTED, "%s: placement plans one graph; dataset %s is typed (%d node types, %d "
+                    "edge types): serve it without --topology, --plan, --save-plan, --gpu-budget, --table, "
+                    "--hotness, --order, --alpha and --reserve (and re-plan nothing)", asked, ds->dir,
+                    ds->num_node_types, ds->num_edge_types);
 }
 
 /* Plans with `po` and places the plan in `store` (not yet shared): one
@@ -401,7 +423,8 @@ static fs_status_t replan(void *ctx, const fs_replan_req_t *req, fs_replan_done_
     fs_store_t *store = NULL;
     fs_cost_t cost;
     plan_save_t save = {.dir = -1};
-    fs_status_t st = replan_opts(s, req, &po, err);
+    fs_status_t st = placement_needs_one_graph(s->ds, "re-plan", err);
+    if (st == FS_OK) st = replan_opts(s, req, &po, err);
     if (st == FS_OK && given(req->save) && (st = save_begin(s, req->save, &save, err)) == FS_OK)
         po.plan_out = save.path;
     if (st == FS_OK) st = fs_store_create(s->ds, &store, err);
@@ -496,7 +519,8 @@ int fs_serve(const fs_serve_opts_t *o)
         fprintf(stderr, "featstore: dataset copied into sealed memory%s: %.2f GiB in %.2f s\n",
                 s.ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
                 (double)fs_dataset_bytes(s.ds) / (1 << 30), fs_now() - t0);
-    if (!st) st = fs_dataset_need_one_graph(s.ds, "serve", &err);
+    if (!st && (o->place.topology || o->place.plan_in || o->place.plan_out))
+        st = placement_needs_one_graph(s.ds, "serve", &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");

@@ -127,9 +127,12 @@ def main():
         plugins = [f for f in os.listdir(os.path.join(build, "client-lib")) if f.startswith("libfeatstore-grpc.so")]
         if not plugins:
             errors.append("the client-only build did not produce libfeatstore-grpc.so.N")
-        for f in ("server", "cli", "dataset", "placement", "tests", "cli/featstore"):
+        for f in ("server", "cli", "placement", "tests", "cli/featstore", "dataset/libfs_dataset.a"):
             if os.path.exists(os.path.join(build, f)):
                 errors.append(f"the client-only build made {f}: FS_SERVER=OFF should leave it out")
+        # the dataset reader alone is the client's (trainers open typed datasets: proto/fs_hetero.h)
+        if not os.path.exists(os.path.join(build, "dataset", "libfs_dataset_core.a")):
+            errors.append("the client-only build did not build the dataset reader (fs_dataset_core)")
         print(f"built: libfeatstore.so, {', '.join(plugins)}, featstore.pc; no server, CLI or tests")
 
         # 2. the library itself

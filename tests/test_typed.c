@@ -1,12 +1,20 @@
 /* test_typed.c — dataset format version 2 (typed graphs): a writer round
  * trip of every optional part, version 1 read as the one-type case and a
  * one-type version 2 read as version 1, and a clear error for each way a
- * typed dataset can be malformed. The expected arrays are built here from
- * the edge list by hand (a counting sort), not by the code under test. */
+ * typed dataset can be malformed. Then what trainers rely on: a dataset
+ * opened from descriptors (fs_dataset_open_fds) holds the same bytes as one
+ * opened by path, a file without a descriptor is named, and typed split
+ * names ("paper/train", "link/train/src", ...) resolve to the arrays read
+ * here from the .npy files, or say what exists. The expected arrays are
+ * built here from the edge list by hand (a counting sort), not by the code
+ * under test. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dataset.h"
+#include "npy.h"
 #include "test_util.h"
 #include "writer.h"
 
@@ -103,6 +111,9 @@ static char *write_typed(const char *name, int breakage, const char *graph)
     csc(w, "c", C_SRC, C_DST, CITES, PAPERS, NULL, C_W, GOOD);
     int64_t *ls = array(w, "l.src.npy", FS_DTYPE_I64, 1, 2, 0), *ld = array(w, "l.dst.npy", FS_DTYPE_I64, 1, 2, 0);
     int64_t *neg = array(w, "l.neg.npy", FS_DTYPE_I64, 2, 2, 2);
+    int64_t *llab = array(w, "l.label.npy", FS_DTYPE_I64, 1, 2, 0), *ltime = array(w, "l.time.npy", FS_DTYPE_I64, 1, 2, 0);
+    array(w, "empty.npy", FS_DTYPE_I64, 1, 0, 0); /* for graphs with an empty split */
+    llab[0] = 1, llab[1] = 0, ltime[0] = 7, ltime[1] = 9;
     ls[0] = 1, ld[0] = 0, ls[1] = 3, ld[1] = 2;
     neg[0] = 5, neg[1] = 4, neg[2] = 3, neg[3] = breakage == NEG_OUT_OF_RANGE ? PAPERS : 0;
     fs_writer_set_meta(w, "tiny-typed", 0, 0, 0, 0);
@@ -111,12 +122,14 @@ static char *write_typed(const char *name, int breakage, const char *graph)
     return d;
 }
 
-static void expect_error(const char *d, fs_status_t code, const char *needle)
+/* d (taken: freed here) fails to open with `code` and a message holding needle. */
+static void expect_error(char *d, fs_status_t code, const char *needle)
 {
     fs_dataset_t *ds;
     fs_error_t err = {0};
     cr_assert_eq(fs_dataset_open(d, FS_OPEN_VERIFY, 1, &ds, &err), code, "opened, or another error: %s", err.msg);
     cr_assert_not_null(strstr(err.msg, needle), "'%s' not in: %s", needle, err.msg);
+    free(d);
 }
 
 Test(typed, round_trip_of_every_part)
@@ -185,8 +198,9 @@ Test(typed, round_trip_of_every_part)
     cr_assert_not_null(strstr(out, "reverse: (paper, written_by, author)"), "%s", out);
     cr_assert_not_null(strstr(out, "link split train: 2 edges of (paper, cites, paper), 2 given negatives each"), "%s", out);
     free(out);
-    cr_assert_neq(tu_run(&out, "timeout 30 %s serve %s --socket %s/s.sock", tu_bin(), d, dir), 0);
-    cr_assert_not_null(strstr(out, "typed graph"), "%s", out);
+    cr_assert_neq(tu_run(&out, "timeout 30 %s serve %s --socket %s/s.sock --topology pcie4", tu_bin(), d, dir), 0);
+    cr_assert_not_null(strstr(out, "placement plans one graph; dataset"), "%s", out);
+    cr_assert_not_null(strstr(out, "is typed (2 node types, 3 edge types): serve it without --topology"), "%s", out);
     free(out);
     free(d);
 }
@@ -273,5 +287,302 @@ Test(typed, manifest_mistakes_are_named)
     expect_manifest_error(d, "[\"paper\", \"cites\", \"paper\"]", "[\"paper\", \"cites\", \"author\"]",
                           "link split 'train' names edge type (paper, cites, author)");
     expect_manifest_error(d, "\"node_types\": [", "\"node_types\": {\"x\": 1}, \"y\": [", "\"node_types\" must be a list");
+    free(d);
+}
+
+/* ---- opening from descriptors (fs_dataset_open_fds) ------------------------------- */
+
+/* The graph with the link split's labels and times too. */
+static char *graph_with(const char *from, const char *to)
+{
+    const char *at = strstr(GRAPH, from);
+    cr_assert_not_null(at, "test bug: '%s' not in the manifest", from);
+    char *g = malloc(strlen(GRAPH) + strlen(to) + 1);
+    sprintf(g, "%.*s%s%s", (int)(at - GRAPH), GRAPH, to, at + strlen(from));
+    return g;
+}
+
+#define LINK_ALL "\"neg_dst\": \"l.neg.npy\", \"label\": \"l.label.npy\", \"time\": \"l.time.npy\""
+
+static char *write_full(const char *name)
+{
+    char *g = graph_with("\"neg_dst\": \"l.neg.npy\"", LINK_ALL);
+    char *d = write_typed(name, GOOD, g);
+    free(g);
+    return d;
+}
+
+/* Every file of ds as the server would hand them out: (name, descriptor). */
+typedef struct {
+    int n;
+    const char *names[64];
+    int fds[64];
+} file_list_t;
+
+static void open_files(const fs_dataset_t *ds, const char *d, file_list_t *f)
+{
+    f->n = fs_dataset_num_files(ds);
+    cr_assert(f->n > 0 && f->n <= 64);
+    for (int i = 0; i < f->n; i++) {
+        char path[4096];
+        f->names[i] = fs_dataset_file_name(ds, i);
+        snprintf(path, sizeof path, "%s/%s", d, f->names[i]);
+        cr_assert((f->fds[i] = open(path, O_RDONLY | O_CLOEXEC)) >= 0, "%s", path);
+    }
+}
+
+static void close_files(file_list_t *f)
+{
+    for (int i = 0; i < f->n; i++)
+        if (f->fds[i] >= 0) close(f->fds[i]);
+}
+
+static void same_bytes(const void *a, const void *b, size_t n, const char *what)
+{
+    cr_assert_eq(a == NULL, b == NULL, "%s: present in one only", what);
+    if (a) cr_assert(a != b && memcmp(a, b, n) == 0, "%s: not the same bytes (or not a mapping of its own)", what);
+}
+
+static void same_tables(const fs_table_t *a, const fs_table_t *b, int n, const char *owner)
+{
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(a[i].name, b[i].name, "%s", owner);
+        cr_assert(a[i].dtype == b[i].dtype && a[i].rows == b[i].rows && a[i].dim == b[i].dim, "%s", a[i].name);
+        same_bytes(a[i].data, b[i].data, (size_t)a[i].rows * a[i].row_bytes, a[i].name);
+    }
+}
+
+/* Two openings of one dataset hold the same arrays, each in its own mappings. */
+static void same_dataset(const fs_dataset_t *a, const fs_dataset_t *b)
+{
+    cr_assert_eq(a->num_node_types, b->num_node_types);
+    cr_assert_eq(a->num_edge_types, b->num_edge_types);
+    cr_assert_eq(a->num_link_splits, b->num_link_splits);
+    for (int t = 0; t < a->num_node_types; t++) {
+        const fs_node_type_t *x = &a->node_types[t], *y = &b->node_types[t];
+        cr_assert_str_eq(x->name, y->name);
+        cr_assert(x->count == y->count && x->num_tables == y->num_tables && x->num_splits == y->num_splits, "%s", x->name);
+        same_tables(x->tables, y->tables, x->num_tables, x->name);
+        same_bytes(x->time, y->time, (size_t)x->count * 8, "node times");
+        for (int i = 0; i < x->num_splits; i++) {
+            cr_assert_eq(x->splits[i].count, y->splits[i].count);
+            same_bytes(x->splits[i].ids, y->splits[i].ids, (size_t)x->splits[i].count * 8, x->splits[i].name);
+        }
+    }
+    for (int e = 0; e < a->num_edge_types; e++) {
+        const fs_edge_type_t *x = &a->edge_types[e], *y = &b->edge_types[e];
+        int64_t rows = a->node_types[x->dst_type].count;
+        size_t m = (size_t)x->num_edges;
+        cr_assert(x->num_edges == y->num_edges && x->index_dtype == y->index_dtype && x->reverse == y->reverse);
+        same_bytes(x->indptr, y->indptr, (size_t)(rows + 1) * 8, "indptr");
+        same_bytes(x->indices, y->indices, m * fs_dtype_size(x->index_dtype), "indices");
+        same_bytes(x->edge_ids, y->edge_ids, m * 8, "edge ids");
+        same_bytes(x->weights, y->weights, m * 4, "weights");
+        same_bytes(x->time, y->time, m * 8, "edge times");
+        cr_assert_eq(x->num_tables, y->num_tables);
+        same_tables(x->tables, y->tables, x->num_tables, x->rel);
+    }
+    for (int i = 0; i < a->num_link_splits; i++) {
+        const fs_link_split_t *x = &a->link_splits[i], *y = &b->link_splits[i];
+        size_t n = (size_t)x->count * 8;
+        cr_assert(x->count == y->count && x->num_neg == y->num_neg && x->edge_type == y->edge_type);
+        same_bytes(x->src, y->src, n, "link src");
+        same_bytes(x->dst, y->dst, n, "link dst");
+        same_bytes(x->label, y->label, n, "link label");
+        same_bytes(x->time, y->time, n, "link time");
+        same_bytes(x->neg_dst, y->neg_dst, n * (size_t)x->num_neg, "link negatives");
+    }
+}
+
+static fs_dataset_t *open_by_fds(const char *d, const file_list_t *f, int skip, fs_status_t want, fs_error_t *err)
+{
+    size_t len;
+    char *m = tu_path(d, FS_MANIFEST), *text = tu_read(m, &len);
+    const char *names[64];
+    int fds[64], n = 0;
+    for (int i = 0; i < f->n; i++)
+        if (i != skip) names[n] = f->names[i], fds[n++] = f->fds[i];
+    fs_dataset_t *ds = NULL;
+    fs_status_t st = fs_dataset_open_fds("trainer-view", text, len, names, fds, n, 2, &ds, err);
+    cr_assert_eq(st, want, "%s", err->msg);
+    free(text), free(m);
+    return ds;
+}
+
+Test(typed, open_fds_gives_the_arrays_fs_dataset_open_gives)
+{
+    char *d = write_full("fds"), *gen = tu_path(dir, "rmat");
+    char *out;
+    cr_assert_eq(tu_run(&out, "%s gen rmat --typed --scale 6 --edge-factor 4 --dim 4 --threads 2 --out %s", tu_bin(), gen),
+                 0, "%s", out);
+    free(out);
+    const char *dirs[2] = {d, gen};
+    for (int k = 0; k < 2; k++) {
+        fs_dataset_t *a = tu_open_dataset(dirs[k]);
+        file_list_t f;
+        fs_error_t err = {0};
+        open_files(a, dirs[k], &f);
+        fs_dataset_t *b = open_by_fds(dirs[k], &f, -1, FS_OK, &err);
+        close_files(&f); /* the dataset keeps descriptors of its own */
+        cr_assert_str_eq(b->dir, "trainer-view");
+        cr_assert_eq(b->checksums_verified, 0);
+        same_dataset(a, b);
+        const fs_idset_t *x = fs_dataset_split(a, "paper/train"), *y = fs_dataset_split(b, "paper/train");
+        cr_assert(x && y && x->count == y->count && memcmp(x->ids, y->ids, (size_t)x->count * 8) == 0);
+        int fd;
+        int64_t off;
+        cr_assert_eq(fs_dataset_locate(b, y->ids, &fd, &off), FS_OK, "the trainer's arrays are in its mappings");
+        fs_dataset_close(b);
+        fs_dataset_close(a);
+    }
+    free(gen);
+    free(d);
+}
+
+Test(typed, open_fds_names_a_file_without_a_descriptor)
+{
+    char *d = write_full("missing");
+    fs_dataset_t *a = tu_open_dataset(d);
+    file_list_t f;
+    open_files(a, d, &f);
+    int skip = -1;
+    for (int i = 0; i < f.n; i++)
+        if (strcmp(f.names[i], "c.weights.npy") == 0) skip = i;
+    cr_assert_geq(skip, 0);
+    fs_error_t err = {0};
+    cr_assert_null(open_by_fds(d, &f, skip, FS_ERR_NOT_FOUND, &err));
+    cr_assert_not_null(strstr(err.msg, "names file 'c.weights.npy', but no descriptor was given for it"), "%s", err.msg);
+    close(f.fds[skip]);
+    f.fds[skip] = -1; /* given, but closed */
+    err = (fs_error_t){0};
+    cr_assert_null(open_by_fds(d, &f, -1, FS_ERR_IO, &err));
+    cr_assert_not_null(strstr(err.msg, "trainer-view/c.weights.npy: the descriptor given for it (-1) cannot be used"),
+                       "%s", err.msg);
+    close_files(&f);
+    const char *none[1] = {"manifest.json"};
+    int fds[1] = {0};
+    fs_dataset_t *ds;
+    err = (fs_error_t){0};
+    cr_assert_eq(fs_dataset_open_fds("x", "{", 1, none, fds, 1, 1, &ds, &err), FS_ERR_FORMAT);
+    cr_assert_eq(fs_dataset_open_fds("x", "{}", 2, NULL, NULL, 3, 1, &ds, &err), FS_ERR_INVALID_ARGUMENT);
+    fs_dataset_close(a);
+    free(d);
+}
+
+/* ---- split names: "TYPE/NAME", "link/NAME/ARRAY" ------------------------------------- */
+
+/* An int64 .npy file of the dataset, read here without the dataset code's mapping. */
+static int64_t *read_npy_i64(const char *d, const char *file, int64_t *count)
+{
+    char *path = tu_path(d, file);
+    size_t len;
+    char *bytes = tu_read(path, &len);
+    fs_npy_header_t h;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_npy_parse(bytes, len, path, &h, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(h.dtype, FS_DTYPE_I64);
+    *count = h.ndim == 2 ? h.shape[0] * h.shape[1] : h.shape[0];
+    int64_t *v = malloc((size_t)*count * 8 + 8);
+    memcpy(v, bytes + h.header_len, (size_t)*count * 8);
+    free(bytes), free(path);
+    return v;
+}
+
+static void expect_split(const fs_dataset_t *ds, const char *d, const char *name, const char *file)
+{
+    const fs_idset_t *s;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_dataset_find_split(ds, name, &s, &err), FS_OK, "%s: %s", name, err.msg);
+    cr_assert_eq(fs_dataset_split(ds, name), s);
+    int64_t n;
+    int64_t *want = read_npy_i64(d, file, &n);
+    cr_assert_eq(s->count, n, "%s", name);
+    for (int64_t i = 0; i < n; i++) cr_assert_eq(s->ids[i], want[i], "%s[%lld]", name, (long long)i);
+    int fd;
+    int64_t off;
+    cr_assert_eq(fs_dataset_locate(ds, s->ids, &fd, &off), FS_OK, "%s: in a mapping (the local transport sends it)", name);
+    free(want);
+}
+
+static void expect_no_split(const fs_dataset_t *ds, const char *name, const char *needle)
+{
+    const fs_idset_t *s = (const fs_idset_t *)1;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_dataset_find_split(ds, name, &s, &err), FS_ERR_NOT_FOUND, "%s", name);
+    cr_assert_null(s);
+    cr_assert_null(fs_dataset_split(ds, name));
+    cr_assert_not_null(strstr(err.msg, needle), "%s: '%s' not in: %s", name, needle, err.msg);
+}
+
+Test(typed, typed_split_names_resolve_to_the_arrays)
+{
+    char *d = write_full("names");
+    fs_dataset_t *ds = tu_open_dataset(d);
+    expect_split(ds, d, "paper/train", "paper.train.npy");
+    expect_split(ds, d, "link/train/src", "l.src.npy");
+    expect_split(ds, d, "link/train/dst", "l.dst.npy");
+    expect_split(ds, d, "link/train/label", "l.label.npy");
+    expect_split(ds, d, "link/train/time", "l.time.npy");
+    expect_split(ds, d, "link/train/neg_dst", "l.neg.npy");
+    const fs_idset_t *neg = fs_dataset_split(ds, "link/train/neg_dst"), *train = fs_dataset_split(ds, "paper/train");
+    cr_assert_eq(neg->count, 4, "[count * num_neg], flattened");
+    cr_assert(neg->ids[0] == 5 && neg->ids[3] == 0);
+    cr_assert(train->count == 2 && train->ids[0] == 0 && train->ids[1] == 5, "the fixture's contents");
+    cr_assert_eq(train, &ds->node_types[0].splits[0], "a node type's split is its own set");
+    expect_no_split(ds, "train", "is typed (2 node types, 3 edge types): splits are per node type, as \"TYPE/train\": "
+                                 "ask for paper/train");
+    expect_no_split(ds, "valid", "no node type has a split 'valid'; it has paper/train, link/train/src");
+    expect_no_split(ds, "author/train", "node type 'author' has no split 'train'; its splits: none");
+    expect_no_split(ds, "paper/test", "node type 'paper' has no split 'test'; its splits: train");
+    expect_no_split(ds, "venue/train", "no node type 'venue' (in split 'venue/train'); its node types: paper, author");
+    expect_no_split(ds, "link/valid/src", "its link splits: train");
+    expect_no_split(ds, "link/train/weight", "link split 'train' has no array 'weight'; it has src, dst, label, time, "
+                                             "neg_dst");
+    fs_dataset_close(ds);
+    free(d);
+
+    d = write_typed("plain", GOOD, GRAPH); /* no labels or times in the link split */
+    ds = tu_open_dataset(d);
+    expect_no_split(ds, "link/train/label", "link split 'train' has no array 'label'; it has src, dst, neg_dst");
+    expect_no_split(ds, "link/train/time", "it has src, dst, neg_dst (as link/train/ARRAY)");
+    fs_dataset_close(ds);
+    free(d);
+}
+
+/* s with every `from` replaced by `to` (heap). */
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+    char *out = strdup(s);
+    for (char *at; (at = strstr(out, from));) {
+        char *next = malloc(strlen(out) + strlen(to) + 1);
+        sprintf(next, "%.*s%s%s", (int)(at - out), out, to, at + strlen(from));
+        free(out), out = next;
+    }
+    return out;
+}
+
+Test(typed, split_names_up_to_the_longest_type_and_split_names)
+{
+    char t[64], n[64], quoted[70], author[200];
+    memset(t, 'T', 63), t[63] = '\0';
+    memset(n, 'n', 63), n[63] = '\0';
+    snprintf(quoted, sizeof quoted, "\"%s\"", t);
+    snprintf(author, sizeof author, "{\"name\": \"author\", \"count\": 3, \"splits\": {\"%s\": \"empty.npy\"}}", n);
+    char *g1 = graph_with("{\"name\": \"author\", \"count\": 3}", author);
+    char *g = replace_all(g1, "\"author\"", quoted); /* the author type, named with 63 characters everywhere */
+    char *d = write_typed("long", GOOD, g);
+    free(g), free(g1);
+    fs_dataset_t *ds = tu_open_dataset(d);
+    char name[FS_SPLIT_NAME_MAX];
+    snprintf(name, sizeof name, "%s/%s", t, n);
+    cr_assert_eq(strlen(name), FS_SPLIT_NAME_MAX - 1);
+    const fs_idset_t *s = fs_dataset_split(ds, name);
+    cr_assert_not_null(s, "a 127-character name");
+    cr_assert_eq(s->count, 0);
+    int fd;
+    int64_t off;
+    cr_assert_eq(fs_dataset_locate(ds, s->ids, &fd, &off), FS_OK, "an empty array at its file's end is still located");
+    cr_assert_eq(off, 128, "right after the .npy header");
+    fs_dataset_close(ds);
     free(d);
 }

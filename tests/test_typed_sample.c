@@ -515,7 +515,7 @@ Test(typed, link_batches_exclude_seed_edges_and_reverses_and_label_like_pyg)
         treq_t r;
         make_req(&r, 2, fan, FS_SAMPLE_UNIFORM);
         r.req.seed = 5 + (uint64_t)neg;
-        fs_link_req_t lr = {.etype = 1, .count = 16, .src = src, .dst = dst, .label = neg == FS_NEG_TRIPLET ? NULL : lab,
+        fs_typed_link_t lr = {.etype = 1, .count = 16, .src = src, .dst = dst, .label = neg == FS_NEG_TRIPLET ? NULL : lab,
                             .neg = (fs_neg_mode_t)neg, .amount = neg == FS_NEG_TRIPLET ? 3 : 2, .strict = 1,
                             .exclude_seed_edges = 1};
         fs_link_result_t res;
@@ -576,7 +576,7 @@ Test(typed, undirected_link_seeds_exclude_both_directions)
     const int fan[4] = {-1, 0, 0, 0};
     treq_t r;
     make_req(&r, 2, fan, FS_SAMPLE_UNIFORM);
-    fs_link_req_t lr = {.etype = 0, .count = 8, .src = src, .dst = dst, .exclude_seed_edges = 1};
+    fs_typed_link_t lr = {.etype = 0, .count = 8, .src = src, .dst = dst, .exclude_seed_edges = 1};
     fs_link_result_t res;
     fs_error_t err = {0};
     cr_assert_eq(fs_link_sample_cpu(S, &G->view, &r.req, &lr, &res, &err), FS_OK, "%s", err.msg);
@@ -607,7 +607,7 @@ Test(typed, negatives_are_uniform_or_follow_degree_to_the_three_quarters)
             treq_t r;
             make_req(&r, 1, fan, FS_SAMPLE_UNIFORM);
             r.req.seed = (uint64_t)t;
-            fs_link_req_t lr = {.etype = 1, .count = 64, .src = src, .dst = dst, .neg = FS_NEG_TRIPLET, .amount = 2,
+            fs_typed_link_t lr = {.etype = 1, .count = 64, .src = src, .dst = dst, .neg = FS_NEG_TRIPLET, .amount = 2,
                                 .neg_weighted = weighted};
             fs_link_result_t res;
             cr_assert_eq(fs_link_sample_cpu(S, &G->view, &r.req, &lr, &res, NULL), FS_OK);
@@ -636,7 +636,7 @@ Test(typed, temporal_link_batches_never_see_edges_newer_than_the_seed_edge)
     treq_t r;
     make_req(&r, 2, fan, FS_SAMPLE_UNIFORM);
     r.req.temporal = FS_TEMPORAL_UNIFORM;
-    fs_link_req_t lr = {.etype = 0, .count = 20, .src = src, .dst = dst, .time = tm, .neg = FS_NEG_BINARY,
+    fs_typed_link_t lr = {.etype = 0, .count = 20, .src = src, .dst = dst, .time = tm, .neg = FS_NEG_BINARY,
                         .amount = 1, .exclude_seed_edges = 1};
     fs_link_result_t res;
     fs_error_t err = {0};
@@ -687,7 +687,7 @@ Test(typed, bad_requests_name_the_problem)
     make_req(&r, 2, (const int[4]){2, 2, 2, 0}, FS_SAMPLE_WEIGHTED);
     r.req.temporal = FS_TEMPORAL_LAST;
     expect_refusal(&r.req, &sg, 1, "'last'");
-    fs_link_req_t lr = {.etype = 1, .count = 1, .src = &ok, .dst = &ok, .neg = FS_NEG_BINARY, .amount = -1};
+    fs_typed_link_t lr = {.etype = 1, .count = 1, .src = &ok, .dst = &ok, .neg = FS_NEG_BINARY, .amount = -1};
     fs_link_result_t res;
     fs_error_t err = {0};
     make_req(&r, 1, fan, FS_SAMPLE_UNIFORM);

@@ -23,9 +23,13 @@ typedef struct {
     int (*encode_setup)(void *msg, void *state);  /* 0, or -1 when a decoded message cannot be re-encoded */
     void (*state_free)(void *state);
     void (*check)(const void *msg, void *state);  /* what the receiver checks next, on a decoded message */
+    /* NULL, or what the receiver does with a message that decoded before it
+     * counts as accepted (fs_pb_info_take's checks): FS_ERR_FORMAT refuses
+     * the bytes like a failed decode */
+    fs_status_t (*accept)(void *msg, void *state, fs_error_t *err);
 } codec_t;
 
-#define FUZZ_STATIC_CODEC(T, check_fn) {#T, T##_fields, sizeof(T), 0, NULL, NULL, NULL, check_fn}
+#define FUZZ_STATIC_CODEC(T, check_fn) {#T, T##_fields, sizeof(T), 0, NULL, NULL, NULL, check_fn, NULL}
 
 typedef struct {
     /* first: the fuzzer's own bytes (a decoder may cut them into pieces);
@@ -47,7 +51,9 @@ static inline fs_status_t fuzz_decode(const codec_t *c, const fuzz_decoder_t *d,
     out->keep = NULL;
     if (!out->msg || !out->state) abort();
     if (c->decode_setup) c->decode_setup(out->msg, out->state);
-    return d->decode(c, p, n, first, out->msg, &out->keep, err);
+    fs_status_t st = d->decode(c, p, n, first, out->msg, &out->keep, err);
+    if (st == FS_OK && c->accept) st = c->accept(out->msg, out->state, err);
+    return st;
 }
 
 static inline void fuzz_release(const codec_t *c, const fuzz_decoder_t *d, fuzz_decoded_t *m)
@@ -103,13 +109,43 @@ static inline void fuzz_lists_free(void *state)
 }
 
 /* ---- InfoResponse: into an fs_info_t (what a client returns) and back out
- * of it as a server encodes its own (proto/fs_pb.c) ---------------------------------- */
+ * of it as a server encodes its own (proto/fs_pb.c). Taking the info checks
+ * the graph's types (indices in range, names present): a refusal there is
+ * a refusal of the bytes, and what is taken must encode back the same. ------ */
 
 typedef struct {
     fs_pb_info_in_t in;
     fs_info_t *info;
     fs_pb_info_out_t out;
 } fuzz_info_state_t;
+
+/* What a client may rely on in an info it was given: every type's names
+ * there, every index in range (the reads below touch each). */
+static inline void fuzz_info_check(const fs_info_t *info)
+{
+    size_t chars = 0;
+    for (size_t i = 0; i < info->num_node_types; i++) {
+        const fs_node_type_info_t *t = &info->node_types[i];
+        FUZZ_CHECK(t->name && t->name[0] && t->count >= 0, "node type %zu", i);
+        for (size_t k = 0; k < t->num_tables; k++) chars += strlen(t->tables[k].name);
+        for (size_t k = 0; k < t->num_splits; k++) chars += strlen(t->splits[k]);
+    }
+    for (size_t i = 0; i < info->num_edge_types; i++) {
+        const fs_edge_type_info_t *e = &info->edge_types[i];
+        FUZZ_CHECK(e->src[0] && e->rel[0] && e->dst[0] && e->num_edges >= 0, "edge type %zu", i);
+        FUZZ_CHECK(e->reverse >= -1 && e->reverse < (int)info->num_edge_types, "edge type %zu: reverse %d", i,
+                   e->reverse);
+        if (e->reverse >= 0) chars += strlen(info->edge_types[e->reverse].rel);
+        for (size_t k = 0; k < e->num_tables; k++) chars += strlen(e->tables[k].name);
+    }
+    for (size_t i = 0; i < info->num_link_splits; i++) {
+        const fs_link_split_info_t *l = &info->link_splits[i];
+        FUZZ_CHECK(l->name[0] && l->edge_type >= 0 && (size_t)l->edge_type < info->num_edge_types && l->count >= 0,
+                   "link split %zu", i);
+        chars += strlen(info->edge_types[l->edge_type].src);
+    }
+    (void)chars;
+}
 
 static inline void fuzz_info_decode(void *msg, void *state)
 {
@@ -118,11 +154,17 @@ static inline void fuzz_info_decode(void *msg, void *state)
     if (fs_pb_info_prepare_decode(msg, &s->in, &err) != FS_OK) abort();
 }
 
+static inline fs_status_t fuzz_info_take(void *msg, void *state, fs_error_t *err)
+{
+    fuzz_info_state_t *s = state;
+    fs_status_t st = fs_pb_info_take(msg, &s->in, &s->info, err);
+    if (st == FS_OK) fuzz_info_check(s->info);
+    return st;
+}
+
 static inline int fuzz_info_encode(void *msg, void *state)
 {
     fuzz_info_state_t *s = state;
-    fs_error_t err;
-    if (fs_pb_info_take(msg, &s->in, &s->info, &err) != FS_OK) return -1;
     fs_pb_info_prepare_encode(s->info, msg, &s->out);
     return 0;
 }
@@ -136,6 +178,6 @@ static inline void fuzz_info_free(void *state)
 
 #define FUZZ_INFO_CODEC                                                                                     \
     {"featstore_v1_InfoResponse", featstore_v1_InfoResponse_fields, sizeof(featstore_v1_InfoResponse),   \
-     sizeof(fuzz_info_state_t), fuzz_info_decode, fuzz_info_encode, fuzz_info_free, NULL}
+     sizeof(fuzz_info_state_t), fuzz_info_decode, fuzz_info_encode, fuzz_info_free, NULL, fuzz_info_take}
 
 #endif

@@ -273,7 +273,7 @@ static int stats_encode(void *msg, void *state)
 }
 
 #define CODEC(T, state_t, prefix, free_fn, check_fn) \
-    {#T, T##_fields, sizeof(T), sizeof(state_t), prefix##_decode, prefix##_encode, free_fn, check_fn}
+    {#T, T##_fields, sizeof(T), sizeof(state_t), prefix##_decode, prefix##_encode, free_fn, check_fn, NULL}
 
 static const codec_t codecs[KINDS] = {
     [INFO_REQ] = FUZZ_STATIC_CODEC(featstore_v1_InfoRequest, NULL),

@@ -200,9 +200,9 @@ static void error_check(const void *msg, void *state)
 static const codec_t codecs[KINDS] = {
     [HELLO] = FUZZ_STATIC_CODEC(featstore_local_Hello, hello_check),
     [WELCOME] = {"featstore_local_Welcome", featstore_local_Welcome_fields, sizeof(featstore_local_Welcome),
-                 sizeof(fuzz_lists_t), welcome_decode, welcome_encode, fuzz_lists_free, NULL},
+                 sizeof(fuzz_lists_t), welcome_decode, welcome_encode, fuzz_lists_free, NULL, NULL},
     [REPORT] = {"featstore_local_Report", featstore_local_Report_fields, sizeof(featstore_local_Report),
-                sizeof(fuzz_lists_t), report_decode, report_encode, fuzz_lists_free, NULL},
+                sizeof(fuzz_lists_t), report_decode, report_encode, fuzz_lists_free, NULL, NULL},
     [SPLIT_REQ] = FUZZ_STATIC_CODEC(featstore_local_SplitRequest, NULL),
     [SPLIT_REPLY] = FUZZ_STATIC_CODEC(featstore_local_SplitReply, NULL),
     [REPLAN_REQ] = FUZZ_STATIC_CODEC(featstore_local_ReplanRequest, NULL),

@@ -272,6 +272,14 @@ static void put_msg(const char *harness, const char *name, const uint8_t *prefix
     free(buf);
 }
 
+static fs_tier_info_t *tier_host(fs_info_t *info)
+{
+    fs_tier_info_t *k = fs_info_add_tier(info);
+    fs_info_set_text(&k->kind, "host");
+    k->device = -1;
+    return k;
+}
+
 static fs_info_t *sample_info(void)
 {
     fs_info_t *info = fs_info_new();
@@ -286,14 +294,59 @@ static fs_info_t *sample_info(void)
     t->dtype = FS_DTYPE_I64, t->rows = 2708, t->dim = 1;
     fs_info_set_text(fs_info_add_split(info), "train");
     fs_info_set_text(fs_info_add_split(info), "test");
-    fs_tier_info_t *k = fs_info_add_tier(info);
-    fs_info_set_text(&k->kind, "host");
-    k->device = -1;
+    fs_tier_info_t *k = tier_host(info);
     k = fs_info_add_tier(info);
     fs_info_set_text(&k->kind, "sim_device");
     k->device = 0, k->capacity_bytes = 1 << 20, k->used_bytes = 4096;
     *fs_info_add_reader(info) = (fs_reader_info_t){0, {1e6, 2e5, 3e4}, {100, 20, 3}};
     info->placement_generation = 2;
+    return info;
+}
+
+static void add_type_table(fs_table_info_t *t, const char *name, fs_dtype_t dt, int64_t rows, int64_t dim)
+{
+    fs_info_set_text(&t->name, name);
+    t->dtype = dt, t->rows = rows, t->dim = dim;
+}
+
+/* A typed graph's Info (since 1.3): node types with tables and splits, edge
+ * types with reverses and edge tables, link splits. bad_index: a link
+ * split's edge type out of range, which decodes but is refused when taken. */
+static fs_info_t *typed_info(int bad_index)
+{
+    fs_info_t *info = fs_info_new();
+    fs_info_set_text(&info->server_version, "1.3.0");
+    fs_info_set_text(&info->dataset, "rmat-typed");
+    info->typed = 1;
+    static const char *const types[3] = {"paper", "author", "venue"};
+    static const int64_t counts[3] = {64, 32, 16};
+    for (int i = 0; i < 3; i++) {
+        fs_node_type_info_t *t = fs_info_add_node_type(info);
+        fs_info_set_text(&t->name, types[i]);
+        t->count = counts[i];
+        add_type_table(fs_info_add_node_type_table(t), "feat", FS_DTYPE_F32, counts[i], 4);
+        if (i == 0) {
+            add_type_table(fs_info_add_node_type_table(t), "labels", FS_DTYPE_I64, counts[i], 1);
+            t->num_classes = 16, t->timed = 1;
+            fs_info_set_text(fs_info_add_node_type_split(t), "train");
+            fs_info_set_text(fs_info_add_node_type_split(t), "valid");
+        }
+    }
+    static const char *const rel[4][3] = {{"author", "writes", "paper"}, {"paper", "written_by", "author"},
+                                          {"paper", "cites", "paper"}, {"paper", "published_in", "venue"}};
+    for (int i = 0; i < 4; i++) {
+        fs_edge_type_info_t *e = fs_info_add_edge_type(info);
+        fs_info_set_text(&e->src, rel[i][0]);
+        fs_info_set_text(&e->rel, rel[i][1]);
+        fs_info_set_text(&e->dst, rel[i][2]);
+        e->num_edges = 100 + i, e->timed = 1, e->weighted = i == 2;
+        e->reverse = i < 2 ? 1 - i : -1;
+        if (i == 2) add_type_table(fs_info_add_edge_type_table(e), "feat", FS_DTYPE_F16, 102, 8);
+    }
+    fs_link_split_info_t *l = fs_info_add_link_split(info);
+    fs_info_set_text(&l->name, "train");
+    l->edge_type = bad_index ? 4 : 2, l->count = 80, l->labelled = 1, l->timed = 1, l->num_neg = 3;
+    tier_host(info);
     return info;
 }
 
@@ -378,12 +431,15 @@ static void local_seeds(void)
     featstore_local_Error e = {.status = FS_ERR_INVALID_ARGUMENT, .message = "slots must be 1..64"};
     k = L_ERROR, put_msg("fuzz_local", "error", &k, 1, featstore_local_Error_fields, &e);
 
-    fs_info_t *info = sample_info();
-    featstore_v1_InfoResponse im;
-    fs_pb_info_out_t out;
-    fs_pb_info_prepare_encode(info, &im, &out);
-    k = L_INFO_REPLY, put_msg("fuzz_local", "info-reply", &k, 1, featstore_v1_InfoResponse_fields, &im);
-    fs_info_free(info);
+    static const char *const info_names[3] = {"info-reply", "info-reply-typed", "info-reply-typed-bad-index"};
+    for (int i = 0; i < 3; i++) {
+        fs_info_t *info = i ? typed_info(i == 2) : sample_info();
+        featstore_v1_InfoResponse im;
+        fs_pb_info_out_t out;
+        fs_pb_info_prepare_encode(info, &im, &out);
+        k = L_INFO_REPLY, put_msg("fuzz_local", info_names[i], &k, 1, featstore_v1_InfoResponse_fields, &im);
+        fs_info_free(info);
+    }
 
     static const uint8_t nego[][10] = {{L_NEGOTIATE, 2, 0, 0, 0, 6, 0, 0, 0, 1}, {L_NEGOTIATE, 3, 0, 0, 0, 6, 0, 0, 0, 3},
                                       {L_NEGOTIATE, 0, 0, 0, 0, 5, 0, 0, 0, 0}};
@@ -479,12 +535,15 @@ static void grpc_seeds(void)
     put_bb("sample-gather-chunk", G_SAMPLE_GATHER_CHUNK,
            fs_wire_gather_chunk(&hdr, grpc_slice_from_static_buffer(rows, sizeof rows), 1, &resp, &err));
 
-    fs_info_t *info = sample_info();
-    featstore_v1_InfoResponse im;
-    fs_pb_info_out_t out;
-    fs_pb_info_prepare_encode(info, &im, &out);
-    put_grpc("info-response", G_INFO_RESP, 0, featstore_v1_InfoResponse_fields, &im);
-    fs_info_free(info);
+    static const char *const info_names[3] = {"info-response", "info-response-typed", "info-response-typed-bad-index"};
+    for (int i = 0; i < 3; i++) {
+        fs_info_t *info = i ? typed_info(i == 2) : sample_info();
+        featstore_v1_InfoResponse im;
+        fs_pb_info_out_t out;
+        fs_pb_info_prepare_encode(info, &im, &out);
+        put_grpc(info_names[i], G_INFO_RESP, i == 1 ? 0x2d : 0, featstore_v1_InfoResponse_fields, &im);
+        fs_info_free(info);
+    }
     fs_wire_bytes_t text_bytes;
     static const char text[] = "# HELP featstore_requests_total Requests.\nfeatstore_requests_total 1\n";
     featstore_v1_StatsResponse sr = {.api_version = 1};

@@ -67,10 +67,10 @@ extern "C" {
 #endif
 
 #define FS_VERSION_MAJOR 1
-#define FS_VERSION_MINOR 2
+#define FS_VERSION_MINOR 3
 #define FS_VERSION_PATCH 0
 
-/* The library's version, "1.2.0": compare with FS_VERSION_* to see that a
+/* The library's version, "1.3.0": compare with FS_VERSION_* to see that a
  * program runs with the library it was built for. */
 FS_API const char *fs_version(void);
 
@@ -182,6 +182,29 @@ FS_API void fs_batch_free(fs_batch_t *b);
  * pinning or registering the memory; valid until fs_batch_free. */
 FS_API fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_t *len);
 
+/* ---- typed graphs (since 1.3) --------------------------------------------------- */
+
+/* Typed k-hop sampling from seed groups (one per node type, or several of
+ * one type), and the gather of the request's node and edge tables, in one
+ * call (fs_hetero_req_t, fs_hetero_batch_t: featstore/types.h). Works on
+ * every dataset: a homogeneous one is the node type "node" and the edge
+ * type ("node", "to", "node"). Refusals name what is wrong: an unknown
+ * node type, edge type or table, fanouts for a relation the graph does not
+ * have, time on a graph without times, a negative ratio. */
+FS_API fs_status_t fs_hetero_sample(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
+                                    const fs_hetero_req_t *req, fs_hetero_batch_t **out);
+
+/* A link-prediction batch: link's seed edges and negatives, both endpoints'
+ * neighbourhoods sampled as req says (fs_link_req_t). */
+FS_API fs_status_t fs_link_sample(fs_client_t *c, const fs_link_req_t *link, const fs_hetero_req_t *req,
+                                  fs_hetero_batch_t **out);
+
+/* Releases a typed batch (and its result slot). NULL is a no-op. */
+FS_API void fs_hetero_batch_free(fs_hetero_batch_t *b);
+
+/* As fs_batch_region: the one buffer every array of the batch lies in. */
+FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void **base, size_t *len);
+
 /* ---- splits -------------------------------------------------------------------- */
 
 typedef struct {
@@ -190,7 +213,8 @@ typedef struct {
 } fs_ids_t;
 
 /* The node ids of a named split ("train", "valid", "test"; fs_info lists
- * them). Over unix:// the ids are the dataset's file, mapped read-only.
+ * them; on a typed graph "TYPE/NAME", and a link split's arrays
+ * "link/NAME/src" and so on: fs_link_split_info_t). Over unix:// the ids are the dataset's file, mapped read-only.
  * FS_ERR_NOT_FOUND for an unknown name. Free with fs_ids_free. */
 FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out);
 FS_API void fs_ids_free(fs_ids_t *ids);

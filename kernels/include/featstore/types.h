@@ -146,6 +146,169 @@ typedef struct {
     const float *edge_weights;   /* [num_edges] or NULL (see above) */
 } fs_block_t;
 
+/* ---- typed graphs: heterogeneous, temporal and link-prediction sampling (since 1.3) -- */
+
+/* How hop h's destinations are chosen (docs/algorithms.md §9). */
+typedef enum {
+    FS_FRONTIER_NEW = 0,  /* PyG: hop h expands the nodes first reached at hop h-1 (the seeds at
+                             hop 0); the blocks together are one subgraph */
+    FS_FRONTIER_ALL,      /* DGL blocks: hop h expands every node reached so far, so block h's
+                             destinations are a prefix of its sources */
+} fs_frontier_t;
+
+typedef enum {
+    FS_TEMPORAL_OFF = 0,  /* time is ignored */
+    FS_TEMPORAL_UNIFORM,  /* a uniform (or weighted) pick among the eligible edges */
+    FS_TEMPORAL_LAST,     /* the most recent k eligible edges */
+    FS_TEMPORAL_COUNT_
+} fs_temporal_t;
+
+typedef enum {
+    FS_NEG_NONE = 0,      /* only the given edges (their labels, or 1) */
+    FS_NEG_BINARY,        /* round(amount * count) corrupted pairs labelled 0 */
+    FS_NEG_TRIPLET,       /* amount (an integer k) negative destinations per positive */
+    FS_NEG_COUNT_
+} fs_neg_mode_t;
+
+/* One edge type's fanouts, PyG's num_neighbors entry for it: per hop > 0,
+ * FS_FANOUT_ALL (-1) for every eligible neighbour, or 0 for none. Edge
+ * types a request does not list take no neighbours. */
+typedef struct {
+    const char *src, *rel, *dst;     /* the edge type (src, rel, dst) */
+    int fanout[FS_MAX_HOPS];         /* [num_hops] */
+} fs_hetero_fanout_t;
+
+/* A typed k-hop sampling request and the gather done in the same call.
+ *
+ *   fs_hetero_fanout_t f[] = {{"paper", "cites", "paper", {10, 5}},
+ *                             {"author", "writes", "paper", {5, 0}}};
+ *   const char *tables[] = {"feat", "labels"};
+ *   fs_hetero_req_t req = FS_HETERO_REQ_INIT;
+ *   req.num_hops = 2, req.fanouts = f, req.num_fanouts = 2, req.seed = step;
+ *   req.node_tables = tables, req.num_node_tables = 2;
+ *
+ * Time: with `temporal` set each seed carries a time (given, or its node
+ * timestamp); only edges no newer than it are eligible (`strict`: older;
+ * `window` > 0: also no older than time - window), sampled nodes inherit
+ * their seed's time, and every seed grows its own tree (disjoint). A graph
+ * without edge times refuses a temporal request by name.
+ *
+ * Tables: every node type that has a table named in node_tables returns
+ * its rows for all of that type's sampled nodes; likewise edge_tables for
+ * every sampled edge of an edge type that has the table (by the edge ids
+ * the sampler returned, which it then returns too). out_dtype: INVALID =
+ * as stored, FS_DTYPE_F32 converts half tables; integer tables (labels) are
+ * always served as stored. */
+typedef struct {
+    size_t struct_size;              /* sizeof(fs_hetero_req_t): FS_HETERO_REQ_INIT */
+    int num_hops;                    /* 1..FS_MAX_HOPS */
+    size_t num_fanouts;
+    const fs_hetero_fanout_t *fanouts;
+    fs_sample_mode_t mode[FS_MAX_HOPS]; /* per hop, for every edge type (weighted: edge weights) */
+    uint64_t seed;                   /* the same request and seed give the same batch */
+    int want_edge_ids;               /* return each sampled edge's id (implied by edge_tables) */
+    fs_frontier_t frontier;
+    int disjoint;                    /* each seed grows its own tree (implied by temporal) */
+    fs_temporal_t temporal;
+    int strict;                      /* temporal: only edges strictly older than the seed */
+    fs_dtype_t out_dtype;            /* the tables' rows (see above) */
+    int64_t window;                  /* temporal: > 0 keeps edges with time >= t - window */
+    size_t num_node_tables;
+    const char *const *node_tables;
+    size_t num_edge_tables;
+    const char *const *edge_tables;
+} fs_hetero_req_t;
+
+#define FS_HETERO_REQ_INIT FS_STRUCT_INIT(fs_hetero_req_t)
+
+/* Seeds of one node type. time: each seed's time for a temporal request
+ * (NULL: the nodes' timestamps); ignored otherwise. */
+typedef struct {
+    const char *type;
+    int64_t count;
+    const int64_t *ids;
+    const int64_t *time;
+} fs_hetero_seeds_t;
+
+/* A link-prediction batch's seed edges and negatives (PyG's
+ * LinkNeighborLoader). The neighbourhoods of all endpoints are sampled
+ * with fs_hetero_req_t; unless keep_seed_edges, no seed edge, nor its
+ * reverse on the reverse edge type (or on the same edge type when it joins
+ * a type to itself), is in the sampled subgraph (no label leakage). */
+typedef struct {
+    size_t struct_size;              /* sizeof(fs_link_req_t): FS_LINK_REQ_INIT */
+    const char *src, *rel, *dst;     /* the seed edges' edge type */
+    int64_t count;
+    const int64_t *src_ids, *dst_ids; /* [count] */
+    const int64_t *label;            /* [count] or NULL (all positive) */
+    const int64_t *time;             /* [count] or NULL: the dst nodes' timestamps (temporal) */
+    fs_neg_mode_t neg;
+    int neg_weighted;                /* negative endpoints drawn by degree^0.75, not uniformly */
+    double amount;                   /* binary: ratio r >= 0; triplet: k >= 1 (an integer) */
+    int strict;                      /* a negative is never an existing edge */
+    int keep_seed_edges;             /* 1: leave seed edges in the subgraph (no exclusion) */
+} fs_link_req_t;
+
+#define FS_LINK_REQ_INIT FS_STRUCT_INIT(fs_link_req_t)
+
+/* Rows of one table for a list of nodes or edges. data is NULL when the
+ * type has no table of that name (then dim is 0). */
+typedef struct {
+    int64_t rows, dim;
+    fs_dtype_t dtype;
+    const void *data;                /* [rows][dim] of dtype, row-major */
+} fs_rows_t;
+
+/* One node type's part of a typed batch. Local ids are per type: seeds
+ * first (duplicates merged), then first appearance. */
+typedef struct {
+    const char *name;
+    int64_t num_nodes;
+    const int64_t *nodes;            /* [num_nodes] global id (of this type) of each local id */
+    const int64_t *batch;            /* [num_nodes] disjoint: the seed each node descends from; else NULL */
+    const int64_t *time;             /* [num_nodes] temporal: each node's time; else NULL */
+    const int64_t *count_after;      /* [num_hops + 1] nodes after the seeds and after each hop */
+    const fs_rows_t *tables;         /* [num_node_tables] in the request's order */
+} fs_hetero_nodes_t;
+
+typedef struct {
+    const char *src, *rel, *dst;
+    int src_type, dst_type;          /* indices into fs_hetero_batch_t.types */
+} fs_hetero_etype_t;
+
+/* A typed (or link-prediction) batch, allocated by the library (fields are
+ * only ever added at the end). Every node type and edge type of the graph
+ * appears, in the server's order (fs_info_t.node_types / edge_types).
+ *
+ * blocks[h * num_edge_types + e]: hop h of edge type e. Its destinations
+ * are local ids of e's dst type, its sources of e's src type. With
+ * FS_FRONTIER_ALL destinations are [0, num_dst) (DGL blocks); with
+ * FS_FRONTIER_NEW hop h's destinations are that type's nodes from
+ * count_after[h-1] (0 at hop 0), and edge_dst holds their local ids while
+ * dst_offsets counts from the first of them. */
+typedef struct {
+    int num_hops, num_node_types, num_edge_types;
+    const fs_hetero_nodes_t *types;       /* [num_node_types] */
+    const fs_hetero_etype_t *etypes;      /* [num_edge_types] */
+    const fs_block_t *blocks;             /* [num_hops * num_edge_types] */
+    size_t num_node_tables, num_edge_tables;
+    const fs_rows_t *edge_tables;         /* [(h * num_edge_types + e) * num_edge_tables + k]: rows of
+                                             block (h, e)'s edges, in its edge order */
+    int num_groups;                       /* seed groups, in the request's order */
+    const int *group_type;                /* [num_groups] node type of each group */
+    const int64_t *group_count;           /* [num_groups] */
+    const int64_t *const *seed_local;     /* [num_groups][group_count]: each seed's local id */
+    /* link prediction (fs_link_sample); zero otherwise */
+    int link_src_type, link_dst_type;
+    int64_t num_labels;
+    const int64_t *label_src, *label_dst; /* binary/none: [num_labels] local ids (edge_label_index) */
+    const int64_t *label;                 /* binary/none: [num_labels] (edge_label) */
+    const int64_t *label_time;            /* [num_labels] when the seeds carry times; else NULL */
+    int64_t num_pos, num_neg_per_src;     /* triplet: positives and k */
+    const int64_t *src_index, *dst_pos_index; /* triplet: [num_pos] */
+    const int64_t *dst_neg_index;         /* triplet: [num_pos][k] */
+} fs_hetero_batch_t;
+
 /* ---- what a server reports about itself (fs_info) -------------------------------- */
 
 typedef struct {
@@ -174,6 +337,41 @@ typedef struct {
     uint64_t measured_bytes[3];
 } fs_reader_info_t;
 
+/* A node type (since 1.3). Its splits are fetched with fs_split as
+ * "TYPE/NAME" ("paper/train"). */
+typedef struct {
+    const char *name;
+    int64_t count;                    /* ids 0..count-1 */
+    size_t num_tables;
+    const fs_table_info_t *tables;    /* features, then "labels" when labelled */
+    int64_t num_classes;
+    int timed;                        /* has node timestamps */
+    size_t num_splits;
+    const char *const *splits;
+} fs_node_type_info_t;
+
+/* An edge type (since 1.3), stored toward its destination. */
+typedef struct {
+    const char *src, *rel, *dst;
+    int64_t num_edges;
+    int weighted, timed;
+    int reverse;                      /* the edge type holding each edge reversed, or -1 */
+    size_t num_tables;
+    const fs_table_info_t *tables;    /* edge features, by edge id */
+} fs_edge_type_info_t;
+
+/* A link-prediction split (since 1.3): positive edges of one edge type.
+ * Its arrays are fetched with fs_split as "link/NAME/src", ".../dst", and
+ * when present ".../label", ".../time" and ".../neg_dst" ([count][num_neg],
+ * flattened). */
+typedef struct {
+    const char *name;
+    int edge_type;                    /* index into fs_info_t.edge_types */
+    int64_t count;
+    int labelled, timed;
+    int64_t num_neg;                  /* given negative destinations per edge; 0 = none */
+} fs_link_split_info_t;
+
 /* Every list is a counted array of any length, owned by the fs_info_t. */
 typedef struct {
     const char *server_version;
@@ -189,6 +387,16 @@ typedef struct {
     size_t num_readers;               /* reader GPUs with a prediction (0 without a placement) */
     const fs_reader_info_t *readers;
     uint64_t placement_generation;    /* 1 at start, +1 per re-plan; measurements count from its start */
+    /* Since 1.3: the graph's types. A version-1 (homogeneous) dataset is one
+     * node type "node" and one edge type ("node", "to", "node"); a typed
+     * one leaves the version-1 fields above zero and empty. */
+    int typed;                        /* more than one node or edge type: only fs_hetero_* calls apply */
+    size_t num_node_types;
+    const fs_node_type_info_t *node_types;
+    size_t num_edge_types;
+    const fs_edge_type_info_t *edge_types;
+    size_t num_link_splits;
+    const fs_link_split_info_t *link_splits;
 } fs_info_t;
 
 /* Frees an fs_info_t and everything it points to. NULL is a no-op. */

@@ -1,0 +1,511 @@
+/* test_hetero_grpc.c — typed batches over grpc:// (HeteroSample and
+ * LinkSample, api_version 2) against a live `featstore serve`.
+ *
+ * The oracle is the unix:// transport of the same server: both run the one
+ * request path (proto/fs_hetero.c) — unix:// in the trainer, grpc:// in the
+ * server, which streams the image — so for every request the two batches
+ * must be the same image byte for byte, and the same batch field by field
+ * (test_hetero_local checks unix:// against the engine and the tables).
+ * Then: refusals with their gRPC code and a message naming the problem, on
+ * the typed calls and with raw gRPC calls (api_version), an image of many
+ * chunks, and a version-1 dataset through both the v1 and the typed calls. */
+#include <criterion/criterion.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "featstore/client.h"
+#include "fs_hetero.h"
+#include "fs_pb.h"
+#include "fs_wire.h"
+#include "test_util.h"
+
+static char *dir, *data, *sock;
+static tu_server_t server;
+static fs_client_t *local, *remote;
+
+static fs_client_t *connect_uri(const char *fmt, const void *arg)
+{
+    char uri[300];
+    snprintf(uri, sizeof uri, fmt, arg);
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s: %s", uri, fs_client_errstr(c));
+    return c;
+}
+
+static fs_client_t *connect_grpc(int port)
+{
+    char uri[64];
+    snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", port);
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s: %s", uri, fs_client_errstr(c));
+    return c;
+}
+
+static void setup(void)
+{
+    dir = tu_mkdtemp();
+    data = tu_path(dir, "typed");
+    sock = tu_path(dir, "s.sock");
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --typed --scale 11 --out %s", tu_bin(), data), 0);
+    cr_assert_eq(tu_serve(&server, data, sock, ""), 0);
+    local = connect_uri("unix://%s", sock);
+    remote = connect_grpc(server.grpc_port);
+}
+
+static void teardown(void)
+{
+    fs_close(local);
+    fs_close(remote);
+    tu_serve_stop(&server, SIGTERM);
+    tu_rm_rf(dir);
+    free(dir), free(data), free(sock);
+}
+
+TestSuite(hetero_grpc, .init = setup, .fini = teardown);
+
+/* ---- the two transports' batches ------------------------------------------------ */
+
+static size_t image_of(const fs_hetero_batch_t *b, const void **base)
+{
+    size_t len;
+    cr_assert_eq(fs_hetero_batch_region(b, base, &len), FS_OK);
+    uint64_t n = fs_hetero_image_bytes(*base, len);
+    cr_assert(n >= FS_HETERO_HEADER_BYTES && n <= len, "image of %llu bytes in a region of %zu",
+              (unsigned long long)n, len);
+    return (size_t)n;
+}
+
+static void same_i64s(const int64_t *a, const int64_t *b, int64_t n, const char *what, long long at)
+{
+    cr_assert_eq(!a, !b, "%s %lld: present on one transport only", what, at);
+    if (a && n > 0) cr_assert_eq(memcmp(a, b, (size_t)n * 8), 0, "%s %lld differs", what, at);
+}
+
+static void same_rows(const fs_rows_t *a, const fs_rows_t *b, const char *what, long long at)
+{
+    cr_assert_eq(a->rows, b->rows, "%s %lld", what, at);
+    cr_assert_eq(a->dim, b->dim, "%s %lld", what, at);
+    cr_assert_eq(!a->data, !b->data, "%s %lld: rows on one transport only", what, at);
+    if (!a->data) return;
+    cr_assert_eq(a->dtype, b->dtype, "%s %lld", what, at);
+    size_t bytes = (size_t)a->rows * (size_t)a->dim * fs_dtype_size(a->dtype);
+    cr_assert_eq(memcmp(a->data, b->data, bytes), 0, "%s %lld: rows differ", what, at);
+}
+
+/* a (unix://) and b (grpc://) are the same image and the same batch. */
+static void expect_same_batch(const fs_hetero_batch_t *a, const fs_hetero_batch_t *b)
+{
+    const void *ia, *ib;
+    size_t na = image_of(a, &ia), nb = image_of(b, &ib);
+    cr_assert_eq(na, nb, "images of %zu (unix://) and %zu (grpc://) bytes", na, nb);
+    cr_assert_eq(memcmp(ia, ib, na), 0, "the images differ");
+
+    cr_assert_eq(a->num_hops, b->num_hops);
+    cr_assert_eq(a->num_node_types, b->num_node_types);
+    cr_assert_eq(a->num_edge_types, b->num_edge_types);
+    cr_assert_eq(a->num_node_tables, b->num_node_tables);
+    cr_assert_eq(a->num_edge_tables, b->num_edge_tables);
+    for (int t = 0; t < a->num_node_types; t++) {
+        const fs_hetero_nodes_t *x = &a->types[t], *y = &b->types[t];
+        cr_assert_str_eq(x->name, y->name);
+        cr_assert_eq(x->num_nodes, y->num_nodes, "type %s", x->name);
+        same_i64s(x->nodes, y->nodes, x->num_nodes, "nodes of type", t);
+        same_i64s(x->batch, y->batch, x->num_nodes, "batch of type", t);
+        same_i64s(x->time, y->time, x->num_nodes, "time of type", t);
+        same_i64s(x->count_after, y->count_after, a->num_hops + 1, "count_after of type", t);
+        for (size_t k = 0; k < a->num_node_tables; k++) same_rows(&x->tables[k], &y->tables[k], "node table of type", t);
+    }
+    for (int e = 0; e < a->num_edge_types; e++) {
+        cr_assert_str_eq(a->etypes[e].src, b->etypes[e].src);
+        cr_assert_str_eq(a->etypes[e].rel, b->etypes[e].rel);
+        cr_assert_str_eq(a->etypes[e].dst, b->etypes[e].dst);
+        cr_assert_eq(a->etypes[e].src_type, b->etypes[e].src_type);
+        cr_assert_eq(a->etypes[e].dst_type, b->etypes[e].dst_type);
+    }
+    for (int i = 0; i < a->num_hops * a->num_edge_types; i++) {
+        const fs_block_t *x = &a->blocks[i], *y = &b->blocks[i];
+        cr_assert_eq(x->num_dst, y->num_dst, "block %d", i);
+        cr_assert_eq(x->num_src, y->num_src, "block %d", i);
+        cr_assert_eq(x->num_edges, y->num_edges, "block %d", i);
+        same_i64s(x->dst_offsets, y->dst_offsets, x->num_dst + 1, "dst_offsets of block", i);
+        same_i64s(x->edge_dst, y->edge_dst, x->num_edges, "edge_dst of block", i);
+        same_i64s(x->edge_src, y->edge_src, x->num_edges, "edge_src of block", i);
+        same_i64s(x->edge_ids, y->edge_ids, x->num_edges, "edge_ids of block", i);
+        for (size_t k = 0; k < a->num_edge_tables; k++)
+            same_rows(&a->edge_tables[i * a->num_edge_tables + k], &b->edge_tables[i * b->num_edge_tables + k],
+                      "edge table of block", i);
+    }
+    cr_assert_eq(a->num_groups, b->num_groups);
+    for (int g = 0; g < a->num_groups; g++) {
+        cr_assert_eq(a->group_type[g], b->group_type[g]);
+        cr_assert_eq(a->group_count[g], b->group_count[g]);
+        same_i64s(a->seed_local[g], b->seed_local[g], a->group_count[g], "seed_local of group", g);
+    }
+    cr_assert_eq(a->link_src_type, b->link_src_type);
+    cr_assert_eq(a->link_dst_type, b->link_dst_type);
+    cr_assert_eq(a->num_labels, b->num_labels);
+    same_i64s(a->label_src, b->label_src, a->num_labels, "label_src", 0);
+    same_i64s(a->label_dst, b->label_dst, a->num_labels, "label_dst", 0);
+    same_i64s(a->label, b->label, a->num_labels, "label", 0);
+    same_i64s(a->label_time, b->label_time, a->num_labels, "label_time", 0);
+    cr_assert_eq(a->num_pos, b->num_pos);
+    cr_assert_eq(a->num_neg_per_src, b->num_neg_per_src);
+    same_i64s(a->src_index, b->src_index, a->num_pos, "src_index", 0);
+    same_i64s(a->dst_pos_index, b->dst_pos_index, a->num_pos, "dst_pos_index", 0);
+    same_i64s(a->dst_neg_index, b->dst_neg_index, a->num_pos * a->num_neg_per_src, "dst_neg_index", 0);
+}
+
+/* The request on both transports; returns the image's size. */
+static size_t both_hetero(const fs_hetero_seeds_t *g, size_t ng, const fs_hetero_req_t *req)
+{
+    fs_hetero_batch_t *a, *b;
+    cr_assert_eq(fs_hetero_sample(local, g, ng, req, &a), FS_OK, "unix://: %s", fs_client_errstr(local));
+    cr_assert_eq(fs_hetero_sample(remote, g, ng, req, &b), FS_OK, "grpc://: %s", fs_client_errstr(remote));
+    expect_same_batch(a, b);
+    const void *base;
+    size_t n = image_of(b, &base);
+    fs_hetero_batch_free(a);
+    fs_hetero_batch_free(b);
+    return n;
+}
+
+static void both_link(const fs_link_req_t *l, const fs_hetero_req_t *req)
+{
+    fs_hetero_batch_t *a, *b;
+    cr_assert_eq(fs_link_sample(local, l, req, &a), FS_OK, "unix://: %s", fs_client_errstr(local));
+    cr_assert_eq(fs_link_sample(remote, l, req, &b), FS_OK, "grpc://: %s", fs_client_errstr(remote));
+    expect_same_batch(a, b);
+    fs_hetero_batch_free(a);
+    fs_hetero_batch_free(b);
+}
+
+static const char *const node_tables[] = {"feat", "labels"};
+static const char *const edge_tables[] = {"feat"};
+static fs_hetero_fanout_t fanouts[] = {{"paper", "cites", "paper", {5, 3}},
+                                       {"author", "writes", "paper", {2, 2}},
+                                       {"paper", "written_by", "author", {0, 3}},
+                                       {"venue", "publishes", "paper", {1, 1}}};
+
+static fs_hetero_req_t request(void)
+{
+    fs_hetero_req_t r = FS_HETERO_REQ_INIT;
+    r.num_hops = 2, r.fanouts = fanouts, r.num_fanouts = 4, r.seed = 42;
+    r.node_tables = node_tables, r.num_node_tables = 2, r.edge_tables = edge_tables, r.num_edge_tables = 1;
+    return r;
+}
+
+Test(hetero_grpc, typed_batches_are_the_unix_batches)
+{
+    int64_t papers[] = {1, 2, 3, 5, 8, 13, 21, 2}, authors[] = {7, 0, 511};
+    int64_t times[] = {2000, 2010, 1995, 2025, 2020, 2001, 1999, 2010};
+    fs_hetero_seeds_t g[] = {{"paper", 8, papers, NULL}, {"author", 3, authors, NULL}};
+    fs_hetero_req_t req = request();
+    both_hetero(g, 2, &req); /* PyG frontier, node and edge tables */
+    req.frontier = FS_FRONTIER_ALL;
+    both_hetero(g, 2, &req);
+    req.frontier = FS_FRONTIER_NEW, req.disjoint = 1;
+    both_hetero(g, 1, &req);
+    req.disjoint = 0, req.temporal = FS_TEMPORAL_UNIFORM;
+    both_hetero(g, 1, &req); /* the nodes' timestamps */
+    g[0].time = times;
+    req.temporal = FS_TEMPORAL_LAST, req.strict = 1, req.window = 10;
+    both_hetero(g, 1, &req); /* given times, a window */
+    fs_hetero_req_t plain = FS_HETERO_REQ_INIT; /* no tables, no edge ids, weighted hops */
+    plain.num_hops = 3, plain.fanouts = fanouts, plain.num_fanouts = 1, plain.seed = 9;
+    fanouts[0].fanout[2] = 2;
+    plain.mode[0] = FS_SAMPLE_WEIGHTED, plain.mode[1] = FS_SAMPLE_UNIFORM_REPLACE;
+    both_hetero(g, 1, &plain);
+    plain.want_edge_ids = 1, plain.out_dtype = FS_DTYPE_F32;
+    plain.node_tables = node_tables, plain.num_node_tables = 1;
+    both_hetero(g, 2, &plain);
+    fanouts[0].fanout[2] = 0;
+    /* empty seed groups are batches too */
+    fs_hetero_seeds_t none = {"venue", 0, NULL, NULL};
+    fs_hetero_req_t again = request();
+    both_hetero(&none, 1, &again);
+}
+
+Test(hetero_grpc, link_batches_are_the_unix_batches)
+{
+    int64_t src[] = {1, 2, 3, 40}, dst[] = {4, 5, 6, 41}, label[] = {1, 0, 1, 1}, time[] = {2020, 2021, 2022, 2023};
+    fs_hetero_req_t req = request();
+    req.num_fanouts = 1;
+    fs_link_req_t l = FS_LINK_REQ_INIT;
+    l.src = "paper", l.rel = "cites", l.dst = "paper", l.count = 4, l.src_ids = src, l.dst_ids = dst;
+    l.neg = FS_NEG_BINARY, l.amount = 2, l.strict = 1;
+    both_link(&l, &req); /* binary */
+    l.neg = FS_NEG_TRIPLET, l.amount = 3, l.neg_weighted = 1;
+    both_link(&l, &req); /* triplet */
+    l.neg = FS_NEG_NONE, l.label = label, l.keep_seed_edges = 1;
+    both_link(&l, &req); /* given labels */
+    l.label = NULL, l.time = time, l.neg = FS_NEG_BINARY, l.amount = 1, l.keep_seed_edges = 0;
+    req.temporal = FS_TEMPORAL_UNIFORM;
+    both_link(&l, &req); /* temporal, with label times */
+    fs_link_req_t w = FS_LINK_REQ_INIT;
+    int64_t a[] = {0, 5}, p[] = {2, 9};
+    w.src = "author", w.rel = "writes", w.dst = "paper", w.count = 2, w.src_ids = a, w.dst_ids = p;
+    w.neg = FS_NEG_BINARY, w.amount = 0.5;
+    fs_hetero_req_t all = request();
+    all.frontier = FS_FRONTIER_ALL;
+    both_link(&w, &all); /* across two node types */
+    free(tu_metrics_with(server.metrics_port, "featstore_requests_total{method=\"LinkSample\",transport=\"grpc\"} 5\n"));
+}
+
+Test(hetero_grpc, an_image_of_many_chunks)
+{
+    enum { N = 2048 };
+    int64_t *papers = malloc(N * sizeof *papers);
+    for (int i = 0; i < N; i++) papers[i] = i;
+    fs_hetero_seeds_t g = {"paper", N, papers, NULL};
+    fs_hetero_req_t req = request();
+    req.frontier = FS_FRONTIER_ALL;
+    size_t n = both_hetero(&g, 1, &req);
+    cr_assert_gt(n, 2 * (size_t)FS_WIRE_CHUNK_BYTES, "an image of %zu bytes is not several chunks", n);
+    free(papers);
+    free(tu_metrics_with(server.metrics_port, "featstore_requests_total{method=\"HeteroSample\",transport=\"grpc\"} 1\n"));
+}
+
+/* ---- refusals ----------------------------------------------------------------- */
+
+static void expect_refused(fs_client_t *c, fs_status_t got, fs_status_t want, const char *needle)
+{
+    cr_assert_eq(got, want, "status %s, expected %s (%s)", fs_strerror(got), fs_strerror(want), fs_client_errstr(c));
+    cr_assert(strstr(fs_client_errstr(c), needle), "'%s' does not name '%s'", fs_client_errstr(c), needle);
+}
+
+/* Each refusal over grpc:// has the code and the words of unix://'s. */
+static void both_refuse_hetero(const fs_hetero_seeds_t *g, const fs_hetero_req_t *req, fs_status_t want,
+                               const char *needle)
+{
+    fs_hetero_batch_t *b = NULL;
+    expect_refused(local, fs_hetero_sample(local, g, 1, req, &b), want, needle);
+    expect_refused(remote, fs_hetero_sample(remote, g, 1, req, &b), want, needle);
+    cr_assert_null(b);
+}
+
+Test(hetero_grpc, bad_requests_are_refused_by_name)
+{
+    int64_t seeds[] = {1, 2};
+    fs_hetero_fanout_t f[] = {{"paper", "cites", "paper", {5, 3}}}, bad_f[] = {{"paper", "likes", "venue", {5, 3}}};
+    fs_hetero_req_t req = request();
+    req.fanouts = f, req.num_fanouts = 1;
+    fs_hetero_seeds_t unknown = {"paperz", 2, seeds, NULL}, g = {"paper", 2, seeds, NULL};
+    both_refuse_hetero(&unknown, &req, FS_ERR_INVALID_ARGUMENT, "no node type 'paperz'");
+    fs_hetero_req_t missing = req;
+    missing.fanouts = bad_f;
+    both_refuse_hetero(&g, &missing, FS_ERR_INVALID_ARGUMENT, "(paper, likes, venue)");
+    const char *no_table[] = {"embedding"};
+    fs_hetero_req_t nt = req;
+    nt.node_tables = no_table, nt.num_node_tables = 1;
+    both_refuse_hetero(&g, &nt, FS_ERR_NOT_FOUND, "embedding");
+    fs_hetero_req_t hops = req;
+    hops.num_hops = 9;
+    both_refuse_hetero(&g, &hops, FS_ERR_INVALID_ARGUMENT, "9 hops");
+    int64_t far[] = {1 << 30};
+    fs_hetero_seeds_t out_of_range = {"paper", 1, far, NULL};
+    both_refuse_hetero(&out_of_range, &req, FS_ERR_INVALID_ARGUMENT, "1073741824");
+    fs_link_req_t l = FS_LINK_REQ_INIT;
+    l.src = "paper", l.rel = "cites", l.dst = "paper", l.count = 2, l.src_ids = seeds, l.dst_ids = seeds;
+    l.neg = FS_NEG_BINARY, l.amount = -1;
+    fs_hetero_batch_t *b = NULL;
+    expect_refused(local, fs_link_sample(local, &l, &req, &b), FS_ERR_INVALID_ARGUMENT, "negative ratio -1");
+    expect_refused(remote, fs_link_sample(remote, &l, &req, &b), FS_ERR_INVALID_ARGUMENT, "negative ratio -1");
+    l.amount = 1, l.rel = "cited";
+    expect_refused(remote, fs_link_sample(remote, &l, &req, &b), FS_ERR_INVALID_ARGUMENT, "(paper, cited, paper)");
+    /* what the client cannot encode: no type is 64 characters long */
+    char longname[80];
+    memset(longname, 'p', sizeof longname - 1), longname[sizeof longname - 1] = 0;
+    fs_hetero_seeds_t lg = {longname, 2, seeds, NULL};
+    expect_refused(remote, fs_hetero_sample(remote, &lg, 1, &req, &b), FS_ERR_INVALID_ARGUMENT, "longer than 63");
+    /* homogeneous calls on a typed graph */
+    fs_sample_req_t sr = SAMPLE_REQ(.num_hops = 1, .fanout = {2});
+    fs_batch_t *hb;
+    expect_refused(remote, fs_sample(remote, seeds, 2, &sr, &hb), FS_ERR_UNSUPPORTED, "HeteroSample");
+    /* the connection still works */
+    cr_assert_eq(fs_hetero_sample(remote, &g, 1, &req, &b), FS_OK, "%s", fs_client_errstr(remote));
+    fs_hetero_batch_free(b);
+}
+
+/* ---- raw gRPC: codes and versions --------------------------------------------------- */
+
+/* One call with gRPC alone: the status, its details, and the first message. */
+static grpc_status_code raw_call(int port, const char *method, const void *payload, size_t len, char *details,
+                                 size_t details_size, int *got_message)
+{
+    grpc_init();
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", port);
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_channel *ch = grpc_channel_create(target, creds, NULL);
+    grpc_channel_credentials_release(creds);
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(30, GPR_TIMESPAN));
+    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                               grpc_slice_from_static_string(method), NULL, deadline, NULL);
+    grpc_slice s = grpc_slice_from_copied_buffer(payload, len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
+    grpc_slice_unref(s);
+    grpc_metadata_array md0, md1;
+    grpc_metadata_array_init(&md0);
+    grpc_metadata_array_init(&md1);
+    grpc_status_code code = GRPC_STATUS_UNKNOWN;
+    grpc_slice det = grpc_empty_slice();
+    grpc_op ops[6];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &md0;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &md1;
+    ops[5].data.recv_status_on_client.status = &code;
+    ops[5].data.recv_status_on_client.status_details = &det;
+    cr_assert_eq(grpc_call_start_batch(call, ops, 6, (void *)1, NULL), GRPC_CALL_OK);
+    grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    cr_assert_eq(ev.type, GRPC_OP_COMPLETE);
+    char *d = grpc_slice_to_c_string(det);
+    snprintf(details, details_size, "%s", d);
+    gpr_free(d);
+    grpc_slice_unref(det);
+    *got_message = recv != NULL;
+    if (recv) grpc_byte_buffer_destroy(recv);
+    grpc_byte_buffer_destroy(send);
+    grpc_metadata_array_destroy(&md0);
+    grpc_metadata_array_destroy(&md1);
+    grpc_call_unref(call);
+    grpc_channel_destroy(ch);
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(cq);
+    grpc_shutdown();
+    return code;
+}
+
+static grpc_status_code raw_msg(const featstore_v1_HeteroSampleRequest *msg, char *details, size_t size, int *got)
+{
+    void *buf;
+    size_t len;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_pb_encode_alloc(featstore_v1_HeteroSampleRequest_fields, msg, "request", &buf, &len, &err), FS_OK);
+    grpc_status_code code = raw_call(server.grpc_port, FS_WIRE_METHOD_HETERO_SAMPLE, buf, len, details, size, got);
+    free(buf);
+    return code;
+}
+
+/* A HeteroSampleRequest with the given api_version, sent raw. */
+static grpc_status_code raw_hetero(uint32_t api_version, const fs_hetero_seeds_t *g, const fs_hetero_req_t *req,
+                                   char *details, size_t size, int *got)
+{
+    featstore_v1_HeteroSampleRequest msg;
+    fs_wire_hetero_out_t out;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_wire_hetero_request(g, 1, req, &out, &msg, &err), FS_OK, "%s", err.msg);
+    msg.api_version = api_version;
+    return raw_msg(&msg, details, size, got);
+}
+
+Test(hetero_grpc, codes_and_api_versions)
+{
+    char details[1024];
+    int got;
+    int64_t seeds[] = {1, 2};
+    fs_hetero_fanout_t f[] = {{"paper", "cites", "paper", {5, 3}}};
+    fs_hetero_req_t req = FS_HETERO_REQ_INIT;
+    req.num_hops = 2, req.fanouts = f, req.num_fanouts = 1;
+    fs_hetero_seeds_t g = {"paper", 2, seeds, NULL}, bad = {"paperz", 2, seeds, NULL};
+    cr_assert_eq(raw_hetero(2, &g, &req, details, sizeof details, &got), GRPC_STATUS_OK, "%s", details);
+    cr_assert(got, "no BatchImageChunk");
+    /* the typed methods are api_version 2: 1 and unknown versions are refused naming both */
+    cr_assert_eq(raw_hetero(1, &g, &req, details, sizeof details, &got), GRPC_STATUS_FAILED_PRECONDITION, "%s", details);
+    cr_assert(strstr(details, "api_version 1 is not supported by HeteroSample") && strstr(details, "api_version 2"),
+              "%s", details);
+    cr_assert_eq(raw_hetero(7, &g, &req, details, sizeof details, &got), GRPC_STATUS_FAILED_PRECONDITION, "%s", details);
+    cr_assert(strstr(details, "api_version 7") && strstr(details, "api_version 1 and 2"), "%s", details);
+    cr_assert_eq(raw_hetero(0, &g, &req, details, sizeof details, &got), GRPC_STATUS_FAILED_PRECONDITION, "%s", details);
+    /* refusals as gRPC codes */
+    cr_assert_eq(raw_hetero(2, &bad, &req, details, sizeof details, &got), GRPC_STATUS_INVALID_ARGUMENT, "%s", details);
+    cr_assert(strstr(details, "paperz"), "%s", details);
+    const char *no_table[] = {"embedding"};
+    fs_hetero_req_t nt = req;
+    nt.node_tables = no_table, nt.num_node_tables = 1;
+    cr_assert_eq(raw_hetero(2, &g, &nt, details, sizeof details, &got), GRPC_STATUS_NOT_FOUND, "%s", details);
+    /* a fanout per hop, exactly */
+    featstore_v1_HeteroSampleRequest msg;
+    fs_wire_hetero_out_t out;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_wire_hetero_request(&g, 1, &req, &out, &msg, &err), FS_OK, "%s", err.msg);
+    featstore_v1_Fanout one = {"paper", "cites", "paper", 1, {5}};
+    fs_pb_list_t list;
+    FS_PB_FROM_ARRAY(&list, featstore_v1_Fanout, &one, 1);
+    fs_pb_set_list(&msg.sampling.fanouts, &list);
+    cr_assert_eq(raw_msg(&msg, details, sizeof details, &got), GRPC_STATUS_INVALID_ARGUMENT, "%s", details);
+    cr_assert(strstr(details, "fanouts of (paper, cites, paper): 1 values for 2 hops"), "%s", details);
+    /* undecodable bytes */
+    const unsigned char garbage[] = {0x08, 0x02, 0x12, 0x03, 0x08, 0x02, 0xff};
+    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_LINK_SAMPLE, garbage, sizeof garbage, details, sizeof details,
+                          &got), GRPC_STATUS_INVALID_ARGUMENT, "%s", details);
+    cr_assert(strstr(details, "LinkSampleRequest"), "%s", details);
+    /* the version-1 methods take 1 (and 2), and refuse what they do not know naming both */
+    const unsigned char info1[] = {0x08, 0x01}, info2[] = {0x08, 0x02}, info3[] = {0x08, 0x03};
+    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_INFO, info1, 2, details, sizeof details, &got), GRPC_STATUS_OK,
+                 "%s", details);
+    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_INFO, info2, 2, details, sizeof details, &got), GRPC_STATUS_OK,
+                 "%s", details);
+    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_INFO, info3, 2, details, sizeof details, &got),
+                 GRPC_STATUS_FAILED_PRECONDITION, "%s", details);
+    cr_assert(strstr(details, "api_version 3") && strstr(details, "api_version 1 and 2"), "%s", details);
+}
+
+/* A version-1 dataset: the v1 calls work as before over grpc://, the typed
+ * calls see node type "node" and give unix://'s batches, and time-based
+ * requests are refused by name (no times). */
+Test(hetero_grpc, v1_datasets_over_grpc)
+{
+    char *v1 = tu_path(dir, "v1"), *v1sock = tu_path(dir, "v1.sock");
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 10 --out %s", tu_bin(), v1), 0);
+    tu_server_t s2;
+    cr_assert_eq(tu_serve(&s2, v1, v1sock, ""), 0);
+    fs_client_t *u = connect_uri("unix://%s", v1sock), *r = connect_grpc(s2.grpc_port);
+    int64_t seeds[] = {3, 1, 4, 1, 5, 9, 2, 6};
+    fs_sample_req_t sr = SAMPLE_REQ(.num_hops = 2, .fanout = {5, 3}, .seed = 11);
+    fs_batch_t *hu, *hr;
+    cr_assert_eq(fs_sample_gather(u, seeds, 8, &sr, "feat", FS_DTYPE_INVALID, &hu), FS_OK, "%s", fs_client_errstr(u));
+    cr_assert_eq(fs_sample_gather(r, seeds, 8, &sr, "feat", FS_DTYPE_INVALID, &hr), FS_OK, "%s", fs_client_errstr(r));
+    cr_assert_eq(hu->num_nodes, hr->num_nodes);
+    cr_assert_eq(memcmp(hu->nodes, hr->nodes, (size_t)hu->num_nodes * 8), 0);
+    cr_assert_eq(memcmp(hu->features, hr->features, (size_t)hu->rows * (size_t)hu->dim * 4), 0);
+
+    fs_hetero_seeds_t g = {"node", 8, seeds, NULL};
+    fs_hetero_fanout_t f[] = {{"node", "to", "node", {5, 3}}};
+    const char *tables[] = {"feat"};
+    fs_hetero_req_t req = FS_HETERO_REQ_INIT;
+    req.num_hops = 2, req.fanouts = f, req.num_fanouts = 1, req.seed = 11, req.frontier = FS_FRONTIER_ALL;
+    req.node_tables = tables, req.num_node_tables = 1;
+    fs_hetero_batch_t *a, *b;
+    cr_assert_eq(fs_hetero_sample(u, &g, 1, &req, &a), FS_OK, "%s", fs_client_errstr(u));
+    cr_assert_eq(fs_hetero_sample(r, &g, 1, &req, &b), FS_OK, "%s", fs_client_errstr(r));
+    expect_same_batch(a, b);
+    /* the homogeneous sampler, bit for bit */
+    cr_assert_eq(b->types[0].num_nodes, hr->num_nodes);
+    cr_assert_eq(memcmp(b->types[0].nodes, hr->nodes, (size_t)hr->num_nodes * 8), 0);
+    fs_hetero_batch_free(a);
+    fs_hetero_batch_free(b);
+    fs_batch_free(hu);
+    fs_batch_free(hr);
+    req.temporal = FS_TEMPORAL_UNIFORM;
+    expect_refused(r, fs_hetero_sample(r, &g, 1, &req, &b), FS_ERR_INVALID_ARGUMENT, "time");
+    fs_close(u);
+    fs_close(r);
+    cr_assert_eq(tu_serve_stop(&s2, SIGTERM), 0);
+    free(v1), free(v1sock);
+}
