@@ -58,6 +58,7 @@ typedef struct {
     int64_t n;
     int64_t *index;      /* open addressing: entry number + 1, 0 = empty */
     size_t index_cap;
+    size_t slots;      /* the hash table's size for the current set (a power of two, <= index_cap) */
 } excl_ws_t;
 
 struct fs_typed_sampler {
@@ -427,6 +428,7 @@ static int excl_build(excl_ws_t *x, const fs_typed_exclude_t *in, int64_t n)
         x->index_cap = cap;
     }
     memset(x->index, 0, cap * sizeof *x->index);
+    x->slots = cap;
     for (int64_t i = 0; i < n; i++) {
         if (i > 0 && x->e[i].etype == x->e[i - 1].etype && x->e[i].dst == x->e[i - 1].dst) continue;
         size_t h = excl_hash(x->e[i].etype, x->e[i].dst, cap);
@@ -442,7 +444,7 @@ static int64_t excl_find(const excl_ws_t *x, int etype, int64_t dst, int64_t *fi
 {
     *first = 0;
     if (x->n == 0) return 0;
-    size_t cap = x->index_cap;
+    size_t cap = x->slots;
     for (size_t h = excl_hash(etype, dst, cap); x->index[h]; h = (h + 1) & (cap - 1)) {
         int64_t i = x->index[h] - 1;
         if (x->e[i].etype != etype || x->e[i].dst != dst) continue;

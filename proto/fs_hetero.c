@@ -388,8 +388,10 @@ static int layout_arrays(layout_t *L)
     }
     if (ok && (L->flags & F_LINK) && !(L->flags & F_TRIPLET)) {
         int64_t nl = L->w[H_LABELS];
-        ok = take(L, &L->lsrc, nl, 8) && take(L, &L->ldst, nl, 8) && take(L, &L->label, nl, 8) &&
+        /* edge_label_index is one [2, nl] array: src row, then dst row (zero-copy for PyG) */
+        ok = take(L, &L->lsrc, 2 * nl, 8) && take(L, &L->label, nl, 8) &&
              (!(L->flags & F_LTIME) || take(L, &L->ltime, nl, 8));
+        L->ldst = L->lsrc + (size_t)nl * 8;
     }
     if (ok && (L->flags & F_TRIPLET)) {
         int64_t np = L->w[H_POS], kk;

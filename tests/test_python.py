@@ -524,6 +524,86 @@ class WideDatasetTest(unittest.TestCase):
         print("RESULT python info lists 20 tables and 10 splits over unix:// and grpc://")
 
 
+class TypedInfoTest(unittest.TestCase):
+    """A typed dataset (gen rmat --typed) served: Info's node types, edge
+    types and link splits, and its typed split names, over both transports,
+    against the dataset's own manifest and files."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="featstore-typed-")
+        cls.data = os.path.join(cls.dir, "typed")
+        subprocess.run([ARGS.featstore, "gen", "rmat", "--typed", "--scale", "6", "--edge-factor", "4", "--dim", "4",
+                        "--out", cls.data], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.path.join(cls.data, "manifest.json")) as f:
+            cls.manifest = json.load(f)
+        cls.server = start_server(cls.data, os.path.join(cls.dir, "s.sock"))
+
+    @classmethod
+    def tearDownClass(cls):
+        fs_serve.stop(cls.server["proc"])
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def file(self, name):
+        return np.load(os.path.join(self.data, name))
+
+    def check_info(self, info):
+        m = self.manifest
+        self.assertTrue(info.typed)
+        self.assertEqual((info.num_nodes, info.tables, info.splits), (0, {}, ()))
+        self.assertEqual(list(info.node_types), [t["name"] for t in m["node_types"]], "the server's order")
+        for t in m["node_types"]:
+            nt = info.node_types[t["name"]]
+            self.assertEqual((nt.name, nt.count, nt.timed), (t["name"], t["count"], "time" in t))
+            want_tables = list(t.get("features", {})) + (["labels"] if "labels" in t else [])
+            self.assertEqual(list(nt.tables), want_tables)
+            self.assertEqual(nt.tables["feat"], featstore.TableInfo("feat", "float32", t["count"], 4))
+            self.assertEqual(nt.num_classes, t.get("labels", {}).get("num_classes", 0))
+            self.assertEqual(nt.splits, tuple(t.get("splits", {})))
+        keys = [(e["src"], e["rel"], e["dst"]) for e in m["edge_types"]]
+        self.assertEqual(list(info.edge_types), keys, "(src, rel, dst) tuples in the server's order")
+        for e, et in zip(m["edge_types"], info.edge_types):
+            self.assertEqual((et.src, et.rel, et.dst, et.num_edges), (e["src"], e["rel"], e["dst"], e["num_edges"]))
+            self.assertEqual((et.weighted, et.timed), ("weights" in e, "time" in e))
+            self.assertEqual(et.reverse, (e["dst"], e["reverse"], e["src"]) if "reverse" in e else None)
+            self.assertEqual(list(et.tables), list(e.get("features", {})))
+        self.assertIn(("paper", "cites", "paper"), {k: 1 for k in info.edge_types}, "usable as dict keys")
+        self.assertEqual(list(info.link_splits), list(m["link_splits"]))
+        for name, l in m["link_splits"].items():
+            ls = info.link_splits[name]
+            self.assertEqual((ls.name, ls.edge_type, ls.count), (name, tuple(l["edge_type"]), len(self.file(l["src"]))))
+            self.assertEqual((ls.labelled, ls.timed, ls.num_neg), ("label" in l, "time" in l, 0))
+
+    def test_typed_info_and_split_names_over_both_transports(self):
+        m = self.manifest
+        for uri in (self.server["unix"], self.server["grpc"]):
+            with featstore.connect(uri) as c:
+                self.check_info(c.info())
+                for split, file in m["node_types"][0]["splits"].items():
+                    np.testing.assert_array_equal(c.split(f"paper/{split}"), self.file(file))
+                for name, l in m["link_splits"].items():
+                    for array in ("src", "dst", "time"):
+                        np.testing.assert_array_equal(c.split(f"link/{name}/{array}"), self.file(l[array]))
+                with self.assertRaises(featstore.Error) as e:
+                    c.split("train")
+                self.assertEqual(e.exception.status, featstore.Status.NOT_FOUND)
+                self.assertIn("ask for paper/train", str(e.exception))
+                with self.assertRaises(featstore.Error) as e:
+                    c.split("link/train/label")
+                self.assertIn("link split 'train' has no array 'label'; it has src, dst, time", str(e.exception))
+        with featstore.connect(SERVER["unix"]) as c:  # a homogeneous dataset: one node type, one edge type
+            info = c.info()
+            self.assertFalse(info.typed)
+            self.assertEqual(list(info.node_types), ["node"])
+            self.assertEqual(info.node_types["node"].count, info.num_nodes)
+            self.assertEqual(info.node_types["node"].tables, info.tables)
+            self.assertEqual(info.node_types["node"].splits, info.splits)
+            self.assertEqual(info.edge_types, (("node", "to", "node"),))
+            self.assertEqual((info.edge_types[0].num_edges, info.edge_types[0].reverse), (info.num_edges, None))
+            self.assertEqual(info.link_splits, {})
+        print("RESULT python typed info: node types, edge types, link splits and split names over unix:// and grpc://")
+
+
 def load_example():
     spec = importlib.util.spec_from_file_location("train_graphsage", os.path.join(ROOT, "examples",
                                                                                   "train_graphsage.py"))

@@ -566,6 +566,37 @@ Test(typed, link_batches_exclude_seed_edges_and_reverses_and_label_like_pyg)
     }
 }
 
+/* The exclusions' lookup table is sized per request: a small batch after a
+ * large one must see all of its exclusions, and so be the batch a fresh
+ * sampler gives (a stale table size once let seed edges back in). */
+Test(typed, link_batches_do_not_depend_on_earlier_requests)
+{
+    const elist_t *l = G->el[1];
+    int64_t big = l->n < 512 ? l->n : 512, src[512], dst[512];
+    for (int64_t i = 0; i < big; i++) src[i] = l->src[i], dst[i] = l->dst[i];
+    const int fan[4] = {4, 5, 5, 2};
+    treq_t r;
+    make_req(&r, 2, fan, FS_SAMPLE_UNIFORM);
+    fs_typed_link_t large = {.etype = 1, .count = big, .src = src, .dst = dst, .exclude_seed_edges = 1};
+    fs_typed_link_t small = {.etype = 1, .count = 3, .src = src + 7, .dst = dst + 7, .exclude_seed_edges = 1};
+    fs_typed_sampler_t *fresh;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_typed_sampler_create(&fresh, &err), FS_OK);
+    fs_link_result_t a, b;
+    cr_assert_eq(fs_link_sample_cpu(fresh, &G->view, &r.req, &small, &a, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_link_sample_cpu(S, &G->view, &r.req, &large, &b, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_link_sample_cpu(S, &G->view, &r.req, &small, &b, &err), FS_OK, "%s", err.msg);
+    for (int t = 0; t < G->view.num_node_types; t++) {
+        cr_assert_eq(a.sub.type[t].num_nodes, b.sub.type[t].num_nodes, "type %d", t);
+        cr_assert_eq(memcmp(a.sub.type[t].nodes, b.sub.type[t].nodes, (size_t)a.sub.type[t].num_nodes * 8), 0);
+    }
+    for (int i = 0; i < 2 * G->E; i++) {
+        cr_assert_eq(a.sub.block[i].num_edges, b.sub.block[i].num_edges, "block %d", i);
+        cr_assert_eq(memcmp(a.sub.block[i].edge_src, b.sub.block[i].edge_src, (size_t)a.sub.block[i].num_edges * 8), 0);
+    }
+    fs_typed_sampler_destroy(fresh);
+}
+
 Test(typed, undirected_link_seeds_exclude_both_directions)
 {
     /* (A, cites, A) has no reverse edge type: an undirected graph stored

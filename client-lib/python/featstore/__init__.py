@@ -20,7 +20,8 @@ tests/data/cora.npz with it.
 from .dataset import write_dataset
 
 __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
-           "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset"]
+           "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset",
+           "HeteroBatch"]
 _CLIENT = frozenset(__all__) - {"write_dataset"}  # the names that need libfeatstore.so
 
 try:
@@ -28,6 +29,7 @@ try:
     from ._lib import version as library_version
     from .client import (SAMPLE_MODES, Batch, BatchReleasedError, Block, Client, DeviceArray, Error, Info, ReaderInfo,
                          Status, TableInfo, TierInfo, connect)
+    from .hetero import HeteroBatch
 except OSError:
     # No libfeatstore.so: writing datasets (featstore.dataset, featstore.cora)
     # needs none. The client's names load it on first use, and raise its
@@ -35,10 +37,10 @@ except OSError:
     def __getattr__(name):
         if name not in _CLIENT:
             raise AttributeError(f"module 'featstore' has no attribute {name!r}")
-        from . import _lib, client
+        from . import _lib, client, hetero
         value = {"library_path": "path", "library_version": "version"}.get(name)
-        value = getattr(_lib, value) if value else getattr(client, name)
+        value = getattr(_lib, value) if value else getattr(hetero if name == "HeteroBatch" else client, name)
         globals()[name] = value
         return value
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"

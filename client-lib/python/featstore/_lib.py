@@ -93,8 +93,43 @@ class ReaderInfoC(ctypes.Structure):
     _fields_ = [("reader", ctypes.c_int), ("predicted_bytes", ctypes.c_double * 3), ("measured_bytes", _u64 * 3)]
 
 
+class NodeTypeInfoC(ctypes.Structure):
+    """fs_node_type_info_t (since 1.3)."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("count", _i64),
+        ("num_tables", ctypes.c_size_t), ("tables", ctypes.POINTER(TableInfoC)),
+        ("num_classes", _i64),
+        ("timed", ctypes.c_int),
+        ("num_splits", ctypes.c_size_t), ("splits", ctypes.POINTER(ctypes.c_char_p)),
+    ]
+
+
+class EdgeTypeInfoC(ctypes.Structure):
+    """fs_edge_type_info_t (since 1.3)."""
+    _fields_ = [
+        ("src", ctypes.c_char_p), ("rel", ctypes.c_char_p), ("dst", ctypes.c_char_p),
+        ("num_edges", _i64),
+        ("weighted", ctypes.c_int), ("timed", ctypes.c_int),
+        ("reverse", ctypes.c_int),  # index into fs_info_t.edge_types, or -1
+        ("num_tables", ctypes.c_size_t), ("tables", ctypes.POINTER(TableInfoC)),
+    ]
+
+
+class LinkSplitInfoC(ctypes.Structure):
+    """fs_link_split_info_t (since 1.3)."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("edge_type", ctypes.c_int),  # index into fs_info_t.edge_types
+        ("count", _i64),
+        ("labelled", ctypes.c_int), ("timed", ctypes.c_int),
+        ("num_neg", _i64),
+    ]
+
+
 class InfoC(ctypes.Structure):
-    """fs_info_t: counted arrays of any length."""
+    """fs_info_t: counted arrays of any length. The fields from ``typed`` on
+    are 1.3's: read them only from a library that has them (``typed`` below)."""
     _fields_ = [
         ("server_version", ctypes.c_char_p),
         ("dataset", ctypes.c_char_p),
@@ -105,6 +140,11 @@ class InfoC(ctypes.Structure):
         ("num_tiers", ctypes.c_size_t), ("tiers", ctypes.POINTER(TierInfoC)),
         ("num_readers", ctypes.c_size_t), ("readers", ctypes.POINTER(ReaderInfoC)),
         ("placement_generation", _u64),
+        # 1.3: the graph's types
+        ("typed", ctypes.c_int),
+        ("num_node_types", ctypes.c_size_t), ("node_types", ctypes.POINTER(NodeTypeInfoC)),
+        ("num_edge_types", ctypes.c_size_t), ("edge_types", ctypes.POINTER(EdgeTypeInfoC)),
+        ("num_link_splits", ctypes.c_size_t), ("link_splits", ctypes.POINTER(LinkSplitInfoC)),
     ]
 
 
@@ -213,3 +253,134 @@ def _bind(lib, where):
 
 lib, path = _load()
 version = _bind(lib, path)
+
+
+# ---- typed graphs (featstore/types.h, featstore/client.h; since 1.3) -------------
+#
+# Appended on their own: a library older than 1.3 has none of these calls,
+# so they are bound when present (`typed` below) and the client refuses
+# typed requests by name when they are not.
+
+FS_FRONTIER = {"new": 0, "all": 1}                       # fs_frontier_t
+FS_TEMPORAL = {None: 0, "uniform": 1, "last": 2}         # fs_temporal_t
+FS_NEG = {None: 0, "binary": 1, "triplet": 2}            # fs_neg_mode_t
+
+
+class HeteroFanout(ctypes.Structure):
+    """fs_hetero_fanout_t: one edge type's fanout per hop."""
+    _fields_ = [("src", ctypes.c_char_p), ("rel", ctypes.c_char_p), ("dst", ctypes.c_char_p),
+                ("fanout", ctypes.c_int * FS_MAX_HOPS)]
+
+
+class HeteroReq(Versioned):
+    """fs_hetero_req_t."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("num_hops", ctypes.c_int),
+        ("num_fanouts", ctypes.c_size_t),
+        ("fanouts", ctypes.POINTER(HeteroFanout)),
+        ("mode", ctypes.c_int * FS_MAX_HOPS),     # fs_sample_mode_t per hop
+        ("seed", _u64),
+        ("want_edge_ids", ctypes.c_int),
+        ("frontier", ctypes.c_int),               # fs_frontier_t
+        ("disjoint", ctypes.c_int),
+        ("temporal", ctypes.c_int),               # fs_temporal_t
+        ("strict", ctypes.c_int),
+        ("out_dtype", ctypes.c_int),              # fs_dtype_t
+        ("window", _i64),
+        ("num_node_tables", ctypes.c_size_t), ("node_tables", ctypes.POINTER(ctypes.c_char_p)),
+        ("num_edge_tables", ctypes.c_size_t), ("edge_tables", ctypes.POINTER(ctypes.c_char_p)),
+    ]
+
+
+class HeteroSeeds(ctypes.Structure):
+    """fs_hetero_seeds_t: one seed group."""
+    _fields_ = [("type", ctypes.c_char_p), ("count", _i64), ("ids", _p_i64), ("time", _p_i64)]
+
+
+class LinkReq(Versioned):
+    """fs_link_req_t."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("src", ctypes.c_char_p), ("rel", ctypes.c_char_p), ("dst", ctypes.c_char_p),
+        ("count", _i64),
+        ("src_ids", _p_i64), ("dst_ids", _p_i64),
+        ("label", _p_i64),
+        ("time", _p_i64),
+        ("neg", ctypes.c_int),                    # fs_neg_mode_t
+        ("neg_weighted", ctypes.c_int),
+        ("amount", ctypes.c_double),
+        ("strict", ctypes.c_int),
+        ("keep_seed_edges", ctypes.c_int),
+    ]
+
+
+class RowsC(ctypes.Structure):
+    """fs_rows_t: one table's rows (data NULL: the type has no such table)."""
+    _fields_ = [("rows", _i64), ("dim", _i64), ("dtype", ctypes.c_int), ("data", ctypes.c_void_p)]
+
+
+class HeteroNodesC(ctypes.Structure):
+    """fs_hetero_nodes_t."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("num_nodes", _i64),
+        ("nodes", _p_i64), ("batch", _p_i64), ("time", _p_i64),
+        ("count_after", _p_i64),                  # [num_hops + 1]
+        ("tables", ctypes.POINTER(RowsC)),        # [num_node_tables]
+    ]
+
+
+class HeteroEtypeC(ctypes.Structure):
+    """fs_hetero_etype_t."""
+    _fields_ = [("src", ctypes.c_char_p), ("rel", ctypes.c_char_p), ("dst", ctypes.c_char_p),
+                ("src_type", ctypes.c_int), ("dst_type", ctypes.c_int)]
+
+
+class HeteroBatchC(ctypes.Structure):
+    """fs_hetero_batch_t."""
+    _fields_ = [
+        ("num_hops", ctypes.c_int), ("num_node_types", ctypes.c_int), ("num_edge_types", ctypes.c_int),
+        ("types", ctypes.POINTER(HeteroNodesC)),
+        ("etypes", ctypes.POINTER(HeteroEtypeC)),
+        ("blocks", ctypes.POINTER(BlockC)),       # [num_hops * num_edge_types]
+        ("num_node_tables", ctypes.c_size_t), ("num_edge_tables", ctypes.c_size_t),
+        ("edge_tables", ctypes.POINTER(RowsC)),   # [(h * E + e) * num_edge_tables + k]
+        ("num_groups", ctypes.c_int),
+        ("group_type", ctypes.POINTER(ctypes.c_int)),
+        ("group_count", _p_i64),
+        ("seed_local", ctypes.POINTER(_p_i64)),   # [num_groups][group_count]
+        # link prediction
+        ("link_src_type", ctypes.c_int), ("link_dst_type", ctypes.c_int),
+        ("num_labels", _i64),
+        ("label_src", _p_i64), ("label_dst", _p_i64),
+        ("label", _p_i64),
+        ("label_time", _p_i64),
+        ("num_pos", _i64), ("num_neg_per_src", _i64),
+        ("src_index", _p_i64), ("dst_pos_index", _p_i64),
+        ("dst_neg_index", _p_i64),                # [num_pos][num_neg_per_src]
+    ]
+
+
+_p_hbatch = ctypes.POINTER(ctypes.POINTER(HeteroBatchC))
+_TYPED_PROTOTYPES = {
+    "fs_hetero_sample": (ctypes.c_int, [_c_client_p, ctypes.POINTER(HeteroSeeds), ctypes.c_size_t,
+                                        ctypes.POINTER(HeteroReq), _p_hbatch]),
+    "fs_link_sample": (ctypes.c_int, [_c_client_p, ctypes.POINTER(LinkReq), ctypes.POINTER(HeteroReq), _p_hbatch]),
+    "fs_hetero_batch_free": (None, [ctypes.POINTER(HeteroBatchC)]),
+    "fs_hetero_batch_region": (ctypes.c_int, [ctypes.POINTER(HeteroBatchC), ctypes.POINTER(ctypes.c_void_p),
+                                              ctypes.POINTER(ctypes.c_size_t)]),
+}
+
+
+def _bind_typed(lib):
+    """Binds the typed calls when the library has them all; True if it does."""
+    if not all(hasattr(lib, name) for name in _TYPED_PROTOTYPES):
+        return False
+    for name, (restype, argtypes) in _TYPED_PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return True
+
+
+typed = _bind_typed(lib)  # False: a library before 1.3 (Client.hetero_sample/link_sample refuse by name)

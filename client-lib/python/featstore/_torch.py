@@ -59,3 +59,57 @@ def to_torch(batch):
                          None if b.edge_weights is None else tensor(b.edge_weights))
               for b in batch.blocks]
     return TorchBatch(tensor(batch.nodes), tensor(batch.seed_local), _features(batch), blocks)
+
+
+# ---- typed batches (HeteroBatch.torch()) ---------------------------------------
+
+class TorchHeteroBatch(NamedTuple):
+    """HeteroBatch's fields as tensors; dicts keyed as in HeteroBatch.
+    count_after stays a tuple of ints; None stays None."""
+    node_types: list
+    edge_types: list
+    num_hops: int
+    nodes: dict
+    batch: dict
+    time: dict
+    count_after: dict
+    x: dict
+    seed_groups: list
+    seed_local: dict
+    blocks: dict
+    edge_attr: dict
+    edge_label_index: Optional[torch.Tensor]
+    edge_label: Optional[torch.Tensor]
+    edge_label_time: Optional[torch.Tensor]
+    src_index: Optional[torch.Tensor]
+    dst_pos_index: Optional[torch.Tensor]
+    dst_neg_index: Optional[torch.Tensor]
+
+
+def _opt(array):
+    return None if array is None else tensor(array)
+
+
+def _rows(batch, type_, table, array):
+    t = tensor(array)
+    return t.view(torch.bfloat16) if batch.dtype(type_, table) == "bfloat16" else t
+
+
+def _torch_block(b):
+    return TorchBlock(b.num_dst, b.num_src, b.num_edges, tensor(b.dst_offsets), tensor(b.edge_dst),
+                      tensor(b.edge_src), _opt(b.edge_ids), _opt(b.edge_weights))
+
+
+def hetero_to_torch(batch):
+    """HeteroBatch.torch(), which has checked that the batch is live."""
+    per_type = lambda d: {t: _opt(a) for t, a in d.items()}  # noqa: E731
+    return TorchHeteroBatch(
+        list(batch.node_types), list(batch.edge_types), batch.num_hops, per_type(batch.nodes), per_type(batch.batch),
+        per_type(batch.time), dict(batch.count_after),
+        {t: {k: _rows(batch, t, k, a) for k, a in tables.items()} for t, tables in batch.x.items()},
+        [(t, tensor(a)) for t, a in batch.seed_groups], per_type(batch.seed_local),
+        {e: [_torch_block(b) for b in blocks] for e, blocks in batch.blocks.items()},
+        {e: [{k: _rows(batch, e, k, a) for k, a in hop.items()} for hop in hops]
+         for e, hops in batch.edge_attr.items()},
+        _opt(batch.edge_label_index), _opt(batch.edge_label), _opt(batch.edge_label_time), _opt(batch.src_index),
+        _opt(batch.dst_pos_index), _opt(batch.dst_neg_index))

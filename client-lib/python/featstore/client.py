@@ -42,6 +42,7 @@ import ctypes
 import os
 import threading
 import weakref
+from collections import namedtuple
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -50,7 +51,8 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["Status", "Error", "BatchReleasedError", "TableInfo", "TierInfo", "ReaderInfo", "Info", "Block", "Batch",
+__all__ = ["Status", "Error", "BatchReleasedError", "TableInfo", "TierInfo", "ReaderInfo", "NodeTypeInfo",
+           "EdgeTypeInfo", "LinkSplitInfo", "Info", "Block", "Batch",
            "Client", "connect", "SAMPLE_MODES"]
 
 
@@ -300,8 +302,60 @@ class ReaderInfo:
 
 
 @dataclass(frozen=True)
+class NodeTypeInfo:
+    """A node type (since 1.3): ids 0..count-1; its splits are fetched with
+    ``Client.split("TYPE/NAME")``."""
+    name: str
+    count: int
+    tables: dict = field(default_factory=dict)  # name -> TableInfo: features, then "labels" when labelled
+    num_classes: int = 0
+    timed: bool = False    # has node timestamps
+    splits: tuple = ()     # split names ("train", ...)
+
+
+class EdgeTypeInfo(namedtuple("EdgeType", "src rel dst")):
+    """An edge type (since 1.3): the tuple (src, rel, dst) — equal to, and
+    a dict key like, the plain tuple — with its facts as attributes:
+    num_edges, weighted, timed, reverse (the edge type holding each edge
+    reversed, as a (src, rel, dst) tuple, or None) and tables (name ->
+    TableInfo, edge features by edge id)."""
+
+    def __new__(cls, src, rel, dst, num_edges=0, weighted=False, timed=False, reverse=None, tables=None):
+        self = super().__new__(cls, src, rel, dst)
+        self.num_edges, self.weighted, self.timed = num_edges, weighted, timed
+        self.reverse, self.tables = reverse, dict(tables or {})
+        return self
+
+    def __repr__(self):
+        return (f"EdgeTypeInfo({self.src!r}, {self.rel!r}, {self.dst!r}, num_edges={self.num_edges}, "
+                f"weighted={self.weighted}, timed={self.timed}, reverse={self.reverse!r}, "
+                f"tables={sorted(self.tables)!r})")
+
+
+@dataclass(frozen=True)
+class LinkSplitInfo:
+    """A link-prediction split (since 1.3): `count` positive edges of
+    `edge_type` (a (src, rel, dst) tuple). Its int64 arrays are fetched with
+    ``Client.split("link/NAME/src")``, ".../dst", and when present
+    ".../label" (labelled), ".../time" (timed) and ".../neg_dst" (num_neg > 0:
+    [count * num_neg], reshape to (count, num_neg))."""
+    name: str
+    edge_type: tuple
+    count: int
+    labelled: bool = False
+    timed: bool = False
+    num_neg: int = 0
+
+
+@dataclass(frozen=True)
 class Info:
-    """What fs_info reports about the server: every list whole."""
+    """What fs_info reports about the server: every list whole.
+
+    Since 1.3 the graph's types too: node_types (name -> NodeTypeInfo),
+    edge_types (EdgeTypeInfo, each a (src, rel, dst) tuple, in the server's
+    order) and link_splits (name -> LinkSplitInfo). A homogeneous dataset is
+    the node type "node" and the edge type ("node", "to", "node"); a typed
+    one (``typed``) leaves num_nodes, num_edges, tables and splits empty."""
     server_version: str
     dataset: str
     num_nodes: int
@@ -314,6 +368,39 @@ class Info:
     tiers: tuple = ()      # TierInfo
     readers: tuple = ()    # ReaderInfo, with a placement
     placement_generation: int = 1
+    typed: bool = False
+    node_types: dict = field(default_factory=dict)   # name -> NodeTypeInfo, in the server's order
+    edge_types: tuple = ()                           # EdgeTypeInfo, in the server's order
+    link_splits: dict = field(default_factory=dict)  # name -> LinkSplitInfo
+
+
+def _table_infos(tables, n):
+    out = {}
+    for t in tables[:n]:
+        name = t.name.decode()
+        out[name] = TableInfo(name, _dtype_name(t.dtype), t.rows, t.dim)
+    return out
+
+
+def _info_types(i):
+    """Info's 1.3 fields from an InfoC."""
+    keys = [(e.src.decode(), e.rel.decode(), e.dst.decode()) for e in i.edge_types[:i.num_edge_types]]
+    edge_types = tuple(
+        EdgeTypeInfo(*keys[k], num_edges=e.num_edges, weighted=bool(e.weighted), timed=bool(e.timed),
+                     reverse=keys[e.reverse] if 0 <= e.reverse < len(keys) else None,
+                     tables=_table_infos(e.tables, e.num_tables))
+        for k, e in enumerate(i.edge_types[:i.num_edge_types]))
+    node_types = {}
+    for t in i.node_types[:i.num_node_types]:
+        name = t.name.decode()
+        node_types[name] = NodeTypeInfo(name, t.count, _table_infos(t.tables, t.num_tables), t.num_classes,
+                                        bool(t.timed), tuple(s.decode() for s in t.splits[:t.num_splits]))
+    link_splits = {}
+    for lsp in i.link_splits[:i.num_link_splits]:
+        name = lsp.name.decode()
+        link_splits[name] = LinkSplitInfo(name, keys[lsp.edge_type], lsp.count, bool(lsp.labelled), bool(lsp.timed),
+                                          lsp.num_neg)
+    return {"typed": bool(i.typed), "node_types": node_types, "edge_types": edge_types, "link_splits": link_splits}
 
 
 @dataclass(frozen=True)
@@ -616,10 +703,11 @@ class Client:
                           for t in i.tiers[:i.num_tiers])
             readers = tuple(ReaderInfo(r.reader, dict(zip(sources, r.predicted_bytes)),
                                        dict(zip(sources, r.measured_bytes))) for r in i.readers[:i.num_readers])
+            types = _info_types(i) if _lib.typed else {}  # a library before 1.3 has no such fields
             return Info(i.server_version.decode(), i.dataset.decode(), i.num_nodes, i.num_edges, i.num_classes,
                         bool(i.symmetric), bool(i.weighted), tables,
                         tuple(s.decode() for s in i.splits[:i.num_splits]), tiers, readers,
-                        i.placement_generation)
+                        i.placement_generation, **types)
         finally:
             lib.fs_info_free(out)
 
@@ -652,6 +740,61 @@ class Client:
         req = _sample_req(fanouts, mode, seed, edge_ids, locality)
         return self._batch_call(lib.fs_sample_gather, _ptr(ids), len(ids), ctypes.byref(req), _name(table),
                                 _dtype_code(dtype))
+
+    # -- typed graphs (since 1.3; featstore.hetero)
+
+    def hetero_sample(self, seeds, num_neighbors, *, seed=0, mode="uniform", frontier="new", disjoint=False,
+                      temporal=None, seed_time=None, strict=False, window=0, node_tables=(), edge_tables=(),
+                      dtype=None, want_edge_ids=False):
+        """Typed k-hop sampling and the gather of node/edge tables in one call
+        (fs_hetero_sample): a ``featstore.hetero.HeteroBatch``.
+
+        seeds: dict node type -> ids, one seed group per key in dict order
+        (or a list of (type, ids) pairs). num_neighbors: dict (src, rel, dst)
+        -> fanout per hop, PyG's: > 0, -1 (all) or 0 (none); every list the
+        same length (the hops); unlisted edge types take none. mode: one of
+        SAMPLE_MODES for every hop, or one per hop ("weighted": by edge
+        weight). frontier: "new" (PyG: hop h expands the nodes first reached
+        at hop h-1) or "all" (DGL blocks, for layered models). disjoint:
+        every seed grows its own tree. temporal: None, "uniform" or "last"
+        (implies disjoint): only edges no newer than the seed's time (older
+        with `strict`; no older than time - `window` with a window > 0);
+        seed_time: dict type -> int64 times per seed (default: the nodes'
+        timestamps). node_tables / edge_tables: table names, returned for
+        every type that has them (``x``, ``edge_attr``; edge tables imply
+        edge ids). dtype: None = as stored, "float32" widens half tables.
+        The same arguments always give the same batch."""
+        from .hetero import hetero_call
+        return hetero_call(self, seeds, num_neighbors, seed=seed, mode=mode, frontier=frontier, disjoint=disjoint,
+                           temporal=temporal, seed_time=seed_time, strict=strict, window=window,
+                           node_tables=node_tables, edge_tables=edge_tables, dtype=dtype, want_edge_ids=want_edge_ids)
+
+    def link_sample(self, edge_type, src, dst, *, num_neighbors, label=None, time=None, neg=None, amount=1.0,
+                    neg_weighted=False, strict=False, keep_seed_edges=False, seed=0, mode="uniform", frontier="new",
+                    disjoint=False, temporal=None, time_strict=False, window=0, node_tables=(), edge_tables=(),
+                    dtype=None, want_edge_ids=False):
+        """A link-prediction batch (fs_link_sample; PyG's LinkNeighborLoader):
+        a ``HeteroBatch`` with ``edge_label_index``/``edge_label`` (binary or
+        no negatives) or ``src_index``/``dst_pos_index``/``dst_neg_index``
+        (triplet).
+
+        edge_type: the seed edges' (src, rel, dst); src, dst: their endpoint
+        ids; label: int64 per seed edge (default all 1); time: int64 per seed
+        edge (temporal requests). neg: None (only the given edges), "binary"
+        (round(amount * count) random pairs labelled 0; given labels are
+        then shifted by + 1, as PyG does) or "triplet" (`amount` = k
+        destinations per positive); neg_weighted: endpoints by degree^0.75;
+        strict: a negative is never an edge of the graph. Both endpoints'
+        neighbourhoods are sampled with the remaining arguments as in
+        ``hetero_sample`` (time_strict is hetero_sample's `strict`), and no
+        seed edge, nor its reverse, is in the sampled subgraph unless
+        keep_seed_edges."""
+        from .hetero import link_call
+        return link_call(self, edge_type, src, dst, num_neighbors, label=label, time=time, neg=neg, amount=amount,
+                         neg_weighted=neg_weighted, strict=strict, keep_seed_edges=keep_seed_edges, seed=seed,
+                         mode=mode, frontier=frontier, disjoint=disjoint, temporal=temporal,
+                         time_strict=time_strict, window=window, node_tables=node_tables, edge_tables=edge_tables,
+                         dtype=dtype, want_edge_ids=want_edge_ids)
 
     def report_load_ratio(self, ratio):
         """Algorithm 2, once per epoch: `ratio` = loading time / total time
