@@ -963,7 +963,7 @@ static fs_status_t g_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, siz
         st = fs_client_fail(c, FS_ERR_FORMAT, "%s: the stream ended after %llu of %llu bytes of the typed batch",
                             method_name(method), (unsigned long long)sink.done, (unsigned long long)sink.total);
     fs_hetero_index_t ix;
-    if (st == FS_OK && (st = fs_hetero_index(sink.buf.p, (size_t)sink.total, &ix, &err)) != FS_OK)
+    if (st == FS_OK && (st = fs_hetero_index(sink.buf.p, (size_t)sink.total, 1, &ix, &err)) != FS_OK)
         st = fs_client_fail(c, st, "%s: %s", method_name(method), err.msg);
     grpc_hetero_t *b = NULL;
     if (st == FS_OK && !(b = calloc(1, sizeof *b))) {

@@ -1095,7 +1095,7 @@ static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups,
         st = fs_hetero_run(&L->typed.graph, L->typed.sampler, &L->limits, groups, num_groups, link, req, L->pool,
                            alloc_in_slot, &a, &image, &len, &err);
     fs_hetero_index_t ix;
-    if (!st) st = fs_hetero_index(image, len, &ix, &err);
+    if (!st) st = fs_hetero_index(image, len, 0, &ix, &err); /* written just now, by this process */
     fs_gather_counters_t none = {0};
     report(L, link ? M_LINK : M_HETERO, st, t0, &none, &none);
     if (st != FS_OK) {

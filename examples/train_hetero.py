@@ -54,6 +54,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client-lib", "python"))
 import featstore  # noqa: E402  (found through the path set just above when run from the repository)
+from train_graphsage import model_input, request_seed  # noqa: E402  (the example beside this one)
 
 PAPER, WORD = "paper", "word"
 
@@ -151,26 +152,12 @@ def minibatch(client, seeds, num_neighbors, request_seed):
                                 node_tables=("feat", "labels"), dtype="float32")
 
 
-def model_input(x, sparse):
-    """The paper features as the model takes them: the zero-copy tensor, or
-    (sparse "on", or "auto" and under 10% non-zeros, as bags of words are) a
-    sparse COO copy, much cheaper to multiply on a CPU."""
-    if sparse == "on" or (sparse == "auto" and int(torch.count_nonzero(x)) < 0.1 * x.numel()):
-        return x.to_sparse()
-    return x
-
-
 def forward_batch(model, batch, sparse="auto"):
     """Logits and labels of the seed papers, one row per input seed."""
     t = batch.torch()
     out = model(model_input(t.x[PAPER]["feat"], sparse), t.nodes[WORD], t.blocks, t.count_after)
     seeds = t.seed_local[PAPER]
     return out[seeds], t.x[PAPER]["labels"].view(-1)[seeds]
-
-
-def request_seed(run_seed, epoch, step):
-    """A distinct, reproducible sampling seed per (run, epoch, step)."""
-    return (run_seed * 1_000_003 + epoch * 10_007 + step) & (2**64 - 1)
 
 
 def train_epoch(client, model, opt, train_ids, args, epoch, rng):

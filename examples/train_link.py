@@ -51,6 +51,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client-lib", "python"))
 import featstore  # noqa: E402  (found through the path set just above when run from the repository)
+from train_graphsage import fanout_list, model_input, request_seed  # noqa: E402  (the example beside this one)
 
 # ---- the model ------------------------------------------------------------------
 
@@ -133,26 +134,12 @@ def minibatch(client, src, dst, fanouts, args, request_seed, label=None):
                               dtype="float32")
 
 
-def model_input(x, sparse):
-    """The features as the model takes them: the zero-copy tensor, or (sparse
-    "on", or "auto" and under 10% non-zeros, as bags of words are) a sparse
-    COO copy, much cheaper to multiply on a CPU."""
-    if sparse == "on" or (sparse == "auto" and int(torch.count_nonzero(x)) < 0.1 * x.numel()):
-        return x.to_sparse()
-    return x
-
-
 def forward_batch(model, batch, edge_type, sparse="auto"):
     """Logits and float labels of the batch's labelled pairs."""
     t = batch.torch()
     node = edge_type[0]
     z = model(model_input(t.x[node]["feat"], sparse), t.blocks[edge_type], t.count_after[node])
     return score(z, t.edge_label_index), t.edge_label.to(torch.float32)
-
-
-def request_seed(run_seed, epoch, step):
-    """A distinct, reproducible sampling seed per (run, epoch, step)."""
-    return (run_seed * 1_000_003 + epoch * 10_007 + step) & (2**64 - 1)
 
 
 def train_epoch(client, model, opt, train_edges, args, epoch, rng):
@@ -267,10 +254,6 @@ def run(args, log=print):
     log(f"test_auc={test_auc:.4f} valid_auc={best[0]:.4f} best_epoch={best[1]} "
         f"batches_per_s={result['batches_per_s']:.1f}")
     return result
-
-
-def fanout_list(text):
-    return [int(f) for f in text.split(",")]
 
 
 def parse_args(argv=None):

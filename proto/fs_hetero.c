@@ -3,12 +3,12 @@
  * its gathered rows out as one image; and read an image back, checked.
  *
  * Design: the image's layout is a pure function of its header and shape
- * (layout() below). The writer fills the shape from the sampler's result,
+ * (layout_arrays() below). The writer fills the shape from the sampler's result,
  * lays out, allocates once and writes every array in place — the gathers
  * write rows straight into it, no staging copy. The reader checks the
- * shape's counts, runs the same layout() against the received length, and
- * then checks the arrays' contents (local ids, offsets) before handing out
- * pointers. Both transports go through both halves, so their batches are
+ * shape's counts, runs the same layout_arrays() against the received length, and,
+ * for bytes received, checks the arrays' contents (local ids, offsets)
+ * before handing out pointers. Both transports go through both halves, so their batches are
  * bit-identical by construction (docs/api.md section 10). */
 #include "fs_hetero.h"
 
@@ -163,9 +163,7 @@ static void resolved_free(resolved_t *r)
 
 static fs_status_t resolve_fanouts(const fs_dataset_t *ds, const fs_hetero_req_t *req, resolved_t *r, fs_error_t *err)
 {
-    int H = req->num_hops, E = ds->num_edge_types;
-    if (H < 1 || H > FS_MAX_HOPS)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%d hops requested, must be 1..%d", H, FS_MAX_HOPS);
+    int H = req->num_hops; /* checked by resolve() */
     if (req->num_fanouts > 0 && !req->fanouts)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "num_fanouts is %zu but fanouts is NULL", req->num_fanouts);
     for (size_t i = 0; i < req->num_fanouts; i++) {
@@ -179,47 +177,63 @@ static fs_status_t resolve_fanouts(const fs_dataset_t *ds, const fs_hetero_req_t
                                 f->src, f->rel, f->dst);
         for (int h = 0; h < H; h++) r->fanout[e * H + h] = f->fanout[h];
     }
-    (void)E;
+    return FS_OK;
+}
+
+/* The tables an owner (a node type or an edge type) has, and its name for messages. */
+typedef struct {
+    const fs_table_t *tables;
+    int num_tables;
+    const char *name;
+} owner_t;
+
+static owner_t node_owner(const fs_dataset_t *ds, int i)
+{
+    const fs_node_type_t *t = &ds->node_types[i];
+    return (owner_t){t->tables, t->num_tables, t->name};
+}
+
+static owner_t edge_owner(const fs_dataset_t *ds, int i)
+{
+    const fs_edge_type_t *x = &ds->edge_types[i];
+    return (owner_t){x->tables, x->num_tables, x->rel};
+}
+
+/* One list of table names ("node" or "edge" tables) against every owner:
+ * picks[owner * n + k], and each owner's row bytes. A name no owner has is
+ * FS_ERR_NOT_FOUND; an owner without it simply returns no rows. */
+static fs_status_t resolve_table_list(const fs_dataset_t *ds, const char *what, const char *const *names, size_t n,
+                                      int owners, owner_t (*owner)(const fs_dataset_t *, int), fs_dtype_t out_dtype,
+                                      table_pick_t *picks, size_t *row_bytes, fs_error_t *err)
+{
+    if (n && !names) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%zu %s tables but the name list is NULL", n, what);
+    for (size_t k = 0; k < n; k++) {
+        int found = 0;
+        if (!names[k]) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s table %zu is NULL", what, k);
+        for (int i = 0; i < owners; i++) {
+            owner_t o = owner(ds, i);
+            table_pick_t *p = &picks[(size_t)i * n + k];
+            fs_status_t st = pick_table(o.tables, o.num_tables, names[k], out_dtype, o.name, p, err);
+            if (st != FS_OK) return st;
+            if (p->index >= 0) row_bytes[i] += (size_t)p->dim * fs_dtype_size(p->dtype), found = 1;
+        }
+        if (!found)
+            return fs_error(err, FS_ERR_NOT_FOUND, "no %s type of dataset '%s' has a table '%s'", what, ds->name,
+                            names[k]);
+    }
     return FS_OK;
 }
 
 static fs_status_t resolve_tables(const fs_dataset_t *ds, const fs_hetero_req_t *req, resolved_t *r, fs_error_t *err)
 {
-    int T = ds->num_node_types, E = ds->num_edge_types;
-    size_t NT = req->num_node_tables, ET = req->num_edge_tables;
-    if ((NT && !req->node_tables) || (ET && !req->edge_tables))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "a table count is set but its name list is NULL");
     if (req->out_dtype != FS_DTYPE_INVALID && !fs_dtype_size(req->out_dtype))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "unknown out_dtype %d", (int)req->out_dtype);
-    for (size_t k = 0; k < NT; k++) {
-        int found = 0;
-        if (!req->node_tables[k]) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "node table %zu is NULL", k);
-        for (int t = 0; t < T; t++) {
-            const fs_node_type_t *nt = &ds->node_types[t];
-            table_pick_t *p = &r->ntab[(size_t)t * NT + k];
-            fs_status_t st = pick_table(nt->tables, nt->num_tables, req->node_tables[k], req->out_dtype, nt->name, p, err);
-            if (st != FS_OK) return st;
-            if (p->index >= 0) r->node_row_bytes[t] += (size_t)p->dim * fs_dtype_size(p->dtype), found = 1;
-        }
-        if (!found)
-            return fs_error(err, FS_ERR_NOT_FOUND, "no node type of dataset '%s' has a table '%s'", ds->name,
-                            req->node_tables[k]);
-    }
-    for (size_t k = 0; k < ET; k++) {
-        int found = 0;
-        if (!req->edge_tables[k]) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "edge table %zu is NULL", k);
-        for (int e = 0; e < E; e++) {
-            const fs_edge_type_t *x = &ds->edge_types[e];
-            table_pick_t *p = &r->etab[(size_t)e * ET + k];
-            fs_status_t st = pick_table(x->tables, x->num_tables, req->edge_tables[k], req->out_dtype, x->rel, p, err);
-            if (st != FS_OK) return st;
-            if (p->index >= 0) r->edge_row_bytes[e] += (size_t)p->dim * fs_dtype_size(p->dtype), found = 1;
-        }
-        if (!found)
-            return fs_error(err, FS_ERR_NOT_FOUND, "no edge type of dataset '%s' has a table '%s'", ds->name,
-                            req->edge_tables[k]);
-    }
-    return FS_OK;
+    fs_status_t st = resolve_table_list(ds, "node", req->node_tables, req->num_node_tables, ds->num_node_types,
+                                        node_owner, req->out_dtype, r->ntab, r->node_row_bytes, err);
+    if (st == FS_OK)
+        st = resolve_table_list(ds, "edge", req->edge_tables, req->num_edge_tables, ds->num_edge_types, edge_owner,
+                                req->out_dtype, r->etab, r->edge_row_bytes, err);
+    return st;
 }
 
 static fs_status_t resolve_groups(const fs_dataset_t *ds, const fs_hetero_seeds_t *groups, size_t n, resolved_t *r,
@@ -787,7 +801,7 @@ static void fill_batch(const layout_t *L, const char *base, const tables_t *x, f
     }
 }
 
-fs_status_t fs_hetero_index(const void *image, size_t len, fs_hetero_index_t *ix, fs_error_t *err)
+fs_status_t fs_hetero_index(const void *image, size_t len, int received, fs_hetero_index_t *ix, fs_error_t *err)
 {
     const char *base = image;
     layout_t L = {0};
@@ -806,7 +820,7 @@ fs_status_t fs_hetero_index(const void *image, size_t len, fs_hetero_index_t *ix
     if (st == FS_OK) st = check_shape(&L, err);
     if (st == FS_OK && (!layout_arrays(&L) || L.total != len))
         st = fs_error(err, FS_ERR_FORMAT, "typed batch: its arrays need %zu bytes, it has %zu", L.total, len);
-    if (st == FS_OK) st = check_arrays(&L, base, err);
+    if (st == FS_OK && received) st = check_arrays(&L, base, err);
     if (st == FS_OK && !(ix->mem = alloc_tables(&L, &x)))
         st = fs_error(err, FS_ERR_NOMEM, "out of memory reading a typed batch");
     if (st == FS_OK) st = read_names(&L, base, x.names, err);

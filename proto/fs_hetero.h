@@ -17,9 +17,10 @@
  * node type and node table, dtype and dim or 0 for absent; per edge type
  * its endpoint types; per edge type and edge table, dtype and dim; per seed
  * group its type and count; per block num_dst, num_src, num_edges), the
- * names, then the arrays in that order (fs_hetero.c, layout()). Reading it
- * back (fs_hetero_index) checks every count, offset and local id, so
- * bytes from the network cannot point a batch outside its buffer.
+ * names, then the arrays in that order (fs_hetero.c, layout_arrays()).
+ * Reading received bytes back (fs_hetero_index) checks every count, offset
+ * and local id, so bytes from the network cannot point a batch outside its
+ * buffer.
  *
  * Thread-safety: a graph is read-only after init and shared; a sampler is
  * one per thread. */
@@ -65,9 +66,11 @@ typedef struct {
 } fs_hetero_index_t;
 
 /* Reads image[0..len) (8-byte aligned). Every count and offset is checked
- * against len, and every local id against its type's node count:
- * FS_ERR_FORMAT naming the first bad field. */
-fs_status_t fs_hetero_index(const void *image, size_t len, fs_hetero_index_t *ix, fs_error_t *err);
+ * against len: FS_ERR_FORMAT naming the first bad field. `received`: the
+ * bytes came from elsewhere (the network), so every block's offsets and
+ * every local id are checked too — a pass over the arrays that an image
+ * this process just wrote (fs_hetero_run) does not need. */
+fs_status_t fs_hetero_index(const void *image, size_t len, int received, fs_hetero_index_t *ix, fs_error_t *err);
 void fs_hetero_index_free(fs_hetero_index_t *ix);
 
 /* The size of an image's header, and the bytes a valid image's header says

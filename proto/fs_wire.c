@@ -319,6 +319,23 @@ static bool encode_string_head(pb_ostream_t *os, uint32_t tag, uint64_t len)
     return pb_encode_tag(os, PB_WT_STRING, tag) && pb_encode_varint(os, len);
 }
 
+/* A chunk message: its encoded head (cap bytes, written by os; ok: the
+ * encoding succeeded), then the data slice as it is, without a copy. The
+ * message takes head (and frees it on failure). */
+static grpc_byte_buffer *chunk_message(pb_byte_t *head, size_t cap, const pb_ostream_t *os, bool ok, grpc_slice data,
+                                       fs_error_t *err)
+{
+    if (!ok || os->bytes_written != cap) {
+        fs_error(err, FS_ERR_INTERNAL, "cannot encode a chunk message: %s", ok ? "size mismatch" : PB_GET_ERROR(os));
+        free(head);
+        return NULL;
+    }
+    grpc_slice slices[2] = {grpc_slice_new(head, cap, free_slice_mem), data};
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(slices, GRPC_SLICE_LENGTH(data) ? 2 : 1); /* refs both */
+    grpc_slice_unref(slices[0]);
+    return bb;
+}
+
 grpc_byte_buffer *fs_wire_gather_chunk(const featstore_v1_GatherChunk *hdr, grpc_slice data, int wrap,
                                        const featstore_v1_SampleResponse *sample, fs_error_t *err)
 {
@@ -361,15 +378,7 @@ grpc_byte_buffer *fs_wire_gather_chunk(const featstore_v1_GatherChunk *hdr, grpc
     ok = ok && pb_encode(&os, featstore_v1_GatherChunk_fields, hdr);
     if (ok && data_len) ok = encode_string_head(&os, featstore_v1_GatherChunk_data_tag, data_len);
     free(outer);
-    if (!ok || os.bytes_written != cap) {
-        fs_error(err, FS_ERR_INTERNAL, "cannot encode a chunk message: %s", ok ? "size mismatch" : PB_GET_ERROR(&os));
-        free(head);
-        return NULL;
-    }
-    grpc_slice slices[2] = {grpc_slice_new(head, cap, free_slice_mem), data};
-    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(slices, data_len ? 2 : 1); /* refs both slices */
-    grpc_slice_unref(slices[0]);
-    return bb;
+    return chunk_message(head, cap, &os, ok, data, err);
 }
 
 /* ---- sampling requests and results ------------------------------------------------ */
@@ -930,15 +939,7 @@ grpc_byte_buffer *fs_wire_image_chunk(uint64_t total, uint64_t offset, grpc_slic
     pb_ostream_t os = pb_ostream_from_buffer(head, cap);
     bool ok = pb_encode(&os, featstore_v1_BatchImageChunk_fields, &hdr);
     if (ok && data_len) ok = encode_string_head(&os, featstore_v1_BatchImageChunk_data_tag, data_len);
-    if (!ok || os.bytes_written != cap) {
-        fs_error(err, FS_ERR_INTERNAL, "cannot encode a chunk message: %s", ok ? "size mismatch" : PB_GET_ERROR(&os));
-        free(head);
-        return NULL;
-    }
-    grpc_slice slices[2] = {grpc_slice_new(head, cap, free_slice_mem), data};
-    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(slices, data_len ? 2 : 1); /* refs both slices */
-    grpc_slice_unref(slices[0]);
-    return bb;
+    return chunk_message(head, cap, &os, ok, data, err);
 }
 
 /* ---- small files: certificates, keys, the token ------------------------------------ */

@@ -333,71 +333,13 @@ Test(hetero_grpc, bad_requests_are_refused_by_name)
 
 /* ---- raw gRPC: codes and versions --------------------------------------------------- */
 
-/* One call with gRPC alone: the status, its details, and the first message. */
-static grpc_status_code raw_call(int port, const char *method, const void *payload, size_t len, char *details,
-                                 size_t details_size, int *got_message)
-{
-    grpc_init();
-    char target[64];
-    snprintf(target, sizeof target, "127.0.0.1:%d", port);
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    grpc_channel *ch = grpc_channel_create(target, creds, NULL);
-    grpc_channel_credentials_release(creds);
-    grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
-    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(30, GPR_TIMESPAN));
-    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                               grpc_slice_from_static_string(method), NULL, deadline, NULL);
-    grpc_slice s = grpc_slice_from_copied_buffer(payload, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
-    grpc_slice_unref(s);
-    grpc_metadata_array md0, md1;
-    grpc_metadata_array_init(&md0);
-    grpc_metadata_array_init(&md1);
-    grpc_status_code code = GRPC_STATUS_UNKNOWN;
-    grpc_slice det = grpc_empty_slice();
-    grpc_op ops[6];
-    memset(ops, 0, sizeof ops);
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &md0;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &recv;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &md1;
-    ops[5].data.recv_status_on_client.status = &code;
-    ops[5].data.recv_status_on_client.status_details = &det;
-    cr_assert_eq(grpc_call_start_batch(call, ops, 6, (void *)1, NULL), GRPC_CALL_OK);
-    grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    cr_assert_eq(ev.type, GRPC_OP_COMPLETE);
-    char *d = grpc_slice_to_c_string(det);
-    snprintf(details, details_size, "%s", d);
-    gpr_free(d);
-    grpc_slice_unref(det);
-    *got_message = recv != NULL;
-    if (recv) grpc_byte_buffer_destroy(recv);
-    grpc_byte_buffer_destroy(send);
-    grpc_metadata_array_destroy(&md0);
-    grpc_metadata_array_destroy(&md1);
-    grpc_call_unref(call);
-    grpc_channel_destroy(ch);
-    grpc_completion_queue_shutdown(cq);
-    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
-    }
-    grpc_completion_queue_destroy(cq);
-    grpc_shutdown();
-    return code;
-}
-
 static grpc_status_code raw_msg(const featstore_v1_HeteroSampleRequest *msg, char *details, size_t size, int *got)
 {
     void *buf;
     size_t len;
     fs_error_t err = {0};
     cr_assert_eq(fs_pb_encode_alloc(featstore_v1_HeteroSampleRequest_fields, msg, "request", &buf, &len, &err), FS_OK);
-    grpc_status_code code = raw_call(server.grpc_port, FS_WIRE_METHOD_HETERO_SAMPLE, buf, len, details, size, got);
+    grpc_status_code code = (grpc_status_code)tu_grpc_call(server.grpc_port, FS_WIRE_METHOD_HETERO_SAMPLE, buf, len, details, size, got);
     free(buf);
     return code;
 }
@@ -452,16 +394,16 @@ Test(hetero_grpc, codes_and_api_versions)
     cr_assert(strstr(details, "fanouts of (paper, cites, paper): 1 values for 2 hops"), "%s", details);
     /* undecodable bytes */
     const unsigned char garbage[] = {0x08, 0x02, 0x12, 0x03, 0x08, 0x02, 0xff};
-    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_LINK_SAMPLE, garbage, sizeof garbage, details, sizeof details,
+    cr_assert_eq((grpc_status_code)tu_grpc_call(server.grpc_port, FS_WIRE_METHOD_LINK_SAMPLE, garbage, sizeof garbage, details, sizeof details,
                           &got), GRPC_STATUS_INVALID_ARGUMENT, "%s", details);
     cr_assert(strstr(details, "LinkSampleRequest"), "%s", details);
     /* the version-1 methods take 1 (and 2), and refuse what they do not know naming both */
     const unsigned char info1[] = {0x08, 0x01}, info2[] = {0x08, 0x02}, info3[] = {0x08, 0x03};
-    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_INFO, info1, 2, details, sizeof details, &got), GRPC_STATUS_OK,
+    cr_assert_eq((grpc_status_code)tu_grpc_call(server.grpc_port, FS_WIRE_METHOD_INFO, info1, 2, details, sizeof details, &got), GRPC_STATUS_OK,
                  "%s", details);
-    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_INFO, info2, 2, details, sizeof details, &got), GRPC_STATUS_OK,
+    cr_assert_eq((grpc_status_code)tu_grpc_call(server.grpc_port, FS_WIRE_METHOD_INFO, info2, 2, details, sizeof details, &got), GRPC_STATUS_OK,
                  "%s", details);
-    cr_assert_eq(raw_call(server.grpc_port, FS_WIRE_METHOD_INFO, info3, 2, details, sizeof details, &got),
+    cr_assert_eq((grpc_status_code)tu_grpc_call(server.grpc_port, FS_WIRE_METHOD_INFO, info3, 2, details, sizeof details, &got),
                  GRPC_STATUS_FAILED_PRECONDITION, "%s", details);
     cr_assert(strstr(details, "api_version 3") && strstr(details, "api_version 1 and 2"), "%s", details);
 }

@@ -3,6 +3,10 @@
 
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -263,4 +267,61 @@ int tu_serve_stop(tu_server_t *s, int sig)
     waitpid(s->pid, &st, 0);
     fclose(s->out);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int tu_grpc_call(int port, const char *method, const void *payload, size_t len, char *details, size_t details_size,
+                 int *got_message)
+{
+    grpc_init();
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", port);
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_channel *ch = grpc_channel_create(target, creds, NULL);
+    grpc_channel_credentials_release(creds);
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(30, GPR_TIMESPAN));
+    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                               grpc_slice_from_static_string(method), NULL, deadline, NULL);
+    grpc_slice s = grpc_slice_from_copied_buffer(payload, len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
+    grpc_slice_unref(s);
+    grpc_metadata_array md0, md1;
+    grpc_metadata_array_init(&md0);
+    grpc_metadata_array_init(&md1);
+    grpc_status_code code = GRPC_STATUS_UNKNOWN;
+    grpc_slice det = grpc_empty_slice();
+    grpc_op ops[6];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &md0;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &md1;
+    ops[5].data.recv_status_on_client.status = &code;
+    ops[5].data.recv_status_on_client.status_details = &det;
+    cr_assert_eq(grpc_call_start_batch(call, ops, 6, (void *)1, NULL), GRPC_CALL_OK);
+    grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    cr_assert_eq(ev.type, GRPC_OP_COMPLETE);
+    char *d = grpc_slice_to_c_string(det);
+    snprintf(details, details_size, "%s", d);
+    gpr_free(d);
+    grpc_slice_unref(det);
+    if (got_message) *got_message = recv != NULL;
+    if (recv) grpc_byte_buffer_destroy(recv);
+    grpc_byte_buffer_destroy(send);
+    grpc_metadata_array_destroy(&md0);
+    grpc_metadata_array_destroy(&md1);
+    grpc_call_unref(call);
+    grpc_channel_destroy(ch);
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(cq);
+    grpc_shutdown();
+    return code;
 }

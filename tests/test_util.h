@@ -67,6 +67,12 @@ int tu_serve_stop(tu_server_t *s, int sig);
 char *tu_http_get(int port, const char *path);             /* heap: headers + body of GET 127.0.0.1:port */
 char *tu_metrics_with(int port, const char *want);         /* heap: /metrics once `want` is in it (polled) */
 int tu_have_numpy(void);
+/* One unary or server-streaming call made with gRPC alone (insecure, to
+ * 127.0.0.1:port): `payload` as the request to `method`, whatever its
+ * bytes. Returns the grpc_status_code; details gets the status text and
+ * *got_message (may be NULL) whether a first message came back. */
+int tu_grpc_call(int port, const char *method, const void *payload, size_t len, char *details, size_t details_size,
+                 int *got_message);
 
 /* Writes a small dataset (via fs_writer) with the given CSR and an optional
  * float32 table of dim columns filled with v*1000+j. */

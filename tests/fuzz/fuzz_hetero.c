@@ -62,7 +62,7 @@ static void check_image(const uint8_t *p, size_t n)
     if (n) memcpy(img, p, n);
     fs_hetero_index_t ix;
     fs_error_t err = {0};
-    fs_status_t st = fs_hetero_index(img, n, &ix, &err);
+    fs_status_t st = fs_hetero_index(img, n, 1, &ix, &err);
     if (st != FS_OK) {
         FUZZ_CHECK_REFUSAL(st, err);
         free(img);

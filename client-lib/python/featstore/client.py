@@ -209,6 +209,8 @@ class _Handle:
     no array taken from it is alive: until then the arrays' memory is
     theirs alone."""
 
+    _FREE = "fs_batch_free"  # the C call that frees what ptr points to
+
     def __init__(self, ptr, use):
         self.ptr = ptr
         self.use = use
@@ -220,7 +222,7 @@ class _Handle:
         if ptr is None:
             return
         try:
-            lib.fs_batch_free(ptr)
+            getattr(lib, self._FREE)(ptr)
         except Exception:  # interpreter shutdown: the library may be gone
             return
         self.use.held -= 1
@@ -430,7 +432,68 @@ def _batch_field(name, doc):
     return property(lambda self: self._live(name)[name], doc=doc)
 
 
-class Batch:
+class _Releasable:
+    """What Batch and HeteroBatch share: the fields (None once released),
+    the process that made them, release() and the checks every attribute
+    makes. A subclass sets _fields (with its "handle") and _pid, and names
+    itself and an example copy for the messages."""
+
+    _NAME = "Batch"
+    _COPY_HINT = "np.array(b.features)"
+    _REGION = "fs_batch_region"
+
+    def _live(self, what):
+        """The batch's fields, or BatchReleasedError naming `what` and why."""
+        fields = self._fields
+        if fields is None:
+            raise BatchReleasedError(
+                f"batch released: {what} is gone with it (release() ends a {self._NAME}; take copies first, "
+                f"e.g. {self._COPY_HINT}, or arrays, which keep their data and their slot)")
+        if self._pid != os.getpid():
+            raise BatchReleasedError(
+                f"batch made by process {self._pid} before it forked: {what} cannot be used in process "
+                f"{os.getpid()} (over unix:// its memory is the parent's result slot, which the parent reuses); "
+                f"make batches in this process (its Client reconnects by itself)")
+        return fields
+
+    @property
+    def released(self):
+        return self._fields is None
+
+    def release(self):
+        """Ends the batch: from now on its attributes and methods raise
+        ``BatchReleasedError``. The C batch and its result slot go back at
+        once, or, when arrays taken from the batch are still alive, once
+        the last of them is gone (they keep their data until then).
+        Idempotent."""
+        fields, self._fields = self._fields, None
+        if fields is None:
+            return
+        alive = weakref.ref(fields["handle"])
+        del fields
+        handle = alive()
+        if handle is not None and handle.ptr is not None:  # arrays hold it: counted until they go
+            handle.kept = True
+            handle.use.kept += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def region(self):
+        """(address, length) of the memory this batch's arrays live in: the
+        shared result slot over unix://, the received buffer over grpc://."""
+        handle = self._live("region()")["handle"]
+        base, length = ctypes.c_void_p(), ctypes.c_size_t()
+        st = getattr(lib, self._REGION)(handle.ptr, ctypes.byref(base), ctypes.byref(length))
+        if st != Status.OK:
+            raise Error(st, f"{self._REGION} failed")
+        return base.value or 0, length.value
+
+
+class Batch(_Releasable):
     """One result (fs_batch_t *). ``kind`` says what it holds: "sample"
     (``blocks``, ``nodes``, ``seed_local``), "gather" (``features``) or
     "sample_gather" (both, with ``features[i]`` the row of ``nodes[i]``).
@@ -471,56 +534,6 @@ class Batch:
     features = _batch_field("features", "[rows, dim] of dtype (bfloat16 as uint16 bits), None without features; "
                                         "a DeviceArray when the rows are in GPU memory (features_device)")
     features_device = _batch_field("features_device", "the GPU whose memory holds the features, None for host memory")
-
-    def _live(self, what):
-        """The batch's fields, or BatchReleasedError naming `what` and why."""
-        fields = self._fields
-        if fields is None:
-            raise BatchReleasedError(
-                f"batch released: {what} is gone with it (release() ends a Batch; take copies first, "
-                f"e.g. np.array(b.features), or arrays, which keep their data and their slot)")
-        if self._pid != os.getpid():
-            raise BatchReleasedError(
-                f"batch made by process {self._pid} before it forked: {what} cannot be used in process "
-                f"{os.getpid()} (over unix:// its memory is the parent's result slot, which the parent reuses); "
-                f"make batches in this process (its Client reconnects by itself)")
-        return fields
-
-    @property
-    def released(self):
-        return self._fields is None
-
-    def release(self):
-        """Ends the Batch: from now on its attributes and methods raise
-        ``BatchReleasedError``. The C batch and its result slot go back at
-        once, or, when arrays taken from the batch are still alive, once
-        the last of them is gone (they keep their data until then).
-        Idempotent."""
-        fields, self._fields = self._fields, None
-        if fields is None:
-            return
-        alive = weakref.ref(fields["handle"])
-        del fields
-        handle = alive()
-        if handle is not None and handle.ptr is not None:  # arrays hold it: counted until they go
-            handle.kept = True
-            handle.use.kept += 1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-
-    def region(self):
-        """(address, length) of the memory this batch's arrays live in: the
-        shared result slot over unix://, the received buffer over grpc://."""
-        handle = self._live("region()")["handle"]
-        base, length = ctypes.c_void_p(), ctypes.c_size_t()
-        st = lib.fs_batch_region(handle.ptr, ctypes.byref(base), ctypes.byref(length))
-        if st != Status.OK:
-            raise Error(st, "fs_batch_region failed")
-        return base.value or 0, length.value
 
     def torch(self):
         """The arrays as torch tensors sharing the same memory (torch.from_numpy):

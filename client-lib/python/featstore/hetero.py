@@ -29,14 +29,14 @@ block) every attribute raises ``BatchReleasedError``.
 """
 import ctypes
 import os
-import weakref
 
 import numpy as np
 
 from . import _lib
 from ._lib import lib
-from .client import (_NP_DTYPES, SAMPLE_MODES, BatchReleasedError, Error, Status, _block, _dtype_code, _dtype_name,
-                     _Handle, _ids, _SlotUse, _view)
+from .client import _NP_DTYPES, SAMPLE_MODES, Error, Status, _block, _dtype_code, _dtype_name, _Handle, _ids
+from .client import _batch_field as _field
+from .client import _Releasable, _SlotUse, _view
 
 __all__ = ["HeteroBatch", "FRONTIERS", "TEMPORAL", "NEGATIVES"]
 
@@ -248,18 +248,7 @@ def link_call(client, edge_type, src, dst, num_neighbors, label=None, time=None,
 
 class _HeteroHandle(_Handle):
     """Owns one fs_hetero_batch_t * (as _Handle owns an fs_batch_t *)."""
-
-    def __del__(self):
-        ptr, self.ptr = self.ptr, None
-        if ptr is None:
-            return
-        try:
-            lib.fs_hetero_batch_free(ptr)
-        except Exception:  # interpreter shutdown: the library may be gone
-            return
-        self.use.held -= 1
-        if self.kept:
-            self.use.kept -= 1
+    _FREE = "fs_hetero_batch_free"
 
 
 def _rows(h, r):
@@ -338,11 +327,7 @@ def _read(h, b, node_tables, edge_tables):
     return f
 
 
-def _field(name, doc):
-    return property(lambda self: self._live(name)[name], doc=doc)
-
-
-class HeteroBatch:
+class HeteroBatch(_Releasable):
     """One typed or link-prediction batch (fs_hetero_batch_t *). See the
     module comment for local ids, blocks and the lifetime rule.
 
@@ -350,6 +335,10 @@ class HeteroBatch:
     type tuple ``(src, rel, dst)`` (``blocks``, ``edge_attr``), covering every
     type of the graph in the server's order (``node_types``, ``edge_types``).
     """
+
+    _NAME = "HeteroBatch"
+    _COPY_HINT = "np.array(b.nodes['paper'])"
+    _REGION = "fs_hetero_batch_region"
 
     def __init__(self, ptr, use=None, node_tables=(), edge_tables=()):
         h = _HeteroHandle(ptr, use if use is not None else _SlotUse())
@@ -389,53 +378,7 @@ class HeteroBatch:
         (type_ an edge type tuple)."""
         return self._live("dtype()")["dtypes"][(type_, table)]
 
-    def _live(self, what):
-        fields = self._fields
-        if fields is None:
-            raise BatchReleasedError(
-                f"batch released: {what} is gone with it (release() ends a HeteroBatch; take copies first, "
-                f"e.g. np.array(b.nodes['paper']), or arrays, which keep their data and their slot)")
-        if self._pid != os.getpid():
-            raise BatchReleasedError(
-                f"batch made by process {self._pid} before it forked: {what} cannot be used in process "
-                f"{os.getpid()} (over unix:// its memory is the parent's result slot, which the parent reuses); "
-                f"make batches in this process (its Client reconnects by itself)")
-        return fields
-
-    @property
-    def released(self):
-        return self._fields is None
-
-    def release(self):
-        """Ends the batch, as ``Batch.release()``: the C batch and its slot go
-        back at once, or when the last array taken from it is gone. Idempotent."""
-        fields, self._fields = self._fields, None
-        if fields is None:
-            return
-        alive = weakref.ref(fields["handle"])
-        del fields
-        handle = alive()
-        if handle is not None and handle.ptr is not None:  # arrays hold it: counted until they go
-            handle.kept = True
-            handle.use.kept += 1
-
-    free = release
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-
-    def region(self):
-        """(address, length) of the memory the batch's arrays live in."""
-        handle = self._live("region()")["handle"]
-        require_typed()
-        base, length = ctypes.c_void_p(), ctypes.c_size_t()
-        st = lib.fs_hetero_batch_region(handle.ptr, ctypes.byref(base), ctypes.byref(length))
-        if st != Status.OK:
-            raise Error(st, "fs_hetero_batch_region failed")
-        return base.value or 0, length.value
+    free = _Releasable.release
 
     def torch(self):
         """The arrays as torch tensors sharing their memory (torch.from_numpy):
