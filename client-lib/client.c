@@ -37,6 +37,28 @@ static fs_status_t read_struct(fs_client_t *c, void *dst, size_t size, const voi
     return FS_OK;
 }
 
+/* Copies of the URI and of the option strings, which need not outlive
+ * fs_connect, so that fs_client_clone can connect the same way later. */
+static fs_status_t keep_strings(fs_client_t *c, const char *uri)
+{
+    const char **field[5] = {&c->opts.device, &c->opts.tls_ca_file, &c->opts.tls_cert_file, &c->opts.tls_key_file,
+                             &c->opts.token};
+    if (uri && !(c->uri = strdup(uri))) return FS_ERR_NOMEM;
+    for (int i = 0; i < 5; i++) {
+        if (!*field[i]) continue;
+        if (!(c->opt_strings[i] = strdup(*field[i]))) return FS_ERR_NOMEM;
+        *field[i] = c->opt_strings[i];
+    }
+    return FS_OK;
+}
+
+fs_status_t fs_client_clone(const fs_client_t *c, int slots, fs_client_t **out)
+{
+    fs_connect_opts_t o = c->opts;
+    o.slots = slots;
+    return fs_connect(c->uri, &o, out);
+}
+
 FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs_client_t **out)
 {
     if (!out) return FS_ERR_INVALID_ARGUMENT;
@@ -47,6 +69,7 @@ FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs
     c->opts.struct_size = sizeof c->opts;
     fs_status_t st = opts ? read_struct(c, &c->opts, sizeof c->opts, opts, CONNECT_OPTS_V1, "fs_connect_opts_t") : FS_OK;
     if (st != FS_OK) return st;
+    if (keep_strings(c, uri) != FS_OK) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     fs_las_ctl_init(&c->las, NULL, NULL); /* the defaults: cannot fail */
     if (c->opts.slots == 0) c->opts.slots = FS_DEFAULT_SLOTS;
     if (c->opts.threads <= 0) c->opts.threads = 1;
@@ -69,6 +92,8 @@ FS_API void fs_close(fs_client_t *c)
     /* In a forked child the transport frees only the child's copies and says
      * nothing to the server: the parent's connection carries on. */
     if (c->ops && c->ops->close) c->ops->close(c);
+    free(c->uri);
+    for (int i = 0; i < 5; i++) free(c->opt_strings[i]);
     free(c);
 }
 
@@ -112,7 +137,7 @@ FS_API fs_status_t fs_info(fs_client_t *c, fs_info_t **out)
  * read at its own size, FS_LOCALITY_AUTO replaced by the connection's
  * boost, and the locality value checked here so both transports refuse a
  * bad one the same way without a round trip. */
-static fs_status_t sample_request(fs_client_t *c, const fs_sample_req_t *req, fs_sample_req_t *copy)
+fs_status_t fs_client_sample_request(fs_client_t *c, const fs_sample_req_t *req, fs_sample_req_t *copy)
 {
     if (!req) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no sampling request");
     fs_status_t st = read_struct(c, copy, sizeof *copy, req, SAMPLE_REQ_V1, "fs_sample_req_t");
@@ -129,7 +154,7 @@ FS_API fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, co
     fs_sample_req_t r;
     fs_status_t st = usable(c);
     if (st == FS_OK) st = check_batch_args(c, seeds, n, out);
-    if (st == FS_OK) st = sample_request(c, req, &r);
+    if (st == FS_OK) st = fs_client_sample_request(c, req, &r);
     return st == FS_OK ? c->ops->sample(c, seeds, n, &r, out) : st;
 }
 
@@ -149,7 +174,7 @@ FS_API fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_
     fs_status_t st = usable(c);
     if (st == FS_OK) st = check_batch_args(c, seeds, n, out);
     if (st == FS_OK && !table) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no table name");
-    if (st == FS_OK) st = sample_request(c, req, &r);
+    if (st == FS_OK) st = fs_client_sample_request(c, req, &r);
     return st == FS_OK ? c->ops->sample_gather(c, seeds, n, &r, table, out_dtype, out) : st;
 }
 

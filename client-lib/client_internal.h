@@ -47,6 +47,8 @@ struct fs_client {
     fs_las_ctl_t las;            /* Algorithm 2: the boost FS_LOCALITY_AUTO requests use */
     pid_t opener;                /* the process that connected: a forked child may not use it */
     char errstr[512];
+    char *uri;                   /* as given to fs_connect, and copies of opts' strings, */
+    char *opt_strings[5];        /* which opts points at: for fs_client_clone */
 };
 
 /* Every batch handed out is the first member of one of these, so
@@ -83,6 +85,16 @@ int fs_client_foreign(const struct fs_client *c);
 /* Records a failure on the connection and returns st. */
 fs_status_t fs_client_fail(struct fs_client *c, fs_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The caller's sampling request read at its own size into a full-size
+ * copy, FS_LOCALITY_AUTO resolved and the locality checked (client.c);
+ * failures recorded on c. */
+fs_status_t fs_client_sample_request(struct fs_client *c, const fs_sample_req_t *req, fs_sample_req_t *copy);
+
+/* A second connection to c's server with c's options but `slots` result
+ * slots (a stream's own, client-lib/stream.c); its failure is in *out's
+ * errstr, as fs_connect's. */
+fs_status_t fs_client_clone(const struct fs_client *c, int slots, struct fs_client **out);
 
 /* Transport constructors: fill c->ops and c->impl, or fail via fs_client_fail. */
 fs_status_t fs_local_connect(struct fs_client *c, const char *socket_path);

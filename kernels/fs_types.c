@@ -25,6 +25,7 @@ static const char *const status_text[FS_STATUS_COUNT_] = {
     [FS_ERR_TIMEOUT] = "deadline exceeded",
     [FS_ERR_VERSION] = "incompatible versions",
     [FS_ERR_PERMISSION] = "permission denied",
+    [FS_END] = "end of stream",
 };
 
 const char *fs_strerror(fs_status_t status)

@@ -67,10 +67,10 @@ extern "C" {
 #endif
 
 #define FS_VERSION_MAJOR 1
-#define FS_VERSION_MINOR 3
+#define FS_VERSION_MINOR 4
 #define FS_VERSION_PATCH 0
 
-/* The library's version, "1.3.0": compare with FS_VERSION_* to see that a
+/* The library's version, "1.4.0": compare with FS_VERSION_* to see that a
  * program runs with the library it was built for. */
 FS_API const char *fs_version(void);
 
@@ -204,6 +204,113 @@ FS_API void fs_hetero_batch_free(fs_hetero_batch_t *b);
 
 /* As fs_batch_region: the one buffer every array of the batch lies in. */
 FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void **base, size_t *len);
+
+/* ---- epoch streams (since 1.4) ------------------------------------------------ */
+
+/* A stream hands one rank of a training job its share of an epoch, batch
+ * after batch, made ahead of time by a background thread of this process
+ * (on a connection of its own to the same server) while the trainer
+ * computes:
+ *
+ *   fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
+ *   o.split = "train", o.batch_size = 1024, o.sample = &req, o.table = "feat";
+ *   o.seed = 42, o.epoch = epoch, o.rank = rank, o.world_size = world;
+ *   fs_stream_t *s;
+ *   if (fs_stream_open(c, &o, &s) != FS_OK) { ... fs_client_errstr(c) ... }
+ *   fs_stream_batch_t *b;
+ *   while (fs_stream_next(s, &b) == FS_OK) {
+ *       train(b->batch, b->labels);
+ *       fs_stream_batch_free(b);
+ *   }
+ *   // FS_END: the epoch is over; anything else failed (fs_stream_errstr)
+ *   fs_stream_close(s);
+ *
+ * The epoch's plan follows torch's DistributedSampler (docs/api.md §11):
+ * every rank gets an equal, disjoint share of one permutation of the
+ * seeds, the same on every rank for the same seed and epoch; without
+ * drop_last the permutation is padded by repeating its start, with it the
+ * uneven tail and a share's last short batch are dropped. Every rank gets
+ * the same number of batches. Batch i is exactly fs_sample_gather on its
+ * seeds with the request's seed set to its request_seed, so a stream is
+ * reproducible, and resumable: a stream opened with the same options and
+ * start_batch = fs_stream_position() of an earlier one continues it bit
+ * for bit (after a server restart, or the trainer's own). A connection the
+ * server broke is re-opened and the batch retried, within timeout_ms.
+ *
+ * Ownership and threads: a stream is used by one thread at a time; its
+ * batches may be freed from any thread, and outlive fs_stream_close.
+ * fs_stream_open reads everything it needs from the options (they need
+ * not outlive the call); the connection c must outlive the stream. */
+typedef struct fs_stream fs_stream_t;
+
+typedef enum {
+    FS_ORDER_RANDOM = 0,     /* a fresh permutation for each (seed, epoch) */
+    FS_ORDER_SEQUENTIAL = 1, /* the seeds in their order */
+    FS_ORDER_CHUNKED = 2,    /* runs of `chunk` consecutive seeds, the runs shuffled
+                                (seed 004's chunk reshuffling; DDP shares are contiguous) */
+} fs_stream_order_t;
+
+typedef struct {
+    size_t struct_size;          /* sizeof(fs_stream_opts_t): FS_STREAM_OPTS_INIT sets it */
+    /* the seeds: a split's name, or an array (copied) */
+    const char *split;
+    const int64_t *seeds;
+    int64_t num_seeds;
+    int64_t batch_size;          /* >= 1 */
+    int drop_last;
+    const fs_sample_req_t *sample; /* the sampling request; its seed is replaced per batch */
+    const char *table;           /* the feature table to gather for the sampled nodes */
+    fs_dtype_t out_dtype;        /* as fs_gather's */
+    const char *labels;          /* the seeds' label table: NULL = "labels" when the dataset
+                                    has it, "" = none */
+    uint64_t seed;               /* the shuffle seed */
+    int64_t epoch;               /* >= 0 */
+    int rank, world_size;        /* 0 <= rank < world_size; 0, 0 = a single trainer */
+    int prefetch;                /* batches made ahead, 1..16; 0 = 2 */
+    fs_stream_order_t order;
+    int64_t chunk;               /* FS_ORDER_CHUNKED: seeds per run */
+    int64_t start_batch;         /* resume: the first batch to hand out */
+    int hold;                    /* batches the caller may hold at once, 1..16; 0 = 2 */
+} fs_stream_opts_t;
+
+#define FS_STREAM_OPTS_INIT FS_STRUCT_INIT(fs_stream_opts_t)
+
+/* One batch of a stream (fields are only ever added at the end). */
+typedef struct {
+    const fs_batch_t *batch;     /* the sample and the features: fs_sample_gather's batch */
+    int64_t index;               /* its place in this rank's epoch, 0..num_batches-1 */
+    uint64_t request_seed;       /* the sampling seed it was made with */
+    int64_t num_seeds;
+    const int64_t *seeds;        /* [num_seeds] global ids, the batch's seeds in order */
+    const int64_t *labels;       /* [num_seeds] their labels, or NULL without a label table */
+} fs_stream_batch_t;
+
+/* Opens a stream on connection c (failures: fs_client_errstr(c)). Bad
+ * options are named: rank >= world_size, an unknown split or table, a
+ * batch size of 0, seeds given both ways or neither. */
+FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, fs_stream_t **out);
+
+/* The next batch, waiting for it if it is not made yet: FS_OK, or FS_END
+ * once the epoch is over (then *out is NULL), or a failure
+ * (fs_stream_errstr). Free each batch with fs_stream_batch_free. */
+FS_API fs_status_t fs_stream_next(fs_stream_t *s, fs_stream_batch_t **out);
+FS_API void fs_stream_batch_free(fs_stream_batch_t *b);
+
+/* This rank's number of batches in the epoch, and the index of the batch
+ * the next fs_stream_next returns (the cursor to resume from). */
+FS_API int64_t fs_stream_num_batches(const fs_stream_t *s);
+FS_API int64_t fs_stream_position(const fs_stream_t *s);
+
+/* Batches made ahead and waiting (0..prefetch): how far the loader is
+ * ahead of the trainer. */
+FS_API int fs_stream_ready(const fs_stream_t *s);
+
+/* The detail of the stream's last failure ("" if none). */
+FS_API const char *fs_stream_errstr(const fs_stream_t *s);
+
+/* Stops the background thread and closes the stream's connection; batches
+ * not yet freed stay valid. NULL is a no-op. */
+FS_API void fs_stream_close(fs_stream_t *s);
 
 /* ---- splits -------------------------------------------------------------------- */
 

@@ -43,4 +43,4 @@ except OSError:
         globals()[name] = value
         return value
 
-__version__ = "1.3.0"
+__version__ = "1.4.0"

@@ -73,6 +73,7 @@ class Status(IntEnum):
     TIMEOUT = 12
     VERSION = 13
     PERMISSION = 14
+    END = 15  # not an error: a stream's epoch is over
 
 
 class Error(Exception):

@@ -54,6 +54,7 @@ typedef enum {
     FS_ERR_TIMEOUT,          /* a deadline passed                          */
     FS_ERR_VERSION,          /* the two sides' versions do not interoperate */
     FS_ERR_PERMISSION,       /* the caller may not do this (since 1.1)     */
+    FS_END,                  /* not an error: a stream's epoch is over (since 1.4) */
     FS_STATUS_COUNT_
 } fs_status_t;
 

@@ -1,0 +1,349 @@
+/* test_stream.c — epoch streams (client.h, client-lib/stream.c) against a
+ * real server over both transports: every batch equals the explicit
+ * fs_sample_gather with its seeds and request seed, and the fs_gather of
+ * its labels; DDP shares through streams are disjoint and cover the
+ * split; a stream reopened at its position continues bit for bit, and so
+ * does one whose server was killed with SIGKILL and restarted; the ready
+ * batches never exceed the prefetch depth and holding more than `hold`
+ * is refused; bad options are named. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "featstore/client.h"
+#include "test_util.h"
+
+static char *dir, *data, sock[256];
+static tu_server_t srv;
+static char unix_uri[300], grpc_uri[64];
+
+static void setup(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    dir = tu_mkdtemp();
+    data = tu_path(dir, "g");
+    snprintf(sock, sizeof sock, "%s/s.sock", dir);
+    char *log;
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 11 --edge-factor 8 --dim 16 --symmetrize --out %s", tu_bin(), data), 0,
+                 "%s", log);
+    free(log);
+    cr_assert_eq(tu_serve(&srv, data, sock, ""), 0);
+    snprintf(unix_uri, sizeof unix_uri, "unix://%s", sock);
+    snprintf(grpc_uri, sizeof grpc_uri, "grpc://127.0.0.1:%d", srv.grpc_port);
+}
+
+static void teardown(void)
+{
+    if (srv.pid > 0) tu_serve_stop(&srv, SIGTERM);
+    tu_rm_rf(dir);
+    free(dir);
+    free(data);
+}
+
+TestSuite(stream, .init = setup, .fini = teardown, .timeout = 180);
+
+static fs_client_t *connect_to(const char *uri)
+{
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
+    return c;
+}
+
+static const fs_sample_req_t request = {.struct_size = sizeof(fs_sample_req_t), .num_hops = 2, .fanout = {10, 5}};
+
+static fs_stream_opts_t base_opts(void)
+{
+    fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
+    o.split = "train", o.batch_size = 100, o.sample = &request, o.table = "feat", o.seed = 5, o.epoch = 1;
+    return o;
+}
+
+static void assert_same_batch(const fs_batch_t *a, const fs_batch_t *b)
+{
+    cr_assert_eq(a->num_nodes, b->num_nodes);
+    cr_assert_arr_eq(a->nodes, b->nodes, sizeof *a->nodes * (size_t)a->num_nodes);
+    cr_assert_eq(a->num_seeds, b->num_seeds);
+    cr_assert_arr_eq(a->seed_local, b->seed_local, sizeof *a->seed_local * (size_t)a->num_seeds);
+    cr_assert_eq(a->num_hops, b->num_hops);
+    for (int h = 0; h < a->num_hops; h++) {
+        const fs_block_t *x = &a->blocks[h], *y = &b->blocks[h];
+        cr_assert_eq(x->num_edges, y->num_edges);
+        cr_assert_arr_eq(x->edge_src, y->edge_src, sizeof *x->edge_src * (size_t)x->num_edges);
+        cr_assert_arr_eq(x->edge_dst, y->edge_dst, sizeof *x->edge_dst * (size_t)x->num_edges);
+    }
+    cr_assert_eq(a->rows, b->rows);
+    cr_assert_eq(a->dim, b->dim);
+    cr_assert_arr_eq(a->features, b->features, (size_t)(a->rows * a->dim) * fs_dtype_size(a->dtype));
+}
+
+/* Every batch of a stream against the explicit calls on the same connection. */
+static void check_against_calls(const char *uri)
+{
+    fs_client_t *c = connect_to(uri);
+    fs_stream_opts_t o = base_opts();
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    int64_t nb = fs_stream_num_batches(s), got = 0;
+    cr_assert_eq(nb, (1228 + 99) / 100);
+    fs_stream_batch_t *b;
+    while (fs_stream_next(s, &b) == FS_OK) {
+        cr_assert_eq(b->index, got);
+        cr_assert_eq(fs_stream_position(s), got + 1);
+        fs_sample_req_t r = request;
+        r.seed = b->request_seed;
+        fs_batch_t *want, *labels;
+        cr_assert_eq(fs_sample_gather(c, b->seeds, b->num_seeds, &r, "feat", FS_DTYPE_INVALID, &want), FS_OK, "%s",
+                     fs_client_errstr(c));
+        assert_same_batch(b->batch, want);
+        cr_assert_eq(fs_gather(c, b->seeds, b->num_seeds, "labels", FS_DTYPE_INVALID, &labels), FS_OK);
+        cr_assert_not_null(b->labels);
+        cr_assert_arr_eq(b->labels, labels->features, sizeof(int64_t) * (size_t)b->num_seeds);
+        fs_batch_free(want), fs_batch_free(labels);
+        fs_stream_batch_free(b);
+        got++;
+    }
+    cr_assert_eq(got, nb);
+    cr_assert_eq(fs_stream_next(s, &b), FS_END);
+    cr_assert_null(b);
+    fs_stream_close(s);
+    fs_close(c);
+}
+
+Test(stream, batches_are_the_explicit_calls_over_unix) { check_against_calls(unix_uri); }
+
+Test(stream, batches_are_the_explicit_calls_over_grpc) { check_against_calls(grpc_uri); }
+
+/* All the seeds of one rank's stream, in order. */
+static int64_t rank_seeds(fs_client_t *c, fs_stream_opts_t o, int64_t *out)
+{
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    fs_stream_batch_t *b;
+    int64_t n = 0;
+    while (fs_stream_next(s, &b) == FS_OK) {
+        memcpy(out + n, b->seeds, sizeof *out * (size_t)b->num_seeds);
+        n += b->num_seeds;
+        fs_stream_batch_free(b);
+    }
+    fs_stream_close(s);
+    return n;
+}
+
+Test(stream, ddp_shares_are_disjoint_and_cover_the_split)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_ids_t *train;
+    cr_assert_eq(fs_split(c, "train", &train), FS_OK);
+    int64_t *all = malloc(sizeof *all * 4096), *one = malloc(sizeof *one * 4096);
+    for (int world = 1; world <= 4; world++)
+        for (int drop = 0; drop <= 1; drop++) {
+            int64_t total = 0, per_rank = -1;
+            for (int r = 0; r < world; r++) {
+                fs_stream_opts_t o = base_opts();
+                o.rank = r, o.world_size = world, o.drop_last = drop, o.sample = &request, o.table = NULL;
+                o.batch_size = 64;
+                int64_t n = rank_seeds(c, o, one);
+                if (per_rank < 0) per_rank = n;
+                cr_assert_eq(n, per_rank, "world %d: equal shares", world);
+                memcpy(all + total, one, sizeof *one * (size_t)n);
+                total += n;
+            }
+            int64_t distinct = 0;
+            for (int64_t i = 0; i < train->n; i++) {
+                int64_t hits = 0;
+                for (int64_t j = 0; j < total; j++) hits += all[j] == train->ids[i];
+                distinct += hits > 0;
+                if (drop) cr_assert_leq(hits, 1, "world %d: seed %lld in two shares", world, (long long)train->ids[i]);
+            }
+            if (!drop) cr_assert_eq(distinct, train->n, "world %d: the shares cover the split", world);
+            else cr_assert_eq(distinct, total);
+        }
+    free(all), free(one);
+    fs_ids_free(train);
+    fs_close(c);
+}
+
+/* Batches [from, to) of a stream opened at `from`, as copies of their nodes and features. */
+typedef struct {
+    int64_t n_nodes, n_feat;
+    int64_t *nodes;
+    float *feat;
+} copy_t;
+
+static void take_copies(fs_stream_t *s, copy_t *out, int64_t from, int64_t to)
+{
+    for (int64_t i = from; i < to; i++) {
+        fs_stream_batch_t *b;
+        cr_assert_eq(fs_stream_next(s, &b), FS_OK, "batch %lld: %s", (long long)i, fs_stream_errstr(s));
+        cr_assert_eq(b->index, i);
+        copy_t *c = &out[i];
+        c->n_nodes = b->batch->num_nodes, c->n_feat = b->batch->rows * b->batch->dim;
+        c->nodes = malloc(sizeof *c->nodes * (size_t)c->n_nodes);
+        c->feat = malloc(sizeof *c->feat * (size_t)c->n_feat);
+        memcpy(c->nodes, b->batch->nodes, sizeof *c->nodes * (size_t)c->n_nodes);
+        memcpy(c->feat, b->batch->features, sizeof *c->feat * (size_t)c->n_feat);
+        fs_stream_batch_free(b);
+    }
+}
+
+static void assert_copies_equal(const copy_t *a, const copy_t *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        cr_assert_eq(a[i].n_nodes, b[i].n_nodes, "batch %lld", (long long)i);
+        cr_assert_arr_eq(a[i].nodes, b[i].nodes, sizeof *a[i].nodes * (size_t)a[i].n_nodes);
+        cr_assert_arr_eq(a[i].feat, b[i].feat, sizeof *a[i].feat * (size_t)a[i].n_feat);
+        free(a[i].nodes), free(a[i].feat), free(b[i].nodes), free(b[i].feat);
+    }
+}
+
+Test(stream, reopened_at_its_position_it_continues_bit_for_bit)
+{
+    fs_client_t *c = connect_to(grpc_uri);
+    fs_stream_opts_t o = base_opts();
+    fs_stream_t *s;
+    copy_t whole[16], parts[16];
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    int64_t nb = fs_stream_num_batches(s);
+    take_copies(s, whole, 0, nb);
+    fs_stream_close(s);
+
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    take_copies(s, parts, 0, 5);
+    int64_t cursor = fs_stream_position(s); /* a checkpoint */
+    fs_stream_close(s);
+    o.start_batch = cursor;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    take_copies(s, parts, cursor, nb);
+    fs_stream_close(s);
+    assert_copies_equal(whole, parts, nb);
+    fs_close(c);
+}
+
+/* `featstore serve` again on the same socket and gRPC port. */
+static void restart_server(void)
+{
+    char extra[64];
+    int port = srv.grpc_port;
+    snprintf(extra, sizeof extra, "--listen 127.0.0.1:%d", port);
+    cr_assert_eq(tu_serve(&srv, data, sock, extra), 0, "the server restarts");
+    cr_assert_eq(srv.grpc_port, port);
+}
+
+static void survives_a_killed_server(const char *uri_kind)
+{
+    const char *uri = strcmp(uri_kind, "grpc") == 0 ? grpc_uri : unix_uri;
+    fs_client_t *c = connect_to(uri);
+    fs_stream_opts_t o = base_opts();
+    fs_stream_t *s;
+    copy_t whole[16], parts[16];
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    int64_t nb = fs_stream_num_batches(s);
+    take_copies(s, whole, 0, nb);
+    fs_stream_close(s);
+
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    take_copies(s, parts, 0, 4);
+    cr_assert_eq(tu_serve_stop(&srv, SIGKILL), 128 + SIGKILL);
+    usleep(100 * 1000);
+    restart_server();
+    take_copies(s, parts, 4, nb);
+    fs_stream_close(s);
+    assert_copies_equal(whole, parts, nb);
+    fs_close(c);
+}
+
+Test(stream, continues_after_the_server_is_killed_over_grpc) { survives_a_killed_server("grpc"); }
+
+Test(stream, continues_after_the_server_is_killed_over_unix) { survives_a_killed_server("unix"); }
+
+Test(stream, prefetch_and_hold_bound_the_batches_alive)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_stream_opts_t o = base_opts();
+    o.prefetch = 3, o.hold = 2, o.batch_size = 50;
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    for (int i = 0; i < 100 && fs_stream_ready(s) < 3; i++) usleep(20 * 1000);
+    usleep(200 * 1000); /* time to overrun, were it possible */
+    cr_assert_eq(fs_stream_ready(s), 3, "exactly prefetch batches made ahead");
+    fs_stream_batch_t *a, *b, *x;
+    cr_assert_eq(fs_stream_next(s, &a), FS_OK);
+    cr_assert_eq(fs_stream_next(s, &b), FS_OK);
+    usleep(200 * 1000);
+    cr_assert_eq(fs_stream_ready(s), 3, "two held, prefetch ready: prefetch + hold alive, no more");
+    cr_assert_eq(fs_stream_next(s, &x), FS_ERR_RESOURCE, "holding `hold` batches, the next is refused");
+    cr_assert(strstr(fs_stream_errstr(s), "hold = 2"), "%s", fs_stream_errstr(s));
+    fs_stream_batch_free(a);
+    cr_assert_eq(fs_stream_next(s, &a), FS_OK, "freeing one lets the stream go on");
+    fs_stream_batch_free(a), fs_stream_batch_free(b);
+    fs_stream_close(s);
+    fs_close(c);
+}
+
+Test(stream, explicit_seeds_in_order_and_without_labels)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    int64_t seeds[37];
+    for (int i = 0; i < 37; i++) seeds[i] = (i * 53) % 2048;
+    fs_stream_opts_t o = base_opts();
+    o.split = NULL, o.seeds = seeds, o.num_seeds = 37, o.batch_size = 10, o.order = FS_ORDER_SEQUENTIAL, o.labels = "";
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    seeds[0] = -1; /* the stream copied them */
+    fs_stream_batch_t *b;
+    int64_t at = 0;
+    while (fs_stream_next(s, &b) == FS_OK) {
+        for (int64_t i = 0; i < b->num_seeds; i++, at++) cr_assert_eq(b->seeds[i], (at * 53) % 2048);
+        cr_assert_null(b->labels);
+        fs_stream_batch_free(b);
+    }
+    cr_assert_eq(at, 37);
+    fs_stream_close(s);
+    fs_close(c);
+}
+
+/* Option set i of bad_options_are_named, spoiling one field of base_opts. */
+static void spoil(int i, fs_stream_opts_t *o)
+{
+    switch (i) {
+    case 0: o->rank = 2, o->world_size = 2; break;
+    case 1: o->batch_size = 0; break;
+    case 2: o->split = "nosuch"; break;
+    case 3: o->table = "nosuch"; break;
+    case 4: o->labels = "nolabels"; break;
+    case 5: o->seeds = &o->num_seeds; break;
+    case 6: o->split = NULL; break;
+    case 7: o->prefetch = 17; break;
+    case 8: o->start_batch = 99; break;
+    case 9: o->sample = NULL; break;
+    default: o->order = (fs_stream_order_t)7; break;
+    }
+}
+
+Test(stream, bad_options_are_named)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    static const struct {
+        fs_status_t code;
+        const char *says;
+    } want[] = {
+        {FS_ERR_INVALID_ARGUMENT, "rank 2 with world size 2"}, {FS_ERR_INVALID_ARGUMENT, "batch size 0"},
+        {FS_ERR_NOT_FOUND, "nosuch"},                          {FS_ERR_NOT_FOUND, "no table 'nosuch'"},
+        {FS_ERR_NOT_FOUND, "no label table 'nolabels'"},       {FS_ERR_INVALID_ARGUMENT, "not both"},
+        {FS_ERR_INVALID_ARGUMENT, "not neither"},              {FS_ERR_INVALID_ARGUMENT, "prefetch 17"},
+        {FS_ERR_INVALID_ARGUMENT, "start_batch 99"},           {FS_ERR_INVALID_ARGUMENT, "no sampling request"},
+        {FS_ERR_INVALID_ARGUMENT, "unknown order 7"},
+    };
+    for (int i = 0; i < (int)(sizeof want / sizeof *want); i++) {
+        fs_stream_opts_t o = base_opts();
+        spoil(i, &o);
+        fs_stream_t *s = (fs_stream_t *)1;
+        cr_assert_eq(fs_stream_open(c, &o, &s), want[i].code, "case %d: %s", i, fs_client_errstr(c));
+        cr_assert_null(s);
+        cr_assert(strstr(fs_client_errstr(c), want[i].says), "case %d: '%s' does not say '%s'", i,
+                  fs_client_errstr(c), want[i].says);
+    }
+    fs_close(c);
+}
