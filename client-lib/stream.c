@@ -3,19 +3,31 @@
  * connection of the stream's own, up to `prefetch` batches ahead of the
  * trainer.
  *
- * The producer makes batch i = start, start+1, ... in order into a ring
- * of `prefetch` entries and fs_stream_next takes them in order. A batch is
- * a pure function of the plan and i (its seeds, and its request seed
+ * The producer hands batches to a ring of `prefetch` entries in order and
+ * fs_stream_next takes them in order. A batch is a pure function of the
+ * plan and its number (its seeds, and its request seed
  * fs_epoch_batch_seed), so a call that failed because the server went
  * away is retried on a fresh connection, and a stream opened at
  * start_batch continues an earlier one bit for bit.
  *
- * Slots: the producer makes a batch only while fewer than prefetch + hold
- * of the stream's batches are alive (ready or held by the caller), so its
- * connection needs prefetch + hold + 1 result slots (the labels' gather is
- * the one more) and never runs out. A caller holding `hold` batches and
- * asking for another gets FS_ERR_RESOURCE at once (it could otherwise wait
- * forever for a producer waiting on it).
+ * Match and Reorder (seed 002, docs/algorithms.md §6): with a delta mode
+ * the producer samples a window of batches (sample only), orders the
+ * window by fs_reorder_window (from the window's first batch, not the
+ * previous window's last, so a resumed stream orders every window as the
+ * uninterrupted one did), and for each batch in that order fetches only
+ * the rows the previous batch lacks (fs_reorder_delta, then fs_gather of
+ * the new ids): over grpc:// only new rows travel. FS_DELTA_FULL then
+ * assembles the full matrix from the previous batch's rows and the new
+ * ones; the producer keeps a reference to the previous batch for that.
+ *
+ * Slots: the producer hands out a batch only while fewer than prefetch +
+ * hold (+ 1, the previous batch it keeps) batches are alive. A batch holds
+ * one result slot, two with a delta (its sample, and its new rows as
+ * received: handed out in place, not copied), so with the window's samples
+ * and one transient gather (labels) its connection needs at most
+ * 2 (prefetch + hold + 1) + window + 1 slots and never runs out. A caller holding
+ * `hold` batches and asking for another gets FS_ERR_RESOURCE at once (it
+ * could otherwise wait forever for a producer waiting on it).
  *
  * Lifetime: the stream is reference-counted, one reference for the handle
  * and one per live batch, so batches outlive fs_stream_close. */
@@ -29,15 +41,21 @@
 
 #include "client_internal.h"
 #include "fs_epoch.h"
+#include "fs_reorder.h"
 
 #define MAX_PREFETCH 16
 #define MAX_HOLD 16
+#define MAX_WINDOW 16
 #define DEFAULT_RECONNECT_MS 30000
 
 typedef struct stream_batch {
     fs_stream_batch_t pub;
-    fs_batch_t *batch;
+    fs_batch_t *batch;             /* the sample and features (FS_DELTA_OFF) or the sample */
+    fs_batch_t *fresh;             /* delta: the new rows, as received */
     struct fs_stream *s;
+    int refs;                      /* the caller's, and the producer's while it is the previous batch */
+    void *rows;                    /* FS_DELTA_FULL: the full matrix */
+    int64_t *take;                 /* delta: take [num_nodes], then new_pos [num_nodes] */
     int64_t ids[];                 /* the seeds, then their labels */
 } stream_batch_t;
 
@@ -55,15 +73,22 @@ struct fs_stream {
     fs_sample_req_t req;
     int sample_only;
     char table[256], labels[256];  /* labels "" = none */
-    fs_dtype_t out_dtype;
-    int prefetch, hold, slots;
+    fs_dtype_t out_dtype, row_dtype;
+    int64_t dim;
+    int prefetch, hold, window, slots;
+    fs_delta_t delta;
     int64_t start;
+    /* the producer's alone */
+    fs_reorder_ws_t *rws;
+    stream_batch_t *prev;          /* delta: the batch handed out last */
+    int64_t *scratch;              /* delta: the new ids */
+    size_t scratch_cap;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
     entry_t ring[MAX_PREFETCH];    /* batch i at ring[i % prefetch] */
-    int64_t made, taken;           /* batches made so far; the next to hand out */
-    int live;                      /* batches made (or being made) and not yet freed */
+    int64_t made, taken;           /* batches handed to the ring so far; the next to hand out */
+    int live;                      /* batches handed to the ring (or being made) and not yet freed */
     int making;                    /* the producer is making one */
     int refs;
     int stop;
@@ -78,6 +103,8 @@ static void stream_destroy(fs_stream_t *s)
 {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    fs_reorder_ws_destroy(s->rws);
+    free(s->scratch);
     free(s->items);
     free(s);
 }
@@ -91,21 +118,34 @@ static void stream_unref(fs_stream_t *s)
     if (last) stream_destroy(s);
 }
 
-FS_API void fs_stream_batch_free(fs_stream_batch_t *pub)
+static void batch_destroy(stream_batch_t *b)
 {
-    if (!pub) return;
-    stream_batch_t *b = (stream_batch_t *)pub;
-    fs_stream_t *s = b->s;
     fs_batch_free(b->batch);
-    free(b);
+    fs_batch_free(b->fresh);
+    free(b->rows), free(b->take), free(b);
+}
+
+/* Drops one of a handed-out batch's references; the last frees it and
+ * lets the producer go on. */
+static void batch_release(stream_batch_t *b)
+{
+    fs_stream_t *s = b->s;
     pthread_mutex_lock(&s->mu);
-    s->live--;
+    int last = --b->refs == 0;
+    if (last) s->live--;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    if (!last) return;
+    batch_destroy(b);
     stream_unref(s);
 }
 
-/* ---- making one batch --------------------------------------------------------- */
+FS_API void fs_stream_batch_free(fs_stream_batch_t *pub)
+{
+    if (pub) batch_release((stream_batch_t *)pub);
+}
+
+/* ---- calls, retried on a new connection ------------------------------------- */
 
 static void entry_fail(entry_t *e, fs_status_t st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void entry_fail(entry_t *e, fs_status_t st, const char *fmt, ...)
@@ -123,6 +163,14 @@ static void sleep_ms(int ms)
     while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
 }
 
+static int stopping(fs_stream_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
 /* A fresh connection after the old one broke: retried with backoff for the
  * connection's timeout (or 30 s), unless the stream is closing. */
 static fs_status_t reconnect(fs_stream_t *s, entry_t *e)
@@ -137,11 +185,7 @@ static fs_status_t reconnect(fs_stream_t *s, entry_t *e)
             s->conn = c;
             return FS_OK;
         }
-        int stop;
-        pthread_mutex_lock(&s->mu);
-        stop = s->stop;
-        pthread_mutex_unlock(&s->mu);
-        if (stop || waited >= budget) {
+        if (stopping(s) || waited >= budget) {
             entry_fail(e, st, "stream: the server went away and could not be reached again within %d ms: %s", budget,
                        fs_client_errstr(c));
             fs_close(c);
@@ -153,12 +197,35 @@ static fs_status_t reconnect(fs_stream_t *s, entry_t *e)
     }
 }
 
+typedef enum { CALL_SAMPLE, CALL_SAMPLE_GATHER, CALL_GATHER } call_kind_t;
+
+/* One call of batch `index` on the producer's connection (s->req carries
+ * its request seed), retried while the server is unreachable. */
+static fs_status_t call(fs_stream_t *s, call_kind_t kind, const int64_t *ids, int64_t n, const char *table,
+                        fs_batch_t **out, int64_t index, entry_t *e)
+{
+    for (;;) {
+        fs_status_t st = FS_ERR_UNAVAILABLE;
+        if (s->conn) {
+            if (kind == CALL_SAMPLE) st = fs_sample(s->conn, ids, n, &s->req, out);
+            else if (kind == CALL_SAMPLE_GATHER) st = fs_sample_gather(s->conn, ids, n, &s->req, table, s->out_dtype, out);
+            else st = fs_gather(s->conn, ids, n, table, table == s->labels ? FS_DTYPE_INVALID : s->out_dtype, out);
+            if (st == FS_OK) return FS_OK;
+            entry_fail(e, st, "stream: batch %lld: %s", (long long)index, fs_client_errstr(s->conn));
+        }
+        if (st != FS_ERR_UNAVAILABLE || reconnect(s, e) != FS_OK) return e->st;
+        e->st = FS_OK;
+    }
+}
+
+/* ---- making batches ------------------------------------------------------------ */
+
 /* The seeds' labels into b's label array (an int64 table of dim 1). */
 static fs_status_t gather_labels(fs_stream_t *s, stream_batch_t *b, entry_t *e)
 {
     fs_batch_t *lb;
     int64_t n = b->pub.num_seeds;
-    fs_status_t st = fs_gather(s->conn, b->pub.seeds, n, s->labels, FS_DTYPE_INVALID, &lb);
+    fs_status_t st = call(s, CALL_GATHER, b->pub.seeds, n, s->labels, &lb, b->pub.plan_index, e);
     if (st != FS_OK) return st;
     if (lb->dtype != FS_DTYPE_I64 || lb->dim != 1 || lb->rows != n) {
         fs_batch_free(lb);
@@ -171,74 +238,190 @@ static fs_status_t gather_labels(fs_stream_t *s, stream_batch_t *b, entry_t *e)
     return FS_OK;
 }
 
-/* One attempt at batch b's calls. */
-static fs_status_t make_calls(fs_stream_t *s, stream_batch_t *b, entry_t *e)
+/* Plan batch p: its seeds, labels and sample (with features unless a delta
+ * mode fetches them later); NULL on failure (in *e). */
+static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
 {
-    int64_t n = b->pub.num_seeds;
-    fs_status_t st = s->sample_only
-                         ? fs_sample(s->conn, b->pub.seeds, n, &s->req, &b->batch)
-                         : fs_sample_gather(s->conn, b->pub.seeds, n, &s->req, s->table, s->out_dtype, &b->batch);
+    stream_batch_t *b = calloc(1, sizeof *b + sizeof(int64_t) * (size_t)s->plan.o.batch_size * 2);
+    if (!b) {
+        entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)p);
+        return NULL;
+    }
+    int64_t n = fs_epoch_batch(&s->plan, p, b->ids); /* positions, then replaced by their seeds */
+    for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[b->ids[k]];
+    s->req.seed = fs_epoch_batch_seed(&s->plan, p);
+    b->pub = (fs_stream_batch_t){.index = p, .plan_index = p, .request_seed = s->req.seed, .num_seeds = n,
+                                 .seeds = b->ids};
+    b->s = s;
+    b->refs = 1;
+    call_kind_t kind = s->sample_only || s->delta != FS_DELTA_OFF ? CALL_SAMPLE : CALL_SAMPLE_GATHER;
+    fs_status_t st = call(s, kind, b->ids, n, s->table, &b->batch, p, e);
     if (st == FS_OK && s->labels[0]) st = gather_labels(s, b, e);
-    if (st != FS_OK && e->st == FS_OK) entry_fail(e, st, "stream: batch %lld: %s", (long long)b->pub.index,
-                                                  fs_client_errstr(s->conn));
-    return st;
+    if (st != FS_OK) {
+        batch_destroy(b);
+        return NULL;
+    }
+    const fs_batch_t *x = b->batch;
+    b->pub.batch = x;
+    if (kind == CALL_SAMPLE_GATHER)
+        b->pub.features = b->pub.new_rows = x->features, b->pub.dim = x->dim, b->pub.dtype = x->dtype,
+        b->pub.num_new = x->rows;
+    return b;
 }
 
-/* Batch i of the plan, retried on a new connection while the server is
- * unreachable. */
-static entry_t make_batch(fs_stream_t *s, int64_t i)
+static int64_t *scratch(fs_stream_t *s, int64_t n)
 {
-    entry_t e = {.st = FS_OK};
-    int64_t bs = s->plan.o.batch_size;
-    stream_batch_t *b = calloc(1, sizeof *b + sizeof(int64_t) * (size_t)bs * 2);
-    if (!b) {
-        entry_fail(&e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)i);
-        return e;
+    if ((size_t)n > s->scratch_cap) {
+        int64_t *p = realloc(s->scratch, sizeof *p * (size_t)n);
+        if (!p) return NULL;
+        s->scratch = p, s->scratch_cap = (size_t)n;
     }
-    int64_t n = fs_epoch_batch(&s->plan, i, b->ids); /* positions, then replaced by their seeds */
-    for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[b->ids[k]];
-    s->req.seed = fs_epoch_batch_seed(&s->plan, i);
-    b->pub = (fs_stream_batch_t){.index = i, .request_seed = s->req.seed, .num_seeds = n, .seeds = b->ids};
-    b->s = s;
-    for (;;) {
-        fs_status_t st = s->conn ? make_calls(s, b, &e) : FS_ERR_UNAVAILABLE;
-        if (st == FS_OK) break;
-        fs_batch_free(b->batch);
-        b->batch = NULL;
-        if (st != FS_ERR_UNAVAILABLE || reconnect(s, &e) != FS_OK) {
-            free(b);
-            return e;
-        }
-        e.st = FS_OK;
+    return s->scratch;
+}
+
+/* Row i of b from the previous batch's rows or b's new ones. */
+static void assemble(stream_batch_t *b, const stream_batch_t *prev, size_t row)
+{
+    char *full = b->rows;
+    const char *old = prev ? prev->pub.features : NULL, *fresh = b->pub.new_rows;
+    for (int64_t i = 0; i < b->batch->num_nodes; i++) {
+        int64_t t = b->take[i];
+        memcpy(full + (size_t)i * row, t < b->pub.prev_rows ? old + (size_t)t * row : fresh + (size_t)(t - b->pub.prev_rows) * row,
+               row);
     }
-    b->pub.batch = b->batch;
-    e.b = b;
-    return e;
+    b->pub.features = full;
+}
+
+/* Match: b's rows against the previous batch handed out; fetches the new
+ * ones and makes b the previous batch. */
+static fs_status_t finish_delta(fs_stream_t *s, stream_batch_t *b, entry_t *e)
+{
+    const fs_batch_t *x = b->batch;
+    int64_t n = x->num_nodes, prev_n = s->prev ? s->prev->batch->num_nodes : 0, num_new = 0;
+    size_t row = (size_t)s->dim * fs_dtype_size(s->row_dtype);
+    fs_error_t err = {0};
+    b->take = malloc(sizeof *b->take * (size_t)(2 * n + 1));
+    int64_t *new_pos = b->take + n, *new_ids = scratch(s, n + 1);
+    if (!b->take || !new_ids) {
+        entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld's rows", (long long)b->pub.index);
+        return FS_ERR_NOMEM;
+    }
+    if (fs_reorder_delta(s->rws, s->prev ? s->prev->batch->nodes : NULL, prev_n, x->nodes, n, b->take, new_pos,
+                         &num_new, &err) != FS_OK) {
+        entry_fail(e, err.code, "stream: %s", err.msg);
+        return err.code;
+    }
+    for (int64_t k = 0; k < num_new; k++) new_ids[k] = x->nodes[new_pos[k]];
+    b->rows = s->delta == FS_DELTA_FULL ? malloc(row * (size_t)n + 1) : NULL;
+    fs_status_t st = s->delta == FS_DELTA_FULL && !b->rows ? FS_ERR_NOMEM : FS_OK;
+    if (st == FS_OK && num_new > 0) st = call(s, CALL_GATHER, new_ids, num_new, s->table, &b->fresh, b->pub.plan_index, e);
+    else if (st != FS_OK) entry_fail(e, st, "stream: out of memory for batch %lld's rows", (long long)b->pub.index);
+    if (st != FS_OK) return st;
+    b->pub = (fs_stream_batch_t){.batch = x, .index = b->pub.index, .request_seed = b->pub.request_seed,
+                                 .num_seeds = b->pub.num_seeds, .seeds = b->pub.seeds, .labels = b->pub.labels,
+                                 .plan_index = b->pub.plan_index, .dim = s->dim, .dtype = s->row_dtype,
+                                 .num_new = num_new, .new_rows = b->fresh ? b->fresh->features : NULL,
+                                 .take = b->take, .prev_rows = prev_n,
+                                 .match = n ? (double)(n - num_new) / (double)n : 0};
+    if (s->delta == FS_DELTA_FULL) assemble(b, s->prev, row);
+    if (s->prev) batch_release(s->prev);
+    pthread_mutex_lock(&s->mu);
+    b->refs++; /* kept as the previous batch */
+    pthread_mutex_unlock(&s->mu);
+    s->prev = b;
+    return FS_OK;
 }
 
 /* ---- the producer ------------------------------------------------------------- */
 
+/* Waits until batch i may be handed out; 0 when the stream is closing. */
+static int wait_for_room(fs_stream_t *s, int64_t i)
+{
+    int limit = s->prefetch + s->hold + (s->delta != FS_DELTA_OFF);
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop && (i - s->taken >= s->prefetch || s->live >= limit)) pthread_cond_wait(&s->cv, &s->mu);
+    int go = !s->stop;
+    if (go) s->live++, s->refs++, s->making = 1; /* the batch about to be handed out */
+    pthread_mutex_unlock(&s->mu);
+    return go;
+}
+
+static void hand_out(fs_stream_t *s, int64_t i, stream_batch_t *b, const entry_t *e)
+{
+    pthread_mutex_lock(&s->mu);
+    if (!b) s->live--, s->refs--;
+    s->making = 0;
+    s->ring[i % s->prefetch] = *e;
+    s->ring[i % s->prefetch].b = b;
+    s->made = i + 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The window's batches (plan batches w..w+k-1), sampled, and their order. */
+static fs_status_t make_window(fs_stream_t *s, int64_t w, int k, stream_batch_t **win, int *order, entry_t *e)
+{
+    fs_idset_t sets[MAX_WINDOW];
+    for (int j = 0; j < k; j++) {
+        if (!(win[j] = make_batch(s, w + j, e))) return e->st;
+        sets[j] = (fs_idset_t){win[j]->batch->num_nodes, win[j]->batch->nodes};
+        order[j] = j;
+    }
+    fs_error_t err = {0};
+    if (k > 1 && fs_reorder_window(s->rws, NULL, sets, k, order, NULL, NULL, &err) != FS_OK) {
+        entry_fail(e, err.code, "stream: %s", err.msg);
+        return err.code;
+    }
+    return FS_OK;
+}
+
+static void drop_window(stream_batch_t **win, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (win[j]) batch_destroy(win[j]), win[j] = NULL;
+}
+
+/* Hands out emission slots i = w..w+k-1 (those from s->start on);
+ * 0 when the stream stops or fails. */
+static int hand_out_window(fs_stream_t *s, int64_t w, int k)
+{
+    stream_batch_t *win[MAX_WINDOW] = {0};
+    int order[MAX_WINDOW];
+    entry_t e = {.st = FS_OK};
+    int delta = s->delta != FS_DELTA_OFF, ok = 1;
+    fs_status_t st = delta ? make_window(s, w, k, win, order, &e) : FS_OK;
+    for (int j = 0; j < k && ok; j++) {
+        int64_t i = w + j;
+        if (i < s->start) continue; /* resuming inside a window */
+        if (!wait_for_room(s, i)) {
+            ok = 0;
+            break;
+        }
+        stream_batch_t *b = NULL;
+        if (st == FS_OK && delta) {
+            b = win[order[j]], win[order[j]] = NULL;
+            b->pub.index = i;
+            if (finish_delta(s, b, &e) != FS_OK) batch_destroy(b), b = NULL;
+        } else if (st == FS_OK) {
+            b = make_batch(s, i, &e);
+        }
+        hand_out(s, i, b, &e);
+        ok = b != NULL; /* a failed stream stays failed */
+    }
+    drop_window(win, k);
+    return ok;
+}
+
 static void *produce(void *arg)
 {
     fs_stream_t *s = arg;
-    for (int64_t i = s->start; i < s->plan.num_batches; i++) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->stop && (i - s->taken >= s->prefetch || s->live >= s->prefetch + s->hold))
-            pthread_cond_wait(&s->cv, &s->mu);
-        int stop = s->stop;
-        if (!stop) s->live++, s->refs++, s->making = 1; /* the batch about to be made */
-        pthread_mutex_unlock(&s->mu);
-        if (stop) break;
-        entry_t e = make_batch(s, i);
-        pthread_mutex_lock(&s->mu);
-        if (!e.b) s->live--, s->refs--;
-        s->making = 0;
-        s->ring[i % s->prefetch] = e;
-        s->made = i + 1;
-        pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-        if (e.st != FS_OK) break; /* a failed stream stays failed */
+    int64_t w = s->window;
+    for (int64_t first = s->start - s->start % w; first < s->plan.num_batches; first += w) {
+        int k = (int)(s->plan.num_batches - first < w ? s->plan.num_batches - first : w);
+        if (!hand_out_window(s, first, k)) break;
     }
+    if (s->prev) batch_release(s->prev);
+    s->prev = NULL;
     return NULL;
 }
 
@@ -349,8 +532,10 @@ static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_strea
     if (info->typed) st = fs_client_fail(c, FS_ERR_UNSUPPORTED, "stream: '%s' is a typed graph; streams serve "
                                          "homogeneous graphs in this release (use fs_hetero_sample per batch)",
                                          info->dataset);
-    if (st == FS_OK && o->table && !find_table(info, o->table))
+    const fs_table_info_t *t = o->table ? find_table(info, o->table) : NULL;
+    if (st == FS_OK && o->table && !t)
         st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no table '%s' in dataset '%s'", o->table, info->dataset);
+    if (t) s->dim = t->dim, s->row_dtype = o->out_dtype != FS_DTYPE_INVALID ? o->out_dtype : t->dtype;
     const char *labels = o->labels ? o->labels : find_table(info, "labels") ? "labels" : "";
     if (st == FS_OK && labels[0] && !find_table(info, labels))
         st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no label table '%s' in dataset '%s'", labels, info->dataset);
@@ -394,9 +579,21 @@ static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: hold %d, must be 1..%d (0 = 2)", o->hold, MAX_HOLD);
     if ((unsigned)o->order > FS_ORDER_CHUNKED)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: unknown order %d", (int)o->order);
-    if (o->prefetch + o->hold + 1 > FS_MAX_SLOTS)
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: prefetch + hold + 1 = %d result slots, over %d",
-                              o->prefetch + o->hold + 1, FS_MAX_SLOTS);
+    if ((unsigned)o->delta > FS_DELTA_ONLY)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: unknown delta mode %d", (int)o->delta);
+    if (o->window == 0) o->window = 1;
+    if (o->window < 1 || o->window > MAX_WINDOW)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a window of %d batches, must be 1..%d (0 = 1)",
+                              o->window, MAX_WINDOW);
+    if (o->window > 1 && o->delta == FS_DELTA_OFF)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a window of %d batches reorders for Match: it needs "
+                              "a delta mode (FS_DELTA_FULL or FS_DELTA_ONLY)", o->window);
+    if (o->delta != FS_DELTA_OFF && !o->table)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a delta mode fetches a table's rows: give a table");
+    int slots = (o->delta != FS_DELTA_OFF ? 2 : 1) * (o->prefetch + o->hold + 1) + o->window + 1;
+    if (slots > FS_MAX_SLOTS)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: prefetch %d, hold %d and window %d need %d result "
+                              "slots, over %d", o->prefetch, o->hold, o->window, slots, FS_MAX_SLOTS);
     return FS_OK;
 }
 
@@ -418,7 +615,7 @@ static fs_status_t plan_epoch(fs_client_t *c, fs_stream_t *s, const fs_stream_op
 
 static fs_status_t start(fs_client_t *c, fs_stream_t *s)
 {
-    s->slots = s->prefetch + s->hold + 1;
+    s->slots = (s->delta != FS_DELTA_OFF ? 2 : 1) * (s->prefetch + s->hold + 1) + s->window + 1;
     fs_status_t st = fs_client_clone(c, s->slots, &s->conn);
     if (st != FS_OK) return fs_client_fail(c, st, "stream: its connection: %s", fs_client_errstr(s->conn));
     if (pthread_create(&s->thread, NULL, produce, s) != 0)
@@ -450,7 +647,9 @@ FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, 
     if (st == FS_OK) st = take_seeds(c, s, &o, &n);
     if (st == FS_OK) st = plan_epoch(c, s, &o, n);
     s->sample_only = !o.table, s->out_dtype = o.out_dtype;
-    s->prefetch = o.prefetch, s->hold = o.hold;
+    s->prefetch = o.prefetch, s->hold = o.hold, s->window = o.window, s->delta = o.delta;
+    if (st == FS_OK && o.delta != FS_DELTA_OFF && fs_reorder_ws_create(&s->rws, &err) != FS_OK)
+        st = fs_client_fail(c, err.code, "stream: %s", err.msg);
     s->start = s->made = s->taken = o.start_batch;
     if (st == FS_OK) st = start(c, s);
     if (st != FS_OK) {

@@ -5,7 +5,9 @@
  * split; a stream reopened at its position continues bit for bit, and so
  * does one whose server was killed with SIGKILL and restarted; the ready
  * batches never exceed the prefetch depth and holding more than `hold`
- * is refused; bad options are named. */
+ * is refused; Match-Reorder: a delta batch reassembles to exactly the
+ * full batch, only new rows are fetched, windows are permutations of the
+ * plan's batches; bad options are named. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -179,11 +181,11 @@ static void take_copies(fs_stream_t *s, copy_t *out, int64_t from, int64_t to)
         cr_assert_eq(fs_stream_next(s, &b), FS_OK, "batch %lld: %s", (long long)i, fs_stream_errstr(s));
         cr_assert_eq(b->index, i);
         copy_t *c = &out[i];
-        c->n_nodes = b->batch->num_nodes, c->n_feat = b->batch->rows * b->batch->dim;
+        c->n_nodes = b->batch->num_nodes, c->n_feat = b->batch->num_nodes * b->dim;
         c->nodes = malloc(sizeof *c->nodes * (size_t)c->n_nodes);
         c->feat = malloc(sizeof *c->feat * (size_t)c->n_feat);
         memcpy(c->nodes, b->batch->nodes, sizeof *c->nodes * (size_t)c->n_nodes);
-        memcpy(c->feat, b->batch->features, sizeof *c->feat * (size_t)c->n_feat);
+        memcpy(c->feat, b->features, sizeof *c->feat * (size_t)c->n_feat);
         fs_stream_batch_free(b);
     }
 }
@@ -304,6 +306,96 @@ Test(stream, explicit_seeds_in_order_and_without_labels)
     fs_close(c);
 }
 
+/* A delta stream over `uri`: every batch's full matrix is the explicit
+ * call's, it is concat(previous rows, new rows)[take], the new rows are
+ * exactly the rows the previous batch lacked, and each window hands out a
+ * permutation of its plan batches. */
+static void check_delta(const char *uri, fs_delta_t mode, int window)
+{
+    fs_client_t *c = connect_to(uri);
+    fs_stream_opts_t o = base_opts();
+    o.delta = mode, o.window = window, o.batch_size = 64;
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    float *prev = NULL;
+    int64_t prev_n = 0, *prev_nodes = NULL, nb = fs_stream_num_batches(s), seen_plan[64] = {0}, reused = 0;
+    fs_stream_batch_t *b;
+    while (fs_stream_next(s, &b) == FS_OK) {
+        const fs_batch_t *x = b->batch;
+        int64_t n = x->num_nodes, d = b->dim;
+        cr_assert_eq(b->prev_rows, prev_n);
+        cr_assert_eq(b->plan_index / window, b->index / window, "reordered within its window only");
+        seen_plan[b->plan_index]++;
+        fs_sample_req_t r = request;
+        r.seed = b->request_seed;
+        fs_batch_t *want;
+        cr_assert_eq(fs_sample_gather(c, b->seeds, b->num_seeds, &r, "feat", FS_DTYPE_INVALID, &want), FS_OK);
+        cr_assert_eq(want->num_nodes, n);
+        cr_assert_arr_eq(want->nodes, x->nodes, sizeof *x->nodes * (size_t)n);
+        const float *rows = want->features, *fresh = b->new_rows;
+        int64_t num_new = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t t = b->take[i];
+            const float *got = t < prev_n ? prev + t * d : fresh + (t - prev_n) * d;
+            cr_assert_arr_eq(got, rows + i * d, sizeof *got * (size_t)d, "batch %lld row %lld", (long long)b->index,
+                             (long long)i);
+            if (t < prev_n) cr_assert_eq(prev_nodes[t], x->nodes[i]);
+            else num_new = t - prev_n + 1 > num_new ? t - prev_n + 1 : num_new;
+        }
+        cr_assert_eq(num_new, b->num_new, "new rows are the rows taken from them");
+        int64_t lacked = 0; /* rows whose node the previous batch lacked */
+        for (int64_t i = 0; i < n; i++) {
+            int in_prev = 0;
+            for (int64_t j = 0; j < prev_n && !in_prev; j++) in_prev = prev_nodes[j] == x->nodes[i];
+            lacked += !in_prev;
+        }
+        cr_assert_eq(lacked, b->num_new, "exactly the rows the previous batch lacked are fetched");
+        cr_assert_float_eq(b->match, (double)(n - b->num_new) / (double)n, 1e-12);
+        reused += n - b->num_new;
+        if (mode == FS_DELTA_FULL) cr_assert_arr_eq(b->features, rows, sizeof(float) * (size_t)(n * d));
+        else cr_assert_null(b->features);
+        free(prev), free(prev_nodes);
+        prev = malloc(sizeof *prev * (size_t)(n * d)), prev_nodes = malloc(sizeof *prev_nodes * (size_t)n);
+        memcpy(prev, rows, sizeof *prev * (size_t)(n * d)), memcpy(prev_nodes, x->nodes, sizeof *prev_nodes * (size_t)n);
+        prev_n = n;
+        fs_batch_free(want);
+        fs_stream_batch_free(b);
+    }
+    for (int64_t p = 0; p < nb; p++) cr_assert_eq(seen_plan[p], 1, "plan batch %lld handed out once", (long long)p);
+    cr_assert_gt(reused, 0, "consecutive batches of this graph share rows");
+    free(prev), free(prev_nodes);
+    fs_stream_close(s);
+    fs_close(c);
+}
+
+Test(stream, delta_batches_reassemble_over_unix) { check_delta(unix_uri, FS_DELTA_FULL, 8); }
+
+Test(stream, delta_batches_reassemble_over_grpc) { check_delta(grpc_uri, FS_DELTA_FULL, 8); }
+
+Test(stream, delta_only_batches_over_grpc_without_reorder) { check_delta(grpc_uri, FS_DELTA_ONLY, 1); }
+
+Test(stream, a_reordered_delta_stream_resumes_bit_for_bit)
+{
+    fs_client_t *c = connect_to(grpc_uri);
+    fs_stream_opts_t o = base_opts();
+    o.delta = FS_DELTA_FULL, o.window = 4;
+    fs_stream_t *s;
+    copy_t whole[16], parts[16];
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    int64_t nb = fs_stream_num_batches(s);
+    take_copies(s, whole, 0, nb);
+    fs_stream_close(s);
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    take_copies(s, parts, 0, 6); /* inside the second window */
+    fs_stream_close(s);
+    o.start_batch = 6;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
+    take_copies(s, parts, 6, nb);
+    fs_stream_close(s);
+    assert_copies_equal(whole, parts, nb);
+    fs_close(c);
+}
+
 /* Option set i of bad_options_are_named, spoiling one field of base_opts. */
 static void spoil(int i, fs_stream_opts_t *o)
 {
@@ -318,7 +410,10 @@ static void spoil(int i, fs_stream_opts_t *o)
     case 7: o->prefetch = 17; break;
     case 8: o->start_batch = 99; break;
     case 9: o->sample = NULL; break;
-    default: o->order = (fs_stream_order_t)7; break;
+    case 10: o->order = (fs_stream_order_t)7; break;
+    case 11: o->window = 4; break;
+    case 12: o->window = 17, o->delta = FS_DELTA_FULL; break;
+    default: o->delta = FS_DELTA_ONLY, o->table = NULL; break;
     }
 }
 
@@ -334,7 +429,8 @@ Test(stream, bad_options_are_named)
         {FS_ERR_NOT_FOUND, "no label table 'nolabels'"},       {FS_ERR_INVALID_ARGUMENT, "not both"},
         {FS_ERR_INVALID_ARGUMENT, "not neither"},              {FS_ERR_INVALID_ARGUMENT, "prefetch 17"},
         {FS_ERR_INVALID_ARGUMENT, "start_batch 99"},           {FS_ERR_INVALID_ARGUMENT, "no sampling request"},
-        {FS_ERR_INVALID_ARGUMENT, "unknown order 7"},
+        {FS_ERR_INVALID_ARGUMENT, "unknown order 7"},           {FS_ERR_INVALID_ARGUMENT, "needs a delta mode"},
+        {FS_ERR_INVALID_ARGUMENT, "a window of 17 batches"},    {FS_ERR_INVALID_ARGUMENT, "give a table"},
     };
     for (int i = 0; i < (int)(sizeof want / sizeof *want); i++) {
         fs_stream_opts_t o = base_opts();

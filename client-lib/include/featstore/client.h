@@ -250,6 +250,17 @@ typedef enum {
                                 (seed 004's chunk reshuffling; DDP shares are contiguous) */
 } fs_stream_order_t;
 
+/* Seed 002's Match (docs/algorithms.md §6): consecutive batches of one
+ * trainer share many rows, so a stream can fetch only the rows the previous
+ * batch it handed out lacks. Over grpc:// only those rows travel. */
+typedef enum {
+    FS_DELTA_OFF = 0,  /* every batch's rows fetched whole (one fs_sample_gather) */
+    FS_DELTA_FULL = 1, /* new rows fetched; the full matrix assembled from them and
+                          the previous batch's (fs_stream_batch_t.features) */
+    FS_DELTA_ONLY = 2, /* new rows fetched and handed out with the take map, no full
+                          matrix: for callers keeping the previous rows on their GPU */
+} fs_delta_t;
+
 typedef struct {
     size_t struct_size;          /* sizeof(fs_stream_opts_t): FS_STREAM_OPTS_INIT sets it */
     /* the seeds: a split's name, or an array (copied) */
@@ -271,6 +282,9 @@ typedef struct {
     int64_t chunk;               /* FS_ORDER_CHUNKED: seeds per run */
     int64_t start_batch;         /* resume: the first batch to hand out */
     int hold;                    /* batches the caller may hold at once, 1..16; 0 = 2 */
+    fs_delta_t delta;            /* Match: fetch only the rows the previous batch lacks */
+    int window;                  /* Reorder (needs delta): batches made and reordered per
+                                    window, 1..16; 0 or 1 = the plan's order */
 } fs_stream_opts_t;
 
 #define FS_STREAM_OPTS_INIT FS_STRUCT_INIT(fs_stream_opts_t)
@@ -283,6 +297,22 @@ typedef struct {
     int64_t num_seeds;
     const int64_t *seeds;        /* [num_seeds] global ids, the batch's seeds in order */
     const int64_t *labels;       /* [num_seeds] their labels, or NULL without a label table */
+    int64_t plan_index;          /* the plan's batch number (index, unless reordered) */
+    /* the features, row i for batch->nodes[i]: NULL with FS_DELTA_ONLY or
+     * without a table (with FS_DELTA_OFF, batch->features) */
+    const void *features;
+    int64_t dim;
+    fs_dtype_t dtype;
+    /* Match: this batch against the previous one the stream handed out.
+     * Row i of the batch is row take[i] of concat(the previous batch's
+     * prev_rows rows, new_rows). The first batch after fs_stream_open has
+     * prev_rows = 0: every row new. With FS_DELTA_OFF take is NULL and
+     * new_rows the whole matrix. */
+    int64_t num_new;
+    const void *new_rows;        /* [num_new][dim] of dtype */
+    const int64_t *take;         /* [batch->num_nodes] */
+    int64_t prev_rows;
+    double match;                /* |this ∩ previous| / |this| over rows: the match degree */
 } fs_stream_batch_t;
 
 /* Opens a stream on connection c (failures: fs_client_errstr(c)). Bad
