@@ -52,6 +52,7 @@ typedef struct stream_batch {
     fs_stream_batch_t pub;
     fs_batch_t *batch;             /* the sample and features (FS_DELTA_OFF) or the sample */
     fs_batch_t *fresh;             /* delta: the new rows, as received */
+    fs_hetero_batch_t *typed;      /* typed and link streams: the batch */
     struct fs_stream *s;
     int refs;                      /* the caller's, and the producer's while it is the previous batch */
     void *rows;                    /* FS_DELTA_FULL: the full matrix */
@@ -65,8 +66,22 @@ typedef struct {
     char err[512];
 } entry_t;
 
+typedef enum { STREAM_NODES, STREAM_TYPED, STREAM_LINK } stream_kind_t;
+
+/* A typed request and everything it points to, owned by the stream: the
+ * caller's options need not outlive fs_stream_open. */
+typedef struct {
+    fs_hetero_req_t req;
+    void *mem;                     /* the fanouts, table name arrays and strings */
+} hetero_copy_t;
+
 struct fs_stream {
     fs_client_t *owner;            /* the caller's connection: what a new connection copies */
+    stream_kind_t kind;
+    hetero_copy_t typed;           /* STREAM_TYPED, STREAM_LINK: the request */
+    fs_link_req_t link;            /* STREAM_LINK: the template (edge type in link_names) */
+    char seed_type[256], link_names[3][256];
+    int64_t *link_arrays[4];       /* STREAM_LINK: the split's src, dst, label, time (or NULL) */
     fs_client_t *conn;             /* the producer's */
     fs_epoch_t plan;
     int64_t *items;                /* the seeds by plan position */
@@ -104,6 +119,8 @@ static void stream_destroy(fs_stream_t *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     fs_reorder_ws_destroy(s->rws);
+    free(s->typed.mem);
+    for (int i = 0; i < 4; i++) free(s->link_arrays[i]);
     free(s->scratch);
     free(s->items);
     free(s);
@@ -122,6 +139,7 @@ static void batch_destroy(stream_batch_t *b)
 {
     fs_batch_free(b->batch);
     fs_batch_free(b->fresh);
+    fs_hetero_batch_free(b->typed);
     free(b->rows), free(b->take), free(b);
 }
 
@@ -197,20 +215,42 @@ static fs_status_t reconnect(fs_stream_t *s, entry_t *e)
     }
 }
 
-typedef enum { CALL_SAMPLE, CALL_SAMPLE_GATHER, CALL_GATHER } call_kind_t;
+typedef enum { CALL_SAMPLE, CALL_SAMPLE_GATHER, CALL_GATHER, CALL_TYPED, CALL_LINK } call_kind_t;
 
-/* One call of batch `index` on the producer's connection (s->req carries
- * its request seed), retried while the server is unreachable. */
-static fs_status_t call(fs_stream_t *s, call_kind_t kind, const int64_t *ids, int64_t n, const char *table,
-                        fs_batch_t **out, int64_t index, entry_t *e)
+/* One call a batch needs: its ids (or typed seeds, or link edges) and where
+ * the result goes. s->req and s->typed.req carry the batch's request seed. */
+typedef struct {
+    call_kind_t kind;
+    const int64_t *ids;
+    int64_t n;
+    const char *table;
+    const fs_hetero_seeds_t *group;
+    const fs_link_req_t *link;
+    fs_batch_t **out;
+    fs_hetero_batch_t **typed_out;
+} call_t;
+
+static fs_status_t attempt(fs_stream_t *s, const call_t *c)
+{
+    switch (c->kind) {
+    case CALL_SAMPLE: return fs_sample(s->conn, c->ids, c->n, &s->req, c->out);
+    case CALL_SAMPLE_GATHER: return fs_sample_gather(s->conn, c->ids, c->n, &s->req, c->table, s->out_dtype, c->out);
+    case CALL_TYPED: return fs_hetero_sample(s->conn, c->group, 1, &s->typed.req, c->typed_out);
+    case CALL_LINK: return fs_link_sample(s->conn, c->link, &s->typed.req, c->typed_out);
+    default:
+        return fs_gather(s->conn, c->ids, c->n, c->table, c->table == s->labels ? FS_DTYPE_INVALID : s->out_dtype,
+                         c->out);
+    }
+}
+
+/* c for batch `index` on the producer's connection, retried on a new
+ * connection while the server is unreachable. */
+static fs_status_t call(fs_stream_t *s, const call_t *c, int64_t index, entry_t *e)
 {
     for (;;) {
         fs_status_t st = FS_ERR_UNAVAILABLE;
         if (s->conn) {
-            if (kind == CALL_SAMPLE) st = fs_sample(s->conn, ids, n, &s->req, out);
-            else if (kind == CALL_SAMPLE_GATHER) st = fs_sample_gather(s->conn, ids, n, &s->req, table, s->out_dtype, out);
-            else st = fs_gather(s->conn, ids, n, table, table == s->labels ? FS_DTYPE_INVALID : s->out_dtype, out);
-            if (st == FS_OK) return FS_OK;
+            if ((st = attempt(s, c)) == FS_OK) return FS_OK;
             entry_fail(e, st, "stream: batch %lld: %s", (long long)index, fs_client_errstr(s->conn));
         }
         if (st != FS_ERR_UNAVAILABLE || reconnect(s, e) != FS_OK) return e->st;
@@ -225,7 +265,8 @@ static fs_status_t gather_labels(fs_stream_t *s, stream_batch_t *b, entry_t *e)
 {
     fs_batch_t *lb;
     int64_t n = b->pub.num_seeds;
-    fs_status_t st = call(s, CALL_GATHER, b->pub.seeds, n, s->labels, &lb, b->pub.plan_index, e);
+    fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = b->pub.seeds, .n = n, .table = s->labels, .out = &lb},
+                          b->pub.plan_index, e);
     if (st != FS_OK) return st;
     if (lb->dtype != FS_DTYPE_I64 || lb->dim != 1 || lb->rows != n) {
         fs_batch_free(lb);
@@ -238,37 +279,7 @@ static fs_status_t gather_labels(fs_stream_t *s, stream_batch_t *b, entry_t *e)
     return FS_OK;
 }
 
-/* Plan batch p: its seeds, labels and sample (with features unless a delta
- * mode fetches them later); NULL on failure (in *e). */
-static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
-{
-    stream_batch_t *b = calloc(1, sizeof *b + sizeof(int64_t) * (size_t)s->plan.o.batch_size * 2);
-    if (!b) {
-        entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)p);
-        return NULL;
-    }
-    int64_t n = fs_epoch_batch(&s->plan, p, b->ids); /* positions, then replaced by their seeds */
-    for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[b->ids[k]];
-    s->req.seed = fs_epoch_batch_seed(&s->plan, p);
-    b->pub = (fs_stream_batch_t){.index = p, .plan_index = p, .request_seed = s->req.seed, .num_seeds = n,
-                                 .seeds = b->ids};
-    b->s = s;
-    b->refs = 1;
-    call_kind_t kind = s->sample_only || s->delta != FS_DELTA_OFF ? CALL_SAMPLE : CALL_SAMPLE_GATHER;
-    fs_status_t st = call(s, kind, b->ids, n, s->table, &b->batch, p, e);
-    if (st == FS_OK && s->labels[0]) st = gather_labels(s, b, e);
-    if (st != FS_OK) {
-        batch_destroy(b);
-        return NULL;
-    }
-    const fs_batch_t *x = b->batch;
-    b->pub.batch = x;
-    if (kind == CALL_SAMPLE_GATHER)
-        b->pub.features = b->pub.new_rows = x->features, b->pub.dim = x->dim, b->pub.dtype = x->dtype,
-        b->pub.num_new = x->rows;
-    return b;
-}
-
+/* The producer's scratch ids, n of them. */
 static int64_t *scratch(fs_stream_t *s, int64_t n)
 {
     if ((size_t)n > s->scratch_cap) {
@@ -277,6 +288,70 @@ static int64_t *scratch(fs_stream_t *s, int64_t n)
         s->scratch = p, s->scratch_cap = (size_t)n;
     }
     return s->scratch;
+}
+
+/* A typed batch: fs_hetero_sample on its seeds, or fs_link_sample on its
+ * edges (b->ids holds src, dst, label, time by position). */
+static fs_status_t make_typed(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
+{
+    s->typed.req.seed = b->pub.request_seed;
+    if (s->kind == STREAM_TYPED) {
+        for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[pos[k]];
+        fs_hetero_seeds_t g = {.type = s->seed_type, .count = n, .ids = b->ids};
+        return call(s, &(call_t){.kind = CALL_TYPED, .group = &g, .typed_out = &b->typed}, b->pub.plan_index, e);
+    }
+    int64_t *col[4];
+    for (int a = 0; a < 4; a++) {
+        col[a] = b->ids + a * s->plan.o.batch_size;
+        for (int64_t k = 0; s->link_arrays[a] && k < n; k++) col[a][k] = s->link_arrays[a][pos[k]];
+    }
+    fs_link_req_t l = s->link;
+    l.count = n, l.src_ids = col[0], l.dst_ids = col[1];
+    l.label = s->link_arrays[2] ? col[2] : NULL, l.time = s->link_arrays[3] ? col[3] : NULL;
+    return call(s, &(call_t){.kind = CALL_LINK, .link = &l, .typed_out = &b->typed}, b->pub.plan_index, e);
+}
+
+/* A node batch: its sample (with features unless a delta mode fetches them
+ * later) and its seeds' labels. */
+static fs_status_t make_nodes(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
+{
+    for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[pos[k]];
+    s->req.seed = b->pub.request_seed;
+    call_kind_t kind = s->sample_only || s->delta != FS_DELTA_OFF ? CALL_SAMPLE : CALL_SAMPLE_GATHER;
+    fs_status_t st = call(s, &(call_t){.kind = kind, .ids = b->ids, .n = n, .table = s->table, .out = &b->batch},
+                          b->pub.plan_index, e);
+    if (st == FS_OK && s->labels[0]) st = gather_labels(s, b, e);
+    if (st != FS_OK) return st;
+    const fs_batch_t *x = b->batch;
+    b->pub.batch = x;
+    if (kind == CALL_SAMPLE_GATHER)
+        b->pub.features = b->pub.new_rows = x->features, b->pub.dim = x->dim, b->pub.dtype = x->dtype,
+        b->pub.num_new = x->rows;
+    return FS_OK;
+}
+
+/* Plan batch p; NULL on failure (in *e). b->ids has room for four
+ * batch-size arrays (seeds and labels; a link batch's four columns). */
+static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
+{
+    int64_t bs = s->plan.o.batch_size, *pos = scratch(s, bs);
+    stream_batch_t *b = pos ? calloc(1, sizeof *b + sizeof(int64_t) * (size_t)bs * 4) : NULL;
+    if (!b) {
+        entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)p);
+        return NULL;
+    }
+    int64_t n = fs_epoch_batch(&s->plan, p, pos);
+    b->pub = (fs_stream_batch_t){.index = p, .plan_index = p, .request_seed = fs_epoch_batch_seed(&s->plan, p),
+                                 .num_seeds = n, .seeds = b->ids};
+    b->s = s;
+    b->refs = 1;
+    fs_status_t st = s->kind == STREAM_NODES ? make_nodes(s, b, pos, n, e) : make_typed(s, b, pos, n, e);
+    if (st != FS_OK) {
+        batch_destroy(b);
+        return NULL;
+    }
+    b->pub.hetero = b->typed;
+    return b;
 }
 
 /* Row i of b from the previous batch's rows or b's new ones. */
@@ -314,7 +389,9 @@ static fs_status_t finish_delta(fs_stream_t *s, stream_batch_t *b, entry_t *e)
     for (int64_t k = 0; k < num_new; k++) new_ids[k] = x->nodes[new_pos[k]];
     b->rows = s->delta == FS_DELTA_FULL ? malloc(row * (size_t)n + 1) : NULL;
     fs_status_t st = s->delta == FS_DELTA_FULL && !b->rows ? FS_ERR_NOMEM : FS_OK;
-    if (st == FS_OK && num_new > 0) st = call(s, CALL_GATHER, new_ids, num_new, s->table, &b->fresh, b->pub.plan_index, e);
+    if (st == FS_OK && num_new > 0)
+        st = call(s, &(call_t){.kind = CALL_GATHER, .ids = new_ids, .n = num_new, .table = s->table, .out = &b->fresh},
+                  b->pub.plan_index, e);
     else if (st != FS_OK) entry_fail(e, st, "stream: out of memory for batch %lld's rows", (long long)b->pub.index);
     if (st != FS_OK) return st;
     b->pub = (fs_stream_batch_t){.batch = x, .index = b->pub.index, .request_seed = b->pub.request_seed,
@@ -361,10 +438,10 @@ static void hand_out(fs_stream_t *s, int64_t i, stream_batch_t *b, const entry_t
 /* The window's batches (plan batches w..w+k-1), sampled, and their order. */
 static fs_status_t make_window(fs_stream_t *s, int64_t w, int k, stream_batch_t **win, int *order, entry_t *e)
 {
-    fs_idset_t sets[MAX_WINDOW];
+    fs_rowset_t sets[MAX_WINDOW];
     for (int j = 0; j < k; j++) {
         if (!(win[j] = make_batch(s, w + j, e))) return e->st;
-        sets[j] = (fs_idset_t){win[j]->batch->num_nodes, win[j]->batch->nodes};
+        sets[j] = (fs_rowset_t){win[j]->batch->num_nodes, win[j]->batch->nodes};
         order[j] = j;
     }
     fs_error_t err = {0};
@@ -526,12 +603,17 @@ static fs_status_t copy_name(fs_client_t *c, char *dst, size_t cap, const char *
 /* The tables: the features' (unless sampling only) and the labels'. */
 static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
 {
+    if (s->kind != STREAM_NODES) { /* a typed request gathers its own tables */
+        if (o->labels && o->labels[0])
+            return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream gathers its request's tables: "
+                                  "put '%s' in the request's node_tables instead of labels", o->labels);
+        return FS_OK;
+    }
     fs_info_t *info;
     fs_status_t st = fs_info(c, &info);
     if (st != FS_OK) return st;
-    if (info->typed) st = fs_client_fail(c, FS_ERR_UNSUPPORTED, "stream: '%s' is a typed graph; streams serve "
-                                         "homogeneous graphs in this release (use fs_hetero_sample per batch)",
-                                         info->dataset);
+    if (info->typed) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: '%s' is a typed graph: open the stream "
+                                         "with a typed request (hetero, and link for link prediction)", info->dataset);
     const fs_table_info_t *t = o->table ? find_table(info, o->table) : NULL;
     if (st == FS_OK && o->table && !t)
         st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no table '%s' in dataset '%s'", o->table, info->dataset);
@@ -565,6 +647,156 @@ static fs_status_t take_seeds(fs_client_t *c, fs_stream_t *s, const fs_stream_op
     if (s->items) memcpy(s->items, src, sizeof *s->items * (size_t)*n);
     fs_ids_free(ids);
     return s->items ? FS_OK : fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory for %lld seeds", (long long)*n);
+}
+
+/* ---- opening typed and link streams ------------------------------------------- */
+
+static size_t str_size(const char *v) { return v ? strlen(v) + 1 : 0; }
+
+static const char *put_str(char **at, const char *v)
+{
+    if (!v) return NULL;
+    size_t n = strlen(v) + 1;
+    char *r = memcpy(*at, v, n);
+    *at += n;
+    return r;
+}
+
+/* s->typed: the caller's typed request, its fanouts and table names copied. */
+static fs_status_t copy_typed_request(fs_client_t *c, fs_stream_t *s, const fs_hetero_req_t *in)
+{
+    fs_hetero_req_t r;
+    fs_error_t err = {0};
+    if (fs_struct_read(&r, sizeof r, in, sizeof r, "fs_hetero_req_t", &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    if ((r.num_fanouts && !r.fanouts) || (r.num_node_tables && !r.node_tables) || (r.num_edge_tables && !r.edge_tables))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: the typed request counts fanouts or tables it "
+                              "does not give");
+    size_t nf = r.num_fanouts, nt = r.num_node_tables, et = r.num_edge_tables, strings = 1;
+    for (size_t i = 0; i < nf; i++)
+        strings += str_size(r.fanouts[i].src) + str_size(r.fanouts[i].rel) + str_size(r.fanouts[i].dst);
+    for (size_t i = 0; i < nt; i++) strings += str_size(r.node_tables[i]);
+    for (size_t i = 0; i < et; i++) strings += str_size(r.edge_tables[i]);
+    char *mem = malloc(sizeof(fs_hetero_fanout_t) * nf + sizeof(char *) * (nt + et) + strings);
+    if (!mem) return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory");
+    fs_hetero_fanout_t *f = (fs_hetero_fanout_t *)mem;
+    const char **tables = (const char **)(f + nf);
+    char *at = (char *)(tables + nt + et);
+    for (size_t i = 0; i < nf; i++) {
+        f[i] = r.fanouts[i];
+        f[i].src = put_str(&at, r.fanouts[i].src), f[i].rel = put_str(&at, r.fanouts[i].rel);
+        f[i].dst = put_str(&at, r.fanouts[i].dst);
+    }
+    for (size_t i = 0; i < nt; i++) tables[i] = put_str(&at, r.node_tables[i]);
+    for (size_t i = 0; i < et; i++) tables[nt + i] = put_str(&at, r.edge_tables[i]);
+    r.fanouts = f, r.node_tables = tables, r.edge_tables = tables + nt;
+    s->typed = (hetero_copy_t){.req = r, .mem = mem};
+    return FS_OK;
+}
+
+/* s->link: the caller's link template, its edge type's names copied. */
+static fs_status_t copy_link(fs_client_t *c, fs_stream_t *s, const fs_link_req_t *in)
+{
+    fs_error_t err = {0};
+    if (fs_struct_read(&s->link, sizeof s->link, in, sizeof s->link, "fs_link_req_t", &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    const char *names[3] = {s->link.src, s->link.rel, s->link.dst};
+    for (int i = 0; i < 3; i++) {
+        if (!names[i]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: the link request's edge type needs "
+                                             "src, rel and dst");
+        fs_status_t st = copy_name(c, s->link_names[i], sizeof s->link_names[i], "edge type name", names[i]);
+        if (st != FS_OK) return st;
+    }
+    s->link.src = s->link_names[0], s->link.rel = s->link_names[1], s->link.dst = s->link_names[2];
+    s->link.count = 0, s->link.src_ids = s->link.dst_ids = s->link.label = s->link.time = NULL;
+    return FS_OK;
+}
+
+/* A link stream's edges: the link split's src and dst, and its labels and
+ * times when it has them, copied. */
+static fs_status_t take_link_edges(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t *n)
+{
+    static const char *const column[4] = {"src", "dst", "label", "time"};
+    if (!o->split || o->seeds)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a link stream's seeds are a link split: give its "
+                              "name as split, and no seed array");
+    for (int a = 0; a < 4; a++) {
+        char name[300];
+        fs_ids_t *ids;
+        snprintf(name, sizeof name, "link/%s/%s", o->split, column[a]);
+        fs_status_t st = fs_split(c, name, &ids);
+        if (st == FS_ERR_NOT_FOUND && a >= 2) continue; /* no labels, no times */
+        if (st != FS_OK) return st;
+        if (a == 0) *n = ids->n;
+        if (ids->n == *n && (s->link_arrays[a] = malloc(sizeof(int64_t) * (size_t)(*n + 1))))
+            memcpy(s->link_arrays[a], ids->ids, sizeof(int64_t) * (size_t)*n);
+        int64_t got = ids->n;
+        fs_ids_free(ids);
+        if (got != *n)
+            return fs_client_fail(c, FS_ERR_FORMAT, "stream: link split '%s' has %lld %s but %lld src", o->split,
+                                  (long long)got, column[a], (long long)*n);
+        if (!s->link_arrays[a]) return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory for %lld edges", (long long)*n);
+    }
+    return FS_OK;
+}
+
+/* A typed stream's node type: given, or its typed split's "TYPE/" prefix. */
+static fs_status_t seed_type(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
+{
+    const char *slash = o->split ? strchr(o->split, '/') : NULL;
+    if (o->seed_type) return copy_name(c, s->seed_type, sizeof s->seed_type, "seed type", o->seed_type);
+    if (!slash || (size_t)(slash - o->split) >= sizeof s->seed_type)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: give seed_type, the seeds' node type (a typed "
+                              "split 'TYPE/NAME' names it)");
+    memcpy(s->seed_type, o->split, (size_t)(slash - o->split));
+    return FS_OK;
+}
+
+/* One batch's worth of the request on the caller's connection, with one
+ * seed, so a bad type, fanout or table is named at open. */
+static fs_status_t probe_typed(fs_client_t *c, fs_stream_t *s)
+{
+    fs_hetero_batch_t *hb = NULL;
+    fs_status_t st;
+    if (s->kind == STREAM_TYPED) {
+        fs_hetero_seeds_t g = {.type = s->seed_type, .count = 1, .ids = s->items};
+        st = fs_hetero_sample(c, &g, 1, &s->typed.req, &hb);
+    } else {
+        fs_link_req_t l = s->link;
+        l.count = 1, l.src_ids = s->link_arrays[0], l.dst_ids = s->link_arrays[1], l.label = s->link_arrays[2];
+        l.time = s->link_arrays[3];
+        st = fs_link_sample(c, &l, &s->typed.req, &hb);
+    }
+    fs_hetero_batch_free(hb);
+    return st;
+}
+
+/* Which stream: node batches (sample), typed (hetero) or link (link and hetero). */
+static fs_status_t stream_kind(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
+{
+    s->kind = o->link ? STREAM_LINK : o->hetero ? STREAM_TYPED : STREAM_NODES;
+    if (o->link && !o->hetero)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a link stream needs hetero, the request that "
+                              "samples the endpoints' neighbourhoods");
+    if (s->kind != STREAM_NODES && (o->sample || o->table || o->delta != FS_DELTA_OFF || o->window > 1))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream takes hetero (and link), not sample, "
+                              "table, delta or window");
+    if (s->kind == STREAM_NODES && !o->sample)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: no sampling request");
+    return FS_OK;
+}
+
+/* The request(s), tables and seeds of any kind of stream; *n the seed count. */
+static fs_status_t take_request(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t *n)
+{
+    fs_status_t st = FS_OK;
+    if (s->kind == STREAM_NODES) st = fs_client_sample_request(c, o->sample, &s->req);
+    else st = copy_typed_request(c, s, o->hetero);
+    if (st == FS_OK && s->kind == STREAM_LINK) st = copy_link(c, s, o->link);
+    if (st == FS_OK) st = resolve_tables(c, s, o);
+    if (st == FS_OK) st = s->kind == STREAM_LINK ? take_link_edges(c, s, o, n) : take_seeds(c, s, o, n);
+    if (st == FS_OK && s->kind == STREAM_TYPED) st = seed_type(c, s, o);
+    return st;
 }
 
 static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
@@ -640,12 +872,11 @@ FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, 
     s->refs = 1;
     s->owner = c;
     int64_t n = 0;
-    fs_status_t st = check_counts(c, &o);
-    if (st == FS_OK && !o.sample) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: no sampling request");
-    if (st == FS_OK) st = fs_client_sample_request(c, o.sample, &s->req);
-    if (st == FS_OK) st = resolve_tables(c, s, &o);
-    if (st == FS_OK) st = take_seeds(c, s, &o, &n);
+    fs_status_t st = stream_kind(c, s, &o);
+    if (st == FS_OK) st = check_counts(c, &o);
+    if (st == FS_OK) st = take_request(c, s, &o, &n);
     if (st == FS_OK) st = plan_epoch(c, s, &o, n);
+    if (st == FS_OK && n > 0 && s->kind != STREAM_NODES) st = probe_typed(c, s);
     s->sample_only = !o.table, s->out_dtype = o.out_dtype;
     s->prefetch = o.prefetch, s->hold = o.hold, s->window = o.window, s->delta = o.delta;
     if (st == FS_OK && o.delta != FS_DELTA_OFF && fs_reorder_ws_create(&s->rws, &err) != FS_OK)

@@ -145,7 +145,7 @@ static fs_status_t check_ws(const fs_reorder_ws_t *ws, fs_error_t *err)
 
 /* `index` names the set in a message: its position in the window, or -1 for
  * the previous batch. */
-static fs_status_t check_set(const fs_idset_t *s, int index, fs_error_t *err)
+static fs_status_t check_set(const fs_rowset_t *s, int index, fs_error_t *err)
 {
     char name[32];
     if (index < 0) snprintf(name, sizeof name, "the previous batch");
@@ -159,7 +159,7 @@ static fs_status_t check_set(const fs_idset_t *s, int index, fs_error_t *err)
     return FS_OK;
 }
 
-static fs_status_t check_window(const fs_idset_t *sets, int n, fs_error_t *err)
+static fs_status_t check_window(const fs_rowset_t *sets, int n, fs_error_t *err)
 {
     if (n < 1 || n > FS_REORDER_MAX_WINDOW)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "reorder: a window of %d batches, must be 1..%d", n,
@@ -175,7 +175,7 @@ static fs_status_t check_window(const fs_idset_t *sets, int n, fs_error_t *err)
 /* ---- overlap --------------------------------------------------------------- */
 
 /* ids map: each distinct id -> the mask of the sets holding it. */
-static int map_members(fs_reorder_ws_t *ws, const fs_idset_t *sets, int n)
+static int map_members(fs_reorder_ws_t *ws, const fs_rowset_t *sets, int n)
 {
     size_t total = 0;
     for (int i = 0; i < n; i++) total += (size_t)sets[i].n;
@@ -215,7 +215,7 @@ static void expand_masks(const fs_reorder_ws_t *ws, int n, int64_t *ov)
 }
 
 /* prev_ov[i] = |prev ∩ S_i|, from the ids map (each id of prev counted once). */
-static void count_prev_overlaps(fs_reorder_ws_t *ws, const fs_idset_t *prev, int n, int64_t *prev_ov)
+static void count_prev_overlaps(fs_reorder_ws_t *ws, const fs_rowset_t *prev, int n, int64_t *prev_ov)
 {
     memset(prev_ov, 0, (size_t)n * sizeof *prev_ov);
     for (int64_t k = 0; k < prev->n; k++) {
@@ -227,7 +227,7 @@ static void count_prev_overlaps(fs_reorder_ws_t *ws, const fs_idset_t *prev, int
 }
 
 /* ov (n*n) for the window and, when prev is given, prev_ov (n). Checked args. */
-static fs_status_t window_overlaps(fs_reorder_ws_t *ws, const fs_idset_t *prev, const fs_idset_t *sets, int n,
+static fs_status_t window_overlaps(fs_reorder_ws_t *ws, const fs_rowset_t *prev, const fs_rowset_t *sets, int n,
                                    int64_t *ov, int64_t *prev_ov, fs_error_t *err)
 {
     if (map_members(ws, sets, n) || count_masks(ws))
@@ -237,7 +237,7 @@ static fs_status_t window_overlaps(fs_reorder_ws_t *ws, const fs_idset_t *prev, 
     return FS_OK;
 }
 
-fs_status_t fs_reorder_overlap(fs_reorder_ws_t *ws, const fs_idset_t *sets, int n, int64_t *ov, fs_error_t *err)
+fs_status_t fs_reorder_overlap(fs_reorder_ws_t *ws, const fs_rowset_t *sets, int n, int64_t *ov, fs_error_t *err)
 {
     fs_status_t st = check_ws(ws, err);
     if (st == FS_OK) st = check_window(sets, n, err);
@@ -285,7 +285,7 @@ static int64_t identity_path_total(const int64_t *ov, const int64_t *prev_ov, in
     return total;
 }
 
-fs_status_t fs_reorder_window(fs_reorder_ws_t *ws, const fs_idset_t *prev, const fs_idset_t *sets, int n, int *order,
+fs_status_t fs_reorder_window(fs_reorder_ws_t *ws, const fs_rowset_t *prev, const fs_rowset_t *sets, int n, int *order,
                               int64_t *total, int64_t *identity_total, fs_error_t *err)
 {
     fs_status_t st = check_ws(ws, err);

@@ -26,7 +26,7 @@
 typedef struct {
     int64_t n;
     const int64_t *ids;
-} fs_idset_t;
+} fs_rowset_t;
 
 /* Opaque reusable workspace (hash maps); one thread at a time. */
 typedef struct fs_reorder_ws fs_reorder_ws_t;
@@ -36,7 +36,7 @@ void fs_reorder_ws_destroy(fs_reorder_ws_t *ws);
 
 /* ov[i*n + j] = |S_i ∩ S_j| (distinct ids) for i != j; 0 on the diagonal.
  * 1 <= n <= FS_REORDER_MAX_WINDOW. O(total ids + distinct masks * popcount^2). */
-fs_status_t fs_reorder_overlap(fs_reorder_ws_t *ws, const fs_idset_t *sets, int n, int64_t *ov, fs_error_t *err);
+fs_status_t fs_reorder_overlap(fs_reorder_ws_t *ws, const fs_rowset_t *sets, int n, int64_t *ov, fs_error_t *err);
 
 /* Greedy order of a window. prev: the batch emitted just before the window
  * (NULL for none).
@@ -49,7 +49,7 @@ fs_status_t fs_reorder_overlap(fs_reorder_ws_t *ws, const fs_idset_t *sets, int 
  * as good, so the result never has less total overlap than the identity order.
  * order[n] receives a permutation of 0..n-1; *total (may be NULL) its total
  * overlap; *identity_total (may be NULL) the identity's. */
-fs_status_t fs_reorder_window(fs_reorder_ws_t *ws, const fs_idset_t *prev, const fs_idset_t *sets, int n, int *order,
+fs_status_t fs_reorder_window(fs_reorder_ws_t *ws, const fs_rowset_t *prev, const fs_rowset_t *sets, int n, int *order,
                               int64_t *total, int64_t *identity_total, fs_error_t *err);
 
 /* The delta of batch C (ids[n]) against the previous batch P

@@ -34,7 +34,7 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* A set's distinct ids, sorted (a malloc'ed copy; *m receives the count). */
-static int64_t *sorted_distinct(const fs_idset_t *s, int64_t *m)
+static int64_t *sorted_distinct(const fs_rowset_t *s, int64_t *m)
 {
     int64_t *v = malloc(sizeof *v * (size_t)(s->n + 1));
     if (s->n) memcpy(v, s->ids, sizeof *v * (size_t)s->n);
@@ -46,7 +46,7 @@ static int64_t *sorted_distinct(const fs_idset_t *s, int64_t *m)
     return v;
 }
 
-static int64_t naive_intersection(const fs_idset_t *a, const fs_idset_t *b)
+static int64_t naive_intersection(const fs_rowset_t *a, const fs_rowset_t *b)
 {
     int64_t na, nb, i = 0, j = 0, common = 0;
     int64_t *x = sorted_distinct(a, &na), *y = sorted_distinct(b, &nb);
@@ -60,14 +60,14 @@ static int64_t naive_intersection(const fs_idset_t *a, const fs_idset_t *b)
     return common;
 }
 
-static void naive_overlap(const fs_idset_t *sets, int n, int64_t *ov)
+static void naive_overlap(const fs_rowset_t *sets, int n, int64_t *ov)
 {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) ov[i * n + j] = i == j ? 0 : naive_intersection(&sets[i], &sets[j]);
 }
 
 /* The total overlap of visiting `order`, after prev when given. */
-static int64_t naive_path_total(const fs_idset_t *prev, const fs_idset_t *sets, int n, const int *order)
+static int64_t naive_path_total(const fs_rowset_t *prev, const fs_rowset_t *sets, int n, const int *order)
 {
     int64_t t = prev ? naive_intersection(prev, &sets[order[0]]) : 0;
     for (int k = 0; k + 1 < n; k++) t += naive_intersection(&sets[order[k]], &sets[order[k + 1]]);
@@ -76,7 +76,7 @@ static int64_t naive_path_total(const fs_idset_t *prev, const fs_idset_t *sets, 
 
 /* The documented rule, written out again: greedy path from prev (or set 0),
  * ties to the lowest index; identity when at least as good. */
-static void naive_order(const fs_idset_t *prev, const fs_idset_t *sets, int n, int *order)
+static void naive_order(const fs_rowset_t *prev, const fs_rowset_t *sets, int n, int *order)
 {
     int64_t *ov = malloc(sizeof *ov * (size_t)(n * n));
     naive_overlap(sets, n, ov);
@@ -108,14 +108,14 @@ static void naive_order(const fs_idset_t *prev, const fs_idset_t *sets, int n, i
 
 typedef struct {
     int n;
-    fs_idset_t sets[FS_REORDER_MAX_WINDOW], prev;
+    fs_rowset_t sets[FS_REORDER_MAX_WINDOW], prev;
     int64_t ids[FS_REORDER_MAX_WINDOW][MAX_SET], prev_ids[MAX_SET];
 } window_t;
 
 /* A set of 0..MAX_SET-1 ids drawn from a pool of `pool` ids (so sets overlap
  * and ids repeat); about one set in eight is empty. Ids are spread over
  * int64 (negative ones too) so the map sees more than small integers. */
-static void random_set(fs_rng_t *r, int64_t pool, int64_t *ids, fs_idset_t *s)
+static void random_set(fs_rng_t *r, int64_t pool, int64_t *ids, fs_rowset_t *s)
 {
     s->n = fs_rng_below(r, 8) == 0 ? 0 : (int64_t)fs_rng_below(r, MAX_SET);
     s->ids = s->n ? ids : NULL;
@@ -160,7 +160,7 @@ Test(reorder, overlap_equals_the_naive_intersections)
 Test(reorder, overlap_counts_distinct_ids_and_empty_sets)
 {
     int64_t a[6] = {7, 7, 7, 8, 9, 7}, b[4] = {7, 9, 9, 100}, ov[9];
-    fs_idset_t sets[3] = {{6, a}, {4, b}, {0, NULL}};
+    fs_rowset_t sets[3] = {{6, a}, {4, b}, {0, NULL}};
     fs_error_t err = {0};
     cr_assert_eq(fs_reorder_overlap(ws, sets, 3, ov, &err), FS_OK, "%s", err.msg);
     int64_t want[9] = {0, 2, 0, 2, 0, 0, 0, 0, 0}; /* {7,9}; the empty set meets nothing */
@@ -174,7 +174,7 @@ Test(reorder, overlap_counts_distinct_ids_and_empty_sets)
 Test(reorder, empty_window_with_a_previous_batch)
 {
     int64_t p[3] = {1, 2, 3};
-    fs_idset_t prev = {3, p}, sets[3] = {{0, NULL}, {0, NULL}, {0, NULL}};
+    fs_rowset_t prev = {3, p}, sets[3] = {{0, NULL}, {0, NULL}, {0, NULL}};
     int order[3], want[3] = {0, 1, 2};
     int64_t total = -1, id_total = -1;
     fs_error_t err = {0};
@@ -197,7 +197,7 @@ static int is_permutation(const int *order, int n)
 /* Checks one window's order against the oracle; 1 if it is not the identity's total. */
 static int check_window(const window_t *w, int with_prev)
 {
-    const fs_idset_t *prev = with_prev ? &w->prev : NULL;
+    const fs_rowset_t *prev = with_prev ? &w->prev : NULL;
     int order[FS_REORDER_MAX_WINDOW], want[FS_REORDER_MAX_WINDOW], identity[FS_REORDER_MAX_WINDOW];
     int64_t total = -1, id_total = -1;
     fs_error_t err = {0};
@@ -239,7 +239,7 @@ Test(reorder, hand_worked_window_without_prev)
      * Start at 0: 0-2 = 2 beats 0-1 = 0 and 0-3 = 0 -> 2; from 2: 2-3 = 2
      * beats 2-1 = 0 -> 3; then 1 (3-1 = 1). Total 2 + 2 + 1 = 5 against the
      * identity's 0 + 0 + 2 = 2, so the order is 0, 2, 3, 1. */
-    fs_idset_t sets[4] = {{4, s_a}, {2, s_b}, {4, s_c}, {4, s_d}};
+    fs_rowset_t sets[4] = {{4, s_a}, {2, s_b}, {4, s_c}, {4, s_d}};
     int order[4], want[4] = {0, 2, 3, 1};
     int64_t total, id_total;
     fs_error_t err = {0};
@@ -258,7 +258,7 @@ Test(reorder, hand_worked_window_with_prev)
      * (2-0 = 2). Total 2 + 1 + 2 + 2 = 7; identity prev->0 = 0, then 0 + 0 + 2
      * = 2. Order 1, 3, 2, 0. */
     int64_t p[3] = {10, 11, 12};
-    fs_idset_t prev = {3, p}, sets[4] = {{4, s_a}, {2, s_b}, {4, s_c}, {4, s_d}};
+    fs_rowset_t prev = {3, p}, sets[4] = {{4, s_a}, {2, s_b}, {4, s_c}, {4, s_d}};
     int order[4], want[4] = {1, 3, 2, 0};
     int64_t total, id_total;
     fs_error_t err = {0};
@@ -266,7 +266,7 @@ Test(reorder, hand_worked_window_with_prev)
     cr_assert_arr_eq(order, want, sizeof want);
     cr_assert_eq(total, 7);
     cr_assert_eq(id_total, 2);
-    fs_idset_t empty = {0, NULL}; /* an empty prev meets nothing: ties to set 0, as without prev */
+    fs_rowset_t empty = {0, NULL}; /* an empty prev meets nothing: ties to set 0, as without prev */
     cr_assert_eq(fs_reorder_window(ws, &empty, sets, 4, order, &total, &id_total, &err), FS_OK, "%s", err.msg);
     int from0[4] = {0, 2, 3, 1};
     cr_assert_arr_eq(order, from0, sizeof from0);
@@ -279,7 +279,7 @@ Test(reorder, ties_go_to_the_lowest_index)
      * 3 -> 1: the tie goes to 2. From 2: 1 -> 0, 3 -> 0: the tie goes to 1.
      * Then 3. Total 1 + 0 + 0 = 1 > identity 0 + 0 + 0 = 0: order 0, 2, 1, 3. */
     int64_t a[2] = {1, 2}, b[2] = {5, 6}, c[2] = {1, 9}, d[2] = {2, 8};
-    fs_idset_t sets[4] = {{2, a}, {2, b}, {2, c}, {2, d}};
+    fs_rowset_t sets[4] = {{2, a}, {2, b}, {2, c}, {2, d}};
     int order[4], want[4] = {0, 2, 1, 3};
     int64_t total, id_total;
     fs_error_t err = {0};
@@ -297,7 +297,7 @@ Test(reorder, identity_is_kept_when_greedy_is_not_better)
      * 3 + 2 + 0 + 2 = 7. The identity 0-1-2-3-4 has 2 + 2 + 2 + 2 = 8: kept. */
     int64_t s0[5] = {1, 2, 3, 4, 5}, s1[4] = {4, 5, 6, 7}, s2[7] = {1, 2, 3, 6, 7, 8, 9}, s3[4] = {8, 9, 10, 11},
             s4[2] = {10, 11};
-    fs_idset_t sets[5] = {{5, s0}, {4, s1}, {7, s2}, {4, s3}, {2, s4}};
+    fs_rowset_t sets[5] = {{5, s0}, {4, s1}, {7, s2}, {4, s3}, {2, s4}};
     int order[5], want[5] = {0, 1, 2, 3, 4};
     int64_t total, id_total;
     fs_error_t err = {0};
@@ -309,14 +309,14 @@ Test(reorder, identity_is_kept_when_greedy_is_not_better)
      * 2-3 = 2 {5,6}, others 0. Greedy 0 -> 2 (2) -> 3 (2) -> 1 (0) = 4; the
      * identity 1 + 1 + 2 = 4 is as good: kept. */
     int64_t t0[3] = {1, 2, 3}, t1[2] = {1, 4}, t2[5] = {2, 3, 4, 5, 6}, t3[2] = {5, 6};
-    fs_idset_t tie[4] = {{3, t0}, {2, t1}, {5, t2}, {2, t3}};
+    fs_rowset_t tie[4] = {{3, t0}, {2, t1}, {5, t2}, {2, t3}};
     cr_assert_eq(fs_reorder_window(ws, NULL, tie, 4, order, &total, &id_total, &err), FS_OK, "%s", err.msg);
     cr_assert_arr_eq(order, want, sizeof *order * 4);
     cr_assert_eq(total, 4);
     cr_assert_eq(id_total, 4);
     /* Disjoint sets: greedy and identity both 0, a tie: the identity. */
     int64_t x[1] = {1}, y[1] = {2}, z[1] = {3};
-    fs_idset_t disjoint[3] = {{1, z}, {1, y}, {1, x}};
+    fs_rowset_t disjoint[3] = {{1, z}, {1, y}, {1, x}};
     cr_assert_eq(fs_reorder_window(ws, NULL, disjoint, 3, order, &total, &id_total, &err), FS_OK, "%s", err.msg);
     cr_assert_arr_eq(order, want, sizeof *order * 3);
     cr_assert_eq(total, 0);
@@ -381,7 +381,7 @@ static int64_t check_delta(const int64_t *p, int64_t pn, const int64_t *c, int64
 /* The number of C's distinct ids not in P, by sorting. */
 static int64_t naive_new_count(const int64_t *p, int64_t pn, const int64_t *c, int64_t cn)
 {
-    fs_idset_t ps = {pn, p}, cs = {cn, c};
+    fs_rowset_t ps = {pn, p}, cs = {cn, c};
     int64_t m;
     free(sorted_distinct(&cs, &m));
     return m - naive_intersection(&ps, &cs);
@@ -448,21 +448,21 @@ Test(reorder, bad_arguments_are_named)
 {
     int64_t ids[2] = {1, 2}, ov[4], take[2], new_pos[2], num_new;
     int order[2];
-    fs_idset_t sets[FS_REORDER_MAX_WINDOW + 1];
-    for (int i = 0; i <= FS_REORDER_MAX_WINDOW; i++) sets[i] = (fs_idset_t){2, ids};
+    fs_rowset_t sets[FS_REORDER_MAX_WINDOW + 1];
+    for (int i = 0; i <= FS_REORDER_MAX_WINDOW; i++) sets[i] = (fs_rowset_t){2, ids};
     fs_error_t err = {0};
     cr_assert_eq(fs_reorder_overlap(ws, sets, 0, ov, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(err.msg, "a window of 0 batches"), "%s", err.msg);
     cr_assert_eq(fs_reorder_window(ws, NULL, sets, 65, order, NULL, NULL, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(err.msg, "a window of 65 batches, must be 1..64"), "%s", err.msg);
-    sets[1] = (fs_idset_t){3, NULL};
+    sets[1] = (fs_rowset_t){3, NULL};
     cr_assert_eq(fs_reorder_overlap(ws, sets, 2, ov, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(err.msg, "set 1 has 3 ids but a NULL id array"), "%s", err.msg);
-    sets[1] = (fs_idset_t){-1, ids};
+    sets[1] = (fs_rowset_t){-1, ids};
     cr_assert_eq(fs_reorder_window(ws, NULL, sets, 2, order, NULL, NULL, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(err.msg, "set 1 has n = -1"), "%s", err.msg);
-    sets[1] = (fs_idset_t){2, ids};
-    fs_idset_t prev = {4, NULL};
+    sets[1] = (fs_rowset_t){2, ids};
+    fs_rowset_t prev = {4, NULL};
     cr_assert_eq(fs_reorder_window(ws, &prev, sets, 2, order, NULL, NULL, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(err.msg, "the previous batch has 4 ids but a NULL id array"), "%s", err.msg);
     cr_assert_eq(fs_reorder_overlap(ws, sets, 2, NULL, &err), FS_ERR_INVALID_ARGUMENT);

@@ -285,6 +285,17 @@ typedef struct {
     fs_delta_t delta;            /* Match: fetch only the rows the previous batch lacks */
     int window;                  /* Reorder (needs delta): batches made and reordered per
                                     window, 1..16; 0 or 1 = the plan's order */
+    /* Typed batches, instead of sample/table (delta and window do not apply):
+     * hetero alone: node seeds of seed_type (NULL = the split's "TYPE/"
+     *   prefix), each batch fs_hetero_sample; the tables are the request's
+     *   (put "labels" in node_tables), so labels must be NULL or "";
+     * link and hetero: `split` names a link split (fs_info's link_splits),
+     *   each batch fs_link_sample on its edges (with their labels and times
+     *   when the split has them), link giving the edge type and negatives
+     *   (its count and arrays are the stream's). */
+    const fs_hetero_req_t *hetero;
+    const char *seed_type;
+    const fs_link_req_t *link;
 } fs_stream_opts_t;
 
 #define FS_STREAM_OPTS_INIT FS_STRUCT_INIT(fs_stream_opts_t)
@@ -313,6 +324,7 @@ typedef struct {
     const int64_t *take;         /* [batch->num_nodes] */
     int64_t prev_rows;
     double match;                /* |this ∩ previous| / |this| over rows: the match degree */
+    const fs_hetero_batch_t *hetero; /* typed and link streams: the batch (batch is NULL) */
 } fs_stream_batch_t;
 
 /* Opens a stream on connection c (failures: fs_client_errstr(c)). Bad
