@@ -18,12 +18,15 @@
  * stream, per transport, the median of --rounds interleaved rounds.
  *
  * Match-Reorder (seed 002, docs/algorithms.md §6): on a permuted R-MAT
- * (hubs scattered, --match-scale), a grpc:// stream with FS_DELTA_FULL
- * (only rows the previous batch lacks travel; the trainer still gets full
- * matrices) at window 1 (Match alone) and --window (Match-Reorder),
- * against the same stream with FS_DELTA_OFF, consumed as fast as it comes,
- * interleaved over --rounds rounds (the median): the match degree, feature
- * bytes fetched whole over bytes fetched as deltas, and batches per second.
+ * (hubs scattered, --match-scale), a grpc:// stream whose batches fetch
+ * only the rows the previous batch lacks, against the same stream fetching
+ * every batch whole (FS_DELTA_OFF), consumed as fast as it comes,
+ * interleaved over --rounds rounds (the median): FS_DELTA_FULL (the trainer
+ * still gets full host matrices, assembled) at window 1 (Match alone) and
+ * --window (Match-Reorder), and FS_DELTA_ONLY at --window (a GPU trainer
+ * keeping the previous rows on its GPU). Reported: the match degree,
+ * feature bytes fetched whole over bytes fetched as deltas, and batches per
+ * second over the whole-batch stream's.
  *
  *   bench_stream [--scale 17] [--dim 128] [--batch 1024] [--batches 0 = the epoch]
  *                [--prefetch 2] [--rounds 3] [--dataset DIR]
@@ -31,7 +34,7 @@
  *
  * RESULT bench=stream transport=unix|grpc prefetch=P compute_ms=...
  *        visible_load_ms=... sync_visible_load_ms=... ratio_visible_load_vs_sync=...
- * RESULT bench=match_reorder graph=rmat-sS-permuted window=W match_degree=...
+ * RESULT bench=match_reorder graph=rmat-sS-permuted delta=full|only window=W match_degree=...
  *        ratio_bytes_full_vs_delta=... ratio_grpc_batches_per_s_vs_full=... */
 #include <signal.h>
 #include <stdlib.h>
@@ -211,28 +214,33 @@ static const char *permuted_rmat(int scale, int dim)
 
 static void match_reorder(const char *grpc_uri, int scale, int batch, int batches, int window, int rounds)
 {
+    static const struct {
+        fs_delta_t mode;
+        int window;
+        const char *name;
+    } runs[] = {{FS_DELTA_FULL, 1, "full"}, {FS_DELTA_FULL, 0, "full"}, {FS_DELTA_ONLY, 0, "only"}};
+    enum { RUNS = sizeof runs / sizeof *runs };
     fs_client_t *c;
     if (fs_connect(grpc_uri, NULL, &c) != FS_OK) fail("connect", c);
     delta_run(c, batch, 3, FS_DELTA_OFF, 1); /* warm */
-    double full[16], m1[16], mw[16], b1[16], bw[16], r1[16], rw[16];
-    delta_run_t one = {0}, win = {0};
+    double full[16], match[RUNS][16], bytes[RUNS][16], speed[RUNS][16];
     for (int r = 0; r < rounds; r++) {
         full[r] = delta_run(c, batch, batches, FS_DELTA_OFF, 1).batches_per_s;
-        one = delta_run(c, batch, batches, FS_DELTA_FULL, 1);
-        win = delta_run(c, batch, batches, FS_DELTA_FULL, window);
-        m1[r] = one.match, mw[r] = win.match;
-        b1[r] = one.bytes_full / one.bytes_delta, bw[r] = win.bytes_full / win.bytes_delta;
-        r1[r] = one.batches_per_s / full[r], rw[r] = win.batches_per_s / full[r];
+        for (int k = 0; k < RUNS; k++) {
+            delta_run_t d = delta_run(c, batch, batches, runs[k].mode, runs[k].window ? runs[k].window : window);
+            match[k][r] = d.match, bytes[k][r] = d.bytes_full / d.bytes_delta, speed[k][r] = d.batches_per_s / full[r];
+        }
     }
-    double *all[] = {full, m1, mw, b1, bw, r1, rw};
-    for (int k = 0; k < 7; k++) qsort(all[k], (size_t)rounds, sizeof(double), cmp);
-    int mid = rounds / 2;
-    printf("RESULT bench=match_reorder graph=rmat-s%d-permuted batch=%d batches=%d window=1 match_degree=%.3f "
-           "ratio_bytes_full_vs_delta=%.2f full_batches_per_s=%.1f ratio_grpc_batches_per_s_vs_full=%.2f\n",
-           scale, batch, batches, m1[mid], b1[mid], full[mid], r1[mid]);
-    printf("RESULT bench=match_reorder graph=rmat-s%d-permuted batch=%d batches=%d window=%d match_degree=%.3f "
-           "ratio_bytes_full_vs_delta=%.2f full_batches_per_s=%.1f ratio_grpc_batches_per_s_vs_full=%.2f\n",
-           scale, batch, batches, window, mw[mid], bw[mid], full[mid], rw[mid]);
+    qsort(full, (size_t)rounds, sizeof(double), cmp);
+    for (int k = 0; k < RUNS; k++) {
+        qsort(match[k], (size_t)rounds, sizeof(double), cmp), qsort(bytes[k], (size_t)rounds, sizeof(double), cmp);
+        qsort(speed[k], (size_t)rounds, sizeof(double), cmp);
+        int mid = rounds / 2;
+        printf("RESULT bench=match_reorder graph=rmat-s%d-permuted batch=%d batches=%d delta=%s window=%d "
+               "match_degree=%.3f ratio_bytes_full_vs_delta=%.2f full_batches_per_s=%.1f "
+               "ratio_grpc_batches_per_s_vs_full=%.2f\n", scale, batch, batches, runs[k].name,
+               runs[k].window ? runs[k].window : window, match[k][mid], bytes[k][mid], full[mid], speed[k][mid]);
+    }
     fflush(stdout);
     fs_close(c);
 }
