@@ -1,0 +1,86 @@
+/* stream_internal.h — the state of an epoch stream, shared by stream.c
+ * (the producer, fs_stream_next, the batches' lifetime) and stream_open.c
+ * (reading the options into it). Not installed. */
+#ifndef FS_STREAM_INTERNAL_H
+#define FS_STREAM_INTERNAL_H
+
+#include <pthread.h>
+
+#include "client_internal.h"
+#include "fs_epoch.h"
+#include "fs_reorder.h"
+
+#define MAX_PREFETCH 16
+#define MAX_HOLD 16
+#define MAX_WINDOW 16
+#define DEFAULT_RECONNECT_MS 30000
+
+typedef struct stream_batch {
+    fs_stream_batch_t pub;
+    fs_batch_t *batch;             /* the sample and features (FS_DELTA_OFF) or the sample */
+    fs_batch_t *fresh;             /* delta: the new rows, as received */
+    fs_hetero_batch_t *typed;      /* typed and link streams: the batch */
+    struct fs_stream *s;
+    int refs;                      /* the caller's, and the producer's while it is the previous batch */
+    void *rows;                    /* FS_DELTA_FULL: the full matrix */
+    int64_t *take;                 /* delta: take [num_nodes], then new_pos [num_nodes] */
+    int64_t ids[];                 /* the seeds, then their labels */
+} stream_batch_t;
+
+typedef struct {
+    stream_batch_t *b;
+    fs_status_t st;
+    char err[512];
+} entry_t;
+
+typedef enum { STREAM_NODES, STREAM_TYPED, STREAM_LINK } stream_kind_t;
+
+/* A typed request and everything it points to, owned by the stream: the
+ * caller's options need not outlive fs_stream_open. */
+typedef struct {
+    fs_hetero_req_t req;
+    void *mem;                     /* the fanouts, table name arrays and strings */
+} hetero_copy_t;
+
+struct fs_stream {
+    fs_client_t *owner;            /* the caller's connection: what a new connection copies */
+    stream_kind_t kind;
+    hetero_copy_t typed;           /* STREAM_TYPED, STREAM_LINK: the request */
+    fs_link_req_t link;            /* STREAM_LINK: the template (edge type in link_names) */
+    char seed_type[256], link_names[3][256];
+    int64_t *link_arrays[4];       /* STREAM_LINK: the split's src, dst, label, time (or NULL) */
+    fs_client_t *conn;             /* the producer's */
+    fs_epoch_t plan;
+    int64_t *items;                /* the seeds by plan position */
+    fs_sample_req_t req;
+    int sample_only;
+    char table[256], labels[256];  /* labels "" = none */
+    fs_dtype_t out_dtype, row_dtype;
+    int64_t dim;
+    int prefetch, hold, window, slots;
+    fs_delta_t delta;
+    int64_t start;
+    /* the producer's alone */
+    fs_reorder_ws_t *rws;
+    stream_batch_t *prev;          /* delta: the batch handed out last */
+    int64_t *scratch;              /* delta: the new ids */
+    size_t scratch_cap;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    entry_t ring[MAX_PREFETCH];    /* batch i at ring[i % prefetch] */
+    int64_t made, taken;           /* batches handed to the ring so far; the next to hand out */
+    int live;                      /* batches handed to the ring (or being made) and not yet freed */
+    int making;                    /* the producer is making one */
+    int refs;
+    int stop;
+    pthread_t thread;
+    int has_thread;
+    char errstr[512];
+};
+
+/* The producer thread's body (stream.c): makes and hands out the batches
+ * from s->start to the end of the plan. */
+void *fs_stream_produce(void *arg);
+
+#endif

@@ -1,0 +1,319 @@
+/* stream_open.c — fs_stream_open: a stream's options read into its state
+ * (stream_internal.h): the kind of batches (node, typed, link), the
+ * requests deep-copied so the caller's options need not outlive the call,
+ * the tables checked against fs_info, the seeds copied from a split or an
+ * array, the epoch planned (kernels/fs_epoch.h), a typed request probed
+ * with one seed so a bad type, fanout or table is named at open, then the
+ * stream's own connection and producer thread started (docs/api.md §11). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream_internal.h"
+
+/* ---- opening ------------------------------------------------------------------ */
+
+static const fs_table_info_t *find_table(const fs_info_t *info, const char *name)
+{
+    for (size_t i = 0; i < info->num_tables; i++)
+        if (strcmp(info->tables[i].name, name) == 0) return &info->tables[i];
+    return NULL;
+}
+
+static fs_status_t copy_name(fs_client_t *c, char *dst, size_t cap, const char *what, const char *v)
+{
+    if (strlen(v) >= cap) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: %s '%.40s...' is too long", what, v);
+    strcpy(dst, v);
+    return FS_OK;
+}
+
+/* The tables: the features' (unless sampling only) and the labels'. */
+static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
+{
+    if (s->kind != STREAM_NODES) { /* a typed request gathers its own tables */
+        if (o->labels && o->labels[0])
+            return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream gathers its request's tables: "
+                                  "put '%s' in the request's node_tables instead of labels", o->labels);
+        return FS_OK;
+    }
+    fs_info_t *info;
+    fs_status_t st = fs_info(c, &info);
+    if (st != FS_OK) return st;
+    if (info->typed) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: '%s' is a typed graph: open the stream "
+                                         "with a typed request (hetero, and link for link prediction)", info->dataset);
+    const fs_table_info_t *t = o->table ? find_table(info, o->table) : NULL;
+    if (st == FS_OK && o->table && !t)
+        st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no table '%s' in dataset '%s'", o->table, info->dataset);
+    if (t) s->dim = t->dim, s->row_dtype = o->out_dtype != FS_DTYPE_INVALID ? o->out_dtype : t->dtype;
+    const char *labels = o->labels ? o->labels : find_table(info, "labels") ? "labels" : "";
+    if (st == FS_OK && labels[0] && !find_table(info, labels))
+        st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no label table '%s' in dataset '%s'", labels, info->dataset);
+    if (st == FS_OK && o->table) st = copy_name(c, s->table, sizeof s->table, "table", o->table);
+    if (st == FS_OK) st = copy_name(c, s->labels, sizeof s->labels, "label table", labels);
+    fs_info_free(info);
+    return st;
+}
+
+/* The seeds, copied: a split's ids or the caller's array. */
+static fs_status_t take_seeds(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t *n)
+{
+    if (!!o->split == !!o->seeds)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: give the seeds as a split name or as an array, "
+                              "not %s", o->split ? "both" : "neither");
+    fs_ids_t *ids = NULL;
+    const int64_t *src = o->seeds;
+    *n = o->num_seeds;
+    if (o->split) {
+        fs_status_t st = fs_split(c, o->split, &ids);
+        if (st != FS_OK) return st;
+        src = ids->ids, *n = ids->n;
+    } else if (o->num_seeds < 0) {
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: num_seeds is %lld", (long long)o->num_seeds);
+    }
+    s->items = malloc(sizeof *s->items * (size_t)(*n > 0 ? *n : 1));
+    if (s->items) memcpy(s->items, src, sizeof *s->items * (size_t)*n);
+    fs_ids_free(ids);
+    return s->items ? FS_OK : fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory for %lld seeds", (long long)*n);
+}
+
+/* ---- opening typed and link streams ------------------------------------------- */
+
+static size_t str_size(const char *v) { return v ? strlen(v) + 1 : 0; }
+
+static const char *put_str(char **at, const char *v)
+{
+    if (!v) return NULL;
+    size_t n = strlen(v) + 1;
+    char *r = memcpy(*at, v, n);
+    *at += n;
+    return r;
+}
+
+/* s->typed: the caller's typed request, its fanouts and table names copied. */
+static fs_status_t copy_typed_request(fs_client_t *c, fs_stream_t *s, const fs_hetero_req_t *in)
+{
+    fs_hetero_req_t r;
+    fs_error_t err = {0};
+    if (fs_struct_read(&r, sizeof r, in, sizeof r, "fs_hetero_req_t", &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    if ((r.num_fanouts && !r.fanouts) || (r.num_node_tables && !r.node_tables) || (r.num_edge_tables && !r.edge_tables))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: the typed request counts fanouts or tables it "
+                              "does not give");
+    size_t nf = r.num_fanouts, nt = r.num_node_tables, et = r.num_edge_tables, strings = 1;
+    for (size_t i = 0; i < nf; i++)
+        strings += str_size(r.fanouts[i].src) + str_size(r.fanouts[i].rel) + str_size(r.fanouts[i].dst);
+    for (size_t i = 0; i < nt; i++) strings += str_size(r.node_tables[i]);
+    for (size_t i = 0; i < et; i++) strings += str_size(r.edge_tables[i]);
+    char *mem = malloc(sizeof(fs_hetero_fanout_t) * nf + sizeof(char *) * (nt + et) + strings);
+    if (!mem) return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory");
+    fs_hetero_fanout_t *f = (fs_hetero_fanout_t *)mem;
+    const char **tables = (const char **)(f + nf);
+    char *at = (char *)(tables + nt + et);
+    for (size_t i = 0; i < nf; i++) {
+        f[i] = r.fanouts[i];
+        f[i].src = put_str(&at, r.fanouts[i].src), f[i].rel = put_str(&at, r.fanouts[i].rel);
+        f[i].dst = put_str(&at, r.fanouts[i].dst);
+    }
+    for (size_t i = 0; i < nt; i++) tables[i] = put_str(&at, r.node_tables[i]);
+    for (size_t i = 0; i < et; i++) tables[nt + i] = put_str(&at, r.edge_tables[i]);
+    r.fanouts = f, r.node_tables = tables, r.edge_tables = tables + nt;
+    s->typed = (hetero_copy_t){.req = r, .mem = mem};
+    return FS_OK;
+}
+
+/* s->link: the caller's link template, its edge type's names copied. */
+static fs_status_t copy_link(fs_client_t *c, fs_stream_t *s, const fs_link_req_t *in)
+{
+    fs_error_t err = {0};
+    if (fs_struct_read(&s->link, sizeof s->link, in, sizeof s->link, "fs_link_req_t", &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    const char *names[3] = {s->link.src, s->link.rel, s->link.dst};
+    for (int i = 0; i < 3; i++) {
+        if (!names[i]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: the link request's edge type needs "
+                                             "src, rel and dst");
+        fs_status_t st = copy_name(c, s->link_names[i], sizeof s->link_names[i], "edge type name", names[i]);
+        if (st != FS_OK) return st;
+    }
+    s->link.src = s->link_names[0], s->link.rel = s->link_names[1], s->link.dst = s->link_names[2];
+    s->link.count = 0, s->link.src_ids = s->link.dst_ids = s->link.label = s->link.time = NULL;
+    return FS_OK;
+}
+
+/* A link stream's edges: the link split's src and dst, and its labels and
+ * times when it has them, copied. */
+static fs_status_t take_link_edges(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t *n)
+{
+    static const char *const column[4] = {"src", "dst", "label", "time"};
+    if (!o->split || o->seeds)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a link stream's seeds are a link split: give its "
+                              "name as split, and no seed array");
+    for (int a = 0; a < 4; a++) {
+        char name[300];
+        fs_ids_t *ids;
+        snprintf(name, sizeof name, "link/%s/%s", o->split, column[a]);
+        fs_status_t st = fs_split(c, name, &ids);
+        if (st == FS_ERR_NOT_FOUND && a >= 2) continue; /* no labels, no times */
+        if (st != FS_OK) return st;
+        if (a == 0) *n = ids->n;
+        if (ids->n == *n && (s->link_arrays[a] = malloc(sizeof(int64_t) * (size_t)(*n + 1))))
+            memcpy(s->link_arrays[a], ids->ids, sizeof(int64_t) * (size_t)*n);
+        int64_t got = ids->n;
+        fs_ids_free(ids);
+        if (got != *n)
+            return fs_client_fail(c, FS_ERR_FORMAT, "stream: link split '%s' has %lld %s but %lld src", o->split,
+                                  (long long)got, column[a], (long long)*n);
+        if (!s->link_arrays[a]) return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory for %lld edges", (long long)*n);
+    }
+    return FS_OK;
+}
+
+/* A typed stream's node type: given, or its typed split's "TYPE/" prefix. */
+static fs_status_t seed_type(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
+{
+    const char *slash = o->split ? strchr(o->split, '/') : NULL;
+    if (o->seed_type) return copy_name(c, s->seed_type, sizeof s->seed_type, "seed type", o->seed_type);
+    if (!slash || (size_t)(slash - o->split) >= sizeof s->seed_type)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: give seed_type, the seeds' node type (a typed "
+                              "split 'TYPE/NAME' names it)");
+    memcpy(s->seed_type, o->split, (size_t)(slash - o->split));
+    return FS_OK;
+}
+
+/* One batch's worth of the request on the caller's connection, with one
+ * seed, so a bad type, fanout or table is named at open. */
+static fs_status_t probe_typed(fs_client_t *c, fs_stream_t *s)
+{
+    fs_hetero_batch_t *hb = NULL;
+    fs_status_t st;
+    if (s->kind == STREAM_TYPED) {
+        fs_hetero_seeds_t g = {.type = s->seed_type, .count = 1, .ids = s->items};
+        st = fs_hetero_sample(c, &g, 1, &s->typed.req, &hb);
+    } else {
+        fs_link_req_t l = s->link;
+        l.count = 1, l.src_ids = s->link_arrays[0], l.dst_ids = s->link_arrays[1], l.label = s->link_arrays[2];
+        l.time = s->link_arrays[3];
+        st = fs_link_sample(c, &l, &s->typed.req, &hb);
+    }
+    fs_hetero_batch_free(hb);
+    return st;
+}
+
+/* Which stream: node batches (sample), typed (hetero) or link (link and hetero). */
+static fs_status_t stream_kind(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
+{
+    s->kind = o->link ? STREAM_LINK : o->hetero ? STREAM_TYPED : STREAM_NODES;
+    if (o->link && !o->hetero)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a link stream needs hetero, the request that "
+                              "samples the endpoints' neighbourhoods");
+    if (s->kind != STREAM_NODES && (o->sample || o->table || o->delta != FS_DELTA_OFF || o->window > 1))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream takes hetero (and link), not sample, "
+                              "table, delta or window");
+    if (s->kind == STREAM_NODES && !o->sample)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: no sampling request");
+    return FS_OK;
+}
+
+/* The request(s), tables and seeds of any kind of stream; *n the seed count. */
+static fs_status_t take_request(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t *n)
+{
+    fs_status_t st = FS_OK;
+    if (s->kind == STREAM_NODES) st = fs_client_sample_request(c, o->sample, &s->req);
+    else st = copy_typed_request(c, s, o->hetero);
+    if (st == FS_OK && s->kind == STREAM_LINK) st = copy_link(c, s, o->link);
+    if (st == FS_OK) st = resolve_tables(c, s, o);
+    if (st == FS_OK) st = s->kind == STREAM_LINK ? take_link_edges(c, s, o, n) : take_seeds(c, s, o, n);
+    if (st == FS_OK && s->kind == STREAM_TYPED) st = seed_type(c, s, o);
+    return st;
+}
+
+static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
+{
+    if (o->prefetch == 0) o->prefetch = 2;
+    if (o->hold == 0) o->hold = 2;
+    if (o->world_size == 0 && o->rank == 0) o->world_size = 1;
+    if (o->prefetch < 1 || o->prefetch > MAX_PREFETCH)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: prefetch %d, must be 1..%d (0 = 2)", o->prefetch,
+                              MAX_PREFETCH);
+    if (o->hold < 1 || o->hold > MAX_HOLD)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: hold %d, must be 1..%d (0 = 2)", o->hold, MAX_HOLD);
+    if ((unsigned)o->order > FS_ORDER_CHUNKED)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: unknown order %d", (int)o->order);
+    if ((unsigned)o->delta > FS_DELTA_ONLY)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: unknown delta mode %d", (int)o->delta);
+    if (o->window == 0) o->window = 1;
+    if (o->window < 1 || o->window > MAX_WINDOW)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a window of %d batches, must be 1..%d (0 = 1)",
+                              o->window, MAX_WINDOW);
+    if (o->window > 1 && o->delta == FS_DELTA_OFF)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a window of %d batches reorders for Match: it needs "
+                              "a delta mode (FS_DELTA_FULL or FS_DELTA_ONLY)", o->window);
+    if (o->delta != FS_DELTA_OFF && !o->table)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a delta mode fetches a table's rows: give a table");
+    int slots = (o->delta != FS_DELTA_OFF ? 2 : 1) * (o->prefetch + o->hold + 1) + o->window + 1;
+    if (slots > FS_MAX_SLOTS)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: prefetch %d, hold %d and window %d need %d result "
+                              "slots, over %d", o->prefetch, o->hold, o->window, slots, FS_MAX_SLOTS);
+    return FS_OK;
+}
+
+static fs_status_t plan_epoch(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t n)
+{
+    static const fs_epoch_order_t orders[] = {[FS_ORDER_RANDOM] = FS_EPOCH_RANDOM,
+                                              [FS_ORDER_SEQUENTIAL] = FS_EPOCH_SEQUENTIAL,
+                                              [FS_ORDER_CHUNKED] = FS_EPOCH_CHUNKED};
+    fs_epoch_opts_t eo = {.num_items = n, .batch_size = o->batch_size, .drop_last = o->drop_last,
+                          .order = orders[o->order], .chunk = o->chunk, .seed = o->seed, .epoch = o->epoch,
+                          .rank = o->rank, .world_size = o->world_size};
+    fs_error_t err = {0};
+    if (fs_epoch_plan(&eo, &s->plan, &err) != FS_OK) return fs_client_fail(c, err.code, "stream: %s", err.msg);
+    if (o->start_batch < 0 || o->start_batch > s->plan.num_batches)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: start_batch %lld, but this rank's epoch has %lld "
+                              "batches", (long long)o->start_batch, (long long)s->plan.num_batches);
+    return FS_OK;
+}
+
+static fs_status_t start(fs_client_t *c, fs_stream_t *s)
+{
+    s->slots = (s->delta != FS_DELTA_OFF ? 2 : 1) * (s->prefetch + s->hold + 1) + s->window + 1;
+    fs_status_t st = fs_client_clone(c, s->slots, &s->conn);
+    if (st != FS_OK) return fs_client_fail(c, st, "stream: its connection: %s", fs_client_errstr(s->conn));
+    if (pthread_create(&s->thread, NULL, fs_stream_produce, s) != 0)
+        return fs_client_fail(c, FS_ERR_RESOURCE, "stream: cannot start its thread");
+    s->has_thread = 1;
+    return FS_OK;
+}
+
+FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, fs_stream_t **out)
+{
+    if (!c || !out) return FS_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    fs_stream_opts_t o;
+    fs_error_t err = {0};
+    if (!opts) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: no options");
+    if (fs_struct_read(&o, sizeof o, opts, sizeof o, "fs_stream_opts_t", &err) != FS_OK)
+        return fs_client_fail(c, err.code, "%s", err.msg);
+    fs_stream_t *s = calloc(1, sizeof *s);
+    if (!s) return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->refs = 1;
+    s->owner = c;
+    int64_t n = 0;
+    fs_status_t st = stream_kind(c, s, &o);
+    if (st == FS_OK) st = check_counts(c, &o);
+    if (st == FS_OK) st = take_request(c, s, &o, &n);
+    if (st == FS_OK) st = plan_epoch(c, s, &o, n);
+    if (st == FS_OK && n > 0 && s->kind != STREAM_NODES) st = probe_typed(c, s);
+    s->sample_only = !o.table, s->out_dtype = o.out_dtype;
+    s->prefetch = o.prefetch, s->hold = o.hold, s->window = o.window, s->delta = o.delta;
+    if (st == FS_OK && o.delta != FS_DELTA_OFF && fs_reorder_ws_create(&s->rws, &err) != FS_OK)
+        st = fs_client_fail(c, err.code, "stream: %s", err.msg);
+    s->start = s->made = s->taken = o.start_batch;
+    if (st == FS_OK) st = start(c, s);
+    if (st != FS_OK) {
+        fs_stream_close(s);
+        return st;
+    }
+    *out = s;
+    return FS_OK;
+}
