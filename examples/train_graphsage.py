@@ -112,12 +112,24 @@ def model_input(x, sparse):
     return x
 
 
+def seed_logits(model, feats, sparse="auto"):
+    """The model's logits for a sampled batch's input seeds, one row each."""
+    t = feats.torch()
+    return model(model_input(t.features, sparse), t.blocks)[t.seed_local]
+
+
 def forward_batch(model, feats, labels, sparse="auto"):
     """Logits and labels, one row per input seed."""
-    t = feats.torch()
-    out = model(model_input(t.features, sparse), t.blocks)
-    y = labels.torch().features.view(-1)
-    return out[t.seed_local], y
+    return seed_logits(model, feats, sparse), labels.torch().features.view(-1)
+
+
+def optimise(opt, logits, y):
+    """One optimiser step on the cross-entropy of logits against y; the loss."""
+    loss = F.cross_entropy(logits, y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item()
 
 
 def request_seed(run_seed, epoch, step):
@@ -133,12 +145,7 @@ def train_epoch(client, model, opt, train_ids, args, epoch, rng):
         seeds = perm[start:start + args.batch_size]
         feats, labels = minibatch(client, seeds, args.fanouts, args.table, request_seed(args.seed, epoch, step))
         with feats, labels:
-            logits, y = forward_batch(model, feats, labels, args.sparse_input)
-            loss = F.cross_entropy(logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        total_loss += loss.item()
+            total_loss += optimise(opt, *forward_batch(model, feats, labels, args.sparse_input))
         batches += 1
     return total_loss / max(batches, 1), batches / (time.perf_counter() - t0)
 
@@ -159,6 +166,51 @@ def evaluate(client, model, ids, args, salt):
 
 # ---- the run --------------------------------------------------------------------------
 
+def check_dataset(client, args):
+    """The server's Info, after checking it has the feature table and labels."""
+    info = client.info()
+    if args.table not in info.tables:
+        raise SystemExit(f"no table {args.table!r} (the server has {', '.join(info.tables)})")
+    if "labels" not in info.tables:
+        raise SystemExit("the dataset has no labels")
+    return info
+
+
+def make_model(info, args):
+    """The GraphSAGE for the served dataset and its Adam optimiser."""
+    model = GraphSAGE(info.tables[args.table].dim, args.hidden, info.num_classes, len(args.fanouts), args.dropout)
+    return model, torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+
+
+class Progress:
+    """The epochs' figures and the weights of the best validation epoch."""
+
+    def __init__(self, log):
+        self.log = log
+        self.rates, self.loss = [], float("nan")
+        self.valid_acc, self.best_epoch, self.weights = -1.0, 0, None
+
+    def epoch(self, epoch, model, loss, valid_acc, rate):
+        self.rates.append(rate)
+        self.loss = loss
+        self.log(f"epoch {epoch:3d}  loss {loss:.4f}  valid_acc {valid_acc:.4f}  {rate:.1f} mini-batches/s")
+        if valid_acc > self.valid_acc:
+            self.valid_acc, self.best_epoch, self.weights = valid_acc, epoch, copy.deepcopy(model.state_dict())
+
+    def test(self, client, model, test_ids, args):
+        """Tests the weights of the epoch that did best on validation, as is
+        standard, and logs the final line. Returns {"test_acc", "valid_acc",
+        "best_epoch", "loss", "batches_per_s"}."""
+        if self.weights is not None:
+            model.load_state_dict(self.weights)
+        test_acc = evaluate(client, model, test_ids, args, salt=-2)
+        result = {"test_acc": test_acc, "valid_acc": self.valid_acc, "best_epoch": self.best_epoch,
+                  "loss": self.loss, "batches_per_s": float(np.mean(self.rates)) if self.rates else 0.0}
+        self.log(f"test_acc={test_acc:.4f} valid_acc={self.valid_acc:.4f} best_epoch={self.best_epoch} "
+                 f"batches_per_s={result['batches_per_s']:.1f}")
+        return result
+
+
 def run(args, log=print):
     """Trains, then tests the weights of the best validation epoch. Returns
     {"test_acc", "valid_acc", "best_epoch", "loss", "batches_per_s"}."""
@@ -167,41 +219,25 @@ def run(args, log=print):
         torch.set_num_threads(args.torch_threads)
     rng = np.random.default_rng(args.seed)
     with featstore.connect(args.uri, device=args.device) as client:
-        info = client.info()
-        if args.table not in info.tables:
-            raise SystemExit(f"no table {args.table!r} (the server has {', '.join(info.tables)})")
-        if "labels" not in info.tables:
-            raise SystemExit("the dataset has no labels")
+        info = check_dataset(client, args)
         train_ids, valid_ids, test_ids = (client.split(s) for s in ("train", "valid", "test"))
-        model = GraphSAGE(info.tables[args.table].dim, args.hidden, info.num_classes, len(args.fanouts),
-                          args.dropout)
-        opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+        model, opt = make_model(info, args)
         log(f"dataset={info.dataset} transport={client.transport} train={len(train_ids)} valid={len(valid_ids)} "
             f"test={len(test_ids)} fanouts={args.fanouts} batch={args.batch_size}")
-        rates, loss, best = [], float("nan"), (-1.0, 0, None)  # (valid_acc, epoch, weights)
+        progress = Progress(log)
         for epoch in range(1, args.epochs + 1):
             loss, rate = train_epoch(client, model, opt, train_ids, args, epoch, rng)
-            valid_acc = evaluate(client, model, valid_ids, args, salt=-1)
-            rates.append(rate)
-            log(f"epoch {epoch:3d}  loss {loss:.4f}  valid_acc {valid_acc:.4f}  {rate:.1f} mini-batches/s")
-            if valid_acc > best[0]:
-                best = (valid_acc, epoch, copy.deepcopy(model.state_dict()))
-        if best[2] is not None:  # test the epoch that did best on validation, as is standard
-            model.load_state_dict(best[2])
-        test_acc = evaluate(client, model, test_ids, args, salt=-2)
-    result = {"test_acc": test_acc, "valid_acc": best[0], "best_epoch": best[1], "loss": loss,
-              "batches_per_s": float(np.mean(rates)) if rates else 0.0}
-    log(f"test_acc={test_acc:.4f} valid_acc={best[0]:.4f} best_epoch={best[1]} "
-        f"batches_per_s={result['batches_per_s']:.1f}")
-    return result
+            progress.epoch(epoch, model, loss, evaluate(client, model, valid_ids, args, salt=-1), rate)
+        return progress.test(client, model, test_ids, args)
 
 
 def fanout_list(text):
     return [int(f) for f in text.split(",")]
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description="GraphSAGE trained on mini-batches served by featstore.")
+def arg_parser(description="GraphSAGE trained on mini-batches served by featstore."):
+    """The options (examples/train_graphsage_ddp.py adds its own to them)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--uri", required=True, help="unix:///path/to/socket or grpc://host:port")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--seed", type=int, default=0, help="torch, shuffling and sampling seed")
@@ -218,6 +254,11 @@ def parse_args(argv=None):
     p.add_argument("--sparse-input", choices=["auto", "on", "off"], default="auto",
                    help="multiply the input features as a sparse matrix (auto: when under 10%% non-zeros)")
     p.add_argument("--torch-threads", type=int, default=0, help="0 = torch's default")
+    return p
+
+
+def parse_args(argv=None, parser=None):
+    p = parser or arg_parser()
     args = p.parse_args(argv)
     if len(args.eval_fanouts) != len(args.fanouts):
         p.error("--eval-fanouts needs as many hops as --fanouts")

@@ -5,6 +5,8 @@ Python test under tests/ (test_python.py, test_no_grpc_loaded.py, ...).
     ...
     status = stop(proc)                                 # SIGTERM, then the exit status
 
+import_cora() writes the homogeneous Cora dataset the GraphSAGE tests serve.
+
 The server binds an ephemeral gRPC and metrics port and prints one line
 ``READY unix=… grpc=… metrics=…`` once it serves; start() reads it. The
 child dies with the test process (PR_SET_PDEATHSIG), so a crashed test never
@@ -16,6 +18,8 @@ import select
 import signal
 import subprocess
 import time
+
+CORA_NPZ = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cora.npz")
 
 
 def die_with_parent():
@@ -68,3 +72,12 @@ def stop(proc, timeout=30):
             proc.wait()
     proc.stdout.close()
     return proc.returncode
+
+
+def import_cora(featstore, out):
+    """`featstore import npz tests/data/cora.npz --symmetrize` into out: 2708
+    nodes, tables "feat" and "labels", and the importer's seeded 60/20/20
+    train/valid/test split. Returns out."""
+    subprocess.run([featstore, "import", "npz", CORA_NPZ, "--out", out, "--symmetrize"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return out

@@ -34,7 +34,7 @@ C_NAME = re.compile(r"\s*(fs_\w+_t)\b")
 # Structs the library allocates and returns one at a time (never as array
 # elements) only grow at their end, so a mirror of a prefix of their fields
 # reads correctly: for these a ctypes size below C's is a note, not a failure.
-PREFIX_OK = {"fs_info_t", "fs_batch_t", "fs_hetero_batch_t", "fs_ids_t"}
+PREFIX_OK = {"fs_info_t", "fs_batch_t", "fs_hetero_batch_t", "fs_ids_t", "fs_stream_batch_t"}
 
 
 def mirrored_structs(lib_module):

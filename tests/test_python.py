@@ -66,9 +66,7 @@ def require_modules():
 def setUpModule():
     tmp = tempfile.mkdtemp(prefix="featstore-py-")
     SERVER["dir"] = tmp
-    dataset = os.path.join(tmp, "cora")
-    subprocess.run([ARGS.featstore, "import", "npz", os.path.join(HERE, "data", "cora.npz"), "--out", dataset,
-                    "--symmetrize"], check=True, stdout=subprocess.DEVNULL)
+    dataset = fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora"))
     SERVER.update(start_server(dataset, os.path.join(tmp, "s.sock")))
 
 

@@ -12,6 +12,9 @@ from it before keep their data (and its slot) until they are gone::
         with c.sample_gather(train[:512], [25, 10], "feat", seed=1) as b:
             x = b.features            # [b.num_nodes, dim] view of the result slot
             blocks = b.blocks         # blocks[0]: the hop from the seeds
+        for b in c.stream(split="train", batch_size=512, fanouts=[25, 10], table="feat",
+                          seed=42, epoch=epoch, rank=rank, world_size=world):   # a DDP rank's epoch
+            x, y = b.batch.features, b.labels
 
 ``featstore.write_dataset`` (featstore.dataset) writes a dataset from numpy
 arrays and needs no library; ``python3 -m featstore.cora`` makes two from
@@ -21,15 +24,16 @@ from .dataset import write_dataset
 
 __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
            "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset",
-           "HeteroBatch"]
+           "HeteroBatch", "Stream", "StreamBatch", "STREAM_ORDERS"]
 _CLIENT = frozenset(__all__) - {"write_dataset"}  # the names that need libfeatstore.so
 
 try:
     from ._lib import path as library_path
     from ._lib import version as library_version
-    from .client import (SAMPLE_MODES, Batch, BatchReleasedError, Block, Client, DeviceArray, Error, Info, ReaderInfo,
-                         Status, TableInfo, TierInfo, connect)
+    from .client import (SAMPLE_MODES, STREAM_ORDERS, Batch, BatchReleasedError, Block, Client, DeviceArray, Error,
+                         Info, ReaderInfo, Status, TableInfo, TierInfo, connect)
     from .hetero import HeteroBatch
+    from .stream import Stream, StreamBatch
 except OSError:
     # No libfeatstore.so: writing datasets (featstore.dataset, featstore.cora)
     # needs none. The client's names load it on first use, and raise its
@@ -37,9 +41,10 @@ except OSError:
     def __getattr__(name):
         if name not in _CLIENT:
             raise AttributeError(f"module 'featstore' has no attribute {name!r}")
-        from . import _lib, client, hetero
+        from . import _lib, client, hetero, stream
         value = {"library_path": "path", "library_version": "version"}.get(name)
-        value = getattr(_lib, value) if value else getattr(hetero if name == "HeteroBatch" else client, name)
+        module = {"HeteroBatch": hetero, "Stream": stream, "StreamBatch": stream}.get(name, client)
+        value = getattr(_lib, value) if value else getattr(module, name)
         globals()[name] = value
         return value
 

@@ -373,14 +373,87 @@ _TYPED_PROTOTYPES = {
 }
 
 
-def _bind_typed(lib):
-    """Binds the typed calls when the library has them all; True if it does."""
-    if not all(hasattr(lib, name) for name in _TYPED_PROTOTYPES):
+def _bind_optional(lib, prototypes):
+    """Binds a release's calls when the library has them all; True if it does."""
+    if not all(hasattr(lib, name) for name in prototypes):
         return False
-    for name, (restype, argtypes) in _TYPED_PROTOTYPES.items():
+    for name, (restype, argtypes) in prototypes.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
     return True
 
 
-typed = _bind_typed(lib)  # False: a library before 1.3 (Client.hetero_sample/link_sample refuse by name)
+# False: a library before 1.3 (Client.hetero_sample/link_sample refuse by name)
+typed = _bind_optional(lib, _TYPED_PROTOTYPES)
+
+
+# ---- epoch streams (featstore/client.h; since 1.4) ----------------------------------
+#
+# Bound like the typed calls: when present (`streams` below); Client.stream
+# refuses by name on an older library.
+
+FS_ORDER = {"random": 0, "sequential": 1, "chunked": 2}  # fs_stream_order_t
+FS_DELTA = {"off": 0, "full": 1, "only": 2}              # fs_delta_t (Match)
+
+
+class StreamOpts(Versioned):
+    """fs_stream_opts_t."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("split", ctypes.c_char_p),               # the seeds: a split's name, or ...
+        ("seeds", _p_i64), ("num_seeds", _i64),   # ... an array (copied)
+        ("batch_size", _i64),
+        ("drop_last", ctypes.c_int),
+        ("sample", ctypes.POINTER(SampleReq)),    # its seed is replaced per batch
+        ("table", ctypes.c_char_p),               # NULL: sample only
+        ("out_dtype", ctypes.c_int),              # fs_dtype_t
+        ("labels", ctypes.c_char_p),              # NULL = "labels" when the dataset has it, "" = none
+        ("seed", _u64),                           # the shuffle seed
+        ("epoch", _i64),
+        ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
+        ("prefetch", ctypes.c_int),
+        ("order", ctypes.c_int),                  # fs_stream_order_t
+        ("chunk", _i64),
+        ("start_batch", _i64),
+        ("hold", ctypes.c_int),
+        ("delta", ctypes.c_int),                  # fs_delta_t (Match)
+        ("window", ctypes.c_int),                 # Reorder (needs delta)
+        # typed and link streams, instead of sample/table (the binding streams homogeneous graphs)
+        ("hetero", ctypes.POINTER(HeteroReq)),
+        ("seed_type", ctypes.c_char_p),
+        ("link", ctypes.POINTER(LinkReq)),
+    ]
+
+
+class StreamBatchC(ctypes.Structure):
+    """fs_stream_batch_t: one batch of a stream (the library allocates it)."""
+    _fields_ = [
+        ("batch", ctypes.POINTER(BatchC)),        # owned by the stream batch: never fs_batch_free it
+        ("index", _i64),
+        ("request_seed", _u64),
+        ("num_seeds", _i64),
+        ("seeds", _p_i64),
+        ("labels", _p_i64),                       # NULL without a label table
+        ("plan_index", _i64),                     # the plan's batch number (index, unless reordered)
+        # the features (with FS_DELTA_OFF, batch->features) and Match's delta
+        ("features", ctypes.c_void_p), ("dim", _i64), ("dtype", ctypes.c_int),
+        ("num_new", _i64), ("new_rows", ctypes.c_void_p), ("take", _p_i64), ("prev_rows", _i64),
+        ("match", ctypes.c_double),
+        ("hetero", ctypes.POINTER(HeteroBatchC)),  # typed and link streams' batch (batch is NULL)
+    ]
+
+
+_c_stream_p = ctypes.c_void_p  # fs_stream_t * (opaque)
+_STREAM_PROTOTYPES = {
+    "fs_stream_open": (ctypes.c_int, [_c_client_p, ctypes.POINTER(StreamOpts), ctypes.POINTER(_c_stream_p)]),
+    "fs_stream_next": (ctypes.c_int, [_c_stream_p, ctypes.POINTER(ctypes.POINTER(StreamBatchC))]),
+    "fs_stream_batch_free": (None, [ctypes.POINTER(StreamBatchC)]),
+    "fs_stream_num_batches": (_i64, [_c_stream_p]),
+    "fs_stream_position": (_i64, [_c_stream_p]),
+    "fs_stream_ready": (ctypes.c_int, [_c_stream_p]),
+    "fs_stream_errstr": (ctypes.c_char_p, [_c_stream_p]),
+    "fs_stream_close": (None, [_c_stream_p]),
+}
+
+# False: a library before 1.4 (Client.stream refuses by name)
+streams = _bind_optional(lib, _STREAM_PROTOTYPES)

@@ -53,7 +53,7 @@ from ._lib import lib
 
 __all__ = ["Status", "Error", "BatchReleasedError", "TableInfo", "TierInfo", "ReaderInfo", "NodeTypeInfo",
            "EdgeTypeInfo", "LinkSplitInfo", "Info", "Block", "Batch",
-           "Client", "connect", "SAMPLE_MODES"]
+           "Client", "connect", "SAMPLE_MODES", "STREAM_ORDERS"]
 
 
 class Status(IntEnum):
@@ -104,6 +104,7 @@ class BatchReleasedError(Error, ValueError):
 
 
 SAMPLE_MODES = {"uniform": 0, "uniform_replace": 1, "weighted": 2, "weighted_replace": 3}
+STREAM_ORDERS = tuple(_lib.FS_ORDER)  # Client.stream's orders: "random", "sequential", "chunked"
 
 # fs_dtype_t -> numpy. bfloat16 has no numpy type: its 16 bits are exposed as
 # uint16 (as the dataset stores them) and Batch.torch() reinterprets them.
@@ -200,6 +201,15 @@ class _SlotUse:
 
     def __init__(self):
         self.held = self.kept = 0
+
+    def hint(self, comes_back):
+        """For running out of slots (or of a stream's hold): how many of the
+        batches held are released ones kept by their arrays, else ""."""
+        if not self.kept:
+            return ""
+        return (f" ({self.kept} of the {self.held} held by released batches whose arrays are still alive: "
+                f"{comes_back} when the last array taken from its batch is gone; keep copies, np.array(x), "
+                f"instead)")
 
 
 class _Handle:
@@ -434,14 +444,18 @@ def _batch_field(name, doc):
 
 
 class _Releasable:
-    """What Batch and HeteroBatch share: the fields (None once released),
+    """What Batch, HeteroBatch and StreamBatch share: the fields (None once released),
     the process that made them, release() and the checks every attribute
-    makes. A subclass sets _fields (with its "handle") and _pid, and names
-    itself and an example copy for the messages."""
+    makes. A subclass sets _fields (with its "handle", and "ptr" when
+    region() takes another pointer than the handle's) and _pid, and names
+    itself and an example copy for the messages. A view of a batch another
+    object owns (a StreamBatch's ``batch``) sets _owns_handle False: its
+    release() only ends the view, and the owner counts what arrays keep."""
 
     _NAME = "Batch"
     _COPY_HINT = "np.array(b.features)"
     _REGION = "fs_batch_region"
+    _owns_handle = True
 
     def _live(self, what):
         """The batch's fields, or BatchReleasedError naming `what` and why."""
@@ -468,7 +482,7 @@ class _Releasable:
         the last of them is gone (they keep their data until then).
         Idempotent."""
         fields, self._fields = self._fields, None
-        if fields is None:
+        if fields is None or not self._owns_handle:
             return
         alive = weakref.ref(fields["handle"])
         del fields
@@ -486,9 +500,10 @@ class _Releasable:
     def region(self):
         """(address, length) of the memory this batch's arrays live in: the
         shared result slot over unix://, the received buffer over grpc://."""
-        handle = self._live("region()")["handle"]
+        fields = self._live("region()")
+        ptr = fields.get("ptr", fields["handle"].ptr)
         base, length = ctypes.c_void_p(), ctypes.c_size_t()
-        st = getattr(lib, self._REGION)(handle.ptr, ctypes.byref(base), ctypes.byref(length))
+        st = getattr(lib, self._REGION)(ptr, ctypes.byref(base), ctypes.byref(length))
         if st != Status.OK:
             raise Error(st, f"{self._REGION} failed")
         return base.value or 0, length.value
@@ -503,14 +518,19 @@ class Batch(_Releasable):
     Arrays view C memory, read-only. After ``release()`` every attribute
     and method but ``released`` and ``release()`` raises
     ``BatchReleasedError``; arrays taken before keep their data, and their
-    slot, until they are gone. See the module comment."""
+    slot, until they are gone. See the module comment.
 
-    def __init__(self, ptr, use=None):
-        h = _Handle(ptr, use if use is not None else _SlotUse())
+    `handle`: the batch lies inside a larger result that handle owns (a
+    stream batch): the Batch views it and frees nothing itself."""
+
+    def __init__(self, ptr, use=None, handle=None):
+        h = handle if handle is not None else _Handle(ptr, use if use is not None else _SlotUse())
+        self._owns_handle = handle is None
         b = ptr.contents
         self._pid = os.getpid()
         self._fields = {  # None once released
             "handle": h,  # the Batch's own hold on the C batch; region() takes it with the fields
+            "ptr": ptr,
             "kind": _KINDS.get(b.kind, "unknown"),
             "num_hops": b.num_hops, "num_nodes": b.num_nodes, "num_seeds": b.num_seeds,
             "rows": b.rows, "dim": b.dim,
@@ -633,10 +653,15 @@ class Client:
 
     # -- plumbing
 
-    def _open(self, context):
-        """A new C connection to self.uri with self._opts, or an Error."""
+    def _open(self, context, slots=None):
+        """A new C connection to self.uri with self._opts (and `slots`
+        result slots when given), or an Error."""
+        opts = self._opts
+        if slots is not None:
+            opts = _lib.ConnectOpts.from_buffer_copy(self._opts)  # its strings are self._opts's, alive with it
+            opts.slots = slots
         c = ctypes.c_void_p()
-        st = lib.fs_connect(self.uri.encode(), ctypes.byref(self._opts), ctypes.byref(c))
+        st = lib.fs_connect(self.uri.encode(), ctypes.byref(opts), ctypes.byref(c))
         if st != Status.OK:
             msg = lib.fs_client_errstr(c).decode(errors="replace")
             lib.fs_close(c)
@@ -676,11 +701,9 @@ class Client:
 
     def _slot_hint(self, st):
         """For running out of slots: how many of them released batches' arrays keep."""
-        kept = self._use.kept
-        if st != Status.RESOURCE or self.transport != "unix" or not kept:
+        if st != Status.RESOURCE or self.transport != "unix":
             return ""
-        return (f" ({kept} of the {self._use.held} held by released batches whose arrays are still alive: a slot "
-                f"comes back when the last array taken from its batch is gone; keep copies, np.array(x), instead)")
+        return self._use.hint("a slot comes back")
 
     def _batch_call(self, fn, *args):
         out = ctypes.POINTER(_lib.BatchC)()
@@ -809,6 +832,39 @@ class Client:
                          mode=mode, frontier=frontier, disjoint=disjoint, temporal=temporal,
                          time_strict=time_strict, window=window, node_tables=node_tables, edge_tables=edge_tables,
                          dtype=dtype, want_edge_ids=want_edge_ids)
+
+    # -- epoch streams (since 1.4; featstore.stream)
+
+    def stream(self, *, split=None, seeds=None, batch_size, fanouts, table=None, dtype=None, labels=None, seed=0,
+               epoch=0, rank=0, world_size=1, drop_last=False, prefetch=2, hold=2, order="random", chunk=0,
+               start_batch=0, mode="uniform", edge_ids=False, delta="off", window=1):
+        """This rank's share of one epoch as an iterator of
+        ``featstore.stream.StreamBatch`` (fs_stream_open), made ahead by a
+        background thread while the caller trains; ``StopIteration`` at the
+        end of the epoch.
+
+        The seeds: a `split` name or a `seeds` array (one of the two). Each
+        batch samples `fanouts` (`mode`, `edge_ids` as in ``sample``) from
+        `batch_size` seeds and gathers `table` (None: sample only; `dtype`
+        as in ``gather``) and the seeds' `labels` (None: the table "labels"
+        when the dataset has it, "": none, or a table name). The plan is
+        torch's DistributedSampler's: rank `rank` of `world_size` gets an
+        equal, disjoint share of one shuffle per (`seed`, `epoch`) (pass the
+        same on every rank), padded by repeating its start unless
+        `drop_last`. `order`: one of STREAM_ORDERS ("chunked": runs of
+        `chunk` consecutive seeds, the runs shuffled). `prefetch` batches
+        are made ahead; the caller may hold `hold` at once. `start_batch`:
+        resume at an earlier stream's ``position``. `delta` ("off", "full",
+        "only"): seed 002's Match, fetching only the rows the previous batch
+        lacks (StreamBatch.new_rows, .take; "full" also assembles
+        .features); `window` > 1 reorders each window of batches by overlap
+        (needs delta). The stream has connections of its own, so it
+        outlives ``close()`` of this Client."""
+        from .stream import open_stream
+        return open_stream(self, split=split, seeds=seeds, batch_size=batch_size, fanouts=fanouts, table=table,
+                           dtype=dtype, labels=labels, seed=seed, epoch=epoch, rank=rank, world_size=world_size,
+                           drop_last=drop_last, prefetch=prefetch, hold=hold, order=order, chunk=chunk,
+                           start_batch=start_batch, mode=mode, edge_ids=edge_ids, delta=delta, window=window)
 
     def report_load_ratio(self, ratio):
         """Algorithm 2, once per epoch: `ratio` = loading time / total time

@@ -1,0 +1,323 @@
+"""featstore.stream — epoch streams: ``Client.stream``, ``Stream`` and
+``StreamBatch`` (fs_stream_*, featstore/client.h and docs/api.md §11; since
+1.4).
+
+A stream hands one rank of a training job its share of an epoch, batch
+after batch, made ahead by a background thread of this process while the
+trainer computes::
+
+    for epoch in range(epochs):
+        with client.stream(split="train", batch_size=512, fanouts=[25, 10], table="feat", seed=42,
+                           epoch=epoch, rank=rank, world_size=world) as stream:
+            for b in stream:
+                t = b.batch.torch()                      # sample and features, as sample_gather's Batch
+                y = torch.from_numpy(np.array(b.labels))  # the seeds' labels
+                ...
+
+The plan is torch's DistributedSampler's: every rank an equal, disjoint
+share of one shuffle per (seed, epoch), the same number of batches on every
+rank. Batch i is exactly ``client.sample_gather(b.seeds, fanouts, table,
+seed=b.request_seed)`` and ``client.gather(b.seeds, labels)``, so a stream
+opened with ``start_batch=`` an earlier stream's ``position`` continues it
+bit for bit (after a restart of the trainer or of the server).
+
+Lifetime: a StreamBatch owns its fs_stream_batch_t as a Batch owns its
+fs_batch_t (featstore.client's module comment): ``seeds``, ``labels`` and
+the arrays of ``batch`` are read-only zero-copy views that hold the C batch
+until they are gone; after ``release()`` (or the end of its ``with`` block)
+every attribute of the StreamBatch and of its ``batch`` raises
+``BatchReleasedError``. A stream lets the caller hold ``hold`` batches at
+once (2 by default): asking for one more raises ``Error`` (RESOURCE) rather
+than waiting forever. A ``for`` loop drops each batch when it takes the
+next, so it holds one; keep copies (``np.array(x)``), not views, of anything
+kept across batches.
+
+Connections: the C stream needs a connection that outlives it, and a
+Client may be closed, or reconnect after a fork, while a stream runs; so a
+Stream connects on its own to the Client's URI with its options (the C
+stream opens one more for its producer). Closing the Client leaves its
+streams running; ``Stream.close()`` stops the producer and closes both, and
+batches already handed out stay valid.
+
+Threads and fork: a Stream serialises its calls with a lock. It belongs to
+the process that opened it: in a forked child its producer thread does not
+exist, so every call raises and nothing of it is freed there (its lock may
+have been held by a thread the child does not have); open a new stream in
+the child. gRPC's threads do not survive fork() either: close grpc://
+streams before forking.
+"""
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+from .client import (_NP_DTYPES, STREAM_ORDERS, Batch, Error, Status, _batch_field, _dtype_code, _Handle, _ids,
+                     _name, _Releasable, _sample_req, _SlotUse, _view)
+
+__all__ = ["Stream", "StreamBatch"]
+
+
+def require_streams():
+    """An Error (UNSUPPORTED) unless the loaded library has the stream calls."""
+    if not _lib.streams:
+        raise Error(Status.UNSUPPORTED, f"{_lib.path} is libfeatstore {_lib.version}, which has no epoch streams "
+                                        f"(fs_stream_open): install libfeatstore 1.4 or later")
+
+
+# ---- opening ------------------------------------------------------------------------
+
+def _labels(value):
+    """fs_stream_opts_t.labels: None (the dataset's "labels", if any), "" (none) or a table name."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"labels must be a table name, \"\" (no labels) or None (the dataset's), got {value!r}")
+    return value.encode()
+
+
+def _options(split, seeds, batch_size, req, table, dtype, labels, seed, epoch, rank, world_size, drop_last,
+             prefetch, hold, order, chunk, start_batch, delta, window):
+    """An fs_stream_opts_t from Python values, checked, and the seed array
+    its pointer reaches (keep both alive through fs_stream_open; the
+    request req too)."""
+    if order not in _lib.FS_ORDER:
+        raise ValueError(f"unknown stream order {order!r} (one of {', '.join(STREAM_ORDERS)})")
+    if delta not in _lib.FS_DELTA:
+        raise ValueError(f"unknown delta mode {delta!r} (one of {', '.join(_lib.FS_DELTA)})")
+    if not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed {seed} must be in [0, 2**64)")
+    ids = None if seeds is None else _ids(seeds, "seeds")
+    opts = _lib.StreamOpts.new(
+        split=None if split is None else _name(split),
+        seeds=None if ids is None else ids.ctypes.data_as(_lib._p_i64), num_seeds=0 if ids is None else len(ids),
+        batch_size=int(batch_size), drop_last=int(bool(drop_last)), sample=ctypes.pointer(req),
+        table=None if table is None else _name(table), out_dtype=_dtype_code(dtype), labels=_labels(labels),
+        seed=int(seed), epoch=int(epoch), rank=int(rank), world_size=int(world_size), prefetch=int(prefetch),
+        order=_lib.FS_ORDER[order], chunk=int(chunk), start_batch=int(start_batch), hold=int(hold),
+        delta=_lib.FS_DELTA[delta], window=int(window))
+    return opts, ids
+
+
+def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labels, seed, epoch, rank, world_size,
+                drop_last, prefetch, hold, order, chunk, start_batch, mode, edge_ids, delta="off", window=1):
+    """Client.stream (see there)."""
+    require_streams()
+    if client.closed:
+        raise ValueError("featstore client is closed")
+    req = _sample_req(fanouts, mode, 0, edge_ids)  # its seed is set per batch
+    # req and ids stay alive (locals) through fs_stream_open, which copies what it needs
+    opts, ids = _options(split, seeds, batch_size, req, table, dtype, labels, seed, epoch, rank, world_size,
+                         drop_last, prefetch, hold, order, chunk, start_batch, delta, window)
+    owner = client._open("stream: ", slots=1)  # the stream's own connection: only its URI and options are used
+    out = ctypes.c_void_p()
+    st = lib.fs_stream_open(owner, ctypes.byref(opts), ctypes.byref(out))
+    if st != Status.OK:
+        message = lib.fs_client_errstr(owner).decode(errors="replace")
+        lib.fs_close(owner)
+        raise Error(st, message)
+    return Stream(client.uri, owner, out)
+
+
+# ---- the stream ---------------------------------------------------------------------
+
+class Stream:
+    """One rank's share of an epoch (fs_stream_t *): an iterator of
+    ``StreamBatch``, from ``Client.stream``. A context manager; ``close()``
+    is idempotent and also happens when the Stream is garbage. See the
+    module comment."""
+
+    def __init__(self, uri, owner, ptr):
+        self.uri = uri
+        self._lock = threading.Lock()
+        self._owner, self._s = owner, ptr
+        self._pid = os.getpid()
+        self._use = _SlotUse()  # its batches: held, and released but kept by arrays
+        self.num_batches = lib.fs_stream_num_batches(ptr)
+        self._position = lib.fs_stream_position(ptr)  # kept for reading after close()
+
+    def _forked(self):
+        """True in a process forked after the stream was opened. Checked
+        before taking the lock, which a thread of the parent may have held
+        at the fork."""
+        return self._pid != os.getpid()
+
+    def _refuse_in_fork(self, what):
+        if self._forked():
+            raise Error(Status.INVALID_ARGUMENT, f"stream opened by process {self._pid} before it forked: {what} "
+                                                 f"cannot be used in process {os.getpid()} (its producer thread is "
+                                                 f"the parent's); open a stream in this process")
+
+    def _live(self, what):
+        """The C stream (the caller holds the lock), or a ValueError once closed."""
+        if self._s is None:
+            raise ValueError(f"featstore stream is closed: {what} needs an open one")
+        return self._s
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """The next batch, waiting for it if it is not made yet;
+        StopIteration at the end of the epoch."""
+        self._refuse_in_fork("next()")
+        with self._lock:
+            s = self._live("next()")
+            out = ctypes.POINTER(_lib.StreamBatchC)()
+            st = lib.fs_stream_next(s, ctypes.byref(out))
+            self._position = lib.fs_stream_position(s)
+            if st == Status.END:
+                raise StopIteration
+            if st != Status.OK:
+                hint = self._use.hint("a batch stops counting against the hold") if st == Status.RESOURCE else ""
+                raise Error(st, lib.fs_stream_errstr(s).decode(errors="replace") + hint)
+            return StreamBatch(out, self._use)
+
+    @property
+    def position(self):
+        """The index of the batch the next ``next()`` returns: the cursor to
+        resume from (``start_batch=``). After close(), where it stopped."""
+        self._refuse_in_fork("position")
+        with self._lock:
+            if self._s is not None:
+                self._position = lib.fs_stream_position(self._s)
+            return self._position
+
+    @property
+    def ready(self):
+        """Batches made ahead and waiting (0..prefetch); 0 once closed."""
+        self._refuse_in_fork("ready")
+        with self._lock:
+            return lib.fs_stream_ready(self._s) if self._s is not None else 0
+
+    @property
+    def held_batches(self):
+        """This stream's batches not yet freed: not released, or released but
+        held by arrays (what ``hold`` counts)."""
+        return self._use.held
+
+    @property
+    def closed(self):
+        return self._s is None
+
+    def close(self):
+        """Stops the producer and closes the stream's connections; batches
+        handed out stay valid. In a forked child it only forgets the
+        parent's stream."""
+        if self._forked():
+            self._s = self._owner = None
+            return
+        with self._lock:
+            s, owner, self._s, self._owner = self._s, self._owner, None, None
+            if s is None:
+                return
+            self._position = lib.fs_stream_position(s)
+            lib.fs_stream_close(s)
+            lib.fs_close(owner)  # after the stream: its producer reconnects through the owner
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"at batch {self._position}"
+        return f"<featstore.Stream {self.uri} {self.num_batches} batches, {state}>"
+
+
+# ---- its batches ----------------------------------------------------------------------
+
+class _StreamHandle(_Handle):
+    """Owns one fs_stream_batch_t * (as _Handle owns an fs_batch_t *). In a
+    forked child it frees nothing: fs_stream_batch_free takes the stream's
+    lock, which a thread the child does not have may have held at the fork."""
+
+    _FREE = "fs_stream_batch_free"
+
+    def __init__(self, ptr, use):
+        super().__init__(ptr, use)
+        self.pid = os.getpid()
+
+    def __del__(self):
+        if self.pid != os.getpid():
+            self.ptr = None
+            return
+        super().__del__()
+
+
+def _match_fields(h, b):
+    """A batch's features and Match's delta as zero-copy views."""
+    dtype = _NP_DTYPES.get(b.dtype)
+    nodes = b.batch.contents.num_nodes if b.batch else 0
+    rows = lambda p, n: _view(h, ctypes.cast(p, ctypes.c_void_p), (n, b.dim), dtype) if p and dtype else None  # noqa: E731
+    return {"features": rows(b.features, nodes), "new_rows": rows(b.new_rows, b.num_new),
+            "take": _view(h, b.take, (nodes,), np.int64) if b.take else None}
+
+
+class StreamBatch(_Releasable):
+    """One batch of a stream (fs_stream_batch_t *): ``batch``, a ``Batch``
+    holding the sample and the features (released with this StreamBatch,
+    never on its own), its place ``index`` in the epoch, the
+    ``request_seed`` it was sampled with, its ``seeds`` and their
+    ``labels``. See the module comment for the lifetime rule."""
+
+    _NAME = "StreamBatch"
+    _COPY_HINT = "np.array(b.labels)"
+
+    def __init__(self, ptr, use):
+        h = _StreamHandle(ptr, use)
+        b = ptr.contents
+        n = b.num_seeds
+        self._pid = os.getpid()
+        self._fields = {
+            "handle": h,
+            "ptr": b.batch,  # region(): the memory of the sample and the features
+            "batch": Batch(b.batch, handle=h),
+            "index": b.index, "request_seed": b.request_seed, "num_seeds": n,
+            "seeds": _view(h, b.seeds, (n,), np.int64),
+            "labels": _view(h, b.labels, (n,), np.int64) if b.labels else None,
+            "plan_index": b.plan_index, "match": b.match, "prev_rows": b.prev_rows,
+        }
+        self._fields.update(_match_fields(h, b))
+
+    batch = _batch_field("batch", "the sample and the features: a Batch as Client.sample_gather's (kind "
+                                  '"sample" when the stream gathers no table), ended with this StreamBatch')
+    index = _batch_field("index", "its place in this rank's epoch, 0..num_batches-1")
+    request_seed = _batch_field("request_seed", "the sampling seed it was made with (sample_gather's seed=)")
+    num_seeds = _batch_field("num_seeds", "len(seeds)")
+    seeds = _batch_field("seeds", "int64 [num_seeds]: the batch's seeds (global ids), in order")
+    labels = _batch_field("labels", "int64 [num_seeds]: the seeds' labels, None when the stream has no label table")
+    plan_index = _batch_field("plan_index", "the plan's batch number (index, unless a window reordered it)")
+    features = _batch_field("features", "[num_nodes, dim]: row i for batch.nodes[i] (delta=\"full\": assembled from "
+                                        "the previous batch's rows and new_rows); None with delta=\"only\"")
+    new_rows = _batch_field("new_rows", "[num_new, dim]: the rows fetched for this batch (delta: those the previous "
+                                        "batch lacked; else all of them)")
+    take = _batch_field("take", "int64 [num_nodes] (delta): row i is row take[i] of concat(the previous batch's "
+                                "prev_rows rows, new_rows); None without delta")
+    prev_rows = _batch_field("prev_rows", "rows of the previous batch that take indexes first (0: all new)")
+    match = _batch_field("match", "the match degree |this ∩ previous| / |this| over rows (delta)")
+
+    def release(self):
+        """Ends this StreamBatch and its ``batch`` (see Batch.release);
+        the C batch goes back once no array taken from them is alive."""
+        fields = self._fields
+        if fields is not None:
+            fields["batch"].release()
+        super().release()
+
+    def __repr__(self):
+        if self.released:
+            return "<featstore.StreamBatch released>"
+        if self._pid != os.getpid():
+            return f"<featstore.StreamBatch of process {self._pid}>"
+        f = self._fields
+        return f"<featstore.StreamBatch index={f['index']} seeds={f['num_seeds']}>"
