@@ -5,7 +5,9 @@ Python test under tests/ (test_python.py, test_no_grpc_loaded.py, ...).
     ...
     status = stop(proc)                                 # SIGTERM, then the exit status
 
-import_cora() writes the homogeneous Cora dataset the GraphSAGE tests serve.
+import_cora() writes the homogeneous Cora dataset the GraphSAGE tests serve;
+gen_typed_rmat() the typed R-MAT (papers, authors, venues; link splits) of
+tests/test_stream_typed.c.
 
 The server binds an ephemeral gRPC and metrics port and prints one line
 ``READY unix=… grpc=… metrics=…`` once it serves; start() reads it. The
@@ -80,4 +82,17 @@ def import_cora(featstore, out):
     train/valid/test split. Returns out."""
     subprocess.run([featstore, "import", "npz", CORA_NPZ, "--out", out, "--symmetrize"], check=True,
                    stdout=subprocess.DEVNULL)
+    return out
+
+
+def gen_typed_rmat(featstore, out, scale=11):
+    """`featstore gen rmat --typed --scale SCALE --out out`: 2**scale papers
+    (tables "feat" and "labels", splits "paper/train", ...), authors and
+    venues, timed edge types (("paper", "cites", "paper") with an edge
+    table "feat"), and the link splits "train", "valid", "test" of cites
+    with times. Returns out."""
+    done = subprocess.run([featstore, "gen", "rmat", "--typed", "--scale", str(scale), "--out", out],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"featstore gen rmat --typed exited {done.returncode}:\n{done.stdout}{done.stderr}")
     return out

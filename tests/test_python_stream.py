@@ -22,6 +22,27 @@ prefetching, explicit seeds in sequential order without labels, streams
 outliving close() of their Client and garbage collection, and a forked
 child refused by name.
 
+Typed and link streams (``num_neighbors=``, ``link=``), the checks of
+tests/test_stream_typed.c: TypedStreamTest starts its own server on a typed
+R-MAT (``featstore gen rmat --typed --scale 11``: papers, authors, venues,
+link splits of cites with times). Over both transports: every typed stream
+batch is the explicit ``hetero_sample({"paper": batch.seeds},
+num_neighbors, seed=batch.request_seed, ...)`` in every array (each type's
+nodes and tables, every block with its edge ids and edge table, seed groups)
+with ``batch`` and ``labels`` None, and one rank's epoch covers
+"paper/train"; every link stream batch (sequential, rank 1 of 2) is
+``link_sample`` on the link split's src, dst and times at the rank's
+positions, its seeds the src column (binary negatives; a dict and a
+StreamLink; triplet negatives over unix://); bad typed options raise the C
+message (an unknown edge type, node type or table, labels= on a typed
+stream, a link stream without num_neighbors or with a seed array, a node
+stream on a typed graph) and the binding's own a ValueError or TypeError
+naming them (fanouts, table, delta, window or edge_ids with num_neighbors,
+typed options without it, bad link keys). Over unix:// also: ``hetero`` is
+a zero-copy view of the stream batch's memory that ends with it, arrays
+kept past release keep their data, and the batch is freed once; explicit
+seeds with seed_type.
+
     /usr/bin/python3 tests/test_python_stream.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 
 Exits 77 (ctest's skip) when numpy is missing.
@@ -396,6 +417,231 @@ class StreamTest(unittest.TestCase):
             self.assertEqual(os.waitstatus_to_exitcode(status), 0, "the child was not refused by name")
             self.assertEqual(next(s).index, 1, "the parent's stream goes on")
             self.assertEqual(len(sb.seeds), 100)
+
+
+# ---- typed and link streams ----------------------------------------------------------
+
+CITES, WRITES = ("paper", "cites", "paper"), ("author", "writes", "paper")
+NUM_NEIGHBORS = {CITES: [5, 3], WRITES: [3, 0]}  # tests/test_stream_typed.c's request
+NODE_TABLES = ("feat", "labels")
+
+
+def hetero_arrays(hb):
+    """A HeteroBatch's arrays by name, copied: every node type's nodes, batch,
+    time, count_after and tables, every (edge type, hop) block with its edge
+    tables, the seed groups and the link fields."""
+    out = {}
+    opt = lambda v: None if v is None else np.array(v)  # noqa: E731
+    for t in hb.node_types:
+        out[f"nodes[{t}]"], out[f"batch[{t}]"], out[f"time[{t}]"] = (opt(hb.nodes[t]), opt(hb.batch[t]),
+                                                                      opt(hb.time[t]))
+        out[f"count_after[{t}]"] = np.array(hb.count_after[t], dtype=np.int64)
+        for table, rows in hb.x[t].items():
+            out[f"x[{t}][{table}]"] = np.array(rows)
+    for et in hb.edge_types:
+        for h, blk in enumerate(hb.blocks[et]):
+            for f in ("dst_offsets", "edge_dst", "edge_src", "edge_ids", "edge_weights"):
+                out[f"blocks[{et}][{h}].{f}"] = opt(getattr(blk, f))
+            for table, rows in hb.edge_attr[et][h].items():
+                out[f"edge_attr[{et}][{h}][{table}]"] = np.array(rows)
+    for g, (t, ids) in enumerate(hb.seed_groups):
+        out[f"seed_groups[{g}]:{t}"] = np.array(ids)
+    for f in ("edge_label_index", "edge_label", "edge_label_time", "src_index", "dst_pos_index", "dst_neg_index"):
+        out[f] = opt(getattr(hb, f))
+    return out
+
+
+def assert_same_hetero(test, want, got, what):
+    """Two HeteroBatches equal in every field, every array bit for bit."""
+    for f in ("node_types", "edge_types", "num_hops", "link_types"):
+        test.assertEqual(getattr(want, f), getattr(got, f), f"{what}: {f}")
+    assert_same_arrays(test, hetero_arrays(want), hetero_arrays(got), what)
+
+
+class TypedStreamTest(unittest.TestCase):
+    """Typed and link streams (num_neighbors, link) on a typed R-MAT, the
+    checks of tests/test_stream_typed.c from the binding's side."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="featstore-pystream-typed-")
+        try:
+            data = fs_serve.gen_typed_rmat(ARGS.featstore, os.path.join(cls.dir, "typed"))
+            cls.proc, ready = fs_serve.start(ARGS.featstore, data, os.path.join(cls.dir, "s.sock"))
+        except Exception:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            raise
+        cls.uris = {"unix": "unix://" + ready["unix"], "grpc": "grpc://" + ready["grpc"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            status = fs_serve.stop(cls.proc)
+            if status != 0:
+                raise AssertionError(f"featstore serve (typed) exited {status} on SIGTERM, expected 0")
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def setUp(self):
+        self.clients = {t: featstore.connect(self.uris[t], timeout_ms=30000) for t in TRANSPORTS}
+
+    def tearDown(self):
+        for c in self.clients.values():
+            c.close()
+
+    def test_typed_batches_are_the_explicit_hetero_sample(self):
+        kw = dict(frontier="all", node_tables=NODE_TABLES, edge_tables=("feat",), want_edge_ids=True)
+        for t in TRANSPORTS:
+            c = self.clients[t]
+            train = c.split("paper/train")
+            with self.subTest(transport=t), c.stream(split="paper/train", batch_size=128, num_neighbors=NUM_NEIGHBORS,
+                                                     seed=4, epoch=2, **kw) as s:
+                self.assertEqual(s.num_batches, (len(train) + 127) // 128)
+                seen, edge_rows = [], 0
+                for i, sb in enumerate(s):
+                    self.assertEqual(sb.index, i)
+                    self.assertIsNone(sb.batch)
+                    self.assertIsNone(sb.labels)
+                    self.assertIsInstance(sb.hetero, featstore.HeteroBatch)
+                    hb = sb.hetero
+                    np.testing.assert_array_equal(hb.nodes["paper"][hb.seed_local["paper"]], sb.seeds)
+                    with c.hetero_sample({"paper": sb.seeds}, NUM_NEIGHBORS, seed=sb.request_seed, **kw) as want:
+                        assert_same_hetero(self, want, hb, f"{t} typed batch {i}")
+                    self.assertEqual(sorted(hb.x["paper"]), ["feat", "labels"])
+                    edge_rows += sum(len(a.get("feat", ())) for a in hb.edge_attr[CITES])
+                    seen.append(np.array(sb.seeds))
+                self.assertEqual(len(seen), s.num_batches)
+                self.assertGreater(edge_rows, 0, "the edge table of cites was gathered")
+                order = np.concatenate(seen)
+                np.testing.assert_array_equal(np.sort(order), np.sort(train), "one rank's epoch covers paper/train")
+        print(f"RESULT python typed stream: every batch of {s.num_batches} is hetero_sample bit for bit (nodes, "
+              f"blocks, node and edge tables), the epoch covering paper/train, over unix:// and grpc://")
+
+    def test_link_batches_are_the_explicit_link_sample(self):
+        for t in TRANSPORTS:
+            c = self.clients[t]
+            info = c.info().link_splits["valid"]
+            self.assertEqual(info.edge_type, CITES)
+            cols = {k: c.split(f"link/valid/{k}") for k in ("src", "dst")}
+            cols["label"] = c.split("link/valid/label") if info.labelled else None
+            cols["time"] = c.split("link/valid/time") if info.timed else None
+            self.assertIsNotNone(cols["time"], "the typed R-MAT's link splits have times")
+            negatives = dict(neg="binary", amount=1)
+            link = {"edge_type": CITES, **negatives} if t == "unix" else featstore.StreamLink(CITES, **negatives)
+            kw = dict(num_neighbors=NUM_NEIGHBORS, node_tables=NODE_TABLES, temporal="uniform")
+            with self.subTest(transport=t), c.stream(split="valid", batch_size=200, link=link, order="sequential",
+                                                     rank=1, world_size=2, time_window=10, **kw) as s:
+                at = batches = 0
+                n_src = len(cols["src"])
+                for sb in s:
+                    n = sb.num_seeds
+                    pos = (2 * np.arange(at, at + n) + 1) % n_src  # sequential, rank 1 of 2: positions 1, 3, 5, ...
+                    at += n
+                    want_cols = {k: None if v is None else v[pos] for k, v in cols.items()}
+                    np.testing.assert_array_equal(sb.seeds, want_cols["src"], "the seeds are the split's src column")
+                    self.assertIsNone(sb.batch)
+                    self.assertIsNone(sb.labels)
+                    with c.link_sample(CITES, want_cols["src"], want_cols["dst"], label=want_cols["label"],
+                                       time=want_cols["time"], seed=sb.request_seed, window=10, **negatives,
+                                       **kw) as want:
+                        assert_same_hetero(self, want, sb.hetero, f"{t} link batch {sb.index}")
+                    self.assertEqual(sb.hetero.link_types, ("paper", "paper"))
+                    self.assertEqual(sb.hetero.edge_label_index.shape, (2, 2 * n), "binary negatives, ratio 1")
+                    np.testing.assert_array_equal(sb.hetero.edge_label_time[:n], want_cols["time"])
+                    batches += 1
+                self.assertEqual(batches, s.num_batches)
+                self.assertEqual(at, (n_src + 1) // 2)
+        with self.clients["unix"].stream(split="valid", batch_size=50, link=dict(edge_type=CITES, neg="triplet",
+                                         amount=2, strict=True), order="sequential", num_neighbors={CITES: [4]},
+                                         seed=9) as s:
+            sb = next(s)
+            with self.clients["unix"].link_sample(CITES, sb.seeds, self.clients["unix"].split("link/valid/dst")[:50],
+                                                  time=self.clients["unix"].split("link/valid/time")[:50],
+                                                  neg="triplet", amount=2, strict=True, num_neighbors={CITES: [4]},
+                                                  seed=sb.request_seed) as want:
+                assert_same_hetero(self, want, sb.hetero, "triplet link batch 0")
+            self.assertEqual(sb.hetero.dst_neg_index.shape, (50, 2))
+        print(f"RESULT python link stream: rank 1 of 2, {batches} batches of the link split 'valid' in order, each "
+              f"link_sample bit for bit with its times, over unix:// and grpc://")
+
+    def test_hetero_views_end_with_their_stream_batch(self):
+        c = self.clients["unix"]
+        with c.stream(split="paper/train", batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=("feat",),
+                      seed=1) as s:
+            sb = next(s)
+            hb = sb.hetero
+            x, nodes = hb.x["paper"]["feat"], hb.nodes["paper"]
+            want = np.array(x)
+            base, length = sb.region()
+            self.assertEqual(hb.region(), (base, length))
+            for a in (x, nodes, hb.blocks[CITES][0].edge_src):  # (seeds: the stream batch's own array)
+                self.assertTrue(base <= a.ctypes.data and a.ctypes.data + a.nbytes <= base + length,
+                                "an array outside the stream batch's memory")
+            self.assertFalse(x.flags.writeable or x.flags.owndata)
+            if importlib.util.find_spec("torch") is not None:
+                self.assertEqual(hb.torch().x["paper"]["feat"].data_ptr(), x.ctypes.data, "torch copied the rows")
+            self.assertIn("typed", repr(sb))
+            sb.release()
+            self.assertRaises(featstore.BatchReleasedError, getattr, sb, "hetero")
+            for what in ("nodes", "x", "blocks"):
+                with self.assertRaisesRegex(featstore.BatchReleasedError, f"batch released: {what} "):
+                    getattr(hb, what)  # the view ended with its StreamBatch
+            self.assertEqual(s.held_batches, 1, "kept by its arrays")
+            np.testing.assert_array_equal(x, want, "an array kept past release keeps its data")
+            del x, nodes, a
+            gc.collect()
+            self.assertEqual(s.held_batches, 0, "the stream batch freed once, by its own handle")
+            for sb in s:  # the rest of the epoch, batches dropped as the loop goes
+                self.assertGreaterEqual(len(sb.hetero.nodes["paper"]), sb.num_seeds)
+        ids = c.split("paper/valid")[:37]
+        with c.stream(seeds=ids, seed_type="paper", batch_size=10, order="sequential", labels="",
+                      num_neighbors={CITES: [2]}) as s:  # explicit seeds, of a given type
+            got = [np.array(sb.seeds) for sb in s]
+        np.testing.assert_array_equal(np.concatenate(got), ids)
+
+    def test_bad_typed_options_are_named(self):
+        bad_type = {("nosuch", "cites", "paper"): [5, 3]}
+        link = {"edge_type": CITES}
+        cases = [  # (arguments, status, what the C message says)
+            (dict(split="paper/train", num_neighbors=bad_type), "INVALID_ARGUMENT", "nosuch"),
+            (dict(split="paper/train", num_neighbors=NUM_NEIGHBORS, labels="labels"), "INVALID_ARGUMENT",
+             "put 'labels' in the request's node_tables"),
+            (dict(split="valid", link=link), "INVALID_ARGUMENT", "needs hetero"),
+            (dict(split="nosuch", link=link, num_neighbors=NUM_NEIGHBORS), "NOT_FOUND", "nosuch"),
+            (dict(split="paper/train", num_neighbors=NUM_NEIGHBORS, seed_type="nosuch"), "INVALID_ARGUMENT", "nosuch"),
+            (dict(seeds=[1, 2], num_neighbors=NUM_NEIGHBORS), "INVALID_ARGUMENT", "give seed_type"),
+            (dict(seeds=[1, 2], link=link, num_neighbors=NUM_NEIGHBORS), "INVALID_ARGUMENT", "give its name as split"),
+            (dict(split="paper/train", fanouts=[5]), "INVALID_ARGUMENT", "typed graph"),
+            (dict(split="paper/train", num_neighbors={CITES: [5]}, node_tables=("nosuch",)), "NOT_FOUND", "nosuch"),
+        ]
+        for t in TRANSPORTS:
+            for kw, status, says in cases:
+                with self.subTest(transport=t, args=kw):
+                    with self.assertRaises(featstore.Error) as e:
+                        self.clients[t].stream(batch_size=16, **kw)
+                    self.assertEqual(e.exception.status, featstore.Status[status], e.exception.message)
+                    self.assertIn(says, e.exception.message)
+        c = self.clients["unix"]
+        typed = dict(split="paper/train", batch_size=16, num_neighbors=NUM_NEIGHBORS)
+        for kw, says in ((dict(fanouts=[5]), "fanouts: not for a typed stream"),
+                         (dict(table="feat", delta="full"), "table, delta: not for a typed stream"),
+                         (dict(window=4), "window: not for a typed stream"),
+                         (dict(edge_ids=True), "edge_ids: not for a typed stream.*want_edge_ids")):
+            with self.subTest(args=kw):
+                self.assertRaisesRegex(ValueError, says, c.stream, **typed, **kw)
+        self.assertRaisesRegex(ValueError, "frontier, node_tables: options of typed streams: give num_neighbors",
+                               c.stream, split="paper/train", batch_size=16, fanouts=[5], frontier="all",
+                               node_tables=("feat",))
+        self.assertRaisesRegex(ValueError, "fanouts: a node stream needs one fanout per hop", c.stream,
+                               split="paper/train", batch_size=16)
+        self.assertRaisesRegex(TypeError, "link: unknown key\\(s\\) 'negative'", c.stream, split="valid",
+                               batch_size=16, num_neighbors=NUM_NEIGHBORS, link={"edge_type": CITES, "negative": 1})
+        self.assertRaisesRegex(TypeError, "edge type .* must be a \\(src, rel, dst\\)", c.stream, split="valid",
+                               batch_size=16, num_neighbors=NUM_NEIGHBORS, link={"edge_type": "cites"})
+        self.assertRaisesRegex(ValueError, "neg 'both'", c.stream, split="valid", batch_size=16,
+                               num_neighbors=NUM_NEIGHBORS, link=featstore.StreamLink(CITES, neg="both"))
+        self.assertRaisesRegex(ValueError, "num_neighbors", c.stream, split="paper/train", batch_size=16,
+                               num_neighbors={})
 
 
 def main():

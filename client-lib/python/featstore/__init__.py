@@ -24,7 +24,7 @@ from .dataset import write_dataset
 
 __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
            "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset",
-           "HeteroBatch", "Stream", "StreamBatch", "STREAM_ORDERS"]
+           "HeteroBatch", "Stream", "StreamBatch", "StreamLink", "STREAM_ORDERS"]
 _CLIENT = frozenset(__all__) - {"write_dataset"}  # the names that need libfeatstore.so
 
 try:
@@ -33,7 +33,7 @@ try:
     from .client import (SAMPLE_MODES, STREAM_ORDERS, Batch, BatchReleasedError, Block, Client, DeviceArray, Error,
                          Info, ReaderInfo, Status, TableInfo, TierInfo, connect)
     from .hetero import HeteroBatch
-    from .stream import Stream, StreamBatch
+    from .stream import Stream, StreamBatch, StreamLink
 except OSError:
     # No libfeatstore.so: writing datasets (featstore.dataset, featstore.cora)
     # needs none. The client's names load it on first use, and raise its
@@ -43,7 +43,8 @@ except OSError:
             raise AttributeError(f"module 'featstore' has no attribute {name!r}")
         from . import _lib, client, hetero, stream
         value = {"library_path": "path", "library_version": "version"}.get(name)
-        module = {"HeteroBatch": hetero, "Stream": stream, "StreamBatch": stream}.get(name, client)
+        module = {"HeteroBatch": hetero, "Stream": stream, "StreamBatch": stream,
+                  "StreamLink": stream}.get(name, client)
         value = getattr(_lib, value) if value else getattr(module, name)
         globals()[name] = value
         return value

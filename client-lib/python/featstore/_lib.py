@@ -418,7 +418,7 @@ class StreamOpts(Versioned):
         ("hold", ctypes.c_int),
         ("delta", ctypes.c_int),                  # fs_delta_t (Match)
         ("window", ctypes.c_int),                 # Reorder (needs delta)
-        # typed and link streams, instead of sample/table (the binding streams homogeneous graphs)
+        # typed and link streams, instead of sample/table (featstore.stream: num_neighbors, link)
         ("hetero", ctypes.POINTER(HeteroReq)),
         ("seed_type", ctypes.c_char_p),
         ("link", ctypes.POINTER(LinkReq)),

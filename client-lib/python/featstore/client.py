@@ -835,9 +835,11 @@ class Client:
 
     # -- epoch streams (since 1.4; featstore.stream)
 
-    def stream(self, *, split=None, seeds=None, batch_size, fanouts, table=None, dtype=None, labels=None, seed=0,
-               epoch=0, rank=0, world_size=1, drop_last=False, prefetch=2, hold=2, order="random", chunk=0,
-               start_batch=0, mode="uniform", edge_ids=False, delta="off", window=1):
+    def stream(self, *, split=None, seeds=None, batch_size, fanouts=None, table=None, dtype=None, labels=None,
+               seed=0, epoch=0, rank=0, world_size=1, drop_last=False, prefetch=2, hold=2, order="random", chunk=0,
+               start_batch=0, mode="uniform", edge_ids=False, delta="off", window=1, num_neighbors=None,
+               frontier="new", disjoint=False, temporal=None, strict=False, time_window=0, node_tables=(),
+               edge_tables=(), want_edge_ids=False, seed_type=None, link=None):
         """This rank's share of one epoch as an iterator of
         ``featstore.stream.StreamBatch`` (fs_stream_open), made ahead by a
         background thread while the caller trains; ``StopIteration`` at the
@@ -859,12 +861,32 @@ class Client:
         lacks (StreamBatch.new_rows, .take; "full" also assembles
         .features); `window` > 1 reorders each window of batches by overlap
         (needs delta). The stream has connections of its own, so it
-        outlives ``close()`` of this Client."""
+        outlives ``close()`` of this Client.
+
+        Typed streams (since 1.4): `num_neighbors` instead of `fanouts` makes
+        each batch ``hetero_sample({seed_type: seeds}, num_neighbors,
+        seed=request_seed, ...)`` with `mode`, `frontier`, `disjoint`,
+        `temporal`, `strict`, `time_window` (hetero_sample's `window`),
+        `node_tables`, `edge_tables`, `dtype` and `want_edge_ids` as there,
+        in ``StreamBatch.hetero``; `fanouts`, `table`, `delta`, `window` and
+        `edge_ids` are a node stream's (a ValueError names them), and
+        `labels` must stay None or "" (put "labels" in `node_tables`).
+        `seed_type`: the seeds' node type, by default the typed split's
+        "TYPE/" prefix ("paper/train": "paper"). `link` (a dict or a
+        ``featstore.stream.StreamLink``: edge_type, neg, amount,
+        neg_weighted, strict, keep_seed_edges, as in ``link_sample``) makes
+        it a link stream: `split` names a link split, whose edges (and
+        labels and times when it has them) are the seeds, each batch
+        ``link_sample`` on its edges (``StreamBatch.seeds``: their
+        sources)."""
         from .stream import open_stream
         return open_stream(self, split=split, seeds=seeds, batch_size=batch_size, fanouts=fanouts, table=table,
                            dtype=dtype, labels=labels, seed=seed, epoch=epoch, rank=rank, world_size=world_size,
                            drop_last=drop_last, prefetch=prefetch, hold=hold, order=order, chunk=chunk,
-                           start_batch=start_batch, mode=mode, edge_ids=edge_ids, delta=delta, window=window)
+                           start_batch=start_batch, mode=mode, edge_ids=edge_ids, delta=delta, window=window,
+                           num_neighbors=num_neighbors, frontier=frontier, disjoint=disjoint, temporal=temporal,
+                           strict=strict, time_window=time_window, node_tables=node_tables, edge_tables=edge_tables,
+                           want_edge_ids=want_edge_ids, seed_type=seed_type, link=link)
 
     def report_load_ratio(self, ratio):
         """Algorithm 2, once per epoch: `ratio` = loading time / total time

@@ -25,7 +25,9 @@ Lifetime: a HeteroBatch owns its fs_hetero_batch_t exactly as a Batch owns
 its fs_batch_t (featstore.client's module comment): arrays are read-only
 zero-copy views that hold the C batch (and, over unix://, its result slot)
 until they are gone; after ``release()`` (``free()``, the end of a ``with``
-block) every attribute raises ``BatchReleasedError``.
+block) every attribute raises ``BatchReleasedError``. The HeteroBatch of a
+typed or link stream's batch (``StreamBatch.hetero``, featstore.stream) is
+a view of memory its StreamBatch owns: it ends with the StreamBatch.
 """
 import ctypes
 import os
@@ -214,33 +216,47 @@ def hetero_call(client, seeds, num_neighbors, seed=0, mode="uniform", frontier="
     return HeteroBatch(out, use, req.node_tables, req.edge_tables)
 
 
+class _Link:
+    """An fs_link_req_t and the arrays its pointers reach (kept alive with
+    it): a link_sample call's seed edges, or none (src None: a link
+    stream's template, whose edges the stream takes from its link split)."""
+
+    def __init__(self, edge_type, neg=None, amount=1.0, neg_weighted=False, strict=False, keep_seed_edges=False,
+                 src=None, dst=None, label=None, time=None, what="link_sample"):
+        s, r, d = _etype(tuple(edge_type) if isinstance(edge_type, list) else edge_type, what)
+        if src is not None:
+            src, dst = _ids(src, "src"), _ids(dst, "dst")
+            if len(src) != len(dst):
+                raise ValueError(f"src has {len(src)} ids and dst {len(dst)}: one of each per seed edge")
+            label = None if label is None else _times(label, len(src), "label")
+            time = None if time is None else _times(time, len(src), "time")
+        if neg not in _lib.FS_NEG:
+            raise ValueError(f"neg {neg!r}: None, or one of {', '.join(NEGATIVES)}")
+        amount = float(amount)
+        if not amount >= 0 or amount == float("inf"):
+            raise ValueError(f"amount {amount!r}: must be a finite number >= 0")
+        if neg == "triplet" and (amount < 1 or amount != int(amount)):
+            raise ValueError(f"amount {amount!r}: triplet negatives need an integer k >= 1 per positive")
+        self.arrays = (src, dst, label, time)
+        self.c = _lib.LinkReq.new(src=s.encode(), rel=r.encode(), dst=d.encode(),
+                                  count=0 if src is None else len(src), src_ids=_p(src), dst_ids=_p(dst),
+                                  label=_p(label), time=_p(time), neg=_lib.FS_NEG[neg], amount=amount,
+                                  neg_weighted=int(bool(neg_weighted)), strict=int(bool(strict)),
+                                  keep_seed_edges=int(bool(keep_seed_edges)))
+
+
 def link_call(client, edge_type, src, dst, num_neighbors, label=None, time=None, neg=None, amount=1.0,
               neg_weighted=False, strict=False, keep_seed_edges=False, seed=0, mode="uniform", frontier="new",
               disjoint=False, temporal=None, time_strict=False, window=0, node_tables=(), edge_tables=(), dtype=None,
               want_edge_ids=False):
     """Client.link_sample (see there)."""
     require_typed()
-    s, r, d = _etype(tuple(edge_type) if isinstance(edge_type, list) else edge_type, "link_sample")
-    src, dst = _ids(src, "src"), _ids(dst, "dst")
-    if len(src) != len(dst):
-        raise ValueError(f"src has {len(src)} ids and dst {len(dst)}: one of each per seed edge")
-    label = None if label is None else _times(label, len(src), "label")
-    time = None if time is None else _times(time, len(src), "time")
-    if neg not in _lib.FS_NEG:
-        raise ValueError(f"neg {neg!r}: None, or one of {', '.join(NEGATIVES)}")
-    amount = float(amount)
-    if not amount >= 0 or amount == float("inf"):
-        raise ValueError(f"amount {amount!r}: must be a finite number >= 0")
-    if neg == "triplet" and (amount < 1 or amount != int(amount)):
-        raise ValueError(f"amount {amount!r}: triplet negatives need an integer k >= 1 per positive")
+    link = _Link(edge_type, neg, amount, neg_weighted, strict, keep_seed_edges, src=src, dst=dst, label=label,
+                 time=time)
     req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, time_strict, window, node_tables,
                    edge_tables, dtype, want_edge_ids)
-    link = _lib.LinkReq.new(src=s.encode(), rel=r.encode(), dst=d.encode(), count=len(src), src_ids=_p(src),
-                            dst_ids=_p(dst), label=_p(label), time=_p(time), neg=_lib.FS_NEG[neg], amount=amount,
-                            neg_weighted=int(bool(neg_weighted)), strict=int(bool(strict)),
-                            keep_seed_edges=int(bool(keep_seed_edges)))
     out = ctypes.POINTER(_lib.HeteroBatchC)()
-    use = client._call(lib.fs_link_sample, ctypes.byref(link), ctypes.byref(req.c), ctypes.byref(out))
+    use = client._call(lib.fs_link_sample, ctypes.byref(link.c), ctypes.byref(req.c), ctypes.byref(out))
     return HeteroBatch(out, use, req.node_tables, req.edge_tables)
 
 
@@ -331,6 +347,10 @@ class HeteroBatch(_Releasable):
     """One typed or link-prediction batch (fs_hetero_batch_t *). See the
     module comment for local ids, blocks and the lifetime rule.
 
+    `handle`: the batch lies inside a larger result that handle owns (a
+    typed or link stream's batch, ``StreamBatch.hetero``): the HeteroBatch
+    views it and frees nothing itself.
+
     Every dict is keyed by node type name (``nodes``, ``x``, ...) or by edge
     type tuple ``(src, rel, dst)`` (``blocks``, ``edge_attr``), covering every
     type of the graph in the server's order (``node_types``, ``edge_types``).
@@ -340,11 +360,12 @@ class HeteroBatch(_Releasable):
     _COPY_HINT = "np.array(b.nodes['paper'])"
     _REGION = "fs_hetero_batch_region"
 
-    def __init__(self, ptr, use=None, node_tables=(), edge_tables=()):
-        h = _HeteroHandle(ptr, use if use is not None else _SlotUse())
+    def __init__(self, ptr, use=None, node_tables=(), edge_tables=(), handle=None):
+        h = handle if handle is not None else _HeteroHandle(ptr, use if use is not None else _SlotUse())
+        self._owns_handle = handle is None
         self._pid = os.getpid()
         self._fields = _read(h, ptr.contents, tuple(node_tables), tuple(edge_tables))
-        self._fields["handle"] = h
+        self._fields.update(handle=h, ptr=ptr)  # region(): this batch's memory, whoever owns the handle
 
     node_types = _field("node_types", "node type names, in the server's order")
     edge_types = _field("edge_types", "edge types as (src, rel, dst) tuples, in the server's order")

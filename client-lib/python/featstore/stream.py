@@ -21,11 +21,30 @@ seed=b.request_seed)`` and ``client.gather(b.seeds, labels)``, so a stream
 opened with ``start_batch=`` an earlier stream's ``position`` continues it
 bit for bit (after a restart of the trainer or of the server).
 
+Typed and link streams (docs/api.md §11): with ``num_neighbors`` (a
+typed request, as ``Client.hetero_sample``'s) each batch is a typed sample
+of seeds of one node type, in ``b.hetero`` (a ``HeteroBatch``); with
+``link`` too, each is a link-prediction batch of the link split's edges::
+
+    cites = ("paper", "cites", "paper")
+    with client.stream(split="paper/train", batch_size=512, num_neighbors={cites: [10, 5]},
+                       node_tables=("feat", "labels"), seed=42, epoch=epoch) as stream:
+        for b in stream:                 # b.seeds: the batch's papers; b.hetero: hetero_sample's HeteroBatch
+            x, y = b.hetero.x["paper"]["feat"], b.hetero.x["paper"]["labels"]
+    links = client.stream(split="train", batch_size=256, num_neighbors={cites: [10, 5]},
+                          link={"edge_type": cites, "neg": "binary"})  # link/train/src, .../dst, ...
+
+Batch i is exactly ``client.hetero_sample({seed_type: b.seeds}, num_neighbors,
+seed=b.request_seed, ...)``, or ``client.link_sample(edge_type, src, dst,
+label=..., time=..., seed=b.request_seed, ...)`` on the edges at its
+positions in the link split (``b.seeds`` are their sources). The seeds'
+node type is ``seed_type``, by default a typed split's "TYPE/" prefix.
+
 Lifetime: a StreamBatch owns its fs_stream_batch_t as a Batch owns its
 fs_batch_t (featstore.client's module comment): ``seeds``, ``labels`` and
-the arrays of ``batch`` are read-only zero-copy views that hold the C batch
+the arrays of ``batch`` and ``hetero`` are read-only zero-copy views that hold the C batch
 until they are gone; after ``release()`` (or the end of its ``with`` block)
-every attribute of the StreamBatch and of its ``batch`` raises
+every attribute of the StreamBatch and of its ``batch`` (or ``hetero``) raises
 ``BatchReleasedError``. A stream lets the caller hold ``hold`` batches at
 once (2 by default): asking for one more raises ``Error`` (RESOURCE) rather
 than waiting forever. A ``for`` loop drops each batch when it takes the
@@ -49,6 +68,7 @@ streams before forking.
 import ctypes
 import os
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,8 +76,9 @@ from . import _lib
 from ._lib import lib
 from .client import (_NP_DTYPES, STREAM_ORDERS, Batch, Error, Status, _batch_field, _dtype_code, _Handle, _ids,
                      _name, _Releasable, _sample_req, _SlotUse, _view)
+from .hetero import HeteroBatch, _Link, _Request, require_typed
 
-__all__ = ["Stream", "StreamBatch"]
+__all__ = ["Stream", "StreamBatch", "StreamLink"]
 
 
 def require_streams():
@@ -78,11 +99,56 @@ def _labels(value):
     return value.encode()
 
 
-def _options(split, seeds, batch_size, req, table, dtype, labels, seed, epoch, rank, world_size, drop_last,
-             prefetch, hold, order, chunk, start_batch, delta, window):
+@dataclass(frozen=True)
+class StreamLink:
+    """What makes a stream a link stream (``Client.stream(link=...)``; a
+    dict with these keys does too): the seed edges' `edge_type` (src, rel,
+    dst), and their negatives as in ``Client.link_sample``: `neg` (None,
+    "binary" or "triplet"), `amount`, `neg_weighted`, `strict` (a negative
+    is never an edge of the graph) and `keep_seed_edges`. The edges
+    themselves, with their labels and times when it has them, are the link
+    split the stream's `split` names."""
+    edge_type: tuple
+    neg: object = None
+    amount: float = 1.0
+    neg_weighted: bool = False
+    strict: bool = False
+    keep_seed_edges: bool = False
+
+
+_LINK_KEYS = tuple(StreamLink.__dataclass_fields__)
+
+
+def _link(value):
+    """link= as a _Link template (no edges: the stream's split gives them):
+    from a dict, a StreamLink or an object with StreamLink's attributes."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(_LINK_KEYS), key=str)
+        if unknown:
+            raise TypeError(f"link: unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(_LINK_KEYS)})")
+        if "edge_type" not in value:
+            raise TypeError("link: give its edge_type, the seed edges' (src, rel, dst)")
+        value = StreamLink(**value)
+    elif not hasattr(value, "edge_type"):
+        raise TypeError(f"link must be a dict or a featstore.StreamLink ({', '.join(_LINK_KEYS)}), got "
+                        f"{type(value).__name__}")
+    defaults = StreamLink(None)
+    kw = {k: getattr(value, k, getattr(defaults, k)) for k in _LINK_KEYS}
+    return _Link(**kw, what="link")
+
+
+def _refuse(given, why):
+    """A ValueError naming the options in `given` (name -> given?) that were given."""
+    names = [name for name, is_given in given.items() if is_given]
+    if names:
+        raise ValueError(f"{', '.join(names)}: {why}")
+
+
+def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch, rank, world_size, drop_last,
+             prefetch, hold, order, chunk, start_batch, delta, window, hetero=None, seed_type=None, link=None):
     """An fs_stream_opts_t from Python values, checked, and the seed array
     its pointer reaches (keep both alive through fs_stream_open; the
-    request req too)."""
+    requests sample, hetero and link, ctypes structs or None, too)."""
     if order not in _lib.FS_ORDER:
         raise ValueError(f"unknown stream order {order!r} (one of {', '.join(STREAM_ORDERS)})")
     if delta not in _lib.FS_DELTA:
@@ -90,27 +156,62 @@ def _options(split, seeds, batch_size, req, table, dtype, labels, seed, epoch, r
     if not 0 <= int(seed) < 2**64:
         raise ValueError(f"seed {seed} must be in [0, 2**64)")
     ids = None if seeds is None else _ids(seeds, "seeds")
+    ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
     opts = _lib.StreamOpts.new(
         split=None if split is None else _name(split),
         seeds=None if ids is None else ids.ctypes.data_as(_lib._p_i64), num_seeds=0 if ids is None else len(ids),
-        batch_size=int(batch_size), drop_last=int(bool(drop_last)), sample=ctypes.pointer(req),
+        batch_size=int(batch_size), drop_last=int(bool(drop_last)), sample=ptr(sample),
         table=None if table is None else _name(table), out_dtype=_dtype_code(dtype), labels=_labels(labels),
         seed=int(seed), epoch=int(epoch), rank=int(rank), world_size=int(world_size), prefetch=int(prefetch),
         order=_lib.FS_ORDER[order], chunk=int(chunk), start_batch=int(start_batch), hold=int(hold),
-        delta=_lib.FS_DELTA[delta], window=int(window))
+        delta=_lib.FS_DELTA[delta], window=int(window), hetero=ptr(hetero),
+        seed_type=None if seed_type is None else _name(seed_type), link=ptr(link))
     return opts, ids
 
 
+def _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbors, frontier, disjoint, temporal,
+              strict, time_window, node_tables, edge_tables, want_edge_ids, seed_type, link):
+    """The stream's requests as (fs_sample_req_t or None, _Request or None,
+    _Link or None): a node stream's sample request, or a typed stream's
+    typed request (and link template), each option checked against the
+    kind of stream it belongs to."""
+    if num_neighbors is None and link is None:  # a node stream
+        _refuse({"frontier": frontier != "new", "disjoint": disjoint, "temporal": temporal is not None,
+                 "strict": strict, "time_window": time_window, "node_tables": node_tables, "edge_tables": edge_tables,
+                 "want_edge_ids": want_edge_ids, "seed_type": seed_type is not None},
+                "options of typed streams: give num_neighbors (a dict (src, rel, dst) -> fanouts) for one")
+        if fanouts is None:
+            raise ValueError("fanouts: a node stream needs one fanout per hop (or give num_neighbors for a typed "
+                             "stream)")
+        return _sample_req(fanouts, mode, 0, edge_ids), None, None  # its seed is set per batch
+    require_typed()
+    _refuse({"fanouts": fanouts is not None, "table": table is not None, "delta": delta != "off",
+             "window": int(window) > 1, "edge_ids": edge_ids},
+            "not for a typed stream (num_neighbors is its request: put its tables in node_tables and "
+            "edge_tables, ask for edge ids with want_edge_ids)")
+    # a link stream without num_neighbors goes on to fs_stream_open, which names what it lacks
+    typed = None if num_neighbors is None else _Request(
+        num_neighbors, 0, mode, frontier, disjoint, temporal, strict, time_window, node_tables, edge_tables, dtype,
+        want_edge_ids)
+    return None, typed, None if link is None else _link(link)
+
+
 def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labels, seed, epoch, rank, world_size,
-                drop_last, prefetch, hold, order, chunk, start_batch, mode, edge_ids, delta="off", window=1):
+                drop_last, prefetch, hold, order, chunk, start_batch, mode, edge_ids, delta="off", window=1,
+                num_neighbors=None, frontier="new", disjoint=False, temporal=None, strict=False, time_window=0,
+                node_tables=(), edge_tables=(), want_edge_ids=False, seed_type=None, link=None):
     """Client.stream (see there)."""
     require_streams()
     if client.closed:
         raise ValueError("featstore client is closed")
-    req = _sample_req(fanouts, mode, 0, edge_ids)  # its seed is set per batch
-    # req and ids stay alive (locals) through fs_stream_open, which copies what it needs
-    opts, ids = _options(split, seeds, batch_size, req, table, dtype, labels, seed, epoch, rank, world_size,
-                         drop_last, prefetch, hold, order, chunk, start_batch, delta, window)
+    sample, typed, lk = _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbors, frontier,
+                                  disjoint, temporal, strict, time_window, node_tables, edge_tables, want_edge_ids,
+                                  seed_type, link)
+    # the requests and ids stay alive (locals) through fs_stream_open, which copies what it needs
+    opts, ids = _options(split, seeds, batch_size, sample, table, dtype if sample else None, labels, seed, epoch,
+                         rank, world_size, drop_last, prefetch, hold, order, chunk, start_batch, delta, window,
+                         hetero=None if typed is None else typed.c, seed_type=seed_type,
+                         link=None if lk is None else lk.c)
     owner = client._open("stream: ", slots=1)  # the stream's own connection: only its URI and options are used
     out = ctypes.c_void_p()
     st = lib.fs_stream_open(owner, ctypes.byref(opts), ctypes.byref(out))
@@ -118,7 +219,8 @@ def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labe
         message = lib.fs_client_errstr(owner).decode(errors="replace")
         lib.fs_close(owner)
         raise Error(st, message)
-    return Stream(client.uri, owner, out)
+    tables = None if typed is None else (typed.node_tables, typed.edge_tables)
+    return Stream(client.uri, owner, out, tables)
 
 
 # ---- the stream ---------------------------------------------------------------------
@@ -129,8 +231,9 @@ class Stream:
     is idempotent and also happens when the Stream is garbage. See the
     module comment."""
 
-    def __init__(self, uri, owner, ptr):
+    def __init__(self, uri, owner, ptr, tables=None):
         self.uri = uri
+        self._tables = tables  # a typed stream's (node tables, edge tables): its batches' x and edge_attr keys
         self._lock = threading.Lock()
         self._owner, self._s = owner, ptr
         self._pid = os.getpid()
@@ -173,7 +276,7 @@ class Stream:
             if st != Status.OK:
                 hint = self._use.hint("a batch stops counting against the hold") if st == Status.RESOURCE else ""
                 raise Error(st, lib.fs_stream_errstr(s).decode(errors="replace") + hint)
-            return StreamBatch(out, self._use)
+            return StreamBatch(out, self._use, self._tables)
 
     @property
     def position(self):
@@ -268,20 +371,29 @@ class StreamBatch(_Releasable):
     holding the sample and the features (released with this StreamBatch,
     never on its own), its place ``index`` in the epoch, the
     ``request_seed`` it was sampled with, its ``seeds`` and their
-    ``labels``. See the module comment for the lifetime rule."""
+    ``labels``. A typed or link stream's batch has ``hetero`` instead, a
+    ``HeteroBatch`` (likewise released with this StreamBatch), ``batch``
+    and ``labels`` None, and a link batch's ``seeds`` are its seed edges'
+    sources. See the module comment for the lifetime rule."""
 
     _NAME = "StreamBatch"
-    _COPY_HINT = "np.array(b.labels)"
+    _COPY_HINT = "np.array(b.seeds)"
 
-    def __init__(self, ptr, use):
+    def __init__(self, ptr, use, tables=None):
         h = _StreamHandle(ptr, use)
         b = ptr.contents
         n = b.num_seeds
         self._pid = os.getpid()
+        typed = bool(b.hetero)
+        if typed:  # region(): the typed batch's memory
+            self._REGION = "fs_hetero_batch_region"
+        node_tables, edge_tables = tables or ((), ())
         self._fields = {
             "handle": h,
-            "ptr": b.batch,  # region(): the memory of the sample and the features
-            "batch": Batch(b.batch, handle=h),
+            "ptr": b.hetero if typed else b.batch,  # region(): the memory of the sample and the features
+            "batch": None if typed else Batch(b.batch, handle=h),
+            "hetero": HeteroBatch(b.hetero, node_tables=node_tables, edge_tables=edge_tables, handle=h)
+            if typed else None,
             "index": b.index, "request_seed": b.request_seed, "num_seeds": n,
             "seeds": _view(h, b.seeds, (n,), np.int64),
             "labels": _view(h, b.labels, (n,), np.int64) if b.labels else None,
@@ -290,12 +402,17 @@ class StreamBatch(_Releasable):
         self._fields.update(_match_fields(h, b))
 
     batch = _batch_field("batch", "the sample and the features: a Batch as Client.sample_gather's (kind "
-                                  '"sample" when the stream gathers no table), ended with this StreamBatch')
+                                  '"sample" when the stream gathers no table), ended with this StreamBatch; None '
+                                  "in a typed or link stream")
+    hetero = _batch_field("hetero", "a typed or link stream's batch: a HeteroBatch as Client.hetero_sample's or "
+                                    "link_sample's, ended with this StreamBatch; None in a node stream")
     index = _batch_field("index", "its place in this rank's epoch, 0..num_batches-1")
     request_seed = _batch_field("request_seed", "the sampling seed it was made with (sample_gather's seed=)")
     num_seeds = _batch_field("num_seeds", "len(seeds)")
-    seeds = _batch_field("seeds", "int64 [num_seeds]: the batch's seeds (global ids), in order")
-    labels = _batch_field("labels", "int64 [num_seeds]: the seeds' labels, None when the stream has no label table")
+    seeds = _batch_field("seeds", "int64 [num_seeds]: the batch's seeds (global ids), in order; a link batch's "
+                                  "seed edges' sources")
+    labels = _batch_field("labels", "int64 [num_seeds]: the seeds' labels, None when the stream has no label table "
+                                    "(a typed stream's are in hetero.x[type]['labels'] when node_tables has them)")
     plan_index = _batch_field("plan_index", "the plan's batch number (index, unless a window reordered it)")
     features = _batch_field("features", "[num_nodes, dim]: row i for batch.nodes[i] (delta=\"full\": assembled from "
                                         "the previous batch's rows and new_rows); None with delta=\"only\"")
@@ -307,11 +424,14 @@ class StreamBatch(_Releasable):
     match = _batch_field("match", "the match degree |this ∩ previous| / |this| over rows (delta)")
 
     def release(self):
-        """Ends this StreamBatch and its ``batch`` (see Batch.release);
-        the C batch goes back once no array taken from them is alive."""
+        """Ends this StreamBatch and its ``batch`` or ``hetero`` (see
+        Batch.release); the C batch goes back once no array taken from them
+        is alive."""
         fields = self._fields
         if fields is not None:
-            fields["batch"].release()
+            for inner in (fields["batch"], fields["hetero"]):
+                if inner is not None:
+                    inner.release()
         super().release()
 
     def __repr__(self):
@@ -320,4 +440,5 @@ class StreamBatch(_Releasable):
         if self._pid != os.getpid():
             return f"<featstore.StreamBatch of process {self._pid}>"
         f = self._fields
-        return f"<featstore.StreamBatch index={f['index']} seeds={f['num_seeds']}>"
+        kind = "" if f["hetero"] is None else " link" if f["hetero"].link_types else " typed"
+        return f"<featstore.StreamBatch index={f['index']} seeds={f['num_seeds']}{kind}>"
