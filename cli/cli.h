@@ -37,6 +37,8 @@ typedef enum {
     OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE,
     /* unix:// guards and administration (serve) */
     OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID, OPT_PLAN_DIR,
+    /* featstore propagate */
+    OPT_HOPS, OPT_NORM, OPT_SELF_LOOPS, OPT_NO_SELF_LOOPS, OPT_AS_STORED, OPT_ROWS,
     OPT_COUNT_
 } cli_opt_t;
 
@@ -64,7 +66,7 @@ int cli_fail(const fs_error_t *err);
 fs_status_t cli_int(const cli_t *c, cli_opt_t o, long long lo, long long hi, long long *out, fs_error_t *err);
 fs_status_t cli_fraction(const cli_t *c, cli_opt_t o, double *out, fs_error_t *err);  /* in (0, 1] */
 fs_status_t cli_split(const cli_t *c, int out[3], fs_error_t *err);                   /* --split / --no-split */
-fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err);             /* a feature dtype */
+fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err);             /* a feature dtype (or f32, f16, bf16) */
 fs_status_t cli_abc(const cli_t *c, double out[3], fs_error_t *err);
 /* A duration: "250ms", "5s", "2m", or a number of seconds ("1.5"); "0" is
  * 0 (off, where the option allows it). Whole milliseconds in [0, max_ms]. */
@@ -83,5 +85,6 @@ int cmd_serve(int argc, char **argv);
 int cmd_replan(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_propagate(int argc, char **argv);
 
 #endif

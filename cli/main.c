@@ -2,6 +2,7 @@
  * parsed by one option parser (cli.h, options.c).
  *
  *   dataset tooling   import, gen, info          (cmd_dataset.c -> dataset/)
+ *                     propagate                  (cmd_propagate.c -> dataset/propagate.h)
  *   planning          plan                       (cmd_plan.c -> server/place.h, placement/)
  *   serving           serve, replan, stats       (cmd_serve.c -> server/, client-lib/)
  *   this machine      devices, version, help
@@ -21,6 +22,9 @@ static const char *const usage_text =
     "  import edgelist|npz|ogb|ogb-hetero INPUT --out DIR   convert a graph into a featstore dataset\n"
     "  gen rmat [--typed] --out DIR [--scale S --edge-factor E --dim D]   generate an R-MAT dataset\n"
     "  info DIR [--no-verify]                    describe and validate a dataset\n"
+    "  propagate DATASET --hops R [--norm sym|rw|none] [--self-loops | --no-self-loops] [--as-stored]\n"
+    "            [--table T] [--dtype f32|f16|bf16] [--rows labelled|all [--seed S]] [--threads N] [--force]\n"
+    "                                            add hop tables hop_0..hop_R = B^r X (pre-propagation)\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
     "        [--topology PRESET|FILE [--gpu-budget F] [--plan FILE] [--save-plan FILE] [--table T]\n"
@@ -75,7 +79,20 @@ static const char *const usage_text =
     "  --abc A,B,C          R-MAT quadrant probabilities (default 0.57,0.19,0.19)\n"
     "  --typed              a typed graph (format version 2): papers, authors, venues; writes,\n"
     "                       cites (R-MAT, weighted, edge features), published_in and their\n"
-    "                       reverses; times; a link split of cites (schema: README, dataset/gen.h)\n";
+    "                       reverses; times; a link split of cites (schema: README, dataset/gen.h)\n"
+    "\n"
+    "propagate options (docs/algorithms.md section 8):\n"
+    "  --hops R             make X_1..X_R (1..64); hop_0 is the table itself\n"
+    "  --norm N             sym: B = D^-1/2 (A+I) D^-1/2 (default); rw: D^-1 (A+I); none: A+I\n"
+    "  --no-self-loops      A instead of A+I (and D its row sums); --self-loops is the default\n"
+    "  --as-stored          a directed graph's rows as stored (row v sums the neighbours stored in it);\n"
+    "                       by default a graph not marked symmetric is symmetrised first (A | A^T)\n"
+    "  --table T            the table to propagate (default: feat, or the only feature table)\n"
+    "  --dtype T            the hop tables' dtype (default: the table's); computed in float32\n"
+    "  --rows labelled      keep only the splits' nodes' rows, split after split, each split's rows in\n"
+    "                       a random order (--seed S, default 1); hop_row_index.npy maps node -> row\n"
+    "  --force              replace the hop tables of an earlier propagate\n"
+    "  --threads N          worker threads (default: all CPUs)\n";
 
 static const struct {
     const char *name;
@@ -83,6 +100,7 @@ static const struct {
 } commands[] = {
     {"import", cmd_import}, {"gen", cmd_gen},         {"info", cmd_info},   {"plan", cmd_plan},
     {"serve", cmd_serve},   {"replan", cmd_replan},   {"stats", cmd_stats}, {"devices", cmd_devices},
+    {"propagate", cmd_propagate},
 };
 
 int main(int argc, char **argv)

@@ -47,6 +47,10 @@ static const struct option long_opts[] = {
     {"max-conns-per-uid", required_argument, 0, OPT_MAX_CONNS_PER_UID},
     {"allow-uid", required_argument, 0, OPT_ALLOW_UID},  {"allow-gid", required_argument, 0, OPT_ALLOW_GID},
     {"admin-uid", required_argument, 0, OPT_ADMIN_UID},  {"plan-dir", required_argument, 0, OPT_PLAN_DIR},
+    /* featstore propagate */
+    {"hops", required_argument, 0, OPT_HOPS},          {"norm", required_argument, 0, OPT_NORM},
+    {"self-loops", no_argument, 0, OPT_SELF_LOOPS},    {"no-self-loops", no_argument, 0, OPT_NO_SELF_LOOPS},
+    {"as-stored", no_argument, 0, OPT_AS_STORED},      {"rows", required_argument, 0, OPT_ROWS},
     {0, 0, 0, 0},
 };
 
@@ -152,9 +156,11 @@ fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err)
 {
     const char *s = c->text[OPT_DTYPE];
     if (!s) return FS_OK;
-    fs_dtype_t d = fs_dtype_from_name(s);
+    fs_dtype_t d = strcmp(s, "f32") == 0 ? FS_DTYPE_F32 : strcmp(s, "f16") == 0 ? FS_DTYPE_F16
+                   : strcmp(s, "bf16") == 0 ? FS_DTYPE_BF16 : fs_dtype_from_name(s);
     if (d != FS_DTYPE_F32 && d != FS_DTYPE_F16 && d != FS_DTYPE_BF16)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--dtype must be float32, float16 or bfloat16, got '%s'", s);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--dtype must be float32, float16 or bfloat16 (or f32, f16, "
+                        "bf16), got '%s'", s);
     *out = d;
     return FS_OK;
 }

@@ -645,6 +645,7 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
                     .threads = threads, .err = err};
     fs_status_t s = read_format(&c, m);
     if (!s) s = ds->version == 1 ? open_v1(&c, m) : ds_open_typed(&c, m);
+    if (!s) s = ds_open_propagation(&c, json_object_get(m, "propagation"));
     if (!s) s = ds_split_names_build(&c);
     ds->checksums_verified = (flags & (FS_OPEN_VERIFY | FS_OPEN_COPY)) && c.files != NULL;
     ds->sealed_copy = (flags & FS_OPEN_COPY) != 0;
@@ -743,6 +744,7 @@ void fs_dataset_close(fs_dataset_t *ds)
         if (ds->maps[i].fd >= 0) close(ds->maps[i].fd);
     }
     free(ds->maps);
+    ds_propagation_free(ds);
     ds_typed_free(ds); /* the types' arrays, which the one-type case shares with the fields below */
     free(ds->tables);
     free(ds->splits);

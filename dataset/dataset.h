@@ -125,6 +125,39 @@ typedef struct {
     int64_t num_neg;
 } fs_link_split_t;
 
+/* ---- hop tables (`featstore propagate`, docs/algorithms.md §8) ----
+ * The manifest's "propagation" object (README "Dataset format") says how
+ * hop_0 .. hop_R were made. With rows "all" they are ordinary feature
+ * tables (num_nodes rows, gathered by node id). With rows "labelled" they
+ * hold only the splits' nodes, one row each, split after split (each
+ * split's rows contiguous, in one seeded random order): row tables, which
+ * are not feature tables (they are indexed by row, not by node id). */
+#define FS_PROP_MAX_HOPS 64
+
+typedef struct {
+    char name[64];
+    int64_t offset, count;         /* the split's rows: [offset, offset + count) */
+} fs_row_split_t;
+
+typedef struct {
+    char source_table[64];         /* X_0 */
+    int hops;                      /* R */
+    char norm[8];                  /* "sym", "rw" or "none" */
+    int self_loops;                /* A + I */
+    char graph[16];                /* "stored" (rows as stored) or "symmetrized" (A ∪ A^T) */
+    fs_dtype_t dtype;              /* of every hop table */
+    int labelled;                  /* rows: 0 all, 1 labelled */
+    int num_tables;                /* R + 1 */
+    fs_table_t *tables;            /* hop_0 .. hop_R (copies of ds->tables' entries, or the row tables) */
+    /* rows "labelled" only: */
+    int64_t num_rows;              /* k: rows of each hop table */
+    const int64_t *row_nodes;      /* [k] the node of each row */
+    const int64_t *row_index;      /* [num_nodes] the row of each node, -1 if it has none */
+    int num_row_splits;
+    fs_row_split_t *row_splits;    /* in row order */
+    uint64_t seed;                 /* of the row order */
+} fs_propagation_t;
+
 typedef struct {
     char *dir;
     char name[128];
@@ -148,6 +181,7 @@ typedef struct {
     fs_edge_type_t *edge_types;
     int num_link_splits;
     fs_link_split_t *link_splits;
+    fs_propagation_t *propagation; /* the hop tables' description, or NULL (one-graph datasets only) */
     const char *manifest;          /* fs_dataset_open: the manifest's bytes as parsed (not
                                       NUL-terminated), for trainers to open the same; else NULL */
     size_t manifest_len;

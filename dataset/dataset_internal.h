@@ -64,4 +64,8 @@ fs_status_t ds_typed_from_v1(open_ctx_t *c);            /* a version-1 dataset a
 fs_status_t ds_split_names_build(open_ctx_t *c);  /* the names fs_dataset_split resolves beyond ds->splits */
 void ds_typed_free(fs_dataset_t *ds);
 
+/* dataset_prop.c: the "propagation" object (hop tables), or nothing when p is NULL */
+fs_status_t ds_open_propagation(open_ctx_t *c, json_t *p);
+void ds_propagation_free(fs_dataset_t *ds);
+
 #endif

@@ -127,6 +127,33 @@ static void print_typed(FILE *out, const fs_dataset_t *ds)
     print_footer(out, ds);
 }
 
+/* B of a propagation, as a formula. */
+static const char *prop_formula(const fs_propagation_t *p)
+{
+    int sym = strcmp(p->norm, "sym") == 0, rw = strcmp(p->norm, "rw") == 0;
+    if (p->self_loops) return sym ? "D~^-1/2 (A+I) D~^-1/2" : rw ? "D~^-1 (A+I)" : "A+I";
+    return sym ? "D^-1/2 A D^-1/2" : rw ? "D^-1 A" : "A";
+}
+
+/* The hop tables of `featstore propagate` and how they were made. */
+static void print_propagation(FILE *out, const fs_dataset_t *ds)
+{
+    const fs_propagation_t *p = ds->propagation;
+    if (!p) return;
+    fprintf(out, "hops      hop_0..hop_%d = B^r %s, B = %s (norm %s%s) over the %s, %s, %s rows\n", p->hops,
+            p->source_table, prop_formula(p), p->norm, p->self_loops ? ", self-loops" : "",
+            strcmp(p->graph, "stored") == 0 ? "graph as stored" : "symmetrized graph (A | A^T)", fs_dtype_name(p->dtype),
+            p->labelled ? "labelled" : "all");
+    if (!p->labelled) return;
+    fprintf(out, "          %lld rows, one per node of the splits, in a random order (seed %llu):", (long long)p->num_rows,
+            (unsigned long long)p->seed);
+    for (int i = 0; i < p->num_row_splits; i++)
+        fprintf(out, " %s [%lld, %lld)%s", p->row_splits[i].name, (long long)p->row_splits[i].offset,
+                (long long)(p->row_splits[i].offset + p->row_splits[i].count), i + 1 < p->num_row_splits ? "," : "");
+    fprintf(out, "\n");
+    print_tables(out, "          row table ", p->tables, p->num_tables);
+}
+
 void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *deg)
 {
     if (fs_dataset_is_typed(ds)) {
@@ -169,5 +196,6 @@ void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *d
         fprintf(out, " %s %lld%s", ds->splits[i].name, (long long)ds->splits[i].count, i + 1 < ds->num_splits ? "," : "");
     fprintf(out, "\n");
     if (ds->node_ids) fprintf(out, "node ids  original ids kept in node_ids.npy (ids were compacted)\n");
+    print_propagation(out, ds);
     print_footer(out, ds);
 }

@@ -29,6 +29,7 @@ PACKAGES=(
   python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
   python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)
   python3-torch     # tests: GraphSAGE trained through the Python client (test_python)
+  python3-scipy     # bench_propagate: scipy.sparse CSR @ dense, the baseline it runs beside
   clang             # tests: the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
   libclang-rt-dev   # tests: libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
 )
