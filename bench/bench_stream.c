@@ -139,6 +139,8 @@ static void run_transport(setup_t *s, const char *name, int rounds)
 {
     if (fs_connect(s->uri, NULL, &s->c) != FS_OK) fail("connect", s->c);
     if (fs_split(s->c, "train", &s->train) != FS_OK) fail("split", s->c);
+    fs_epoch_t e = plan(s);
+    if (s->batches <= 0 || s->batches > e.num_batches) s->batches = (int)e.num_batches; /* 0: the whole epoch */
     sync_loop(s, 0);                          /* warm: mappings, slots, server caches */
     double compute_ms = sync_loop(s, 0);      /* the load a batch costs */
     double sv[16], st[16], ratio[16];
