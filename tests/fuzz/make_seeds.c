@@ -140,6 +140,16 @@ static void manifest_seeds(void)
              "\"num_classes\": 3},\n \"splits\": {\"train\": \"split_train.npy\"},\n \"node_ids\": \"node_ids.npy\",\n"
              " \"source\": {\"importer\": \"fuzz\"},\n \"files\": %s}\n", head, files);
     put_text("fuzz_manifest", "full-with-checksums", text);
+    /* hop tables as `featstore propagate --rows all` records them (dataset/dataset_prop.c) */
+    snprintf(text, sizeof text,
+             "{%s, \"symmetric\": true,\n \"topology\": {\"indptr\": \"indptr.npy\", \"indices\": \"indices.npy\"},\n"
+             " \"features\": {\"feat\": {\"file\": \"table_feat.npy\", \"dtype\": \"float32\"}, \"hop_0\": {\"file\": "
+             "\"table_feat.npy\", \"dtype\": \"float32\"}, \"hop_1\": {\"file\": \"table_feat.npy\", \"dtype\": "
+             "\"float32\"}},\n \"propagation\": {\"tables\": [\"hop_0\", \"hop_1\"], \"source_table\": \"feat\", "
+             "\"hops\": 1, \"norm\": \"sym\", \"self_loops\": true, \"graph\": \"stored\", \"dtype\": \"float32\", "
+             "\"accumulate\": \"float32\", \"rows\": \"all\", \"made_by\": \"featstore propagate\"},\n \"files\": %s}\n",
+             head, files);
+    put_text("fuzz_manifest", "propagated", text);
     snprintf(text, sizeof text, "{%s, \"topology\": {\"indptr\": \"indptr.npy\", \"indices\": \"indices.npy\"}}", head);
     put_text("fuzz_manifest", "minimal", text);
     snprintf(text, sizeof text, "{%s, \"topology\": {\"indptr\": \"indptr.npy\", \"indices\": \"indices64.npy\"}, "
