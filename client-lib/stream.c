@@ -50,6 +50,7 @@ static void stream_destroy(fs_stream_t *s)
     pthread_cond_destroy(&s->cv);
     fs_reorder_ws_destroy(s->rws);
     free(s->typed.mem);
+    free(s->row_tables);
     for (int i = 0; i < 4; i++) free(s->link_arrays[i]);
     free(s->scratch);
     free(s->items);
@@ -70,7 +71,8 @@ static void batch_destroy(stream_batch_t *b)
     fs_batch_free(b->batch);
     fs_batch_free(b->fresh);
     fs_hetero_batch_free(b->typed);
-    free(b->rows), free(b->take), free(b);
+    for (size_t k = 0; k < b->num_rows_of; k++) fs_batch_free(b->rows_of[k]);
+    free(b->rows_of), free(b->rows), free(b->take), free(b);
 }
 
 /* Drops one of a handed-out batch's references; the last frees it and
@@ -260,6 +262,24 @@ static fs_status_t make_nodes(fs_stream_t *s, stream_batch_t *b, const int64_t *
     return FS_OK;
 }
 
+/* A row batch: one gather of the seeds' rows per table, and their labels. */
+static fs_status_t make_rows(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
+{
+    for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[pos[k]];
+    if (!(b->rows_of = calloc(s->num_row_tables, sizeof *b->rows_of))) {
+        entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)b->pub.plan_index);
+        return FS_ERR_NOMEM;
+    }
+    b->num_rows_of = s->num_row_tables;
+    for (size_t k = 0; k < s->num_row_tables; k++) {
+        fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = b->ids, .n = n, .table = s->row_tables[k],
+                                           .out = &b->rows_of[k]}, b->pub.plan_index, e);
+        if (st != FS_OK) return st;
+    }
+    b->pub.num_tables = b->num_rows_of, b->pub.tables = (const fs_batch_t *const *)b->rows_of;
+    return s->labels[0] ? gather_labels(s, b, e) : FS_OK;
+}
+
 /* Plan batch p; NULL on failure (in *e). b->ids has room for four
  * batch-size arrays (seeds and labels; a link batch's four columns). */
 static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
@@ -275,7 +295,9 @@ static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
                                  .num_seeds = n, .seeds = b->ids};
     b->s = s;
     b->refs = 1;
-    fs_status_t st = s->kind == STREAM_NODES ? make_nodes(s, b, pos, n, e) : make_typed(s, b, pos, n, e);
+    fs_status_t st = s->kind == STREAM_NODES  ? make_nodes(s, b, pos, n, e)
+                     : s->kind == STREAM_ROWS ? make_rows(s, b, pos, n, e)
+                                              : make_typed(s, b, pos, n, e);
     if (st != FS_OK) {
         batch_destroy(b);
         return NULL;

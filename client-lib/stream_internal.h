@@ -20,6 +20,8 @@ typedef struct stream_batch {
     fs_batch_t *batch;             /* the sample and features (FS_DELTA_OFF) or the sample */
     fs_batch_t *fresh;             /* delta: the new rows, as received */
     fs_hetero_batch_t *typed;      /* typed and link streams: the batch */
+    fs_batch_t **rows_of;          /* row streams: one gather per table */
+    size_t num_rows_of;
     struct fs_stream *s;
     int refs;                      /* the caller's, and the producer's while it is the previous batch */
     void *rows;                    /* FS_DELTA_FULL: the full matrix */
@@ -33,7 +35,7 @@ typedef struct {
     char err[512];
 } entry_t;
 
-typedef enum { STREAM_NODES, STREAM_TYPED, STREAM_LINK } stream_kind_t;
+typedef enum { STREAM_NODES, STREAM_TYPED, STREAM_LINK, STREAM_ROWS } stream_kind_t;
 
 /* A typed request and everything it points to, owned by the stream: the
  * caller's options need not outlive fs_stream_open. */
@@ -49,6 +51,8 @@ struct fs_stream {
     fs_link_req_t link;            /* STREAM_LINK: the template (edge type in link_names) */
     char seed_type[256], link_names[3][256];
     int64_t *link_arrays[4];       /* STREAM_LINK: the split's src, dst, label, time (or NULL) */
+    char **row_tables;             /* STREAM_ROWS: the tables' names (one allocation) */
+    size_t num_row_tables;
     fs_client_t *conn;             /* the producer's */
     fs_epoch_t plan;
     int64_t *items;                /* the seeds by plan position */

@@ -30,7 +30,7 @@ static fs_status_t copy_name(fs_client_t *c, char *dst, size_t cap, const char *
 /* The tables: the features' (unless sampling only) and the labels'. */
 static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
 {
-    if (s->kind != STREAM_NODES) { /* a typed request gathers its own tables */
+    if (s->kind == STREAM_TYPED || s->kind == STREAM_LINK) { /* a typed request gathers its own tables */
         if (o->labels && o->labels[0])
             return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream gathers its request's tables: "
                                   "put '%s' in the request's node_tables instead of labels", o->labels);
@@ -41,6 +41,10 @@ static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_strea
     if (st != FS_OK) return st;
     if (info->typed) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: '%s' is a typed graph: open the stream "
                                          "with a typed request (hetero, and link for link prediction)", info->dataset);
+    for (size_t k = 0; st == FS_OK && k < o->num_tables; k++)
+        if (!o->tables[k] || !find_table(info, o->tables[k]))
+            st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no table '%s' in dataset '%s'",
+                                o->tables[k] ? o->tables[k] : "(null)", info->dataset);
     const fs_table_info_t *t = o->table ? find_table(info, o->table) : NULL;
     if (st == FS_OK && o->table && !t)
         st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no table '%s' in dataset '%s'", o->table, info->dataset);
@@ -198,14 +202,40 @@ static fs_status_t probe_typed(fs_client_t *c, fs_stream_t *s)
     return st;
 }
 
-/* Which stream: node batches (sample), typed (hetero) or link (link and hetero). */
+/* s->row_tables: the caller's table names, copied. */
+static fs_status_t copy_row_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
+{
+    size_t bytes = sizeof(char *) * o->num_tables;
+    for (size_t k = 0; k < o->num_tables; k++) bytes += str_size(o->tables[k]);
+    if (!(s->row_tables = malloc(bytes + 1))) return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory");
+    char *at = (char *)(s->row_tables + o->num_tables);
+    for (size_t k = 0; k < o->num_tables; k++) s->row_tables[k] = (char *)put_str(&at, o->tables[k]);
+    s->num_row_tables = o->num_tables;
+    return FS_OK;
+}
+
+/* Which stream: node batches (sample), typed (hetero), link (link and
+ * hetero) or rows (tables). */
 static fs_status_t stream_kind(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
 {
-    s->kind = o->link ? STREAM_LINK : o->hetero ? STREAM_TYPED : STREAM_NODES;
+    s->kind = o->link ? STREAM_LINK : o->hetero ? STREAM_TYPED : o->num_tables ? STREAM_ROWS : STREAM_NODES;
+    if (o->num_tables > 16)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: %zu tables, at most 16 per row stream",
+                              o->num_tables);
+    if (o->num_tables && !o->tables)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: num_tables is %zu but no tables given",
+                              o->num_tables);
+    if (s->kind == STREAM_ROWS && (o->sample || o->table || o->delta != FS_DELTA_OFF || o->window > 1))
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a row stream (tables) gathers without sampling: "
+                              "no sample, table, delta or window");
+    if (o->num_tables && s->kind != STREAM_ROWS)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: tables are for row streams, not typed ones: "
+                              "put them in the typed request's node_tables");
     if (o->link && !o->hetero)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a link stream needs hetero, the request that "
                               "samples the endpoints' neighbourhoods");
-    if (s->kind != STREAM_NODES && (o->sample || o->table || o->delta != FS_DELTA_OFF || o->window > 1))
+    if ((s->kind == STREAM_TYPED || s->kind == STREAM_LINK) &&
+        (o->sample || o->table || o->delta != FS_DELTA_OFF || o->window > 1))
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream takes hetero (and link), not sample, "
                               "table, delta or window");
     if (s->kind == STREAM_NODES && !o->sample)
@@ -218,12 +248,23 @@ static fs_status_t take_request(fs_client_t *c, fs_stream_t *s, const fs_stream_
 {
     fs_status_t st = FS_OK;
     if (s->kind == STREAM_NODES) st = fs_client_sample_request(c, o->sample, &s->req);
+    else if (s->kind == STREAM_ROWS) st = copy_row_tables(c, s, o);
     else st = copy_typed_request(c, s, o->hetero);
     if (st == FS_OK && s->kind == STREAM_LINK) st = copy_link(c, s, o->link);
     if (st == FS_OK) st = resolve_tables(c, s, o);
     if (st == FS_OK) st = s->kind == STREAM_LINK ? take_link_edges(c, s, o, n) : take_seeds(c, s, o, n);
     if (st == FS_OK && s->kind == STREAM_TYPED) st = seed_type(c, s, o);
     return st;
+}
+
+/* The result slots a stream's connection needs (stream.c's opening
+ * comment): a live batch holds one, two with a delta, one per table in a
+ * row stream; the window's samples wait in theirs; one more for a
+ * transient gather (labels). */
+static int slots_needed(const fs_stream_opts_t *o)
+{
+    int per_batch = o->num_tables ? (int)o->num_tables : o->delta != FS_DELTA_OFF ? 2 : 1;
+    return per_batch * (o->prefetch + o->hold + 1) + o->window + 1;
 }
 
 static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
@@ -249,7 +290,7 @@ static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
                               "a delta mode (FS_DELTA_FULL or FS_DELTA_ONLY)", o->window);
     if (o->delta != FS_DELTA_OFF && !o->table)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a delta mode fetches a table's rows: give a table");
-    int slots = (o->delta != FS_DELTA_OFF ? 2 : 1) * (o->prefetch + o->hold + 1) + o->window + 1;
+    int slots = slots_needed(o);
     if (slots > FS_MAX_SLOTS)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: prefetch %d, hold %d and window %d need %d result "
                               "slots, over %d", o->prefetch, o->hold, o->window, slots, FS_MAX_SLOTS);
@@ -272,9 +313,9 @@ static fs_status_t plan_epoch(fs_client_t *c, fs_stream_t *s, const fs_stream_op
     return FS_OK;
 }
 
-static fs_status_t start(fs_client_t *c, fs_stream_t *s)
+static fs_status_t start(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
 {
-    s->slots = (s->delta != FS_DELTA_OFF ? 2 : 1) * (s->prefetch + s->hold + 1) + s->window + 1;
+    s->slots = slots_needed(o);
     fs_status_t st = fs_client_clone(c, s->slots, &s->conn);
     if (st != FS_OK) return fs_client_fail(c, st, "stream: its connection: %s", fs_client_errstr(s->conn));
     if (pthread_create(&s->thread, NULL, fs_stream_produce, s) != 0)
@@ -303,13 +344,13 @@ FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, 
     if (st == FS_OK) st = check_counts(c, &o);
     if (st == FS_OK) st = take_request(c, s, &o, &n);
     if (st == FS_OK) st = plan_epoch(c, s, &o, n);
-    if (st == FS_OK && n > 0 && s->kind != STREAM_NODES) st = probe_typed(c, s);
+    if (st == FS_OK && n > 0 && (s->kind == STREAM_TYPED || s->kind == STREAM_LINK)) st = probe_typed(c, s);
     s->sample_only = !o.table, s->out_dtype = o.out_dtype;
     s->prefetch = o.prefetch, s->hold = o.hold, s->window = o.window, s->delta = o.delta;
     if (st == FS_OK && o.delta != FS_DELTA_OFF && fs_reorder_ws_create(&s->rws, &err) != FS_OK)
         st = fs_client_fail(c, err.code, "stream: %s", err.msg);
     s->start = s->made = s->taken = o.start_batch;
-    if (st == FS_OK) st = start(c, s);
+    if (st == FS_OK) st = start(c, s, &o);
     if (st != FS_OK) {
         fs_stream_close(s);
         return st;

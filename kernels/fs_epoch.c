@@ -99,26 +99,21 @@ fs_status_t fs_epoch_plan(const fs_epoch_opts_t *o, fs_epoch_t *out, fs_error_t 
                         "batch size %lld leaves no whole batch", (long long)e.share, (long long)o->batch_size);
     uint64_t key = fs_rng_at(o->seed, 0xe90c4ULL, (uint64_t)o->epoch);
     if (o->order == FS_EPOCH_RANDOM) fs_perm_init(&e.perm, (uint64_t)n, key);
-    if (o->order == FS_EPOCH_CHUNKED) {
-        e.num_chunks = (n + o->chunk - 1) / o->chunk;
-        e.short_len = n - (e.num_chunks - 1) * o->chunk;
-        fs_perm_init(&e.perm, (uint64_t)e.num_chunks, key);
-        e.short_chunk_at = (int64_t)fs_perm_index(&e.perm, (uint64_t)(e.num_chunks - 1));
-    }
+    if (o->order == FS_EPOCH_CHUNKED && (e.num_full_chunks = n / o->chunk) > 0)
+        fs_perm_init(&e.perm, (uint64_t)e.num_full_chunks, key);
     *out = e;
     return FS_OK;
 }
 
-/* The item at position q of the (unpadded) chunked order: chunks of
- * `chunk` positions in shuffled order, one of which (the last chunk) may
- * be short. */
+/* The item at position q of the (unpadded) chunked order: the full chunks
+ * of `chunk` positions in shuffled order, then the short rest in order. The
+ * rest stays last so that batches of `chunk` positions are whole chunks
+ * (one bulk range each) for a single rank; it is a few seeds at most. */
 static int64_t chunked_item(const fs_epoch_t *e, int64_t q)
 {
-    int64_t c = e->o.chunk, start_short = e->short_chunk_at * c, place, off;
-    if (q < start_short) place = q / c, off = q % c;
-    else if (q < start_short + e->short_len) place = e->short_chunk_at, off = q - start_short;
-    else place = e->short_chunk_at + 1 + (q - start_short - e->short_len) / c, off = (q - start_short - e->short_len) % c;
-    return (int64_t)fs_perm_at(&e->perm, (uint64_t)place) * c + off;
+    int64_t c = e->o.chunk;
+    if (q >= e->num_full_chunks * c) return q;
+    return (int64_t)fs_perm_at(&e->perm, (uint64_t)(q / c)) * c + q % c;
 }
 
 /* The item at this rank's share position p. */

@@ -26,8 +26,10 @@
 typedef enum {
     FS_EPOCH_SEQUENTIAL = 0, /* positions in order: no shuffle */
     FS_EPOCH_RANDOM = 1,     /* one random permutation per (seed, epoch) */
-    FS_EPOCH_CHUNKED = 2,    /* contiguous chunks of `chunk` positions, the chunks' order
-                                shuffled (seed 004's chunk reshuffling, docs/algorithms.md §8) */
+    FS_EPOCH_CHUNKED = 2,    /* contiguous chunks of `chunk` positions, the full chunks' order
+                                shuffled and a short last chunk kept last (seed 004's chunk
+                                reshuffling, docs/algorithms.md §8): with chunk = batch size,
+                                every batch of a single rank is one chunk */
 } fs_epoch_order_t;
 
 typedef struct {
@@ -56,8 +58,7 @@ typedef struct {
     int64_t share;       /* positions this rank gets (equal on every rank) */
     int64_t num_batches; /* this rank's batches */
     fs_perm_t perm;      /* of the items (RANDOM) or of the chunks (CHUNKED) */
-    int64_t num_chunks, short_chunk_at, short_len; /* CHUNKED: the last chunk may be short;
-                                                      short_chunk_at is its place in the shuffled order */
+    int64_t num_full_chunks;     /* CHUNKED: chunks of `chunk` positions; the rest, if any, is last */
 } fs_epoch_t;
 
 /* Plans an epoch. FS_ERR_INVALID_ARGUMENT naming the problem: no items, a

@@ -85,6 +85,13 @@ def import_cora(featstore, out):
     return out
 
 
+def propagate(featstore, dataset, hops):
+    """`featstore propagate dataset --hops hops`: the tables hop_0..hop_hops.
+    Returns dataset."""
+    subprocess.run([featstore, "propagate", dataset, "--hops", str(hops)], check=True, stdout=subprocess.DEVNULL)
+    return dataset
+
+
 def gen_typed_rmat(featstore, out, scale=11):
     """`featstore gen rmat --typed --scale SCALE --out out`: 2**scale papers
     (tables "feat" and "labels", splits "paper/train", ...), authors and

@@ -170,15 +170,26 @@ Test(epoch, chunked_order_keeps_chunks_whole)
         int64_t items[64], nb, m = rank_items(&o, items, &nb);
         cr_assert_eq(m, n);
         char seen[64] = {0};
-        for (int64_t i = 0; i < m; i++) {
-            seen[items[i]] = 1;
-            if (i % 4 != 0 && items[i - 1] / 4 == items[i] / 4) cr_assert_eq(items[i], items[i - 1] + 1);
+        for (int64_t i = 0; i < m; i++) seen[items[i]] = 1;
+        for (int64_t i = 0; i < n; i++) cr_assert(seen[i], "n %lld: %lld missing", (long long)n, (long long)i);
+        /* batch = chunk: every batch is one whole chunk, the short rest last */
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t first = items[4 * b], len = b + 1 < nb || n % 4 == 0 ? 4 : n % 4;
+            cr_assert_eq(first % 4, 0, "n %lld batch %lld starts a chunk", (long long)n, (long long)b);
+            for (int64_t i = 1; i < len; i++) cr_assert_eq(items[4 * b + i], first + i);
         }
-        for (int64_t i = 0; i < n; i++) cr_assert(seen[i]);
-        /* batch = chunk: every batch one chunk, except around the short one */
-        for (int64_t b = 0; b + 1 < nb; b++)
-            if (items[4 * b] % 4 == 0 && n % 4 == 0) cr_assert_eq(items[4 * b + 3], items[4 * b] + 3);
+        if (n % 4) cr_assert_eq(items[n - n % 4], n - n % 4, "the short rest is last");
     }
+    /* the full chunks' order is shuffled, and differs by epoch */
+    fs_epoch_opts_t o = opts(400, 4, 0, FS_EPOCH_CHUNKED, 0, 1);
+    int64_t a[400], b[400], nb;
+    rank_items(&o, a, &nb);
+    o.epoch = 4;
+    rank_items(&o, b, &nb);
+    int64_t in_place = 0;
+    for (int64_t i = 0; i < 400; i += 4) in_place += a[i] == i;
+    cr_assert_lt(in_place, 20, "shuffled: %lld of 100 chunks in place", (long long)in_place);
+    cr_assert(memcmp(a, b, sizeof a) != 0, "a new epoch reshuffles the chunks");
 }
 
 Test(epoch, bad_arguments_are_named)

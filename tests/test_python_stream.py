@@ -458,6 +458,63 @@ def assert_same_hetero(test, want, got, what):
     assert_same_arrays(test, hetero_arrays(want), hetero_arrays(got), what)
 
 
+class RowStreamTest(unittest.TestCase):
+    """Row streams (tables=) on Cora with hop tables from `featstore
+    propagate`: every batch's tables are gather() of its seeds and its labels
+    gather(labels); chunked with chunk = batch size, every batch is one run
+    of consecutive split positions; sampling options are refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="featstore-pystream-rows-")
+        try:
+            data = fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(cls.dir, "c")), 2)
+            cls.proc, ready = fs_serve.start(ARGS.featstore, data, os.path.join(cls.dir, "s.sock"))
+        except Exception:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            raise
+        cls.uris = {"unix": "unix://" + ready["unix"], "grpc": "grpc://" + ready["grpc"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            status = fs_serve.stop(cls.proc)
+            if status != 0:
+                raise AssertionError(f"featstore serve (rows) exited {status} on SIGTERM, expected 0")
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_every_batch_is_the_gather_of_every_table(self):
+        hops = ["hop_0", "hop_1", "hop_2"]
+        for t in TRANSPORTS:
+            with self.subTest(transport=t), featstore.connect(self.uris[t]) as c:
+                train = c.split("train")
+                position = {int(v): i for i, v in enumerate(train)}
+                with c.stream(split="train", batch_size=64, tables=hops, order="chunked", chunk=64, seed=3) as s:
+                    seen = []
+                    for sb in s:
+                        self.assertIsNone(sb.batch)
+                        self.assertEqual(len(sb.tables), 3)
+                        at = [position[int(v)] for v in sb.seeds]
+                        self.assertEqual(at, list(range(at[0], at[0] + len(at))), "one run of split positions")
+                        self.assertEqual(at[0] % 64, 0)
+                        for name, got in zip(hops, sb.tables):
+                            with c.gather(sb.seeds, name) as want:
+                                np.testing.assert_array_equal(got.features, want.features, f"{t} {name}")
+                        with c.gather(sb.seeds, "labels") as want:
+                            np.testing.assert_array_equal(sb.labels, want.features[:, 0])
+                        seen.append(np.array(sb.seeds))
+                np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(train))
+                with self.assertRaises(ValueError) as e:
+                    c.stream(split="train", batch_size=64, tables=hops, fanouts=[5])
+                self.assertIn("fanouts", str(e.exception))
+                with self.assertRaises(featstore.Error) as e:
+                    c.stream(split="train", batch_size=64, tables=["hop_0", "hop_7"])
+                self.assertIn("hop_7", str(e.exception))
+        print("RESULT python row streams: hop_0..hop_2 of propagated Cora, chunked, = gather per table, "
+              "over unix:// and grpc://")
+
+
 class TypedStreamTest(unittest.TestCase):
     """Typed and link streams (num_neighbors, link) on a typed R-MAT, the
     checks of tests/test_stream_typed.c from the binding's side."""

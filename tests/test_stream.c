@@ -396,6 +396,77 @@ Test(stream, a_reordered_delta_stream_resumes_bit_for_bit)
     fs_close(c);
 }
 
+/* Row streams (pre-propagation): a dataset with hop tables from `featstore
+ * propagate`, served on its own; every batch's tables are fs_gather of its
+ * seeds, a chunked epoch with chunk = batch size makes every batch one run
+ * of consecutive split positions, and the epoch covers the split. */
+static void check_rows(const char *uri_kind)
+{
+    char *pdata = tu_path(dir, "hops"), psock[300], uri[320], *log;
+    snprintf(psock, sizeof psock, "%s/hops.sock", dir);
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 10 --edge-factor 8 --dim 8 --symmetrize --out %s && %s propagate %s "
+                        "--hops 2", tu_bin(), pdata, tu_bin(), pdata), 0, "%s", log);
+    free(log);
+    tu_server_t ps;
+    cr_assert_eq(tu_serve(&ps, pdata, psock, ""), 0);
+    if (strcmp(uri_kind, "grpc") == 0) snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", ps.grpc_port);
+    else snprintf(uri, sizeof uri, "unix://%s", psock);
+    fs_client_t *c = connect_to(uri);
+    static const char *const hops[] = {"hop_0", "hop_1", "hop_2"};
+    fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
+    o.split = "train", o.batch_size = 32, o.tables = hops, o.num_tables = 3, o.order = FS_ORDER_CHUNKED, o.chunk = 32;
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    fs_ids_t *train;
+    cr_assert_eq(fs_split(c, "train", &train), FS_OK);
+    char *seen = calloc(1024, 1);
+    int64_t got = 0;
+    fs_stream_batch_t *b;
+    while (fs_stream_next(s, &b) == FS_OK) {
+        cr_assert_null(b->batch);
+        cr_assert_eq(b->num_tables, 3);
+        int64_t at = -1; /* the split position of the batch's first seed: one chunk, in order */
+        for (int64_t i = 0; i < train->n && at < 0; i++)
+            if (train->ids[i] == b->seeds[0]) at = i;
+        for (int64_t i = 0; i < b->num_seeds; i++) {
+            cr_assert_eq(b->seeds[i], train->ids[at + i], "a chunk is consecutive split positions");
+            seen[b->seeds[i]] = 1;
+        }
+        for (int k = 0; k < 3; k++) {
+            fs_batch_t *want;
+            cr_assert_eq(fs_gather(c, b->seeds, b->num_seeds, hops[k], FS_DTYPE_INVALID, &want), FS_OK);
+            const fs_batch_t *x = b->tables[k];
+            cr_assert_eq(x->rows, b->num_seeds);
+            cr_assert_eq(x->dim, want->dim);
+            cr_assert_arr_eq(x->features, want->features, (size_t)(x->rows * x->dim) * fs_dtype_size(x->dtype));
+            fs_batch_free(want);
+        }
+        cr_assert_not_null(b->labels);
+        got += b->num_seeds;
+        fs_stream_batch_free(b);
+    }
+    cr_assert_eq(got, train->n);
+    for (int64_t i = 0; i < train->n; i++) cr_assert(seen[train->ids[i]]);
+    o.sample = &request; /* a row stream samples nothing */
+    fs_stream_t *bad = NULL;
+    cr_assert_eq(fs_stream_open(c, &o, &bad), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "without sampling"), "%s", fs_client_errstr(c));
+    static const char *const nosuch[] = {"hop_0", "hop_9"};
+    o.sample = NULL, o.tables = nosuch, o.num_tables = 2;
+    cr_assert_eq(fs_stream_open(c, &o, &bad), FS_ERR_NOT_FOUND);
+    cr_assert(strstr(fs_client_errstr(c), "no table 'hop_9'"), "%s", fs_client_errstr(c));
+    free(seen);
+    fs_ids_free(train);
+    fs_stream_close(s);
+    fs_close(c);
+    tu_serve_stop(&ps, SIGTERM);
+    free(pdata);
+}
+
+Test(stream, row_streams_gather_every_table_over_unix) { check_rows("unix"); }
+
+Test(stream, row_streams_gather_every_table_over_grpc) { check_rows("grpc"); }
+
 /* Option set i of bad_options_are_named, spoiling one field of base_opts. */
 static void spoil(int i, fs_stream_opts_t *o)
 {

@@ -296,6 +296,11 @@ typedef struct {
     const fs_hetero_req_t *hetero;
     const char *seed_type;
     const fs_link_req_t *link;
+    /* Row batches (pre-propagation, seed 004), instead of sample/table: no
+     * sampling; each batch gathers its seeds' rows of every one of these
+     * tables (hop_0 .. hop_R of `featstore propagate`), with their labels. */
+    const char *const *tables;
+    size_t num_tables;
 } fs_stream_opts_t;
 
 #define FS_STREAM_OPTS_INIT FS_STRUCT_INIT(fs_stream_opts_t)
@@ -325,6 +330,8 @@ typedef struct {
     int64_t prev_rows;
     double match;                /* |this ∩ previous| / |this| over rows: the match degree */
     const fs_hetero_batch_t *hetero; /* typed and link streams: the batch (batch is NULL) */
+    size_t num_tables;           /* row streams: tables[k] holds the seeds' rows of the */
+    const fs_batch_t *const *tables; /* options' tables[k], row i for seeds[i] (batch is NULL) */
 } fs_stream_batch_t;
 
 /* Opens a stream on connection c (failures: fs_client_errstr(c)). Bad

@@ -422,6 +422,8 @@ class StreamOpts(Versioned):
         ("hetero", ctypes.POINTER(HeteroReq)),
         ("seed_type", ctypes.c_char_p),
         ("link", ctypes.POINTER(LinkReq)),
+        # row streams (pre-propagation): no sampling, these tables' rows per batch
+        ("tables", ctypes.POINTER(ctypes.c_char_p)), ("num_tables", ctypes.c_size_t),
     ]
 
 
@@ -440,6 +442,8 @@ class StreamBatchC(ctypes.Structure):
         ("num_new", _i64), ("new_rows", ctypes.c_void_p), ("take", _p_i64), ("prev_rows", _i64),
         ("match", ctypes.c_double),
         ("hetero", ctypes.POINTER(HeteroBatchC)),  # typed and link streams' batch (batch is NULL)
+        ("num_tables", ctypes.c_size_t),            # row streams: one gather per table (batch is NULL)
+        ("tables", ctypes.POINTER(ctypes.POINTER(BatchC))),
     ]
 
 

@@ -839,7 +839,7 @@ class Client:
                seed=0, epoch=0, rank=0, world_size=1, drop_last=False, prefetch=2, hold=2, order="random", chunk=0,
                start_batch=0, mode="uniform", edge_ids=False, delta="off", window=1, num_neighbors=None,
                frontier="new", disjoint=False, temporal=None, strict=False, time_window=0, node_tables=(),
-               edge_tables=(), want_edge_ids=False, seed_type=None, link=None):
+               edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None):
         """This rank's share of one epoch as an iterator of
         ``featstore.stream.StreamBatch`` (fs_stream_open), made ahead by a
         background thread while the caller trains; ``StopIteration`` at the
@@ -878,7 +878,14 @@ class Client:
         it a link stream: `split` names a link split, whose edges (and
         labels and times when it has them) are the seeds, each batch
         ``link_sample`` on its edges (``StreamBatch.seeds``: their
-        sources)."""
+        sources).
+
+        Row streams (pre-propagation): `tables` (a list of table names, e.g.
+        the hop_0..hop_R of ``featstore propagate``) and no sampling
+        options: each batch gathers its seeds' rows of every table
+        (``StreamBatch.tables``, one Batch each, in `dtype`) with their
+        labels; order="chunked" with chunk = batch_size makes every batch
+        one run of consecutive split positions."""
         from .stream import open_stream
         return open_stream(self, split=split, seeds=seeds, batch_size=batch_size, fanouts=fanouts, table=table,
                            dtype=dtype, labels=labels, seed=seed, epoch=epoch, rank=rank, world_size=world_size,
@@ -886,7 +893,7 @@ class Client:
                            start_batch=start_batch, mode=mode, edge_ids=edge_ids, delta=delta, window=window,
                            num_neighbors=num_neighbors, frontier=frontier, disjoint=disjoint, temporal=temporal,
                            strict=strict, time_window=time_window, node_tables=node_tables, edge_tables=edge_tables,
-                           want_edge_ids=want_edge_ids, seed_type=seed_type, link=link)
+                           want_edge_ids=want_edge_ids, seed_type=seed_type, link=link, tables=tables)
 
     def report_load_ratio(self, ratio):
         """Algorithm 2, once per epoch: `ratio` = loading time / total time

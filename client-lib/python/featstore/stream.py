@@ -145,10 +145,12 @@ def _refuse(given, why):
 
 
 def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch, rank, world_size, drop_last,
-             prefetch, hold, order, chunk, start_batch, delta, window, hetero=None, seed_type=None, link=None):
-    """An fs_stream_opts_t from Python values, checked, and the seed array
-    its pointer reaches (keep both alive through fs_stream_open; the
-    requests sample, hetero and link, ctypes structs or None, too)."""
+             prefetch, hold, order, chunk, start_batch, delta, window, hetero=None, seed_type=None, link=None,
+             tables=None):
+    """An fs_stream_opts_t from Python values, checked, and what its
+    pointers reach (the seed array, the table names: keep them alive through
+    fs_stream_open; the requests sample, hetero and link, ctypes structs or
+    None, too)."""
     if order not in _lib.FS_ORDER:
         raise ValueError(f"unknown stream order {order!r} (one of {', '.join(STREAM_ORDERS)})")
     if delta not in _lib.FS_DELTA:
@@ -157,6 +159,7 @@ def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch
         raise ValueError(f"seed {seed} must be in [0, 2**64)")
     ids = None if seeds is None else _ids(seeds, "seeds")
     ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
+    names = None if tables is None else (ctypes.c_char_p * max(len(tables), 1))(*[_name(t) for t in tables])
     opts = _lib.StreamOpts.new(
         split=None if split is None else _name(split),
         seeds=None if ids is None else ids.ctypes.data_as(_lib._p_i64), num_seeds=0 if ids is None else len(ids),
@@ -165,16 +168,24 @@ def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch
         seed=int(seed), epoch=int(epoch), rank=int(rank), world_size=int(world_size), prefetch=int(prefetch),
         order=_lib.FS_ORDER[order], chunk=int(chunk), start_batch=int(start_batch), hold=int(hold),
         delta=_lib.FS_DELTA[delta], window=int(window), hetero=ptr(hetero),
-        seed_type=None if seed_type is None else _name(seed_type), link=ptr(link))
-    return opts, ids
+        seed_type=None if seed_type is None else _name(seed_type), link=ptr(link), tables=names,
+        num_tables=0 if tables is None else len(tables))
+    return opts, (ids, names)
 
 
 def _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbors, frontier, disjoint, temporal,
-              strict, time_window, node_tables, edge_tables, want_edge_ids, seed_type, link):
+              strict, time_window, node_tables, edge_tables, want_edge_ids, seed_type, link, tables=None):
     """The stream's requests as (fs_sample_req_t or None, _Request or None,
     _Link or None): a node stream's sample request, or a typed stream's
-    typed request (and link template), each option checked against the
-    kind of stream it belongs to."""
+    typed request (and link template), or none for a row stream (tables),
+    each option checked against the kind of stream it belongs to."""
+    if tables is not None:  # a row stream: no sampling
+        _refuse({"fanouts": fanouts is not None, "num_neighbors": num_neighbors is not None, "table": table is not None,
+                 "delta": delta != "off", "window": int(window) > 1, "link": link is not None, "edge_ids": edge_ids},
+                "not for a row stream (tables= gathers the seeds' rows of each table, without sampling)")
+        if isinstance(tables, (str, bytes)) or not len(tables):
+            raise ValueError(f"tables must be a non-empty list of table names, got {tables!r}")
+        return None, None, None
     if num_neighbors is None and link is None:  # a node stream
         _refuse({"frontier": frontier != "new", "disjoint": disjoint, "temporal": temporal is not None,
                  "strict": strict, "time_window": time_window, "node_tables": node_tables, "edge_tables": edge_tables,
@@ -199,19 +210,19 @@ def _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbor
 def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labels, seed, epoch, rank, world_size,
                 drop_last, prefetch, hold, order, chunk, start_batch, mode, edge_ids, delta="off", window=1,
                 num_neighbors=None, frontier="new", disjoint=False, temporal=None, strict=False, time_window=0,
-                node_tables=(), edge_tables=(), want_edge_ids=False, seed_type=None, link=None):
+                node_tables=(), edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None):
     """Client.stream (see there)."""
     require_streams()
     if client.closed:
         raise ValueError("featstore client is closed")
     sample, typed, lk = _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbors, frontier,
                                   disjoint, temporal, strict, time_window, node_tables, edge_tables, want_edge_ids,
-                                  seed_type, link)
+                                  seed_type, link, tables)
     # the requests and ids stay alive (locals) through fs_stream_open, which copies what it needs
-    opts, ids = _options(split, seeds, batch_size, sample, table, dtype if sample else None, labels, seed, epoch,
-                         rank, world_size, drop_last, prefetch, hold, order, chunk, start_batch, delta, window,
-                         hetero=None if typed is None else typed.c, seed_type=seed_type,
-                         link=None if lk is None else lk.c)
+    opts, keep = _options(split, seeds, batch_size, sample, table, dtype if sample or tables else None, labels, seed,
+                          epoch, rank, world_size, drop_last, prefetch, hold, order, chunk, start_batch, delta,
+                          window, hetero=None if typed is None else typed.c, seed_type=seed_type,
+                          link=None if lk is None else lk.c, tables=tables)
     owner = client._open("stream: ", slots=1)  # the stream's own connection: only its URI and options are used
     out = ctypes.c_void_p()
     st = lib.fs_stream_open(owner, ctypes.byref(opts), ctypes.byref(out))
@@ -391,7 +402,8 @@ class StreamBatch(_Releasable):
         self._fields = {
             "handle": h,
             "ptr": b.hetero if typed else b.batch,  # region(): the memory of the sample and the features
-            "batch": None if typed else Batch(b.batch, handle=h),
+            "batch": Batch(b.batch, handle=h) if b.batch else None,
+            "tables": [Batch(b.tables[k], handle=h) for k in range(b.num_tables)] if b.num_tables else None,
             "hetero": HeteroBatch(b.hetero, node_tables=node_tables, edge_tables=edge_tables, handle=h)
             if typed else None,
             "index": b.index, "request_seed": b.request_seed, "num_seeds": n,
@@ -404,6 +416,8 @@ class StreamBatch(_Releasable):
     batch = _batch_field("batch", "the sample and the features: a Batch as Client.sample_gather's (kind "
                                   '"sample" when the stream gathers no table), ended with this StreamBatch; None '
                                   "in a typed or link stream")
+    tables = _batch_field("tables", "a row stream's batches: one Batch per table (kind \"gather\", row i for "
+                                    "seeds[i]), ended with this StreamBatch; None in other streams")
     hetero = _batch_field("hetero", "a typed or link stream's batch: a HeteroBatch as Client.hetero_sample's or "
                                     "link_sample's, ended with this StreamBatch; None in a node stream")
     index = _batch_field("index", "its place in this rank's epoch, 0..num_batches-1")
@@ -429,7 +443,7 @@ class StreamBatch(_Releasable):
         is alive."""
         fields = self._fields
         if fields is not None:
-            for inner in (fields["batch"], fields["hetero"]):
+            for inner in (fields["batch"], fields["hetero"], *(fields["tables"] or ())):
                 if inner is not None:
                     inner.release()
         super().release()
