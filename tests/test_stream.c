@@ -260,6 +260,12 @@ Test(stream, continues_after_the_server_is_killed_over_grpc) { survives_a_killed
 
 Test(stream, continues_after_the_server_is_killed_over_unix) { survives_a_killed_server("unix"); }
 
+/* Until the stream has `n` batches ready (at most 30 s: sanitizer builds on a busy machine are slow). */
+static void wait_ready(fs_stream_t *s, int n)
+{
+    for (int i = 0; i < 1500 && fs_stream_ready(s) < n; i++) usleep(20 * 1000);
+}
+
 Test(stream, prefetch_and_hold_bound_the_batches_alive)
 {
     fs_client_t *c = connect_to(unix_uri);
@@ -267,12 +273,13 @@ Test(stream, prefetch_and_hold_bound_the_batches_alive)
     o.prefetch = 3, o.hold = 2, o.batch_size = 50;
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
-    for (int i = 0; i < 100 && fs_stream_ready(s) < 3; i++) usleep(20 * 1000);
+    wait_ready(s, 3);
     usleep(200 * 1000); /* time to overrun, were it possible */
     cr_assert_eq(fs_stream_ready(s), 3, "exactly prefetch batches made ahead");
     fs_stream_batch_t *a, *b, *x;
     cr_assert_eq(fs_stream_next(s, &a), FS_OK);
     cr_assert_eq(fs_stream_next(s, &b), FS_OK);
+    wait_ready(s, 3);
     usleep(200 * 1000);
     cr_assert_eq(fs_stream_ready(s), 3, "two held, prefetch ready: prefetch + hold alive, no more");
     cr_assert_eq(fs_stream_next(s, &x), FS_ERR_RESOURCE, "holding `hold` batches, the next is refused");
