@@ -7,7 +7,7 @@ the DDP example that trains through epoch streams.
 The module fixture writes both Cora datasets of featstore.cora into a
 scratch directory — ``typed`` with the 60/20/20 split the hetero example
 documents, and ``link`` — and imports the homogeneous ``cora`` (the
-importer's 60/20/20 split), and starts one server on each
+importer's 60/20/20 split; propagated, hop tables hop_0..hop_3), and starts one server on each
 (tests/fs_serve.py: a Unix socket, an ephemeral gRPC port). The tests check the binding against
 numpy reads of the datasets' files (blocks made of real edges with their
 edge ids, DGL-block prefixes given by count_after, gathered rows, seed local
@@ -16,8 +16,10 @@ unix://, identical batches over unix:// and grpc:// and whatever was
 requested before, the lifetime rule and argument errors naming the bad key; then examples/train_hetero.py must reach
 test_acc >= 0.80, examples/train_link.py test_auc >= 0.88 and
 examples/train_graphsage_ddp.py (2 DDP ranks reading featstore streams, 10
-epochs) test_acc >= 0.85, each run over unix:// and grpc:// with the same
-seed printing the same final figures.
+epochs) test_acc >= 0.85 and examples/train_sign.py (SIGN over Cora's hop
+tables from chunked row streams) test_acc >= 0.85, each run over unix:// and
+grpc:// with the same seed printing the same final figures; train_sign.py
+--model sgc (SGC on hop_2) runs once, its accuracy printed, not asserted.
 
     /usr/bin/python3 tests/test_python_typed.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 
@@ -78,7 +80,8 @@ def setUpModule():
     SERVERS["dir"] = tmp
     made = {"typed": cora.write_typed(os.path.join(tmp, "cora-typed"), split="60,20,20"),
             "link": cora.write_link(os.path.join(tmp, "cora-link")),
-            "cora": fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora"))}
+            "cora": fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora")),
+                                       hops=3)}
     for name, dataset in made.items():
         proc, ready = fs_serve.start(ARGS.featstore, dataset, os.path.join(tmp, f"{name}.sock"))
         SERVERS[name] = dict(proc=proc, dataset=dataset, sock=os.path.join(tmp, f"{name}.sock"),
@@ -341,13 +344,14 @@ class TypedBindingTest(unittest.TestCase):
 
 FINAL = {"train_hetero.py": re.compile(r"^test_acc=(\S+) valid_acc=(\S+) best_epoch=(\d+) "),
          "train_link.py": re.compile(r"^test_auc=(\S+) valid_auc=(\S+) best_epoch=(\d+) "),
-         "train_graphsage_ddp.py": re.compile(r"^test_acc=(\S+) valid_acc=(\S+) best_epoch=(\d+) ")}
+         "train_graphsage_ddp.py": re.compile(r"^test_acc=(\S+) valid_acc=(\S+) best_epoch=(\d+) "),
+         "train_sign.py": re.compile(r"^test_acc=(\S+) valid_acc=(\S+) best_epoch=(\d+) ")}
 
 
-def run_example(script, uri, seed, epochs=None):
+def run_example(script, uri, seed, epochs=None, extra=()):
     """Runs an example as a user would; (final figures, seconds, stdout)."""
     cmd = [sys.executable, os.path.join(ROOT, "examples", script), "--uri", uri, "--seed", str(seed),
-           "--torch-threads", "1"] + (["--epochs", str(epochs)] if epochs else [])
+           "--torch-threads", "1"] + (["--epochs", str(epochs)] if epochs else []) + list(extra)
     env = dict(os.environ, FEATSTORE_LIB=ARGS.lib)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -383,6 +387,13 @@ class TypedExamples(unittest.TestCase):
     def test_ddp_graphsage_on_streams_learns_cora_the_same_over_both_transports(self):
         # train_graphsage.py's accuracy (test_python: 0.869 mean over 3 seeds) from 2 DDP ranks
         self.check("train_graphsage_ddp.py", "cora", "test_acc", 0.85, epochs=10)
+
+    def test_sign_on_hop_tables_learns_cora_the_same_over_both_transports(self):
+        # SIGN over hop_0..hop_3 read from chunked row streams; then SGC on hop_2, reported only
+        self.check("train_sign.py", "cora", "test_acc", 0.85)
+        figures, seconds, _ = run_example("train_sign.py", SERVERS["cora"]["unix"], ARGS.seed, extra=["--model", "sgc"])
+        print(f"RESULT train_sign.py --model sgc transport=unix seed={ARGS.seed} test_acc={figures[0]} "
+              f"valid={figures[1]} best_epoch={figures[2]} seconds={seconds:.1f}")
 
 
 def main():
