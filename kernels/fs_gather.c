@@ -13,6 +13,7 @@
 #define ROW_HEAD 256      /* bytes of a row prefetched; the rest streams in behind (hardware prefetcher) */
 #define ROUTE_AHEAD 32    /* route entries prefetched ahead of that */
 #define GRAIN 2048        /* rows per claimed block */
+#define MIN_RUN 4         /* consecutive ids copied as one block from this many on */
 
 const char *fs_tier_kind_name(fs_tier_kind_t k)
 {
@@ -104,6 +105,14 @@ static int64_t rows_ahead(size_t row_bytes)
     return ahead < 2 ? 2 : ahead > ROW_AHEAD ? ROW_AHEAD : ahead;
 }
 
+/* How many ids from i on are consecutive (ids[i], ids[i] + 1, ...), up to e. */
+static inline int64_t run_length(const int64_t *ids, int64_t i, int64_t e)
+{
+    int64_t k = i + 1;
+    while (k < e && ids[k] == ids[k - 1] + 1) k++;
+    return k - i;
+}
+
 static void gather_range(void *p, int64_t b, int64_t e, int worker)
 {
     const job_t *j = p;
@@ -115,7 +124,18 @@ static void gather_range(void *p, int64_t b, int64_t e, int worker)
     if (t->route)
         for (int64_t i = b; i < b + ROUTE_AHEAD && i < e; i++) __builtin_prefetch(&t->route[ids[i]], 0, 0);
     for (int64_t i = b; i < b + ahead && i < e; i++) prefetch_row(row_ptr(t, ids[i], &tier), t->row_bytes);
+    /* Runs of consecutive ids (a chunked epoch's rows, docs/algorithms.md §8)
+     * are one memcpy each when rows are stored in id order and copied as
+     * they are: a bulk copy, not a gather. Random ids pay one compare. */
+    const int runs = !t->route && j->conv == COPY;
     for (int64_t i = b; i < e; i++) {
+        int64_t run = runs && i + 1 < e && ids[i + 1] == ids[i] + 1 ? run_length(ids, i, e) : 1;
+        if (run >= MIN_RUN) {
+            memcpy(j->out + (size_t)i * j->out_row, row_ptr(t, ids[i], &tier), (size_t)run * t->row_bytes);
+            rows[0] += (uint64_t)run;
+            i += run - 1;
+            continue;
+        }
         if (t->route && i + ROUTE_AHEAD < e) __builtin_prefetch(&t->route[ids[i + ROUTE_AHEAD]], 0, 0);
         if (i + ahead < e) prefetch_row(row_ptr(t, ids[i + ahead], &tier), t->row_bytes);
         const char *src = row_ptr(t, ids[i], &tier);

@@ -56,6 +56,37 @@ Test(gather, matches_naive_loop_on_1_2_4_threads)
     free(t), free(ids), free(want), free(got);
 }
 
+/* Runs of consecutive ids (copied as blocks) mixed with random ids, runs
+ * crossing the pool's blocks and the end: the naive loop's rows exactly. */
+Test(gather, runs_of_consecutive_ids_match_the_naive_loop)
+{
+    float *t = make_table();
+    int64_t n = 20011, *ids = random_ids(n, 7);
+    fs_rng_t r = fs_rng_make(8, 0);
+    for (int64_t i = 0; i < n;) { /* every few ids, a run of 1..600 */
+        int64_t len = 1 + (int64_t)fs_rng_below(&r, 600), start = (int64_t)fs_rng_below(&r, N - len);
+        for (int64_t k = 0; k < len && i + k < n; k++) ids[i + k] = start + k;
+        i += len + (int64_t)fs_rng_below(&r, 20);
+    }
+    for (int64_t k = 0; k < 300; k++) ids[n - 300 + k] = N - 300 + k; /* a run to the last row and the end */
+    float *want = malloc(sizeof(float) * (size_t)n * DIM), *got = malloc(sizeof(float) * (size_t)n * DIM);
+    for (int64_t i = 0; i < n; i++) memcpy(want + i * DIM, t + ids[i] * DIM, sizeof(float) * DIM);
+    fs_table_view_t v = host_view(t, FS_DTYPE_F32);
+    for (int threads = 1; threads <= 3; threads++) {
+        fs_pool_t *pool;
+        fs_error_t err = {0};
+        cr_assert_eq(fs_pool_create(threads, &pool, &err), FS_OK);
+        memset(got, 0xab, sizeof(float) * (size_t)n * DIM);
+        fs_gather_counters_t c = {0};
+        cr_assert_eq(fs_gather_cpu(&v, ids, n, FS_DTYPE_F32, got, pool, &c, &err), FS_OK, "%s", err.msg);
+        cr_assert_arr_eq(got, want, sizeof(float) * (size_t)n * DIM, "%d threads", threads);
+        cr_assert_eq(c.rows[0], (uint64_t)n, "runs count their rows");
+        cr_assert_eq(c.bytes[0], (uint64_t)n * DIM * 4);
+        fs_pool_destroy(pool);
+    }
+    free(t), free(ids), free(want), free(got);
+}
+
 Test(gather, half_precision_served_as_float32_exactly)
 {
     uint16_t *h = malloc(2 * N * DIM), *b = malloc(2 * N * DIM);
