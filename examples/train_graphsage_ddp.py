@@ -31,6 +31,7 @@ mini-batches/s) and a final ``test_acc=…`` line. Deterministic given
 package on PYTHONPATH (client-lib/python; added when run from the
 repository) and libfeatstore.so 1.4 (``FEATSTORE_LIB``).
 """
+import gc
 import os
 import shutil
 import sys
@@ -94,6 +95,13 @@ def rank_main(rank, world, args, store):
                     progress.epoch(epoch, model, loss, evaluate(client, model, splits["valid"], args, salt=-1), rate)
             if rank == 0:
                 progress.test(client, model, splits["test"], args)
+            # torch 1.13's gloo group can deadlock at exit when DDP's reducer is
+            # destroyed with work objects still queued on the group's thread (that
+            # thread waits for the GIL the destructor holds): let every rank
+            # finish its collectives, then drop DDP before the group goes
+            dist.barrier()
+            del ddp
+            gc.collect()
     finally:
         dist.destroy_process_group()
 
