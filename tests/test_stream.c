@@ -190,6 +190,18 @@ static void take_copies(fs_stream_t *s, copy_t *out, int64_t from, int64_t to)
     }
 }
 
+/* Copies of every batch of a stream opened with o, uninterrupted: the
+ * reference a resumed stream is held to. Returns the batch count. */
+static int64_t whole_epoch(fs_client_t *c, const fs_stream_opts_t *o, copy_t *out)
+{
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, o, &s), FS_OK, "%s", fs_client_errstr(c));
+    int64_t nb = fs_stream_num_batches(s);
+    take_copies(s, out, 0, nb);
+    fs_stream_close(s);
+    return nb;
+}
+
 static void assert_copies_equal(const copy_t *a, const copy_t *b, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -206,10 +218,7 @@ Test(stream, reopened_at_its_position_it_continues_bit_for_bit)
     fs_stream_opts_t o = base_opts();
     fs_stream_t *s;
     copy_t whole[16], parts[16];
-    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
-    int64_t nb = fs_stream_num_batches(s);
-    take_copies(s, whole, 0, nb);
-    fs_stream_close(s);
+    int64_t nb = whole_epoch(c, &o, whole);
 
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
     take_copies(s, parts, 0, 5);
@@ -240,10 +249,7 @@ static void survives_a_killed_server(const char *uri_kind)
     fs_stream_opts_t o = base_opts();
     fs_stream_t *s;
     copy_t whole[16], parts[16];
-    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
-    int64_t nb = fs_stream_num_batches(s);
-    take_copies(s, whole, 0, nb);
-    fs_stream_close(s);
+    int64_t nb = whole_epoch(c, &o, whole);
 
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
     take_copies(s, parts, 0, 4);
@@ -388,10 +394,7 @@ Test(stream, a_reordered_delta_stream_resumes_bit_for_bit)
     o.delta = FS_DELTA_FULL, o.window = 4;
     fs_stream_t *s;
     copy_t whole[16], parts[16];
-    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
-    int64_t nb = fs_stream_num_batches(s);
-    take_copies(s, whole, 0, nb);
-    fs_stream_close(s);
+    int64_t nb = whole_epoch(c, &o, whole);
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
     take_copies(s, parts, 0, 6); /* inside the second window */
     fs_stream_close(s);

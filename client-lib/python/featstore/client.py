@@ -625,7 +625,24 @@ def _after_fork_in_child():
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
-class Client:
+class _Closing:
+    """A context manager whose ``close()`` (idempotent) also runs when the
+    object is garbage: Client and Stream."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+
+
+class Client(_Closing):
     """A connection to a featstore server (``unix://PATH`` or ``grpc://HOST:PORT``).
     Use ``featstore.connect``. A context manager; ``close()`` is idempotent.
     Batches may outlive the Client. In a forked child the Client reconnects
@@ -954,18 +971,6 @@ class Client:
     @property
     def closed(self):
         return self._closed
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return f"<featstore.Client {self.uri} {'closed' if self.closed else self.transport}>"

@@ -74,8 +74,8 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib
-from .client import (_NP_DTYPES, STREAM_ORDERS, Batch, Error, Status, _batch_field, _dtype_code, _Handle, _ids,
-                     _name, _Releasable, _sample_req, _SlotUse, _view)
+from .client import (_NP_DTYPES, STREAM_ORDERS, Batch, Error, Status, _batch_field, _Closing, _dtype_code, _Handle,
+                     _ids, _name, _Releasable, _sample_req, _SlotUse, _view)
 from .hetero import HeteroBatch, _Link, _Request, require_typed
 
 __all__ = ["Stream", "StreamBatch", "StreamLink"]
@@ -236,7 +236,7 @@ def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labe
 
 # ---- the stream ---------------------------------------------------------------------
 
-class Stream:
+class Stream(_Closing):
     """One rank's share of an epoch (fs_stream_t *): an iterator of
     ``StreamBatch``, from ``Client.stream``. A context manager; ``close()``
     is idempotent and also happens when the Stream is garbage. See the
@@ -330,18 +330,6 @@ class Stream:
             self._position = lib.fs_stream_position(s)
             lib.fs_stream_close(s)
             lib.fs_close(owner)  # after the stream: its producer reconnects through the owner
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may be gone
-            pass
 
     def __repr__(self):
         state = "closed" if self.closed else f"at batch {self._position}"
