@@ -45,6 +45,7 @@
 #define FS_WIRE_METHOD_SPLIT "/featstore.v1.FeatStore/Split"
 #define FS_WIRE_METHOD_HETERO_SAMPLE "/featstore.v1.FeatStore/HeteroSample"
 #define FS_WIRE_METHOD_LINK_SAMPLE "/featstore.v1.FeatStore/LinkSample"
+#define FS_WIRE_METHOD_STREAM "/featstore.v1.FeatStore/Stream"
 
 /* ---- channel arguments and status codes ------------------------------------ */
 

@@ -72,6 +72,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "epoch_run.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
 
@@ -193,6 +194,10 @@ typedef struct call {
     fs_wire_buf_t ids_buf;         /* Gather's ids, borrowed from `request` */
     int64_t *nodes;                /* SampleGather's nodes, copied out of the worker's sampler */
     void *image;                   /* HeteroSample's and LinkSample's batch image (malloc'ed) */
+    /* Stream: the epoch's batches, each a head message and then its rows job */
+    fs_epoch_run_t *run;
+    int sending_head;              /* the send in flight is a batch's head */
+    int64_t batches_sent;
 } call_t;
 
 /* A method: decodes c->request and computes the answer, into c->response
@@ -555,6 +560,22 @@ static void gatherers_stop(gatherers_t *g)
     pthread_cond_destroy(&g->cv);
 }
 
+/* Sends one message of a stream (the call owns bb until the send completes).
+ * When this returns FS_OK the step is over and the call must not be touched. */
+static fs_status_t send_message(call_t *c, grpc_byte_buffer *bb)
+{
+    c->sending = bb;
+    grpc_op ops[2];
+    size_t n = 0;
+    if (!c->sent_initial_md) op_initial_md(c, &ops[n++]);
+    memset(&ops[n], 0, sizeof ops[n]);
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = c->sending;
+    c->state = CALL_STREAMING;
+    if (!start_batch(c, ops, n)) return fs_error(&c->err, FS_ERR_INTERNAL, "grpc: cannot start a send");
+    return FS_OK;
+}
+
 /* Hands the chunk made ahead to gRPC, after asking the gatherers for the
  * next one: once the send is started, another worker may already be
  * handling its completion. When this returns FS_OK the step is over and the
@@ -566,18 +587,10 @@ static fs_status_t send_ready(call_t *c)
         c->err = c->ready_err;
         return c->err.code;
     }
-    c->sending = c->ready;
+    grpc_byte_buffer *bb = c->ready;
     c->ready = NULL;
     if (c->next_chunk + 1 < c->chunks) ahead_submit(&c->srv->gatherers, c, c->next_chunk + 1);
-    grpc_op ops[2];
-    size_t n = 0;
-    if (!c->sent_initial_md) op_initial_md(c, &ops[n++]);
-    memset(&ops[n], 0, sizeof ops[n]);
-    ops[n].op = GRPC_OP_SEND_MESSAGE;
-    ops[n++].data.send_message.send_message = c->sending;
-    c->state = CALL_STREAMING;
-    if (!start_batch(c, ops, n)) return fs_error(&c->err, FS_ERR_INTERNAL, "grpc: cannot start a send");
-    return FS_OK;
+    return send_message(c, bb);
 }
 
 /* Starts streaming c->job: chunk 0 (with the sample, if any) here, chunk 1
@@ -601,11 +614,17 @@ static fs_status_t stream_begin(call_t *c, int ids_in_sampler, int *streaming)
     return st;
 }
 
+static void epoch_sent(call_t *c, int ok);
+
 /* A send completed (ok) or failed: the next chunk, or the end. */
 static void call_sent(call_t *c, int ok)
 {
     grpc_byte_buffer_destroy(c->sending);
     c->sending = NULL;
+    if (c->run) {
+        epoch_sent(c, ok);
+        return;
+    }
     fs_status_t st;
     if (!ok) {
         int64_t rows = c->sent_chunks * rows_per_chunk(&c->job), unit = c->job.image ? 8 : 1;
@@ -842,6 +861,107 @@ static fs_status_t do_stats(call_t *c, int *streaming)
     return c->response ? FS_OK : c->err.code;
 }
 
+/* ---- Stream: an epoch's batches in one call -------------------------------------- */
+
+static void renew_deadline(call_t *c);
+
+/* Makes the run's next batch and sends its head (the sample, the batch's
+ * numbers and labels), with the gatherers asked for its first rows chunk;
+ * FS_END after the last batch. On FS_OK the step is over. */
+static fs_status_t epoch_send_next(call_t *c)
+{
+    renew_deadline(c); /* a stream lasts an epoch: the server's timeout counts from each batch */
+    fs_epoch_run_batch_t b;
+    fs_status_t st = fs_epoch_run_next(c->run, c->w->sampler, &b, &c->err);
+    if (st == FS_OK) st = check_deadline(c, "after sampling");
+    if (st != FS_OK) return st;
+    featstore_v1_StreamChunk head = featstore_v1_StreamChunk_init_zero;
+    fs_wire_sample_src_t src;
+    fs_wire_bytes_t labels;
+    head.api_version = FS_WIRE_API_VERSION_TYPED;
+    head.has_sample = true;
+    fs_wire_sample_response(&b.sample, &src, &head.sample);
+    head.batch = b.index, head.plan_batch = b.plan_index;
+    if (b.labels) fs_wire_set_bytes(&head.labels, &labels, b.labels, sizeof(int64_t) * (size_t)b.sample.num_seeds);
+    grpc_byte_buffer *bb = fs_wire_encode(featstore_v1_StreamChunk_fields, &head, &c->err);
+    if (!bb) return c->err.code;
+    c->job.ids = b.rows, c->job.n = b.num_rows; /* the run's memory, until its next batch */
+    c->chunks = c->job.table[0] ? chunk_count(&c->job) : 0;
+    c->sent_chunks = 0;
+    if (c->chunks) ahead_submit(&c->srv->gatherers, c, 0);
+    c->sending_head = 1;
+    return send_message(c, bb);
+}
+
+/* A Stream call's send completed (ok) or failed: the batch's next rows
+ * chunk, or the next batch, or the end. */
+static void epoch_sent(call_t *c, int ok)
+{
+    fs_status_t st;
+    if (!ok) {
+        st = past_deadline(c) ? check_deadline(c, "while streaming batches")
+                              : fs_error(&c->err, FS_ERR_UNAVAILABLE, "the client went away after %lld of %lld "
+                                         "batches", (long long)c->batches_sent,
+                                         (long long)fs_epoch_run_num_batches(c->run));
+    } else if (c->sending_head ? c->chunks > 0 : ++c->sent_chunks < c->chunks) {
+        c->sending_head = 0;
+        if ((st = check_deadline(c, "while streaming rows")) == FS_OK && (st = send_ready(c)) == FS_OK) return;
+    } else {
+        c->sending_head = 0;
+        c->batches_sent++;
+        if ((st = epoch_send_next(c)) == FS_OK) return;
+        if (st == FS_END) st = FS_OK;
+    }
+    finish_call(c, st);
+}
+
+/* The request's plan (fs_epoch_plan checks the values). */
+static fs_status_t plan_from_msg(call_t *c, const featstore_v1_StreamRequest *m, fs_epoch_opts_t *p)
+{
+    static const char *const orders[] = {[FS_EPOCH_SEQUENTIAL] = "sequential", [FS_EPOCH_RANDOM] = "random",
+                                         [FS_EPOCH_CHUNKED] = "chunked"};
+    *p = (fs_epoch_opts_t){.batch_size = m->batch_size, .drop_last = m->drop_last, .order = FS_EPOCH_RANDOM,
+                           .chunk = m->chunk, .seed = m->shuffle_seed, .epoch = m->epoch, .rank = m->rank,
+                           .world_size = m->world_size ? m->world_size : 1};
+    if (!m->order[0]) return FS_OK;
+    for (int k = 0; k < 3; k++)
+        if (strcmp(m->order, orders[k]) == 0) {
+            p->order = (fs_epoch_order_t)k;
+            return FS_OK;
+        }
+    return fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "order '%s' is not random, sequential or chunked", m->order);
+}
+
+static fs_status_t do_stream(call_t *c, int *streaming)
+{
+    featstore_v1_StreamRequest req = featstore_v1_StreamRequest_init_zero;
+    fs_wire_buf_t seeds_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
+    fs_wire_set_buf(&req.seeds, &seeds_buf);
+    fs_epoch_run_opts_t o = {.window = 1};
+    fs_status_t st = decode_request(c, featstore_v1_StreamRequest_fields, &req, "StreamRequest");
+    if (st == FS_OK) st = check_api_typed(c, req.api_version, "Stream");
+    if (st == FS_OK && !req.has_sample)
+        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "StreamRequest has no sample request");
+    if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req.sample, &o.sample, &c->err);
+    if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &o.seeds, &o.num_seeds, &c->err);
+    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &o.out_dtype);
+    if (st == FS_OK) st = plan_from_msg(c, &req, &o.plan);
+    if (st == FS_OK) {
+        o.split = req.split, o.table = req.table, o.labels = req.labels, o.delta = req.delta;
+        o.window = req.window ? req.window : 1, o.start_batch = req.start_batch;
+        st = fs_epoch_run_open(c->srv->engine, &o, &c->run, &c->err); /* the seeds are copied */
+    }
+    fs_wire_buf_free(&seeds_buf);
+    if (st != FS_OK) return st;
+    rows_job_t *j = &c->job;
+    snprintf(j->table, sizeof j->table, "%s", req.table);
+    fs_epoch_run_rows(c->run, &j->dtype, &j->row_bytes, &j->dim);
+    j->wrap = 1; /* rows messages are SampleGatherChunks with features alone: StreamChunk's fields 1 and 3 */
+    st = epoch_send_next(c);
+    *streaming = st == FS_OK;
+    return st == FS_END ? FS_OK : st; /* resumed at the end: no batch */
+}
+
 static const struct {
     const char *path;
     fs_method_t method;
@@ -855,6 +975,7 @@ static const struct {
     {FS_WIRE_METHOD_SPLIT, FS_METHOD_SPLIT, do_split},
     {FS_WIRE_METHOD_HETERO_SAMPLE, FS_METHOD_HETERO_SAMPLE, do_hetero_sample},
     {FS_WIRE_METHOD_LINK_SAMPLE, FS_METHOD_LINK_SAMPLE, do_link_sample},
+    {FS_WIRE_METHOD_STREAM, FS_METHOD_STREAM, do_stream},
 };
 
 static int find_method(grpc_slice path)
@@ -887,6 +1008,20 @@ static void admitted_remove(fs_grpc_server_t *s, call_t *c) /* calls_mu held */
     if (c->anext) c->anext->aprev = c->aprev;
     else s->admitted_tail = c->aprev;
     c->aprev = c->anext = NULL;
+}
+
+/* A Stream call's deadline starts again with each batch; the call moves to
+ * the list's end, which keeps the list in deadline order. */
+static void renew_deadline(call_t *c)
+{
+    fs_grpc_server_t *s = c->srv;
+    pthread_mutex_lock(&s->calls_mu);
+    if (!c->reaped) {
+        c->server_deadline = now_s() + s->request_timeout_s;
+        admitted_remove(s, c);
+        admitted_append(s, c);
+    }
+    pthread_mutex_unlock(&s->calls_mu);
 }
 
 /* Cancels the calls past the server's deadline; returns when the next one
@@ -960,6 +1095,7 @@ static void call_free(call_t *c)
     if (c->sending) grpc_byte_buffer_destroy(c->sending);
     if (c->ready) grpc_byte_buffer_destroy(c->ready);
     fs_wire_buf_free(&c->ids_buf);
+    fs_epoch_run_free(c->run);
     free(c->nodes);
     free(c->image);
     gpr_free(c->peer);
@@ -1051,7 +1187,7 @@ static void call_begin(call_t *c)
     if (st == FS_OK && c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, "unknown method '%s' (featstore.v1.FeatStore has Info, Sample, "
-                      "Gather, SampleGather, Stats, Split, HeteroSample and LinkSample)", path);
+                      "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample and Stream)", path);
         gpr_free(path);
     }
     if (st != FS_OK) {

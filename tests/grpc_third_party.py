@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """grpc_third_party.py — a client that is not ours: Python grpcio plus message
 classes that protoc generates from proto/featstore.proto at run time. It calls
-a running featstore server (Info, Sample, Gather, SampleGather, Stats and two
-errors) and checks every answer against the dataset's own files read with
+a running featstore server (Info, Sample, Gather, SampleGather, Stats, Stream
+and errors) and checks every answer against the dataset's own files read with
 numpy, so the wire contract is tested as a foreign client sees it.
 
     /usr/bin/python3 tests/grpc_third_party.py --port P --dataset DIR
@@ -134,6 +134,60 @@ def check_sample_gather(channel, pb, table, rng):
     assert np.array_equal(rows, table[nodes]), "SampleGather features differ"
 
 
+def stream_batches(channel, pb, **kw):
+    """One Stream call's batches: (head, rows) pairs, rows reassembled from the chunks."""
+    fields = dict(api_version=2, sample=pb.SampleRequest(fanouts=[5, 3]), table="feat", labels="labels", split="train")
+    fields.update(kw)
+    req = pb.StreamRequest(**fields)
+    out = []
+    for m in stream(channel, pb, "Stream", "StreamChunk")(req, timeout=60):
+        if m.HasField("sample"):
+            assert not m.HasField("features")
+            out.append((m, []))
+            continue
+        f, parts = m.features, out[-1][1]
+        assert f.first_row == sum(len(p) for p in parts), (f.first_row, len(parts))
+        parts.append(np.frombuffer(f.data, "<f4").reshape(f.rows, f.dim))
+        assert f.first_row + f.rows <= f.total_rows
+    return [(head, np.concatenate(parts)) for head, parts in out]
+
+
+def check_stream(channel, pb, table, labels, train):
+    """Stream: sequential batches of the train split, each the sample of its
+    seeds with their rows and labels; with delta, only the rows the previous
+    batch lacks travel, and the previous batch's rows complete them."""
+    batches = stream_batches(channel, pb, batch_size=100, order="sequential")
+    assert len(batches) == (len(train) + 99) // 100, len(batches)
+    for k, (head, rows) in enumerate(batches):
+        assert head.batch == k and head.plan_batch == k
+        nodes = i64(head.sample.nodes)
+        seeds = nodes[i64(head.sample.seed_local)]
+        assert np.array_equal(seeds, train[k * 100:(k + 1) * 100])
+        assert np.array_equal(i64(head.labels), labels[seeds])
+        assert np.array_equal(rows, table[nodes])
+    prev = None
+    saved = 0
+    for k, (head, rows) in enumerate(stream_batches(channel, pb, batch_size=64, delta=True, window=4, shuffle_seed=3)):
+        nodes = i64(head.sample.nodes)
+        assert head.plan_batch // 4 == k // 4, "reordered within its window"
+        known = {} if prev is None else {n: i for i, n in enumerate(prev)}
+        new = [n for n in dict.fromkeys(nodes) if n not in known]
+        assert len(rows) == len(new), (len(rows), len(new))
+        assert np.array_equal(rows, table[np.array(new, dtype=np.int64)].reshape(len(new), -1))
+        saved += len(nodes) - len(new)
+        prev = nodes
+    assert saved > 0, "consecutive batches share rows"
+    for kw, code, says in ((dict(order="zigzag"), grpc.StatusCode.INVALID_ARGUMENT, "order 'zigzag'"),
+                           (dict(split="nosuch"), grpc.StatusCode.NOT_FOUND, "nosuch"),
+                           (dict(window=4), grpc.StatusCode.INVALID_ARGUMENT, "needs a delta"),
+                           (dict(rank=3, world_size=2), grpc.StatusCode.INVALID_ARGUMENT, "rank 3")):
+        try:
+            stream_batches(channel, pb, **dict(dict(batch_size=100), **kw))
+            raise AssertionError("Stream accepted %r" % kw)
+        except grpc.RpcError as e:
+            assert e.code() == code and says in e.details(), (kw, e.code(), e.details())
+
+
 def check_stats(channel, pb):
     text = unary(channel, pb, "Stats", "StatsResponse")(pb.StatsRequest(api_version=1), timeout=30).prometheus_text
     assert 'featstore_requests_total{method="Gather",transport="grpc"}' in text, text[:500]
@@ -212,6 +266,9 @@ def main():
             rows, _ = gather(channel, pb, nodes, "float32")
             assert np.array_equal(rows, table[nodes].astype(np.float32)), "rows of sampled nodes differ"
             check_sample_gather(channel, pb, table, rng)
+            splits = manifest["splits"]
+            labels = np.load(os.path.join(args.dataset, manifest["labels"]["file"])).reshape(-1)
+            check_stream(channel, pb, table, labels, np.load(os.path.join(args.dataset, splits["train"])))
             check_stats(channel, pb)
             check_errors(channel, pb)
     print("third-party client: OK")

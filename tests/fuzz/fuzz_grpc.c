@@ -19,7 +19,7 @@
 #include "fuzz_codec.h"
 
 enum { INFO_REQ, SAMPLE_REQ, GATHER_REQ, SAMPLE_GATHER_REQ, SPLIT_REQ, STATS_REQ, SAMPLE_RESP, GATHER_CHUNK,
-       SAMPLE_GATHER_CHUNK, INFO_RESP, STATS_RESP, KINDS };
+       SAMPLE_GATHER_CHUNK, INFO_RESP, STATS_RESP, STREAM_REQ, STREAM_CHUNK, KINDS };
 
 static uint8_t slicing; /* this run's byte 1 */
 
@@ -162,6 +162,23 @@ static void sample_gather_req_check(const void *msg, void *state)
     check_ids(&((bytes_state_t *)state)->in, "seeds");
 }
 
+static void stream_req_decode(void *msg, void *state) { borrow_into(&((featstore_v1_StreamRequest *)msg)->seeds, state); }
+static int stream_req_encode(void *msg, void *state)
+{
+    bytes_state_t *s = state;
+    fs_wire_set_bytes(&((featstore_v1_StreamRequest *)msg)->seeds, &s->out, s->in.data, s->in.len);
+    return 0;
+}
+static void stream_req_check(const void *msg, void *state)
+{
+    const featstore_v1_StreamRequest *m = msg;
+    FUZZ_CHECK(memchr(m->table, '\0', sizeof m->table) && memchr(m->labels, '\0', sizeof m->labels) &&
+               memchr(m->split, '\0', sizeof m->split) && memchr(m->order, '\0', sizeof m->order) &&
+               memchr(m->out_dtype, '\0', sizeof m->out_dtype), "strings unterminated");
+    if (m->has_sample) check_sample_request(&m->sample);
+    check_ids(&((bytes_state_t *)state)->in, "seeds");
+}
+
 /* ---- responses ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -261,6 +278,43 @@ static void sg_chunk_check(const void *msg, void *state)
     if (m->has_sample) sample_resp_validate(&m->sample, state);
 }
 
+typedef struct {
+    sample_state_t sample;
+    bytes_state_t labels;
+} stream_state_t;
+
+static void stream_state_free(void *state)
+{
+    stream_state_t *s = state;
+    sample_state_free(&s->sample);
+    fs_wire_buf_free(&s->labels.in);
+}
+static void stream_chunk_decode(void *msg, void *state)
+{
+    featstore_v1_StreamChunk *m = msg;
+    stream_state_t *s = state;
+    sample_resp_setup(&m->sample, &s->sample);
+    fs_wire_set_buf(&m->features.data, &s->sample.data.in);
+    fs_wire_set_buf(&m->labels, &s->labels.in);
+}
+static int stream_chunk_encode(void *msg, void *state)
+{
+    featstore_v1_StreamChunk *m = msg;
+    stream_state_t *s = state;
+    sample_resp_reencode(&m->sample, &s->sample);
+    fs_wire_set_bytes(&m->features.data, &s->sample.data.out, s->sample.data.in.data, s->sample.data.in.len);
+    fs_wire_set_bytes(&m->labels, &s->labels.out, s->labels.in.data, s->labels.in.len);
+    return 0;
+}
+/* The client's next steps: the sample as SampleGather's, the labels as int64s. */
+static void stream_chunk_check(const void *msg, void *state)
+{
+    const featstore_v1_StreamChunk *m = msg;
+    stream_state_t *s = state;
+    if (m->has_sample) sample_resp_validate(&m->sample, &s->sample);
+    check_ids(&s->labels.in, "labels");
+}
+
 static void stats_decode(void *msg, void *state)
 {
     fs_wire_set_buf(&((featstore_v1_StatsResponse *)msg)->prometheus_text, &((bytes_state_t *)state)->in);
@@ -290,6 +344,9 @@ static const codec_t codecs[KINDS] = {
                                   sg_chunk_check),
     [INFO_RESP] = FUZZ_INFO_CODEC,
     [STATS_RESP] = CODEC(featstore_v1_StatsResponse, bytes_state_t, stats, bytes_free, NULL),
+    [STREAM_REQ] = CODEC(featstore_v1_StreamRequest, bytes_state_t, stream_req, bytes_free, stream_req_check),
+    [STREAM_CHUNK] = CODEC(featstore_v1_StreamChunk, stream_state_t, stream_chunk, stream_state_free,
+                           stream_chunk_check),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

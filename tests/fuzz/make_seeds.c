@@ -461,7 +461,7 @@ static void local_seeds(void)
 /* ---- fuzz_grpc --------------------------------------------------------------------------------- */
 
 enum { G_INFO_REQ, G_SAMPLE_REQ, G_GATHER_REQ, G_SAMPLE_GATHER_REQ, G_SPLIT_REQ, G_STATS_REQ, G_SAMPLE_RESP,
-       G_GATHER_CHUNK, G_SAMPLE_GATHER_CHUNK, G_INFO_RESP, G_STATS_RESP };
+       G_GATHER_CHUNK, G_SAMPLE_GATHER_CHUNK, G_INFO_RESP, G_STATS_RESP, G_STREAM_REQ, G_STREAM_CHUNK };
 
 static void put_grpc(const char *name, uint8_t kind, uint8_t slicing, const pb_msgdesc_t *type, const void *msg)
 {
@@ -544,6 +544,25 @@ static void grpc_seeds(void)
     fs_wire_sample_response(&res, &src, &resp);
     put_bb("sample-gather-chunk", G_SAMPLE_GATHER_CHUNK,
            fs_wire_gather_chunk(&hdr, grpc_slice_from_static_buffer(rows, sizeof rows), 1, &resp, &err));
+
+    /* Stream: a request by split with a delta window, one by seed array; a batch's head (sample, labels), and a
+     * rows message (a SampleGatherChunk with features alone, read as a StreamChunk) */
+    featstore_v1_StreamRequest stq = {.api_version = 2, .has_sample = true, .table = "feat", .labels = "labels",
+                                      .split = "train", .batch_size = 64, .order = "chunked", .chunk = 8,
+                                      .shuffle_seed = 3, .epoch = 1, .rank = 1, .world_size = 2, .delta = true,
+                                      .window = 8, .start_batch = 2};
+    fs_wire_sample_request(&req, NULL, 0, &seed_bytes, &stq.sample);
+    put_grpc("stream-request", G_STREAM_REQ, 0, featstore_v1_StreamRequest_fields, &stq);
+    stq.split[0] = '\0';
+    fs_wire_set_bytes(&stq.seeds, &id_bytes, ids, sizeof ids);
+    put_grpc("stream-request-seeds-sliced", G_STREAM_REQ, 0x13, featstore_v1_StreamRequest_fields, &stq);
+    featstore_v1_StreamChunk head = {.api_version = 2, .has_sample = true, .batch = 3, .plan_batch = 5};
+    fs_wire_bytes_t label_bytes;
+    fs_wire_sample_response(&res, &src, &head.sample);
+    fs_wire_set_bytes(&head.labels, &label_bytes, seed_local, sizeof seed_local);
+    put_grpc("stream-head", G_STREAM_CHUNK, 0, featstore_v1_StreamChunk_fields, &head);
+    put_bb("stream-rows", G_STREAM_CHUNK,
+           fs_wire_gather_chunk(&hdr, grpc_slice_from_static_buffer(rows, sizeof rows), 1, NULL, &err));
 
     static const char *const info_names[3] = {"info-response", "info-response-typed", "info-response-typed-bad-index"};
     for (int i = 0; i < 3; i++) {
