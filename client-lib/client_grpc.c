@@ -227,7 +227,8 @@ typedef struct {
     grpc_slice details;
 } rpc_t;
 
-static fs_status_t rpc_open(rpc_t *r, fs_client_t *c, const char *method)
+/* A call with the given deadline (ms from now; 0 = none). */
+static fs_status_t rpc_open(rpc_t *r, fs_client_t *c, const char *method, int deadline_ms)
 {
     memset(r, 0, sizeof *r);
     r->c = c;
@@ -237,7 +238,7 @@ static fs_status_t rpc_open(rpc_t *r, fs_client_t *c, const char *method)
     r->details = grpc_empty_slice();
     conn_t *k = conn_of(c);
     r->call = grpc_channel_create_call(k->channel, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq,
-                                       grpc_slice_from_static_string(method), NULL, deadline_in(c->opts.timeout_ms),
+                                       grpc_slice_from_static_string(method), NULL, deadline_in(deadline_ms),
                                        NULL);
     if (!r->call) return fs_client_fail(c, FS_ERR_INTERNAL, "%s: cannot create a gRPC call", method_name(method));
     return FS_OK;
@@ -310,7 +311,7 @@ static fs_status_t unary(fs_client_t *c, const char *method, const pb_msgdesc_t 
     grpc_byte_buffer *send = encode_request(c, method, req_fields, req);
     if (!send) return FS_ERR_NOMEM;
     rpc_t r;
-    fs_status_t st = rpc_open(&r, c, method);
+    fs_status_t st = rpc_open(&r, c, method, c->opts.timeout_ms);
     if (st == FS_OK) {
         grpc_op ops[6];
         size_t n = ops_send_request(&r, ops, send);
@@ -440,15 +441,21 @@ typedef struct {
     grpc_byte_buffer *send;
     grpc_byte_buffer *incoming; /* target of the pending receive */
     int open, pending;
+    int recv_ms;                /* > 0: no call deadline, but each message within this */
+    int timed_out;              /* a message did not come in time: the call was cancelled */
 } stream_t;
 
-static fs_status_t stream_open(stream_t *s, fs_client_t *c, const char *method, const pb_msgdesc_t *fields,
-                               const void *req)
+/* recv_ms 0: the call has the connection's deadline (timeout_ms); > 0: the
+ * call has none (an epoch stream lasts as long as its trainer), each
+ * message must come within recv_ms instead. */
+static fs_status_t stream_open_within(stream_t *s, fs_client_t *c, const char *method, const pb_msgdesc_t *fields,
+                                      const void *req, int recv_ms)
 {
     memset(s, 0, sizeof *s);
+    s->recv_ms = recv_ms;
     s->send = encode_request(c, method, fields, req);
     if (!s->send) return FS_ERR_NOMEM;
-    fs_status_t st = rpc_open(&s->r, c, method);
+    fs_status_t st = rpc_open(&s->r, c, method, recv_ms > 0 ? 0 : c->opts.timeout_ms);
     if (st != FS_OK) return st;
     s->open = 1;
     grpc_op ops[4];
@@ -457,6 +464,26 @@ static fs_status_t stream_open(stream_t *s, fs_client_t *c, const char *method, 
         return fs_client_fail(c, FS_ERR_INTERNAL, "%s: the gRPC batch failed", method_name(method));
     wait_tag(conn_of(c)); /* a failure here shows in the status */
     return FS_OK;
+}
+
+static fs_status_t stream_open(stream_t *s, fs_client_t *c, const char *method, const pb_msgdesc_t *fields,
+                               const void *req)
+{
+    return stream_open_within(s, c, method, fields, req, 0);
+}
+
+/* Waits for the pending receive, at most recv_ms when set: a late message
+ * cancels the call (its batch then completes, failed). */
+static int wait_recv(stream_t *s)
+{
+    conn_t *k = conn_of(s->r.c);
+    if (s->recv_ms <= 0) return wait_tag(k);
+    grpc_event ev = grpc_completion_queue_next(k->cq, deadline_in(s->recv_ms), NULL);
+    if (ev.type != GRPC_QUEUE_TIMEOUT) return ev.type == GRPC_OP_COMPLETE && ev.success;
+    s->timed_out = 1;
+    grpc_call_cancel(s->r.call, NULL);
+    wait_tag(k);
+    return 0;
 }
 
 static void stream_start_recv(stream_t *s)
@@ -471,7 +498,7 @@ static void stream_start_recv(stream_t *s)
 /* Waits for the pending receive; its message (or NULL). */
 static grpc_byte_buffer *stream_finish_recv(stream_t *s)
 {
-    int ok = s->pending && wait_tag(conn_of(s->r.c));
+    int ok = s->pending && wait_recv(s);
     s->pending = 0;
     grpc_byte_buffer *bb = s->incoming;
     s->incoming = NULL;
@@ -787,6 +814,158 @@ static fs_status_t g_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t
     return FS_OK;
 }
 
+/* ---- epoch streams: the Stream method -------------------------------------------- */
+
+/* One Stream call: its batches are read one at a time, each a head message
+ * (sample, numbers, labels) and then its rows messages, so the server
+ * runs at most gRPC's flow-control window ahead of the stream's producer. */
+struct fs_epoch_call {
+    fs_client_t *c;
+    stream_t s;
+    fs_sample_req_t req;          /* what adopt_sample reads */
+    int has_table, delta, has_labels, done;
+    int64_t batch_size, next;     /* the index the next batch must carry */
+    featstore_v1_StreamChunk msg; /* about 1 KB: off the stack */
+};
+
+static fs_status_t g_epoch_open(fs_client_t *c, const fs_epoch_call_req_t *q, struct fs_epoch_call **out)
+{
+    static const char *const orders[] = {[FS_EPOCH_SEQUENTIAL] = "sequential", [FS_EPOCH_RANDOM] = "random",
+                                         [FS_EPOCH_CHUNKED] = "chunked"};
+    *out = NULL;
+    struct fs_epoch_call *e = calloc(1, sizeof *e);
+    featstore_v1_StreamRequest *m = calloc(1, sizeof *m);
+    fs_status_t st = e && m ? FS_OK : fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK) st = table_args(c, q->table, q->out_dtype, m->table, sizeof m->table, m->out_dtype,
+                                     sizeof m->out_dtype);
+    if (st == FS_OK && (strlen(q->labels) >= sizeof m->labels || (q->split && strlen(q->split) >= sizeof m->split)))
+        st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "Stream: a table or split name is too long");
+    if (st != FS_OK) {
+        free(e), free(m);
+        return st;
+    }
+    fs_wire_bytes_t no_seeds, seeds;
+    m->api_version = FS_WIRE_API_VERSION_TYPED;
+    m->has_sample = true;
+    fs_wire_sample_request(q->sample, NULL, 0, &no_seeds, &m->sample);
+    snprintf(m->labels, sizeof m->labels, "%s", q->labels);
+    snprintf(m->split, sizeof m->split, "%s", q->split ? q->split : "");
+    if (!m->split[0]) fs_wire_set_bytes(&m->seeds, &seeds, q->seeds, sizeof(int64_t) * (size_t)q->num_seeds);
+    const fs_epoch_opts_t *p = q->plan;
+    m->batch_size = p->batch_size, m->drop_last = p->drop_last, m->chunk = p->chunk, m->shuffle_seed = p->seed;
+    m->epoch = p->epoch, m->rank = p->rank, m->world_size = p->world_size;
+    snprintf(m->order, sizeof m->order, "%s", orders[p->order]);
+    m->delta = q->delta, m->window = q->window, m->start_batch = q->start_batch;
+    *e = (struct fs_epoch_call){.c = c, .req = *q->sample, .has_table = q->table[0] != 0, .delta = q->delta,
+                                .has_labels = q->labels[0] != 0, .batch_size = p->batch_size, .next = q->start_batch};
+    st = stream_open_within(&e->s, c, FS_WIRE_METHOD_STREAM, featstore_v1_StreamRequest_fields, m,
+                            c->opts.timeout_ms > 0 ? c->opts.timeout_ms : 0);
+    free(m);
+    if (st != FS_OK) {
+        stream_close(&e->s, st);
+        free(e);
+        return st;
+    }
+    *out = e;
+    return FS_OK;
+}
+
+/* The call ended (no next message): its status, or `clean` when that is OK
+ * (FS_END between batches; inside one, the server broke the format). */
+static fs_status_t epoch_ended(struct fs_epoch_call *e, fs_status_t clean)
+{
+    e->done = 1;
+    fs_status_t st = stream_close(&e->s, FS_OK);
+    if (e->s.timed_out)
+        return fs_client_fail(e->c, FS_ERR_TIMEOUT, "Stream: no message from the server for %d ms (timeout_ms); "
+                              "the call was cancelled", e->s.recv_ms);
+    if (st != FS_OK || clean == FS_END) return st == FS_OK ? FS_END : st;
+    return fs_client_fail(e->c, clean, "Stream: the server ended the call inside batch %lld", (long long)e->next);
+}
+
+/* A batch's head: its sample into b, its labels, its numbers. */
+static fs_status_t epoch_head(struct fs_epoch_call *e, grpc_byte_buffer *bb, grpc_batch_t *b, int64_t *labels,
+                              fs_epoch_call_batch_t *out)
+{
+    featstore_v1_StreamChunk *m = &e->msg;
+    *m = (featstore_v1_StreamChunk)featstore_v1_StreamChunk_init_zero;
+    fs_wire_sample_dst_t dst;
+    memset(&dst, 0, sizeof dst);
+    fs_wire_sample_response_prepare(&m->sample, &dst);
+    fs_wire_buf_t lbuf = {.flags = FS_WIRE_FIXED, .mem = labels, .cap = sizeof(int64_t) * (size_t)e->batch_size};
+    fs_wire_set_buf(&m->labels, &lbuf);
+    fs_status_t st = decode_response(e->c, FS_WIRE_METHOD_STREAM, bb, featstore_v1_StreamChunk_fields, m);
+    if (st == FS_OK && (!m->has_sample || m->has_features || m->batch != e->next))
+        st = fs_client_fail(e->c, FS_ERR_FORMAT, "Stream: batch %lld must open with its sample and no rows (got "
+                            "batch %lld%s%s)", (long long)e->next, (long long)m->batch,
+                            m->has_sample ? "" : ", no sample", m->has_features ? ", rows" : "");
+    if (st == FS_OK) st = adopt_sample(e->c, FS_WIRE_METHOD_STREAM, &m->sample, &dst, &e->req, b);
+    if (st == FS_OK && lbuf.len != (e->has_labels ? sizeof(int64_t) * (size_t)b->priv.pub.num_seeds : 0))
+        st = fs_client_fail(e->c, FS_ERR_FORMAT, "Stream: batch %lld has %zu bytes of labels for %lld seeds",
+                            (long long)e->next, lbuf.len, (long long)b->priv.pub.num_seeds);
+    fs_wire_sample_dst_free(&dst);
+    out->index = m->batch, out->plan_index = m->plan_batch;
+    return st;
+}
+
+/* A batch's rows messages, until its rows are complete. */
+static fs_status_t epoch_rows(struct fs_epoch_call *e, rows_sink_t *sink)
+{
+    fs_status_t st = FS_OK;
+    while (st == FS_OK && !(sink->started && sink->rows_done == sink->total_rows)) {
+        grpc_byte_buffer *bb = stream_next(&e->s);
+        if (!bb) return epoch_ended(e, FS_ERR_FORMAT);
+        featstore_v1_StreamChunk *m = &e->msg;
+        *m = (featstore_v1_StreamChunk)featstore_v1_StreamChunk_init_zero;
+        sink_prepare(sink, &m->features);
+        st = decode_chunk(e->c, FS_WIRE_METHOD_STREAM, bb, featstore_v1_StreamChunk_fields, m, &m->features, sink);
+        grpc_byte_buffer_destroy(bb);
+        if (st == FS_OK && (m->has_sample || !m->has_features))
+            st = fs_client_fail(e->c, FS_ERR_FORMAT, "Stream: batch %lld's rows message has %s", (long long)e->next,
+                                m->has_sample ? "a sample" : "no rows");
+    }
+    return st;
+}
+
+static fs_status_t g_epoch_next(struct fs_epoch_call *e, fs_epoch_call_batch_t *out, int64_t *labels)
+{
+    memset(out, 0, sizeof *out);
+    if (e->done) return fs_client_fail(e->c, FS_ERR_INVALID_ARGUMENT, "Stream: the call has ended");
+    grpc_byte_buffer *bb = stream_next(&e->s);
+    if (!bb) return epoch_ended(e, FS_END);
+    grpc_batch_t *b = batch_new(e->c), *rows = NULL;
+    fs_status_t st = b ? epoch_head(e, bb, b, labels, out) : FS_ERR_NOMEM;
+    grpc_byte_buffer_destroy(bb);
+    if (st == FS_OK && e->has_table) {
+        rows_sink_t sink;
+        memset(&sink, 0, sizeof sink);
+        sink.cache = conn_of(e->c)->rows_cache;
+        st = epoch_rows(e, &sink);
+        if (st == FS_OK && e->delta && !(rows = batch_new(e->c))) st = FS_ERR_NOMEM;
+        if (st == FS_OK) st = finish_rows(e->c, FS_WIRE_METHOD_STREAM, &sink, rows ? rows : b);
+        if (st == FS_OK && !e->delta && b->priv.pub.rows != b->priv.pub.num_nodes)
+            st = fs_client_fail(e->c, FS_ERR_FORMAT, "Stream: %lld feature rows for %lld nodes",
+                                (long long)b->priv.pub.rows, (long long)b->priv.pub.num_nodes);
+        sink_free(&sink);
+    }
+    if (st != FS_OK) {
+        if (b) batch_release(&b->priv);
+        if (rows) batch_release(&rows->priv);
+        return st;
+    }
+    e->next++;
+    out->batch = &b->priv.pub;
+    out->rows = rows ? &rows->priv.pub : NULL;
+    return FS_OK;
+}
+
+static void g_epoch_close(struct fs_epoch_call *e)
+{
+    if (!e) return;
+    if (!e->done) stream_close(&e->s, FS_ERR_UNAVAILABLE); /* cancels a call still running */
+    free(e);
+}
+
 static fs_status_t g_stats(fs_client_t *c, char **text)
 {
     featstore_v1_StatsRequest req = {.api_version = FS_WIRE_API_VERSION};
@@ -1070,6 +1249,9 @@ static const fs_transport_ops_t grpc_ops = {
     .stats = g_stats,
     .split = g_split,
     .hetero = g_hetero,
+    .epoch_open = g_epoch_open,
+    .epoch_next = g_epoch_next,
+    .epoch_close = g_epoch_close,
     .close = g_close,
 };
 

@@ -14,9 +14,34 @@
 
 #include "featstore/admin.h"
 #include "featstore/client.h"
+#include "fs_epoch.h"
 #include "fs_locality.h"
 
 struct fs_client;
+struct fs_epoch_call;
+
+/* An epoch stream the server makes (grpc://'s Stream method, proto/
+ * featstore.proto): what client-lib/stream.c asks for, everything borrowed
+ * for the call to epoch_open only. */
+typedef struct {
+    const fs_epoch_opts_t *plan;  /* num_items unused: the server counts the seeds */
+    const char *split;            /* the seeds: a split's name, or */
+    const int64_t *seeds;         /* an array */
+    int64_t num_seeds;
+    const fs_sample_req_t *sample;
+    const char *table;            /* "" = sample only */
+    fs_dtype_t out_dtype;
+    const char *labels;           /* "" = none */
+    int delta, window;
+    int64_t start_batch;
+} fs_epoch_call_req_t;
+
+/* One batch of it: the caller owns both batches. */
+typedef struct {
+    int64_t index, plan_index;    /* its place in the stream; its batch in the plan */
+    fs_batch_t *batch;            /* the sample, with every node's rows unless delta (or no table) */
+    fs_batch_t *rows;             /* delta: the new rows, in the order of their first appearance */
+} fs_epoch_call_batch_t;
 
 /* One transport: unix (client_local.c) or grpc (client_grpc.c). Arguments
  * are checked and option structs normalised (struct_size = sizeof) by
@@ -37,6 +62,14 @@ typedef struct {
      * structs are full-size copies (client.c) */
     fs_status_t (*hetero)(struct fs_client *c, const fs_hetero_seeds_t *groups, size_t num_groups,
                           const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out);
+    /* One call carrying an epoch's batches (NULL: the transport has none).
+     * epoch_next copies the seeds' labels into `labels` (room for the batch
+     * size) and returns FS_END after the last batch; a connection the server
+     * broke is FS_ERR_UNAVAILABLE. Failures are recorded on the call's
+     * connection, which the call uses alone until epoch_close. */
+    fs_status_t (*epoch_open)(struct fs_client *c, const fs_epoch_call_req_t *req, struct fs_epoch_call **out);
+    fs_status_t (*epoch_next)(struct fs_epoch_call *e, fs_epoch_call_batch_t *out, int64_t *labels);
+    void (*epoch_close)(struct fs_epoch_call *e);
     void (*close)(struct fs_client *c); /* in a forked child (fs_client_foreign): this process's copies only */
 } fs_transport_ops_t;
 

@@ -20,6 +20,14 @@
  * assembles the full matrix from the previous batch's rows and the new
  * ones; the producer keeps a reference to the previous batch for that.
  *
+ * Server-made batches (docs/api.md §11): over grpc:// to a 1.5 server a
+ * node stream is one Stream call, and the producer reads it a batch at a
+ * time instead of making calls (produce_remote). The server makes exactly
+ * the batches described above (server/epoch_run.c), so the producer only
+ * checks each against its plan and matches it against the previous one as
+ * the server did, the new rows arriving instead of being fetched. A call
+ * that fails is opened again at the batch it failed on.
+ *
  * Slots: the producer hands out a batch only while fewer than prefetch +
  * hold (+ 1, the previous batch it keeps) batches are alive. A batch holds
  * one result slot, two with a delta (its sample, and its new rows as
@@ -53,6 +61,8 @@ static void stream_destroy(fs_stream_t *s)
     free(s->row_tables);
     for (int i = 0; i < 4; i++) free(s->link_arrays[i]);
     free(s->scratch);
+    free(s->spare);
+    free(s->labels_in);
     free(s->items);
     free(s);
 }
@@ -66,13 +76,38 @@ static void stream_unref(fs_stream_t *s)
     if (last) stream_destroy(s);
 }
 
+/* FS_DELTA_FULL's matrices: the stream keeps the largest one freed for the
+ * next batch, so a steady epoch reuses mapped memory instead of faulting in
+ * a fresh ~matrix-sized block per batch. With room to spare, as batches vary. */
+static void *matrix_take(fs_stream_t *s, size_t bytes, size_t *cap)
+{
+    pthread_mutex_lock(&s->mu);
+    void *p = s->spare_cap >= bytes ? s->spare : NULL;
+    if (p) *cap = s->spare_cap, s->spare = NULL, s->spare_cap = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (!p && (p = malloc(bytes + bytes / 8 + 1))) *cap = bytes + bytes / 8 + 1;
+    return p;
+}
+
+static void matrix_give_back(fs_stream_t *s, void *p, size_t cap)
+{
+    pthread_mutex_lock(&s->mu);
+    if (cap > s->spare_cap) {
+        void *old = s->spare;
+        s->spare = p, s->spare_cap = cap, p = old;
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(p);
+}
+
 static void batch_destroy(stream_batch_t *b)
 {
     fs_batch_free(b->batch);
     fs_batch_free(b->fresh);
     fs_hetero_batch_free(b->typed);
     for (size_t k = 0; k < b->num_rows_of; k++) fs_batch_free(b->rows_of[k]);
-    free(b->rows_of), free(b->rows), free(b->take), free(b);
+    if (b->rows) matrix_give_back(b->s, b->rows, b->rows_cap);
+    free(b->rows_of), free(b->take), free(b);
 }
 
 /* Drops one of a handed-out batch's references; the last frees it and
@@ -243,6 +278,17 @@ static fs_status_t make_typed(fs_stream_t *s, stream_batch_t *b, const int64_t *
     return call(s, &(call_t){.kind = CALL_LINK, .link = &l, .typed_out = &b->typed}, b->pub.plan_index, e);
 }
 
+/* b's public view of its node batch b->batch, which holds every node's
+ * rows unless the stream samples only or a delta mode fetches them apart. */
+static void nodes_view(fs_stream_t *s, stream_batch_t *b)
+{
+    const fs_batch_t *x = b->batch;
+    b->pub.batch = x;
+    if (!s->sample_only && s->delta == FS_DELTA_OFF)
+        b->pub.features = b->pub.new_rows = x->features, b->pub.dim = x->dim, b->pub.dtype = x->dtype,
+        b->pub.num_new = x->rows;
+}
+
 /* A node batch: its sample (with features unless a delta mode fetches them
  * later) and its seeds' labels. */
 static fs_status_t make_nodes(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
@@ -253,13 +299,8 @@ static fs_status_t make_nodes(fs_stream_t *s, stream_batch_t *b, const int64_t *
     fs_status_t st = call(s, &(call_t){.kind = kind, .ids = b->ids, .n = n, .table = s->table, .out = &b->batch},
                           b->pub.plan_index, e);
     if (st == FS_OK && s->labels[0]) st = gather_labels(s, b, e);
-    if (st != FS_OK) return st;
-    const fs_batch_t *x = b->batch;
-    b->pub.batch = x;
-    if (kind == CALL_SAMPLE_GATHER)
-        b->pub.features = b->pub.new_rows = x->features, b->pub.dim = x->dim, b->pub.dtype = x->dtype,
-        b->pub.num_new = x->rows;
-    return FS_OK;
+    if (st == FS_OK) nodes_view(s, b);
+    return st;
 }
 
 /* A row batch: one gather of the seeds' rows per table, and their labels. */
@@ -280,21 +321,32 @@ static fs_status_t make_rows(fs_stream_t *s, stream_batch_t *b, const int64_t *p
     return s->labels[0] ? gather_labels(s, b, e) : FS_OK;
 }
 
-/* Plan batch p; NULL on failure (in *e). b->ids has room for four
+/* A batch for plan batch p, its seeds' plan positions in s's scratch (*pos)
+ * and their count in *n; NULL on failure (in *e). b->ids has room for four
  * batch-size arrays (seeds and labels; a link batch's four columns). */
-static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
+static stream_batch_t *batch_new(fs_stream_t *s, int64_t p, int64_t **pos, int64_t *n, entry_t *e)
 {
-    int64_t bs = s->plan.o.batch_size, *pos = scratch(s, bs);
-    stream_batch_t *b = pos ? calloc(1, sizeof *b + sizeof(int64_t) * (size_t)bs * 4) : NULL;
+    int64_t bs = s->plan.o.batch_size;
+    *pos = scratch(s, bs);
+    stream_batch_t *b = *pos ? calloc(1, sizeof *b + sizeof(int64_t) * (size_t)bs * 4) : NULL;
     if (!b) {
         entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)p);
         return NULL;
     }
-    int64_t n = fs_epoch_batch(&s->plan, p, pos);
+    *n = fs_epoch_batch(&s->plan, p, *pos);
     b->pub = (fs_stream_batch_t){.index = p, .plan_index = p, .request_seed = fs_epoch_batch_seed(&s->plan, p),
-                                 .num_seeds = n, .seeds = b->ids};
+                                 .num_seeds = *n, .seeds = b->ids};
     b->s = s;
     b->refs = 1;
+    return b;
+}
+
+/* Plan batch p; NULL on failure (in *e). */
+static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
+{
+    int64_t *pos, n;
+    stream_batch_t *b = batch_new(s, p, &pos, &n, e);
+    if (!b) return NULL;
     fs_status_t st = s->kind == STREAM_NODES  ? make_nodes(s, b, pos, n, e)
                      : s->kind == STREAM_ROWS ? make_rows(s, b, pos, n, e)
                                               : make_typed(s, b, pos, n, e);
@@ -339,17 +391,23 @@ static fs_status_t finish_delta(fs_stream_t *s, stream_batch_t *b, entry_t *e)
         return err.code;
     }
     for (int64_t k = 0; k < num_new; k++) new_ids[k] = x->nodes[new_pos[k]];
-    b->rows = s->delta == FS_DELTA_FULL ? malloc(row * (size_t)n + 1) : NULL;
+    b->rows = s->delta == FS_DELTA_FULL ? matrix_take(s, row * (size_t)n, &b->rows_cap) : NULL;
     fs_status_t st = s->delta == FS_DELTA_FULL && !b->rows ? FS_ERR_NOMEM : FS_OK;
-    if (st == FS_OK && num_new > 0)
+    if (st != FS_OK) {
+        entry_fail(e, st, "stream: out of memory for batch %lld's rows", (long long)b->pub.index);
+    } else if (s->remote) { /* the server matched the same two batches: its rows must be these */
+        if (b->fresh->rows != num_new)
+            entry_fail(e, st = FS_ERR_FORMAT, "stream: batch %lld: the server sent %lld new rows where %lld are new",
+                       (long long)b->pub.index, (long long)b->fresh->rows, (long long)num_new);
+    } else if (num_new > 0) {
         st = call(s, &(call_t){.kind = CALL_GATHER, .ids = new_ids, .n = num_new, .table = s->table, .out = &b->fresh},
                   b->pub.plan_index, e);
-    else if (st != FS_OK) entry_fail(e, st, "stream: out of memory for batch %lld's rows", (long long)b->pub.index);
+    }
     if (st != FS_OK) return st;
     b->pub = (fs_stream_batch_t){.batch = x, .index = b->pub.index, .request_seed = b->pub.request_seed,
                                  .num_seeds = b->pub.num_seeds, .seeds = b->pub.seeds, .labels = b->pub.labels,
                                  .plan_index = b->pub.plan_index, .dim = s->dim, .dtype = s->row_dtype,
-                                 .num_new = num_new, .new_rows = b->fresh ? b->fresh->features : NULL,
+                                 .num_new = num_new, .new_rows = num_new ? b->fresh->features : NULL,
                                  .take = b->take, .prev_rows = prev_n,
                                  .match = n ? (double)(n - num_new) / (double)n : 0};
     if (s->delta == FS_DELTA_FULL) assemble(b, s->prev, row);
@@ -441,11 +499,110 @@ static int hand_out_window(fs_stream_t *s, int64_t w, int k)
     return ok;
 }
 
+/* ---- the server makes the batches: one Stream call (grpc://) ------------------ */
+
+static void close_call(fs_stream_t *s)
+{
+    if (s->call) s->conn->ops->epoch_close(s->call);
+    s->call = NULL;
+}
+
+static fs_status_t open_call(fs_stream_t *s, int64_t i, entry_t *e)
+{
+    fs_epoch_call_req_t q = {.plan = &s->plan.o, .split = s->split, .seeds = s->items,
+                             .num_seeds = s->plan.o.num_items, .sample = &s->req,
+                             .table = s->sample_only ? "" : s->table, .out_dtype = s->out_dtype, .labels = s->labels,
+                             .delta = s->delta != FS_DELTA_OFF, .window = s->window, .start_batch = i};
+    fs_status_t st = s->conn->ops->epoch_open(s->conn, &q, &s->call);
+    if (st != FS_OK) entry_fail(e, st, "stream: %s", fs_client_errstr(s->conn));
+    return st;
+}
+
+/* Checks that the server's batch is plan batch p of the window holding
+ * position i, with the plan's seeds. */
+static fs_status_t check_remote(fs_stream_t *s, int64_t i, int64_t p, const fs_batch_t *x, const int64_t *seeds,
+                                int64_t n, entry_t *e)
+{
+    int64_t first = i - i % s->window, ok = p >= first && p < first + s->window && p < s->plan.num_batches &&
+                                            x->num_seeds == n;
+    for (int64_t k = 0; ok && k < n; k++) ok = x->nodes[x->seed_local[k]] == seeds[k];
+    if (ok) return FS_OK;
+    entry_fail(e, FS_ERR_FORMAT, "stream: the server's batch %lld (plan batch %lld) is not this stream's: its plan or "
+               "seeds differ", (long long)i, (long long)p);
+    return FS_ERR_FORMAT;
+}
+
+/* Batch i from the call, made into a stream batch (seeds from the plan,
+ * the delta matched here as the server matched it). */
+static stream_batch_t *take_remote(fs_stream_t *s, int64_t i, fs_epoch_call_batch_t *got, const int64_t *labels,
+                                   entry_t *e)
+{
+    int64_t *pos, n;
+    stream_batch_t *b = batch_new(s, got->plan_index, &pos, &n, e);
+    if (!b) {
+        fs_batch_free(got->batch), fs_batch_free(got->rows);
+        return NULL;
+    }
+    for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[pos[k]];
+    b->batch = got->batch, b->fresh = got->rows, b->pub.index = i;
+    if (s->labels[0]) memcpy(b->ids + n, labels, sizeof(int64_t) * (size_t)n), b->pub.labels = b->ids + n;
+    fs_status_t st = check_remote(s, i, got->plan_index, b->batch, b->ids, n, e);
+    if (st == FS_OK && s->delta != FS_DELTA_OFF) st = finish_delta(s, b, e);
+    else if (st == FS_OK) nodes_view(s, b);
+    if (st != FS_OK) batch_destroy(b), b = NULL;
+    return b;
+}
+
+/* Batch i, from the call (opened at i when there is none). A connection the
+ * server broke is replaced and the call opened again at i; so is a call the
+ * server timed out after it had delivered batches (a trainer that left it
+ * unread longer than the server's request timeout). */
+static stream_batch_t *remote_batch(fs_stream_t *s, int64_t i, entry_t *e)
+{
+    for (;;) {
+        fs_status_t st = FS_OK;
+        if (!s->call) {
+            s->call_batches = 0;
+            st = open_call(s, i, e);
+        }
+        if (st == FS_OK) {
+            fs_epoch_call_batch_t got;
+            if ((st = s->conn->ops->epoch_next(s->call, &got, s->labels_in)) == FS_OK) {
+                s->call_batches++;
+                return take_remote(s, i, &got, s->labels_in, e);
+            }
+            if (st == FS_END)
+                entry_fail(e, st = FS_ERR_FORMAT, "stream: the server ended the epoch after %lld of %lld batches",
+                           (long long)i, (long long)s->plan.num_batches);
+            else entry_fail(e, st, "stream: batch %lld: %s", (long long)i, fs_client_errstr(s->conn));
+            close_call(s);
+        }
+        int reopen = st == FS_ERR_TIMEOUT && s->call_batches > 0;
+        if (!reopen && (st != FS_ERR_UNAVAILABLE || reconnect(s, e) != FS_OK)) return NULL;
+        e->st = FS_OK;
+        if (s->prev) batch_release(s->prev); /* a new call's first batch has no previous one */
+        s->prev = NULL;
+    }
+}
+
+static void produce_remote(fs_stream_t *s)
+{
+    for (int64_t i = s->start; i < s->plan.num_batches; i++) {
+        if (!wait_for_room(s, i)) break;
+        entry_t e = {.st = FS_OK};
+        stream_batch_t *b = remote_batch(s, i, &e);
+        hand_out(s, i, b, &e);
+        if (!b) break; /* a failed stream stays failed */
+    }
+    close_call(s);
+}
+
 void *fs_stream_produce(void *arg)
 {
     fs_stream_t *s = arg;
     int64_t w = s->window;
-    for (int64_t first = s->start - s->start % w; first < s->plan.num_batches; first += w) {
+    if (s->remote) produce_remote(s);
+    for (int64_t first = s->start - s->start % w; !s->remote && first < s->plan.num_batches; first += w) {
         int k = (int)(s->plan.num_batches - first < w ? s->plan.num_batches - first : w);
         if (!hand_out_window(s, first, k)) break;
     }

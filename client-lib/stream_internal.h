@@ -24,7 +24,8 @@ typedef struct stream_batch {
     size_t num_rows_of;
     struct fs_stream *s;
     int refs;                      /* the caller's, and the producer's while it is the previous batch */
-    void *rows;                    /* FS_DELTA_FULL: the full matrix */
+    void *rows;                    /* FS_DELTA_FULL: the full matrix (rows_cap bytes) */
+    size_t rows_cap;
     int64_t *take;                 /* delta: take [num_nodes], then new_pos [num_nodes] */
     int64_t ids[];                 /* the seeds, then their labels */
 } stream_batch_t;
@@ -53,6 +54,13 @@ struct fs_stream {
     int64_t *link_arrays[4];       /* STREAM_LINK: the split's src, dst, label, time (or NULL) */
     char **row_tables;             /* STREAM_ROWS: the tables' names (one allocation) */
     size_t num_row_tables;
+    char split[256];               /* the seeds' split ("" = an array): what a Stream call names */
+    int remote;                    /* the server makes the batches: one Stream call (grpc://, node batches) */
+    struct fs_epoch_call *call;    /* remote: the producer's call, on conn */
+    int64_t *labels_in;            /* remote: a batch's labels as received (batch_size) */
+    int64_t call_batches;          /* remote: batches the current call delivered */
+    void *spare;                   /* a freed FS_DELTA_FULL matrix, spare_cap bytes (mu) */
+    size_t spare_cap;
     fs_client_t *conn;             /* the producer's */
     fs_epoch_t plan;
     int64_t *items;                /* the seeds by plan position */

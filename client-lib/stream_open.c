@@ -27,6 +27,18 @@ static fs_status_t copy_name(fs_client_t *c, char *dst, size_t cap, const char *
     return FS_OK;
 }
 
+/* Whether the server makes this node stream's batches, in one Stream call:
+ * over grpc:// to a server of 1.5 or later, unless FEATSTORE_STREAM_CALLS
+ * is "batch" (the per-batch calls every server answers). */
+static int server_makes_batches(const fs_client_t *c, const fs_stream_t *s, const fs_info_t *info)
+{
+    const char *env = getenv("FEATSTORE_STREAM_CALLS");
+    int major = 0, minor = 0;
+    if (s->kind != STREAM_NODES || !c->ops->epoch_open || (env && strcmp(env, "batch") == 0)) return 0;
+    if (!info->server_version || sscanf(info->server_version, "%d.%d", &major, &minor) != 2) return 0;
+    return major > 1 || (major == 1 && minor >= 5);
+}
+
 /* The tables: the features' (unless sampling only) and the labels'. */
 static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
 {
@@ -54,6 +66,7 @@ static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_strea
         st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no label table '%s' in dataset '%s'", labels, info->dataset);
     if (st == FS_OK && o->table) st = copy_name(c, s->table, sizeof s->table, "table", o->table);
     if (st == FS_OK) st = copy_name(c, s->labels, sizeof s->labels, "label table", labels);
+    s->remote = server_makes_batches(c, s, info);
     fs_info_free(info);
     return st;
 }
@@ -71,6 +84,7 @@ static fs_status_t take_seeds(fs_client_t *c, fs_stream_t *s, const fs_stream_op
         fs_status_t st = fs_split(c, o->split, &ids);
         if (st != FS_OK) return st;
         src = ids->ids, *n = ids->n;
+        snprintf(s->split, sizeof s->split, "%s", o->split); /* shorter: fs_split refuses longer names */
     } else if (o->num_seeds < 0) {
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: num_seeds is %lld", (long long)o->num_seeds);
     }
@@ -350,6 +364,8 @@ FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, 
     if (st == FS_OK && o.delta != FS_DELTA_OFF && fs_reorder_ws_create(&s->rws, &err) != FS_OK)
         st = fs_client_fail(c, err.code, "stream: %s", err.msg);
     s->start = s->made = s->taken = o.start_batch;
+    if (st == FS_OK && s->remote && !(s->labels_in = malloc(sizeof *s->labels_in * (size_t)o.batch_size)))
+        st = fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory");
     if (st == FS_OK) st = start(c, s, &o);
     if (st != FS_OK) {
         fs_stream_close(s);

@@ -67,10 +67,10 @@ extern "C" {
 #endif
 
 #define FS_VERSION_MAJOR 1
-#define FS_VERSION_MINOR 4
+#define FS_VERSION_MINOR 5
 #define FS_VERSION_PATCH 0
 
-/* The library's version, "1.4.0": compare with FS_VERSION_* to see that a
+/* The library's version, "1.5.0": compare with FS_VERSION_* to see that a
  * program runs with the library it was built for. */
 FS_API const char *fs_version(void);
 
@@ -236,6 +236,9 @@ FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void
  * start_batch = fs_stream_position() of an earlier one continues it bit
  * for bit (after a server restart, or the trainer's own). A connection the
  * server broke is re-opened and the batch retried, within timeout_ms.
+ * Over grpc:// to a 1.5 server a node stream is one server-streaming call
+ * (the server makes the batches, the same ones); FEATSTORE_STREAM_CALLS=batch
+ * in the environment makes it use one call per batch, as older servers get.
  *
  * Ownership and threads: a stream is used by one thread at a time; its
  * batches may be freed from any thread, and outlive fs_stream_close.

@@ -49,4 +49,4 @@ except OSError:
         globals()[name] = value
         return value
 
-__version__ = "1.4.0"
+__version__ = "1.5.0"
