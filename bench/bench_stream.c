@@ -25,17 +25,22 @@
  * still gets full host matrices, assembled) at window 1 (Match alone) and
  * --window (Match-Reorder), and FS_DELTA_ONLY at --window (a GPU trainer
  * keeping the previous rows on its GPU). Reported: the match degree,
- * feature bytes fetched whole over bytes fetched as deltas, and batches per
- * second over the whole-batch stream's.
+ * feature bytes fetched whole over bytes fetched as deltas, the same for
+ * everything a batch carries (its sample, labels and rows: what the wire
+ * carries, less framing), and batches per second over the whole-batch
+ * stream's. Over loopback the "network" is a memory copy, so the ratio
+ * shows CPU work saved; bench/with_link.sh runs this with the server's
+ * port limited to a link rate (Linux tc), where bytes are the cost.
  *
  *   bench_stream [--scale 17] [--dim 128] [--batch 1024] [--batches 0 = the epoch]
  *                [--prefetch 2] [--rounds 3] [--dataset DIR]
  *                [--match-scale 20] [--match-batches 40] [--window 8] [--only stream|match_reorder]
+ *                [--port 0 = any: the server's gRPC port] [--link loopback: a label for the RESULT lines]
  *
  * RESULT bench=stream transport=unix|grpc prefetch=P compute_ms=...
  *        visible_load_ms=... sync_visible_load_ms=... ratio_visible_load_vs_sync=...
- * RESULT bench=match_reorder graph=rmat-sS-permuted delta=full|only window=W match_degree=...
- *        ratio_bytes_full_vs_delta=... ratio_grpc_batches_per_s_vs_full=... */
+ * RESULT bench=match_reorder graph=rmat-sS-permuted link=L delta=full|only window=W match_degree=...
+ *        ratio_bytes_full_vs_delta=... ratio_wire_bytes_full_vs_delta=... ratio_grpc_batches_per_s_vs_full=... */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,8 +167,18 @@ static void run_transport(setup_t *s, const char *name, int rounds)
 /* ---- Match-Reorder --------------------------------------------------------------- */
 
 typedef struct {
-    double batches_per_s, match, bytes_full, bytes_delta;
+    double batches_per_s, match, bytes_full, bytes_delta, sample_bytes;
 } delta_run_t;
+
+/* The bytes of a batch's sample and labels on the wire (featstore.proto:
+ * int64 nodes, seed positions, labels, offsets and edge endpoints). */
+static double sample_bytes(const fs_stream_batch_t *b)
+{
+    const fs_batch_t *x = b->batch;
+    double words = (double)x->num_nodes + 2.0 * (double)b->num_seeds;
+    for (int h = 0; h < x->num_hops; h++) words += (double)(x->blocks[h].num_dst + 1) + 2.0 * (double)x->blocks[h].num_edges;
+    return 8 * words;
+}
 
 static delta_run_t delta_run(fs_client_t *c, int batch, int batches, fs_delta_t mode, int window)
 {
@@ -180,6 +195,7 @@ static delta_run_t delta_run(fs_client_t *c, int batch, int batches, fs_delta_t 
         size_t row = (size_t)b->dim * fs_dtype_size(b->dtype);
         r.bytes_full += (double)b->batch->num_nodes * (double)row;
         r.bytes_delta += (double)b->num_new * (double)row;
+        r.sample_bytes += sample_bytes(b);
         if (n > 0) r.match += b->match; /* the first batch has no previous one */
         fs_stream_batch_free(b);
         n++;
@@ -214,7 +230,8 @@ static const char *permuted_rmat(int scale, int dim)
     return path;
 }
 
-static void match_reorder(const char *grpc_uri, int scale, int batch, int batches, int window, int rounds)
+static void match_reorder(const char *grpc_uri, const char *link, int scale, int batch, int batches, int window,
+                          int rounds)
 {
     static const struct {
         fs_delta_t mode;
@@ -225,23 +242,25 @@ static void match_reorder(const char *grpc_uri, int scale, int batch, int batche
     fs_client_t *c;
     if (fs_connect(grpc_uri, NULL, &c) != FS_OK) fail("connect", c);
     delta_run(c, batch, 3, FS_DELTA_OFF, 1); /* warm */
-    double full[16], match[RUNS][16], bytes[RUNS][16], speed[RUNS][16];
+    double full[16], match[RUNS][16], bytes[RUNS][16], wire[RUNS][16], speed[RUNS][16];
     for (int r = 0; r < rounds; r++) {
         full[r] = delta_run(c, batch, batches, FS_DELTA_OFF, 1).batches_per_s;
         for (int k = 0; k < RUNS; k++) {
             delta_run_t d = delta_run(c, batch, batches, runs[k].mode, runs[k].window ? runs[k].window : window);
             match[k][r] = d.match, bytes[k][r] = d.bytes_full / d.bytes_delta, speed[k][r] = d.batches_per_s / full[r];
+            wire[k][r] = (d.sample_bytes + d.bytes_full) / (d.sample_bytes + d.bytes_delta);
         }
     }
     qsort(full, (size_t)rounds, sizeof(double), cmp);
     for (int k = 0; k < RUNS; k++) {
         qsort(match[k], (size_t)rounds, sizeof(double), cmp), qsort(bytes[k], (size_t)rounds, sizeof(double), cmp);
-        qsort(speed[k], (size_t)rounds, sizeof(double), cmp);
+        qsort(speed[k], (size_t)rounds, sizeof(double), cmp), qsort(wire[k], (size_t)rounds, sizeof(double), cmp);
         int mid = rounds / 2;
-        printf("RESULT bench=match_reorder graph=rmat-s%d-permuted batch=%d batches=%d delta=%s window=%d "
-               "match_degree=%.3f ratio_bytes_full_vs_delta=%.2f full_batches_per_s=%.1f "
-               "ratio_grpc_batches_per_s_vs_full=%.2f\n", scale, batch, batches, runs[k].name,
-               runs[k].window ? runs[k].window : window, match[k][mid], bytes[k][mid], full[mid], speed[k][mid]);
+        printf("RESULT bench=match_reorder graph=rmat-s%d-permuted link=%s batch=%d batches=%d delta=%s window=%d "
+               "match_degree=%.3f ratio_bytes_full_vs_delta=%.2f ratio_wire_bytes_full_vs_delta=%.2f "
+               "full_batches_per_s=%.1f ratio_grpc_batches_per_s_vs_full=%.2f\n", scale, link, batch, batches,
+               runs[k].name, runs[k].window ? runs[k].window : window, match[k][mid], bytes[k][mid], wire[k][mid],
+               full[mid], speed[k][mid]);
     }
     fflush(stdout);
     fs_close(c);
@@ -254,13 +273,13 @@ typedef struct {
     char sock[64], unix_uri[128], grpc_uri[64];
 } server_t;
 
-static void serve(server_t *sv, const char *data)
+static void serve(server_t *sv, const char *data, int grpc_port)
 {
     char cmd[1024], line[512];
     static int n;
     snprintf(sv->sock, sizeof sv->sock, "/tmp/bench-stream-%d-%d.sock", (int)getpid(), n++);
-    snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 2>/dev/null",
-             FS_BIN, data, sv->sock);
+    snprintf(cmd, sizeof cmd, "exec %s serve %s --socket %s --listen 127.0.0.1:%d --metrics 127.0.0.1:0 2>/dev/null",
+             FS_BIN, data, sv->sock, grpc_port);
     bench_spawn(&sv->child, cmd);
     int port;
     if (bench_wait_line(&sv->child, "READY", line, sizeof line) ||
@@ -281,7 +300,7 @@ int main(int argc, char **argv)
     const char *only = bench_str(argc, argv, "--only", "");
     server_t sv;
     if (!*only || strcmp(only, "stream") == 0) {
-        serve(&sv, bench_dataset_rmat(argc, argv, scale, 16, dim, 1));
+        serve(&sv, bench_dataset_rmat(argc, argv, scale, 16, dim, 1), 0);
         setup_t s = {.batch = batch, .batches = (int)bench_arg(argc, argv, "--batches", 0),
                      .prefetch = (int)bench_arg(argc, argv, "--prefetch", 2)};
         s.uri = sv.unix_uri;
@@ -292,8 +311,8 @@ int main(int argc, char **argv)
     }
     if (!*only || strcmp(only, "match_reorder") == 0) {
         int mscale = (int)bench_arg(argc, argv, "--match-scale", 20);
-        serve(&sv, permuted_rmat(mscale, dim));
-        match_reorder(sv.grpc_uri, mscale, batch, (int)bench_arg(argc, argv, "--match-batches", 40),
+        serve(&sv, permuted_rmat(mscale, dim), (int)bench_arg(argc, argv, "--port", 0));
+        match_reorder(sv.grpc_uri, bench_str(argc, argv, "--link", "loopback"), mscale, batch, (int)bench_arg(argc, argv, "--match-batches", 40),
                       (int)bench_arg(argc, argv, "--window", 8), rounds);
         kill(sv.child.pid, SIGTERM);
     }

@@ -10,7 +10,14 @@
  * (fs_reorder_delta) and only its new ids are named for gathering. Without
  * a delta the window is one batch and every node's row goes out.
  *
- * Memory: the window's samples (at most FS_EPOCH_RUN_MAX_WINDOW) and the
+ * Sampling ahead: a window's first batch can go out only once the whole
+ * window is sampled, which would leave the link idle for a window's worth
+ * of sampling at every window. So with each batch handed out the run also
+ * samples one batch of the next window: when a window ends the next one is
+ * sampled already and only its order is left to compute. (A batch that
+ * fails to sample ahead is sampled again in its turn, and fails there.)
+ *
+ * Memory: two windows' samples (at most 2 FS_EPOCH_RUN_MAX_WINDOW) and the
  * previous batch's node ids; freed as the run moves on. */
 #include "epoch_run.h"
 
@@ -44,6 +51,8 @@ struct fs_epoch_run {
     int win_k;
     int order[FS_EPOCH_RUN_MAX_WINDOW];
     sampled_t win[FS_EPOCH_RUN_MAX_WINDOW];
+    sampled_t ahead[FS_EPOCH_RUN_MAX_WINDOW]; /* the next window's first ahead_n batches */
+    int ahead_n;
     sampled_t current;             /* the batch handed out last (owns its block) */
     int64_t *pos;                  /* scratch: a batch's plan positions, then its seeds */
     int64_t *take, *new_pos, *new_ids; /* delta scratch, cap entries each */
@@ -124,18 +133,42 @@ static void drop_window(fs_epoch_run_t *r)
     r->win_k = 0;
 }
 
-/* Samples and orders the window holding position r->next. */
+static void drop_ahead(fs_epoch_run_t *r)
+{
+    for (int j = 0; j < r->ahead_n; j++) sampled_free(&r->ahead[j]);
+    r->ahead_n = 0;
+}
+
+/* One more batch of the window after the current one, if there is one. */
+static void sample_ahead(fs_epoch_run_t *r, fs_sampler_t *sampler)
+{
+    int64_t p = r->win_first + r->win_k + r->ahead_n;
+    if (r->window < 2 || r->ahead_n >= r->window || p >= r->plan.num_batches) return;
+    fs_error_t ignored = {0};
+    if (sample_batch(r, sampler, p, &r->ahead[r->ahead_n], &ignored) == FS_OK) r->ahead_n++;
+    else sampled_free(&r->ahead[r->ahead_n]);
+}
+
+/* Samples and orders the window holding position r->next: what was sampled
+ * ahead of it, and the rest. */
 static fs_status_t load_window(fs_epoch_run_t *r, fs_sampler_t *sampler, fs_error_t *err)
 {
-    drop_window(r);
-    r->win_first = r->next - r->next % r->window;
-    int64_t left = r->plan.num_batches - r->win_first;
+    int64_t first = r->next - r->next % r->window, left = r->plan.num_batches - first;
+    int ahead = r->win_k > 0 && first == r->win_first + r->win_k ? r->ahead_n : 0;
     int k = (int)(left < r->window ? left : r->window);
+    drop_window(r);
+    if (!ahead) drop_ahead(r); /* a resumed run starts anew */
+    r->win_first = first;
+    for (int j = 0; j < ahead; j++) r->win[j] = r->ahead[j];
+    r->win_k = ahead, r->ahead_n = 0;
+    memset(r->ahead, 0, sizeof r->ahead);
+    for (int j = ahead; j < k; j++) {
+        r->win_k = j + 1;
+        fs_status_t st = sample_batch(r, sampler, first + j, &r->win[j], err);
+        if (st != FS_OK) return st;
+    }
     fs_rowset_t sets[FS_EPOCH_RUN_MAX_WINDOW];
     for (int j = 0; j < k; j++) {
-        r->win_k = j + 1;
-        fs_status_t st = sample_batch(r, sampler, r->win_first + j, &r->win[j], err);
-        if (st != FS_OK) return st;
         sets[j] = (fs_rowset_t){r->win[j].res.num_nodes, r->win[j].res.nodes};
         r->order[j] = j;
     }
@@ -177,6 +210,7 @@ fs_status_t fs_epoch_run_next(fs_epoch_run_t *r, fs_sampler_t *sampler, fs_epoch
                                   .labels = r->current.labels, .rows = r->table[0] ? ids : NULL,
                                   .num_rows = r->table[0] ? num_rows : 0};
     r->next++;
+    sample_ahead(r, sampler);
     return FS_OK;
 }
 
@@ -277,6 +311,7 @@ void fs_epoch_run_free(fs_epoch_run_t *r)
 {
     if (!r) return;
     drop_window(r);
+    drop_ahead(r);
     sampled_free(&r->current);
     fs_reorder_ws_destroy(r->rws);
     free(r->own_items);
