@@ -34,12 +34,13 @@
  *
  *   bench_stream [--scale 17] [--dim 128] [--batch 1024] [--batches 0 = the epoch]
  *                [--prefetch 2] [--rounds 3] [--dataset DIR]
- *                [--match-scale 20] [--match-batches 40] [--window 8] [--only stream|match_reorder]
+ *                [--match-scale 20] [--match-edge-factor 16] [--match-graph permuted|clustered]
+ *                [--match-batches 40] [--window 8] [--only stream|match_reorder]
  *                [--port 0 = any: the server's gRPC port] [--link loopback: a label for the RESULT lines]
  *
  * RESULT bench=stream transport=unix|grpc prefetch=P compute_ms=...
  *        visible_load_ms=... sync_visible_load_ms=... ratio_visible_load_vs_sync=...
- * RESULT bench=match_reorder graph=rmat-sS-permuted link=L delta=full|only window=W match_degree=...
+ * RESULT bench=match_reorder graph=rmat-sS-eE-permuted|clustered link=L delta=full|only window=W match_degree=...
  *        ratio_bytes_full_vs_delta=... ratio_wire_bytes_full_vs_delta=... ratio_grpc_batches_per_s_vs_full=... */
 #include <signal.h>
 #include <stdlib.h>
@@ -170,20 +171,23 @@ typedef struct {
     double batches_per_s, match, bytes_full, bytes_delta, sample_bytes;
 } delta_run_t;
 
-/* The bytes of a batch's sample and labels on the wire (featstore.proto:
- * int64 nodes, seed positions, labels, offsets and edge endpoints). */
+/* The bytes of a batch's sample and labels in a Stream call (featstore.proto:
+ * int64 nodes, seed positions, labels, offsets and edge sources; the edges'
+ * destinations are implied by the offsets). */
 static double sample_bytes(const fs_stream_batch_t *b)
 {
     const fs_batch_t *x = b->batch;
     double words = (double)x->num_nodes + 2.0 * (double)b->num_seeds;
-    for (int h = 0; h < x->num_hops; h++) words += (double)(x->blocks[h].num_dst + 1) + 2.0 * (double)x->blocks[h].num_edges;
+    for (int h = 0; h < x->num_hops; h++) words += (double)(x->blocks[h].num_dst + 1) + (double)x->blocks[h].num_edges;
     return 8 * words;
 }
+
+static fs_sample_req_t match_request = {.struct_size = sizeof(fs_sample_req_t), .num_hops = 2, .fanout = {10, 5}};
 
 static delta_run_t delta_run(fs_client_t *c, int batch, int batches, fs_delta_t mode, int window)
 {
     fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
-    o.split = "train", o.batch_size = batch, o.sample = &request, o.table = "feat", o.seed = 3;
+    o.split = "train", o.batch_size = batch, o.sample = &match_request, o.table = "feat", o.seed = 3;
     o.delta = mode, o.window = window, o.prefetch = 2;
     fs_stream_t *st;
     double t0 = bench_now();
@@ -210,17 +214,21 @@ static delta_run_t delta_run(fs_client_t *c, int batch, int batches, fs_delta_t 
     return r;
 }
 
-static const char *permuted_rmat(int scale, int dim)
+/* R-MAT with hubs scattered (permuted ids), or as generated: its recursive
+ * quadrants keep low ids together, the clustering a denser graph like
+ * ogbn-products shows. */
+static const char *match_rmat(int scale, int edge_factor, int permute, int dim)
 {
     static char path[256];
-    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e16-sym-perm-d%d", scale, dim);
+    snprintf(path, sizeof path, "/tmp/featstore-bench/rmat-s%d-e%d-sym%s-d%d", scale, edge_factor,
+             permute ? "-perm" : "", dim);
     char manifest[300];
     snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
     if (access(manifest, F_OK) == 0) return path;
     mkdir("/tmp/featstore-bench", 0755);
     fs_rmat_opts_t o;
     fs_rmat_defaults(&o);
-    o.out_dir = path, o.scale = scale, o.edge_factor = 16, o.dim = dim, o.force = 1, o.permute = 1;
+    o.out_dir = path, o.scale = scale, o.edge_factor = edge_factor, o.dim = dim, o.force = 1, o.permute = permute;
     o.edges.symmetrize = o.edges.dedup = 1;
     fs_error_t err = {0};
     if (fs_gen_rmat(&o, &err) != FS_OK) {
@@ -230,8 +238,8 @@ static const char *permuted_rmat(int scale, int dim)
     return path;
 }
 
-static void match_reorder(const char *grpc_uri, const char *link, int scale, int batch, int batches, int window,
-                          int rounds)
+static void match_reorder(const char *grpc_uri, const char *link, const char *graph, int batch, int batches,
+                          int window, int rounds)
 {
     static const struct {
         fs_delta_t mode;
@@ -256,9 +264,9 @@ static void match_reorder(const char *grpc_uri, const char *link, int scale, int
         qsort(match[k], (size_t)rounds, sizeof(double), cmp), qsort(bytes[k], (size_t)rounds, sizeof(double), cmp);
         qsort(speed[k], (size_t)rounds, sizeof(double), cmp), qsort(wire[k], (size_t)rounds, sizeof(double), cmp);
         int mid = rounds / 2;
-        printf("RESULT bench=match_reorder graph=rmat-s%d-permuted link=%s batch=%d batches=%d delta=%s window=%d "
+        printf("RESULT bench=match_reorder graph=%s link=%s batch=%d batches=%d delta=%s window=%d "
                "match_degree=%.3f ratio_bytes_full_vs_delta=%.2f ratio_wire_bytes_full_vs_delta=%.2f "
-               "full_batches_per_s=%.1f ratio_grpc_batches_per_s_vs_full=%.2f\n", scale, link, batch, batches,
+               "full_batches_per_s=%.1f ratio_grpc_batches_per_s_vs_full=%.2f\n", graph, link, batch, batches,
                runs[k].name, runs[k].window ? runs[k].window : window, match[k][mid], bytes[k][mid], wire[k][mid],
                full[mid], speed[k][mid]);
     }
@@ -311,8 +319,15 @@ int main(int argc, char **argv)
     }
     if (!*only || strcmp(only, "match_reorder") == 0) {
         int mscale = (int)bench_arg(argc, argv, "--match-scale", 20);
-        serve(&sv, permuted_rmat(mscale, dim), (int)bench_arg(argc, argv, "--port", 0));
-        match_reorder(sv.grpc_uri, bench_str(argc, argv, "--link", "loopback"), mscale, batch, (int)bench_arg(argc, argv, "--match-batches", 40),
+        int ef = (int)bench_arg(argc, argv, "--match-edge-factor", 16);
+        int clustered = strcmp(bench_str(argc, argv, "--match-graph", "permuted"), "clustered") == 0;
+        char graph[96];
+        snprintf(graph, sizeof graph, "rmat-s%d-e%d-%s", mscale, ef, clustered ? "clustered" : "permuted");
+        if (clustered) /* ogbn-products-like: PyG's products sampler, [15,10,5] */
+            match_request = (fs_sample_req_t){.struct_size = sizeof(fs_sample_req_t), .num_hops = 3,
+                                              .fanout = {15, 10, 5}};
+        serve(&sv, match_rmat(mscale, ef, !clustered, dim), (int)bench_arg(argc, argv, "--port", 0));
+        match_reorder(sv.grpc_uri, bench_str(argc, argv, "--link", "loopback"), graph, batch, (int)bench_arg(argc, argv, "--match-batches", 40),
                       (int)bench_arg(argc, argv, "--window", 8), rounds);
         kill(sv.child.pid, SIGTERM);
     }

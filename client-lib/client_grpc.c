@@ -899,6 +899,9 @@ static fs_status_t epoch_head(struct fs_epoch_call *e, grpc_byte_buffer *bb, grp
         st = fs_client_fail(e->c, FS_ERR_FORMAT, "Stream: batch %lld must open with its sample and no rows (got "
                             "batch %lld%s%s)", (long long)e->next, (long long)m->batch,
                             m->has_sample ? "" : ", no sample", m->has_features ? ", rows" : "");
+    fs_error_t err = {0};
+    if (st == FS_OK && fs_wire_sample_fill_edge_dst(&m->sample, &dst, &err) != FS_OK)
+        st = fs_client_fail(e->c, err.code, "Stream: %s", err.msg);
     if (st == FS_OK) st = adopt_sample(e->c, FS_WIRE_METHOD_STREAM, &m->sample, &dst, &e->req, b);
     if (st == FS_OK && lbuf.len != (e->has_labels ? sizeof(int64_t) * (size_t)b->priv.pub.num_seeds : 0))
         st = fs_client_fail(e->c, FS_ERR_FORMAT, "Stream: batch %lld has %zu bytes of labels for %lld seeds",

@@ -516,6 +516,37 @@ fs_status_t fs_wire_sample_result(const featstore_v1_SampleResponse *msg, const 
     return st;
 }
 
+fs_status_t fs_wire_sample_fill_edge_dst(const featstore_v1_SampleResponse *msg, fs_wire_sample_dst_t *dst,
+                                         fs_error_t *err)
+{
+    for (pb_size_t h = 0; h < msg->blocks_count && h < FS_MAX_HOPS; h++) {
+        const featstore_v1_Block *in = &msg->blocks[h];
+        const fs_wire_buf_t *off = &dst->arr[h][0], *src = &dst->arr[h][2];
+        fs_wire_buf_t *out = &dst->arr[h][1];
+        if (out->len || in->num_edges == 0) continue; /* sent, or nothing to imply */
+        /* edge_src was received whole: it bounds what is allocated here */
+        if (in->num_dst < 0 || in->num_dst == INT64_MAX || in->num_edges < 0 || off->len % 8 || src->len % 8 ||
+            off->len / 8 != (uint64_t)in->num_dst + 1 || src->len / 8 != (uint64_t)in->num_edges)
+            return fs_error(err, FS_ERR_FORMAT, "sample response: block %u leaves edge_dst out, but its dst_offsets "
+                            "(%zu bytes) and edge_src (%zu bytes) do not fit num_dst %lld and num_edges %lld",
+                            (unsigned)h, off->len, src->len, (long long)in->num_dst, (long long)in->num_edges);
+        const int64_t *o = off->data;
+        int64_t *d = malloc((size_t)in->num_edges * sizeof *d), e = 0;
+        if (!d) return fs_error(err, FS_ERR_NOMEM, "out of memory for %lld edges", (long long)in->num_edges);
+        for (int64_t v = 0; v < in->num_dst && o[v] == e && o[v + 1] >= e && o[v + 1] <= in->num_edges; v++)
+            for (; e < o[v + 1]; e++) d[e] = v;
+        if (e != in->num_edges || o[in->num_dst] != e) {
+            free(d);
+            return fs_error(err, FS_ERR_FORMAT, "sample response: block %u's dst_offsets do not run from 0 up to "
+                            "its %lld edges", (unsigned)h, (long long)in->num_edges);
+        }
+        fs_wire_buf_free(out);
+        out->flags &= ~(unsigned)FS_WIRE_FIXED;
+        out->mem = d, out->data = d, out->len = out->cap = (size_t)in->num_edges * sizeof *d, out->seen = 1;
+    }
+    return FS_OK;
+}
+
 void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst)
 {
     fs_wire_buf_free(&dst->nodes);

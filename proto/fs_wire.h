@@ -181,6 +181,12 @@ void fs_wire_sample_response_prepare(featstore_v1_SampleResponse *msg, fs_wire_s
 fs_status_t fs_wire_sample_result(const featstore_v1_SampleResponse *msg, const fs_wire_sample_dst_t *dst,
                                   fs_sample_result_t *out, fs_error_t *err);
 void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst);
+/* Stream's samples leave Block.edge_dst out: edge e belongs to the dst d
+ * with dst_offsets[d] <= e < dst_offsets[d + 1]. Fills each block's absent
+ * edge_dst from its offsets (which must run from 0 up to num_edges, never
+ * falling, with edge_src whole) before fs_wire_sample_result. */
+fs_status_t fs_wire_sample_fill_edge_dst(const featstore_v1_SampleResponse *msg, fs_wire_sample_dst_t *dst,
+                                         fs_error_t *err);
 
 /* ---- typed requests and batch images (api_version 2) -------------------------------- */
 

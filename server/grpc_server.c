@@ -881,6 +881,8 @@ static fs_status_t epoch_send_next(call_t *c)
     head.api_version = FS_WIRE_API_VERSION_TYPED;
     head.has_sample = true;
     fs_wire_sample_response(&b.sample, &src, &head.sample);
+    for (int h = 0; h < b.sample.num_hops; h++) /* implied by dst_offsets: the receiver rebuilds it */
+        fs_wire_set_bytes(&head.sample.blocks[h].edge_dst, &src.arr[h][1], NULL, 0);
     head.batch = b.index, head.plan_batch = b.plan_index;
     if (b.labels) fs_wire_set_bytes(&head.labels, &labels, b.labels, sizeof(int64_t) * (size_t)b.sample.num_seeds);
     grpc_byte_buffer *bb = fs_wire_encode(featstore_v1_StreamChunk_fields, &head, &c->err);

@@ -306,12 +306,16 @@ static int stream_chunk_encode(void *msg, void *state)
     fs_wire_set_bytes(&m->labels, &s->labels.out, s->labels.in.data, s->labels.in.len);
     return 0;
 }
-/* The client's next steps: the sample as SampleGather's, the labels as int64s. */
+/* The client's next steps: edge_dst rebuilt from the offsets where left out,
+ * the sample as SampleGather's, the labels as int64s. */
 static void stream_chunk_check(const void *msg, void *state)
 {
     const featstore_v1_StreamChunk *m = msg;
     stream_state_t *s = state;
-    if (m->has_sample) sample_resp_validate(&m->sample, &s->sample);
+    fs_error_t err = {0};
+    fs_status_t st = m->has_sample ? fs_wire_sample_fill_edge_dst(&m->sample, &s->sample.dst, &err) : FS_OK;
+    if (st != FS_OK) FUZZ_CHECK_REFUSAL(st, err);
+    else if (m->has_sample) sample_resp_validate(&m->sample, &s->sample);
     check_ids(&s->labels.in, "labels");
 }
 

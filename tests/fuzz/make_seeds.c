@@ -545,8 +545,8 @@ static void grpc_seeds(void)
     put_bb("sample-gather-chunk", G_SAMPLE_GATHER_CHUNK,
            fs_wire_gather_chunk(&hdr, grpc_slice_from_static_buffer(rows, sizeof rows), 1, &resp, &err));
 
-    /* Stream: a request by split with a delta window, one by seed array; a batch's head (sample, labels), and a
-     * rows message (a SampleGatherChunk with features alone, read as a StreamChunk) */
+    /* Stream: a request by split with a delta window, one by seed array; a batch's head (sample without edge_dst,
+     * labels), and a rows message (a SampleGatherChunk with features alone, read as a StreamChunk) */
     featstore_v1_StreamRequest stq = {.api_version = 2, .has_sample = true, .table = "feat", .labels = "labels",
                                       .split = "train", .batch_size = 64, .order = "chunked", .chunk = 8,
                                       .shuffle_seed = 3, .epoch = 1, .rank = 1, .world_size = 2, .delta = true,
@@ -559,6 +559,7 @@ static void grpc_seeds(void)
     featstore_v1_StreamChunk head = {.api_version = 2, .has_sample = true, .batch = 3, .plan_batch = 5};
     fs_wire_bytes_t label_bytes;
     fs_wire_sample_response(&res, &src, &head.sample);
+    for (int h = 0; h < res.num_hops; h++) fs_wire_set_bytes(&head.sample.blocks[h].edge_dst, &src.arr[h][1], NULL, 0);
     fs_wire_set_bytes(&head.labels, &label_bytes, seed_local, sizeof seed_local);
     put_grpc("stream-head", G_STREAM_CHUNK, 0, featstore_v1_StreamChunk_fields, &head);
     put_bb("stream-rows", G_STREAM_CHUNK,
