@@ -20,6 +20,12 @@
  * over if no gatherer has started it, else waits for it: CPU work of one
  * chunk, never a client.
  *
+ * Stream calls (an epoch stream, server/epoch_run.c) chain such streams:
+ * each batch is a head message and then its rows chunks, and the next
+ * batch is made (sampled, on the worker that saw the last chunk's send
+ * complete) only then, so a reader that stops reading parks the call like
+ * any other stream. Every batch renews the call's server deadline.
+ *
  * Admission: the bearer token (when the server has one) is checked against
  * the call's `authorization` metadata before anything else, in constant
  * time, and a refusal never echoes it. Then at most max_calls calls are
