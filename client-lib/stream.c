@@ -107,7 +107,7 @@ static void batch_destroy(stream_batch_t *b)
     fs_hetero_batch_free(b->typed);
     for (size_t k = 0; k < b->num_rows_of; k++) fs_batch_free(b->rows_of[k]);
     if (b->rows) matrix_give_back(b->s, b->rows, b->rows_cap);
-    free(b->rows_of), free(b->take), free(b);
+    free(b->rows_of), free(b->take), free(b->ranges), free(b);
 }
 
 /* Drops one of a handed-out batch's references; the last frees it and
@@ -303,17 +303,49 @@ static fs_status_t make_nodes(fs_stream_t *s, stream_batch_t *b, const int64_t *
     return st;
 }
 
-/* A row batch: one gather of the seeds' rows per table, and their labels. */
+/* A row-layout batch's seeds: the nodes of its rows (FS_ROW_NODE_TABLE),
+ * and its rows as runs of consecutive rows. */
+static fs_status_t row_seeds(fs_stream_t *s, stream_batch_t *b, const int64_t *rows, int64_t n, entry_t *e)
+{
+    fs_batch_t *nb;
+    fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = rows, .n = n, .table = FS_ROW_NODE_TABLE, .out = &nb},
+                          b->pub.plan_index, e);
+    if (st != FS_OK) return st;
+    if (nb->dtype != FS_DTYPE_I64 || nb->dim != 1 || nb->rows != n) {
+        fs_batch_free(nb);
+        entry_fail(e, FS_ERR_FORMAT, "stream: table '%s' is not int64 of dim 1", FS_ROW_NODE_TABLE);
+        return FS_ERR_FORMAT;
+    }
+    memcpy(b->ids, nb->features, sizeof(int64_t) * (size_t)n);
+    fs_batch_free(nb);
+    if (!(b->ranges = malloc(sizeof *b->ranges * (size_t)(2 * n + 1)))) {
+        entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)b->pub.plan_index);
+        return FS_ERR_NOMEM;
+    }
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (m && b->ranges[2 * m - 2] + b->ranges[2 * m - 1] == rows[k]) b->ranges[2 * m - 1]++;
+        else b->ranges[2 * m] = rows[k], b->ranges[2 * m + 1] = 1, m++;
+    }
+    b->pub.num_ranges = m, b->pub.ranges = b->ranges;
+    return FS_OK;
+}
+
+/* A row batch: one gather of the seeds' rows per table, and their labels.
+ * Over row tables the gathers read rows (consecutive ones copied as one
+ * run: kernels/fs_gather.c) and the seeds are those rows' nodes. */
 static fs_status_t make_rows(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
 {
-    for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[pos[k]];
+    int64_t *ids = s->row_layout ? b->ids + 2 * s->plan.o.batch_size : b->ids; /* row numbers, or node ids */
+    for (int64_t k = 0; k < n; k++) ids[k] = s->items[pos[k]];
+    if (s->row_layout && row_seeds(s, b, ids, n, e) != FS_OK) return e->st;
     if (!(b->rows_of = calloc(s->num_row_tables, sizeof *b->rows_of))) {
         entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)b->pub.plan_index);
         return FS_ERR_NOMEM;
     }
     b->num_rows_of = s->num_row_tables;
     for (size_t k = 0; k < s->num_row_tables; k++) {
-        fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = b->ids, .n = n, .table = s->row_tables[k],
+        fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = ids, .n = n, .table = s->row_tables[k],
                                            .out = &b->rows_of[k]}, b->pub.plan_index, e);
         if (st != FS_OK) return st;
     }

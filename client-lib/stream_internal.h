@@ -27,6 +27,7 @@ typedef struct stream_batch {
     void *rows;                    /* FS_DELTA_FULL: the full matrix (rows_cap bytes) */
     size_t rows_cap;
     int64_t *take;                 /* delta: take [num_nodes], then new_pos [num_nodes] */
+    int64_t *ranges;               /* row layout: [num_ranges][2] */
     int64_t ids[];                 /* the seeds, then their labels */
 } stream_batch_t;
 
@@ -54,6 +55,8 @@ struct fs_stream {
     int64_t *link_arrays[4];       /* STREAM_LINK: the split's src, dst, label, time (or NULL) */
     char **row_tables;             /* STREAM_ROWS: the tables' names (one allocation) */
     size_t num_row_tables;
+    int row_layout;                /* STREAM_ROWS over row tables: items are rows, seeds their nodes */
+    int64_t split_rows[2];         /* row_layout: the split's rows, first and count */
     char split[256];               /* the seeds' split ("" = an array): what a Stream call names */
     int remote;                    /* the server makes the batches: one Stream call (grpc://, node batches) */
     struct fs_epoch_call *call;    /* remote: the producer's call, on conn */

@@ -39,6 +39,36 @@ static int server_makes_batches(const fs_client_t *c, const fs_stream_t *s, cons
     return major > 1 || (major == 1 && minor >= 5);
 }
 
+static int is_row_table(const fs_info_t *info, const char *name)
+{
+    for (size_t i = 0; i < info->num_row_tables; i++)
+        if (strcmp(info->row_tables[i], name) == 0) return 1;
+    return 0;
+}
+
+/* A row stream over row tables (a labelled layout): all its tables are row
+ * tables or none are, and its split has rows in them. */
+static fs_status_t resolve_row_layout(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, const fs_info_t *info)
+{
+    size_t rows = 0;
+    for (size_t k = 0; k < o->num_tables; k++) rows += is_row_table(info, o->tables[k]);
+    if (rows == 0) return FS_OK;
+    if (rows < o->num_tables)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: '%s' is a row table (read by row) and other tables "
+                              "are not (read by node): a row stream reads one kind", o->tables[0]);
+    if (!o->split)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: row tables are read by row: give a split (its "
+                              "rows are the epoch), not a seed array");
+    for (size_t i = 0; i < info->num_row_splits; i++)
+        if (strcmp(info->row_splits[i].name, o->split) == 0) {
+            s->row_layout = 1;
+            s->split_rows[0] = info->row_splits[i].offset, s->split_rows[1] = info->row_splits[i].count;
+            return FS_OK;
+        }
+    return fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: split '%s' has no rows in the row tables of dataset '%s'",
+                          o->split, info->dataset);
+}
+
 /* The tables: the features' (unless sampling only) and the labels'. */
 static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
 {
@@ -66,6 +96,7 @@ static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_strea
         st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no label table '%s' in dataset '%s'", labels, info->dataset);
     if (st == FS_OK && o->table) st = copy_name(c, s->table, sizeof s->table, "table", o->table);
     if (st == FS_OK) st = copy_name(c, s->labels, sizeof s->labels, "label table", labels);
+    if (st == FS_OK && s->kind == STREAM_ROWS) st = resolve_row_layout(c, s, o, info);
     s->remote = server_makes_batches(c, s, info);
     fs_info_free(info);
     return st;
@@ -80,6 +111,13 @@ static fs_status_t take_seeds(fs_client_t *c, fs_stream_t *s, const fs_stream_op
     fs_ids_t *ids = NULL;
     const int64_t *src = o->seeds;
     *n = o->num_seeds;
+    if (s->row_layout) { /* the split's rows: the epoch's items are row numbers */
+        *n = s->split_rows[1];
+        if (!(s->items = malloc(sizeof *s->items * (size_t)(*n > 0 ? *n : 1))))
+            return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory for %lld rows", (long long)*n);
+        for (int64_t i = 0; i < *n; i++) s->items[i] = s->split_rows[0] + i;
+        return FS_OK;
+    }
     if (o->split) {
         fs_status_t st = fs_split(c, o->split, &ids);
         if (st != FS_OK) return st;

@@ -760,6 +760,18 @@ const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name)
     return NULL;
 }
 
+int fs_dataset_num_row_tables(const fs_dataset_t *ds)
+{
+    const fs_propagation_t *pr = ds->propagation;
+    return pr && pr->labelled ? pr->num_tables + 1 : 0;
+}
+
+const fs_table_t *fs_dataset_row_table(const fs_dataset_t *ds, int i)
+{
+    const fs_propagation_t *pr = ds->propagation;
+    return i < pr->num_tables ? &pr->tables[i] : &pr->node_table;
+}
+
 /* The mapping holding data; an empty array at the very end of its file
  * (an empty split: its data starts where the file ends) belongs to the
  * mapping it ends, when no mapping holds it. */

@@ -156,6 +156,7 @@ typedef struct {
     int num_row_splits;
     fs_row_split_t *row_splits;    /* in row order */
     uint64_t seed;                 /* of the row order */
+    fs_table_t node_table;         /* FS_ROW_NODE_TABLE (featstore/types.h): row_nodes as a row table */
 } fs_propagation_t;
 
 typedef struct {
@@ -224,6 +225,13 @@ fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t l
                                      fs_dataset_t **out, fs_error_t *err);
 
 const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name);
+
+/* The row tables a server serves beside the feature tables: with hop
+ * tables of rows "labelled", hop_0 .. hop_R and FS_ROW_NODE_TABLE, each of
+ * propagation->num_rows rows, indexed by row; none otherwise. Never placed
+ * on a GPU: they are read from the dataset's own memory. */
+int fs_dataset_num_row_tables(const fs_dataset_t *ds);
+const fs_table_t *fs_dataset_row_table(const fs_dataset_t *ds, int i);
 
 /* 1 if the dataset has more than one node type or not exactly one edge
  * type: the version-1 fields are empty and only typed tools can use it. */

@@ -12,6 +12,7 @@
  * (row_splits: offset, count) must hold exactly that split's nodes, so a
  * chunked reader can trust a split to be one contiguous range of rows. Old
  * readers ignore the object; its files are then unused but harmless. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +156,21 @@ static fs_status_t check_row_splits(open_ctx_t *c, const fs_propagation_t *pr)
     return s;
 }
 
+/* row_nodes served as the row table FS_ROW_NODE_TABLE, whose name no
+ * feature table may take (a reader could not tell them apart). */
+static fs_status_t node_table(open_ctx_t *c, json_t *p, fs_propagation_t *pr)
+{
+    for (int i = 0; i < c->ds->num_tables; i++)
+        for (int k = -1; k < pr->num_tables; k++)
+            if (strcmp(c->ds->tables[i].name, k < 0 ? FS_ROW_NODE_TABLE : pr->tables[k].name) == 0)
+                return bad(c, "a feature table has the name of a row table: ", c->ds->tables[i].name);
+    fs_table_t *t = &pr->node_table;
+    *t = (fs_table_t){.name = FS_ROW_NODE_TABLE, .dtype = FS_DTYPE_I64, .rows = pr->num_rows, .dim = 1,
+                      .row_bytes = sizeof(int64_t), .data = pr->row_nodes};
+    snprintf(t->file, sizeof t->file, "%s", ds_json_str(p, "row_nodes"));
+    return FS_OK;
+}
+
 static fs_status_t open_labelled(open_ctx_t *c, json_t *p, fs_propagation_t *pr, fs_table_t **row_tables, int *num)
 {
     json_t *k = json_object_get(p, "num_rows"), *seed = json_object_get(p, "seed");
@@ -173,6 +189,7 @@ static fs_status_t open_labelled(open_ctx_t *c, json_t *p, fs_propagation_t *pr,
     if (!s) s = check_row_order(c, p, pr);
     if (!s) s = read_row_splits(c, p, pr);
     if (!s) s = check_row_splits(c, pr);
+    if (!s) s = node_table(c, p, pr);
     return s;
 }
 

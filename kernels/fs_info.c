@@ -105,15 +105,29 @@ static void free_edge_type(const fs_edge_type_info_t *e)
     free_tables(e->tables, e->num_tables);
 }
 
+const char **fs_info_add_row_table(fs_info_t *info)
+{
+    return grow((const void *const *)&info->row_tables, &info->num_row_tables, sizeof *info->row_tables);
+}
+
+fs_row_split_info_t *fs_info_add_row_split(fs_info_t *info)
+{
+    return grow((const void *const *)&info->row_splits, &info->num_row_splits, sizeof *info->row_splits);
+}
+
 void fs_info_free(fs_info_t *info)
 {
     if (!info) return;
     for (size_t i = 0; i < info->num_node_types; i++) free_node_type(&info->node_types[i]);
     for (size_t i = 0; i < info->num_edge_types; i++) free_edge_type(&info->edge_types[i]);
     for (size_t i = 0; i < info->num_link_splits; i++) free((char *)info->link_splits[i].name);
+    for (size_t i = 0; i < info->num_row_splits; i++) free((char *)info->row_splits[i].name);
+    for (size_t i = 0; i < info->num_row_tables; i++) free((char *)info->row_tables[i]);
+    free((void *)info->row_tables);
     free((void *)info->node_types);
     free((void *)info->edge_types);
     free((void *)info->link_splits);
+    free((void *)info->row_splits);
     for (size_t i = 0; i < info->num_tables; i++) free((char *)info->tables[i].name);
     for (size_t i = 0; i < info->num_splits; i++) free((char *)info->splits[i]);
     for (size_t i = 0; i < info->num_tiers; i++) free((char *)info->tiers[i].kind);

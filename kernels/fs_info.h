@@ -31,5 +31,7 @@ const char **fs_info_add_node_type_split(fs_node_type_info_t *t);
 fs_edge_type_info_t *fs_info_add_edge_type(fs_info_t *info);
 fs_table_info_t *fs_info_add_edge_type_table(fs_edge_type_info_t *e);
 fs_link_split_info_t *fs_info_add_link_split(fs_info_t *info);
+const char **fs_info_add_row_table(fs_info_t *info);
+fs_row_split_info_t *fs_info_add_row_split(fs_info_t *info);
 
 #endif

@@ -210,6 +210,14 @@ static bool get_link_split(void *ctx, size_t i, void *elem)
     return put_name(m->name, sizeof m->name, l->name);
 }
 
+static bool get_row_split(void *ctx, size_t i, void *elem)
+{
+    const fs_row_split_info_t *r = &((const fs_pb_info_out_t *)ctx)->info->row_splits[i];
+    featstore_v1_RowSplitInfo *m = elem;
+    m->offset = r->offset, m->count = r->count;
+    return put_name(m->name, sizeof m->name, r->name);
+}
+
 static bool get_tier(void *ctx, size_t i, void *elem)
 {
     const fs_info_t *info = ctx;
@@ -236,6 +244,7 @@ static bool get_reader(void *ctx, size_t i, void *elem)
 }
 
 static const char *get_split(void *ctx, size_t i) { return ((const fs_info_t *)ctx)->splits[i]; }
+static const char *get_row_table(void *ctx, size_t i) { return ((const fs_info_t *)ctx)->row_tables[i]; }
 
 void fs_pb_info_prepare_encode(const fs_info_t *info, featstore_v1_InfoResponse *msg, fs_pb_info_out_t *out)
 {
@@ -249,12 +258,15 @@ void fs_pb_info_prepare_encode(const fs_info_t *info, featstore_v1_InfoResponse 
     out->readers = (fs_pb_list_t){featstore_v1_PlacementReader_fields, sizeof(featstore_v1_PlacementReader),
                                   info->num_readers, .get = get_reader, .ctx = ctx};
     out->splits = (fs_pb_strings_t){info->num_splits, get_split, NULL, ctx};
+    out->row_tables = (fs_pb_strings_t){info->num_row_tables, get_row_table, NULL, ctx};
     out->node_types = (fs_pb_list_t){featstore_v1_NodeTypeInfo_fields, sizeof(featstore_v1_NodeTypeInfo),
                                      info->num_node_types, .get = get_node_type, .ctx = out};
     out->edge_types = (fs_pb_list_t){featstore_v1_EdgeTypeInfo_fields, sizeof(featstore_v1_EdgeTypeInfo),
                                      info->num_edge_types, .get = get_edge_type, .ctx = out};
     out->link_splits = (fs_pb_list_t){featstore_v1_LinkSplitInfo_fields, sizeof(featstore_v1_LinkSplitInfo),
                                       info->num_link_splits, .get = get_link_split, .ctx = out};
+    out->row_splits = (fs_pb_list_t){featstore_v1_RowSplitInfo_fields, sizeof(featstore_v1_RowSplitInfo),
+                                     info->num_row_splits, .get = get_row_split, .ctx = out};
     msg->api_version = 1;
     snprintf(msg->server_version, sizeof msg->server_version, "%s", info->server_version ? info->server_version : "");
     snprintf(msg->dataset, sizeof msg->dataset, "%s", info->dataset ? info->dataset : "");
@@ -269,6 +281,8 @@ void fs_pb_info_prepare_encode(const fs_info_t *info, featstore_v1_InfoResponse 
     fs_pb_set_list(&msg->node_types, &out->node_types);
     fs_pb_set_list(&msg->edge_types, &out->edge_types);
     fs_pb_set_list(&msg->link_splits, &out->link_splits);
+    fs_pb_set_list(&msg->row_splits, &out->row_splits);
+    fs_pb_set_strings(&msg->row_tables, &out->row_tables);
 }
 
 /* ---- Info: decoding --------------------------------------------------------------------- */
@@ -318,6 +332,15 @@ static bool put_split(void *ctx, const char *s, size_t len)
     (void)len;
     fs_pb_info_in_t *in = ctx;
     const char **o = fs_info_add_split(in->info);
+    if (!o || fs_info_set_text(o, s) != 0) return out_of_memory(in);
+    return true;
+}
+
+static bool put_row_table(void *ctx, const char *s, size_t len)
+{
+    (void)len;
+    fs_pb_info_in_t *in = ctx;
+    const char **o = fs_info_add_row_table(in->info);
     if (!o || fs_info_set_text(o, s) != 0) return out_of_memory(in);
     return true;
 }
@@ -414,6 +437,16 @@ static bool put_link_split(void *ctx, const void *elem)
     return true;
 }
 
+static bool put_row_split(void *ctx, const void *elem)
+{
+    fs_pb_info_in_t *in = ctx;
+    const featstore_v1_RowSplitInfo *m = elem;
+    fs_row_split_info_t *r = fs_info_add_row_split(in->info);
+    if (!r || fs_info_set_text(&r->name, m->name) != 0) return out_of_memory(in);
+    r->offset = m->offset, r->count = m->count;
+    return true;
+}
+
 fs_status_t fs_pb_info_prepare_decode(featstore_v1_InfoResponse *msg, fs_pb_info_in_t *in, fs_error_t *err)
 {
     memset(msg, 0, sizeof *msg);
@@ -425,12 +458,15 @@ fs_status_t fs_pb_info_prepare_decode(featstore_v1_InfoResponse *msg, fs_pb_info
     in->readers = (fs_pb_list_t){featstore_v1_PlacementReader_fields, sizeof(featstore_v1_PlacementReader),
                                  .put = put_reader, .ctx = in};
     in->splits = (fs_pb_strings_t){0, NULL, put_split, in};
+    in->row_tables = (fs_pb_strings_t){0, NULL, put_row_table, in};
     in->node_types = (fs_pb_list_t){featstore_v1_NodeTypeInfo_fields, sizeof(featstore_v1_NodeTypeInfo),
                                     .put = put_node_type, .ctx = in, .start = start_node_type};
     in->edge_types = (fs_pb_list_t){featstore_v1_EdgeTypeInfo_fields, sizeof(featstore_v1_EdgeTypeInfo),
                                     .put = put_edge_type, .ctx = in, .start = start_edge_type};
     in->link_splits = (fs_pb_list_t){featstore_v1_LinkSplitInfo_fields, sizeof(featstore_v1_LinkSplitInfo),
                                      .put = put_link_split, .ctx = in};
+    in->row_splits = (fs_pb_list_t){featstore_v1_RowSplitInfo_fields, sizeof(featstore_v1_RowSplitInfo),
+                                    .put = put_row_split, .ctx = in};
     in->node_type_tables = (fs_pb_list_t){featstore_v1_TableInfo_fields, sizeof(featstore_v1_TableInfo),
                                           .put = put_node_type_table, .ctx = in};
     in->edge_type_tables = (fs_pb_list_t){featstore_v1_TableInfo_fields, sizeof(featstore_v1_TableInfo),
@@ -443,6 +479,8 @@ fs_status_t fs_pb_info_prepare_decode(featstore_v1_InfoResponse *msg, fs_pb_info
     fs_pb_set_list(&msg->node_types, &in->node_types);
     fs_pb_set_list(&msg->edge_types, &in->edge_types);
     fs_pb_set_list(&msg->link_splits, &in->link_splits);
+    fs_pb_set_list(&msg->row_splits, &in->row_splits);
+    fs_pb_set_strings(&msg->row_tables, &in->row_tables);
     return FS_OK;
 }
 
@@ -524,6 +562,21 @@ static fs_status_t check_link_splits(const fs_info_t *info, fs_error_t *err)
     return FS_OK;
 }
 
+/* A row split is a range of a row table: [offset, offset + count) inside
+ * the rows of the tables that have them (not checked here: a table's row
+ * count is the reader's to compare). */
+static fs_status_t check_row_splits(const fs_info_t *info, fs_error_t *err)
+{
+    for (size_t i = 0; i < info->num_row_splits; i++) {
+        const fs_row_split_info_t *r = &info->row_splits[i];
+        if (!r->name[0]) return fs_error(err, FS_ERR_FORMAT, "bad Info reply: row_splits[%zu].name is empty", i);
+        if (r->offset < 0 || r->count < 0 || r->count > INT64_MAX - r->offset)
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: row split '%s': offset %lld and count %lld are not "
+                            "a range", r->name, (long long)r->offset, (long long)r->count);
+    }
+    return FS_OK;
+}
+
 fs_status_t fs_pb_info_take(const featstore_v1_InfoResponse *msg, fs_pb_info_in_t *in, fs_info_t **out,
                             fs_error_t *err)
 {
@@ -541,6 +594,7 @@ fs_status_t fs_pb_info_take(const featstore_v1_InfoResponse *msg, fs_pb_info_in_
     fs_status_t st = check_node_types(info, err);
     if (st == FS_OK) st = check_edge_types(info, err);
     if (st == FS_OK) st = check_link_splits(info, err);
+    if (st == FS_OK) st = check_row_splits(info, err);
     if (st != FS_OK) {
         fs_pb_info_abandon(in);
         return st;

@@ -82,8 +82,8 @@ fs_status_t fs_pb_decode_buffer(const void *buf, size_t len, const pb_msgdesc_t 
 typedef struct {
     const fs_info_t *info;
     fs_pb_list_t tables, tiers, readers;
-    fs_pb_strings_t splits;
-    fs_pb_list_t node_types, edge_types, link_splits;
+    fs_pb_strings_t splits, row_tables;
+    fs_pb_list_t node_types, edge_types, link_splits, row_splits;
     fs_pb_list_t type_tables;        /* the node or edge type being encoded: its tables ... */
     fs_pb_strings_t type_splits;     /* ... and a node type's split names */
 } fs_pb_info_out_t;
@@ -100,8 +100,8 @@ void fs_pb_info_prepare_encode(const fs_info_t *info, featstore_v1_InfoResponse 
 typedef struct {
     fs_info_t *info;
     fs_pb_list_t tables, tiers, readers;
-    fs_pb_strings_t splits;
-    fs_pb_list_t node_types, edge_types, link_splits;
+    fs_pb_strings_t splits, row_tables;
+    fs_pb_list_t node_types, edge_types, link_splits, row_splits;
     fs_pb_list_t node_type_tables, edge_type_tables;  /* into the last node / edge type */
     fs_pb_strings_t node_type_splits;
     int oom;

@@ -155,6 +155,18 @@ static int add_dataset(fs_info_t *info, const fs_dataset_t *ds)
     info->num_classes = ds->num_classes;
     for (int i = 0; i < ds->num_tables; i++)
         if (add_table(fs_info_add_table(info), &ds->tables[i])) return -1;
+    for (int i = 0; i < fs_dataset_num_row_tables(ds); i++) {
+        const char **name = fs_info_add_row_table(info);
+        if (!name || fs_info_set_text(name, fs_dataset_row_table(ds, i)->name) ||
+            add_table(fs_info_add_table(info), fs_dataset_row_table(ds, i)))
+            return -1;
+    }
+    for (int i = 0; ds->propagation && i < ds->propagation->num_row_splits; i++) {
+        const fs_row_split_t *src = &ds->propagation->row_splits[i];
+        fs_row_split_info_t *r = fs_info_add_row_split(info);
+        if (!r || fs_info_set_text(&r->name, src->name)) return -1;
+        r->offset = src->offset, r->count = src->count;
+    }
     for (int i = 0; i < ds->num_splits; i++) {
         const char **name = fs_info_add_split(info);
         if (!name || fs_info_set_text(name, ds->splits[i].name)) return -1;
@@ -226,6 +238,8 @@ fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t 
     fs_status_t st = need_one_graph(e, err);
     if (st != FS_OK) return st;
     const fs_table_t *t = fs_dataset_table(e->ds, table);
+    for (int i = 0; !t && i < fs_dataset_num_row_tables(e->ds); i++) /* a labelled layout's row tables */
+        if (strcmp(fs_dataset_row_table(e->ds, i)->name, table) == 0) t = fs_dataset_row_table(e->ds, i);
     if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
     if (*out_dtype == FS_DTYPE_INVALID) *out_dtype = t->dtype;
     if (*out_dtype != t->dtype && *out_dtype != FS_DTYPE_F32)

@@ -181,15 +181,17 @@ static fs_status_t prepare_welcome(fs_local_server_t *s, fs_error_t *err)
     st = open_data_fd(s, ds->indptr, &w->indptr_offset, err);
     if (!st) st = open_data_fd(s, ds->indices, &w->indices_offset, err);
     if (!st && ds->edge_weights) st = open_data_fd(s, ds->edge_weights, &w->weights_offset, err);
-    if (!st && !(s->tables = calloc((size_t)ds->num_tables + 1, sizeof *s->tables)))
+    int rows = fs_dataset_num_row_tables(ds);
+    if (!st && !(s->tables = calloc((size_t)(ds->num_tables + rows) + 1, sizeof *s->tables)))
         st = fs_error(err, FS_ERR_NOMEM, "out of memory");
-    for (int i = 0; !st && i < ds->num_tables; i++) {
+    for (int i = 0; !st && i < ds->num_tables + rows; i++) { /* the feature tables, then the row tables */
+        const fs_table_t *src = i < ds->num_tables ? &ds->tables[i] : fs_dataset_row_table(ds, i - ds->num_tables);
         featstore_local_Table *t = &s->tables[s->num_tables++];
-        snprintf(t->name, sizeof t->name, "%s", ds->tables[i].name);
-        snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(ds->tables[i].dtype));
-        t->rows = ds->tables[i].rows;
-        t->dim = ds->tables[i].dim;
-        st = open_data_fd(s, ds->tables[i].data, &t->data_offset, err);
+        snprintf(t->name, sizeof t->name, "%s", src->name);
+        snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(src->dtype));
+        t->rows = src->rows;
+        t->dim = src->dim;
+        st = open_data_fd(s, src->data, &t->data_offset, err);
     }
     return st ? st : open_notice(s, err);
 }

@@ -20,6 +20,9 @@
  * to GPU with one broadcast (NCCL over NVLink when it loads, else peer
  * copies; fs_device.h). A piece staged twice is kept once.
  *
+ * Row tables (a labelled layout's hop tables, fs_dataset_row_table) follow
+ * the feature tables: indexed by row, never placed, read from tier 0.
+ *
  * Routing: per (reader, table) an N-entry array of FS_ROUTE(tier, row),
  * created on first placement for that reader; readers never placed for read
  * everything from tier 0 (NULL route). fs_store_freeze() turns every route
@@ -112,14 +115,16 @@ static int valid_reader(int reader) { return reader >= FS_READER_CPU && reader <
 fs_status_t fs_store_create(const fs_dataset_t *ds, fs_store_t **out, fs_error_t *err)
 {
     fs_store_t *s = calloc(1, sizeof *s);
-    if (!s || !(s->tables = calloc((size_t)ds->num_tables + 1, sizeof *s->tables))) {
+    int rows = fs_dataset_num_row_tables(ds);
+    if (!s || !(s->tables = calloc((size_t)(ds->num_tables + rows) + 1, sizeof *s->tables))) {
         free(s);
         return fs_error(err, FS_ERR_NOMEM, "out of memory creating the store");
     }
     s->ds = ds;
     atomic_init(&s->refs, 1);
-    s->num_tables = ds->num_tables;
+    s->num_tables = ds->num_tables + rows;
     for (int i = 0; i < ds->num_tables; i++) s->tables[i].src = &ds->tables[i];
+    for (int i = 0; i < rows; i++) s->tables[ds->num_tables + i].src = fs_dataset_row_table(ds, i); /* tier 0 only */
     s->num_tiers = 1; /* tier 0: the dataset's mapping (served: its sealed copies) */
     s->tier[0] = (tier_t){.kind = FS_TIER_HOST, .device = -1, .used = fs_dataset_bytes(ds)};
     atomic_fetch_add(&live_stores, 1);
@@ -462,6 +467,8 @@ static fs_status_t place_rows(fs_store_t *s, const char *table, int tier, const 
 {
     table_t *t = find_table(s, table);
     if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "store: no feature table '%s'", table);
+    if (t - s->tables >= s->ds->num_tables) /* indexed by row, not node: nothing to place by node id */
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: '%s' is a row table: it is read from tier 0 only", table);
     fs_status_t st = check_place(s, tier, ids, n, readers, err);
     if (st != FS_OK) return st;
     if (t->rows[tier]) return fs_error(err, FS_ERR_EXISTS, "store: table '%s' already has rows in tier %d", table, tier);

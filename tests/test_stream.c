@@ -7,13 +7,15 @@
  * batches never exceed the prefetch depth and holding more than `hold`
  * is refused; Match-Reorder: a delta batch reassembles to exactly the
  * full batch, only new rows are fetched, windows are permutations of the
- * plan's batches; bad options are named. */
+ * plan's batches; row streams gather every table, by node or (a labelled
+ * layout's row tables) by row in bulk runs; bad options are named. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dataset.h"
 #include "featstore/client.h"
 #include "test_util.h"
 
@@ -476,6 +478,103 @@ static void check_rows(const char *uri_kind)
 Test(stream, row_streams_gather_every_table_over_unix) { check_rows("unix"); }
 
 Test(stream, row_streams_gather_every_table_over_grpc) { check_rows("grpc"); }
+
+/* Row streams over row tables (`propagate --rows labelled`): the epoch is
+ * the split's rows, read by row; with chunk = batch size each batch is one
+ * run of consecutive rows, its seeds the rows' nodes; every table's rows,
+ * the seeds and their labels equal the dataset's own arrays (read here
+ * from its files); two DDP ranks read disjoint rows that cover the split;
+ * mixing row and feature tables, a seed array and a split without rows
+ * are named. */
+static void check_row_layout(const char *uri_kind)
+{
+    char *pdata = tu_path(dir, "rows"), psock[300], uri[320], *log;
+    snprintf(psock, sizeof psock, "%s/rows.sock", dir);
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 10 --edge-factor 8 --dim 8 --symmetrize --out %s && %s propagate %s "
+                        "--hops 2 --rows labelled", tu_bin(), pdata, tu_bin(), pdata), 0, "%s", log);
+    free(log);
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_dataset_open(pdata, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
+    const fs_propagation_t *pr = ds->propagation;
+    tu_server_t ps;
+    cr_assert_eq(tu_serve(&ps, pdata, psock, ""), 0);
+    if (strcmp(uri_kind, "grpc") == 0) snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", ps.grpc_port);
+    else snprintf(uri, sizeof uri, "unix://%s", psock);
+    fs_client_t *c = connect_to(uri);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c, &info), FS_OK);
+    cr_assert_eq(info->num_row_tables, 4, "hop_0..hop_2 and hop_node");
+    int64_t first = -1, count = 0;
+    for (size_t i = 0; i < info->num_row_splits; i++)
+        if (strcmp(info->row_splits[i].name, "train") == 0) first = info->row_splits[i].offset, count = info->row_splits[i].count;
+    cr_assert_geq(first, 0);
+    fs_info_free(info);
+
+    static const char *const hops[] = {"hop_0", "hop_1", "hop_2"};
+    /* one trainer: every batch one chunk, the split's rows all read once; two
+     * ranks (contiguous shares of the chunk order: a batch may span two
+     * chunks): disjoint rows, covering the split but for drop_last's tail */
+    char *seen = calloc((size_t)pr->num_rows, 1);
+    for (int world = 1; world <= 2; world++) {
+        memset(seen, 0, (size_t)pr->num_rows);
+        for (int rank = 0; rank < world; rank++) {
+            fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
+            o.split = "train", o.batch_size = 32, o.tables = hops, o.num_tables = 3, o.order = FS_ORDER_CHUNKED;
+            o.chunk = 32, o.rank = rank, o.world_size = world, o.drop_last = world > 1, o.seed = 4;
+            fs_stream_t *s;
+            cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+            fs_stream_batch_t *b;
+            fs_status_t st;
+            while ((st = fs_stream_next(s, &b)) == FS_OK) {
+                cr_assert(b->num_ranges == 1 || (world > 1 && b->num_ranges == 2), "%lld runs",
+                          (long long)b->num_ranges);
+                for (int64_t g = 0, i = 0; g < b->num_ranges; g++) {
+                    int64_t r0 = b->ranges[2 * g], n = b->ranges[2 * g + 1];
+                    cr_assert(r0 >= first && r0 + n <= first + count, "rows of the split");
+                    for (int64_t j = 0; j < n; j++, i++) {
+                        cr_assert_eq(seen[r0 + j], 0, "row %lld read once", (long long)(r0 + j));
+                        seen[r0 + j] = 1;
+                        cr_assert_eq(b->seeds[i], pr->row_nodes[r0 + j]);
+                        cr_assert_eq(b->labels[i], ds->labels[b->seeds[i]]);
+                        for (int k = 0; k < 3; k++) {
+                            const fs_table_t *t = &pr->tables[k];
+                            cr_assert_arr_eq((const char *)b->tables[k]->features + (size_t)i * t->row_bytes,
+                                             (const char *)t->data + (size_t)(r0 + j) * t->row_bytes, t->row_bytes);
+                        }
+                    }
+                    if (g + 1 == b->num_ranges) cr_assert_eq(i, b->num_seeds, "the runs are the batch");
+                }
+                fs_stream_batch_free(b);
+            }
+            cr_assert_eq(st, FS_END, "%s", fs_stream_errstr(s));
+            fs_stream_close(s);
+        }
+        int64_t covered = 0;
+        for (int64_t r = first; r < first + count; r++) covered += seen[r];
+        if (world == 1) cr_assert_eq(covered, count, "one trainer reads every row of the split");
+        else cr_assert_geq(covered, count - 2 * 32, "two ranks cover the split but for drop_last's tail");
+    }
+    fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
+    static const char *const mixed[] = {"hop_0", "feat"};
+    o.split = "train", o.batch_size = 32, o.tables = mixed, o.num_tables = 2;
+    fs_stream_t *bad = NULL;
+    cr_assert_eq(fs_stream_open(c, &o, &bad), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "row table"), "%s", fs_client_errstr(c));
+    int64_t rows[2] = {0, 1};
+    o.tables = hops, o.num_tables = 3, o.split = NULL, o.seeds = rows, o.num_seeds = 2;
+    cr_assert_eq(fs_stream_open(c, &o, &bad), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "give a split"), "%s", fs_client_errstr(c));
+    free(seen);
+    fs_close(c);
+    tu_serve_stop(&ps, SIGTERM);
+    fs_dataset_close(ds);
+    free(pdata);
+}
+
+Test(stream, row_tables_stream_by_row_over_unix) { check_row_layout("unix"); }
+
+Test(stream, row_tables_stream_by_row_over_grpc) { check_row_layout("grpc"); }
 
 /* Option set i of bad_options_are_named, spoiling one field of base_opts. */
 static void spoil(int i, fs_stream_opts_t *o)

@@ -301,7 +301,12 @@ typedef struct {
     const fs_link_req_t *link;
     /* Row batches (pre-propagation, seed 004), instead of sample/table: no
      * sampling; each batch gathers its seeds' rows of every one of these
-     * tables (hop_0 .. hop_R of `featstore propagate`), with their labels. */
+     * tables (hop_0 .. hop_R of `featstore propagate`), with their labels.
+     * Row tables (a labelled layout, since 1.5) are read by row: the epoch
+     * is the rows of `split` (fs_info_t's row_splits), a batch's seeds are
+     * its rows' nodes (the "hop_node" table), and consecutive rows are
+     * copied as one run (fs_stream_batch_t.ranges). All the tables are row
+     * tables or none are. */
     const char *const *tables;
     size_t num_tables;
 } fs_stream_opts_t;
@@ -335,6 +340,12 @@ typedef struct {
     const fs_hetero_batch_t *hetero; /* typed and link streams: the batch (batch is NULL) */
     size_t num_tables;           /* row streams: tables[k] holds the seeds' rows of the */
     const fs_batch_t *const *tables; /* options' tables[k], row i for seeds[i] (batch is NULL) */
+    /* Since 1.5, row streams over row tables (a labelled layout, fs_info_t's
+     * row_tables): the batch's rows, as runs [first row, first row + rows)
+     * in the order they were read, each copied in bulk; one run per chunk
+     * with FS_ORDER_CHUNKED. 0 and NULL otherwise. */
+    int64_t num_ranges;
+    const int64_t *ranges;       /* [num_ranges][2]: first row, rows */
 } fs_stream_batch_t;
 
 /* Opens a stream on connection c (failures: fs_client_errstr(c)). Bad

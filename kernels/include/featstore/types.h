@@ -373,6 +373,19 @@ typedef struct {
     int64_t num_neg;                  /* given negative destinations per edge; 0 = none */
 } fs_link_split_info_t;
 
+/* Since 1.5: a split's rows in the row tables of a labelled layout
+ * (`featstore propagate --rows labelled`): hop_0 .. hop_R and "hop_node"
+ * hold only the splits' nodes, one row each, and this split's are the
+ * rows [offset, offset + count), contiguous, in one seeded random order. */
+typedef struct {
+    const char *name;
+    int64_t offset, count;
+} fs_row_split_info_t;
+
+/* The row table served beside a labelled layout's hop tables: each row's
+ * node id (int64, dim 1), so a reader of rows [a, b) learns their nodes. */
+#define FS_ROW_NODE_TABLE "hop_node"
+
 /* Every list is a counted array of any length, owned by the fs_info_t. */
 typedef struct {
     const char *server_version;
@@ -380,7 +393,7 @@ typedef struct {
     int64_t num_nodes, num_edges, num_classes;
     int symmetric, weighted;
     size_t num_tables;
-    const fs_table_info_t *tables;    /* the feature tables, then "labels" when labelled */
+    const fs_table_info_t *tables;    /* the feature tables, then "labels" when labelled, then row tables */
     size_t num_splits;
     const char *const *splits;        /* split names ("train", "valid", "test", ...) */
     size_t num_tiers;
@@ -398,6 +411,13 @@ typedef struct {
     const fs_edge_type_info_t *edge_types;
     size_t num_link_splits;
     const fs_link_split_info_t *link_splits;
+    /* Since 1.5: the row tables of a labelled layout (also listed in
+     * `tables`, after the feature tables, with their own row count; gathered
+     * by row, not node id) and each split's rows in them; none without one. */
+    size_t num_row_tables;
+    const char *const *row_tables;
+    size_t num_row_splits;
+    const fs_row_split_info_t *row_splits;
 } fs_info_t;
 
 /* Frees an fs_info_t and everything it points to. NULL is a no-op. */
