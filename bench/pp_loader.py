@@ -26,7 +26,11 @@ Stages (one RESULT line each, with batches/s over ``per_sample``'s):
   gather_prefetch  the same batches made by a row stream (``client.stream(
                    tables=[hop_0, ...], order="random", prefetch=2)``);
   chunked          a row stream with order "chunked", chunk = batch size,
-                   prefetch 2: each batch is one run of consecutive rows.
+                   prefetch 2: each batch is one run of consecutive rows;
+  chunked_rows     the same over the labelled layout (``propagate --rows
+                   labelled``, cached beside the other): the train split's
+                   rows read by row, each batch one run copied in bulk
+                   (``StreamBatch.ranges``), its seeds the rows' nodes.
 
 Each stage is timed over a fixed number of batches (``--batches``;
 ``--per-sample-batches`` for the slow first stage), the stream's opening
@@ -37,7 +41,7 @@ prefetch only hides the client's own Python work).
                                         [--dataset DIR] [--hops 2] [--batch 8000] [--batches 1000]
                                         [--per-sample-batches 12]
 
-RESULT bench=pp_loader stage=per_sample|gather|gather_prefetch|chunked rows=N tables=R+1 dim=D batch=B
+RESULT bench=pp_loader stage=per_sample|gather|gather_prefetch|chunked|chunked_rows rows=N tables=R+1 dim=D batch=B
        batches=K seconds=... batches_per_s=... ratio_vs_per_sample=...
 """
 import argparse
@@ -75,18 +79,19 @@ def parse_args():
 
 # ---- the dataset and the server -------------------------------------------------------
 
-def dataset(args):
+def dataset(args, rows="all"):
     """The cached pre-propagated R-MAT (made on first use: gen, propagate, then renamed in)."""
-    if args.dataset:
+    if args.dataset and rows == "all":
         return args.dataset
     path = f"/tmp/featstore-bench/rmat-s{args.scale}-e16-sym-d{args.dim}-hops{args.hops}"
+    path += "-labelled" if rows == "labelled" else ""
     if not os.path.exists(os.path.join(path, "manifest.json")):
         os.makedirs("/tmp/featstore-bench", exist_ok=True)
         tmp = path + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         subprocess.run([args.featstore, "gen", "rmat", "--scale", str(args.scale), "--dim", str(args.dim),
                         "--symmetrize", "--out", tmp], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([args.featstore, "propagate", tmp, "--hops", str(args.hops)], check=True,
+        subprocess.run([args.featstore, "propagate", tmp, "--hops", str(args.hops), "--rows", rows], check=True,
                        stdout=subprocess.DEVNULL)
         os.rename(tmp, path)
     return path
@@ -159,13 +164,16 @@ def gather(client, tables, ids, args, batches):
     return done
 
 
-def stream(client, tables, ids, args, batches, order):
+def stream(client, tables, ids, args, batches, order, split=None):
+    """Row streams: over `ids` (node ids), or over the row tables' `split`."""
     done, epoch = 0, 0
     while done < batches:
         chunk = args.batch if order == "chunked" else 0
-        with client.stream(seeds=ids, batch_size=args.batch, tables=tables, order=order, chunk=chunk, prefetch=2,
+        seeds = dict(split=split) if split else dict(seeds=ids)
+        with client.stream(**seeds, batch_size=args.batch, tables=tables, order=order, chunk=chunk, prefetch=2,
                            seed=args.seed, epoch=epoch, drop_last=True) as s:
             for sb in s:
+                assert split is None or len(sb.ranges) == 1, "a chunk of row tables is one run"
                 xs, y = [b.torch().features for b in sb.tables], torch.from_numpy(sb.labels)
                 assert xs[0].shape == (args.batch, args.dim) and y.shape == (args.batch,)
                 del xs, y
@@ -188,12 +196,16 @@ def main():
     ids = np.arange(n, dtype=np.int64)  # every node is labelled: the rows an epoch walks
     tmp = tempfile.mkdtemp(prefix="featstore-pp-loader-")
     proc = serve(args.featstore, path, os.path.join(tmp, "s.sock"))
+    rows_proc = serve(args.featstore, dataset(args, "labelled"), os.path.join(tmp, "r.sock"))
     try:
-        with featstore.connect("unix://" + os.path.join(tmp, "s.sock")) as client:
+        with featstore.connect("unix://" + os.path.join(tmp, "s.sock")) as client, \
+                featstore.connect("unix://" + os.path.join(tmp, "r.sock")) as rows_client:
             stages = [("per_sample", lambda k: per_sample(path, tables, args, k), args.per_sample_batches),
                       ("gather", lambda k: gather(client, tables, ids, args, k), args.batches),
                       ("gather_prefetch", lambda k: stream(client, tables, ids, args, k, "random"), args.batches),
-                      ("chunked", lambda k: stream(client, tables, ids, args, k, "chunked"), args.batches)]
+                      ("chunked", lambda k: stream(client, tables, ids, args, k, "chunked"), args.batches),
+                      ("chunked_rows", lambda k: stream(rows_client, tables, None, args, k, "chunked", "train"),
+                       args.batches)]
             base = None
             for name, fn, k in stages:
                 t0 = time.perf_counter()
@@ -205,8 +217,9 @@ def main():
                       f"batch={args.batch} batches={done} seconds={seconds:.2f} batches_per_s={rate:.2f} "
                       f"ratio_vs_per_sample={rate / base:.2f}", flush=True)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait()
+        for p in (proc, rows_proc):
+            p.send_signal(signal.SIGTERM)
+            p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

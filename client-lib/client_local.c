@@ -21,6 +21,15 @@
  * this GPU's memory. The server keeps the tiers a connection opened until
  * it moves to a new placement or goes (server/local.c).
  *
+ * Shared mappings: each connection fills its page tables for the files it
+ * maps (map_fd), about 0.1 s per GB, and unmapping them costs a third of
+ * that again. A process with several connections to one server (a stream
+ * opens its own) would pay that per connection, for the very same pages.
+ * So host mappings are kept once per process, keyed by the file's identity
+ * (device, inode: the server's sealed memfds), and reference-counted by
+ * the connections' layouts; a GPU reader's are its own (registered or
+ * copied for its device).
+ *
  * Lifetime: the connection's state is reference-counted (one reference for
  * the connection, one per outstanding batch), so a batch stays valid even
  * after fs_close until it is freed.
@@ -73,7 +82,68 @@ typedef struct {
     size_t len;
     int registered;        /* readable by GPU kernels in place (fs_cuda_host_register) */
     int pinned;            /* p is a pinned copy: the driver would not register the mapping */
+    int shared;            /* p is a process-wide mapping (shared_maps) */
 } map_t;
+
+/* The process's shared host mappings (see "Shared mappings" above). */
+typedef struct shared_map {
+    dev_t dev;
+    ino_t ino;
+    size_t len;
+    void *p;
+    int refs;
+    struct shared_map *next;
+} shared_map_t;
+
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static shared_map_t *shared_maps;
+
+/* A mapping of the file `st` describes, populated: the process's own when
+ * it has one (another reference), else a new one, or MAP_FAILED. */
+static void *shared_map_take(int fd, const struct stat *st, size_t len)
+{
+    pthread_mutex_lock(&shared_mu);
+    shared_map_t *m = shared_maps;
+    while (m && !(m->dev == st->st_dev && m->ino == st->st_ino && m->len == len)) m = m->next;
+    void *p = m ? m->p : MAP_FAILED;
+    if (m) m->refs++;
+    pthread_mutex_unlock(&shared_mu);
+    if (m) return p;
+    p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return p;
+    madvise(p, len, MADV_HUGEPAGE); /* fewer page faults where the kernel allows it; best effort */
+    /* Fill this process's page tables now: otherwise every first touch of a
+     * page in a batch is a minor fault, which on some hosts costs more than
+     * the row copy itself and turns into latency spikes long after warm-up
+     * (README "Data plane"). The pages are the server's resident memfd
+     * copies, so this only writes page-table entries. Best effort: kernels
+     * before 5.14 refuse it and fault lazily as before. */
+    madvise(p, len, MADV_POPULATE_READ);
+    shared_map_t *n = malloc(sizeof *n);
+    if (!n) {
+        munmap(p, len);
+        return MAP_FAILED;
+    }
+    *n = (shared_map_t){.dev = st->st_dev, .ino = st->st_ino, .len = len, .p = p, .refs = 1};
+    pthread_mutex_lock(&shared_mu);
+    n->next = shared_maps, shared_maps = n; /* a racing connection's duplicate is harmless: each drops its own */
+    pthread_mutex_unlock(&shared_mu);
+    return p;
+}
+
+static void shared_map_drop(void *p)
+{
+    pthread_mutex_lock(&shared_mu);
+    shared_map_t **at = &shared_maps;
+    while (*at && (*at)->p != p) at = &(*at)->next;
+    shared_map_t *m = *at;
+    int last = m && --m->refs == 0;
+    if (last) *at = m->next;
+    pthread_mutex_unlock(&shared_mu);
+    if (!last) return;
+    munmap(m->p, m->len);
+    free(m);
+}
 
 /* What one WELCOME describes: the dataset's files and the reader's
  * placement, mapped, and the views over them. Replaced whole when the
@@ -153,6 +223,7 @@ static void layout_free(layout_t *Y)
     for (size_t i = 0; i < Y->num_maps; i++) {
         if (Y->maps[i].registered) fs_cuda_host_unregister(Y->maps[i].p);
         if (Y->maps[i].pinned) fs_cuda_free_pinned(Y->maps[i].p);
+        else if (Y->maps[i].shared) shared_map_drop(Y->maps[i].p);
         else munmap(Y->maps[i].p, Y->maps[i].len);
     }
     free(Y->maps);
@@ -450,18 +521,11 @@ static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, s
         Y->maps = m, Y->cap_maps = cap;
     }
     size_t len = st.st_size ? (size_t)st.st_size : 1;
-    void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    int shared = !Y->on_device; /* a GPU reader registers or copies its mappings: its own */
+    void *p = shared ? shared_map_take(fd, &st, len) : mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_IO, "cannot map a dataset file: %s", strerror(errno));
-    madvise(p, len, MADV_HUGEPAGE); /* fewer page faults where the kernel allows it; best effort */
-    /* Fill this process's page tables now, at connect: otherwise every first
-     * touch of a page in a batch is a minor fault, which on some hosts costs
-     * more than the row copy itself and turns into latency spikes long after
-     * warm-up (README "Data plane"). The pages are the server's resident
-     * memfd copies, so this only writes page-table entries. Best effort:
-     * kernels before 5.14 refuse it and fault lazily as before. */
-    madvise(p, len, MADV_POPULATE_READ);
     map_t *m = &Y->maps[Y->num_maps++];
-    *m = (map_t){.p = p, .len = len};
+    *m = (map_t){.p = p, .len = len, .shared = shared};
     fs_status_t rc = Y->on_device ? make_device_readable(c, Y, m) : FS_OK;
     *data = (const char *)m->p + offset;
     return rc;

@@ -85,10 +85,12 @@ def import_cora(featstore, out):
     return out
 
 
-def propagate(featstore, dataset, hops):
-    """`featstore propagate dataset --hops hops`: the tables hop_0..hop_hops.
+def propagate(featstore, dataset, hops, rows="all"):
+    """`featstore propagate dataset --hops hops --rows rows`: the tables
+    hop_0..hop_hops (rows "labelled": row tables of the splits' nodes).
     Returns dataset."""
-    subprocess.run([featstore, "propagate", dataset, "--hops", str(hops)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([featstore, "propagate", dataset, "--hops", str(hops), "--rows", rows], check=True,
+                   stdout=subprocess.DEVNULL)
     return dataset
 
 

@@ -193,6 +193,31 @@ Test(local, errors_are_clear_and_the_connection_survives)
     for (int i = 1; i < FS_DEFAULT_SLOTS; i++) fs_batch_free(held[i]);
 }
 
+/* Connections of one process share their mappings of the server's files
+ * (client_local.c, "Shared mappings"): a connection closed under another
+ * leaves the other's rows intact, a batch outlives both, and a connection
+ * made after every other closed maps afresh. */
+Test(local, connections_share_mappings_and_each_keeps_them_alive)
+{
+    int64_t seeds[256];
+    seeds_for(seeds, 256, 3);
+    fs_sample_req_t req = req3(5);
+    fs_client_t *a = connect_ok(), *b = connect_ok();
+    fs_batch_t *x, *y;
+    cr_assert_eq(fs_sample_gather(a, seeds, 256, &req, "feat", FS_DTYPE_F32, &x), FS_OK, "%s", fs_client_errstr(a));
+    fs_close(a);
+    cr_assert_eq(fs_sample_gather(b, seeds, 256, &req, "feat", FS_DTYPE_F32, &y), FS_OK, "%s", fs_client_errstr(b));
+    cr_assert_not(differs(y, seeds, 256, &req), "the second connection reads after the first closed");
+    fs_close(b);
+    cr_assert_not(differs(x, seeds, 256, &req), "a batch outlives both connections");
+    fs_batch_free(x), fs_batch_free(y);
+    fs_client_t *c = connect_ok();
+    cr_assert_eq(fs_sample_gather(c, seeds, 256, &req, "feat", FS_DTYPE_F32, &x), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_not(differs(x, seeds, 256, &req), "a connection after all others closed maps afresh");
+    fs_batch_free(x);
+    fs_close(c);
+}
+
 Test(local, labels_and_splits_are_served)
 {
     fs_client_t *c = connect_ok();

@@ -50,6 +50,7 @@ Exits 77 (ctest's skip) when numpy is missing.
 import argparse
 import gc
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -512,6 +513,68 @@ class RowStreamTest(unittest.TestCase):
                     c.stream(split="train", batch_size=64, tables=["hop_0", "hop_7"])
                 self.assertIn("hop_7", str(e.exception))
         print("RESULT python row streams: hop_0..hop_2 of propagated Cora, chunked, = gather per table, "
+              "over unix:// and grpc://")
+
+
+class RowLayoutStreamTest(unittest.TestCase):
+    """Row streams over row tables (`propagate --rows labelled` on Cora):
+    Info lists the row tables and each split's rows; a chunked stream reads
+    the split's rows by row, one run per batch (ranges), and every table's
+    rows, the seeds (the rows' nodes) and their labels equal the dataset's
+    files read here with numpy."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="featstore-pystream-rowlayout-")
+        try:
+            cls.data = fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(cls.dir, "c")),
+                                          2, rows="labelled")
+            cls.proc, ready = fs_serve.start(ARGS.featstore, cls.data, os.path.join(cls.dir, "s.sock"))
+        except Exception:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            raise
+        cls.uris = {"unix": "unix://" + ready["unix"], "grpc": "grpc://" + ready["grpc"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            status = fs_serve.stop(cls.proc)
+            if status != 0:
+                raise AssertionError(f"featstore serve (row layout) exited {status} on SIGTERM, expected 0")
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def files(self):
+        """The dataset's arrays, from its manifest and .npy files."""
+        with open(os.path.join(self.data, "manifest.json")) as f:
+            m = json.load(f)
+        p = m["propagation"]
+        load = lambda name: np.load(os.path.join(self.data, name))  # noqa: E731
+        hops = {name: load(t["file"]) for name, t in p["row_tables"].items()}
+        return hops, load(p["row_nodes"]), load(m["labels"]["file"]).reshape(-1)
+
+    def test_chunks_are_runs_of_rows_read_in_bulk(self):
+        hops, row_nodes, labels = self.files()
+        names = ["hop_0", "hop_1", "hop_2"]
+        for t in TRANSPORTS:
+            with self.subTest(transport=t), featstore.connect(self.uris[t]) as c:
+                info = c.info()
+                self.assertEqual(set(info.row_tables), set(names) | {"hop_node"})
+                first, count = info.row_splits["train"]
+                seen = np.zeros(len(row_nodes), dtype=bool)
+                with c.stream(split="train", batch_size=64, tables=names, order="chunked", chunk=64, seed=3) as s:
+                    for sb in s:
+                        self.assertEqual(sb.ranges.shape, (1, 2), "one chunk, one run")
+                        r0, n = (int(x) for x in sb.ranges[0])
+                        self.assertTrue(first <= r0 and r0 + n <= first + count)
+                        self.assertFalse(seen[r0:r0 + n].any())
+                        seen[r0:r0 + n] = True
+                        np.testing.assert_array_equal(sb.seeds, row_nodes[r0:r0 + n])
+                        np.testing.assert_array_equal(sb.labels, labels[row_nodes[r0:r0 + n]])
+                        for name, got in zip(names, sb.tables):
+                            np.testing.assert_array_equal(got.features, hops[name][r0:r0 + n], f"{t} {name}")
+                self.assertTrue(seen[first:first + count].all(), "the split's rows, each once")
+        print("RESULT python row layout: hop_0..hop_2 of Cora (rows labelled), chunked by row runs, = the files, "
               "over unix:// and grpc://")
 
 

@@ -127,6 +127,11 @@ class LinkSplitInfoC(ctypes.Structure):
     ]
 
 
+class RowSplitInfoC(ctypes.Structure):
+    """fs_row_split_info_t (since 1.5)."""
+    _fields_ = [("name", ctypes.c_char_p), ("offset", _i64), ("count", _i64)]
+
+
 class InfoC(ctypes.Structure):
     """fs_info_t: counted arrays of any length. The fields from ``typed`` on
     are 1.3's: read them only from a library that has them (``typed`` below)."""
@@ -145,6 +150,9 @@ class InfoC(ctypes.Structure):
         ("num_node_types", ctypes.c_size_t), ("node_types", ctypes.POINTER(NodeTypeInfoC)),
         ("num_edge_types", ctypes.c_size_t), ("edge_types", ctypes.POINTER(EdgeTypeInfoC)),
         ("num_link_splits", ctypes.c_size_t), ("link_splits", ctypes.POINTER(LinkSplitInfoC)),
+        # 1.5: a labelled layout's row tables (read only from a 1.5 library: `rows`)
+        ("num_row_tables", ctypes.c_size_t), ("row_tables", ctypes.POINTER(ctypes.c_char_p)),
+        ("num_row_splits", ctypes.c_size_t), ("row_splits", ctypes.POINTER(RowSplitInfoC)),
     ]
 
 
@@ -253,6 +261,8 @@ def _bind(lib, where):
 
 lib, path = _load()
 version = _bind(lib, path)
+# True: the library is 1.5 or later, whose fs_info_t and fs_stream_batch_t end with the row-table fields
+rows = tuple(int(x) for x in version.split(".")[:2]) >= (1, 5)
 
 
 # ---- typed graphs (featstore/types.h, featstore/client.h; since 1.3) -------------
@@ -444,6 +454,8 @@ class StreamBatchC(ctypes.Structure):
         ("hetero", ctypes.POINTER(HeteroBatchC)),  # typed and link streams' batch (batch is NULL)
         ("num_tables", ctypes.c_size_t),            # row streams: one gather per table (batch is NULL)
         ("tables", ctypes.POINTER(ctypes.POINTER(BatchC))),
+        # 1.5: row streams over row tables: the batch's runs of rows (read only from a 1.5 library: `rows`)
+        ("num_ranges", _i64), ("ranges", _p_i64),
     ]
 
 

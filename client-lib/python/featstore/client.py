@@ -385,6 +385,8 @@ class Info:
     node_types: dict = field(default_factory=dict)   # name -> NodeTypeInfo, in the server's order
     edge_types: tuple = ()                           # EdgeTypeInfo, in the server's order
     link_splits: dict = field(default_factory=dict)  # name -> LinkSplitInfo
+    row_tables: tuple = ()                           # 1.5: a labelled layout's row tables (by row)
+    row_splits: dict = field(default_factory=dict)   # 1.5: split name -> (first row, rows) in them
 
 
 def _table_infos(tables, n):
@@ -758,6 +760,9 @@ class Client(_Closing):
             readers = tuple(ReaderInfo(r.reader, dict(zip(sources, r.predicted_bytes)),
                                        dict(zip(sources, r.measured_bytes))) for r in i.readers[:i.num_readers])
             types = _info_types(i) if _lib.typed else {}  # a library before 1.3 has no such fields
+            if _lib.rows:
+                types["row_tables"] = tuple(i.row_tables[k].decode() for k in range(i.num_row_tables))
+                types["row_splits"] = {r.name.decode(): (r.offset, r.count) for r in i.row_splits[:i.num_row_splits]}
             return Info(i.server_version.decode(), i.dataset.decode(), i.num_nodes, i.num_edges, i.num_classes,
                         bool(i.symmetric), bool(i.weighted), tables,
                         tuple(s.decode() for s in i.splits[:i.num_splits]), tiers, readers,

@@ -398,6 +398,7 @@ class StreamBatch(_Releasable):
             "seeds": _view(h, b.seeds, (n,), np.int64),
             "labels": _view(h, b.labels, (n,), np.int64) if b.labels else None,
             "plan_index": b.plan_index, "match": b.match, "prev_rows": b.prev_rows,
+            "ranges": _view(h, b.ranges, (b.num_ranges, 2), np.int64) if _lib.rows and b.num_ranges else None,
         }
         self._fields.update(_match_fields(h, b))
 
@@ -424,6 +425,8 @@ class StreamBatch(_Releasable):
                                 "prev_rows rows, new_rows); None without delta")
     prev_rows = _batch_field("prev_rows", "rows of the previous batch that take indexes first (0: all new)")
     match = _batch_field("match", "the match degree |this ∩ previous| / |this| over rows (delta)")
+    ranges = _batch_field("ranges", "int64 [k, 2] (a row stream over row tables): the batch's rows as runs (first "
+                                    "row, rows), each copied in bulk; None otherwise")
 
     def release(self):
         """Ends this StreamBatch and its ``batch`` or ``hetero`` (see
