@@ -8,6 +8,7 @@ trained without any sampling. Prepare and serve a dataset with::
 
     featstore import npz tests/data/cora.npz --out /tmp/cora --symmetrize   # the importer's 60/20/20 split
     featstore propagate /tmp/cora --hops 3                                   # tables hop_0 .. hop_3, all rows
+                                                  # (or --rows labelled: row tables, each chunk one run of rows)
     featstore serve /tmp/cora --socket /tmp/fs.sock
 
     /usr/bin/python3 examples/train_sign.py --uri unix:///tmp/fs.sock                 # SIGN over hop_0..hop_3
