@@ -557,7 +557,8 @@ static fs_status_t check_remote(fs_stream_t *s, int64_t i, int64_t p, const fs_b
 {
     int64_t first = i - i % s->window, ok = p >= first && p < first + s->window && p < s->plan.num_batches &&
                                             x->num_seeds == n;
-    for (int64_t k = 0; ok && k < n; k++) ok = x->nodes[x->seed_local[k]] == seeds[k];
+    for (int64_t k = 0; ok && k < n; k++) /* seed_local is the server's: checked before it indexes */
+        ok = (uint64_t)x->seed_local[k] < (uint64_t)x->num_nodes && x->nodes[x->seed_local[k]] == seeds[k];
     if (ok) return FS_OK;
     entry_fail(e, FS_ERR_FORMAT, "stream: the server's batch %lld (plan batch %lld) is not this stream's: its plan or "
                "seeds differ", (long long)i, (long long)p);

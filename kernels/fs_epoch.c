@@ -2,7 +2,8 @@
  *
  * A rank's share position p is the padded permutation's position q (p *
  * world_size + rank, strided as DistributedSampler does; contiguous, rank
- * * share + p, for chunked orders, so a chunk stays one bulk range), then
+ * * share + p, for chunked orders, so a chunk stays one bulk range, with
+ * shares of whole chunks over several ranks: each chunk is one rank's), then
  * q wraps into [0, num_items) (the padding repeats the permutation's
  * start) and goes through the order's permutation. The random order is a
  * Feistel network over the smallest 2^(2h) >= n with SplitMix64
@@ -88,8 +89,12 @@ fs_status_t fs_epoch_plan(const fs_epoch_opts_t *o, fs_epoch_t *out, fs_error_t 
     if (st != FS_OK) return st;
     int64_t n = o->num_items, w = o->world_size;
     fs_epoch_t e = {.o = *o};
-    /* DistributedSampler: drop the uneven tail, or pad to an even split */
-    e.share = o->drop_last ? n / w : (n + w - 1) / w;
+    /* DistributedSampler: drop the uneven tail, or pad to an even split; a
+     * chunked order over ranks splits whole chunks (the short rest counts as
+     * one), so no chunk is cut between two ranks */
+    int64_t c = o->chunk, chunks = o->order == FS_EPOCH_CHUNKED ? (n + c - 1) / c : 0;
+    if (o->order == FS_EPOCH_CHUNKED && w > 1) e.share = (o->drop_last ? n / c / w : (chunks + w - 1) / w) * c;
+    else e.share = o->drop_last ? n / w : (n + w - 1) / w;
     if (e.share == 0)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "epoch: drop_last with %lld seeds over %d ranks leaves every "
                         "rank empty", (long long)n, o->world_size);

@@ -7,7 +7,10 @@
  * without drop_last the permutation is padded by repeating its start
  * until it divides evenly, with drop_last its tail is dropped instead (and
  * so is a share's last short batch). Equal shares give every rank the same
- * number of batches, which DDP's collective steps need.
+ * number of batches, which DDP's collective steps need. A chunked order
+ * over several ranks deals whole chunks (its short rest one of them): each
+ * rank's share is a whole number of chunks, padded or dropped in chunks,
+ * so every chunk is read by one rank, as one range.
  *
  * The permutation is never stored: position i of it is a keyed bijection
  * of i (a Feistel network, cycle-walked into [0, n)), so a plan costs

@@ -56,7 +56,8 @@ Test(epoch, shares_are_disjoint_cover_and_equal)
                 for (int world = 1; world <= 4; world++)
                     for (int drop = 0; drop <= 1; drop++) {
                         int64_t n = sizes[si], bs = bss[bi];
-                        if (drop && (n / world == 0 || n / world / bs == 0)) continue; /* refused: see below */
+                        int64_t dropped_share = order == FS_EPOCH_CHUNKED && world > 1 ? n / 4 / world * 4 : n / world;
+                        if (drop && (dropped_share == 0 || dropped_share / bs == 0)) continue; /* refused: see below */
                         int64_t *seen = calloc((size_t)n, sizeof *seen), *items = malloc(sizeof *items * (size_t)(n + world) * 2);
                         int64_t total = 0, batches0 = -1, share0 = -1;
                         for (int r = 0; r < world; r++) {
@@ -73,13 +74,15 @@ Test(epoch, shares_are_disjoint_cover_and_equal)
                             distinct += seen[i] > 0;
                             if (seen[i] > max) max = seen[i];
                         }
-                        if (drop) { /* disjoint: no item twice, and only the tail (< world items, then short batches) missing */
+                        /* a chunked order over ranks deals whole chunks of 4: its tail and padding are in chunks */
+                        int64_t unit = order == FS_EPOCH_CHUNKED && world > 1 ? 4 : 1, units = (n + unit - 1) / unit;
+                        if (drop) { /* disjoint: no item twice, and only the tail (< world units, then short batches) missing */
                             cr_assert_eq(max, 1, "order %d n %lld world %d: an item in two shares", order, (long long)n, world);
-                            cr_assert(n - total < world + world * bs);
+                            cr_assert(n - total < world * unit + world * bs);
                         } else { /* covering: every item, duplicates only the padding */
                             cr_assert_eq(distinct, n, "order %d n %lld world %d bs %lld: not covered", order, (long long)n,
                                          world, (long long)bs);
-                            cr_assert_eq(total, ((n + world - 1) / world) * world);
+                            cr_assert_eq(total, ((units + world - 1) / world) * world * unit);
                         }
                         free(seen), free(items);
                     }
@@ -190,6 +193,41 @@ Test(epoch, chunked_order_keeps_chunks_whole)
     for (int64_t i = 0; i < 400; i += 4) in_place += a[i] == i;
     cr_assert_lt(in_place, 20, "shuffled: %lld of 100 chunks in place", (long long)in_place);
     cr_assert(memcmp(a, b, sizeof a) != 0, "a new epoch reshuffles the chunks");
+}
+
+/* DDP over a chunked order: each rank's share is whole chunks; every full
+ * chunk's block of positions is that chunk, whole and in order, and no two
+ * ranks' blocks hold the same chunk. Beyond the full chunks come the short
+ * rest and, without drop_last, the padding (the order's start again);
+ * without drop_last every chunk is read. */
+Test(epoch, chunked_shares_deal_whole_chunks)
+{
+    for (int64_t n = 1; n <= 60; n++)
+        for (int world = 2; world <= 4; world++)
+            for (int drop = 0; drop <= 1; drop++) {
+                if (drop && n / 4 / world == 0) continue; /* refused: no whole chunk per rank */
+                int64_t chunks = (n + 3) / 4, owner[16];
+                int read[16] = {0};
+                for (int64_t ch = 0; ch < 16; ch++) owner[ch] = -1;
+                for (int r = 0; r < world; r++) {
+                    fs_epoch_opts_t o = opts(n, 4, drop, FS_EPOCH_CHUNKED, r, world);
+                    int64_t items[128], nb, m = rank_items(&o, items, &nb);
+                    cr_assert_eq(m % 4, 0, "n %lld world %d: a share of whole chunks", (long long)n, world);
+                    for (int64_t i = 0; i < m; i++) read[items[i] / 4] = 1;
+                    for (int64_t b = 0; b < m / 4; b++) {
+                        if (r * m + 4 * b + 4 > n / 4 * 4) continue; /* the rest, or padding */
+                        int64_t first = items[4 * b], ch = first / 4;
+                        cr_assert_eq(first % 4, 0, "n %lld world %d rank %d: block %lld", (long long)n, world, r,
+                                     (long long)b);
+                        for (int k = 1; k < 4; k++) cr_assert_eq(items[4 * b + k], first + k);
+                        cr_assert_eq(owner[ch], -1, "n %lld world %d: chunk %lld in two ranks", (long long)n, world,
+                                     (long long)ch);
+                        owner[ch] = r;
+                    }
+                }
+                for (int64_t ch = 0; !drop && ch < chunks; ch++)
+                    cr_assert(read[ch], "n %lld world %d: chunk %lld unread", (long long)n, world, (long long)ch);
+            }
 }
 
 Test(epoch, bad_arguments_are_named)

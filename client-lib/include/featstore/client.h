@@ -250,7 +250,8 @@ typedef enum {
     FS_ORDER_RANDOM = 0,     /* a fresh permutation for each (seed, epoch) */
     FS_ORDER_SEQUENTIAL = 1, /* the seeds in their order */
     FS_ORDER_CHUNKED = 2,    /* runs of `chunk` consecutive seeds, the runs shuffled
-                                (seed 004's chunk reshuffling; DDP shares are contiguous) */
+                                (seed 004's chunk reshuffling; over DDP ranks each
+                                rank gets whole chunks, dealt in that order) */
 } fs_stream_order_t;
 
 /* Seed 002's Match (docs/algorithms.md §6): consecutive batches of one
