@@ -459,18 +459,19 @@ def assert_same_hetero(test, want, got, what):
     assert_same_arrays(test, hetero_arrays(want), hetero_arrays(got), what)
 
 
-class RowStreamTest(unittest.TestCase):
-    """Row streams (tables=) on Cora with hop tables from `featstore
-    propagate`: every batch's tables are gather() of its seeds and its labels
-    gather(labels); chunked with chunk = batch size, every batch is one run
-    of consecutive split positions; sampling options are refused."""
+class _PropagatedCora(unittest.TestCase):
+    """Cora with hop tables hop_0..hop_2 (`featstore propagate --rows ROWS`),
+    served on its own for the class: cls.data, cls.uris."""
+
+    ROWS = "all"
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="featstore-pystream-rows-")
+        cls.dir = tempfile.mkdtemp(prefix=f"featstore-pystream-rows-{cls.ROWS}-")
         try:
-            data = fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(cls.dir, "c")), 2)
-            cls.proc, ready = fs_serve.start(ARGS.featstore, data, os.path.join(cls.dir, "s.sock"))
+            cls.data = fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(cls.dir, "c")),
+                                          2, rows=cls.ROWS)
+            cls.proc, ready = fs_serve.start(ARGS.featstore, cls.data, os.path.join(cls.dir, "s.sock"))
         except Exception:
             shutil.rmtree(cls.dir, ignore_errors=True)
             raise
@@ -481,9 +482,18 @@ class RowStreamTest(unittest.TestCase):
         try:
             status = fs_serve.stop(cls.proc)
             if status != 0:
-                raise AssertionError(f"featstore serve (rows) exited {status} on SIGTERM, expected 0")
+                raise AssertionError(f"featstore serve (rows {cls.ROWS}) exited {status} on SIGTERM, expected 0")
         finally:
             shutil.rmtree(cls.dir, ignore_errors=True)
+
+
+class RowStreamTest(_PropagatedCora):
+    """Row streams (tables=) on Cora with hop tables from `featstore
+    propagate`: every batch's tables are gather() of its seeds and its labels
+    gather(labels); chunked with chunk = batch size, every batch is one run
+    of consecutive split positions; sampling options are refused."""
+
+    ROWS = "all"
 
     def test_every_batch_is_the_gather_of_every_table(self):
         hops = ["hop_0", "hop_1", "hop_2"]
@@ -516,33 +526,14 @@ class RowStreamTest(unittest.TestCase):
               "over unix:// and grpc://")
 
 
-class RowLayoutStreamTest(unittest.TestCase):
+class RowLayoutStreamTest(_PropagatedCora):
     """Row streams over row tables (`propagate --rows labelled` on Cora):
     Info lists the row tables and each split's rows; a chunked stream reads
     the split's rows by row, one run per batch (ranges), and every table's
     rows, the seeds (the rows' nodes) and their labels equal the dataset's
     files read here with numpy."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="featstore-pystream-rowlayout-")
-        try:
-            cls.data = fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(cls.dir, "c")),
-                                          2, rows="labelled")
-            cls.proc, ready = fs_serve.start(ARGS.featstore, cls.data, os.path.join(cls.dir, "s.sock"))
-        except Exception:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
-        cls.uris = {"unix": "unix://" + ready["unix"], "grpc": "grpc://" + ready["grpc"]}
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            status = fs_serve.stop(cls.proc)
-            if status != 0:
-                raise AssertionError(f"featstore serve (row layout) exited {status} on SIGTERM, expected 0")
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    ROWS = "labelled"
 
     def files(self):
         """The dataset's arrays, from its manifest and .npy files."""

@@ -408,21 +408,32 @@ Test(stream, a_reordered_delta_stream_resumes_bit_for_bit)
     fs_close(c);
 }
 
+/* A small R-MAT with hop tables hop_0..hop_2 (`featstore propagate --rows
+ * rows`) in dir/name, served on its own by *ps; its path (heap), and the URI
+ * of transport uri_kind in uri. */
+static char *serve_propagated(const char *name, const char *rows, const char *uri_kind, tu_server_t *ps, char *uri,
+                              size_t uri_size)
+{
+    char *pdata = tu_path(dir, name), psock[300], *log;
+    snprintf(psock, sizeof psock, "%s/%s.sock", dir, name);
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 10 --edge-factor 8 --dim 8 --symmetrize --out %s && %s propagate %s "
+                        "--hops 2 --rows %s", tu_bin(), pdata, tu_bin(), pdata, rows), 0, "%s", log);
+    free(log);
+    cr_assert_eq(tu_serve(ps, pdata, psock, ""), 0);
+    if (strcmp(uri_kind, "grpc") == 0) snprintf(uri, uri_size, "grpc://127.0.0.1:%d", ps->grpc_port);
+    else snprintf(uri, uri_size, "unix://%s", psock);
+    return pdata;
+}
+
 /* Row streams (pre-propagation): a dataset with hop tables from `featstore
  * propagate`, served on its own; every batch's tables are fs_gather of its
  * seeds, a chunked epoch with chunk = batch size makes every batch one run
  * of consecutive split positions, and the epoch covers the split. */
 static void check_rows(const char *uri_kind)
 {
-    char *pdata = tu_path(dir, "hops"), psock[300], uri[320], *log;
-    snprintf(psock, sizeof psock, "%s/hops.sock", dir);
-    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 10 --edge-factor 8 --dim 8 --symmetrize --out %s && %s propagate %s "
-                        "--hops 2", tu_bin(), pdata, tu_bin(), pdata), 0, "%s", log);
-    free(log);
+    char uri[320];
     tu_server_t ps;
-    cr_assert_eq(tu_serve(&ps, pdata, psock, ""), 0);
-    if (strcmp(uri_kind, "grpc") == 0) snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", ps.grpc_port);
-    else snprintf(uri, sizeof uri, "unix://%s", psock);
+    char *pdata = serve_propagated("hops", "all", uri_kind, &ps, uri, sizeof uri);
     fs_client_t *c = connect_to(uri);
     static const char *const hops[] = {"hop_0", "hop_1", "hop_2"};
     fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
@@ -488,19 +499,13 @@ Test(stream, row_streams_gather_every_table_over_grpc) { check_rows("grpc"); }
  * are named. */
 static void check_row_layout(const char *uri_kind)
 {
-    char *pdata = tu_path(dir, "rows"), psock[300], uri[320], *log;
-    snprintf(psock, sizeof psock, "%s/rows.sock", dir);
-    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 10 --edge-factor 8 --dim 8 --symmetrize --out %s && %s propagate %s "
-                        "--hops 2 --rows labelled", tu_bin(), pdata, tu_bin(), pdata), 0, "%s", log);
-    free(log);
+    char uri[320];
+    tu_server_t ps;
+    char *pdata = serve_propagated("rows", "labelled", uri_kind, &ps, uri, sizeof uri);
     fs_dataset_t *ds;
     fs_error_t err = {0};
     cr_assert_eq(fs_dataset_open(pdata, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
     const fs_propagation_t *pr = ds->propagation;
-    tu_server_t ps;
-    cr_assert_eq(tu_serve(&ps, pdata, psock, ""), 0);
-    if (strcmp(uri_kind, "grpc") == 0) snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", ps.grpc_port);
-    else snprintf(uri, sizeof uri, "unix://%s", psock);
     fs_client_t *c = connect_to(uri);
     fs_info_t *info;
     cr_assert_eq(fs_info(c, &info), FS_OK);
