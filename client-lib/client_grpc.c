@@ -830,8 +830,6 @@ struct fs_epoch_call {
 
 static fs_status_t g_epoch_open(fs_client_t *c, const fs_epoch_call_req_t *q, struct fs_epoch_call **out)
 {
-    static const char *const orders[] = {[FS_EPOCH_SEQUENTIAL] = "sequential", [FS_EPOCH_RANDOM] = "random",
-                                         [FS_EPOCH_CHUNKED] = "chunked"};
     *out = NULL;
     struct fs_epoch_call *e = calloc(1, sizeof *e);
     featstore_v1_StreamRequest *m = calloc(1, sizeof *m);
@@ -854,7 +852,7 @@ static fs_status_t g_epoch_open(fs_client_t *c, const fs_epoch_call_req_t *q, st
     const fs_epoch_opts_t *p = q->plan;
     m->batch_size = p->batch_size, m->drop_last = p->drop_last, m->chunk = p->chunk, m->shuffle_seed = p->seed;
     m->epoch = p->epoch, m->rank = p->rank, m->world_size = p->world_size;
-    snprintf(m->order, sizeof m->order, "%s", orders[p->order]);
+    snprintf(m->order, sizeof m->order, "%s", fs_wire_order_name(p->order));
     m->delta = q->delta, m->window = q->window, m->start_batch = q->start_batch;
     *e = (struct fs_epoch_call){.c = c, .req = *q->sample, .has_table = q->table[0] != 0, .delta = q->delta,
                                 .has_labels = q->labels[0] != 0, .batch_size = p->batch_size, .next = q->start_batch};

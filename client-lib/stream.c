@@ -227,23 +227,32 @@ static fs_status_t call(fs_stream_t *s, const call_t *c, int64_t index, entry_t 
 
 /* ---- making batches ------------------------------------------------------------ */
 
-/* The seeds' labels into b's label array (an int64 table of dim 1). */
-static fs_status_t gather_labels(fs_stream_t *s, stream_batch_t *b, entry_t *e)
+/* Table's int64 column (dim 1) for the n ids into out: the seeds' labels,
+ * or a row table's nodes. */
+static fs_status_t gather_column(fs_stream_t *s, const char *table, const int64_t *ids, int64_t n, int64_t plan_index,
+                                 int64_t *out, entry_t *e)
 {
-    fs_batch_t *lb;
-    int64_t n = b->pub.num_seeds;
-    fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = b->pub.seeds, .n = n, .table = s->labels, .out = &lb},
-                          b->pub.plan_index, e);
+    fs_batch_t *col;
+    fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = ids, .n = n, .table = table, .out = &col},
+                          plan_index, e);
     if (st != FS_OK) return st;
-    if (lb->dtype != FS_DTYPE_I64 || lb->dim != 1 || lb->rows != n) {
-        fs_batch_free(lb);
-        entry_fail(e, FS_ERR_FORMAT, "stream: label table '%s' is not int64 of dim 1", s->labels);
+    if (col->dtype != FS_DTYPE_I64 || col->dim != 1 || col->rows != n) {
+        fs_batch_free(col);
+        entry_fail(e, FS_ERR_FORMAT, "stream: table '%s' is not int64 of dim 1", table);
         return FS_ERR_FORMAT;
     }
-    memcpy(b->ids + n, lb->features, sizeof(int64_t) * (size_t)n);
-    b->pub.labels = b->ids + n;
-    fs_batch_free(lb);
+    memcpy(out, col->features, sizeof(int64_t) * (size_t)n);
+    fs_batch_free(col);
     return FS_OK;
+}
+
+/* The seeds' labels into b's label array. */
+static fs_status_t gather_labels(fs_stream_t *s, stream_batch_t *b, entry_t *e)
+{
+    int64_t n = b->pub.num_seeds;
+    fs_status_t st = gather_column(s, s->labels, b->pub.seeds, n, b->pub.plan_index, b->ids + n, e);
+    if (st == FS_OK) b->pub.labels = b->ids + n;
+    return st;
 }
 
 /* The producer's scratch ids, n of them. */
@@ -307,17 +316,8 @@ static fs_status_t make_nodes(fs_stream_t *s, stream_batch_t *b, const int64_t *
  * and its rows as runs of consecutive rows. */
 static fs_status_t row_seeds(fs_stream_t *s, stream_batch_t *b, const int64_t *rows, int64_t n, entry_t *e)
 {
-    fs_batch_t *nb;
-    fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = rows, .n = n, .table = FS_ROW_NODE_TABLE, .out = &nb},
-                          b->pub.plan_index, e);
+    fs_status_t st = gather_column(s, FS_ROW_NODE_TABLE, rows, n, b->pub.plan_index, b->ids, e);
     if (st != FS_OK) return st;
-    if (nb->dtype != FS_DTYPE_I64 || nb->dim != 1 || nb->rows != n) {
-        fs_batch_free(nb);
-        entry_fail(e, FS_ERR_FORMAT, "stream: table '%s' is not int64 of dim 1", FS_ROW_NODE_TABLE);
-        return FS_ERR_FORMAT;
-    }
-    memcpy(b->ids, nb->features, sizeof(int64_t) * (size_t)n);
-    fs_batch_free(nb);
     if (!(b->ranges = malloc(sizeof *b->ranges * (size_t)(2 * n + 1)))) {
         entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)b->pub.plan_index);
         return FS_ERR_NOMEM;

@@ -772,6 +772,14 @@ const fs_table_t *fs_dataset_row_table(const fs_dataset_t *ds, int i)
     return i < pr->num_tables ? &pr->tables[i] : &pr->node_table;
 }
 
+const fs_table_t *fs_dataset_served_table(const fs_dataset_t *ds, const char *name)
+{
+    const fs_table_t *t = fs_dataset_table(ds, name);
+    for (int i = 0; !t && i < fs_dataset_num_row_tables(ds); i++)
+        if (strcmp(fs_dataset_row_table(ds, i)->name, name) == 0) t = fs_dataset_row_table(ds, i);
+    return t;
+}
+
 /* The mapping holding data; an empty array at the very end of its file
  * (an empty split: its data starts where the file ends) belongs to the
  * mapping it ends, when no mapping holds it. */

@@ -232,6 +232,8 @@ const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name);
  * on a GPU: they are read from the dataset's own memory. */
 int fs_dataset_num_row_tables(const fs_dataset_t *ds);
 const fs_table_t *fs_dataset_row_table(const fs_dataset_t *ds, int i);
+/* A table a server serves, by name: a feature table or a row table. */
+const fs_table_t *fs_dataset_served_table(const fs_dataset_t *ds, const char *name);
 
 /* 1 if the dataset has more than one node type or not exactly one edge
  * type: the version-1 fields are empty and only typed tools can use it. */

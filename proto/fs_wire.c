@@ -555,6 +555,28 @@ void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst)
         for (int k = 0; k < FS_WIRE_BLOCK_ARRAYS; k++) fs_wire_buf_free(&dst->arr[h][k]);
 }
 
+/* ---- epoch streams (Stream) ------------------------------------------------------------ */
+
+static const char *const order_names[] = {[FS_EPOCH_SEQUENTIAL] = "sequential", [FS_EPOCH_RANDOM] = "random",
+                                          [FS_EPOCH_CHUNKED] = "chunked"};
+
+const char *fs_wire_order_name(fs_epoch_order_t order)
+{
+    return (unsigned)order <= FS_EPOCH_CHUNKED ? order_names[order] : "";
+}
+
+fs_status_t fs_wire_order_from_name(const char *name, fs_epoch_order_t *out, fs_error_t *err)
+{
+    *out = FS_EPOCH_RANDOM;
+    for (int k = 0; name[0] && k <= FS_EPOCH_CHUNKED; k++)
+        if (strcmp(name, order_names[k]) == 0) {
+            *out = (fs_epoch_order_t)k;
+            return FS_OK;
+        }
+    return name[0] ? fs_error(err, FS_ERR_INVALID_ARGUMENT, "order '%s' is not random, sequential or chunked", name)
+                   : FS_OK;
+}
+
 /* ---- typed requests (api_version 2) ------------------------------------------------ */
 
 /* -- encoding -- */

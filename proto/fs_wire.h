@@ -24,6 +24,7 @@
 #include <pb_encode.h>
 
 #include "featstore.pb.h"
+#include "fs_epoch.h"
 #include "fs_pb.h"
 #include "fs_sample.h"
 #include "fs_types.h"
@@ -187,6 +188,13 @@ void fs_wire_sample_dst_free(fs_wire_sample_dst_t *dst);
  * falling, with edge_src whole) before fs_wire_sample_result. */
 fs_status_t fs_wire_sample_fill_edge_dst(const featstore_v1_SampleResponse *msg, fs_wire_sample_dst_t *dst,
                                          fs_error_t *err);
+
+/* ---- epoch streams (Stream) ------------------------------------------------------------ */
+
+/* StreamRequest.order: the name of an epoch order, and back ("" = random);
+ * an unknown name is FS_ERR_INVALID_ARGUMENT naming it. */
+const char *fs_wire_order_name(fs_epoch_order_t order);
+fs_status_t fs_wire_order_from_name(const char *name, fs_epoch_order_t *out, fs_error_t *err);
 
 /* ---- typed requests and batch images (api_version 2) -------------------------------- */
 

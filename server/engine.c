@@ -237,9 +237,7 @@ fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t 
 {
     fs_status_t st = need_one_graph(e, err);
     if (st != FS_OK) return st;
-    const fs_table_t *t = fs_dataset_table(e->ds, table);
-    for (int i = 0; !t && i < fs_dataset_num_row_tables(e->ds); i++) /* a labelled layout's row tables */
-        if (strcmp(fs_dataset_row_table(e->ds, i)->name, table) == 0) t = fs_dataset_row_table(e->ds, i);
+    const fs_table_t *t = fs_dataset_served_table(e->ds, table); /* a labelled layout's row tables too */
     if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
     if (*out_dtype == FS_DTYPE_INVALID) *out_dtype = t->dtype;
     if (*out_dtype != t->dtype && *out_dtype != FS_DTYPE_F32)

@@ -926,18 +926,10 @@ static void epoch_sent(call_t *c, int ok)
 /* The request's plan (fs_epoch_plan checks the values). */
 static fs_status_t plan_from_msg(call_t *c, const featstore_v1_StreamRequest *m, fs_epoch_opts_t *p)
 {
-    static const char *const orders[] = {[FS_EPOCH_SEQUENTIAL] = "sequential", [FS_EPOCH_RANDOM] = "random",
-                                         [FS_EPOCH_CHUNKED] = "chunked"};
-    *p = (fs_epoch_opts_t){.batch_size = m->batch_size, .drop_last = m->drop_last, .order = FS_EPOCH_RANDOM,
-                           .chunk = m->chunk, .seed = m->shuffle_seed, .epoch = m->epoch, .rank = m->rank,
+    *p = (fs_epoch_opts_t){.batch_size = m->batch_size, .drop_last = m->drop_last, .chunk = m->chunk,
+                           .seed = m->shuffle_seed, .epoch = m->epoch, .rank = m->rank,
                            .world_size = m->world_size ? m->world_size : 1};
-    if (!m->order[0]) return FS_OK;
-    for (int k = 0; k < 3; k++)
-        if (strcmp(m->order, orders[k]) == 0) {
-            p->order = (fs_epoch_order_t)k;
-            return FS_OK;
-        }
-    return fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "order '%s' is not random, sequential or chunked", m->order);
+    return fs_wire_order_from_name(m->order, &p->order, &c->err);
 }
 
 static fs_status_t do_stream(call_t *c, int *streaming)

@@ -459,18 +459,19 @@ def assert_same_hetero(test, want, got, what):
     assert_same_arrays(test, hetero_arrays(want), hetero_arrays(got), what)
 
 
-class _PropagatedCora(unittest.TestCase):
-    """Cora with hop tables hop_0..hop_2 (`featstore propagate --rows ROWS`),
-    served on its own for the class: cls.data, cls.uris."""
+class _Served(unittest.TestCase):
+    """A dataset made by make_dataset(dir) and served on its own for the
+    class: cls.data, cls.uris (unix and grpc)."""
 
-    ROWS = "all"
+    @classmethod
+    def make_dataset(cls, out_dir):
+        raise NotImplementedError
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix=f"featstore-pystream-rows-{cls.ROWS}-")
+        cls.dir = tempfile.mkdtemp(prefix=f"featstore-pystream-{cls.__name__}-")
         try:
-            cls.data = fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(cls.dir, "c")),
-                                          2, rows=cls.ROWS)
+            cls.data = cls.make_dataset(cls.dir)
             cls.proc, ready = fs_serve.start(ARGS.featstore, cls.data, os.path.join(cls.dir, "s.sock"))
         except Exception:
             shutil.rmtree(cls.dir, ignore_errors=True)
@@ -482,9 +483,20 @@ class _PropagatedCora(unittest.TestCase):
         try:
             status = fs_serve.stop(cls.proc)
             if status != 0:
-                raise AssertionError(f"featstore serve (rows {cls.ROWS}) exited {status} on SIGTERM, expected 0")
+                raise AssertionError(f"featstore serve ({cls.__name__}) exited {status} on SIGTERM, expected 0")
         finally:
             shutil.rmtree(cls.dir, ignore_errors=True)
+
+
+class _PropagatedCora(_Served):
+    """Cora with hop tables hop_0..hop_2 (`featstore propagate --rows ROWS`)."""
+
+    ROWS = "all"
+
+    @classmethod
+    def make_dataset(cls, out_dir):
+        cora = fs_serve.import_cora(ARGS.featstore, os.path.join(out_dir, "c"))
+        return fs_serve.propagate(ARGS.featstore, cora, 2, rows=cls.ROWS)
 
 
 class RowStreamTest(_PropagatedCora):
@@ -569,29 +581,13 @@ class RowLayoutStreamTest(_PropagatedCora):
               "over unix:// and grpc://")
 
 
-class TypedStreamTest(unittest.TestCase):
+class TypedStreamTest(_Served):
     """Typed and link streams (num_neighbors, link) on a typed R-MAT, the
     checks of tests/test_stream_typed.c from the binding's side."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="featstore-pystream-typed-")
-        try:
-            data = fs_serve.gen_typed_rmat(ARGS.featstore, os.path.join(cls.dir, "typed"))
-            cls.proc, ready = fs_serve.start(ARGS.featstore, data, os.path.join(cls.dir, "s.sock"))
-        except Exception:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
-        cls.uris = {"unix": "unix://" + ready["unix"], "grpc": "grpc://" + ready["grpc"]}
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            status = fs_serve.stop(cls.proc)
-            if status != 0:
-                raise AssertionError(f"featstore serve (typed) exited {status} on SIGTERM, expected 0")
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    def make_dataset(cls, out_dir):
+        return fs_serve.gen_typed_rmat(ARGS.featstore, os.path.join(out_dir, "typed"))
 
     def setUp(self):
         self.clients = {t: featstore.connect(self.uris[t], timeout_ms=30000) for t in TRANSPORTS}
