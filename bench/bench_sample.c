@@ -19,6 +19,7 @@
 #include "bench_common.h"
 #include "bench_util.h"
 #include "dataset.h"
+#include "fs_pool.h"
 #include "fs_rng.h"
 #include "fs_sample.h"
 #include "naive_sample.h"
@@ -85,6 +86,59 @@ static double measure(const fs_csr_view_t *g, const int64_t *seeds, int batches,
     return (double)edges / (bench_now() - t0);
 }
 
+/* One trainer's view: batches one after another, each split over a pool of
+ * `threads` (docs/algorithms.md §6, parallel relabel). Edges per second. */
+static double measure_one_batch(const fs_csr_view_t *g, const int64_t *seeds, int b0, int batches, int batch,
+                                int threads, const fs_sample_req_t *req)
+{
+    fs_sampler_t *s;
+    fs_pool_t *pool = NULL;
+    fs_error_t err = {0};
+    fs_sampler_create(&s, &err);
+    if (threads > 1) fs_pool_create(threads, &pool, &err);
+    fs_sampler_set_pool(s, pool);
+    int64_t edges = 0;
+    double t0 = bench_now();
+    for (int b = b0; b < b0 + batches; b++) {
+        fs_sample_result_t res;
+        fs_sample_req_t r = *req;
+        r.seed = (uint64_t)b + 1;
+        if (fs_sample_cpu(s, g, seeds + (size_t)b * batch, batch, &r, &res, NULL, &err) != FS_OK) {
+            fprintf(stderr, "sample failed: %s\n", err.msg);
+            exit(1);
+        }
+        for (int h = 0; h < res.num_hops; h++) edges += res.block[h].num_edges;
+    }
+    double rate = (double)edges / (bench_now() - t0);
+    fs_sampler_destroy(s);
+    fs_pool_destroy(pool);
+    return rate;
+}
+
+/* sample_one_batch at 1, 2 and every core, interleaved in rounds so drift
+ * on a noisy machine hits every thread count alike. */
+static void one_batch_lines(const fs_csr_view_t *g, const int64_t *seeds, int batches, int batch,
+                            const fs_sample_req_t *req, const char *fanouts)
+{
+    int counts[3] = {1, 2, fs_cpu_count()}, n = counts[2] > 2 ? 3 : 2, rounds = 5, per = batches / rounds;
+    double secs[3] = {0}, edges[3] = {0};
+    if (per < 1) per = 1;
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < n; i++) {
+            double t0 = bench_now(), rate = measure_one_batch(g, seeds, r * per, per, batch, counts[i], req);
+            double dt = bench_now() - t0;
+            secs[i] += dt;
+            edges[i] += rate * dt;
+        }
+    for (int i = 0; i < n; i++) {
+        double rate = edges[i] / secs[i], one = edges[0] / secs[0];
+        printf("RESULT bench=sample_one_batch threads=%d fanouts=%s batch=%d batches=%d medges_per_s=%.2f "
+               "batches_per_s=%.1f ratio_vs_1_thread=%.2f\n", counts[i], fanouts, batch, per * rounds, rate / 1e6,
+               rate / (edges[i] / (per * rounds)) , rate / one);
+        fflush(stdout);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int scale = (int)bench_arg(argc, argv, "--scale", 21), batches = (int)bench_arg(argc, argv, "--batches", 200);
@@ -115,6 +169,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < 2; c++) {
         fs_sample_req_t req = {.num_hops = cfg[c].hops};
         for (int h = 0; h < cfg[c].hops; h++) req.fanout[h] = cfg[c].f[h], req.mode[h] = FS_SAMPLE_UNIFORM;
+        one_batch_lines(&g, seeds, batches, batch, &req, cfg[c].name);
         for (int t = 1; t <= max_threads; t++) {
             double ours = measure(&g, seeds, batches, batch, t, &req, 0);
             double oracle = measure(&g, seeds, naive_batches, batch, t, &req, 1);

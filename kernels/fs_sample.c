@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_idmap.h"
 #include "fs_sample_internal.h"
 #include "fs_sample_pick.h"
 
@@ -28,6 +29,21 @@ typedef struct {
 } slot_t;
 
 typedef fs_i64vec_t vec_t;
+
+/* One chunk of a parallel hop: destinations [d0, d1), their picks. */
+typedef struct {
+    vec_t key, ed, eid, off;
+    int64_t d0, d1, n, base;
+} chunk_ws_t;
+
+/* One worker's scratch for picks, and its counters. */
+typedef struct {
+    vec_t pos, first;
+    double *wbuf;
+    size_t wcap;
+    uint64_t lists[FS_MAX_TIERS], reads[FS_MAX_TIERS];
+    char pad[64];
+} worker_ws_t;
 
 struct fs_sampler {
     slot_t *map;
@@ -43,6 +59,15 @@ struct fs_sampler {
     vec_t copy;            /* reference: one copied neighbour list */
     void *ext;             /* an extension's own workspace (fs_sample_internal.h) */
     void (*ext_free)(void *);
+    /* the parallel hop (below): borrowed pool, the partitioned map, and
+     * per-chunk and per-worker scratch */
+    fs_pool_t *pool;
+    fs_idmap_t *idmap;
+    int on_idmap;          /* this request has moved from map to idmap */
+    chunk_ws_t *chunk;
+    int chunk_cap;
+    worker_ws_t *worker;
+    int worker_cap;
 };
 
 int fs_i64vec_reserve(fs_i64vec_t *v, size_t n)
@@ -76,6 +101,14 @@ void fs_sampler_destroy(fs_sampler_t *s)
     free(s->dense);
     free(s->copy.p);
     if (s->ext_free) s->ext_free(s->ext);
+    fs_idmap_destroy(s->idmap);
+    for (int c = 0; c < s->chunk_cap; c++) {
+        chunk_ws_t *w = &s->chunk[c];
+        free(w->key.p), free(w->ed.p), free(w->eid.p), free(w->off.p);
+    }
+    free(s->chunk);
+    for (int w = 0; w < s->worker_cap; w++) free(s->worker[w].pos.p), free(s->worker[w].first.p), free(s->worker[w].wbuf);
+    free(s->worker);
     free(s);
 }
 
@@ -230,6 +263,34 @@ static inline const fs_csr_part_t *row_of(const fs_csr_view_t *g, int64_t v, int
     return pt;
 }
 
+/* Two-stage prefetch for a plain view: indptr far ahead, the row start
+ * nearer (routed views resolve rows through the route: no prefetch). */
+static inline void prefetch_row(const fs_csr_view_t *g, const int64_t *frontier, int64_t d, int64_t end, size_t width)
+{
+    if (g->route) return;
+    const int64_t *ip0 = g->part[0].indptr;
+    if (d + 2 * PREFETCH_AHEAD < end) __builtin_prefetch(&ip0[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);
+    if (d + PREFETCH_AHEAD < end)
+        __builtin_prefetch((const char *)g->part[0].indices + ip0[frontier[d + PREFETCH_AHEAD]] * width, 0, 0);
+}
+
+/* The picks of node v's row: how many, their positions (*pos, NULL = all
+ * of 0..m-1), the row's part and first edge in it (*b), its first global
+ * edge id (*gb), counted per part in lists/reads. */
+static inline __attribute__((always_inline)) int64_t row_picks(const hop_t *h, int64_t v, double *wbuf, int64_t *posbuf, int64_t **pos,
+                                const fs_csr_part_t **pt, int64_t *b, int64_t *gb, uint64_t *lists, uint64_t *reads)
+{
+    int64_t deg;
+    int part;
+    *pt = row_of(h->g, v, b, &deg, &part);
+    fs_rng_t rng = fs_pick_rng(h->seed, h->hop, v);
+    int64_t m = fs_pick_row(h->mode, &rng, (*pt)->weights ? (*pt)->weights + *b : NULL, deg, h->k, wbuf, posbuf, pos);
+    *gb = part == 0 ? *b : h->g->part[0].indptr[v];
+    lists[part]++;
+    reads[part] += (uint64_t)(h->mode >= FS_SAMPLE_WEIGHTED ? deg : m);
+    return m;
+}
+
 /* Inserts are pipelined: each sampled neighbour's slot is hashed and
  * prefetched when it is picked, and the insert itself happens PIPE edges
  * later, in pick order (so ids still follow first appearance). With the map
@@ -268,7 +329,7 @@ static inline void flush(fs_sampler_t *s, pending_t *pend, int np, int64_t *es, 
     static int NAME(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges)    \
     {                                                                                                    \
         const fs_csr_view_t *g = h->g;                                                                   \
-        const int64_t *ip0 = g->part[0].indptr, *frontier = s->nodes.p;                                  \
+        const int64_t *frontier = s->nodes.p;                                                            \
         int64_t *off = s->off[h->hop].p, *ed = s->edst[h->hop].p, *es = s->esrc[h->hop].p;               \
         int64_t *eid = h->want_ids ? s->eid[h->hop].p : NULL, e = 0, flushed = 0;                        \
         uint64_t lists[FS_MAX_TIERS] = {0}, reads[FS_MAX_TIERS] = {0};                                   \
@@ -276,21 +337,11 @@ static inline void flush(fs_sampler_t *s, pending_t *pend, int np, int64_t *es, 
         int np = 0;                                                                                      \
         off[0] = 0;                                                                                      \
         for (int64_t d = 0; d < num_dst; d++) {                                                          \
-            if (!g->route) { /* two-stage prefetch: indptr far ahead, the row start nearer */            \
-                if (d + 2 * PREFETCH_AHEAD < num_dst)                                                    \
-                    __builtin_prefetch(&ip0[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);                    \
-                if (d + PREFETCH_AHEAD < num_dst)                                                        \
-                    __builtin_prefetch((const IDX_T *)g->part[0].indices + ip0[frontier[d + PREFETCH_AHEAD]], 0, 0); \
-            }                                                                                            \
-            int64_t v = frontier[d], b, deg, *pos;                                                       \
-            int part;                                                                                    \
-            const fs_csr_part_t *pt = row_of(g, v, &b, &deg, &part);                                     \
+            prefetch_row(g, frontier, d, num_dst, sizeof(IDX_T));                                       \
+            int64_t b, gb, *pos;                                                                         \
+            const fs_csr_part_t *pt;                                                                     \
+            int64_t m = row_picks(h, frontier[d], s->wbuf, s->pos.p, &pos, &pt, &b, &gb, lists, reads);  \
             const IDX_T *ind = (const IDX_T *)pt->indices + b;                                           \
-            fs_rng_t rng = fs_pick_rng(h->seed, h->hop, v);                                              \
-            int64_t m = pick(s, h->mode, &rng, pt->weights ? pt->weights + b : NULL, deg, h->k, &pos);   \
-            int64_t gb = part == 0 ? b : ip0[v];                                                         \
-            lists[part]++;                                                                               \
-            reads[part] += (uint64_t)(h->mode >= FS_SAMPLE_WEIGHTED ? deg : m);                          \
             for (int64_t q = 0; q < m; q++) {                                                            \
                 int64_t p = pos ? pos[q] : q, key = (int64_t)ind[p];                                     \
                 size_t slot = map_hash(s, key);                                                          \
@@ -320,10 +371,18 @@ static inline void flush(fs_sampler_t *s, pending_t *pend, int np, int64_t *es, 
 DEFINE_HOP(hop_i32, int32_t)
 DEFINE_HOP(hop_i64, int64_t)
 
-/* Worst-case edges of one hop, for sizing; -1 if it overflows int32 ids. */
+/* Worst-case edges of one hop, for sizing, and in *max_deg the longest row
+ * its scratch must hold. With a fixed fanout the bound is fanout per row
+ * and only weighted picks with replacement (a prefix sum over the row) need
+ * the true longest row: the others need fanout entries, and skip the pass
+ * over the frontier's rows (exact = 0). */
 static int64_t hop_bound(const fs_csr_view_t *g, const int64_t *frontier, int64_t num_dst, int fanout,
-                         int64_t *max_deg)
+                         fs_sample_mode_t mode, int exact, int64_t *max_deg)
 {
+    if (!exact && fanout != FS_FANOUT_ALL && mode != FS_SAMPLE_WEIGHTED_REPLACE) {
+        *max_deg = fanout;
+        return num_dst * fanout;
+    }
     int64_t bound = 0;
     *max_deg = 0;
     for (int64_t d = 0; d < num_dst; d++) {
@@ -362,6 +421,265 @@ static void fill_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, 
     res->seed_local = s->seed_local.p;
 }
 
+/* ---- the parallel hop (docs/algorithms.md §6, parallel relabel) ----------
+ *
+ * A large hop is split into chunks of destinations. Chunks pick on the pool
+ * (each row's picks depend only on (seed, hop, node), fs_sample_pick.h) into
+ * their own staging arrays and bucket their keys for the partitioned id map
+ * (fs_idmap.h); the map's partitions probe in parallel; then chunks take
+ * their new ids in order and copy their edges into place. Every output
+ * array comes out exactly as the serial hop writes it. */
+
+/* A hop goes to the pool when its worst case reaches this many edges:
+ * below it the phases' hand-offs cost more than the split saves (on the
+ * 2-core box: -15% at 4096, +30% at 16384; docs/algorithms.md §6). */
+#define PARALLEL_MIN_EDGES 8192
+/* Picks per chunk: its staging, buckets and codes stay within L2. */
+#define CHUNK_EDGES 4096
+
+typedef struct {
+    fs_sampler_t *s;
+    const hop_t *h;
+    int64_t *off, *ed, *es, *eid;
+    _Atomic int failed;
+} par_job_t;
+
+static int64_t chunk_bound(const hop_t *h, const int64_t *frontier, int64_t d0, int64_t d1, int64_t *max_deg)
+{
+    if (h->k != FS_FANOUT_ALL) return (d1 - d0) * h->k;
+    return hop_bound(h->g, frontier + d0, d1 - d0, FS_FANOUT_ALL, h->mode, 1, max_deg);
+}
+
+static int chunk_reserve(chunk_ws_t *cw, int64_t bound, int want_ids)
+{
+    return fs_i64vec_reserve(&cw->key, (size_t)bound + 1) || fs_i64vec_reserve(&cw->ed, (size_t)bound + 1) ||
+           (want_ids && fs_i64vec_reserve(&cw->eid, (size_t)bound + 1)) ||
+           fs_i64vec_reserve(&cw->off, (size_t)(cw->d1 - cw->d0) + 1);
+}
+
+/* Phase 1: a chunk's picks into its staging, then its keys bucketed.
+ *
+ * A picked neighbour is a random read into the index array, which on a
+ * large graph misses every cache and dominates the hop; so rows are picked
+ * AHEAD rows early into a small ring and their neighbours prefetched, and a
+ * row's keys are read only when the ring comes round. Rows whose picks do
+ * not fit a ring slot (fanouts over RING_PICKS, whole rows) take the plain
+ * path. */
+#define AHEAD 6
+#define RING_PICKS 64
+
+typedef struct {
+    int64_t m, b, gb, all;     /* all: every position 0..m-1 */
+    const fs_csr_part_t *pt;
+    int64_t pos[RING_PICKS];
+} ring_row_t;
+
+static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int64_t v, size_t width)
+{
+    int64_t *pos;
+    r->m = row_picks(h, v, w->wbuf, w->pos.p, &pos, &r->pt, &r->b, &r->gb, w->lists, w->reads);
+    r->all = pos == NULL;
+    const char *base = (const char *)r->pt->indices + r->b * (int64_t)width;
+    if (r->all) {
+        for (int64_t q = 0; q < r->m; q += 64 / (int64_t)width) __builtin_prefetch(base + q * (int64_t)width, 0, 0);
+        return;
+    }
+    for (int64_t q = 0; q < r->m; q++) {
+        r->pos[q] = pos[q];
+        __builtin_prefetch(base + pos[q] * (int64_t)width, 0, 0);
+    }
+}
+
+#define DEFINE_PICKS(NAME, IDX_T)                                                                        \
+    static int64_t NAME##_row(const IDX_T *ind, const ring_row_t *r, int64_t d, int64_t *key,           \
+                              int64_t *ed, int64_t *eid, int64_t e)                                      \
+    {                                                                                                    \
+        for (int64_t q = 0; q < r->m; q++, e++) {                                                        \
+            int64_t p = r->all ? q : r->pos[q];                                                          \
+            key[e] = (int64_t)ind[p];                                                                    \
+            ed[e] = d;                                                                                   \
+            if (eid) eid[e] = r->gb + p;                                                                 \
+        }                                                                                                \
+        return e;                                                                                        \
+    }                                                                                                    \
+    static void NAME(void *ctx, int64_t c0, int64_t c1, int worker)                                      \
+    {                                                                                                    \
+        par_job_t *j = ctx;                                                                              \
+        fs_sampler_t *s = j->s;                                                                          \
+        const hop_t *h = j->h;                                                                           \
+        worker_ws_t *w = &s->worker[worker];                                                             \
+        const int64_t *frontier = s->nodes.p;                                                            \
+        int ring_ok = h->k != FS_FANOUT_ALL && h->k <= RING_PICKS;                                       \
+        ring_row_t ring[AHEAD];                                                                          \
+        for (int64_t c = c0; c < c1; c++) {                                                              \
+            chunk_ws_t *cw = &s->chunk[c];                                                               \
+            int64_t unused, bound = chunk_bound(h, frontier, cw->d0, cw->d1, &unused), e = 0;            \
+            int64_t d0 = cw->d0, d1 = cw->d1;                                                            \
+            cw->n = 0;                                                                                   \
+            if (chunk_reserve(cw, bound, h->want_ids)) {                                                 \
+                j->failed = 1;                                                                           \
+                continue;                                                                                \
+            }                                                                                            \
+            int64_t *key = cw->key.p, *ed = cw->ed.p, *eid = h->want_ids ? cw->eid.p : NULL;             \
+            cw->off.p[0] = 0;                                                                            \
+            if (ring_ok)                                                                                 \
+                for (int64_t d = d0; d < d1 && d < d0 + AHEAD; d++)                                      \
+                    ring_fill(h, w, &ring[d % AHEAD], frontier[d], sizeof(IDX_T));                       \
+            for (int64_t d = d0; d < d1; d++) {                                                          \
+                prefetch_row(h->g, frontier, d + (ring_ok ? AHEAD : 0), d1, sizeof(IDX_T));              \
+                ring_row_t *r = &ring[d % AHEAD], now;                                                   \
+                if (!ring_ok) { /* the plain path: pick and read at once */                              \
+                    int64_t *pos;                                                                        \
+                    now.m = row_picks(h, frontier[d], w->wbuf, w->pos.p, &pos, &now.pt, &now.b, &now.gb, \
+                                      w->lists, w->reads);                                               \
+                    now.all = 1;                                                                         \
+                    if (pos) {                                                                           \
+                        const IDX_T *ind = (const IDX_T *)now.pt->indices + now.b;                       \
+                        for (int64_t q = 0; q < now.m; q++, e++) {                                       \
+                            key[e] = (int64_t)ind[pos[q]];                                               \
+                            ed[e] = d;                                                                   \
+                            if (eid) eid[e] = now.gb + pos[q];                                           \
+                        }                                                                                \
+                        cw->off.p[d - d0 + 1] = e;                                                       \
+                        continue;                                                                        \
+                    }                                                                                    \
+                    r = &now;                                                                            \
+                }                                                                                        \
+                e = NAME##_row((const IDX_T *)r->pt->indices + r->b, r, d, key, ed, eid, e);             \
+                cw->off.p[d - d0 + 1] = e;                                                               \
+                if (ring_ok && d + AHEAD < d1) ring_fill(h, w, r, frontier[d + AHEAD], sizeof(IDX_T));   \
+            }                                                                                            \
+            cw->n = e;                                                                                   \
+            if (fs_idmap_bucket(s->idmap, (int)c, (const uint64_t *)key, e)) j->failed = 1;              \
+        }                                                                                                \
+    }
+DEFINE_PICKS(picks_i32, int32_t)
+DEFINE_PICKS(picks_i64, int64_t)
+
+/* Phase 3: a chunk's ids, its new nodes, and its edges copied into place. */
+static void assign_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    par_job_t *j = ctx;
+    fs_sampler_t *s = j->s;
+    int64_t *first = s->worker[worker].first.p;
+    for (int64_t c = c0; c < c1; c++) {
+        const chunk_ws_t *cw = &s->chunk[c];
+        int64_t nf = fs_idmap_assign(s->idmap, (int)c, j->es + cw->base, first);
+        int64_t id0 = fs_idmap_chunk_base(s->idmap, (int)c);
+        for (int64_t i = 0; i < nf; i++) s->nodes.p[id0 + i] = cw->key.p[first[i]];
+        memcpy(j->ed + cw->base, cw->ed.p, (size_t)cw->n * sizeof(int64_t));
+        if (j->eid) memcpy(j->eid + cw->base, cw->eid.p, (size_t)cw->n * sizeof(int64_t));
+        for (int64_t d = cw->d0; d < cw->d1; d++) j->off[d + 1] = cw->base + cw->off.p[d - cw->d0 + 1];
+    }
+}
+
+/* Phase 4: repeats of keys first seen in an earlier chunk. */
+static void resolve_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    (void)worker;
+    par_job_t *j = ctx;
+    for (int64_t c = c0; c < c1; c++) fs_idmap_resolve(j->s->idmap, (int)c, j->es + j->s->chunk[c].base);
+}
+
+/* Per-worker scratch for rows up to max_deg and chunks up to max_n picks. */
+static int workers_reserve(fs_sampler_t *s, int workers, int64_t pk, int64_t max_deg)
+{
+    if (workers > s->worker_cap) {
+        worker_ws_t *w = realloc(s->worker, (size_t)workers * sizeof *w);
+        if (!w) return -1;
+        memset(w + s->worker_cap, 0, (size_t)(workers - s->worker_cap) * sizeof *w);
+        s->worker = w;
+        s->worker_cap = workers;
+    }
+    for (int i = 0; i < workers; i++) {
+        worker_ws_t *w = &s->worker[i];
+        memset(w->lists, 0, sizeof w->lists);
+        memset(w->reads, 0, sizeof w->reads);
+        if (fs_i64vec_reserve(&w->pos, (size_t)(pk > max_deg ? pk : max_deg + 1))) return -1;
+        if ((size_t)max_deg + 1 > w->wcap) {
+            double *b = realloc(w->wbuf, ((size_t)max_deg + 1) * sizeof *b);
+            if (!b) return -1;
+            w->wbuf = b;
+            w->wcap = (size_t)max_deg + 1;
+        }
+    }
+    return 0;
+}
+
+/* Splits the frontier into chunks of about CHUNK_EDGES picks. */
+static int plan_chunks(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound)
+{
+    int64_t per_row = h->k != FS_FANOUT_ALL ? h->k : (num_dst ? bound / num_dst : 1);
+    int64_t rows = CHUNK_EDGES / (per_row > 0 ? per_row : 1);
+    if (rows < 1) rows = 1;
+    int64_t chunks = (num_dst + rows - 1) / rows;
+    if (chunks > s->chunk_cap) {
+        int cap = s->chunk_cap ? s->chunk_cap : 64;
+        while (cap < chunks) cap *= 2;
+        chunk_ws_t *c = realloc(s->chunk, (size_t)cap * sizeof *c);
+        if (!c) return -1;
+        memset(c + s->chunk_cap, 0, (size_t)(cap - s->chunk_cap) * sizeof *c);
+        s->chunk = c;
+        s->chunk_cap = cap;
+    }
+    for (int64_t c = 0; c < chunks; c++) {
+        s->chunk[c].d0 = c * rows;
+        s->chunk[c].d1 = (c + 1) * rows < num_dst ? (c + 1) * rows : num_dst;
+    }
+    return (int)chunks;
+}
+
+/* Moves a request from the serial map to the partitioned one, the nodes so
+ * far keeping their ids. */
+static int idmap_switch(fs_sampler_t *s, int64_t u)
+{
+    if (!s->idmap && !(s->idmap = fs_idmap_create())) return -1;
+    fs_idmap_begin(s->idmap, fs_pool_size(s->pool));
+    if (fs_idmap_load(s->idmap, s->pool, (const uint64_t *)s->nodes.p, u)) return -1;
+    s->on_idmap = 1;
+    return 0;
+}
+
+static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound, int64_t max_deg,
+                                int64_t *u, int64_t *num_edges, fs_error_t *err)
+{
+    int workers = fs_pool_size(s->pool), chunks;
+    int64_t pk = (h->k == FS_FANOUT_ALL ? max_deg : h->k) + 1;
+    if ((!s->on_idmap && idmap_switch(s, *u)) || workers_reserve(s, workers, pk, max_deg) ||
+        (chunks = plan_chunks(s, h, num_dst, bound)) < 0 || fs_idmap_run_begin(s->idmap, chunks, *u))
+        return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
+    par_job_t j = {.s = s, .h = h, .off = s->off[h->hop].p, .ed = s->edst[h->hop].p, .es = s->esrc[h->hop].p,
+                   .eid = h->want_ids ? s->eid[h->hop].p : NULL};
+    fs_pool_run(s->pool, chunks, 1, h->g->index_dtype == FS_DTYPE_I32 ? picks_i32 : picks_i64, &j);
+    int64_t total = 0, max_n = 0;
+    for (int c = 0; c < chunks; c++) {
+        s->chunk[c].base = total;
+        total += s->chunk[c].n;
+        if (s->chunk[c].n > max_n) max_n = s->chunk[c].n;
+    }
+    for (int w = 0; w < workers && !j.failed; w++)
+        if (fs_i64vec_reserve(&s->worker[w].first, (size_t)max_n + 1)) j.failed = 1;
+    int64_t fresh = j.failed ? -1 : fs_idmap_probe(s->idmap, s->pool);
+    if (fresh < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's id map", h->hop);
+    fs_pool_run(s->pool, chunks, 1, assign_chunks, &j);
+    if (fs_idmap_needs_resolve(s->idmap)) fs_pool_run(s->pool, chunks, 1, resolve_chunks, &j);
+    j.off[0] = 0;
+    if (h->topo)
+        for (int w = 0; w < workers; w++)
+            for (int k = 0; k < h->g->num_parts; k++) {
+                h->topo->rows[k] += s->worker[w].lists[k];
+                h->topo->bytes[k] += s->worker[w].reads[k] * (h->g->index_dtype == FS_DTYPE_I32 ? 4 : 8);
+            }
+    *u += fresh;
+    *num_edges = total;
+    return FS_OK;
+}
+
+void fs_sampler_set_pool(fs_sampler_t *s, fs_pool_t *pool)
+{
+    s->pool = pool;
+}
+
 fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_gather_counters_t *topo,
                           fs_error_t *err)
@@ -371,19 +689,24 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
     if (fs_i64vec_reserve(&s->seed_local, (size_t)n + 1) || map_reserve(s, 0, n))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for %lld seeds", (long long)n);
     map_begin(s);
+    s->on_idmap = 0;
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
     for (int64_t i = 0; i < n; i++) s->seed_local.p[i] = map_add(s, seeds[i], &u);
     for (int hop = 0; hop < req->num_hops; hop++) {
-        int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], &max_deg);
+        int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], req->mode[hop], 0, &max_deg);
         if (u + bound >= INT32_MAX)
             return fs_error(err, FS_ERR_RESOURCE, "sample: hop %d could reach %lld nodes, over the 2^31 per-request "
                             "limit; use smaller fanouts or fewer seeds", hop, (long long)(u + bound));
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
-        if (map_reserve(s, u, bound)) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
+        int parallel = s->on_idmap || (fs_pool_size(s->pool) > 1 && bound >= PARALLEL_MIN_EDGES);
+        if (parallel ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
+            return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
         hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,
                    .want_ids = req->want_edge_ids, .topo = topo};
         num_dst[hop] = u;
-        if (g->index_dtype == FS_DTYPE_I32) hop_i32(s, &h, num_dst[hop], &u, &num_edges[hop]);
+        if (parallel) {
+            if ((st = hop_parallel(s, &h, num_dst[hop], bound, max_deg, &u, &num_edges[hop], err))) return st;
+        } else if (g->index_dtype == FS_DTYPE_I32) hop_i32(s, &h, num_dst[hop], &u, &num_edges[hop]);
         else hop_i64(s, &h, num_dst[hop], &u, &num_edges[hop]);
         u_after[hop] = u;
     }
@@ -418,7 +741,7 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
     for (int64_t i = 0; i < n; i++) s->seed_local.p[i] = ref_local(s, seeds[i], &u);
     for (int hop = 0; hop < req->num_hops; hop++) {
-        int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], &max_deg);
+        int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], req->mode[hop], 1, &max_deg);
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
         if (fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) || fs_i64vec_reserve(&s->copy, (size_t)max_deg + 1))
             return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");

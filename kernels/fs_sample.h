@@ -24,6 +24,7 @@
 #define FS_SAMPLE_H
 
 #include "fs_gather.h"
+#include "fs_pool.h"
 #include "fs_types.h"
 
 
@@ -78,6 +79,13 @@ fs_status_t fs_locality_value_check(double locality, fs_error_t *err);
 fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_gather_counters_t *topo,
                           fs_error_t *err);
+
+/* Lets fs_sample_cpu split each large hop over pool's threads (NULL, the
+ * default: one thread). The result is bit-identical at any pool size.
+ * Borrowed: the pool must outlive the sampler's calls. A pool busy with
+ * another caller's job runs this one's phases on the calling thread
+ * (fs_pool.h), so samplers of concurrent requests may share one pool. */
+void fs_sampler_set_pool(fs_sampler_t *s, fs_pool_t *pool);
 
 /* The naive reference: the same random choices, made the obvious way — copy
  * each full neighbour list (O(degree)), relabel through a dense N-entry

@@ -1,0 +1,401 @@
+/* fs_idmap.c — the partitioned first-appearance id map (fs_idmap.h).
+ *
+ * A key's partition is the top of its multiplicative hash; its slot in the
+ * partition's open-addressing table the bits just below, so the two are
+ * independent. A partition's members (its keys in the order they were
+ * added) are the source of truth: a table that must grow is rebuilt from
+ * them, and phase 3 reads a new member's id from them.
+ *
+ * Phase 2 leaves one code per key, in bucket order (each partition writes
+ * only its own contiguous segment of a chunk, so two workers never share a
+ * cache line but at segment ends): the id when the key was known before the
+ * run, else (member, partition, kind) with kind saying whether this is the
+ * key's first appearance, a repeat within the chunk of its first (phase 3
+ * resolves it, having just assigned the id), or a repeat in a later chunk
+ * (phase 4 does, after every chunk's phase 3). */
+#include "fs_idmap.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { KIND_FIRST, KIND_SAME_CHUNK, KIND_LATER_CHUNK };
+
+#define PROBE_AHEAD 16
+
+typedef struct {
+    uint64_t key;
+    int32_t val;     /* the local id, or -1 - member while the run is assigning */
+    uint32_t epoch;
+} slot_t;
+
+typedef struct {
+    slot_t *table;
+    size_t cap;
+    int shift;
+    uint64_t *mkey;         /* members, in the order added */
+    int64_t *mval;          /* their local ids */
+    uint32_t *mslot;        /* their table slots (this run's new members) */
+    int32_t *mchunk;        /* the chunk of their first appearance (likewise) */
+    int64_t nm, mcap, run_start;
+    int64_t *firsts;        /* [chunks] new keys found in each chunk this run */
+    int64_t later;          /* repeats of this run's new keys in later chunks */
+    char pad[64];
+} part_t;
+
+typedef struct {
+    const uint64_t *keys;
+    int64_t n, cap;
+    uint64_t *bkeys;        /* keys in bucket order */
+    uint32_t *inv;          /* position -> bucket index */
+    int64_t *code;          /* phase 2's result, bucket order */
+    int64_t start[FS_IDMAP_MAX_PARTS + 1]; /* bucket segments */
+    int64_t base;           /* first new id of the chunk */
+    _Atomic int later;      /* holds repeats resolved in phase 4 (set by any partition) */
+} chunk_t;
+
+struct fs_idmap {
+    int parts;
+    uint32_t epoch;
+    part_t *part;
+    chunk_t *chunk;
+    int chunks, chunk_cap, firsts_cap;
+    int64_t next_id;
+    int any_later;
+};
+
+static inline uint64_t hash_of(uint64_t key) { return key * 0x9e3779b97f4a7c15ULL; }
+
+static inline int part_of(uint64_t h, int parts) { return (int)(((h >> 32) * (uint64_t)parts) >> 32); }
+
+static inline size_t slot_of(const part_t *p, uint64_t h) { return (size_t)((h << 8) >> p->shift); }
+
+/* A placeholder: -1 - (member, partition (8 bits), kind (2 bits)). */
+static inline int64_t encode(int64_t member, int part, int kind)
+{
+    return -1 - (member << 10 | (int64_t)part << 2 | kind);
+}
+
+static inline void decode(int64_t code, int64_t *member, int *part, int *kind)
+{
+    uint64_t c = (uint64_t)(-1 - code);
+    *kind = (int)(c & 3);
+    *part = (int)((c >> 2) & 0xff);
+    *member = (int64_t)(c >> 10);
+}
+
+fs_idmap_t *fs_idmap_create(void)
+{
+    fs_idmap_t *m = calloc(1, sizeof *m);
+    if (m && !(m->part = calloc(FS_IDMAP_MAX_PARTS, sizeof *m->part))) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void fs_idmap_destroy(fs_idmap_t *m)
+{
+    if (!m) return;
+    for (int p = 0; p < FS_IDMAP_MAX_PARTS; p++) {
+        part_t *q = &m->part[p];
+        free(q->table), free(q->mkey), free(q->mval), free(q->mslot), free(q->mchunk), free(q->firsts);
+    }
+    for (int c = 0; c < m->chunk_cap; c++) free(m->chunk[c].bkeys), free(m->chunk[c].inv), free(m->chunk[c].code);
+    free(m->part);
+    free(m->chunk);
+    free(m);
+}
+
+void fs_idmap_begin(fs_idmap_t *m, int parts)
+{
+    m->parts = parts < 1 ? 1 : parts > FS_IDMAP_MAX_PARTS ? FS_IDMAP_MAX_PARTS : parts;
+    for (int p = 0; p < m->parts; p++) m->part[p].nm = m->part[p].run_start = 0;
+    if (++m->epoch == 0) { /* wrapped: stale stamps could match, clear once */
+        for (int p = 0; p < FS_IDMAP_MAX_PARTS; p++)
+            if (m->part[p].table) memset(m->part[p].table, 0, m->part[p].cap * sizeof(slot_t));
+        m->epoch = 1;
+    }
+}
+
+int fs_idmap_run_begin(fs_idmap_t *m, int chunks, int64_t next_id)
+{
+    if (chunks > m->chunk_cap) {
+        int cap = m->chunk_cap ? m->chunk_cap : 16;
+        while (cap < chunks) cap *= 2;
+        chunk_t *c = realloc(m->chunk, (size_t)cap * sizeof *c);
+        if (!c) return -1;
+        memset(c + m->chunk_cap, 0, (size_t)(cap - m->chunk_cap) * sizeof *c);
+        m->chunk = c;
+        m->chunk_cap = cap;
+    }
+    if (chunks > m->firsts_cap) {
+        for (int p = 0; p < FS_IDMAP_MAX_PARTS; p++) {
+            int64_t *f = realloc(m->part[p].firsts, (size_t)m->chunk_cap * sizeof *f);
+            if (!f) return -1;
+            m->part[p].firsts = f;
+        }
+        m->firsts_cap = m->chunk_cap;
+    }
+    m->chunks = chunks;
+    m->next_id = next_id;
+    m->any_later = 0;
+    return 0;
+}
+
+/* ---- phase 1 --------------------------------------------------------------- */
+
+static int chunk_reserve(chunk_t *c, int64_t n)
+{
+    if (n <= c->cap) return 0;
+    int64_t cap = c->cap ? c->cap : 1024;
+    while (cap < n) cap *= 2;
+    uint64_t *k = realloc(c->bkeys, (size_t)cap * sizeof *k);
+    if (k) c->bkeys = k;
+    uint32_t *i = realloc(c->inv, (size_t)cap * sizeof *i);
+    if (i) c->inv = i;
+    int64_t *d = realloc(c->code, (size_t)cap * sizeof *d);
+    if (d) c->code = d;
+    if (!k || !i || !d) return -1;
+    c->cap = cap;
+    return 0;
+}
+
+int fs_idmap_bucket(fs_idmap_t *m, int ci, const uint64_t *keys, int64_t n)
+{
+    chunk_t *c = &m->chunk[ci];
+    int P = m->parts;
+    if (n >= UINT32_MAX || chunk_reserve(c, n)) return -1;
+    c->keys = keys;
+    c->n = n;
+    atomic_store_explicit(&c->later, 0, memory_order_relaxed);
+    int64_t *at = c->start; /* counting sort: sizes, then segment starts, then fill */
+    memset(at, 0, sizeof(int64_t) * (size_t)(P + 1));
+    if (P == 1) at[1] = n;
+    else
+        for (int64_t i = 0; i < n; i++) at[part_of(hash_of(keys[i]), P) + 1]++;
+    for (int p = 0; p < P; p++) at[p + 1] += at[p];
+    int64_t fill[FS_IDMAP_MAX_PARTS];
+    memcpy(fill, at, sizeof(int64_t) * (size_t)P);
+    for (int64_t i = 0; i < n; i++) {
+        int p = P == 1 ? 0 : part_of(hash_of(keys[i]), P);
+        int64_t b = fill[p]++;
+        c->bkeys[b] = keys[i];
+        c->inv[i] = (uint32_t)b;
+    }
+    return 0;
+}
+
+/* ---- phase 2 --------------------------------------------------------------- */
+
+static int members_reserve(part_t *q, int64_t n)
+{
+    if (n <= q->mcap) return 0;
+    int64_t cap = q->mcap ? q->mcap : 1024;
+    while (cap < n) cap *= 2;
+    uint64_t *k = realloc(q->mkey, (size_t)cap * sizeof *k);
+    if (k) q->mkey = k;
+    int64_t *v = realloc(q->mval, (size_t)cap * sizeof *v);
+    if (v) q->mval = v;
+    uint32_t *s = realloc(q->mslot, (size_t)cap * sizeof *s);
+    if (s) q->mslot = s;
+    int32_t *c = realloc(q->mchunk, (size_t)cap * sizeof *c);
+    if (c) q->mchunk = c;
+    if (!k || !v || !s || !c) return -1;
+    q->mcap = cap;
+    return 0;
+}
+
+/* Rebuilds p's table at `cap` slots from its members: this run's new ones
+ * (j >= run_start) still carry their placeholder, earlier ones their id. */
+static int part_rebuild(part_t *q, size_t cap, uint32_t epoch)
+{
+    if (cap > ((size_t)1 << 32)) return -1; /* mslot holds 32-bit slots */
+    slot_t *t = calloc(cap, sizeof *t);
+    if (!t) return -1;
+    free(q->table);
+    q->table = t;
+    q->cap = cap;
+    q->shift = 64 - __builtin_ctzll(cap);
+    for (int64_t j = 0; j < q->nm; j++) {
+        size_t h = slot_of(q, hash_of(q->mkey[j]));
+        while (t[h].epoch == epoch) h = (h + 1) & (cap - 1);
+        int32_t val = j >= q->run_start ? (int32_t)(-1 - j) : (int32_t)q->mval[j];
+        t[h] = (slot_t){.key = q->mkey[j], .val = val, .epoch = epoch};
+        if (j >= q->run_start) q->mslot[j] = (uint32_t)h;
+    }
+    return 0;
+}
+
+/* Room for `extra` more members, and a table at load <= 1/2 for `expect`
+ * more. The table is sized for what a run will likely add, not its worst
+ * case, so it stays cache-sized; probe_one grows it if a run adds more. */
+static int part_reserve(part_t *q, int64_t extra, int64_t expect, uint32_t epoch)
+{
+    if (members_reserve(q, q->nm + extra)) return -1;
+    size_t need = (size_t)(q->nm + expect) * 2, cap = q->cap ? q->cap : 1024;
+    if (need <= q->cap) return 0;
+    while (cap < need) cap *= 2;
+    return part_rebuild(q, cap, epoch);
+}
+
+typedef struct {
+    fs_idmap_t *m;
+    const uint64_t *keys;   /* fs_idmap_load's */
+    int64_t n;
+    _Atomic int failed;
+} probe_job_t;
+
+/* Each partition scans all the keys and adds its own: n is one small
+ * frontier, and a scan costs far less than the inserts. */
+static void load_part(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    probe_job_t *job = ctx;
+    fs_idmap_t *m = job->m;
+    for (int p = (int)begin; p < (int)end; p++) {
+        part_t *q = &m->part[p];
+        int64_t mine = 0;
+        for (int64_t i = 0; i < job->n; i++) mine += part_of(hash_of(job->keys[i]), m->parts) == p;
+        if (part_reserve(q, mine, mine, m->epoch)) {
+            job->failed = 1;
+            continue;
+        }
+        for (int64_t i = 0; i < job->n; i++) {
+            uint64_t h = hash_of(job->keys[i]);
+            if (part_of(h, m->parts) != p) continue;
+            size_t s = slot_of(q, h);
+            while (q->table[s].epoch == m->epoch) s = (s + 1) & (q->cap - 1);
+            q->table[s] = (slot_t){.key = job->keys[i], .val = (int32_t)i, .epoch = m->epoch};
+            q->mkey[q->nm] = job->keys[i];
+            q->mval[q->nm++] = i;
+        }
+    }
+}
+
+int fs_idmap_load(fs_idmap_t *m, fs_pool_t *pool, const uint64_t *keys, int64_t n)
+{
+    probe_job_t job = {.m = m, .keys = keys, .n = n};
+    fs_pool_run(pool, m->parts, 1, load_part, &job);
+    return job.failed ? -1 : 0;
+}
+
+/* One key of partition p: its code. */
+static inline int64_t probe_one(fs_idmap_t *m, part_t *q, int p, uint64_t key, uint64_t hash, int ci, _Atomic int *failed)
+{
+    size_t mask = q->cap - 1, h = slot_of(q, hash);
+    for (;;) {
+        slot_t *s = &q->table[h];
+        if (s->epoch != m->epoch) { /* new: the next member */
+            if ((size_t)(q->nm + 1) * 4 > q->cap * 3) { /* past 3/4: double, then look again */
+                if (part_rebuild(q, q->cap * 2, m->epoch)) {
+                    *failed = 1;
+                    return 0;
+                }
+                mask = q->cap - 1, h = slot_of(q, hash);
+                continue;
+            }
+            int64_t j = q->nm++;
+            *s = (slot_t){.key = key, .val = (int32_t)(-1 - j), .epoch = m->epoch};
+            q->mkey[j] = key;
+            q->mslot[j] = (uint32_t)h;
+            q->mchunk[j] = ci;
+            q->firsts[ci]++;
+            return encode(j, p, KIND_FIRST);
+        }
+        if (s->key == key) {
+            if (s->val >= 0) return s->val;
+            int64_t j = -1 - (int64_t)s->val;
+            if (q->mchunk[j] == ci) return encode(j, p, KIND_SAME_CHUNK);
+            q->later++;
+            atomic_store_explicit(&m->chunk[ci].later, 1, memory_order_relaxed);
+            return encode(j, p, KIND_LATER_CHUNK);
+        }
+        h = (h + 1) & mask;
+    }
+}
+
+static void probe_part(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    probe_job_t *job = ctx;
+    fs_idmap_t *m = job->m;
+    for (int p = (int)begin; p < (int)end; p++) {
+        part_t *q = &m->part[p];
+        int64_t entries = 0;
+        for (int c = 0; c < m->chunks; c++) entries += m->chunk[c].start[p + 1] - m->chunk[c].start[p];
+        q->run_start = q->nm;
+        if (part_reserve(q, entries, entries / 8, m->epoch)) {
+            job->failed = 1;
+            continue;
+        }
+        q->later = 0;
+        for (int c = 0; c < m->chunks; c++) {
+            chunk_t *ch = &m->chunk[c];
+            int64_t b0 = ch->start[p], b1 = ch->start[p + 1];
+            q->firsts[c] = 0;
+            for (int64_t b = b0; b < b1; b++) { /* slots prefetched PROBE_AHEAD keys ahead */
+                if (b + PROBE_AHEAD < b1) __builtin_prefetch(&q->table[slot_of(q, hash_of(ch->bkeys[b + PROBE_AHEAD]))], 1, 0);
+                ch->code[b] = probe_one(m, q, p, ch->bkeys[b], hash_of(ch->bkeys[b]), c, &job->failed);
+            }
+        }
+    }
+}
+
+int64_t fs_idmap_probe(fs_idmap_t *m, fs_pool_t *pool)
+{
+    probe_job_t job = {.m = m};
+    fs_pool_run(pool, m->parts, 1, probe_part, &job);
+    if (job.failed) return -1;
+    int64_t next = m->next_id;
+    for (int c = 0; c < m->chunks; c++) { /* chunk bases: first appearance across partitions */
+        m->chunk[c].base = next;
+        for (int p = 0; p < m->parts; p++) next += m->part[p].firsts[c];
+    }
+    for (int p = 0; p < m->parts; p++) m->any_later |= m->part[p].later > 0;
+    return next - m->next_id;
+}
+
+/* ---- phases 3 and 4 ------------------------------------------------------- */
+
+int64_t fs_idmap_assign(fs_idmap_t *m, int ci, int64_t *out, int64_t *first)
+{
+    const chunk_t *c = &m->chunk[ci];
+    int64_t id = c->base, j, nf = 0;
+    int p, kind;
+    for (int64_t i = 0; i < c->n; i++) {
+        int64_t code = c->code[c->inv[i]];
+        if (code >= 0) {
+            out[i] = code;
+            continue;
+        }
+        decode(code, &j, &p, &kind);
+        part_t *q = &m->part[p];
+        if (kind == KIND_FIRST) {
+            q->mval[j] = id;
+            q->table[q->mslot[j]].val = (int32_t)id;
+            first[nf++] = i;
+            out[i] = id++;
+        } else {
+            out[i] = kind == KIND_SAME_CHUNK ? q->mval[j] : code;
+        }
+    }
+    return nf;
+}
+
+int64_t fs_idmap_chunk_base(const fs_idmap_t *m, int c) { return m->chunk[c].base; }
+
+int fs_idmap_needs_resolve(const fs_idmap_t *m) { return m->any_later; }
+
+void fs_idmap_resolve(const fs_idmap_t *m, int ci, int64_t *out)
+{
+    const chunk_t *c = &m->chunk[ci];
+    if (!atomic_load_explicit(&c->later, memory_order_relaxed)) return;
+    int64_t j;
+    int p, kind;
+    for (int64_t i = 0; i < c->n; i++)
+        if (out[i] < 0) {
+            decode(out[i], &j, &p, &kind);
+            out[i] = m->part[p].mval[j];
+        }
+}
