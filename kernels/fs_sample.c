@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_idmap.h"
+#include "fs_chunked.h"
 #include "fs_sample_internal.h"
 #include "fs_sample_pick.h"
 
@@ -30,15 +30,9 @@ typedef struct {
 
 typedef fs_i64vec_t vec_t;
 
-/* One chunk of a parallel hop: destinations [d0, d1), their picks. */
-typedef struct {
-    vec_t key, ed, eid, off;
-    int64_t d0, d1, n, base;
-} chunk_ws_t;
-
 /* One worker's scratch for picks, and its counters. */
 typedef struct {
-    vec_t pos, first;
+    vec_t pos;
     double *wbuf;
     size_t wcap;
     uint64_t lists[FS_MAX_TIERS], reads[FS_MAX_TIERS];
@@ -59,13 +53,10 @@ struct fs_sampler {
     vec_t copy;            /* reference: one copied neighbour list */
     void *ext;             /* an extension's own workspace (fs_sample_internal.h) */
     void (*ext_free)(void *);
-    /* the parallel hop (below): borrowed pool, the partitioned map, and
-     * per-chunk and per-worker scratch */
+    /* the parallel hop (below): the borrowed pool, the chunks and their id
+     * map, per-worker scratch */
     fs_pool_t *pool;
-    fs_idmap_t *idmap;
-    int on_idmap;          /* this request has moved from map to idmap */
-    chunk_ws_t *chunk;
-    int chunk_cap;
+    fs_chunked_t par;
     worker_ws_t *worker;
     int worker_cap;
 };
@@ -101,13 +92,8 @@ void fs_sampler_destroy(fs_sampler_t *s)
     free(s->dense);
     free(s->copy.p);
     if (s->ext_free) s->ext_free(s->ext);
-    fs_idmap_destroy(s->idmap);
-    for (int c = 0; c < s->chunk_cap; c++) {
-        chunk_ws_t *w = &s->chunk[c];
-        free(w->key.p), free(w->ed.p), free(w->eid.p), free(w->off.p);
-    }
-    free(s->chunk);
-    for (int w = 0; w < s->worker_cap; w++) free(s->worker[w].pos.p), free(s->worker[w].first.p), free(s->worker[w].wbuf);
+    fs_chunked_free(&s->par);
+    for (int w = 0; w < s->worker_cap; w++) free(s->worker[w].pos.p), free(s->worker[w].wbuf);
     free(s->worker);
     free(s);
 }
@@ -434,13 +420,10 @@ static void fill_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, 
  * below it the phases' hand-offs cost more than the split saves (on the
  * 2-core box: -15% at 4096, +30% at 16384; docs/algorithms.md §6). */
 #define PARALLEL_MIN_EDGES 8192
-/* Picks per chunk: its staging, buckets and codes stay within L2. */
-#define CHUNK_EDGES 4096
 
 typedef struct {
     fs_sampler_t *s;
     const hop_t *h;
-    int64_t *off, *ed, *es, *eid;
     _Atomic int failed;
 } par_job_t;
 
@@ -448,13 +431,6 @@ static int64_t chunk_bound(const hop_t *h, const int64_t *frontier, int64_t d0, 
 {
     if (h->k != FS_FANOUT_ALL) return (d1 - d0) * h->k;
     return hop_bound(h->g, frontier + d0, d1 - d0, FS_FANOUT_ALL, h->mode, 1, max_deg);
-}
-
-static int chunk_reserve(chunk_ws_t *cw, int64_t bound, int want_ids)
-{
-    return fs_i64vec_reserve(&cw->key, (size_t)bound + 1) || fs_i64vec_reserve(&cw->ed, (size_t)bound + 1) ||
-           (want_ids && fs_i64vec_reserve(&cw->eid, (size_t)bound + 1)) ||
-           fs_i64vec_reserve(&cw->off, (size_t)(cw->d1 - cw->d0) + 1);
 }
 
 /* Phase 1: a chunk's picks into its staging, then its keys bucketed.
@@ -512,11 +488,11 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
         int ring_ok = h->k != FS_FANOUT_ALL && h->k <= RING_PICKS;                                       \
         ring_row_t ring[AHEAD];                                                                          \
         for (int64_t c = c0; c < c1; c++) {                                                              \
-            chunk_ws_t *cw = &s->chunk[c];                                                               \
+            fs_chunk_t *cw = &s->par.chunk[c];                                                           \
             int64_t unused, bound = chunk_bound(h, frontier, cw->d0, cw->d1, &unused), e = 0;            \
             int64_t d0 = cw->d0, d1 = cw->d1;                                                            \
             cw->n = 0;                                                                                   \
-            if (chunk_reserve(cw, bound, h->want_ids)) {                                                 \
+            if (fs_chunk_reserve(cw, bound, h->want_ids)) {                                              \
                 j->failed = 1;                                                                           \
                 continue;                                                                                \
             }                                                                                            \
@@ -549,36 +525,17 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
                 cw->off.p[d - d0 + 1] = e;                                                               \
                 if (ring_ok && d + AHEAD < d1) ring_fill(h, w, r, frontier[d + AHEAD], sizeof(IDX_T));   \
             }                                                                                            \
-            cw->n = e;                                                                                   \
-            if (fs_idmap_bucket(s->idmap, (int)c, (const uint64_t *)key, e)) j->failed = 1;              \
+            if (fs_chunked_staged(&s->par, (int)c, e)) j->failed = 1;                                    \
         }                                                                                                \
     }
 DEFINE_PICKS(picks_i32, int32_t)
 DEFINE_PICKS(picks_i64, int64_t)
 
-/* Phase 3: a chunk's ids, its new nodes, and its edges copied into place. */
-static void assign_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+/* A chunk's new nodes: their global ids. */
+static void new_nodes(void *ctx, const fs_chunk_t *c, const int64_t *first, int64_t nf, int64_t id0)
 {
-    par_job_t *j = ctx;
-    fs_sampler_t *s = j->s;
-    int64_t *first = s->worker[worker].first.p;
-    for (int64_t c = c0; c < c1; c++) {
-        const chunk_ws_t *cw = &s->chunk[c];
-        int64_t nf = fs_idmap_assign(s->idmap, (int)c, j->es + cw->base, first);
-        int64_t id0 = fs_idmap_chunk_base(s->idmap, (int)c);
-        for (int64_t i = 0; i < nf; i++) s->nodes.p[id0 + i] = cw->key.p[first[i]];
-        memcpy(j->ed + cw->base, cw->ed.p, (size_t)cw->n * sizeof(int64_t));
-        if (j->eid) memcpy(j->eid + cw->base, cw->eid.p, (size_t)cw->n * sizeof(int64_t));
-        for (int64_t d = cw->d0; d < cw->d1; d++) j->off[d + 1] = cw->base + cw->off.p[d - cw->d0 + 1];
-    }
-}
-
-/* Phase 4: repeats of keys first seen in an earlier chunk. */
-static void resolve_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
-{
-    (void)worker;
-    par_job_t *j = ctx;
-    for (int64_t c = c0; c < c1; c++) fs_idmap_resolve(j->s->idmap, (int)c, j->es + j->s->chunk[c].base);
+    int64_t *nodes = ctx;
+    for (int64_t i = 0; i < nf; i++) nodes[id0 + i] = c->key.p[first[i]];
 }
 
 /* Per-worker scratch for rows up to max_deg and chunks up to max_n picks. */
@@ -606,64 +563,24 @@ static int workers_reserve(fs_sampler_t *s, int workers, int64_t pk, int64_t max
     return 0;
 }
 
-/* Splits the frontier into chunks of about CHUNK_EDGES picks. */
-static int plan_chunks(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound)
-{
-    int64_t per_row = h->k != FS_FANOUT_ALL ? h->k : (num_dst ? bound / num_dst : 1);
-    int64_t rows = CHUNK_EDGES / (per_row > 0 ? per_row : 1);
-    if (rows < 1) rows = 1;
-    int64_t chunks = (num_dst + rows - 1) / rows;
-    if (chunks > s->chunk_cap) {
-        int cap = s->chunk_cap ? s->chunk_cap : 64;
-        while (cap < chunks) cap *= 2;
-        chunk_ws_t *c = realloc(s->chunk, (size_t)cap * sizeof *c);
-        if (!c) return -1;
-        memset(c + s->chunk_cap, 0, (size_t)(cap - s->chunk_cap) * sizeof *c);
-        s->chunk = c;
-        s->chunk_cap = cap;
-    }
-    for (int64_t c = 0; c < chunks; c++) {
-        s->chunk[c].d0 = c * rows;
-        s->chunk[c].d1 = (c + 1) * rows < num_dst ? (c + 1) * rows : num_dst;
-    }
-    return (int)chunks;
-}
-
-/* Moves a request from the serial map to the partitioned one, the nodes so
- * far keeping their ids. */
-static int idmap_switch(fs_sampler_t *s, int64_t u)
-{
-    if (!s->idmap && !(s->idmap = fs_idmap_create())) return -1;
-    fs_idmap_begin(s->idmap, fs_pool_size(s->pool));
-    if (fs_idmap_load(s->idmap, s->pool, (const uint64_t *)s->nodes.p, u)) return -1;
-    s->on_idmap = 1;
-    return 0;
-}
-
 static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound, int64_t max_deg,
                                 int64_t *u, int64_t *num_edges, fs_error_t *err)
 {
-    int workers = fs_pool_size(s->pool), chunks;
+    int workers = fs_pool_size(s->pool);
     int64_t pk = (h->k == FS_FANOUT_ALL ? max_deg : h->k) + 1;
-    if ((!s->on_idmap && idmap_switch(s, *u)) || workers_reserve(s, workers, pk, max_deg) ||
-        (chunks = plan_chunks(s, h, num_dst, bound)) < 0 || fs_idmap_run_begin(s->idmap, chunks, *u))
-        return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
-    par_job_t j = {.s = s, .h = h, .off = s->off[h->hop].p, .ed = s->edst[h->hop].p, .es = s->esrc[h->hop].p,
-                   .eid = h->want_ids ? s->eid[h->hop].p : NULL};
+    /* the first parallel hop of a request moves the nodes so far, ids kept */
+    int moved = s->par.active || (!fs_chunked_begin(&s->par, s->pool) &&
+                                  !fs_idmap_load(s->par.idmap, s->pool, (const uint64_t *)s->nodes.p, *u));
+    int chunks = -1;
+    if (moved && !workers_reserve(s, workers, pk, max_deg))
+        chunks = fs_chunked_plan(&s->par, 0, num_dst, h->k != FS_FANOUT_ALL ? h->k : bound / (num_dst ? num_dst : 1), *u);
+    if (chunks < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
+    par_job_t j = {.s = s, .h = h};
     fs_pool_run(s->pool, chunks, 1, h->g->index_dtype == FS_DTYPE_I32 ? picks_i32 : picks_i64, &j);
-    int64_t total = 0, max_n = 0;
-    for (int c = 0; c < chunks; c++) {
-        s->chunk[c].base = total;
-        total += s->chunk[c].n;
-        if (s->chunk[c].n > max_n) max_n = s->chunk[c].n;
-    }
-    for (int w = 0; w < workers && !j.failed; w++)
-        if (fs_i64vec_reserve(&s->worker[w].first, (size_t)max_n + 1)) j.failed = 1;
-    int64_t fresh = j.failed ? -1 : fs_idmap_probe(s->idmap, s->pool);
+    int64_t fresh = j.failed ? -1
+                  : fs_chunked_relabel(&s->par, s->pool, s->off[h->hop].p, s->edst[h->hop].p, s->esrc[h->hop].p,
+                                       h->want_ids ? s->eid[h->hop].p : NULL, new_nodes, s->nodes.p);
     if (fresh < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's id map", h->hop);
-    fs_pool_run(s->pool, chunks, 1, assign_chunks, &j);
-    if (fs_idmap_needs_resolve(s->idmap)) fs_pool_run(s->pool, chunks, 1, resolve_chunks, &j);
-    j.off[0] = 0;
     if (h->topo)
         for (int w = 0; w < workers; w++)
             for (int k = 0; k < h->g->num_parts; k++) {
@@ -671,7 +588,7 @@ static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst
                 h->topo->bytes[k] += s->worker[w].reads[k] * (h->g->index_dtype == FS_DTYPE_I32 ? 4 : 8);
             }
     *u += fresh;
-    *num_edges = total;
+    *num_edges = fs_chunked_total(&s->par);
     return FS_OK;
 }
 
@@ -689,7 +606,7 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
     if (fs_i64vec_reserve(&s->seed_local, (size_t)n + 1) || map_reserve(s, 0, n))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for %lld seeds", (long long)n);
     map_begin(s);
-    s->on_idmap = 0;
+    s->par.active = 0;
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
     for (int64_t i = 0; i < n; i++) s->seed_local.p[i] = map_add(s, seeds[i], &u);
     for (int hop = 0; hop < req->num_hops; hop++) {
@@ -698,7 +615,7 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
             return fs_error(err, FS_ERR_RESOURCE, "sample: hop %d could reach %lld nodes, over the 2^31 per-request "
                             "limit; use smaller fanouts or fewer seeds", hop, (long long)(u + bound));
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
-        int parallel = s->on_idmap || (fs_pool_size(s->pool) > 1 && bound >= PARALLEL_MIN_EDGES);
+        int parallel = s->par.active || (fs_pool_size(s->pool) > 1 && bound >= PARALLEL_MIN_EDGES);
         if (parallel ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
             return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
         hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,

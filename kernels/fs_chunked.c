@@ -1,0 +1,133 @@
+/* fs_chunked.c — the chunked parallel hop (fs_chunked.h). The pool runs
+ * three phases after the sampler's picks: the id map's probe (one worker per
+ * partition), then per chunk the assignment of new ids with the copy of the
+ * chunk's edges into place, then, only if some key repeats in a later chunk
+ * than its first, the resolution of those repeats. */
+#include "fs_chunked.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void fs_chunked_free(fs_chunked_t *c)
+{
+    fs_idmap_destroy(c->idmap);
+    for (int i = 0; i < c->chunk_cap; i++) {
+        fs_chunk_t *k = &c->chunk[i];
+        free(k->key.p), free(k->ed.p), free(k->eid.p), free(k->off.p);
+    }
+    free(c->chunk);
+    for (int w = 0; w < c->first_cap; w++) free(c->first[w].p);
+    free(c->first);
+    memset(c, 0, sizeof *c);
+}
+
+int fs_chunked_begin(fs_chunked_t *c, fs_pool_t *pool)
+{
+    if (!c->idmap && !(c->idmap = fs_idmap_create())) return -1;
+    int workers = fs_pool_size(pool);
+    if (workers > c->first_cap) {
+        fs_i64vec_t *f = realloc(c->first, (size_t)workers * sizeof *f);
+        if (!f) return -1;
+        memset(f + c->first_cap, 0, (size_t)(workers - c->first_cap) * sizeof *f);
+        c->first = f;
+        c->first_cap = workers;
+    }
+    fs_idmap_begin(c->idmap, workers);
+    c->active = 1;
+    return 0;
+}
+
+int fs_chunked_plan(fs_chunked_t *c, int64_t d0, int64_t d1, int64_t per_row, int64_t next_id)
+{
+    int64_t rows = FS_CHUNK_PICKS / (per_row > 0 ? per_row : 1);
+    if (rows < 1) rows = 1;
+    int64_t chunks = (d1 - d0 + rows - 1) / rows;
+    if (chunks > INT32_MAX / 2) return -1;
+    if (chunks > c->chunk_cap) {
+        int cap = c->chunk_cap ? c->chunk_cap : 64;
+        while (cap < chunks) cap *= 2;
+        fs_chunk_t *k = realloc(c->chunk, (size_t)cap * sizeof *k);
+        if (!k) return -1;
+        memset(k + c->chunk_cap, 0, (size_t)(cap - c->chunk_cap) * sizeof *k);
+        c->chunk = k;
+        c->chunk_cap = cap;
+    }
+    for (int64_t i = 0; i < chunks; i++) {
+        fs_chunk_t *k = &c->chunk[i];
+        k->d0 = d0 + i * rows;
+        k->d1 = k->d0 + rows < d1 ? k->d0 + rows : d1;
+        k->n = 0;
+    }
+    c->chunks = (int)chunks;
+    c->d0 = d0;
+    return fs_idmap_run_begin(c->idmap, c->chunks, next_id) ? -1 : c->chunks;
+}
+
+int fs_chunk_reserve(fs_chunk_t *k, int64_t bound, int want_ids)
+{
+    return fs_i64vec_reserve(&k->key, (size_t)bound + 1) || fs_i64vec_reserve(&k->ed, (size_t)bound + 1) ||
+           (want_ids && fs_i64vec_reserve(&k->eid, (size_t)bound + 1)) ||
+           fs_i64vec_reserve(&k->off, (size_t)(k->d1 - k->d0) + 1);
+}
+
+int fs_chunked_staged(fs_chunked_t *c, int ci, int64_t n)
+{
+    c->chunk[ci].n = n;
+    return fs_idmap_bucket(c->idmap, ci, (const uint64_t *)c->chunk[ci].key.p, n);
+}
+
+int64_t fs_chunked_total(const fs_chunked_t *c)
+{
+    int64_t total = 0;
+    for (int i = 0; i < c->chunks; i++) total += c->chunk[i].n;
+    return total;
+}
+
+typedef struct {
+    fs_chunked_t *c;
+    int64_t *off, *ed, *es, *eid;
+    fs_chunked_new_fn on_new;
+    void *ctx;
+} relabel_job_t;
+
+static void assign_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    relabel_job_t *j = ctx;
+    fs_chunked_t *c = j->c;
+    int64_t *first = c->first[worker].p;
+    for (int64_t i = c0; i < c1; i++) {
+        const fs_chunk_t *k = &c->chunk[i];
+        int64_t nf = fs_idmap_assign(c->idmap, (int)i, j->es + k->base, first);
+        if (nf) j->on_new(j->ctx, k, first, nf, fs_idmap_chunk_base(c->idmap, (int)i));
+        memcpy(j->ed + k->base, k->ed.p, (size_t)k->n * sizeof(int64_t));
+        if (j->eid) memcpy(j->eid + k->base, k->eid.p, (size_t)k->n * sizeof(int64_t));
+        for (int64_t d = k->d0; d < k->d1; d++) j->off[d - c->d0 + 1] = k->base + k->off.p[d - k->d0 + 1];
+    }
+}
+
+static void resolve_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    (void)worker;
+    relabel_job_t *j = ctx;
+    for (int64_t i = c0; i < c1; i++) fs_idmap_resolve(j->c->idmap, (int)i, j->es + j->c->chunk[i].base);
+}
+
+int64_t fs_chunked_relabel(fs_chunked_t *c, fs_pool_t *pool, int64_t *off, int64_t *ed, int64_t *es, int64_t *eid,
+                           fs_chunked_new_fn on_new, void *ctx)
+{
+    int64_t total = 0, max_n = 0;
+    for (int i = 0; i < c->chunks; i++) {
+        c->chunk[i].base = total;
+        total += c->chunk[i].n;
+        if (c->chunk[i].n > max_n) max_n = c->chunk[i].n;
+    }
+    for (int w = 0; w < fs_pool_size(pool); w++)
+        if (fs_i64vec_reserve(&c->first[w], (size_t)max_n + 1)) return -1;
+    int64_t fresh = fs_idmap_probe(c->idmap, pool);
+    if (fresh < 0) return -1;
+    relabel_job_t j = {.c = c, .off = off, .ed = ed, .es = es, .eid = eid, .on_new = on_new, .ctx = ctx};
+    fs_pool_run(pool, c->chunks, 1, assign_chunks, &j);
+    if (fs_idmap_needs_resolve(c->idmap)) fs_pool_run(pool, c->chunks, 1, resolve_chunks, &j);
+    off[0] = 0;
+    return fresh;
+}

@@ -1,0 +1,72 @@
+/* fs_chunked.h — the parallel hop both CPU samplers share (fs_sample.c,
+ * fs_typed.c; docs/algorithms.md §6, "parallel relabel"): a hop's
+ * destinations cut into chunks, each chunk's picks staged by whichever
+ * worker claims it, then relabelled on the pool by the partitioned id map
+ * (fs_idmap.h) and copied into the hop's arrays, exactly as the serial hop
+ * would have written them.
+ *
+ * A sampler's hop: fs_chunked_plan, then on its pool each chunk's picks
+ * into the chunk's staging (fs_chunk_reserve first) and fs_chunked_staged,
+ * then fs_chunked_relabel. Internal to the kernels; one per sampler. */
+#ifndef FS_CHUNKED_H
+#define FS_CHUNKED_H
+
+#include "fs_idmap.h"
+#include "fs_pool.h"
+#include "fs_sample_internal.h"
+
+/* Picks per chunk: a chunk's staging, buckets and codes stay within L2. */
+#define FS_CHUNK_PICKS 4096
+
+/* One chunk: destinations [d0, d1) and their picks, in pick order. */
+typedef struct {
+    fs_i64vec_t key;   /* the id map's key of each pick's neighbour */
+    fs_i64vec_t ed;    /* its destination's local id */
+    fs_i64vec_t eid;   /* its edge id, when wanted */
+    fs_i64vec_t off;   /* [d1 - d0 + 1] picks before each destination */
+    int64_t d0, d1, n, base;
+} fs_chunk_t;
+
+typedef struct {
+    fs_idmap_t *idmap;
+    int active;        /* this request's ids live in idmap (set by the sampler) */
+    fs_chunk_t *chunk;
+    int chunks, chunk_cap;
+    int64_t d0;
+    fs_i64vec_t *first; /* per worker: a chunk's first appearances */
+    int first_cap;
+} fs_chunked_t;
+
+void fs_chunked_free(fs_chunked_t *c);
+
+/* Starts a request's use of the id map with one partition per pool thread.
+ * 0, or -1 when out of memory. */
+int fs_chunked_begin(fs_chunked_t *c, fs_pool_t *pool);
+
+/* Cuts destinations [d0, d1) into chunks of about FS_CHUNK_PICKS picks at
+ * per_row picks a row, for a run whose new ids start at next_id. Returns the
+ * number of chunks, or -1 when out of memory. */
+int fs_chunked_plan(fs_chunked_t *c, int64_t d0, int64_t d1, int64_t per_row, int64_t next_id);
+
+/* Room in a chunk's staging for `bound` picks. 0, or -1. */
+int fs_chunk_reserve(fs_chunk_t *c, int64_t bound, int want_ids);
+
+/* A chunk's n picks are staged: hands its keys to the id map. 0, or -1. */
+int fs_chunked_staged(fs_chunked_t *c, int ci, int64_t n);
+
+/* Called once per chunk from the pool with the chunk's nf new nodes, ids
+ * id0.., first[j] the position in the chunk of the j-th: the sampler writes
+ * what a new node carries (its global id, batch, time). */
+typedef void (*fs_chunked_new_fn)(void *ctx, const fs_chunk_t *c, const int64_t *first, int64_t nf, int64_t id0);
+
+/* Relabels every staged chunk on the pool and writes the hop's arrays:
+ * off[d - d0 + 1] for each destination (off[0] = 0), and per edge ed, es
+ * (local source ids) and eid (NULL: none). Returns the number of new nodes,
+ * or -1 when out of memory. */
+int64_t fs_chunked_relabel(fs_chunked_t *c, fs_pool_t *pool, int64_t *off, int64_t *ed, int64_t *es, int64_t *eid,
+                           fs_chunked_new_fn on_new, void *ctx);
+
+/* The sum of the chunks' picks (after staging). */
+int64_t fs_chunked_total(const fs_chunked_t *c);
+
+#endif
