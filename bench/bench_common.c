@@ -61,3 +61,22 @@ int bench_wait_line(bench_child_t *c, const char *word, char *line, size_t len)
         if (strstr(line, word)) return 0;
     return -1;
 }
+
+const char *bench_typed_dataset(int scale, int edge_factor)
+{
+    static char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/featstore-bench/typed-s%d-e%d", scale, edge_factor);
+    struct stat st;
+    if (stat(dir, &st) == 0) return dir;
+    mkdir("/tmp/featstore-bench", 0755);
+    fs_rmat_opts_t o;
+    fs_rmat_defaults(&o);
+    o.out_dir = dir, o.name = "bench-typed", o.scale = scale, o.edge_factor = edge_factor, o.dim = 0, o.threads = 2;
+    fs_error_t err = {0};
+    fprintf(stderr, "bench: generating %s\n", dir);
+    if (fs_gen_rmat_typed(&o, &err) != FS_OK) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        exit(1);
+    }
+    return dir;
+}

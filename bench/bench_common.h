@@ -13,6 +13,10 @@ const char *bench_dataset_dim(int argc, char **argv, int scale, int dim);
 /* Any R-MAT benchmark graph, cached by its parameters. */
 const char *bench_dataset_rmat(int argc, char **argv, int scale, int edge_factor, int dim, int symmetrize);
 
+/* The typed R-MAT (fs_gen_rmat_typed: papers, authors, venues and six edge
+ * types) of 2^scale papers, cached under /tmp/featstore-bench. */
+const char *bench_typed_dataset(int scale, int edge_factor);
+
 /* A child running `sh -c cmd`, its stdout readable and its stdin writable
  * (close `in` to end a --hold). Exits on failure to create the pipes. */
 #include <stdio.h>

@@ -8,13 +8,15 @@
  * the same way).
  *
  *   bench_sample [--dataset DIR] [--scale 21] [--batches 200] [--batch 1024]
- *                [--naive-batches 20] [--max-threads 2]
+ *                [--naive-batches 20] [--max-threads 2] [--only homogeneous|typed]
+ *                [--typed-scale 18]
  *
  * Without --dataset it generates (once, cached under /tmp/featstore-bench)
  * the reference graph of docs/performance.md: R-MAT scale 21, edge factor 16,
  * symmetrised, deduplicated, node 0 the hub (not permuted). Seeds are drawn
  * uniformly from non-isolated nodes. */
 #include <pthread.h>
+#include <string.h>
 
 #include "bench_common.h"
 #include "bench_util.h"
@@ -22,6 +24,8 @@
 #include "fs_pool.h"
 #include "fs_rng.h"
 #include "fs_sample.h"
+#include "fs_typed.h"
+#include "typed_view.h"
 #include "naive_sample.h"
 
 typedef struct {
@@ -86,57 +90,132 @@ static double measure(const fs_csr_view_t *g, const int64_t *seeds, int batches,
     return (double)edges / (bench_now() - t0);
 }
 
-/* One trainer's view: batches one after another, each split over a pool of
- * `threads` (docs/algorithms.md §6, parallel relabel). Edges per second. */
-static double measure_one_batch(const fs_csr_view_t *g, const int64_t *seeds, int b0, int batches, int batch,
-                                int threads, const fs_sample_req_t *req)
-{
+/* ---- one trainer's batch on every core ----------------------------------
+ * Batches one after another, each split over a pool of `threads`
+ * (docs/algorithms.md §6, parallel relabel). */
+
+typedef struct {
+    const fs_csr_view_t *g;             /* homogeneous, or */
+    const fs_typed_view_t *tv;          /* typed (seeds: node type 0) */
+    const int64_t *seeds;
+    int batch;
+    const fs_sample_req_t *req;
+    const fs_typed_req_t *treq;
+} one_batch_t;
+
+/* One thread count's samplers and pool, kept across rounds. */
+typedef struct {
     fs_sampler_t *s;
-    fs_pool_t *pool = NULL;
+    fs_typed_sampler_t *ts;
+    fs_pool_t *pool;
+} one_batch_ws_t;
+
+static void one_batch_ws(one_batch_ws_t *w, int threads)
+{
     fs_error_t err = {0};
-    fs_sampler_create(&s, &err);
-    if (threads > 1) fs_pool_create(threads, &pool, &err);
-    fs_sampler_set_pool(s, pool);
+    memset(w, 0, sizeof *w);
+    fs_sampler_create(&w->s, &err);
+    fs_typed_sampler_create(&w->ts, &err);
+    if (threads > 1) fs_pool_create(threads, &w->pool, &err);
+    fs_sampler_set_pool(w->s, w->pool);
+    fs_typed_sampler_set_pool(w->ts, w->pool);
+}
+
+static void one_batch_ws_free(one_batch_ws_t *w)
+{
+    fs_sampler_destroy(w->s);
+    fs_typed_sampler_destroy(w->ts);
+    fs_pool_destroy(w->pool);
+}
+
+/* Sampled edges of batches b0..; *secs the time taken. */
+static double one_batch_run(const one_batch_t *o, one_batch_ws_t *w, int b0, int batches, double *secs)
+{
+    fs_error_t err = {0};
     int64_t edges = 0;
     double t0 = bench_now();
     for (int b = b0; b < b0 + batches; b++) {
-        fs_sample_result_t res;
-        fs_sample_req_t r = *req;
-        r.seed = (uint64_t)b + 1;
-        if (fs_sample_cpu(s, g, seeds + (size_t)b * batch, batch, &r, &res, NULL, &err) != FS_OK) {
+        const int64_t *seeds = o->seeds + (size_t)b * o->batch;
+        fs_status_t st;
+        if (o->tv) {
+            fs_typed_req_t r = *o->treq;
+            r.seed = (uint64_t)b + 1;
+            fs_typed_seeds_t grp = {.type = 0, .count = o->batch, .ids = seeds};
+            fs_typed_result_t res;
+            st = fs_typed_sample_cpu(w->ts, o->tv, &r, &grp, 1, NULL, 0, &res, &err);
+            for (int i = 0; st == FS_OK && i < res.num_hops * res.num_edge_types; i++) edges += res.block[i].num_edges;
+        } else {
+            fs_sample_req_t r = *o->req;
+            r.seed = (uint64_t)b + 1;
+            fs_sample_result_t res;
+            st = fs_sample_cpu(w->s, o->g, seeds, o->batch, &r, &res, NULL, &err);
+            for (int h = 0; st == FS_OK && h < res.num_hops; h++) edges += res.block[h].num_edges;
+        }
+        if (st != FS_OK) {
             fprintf(stderr, "sample failed: %s\n", err.msg);
             exit(1);
         }
-        for (int h = 0; h < res.num_hops; h++) edges += res.block[h].num_edges;
     }
-    double rate = (double)edges / (bench_now() - t0);
-    fs_sampler_destroy(s);
-    fs_pool_destroy(pool);
-    return rate;
+    *secs = bench_now() - t0;
+    return (double)edges;
 }
 
-/* sample_one_batch at 1, 2 and every core, interleaved in rounds so drift
- * on a noisy machine hits every thread count alike. */
-static void one_batch_lines(const fs_csr_view_t *g, const int64_t *seeds, int batches, int batch,
-                            const fs_sample_req_t *req, const char *fanouts)
+/* RESULT lines at 1, 2 and every core, interleaved in rounds so drift on a
+ * noisy machine hits every thread count alike. */
+static void one_batch_lines(const char *bench, const char *fanouts, const one_batch_t *o, int batches)
 {
     int counts[3] = {1, 2, fs_cpu_count()}, n = counts[2] > 2 ? 3 : 2, rounds = 5, per = batches / rounds;
-    double secs[3] = {0}, edges[3] = {0};
+    double secs[3] = {0}, edges[3] = {0}, dt;
+    one_batch_ws_t ws[3];
     if (per < 1) per = 1;
+    for (int i = 0; i < n; i++) { /* a warm-up round grows each workspace to size */
+        one_batch_ws(&ws[i], counts[i]);
+        one_batch_run(o, &ws[i], 0, per, &dt);
+    }
     for (int r = 0; r < rounds; r++)
         for (int i = 0; i < n; i++) {
-            double t0 = bench_now(), rate = measure_one_batch(g, seeds, r * per, per, batch, counts[i], req);
-            double dt = bench_now() - t0;
+            edges[i] += one_batch_run(o, &ws[i], r * per, per, &dt);
             secs[i] += dt;
-            edges[i] += rate * dt;
         }
-    for (int i = 0; i < n; i++) {
-        double rate = edges[i] / secs[i], one = edges[0] / secs[0];
-        printf("RESULT bench=sample_one_batch threads=%d fanouts=%s batch=%d batches=%d medges_per_s=%.2f "
-               "batches_per_s=%.1f ratio_vs_1_thread=%.2f\n", counts[i], fanouts, batch, per * rounds, rate / 1e6,
-               rate / (edges[i] / (per * rounds)) , rate / one);
-        fflush(stdout);
+    for (int i = 0; i < n; i++) one_batch_ws_free(&ws[i]);
+    for (int i = 0; i < n; i++)
+        printf("RESULT bench=%s threads=%d fanouts=%s batch=%d batches=%d medges_per_s=%.2f batches_per_s=%.1f "
+               "ratio_vs_1_thread=%.2f\n", bench, counts[i], fanouts, o->batch, per * rounds, edges[i] / secs[i] / 1e6,
+               per * rounds / secs[i], (edges[i] / secs[i]) / (edges[0] / secs[0]));
+    fflush(stdout);
+}
+
+/* The typed line: the typed R-MAT's papers as seeds, every edge type at
+ * [15,10,5]. */
+static void typed_one_batch(int scale, int batches, int batch)
+{
+    fs_dataset_t *ds;
+    fs_typed_graph_t tg;
+    fs_error_t err = {0};
+    if (fs_dataset_open(bench_typed_dataset(scale, 8), 0, 0, &ds, &err) != FS_OK ||
+        fs_typed_graph_init(&tg, ds, &err) != FS_OK) {
+        fprintf(stderr, "bench_sample: %s\n", err.msg);
+        exit(1);
     }
+    const fs_typed_view_t *tv = &tg.view;
+    int hops = 3, f[3] = {15, 10, 5}, *fan = malloc(sizeof *fan * (size_t)(tv->num_edge_types * hops));
+    for (int e = 0; e < tv->num_edge_types; e++)
+        for (int h = 0; h < hops; h++) fan[e * hops + h] = f[h];
+    int64_t *seeds = malloc(sizeof *seeds * (size_t)batches * (size_t)batch);
+    fs_rng_t r = fs_rng_make(2025, 0);
+    for (int64_t i = 0; i < (int64_t)batches * batch; i++) seeds[i] = (int64_t)fs_rng_below(&r, (uint64_t)tv->count[0]);
+    volatile int64_t sink = 0; /* page the topology in before timing */
+    for (int e = 0; e < tv->num_edge_types; e++)
+        for (int64_t q = 0; q < tv->etype[e].num_edges; q += 512) sink += fs_typed_source(&tv->etype[e], q);
+    fprintf(stderr, "sample: typed R-MAT scale %d: %d node types, %d edge types\n", scale, tv->num_node_types,
+            tv->num_edge_types);
+    fs_typed_req_t treq = {.num_hops = hops, .fanout = fan};
+    one_batch_t o = {.tv = tv, .seeds = seeds, .batch = batch, .treq = &treq};
+    one_batch_lines("typed_one_batch", "15,10,5", &o, batches);
+    free(seeds);
+    free(fan);
+    fs_typed_graph_free(&tg);
+    fs_dataset_close(ds);
 }
 
 int main(int argc, char **argv)
@@ -165,11 +244,13 @@ int main(int argc, char **argv)
     fprintf(stderr, "sample: %s: %lld nodes, %lld edges; %d batches x %d seeds\n", dir, (long long)ds->num_nodes,
             (long long)ds->num_edges, batches, batch);
 
+    const char *only = bench_str(argc, argv, "--only", ""); /* "homogeneous" or "typed": one part */
     const struct { int hops, f[3]; const char *name; } cfg[2] = {{3, {15, 10, 5}, "15,10,5"}, {2, {25, 10, 0}, "25,10"}};
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 2 && strcmp(only, "typed") != 0; c++) {
         fs_sample_req_t req = {.num_hops = cfg[c].hops};
         for (int h = 0; h < cfg[c].hops; h++) req.fanout[h] = cfg[c].f[h], req.mode[h] = FS_SAMPLE_UNIFORM;
-        one_batch_lines(&g, seeds, batches, batch, &req, cfg[c].name);
+        one_batch_t o = {.g = &g, .seeds = seeds, .batch = batch, .req = &req};
+        one_batch_lines("sample_one_batch", cfg[c].name, &o, batches);
         for (int t = 1; t <= max_threads; t++) {
             double ours = measure(&g, seeds, batches, batch, t, &req, 0);
             double oracle = measure(&g, seeds, naive_batches, batch, t, &req, 1);
@@ -184,5 +265,6 @@ int main(int argc, char **argv)
     }
     fs_dataset_close(ds);
     free(seeds);
+    if (strcmp(only, "homogeneous") != 0) typed_one_batch((int)bench_arg(argc, argv, "--typed-scale", 18), batches, batch);
     return 0;
 }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "bench_common.h"
 #include "bench_util.h"
 #include "dataset.h"
 #include "fs_rng.h"
@@ -41,24 +42,6 @@
 #include "gen.h"
 #include "typed_view.h"
 
-static const char *typed_dataset(int scale, int edge_factor)
-{
-    static char dir[256];
-    snprintf(dir, sizeof dir, "/tmp/featstore-bench/typed-s%d-e%d", scale, edge_factor);
-    struct stat st;
-    if (stat(dir, &st) == 0) return dir;
-    mkdir("/tmp/featstore-bench", 0755);
-    fs_rmat_opts_t o;
-    fs_rmat_defaults(&o);
-    o.out_dir = dir, o.name = "bench-typed", o.scale = scale, o.edge_factor = edge_factor, o.dim = 0, o.threads = 2;
-    fs_error_t err = {0};
-    fprintf(stderr, "bench_typed: generating %s\n", dir);
-    if (fs_gen_rmat_typed(&o, &err) != FS_OK) {
-        fprintf(stderr, "bench_typed: %s\n", err.msg);
-        exit(1);
-    }
-    return dir;
-}
 
 /* ---- the same edges as one homogeneous graph ---------------------------- */
 
@@ -217,7 +200,7 @@ int main(int argc, char **argv)
     int max_threads = (int)bench_arg(argc, argv, "--max-threads", 2), reps = (int)bench_arg(argc, argv, "--reps", 3);
     const char *fan_s = bench_str(argc, argv, "--fanouts", "15,10");
     int fan[FS_MAX_HOPS], hops = parse_fanouts(fan_s, fan);
-    const char *dir = typed_dataset(scale, ef);
+    const char *dir = bench_typed_dataset(scale, ef);
     fs_dataset_t *ds;
     fs_error_t err = {0};
     fs_typed_graph_t tg;

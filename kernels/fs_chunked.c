@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+int64_t fs_chunk_parallel_min = FS_CHUNK_PARALLEL_MIN;
+
 void fs_chunked_free(fs_chunked_t *c)
 {
     fs_idmap_destroy(c->idmap);

@@ -15,6 +15,14 @@
 #include "fs_pool.h"
 #include "fs_sample_internal.h"
 
+/* A hop goes to the pool when its worst case reaches this many edges:
+ * below it the phases' hand-offs cost more than the split saves (on the
+ * 2-core box: -15% at 4096, +30% at 16384; docs/algorithms.md §6). */
+#define FS_CHUNK_PARALLEL_MIN 8192
+/* The threshold in force: FS_CHUNK_PARALLEL_MIN, lowered by tests (to 1)
+ * to send every hop of a small graph to the pool. Set it before sampling. */
+extern int64_t fs_chunk_parallel_min;
+
 /* Picks per chunk: a chunk's staging, buckets and codes stay within L2. */
 #define FS_CHUNK_PICKS 4096
 

@@ -372,6 +372,8 @@ static int64_t hop_bound(const fs_csr_view_t *g, const int64_t *frontier, int64_
     int64_t bound = 0;
     *max_deg = 0;
     for (int64_t d = 0; d < num_dst; d++) {
+        if (!g->route && d + 2 * PREFETCH_AHEAD < num_dst)
+            __builtin_prefetch(&g->part[0].indptr[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);
         int64_t b, deg;
         int part;
         row_of(g, frontier[d], &b, &deg, &part);
@@ -416,10 +418,6 @@ static void fill_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, 
  * their new ids in order and copy their edges into place. Every output
  * array comes out exactly as the serial hop writes it. */
 
-/* A hop goes to the pool when its worst case reaches this many edges:
- * below it the phases' hand-offs cost more than the split saves (on the
- * 2-core box: -15% at 4096, +30% at 16384; docs/algorithms.md §6). */
-#define PARALLEL_MIN_EDGES 8192
 
 typedef struct {
     fs_sampler_t *s;
@@ -615,7 +613,7 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
             return fs_error(err, FS_ERR_RESOURCE, "sample: hop %d could reach %lld nodes, over the 2^31 per-request "
                             "limit; use smaller fanouts or fewer seeds", hop, (long long)(u + bound));
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
-        int parallel = s->par.active || (fs_pool_size(s->pool) > 1 && bound >= PARALLEL_MIN_EDGES);
+        int parallel = s->par.active || (fs_pool_size(s->pool) > 1 && bound >= fs_chunk_parallel_min);
         if (parallel ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
             return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
         hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,

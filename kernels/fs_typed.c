@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_chunked.h"
 #include "fs_sample.h"
 #include "fs_sample_internal.h"
 #include "fs_sample_pick.h"
@@ -61,6 +62,16 @@ typedef struct {
     size_t slots;      /* the hash table's size for the current set (a power of two, <= index_cap) */
 } excl_ws_t;
 
+/* The scratch of one row's picks: the sampler's own for serial passes,
+ * one per pool worker for parallel ones. */
+typedef struct {
+    fs_i64vec_t pos, skip;
+    double *wbuf;
+    float *wcopy;
+    size_t wcap;
+    char pad[64];
+} pick_ws_t;
+
 struct fs_typed_sampler {
     tslot_t *map;
     size_t map_cap;
@@ -76,13 +87,17 @@ struct fs_typed_sampler {
     fs_i64vec_t *seed_local;
     const int64_t **out_seed_local;
     int cap_groups;
-    fs_i64vec_t pos, skip;
-    double *wbuf;
-    float *wcopy;
-    size_t wcap;
+    pick_ws_t pw;
     excl_ws_t x;
     void *ext;                    /* fs_link.c's workspace */
     void (*ext_free)(void *);
+    /* parallel passes (below): the borrowed pool, the chunks and their id
+     * map, per-worker pick scratch */
+    fs_pool_t *pool;
+    fs_chunked_t par;
+    pick_ws_t *worker;
+    int worker_cap;
+    fs_i64vec_t keys;             /* the keys moved into the id map */
 };
 
 fs_status_t fs_typed_sampler_create(fs_typed_sampler_t **out, fs_error_t *err)
@@ -108,8 +123,14 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
         free_vec(&s->bw[b].off), free_vec(&s->bw[b].edst), free_vec(&s->bw[b].esrc), free_vec(&s->bw[b].eid);
     for (int g = 0; g < s->cap_groups; g++) free_vec(&s->seed_local[g]);
     free(s->tw), free(s->bw), free(s->out_nodes), free(s->out_blocks), free(s->seed_local), free(s->out_seed_local);
-    free_vec(&s->pos), free_vec(&s->skip);
-    free(s->wbuf), free(s->wcopy);
+    for (int w = -1; w < s->worker_cap; w++) {
+        pick_ws_t *pw = w < 0 ? &s->pw : &s->worker[w];
+        free_vec(&pw->pos), free_vec(&pw->skip);
+        free(pw->wbuf), free(pw->wcopy);
+    }
+    free(s->worker);
+    fs_chunked_free(&s->par);
+    free_vec(&s->keys);
     free(s->x.e), free(s->x.index);
     if (s->ext_free) s->ext_free(s->ext);
     free(s);
@@ -299,7 +320,7 @@ static int reserve_shape(fs_typed_sampler_t *s, int types, int blocks, int group
     return 0;
 }
 
-static int reserve_picks(fs_typed_sampler_t *s, int64_t n)
+static int reserve_picks(pick_ws_t *s, int64_t n)
 {
     if (fs_i64vec_reserve(&s->pos, (size_t)n + 1) || fs_i64vec_reserve(&s->skip, (size_t)n + 1)) return -1;
     if ((size_t)n + 1 <= s->wcap) return 0;
@@ -351,14 +372,19 @@ static inline int64_t tmap_add_at(fs_typed_sampler_t *s, int type, uint64_t key,
     }
 }
 
-/* Room for `extra` more keys of `type` at map load <= 1/2. */
-static int tmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
+/* Room for `extra` more nodes of `type`. */
+static int nodes_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
 {
     type_ws_t *w = &s->tw[type];
     size_t need_n = (size_t)(w->n + extra) + 1;
-    if (fs_i64vec_reserve(&w->nodes, need_n) || (s->disjoint && fs_i64vec_reserve(&w->batch, need_n)) ||
-        (s->temporal && fs_i64vec_reserve(&w->time, need_n)))
-        return -1;
+    return fs_i64vec_reserve(&w->nodes, need_n) || (s->disjoint && fs_i64vec_reserve(&w->batch, need_n)) ||
+           (s->temporal && fs_i64vec_reserve(&w->time, need_n));
+}
+
+/* Room for `extra` more keys of `type` at map load <= 1/2. */
+static int tmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
+{
+    if (nodes_reserve(s, type, extra)) return -1;
     int64_t total = extra;
     for (int t = 0; t < s->num_types; t++) total += s->tw[t].n;
     size_t need = (size_t)total * 2, cap = s->map_cap ? s->map_cap : 1024;
@@ -481,14 +507,14 @@ static void eligible_range(const pass_t *p, int64_t b, int64_t deg, int64_t t, i
 
 /* Positions (relative to the row start) excluded in [lo, hi), ascending,
  * into s->skip; returns how many. O(degree), for the few excluded rows. */
-static int64_t excluded_positions(fs_typed_sampler_t *s, const pass_t *p, int64_t b, int64_t lo, int64_t hi,
-                                  int64_t first, int64_t end)
+static int64_t excluded_positions(pick_ws_t *s, const excl_ws_t *x, const pass_t *p, int64_t b, int64_t lo,
+                                  int64_t hi, int64_t first, int64_t end)
 {
     int64_t n = 0;
     for (int64_t q = lo; q < hi; q++) {
         int64_t src = fs_typed_source(p->et, b + q);
         for (int64_t i = first; i < end; i++)
-            if (s->x.e[i].src == src) {
+            if (x->e[i].src == src) {
                 s->skip.p[n++] = q;
                 break;
             }
@@ -499,7 +525,7 @@ static int64_t excluded_positions(fs_typed_sampler_t *s, const pass_t *p, int64_
 /* Chooses positions of one row (relative to its start) into s->pos and
  * returns how many: the eligible range [lo, hi) less the nx positions in
  * s->skip. */
-static inline int64_t pick_row(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t lo, int64_t hi,
+static inline int64_t pick_row(pick_ws_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t lo, int64_t hi,
                         int64_t nx)
 {
     int64_t c = hi - lo - nx, k = p->k == FS_FANOUT_ALL ? c : p->k, *pos = s->pos.p, m;
@@ -591,10 +617,35 @@ static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int
 
 /* Picks of one plain row (no time, no exclusions): fs_sample.c's, with
  * pos = NULL meaning every position 0..deg-1. */
-static inline int64_t pick_plain(fs_typed_sampler_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t deg,
+static inline int64_t pick_plain(pick_ws_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t deg,
                                  int64_t **pos)
 {
     return fs_pick_row(p->mode, rng, p->et->weights ? p->et->weights + b : NULL, deg, p->k, s->wbuf, s->pos.p, pos);
+}
+
+/* The picks of row v (its edges [b, b + deg)) for a destination of the
+ * given batch and time: how many, their positions from b (*pos; NULL = all
+ * of 0..m-1), and with `full` the tag their keys carry. */
+static inline __attribute__((always_inline)) int64_t row_picks(const fs_typed_sampler_t *s, pick_ws_t *w,
+                                                               const pass_t *p, int64_t v, int64_t b, int64_t deg,
+                                                               int64_t batch, int64_t time, uint64_t *tag,
+                                                               int64_t **pos, const int full)
+{
+    fs_rng_t rng;
+    if (!full) {
+        rng = row_rng(p, 0, 0, v);
+        return pick_plain(w, p, &rng, b, deg, pos);
+    }
+    int64_t lo = 0, hi = deg, nx = 0, first;
+    if (p->temporal) eligible_range(p, b, deg, time, &lo, &hi);
+    if (s->x.n) {
+        int64_t xend = excl_find(&s->x, p->etype, v, &first);
+        if (xend > first) nx = excluded_positions(w, &s->x, p, b, lo, hi, first, xend);
+    }
+    *tag = tag_of(s, p->et->src_type, batch);
+    rng = row_rng(p, s->disjoint, batch, v);
+    *pos = w->pos.p;
+    return pick_row(w, p, &rng, b, lo, hi, nx);
 }
 
 /* One pass over destinations d0..d1-1. `wide`: int64 source ids; `full`:
@@ -622,22 +673,8 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
             __builtin_prefetch(&ip[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);
         if (d + PREFETCH_AHEAD < d1) prefetch_row(p, frontier[d + PREFETCH_AHEAD]);
         int64_t v = frontier[d], b = ip[v], deg = ip[v + 1] - b, m, *pos;
-        fs_rng_t rng;
-        if (full) {
-            int64_t lo = 0, hi = deg, nx = 0, first, batch = dbatch ? dbatch[d - d0] : 0;
-            if (p->temporal) eligible_range(p, b, deg, dtime[d - d0], &lo, &hi);
-            if (s->x.n) {
-                int64_t xend = excl_find(&s->x, p->etype, v, &first);
-                if (xend > first) nx = excluded_positions(s, p, b, lo, hi, first, xend);
-            }
-            tag = tag_of(s, src_type, batch);
-            rng = row_rng(p, s->disjoint, batch, v);
-            m = pick_row(s, p, &rng, b, lo, hi, nx);
-            pos = s->pos.p;
-        } else {
-            rng = row_rng(p, 0, 0, v);
-            m = pick_plain(s, p, &rng, b, deg, &pos);
-        }
+        m = row_picks(s, &s->pw, p, v, b, deg, dbatch ? dbatch[d - d0] : 0, dtime ? dtime[d - d0] : 0, &tag, &pos,
+                      full);
         for (int64_t q = 0; q < m; q++) {
             int64_t at = pos ? pos[q] : q;
             int64_t src = wide ? ((const int64_t *)et->indices)[b + at] : ((const int32_t *)et->indices)[b + at];
@@ -681,18 +718,212 @@ static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
     return pass_body(s, p, d0, d1, bw, 1, 1);
 }
 
-/* Worst-case picks of a pass and the longest row, for sizing. */
+/* Worst-case picks of a pass, for sizing, and the longest row its pick
+ * scratch must hold. */
 static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg)
 {
+    if (p->k != FS_FANOUT_ALL && p->mode <= FS_SAMPLE_UNIFORM_REPLACE && !s->x.n) {
+        *max_deg = p->k; /* uniform picks without exclusions: no row needs more, and no pass over the rows */
+        return (d1 - d0) * p->k;
+    }
     const int64_t *ip = p->et->indptr, *frontier = s->tw[p->et->dst_type].nodes.p;
     int64_t bound = 0;
     *max_deg = 0;
     for (int64_t d = d0; d < d1; d++) {
+        if (d + 2 * PREFETCH_AHEAD < d1) __builtin_prefetch(&ip[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);
         int64_t deg = ip[frontier[d] + 1] - ip[frontier[d]];
         if (deg > *max_deg) *max_deg = deg;
         bound += p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
     }
     return bound;
+}
+
+/* ---- a parallel pass (fs_chunked.h, docs/algorithms.md §6) --------------
+ *
+ * The pass's destinations in chunks picked on the pool, each row exactly as
+ * pass_body picks it, then relabelled by the id map: the same blocks, node
+ * lists, batches and times as the serial pass. */
+
+typedef struct {
+    fs_typed_sampler_t *s;
+    const pass_t *p;
+    _Atomic int failed;
+} par_job_t;
+
+/* The picks of one chunk into its staging; returns how many. As in
+ * fs_sample.c's parallel hop, rows are picked AHEAD rows before their
+ * neighbours are read, those neighbours prefetched meanwhile: a picked
+ * neighbour is a random read that misses every cache on a large graph.
+ * Fanouts over RING_PICKS and whole rows read at once. */
+#define AHEAD 6
+#define RING_PICKS 64
+
+typedef struct {
+    int64_t m, b;
+    uint64_t tag;
+    int all;                  /* every position 0..m-1 */
+    int64_t pos[RING_PICKS];
+} ring_row_t;
+
+static inline __attribute__((always_inline)) void ring_fill(const fs_typed_sampler_t *s, pick_ws_t *w,
+                                                            const pass_t *p, const int64_t *frontier,
+                                                            const int64_t *dbatch, const int64_t *dtime, int64_t d,
+                                                            uint64_t tag, ring_row_t *r, const int wide, const int full)
+{
+    const int64_t *ip = p->et->indptr;
+    int64_t v = frontier[d], *pos;
+    r->b = ip[v];
+    r->tag = tag;
+    r->m = row_picks(s, w, p, v, r->b, ip[v + 1] - r->b, dbatch ? dbatch[d] : 0, dtime ? dtime[d] : 0, &r->tag, &pos,
+                     full);
+    r->all = pos == NULL;
+    const char *base = (const char *)p->et->indices + r->b * (wide ? 8 : 4);
+    if (r->all) {
+        __builtin_prefetch(base, 0, 0);
+        return;
+    }
+    for (int64_t q = 0; q < r->m; q++) {
+        r->pos[q] = pos[q];
+        __builtin_prefetch(base + pos[q] * (wide ? 8 : 4), 0, 0);
+    }
+}
+
+static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_sampler_t *s, pick_ws_t *w,
+                                                                const pass_t *p, fs_chunk_t *c, const int wide,
+                                                                const int full)
+{
+    const fs_typed_etype_t *et = p->et;
+    const type_ws_t *dw = &s->tw[et->dst_type];
+    const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
+    const int64_t *dbatch = full && s->disjoint ? dw->batch.p : NULL, *dtime = full && s->temporal ? dw->time.p : NULL;
+    int64_t e = 0, *key = c->key.p, *ed = c->ed.p, *eid = p->want_ids ? c->eid.p : NULL, *pos;
+    uint64_t tag = tag_of(s, et->src_type, 0);
+    int ring = p->k != FS_FANOUT_ALL && p->k <= RING_PICKS;
+    ring_row_t rows[AHEAD], now;
+    c->off.p[0] = 0;
+    for (int64_t d = c->d0; ring && d < c->d1 && d < c->d0 + AHEAD; d++)
+        ring_fill(s, w, p, frontier, dbatch, dtime, d, tag, &rows[d % AHEAD], wide, full);
+    for (int64_t d = c->d0; d < c->d1; d++) {
+        int64_t ahead = ring ? AHEAD : 0;
+        if (d + ahead + 2 * PREFETCH_AHEAD < c->d1) __builtin_prefetch(&ip[frontier[d + ahead + 2 * PREFETCH_AHEAD]], 0, 0);
+        if (d + ahead + PREFETCH_AHEAD < c->d1) prefetch_row(p, frontier[d + ahead + PREFETCH_AHEAD]);
+        ring_row_t *r = &rows[d % AHEAD];
+        if (!ring) { /* pick and read at once */
+            int64_t v = frontier[d];
+            now.b = ip[v];
+            now.tag = tag;
+            now.m = row_picks(s, w, p, v, now.b, ip[v + 1] - now.b, dbatch ? dbatch[d] : 0, dtime ? dtime[d] : 0,
+                              &now.tag, &pos, full);
+            r = &now;
+        } else {
+            pos = r->all ? NULL : r->pos;
+        }
+        for (int64_t q = 0; q < r->m; q++, e++) {
+            int64_t at = pos ? pos[q] : q;
+            int64_t src = wide ? ((const int64_t *)et->indices)[r->b + at] : ((const int32_t *)et->indices)[r->b + at];
+            key[e] = (int64_t)key_of(r->tag, src);
+            ed[e] = d;
+            if (eid) eid[e] = et->edge_ids ? et->edge_ids[r->b + at] : r->b + at;
+        }
+        c->off.p[d - c->d0 + 1] = e;
+        if (ring && d + AHEAD < c->d1) ring_fill(s, w, p, frontier, dbatch, dtime, d + AHEAD, tag, r, wide, full);
+    }
+    return e;
+}
+
+static void pick_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    par_job_t *j = ctx;
+    fs_typed_sampler_t *s = j->s;
+    const pass_t *p = j->p;
+    int wide = p->et->index_dtype != FS_DTYPE_I32, full = p->temporal || s->disjoint || s->x.n;
+    for (int64_t i = c0; i < c1; i++) {
+        fs_chunk_t *c = &s->par.chunk[i];
+        int64_t max_deg, n, bound = p->k != FS_FANOUT_ALL ? (c->d1 - c->d0) * p->k /* no row can pick more */
+                                                        : pass_bound(s, p, c->d0, c->d1, &max_deg);
+        if (fs_chunk_reserve(c, bound, p->want_ids)) {
+            j->failed = 1;
+            continue;
+        }
+        pick_ws_t *w = &s->worker[worker];
+        if (full) n = wide ? chunk_body(s, w, p, c, 1, 1) : chunk_body(s, w, p, c, 0, 1);
+        else n = wide ? chunk_body(s, w, p, c, 1, 0) : chunk_body(s, w, p, c, 0, 0);
+        if (fs_chunked_staged(&s->par, (int)i, n)) j->failed = 1;
+    }
+}
+
+typedef struct {
+    type_ws_t *src;
+    const type_ws_t *dst;
+    int disjoint, temporal;
+} new_ctx_t;
+
+/* A chunk's new nodes: the node, and the batch and time of the destination
+ * that reached it first, as tmap_add_at records them. */
+static void new_nodes(void *ctx, const fs_chunk_t *c, const int64_t *first, int64_t nf, int64_t id0)
+{
+    const new_ctx_t *x = ctx;
+    for (int64_t i = 0; i < nf; i++) {
+        int64_t at = first[i], id = id0 + i, d = c->ed.p[at];
+        x->src->nodes.p[id] = (int64_t)((uint64_t)c->key.p[at] & ((1ULL << FS_KEY_NODE_BITS) - 1));
+        if (x->disjoint) x->src->batch.p[id] = x->dst->batch.p[d];
+        if (x->temporal) x->src->time.p[id] = x->dst->time.p[d];
+    }
+}
+
+/* The first parallel pass of a request moves every type's nodes so far into
+ * the id map, ids kept. */
+static int move_to_idmap(fs_typed_sampler_t *s)
+{
+    if (fs_chunked_begin(&s->par, s->pool)) return -1;
+    for (int t = 0; t < s->num_types; t++) {
+        const type_ws_t *w = &s->tw[t];
+        if (fs_i64vec_reserve(&s->keys, (size_t)w->n + 1)) return -1;
+        for (int64_t i = 0; i < w->n; i++)
+            s->keys.p[i] = (int64_t)key_of(tag_of(s, t, s->disjoint ? w->batch.p[i] : 0), w->nodes.p[i]);
+        if (fs_idmap_load(s->par.idmap, s->pool, (const uint64_t *)s->keys.p, w->n)) return -1;
+    }
+    return 0;
+}
+
+static int workers_reserve(fs_typed_sampler_t *s, int workers, int64_t n)
+{
+    if (workers > s->worker_cap) {
+        pick_ws_t *w = realloc(s->worker, (size_t)workers * sizeof *w);
+        if (!w) return -1;
+        memset(w + s->worker_cap, 0, (size_t)(workers - s->worker_cap) * sizeof *w);
+        s->worker = w;
+        s->worker_cap = workers;
+    }
+    for (int i = 0; i < workers; i++)
+        if (reserve_picks(&s->worker[i], n)) return -1;
+    return 0;
+}
+
+/* The pass on the pool; the number of edges, or -1 when out of memory. */
+static int64_t pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t bound,
+                             int64_t max_deg, block_ws_t *bw)
+{
+    type_ws_t *src = &s->tw[p->et->src_type];
+    int64_t per_row = p->k != FS_FANOUT_ALL ? p->k : bound / (d1 > d0 ? d1 - d0 : 1);
+    if ((!s->par.active && move_to_idmap(s)) || workers_reserve(s, fs_pool_size(s->pool), max_deg > p->k ? max_deg : p->k))
+        return -1;
+    int chunks = fs_chunked_plan(&s->par, d0, d1, per_row, src->n);
+    if (chunks < 0) return -1;
+    par_job_t j = {.s = s, .p = p};
+    fs_pool_run(s->pool, chunks, 1, pick_chunks, &j);
+    if (j.failed) return -1;
+    new_ctx_t x = {.src = src, .dst = &s->tw[p->et->dst_type], .disjoint = s->disjoint, .temporal = s->temporal};
+    int64_t fresh = fs_chunked_relabel(&s->par, s->pool, bw->off.p, bw->edst.p, bw->esrc.p,
+                                       p->want_ids ? bw->eid.p : NULL, new_nodes, &x);
+    if (fresh < 0) return -1;
+    src->n += fresh;
+    return fs_chunked_total(&s->par);
+}
+
+void fs_typed_sampler_set_pool(fs_typed_sampler_t *s, fs_pool_t *pool)
+{
+    s->pool = pool;
 }
 
 /* Samples edge type e at hop h for the destinations d0..d1-1 (local ids of
@@ -717,11 +948,19 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
     if (fs_i64vec_reserve(&bw->off, (size_t)(d1 - d0) + 1) || fs_i64vec_reserve(&bw->edst, (size_t)bound + 1) ||
         fs_i64vec_reserve(&bw->esrc, (size_t)bound + 1) ||
         (req->want_edge_ids && fs_i64vec_reserve(&bw->eid, (size_t)bound + 1)) ||
-        reserve_picks(s, max_deg > p.k ? max_deg : p.k) || tmap_reserve(s, et->src_type, bound))
+        reserve_picks(&s->pw, max_deg > p.k ? max_deg : p.k))
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
     int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
-    int64_t n = full ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
-                     : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
+    int64_t n;
+    if (s->par.active || (fs_pool_size(s->pool) > 1 && bound >= fs_chunk_parallel_min)) {
+        if (nodes_reserve(s, et->src_type, bound) || (n = pass_parallel(s, &p, d0, d1, bound, max_deg, bw)) < 0)
+            return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
+    } else if (tmap_reserve(s, et->src_type, bound)) {
+        return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for the id map at hop %d", hop);
+    } else {
+        n = full ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
+                 : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
+    }
     *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
                         .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,
                         .edge_ids = req->want_edge_ids ? bw->eid.p : NULL};
@@ -765,6 +1004,7 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
     s->disjoint = req->disjoint || s->temporal;
     for (int t = 0; t < T; t++) s->tw[t].n = 0;
     tmap_begin(s);
+    s->par.active = 0;
     if ((st = add_seeds(s, g, groups, num_groups, err))) return st;
     int64_t after[FS_MAX_HOPS + 1][T > 0 ? T : 1];
     for (int t = 0; t < T; t++) after[0][t] = s->tw[t].n;

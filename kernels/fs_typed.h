@@ -44,6 +44,7 @@
 #ifndef FS_TYPED_H
 #define FS_TYPED_H
 
+#include "fs_pool.h"
 #include "fs_types.h"
 
 typedef struct {
@@ -131,6 +132,12 @@ typedef struct fs_typed_sampler fs_typed_sampler_t;
 
 fs_status_t fs_typed_sampler_create(fs_typed_sampler_t **out, fs_error_t *err);
 void fs_typed_sampler_destroy(fs_typed_sampler_t *s);
+
+/* Lets fs_typed_sample_cpu (and fs_link_sample_cpu) split each large
+ * (hop, edge type) pass over pool's threads (NULL, the default: one
+ * thread); bit-identical at any pool size. Borrowed, as fs_sampler_set_pool
+ * (fs_sample.h) says. */
+void fs_typed_sampler_set_pool(fs_typed_sampler_t *s, fs_pool_t *pool);
 
 /* Checks a request, seeds and exclusions against the view; every refusal
  * names the edge type, node type, hop or seed at fault. */

@@ -20,7 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs_chunked.h"
 #include "fs_device.h"
+#include "fs_pool.h"
 #include "fs_rng.h"
 #include "fs_typed.h"
 #include "gpu_skip.h"
@@ -161,6 +163,7 @@ static graph_t *make_graph(int device)
     g->et[1].reverse = 2, g->et[2].reverse = 1;
     g->view = (fs_typed_view_t){.num_node_types = NT, .count = g->count, .type_name = tnames,
                                 .node_time = (const int64_t *const *)g->ntime, .num_edge_types = NE, .etype = g->et};
+    if (device < 0) return g; /* host only */
     for (int t = 0; t < NT; t++) g->dntime[t] = to_device(device, g->ntime[t], (size_t)g->count[t] * 8);
     for (int e = 0; e < NE; e++) {
         const fs_typed_etype_t *h = &g->et[e];
@@ -443,6 +446,117 @@ Test(typed_cuda, shares_a_sampler_with_the_cpu_engine)
     }
     free(b);
     fs_typed_sampler_destroy(mixed);
+    free_graph(g);
+}
+
+/* ---- one batch over a pool (every build; test_typed_parallel) ------------
+ *
+ * Every case above, on the CPU engine with its passes split over pools of
+ * 2, 3 and 8 threads, against the same engine on one thread: with the
+ * default threshold (small passes serial, large ones on the pool, requests
+ * switching mid-way) and with every pass on the pool. Then link batches with
+ * negatives, binary and triplet, likewise. */
+
+static fs_pool_t *par_pool[3];
+static const int par_threads[3] = {2, 3, 8};
+
+static void pools_up(void)
+{
+    fs_error_t err = {0};
+    for (int i = 0; i < 3; i++) cr_assert_eq(fs_pool_create(par_threads[i], &par_pool[i], &err), FS_OK);
+}
+
+static void pools_down(void)
+{
+    for (int i = 0; i < 3; i++) fs_pool_destroy(par_pool[i]);
+    fs_chunk_parallel_min = FS_CHUNK_PARALLEL_MIN;
+}
+
+TestSuite(typed_parallel, .init = pools_up, .fini = pools_down, .timeout = 300);
+
+Test(typed_parallel, every_case_is_bit_identical_at_1_2_3_8_threads)
+{
+    graph_t *g = make_graph(-1);
+    fs_typed_sampler_t *one, *par;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_typed_sampler_create(&one, &err), FS_OK);
+    cr_assert_eq(fs_typed_sampler_create(&par, &err), FS_OK);
+    built_t *b = malloc(sizeof *b);
+    int64_t edges = 0;
+    for (int q = 0; q < NCASES; q++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            build(g, &cases[q], seed * 1000 + (uint64_t)q, b);
+            fs_typed_result_t x, y;
+            fs_chunk_parallel_min = FS_CHUNK_PARALLEL_MIN;
+            cr_assert_eq(fs_typed_sample_cpu(one, &g->view, &b->req, b->groups, b->ng, b->x, b->nx, &x, &err), FS_OK,
+                         "%s: %s", cases[q].what, err.msg);
+            for (int i = 0; i < x.num_hops * x.num_edge_types; i++) edges += x.block[i].num_edges;
+            for (int pi = 0; pi < 3; pi++)
+                for (int every = 0; every < 2; every++) {
+                    fs_chunk_parallel_min = every ? 1 : FS_CHUNK_PARALLEL_MIN;
+                    fs_typed_sampler_set_pool(par, par_pool[pi]);
+                    cr_assert_eq(fs_typed_sample_cpu(par, &g->view, &b->req, b->groups, b->ng, b->x, b->nx, &y, &err),
+                                 FS_OK, "%s: %s", cases[q].what, err.msg);
+                    char name[160];
+                    snprintf(name, sizeof name, "%s at %d threads%s", cases[q].what, par_threads[pi],
+                             every ? ", every pass on the pool" : "");
+                    same_result(&x, &y, b, name);
+                }
+        }
+    cr_assert_gt(edges, 10000);
+    free(b);
+    fs_typed_sampler_destroy(one), fs_typed_sampler_destroy(par);
+    free_graph(g);
+}
+
+static void same_labels(const fs_link_result_t *x, const fs_link_result_t *y, const char *name)
+{
+    cr_assert_eq(x->num_labels, y->num_labels, "%s", name);
+    same_array(x->label_src, y->label_src, x->num_labels, "label sources", name, 0);
+    same_array(x->label_dst, y->label_dst, x->num_labels, "label destinations", name, 0);
+    same_array(x->label, y->label, x->num_labels, "labels", name, 0);
+    cr_assert_eq(x->num_neg_per_src, y->num_neg_per_src, "%s", name);
+    int64_t k = x->num_neg_per_src;
+    same_array(x->dst_neg_index, y->dst_neg_index, x->src_index ? NPAIRS * k : 0, "negatives", name, 0);
+}
+
+Test(typed_parallel, link_batches_with_negatives_are_bit_identical)
+{
+    graph_t *g = make_graph(-1);
+    fs_typed_sampler_t *one, *par;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_typed_sampler_create(&one, &err), FS_OK);
+    cr_assert_eq(fs_typed_sampler_create(&par, &err), FS_OK);
+    int fan[NE * 2] = {12, 6, 8, 4, 8, 4, ALL, 0, 4, 2}; /* (C, at, A) has no weights: not at the weighted hop */
+    static const fs_neg_mode_t negs[2] = {FS_NEG_BINARY, FS_NEG_TRIPLET};
+    built_t *b = malloc(sizeof *b);
+    for (int n = 0; n < 2; n++)
+        for (int temporal = 0; temporal < 2; temporal++) {
+            fan[6] = temporal ? 0 : ALL; /* (C, at, A) has no times either */
+            fs_typed_req_t req = {.num_hops = 2, .fanout = fan, .seed = 9 + (uint64_t)n, .want_edge_ids = 1,
+                                  .temporal = temporal ? FS_TEMPORAL_UNIFORM : FS_TEMPORAL_OFF};
+            req.mode[0] = FS_SAMPLE_UNIFORM, req.mode[1] = FS_SAMPLE_WEIGHTED;
+            fs_typed_link_t link = {.etype = 1, .count = NPAIRS, .src = g->pair_src, .dst = g->pair_dst,
+                                    .neg = negs[n], .amount = n ? 3 : 1.5, .neg_weighted = n, .strict = 1,
+                                    .exclude_seed_edges = 1};
+            fs_link_result_t x, y;
+            fs_chunk_parallel_min = FS_CHUNK_PARALLEL_MIN;
+            cr_assert_eq(fs_link_sample_cpu(one, &g->view, &req, &link, &x, &err), FS_OK, "%s", err.msg);
+            for (int pi = 0; pi < 3; pi++) {
+                fs_chunk_parallel_min = 1;
+                fs_typed_sampler_set_pool(par, par_pool[pi]);
+                cr_assert_eq(fs_link_sample_cpu(par, &g->view, &req, &link, &y, &err), FS_OK, "%s", err.msg);
+                char name[96];
+                snprintf(name, sizeof name, "link %s%s at %d threads", n ? "triplet" : "binary",
+                         temporal ? ", temporal" : "", par_threads[pi]);
+                b->ng = x.sub.num_groups; /* seeds: the link's own groups */
+                for (int i = 0; i < b->ng; i++) b->groups[i].count = 0;
+                same_result(&x.sub, &y.sub, b, name);
+                same_labels(&x, &y, name);
+            }
+        }
+    free(b);
+    fs_typed_sampler_destroy(one), fs_typed_sampler_destroy(par);
     free_graph(g);
 }
 
