@@ -766,6 +766,7 @@ static fs_status_t finish_connect(fs_client_t *c, local_t *L, fs_fd_list_t *fds,
     fs_error_t err = {0};
     if (fs_sampler_create(&L->sampler, &err) || fs_pool_create(c->opts.threads, &L->pool, &err))
         return fs_client_fail(c, FS_ERR_NOMEM, "%s", err.msg);
+    fs_sampler_set_pool(L->sampler, L->pool); /* the client's threads split each batch's hops too */
     return FS_OK;
 }
 
@@ -875,40 +876,67 @@ static const fs_table_view_t *find_table(local_t *L, const char *name)
 
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
-/* Copies a sample result into the slot at *off and points the batch at it. */
-static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, char *base, size_t *off)
+/* The copies of a sample result into its slot, made on the connection's
+ * pool in pieces: a batch's arrays run to megabytes, and copied on one
+ * thread they were the serial tail of a parallel sample. */
+#define COPY_PIECE ((size_t)256 << 10)
+#define COPY_ARRAYS (2 + 4 * FS_MAX_HOPS)
+
+typedef struct {
+    char *dst[COPY_ARRAYS];
+    const char *src[COPY_ARRAYS];
+    size_t bytes[COPY_ARRAYS], first_piece[COPY_ARRAYS + 1];
+    int n;
+} copies_t;
+
+static void copy_pieces(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const copies_t *c = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        int i = 0;
+        while (c->first_piece[i + 1] <= (size_t)k) i++;
+        size_t at = ((size_t)k - c->first_piece[i]) * COPY_PIECE, len = c->bytes[i] - at;
+        memcpy(c->dst[i] + at, c->src[i] + at, len < COPY_PIECE ? len : COPY_PIECE);
+    }
+}
+
+/* Lays a sample result out in the slot at *off, points the batch at it,
+ * and copies it there on the pool. */
+static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, char *base, size_t *off, fs_pool_t *pool)
 {
     fs_batch_t *b = &p->pub;
-#define PUT(dst, src, count)                                    \
-    do {                                                        \
-        size_t bytes_ = (size_t)(count) * sizeof(int64_t);      \
-        memcpy(base + *off, (src), bytes_);                     \
-        (dst) = (const int64_t *)(base + *off);                 \
-        *off = align64(*off + bytes_);                          \
+    copies_t c = {.n = 0};
+#define PUT(to, from, count, elem)                                \
+    do {                                                          \
+        size_t bytes_ = (size_t)(count) * (elem);                 \
+        c.dst[c.n] = base + *off;                                 \
+        c.src[c.n] = (const char *)(from);                        \
+        c.bytes[c.n++] = bytes_;                                  \
+        (to) = (void *)(base + *off);                             \
+        *off = align64(*off + bytes_);                            \
     } while (0)
     b->kind |= FS_BATCH_SAMPLE;
     b->blocks = p->blocks;
     b->num_hops = r->num_hops;
     b->num_nodes = r->num_nodes;
     b->num_seeds = r->num_seeds;
-    PUT(b->nodes, r->nodes, r->num_nodes);
-    PUT(b->seed_local, r->seed_local, r->num_seeds);
+    PUT(b->nodes, r->nodes, r->num_nodes, 8);
+    PUT(b->seed_local, r->seed_local, r->num_seeds, 8);
     for (int h = 0; h < r->num_hops; h++) {
         const fs_block_t *s = &r->block[h];
         fs_block_t *d = &p->blocks[h];
         *d = (fs_block_t){.num_dst = s->num_dst, .num_src = s->num_src, .num_edges = s->num_edges};
-        PUT(d->dst_offsets, s->dst_offsets, s->num_dst + 1);
-        PUT(d->edge_dst, s->edge_dst, s->num_edges);
-        PUT(d->edge_src, s->edge_src, s->num_edges);
-        if (s->edge_ids) PUT(d->edge_ids, s->edge_ids, s->num_edges);
-        if (s->edge_weights) { /* float32, after the int64 arrays */
-            size_t bytes = (size_t)s->num_edges * sizeof(float);
-            if (bytes) memcpy(base + *off, s->edge_weights, bytes);
-            d->edge_weights = (const float *)(base + *off);
-            *off = align64(*off + bytes);
-        }
+        PUT(d->dst_offsets, s->dst_offsets, s->num_dst + 1, 8);
+        PUT(d->edge_dst, s->edge_dst, s->num_edges, 8);
+        PUT(d->edge_src, s->edge_src, s->num_edges, 8);
+        if (s->edge_ids) PUT(d->edge_ids, s->edge_ids, s->num_edges, 8);
+        if (s->edge_weights) PUT(d->edge_weights, s->edge_weights, s->num_edges, sizeof(float)); /* after the int64s */
     }
 #undef PUT
+    c.first_piece[0] = 0;
+    for (int i = 0; i < c.n; i++) c.first_piece[i + 1] = c.first_piece[i] + (c.bytes[i] + COPY_PIECE - 1) / COPY_PIECE;
+    fs_pool_run(pool, (int64_t)c.first_piece[c.n], 1, copy_pieces, &c);
 }
 
 static size_t sample_bytes(const fs_sample_result_t *r)
@@ -1035,7 +1063,7 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
         size_t off = 0, need = (req ? sample_bytes(&res) : 0) + (L->lay->on_device ? 0 : (size_t)nrows * row_bytes) + 64;
         slot_t *s = &L->slots[slot];
         if (slot_reserve(c, s, need) != FS_OK) st = fs_error(&err, FS_ERR_NOMEM, "%s", c->errstr);
-        if (!st && req) place_sample(&b->priv, &res, s->base, &off);
+        if (!st && req) place_sample(&b->priv, &res, s->base, &off, L->pool);
         b->priv.pub.features_device = -1;
         if (!st && table) {
             void *features = s->base + off;
@@ -1110,7 +1138,8 @@ static fs_status_t open_typed(fs_client_t *c, local_t *L)
         fs_dataset_close(T->ds);
         T->ds = NULL;
     }
-    if (st == FS_OK && !T->sampler) st = fs_typed_sampler_create(&T->sampler, &err);
+    if (st == FS_OK && !T->sampler && (st = fs_typed_sampler_create(&T->sampler, &err)) == FS_OK)
+        fs_typed_sampler_set_pool(T->sampler, L->pool);
     return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
 }
 

@@ -135,6 +135,8 @@ struct fs_grpc_server {
     fs_metrics_t *metrics;
     int num_workers;
     worker_t *workers;
+    fs_pool_t *pool;                    /* one request's sampling split over the cores (fs_pool.h: a request
+                                         * finding it busy samples on its own worker thread) */
     int grpc_initialised;
     int max_calls;
     double request_timeout_s;           /* the server's deadline for every call, from its admission */
@@ -1375,6 +1377,7 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
         fs_sampler_destroy(s->workers[i].sampler);
         fs_typed_sampler_destroy(s->workers[i].typed);
     }
+    fs_pool_destroy(s->pool);
     drain_and_destroy(s->shutdown_cq);
     free(s->workers);
     fs_wire_free_secret(s->bearer);
@@ -1411,10 +1414,15 @@ static fs_status_t create_server(fs_grpc_server_t *s, const fs_grpc_server_opts_
     grpc_server_register_completion_queue(s->server, s->cq, NULL);
     s->shutdown_cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
+    if (st == FS_OK) st = fs_pool_create(s->num_workers, &s->pool, err);
     for (int i = 0; i < s->num_workers && st == FS_OK; i++) {
         s->workers[i].srv = s;
         st = fs_sampler_create(&s->workers[i].sampler, err);
         if (st == FS_OK) st = fs_typed_sampler_create(&s->workers[i].typed, err);
+        if (st == FS_OK) {
+            fs_sampler_set_pool(s->workers[i].sampler, s->pool);
+            fs_typed_sampler_set_pool(s->workers[i].typed, s->pool);
+        }
     }
     int port = st == FS_OK ? grpc_server_add_http2_port(s->server, o->listen, creds) : 0;
     grpc_server_credentials_release(creds);

@@ -284,6 +284,80 @@ Test(grpc, sample_is_bit_identical_to_in_process)
     env_close(&e);
 }
 
+/* A request's result does not depend on the server's --threads: its hops
+ * are split over the server's pool (fs_pool.h) of that many threads, and
+ * one thread runs them whole. Several clients at once too, so some requests
+ * find the pool busy and sample on their own worker. */
+typedef struct {
+    const char *uri;
+    const int64_t *seeds;
+    int64_t n;
+    const fs_sample_req_t *req;
+    const fs_sample_result_t *want;
+    int bad;
+} threads_job_t;
+
+static void *sample_again(void *p)
+{
+    threads_job_t *j = p;
+    fs_client_t *c;
+    if (fs_connect(j->uri, NULL, &c) != FS_OK) {
+        j->bad = 1;
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        fs_batch_t *b;
+        if (fs_sample(c, j->seeds, j->n, j->req, &b) != FS_OK) {
+            j->bad = 1;
+            break;
+        }
+        j->bad |= b->num_nodes != j->want->num_nodes ||
+                  memcmp(b->nodes, j->want->nodes, (size_t)b->num_nodes * 8) != 0 ||
+                  memcmp(b->blocks[2].edge_src, j->want->block[2].edge_src, (size_t)b->blocks[2].num_edges * 8) != 0;
+        fs_batch_free(b);
+    }
+    fs_close(c);
+    return NULL;
+}
+
+Test(grpc, results_do_not_change_with_the_servers_threads)
+{
+    static const int threads[] = {1, 2, 5};
+    const fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = {15, 10, 5}, .seed = 11, .want_edge_ids = 1);
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sampler_create(&s, &err), FS_OK);
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        fs_grpc_server_opts_t o;
+        fs_grpc_server_defaults(&o);
+        o.threads = threads[t];
+        env_t e;
+        env_open_with(&e, FS_DTYPE_F32, 4, NULL, &o);
+        int64_t *seeds = some_ids(1500, e.ds->num_nodes, 99); /* hops of 20k+ picks: the pool's side of 8192 */
+        fs_sample_result_t want;
+        sample_in_process(&e, s, seeds, 1500, &req, &want);
+        fs_client_t *c = connect_to(&e);
+        fs_batch_t *b;
+        cr_assert_eq(fs_sample(c, seeds, 1500, &req, &b), FS_OK, "%s", fs_client_errstr(c));
+        assert_same_sample(b, &want);
+        fs_batch_free(b);
+        fs_close(c);
+        threads_job_t jobs[3];
+        pthread_t tid[3];
+        for (int i = 0; i < 3; i++) {
+            jobs[i] = (threads_job_t){.uri = e.uri, .seeds = seeds, .n = 1500, .req = &req, .want = &want};
+            pthread_create(&tid[i], NULL, sample_again, &jobs[i]);
+        }
+        for (int i = 0; i < 3; i++) {
+            pthread_join(tid[i], NULL);
+            cr_expect_eq(jobs[i].bad, 0, "--threads %d: client %d got another result", threads[t], i);
+        }
+        free(seeds);
+        env_close(&e);
+    }
+    fs_sampler_destroy(s);
+}
+
 Test(grpc, gather_float32_spans_chunks_bit_identical)
 {
     env_t e;
