@@ -85,6 +85,12 @@ int64_t fs_chunked_total(const fs_chunked_t *c)
     return total;
 }
 
+void fs_chunked_new_ids(void *ctx, const fs_chunk_t *c, const int64_t *first, int64_t nf, int64_t id0)
+{
+    int64_t *nodes = ctx;
+    for (int64_t i = 0; i < nf; i++) nodes[id0 + i] = c->key.p[first[i]];
+}
+
 typedef struct {
     fs_chunked_t *c;
     int64_t *off, *ed, *es, *eid;

@@ -35,7 +35,7 @@ typedef struct {
     int64_t d0, d1, n, base;
 } fs_chunk_t;
 
-typedef struct {
+typedef struct fs_chunked {
     fs_idmap_t *idmap;
     int active;        /* this request's ids live in idmap (set by the sampler) */
     fs_chunk_t *chunk;
@@ -66,6 +66,10 @@ int fs_chunked_staged(fs_chunked_t *c, int ci, int64_t n);
  * id0.., first[j] the position in the chunk of the j-th: the sampler writes
  * what a new node carries (its global id, batch, time). */
 typedef void (*fs_chunked_new_fn)(void *ctx, const fs_chunk_t *c, const int64_t *first, int64_t nf, int64_t id0);
+
+/* An fs_chunked_new_fn for samplers whose keys are the nodes' global ids:
+ * ctx is the node array (int64_t *), written at the new ids. */
+void fs_chunked_new_ids(void *ctx, const fs_chunk_t *c, const int64_t *first, int64_t nf, int64_t id0);
 
 /* Relabels every staged chunk on the pool and writes the hop's arrays:
  * off[d - d0 + 1] for each destination (off[0] = 0), and per edge ed, es

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_chunked.h"
 #include "fs_sample_internal.h"
 #include "fs_sample_pick.h"
 
@@ -51,23 +52,43 @@ typedef struct {
     fs_i64vec_t a, b;
 } las_row_t;
 
-/* The extension's workspace, hung off the sampler. */
+/* A float array that grows by doubling: a chunk's staged weights. */
 typedef struct {
+    float *p;
+    size_t cap;
+} f32vec_t;
+
+/* The extension's workspace, hung off the sampler. A parallel hop gives
+ * each pool worker one of its own (`worker`: ring, pos, flag) and stages
+ * each chunk's weights in `chunk_w`. */
+typedef struct las_ws {
     float *w[FS_MAX_HOPS];       /* per-edge weights of each hop */
     size_t wcap[FS_MAX_HOPS];
     int64_t *pos;                /* a boosted row's merged picks */
     uint8_t *flag;               /* ... and whether each is preferred */
     size_t pcap;
     las_row_t ring[LAS_RING];
+    struct las_ws *worker;
+    int workers;
+    f32vec_t *chunk_w;
+    int chunks;
 } las_ws_t;
 
-static void las_ws_free(void *p)
+static void las_ws_clear(las_ws_t *ws)
 {
-    las_ws_t *ws = p;
     for (int h = 0; h < FS_MAX_HOPS; h++) free(ws->w[h]);
     for (int i = 0; i < LAS_RING; i++) free(ws->ring[i].a.p), free(ws->ring[i].b.p);
     free(ws->pos), free(ws->flag);
-    free(ws);
+    for (int i = 0; i < ws->workers; i++) las_ws_clear(&ws->worker[i]);
+    free(ws->worker);
+    for (int i = 0; i < ws->chunks; i++) free(ws->chunk_w[i].p);
+    free(ws->chunk_w);
+}
+
+static void las_ws_free(void *p)
+{
+    las_ws_clear(p);
+    free(p);
 }
 
 static las_ws_t *las_ws(fs_sampler_t *s)
@@ -416,20 +437,37 @@ static void flush(las_hop_t *h, int n, int64_t *u)
     h->np -= n;
 }
 
+/* A row's final picks for stage 2: how many, their positions (*pos; for
+ * a whole row, position q is q), which are preferred (*flag, NULL: none)
+ * and the two Horvitz-Thompson weights; -1 when out of memory. */
+typedef struct {
+    const int64_t *pos;
+    const uint8_t *flag;
+    float w_pref, w_other;
+} row_picks_t;
+
+static int64_t row_final(las_hop_t *h, las_row_t *r, row_picks_t *out)
+{
+    int64_t m = r->kind == LAS_ROW_ALL ? r->deg : r->na;
+    *out = (row_picks_t){.pos = r->a.p, .w_other = r->kind == LAS_ROW_ALL ? 1 : (float)((double)r->deg / (double)r->na)};
+    if (r->kind == LAS_ROW_BOOSTED) {
+        if (row_reserve(h->ws, (size_t)(r->na + r->nb) + 1)) return -1;
+        m = merge_boosted(h, r);
+        out->pos = h->ws->pos, out->flag = h->ws->flag;
+        out->w_pref = (float)(1 / r->qp), out->w_other = r->qo > 0 ? (float)(1 / r->qo) : 0;
+    }
+    return m;
+}
+
 /* Stage 2: reads the row's picks and appends its edges. */
 static fs_status_t finish_row(las_hop_t *h, int64_t d, las_row_t *r, int64_t *e, int64_t *u, fs_error_t *err)
 {
-    const int64_t *pos = r->a.p;
-    const uint8_t *flag = NULL;
-    int64_t m = r->kind == LAS_ROW_ALL ? r->deg : r->na;
-    float w_pref = 0, w_other = r->kind == LAS_ROW_ALL ? 1 : (float)((double)r->deg / (double)r->na);
-    if (r->kind == LAS_ROW_BOOSTED) {
-        if (row_reserve(h->ws, (size_t)(r->na + r->nb) + 1))
-            return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for a row of %lld", (long long)r->deg);
-        m = merge_boosted(h, r);
-        pos = h->ws->pos, flag = h->ws->flag;
-        w_pref = (float)(1 / r->qp), w_other = r->qo > 0 ? (float)(1 / r->qo) : 0;
-    }
+    row_picks_t pk;
+    int64_t m = row_final(h, r, &pk);
+    if (m < 0) return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for a row of %lld", (long long)r->deg);
+    const int64_t *pos = pk.pos;
+    const uint8_t *flag = pk.flag;
+    float w_pref = pk.w_pref, w_other = pk.w_other;
     fs_status_t st;
     if ((size_t)(*e + m) > h->cap || *u + h->np + m > h->map_room) {
         flush(h, h->np, u); /* the map may move: nothing in flight */
@@ -482,6 +520,145 @@ static fs_status_t run_hop(las_hop_t *h, int64_t num_dst, int64_t *u, int64_t *n
     return FS_OK;
 }
 
+/* ---- a parallel hop (fs_chunked.h, docs/algorithms.md §6) ------------------
+ *
+ * The hop's rows in chunks on the sampler's pool: each worker plans and
+ * reads its chunk's rows exactly as run_hop does (its own ring and pick
+ * scratch), staging the picks and their weights; fs_chunked relabels them
+ * in first-appearance order and lays the edges out, and the weights follow
+ * at each chunk's base. Same blocks, ids and weights as run_hop. */
+
+typedef struct {
+    las_hop_t *hw;               /* per worker: a copy of the hop with its own scratch and counters */
+    fs_chunked_t *par;
+    las_ws_t *ws;
+    _Atomic int failed;
+} las_par_t;
+
+static int las_stage(las_hop_t *h, fs_chunk_t *c, f32vec_t *cw, int64_t d, las_row_t *r, int64_t *e)
+{
+    row_picks_t pk;
+    int64_t m = row_final(h, r, &pk);
+    if (m < 0 || fs_chunk_reserve(c, *e + m, h->want_ids)) return -1;
+    if ((size_t)(*e + m) > cw->cap) {
+        size_t cap = cw->cap ? cw->cap : 1024;
+        while (cap < (size_t)(*e + m)) cap *= 2;
+        float *w = realloc(cw->p, cap * sizeof *w);
+        if (!w) return -1;
+        cw->p = w, cw->cap = cap;
+    }
+    for (int64_t q = 0; q < m; q++, (*e)++) {
+        int64_t p = r->kind == LAS_ROW_ALL ? q : pk.pos[q];
+        c->key.p[*e] = nbr_at(r->ind, h->wide, p);
+        c->ed.p[*e] = d;
+        if (h->want_ids) c->eid.p[*e] = r->gb + p;
+        cw->p[*e] = pk.flag && pk.flag[q] ? pk.w_pref : pk.w_other;
+    }
+    return 0;
+}
+
+static void las_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    las_par_t *j = ctx;
+    las_hop_t *h = &j->hw[worker];
+    las_row_t *ring = h->ws->ring;
+    fs_error_t err = {0};
+    for (int64_t i = c0; i < c1 && !j->failed; i++) {
+        fs_chunk_t *c = &j->par->chunk[i];
+        int64_t e = 0, n = c->d1 - c->d0;
+        if (fs_chunk_reserve(c, 1, h->want_ids)) { /* the off array; picks grow as rows need */
+            j->failed = 1;
+            break;
+        }
+        c->off.p[0] = 0;
+        for (int64_t d = c->d0; d < c->d1 + LAS_RING; d++) {
+            if (d >= c->d0 + LAS_RING) {
+                if (las_stage(h, c, &j->ws->chunk_w[i], d - LAS_RING, &ring[(d - LAS_RING) % LAS_RING], &e)) {
+                    j->failed = 1;
+                    break;
+                }
+                c->off.p[d - LAS_RING - c->d0 + 1] = e;
+            }
+            if (d < c->d1) {
+                prefetch_row(h, d, c->d1);
+                if (plan_row(h, d, &ring[d % LAS_RING], &err) != FS_OK) {
+                    j->failed = 1;
+                    break;
+                }
+            }
+        }
+        (void)n;
+        if (!j->failed && fs_chunked_staged(j->par, (int)i, e)) j->failed = 1;
+    }
+}
+
+static void las_copy_weights(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    (void)worker;
+    las_par_t *j = ctx;
+    float *w = j->ws->w[j->hw[0].hop];
+    for (int64_t i = c0; i < c1; i++)
+        memcpy(w + j->par->chunk[i].base, j->ws->chunk_w[i].p, (size_t)j->par->chunk[i].n * sizeof *w);
+}
+
+static int las_par_reserve(las_ws_t *ws, int workers, int chunks)
+{
+    if (workers > ws->workers) {
+        las_ws_t *w = realloc(ws->worker, (size_t)workers * sizeof *w);
+        if (!w) return -1;
+        memset(w + ws->workers, 0, (size_t)(workers - ws->workers) * sizeof *w);
+        ws->worker = w, ws->workers = workers;
+    }
+    if (chunks > ws->chunks) {
+        f32vec_t *c = realloc(ws->chunk_w, (size_t)chunks * sizeof *c);
+        if (!c) return -1;
+        memset(c + ws->chunks, 0, (size_t)(chunks - ws->chunks) * sizeof *c);
+        ws->chunk_w = c, ws->chunks = chunks;
+    }
+    return 0;
+}
+
+static fs_status_t run_hop_parallel(las_hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges, fs_error_t *err)
+{
+    fs_sampler_t *s = h->s;
+    fs_pool_t *pool = fs_sampler_pool(s);
+    fs_chunked_t *par = fs_sampler_par(s);
+    int workers = fs_pool_size(pool), chunks = -1;
+    las_hop_t hw[workers];
+    if (!fs_sampler_par_begin(s, *u))
+        chunks = fs_chunked_plan(par, 0, num_dst, h->fanout == FS_FANOUT_ALL ? 16 : h->fanout, *u);
+    if (chunks < 0 || las_par_reserve(h->ws, workers, chunks))
+        return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d's parallel workspace", h->hop);
+    for (int w = 0; w < workers; w++) {
+        hw[w] = *h;
+        hw[w].ws = &h->ws->worker[w];
+        memset(hw[w].lists, 0, sizeof hw[w].lists), memset(hw[w].reads, 0, sizeof hw[w].reads);
+        hw[w].boosted = 0;
+    }
+    las_par_t j = {.hw = hw, .par = par, .ws = h->ws};
+    fs_pool_run(pool, chunks, 1, las_chunks, &j);
+    int64_t total = fs_chunked_total(par), fresh = -1;
+    int64_t *off = fs_sampler_workspace(s, FS_WS_OFF, h->hop, (size_t)num_dst + 1);
+    int64_t *ed = fs_sampler_workspace(s, FS_WS_EDST, h->hop, (size_t)total + 1);
+    int64_t *es = fs_sampler_workspace(s, FS_WS_ESRC, h->hop, (size_t)total + 1);
+    int64_t *eid = h->want_ids ? fs_sampler_workspace(s, FS_WS_EID, h->hop, (size_t)total + 1) : NULL;
+    int64_t *nodes = fs_sampler_workspace(s, FS_WS_NODES, 0, (size_t)(*u + total) + 1);
+    if (*u + total >= INT32_MAX)
+        return fs_error(err, FS_ERR_RESOURCE, "locality sample: hop %d reaches %lld nodes, over the 2^31 "
+                        "per-request limit", h->hop, (long long)(*u + total));
+    if (!j.failed && off && ed && es && (eid || !h->want_ids) && nodes && !weights_reserve(h->ws, h->hop, (size_t)total + 1))
+        fresh = fs_chunked_relabel(par, pool, off, ed, es, eid, fs_chunked_new_ids, nodes);
+    if (fresh < 0) return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d", h->hop);
+    fs_pool_run(pool, chunks, 1, las_copy_weights, &j);
+    for (int w = 0; w < workers; w++) {
+        for (int k = 0; k < FS_MAX_TIERS; k++) h->lists[k] += hw[w].lists[k], h->reads[k] += hw[w].reads[k];
+        h->boosted += hw[w].boosted;
+    }
+    *u += fresh;
+    *num_edges = total;
+    return FS_OK;
+}
+
 static void add_topo(const las_hop_t *h, fs_gather_counters_t *topo)
 {
     if (!topo) return;
@@ -510,7 +687,11 @@ static fs_status_t sample_boosted(fs_sampler_t *s, las_ws_t *ws, const fs_csr_vi
         h.pref = loc->pref[level - 1];
         h.count = loc->count[level - 1];
         num_dst[hop] = u;
-        fs_status_t st = run_hop(&h, num_dst[hop], &u, &num_edges[hop], err);
+        /* the plain bound picks the path: past fs_chunk_parallel_min, the pool (fs_sample.c's rule) */
+        int64_t k = h.fanout == FS_FANOUT_ALL ? 16 : h.fanout;
+        int parallel = fs_sampler_par(s)->active || (fs_pool_size(fs_sampler_pool(s)) > 1 && u * k >= fs_chunk_parallel_min);
+        fs_status_t st = parallel ? run_hop_parallel(&h, num_dst[hop], &u, &num_edges[hop], err)
+                                  : run_hop(&h, num_dst[hop], &u, &num_edges[hop], err);
         if (st != FS_OK) return st;
         u_after[hop] = u;
         w->weight[hop] = ws->w[hop];

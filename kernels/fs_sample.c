@@ -197,6 +197,7 @@ static int map_reserve(fs_sampler_t *s, int64_t u, int64_t extra)
 
 static void map_begin(fs_sampler_t *s)
 {
+    s->par.active = 0; /* a new request starts on the serial map */
     if (++s->epoch == 0) { /* wrapped: stale stamps could match, clear once */
         memset(s->map, 0, s->map_cap * sizeof *s->map);
         s->epoch = 1;
@@ -529,13 +530,6 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
 DEFINE_PICKS(picks_i32, int32_t)
 DEFINE_PICKS(picks_i64, int64_t)
 
-/* A chunk's new nodes: their global ids. */
-static void new_nodes(void *ctx, const fs_chunk_t *c, const int64_t *first, int64_t nf, int64_t id0)
-{
-    int64_t *nodes = ctx;
-    for (int64_t i = 0; i < nf; i++) nodes[id0 + i] = c->key.p[first[i]];
-}
-
 /* Per-worker scratch for rows up to max_deg and chunks up to max_n picks. */
 static int workers_reserve(fs_sampler_t *s, int workers, int64_t pk, int64_t max_deg)
 {
@@ -561,23 +555,31 @@ static int workers_reserve(fs_sampler_t *s, int workers, int64_t pk, int64_t max
     return 0;
 }
 
+int fs_sampler_par_begin(fs_sampler_t *s, int64_t u)
+{
+    if (s->par.active) return 0; /* the first parallel hop moves the nodes so far, ids kept */
+    return fs_chunked_begin(&s->par, s->pool) || fs_idmap_load(s->par.idmap, s->pool, (const uint64_t *)s->nodes.p, u)
+               ? -1 : 0;
+}
+
+fs_chunked_t *fs_sampler_par(fs_sampler_t *s) { return &s->par; }
+
+fs_pool_t *fs_sampler_pool(fs_sampler_t *s) { return s->pool; }
+
 static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound, int64_t max_deg,
                                 int64_t *u, int64_t *num_edges, fs_error_t *err)
 {
     int workers = fs_pool_size(s->pool);
     int64_t pk = (h->k == FS_FANOUT_ALL ? max_deg : h->k) + 1;
-    /* the first parallel hop of a request moves the nodes so far, ids kept */
-    int moved = s->par.active || (!fs_chunked_begin(&s->par, s->pool) &&
-                                  !fs_idmap_load(s->par.idmap, s->pool, (const uint64_t *)s->nodes.p, *u));
     int chunks = -1;
-    if (moved && !workers_reserve(s, workers, pk, max_deg))
+    if (!fs_sampler_par_begin(s, *u) && !workers_reserve(s, workers, pk, max_deg))
         chunks = fs_chunked_plan(&s->par, 0, num_dst, h->k != FS_FANOUT_ALL ? h->k : bound / (num_dst ? num_dst : 1), *u);
     if (chunks < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
     par_job_t j = {.s = s, .h = h};
     fs_pool_run(s->pool, chunks, 1, h->g->index_dtype == FS_DTYPE_I32 ? picks_i32 : picks_i64, &j);
     int64_t fresh = j.failed ? -1
                   : fs_chunked_relabel(&s->par, s->pool, s->off[h->hop].p, s->edst[h->hop].p, s->esrc[h->hop].p,
-                                       h->want_ids ? s->eid[h->hop].p : NULL, new_nodes, s->nodes.p);
+                                       h->want_ids ? s->eid[h->hop].p : NULL, fs_chunked_new_ids, s->nodes.p);
     if (fresh < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's id map", h->hop);
     if (h->topo)
         for (int w = 0; w < workers; w++)
@@ -604,7 +606,6 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
     if (fs_i64vec_reserve(&s->seed_local, (size_t)n + 1) || map_reserve(s, 0, n))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for %lld seeds", (long long)n);
     map_begin(s);
-    s->par.active = 0;
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
     for (int64_t i = 0; i < n; i++) s->seed_local.p[i] = map_add(s, seeds[i], &u);
     for (int hop = 0; hop < req->num_hops; hop++) {

@@ -68,4 +68,15 @@ void fs_sampler_map_begin(fs_sampler_t *s);
 int64_t fs_sampler_map_add(fs_sampler_t *s, int64_t key, int64_t *u);  /* local id; new keys get (*u)++ */
 void fs_sampler_map_prefetch(const fs_sampler_t *s, int64_t key);      /* a hint: key's slot into cache */
 
+/* The chunked parallel hop (fs_chunked.h) for extensions: the sampler's
+ * pool (NULL: none), its chunks and id map, and the move of a request's
+ * nodes so far (ids 0..u-1, from the map above) into the id map before the
+ * request's first parallel hop (0, or -1 when out of memory; a no-op once
+ * moved, until the next fs_sampler_map_begin). After it, every hop of the
+ * request goes through fs_chunked. */
+typedef struct fs_chunked fs_chunked_t;
+fs_pool_t *fs_sampler_pool(fs_sampler_t *s);
+fs_chunked_t *fs_sampler_par(fs_sampler_t *s);
+int fs_sampler_par_begin(fs_sampler_t *s, int64_t u);
+
 #endif

@@ -12,7 +12,9 @@
 
 #include "argsort.h"
 #include "dataset.h"
+#include "fs_chunked.h"
 #include "fs_locality.h"
+#include "fs_pool.h"
 #include "fs_rng.h"
 #include "fs_sample.h"
 #include "gen.h"
@@ -419,6 +421,59 @@ Test(locality, routed_views_sample_the_same)
     cr_assert_gt(cy.rows[0], 0);
     fs_las_sets_free(sets);
     free(seeds), free(b), free(ip1), free(ix1), free(route);
+}
+
+/* Boosted requests split over a pool (fs_chunked.h) are bit for bit the
+ * one-thread ones: blocks, ids, weights, counters and boosted rows, at 2,
+ * 3 and 8 threads, with the default threshold (hops switching to the pool
+ * mid-request) and with every hop on the pool; routed views too. */
+Test(locality, boosted_samples_are_bit_identical_at_any_thread_count)
+{
+    fs_csr_view_t g = view_of(rmat);
+    int64_t nb;
+    int64_t *b = top_degree_rows(rmat, 0.1, &nb);
+    fs_las_sets_t *sets = build_sets(rmat, b, nb, 3, 256, 2);
+    static const int threads[3] = {2, 3, 8};
+    const int *fans[3] = {fan_a, fan_b, fan_d};
+    fs_sampler_t *par;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sampler_create(&par, &err), FS_OK);
+    for (int t = 0; t < 3; t++) {
+        fs_pool_t *pool;
+        cr_assert_eq(fs_pool_create(threads[t], &pool, &err), FS_OK);
+        fs_sampler_set_pool(par, pool);
+        for (int f = 0; f < 3; f++)
+            for (int every = 0; every < 2; every++) {
+                fs_locality_t loc;
+                fs_las_locality(sets, 4 + f, &loc);
+                int64_t n = f == 2 ? 300 : 1200;
+                int64_t *seeds = random_seeds(n, rmat->num_nodes, (uint64_t)(7 + f));
+                fs_sample_req_t req = req_of(f == 0 ? 3 : 2, fans[f], 5 + (uint64_t)f);
+                fs_sample_result_t x, y;
+                fs_las_weights_t wx, wy;
+                fs_gather_counters_t cx = {0}, cy = {0};
+                fs_chunk_parallel_min = FS_CHUNK_PARALLEL_MIN;
+                cr_assert_eq(fs_sample_locality_cpu(las, &g, seeds, n, &req, &loc, &x, &wx, &cx, &err), FS_OK, "%s",
+                             err.msg);
+                fs_chunk_parallel_min = every ? 1 : FS_CHUNK_PARALLEL_MIN;
+                cr_assert_eq(fs_sample_locality_cpu(par, &g, seeds, n, &req, &loc, &y, &wy, &cy, &err), FS_OK, "%s",
+                             err.msg);
+                compare(&x, &y);
+                for (int h = 0; h < req.num_hops; h++) {
+                    cr_assert_arr_eq(wx.weight[h], wy.weight[h], sizeof(float) * (size_t)x.block[h].num_edges,
+                                     "%d threads, fanouts %d, hop %d: weights", threads[t], f, h);
+                    cr_assert_eq(wx.boosted_rows[h], wy.boosted_rows[h]);
+                }
+                cr_assert_arr_eq(&cx, &cy, sizeof cx, "%d threads: topology counters", threads[t]);
+                free(seeds);
+            }
+        fs_sampler_set_pool(par, NULL);
+        fs_pool_destroy(pool);
+    }
+    fs_chunk_parallel_min = FS_CHUNK_PARALLEL_MIN;
+    fs_sampler_destroy(par);
+    fs_las_sets_free(sets);
+    free(b);
 }
 
 Test(locality, int64_indices_sample_the_same)
