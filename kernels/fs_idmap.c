@@ -21,7 +21,7 @@
 
 enum { KIND_FIRST, KIND_SAME_CHUNK, KIND_LATER_CHUNK };
 
-#define PROBE_AHEAD 16
+#define PROBE_AHEAD 48
 
 typedef struct {
     uint64_t key;
@@ -243,7 +243,9 @@ typedef struct {
     fs_idmap_t *m;
     const uint64_t *keys;   /* fs_idmap_load's */
     int64_t n;
+    int workers;
     _Atomic int failed;
+    _Atomic char claimed[FS_IDMAP_MAX_PARTS];
 } probe_job_t;
 
 /* Each partition scans all the keys and adds its own: n is one small
@@ -270,6 +272,7 @@ static void load_part(void *ctx, int64_t begin, int64_t end, int worker)
             q->mkey[q->nm] = job->keys[i];
             q->mval[q->nm++] = i;
         }
+        q->run_start = q->nm; /* loaded members carry their ids: nothing for probe_part to fix up */
     }
 }
 
@@ -280,72 +283,102 @@ int fs_idmap_load(fs_idmap_t *m, fs_pool_t *pool, const uint64_t *keys, int64_t 
     return job.failed ? -1 : 0;
 }
 
-/* One key of partition p: its code. */
-static inline int64_t probe_one(fs_idmap_t *m, part_t *q, int p, uint64_t key, uint64_t hash, int ci, _Atomic int *failed)
+/* One partition's keys of one chunk, in order: each key's code. The
+ * table's fields live in locals (stores to the codes and members could
+ * alias them), reloaded only when the table doubles; slots are prefetched
+ * PROBE_AHEAD keys ahead. Returns 0, or -1 when out of memory. */
+static int probe_segment(fs_idmap_t *m, part_t *q, int p, chunk_t *ch, int ci)
 {
-    size_t mask = q->cap - 1, h = slot_of(q, hash);
-    for (;;) {
-        slot_t *s = &q->table[h];
-        if (s->epoch != m->epoch) { /* new: the next member */
-            if ((size_t)(q->nm + 1) * 4 > q->cap * 3) { /* past 3/4: double, then look again */
-                if (part_rebuild(q, q->cap * 2, m->epoch)) {
-                    *failed = 1;
-                    return 0;
+    const uint64_t *keys = ch->bkeys;
+    int64_t b0 = ch->start[p], b1 = ch->start[p + 1], nm = q->nm, firsts = 0, later = 0;
+    int64_t *code = ch->code;
+    const uint32_t epoch = m->epoch;
+    slot_t *table = q->table;
+    size_t mask = q->cap - 1;
+    int shift = q->shift;
+    size_t grow_at = q->cap / 4 * 3;
+    for (int64_t b = b0; b < b1; b++) {
+        if (b + PROBE_AHEAD < b1) __builtin_prefetch(&table[(hash_of(keys[b + PROBE_AHEAD]) << 8) >> shift], 1, 0);
+        uint64_t key = keys[b];
+        size_t h = (hash_of(key) << 8) >> shift;
+        for (;;) {
+            slot_t *sl = &table[h];
+            if (sl->epoch != epoch) { /* new: the next member */
+                if ((size_t)nm + 1 > grow_at) { /* past 3/4: double, then look again */
+                    q->nm = nm;
+                    if (part_rebuild(q, q->cap * 2, epoch)) return -1;
+                    table = q->table, mask = q->cap - 1, shift = q->shift, grow_at = q->cap / 4 * 3;
+                    h = (hash_of(key) << 8) >> shift;
+                    continue;
                 }
-                mask = q->cap - 1, h = slot_of(q, hash);
-                continue;
+                int64_t j = nm++;
+                *sl = (slot_t){.key = key, .val = (int32_t)(-1 - j), .epoch = epoch};
+                q->mkey[j] = key;
+                q->mslot[j] = (uint32_t)h;
+                q->mchunk[j] = ci;
+                firsts++;
+                code[b] = encode(j, p, KIND_FIRST);
+                break;
             }
-            int64_t j = q->nm++;
-            *s = (slot_t){.key = key, .val = (int32_t)(-1 - j), .epoch = m->epoch};
-            q->mkey[j] = key;
-            q->mslot[j] = (uint32_t)h;
-            q->mchunk[j] = ci;
-            q->firsts[ci]++;
-            return encode(j, p, KIND_FIRST);
+            if (sl->key == key) {
+                int64_t j = -1 - (int64_t)sl->val;
+                if (sl->val >= 0) code[b] = sl->val;
+                else if (q->mchunk[j] == ci) code[b] = encode(j, p, KIND_SAME_CHUNK);
+                else code[b] = encode(j, p, KIND_LATER_CHUNK), later++;
+                break;
+            }
+            h = (h + 1) & mask;
         }
-        if (s->key == key) {
-            if (s->val >= 0) return s->val;
-            int64_t j = -1 - (int64_t)s->val;
-            if (q->mchunk[j] == ci) return encode(j, p, KIND_SAME_CHUNK);
-            q->later++;
-            atomic_store_explicit(&m->chunk[ci].later, 1, memory_order_relaxed);
-            return encode(j, p, KIND_LATER_CHUNK);
-        }
-        h = (h + 1) & mask;
     }
+    q->nm = nm;
+    q->firsts[ci] = firsts;
+    q->later += later;
+    if (later) atomic_store_explicit(&ch->later, 1, memory_order_relaxed);
+    return 0;
 }
 
+/* Partition p of a run, once: last run's new members into its table,
+ * room for this run's, then its keys chunk by chunk. */
+static void probe_one_part(probe_job_t *job, int p)
+{
+    fs_idmap_t *m = job->m;
+    part_t *q = &m->part[p];
+    int64_t entries = 0;
+    for (int c = 0; c < m->chunks; c++) entries += m->chunk[c].start[p + 1] - m->chunk[c].start[p];
+    for (int64_t j = q->run_start; j < q->nm; j++) q->table[q->mslot[j]].val = (int32_t)q->mval[j];
+    q->run_start = q->nm;
+    q->later = 0;
+    if (part_reserve(q, entries, entries / 8, m->epoch)) {
+        job->failed = 1;
+        return;
+    }
+    for (int c = 0; c < m->chunks; c++)
+        if (probe_segment(m, q, p, &m->chunk[c], c)) {
+            job->failed = 1;
+            return;
+        }
+}
+
+/* Worker w probes partitions w, w + W, ... first, so a partition's table
+ * stays in one core's caches from hop to hop; then it takes whatever is
+ * left (a worker slow to wake loses its partitions, not the run). */
 static void probe_part(void *ctx, int64_t begin, int64_t end, int worker)
 {
-    (void)worker;
+    (void)begin, (void)end;
     probe_job_t *job = ctx;
-    fs_idmap_t *m = job->m;
-    for (int p = (int)begin; p < (int)end; p++) {
-        part_t *q = &m->part[p];
-        int64_t entries = 0;
-        for (int c = 0; c < m->chunks; c++) entries += m->chunk[c].start[p + 1] - m->chunk[c].start[p];
-        q->run_start = q->nm;
-        if (part_reserve(q, entries, entries / 8, m->epoch)) {
-            job->failed = 1;
-            continue;
+    int P = job->m->parts;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < P; i++) {
+            int p = pass ? i : worker + i * job->workers;
+            if (p >= P) break;
+            if (!atomic_exchange(&job->claimed[p], 1)) probe_one_part(job, p);
         }
-        q->later = 0;
-        for (int c = 0; c < m->chunks; c++) {
-            chunk_t *ch = &m->chunk[c];
-            int64_t b0 = ch->start[p], b1 = ch->start[p + 1];
-            q->firsts[c] = 0;
-            for (int64_t b = b0; b < b1; b++) { /* slots prefetched PROBE_AHEAD keys ahead */
-                if (b + PROBE_AHEAD < b1) __builtin_prefetch(&q->table[slot_of(q, hash_of(ch->bkeys[b + PROBE_AHEAD]))], 1, 0);
-                ch->code[b] = probe_one(m, q, p, ch->bkeys[b], hash_of(ch->bkeys[b]), c, &job->failed);
-            }
-        }
-    }
 }
 
 int64_t fs_idmap_probe(fs_idmap_t *m, fs_pool_t *pool)
 {
-    probe_job_t job = {.m = m};
-    fs_pool_run(pool, m->parts, 1, probe_part, &job);
+    probe_job_t job = {.m = m, .workers = fs_pool_size(pool)};
+    fs_pool_run(pool, job.workers, 1, probe_part, &job); /* one item per worker: probe_part picks partitions */
     if (job.failed) return -1;
     int64_t next = m->next_id;
     for (int c = 0; c < m->chunks; c++) { /* chunk bases: first appearance across partitions */
@@ -372,8 +405,7 @@ int64_t fs_idmap_assign(fs_idmap_t *m, int ci, int64_t *out, int64_t *first)
         decode(code, &j, &p, &kind);
         part_t *q = &m->part[p];
         if (kind == KIND_FIRST) {
-            q->mval[j] = id;
-            q->table[q->mslot[j]].val = (int32_t)id;
+            q->mval[j] = id; /* the table learns it at the partition's next probe (probe_part) */
             first[nf++] = i;
             out[i] = id++;
         } else {

@@ -261,23 +261,6 @@ static inline void prefetch_row(const fs_csr_view_t *g, const int64_t *frontier,
         __builtin_prefetch((const char *)g->part[0].indices + ip0[frontier[d + PREFETCH_AHEAD]] * width, 0, 0);
 }
 
-/* The picks of node v's row: how many, their positions (*pos, NULL = all
- * of 0..m-1), the row's part and first edge in it (*b), its first global
- * edge id (*gb), counted per part in lists/reads. */
-static inline __attribute__((always_inline)) int64_t row_picks(const hop_t *h, int64_t v, double *wbuf, int64_t *posbuf, int64_t **pos,
-                                const fs_csr_part_t **pt, int64_t *b, int64_t *gb, uint64_t *lists, uint64_t *reads)
-{
-    int64_t deg;
-    int part;
-    *pt = row_of(h->g, v, b, &deg, &part);
-    fs_rng_t rng = fs_pick_rng(h->seed, h->hop, v);
-    int64_t m = fs_pick_row(h->mode, &rng, (*pt)->weights ? (*pt)->weights + *b : NULL, deg, h->k, wbuf, posbuf, pos);
-    *gb = part == 0 ? *b : h->g->part[0].indptr[v];
-    lists[part]++;
-    reads[part] += (uint64_t)(h->mode >= FS_SAMPLE_WEIGHTED ? deg : m);
-    return m;
-}
-
 /* Inserts are pipelined: each sampled neighbour's slot is hashed and
  * prefetched when it is picked, and the insert itself happens PIPE edges
  * later, in pick order (so ids still follow first appearance). With the map
@@ -316,7 +299,7 @@ static inline void flush(fs_sampler_t *s, pending_t *pend, int np, int64_t *es, 
     static int NAME(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges)    \
     {                                                                                                    \
         const fs_csr_view_t *g = h->g;                                                                   \
-        const int64_t *frontier = s->nodes.p;                                                            \
+        const int64_t *ip0 = g->part[0].indptr, *frontier = s->nodes.p;                                  \
         int64_t *off = s->off[h->hop].p, *ed = s->edst[h->hop].p, *es = s->esrc[h->hop].p;               \
         int64_t *eid = h->want_ids ? s->eid[h->hop].p : NULL, e = 0, flushed = 0;                        \
         uint64_t lists[FS_MAX_TIERS] = {0}, reads[FS_MAX_TIERS] = {0};                                   \
@@ -324,10 +307,20 @@ static inline void flush(fs_sampler_t *s, pending_t *pend, int np, int64_t *es, 
         int np = 0;                                                                                      \
         off[0] = 0;                                                                                      \
         for (int64_t d = 0; d < num_dst; d++) {                                                          \
-            prefetch_row(g, frontier, d, num_dst, sizeof(IDX_T));                                       \
-            int64_t b, gb, *pos;                                                                         \
-            const fs_csr_part_t *pt;                                                                     \
-            int64_t m = row_picks(h, frontier[d], s->wbuf, s->pos.p, &pos, &pt, &b, &gb, lists, reads);  \
+            if (!g->route) { /* two-stage prefetch: indptr far ahead, the row start nearer */            \
+                if (d + 2 * PREFETCH_AHEAD < num_dst)                                                    \
+                    __builtin_prefetch(&ip0[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);                    \
+                if (d + PREFETCH_AHEAD < num_dst)                                                        \
+                    __builtin_prefetch((const IDX_T *)g->part[0].indices + ip0[frontier[d + PREFETCH_AHEAD]], 0, 0); \
+            }                                                                                            \
+            int64_t v = frontier[d], b, deg, *pos;                                                       \
+            int part;                                                                                    \
+            const fs_csr_part_t *pt = row_of(g, v, &b, &deg, &part);                                     \
+            fs_rng_t rng = fs_pick_rng(h->seed, h->hop, v);                                              \
+            int64_t m = fs_pick_row(h->mode, &rng, pt->weights ? pt->weights + b : NULL, deg, h->k, s->wbuf, s->pos.p, &pos); \
+            int64_t gb = part == 0 ? b : ip0[v];                                                         \
+            lists[part]++;                                                                               \
+            reads[part] += (uint64_t)(h->mode >= FS_SAMPLE_WEIGHTED ? deg : m);                          \
             const IDX_T *ind = (const IDX_T *)pt->indices + b;                                           \
             for (int64_t q = 0; q < m; q++) {                                                            \
                 int64_t p = pos ? pos[q] : q, key = (int64_t)ind[p];                                     \
@@ -449,11 +442,27 @@ typedef struct {
     int64_t pos[RING_PICKS];
 } ring_row_t;
 
+/* Row v's picks into r (positions in *pos, NULL = every one), counted in
+ * the worker's lists and reads. */
+static inline int64_t pick_into(const hop_t *h, worker_ws_t *w, ring_row_t *r, int64_t v, int64_t **pos)
+{
+    int64_t deg;
+    int part;
+    r->pt = row_of(h->g, v, &r->b, &deg, &part);
+    fs_rng_t rng = fs_pick_rng(h->seed, h->hop, v);
+    r->m = fs_pick_row(h->mode, &rng, r->pt->weights ? r->pt->weights + r->b : NULL, deg, h->k, w->wbuf, w->pos.p, pos);
+    r->gb = part == 0 ? r->b : h->g->part[0].indptr[v];
+    r->all = *pos == NULL;
+    w->lists[part]++;
+    w->reads[part] += (uint64_t)(h->mode >= FS_SAMPLE_WEIGHTED ? deg : r->m);
+    return r->m;
+}
+
+/* Row v's picks into the ring slot r (m <= RING_PICKS), neighbours prefetched. */
 static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int64_t v, size_t width)
 {
     int64_t *pos;
-    r->m = row_picks(h, v, w->wbuf, w->pos.p, &pos, &r->pt, &r->b, &r->gb, w->lists, w->reads);
-    r->all = pos == NULL;
+    pick_into(h, w, r, v, &pos);
     const char *base = (const char *)r->pt->indices + r->b * (int64_t)width;
     if (r->all) {
         for (int64_t q = 0; q < r->m; q += 64 / (int64_t)width) __builtin_prefetch(base + q * (int64_t)width, 0, 0);
@@ -503,22 +512,18 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
             for (int64_t d = d0; d < d1; d++) {                                                          \
                 prefetch_row(h->g, frontier, d + (ring_ok ? AHEAD : 0), d1, sizeof(IDX_T));              \
                 ring_row_t *r = &ring[d % AHEAD], now;                                                   \
-                if (!ring_ok) { /* the plain path: pick and read at once */                              \
+                if (!ring_ok) { /* the plain path: whole rows or long pick lists, read at once */        \
                     int64_t *pos;                                                                        \
-                    now.m = row_picks(h, frontier[d], w->wbuf, w->pos.p, &pos, &now.pt, &now.b, &now.gb, \
-                                      w->lists, w->reads);                                               \
-                    now.all = 1;                                                                         \
-                    if (pos) {                                                                           \
-                        const IDX_T *ind = (const IDX_T *)now.pt->indices + now.b;                       \
-                        for (int64_t q = 0; q < now.m; q++, e++) {                                       \
-                            key[e] = (int64_t)ind[pos[q]];                                               \
-                            ed[e] = d;                                                                   \
-                            if (eid) eid[e] = now.gb + pos[q];                                           \
-                        }                                                                                \
-                        cw->off.p[d - d0 + 1] = e;                                                       \
-                        continue;                                                                        \
+                    pick_into(h, w, &now, frontier[d], &pos);                                            \
+                    const IDX_T *ind = (const IDX_T *)now.pt->indices + now.b;                           \
+                    for (int64_t q = 0; q < now.m; q++, e++) {                                           \
+                        int64_t p = pos ? pos[q] : q;                                                    \
+                        key[e] = (int64_t)ind[p];                                                        \
+                        ed[e] = d;                                                                       \
+                        if (eid) eid[e] = now.gb + p;                                                    \
                     }                                                                                    \
-                    r = &now;                                                                            \
+                    cw->off.p[d - d0 + 1] = e;                                                           \
+                    continue;                                                                            \
                 }                                                                                        \
                 e = NAME##_row((const IDX_T *)r->pt->indices + r->b, r, d, key, ed, eid, e);             \
                 cw->off.p[d - d0 + 1] = e;                                                               \

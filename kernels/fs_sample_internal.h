@@ -21,7 +21,7 @@ int fs_i64vec_reserve(fs_i64vec_t *v, size_t n);
  * position 0..deg-1; returns how many. wbuf holds deg doubles for the
  * weighted modes, buf max(k, deg). Shared by fs_sample.c and fs_typed.c so
  * both make the same choices. */
-static inline int64_t fs_pick_row(fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
+static inline __attribute__((always_inline)) int64_t fs_pick_row(fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
                                   double *wbuf, int64_t *buf, int64_t **pos)
 {
     *pos = buf;

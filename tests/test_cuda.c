@@ -10,6 +10,7 @@
 #include "fs_device.h"
 #include "fs_gather.h"
 #include "fs_rng.h"
+#include "fs_pool.h"
 #include "fs_sample.h"
 #include "fs_typed.h"
 #include "gen.h"
@@ -248,8 +249,11 @@ Test(cuda, sample_matches_cpu, .timeout = 120)
                                {.num_hops = 2, .fanout = {20, 256},
                                 .mode = {FS_SAMPLE_WEIGHTED_REPLACE, FS_SAMPLE_WEIGHTED}, .seed = 6,
                                 .want_edge_ids = 1}};
+    fs_pool_t *pool; /* the CPU side alternates between one thread and a batch split over 3 (fs_chunked.h) */
+    cr_assert_eq(fs_pool_create(3, &pool, &err), FS_OK);
     for (int q = 0; q < 4; q++) {
         fs_sample_result_t x, y;
+        fs_sampler_set_pool(a, q % 2 ? pool : NULL);
         cr_assert_eq(fs_sample_cpu(a, &host, seeds, 1024, &reqs[q], &x, NULL, &err), FS_OK, "%s", err.msg);
         cr_assert_eq(fs_sample_cuda(b, 0, &dev, seeds, 1024, &reqs[q], &y, &err), FS_OK, "%s", err.msg);
         cr_assert_eq(x.num_nodes, y.num_nodes);
@@ -265,6 +269,7 @@ Test(cuda, sample_matches_cpu, .timeout = 120)
         }
     }
     fs_sampler_destroy(a), fs_sampler_destroy(b);
+    fs_pool_destroy(pool);
     fs_cuda_free_device((void *)dev.part[0].indptr), fs_cuda_free_device((void *)dev.part[0].indices);
     fs_cuda_free_device((void *)dev.part[0].weights);
     free(w);

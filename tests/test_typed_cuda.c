@@ -349,12 +349,17 @@ static int64_t compare_all(const graph_t *g, int device)
     cr_assert_eq(fs_typed_sampler_create(&dev, &err), FS_OK);
     int64_t edges = 0;
     built_t *b = malloc(sizeof *b);
+    fs_pool_t *pool; /* seed 2: the CPU engine with every pass split over 3 threads (fs_chunked.h) */
+    cr_assert_eq(fs_pool_create(3, &pool, &err), FS_OK);
     for (int q = 0; q < NCASES; q++)
         for (uint64_t seed = 1; seed <= 2; seed++) {
             build(g, &cases[q], seed * 1000 + (uint64_t)q, b);
             fs_typed_result_t x, y;
+            fs_typed_sampler_set_pool(cpu, seed == 2 ? pool : NULL);
+            fs_chunk_parallel_min = seed == 2 ? 1 : FS_CHUNK_PARALLEL_MIN;
             cr_assert_eq(fs_typed_sample_cpu(cpu, &g->view, &b->req, b->groups, b->ng, b->x, b->nx, &x, &err), FS_OK,
                          "%s: %s", cases[q].what, err.msg);
+            fs_chunk_parallel_min = FS_CHUNK_PARALLEL_MIN;
             cr_assert_eq(fs_typed_sample_cuda(dev, device, &g->dev, &b->req, b->groups, b->ng, b->x, b->nx, &y, &err),
                          FS_OK, "%s: %s", cases[q].what, err.msg);
             same_result(&x, &y, b, cases[q].what);
@@ -362,6 +367,7 @@ static int64_t compare_all(const graph_t *g, int device)
         }
     free(b);
     fs_typed_sampler_destroy(cpu), fs_typed_sampler_destroy(dev);
+    fs_pool_destroy(pool);
     return edges;
 }
 
