@@ -160,28 +160,42 @@ static double one_batch_run(const one_batch_t *o, one_batch_ws_t *w, int b0, int
     return (double)edges;
 }
 
-/* RESULT lines at 1, 2 and every core, interleaved in rounds so drift on a
- * noisy machine hits every thread count alike. */
+/* RESULT lines at 1, 2 and every core, interleaved in rounds (each thread
+ * count on the same batches, in turn) so drift on a noisy machine hits every
+ * count alike. ratio_vs_1_thread is the median over rounds of the round's
+ * ratio, robust to a burst of noise in one round; the rates are totals. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static void one_batch_lines(const char *bench, const char *fanouts, const one_batch_t *o, int batches)
 {
-    int counts[3] = {1, 2, fs_cpu_count()}, n = counts[2] > 2 ? 3 : 2, rounds = 5, per = batches / rounds;
-    double secs[3] = {0}, edges[3] = {0}, dt;
+    enum { ROUNDS = 10 };
+    int counts[3] = {1, 2, fs_cpu_count()}, n = counts[2] > 2 ? 3 : 2, per = batches / ROUNDS;
+    double secs[3] = {0}, edges[3] = {0}, rate[3][ROUNDS], dt;
     one_batch_ws_t ws[3];
     if (per < 1) per = 1;
     for (int i = 0; i < n; i++) { /* a warm-up round grows each workspace to size */
         one_batch_ws(&ws[i], counts[i]);
         one_batch_run(o, &ws[i], 0, per, &dt);
     }
-    for (int r = 0; r < rounds; r++)
-        for (int i = 0; i < n; i++) {
-            edges[i] += one_batch_run(o, &ws[i], r * per, per, &dt);
-            secs[i] += dt;
+    for (int r = 0; r < ROUNDS; r++)
+        for (int k = 0; k < n; k++) {
+            int i = (k + r) % n; /* rotate which count goes first */
+            double e = one_batch_run(o, &ws[i], r * per, per, &dt);
+            edges[i] += e, secs[i] += dt, rate[i][r] = e / dt;
         }
     for (int i = 0; i < n; i++) one_batch_ws_free(&ws[i]);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        double ratio[ROUNDS];
+        for (int r = 0; r < ROUNDS; r++) ratio[r] = rate[i][r] / rate[0][r];
+        qsort(ratio, ROUNDS, sizeof *ratio, cmp_double);
         printf("RESULT bench=%s threads=%d fanouts=%s batch=%d batches=%d medges_per_s=%.2f batches_per_s=%.1f "
-               "ratio_vs_1_thread=%.2f\n", bench, counts[i], fanouts, o->batch, per * rounds, edges[i] / secs[i] / 1e6,
-               per * rounds / secs[i], (edges[i] / secs[i]) / (edges[0] / secs[0]));
+               "ratio_vs_1_thread=%.2f\n", bench, counts[i], fanouts, o->batch, per * ROUNDS, edges[i] / secs[i] / 1e6,
+               per * ROUNDS / secs[i], (ratio[ROUNDS / 2 - 1] + ratio[ROUNDS / 2]) / 2);
+    }
     fflush(stdout);
 }
 
