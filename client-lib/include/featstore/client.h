@@ -83,7 +83,9 @@ typedef struct fs_client fs_client_t;
 typedef struct {
     size_t struct_size; /* sizeof(fs_connect_opts_t): FS_CONNECT_OPTS_INIT sets it */
     int slots;          /* unix://: result slots, 1..FS_MAX_SLOTS; 0 = FS_DEFAULT_SLOTS */
-    int threads;        /* unix://: worker threads for in-process engines; 0 = 1 */
+    int threads;        /* unix://: threads of this process that split each call's
+                           sampling hops and gathers (bit-identical results at
+                           any count); 0 = 1 */
     int timeout_ms;     /* per call deadline; 0 = none */
     const char *device; /* unix://: the device this trainer computes on, whose
                            placement it reads through: NULL or "cpu", or

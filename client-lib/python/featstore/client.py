@@ -1014,7 +1014,9 @@ def connect(uri, device=None, slots=None, threads=None, timeout_ms=None, token=N
             tls_cert_file=None, tls_key_file=None):
     """Connects to a featstore server: ``unix:///path/to/socket`` (zero-copy,
     local), ``grpc://host:port`` or ``grpcs://host:port`` (TLS). `device`
-    ("cpu", "gpu:N"), `slots` and `threads` matter for unix:// only;
+    ("cpu", "gpu:N"), `slots` and `threads` (this process's threads that
+    split each batch's sampling and gather; the same batch at any count)
+    matter for unix:// only;
     `timeout_ms` is a per-call deadline. `token` (default $FEATSTORE_TOKEN) is
     sent with every gRPC call; `tls_ca_file` (default $FEATSTORE_TLS_CA, else
     gRPC's roots) verifies a grpcs:// server, and `tls_cert_file` with
