@@ -15,7 +15,7 @@ void fs_chunked_free(fs_chunked_t *c)
     fs_idmap_destroy(c->idmap);
     for (int i = 0; i < c->chunk_cap; i++) {
         fs_chunk_t *k = &c->chunk[i];
-        free(k->key.p), free(k->ed.p), free(k->eid.p), free(k->off.p);
+        free(k->key.p), free(k->eid.p), free(k->off.p);
     }
     free(c->chunk);
     for (int w = 0; w < c->first_cap; w++) free(c->first[w].p);
@@ -67,7 +67,7 @@ int fs_chunked_plan(fs_chunked_t *c, int64_t d0, int64_t d1, int64_t per_row, in
 
 int fs_chunk_reserve(fs_chunk_t *k, int64_t bound, int want_ids)
 {
-    return fs_i64vec_reserve(&k->key, (size_t)bound + 1) || fs_i64vec_reserve(&k->ed, (size_t)bound + 1) ||
+    return fs_i64vec_reserve(&k->key, (size_t)bound + 1) ||
            (want_ids && fs_i64vec_reserve(&k->eid, (size_t)bound + 1)) ||
            fs_i64vec_reserve(&k->off, (size_t)(k->d1 - k->d0) + 1);
 }
@@ -107,9 +107,12 @@ static void assign_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
         const fs_chunk_t *k = &c->chunk[i];
         int64_t nf = fs_idmap_assign(c->idmap, (int)i, j->es + k->base, first);
         if (nf) j->on_new(j->ctx, k, first, nf, fs_idmap_chunk_base(c->idmap, (int)i));
-        memcpy(j->ed + k->base, k->ed.p, (size_t)k->n * sizeof(int64_t));
         if (j->eid) memcpy(j->eid + k->base, k->eid.p, (size_t)k->n * sizeof(int64_t));
-        for (int64_t d = k->d0; d < k->d1; d++) j->off[d - c->d0 + 1] = k->base + k->off.p[d - k->d0 + 1];
+        for (int64_t d = k->d0; d < k->d1; d++) { /* offsets and destinations, from the chunk's offsets */
+            int64_t e0 = k->base + k->off.p[d - k->d0], e1 = k->base + k->off.p[d - k->d0 + 1];
+            j->off[d - c->d0 + 1] = e1;
+            for (int64_t e = e0; e < e1; e++) j->ed[e] = d;
+        }
     }
 }
 

@@ -26,14 +26,26 @@ extern int64_t fs_chunk_parallel_min;
 /* Picks per chunk: a chunk's staging, buckets and codes stay within L2. */
 #define FS_CHUNK_PICKS 4096
 
-/* One chunk: destinations [d0, d1) and their picks, in pick order. */
+/* One chunk: destinations [d0, d1) and their picks, in pick order (a
+ * pick's destination is implied by `off`: fs_chunk_dst). */
 typedef struct {
     fs_i64vec_t key;   /* the id map's key of each pick's neighbour */
-    fs_i64vec_t ed;    /* its destination's local id */
     fs_i64vec_t eid;   /* its edge id, when wanted */
     fs_i64vec_t off;   /* [d1 - d0 + 1] picks before each destination */
     int64_t d0, d1, n, base;
 } fs_chunk_t;
+
+/* The destination (local id) of the chunk's pick at position `at`. */
+static inline int64_t fs_chunk_dst(const fs_chunk_t *c, int64_t at)
+{
+    int64_t lo = 0, hi = c->d1 - c->d0; /* the row r with off[r] <= at < off[r + 1] */
+    while (hi - lo > 1) {
+        int64_t mid = (lo + hi) / 2;
+        if (c->off.p[mid] <= at) lo = mid;
+        else hi = mid;
+    }
+    return c->d0 + lo;
+}
 
 typedef struct fs_chunked {
     fs_idmap_t *idmap;

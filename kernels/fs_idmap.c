@@ -51,7 +51,8 @@ typedef struct {
     int64_t *code;          /* phase 2's result, bucket order */
     int64_t start[FS_IDMAP_MAX_PARTS + 1]; /* bucket segments */
     int64_t base;           /* first new id of the chunk */
-    _Atomic int later;      /* holds repeats resolved in phase 4 (set by any partition) */
+    uint32_t *later_pos;    /* phase 3: positions of repeats of keys first seen in earlier chunks */
+    int64_t nlater;
 } chunk_t;
 
 struct fs_idmap {
@@ -101,7 +102,8 @@ void fs_idmap_destroy(fs_idmap_t *m)
         part_t *q = &m->part[p];
         free(q->table), free(q->mkey), free(q->mval), free(q->mslot), free(q->mchunk), free(q->firsts);
     }
-    for (int c = 0; c < m->chunk_cap; c++) free(m->chunk[c].bkeys), free(m->chunk[c].inv), free(m->chunk[c].code);
+    for (int c = 0; c < m->chunk_cap; c++)
+        free(m->chunk[c].bkeys), free(m->chunk[c].inv), free(m->chunk[c].code), free(m->chunk[c].later_pos);
     free(m->part);
     free(m->chunk);
     free(m);
@@ -156,7 +158,9 @@ static int chunk_reserve(chunk_t *c, int64_t n)
     if (i) c->inv = i;
     int64_t *d = realloc(c->code, (size_t)cap * sizeof *d);
     if (d) c->code = d;
-    if (!k || !i || !d) return -1;
+    uint32_t *l = realloc(c->later_pos, (size_t)cap * sizeof *l);
+    if (l) c->later_pos = l;
+    if (!k || !i || !d || !l) return -1;
     c->cap = cap;
     return 0;
 }
@@ -168,7 +172,6 @@ int fs_idmap_bucket(fs_idmap_t *m, int ci, const uint64_t *keys, int64_t n)
     if (n >= UINT32_MAX || chunk_reserve(c, n)) return -1;
     c->keys = keys;
     c->n = n;
-    atomic_store_explicit(&c->later, 0, memory_order_relaxed);
     int64_t *at = c->start; /* counting sort: sizes, then segment starts, then fill */
     memset(at, 0, sizeof(int64_t) * (size_t)(P + 1));
     if (P == 1) at[1] = n;
@@ -333,7 +336,6 @@ static int probe_segment(fs_idmap_t *m, part_t *q, int p, chunk_t *ch, int ci)
     q->nm = nm;
     q->firsts[ci] = firsts;
     q->later += later;
-    if (later) atomic_store_explicit(&ch->later, 1, memory_order_relaxed);
     return 0;
 }
 
@@ -393,7 +395,8 @@ int64_t fs_idmap_probe(fs_idmap_t *m, fs_pool_t *pool)
 
 int64_t fs_idmap_assign(fs_idmap_t *m, int ci, int64_t *out, int64_t *first)
 {
-    const chunk_t *c = &m->chunk[ci];
+    chunk_t *c = &m->chunk[ci];
+    c->nlater = 0;
     int64_t id = c->base, j, nf = 0;
     int p, kind;
     for (int64_t i = 0; i < c->n; i++) {
@@ -408,8 +411,11 @@ int64_t fs_idmap_assign(fs_idmap_t *m, int ci, int64_t *out, int64_t *first)
             q->mval[j] = id; /* the table learns it at the partition's next probe (probe_part) */
             first[nf++] = i;
             out[i] = id++;
+        } else if (kind == KIND_SAME_CHUNK) {
+            out[i] = q->mval[j];
         } else {
-            out[i] = kind == KIND_SAME_CHUNK ? q->mval[j] : code;
+            out[i] = code;
+            c->later_pos[c->nlater++] = (uint32_t)i;
         }
     }
     return nf;
@@ -422,12 +428,11 @@ int fs_idmap_needs_resolve(const fs_idmap_t *m) { return m->any_later; }
 void fs_idmap_resolve(const fs_idmap_t *m, int ci, int64_t *out)
 {
     const chunk_t *c = &m->chunk[ci];
-    if (!atomic_load_explicit(&c->later, memory_order_relaxed)) return;
     int64_t j;
     int p, kind;
-    for (int64_t i = 0; i < c->n; i++)
-        if (out[i] < 0) {
-            decode(out[i], &j, &p, &kind);
-            out[i] = m->part[p].mval[j];
-        }
+    for (int64_t k = 0; k < c->nlater; k++) {
+        uint32_t i = c->later_pos[k];
+        decode(out[i], &j, &p, &kind);
+        out[i] = m->part[p].mval[j];
+    }
 }

@@ -535,7 +535,7 @@ typedef struct {
     _Atomic int failed;
 } las_par_t;
 
-static int las_stage(las_hop_t *h, fs_chunk_t *c, f32vec_t *cw, int64_t d, las_row_t *r, int64_t *e)
+static int las_stage(las_hop_t *h, fs_chunk_t *c, f32vec_t *cw, las_row_t *r, int64_t *e)
 {
     row_picks_t pk;
     int64_t m = row_final(h, r, &pk);
@@ -550,7 +550,6 @@ static int las_stage(las_hop_t *h, fs_chunk_t *c, f32vec_t *cw, int64_t d, las_r
     for (int64_t q = 0; q < m; q++, (*e)++) {
         int64_t p = r->kind == LAS_ROW_ALL ? q : pk.pos[q];
         c->key.p[*e] = nbr_at(r->ind, h->wide, p);
-        c->ed.p[*e] = d;
         if (h->want_ids) c->eid.p[*e] = r->gb + p;
         cw->p[*e] = pk.flag && pk.flag[q] ? pk.w_pref : pk.w_other;
     }
@@ -573,7 +572,7 @@ static void las_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
         c->off.p[0] = 0;
         for (int64_t d = c->d0; d < c->d1 + LAS_RING; d++) {
             if (d >= c->d0 + LAS_RING) {
-                if (las_stage(h, c, &j->ws->chunk_w[i], d - LAS_RING, &ring[(d - LAS_RING) % LAS_RING], &e)) {
+                if (las_stage(h, c, &j->ws->chunk_w[i], &ring[(d - LAS_RING) % LAS_RING], &e)) {
                     j->failed = 1;
                     break;
                 }

@@ -475,13 +475,11 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
 }
 
 #define DEFINE_PICKS(NAME, IDX_T)                                                                        \
-    static int64_t NAME##_row(const IDX_T *ind, const ring_row_t *r, int64_t d, int64_t *key,           \
-                              int64_t *ed, int64_t *eid, int64_t e)                                      \
+    static int64_t NAME##_row(const IDX_T *ind, const ring_row_t *r, int64_t *key, int64_t *eid, int64_t e) \
     {                                                                                                    \
         for (int64_t q = 0; q < r->m; q++, e++) {                                                        \
             int64_t p = r->all ? q : r->pos[q];                                                          \
             key[e] = (int64_t)ind[p];                                                                    \
-            ed[e] = d;                                                                                   \
             if (eid) eid[e] = r->gb + p;                                                                 \
         }                                                                                                \
         return e;                                                                                        \
@@ -504,7 +502,7 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
                 j->failed = 1;                                                                           \
                 continue;                                                                                \
             }                                                                                            \
-            int64_t *key = cw->key.p, *ed = cw->ed.p, *eid = h->want_ids ? cw->eid.p : NULL;             \
+            int64_t *key = cw->key.p, *eid = h->want_ids ? cw->eid.p : NULL;                             \
             cw->off.p[0] = 0;                                                                            \
             if (ring_ok)                                                                                 \
                 for (int64_t d = d0; d < d1 && d < d0 + AHEAD; d++)                                      \
@@ -519,13 +517,12 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
                     for (int64_t q = 0; q < now.m; q++, e++) {                                           \
                         int64_t p = pos ? pos[q] : q;                                                    \
                         key[e] = (int64_t)ind[p];                                                        \
-                        ed[e] = d;                                                                       \
                         if (eid) eid[e] = now.gb + p;                                                    \
                     }                                                                                    \
                     cw->off.p[d - d0 + 1] = e;                                                           \
                     continue;                                                                            \
                 }                                                                                        \
-                e = NAME##_row((const IDX_T *)r->pt->indices + r->b, r, d, key, ed, eid, e);             \
+                e = NAME##_row((const IDX_T *)r->pt->indices + r->b, r, key, eid, e);                    \
                 cw->off.p[d - d0 + 1] = e;                                                               \
                 if (ring_ok && d + AHEAD < d1) ring_fill(h, w, r, frontier[d + AHEAD], sizeof(IDX_T));   \
             }                                                                                            \

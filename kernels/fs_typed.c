@@ -840,7 +840,7 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
     const type_ws_t *dw = &s->tw[et->dst_type];
     const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
     const int64_t *dbatch = full && s->disjoint ? dw->batch.p : NULL, *dtime = full && s->temporal ? dw->time.p : NULL;
-    int64_t e = 0, *key = c->key.p, *ed = c->ed.p, *eid = p->want_ids ? c->eid.p : NULL, *pos;
+    int64_t e = 0, *key = c->key.p, *eid = p->want_ids ? c->eid.p : NULL, *pos;
     uint64_t tag = tag_of(s, et->src_type, 0);
     int ring = p->k != FS_FANOUT_ALL && p->k <= RING_PICKS;
     ring_row_t rows[AHEAD], now;
@@ -866,7 +866,6 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
             int64_t at = pos ? pos[q] : q;
             int64_t src = wide ? ((const int64_t *)et->indices)[r->b + at] : ((const int32_t *)et->indices)[r->b + at];
             key[e] = (int64_t)key_of(r->tag, src);
-            ed[e] = d;
             if (eid) eid[e] = et->edge_ids ? et->edge_ids[r->b + at] : r->b + at;
         }
         c->off.p[d - c->d0 + 1] = e;
@@ -908,7 +907,7 @@ static void new_nodes(void *ctx, const fs_chunk_t *c, const int64_t *first, int6
 {
     const new_ctx_t *x = ctx;
     for (int64_t i = 0; i < nf; i++) {
-        int64_t at = first[i], id = id0 + i, d = c->ed.p[at];
+        int64_t at = first[i], id = id0 + i, d = x->disjoint || x->temporal ? fs_chunk_dst(c, at) : 0;
         x->src->nodes.p[id] = (int64_t)((uint64_t)c->key.p[at] & ((1ULL << FS_KEY_NODE_BITS) - 1));
         if (x->disjoint) x->src->batch.p[id] = x->dst->batch.p[d];
         if (x->temporal) x->src->time.p[id] = x->dst->time.p[d];
