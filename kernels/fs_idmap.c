@@ -17,6 +17,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 enum { KIND_FIRST, KIND_SAME_CHUNK, KIND_LATER_CHUNK };
@@ -65,6 +66,26 @@ struct fs_idmap {
     int any_later;
 };
 
+/* Tables are probed at random: on 4 KiB pages nearly every probe would
+ * also miss the TLB, so they are mapped on their own and offered to the
+ * kernel as huge pages (THP in "madvise" mode gives them none otherwise).
+ * Anonymous mappings start zeroed: every slot empty. */
+static slot_t *table_alloc(size_t cap)
+{
+    size_t bytes = cap * sizeof(slot_t);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= ((size_t)2 << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void table_free(slot_t *t, size_t cap)
+{
+    if (t) munmap(t, cap * sizeof(slot_t));
+}
+
 static inline uint64_t hash_of(uint64_t key) { return key * 0x9e3779b97f4a7c15ULL; }
 
 static inline int part_of(uint64_t h, int parts) { return (int)(((h >> 32) * (uint64_t)parts) >> 32); }
@@ -100,7 +121,8 @@ void fs_idmap_destroy(fs_idmap_t *m)
     if (!m) return;
     for (int p = 0; p < FS_IDMAP_MAX_PARTS; p++) {
         part_t *q = &m->part[p];
-        free(q->table), free(q->mkey), free(q->mval), free(q->mslot), free(q->mchunk), free(q->firsts);
+        table_free(q->table, q->cap);
+        free(q->mkey), free(q->mval), free(q->mslot), free(q->mchunk), free(q->firsts);
     }
     for (int c = 0; c < m->chunk_cap; c++)
         free(m->chunk[c].bkeys), free(m->chunk[c].inv), free(m->chunk[c].code), free(m->chunk[c].later_pos);
@@ -214,9 +236,9 @@ static int members_reserve(part_t *q, int64_t n)
 static int part_rebuild(part_t *q, size_t cap, uint32_t epoch)
 {
     if (cap > ((size_t)1 << 32)) return -1; /* mslot holds 32-bit slots */
-    slot_t *t = calloc(cap, sizeof *t);
+    slot_t *t = table_alloc(cap);
     if (!t) return -1;
-    free(q->table);
+    table_free(q->table, q->cap);
     q->table = t;
     q->cap = cap;
     q->shift = 64 - __builtin_ctzll(cap);
