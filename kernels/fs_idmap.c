@@ -66,13 +66,8 @@ struct fs_idmap {
     int any_later;
 };
 
-/* Tables are probed at random: on 4 KiB pages nearly every probe would
- * also miss the TLB, so they are mapped on their own and offered to the
- * kernel as huge pages (THP in "madvise" mode gives them none otherwise).
- * Anonymous mappings start zeroed: every slot empty. */
-static slot_t *table_alloc(size_t cap)
+void *fs_table_mem_alloc(size_t bytes)
 {
-    size_t bytes = cap * sizeof(slot_t);
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
@@ -81,9 +76,9 @@ static slot_t *table_alloc(size_t cap)
     return p;
 }
 
-static void table_free(slot_t *t, size_t cap)
+void fs_table_mem_free(void *p, size_t bytes)
 {
-    if (t) munmap(t, cap * sizeof(slot_t));
+    if (p) munmap(p, bytes);
 }
 
 static inline uint64_t hash_of(uint64_t key) { return key * 0x9e3779b97f4a7c15ULL; }
@@ -121,7 +116,7 @@ void fs_idmap_destroy(fs_idmap_t *m)
     if (!m) return;
     for (int p = 0; p < FS_IDMAP_MAX_PARTS; p++) {
         part_t *q = &m->part[p];
-        table_free(q->table, q->cap);
+        fs_table_mem_free(q->table, q->cap * sizeof(slot_t));
         free(q->mkey), free(q->mval), free(q->mslot), free(q->mchunk), free(q->firsts);
     }
     for (int c = 0; c < m->chunk_cap; c++)
@@ -236,9 +231,9 @@ static int members_reserve(part_t *q, int64_t n)
 static int part_rebuild(part_t *q, size_t cap, uint32_t epoch)
 {
     if (cap > ((size_t)1 << 32)) return -1; /* mslot holds 32-bit slots */
-    slot_t *t = table_alloc(cap);
+    slot_t *t = fs_table_mem_alloc(cap * sizeof(slot_t));
     if (!t) return -1;
-    table_free(q->table, q->cap);
+    fs_table_mem_free(q->table, q->cap * sizeof(slot_t));
     q->table = t;
     q->cap = cap;
     q->shift = 64 - __builtin_ctzll(cap);

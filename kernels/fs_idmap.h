@@ -29,6 +29,7 @@
 #ifndef FS_IDMAP_H
 #define FS_IDMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fs_pool.h"
@@ -72,5 +73,13 @@ void fs_idmap_resolve(const fs_idmap_t *m, int c, int64_t *out);
 
 /* Whether any chunk needs phase 4 (after phase 2). */
 int fs_idmap_needs_resolve(const fs_idmap_t *m);
+
+/* Memory for a hash table probed at random (this map's, and the serial
+ * samplers'): zeroed, on its own mapping, offered to the kernel as huge
+ * pages when 2 MiB or more (THP in "madvise" mode gives none otherwise, and
+ * on 4 KiB pages nearly every probe would also miss the TLB). NULL when
+ * out of memory; freed with its size. */
+void *fs_table_mem_alloc(size_t bytes);
+void fs_table_mem_free(void *p, size_t bytes);
 
 #endif

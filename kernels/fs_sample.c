@@ -83,7 +83,7 @@ fs_status_t fs_sampler_create(fs_sampler_t **out, fs_error_t *err)
 void fs_sampler_destroy(fs_sampler_t *s)
 {
     if (!s) return;
-    free(s->map);
+    fs_table_mem_free(s->map, s->map_cap * sizeof *s->map);
     free(s->nodes.p);
     free(s->seed_local.p);
     free(s->pos.p);
@@ -183,9 +183,9 @@ static int map_reserve(fs_sampler_t *s, int64_t u, int64_t extra)
     if (fs_i64vec_reserve(&s->nodes, (size_t)(u + extra) + 1)) return -1;
     if (need <= s->map_cap) return 0;
     while (cap < need) cap *= 2;
-    slot_t *m = calloc(cap, sizeof *m);
+    slot_t *m = fs_table_mem_alloc(cap * sizeof *m);
     if (!m) return -1;
-    free(s->map);
+    fs_table_mem_free(s->map, s->map_cap * sizeof *s->map);
     s->map = m;
     s->map_cap = cap;
     s->map_shift = 64 - __builtin_ctzll(cap);

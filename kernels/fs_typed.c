@@ -117,7 +117,7 @@ static void free_vec(fs_i64vec_t *v)
 void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
 {
     if (!s) return;
-    free(s->map);
+    fs_table_mem_free(s->map, s->map_cap * sizeof *s->map);
     for (int t = 0; t < s->cap_types; t++) free_vec(&s->tw[t].nodes), free_vec(&s->tw[t].batch), free_vec(&s->tw[t].time);
     for (int b = 0; b < s->cap_blocks; b++)
         free_vec(&s->bw[b].off), free_vec(&s->bw[b].edst), free_vec(&s->bw[b].esrc), free_vec(&s->bw[b].eid);
@@ -391,9 +391,9 @@ static int tmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
     if (need <= s->map_cap) return 0;
     while (cap < need) cap *= 2;
     if (cap > ((size_t)1 << 32)) return -1; /* pending_t holds 32-bit slots */
-    tslot_t *m = calloc(cap, sizeof *m);
+    tslot_t *m = fs_table_mem_alloc(cap * sizeof *m);
     if (!m) return -1;
-    free(s->map);
+    fs_table_mem_free(s->map, s->map_cap * sizeof *s->map);
     s->map = m;
     s->map_cap = cap;
     s->map_shift = 64 - __builtin_ctzll(cap);
