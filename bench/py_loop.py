@@ -14,8 +14,9 @@ Data: R-MAT scale 20, edge factor 16, symmetrised, 128 float32 features
 (``featstore gen rmat --scale 20 --dim 128 --symmetrize``), cached under
 /tmp/featstore-bench/rmat-s20-e16-sym-d128 (or ``--dataset DIR``: a dataset
 with a "feat" table, labels and a train split). Thread counts are timed in
-interleaved rounds (``--rounds`` of ``--batches`` each), so the machine's
-drift falls on every count alike; the first round of each is a warm-up.
+interleaved rounds (``--rounds`` of ``--batches`` each, the order rotating),
+so the machine's drift falls on every count alike; the first round is a
+warm-up. ratio_vs_1_thread is the median over rounds of the round's ratio.
 
     /usr/bin/python3 bench/py_loop.py [--featstore build/cli/featstore] [--lib build/client-lib/libfeatstore.so]
                                       [--dataset DIR] [--batch 1024] [--batches 40] [--rounds 5]
@@ -47,7 +48,7 @@ def parse_args():
     p.add_argument("--dataset", default=None)
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--batches", type=int, default=40, help="batches per thread count per round")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=10)
     return p.parse_args()
 
 
@@ -91,20 +92,20 @@ def main():
     try:
         clients = {t: featstore.connect("unix://" + os.path.join(tmp, "s.sock"), threads=t) for t in counts}
         seeds = np.random.default_rng(1).permutation(clients[1].split("train"))
-        secs = {t: 0.0 for t in counts}
-        done = {t: 0 for t in counts}
+        secs = {t: [] for t in counts}
         for r in range(args.rounds + 1):
-            for t in counts:
+            for k in range(len(counts)):
+                t = counts[(k + r) % len(counts)]  # rotate which count goes first
                 t0 = time.perf_counter()
                 loop(clients[t], seeds, r * args.batches, args.batches, args.batch)
                 if r > 0:  # round 0 warms every client up
-                    secs[t] += time.perf_counter() - t0
-                    done[t] += args.batches
-        one = done[1] / secs[1]
+                    secs[t].append(time.perf_counter() - t0)
         for t in counts:
-            rate = done[t] / secs[t]
+            # the median over rounds of the round's ratio: robust to a burst of noise in one round
+            ratio = float(np.median([one / mine for one, mine in zip(secs[1], secs[t])]))
+            done = args.batches * args.rounds
             print(f"RESULT bench=py_loop transport=unix threads={t} fanouts=15,10,5 batch={args.batch} "
-                  f"batches={done[t]} batches_per_s={rate:.1f} ratio_vs_1_thread={rate / one:.2f}", flush=True)
+                  f"batches={done} batches_per_s={done / sum(secs[t]):.1f} ratio_vs_1_thread={ratio:.2f}", flush=True)
         for c in clients.values():
             c.close()
     finally:
