@@ -5,6 +5,7 @@
  * than its first, the resolution of those repeats. */
 #include "fs_chunked.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,9 +60,11 @@ int fs_chunked_plan(fs_chunked_t *c, int64_t d0, int64_t d1, int64_t per_row, in
         k->d0 = d0 + i * rows;
         k->d1 = k->d0 + rows < d1 ? k->d0 + rows : d1;
         k->n = 0;
+        atomic_store_explicit(&k->ready, 0, memory_order_relaxed);
     }
     c->chunks = (int)chunks;
     c->d0 = d0;
+    if (!c->active) return c->chunks;
     return fs_idmap_run_begin(c->idmap, c->chunks, next_id) ? -1 : c->chunks;
 }
 
@@ -98,6 +101,17 @@ typedef struct {
     void *ctx;
 } relabel_job_t;
 
+/* A chunk's offsets, destinations and edge ids in the hop's arrays. */
+static void lay_out_chunk(const fs_chunked_t *c, const fs_chunk_t *k, int64_t *off, int64_t *ed, int64_t *eid)
+{
+    if (eid) memcpy(eid + k->base, k->eid.p, (size_t)k->n * sizeof(int64_t));
+    for (int64_t d = k->d0; d < k->d1; d++) {
+        int64_t e0 = k->base + k->off.p[d - k->d0], e1 = k->base + k->off.p[d - k->d0 + 1];
+        off[d - c->d0 + 1] = e1;
+        for (int64_t e = e0; e < e1; e++) ed[e] = d;
+    }
+}
+
 static void assign_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
 {
     relabel_job_t *j = ctx;
@@ -107,13 +121,24 @@ static void assign_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
         const fs_chunk_t *k = &c->chunk[i];
         int64_t nf = fs_idmap_assign(c->idmap, (int)i, j->es + k->base, first);
         if (nf) j->on_new(j->ctx, k, first, nf, fs_idmap_chunk_base(c->idmap, (int)i));
-        if (j->eid) memcpy(j->eid + k->base, k->eid.p, (size_t)k->n * sizeof(int64_t));
-        for (int64_t d = k->d0; d < k->d1; d++) { /* offsets and destinations, from the chunk's offsets */
-            int64_t e0 = k->base + k->off.p[d - k->d0], e1 = k->base + k->off.p[d - k->d0 + 1];
-            j->off[d - c->d0 + 1] = e1;
-            for (int64_t e = e0; e < e1; e++) j->ed[e] = d;
-        }
+        lay_out_chunk(c, k, j->off, j->ed, j->eid);
     }
+}
+
+static void lay_out_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    (void)worker;
+    relabel_job_t *j = ctx;
+    for (int64_t i = c0; i < c1; i++) lay_out_chunk(j->c, &j->c->chunk[i], j->off, j->ed, j->eid);
+}
+
+void fs_chunked_lay_out(fs_chunked_t *c, fs_pool_t *pool, int64_t *off, int64_t *ed, int64_t *eid)
+{
+    int64_t total = 0;
+    for (int i = 0; i < c->chunks; i++) c->chunk[i].base = total, total += c->chunk[i].n;
+    relabel_job_t j = {.c = c, .off = off, .ed = ed, .eid = eid};
+    fs_pool_run(pool, c->chunks, 1, lay_out_chunks, &j);
+    off[0] = 0;
 }
 
 static void resolve_chunks(void *ctx, int64_t c0, int64_t c1, int worker)

@@ -33,6 +33,7 @@ typedef struct {
     fs_i64vec_t eid;   /* its edge id, when wanted */
     fs_i64vec_t off;   /* [d1 - d0 + 1] picks before each destination */
     int64_t d0, d1, n, base;
+    _Atomic int ready; /* staged (the in-order inserter's signal) */
 } fs_chunk_t;
 
 /* The destination (local id) of the chunk's pick at position `at`. */
@@ -64,8 +65,9 @@ void fs_chunked_free(fs_chunked_t *c);
 int fs_chunked_begin(fs_chunked_t *c, fs_pool_t *pool);
 
 /* Cuts destinations [d0, d1) into chunks of about FS_CHUNK_PICKS picks at
- * per_row picks a row, for a run whose new ids start at next_id. Returns the
- * number of chunks, or -1 when out of memory. */
+ * per_row picks a row, for a run whose new ids start at next_id (in the id
+ * map, when the request uses it: `active`). Returns the number of chunks,
+ * or -1 when out of memory. */
 int fs_chunked_plan(fs_chunked_t *c, int64_t d0, int64_t d1, int64_t per_row, int64_t next_id);
 
 /* Room in a chunk's staging for `bound` picks. 0, or -1. */
@@ -92,5 +94,11 @@ int64_t fs_chunked_relabel(fs_chunked_t *c, fs_pool_t *pool, int64_t *off, int64
 
 /* The sum of the chunks' picks (after staging). */
 int64_t fs_chunked_total(const fs_chunked_t *c);
+
+/* For samplers that relabel with their own serial map, in chunk order, as
+ * chunks become ready (fs_sample.c's in-order inserter): sets each chunk's
+ * base, then lays out off, ed and eid (NULL: none) on the pool as
+ * fs_chunked_relabel does; es is the sampler's. */
+void fs_chunked_lay_out(fs_chunked_t *c, fs_pool_t *pool, int64_t *off, int64_t *ed, int64_t *eid);
 
 #endif

@@ -13,6 +13,7 @@
 #include "fs_sample.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -484,24 +485,17 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
         }                                                                                                \
         return e;                                                                                        \
     }                                                                                                    \
-    static void NAME(void *ctx, int64_t c0, int64_t c1, int worker)                                      \
+    /* One chunk's picks into its staging; its pick count, or -1 when out of memory. */                 \
+    static int64_t NAME##_chunk(fs_sampler_t *s, const hop_t *h, worker_ws_t *w, fs_chunk_t *cw)        \
     {                                                                                                    \
-        par_job_t *j = ctx;                                                                              \
-        fs_sampler_t *s = j->s;                                                                          \
-        const hop_t *h = j->h;                                                                           \
-        worker_ws_t *w = &s->worker[worker];                                                             \
         const int64_t *frontier = s->nodes.p;                                                            \
         int ring_ok = h->k != FS_FANOUT_ALL && h->k <= RING_PICKS;                                       \
         ring_row_t ring[AHEAD];                                                                          \
-        for (int64_t c = c0; c < c1; c++) {                                                              \
-            fs_chunk_t *cw = &s->par.chunk[c];                                                           \
+        {                                                                                                \
             int64_t unused, bound = chunk_bound(h, frontier, cw->d0, cw->d1, &unused), e = 0;            \
             int64_t d0 = cw->d0, d1 = cw->d1;                                                            \
             cw->n = 0;                                                                                   \
-            if (fs_chunk_reserve(cw, bound, h->want_ids)) {                                              \
-                j->failed = 1;                                                                           \
-                continue;                                                                                \
-            }                                                                                            \
+            if (fs_chunk_reserve(cw, bound, h->want_ids)) return -1;                                     \
             int64_t *key = cw->key.p, *eid = h->want_ids ? cw->eid.p : NULL;                             \
             cw->off.p[0] = 0;                                                                            \
             if (ring_ok)                                                                                 \
@@ -526,11 +520,28 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
                 cw->off.p[d - d0 + 1] = e;                                                               \
                 if (ring_ok && d + AHEAD < d1) ring_fill(h, w, r, frontier[d + AHEAD], sizeof(IDX_T));   \
             }                                                                                            \
-            if (fs_chunked_staged(&s->par, (int)c, e)) j->failed = 1;                                    \
+            cw->n = e;                                                                                   \
+            return e;                                                                                    \
         }                                                                                                \
     }
 DEFINE_PICKS(picks_i32, int32_t)
 DEFINE_PICKS(picks_i64, int64_t)
+
+static int64_t pick_chunk(fs_sampler_t *s, const hop_t *h, int worker, int c)
+{
+    return (h->g->index_dtype == FS_DTYPE_I32 ? picks_i32_chunk : picks_i64_chunk)(s, h, &s->worker[worker],
+                                                                                  &s->par.chunk[c]);
+}
+
+/* Phase 1 of the partitioned relabel: each chunk's picks, bucketed. */
+static void picks_bucketed(void *ctx, int64_t c0, int64_t c1, int worker)
+{
+    par_job_t *j = ctx;
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t n = pick_chunk(j->s, j->h, worker, (int)c);
+        if (n < 0 || fs_chunked_staged(&j->s->par, (int)c, n)) j->failed = 1;
+    }
+}
 
 /* Per-worker scratch for rows up to max_deg and chunks up to max_n picks. */
 static int workers_reserve(fs_sampler_t *s, int workers, int64_t pk, int64_t max_deg)
@@ -568,6 +579,17 @@ fs_chunked_t *fs_sampler_par(fs_sampler_t *s) { return &s->par; }
 
 fs_pool_t *fs_sampler_pool(fs_sampler_t *s) { return s->pool; }
 
+/* The workers' topology counters into the request's. */
+static void add_worker_counters(fs_sampler_t *s, const hop_t *h, int workers)
+{
+    if (!h->topo) return;
+    for (int w = 0; w < workers; w++)
+        for (int k = 0; k < h->g->num_parts; k++) {
+            h->topo->rows[k] += s->worker[w].lists[k];
+            h->topo->bytes[k] += s->worker[w].reads[k] * (h->g->index_dtype == FS_DTYPE_I32 ? 4 : 8);
+        }
+}
+
 static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound, int64_t max_deg,
                                 int64_t *u, int64_t *num_edges, fs_error_t *err)
 {
@@ -578,19 +600,90 @@ static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst
         chunks = fs_chunked_plan(&s->par, 0, num_dst, h->k != FS_FANOUT_ALL ? h->k : bound / (num_dst ? num_dst : 1), *u);
     if (chunks < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
     par_job_t j = {.s = s, .h = h};
-    fs_pool_run(s->pool, chunks, 1, h->g->index_dtype == FS_DTYPE_I32 ? picks_i32 : picks_i64, &j);
+    fs_pool_run(s->pool, chunks, 1, picks_bucketed, &j);
     int64_t fresh = j.failed ? -1
                   : fs_chunked_relabel(&s->par, s->pool, s->off[h->hop].p, s->edst[h->hop].p, s->esrc[h->hop].p,
                                        h->want_ids ? s->eid[h->hop].p : NULL, fs_chunked_new_ids, s->nodes.p);
     if (fresh < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's id map", h->hop);
-    if (h->topo)
-        for (int w = 0; w < workers; w++)
-            for (int k = 0; k < h->g->num_parts; k++) {
-                h->topo->rows[k] += s->worker[w].lists[k];
-                h->topo->bytes[k] += s->worker[w].reads[k] * (h->g->index_dtype == FS_DTYPE_I32 ? 4 : 8);
-            }
+    add_worker_counters(s, h, workers);
     *u += fresh;
     *num_edges = fs_chunked_total(&s->par);
+    return FS_OK;
+}
+
+/* ---- the in-order inserter (pools of up to INSERTER_MAX_THREADS) ---------
+ *
+ * With few threads the partitioned map's extra passes cost more than they
+ * spread: its probes miss as the Fused-Map's inserts do, but in a phase of
+ * their own, where the serial loop hides them behind its picks' misses
+ * (docs/algorithms.md §6). So one worker inserts the staged chunks' keys
+ * into the sampler's own Fused-Map, in chunk order, as they become ready:
+ * exactly the serial hop's inserts, in the serial hop's order. The others,
+ * and the inserter while no chunk is ready, pick ahead. */
+#define INSERTER_MAX_THREADS 3
+
+typedef struct {
+    fs_sampler_t *s;
+    const hop_t *h;
+    int chunks;
+    _Atomic int next, role, failed;
+    int64_t *es, u, e;
+} ins_job_t;
+
+static void insert_chunk(ins_job_t *j, const fs_chunk_t *c)
+{
+    fs_sampler_t *s = j->s;
+    const int64_t *key = c->key.p;
+    int64_t *es = j->es + j->e, n = c->n;
+    for (int64_t i = 0; i < n && i < PIPE; i++) __builtin_prefetch(&s->map[map_hash(s, key[i])], 1, 0);
+    for (int64_t i = 0; i < n; i++) {
+        if (i + PIPE < n) __builtin_prefetch(&s->map[map_hash(s, key[i + PIPE])], 1, 0);
+        es[i] = map_add(s, key[i], &j->u);
+    }
+    j->e += n;
+}
+
+static void inserter_run(void *ctx, int64_t i0, int64_t i1, int worker)
+{
+    ins_job_t *j = ctx;
+    fs_chunk_t *chunk = j->s->par.chunk;
+    for (int64_t item = i0; item < i1; item++) {
+        int inserter = atomic_exchange(&j->role, 1) == 0, done = 0;
+        for (;;) {
+            if (inserter && done < j->chunks && atomic_load_explicit(&chunk[done].ready, memory_order_acquire)) {
+                if (!j->failed) insert_chunk(j, &chunk[done]);
+                done++;
+                continue;
+            }
+            int c = atomic_fetch_add(&j->next, 1);
+            if (c < j->chunks) {
+                if (pick_chunk(j->s, j->h, worker, c) < 0) j->failed = 1;
+                atomic_store_explicit(&chunk[c].ready, 1, memory_order_release);
+                continue;
+            }
+            if (!inserter || done == j->chunks) break;
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause(); /* the next chunk is being picked by another worker */
+#endif
+        }
+    }
+}
+
+static fs_status_t hop_inserter(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound, int64_t max_deg,
+                                int64_t *u, int64_t *num_edges, fs_error_t *err)
+{
+    int workers = fs_pool_size(s->pool), chunks = -1;
+    int64_t pk = (h->k == FS_FANOUT_ALL ? max_deg : h->k) + 1;
+    if (!workers_reserve(s, workers, pk, max_deg))
+        chunks = fs_chunked_plan(&s->par, 0, num_dst, h->k != FS_FANOUT_ALL ? h->k : bound / (num_dst ? num_dst : 1), *u);
+    if (chunks < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
+    ins_job_t j = {.s = s, .h = h, .chunks = chunks, .es = s->esrc[h->hop].p, .u = *u};
+    fs_pool_run(s->pool, workers, 1, inserter_run, &j); /* one item per worker: inserter_run splits the work */
+    if (j.failed) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's picks", h->hop);
+    fs_chunked_lay_out(&s->par, s->pool, s->off[h->hop].p, s->edst[h->hop].p, h->want_ids ? s->eid[h->hop].p : NULL);
+    add_worker_counters(s, h, workers);
+    *u = j.u;
+    *num_edges = j.e;
     return FS_OK;
 }
 
@@ -616,14 +709,21 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
             return fs_error(err, FS_ERR_RESOURCE, "sample: hop %d could reach %lld nodes, over the 2^31 per-request "
                             "limit; use smaller fanouts or fewer seeds", hop, (long long)(u + bound));
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
-        int parallel = s->par.active || (fs_pool_size(s->pool) > 1 && bound >= fs_chunk_parallel_min);
-        if (parallel ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
+        /* hops past the threshold are picked in chunks (rows picked ahead of
+         * their reads) and inserted in order, on however many threads there
+         * are; many threads partition the map instead (the id map) */
+        int workers = fs_pool_size(s->pool);
+        int parallel = s->par.active || bound >= fs_chunk_parallel_min;
+        int partitioned = parallel && (s->par.active || workers > INSERTER_MAX_THREADS);
+        if (partitioned ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
             return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
         hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,
                    .want_ids = req->want_edge_ids, .topo = topo};
         num_dst[hop] = u;
-        if (parallel) {
+        if (partitioned) {
             if ((st = hop_parallel(s, &h, num_dst[hop], bound, max_deg, &u, &num_edges[hop], err))) return st;
+        } else if (parallel) {
+            if ((st = hop_inserter(s, &h, num_dst[hop], bound, max_deg, &u, &num_edges[hop], err))) return st;
         } else if (g->index_dtype == FS_DTYPE_I32) hop_i32(s, &h, num_dst[hop], &u, &num_edges[hop]);
         else hop_i64(s, &h, num_dst[hop], &u, &num_edges[hop]);
         u_after[hop] = u;

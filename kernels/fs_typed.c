@@ -17,6 +17,7 @@
  * positions, or over weights with the excluded ones zeroed. */
 #include "fs_typed.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -874,24 +875,26 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
     return e;
 }
 
+/* One chunk's picks into its staging; its pick count, or -1 when out of memory. */
+static int64_t pick_chunk(fs_typed_sampler_t *s, const pass_t *p, int worker, fs_chunk_t *c)
+{
+    int wide = p->et->index_dtype != FS_DTYPE_I32, full = p->temporal || s->disjoint || s->x.n;
+    int64_t max_deg, bound = p->k != FS_FANOUT_ALL ? (c->d1 - c->d0) * p->k /* no row can pick more */
+                                                   : pass_bound(s, p, c->d0, c->d1, &max_deg);
+    if (fs_chunk_reserve(c, bound, p->want_ids)) return -1;
+    pick_ws_t *w = &s->worker[worker];
+    int64_t n = full ? (wide ? chunk_body(s, w, p, c, 1, 1) : chunk_body(s, w, p, c, 0, 1))
+                     : (wide ? chunk_body(s, w, p, c, 1, 0) : chunk_body(s, w, p, c, 0, 0));
+    c->n = n;
+    return n;
+}
+
 static void pick_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
 {
     par_job_t *j = ctx;
-    fs_typed_sampler_t *s = j->s;
-    const pass_t *p = j->p;
-    int wide = p->et->index_dtype != FS_DTYPE_I32, full = p->temporal || s->disjoint || s->x.n;
     for (int64_t i = c0; i < c1; i++) {
-        fs_chunk_t *c = &s->par.chunk[i];
-        int64_t max_deg, n, bound = p->k != FS_FANOUT_ALL ? (c->d1 - c->d0) * p->k /* no row can pick more */
-                                                        : pass_bound(s, p, c->d0, c->d1, &max_deg);
-        if (fs_chunk_reserve(c, bound, p->want_ids)) {
-            j->failed = 1;
-            continue;
-        }
-        pick_ws_t *w = &s->worker[worker];
-        if (full) n = wide ? chunk_body(s, w, p, c, 1, 1) : chunk_body(s, w, p, c, 0, 1);
-        else n = wide ? chunk_body(s, w, p, c, 1, 0) : chunk_body(s, w, p, c, 0, 0);
-        if (fs_chunked_staged(&s->par, (int)i, n)) j->failed = 1;
+        int64_t n = pick_chunk(j->s, j->p, worker, &j->s->par.chunk[i]);
+        if (n < 0 || fs_chunked_staged(&j->s->par, (int)i, n)) j->failed = 1;
     }
 }
 
@@ -964,6 +967,81 @@ static int64_t pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
     return fs_chunked_total(&s->par);
 }
 
+/* ---- the in-order inserter (pools of up to INSERTER_MAX_THREADS) ---------
+ * fs_sample.c's: one worker inserts the staged chunks' keys into the typed
+ * Fused-Map in chunk order as they become ready, each new node taking its
+ * destination's batch and time, exactly as pass_body's inserts do; the
+ * others, and it while no chunk is ready, pick ahead. */
+#define INSERTER_MAX_THREADS 3
+
+typedef struct {
+    fs_typed_sampler_t *s;
+    const pass_t *p;
+    int chunks;
+    _Atomic int next, role, failed;
+    int64_t *es, e;
+} ins_job_t;
+
+static void insert_chunk(ins_job_t *j, const fs_chunk_t *c)
+{
+    fs_typed_sampler_t *s = j->s;
+    const type_ws_t *dw = &s->tw[j->p->et->dst_type];
+    const int64_t *dbatch = s->disjoint ? dw->batch.p : NULL, *dtime = s->temporal ? dw->time.p : NULL;
+    const uint64_t *key = (const uint64_t *)c->key.p;
+    int64_t *es = j->es + j->e, n = c->n, i = 0;
+    int type = j->p->et->src_type;
+    for (int64_t q = 0; q < n && q < PIPE; q++) __builtin_prefetch(&s->map[tmap_hash(s, key[q])], 1, 0);
+    for (int64_t d = c->d0; d < c->d1; d++)
+        for (int64_t end = c->off.p[d - c->d0 + 1]; i < end; i++) {
+            if (i + PIPE < n) __builtin_prefetch(&s->map[tmap_hash(s, key[i + PIPE])], 1, 0);
+            es[i] = tmap_add_at(s, type, key[i], tmap_hash(s, key[i]), dbatch ? dbatch[d] : 0, dtime ? dtime[d] : 0);
+        }
+    j->e += n;
+}
+
+static void inserter_run(void *ctx, int64_t i0, int64_t i1, int worker)
+{
+    ins_job_t *j = ctx;
+    fs_chunk_t *chunk = j->s->par.chunk;
+    for (int64_t item = i0; item < i1; item++) {
+        int inserter = atomic_exchange(&j->role, 1) == 0, done = 0;
+        for (;;) {
+            if (inserter && done < j->chunks && atomic_load_explicit(&chunk[done].ready, memory_order_acquire)) {
+                if (!j->failed) insert_chunk(j, &chunk[done]);
+                done++;
+                continue;
+            }
+            int c = atomic_fetch_add(&j->next, 1);
+            if (c < j->chunks) {
+                if (pick_chunk(j->s, j->p, worker, &chunk[c]) < 0) j->failed = 1;
+                atomic_store_explicit(&chunk[c].ready, 1, memory_order_release);
+                continue;
+            }
+            if (!inserter || done == j->chunks) break;
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause(); /* the next chunk is being picked by another worker */
+#endif
+        }
+    }
+}
+
+/* The pass on the pool with the Fused-Map kept; the number of edges, or -1
+ * when out of memory. */
+static int64_t pass_inserter(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t bound,
+                             int64_t max_deg, block_ws_t *bw)
+{
+    int workers = fs_pool_size(s->pool);
+    int64_t per_row = p->k != FS_FANOUT_ALL ? p->k : bound / (d1 > d0 ? d1 - d0 : 1);
+    int chunks = workers_reserve(s, workers, max_deg > p->k ? max_deg : p->k) ? -1
+               : fs_chunked_plan(&s->par, d0, d1, per_row, s->tw[p->et->src_type].n);
+    if (chunks < 0) return -1;
+    ins_job_t j = {.s = s, .p = p, .chunks = chunks, .es = bw->esrc.p};
+    fs_pool_run(s->pool, workers, 1, inserter_run, &j); /* one item per worker: inserter_run splits the work */
+    if (j.failed) return -1;
+    fs_chunked_lay_out(&s->par, s->pool, bw->off.p, bw->edst.p, p->want_ids ? bw->eid.p : NULL);
+    return j.e;
+}
+
 void fs_typed_sampler_set_pool(fs_typed_sampler_t *s, fs_pool_t *pool)
 {
     s->pool = pool;
@@ -986,7 +1064,7 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
      * then sums the exact bound (the same on either path) too */
     int64_t max_deg, bound = -1;
     int parallel = s->par.active;
-    if (!parallel && fs_pool_size(s->pool) > 1) {
+    if (!parallel) {
         if (p.k == FS_FANOUT_ALL) bound = pass_bound(s, &p, d0, d1, &max_deg);
         parallel = (p.k == FS_FANOUT_ALL ? bound : (d1 - d0) * p.k) >= fs_chunk_parallel_min;
     }
@@ -1003,11 +1081,16 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
     int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
     int64_t n;
-    if (parallel) {
+    /* few threads keep the Fused-Map (the in-order inserter), more partition it (the id map) */
+    int partitioned = parallel && (s->par.active || fs_pool_size(s->pool) > INSERTER_MAX_THREADS);
+    if (partitioned) {
         if (nodes_reserve(s, et->src_type, bound) || (n = pass_parallel(s, &p, d0, d1, bound, max_deg, bw)) < 0)
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
     } else if (tmap_reserve(s, et->src_type, bound)) {
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for the id map at hop %d", hop);
+    } else if (parallel) {
+        if ((n = pass_inserter(s, &p, d0, d1, bound, max_deg, bw)) < 0)
+            return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
     } else {
         n = full ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
                  : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
