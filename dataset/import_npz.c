@@ -350,9 +350,10 @@ static fs_status_t import_shipped_splits(archive_t *a, fs_writer_t *w, int64_t n
             for (int64_t j = 0; j < len; j++) {
                 int64_t id = is_mask ? (v[j] ? j : -1) : v[j];
                 if (id < -1 || id >= n || (!is_mask && id < 0)) {
+                    long long bad = (long long)v[j]; /* named in the message after v is freed */
                     free(v);
                     return fs_error(err, FS_ERR_FORMAT, "%s:%s.npy: node id %lld at offset %lld is outside [0, %lld)",
-                                    a->path, keys[i][k], (long long)v[j], (long long)j, (long long)n);
+                                    a->path, keys[i][k], bad, (long long)j, (long long)n);
                 }
                 if (id >= 0) v[cnt++] = id;
             }
