@@ -880,7 +880,7 @@ static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
  * pool in pieces: a batch's arrays run to megabytes, and copied on one
  * thread they were the serial tail of a parallel sample. */
 #define COPY_PIECE ((size_t)256 << 10)
-#define COPY_ARRAYS (2 + 4 * FS_MAX_HOPS)
+#define COPY_ARRAYS (2 + 5 * FS_MAX_HOPS) /* nodes, seeds; per hop offsets, dst, src, ids, weights */
 
 typedef struct {
     char *dst[COPY_ARRAYS];

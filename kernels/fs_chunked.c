@@ -28,13 +28,7 @@ int fs_chunked_begin(fs_chunked_t *c, fs_pool_t *pool)
 {
     if (!c->idmap && !(c->idmap = fs_idmap_create())) return -1;
     int workers = fs_pool_size(pool);
-    if (workers > c->first_cap) {
-        fs_i64vec_t *f = realloc(c->first, (size_t)workers * sizeof *f);
-        if (!f) return -1;
-        memset(f + c->first_cap, 0, (size_t)(workers - c->first_cap) * sizeof *f);
-        c->first = f;
-        c->first_cap = workers;
-    }
+    if (fs_grow_zeroed((void **)&c->first, &c->first_cap, workers, sizeof *c->first)) return -1;
     fs_idmap_begin(c->idmap, workers);
     c->active = 1;
     return 0;
@@ -46,15 +40,7 @@ int fs_chunked_plan(fs_chunked_t *c, int64_t d0, int64_t d1, int64_t per_row, in
     if (rows < 1) rows = 1;
     int64_t chunks = (d1 - d0 + rows - 1) / rows;
     if (chunks > INT32_MAX / 2) return -1;
-    if (chunks > c->chunk_cap) {
-        int cap = c->chunk_cap ? c->chunk_cap : 64;
-        while (cap < chunks) cap *= 2;
-        fs_chunk_t *k = realloc(c->chunk, (size_t)cap * sizeof *k);
-        if (!k) return -1;
-        memset(k + c->chunk_cap, 0, (size_t)(cap - c->chunk_cap) * sizeof *k);
-        c->chunk = k;
-        c->chunk_cap = cap;
-    }
+    if (fs_grow_zeroed((void **)&c->chunk, &c->chunk_cap, (int)chunks, sizeof *c->chunk)) return -1;
     for (int64_t i = 0; i < chunks; i++) {
         fs_chunk_t *k = &c->chunk[i];
         k->d0 = d0 + i * rows;
@@ -100,6 +86,49 @@ typedef struct {
     fs_chunked_new_fn on_new;
     void *ctx;
 } relabel_job_t;
+
+typedef struct {
+    fs_chunked_t *c;
+    fs_chunk_pick_fn pick;
+    fs_chunk_insert_fn insert;
+    void *ctx;
+    _Atomic int next, role, failed;
+} inserter_job_t;
+
+static void inserter_run(void *ctx, int64_t i0, int64_t i1, int worker)
+{
+    inserter_job_t *j = ctx;
+    fs_chunk_t *chunk = j->c->chunk;
+    int chunks = j->c->chunks;
+    for (int64_t item = i0; item < i1; item++) {
+        int inserter = atomic_exchange(&j->role, 1) == 0, done = 0;
+        for (;;) {
+            if (inserter && done < chunks && atomic_load_explicit(&chunk[done].ready, memory_order_acquire)) {
+                if (!j->failed) j->insert(j->ctx, &chunk[done]);
+                done++;
+                continue;
+            }
+            int i = atomic_fetch_add(&j->next, 1);
+            if (i < chunks) {
+                if (j->pick(j->ctx, worker, &chunk[i]) < 0) j->failed = 1;
+                atomic_store_explicit(&chunk[i].ready, 1, memory_order_release);
+                continue;
+            }
+            if (!inserter || done == chunks) break;
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause(); /* the next chunk is being picked by another worker */
+#endif
+        }
+    }
+}
+
+int fs_chunked_pick_insert(fs_chunked_t *c, fs_pool_t *pool, fs_chunk_pick_fn pick, fs_chunk_insert_fn insert,
+                           void *ctx)
+{
+    inserter_job_t j = {.c = c, .pick = pick, .insert = insert, .ctx = ctx};
+    fs_pool_run(pool, fs_pool_size(pool), 1, inserter_run, &j); /* one item per worker: inserter_run splits the work */
+    return j.failed ? -1 : 0;
+}
 
 /* A chunk's offsets, destinations and edge ids in the hop's arrays. */
 static void lay_out_chunk(const fs_chunked_t *c, const fs_chunk_t *k, int64_t *off, int64_t *ed, int64_t *eid)

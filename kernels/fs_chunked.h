@@ -1,13 +1,16 @@
-/* fs_chunked.h — the parallel hop both CPU samplers share (fs_sample.c,
- * fs_typed.c; docs/algorithms.md §6, "parallel relabel"): a hop's
- * destinations cut into chunks, each chunk's picks staged by whichever
- * worker claims it, then relabelled on the pool by the partitioned id map
- * (fs_idmap.h) and copied into the hop's arrays, exactly as the serial hop
- * would have written them.
- *
- * A sampler's hop: fs_chunked_plan, then on its pool each chunk's picks
- * into the chunk's staging (fs_chunk_reserve first) and fs_chunked_staged,
- * then fs_chunked_relabel. Internal to the kernels; one per sampler. */
+/* fs_chunked.h — the chunked hop the CPU samplers share (fs_sample.c,
+ * fs_typed.c, fs_locality.c; docs/algorithms.md §6, "parallel relabel"): a
+ * hop's destinations cut into chunks, each chunk's picks staged by whichever
+ * worker claims it, then relabelled in first-appearance order and laid out
+ * in the hop's arrays exactly as the fused serial hop writes them. Two ways
+ * to relabel:
+ *   - in order (up to FS_CHUNK_INSERTER_MAX threads, and one): fs_chunked_plan,
+ *     fs_chunked_pick_insert with the sampler's own picks and Fused-Map
+ *     inserts, then fs_chunked_lay_out;
+ *   - partitioned (more threads): fs_chunked_begin once per request,
+ *     fs_chunked_plan, each chunk's picks then fs_chunked_staged on the
+ *     pool, then fs_chunked_relabel (the id map, fs_idmap.h).
+ * Internal to the kernels; one per sampler. */
 #ifndef FS_CHUNKED_H
 #define FS_CHUNKED_H
 
@@ -94,6 +97,23 @@ int64_t fs_chunked_relabel(fs_chunked_t *c, fs_pool_t *pool, int64_t *off, int64
 
 /* The sum of the chunks' picks (after staging). */
 int64_t fs_chunked_total(const fs_chunked_t *c);
+
+/* The in-order inserter (docs/algorithms.md §6): pools of up to this many
+ * threads keep the sampler's own Fused-Map; larger ones partition it. */
+#define FS_CHUNK_INSERTER_MAX 3
+
+/* Stages chunk's picks (fs_chunk_reserve, then its key, eid, off, n):
+ * the number of picks, or -1 when out of memory. */
+typedef int64_t (*fs_chunk_pick_fn)(void *ctx, int worker, fs_chunk_t *chunk);
+/* Relabels a staged chunk with the sampler's own map; called in chunk order. */
+typedef void (*fs_chunk_insert_fn)(void *ctx, const fs_chunk_t *chunk);
+
+/* Picks every planned chunk on the pool while one worker (the first to
+ * arrive) inserts the staged chunks in chunk order as they become ready,
+ * picking itself while none is. 0, or -1 when a pick failed (no chunk is
+ * inserted after that). */
+int fs_chunked_pick_insert(fs_chunked_t *c, fs_pool_t *pool, fs_chunk_pick_fn pick, fs_chunk_insert_fn insert,
+                           void *ctx);
 
 /* For samplers that relabel with their own serial map, in chunk order, as
  * chunks become ready (fs_sample.c's in-order inserter): sets each chunk's

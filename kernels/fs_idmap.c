@@ -20,6 +20,8 @@
 #include <sys/mman.h>
 #include <string.h>
 
+#include "fs_sample_internal.h"
+
 enum { KIND_FIRST, KIND_SAME_CHUNK, KIND_LATER_CHUNK };
 
 #define PROBE_AHEAD 48
@@ -139,23 +141,12 @@ void fs_idmap_begin(fs_idmap_t *m, int parts)
 
 int fs_idmap_run_begin(fs_idmap_t *m, int chunks, int64_t next_id)
 {
-    if (chunks > m->chunk_cap) {
-        int cap = m->chunk_cap ? m->chunk_cap : 16;
-        while (cap < chunks) cap *= 2;
-        chunk_t *c = realloc(m->chunk, (size_t)cap * sizeof *c);
-        if (!c) return -1;
-        memset(c + m->chunk_cap, 0, (size_t)(cap - m->chunk_cap) * sizeof *c);
-        m->chunk = c;
-        m->chunk_cap = cap;
+    if (fs_grow_zeroed((void **)&m->chunk, &m->chunk_cap, chunks, sizeof *m->chunk)) return -1;
+    for (int p = 0; p < FS_IDMAP_MAX_PARTS; p++) { /* every partition counts per chunk: one capacity for all */
+        int cap = m->firsts_cap;
+        if (fs_grow_zeroed((void **)&m->part[p].firsts, &cap, chunks, sizeof(int64_t))) return -1;
     }
-    if (chunks > m->firsts_cap) {
-        for (int p = 0; p < FS_IDMAP_MAX_PARTS; p++) {
-            int64_t *f = realloc(m->part[p].firsts, (size_t)m->chunk_cap * sizeof *f);
-            if (!f) return -1;
-            m->part[p].firsts = f;
-        }
-        m->firsts_cap = m->chunk_cap;
-    }
+    if (chunks > m->firsts_cap) m->firsts_cap = chunks;
     m->chunks = chunks;
     m->next_id = next_id;
     m->any_later = 0;
@@ -164,22 +155,27 @@ int fs_idmap_run_begin(fs_idmap_t *m, int chunks, int64_t next_id)
 
 /* ---- phase 1 --------------------------------------------------------------- */
 
+/* Room for n entries in each of k parallel arrays holding *cap (doubling
+ * from 1024). 0, or -1 when out of memory (arrays grown so far stay valid). */
+static int arrays_reserve(int64_t n, int64_t *cap, int k, void **arr[], const size_t elem[])
+{
+    if (n <= *cap) return 0;
+    int64_t c = *cap ? *cap : 1024;
+    while (c < n) c *= 2;
+    for (int i = 0; i < k; i++) {
+        void *p = realloc(*arr[i], (size_t)c * elem[i]);
+        if (!p) return -1;
+        *arr[i] = p;
+    }
+    *cap = c;
+    return 0;
+}
+
 static int chunk_reserve(chunk_t *c, int64_t n)
 {
-    if (n <= c->cap) return 0;
-    int64_t cap = c->cap ? c->cap : 1024;
-    while (cap < n) cap *= 2;
-    uint64_t *k = realloc(c->bkeys, (size_t)cap * sizeof *k);
-    if (k) c->bkeys = k;
-    uint32_t *i = realloc(c->inv, (size_t)cap * sizeof *i);
-    if (i) c->inv = i;
-    int64_t *d = realloc(c->code, (size_t)cap * sizeof *d);
-    if (d) c->code = d;
-    uint32_t *l = realloc(c->later_pos, (size_t)cap * sizeof *l);
-    if (l) c->later_pos = l;
-    if (!k || !i || !d || !l) return -1;
-    c->cap = cap;
-    return 0;
+    void **arr[] = {(void **)&c->bkeys, (void **)&c->inv, (void **)&c->code, (void **)&c->later_pos};
+    const size_t elem[] = {sizeof *c->bkeys, sizeof *c->inv, sizeof *c->code, sizeof *c->later_pos};
+    return arrays_reserve(n, &c->cap, 4, arr, elem);
 }
 
 int fs_idmap_bucket(fs_idmap_t *m, int ci, const uint64_t *keys, int64_t n)
@@ -210,20 +206,9 @@ int fs_idmap_bucket(fs_idmap_t *m, int ci, const uint64_t *keys, int64_t n)
 
 static int members_reserve(part_t *q, int64_t n)
 {
-    if (n <= q->mcap) return 0;
-    int64_t cap = q->mcap ? q->mcap : 1024;
-    while (cap < n) cap *= 2;
-    uint64_t *k = realloc(q->mkey, (size_t)cap * sizeof *k);
-    if (k) q->mkey = k;
-    int64_t *v = realloc(q->mval, (size_t)cap * sizeof *v);
-    if (v) q->mval = v;
-    uint32_t *s = realloc(q->mslot, (size_t)cap * sizeof *s);
-    if (s) q->mslot = s;
-    int32_t *c = realloc(q->mchunk, (size_t)cap * sizeof *c);
-    if (c) q->mchunk = c;
-    if (!k || !v || !s || !c) return -1;
-    q->mcap = cap;
-    return 0;
+    void **arr[] = {(void **)&q->mkey, (void **)&q->mval, (void **)&q->mslot, (void **)&q->mchunk};
+    const size_t elem[] = {sizeof *q->mkey, sizeof *q->mval, sizeof *q->mslot, sizeof *q->mchunk};
+    return arrays_reserve(n, &q->mcap, 4, arr, elem);
 }
 
 /* Rebuilds p's table at `cap` slots from its members: this run's new ones

@@ -602,19 +602,10 @@ static void las_copy_weights(void *ctx, int64_t c0, int64_t c1, int worker)
 
 static int las_par_reserve(las_ws_t *ws, int workers, int chunks)
 {
-    if (workers > ws->workers) {
-        las_ws_t *w = realloc(ws->worker, (size_t)workers * sizeof *w);
-        if (!w) return -1;
-        memset(w + ws->workers, 0, (size_t)(workers - ws->workers) * sizeof *w);
-        ws->worker = w, ws->workers = workers;
-    }
-    if (chunks > ws->chunks) {
-        f32vec_t *c = realloc(ws->chunk_w, (size_t)chunks * sizeof *c);
-        if (!c) return -1;
-        memset(c + ws->chunks, 0, (size_t)(chunks - ws->chunks) * sizeof *c);
-        ws->chunk_w = c, ws->chunks = chunks;
-    }
-    return 0;
+    return fs_grow_zeroed((void **)&ws->worker, &ws->workers, workers, sizeof *ws->worker) ||
+                   fs_grow_zeroed((void **)&ws->chunk_w, &ws->chunks, chunks, sizeof *ws->chunk_w)
+               ? -1
+               : 0;
 }
 
 static fs_status_t run_hop_parallel(las_hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges, fs_error_t *err)

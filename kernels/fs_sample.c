@@ -13,7 +13,6 @@
 #include "fs_sample.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +70,17 @@ int fs_i64vec_reserve(fs_i64vec_t *v, size_t n)
     if (!p) return -1;
     v->p = p;
     v->cap = cap;
+    return 0;
+}
+
+int fs_grow_zeroed(void **p, int *cap, int n, size_t elem)
+{
+    if (n <= *cap) return 0;
+    void *q = realloc(*p, (size_t)n * elem);
+    if (!q) return -1;
+    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    *p = q;
+    *cap = n;
     return 0;
 }
 
@@ -207,13 +217,14 @@ static void map_begin(fs_sampler_t *s)
 
 /* ---- weighted picks (shared by engine and reference) ---------------------- */
 
-static int wbuf_reserve(fs_sampler_t *s, size_t n)
+/* Room for n doubles in *buf of *cap: the weighted picks' keys or CDF. */
+static int wbuf_reserve(double **buf, size_t *cap, size_t n)
 {
-    if (n <= s->wcap) return 0;
-    double *p = realloc(s->wbuf, n * sizeof *p);
+    if (n <= *cap) return 0;
+    double *p = realloc(*buf, n * sizeof *p);
     if (!p) return -1;
-    s->wbuf = p;
-    s->wcap = n;
+    *buf = p;
+    *cap = n;
     return 0;
 }
 
@@ -384,7 +395,8 @@ static fs_status_t reserve_hop(fs_sampler_t *s, int hop, int64_t num_dst, int64_
     size_t pk = (size_t)(k == FS_FANOUT_ALL ? max_deg : k) + 1;
     if (fs_i64vec_reserve(&s->off[hop], (size_t)num_dst + 1) || fs_i64vec_reserve(&s->edst[hop], (size_t)bound + 1) ||
         fs_i64vec_reserve(&s->esrc[hop], (size_t)bound + 1) || (want_ids && fs_i64vec_reserve(&s->eid[hop], (size_t)bound + 1)) ||
-        fs_i64vec_reserve(&s->pos, pk > (size_t)max_deg ? pk : (size_t)max_deg + 1) || wbuf_reserve(s, (size_t)max_deg + 1))
+        fs_i64vec_reserve(&s->pos, pk > (size_t)max_deg ? pk : (size_t)max_deg + 1) ||
+        wbuf_reserve(&s->wbuf, &s->wcap, (size_t)max_deg + 1))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
     return FS_OK;
 }
@@ -420,13 +432,15 @@ typedef struct {
     _Atomic int failed;
 } par_job_t;
 
-static int64_t chunk_bound(const hop_t *h, const int64_t *frontier, int64_t d0, int64_t d1, int64_t *max_deg)
+/* A chunk's worst-case picks: fanout per row, or its rows' lengths. */
+static int64_t chunk_bound(const hop_t *h, const int64_t *frontier, int64_t d0, int64_t d1)
 {
+    int64_t max_deg;
     if (h->k != FS_FANOUT_ALL) return (d1 - d0) * h->k;
-    return hop_bound(h->g, frontier + d0, d1 - d0, FS_FANOUT_ALL, h->mode, 1, max_deg);
+    return hop_bound(h->g, frontier + d0, d1 - d0, FS_FANOUT_ALL, h->mode, 1, &max_deg);
 }
 
-/* Phase 1: a chunk's picks into its staging, then its keys bucketed.
+/* A chunk's picks into its staging (key, eid, off, n).
  *
  * A picked neighbour is a random read into the index array, which on a
  * large graph misses every cache and dominates the hop; so rows are picked
@@ -492,7 +506,7 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
         int ring_ok = h->k != FS_FANOUT_ALL && h->k <= RING_PICKS;                                       \
         ring_row_t ring[AHEAD];                                                                          \
         {                                                                                                \
-            int64_t unused, bound = chunk_bound(h, frontier, cw->d0, cw->d1, &unused), e = 0;            \
+            int64_t bound = chunk_bound(h, frontier, cw->d0, cw->d1), e = 0;                             \
             int64_t d0 = cw->d0, d1 = cw->d1;                                                            \
             cw->n = 0;                                                                                   \
             if (fs_chunk_reserve(cw, bound, h->want_ids)) return -1;                                     \
@@ -527,10 +541,9 @@ static inline void ring_fill(const hop_t *h, worker_ws_t *w, ring_row_t *r, int6
 DEFINE_PICKS(picks_i32, int32_t)
 DEFINE_PICKS(picks_i64, int64_t)
 
-static int64_t pick_chunk(fs_sampler_t *s, const hop_t *h, int worker, int c)
+static int64_t pick_chunk(fs_sampler_t *s, const hop_t *h, int worker, fs_chunk_t *c)
 {
-    return (h->g->index_dtype == FS_DTYPE_I32 ? picks_i32_chunk : picks_i64_chunk)(s, h, &s->worker[worker],
-                                                                                  &s->par.chunk[c]);
+    return (h->g->index_dtype == FS_DTYPE_I32 ? picks_i32_chunk : picks_i64_chunk)(s, h, &s->worker[worker], c);
 }
 
 /* Phase 1 of the partitioned relabel: each chunk's picks, bucketed. */
@@ -538,7 +551,7 @@ static void picks_bucketed(void *ctx, int64_t c0, int64_t c1, int worker)
 {
     par_job_t *j = ctx;
     for (int64_t c = c0; c < c1; c++) {
-        int64_t n = pick_chunk(j->s, j->h, worker, (int)c);
+        int64_t n = pick_chunk(j->s, j->h, worker, &j->s->par.chunk[c]);
         if (n < 0 || fs_chunked_staged(&j->s->par, (int)c, n)) j->failed = 1;
     }
 }
@@ -546,24 +559,13 @@ static void picks_bucketed(void *ctx, int64_t c0, int64_t c1, int worker)
 /* Per-worker scratch for rows up to max_deg and chunks up to max_n picks. */
 static int workers_reserve(fs_sampler_t *s, int workers, int64_t pk, int64_t max_deg)
 {
-    if (workers > s->worker_cap) {
-        worker_ws_t *w = realloc(s->worker, (size_t)workers * sizeof *w);
-        if (!w) return -1;
-        memset(w + s->worker_cap, 0, (size_t)(workers - s->worker_cap) * sizeof *w);
-        s->worker = w;
-        s->worker_cap = workers;
-    }
+    if (fs_grow_zeroed((void **)&s->worker, &s->worker_cap, workers, sizeof *s->worker)) return -1;
     for (int i = 0; i < workers; i++) {
         worker_ws_t *w = &s->worker[i];
         memset(w->lists, 0, sizeof w->lists);
         memset(w->reads, 0, sizeof w->reads);
         if (fs_i64vec_reserve(&w->pos, (size_t)(pk > max_deg ? pk : max_deg + 1))) return -1;
-        if ((size_t)max_deg + 1 > w->wcap) {
-            double *b = realloc(w->wbuf, ((size_t)max_deg + 1) * sizeof *b);
-            if (!b) return -1;
-            w->wbuf = b;
-            w->wcap = (size_t)max_deg + 1;
-        }
+        if (wbuf_reserve(&w->wbuf, &w->wcap, (size_t)max_deg + 1)) return -1;
     }
     return 0;
 }
@@ -578,6 +580,15 @@ int fs_sampler_par_begin(fs_sampler_t *s, int64_t u)
 fs_chunked_t *fs_sampler_par(fs_sampler_t *s) { return &s->par; }
 
 fs_pool_t *fs_sampler_pool(fs_sampler_t *s) { return s->pool; }
+
+/* A hop's chunks and its workers' pick scratch: the chunk count, or -1
+ * when out of memory. */
+static int plan_hop(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound, int64_t max_deg, int64_t u)
+{
+    int64_t pk = (h->k == FS_FANOUT_ALL ? max_deg : h->k) + 1;
+    if (workers_reserve(s, fs_pool_size(s->pool), pk, max_deg)) return -1;
+    return fs_chunked_plan(&s->par, 0, num_dst, h->k != FS_FANOUT_ALL ? h->k : bound / (num_dst ? num_dst : 1), u);
+}
 
 /* The workers' topology counters into the request's. */
 static void add_worker_counters(fs_sampler_t *s, const hop_t *h, int workers)
@@ -594,10 +605,7 @@ static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst
                                 int64_t *u, int64_t *num_edges, fs_error_t *err)
 {
     int workers = fs_pool_size(s->pool);
-    int64_t pk = (h->k == FS_FANOUT_ALL ? max_deg : h->k) + 1;
-    int chunks = -1;
-    if (!fs_sampler_par_begin(s, *u) && !workers_reserve(s, workers, pk, max_deg))
-        chunks = fs_chunked_plan(&s->par, 0, num_dst, h->k != FS_FANOUT_ALL ? h->k : bound / (num_dst ? num_dst : 1), *u);
+    int chunks = fs_sampler_par_begin(s, *u) ? -1 : plan_hop(s, h, num_dst, bound, max_deg, *u);
     if (chunks < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
     par_job_t j = {.s = s, .h = h};
     fs_pool_run(s->pool, chunks, 1, picks_bucketed, &j);
@@ -611,7 +619,7 @@ static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst
     return FS_OK;
 }
 
-/* ---- the in-order inserter (pools of up to INSERTER_MAX_THREADS) ---------
+/* ---- the in-order inserter (pools of up to FS_CHUNK_INSERTER_MAX) --------
  *
  * With few threads the partitioned map's extra passes cost more than they
  * spread: its probes miss as the Fused-Map's inserts do, but in a phase of
@@ -620,18 +628,22 @@ static fs_status_t hop_parallel(fs_sampler_t *s, const hop_t *h, int64_t num_dst
  * into the sampler's own Fused-Map, in chunk order, as they become ready:
  * exactly the serial hop's inserts, in the serial hop's order. The others,
  * and the inserter while no chunk is ready, pick ahead. */
-#define INSERTER_MAX_THREADS 3
-
 typedef struct {
     fs_sampler_t *s;
     const hop_t *h;
-    int chunks;
-    _Atomic int next, role, failed;
     int64_t *es, u, e;
 } ins_job_t;
 
-static void insert_chunk(ins_job_t *j, const fs_chunk_t *c)
+static int64_t ins_pick(void *ctx, int worker, fs_chunk_t *c)
 {
+    ins_job_t *j = ctx;
+    return pick_chunk(j->s, j->h, worker, c);
+}
+
+/* A chunk's keys into the Fused-Map, their slots prefetched PIPE keys ahead. */
+static void ins_insert(void *ctx, const fs_chunk_t *c)
+{
+    ins_job_t *j = ctx;
     fs_sampler_t *s = j->s;
     const int64_t *key = c->key.p;
     int64_t *es = j->es + j->e, n = c->n;
@@ -643,43 +655,15 @@ static void insert_chunk(ins_job_t *j, const fs_chunk_t *c)
     j->e += n;
 }
 
-static void inserter_run(void *ctx, int64_t i0, int64_t i1, int worker)
-{
-    ins_job_t *j = ctx;
-    fs_chunk_t *chunk = j->s->par.chunk;
-    for (int64_t item = i0; item < i1; item++) {
-        int inserter = atomic_exchange(&j->role, 1) == 0, done = 0;
-        for (;;) {
-            if (inserter && done < j->chunks && atomic_load_explicit(&chunk[done].ready, memory_order_acquire)) {
-                if (!j->failed) insert_chunk(j, &chunk[done]);
-                done++;
-                continue;
-            }
-            int c = atomic_fetch_add(&j->next, 1);
-            if (c < j->chunks) {
-                if (pick_chunk(j->s, j->h, worker, c) < 0) j->failed = 1;
-                atomic_store_explicit(&chunk[c].ready, 1, memory_order_release);
-                continue;
-            }
-            if (!inserter || done == j->chunks) break;
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause(); /* the next chunk is being picked by another worker */
-#endif
-        }
-    }
-}
-
 static fs_status_t hop_inserter(fs_sampler_t *s, const hop_t *h, int64_t num_dst, int64_t bound, int64_t max_deg,
                                 int64_t *u, int64_t *num_edges, fs_error_t *err)
 {
-    int workers = fs_pool_size(s->pool), chunks = -1;
-    int64_t pk = (h->k == FS_FANOUT_ALL ? max_deg : h->k) + 1;
-    if (!workers_reserve(s, workers, pk, max_deg))
-        chunks = fs_chunked_plan(&s->par, 0, num_dst, h->k != FS_FANOUT_ALL ? h->k : bound / (num_dst ? num_dst : 1), *u);
-    if (chunks < 0) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
-    ins_job_t j = {.s = s, .h = h, .chunks = chunks, .es = s->esrc[h->hop].p, .u = *u};
-    fs_pool_run(s->pool, workers, 1, inserter_run, &j); /* one item per worker: inserter_run splits the work */
-    if (j.failed) return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's picks", h->hop);
+    int workers = fs_pool_size(s->pool);
+    if (plan_hop(s, h, num_dst, bound, max_deg, *u) < 0)
+        return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's parallel workspace", h->hop);
+    ins_job_t j = {.s = s, .h = h, .es = s->esrc[h->hop].p, .u = *u};
+    if (fs_chunked_pick_insert(&s->par, s->pool, ins_pick, ins_insert, &j))
+        return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d's picks", h->hop);
     fs_chunked_lay_out(&s->par, s->pool, s->off[h->hop].p, s->edst[h->hop].p, h->want_ids ? s->eid[h->hop].p : NULL);
     add_worker_counters(s, h, workers);
     *u = j.u;
@@ -714,7 +698,7 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
          * are; many threads partition the map instead (the id map) */
         int workers = fs_pool_size(s->pool);
         int parallel = s->par.active || bound >= fs_chunk_parallel_min;
-        int partitioned = parallel && (s->par.active || workers > INSERTER_MAX_THREADS);
+        int partitioned = parallel && (s->par.active || workers > FS_CHUNK_INSERTER_MAX);
         if (partitioned ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
             return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
         hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,

@@ -16,6 +16,11 @@ typedef struct {
 /* Room for n entries (capacity doubles); 0, or -1 when out of memory. */
 int fs_i64vec_reserve(fs_i64vec_t *v, size_t n);
 
+/* Grows the array *p of *cap elements of `elem` bytes to n, the new ones
+ * zeroed (workspace structs that own buffers start empty); 0, or -1 when
+ * out of memory (the array is left as it was). */
+int fs_grow_zeroed(void **p, int *cap, int n, size_t elem);
+
 /* The picks of one whole row for a mode (fs_sample_pick.h): up to k of deg
  * positions (k = FS_FANOUT_ALL: deg) into buf, or *pos = NULL meaning every
  * position 0..deg-1; returns how many. wbuf holds deg doubles for the

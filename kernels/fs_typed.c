@@ -17,7 +17,6 @@
  * positions, or over weights with the excluded ones zeroed. */
 #include "fs_typed.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,31 +291,20 @@ fs_status_t fs_typed_check(const fs_typed_view_t *g, const fs_typed_req_t *req, 
 
 /* ---- workspace ------------------------------------------------------------ */
 
-static int grow(void **p, int *cap, int n, size_t elem)
-{
-    if (n <= *cap) return 0;
-    void *q = realloc(*p, (size_t)n * elem);
-    if (!q) return -1;
-    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 static int reserve_shape(fs_typed_sampler_t *s, int types, int blocks, int groups)
 {
     int ct = s->cap_types, cb = s->cap_blocks, cg = s->cap_groups;
-    if (grow((void **)&s->tw, &ct, types, sizeof *s->tw)) return -1;
+    if (fs_grow_zeroed((void **)&s->tw, &ct, types, sizeof *s->tw)) return -1;
     ct = s->cap_types;
-    if (grow((void **)&s->out_nodes, &ct, types, sizeof *s->out_nodes)) return -1;
+    if (fs_grow_zeroed((void **)&s->out_nodes, &ct, types, sizeof *s->out_nodes)) return -1;
     s->cap_types = ct;
-    if (grow((void **)&s->bw, &cb, blocks, sizeof *s->bw)) return -1;
+    if (fs_grow_zeroed((void **)&s->bw, &cb, blocks, sizeof *s->bw)) return -1;
     cb = s->cap_blocks;
-    if (grow((void **)&s->out_blocks, &cb, blocks, sizeof *s->out_blocks)) return -1;
+    if (fs_grow_zeroed((void **)&s->out_blocks, &cb, blocks, sizeof *s->out_blocks)) return -1;
     s->cap_blocks = cb;
-    if (grow((void **)&s->seed_local, &cg, groups, sizeof *s->seed_local)) return -1;
+    if (fs_grow_zeroed((void **)&s->seed_local, &cg, groups, sizeof *s->seed_local)) return -1;
     cg = s->cap_groups;
-    if (grow((void **)&s->out_seed_local, &cg, groups, sizeof *s->out_seed_local)) return -1;
+    if (fs_grow_zeroed((void **)&s->out_seed_local, &cg, groups, sizeof *s->out_seed_local)) return -1;
     s->cap_groups = cg;
     return 0;
 }
@@ -934,16 +922,19 @@ static int move_to_idmap(fs_typed_sampler_t *s)
 
 static int workers_reserve(fs_typed_sampler_t *s, int workers, int64_t n)
 {
-    if (workers > s->worker_cap) {
-        pick_ws_t *w = realloc(s->worker, (size_t)workers * sizeof *w);
-        if (!w) return -1;
-        memset(w + s->worker_cap, 0, (size_t)(workers - s->worker_cap) * sizeof *w);
-        s->worker = w;
-        s->worker_cap = workers;
-    }
+    if (fs_grow_zeroed((void **)&s->worker, &s->worker_cap, workers, sizeof *s->worker)) return -1;
     for (int i = 0; i < workers; i++)
         if (reserve_picks(&s->worker[i], n)) return -1;
     return 0;
+}
+
+/* A pass's chunks and its workers' pick scratch: the chunk count, or -1
+ * when out of memory. */
+static int plan_pass(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t bound, int64_t max_deg)
+{
+    int64_t per_row = p->k != FS_FANOUT_ALL ? p->k : bound / (d1 > d0 ? d1 - d0 : 1);
+    if (workers_reserve(s, fs_pool_size(s->pool), max_deg > p->k ? max_deg : p->k)) return -1;
+    return fs_chunked_plan(&s->par, d0, d1, per_row, s->tw[p->et->src_type].n);
 }
 
 /* The pass on the pool; the number of edges, or -1 when out of memory. */
@@ -951,10 +942,7 @@ static int64_t pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
                              int64_t max_deg, block_ws_t *bw)
 {
     type_ws_t *src = &s->tw[p->et->src_type];
-    int64_t per_row = p->k != FS_FANOUT_ALL ? p->k : bound / (d1 > d0 ? d1 - d0 : 1);
-    if ((!s->par.active && move_to_idmap(s)) || workers_reserve(s, fs_pool_size(s->pool), max_deg > p->k ? max_deg : p->k))
-        return -1;
-    int chunks = fs_chunked_plan(&s->par, d0, d1, per_row, src->n);
+    int chunks = (!s->par.active && move_to_idmap(s)) ? -1 : plan_pass(s, p, d0, d1, bound, max_deg);
     if (chunks < 0) return -1;
     par_job_t j = {.s = s, .p = p};
     fs_pool_run(s->pool, chunks, 1, pick_chunks, &j);
@@ -967,23 +955,27 @@ static int64_t pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
     return fs_chunked_total(&s->par);
 }
 
-/* ---- the in-order inserter (pools of up to INSERTER_MAX_THREADS) ---------
+/* ---- the in-order inserter (pools of up to FS_CHUNK_INSERTER_MAX) --------
  * fs_sample.c's: one worker inserts the staged chunks' keys into the typed
  * Fused-Map in chunk order as they become ready, each new node taking its
  * destination's batch and time, exactly as pass_body's inserts do; the
  * others, and it while no chunk is ready, pick ahead. */
-#define INSERTER_MAX_THREADS 3
 
 typedef struct {
     fs_typed_sampler_t *s;
     const pass_t *p;
-    int chunks;
-    _Atomic int next, role, failed;
     int64_t *es, e;
 } ins_job_t;
 
-static void insert_chunk(ins_job_t *j, const fs_chunk_t *c)
+static int64_t ins_pick(void *ctx, int worker, fs_chunk_t *c)
 {
+    ins_job_t *j = ctx;
+    return pick_chunk(j->s, j->p, worker, c);
+}
+
+static void ins_insert(void *ctx, const fs_chunk_t *c)
+{
+    ins_job_t *j = ctx;
     fs_typed_sampler_t *s = j->s;
     const type_ws_t *dw = &s->tw[j->p->et->dst_type];
     const int64_t *dbatch = s->disjoint ? dw->batch.p : NULL, *dtime = s->temporal ? dw->time.p : NULL;
@@ -999,45 +991,14 @@ static void insert_chunk(ins_job_t *j, const fs_chunk_t *c)
     j->e += n;
 }
 
-static void inserter_run(void *ctx, int64_t i0, int64_t i1, int worker)
-{
-    ins_job_t *j = ctx;
-    fs_chunk_t *chunk = j->s->par.chunk;
-    for (int64_t item = i0; item < i1; item++) {
-        int inserter = atomic_exchange(&j->role, 1) == 0, done = 0;
-        for (;;) {
-            if (inserter && done < j->chunks && atomic_load_explicit(&chunk[done].ready, memory_order_acquire)) {
-                if (!j->failed) insert_chunk(j, &chunk[done]);
-                done++;
-                continue;
-            }
-            int c = atomic_fetch_add(&j->next, 1);
-            if (c < j->chunks) {
-                if (pick_chunk(j->s, j->p, worker, &chunk[c]) < 0) j->failed = 1;
-                atomic_store_explicit(&chunk[c].ready, 1, memory_order_release);
-                continue;
-            }
-            if (!inserter || done == j->chunks) break;
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause(); /* the next chunk is being picked by another worker */
-#endif
-        }
-    }
-}
-
 /* The pass on the pool with the Fused-Map kept; the number of edges, or -1
  * when out of memory. */
 static int64_t pass_inserter(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t bound,
                              int64_t max_deg, block_ws_t *bw)
 {
-    int workers = fs_pool_size(s->pool);
-    int64_t per_row = p->k != FS_FANOUT_ALL ? p->k : bound / (d1 > d0 ? d1 - d0 : 1);
-    int chunks = workers_reserve(s, workers, max_deg > p->k ? max_deg : p->k) ? -1
-               : fs_chunked_plan(&s->par, d0, d1, per_row, s->tw[p->et->src_type].n);
-    if (chunks < 0) return -1;
-    ins_job_t j = {.s = s, .p = p, .chunks = chunks, .es = bw->esrc.p};
-    fs_pool_run(s->pool, workers, 1, inserter_run, &j); /* one item per worker: inserter_run splits the work */
-    if (j.failed) return -1;
+    ins_job_t j = {.s = s, .p = p, .es = bw->esrc.p};
+    if (plan_pass(s, p, d0, d1, bound, max_deg) < 0 || fs_chunked_pick_insert(&s->par, s->pool, ins_pick, ins_insert, &j))
+        return -1;
     fs_chunked_lay_out(&s->par, s->pool, bw->off.p, bw->edst.p, p->want_ids ? bw->eid.p : NULL);
     return j.e;
 }
@@ -1082,7 +1043,7 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
     int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
     int64_t n;
     /* few threads keep the Fused-Map (the in-order inserter), more partition it (the id map) */
-    int partitioned = parallel && (s->par.active || fs_pool_size(s->pool) > INSERTER_MAX_THREADS);
+    int partitioned = parallel && (s->par.active || fs_pool_size(s->pool) > FS_CHUNK_INSERTER_MAX);
     if (partitioned) {
         if (nodes_reserve(s, et->src_type, bound) || (n = pass_parallel(s, &p, d0, d1, bound, max_deg, bw)) < 0)
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
