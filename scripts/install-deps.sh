@@ -30,6 +30,13 @@ PACKAGES=(
   python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)
   python3-torch     # tests: GraphSAGE trained through the Python client (test_python)
   python3-scipy     # bench_propagate: scipy.sparse CSR @ dense, the baseline it runs beside
+  python3-venv      # scripts/pyg-venv.sh: torch_geometric's venv over Debian's torch (featstore.pyg)
+  python3-aiohttp   # torch_geometric's dependencies, from Debian rather than PyPI:
+  python3-fsspec    #   aiohttp, fsspec, jinja2, tqdm (psutil, pyparsing, requests and
+  python3-jinja2    #   xxhash come with the packages above)
+  python3-tqdm
+  python3-psutil
+  python3-requests
   clang             # tests: the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
   libclang-rt-dev   # tests: libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
 )

@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 bash scripts/install-deps.sh
+bash scripts/pyg-venv.sh   # torch_geometric for featstore.pyg's tests (skipped without it)
 
 bash scripts/build.sh
 (cd build && ctest --output-on-failure --timeout 1200)

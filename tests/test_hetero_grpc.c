@@ -362,3 +362,71 @@ Test(hetero_grpc, v1_datasets_over_grpc)
     cr_assert_eq(tu_serve_stop(&s2, SIGTERM), 0);
     free(v1), free(v1sock);
 }
+
+/* ---- every byte of an image is written ---------------------------------------------- */
+
+/* fs_hetero_run's allocator, filling the image with the byte ctx points to
+ * first: an image that depends on that byte has an unset byte, which would
+ * carry stale slot or heap memory to a client. */
+static void *filled(void *ctx, size_t bytes, fs_error_t *err)
+{
+    (void)err;
+    void *p = malloc(bytes);
+    if (p) memset(p, *(const unsigned char *)ctx, bytes);
+    return p;
+}
+
+static void expect_every_byte_written(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, const fs_hetero_seeds_t *seeds,
+                                      size_t ng, const fs_link_req_t *link, const fs_hetero_req_t *req, const char *what)
+{
+    unsigned char fill[2] = {0x00, 0xff};
+    void *img[2];
+    size_t len[2];
+    fs_limits_t limits;
+    fs_limits_default(&limits);
+    for (int i = 0; i < 2; i++) {
+        fs_error_t err = {0};
+        cr_assert_eq(fs_hetero_run(g, s, &limits, seeds, ng, link, req, NULL, filled, &fill[i], &img[i], &len[i], &err),
+                     FS_OK, "%s: %s", what, err.msg);
+    }
+    cr_assert_eq(len[0], len[1], "%s: the same request, two sizes", what);
+    const unsigned char *a = img[0], *b = img[1];
+    for (size_t k = 0; k < len[0]; k++)
+        cr_assert_eq(a[k], b[k], "%s: byte %zu of %zu is never written (it is the allocator's fill)", what, k, len[0]);
+    free(img[0]), free(img[1]);
+}
+
+Test(hetero_grpc, every_byte_of_an_image_is_written)
+{
+    fs_dataset_t *ds;
+    fs_hetero_graph_t g;
+    fs_typed_sampler_t *s;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_dataset_open(data, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_hetero_graph_init(&g, ds, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_typed_sampler_create(&s, &err), FS_OK, "%s", err.msg);
+    int64_t papers[] = {1, 2, 3, 5, 900}, authors[] = {0, 7}, times[] = {2000, 2010, 1995, 2025, 2001};
+    fs_hetero_seeds_t seeds[] = {{"paper", 5, papers, NULL}, {"author", 2, authors, NULL}};
+    fs_hetero_req_t req = request();
+    expect_every_byte_written(&g, s, seeds, 2, NULL, &req, "tables");
+    req.want_edge_ids = 1, req.frontier = FS_FRONTIER_ALL, req.out_dtype = FS_DTYPE_F32;
+    expect_every_byte_written(&g, s, seeds, 2, NULL, &req, "edge ids, frontier all");
+    fs_hetero_req_t plain = FS_HETERO_REQ_INIT; /* odd sizes: 5 seeds, no tables */
+    plain.num_hops = 1, plain.fanouts = fanouts, plain.num_fanouts = 1, plain.seed = 3;
+    expect_every_byte_written(&g, s, seeds, 1, NULL, &plain, "plain");
+    req.frontier = FS_FRONTIER_NEW, req.disjoint = 1, req.temporal = FS_TEMPORAL_LAST;
+    seeds[0].time = times;
+    expect_every_byte_written(&g, s, seeds, 1, NULL, &req, "temporal, disjoint");
+    int64_t src[] = {1, 2, 3}, dst[] = {4, 5, 6};
+    fs_hetero_req_t lreq = request();
+    lreq.num_fanouts = 1;
+    fs_link_req_t l = FS_LINK_REQ_INIT;
+    l.src = "paper", l.rel = "cites", l.dst = "paper", l.count = 3, l.src_ids = src, l.dst_ids = dst;
+    l.neg = FS_NEG_BINARY, l.amount = 1;
+    expect_every_byte_written(&g, s, NULL, 0, &l, &lreq, "link, binary negatives");
+    l.neg = FS_NEG_TRIPLET, l.amount = 3;
+    expect_every_byte_written(&g, s, NULL, 0, &l, &lreq, "link, triplet negatives");
+    fs_typed_sampler_destroy(s);
+    fs_hetero_graph_free(&g);
+    fs_dataset_close(ds);
+}

@@ -16,6 +16,10 @@ from it before keep their data (and its slot) until they are gone::
                           seed=42, epoch=epoch, rank=rank, world_size=world):   # a DDP rank's epoch
             x, y = b.batch.features, b.labels
 
+``featstore.pyg`` (imported on its own; needs torch_geometric) puts PyG's
+loaders on a server: FeatureStore, GraphStore, a BaseSampler, and
+NeighborLoader / LinkNeighborLoader with PyG's arguments and fields.
+
 ``featstore.write_dataset`` (featstore.dataset) writes a dataset from numpy
 arrays and needs no library; ``python3 -m featstore.cora`` makes two from
 tests/data/cora.npz with it.
