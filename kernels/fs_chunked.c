@@ -5,6 +5,7 @@
  * than its first, the resolution of those repeats. */
 #include "fs_chunked.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ static void inserter_run(void *ctx, int64_t i0, int64_t i1, int worker)
     int chunks = j->c->chunks;
     for (int64_t item = i0; item < i1; item++) {
         int inserter = atomic_exchange(&j->role, 1) == 0, done = 0;
+        unsigned waits = 0;
         for (;;) {
             if (inserter && done < chunks && atomic_load_explicit(&chunk[done].ready, memory_order_acquire)) {
                 if (!j->failed) j->insert(j->ctx, &chunk[done]);
@@ -115,8 +117,11 @@ static void inserter_run(void *ctx, int64_t i0, int64_t i1, int worker)
                 continue;
             }
             if (!inserter || done == chunks) break;
+            /* the next chunk is being picked by another worker; one that has no
+             * core of its own (more threads than cores) needs this one's */
+            if (++waits % 1024 == 0) sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause(); /* the next chunk is being picked by another worker */
+            else __builtin_ia32_pause();
 #endif
         }
     }

@@ -5,6 +5,7 @@
 #include "fs_parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -23,6 +24,9 @@ typedef struct {
 
 int fs_cpu_count(void)
 {
+    /* the cores this thread may run on (taskset, cpusets), not the machine's */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     return c > 0 ? (int)c : 1;
 }

@@ -22,6 +22,8 @@ int fs_parallel_for(int threads, int64_t n, fs_range_fn fn, void *ctx);
  * 0..threads-1. */
 int fs_parallel_for_dynamic(int threads, int64_t n, int64_t grain, fs_range_fn fn, void *ctx);
 
+/* The cores this thread may run on (its CPU affinity: taskset, cpusets),
+ * else the machine's online cores: every "0 = all cores" default. */
 int fs_cpu_count(void);
 
 #endif

@@ -4,7 +4,10 @@
  * generation for up to SPIN_NS before parking on a condition variable, and
  * the caller spins the same way for the last workers: a sampled batch runs
  * a dozen short phases back to back, and a futex wake per phase would cost
- * more than some phases do. */
+ * more than some phases do. Spinning pays only while every thread of the
+ * pool has a core of its own: a pool with more threads than the cores the
+ * process may use (pinned after the pool was made, by taskset or a cpuset)
+ * parks at once, rechecked every SPIN_RECHECK jobs. */
 #include "fs_pool.h"
 
 #include <pthread.h>
@@ -13,6 +16,7 @@
 #include <time.h>
 
 #define SPIN_NS 200000 /* 0.2 ms: spans the gaps between one batch's phases */
+#define SPIN_RECHECK 256 /* jobs between two looks at the cores the process may use */
 
 struct fs_pool {
     int threads;
@@ -23,6 +27,8 @@ struct fs_pool {
     _Atomic uint64_t generation;
     _Atomic int stopping;
     _Atomic int busy;           /* helper threads still in the job */
+    _Atomic int64_t spin_ns;    /* how long to spin before parking: SPIN_NS, or 0 when oversubscribed */
+    uint64_t jobs;              /* jobs run (under run_lock) */
     /* the current job, written before generation is bumped */
     fs_range_fn fn;
     void *ctx;
@@ -49,18 +55,19 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Spins until cond(p) is false or SPIN_NS pass; returns 1 if it became false. */
-#define SPIN_WHILE(cond)                                                          \
+/* Spins until cond(p) is false or limit_ns pass; returns 1 if it became false. */
+#define SPIN_WHILE(cond, limit_ns)                                                \
     ({                                                                            \
-        int64_t t0_ = 0;                                                          \
+        int64_t t0_ = 0, limit_ = (limit_ns);                                     \
         int ok_ = 0;                                                              \
         for (unsigned i_ = 1;; i_++) {                                            \
             if (!(cond)) { ok_ = 1; break; }                                      \
+            if (!limit_) break;                                                   \
             cpu_relax();                                                          \
             if ((i_ & 255) == 0) {                                                \
                 int64_t t_ = now_ns();                                            \
                 if (!t0_) t0_ = t_;                                               \
-                else if (t_ - t0_ > SPIN_NS) break;                               \
+                else if (t_ - t0_ > limit_) break;                                \
             }                                                                     \
         }                                                                         \
         ok_;                                                                      \
@@ -83,7 +90,8 @@ static void *worker_main(void *v)
     fs_pool_t *p = a.pool;
     uint64_t seen = 0;
     for (;;) {
-        if (!SPIN_WHILE(atomic_load(&p->generation) == seen && !atomic_load(&p->stopping))) {
+        if (!SPIN_WHILE(atomic_load(&p->generation) == seen && !atomic_load(&p->stopping),
+                        atomic_load(&p->spin_ns))) {
             pthread_mutex_lock(&p->mu); /* park: the publisher broadcasts under mu */
             while (atomic_load(&p->generation) == seen && !atomic_load(&p->stopping))
                 pthread_cond_wait(&p->wake, &p->mu);
@@ -154,6 +162,7 @@ void fs_pool_run(fs_pool_t *p, int64_t n, int64_t grain, fs_range_fn fn, void *c
         fn(ctx, 0, n, 0); /* nothing to split, or the pool is busy: run here */
         return;
     }
+    if (p->jobs++ % SPIN_RECHECK == 0) atomic_store(&p->spin_ns, fs_cpu_count() >= p->threads ? SPIN_NS : 0);
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
@@ -165,7 +174,7 @@ void fs_pool_run(fs_pool_t *p, int64_t n, int64_t grain, fs_range_fn fn, void *c
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     work(p, 0);
-    if (!SPIN_WHILE(atomic_load(&p->busy) > 0)) {
+    if (!SPIN_WHILE(atomic_load(&p->busy) > 0, atomic_load(&p->spin_ns))) {
         pthread_mutex_lock(&p->mu);
         while (atomic_load(&p->busy) > 0) pthread_cond_wait(&p->done, &p->mu);
         pthread_mutex_unlock(&p->mu);

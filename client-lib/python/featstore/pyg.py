@@ -589,9 +589,10 @@ class NeighborSampler(BaseSampler):
         for t, node in s.node.items():
             node._featstore_rows = {(t, k): v for k, v in s.x[t].items()}
         if self.schema.homogeneous:
-            return SamplerOutput(node=s.node[self.schema.node], row=s.row[self.schema.edge], col=s.col[self.schema.edge], edge=s.edge[self.schema.edge],
-                                 batch=s.batch[self.schema.node], num_sampled_nodes=s.num_sampled_nodes[self.schema.node],
-                                 num_sampled_edges=s.num_sampled_edges[self.schema.edge], metadata=metadata)
+            n, e = self.schema.node, self.schema.edge
+            return SamplerOutput(node=s.node[n], row=s.row[e], col=s.col[e], edge=s.edge[e], batch=s.batch[n],
+                                 num_sampled_nodes=s.num_sampled_nodes[n], num_sampled_edges=s.num_sampled_edges[e],
+                                 metadata=metadata)
         batch = s.batch if self.options["disjoint"] else None
         return HeteroSamplerOutput(node=s.node, row=s.row, col=s.col, edge=s.edge, batch=batch,
                                    num_sampled_nodes=s.num_sampled_nodes, num_sampled_edges=s.num_sampled_edges,
