@@ -659,6 +659,9 @@ class Client(_Closing):
                                           tls_ca_file=_opt_str(tls_ca_file, "tls_ca_file"),
                                           tls_cert_file=_opt_str(tls_cert_file, "tls_cert_file"),
                                           tls_key_file=_opt_str(tls_key_file, "tls_key_file"))
+        self._start(uri)
+
+    def _start(self, uri):
         self._lock = threading.Lock()
         self._c = None
         self._closed = True  # until connected
@@ -669,6 +672,17 @@ class Client(_Closing):
         self._closed = False
         self.transport = lib.fs_client_transport(self._c).decode()
         _CLIENTS.add(self)
+
+    def _with_slots(self, slots):
+        """A new Client to the same URI with the same options but `slots`
+        result slots (unix://): for a loader that keeps several batches in
+        flight on a connection of its own."""
+        other = Client.__new__(Client)
+        other._opts = _lib.ConnectOpts.from_buffer_copy(self._opts)
+        other._opts.slots = _opt_int(slots, "slots")
+        other._strings = self  # the copied options point at this Client's strings
+        other._start(self.uri)
+        return other
 
     # -- plumbing
 

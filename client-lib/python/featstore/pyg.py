@@ -691,6 +691,14 @@ class _Loader:
             order = np.concatenate([order, order[:W - n % W]])
         return order[self.rank::W]
 
+    def _held_too_many(self, err):
+        """RESOURCE from the stream or the slots: the lifetime rule, named."""
+        if err.status != Status.RESOURCE:
+            return err
+        return Error(err.status, f"{err.message}; featstore.pyg: batches are views of featstore's memory and at "
+                                 f"most hold={self.hold} may be alive at once: keep .clone() copies of what you keep, "
+                                 f"or pass copy=True (or a larger hold=, up to 16)")
+
     def _stream(self, **options):
         stream = self.client.stream(**options)
         try:
@@ -700,18 +708,32 @@ class _Loader:
                 finally:
                     b.release()
         except Error as err:
-            if err.status == Status.RESOURCE:
-                raise Error(err.status, f"{err}; featstore.pyg: batches are views of featstore's memory and at most "
-                                        f"hold={self.hold} may be alive at once: keep .clone() copies of what you "
-                                        f"keep, or pass copy=True (or a larger hold=, up to 16)") from None
-            raise
+            raise self._held_too_many(err) from None
         finally:
             stream.close()
+
+    def _connection(self):
+        """The connection batches made by calls come from: one of the loader's
+        own, with a result slot for each batch in flight (prefetch), each the
+        caller may hold (hold), and the one being made."""
+        if getattr(self, "_conn", None) is None:
+            self._conn = self.client._with_slots(self.prefetch + self.hold + 1)
+        return self._conn
+
+    def _sampled(self, call, *args, **kwargs):
+        """One featstore call of the per-call path, the lifetime rule named."""
+        try:
+            return call(*args, **kwargs)
+        except Error as err:
+            raise self._held_too_many(err) from None
 
     def _finish(self, data):
         return data if self.transform is None else self.transform(data)
 
     def close(self):
+        """Closes the loader's own connection, and the client when the loader made it."""
+        if getattr(self, "_conn", None) is not None:
+            self._conn.close()
         if self._owns:
             self.client.close()
 
@@ -809,14 +831,15 @@ class NeighborLoader(_Loader):
             seeds = self.input_nodes[pos]
             req = dict(seed=_request_seed(), node_tables=self.node_tables, edge_tables=self.edge_tables,
                        dtype=self.dtype, want_edge_ids=True, frontier="new", **self.options)
-            with self.client.hetero_sample({self.input_type: seeds}, self.num_neighbors,
-                                           seed_time={self.input_type: self.input_time[pos]}, **req) as h:
-                data = self._convert(h, seeds, force_copy=True, input_id=torch.from_numpy(pos),
-                                     seed_time=torch.from_numpy(self.input_time[pos]))
+            h = self._sampled(self._connection().hetero_sample, {self.input_type: seeds}, self.num_neighbors,
+                              seed_time={self.input_type: self.input_time[pos]}, **req)
+            data = self._convert(h, seeds, input_id=torch.from_numpy(pos),
+                                 seed_time=torch.from_numpy(self.input_time[pos]))
+            h.release()  # its arrays keep it (and its slot) while the batch's tensors live
             yield data
 
-    def _convert(self, h, seeds, force_copy=False, input_id=None, seed_time=None):
-        data = _to_pyg(self.schema, _read_batch(h, copy=self.copy or force_copy))
+    def _convert(self, h, seeds, input_id=None, seed_time=None):
+        data = _to_pyg(self.schema, _read_batch(h, copy=self.copy))
         store = data if self.schema.homogeneous else data[self.input_type]
         seeds = np.asarray(seeds)
         store.input_id = input_id if input_id is not None else _find(self._lookup, seeds)
@@ -946,13 +969,15 @@ class LinkNeighborLoader(_Loader):
                 break
             req = dict(seed=_request_seed(), node_tables=self.node_tables, edge_tables=self.edge_tables,
                        dtype=self.dtype, want_edge_ids=True, frontier="new", **self.options, **self._link())
-            with self.client.link_sample(self.edge_type, self.src[pos], self.dst[pos],
-                                         num_neighbors=self.num_neighbors, label=pick(self.label, pos),
-                                         time=pick(self.time, pos), **req) as h:
-                yield self._convert(h, input_id=torch.from_numpy(pos), force_copy=True)
+            h = self._sampled(self._connection().link_sample, self.edge_type, self.src[pos], self.dst[pos],
+                              num_neighbors=self.num_neighbors, label=pick(self.label, pos), time=pick(self.time, pos),
+                              **req)
+            data = self._convert(h, input_id=torch.from_numpy(pos))
+            h.release()  # its arrays keep it (and its slot) while the batch's tensors live
+            yield data
 
-    def _convert(self, h, input_id=None, force_copy=False):
-        copy = self.copy or force_copy
+    def _convert(self, h, input_id=None):
+        copy = self.copy
         data = _to_pyg(self.schema, _read_batch(h, copy=copy))
         triplet = self.neg == "triplet"
         fields = _link_fields(h, triplet, copy=copy)
