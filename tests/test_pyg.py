@@ -387,7 +387,8 @@ class PygBackend(unittest.TestCase):
                  (dict(num_neighbors=[2], input_nodes="nosuch"), "nosuch"),
                  (dict(num_neighbors=[2], weight_attr="w"), "no edge weights"),
                  (dict(num_neighbors=[2], batch_size=0), "batch_size"),
-                 (dict(num_neighbors="2"), "num_neighbors")]
+                 (dict(num_neighbors="2"), "num_neighbors"),
+                 (dict(num_neighbors=[2], num_workers=4), "num_workers: .*stream's own thread")]
         for kw, message in cases:
             with self.subTest(kw=kw):
                 with self.assertRaisesRegex(Exception, message):

@@ -632,12 +632,34 @@ def _dist(rank, world_size):
     return (0 if rank is None else int(rank)), (1 if world_size is None else int(world_size))
 
 
+# torch DataLoader options PyG's loaders pass on, and what featstore's do instead
+_DATALOADER_OPTIONS = {
+    "num_workers": "batches are made ahead by the stream's own thread in this process (prefetch=), and a "
+                   "connection's threads= splits each batch over cores: no worker processes are needed",
+    "persistent_workers": "there are no worker processes (see num_workers)",
+    "prefetch_factor": "use prefetch= (batches made ahead)",
+    "pin_memory": "batches are views of featstore's memory; pin or copy them yourself if you need to",
+    "sampler": "the order is the stream's plan: shuffle=, seed=, rank=/world_size= (DistributedSampler's)",
+    "batch_sampler": "the order is the stream's plan: shuffle=, seed=, rank=/world_size= (DistributedSampler's)",
+    "collate_fn": "batches are PyG's Data/HeteroData; use transform=",
+}
+
+
+def _refuse_dataloader_options(kwargs):
+    """A torch DataLoader option given to a featstore loader: a ValueError
+    saying what to do instead (rather than Client's unexpected keyword)."""
+    for name, instead in _DATALOADER_OPTIONS.items():
+        if name in kwargs:
+            raise ValueError(f"{name}: featstore.pyg's loaders are not torch DataLoaders: {instead}")
+
+
 class _Loader:
     """What NeighborLoader and LinkNeighborLoader share: the connection,
     the epoch counter, the stream's options and the batch conversion."""
 
     def __init__(self, data, num_neighbors, batch_size, shuffle, drop_last, sampler_options, transform, rank,
                  world_size, seed, prefetch, hold, copy, dtype, connect_kwargs):
+        _refuse_dataloader_options(connect_kwargs)
         self.client, self.schema, self._owns = _client_of(data, connect_kwargs)
         self.num_neighbors = self.schema.fanouts(num_neighbors)
         self.options = _sampling_options(self.schema, **sampler_options)
