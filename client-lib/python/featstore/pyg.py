@@ -120,6 +120,7 @@ class _Schema:
         # a homogeneous graph's one node type and edge type ("node", ("node", "to", "node") unless named)
         self.node, self.edge = next(iter(self.node_types)), next(iter(self.edge_types))
         self.num_classes = info.num_classes
+        self.link_splits = dict(info.link_splits)
 
     def group(self, node_type):
         """PyG's group name of a node type (None for a homogeneous graph)."""
@@ -357,7 +358,30 @@ def _to_pyg(schema, s):
 
 # ---- the stores --------------------------------------------------------------------
 
-class FeatureStore(_PygFeatureStore):
+class _Served:
+    """What both stores share: the connection (a URI, or a shared Client),
+    the served dataset's schema, pickling for spawned DataLoader workers (by
+    URI and connection options: they reconnect) and close()."""
+
+    def _serve(self, source, connect_kwargs):
+        self.client, self._owns = _connect(source, connect_kwargs)
+        self._source = source if not isinstance(source, Client) else source.uri
+        self._connect_kwargs = connect_kwargs
+        self.schema = _Schema(self.client.info())
+
+    def __getstate__(self):
+        return {"source": self._source, "kwargs": self._connect_kwargs}
+
+    def __setstate__(self, state):
+        self.__init__(state["source"], **state["kwargs"])
+
+    def close(self):
+        """Closes the connection when the store made it (not a shared Client's)."""
+        if self._owns:
+            self.client.close()
+
+
+class FeatureStore(_Served, _PygFeatureStore):
     """PyG's FeatureStore over a featstore server: one read-only attribute
     per node table (``x`` for "feat", ``y`` for "labels", int64 [n]), group
     name the node type (None on a homogeneous graph). ``get_tensor`` with an
@@ -369,16 +393,7 @@ class FeatureStore(_PygFeatureStore):
 
     def __init__(self, source, **connect_kwargs):
         super().__init__()
-        self.client, self._owns = _connect(source, connect_kwargs)
-        self._source = source if not isinstance(source, Client) else source.uri
-        self._connect_kwargs = connect_kwargs
-        self.schema = _Schema(self.client.info())
-
-    def __getstate__(self):  # DataLoader workers started with spawn reconnect
-        return {"source": self._source, "kwargs": self._connect_kwargs}
-
-    def __setstate__(self, state):
-        self.__init__(state["source"], **state["kwargs"])
+        self._serve(source, connect_kwargs)
 
     def _put_tensor(self, tensor, attr):
         raise ReadOnlyError("FeatureStore")
@@ -435,12 +450,8 @@ class FeatureStore(_PygFeatureStore):
             t = t.view(torch.bfloat16)
         return t.view(-1) if table == "labels" else t
 
-    def close(self):
-        if self._owns:
-            self.client.close()
 
-
-class GraphStore(_PygGraphStore):
+class GraphStore(_Served, _PygGraphStore):
     """PyG's GraphStore over a featstore server: every edge type of the
     served graph, read-only, in CSC layout (featstore stores each node's
     in-neighbours, the edges it samples). ``get_edge_index`` reads the
@@ -450,16 +461,7 @@ class GraphStore(_PygGraphStore):
 
     def __init__(self, source, **connect_kwargs):
         super().__init__()
-        self.client, self._owns = _connect(source, connect_kwargs)
-        self._source = source if not isinstance(source, Client) else source.uri
-        self._connect_kwargs = connect_kwargs
-        self.schema = _Schema(self.client.info())
-
-    def __getstate__(self):
-        return {"source": self._source, "kwargs": self._connect_kwargs}
-
-    def __setstate__(self, state):
-        self.__init__(state["source"], **state["kwargs"])
+        self._serve(source, connect_kwargs)
 
     def _put_edge_index(self, edge_index, edge_attr):
         raise ReadOnlyError("GraphStore")
@@ -491,10 +493,6 @@ class GraphStore(_PygGraphStore):
                 rows.append(src_nodes[np.asarray(block.edge_src)[:offsets[-1]]])
                 colptr.append(offsets[1:] + colptr[-1][-1])
         return torch.from_numpy(np.concatenate(rows)), torch.from_numpy(np.concatenate(colptr))
-
-    def close(self):
-        if self._owns:
-            self.client.close()
 
 
 def stores(source, **connect_kwargs):
@@ -925,14 +923,13 @@ class LinkNeighborLoader(_Loader):
     def _edges(self, edge_label_index, edge_label, edge_label_time):
         """(edge type, link split or None, src, dst, label, time) as int64 arrays."""
         schema = self.schema
-        info = self.client.info()
         if isinstance(edge_label_index, str):
-            if edge_label_index not in info.link_splits:
+            if edge_label_index not in schema.link_splits:
                 raise ValueError(f"edge_label_index {edge_label_index!r}: no such link split (the dataset has "
-                                 f"{', '.join(info.link_splits) or 'none'})")
+                                 f"{', '.join(schema.link_splits) or 'none'})")
             if edge_label is not None or edge_label_time is not None:
                 raise ValueError("edge_label/edge_label_time with a link split: the split has its own")
-            sp = info.link_splits[edge_label_index]
+            sp = schema.link_splits[edge_label_index]
             get = lambda what: self.client.split(f"link/{edge_label_index}/{what}")  # noqa: E731
             return (tuple(sp.edge_type), edge_label_index, get("src"), get("dst"),
                     get("label") if sp.labelled else None, get("time") if sp.timed else None)
