@@ -21,17 +21,23 @@ const char *fs_tier_kind_name(fs_tier_kind_t k)
     return (unsigned)k < FS_TIER_KIND_COUNT_ ? names[k] : "unknown";
 }
 
+/* Whether every id in [0, n) is below lim. Branch-free blocks: the common
+ * case (all valid) runs at memory speed. */
+static int ids_in_range(const int64_t *ids, int64_t n, uint64_t lim)
+{
+    uint64_t bad = 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) bad |= (uint64_t)ids[i + k] >= lim;
+    for (; i < n; i++) bad |= (uint64_t)ids[i] >= lim;
+    return !bad;
+}
+
 fs_status_t fs_gather_check_ids(const fs_table_view_t *t, const int64_t *ids, int64_t n, fs_error_t *err)
 {
     uint64_t lim = (uint64_t)t->num_rows;
-    int64_t i = 0;
-    /* Branch-free blocks: the common case (all valid) runs at memory speed. */
-    for (; i + 8 <= n; i += 8) {
-        uint64_t bad = 0;
-        for (int k = 0; k < 8; k++) bad |= (uint64_t)ids[i + k] >= lim;
-        if (bad) break;
-    }
-    for (; i < n; i++)
+    if (ids_in_range(ids, n, lim)) return FS_OK;
+    for (int64_t i = 0; i < n; i++)
         if ((uint64_t)ids[i] >= lim)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "id %lld at position %lld is outside [0, %lld)",
                             (long long)ids[i], (long long)i, (long long)t->num_rows);
@@ -60,6 +66,7 @@ typedef struct {
     size_t out_row;
     conv_t conv;
     fs_gather_counters_t *per_worker; /* [pool size] */
+    int bad_ids;                      /* set (atomically) by a block holding an id out of range */
 } job_t;
 
 static inline const char *row_ptr(const fs_table_view_t *t, int64_t id, int *tier)
@@ -115,9 +122,16 @@ static inline int64_t run_length(const int64_t *ids, int64_t i, int64_t e)
 
 static void gather_range(void *p, int64_t b, int64_t e, int worker)
 {
-    const job_t *j = p;
+    job_t *j = p;
     const fs_table_view_t *t = j->t;
     const int64_t *ids = j->ids;
+    /* Ids are checked a block at a time, just before the block is gathered:
+     * they are then in L1 for the copy loop, where a separate pass over all
+     * ids first cost ~4% of a one-thread gather. */
+    if (!ids_in_range(ids + b, e - b, (uint64_t)t->num_rows)) {
+        __atomic_store_n(&j->bad_ids, 1, __ATOMIC_RELAXED);
+        return;
+    }
     uint64_t rows[FS_MAX_TIERS] = {0};
     int tier;
     const int64_t ahead = rows_ahead(t->row_bytes);
@@ -161,8 +175,6 @@ fs_status_t fs_gather_cpu(const fs_table_view_t *t, const int64_t *ids, int64_t 
     else
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gather: cannot serve a %s table as %s (pass-through or "
                         "float32 only)", fs_dtype_name(t->dtype), fs_dtype_name(out_dtype));
-    fs_status_t s = fs_gather_check_ids(t, ids, n, err);
-    if (s != FS_OK) return s;
     if (conv == F16_TO_F32) init_f16_table();
 
     int workers = fs_pool_size(pool);
@@ -173,6 +185,12 @@ fs_status_t fs_gather_cpu(const fs_table_view_t *t, const int64_t *ids, int64_t 
     job_t j = {.t = t, .ids = ids, .out = out, .out_row = (size_t)t->dim * fs_dtype_size(out_dtype),
                .conv = conv, .per_worker = per};
     fs_pool_run(pool, n, GRAIN, gather_range, &j);
+    if (j.bad_ids) {
+        /* Some blocks were skipped: the output is not to be used, and the
+         * serial check names the first bad id. */
+        if (per != local) free(per);
+        return fs_gather_check_ids(t, ids, n, err);
+    }
     if (counters)
         for (int w = 0; w < workers; w++)
             for (int k = 0; k < t->num_tiers; k++) {

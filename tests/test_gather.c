@@ -1,6 +1,7 @@
 /* test_gather.c — the CPU gather engine against a naive loop: every dtype
  * path, routed multi-tier views, counters, pools, and bad ids. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,6 +171,37 @@ Test(gather, bad_ids_fail_with_position)
     cr_assert_not_null(strstr(err.msg, "id -1 at position 4"), "%s", err.msg);
     cr_assert_eq(fs_gather_cpu(&v, ids, 0, FS_DTYPE_F32, out, NULL, NULL, &err), FS_OK, "empty gather");
     free(t);
+}
+
+/* Ids are checked block by block inside the pooled copy: a bad id in any
+ * block, on any worker, fails the whole gather, names the first bad id, and
+ * leaves the counters untouched. */
+Test(gather, bad_ids_in_late_blocks_fail_on_a_pool)
+{
+    float *t = make_table();
+    fs_table_view_t v = host_view(t, FS_DTYPE_F32);
+    const int64_t n = 20000;
+    int64_t *ids = random_ids(n, 9);
+    float *out = malloc(sizeof(float) * (size_t)n * DIM);
+    fs_pool_t *pool;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_pool_create(4, &pool, &err), FS_OK);
+    const int64_t bad_at[] = {n - 1, 9000, 2047, 2048};
+    for (size_t k = 0; k < sizeof bad_at / sizeof *bad_at; k++) {
+        int64_t keep = ids[bad_at[k]];
+        ids[bad_at[k]] = N + (int64_t)k;
+        fs_gather_counters_t c = {0};
+        char want[64];
+        snprintf(want, sizeof want, "id %d at position %lld ", N + (int)k, (long long)bad_at[k]);
+        cr_assert_eq(fs_gather_cpu(&v, ids, n, FS_DTYPE_F32, out, pool, &c, &err), FS_ERR_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(err.msg, want), "want '%s' in '%s'", want, err.msg);
+        cr_assert_eq(c.rows[0], 0, "counters moved on a failed gather");
+        ids[bad_at[k]] = keep;
+    }
+    cr_assert_eq(fs_gather_cpu(&v, ids, n, FS_DTYPE_F32, out, pool, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(out[(n - 1) * DIM], t[ids[n - 1] * DIM]);
+    fs_pool_destroy(pool);
+    free(t), free(ids), free(out);
 }
 
 Test(gather, pool_survives_many_small_jobs)
