@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Installs exactly the Debian 12 packages featstore's build and tests need.
+# Installs the Debian 12 packages featstore needs, by purpose:
+#   install-deps.sh build   building featstore and running the serving demo
+#                           (Quick start 1; the default)
+#   install-deps.sh test    the above, plus what the test suite, the fuzz and
+#                           sanitizer builds and the Python client's tests use
+#                           (Quick start 2)
 # Idempotent: when every package is already installed it touches nothing.
 # CUDA is optional and not installed here: the build uses nvcc when it finds
 # one (/usr/local/cuda/bin/nvcc or $CUDACXX) and builds the CPU twins only
-# otherwise.
+# otherwise. The Python client itself needs only python3 and python3-numpy.
 set -euo pipefail
 
-PACKAGES=(
-  build-essential   # gcc, make
+BUILD=(
+  gcc make libc6-dev # the C compiler (build-essential's g++ and dpkg-dev are test-only, below)
   cmake             # the build
   pkg-config        # finds the libraries below
   zlib1g-dev        # gzip input for the importers
@@ -16,30 +21,42 @@ PACKAGES=(
   libxxhash-dev     # file checksums (xxh3)
   libjemalloc-dev   # memory-tier arenas
   libgrpc-dev       # the remote transport (gRPC C core)
-  protobuf-compiler # protoc: Python stubs for the third-party client test
   nanopb            # nanopb_generator.py: C code for featstore.proto
   libnanopb-dev     # pb.h and libprotobuf-nanopb.a
   libmicrohttpd-dev # the /metrics and /healthz endpoint
-  python3-protobuf  # tests: the third-party gRPC client's messages
-  python3-grpcio    # tests: the third-party gRPC client
-  openssl           # tests: a throw-away CA and certificates for the TLS tests (tests/make_test_certs.sh)
-  prometheus        # tests: promtool checks the /metrics output
   bc                # the demo's summary arithmetic
+)
+
+TEST=(
+  build-essential   # g++ (the public headers compile as C++) and dpkg-dev (cpack's .deb dependencies)
   libcriterion-dev  # the test framework
-  python3-numpy     # tests: numpy reads our .npy files and writes datasets we read
+  protobuf-compiler # protoc: Python stubs for the third-party client test
+  python3-protobuf  # the third-party gRPC client's messages
+  python3-grpcio    # the third-party gRPC client
+  openssl           # a throw-away CA and certificates for the TLS tests (tests/make_test_certs.sh)
+  python3-prometheus-client # parses /metrics strictly (tests/check_exposition.py); no Prometheus server
+  python3-numpy     # numpy reads our .npy files and writes datasets we read; the Python client
   python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)
-  python3-torch     # tests: GraphSAGE trained through the Python client (test_python)
+  python3-torch     # GraphSAGE trained through the Python client (test_python)
   python3-scipy     # bench_propagate: scipy.sparse CSR @ dense, the baseline it runs beside
-  python3-venv      # scripts/pyg-venv.sh: torch_geometric's venv over Debian's torch (featstore.pyg)
+  python3-venv      # scripts/pyg-venv.sh and the install test: venvs over Debian's packages
+  python3-setuptools # pip install ./client-lib/python without build isolation (the install test)
+  python3-wheel
   python3-aiohttp   # torch_geometric's dependencies, from Debian rather than PyPI:
   python3-fsspec    #   aiohttp, fsspec, jinja2, tqdm (psutil, pyparsing, requests and
   python3-jinja2    #   xxhash come with the packages above)
   python3-tqdm
   python3-psutil
   python3-requests
-  clang             # tests: the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
-  libclang-rt-dev   # tests: libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
+  clang             # the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
+  libclang-rt-dev   # libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
 )
+
+case "${1:-build}" in
+  build) PACKAGES=("${BUILD[@]}") ;;
+  test) PACKAGES=("${BUILD[@]}" "${TEST[@]}") ;;
+  *) echo "install-deps: unknown purpose '$1' (expected: build or test)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -49,7 +66,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  echo "install-deps: all ${#PACKAGES[@]} packages for '${1:-build}' already installed"
   exit 0
 fi
 

@@ -13,10 +13,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh test
 bash scripts/pyg-venv.sh   # torch_geometric for featstore.pyg's tests (skipped without it)
 
-bash scripts/build.sh
+bash scripts/build.sh -DFS_BUILD_TESTS=ON
 (cd build && ctest --output-on-failure --timeout 1200)
 
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DFS_FUZZ=ON -DFS_WITH_CUDA=OFF \
