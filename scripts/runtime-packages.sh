@@ -18,7 +18,10 @@ PREFIX=$(realpath "$1")
 # The ELF files of the install (executables and shared objects; static
 # archives, headers and pkg-config files are skipped by their magic).
 elf_files() {
-  find "$PREFIX/bin" "$PREFIX/lib" -type f 2>/dev/null | while read -r f; do
+  local dirs=() d
+  for d in "$PREFIX/bin" "$PREFIX/lib"; do [ -d "$d" ] && dirs+=("$d"); done
+  [ ${#dirs[@]} -gt 0 ] || return 0
+  find "${dirs[@]}" -type f | while read -r f; do
     if [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ]; then echo "$f"; fi
   done
 }
@@ -29,8 +32,10 @@ elf_files() {
 # skipped below) whatever RUNPATH the build gave them.
 deps_of() {
   local out
-  out=$(LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$1" 2>&1) ||
+  if ! out=$(LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$1" 2>&1); then
+    case "$out" in *"not a dynamic executable"*) return 0 ;; esac # static: needs nothing
     die "ldd $1 failed: $out"
+  fi
   if grep -q 'not found' <<<"$out"; then
     die "$1 needs a library ldd cannot find: $(grep 'not found' <<<"$out" | tr -s ' \t' ' ' | sed 's/^ //')"
   fi
