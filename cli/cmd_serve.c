@@ -68,7 +68,7 @@ int cmd_serve(int argc, char **argv)
     o.token_file = c.text[OPT_TOKEN_FILE], o.insecure = cli_has(&c, OPT_INSECURE);
     if (!o.tls_cert != !o.tls_key) return cli_usage("%s", "--tls-cert and --tls-key go together");
     if (o.tls_client_ca && !o.tls_cert) return cli_usage("%s", "--tls-client-ca (mTLS) needs --tls-cert and --tls-key");
-    /* unix:// guards and administration (server/local.h; README "Local security") */
+    /* unix:// guards and administration (server/local.h; docs/serving.md "Local security") */
     _Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned), "ids are unsigned int");
     static unsigned allow_uids[64], allow_gids[64];
     unsigned admin = 0;

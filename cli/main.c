@@ -87,7 +87,7 @@ static const char *const usage_text =
     "  --abc A,B,C          R-MAT quadrant probabilities (default 0.57,0.19,0.19)\n"
     "  --typed              a typed graph (format version 2): papers, authors, venues; writes,\n"
     "                       cites (R-MAT, weighted, edge features), published_in and their\n"
-    "                       reverses; times; a link split of cites (schema: README, dataset/gen.h)\n"
+    "                       reverses; times; a link split of cites (schema: docs/cli.md, dataset/gen.h)\n"
     "\n"
     "propagate options (docs/algorithms.md section 8):\n"
     "  --hops R             make X_1..X_R (1..64); hop_0 is the table itself\n"

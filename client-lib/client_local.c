@@ -115,7 +115,7 @@ static void *shared_map_take(int fd, const struct stat *st, size_t len)
     /* Fill this process's page tables now: otherwise every first touch of a
      * page in a batch is a minor fault, which on some hosts costs more than
      * the row copy itself and turns into latency spikes long after warm-up
-     * (README "Data plane"). The pages are the server's resident memfd
+     * (docs/design.md "Data plane"). The pages are the server's resident memfd
      * copies, so this only writes page-table entries. Best effort: kernels
      * before 5.14 refuse it and fault lazily as before. */
     madvise(p, len, MADV_POPULATE_READ);

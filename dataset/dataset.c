@@ -19,7 +19,7 @@
  * served bytes, no one can shrink or change them, and trainers receive the
  * memfd, so no process can fault on a vanished page. The cost is memory: the
  * copy is shmem, as large as the dataset (the original's page cache is
- * dropped after copying, so the total stays about 1x; README "Data plane"),
+ * dropped after copying, so the total stays about 1x; docs/design.md "Data plane"),
  * and a start-up copy at memory speed. Mappings ask for transparent huge
  * pages (fewer page faults; honoured where the kernel's shmem THP setting is
  * "advise" or "always", silently ignored elsewhere). Changes to the files

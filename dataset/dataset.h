@@ -1,7 +1,7 @@
 /* dataset.h — featstore's native on-disk dataset: a directory with a
  * manifest.json and one numpy .npy file per array.
  *
- * Two versions (README "Dataset format"). Version 1, below, is one
+ * Two versions (docs/format.md). Version 1, below, is one
  * homogeneous graph. Version 2 is a typed graph: node types, edge types
  * (src, rel, dst) each stored toward its destination (CSC) with edge ids,
  * optional weights, times and edge features, node times, and link splits;
@@ -14,7 +14,7 @@
  * fs_dataset_is_typed().
  *
  *   manifest.json      format, version, name, num_nodes, num_edges, and which
- *                      file plays which role (see README "Dataset format")
+ *                      file plays which role (see docs/format.md)
  *   indptr.npy         int64 [N+1]      CSR row offsets, row v = v's neighbours
  *   indices.npy        int32|int64 [E]  neighbour ids, each < N
  *   edge_weights.npy   float32 [E]      optional
@@ -126,7 +126,7 @@ typedef struct {
 } fs_link_split_t;
 
 /* ---- hop tables (`featstore propagate`, docs/algorithms.md §8) ----
- * The manifest's "propagation" object (README "Dataset format") says how
+ * The manifest's "propagation" object (docs/format.md) says how
  * hop_0 .. hop_R were made. With rows "all" they are ordinary feature
  * tables (num_nodes rows, gathered by node id). With rows "labelled" they
  * hold only the splits' nodes, one row each, split after split (each

@@ -1,6 +1,6 @@
 /* dataset_prop.c — reading the manifest's "propagation" object: how the hop
- * tables of `featstore propagate` were made (docs/algorithms.md §8; README
- * "Dataset format").
+ * tables of `featstore propagate` were made (docs/algorithms.md §8;
+ * docs/format.md).
  *
  * Design: the object is checked like every other part of the manifest, so
  * a dataset that opens has hop tables that are what it says. With rows

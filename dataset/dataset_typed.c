@@ -1,6 +1,6 @@
 /* dataset_typed.c — version 2 of the dataset format: node types, edge types
  * stored toward their destination with edge ids, weights, times and edge
- * features, and link-prediction splits (README "Dataset format").
+ * features, and link-prediction splits (docs/format.md).
  *
  * Design: types are lists in the manifest, so a type's index is its place
  * in the list, the same in every reader. Each edge type is checked like a

@@ -5,7 +5,7 @@
  * Node types come first (an edge type's ids are checked against their
  * counts). An edge type is given as COO edges in input order: edge i is the
  * i-th pair, and i is its edge id for good. The builder stores it toward
- * the destination (README "Dataset format", version 2):
+ * the destination (docs/format.md, version 2):
  *   indptr    int64 [count(dst)+1]
  *   indices   int32 when count(src) < 2^31, else int64
  *   edge_ids  int64 [E], the edge id at each position; not written when it

@@ -27,7 +27,7 @@ void fs_limits_default(fs_limits_t *l);
  * check uses the request alone (and the graph's size), so it runs before
  * any work or allocation: a sampling request is refused when its worst
  * case (fs_limits_worst_bytes) exceeds max_response_bytes, not after it
- * was sampled (README, "Limits").
+ * was sampled (docs/serving.md, "Limits").
  * req is NULL for a plain gather; row_bytes is the served row size (0 when
  * nothing is gathered).
  * A request's locality must be 0, 1 or a finite boost > 1 (never

@@ -204,7 +204,7 @@ static int json_gbps(const json_t *v, double *out)
     return isfinite(*out) && *out >= 0;
 }
 
-/* The keys a topology file may hold (docs: README "Topology files"); any
+/* The keys a topology file may hold (docs/serving.md, "--topology"); any
  * other is refused by name, so a misspelt "fabric" is not silently inferred. */
 static const char *const root_keys[] = {"name", "gpus", "links", "host_gbps", "fabric", NULL};
 static const char *const gpu_keys[] = {"memory_bytes", "local_gbps", NULL};

@@ -14,7 +14,7 @@
 # 77 when no usable GPU was found (the build still ran, and the tests said
 # why they skipped). It installs nothing: on a box without the build
 # dependencies, run scripts/install-deps.sh first (Debian 12), or see
-# README "GPU check" for a machine that cannot reach a package registry.
+# docs/development.md "GPU check" for a machine that cannot reach a package registry.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bench=1

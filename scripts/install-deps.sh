@@ -35,6 +35,7 @@ TEST=(
   python3-grpcio    # the third-party gRPC client
   openssl           # a throw-away CA and certificates for the TLS tests (tests/make_test_certs.sh)
   python3-prometheus-client # parses /metrics strictly (tests/check_exposition.py); no Prometheus server
+  python3-yaml      # test_dashboard reads the compose and Prometheus files
   python3-numpy     # numpy reads our .npy files and writes datasets we read; the Python client
   python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)
   python3-torch     # GraphSAGE trained through the Python client (test_python)

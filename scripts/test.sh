@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start command 2: install dependencies, then build and test in three
-# stages, each in a build directory of its own (README "Tests"):
+# stages, each in a build directory of its own (docs/development.md "Tests"):
 #   1. build/       the normal build and the whole test suite (ctest);
 #   2. build-fuzz/  clang + libFuzzer + ASan/UBSan: every harness of
 #                   tests/fuzz runs its seed corpus, then fuzzes for

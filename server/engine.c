@@ -208,7 +208,7 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
 {
     /* every limit from the request alone, before the sampler allocates or
      * reads anything: the worst case, not the result, is held to
-     * max_response_bytes (README, "Limits") */
+     * max_response_bytes (docs/serving.md, "Limits") */
     fs_status_t st = need_one_graph(e, err);
     if (st == FS_OK) st = fs_limits_check(&e->limits, n, req, 0, err);
     if (st != FS_OK) return st;

@@ -11,7 +11,7 @@
  * through the replan callback, so planning never stalls the loop.
  * proto/fs_local.h describes the conversation and its versions.
  *
- * Guards (README, "Limits" and "Local security"): the socket is mode 0660
+ * Guards (docs/serving.md, "Limits" and "Local security"): the socket is mode 0660
  * (the server's user and primary group); every peer's credentials are read
  * at accept (SO_PEERCRED) and checked against an optional allow-list and a
  * cap on connections per uid, and refused peers get an ERROR frame saying

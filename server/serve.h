@@ -26,7 +26,7 @@ typedef struct {
     const char *tls_client_ca; /* mTLS: client certificates required, verified against this CA */
     const char *token_file;    /* the bearer token every gRPC call must carry */
     int insecure;              /* plaintext gRPC on a non-loopback address: allowed, with a warning */
-    /* unix:// guards and administration (local.h; README "Local security") */
+    /* unix:// guards and administration (local.h; docs/serving.md "Local security") */
     int handshake_timeout_ms;  /* default FS_LOCAL_DEFAULT_HANDSHAKE_MS; 0 = never */
     int max_conns_per_uid;     /* default FS_LOCAL_DEFAULT_MAX_CONNS_PER_UID; 0 = no cap */
     const uid_t *allow_uids;   /* with allow_gids: who may connect (empty: anyone who can open the socket) */

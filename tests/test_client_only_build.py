@@ -158,7 +158,7 @@ def main():
         if not any(f.startswith("libfeatstore-grpc.so") for f in os.listdir(os.path.join(prefix, "lib"))):
             errors.append("cmake --install did not install libfeatstore-grpc.so.N")
 
-        # 4. a program built the way the README says: pkg-config featstore
+        # 4. a program built the way docs/serving.md says: pkg-config featstore
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
         flags = step("pkg-config", ["pkg-config", "--cflags", "--libs", "featstore"], env=env).split()
         print(f"pkg-config --cflags --libs featstore: {' '.join(flags)}")

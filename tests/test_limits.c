@@ -1,4 +1,4 @@
-/* test_limits.c — limits first (README "Limits", kernels/fs_limits.h): the
+/* test_limits.c — limits first (docs/serving.md "Limits", kernels/fs_limits.h): the
  * worst case computed from a request alone bounds every real result (on
  * Cora and on a skewed R-MAT, every sampling mode we serve, fanout -1,
  * repeated seeds, edge ids), and the engine refuses a request whose worst

@@ -469,7 +469,7 @@ def write_wide_dataset(path, tables=20, splits=10, nodes=50):
     """A ring of `nodes` nodes with `tables` feature tables (table k: dim k+1,
     float32 for even k and float16 for odd, row v = v*40+k+j) and `splits`
     splits (split k: the nodes v % splits == k, descending), written with
-    numpy in the dataset format (docs: README's Dataset format)."""
+    numpy in the dataset format (docs: docs/format.md)."""
     os.makedirs(path)
     save = lambda name, a: np.save(os.path.join(path, name), a)
     save("indptr.npy", np.arange(nodes + 1, dtype=np.int64))

@@ -29,8 +29,8 @@ and ``link.<split>.<part>.npy`` (parts: ``table_<name>``, ``labels``, ``time``,
 The laid-out arrays are held in memory until written (about three times the
 edge arrays); graphs larger than memory are for the C importers.
 
-See ``write_dataset`` for every argument and the layout, README "Dataset
-format" for the files, and ``featstore.cora`` for two real datasets made
+See ``write_dataset`` for every argument and the layout, docs/format.md for
+the files, and ``featstore.cora`` for two real datasets made
 with it.
 """
 import json
@@ -294,7 +294,7 @@ def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None,
     directory that is not one is never replaced. ``source``: a JSON-able
     dict recorded under ``"source"`` in the manifest (provenance).
 
-    Layout (the C writer's; README "Dataset format"): each edge type is
+    Layout (the C writer's; docs/format.md): each edge type is
     stored toward its destination (CSC): ``indptr`` int64 ``[count(dst)+1]``,
     ``indices`` (source ids) int32 when ``count(src) < 2**31``, else int64.
     Each destination's sources are ordered by (time, edge id), or by edge id
