@@ -12,10 +12,8 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "featstore maintainers <maintainers@users.noreply.a-seed-961ff329.example>")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)        # name_version_arch.deb
-# Installed under /usr through DESTDIR, so the install scripts run with
-# CMAKE_INSTALL_PREFIX=/usr (not the staging directory): what featstore.pc must say.
-set(CPACK_SET_DESTDIR ON)
-set(CPACK_INSTALL_PREFIX /usr)
+# cpack's DEB generator runs the install scripts with CMAKE_INSTALL_PREFIX=/usr
+# (staged elsewhere): what the packaged featstore.pc says (test_deb checks it).
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 
 set(CPACK_DEB_COMPONENT_INSTALL ON)
