@@ -39,6 +39,9 @@ PACKAGES=(
   python3-requests
   clang             # tests: the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
   libclang-rt-dev   # tests: libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
+  dpkg-dev          # cpack -G DEB: dpkg-shlibdeps writes the packages' Depends (test_deb)
+  python3-setuptools # pip install ./client-lib/python offline (--no-build-isolation): the build backend
+  python3-wheel     #   and the wheel it builds (test_install_venv)
 )
 
 missing=()
