@@ -19,7 +19,10 @@ way) into WORK/build, builds it, and checks:
    against that prefix (-Wall -Wextra -Werror) links, runs with the
    installed libfeatstore.so (checked with dladdr), and fs_version() equals
    the header's FS_VERSION_*; a grpc:// connection to a closed port loads
-   the installed plugin (it fails as unavailable, not as "cannot load").
+   the installed plugin (it fails as unavailable, not as "cannot load");
+5. cpack (beside --cmake) packages it as libfeatstore1 and libfeatstore-dev
+   only: no featstore package (left out, with a note, without dpkg-deb and
+   dpkg-shlibdeps).
 
 WORK is emptied first and removed when the test passes (kept for a look
 when it fails). Exit status: 0 pass, 1 fail, 77 (ctest's skip) without
@@ -179,6 +182,18 @@ def main():
         m = re.search(r"^LIB (\S+)", out.stdout, re.M)
         if m and not os.path.realpath(m.group(1)).startswith(os.path.realpath(prefix) + os.sep):
             errors.append(f"the program ran with {m.group(1)}, not the installed library under {prefix}")
+
+        # 5. its packages: the client's two, no server
+        cpack = os.path.join(os.path.dirname(shutil.which(args.cmake) or args.cmake), "cpack")
+        if all(shutil.which(t) for t in (cpack, "dpkg-deb", "dpkg-shlibdeps")):
+            pkgs = os.path.join(work, "pkgs")
+            step("cpack", [cpack, "--config", os.path.join(build, "CPackConfig.cmake"), "-B", pkgs])
+            names = sorted(f.split("_")[0] for f in os.listdir(pkgs) if f.endswith(".deb"))
+            print(f"packages: {', '.join(names)}")
+            if names != ["libfeatstore-dev", "libfeatstore1"]:
+                errors.append(f"cpack of the client-only build made {names}, want libfeatstore-dev, libfeatstore1")
+        else:
+            print(f"note: no packages checked ({cpack}, dpkg-deb or dpkg-shlibdeps is missing)")
     except Failed as e:
         errors.append(str(e))
     print(f"total {time.monotonic() - t0:.1f} s")

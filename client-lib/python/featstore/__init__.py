@@ -1,10 +1,13 @@
 """featstore — Python client for the featstore GNN feature store.
 
 A pure-Python (ctypes) binding over the C client library ``libfeatstore.so``
-(found through $FEATSTORE_LIB, next to this package, the repository's
-``build/`` or the system library path). Results are zero-copy numpy views of
-the C buffers; a released Batch raises BatchReleasedError, and arrays taken
-from it before keep their data (and its slot) until they are gone::
+(found through $FEATSTORE_LIB alone when it is set; else next to this
+package, the repository's ``build/``, then where ``cmake --install`` or the
+libfeatstore1 package put it: this Python's prefix (a venv), /usr/local and
+/usr, their multiarch lib directories, and the ld.so cache). Results are
+zero-copy numpy views of the C buffers; a released Batch raises
+BatchReleasedError, and arrays taken from it before keep their data (and its
+slot) until they are gone::
 
     import featstore
     with featstore.connect("unix:///tmp/fs.sock") as c:

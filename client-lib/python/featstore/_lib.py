@@ -14,6 +14,8 @@ allocates only grow at their end, so reading the fields below stays valid.
 import ctypes
 import ctypes.util
 import os
+import sys
+import sysconfig
 from pathlib import Path
 
 FS_MAX_HOPS = 8
@@ -23,6 +25,7 @@ FS_VERSION_MAJOR = 1
 FS_BATCH_SAMPLE, FS_BATCH_GATHER = 1, 2
 LIB_ENV = "FEATSTORE_LIB"
 _LIB_NAME = "libfeatstore.so"
+_SONAME = f"libfeatstore.so.{FS_VERSION_MAJOR}"
 
 # ---- structs (featstore/types.h, featstore/client.h, featstore/admin.h) -------
 
@@ -185,19 +188,34 @@ class ReplanOpts(Versioned):
 
 # ---- finding the library -----------------------------------------------------
 
+def _system_dirs():
+    """Where `cmake --install` and the .deb packages put the library: this
+    Python's prefix first (a venv, which `cmake --install --prefix VENV`
+    filled), then /usr/local and /usr, each with its multiarch directory."""
+    arch = sysconfig.get_config_var("MULTIARCH")
+    for prefix in dict.fromkeys((sys.prefix, "/usr/local", "/usr")):
+        yield Path(prefix) / "lib"
+        if arch:
+            yield Path(prefix) / "lib" / arch
+
+
 def _candidates():
     """Where libfeatstore.so may be, most explicit first."""
     env = os.environ.get(LIB_ENV)
     if env:
         p = Path(env)
         yield p / _LIB_NAME if p.is_dir() else p
+        return  # an explicit choice is the only one
     here = Path(__file__).resolve().parent
     yield here / _LIB_NAME                       # shipped inside the package
     yield here.parent / _LIB_NAME                # next to the package
-    repo = here.parents[2]                       # client-lib/python/featstore -> repository root
-    yield repo / "build" / "client-lib" / _LIB_NAME
-    for prefix in ("/usr/local/lib", "/usr/lib"):
-        yield Path(prefix) / _LIB_NAME
+    if here.parts[-3:] == ("client-lib", "python", "featstore"):  # run from the repository, not installed
+        yield here.parents[2] / "build" / "client-lib" / _LIB_NAME
+    for d in _system_dirs():
+        # the runtime package (libfeatstore1) has only the SONAME; the
+        # unversioned name is the -dev package's symlink
+        yield d / _SONAME
+        yield d / _LIB_NAME
 
 
 def _load():
@@ -208,11 +226,26 @@ def _load():
             return ctypes.CDLL(str(path)), str(path)
     if os.environ.get(LIB_ENV):  # an explicit choice that does not exist is an error, not a hint
         raise OSError(f"{LIB_ENV}={os.environ[LIB_ENV]!r}: no {_LIB_NAME} there")
-    name = ctypes.util.find_library("featstore")
+    name = ctypes.util.find_library("featstore")  # the ld.so cache: another libdir in /etc/ld.so.conf.d
     if name:
-        return ctypes.CDLL(name), name
+        lib = ctypes.CDLL(name)
+        return lib, _loaded_from(lib, name)
     raise OSError(f"cannot find {_LIB_NAME}: set {LIB_ENV} to its path (build it with "
-                  f"`cmake --build BUILD --target featstore_client`); tried " + ", ".join(tried))
+                  f"`cmake --build BUILD --target featstore_client`, or install it with `cmake --install BUILD`); "
+                  f"tried " + ", ".join(tried) + " and the ld.so cache")
+
+
+def _loaded_from(lib, name):
+    """The file the dynamic linker picked for a bare name (dladdr on fs_version)."""
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+    info = DlInfo()
+    dladdr = ctypes.CDLL(None).dladdr
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(DlInfo)]
+    if hasattr(lib, "fs_version") and dladdr(ctypes.cast(lib.fs_version, ctypes.c_void_p), ctypes.byref(info)):
+        return info.dli_fname.decode()
+    return name
 
 
 # ---- prototypes ---------------------------------------------------------------

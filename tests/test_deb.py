@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""test_deb.py — the .deb packages (ctest: test_deb).
+
+    /usr/bin/python3 tests/test_deb.py --build BUILD --work DIR [--cpack cpack] [--libdir lib] [--cc cc]
+
+`cpack --config BUILD/CPackConfig.cmake -B WORK/pkgs` must give exactly
+featstore, libfeatstore1 and libfeatstore-dev, each with the files listed in
+CONTENTS below and nothing else (no test or bench program), Maintainer,
+Section and Description set, and Depends that name only packages dpkg or apt
+knows here (or ours, at this version; dpkg-shlibdeps' libc6 among them).
+
+Installing them for real needs root on a disposable system (a chroot or
+debootstrap is too slow for ctest), so the agreed stand-in is: `dpkg -x`
+all three into one root, `ldd` each program and library there with
+LD_LIBRARY_PATH=ROOT/usr/LIBDIR (no "not found", and libfeatstore.so.1 is
+the extracted one), `ROOT/usr/bin/featstore version`, the extracted server
+serving tests/data/cora.npz, and two clients on the extracted library over
+unix:// and grpc:// (the plugin beside it): pkg_probe.c built with the
+extracted headers and featstore.pc (pkg-config --define-prefix), and the
+extracted featstore-trainer.
+
+WORK is emptied first and removed when the test passes. Exit status: 0 pass,
+1 fail, 77 (ctest's skip) without dpkg-deb, dpkg-shlibdeps or pkg-config.
+~15 s on 2 cores.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fs_serve  # noqa: E402
+from pkg_util import Failed, build_probe, run_probe, step, under  # noqa: E402
+
+SKIP = 77
+VERSION = "1.5.0"
+
+
+def contents(libdir):
+    """Each package's files (not directories), paths as dpkg-deb -c lists them."""
+    lib = f"usr/{libdir}"
+    return {
+        "featstore": {"usr/bin/featstore", "usr/bin/featstore-trainer"},
+        "libfeatstore1": {f"{lib}/libfeatstore.so.1", f"{lib}/libfeatstore.so.{VERSION}",
+                          f"{lib}/libfeatstore-grpc.so.1"},
+        "libfeatstore-dev": {"usr/include/featstore/client.h", "usr/include/featstore/admin.h",
+                             "usr/include/featstore/types.h", f"{lib}/libfeatstore.so", f"{lib}/libfeatstore.a",
+                             f"{lib}/pkgconfig/featstore.pc"},
+    }
+
+
+def field(deb, name):
+    return subprocess.run(["dpkg-deb", "-f", deb, name], stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def known(package):
+    """dpkg (installed) or apt (available) knows the package."""
+    for cmd in (["dpkg-query", "-W", package], ["apt-cache", "show", "--no-all-versions", package]):
+        if shutil.which(cmd[0]) and subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                                                    stderr=subprocess.DEVNULL).returncode == 0:
+            return True
+    return False
+
+
+def check_package(name, deb, files, errors):
+    listing = step("dpkg-deb -c", ["dpkg-deb", "-c", deb])
+    have = {line.split()[5].removeprefix("./") for line in listing.splitlines() if not line.startswith("d")}
+    if have != files:
+        errors.append(f"{name}: unexpected files {sorted(have - files)}, missing {sorted(files - have)}")
+    for f in ("Maintainer", "Section", "Description"):
+        if not field(deb, f):
+            errors.append(f"{name}: no {f}")
+    depends = field(deb, "Depends")
+    print(f"  {name} Depends: {depends}")
+    for alternatives in filter(None, (d.strip() for d in depends.split(","))):
+        names = [re.match(r"[a-z0-9][a-z0-9+.-]*", a.strip()).group(0) for a in alternatives.split("|")]
+        if not any(n in contents("") or known(n) for n in names):
+            errors.append(f"{name}: Depends on {alternatives}, which no package here or in apt provides")
+    return depends
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", required=True)
+    p.add_argument("--work", required=True, help="scratch directory (emptied first)")
+    p.add_argument("--cpack", default="cpack")
+    p.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR")
+    p.add_argument("--cc", default="cc")
+    args = p.parse_args()
+    for tool in ("dpkg-deb", "dpkg-shlibdeps", "pkg-config", "ldd", args.cpack):
+        if not shutil.which(tool):
+            print(f"SKIP: {tool} is not installed (dpkg-shlibdeps: apt-get install dpkg-dev)")
+            return SKIP
+
+    work, build = os.path.abspath(args.work), os.path.abspath(args.build)
+    pkgs, root = os.path.join(work, "pkgs"), os.path.join(work, "root")
+    libdir = os.path.join(root, "usr", args.libdir)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    t0 = time.monotonic()
+    errors = []
+    server = None
+    try:
+        # 1. the packages and what they hold
+        step("cpack", [args.cpack, "--config", os.path.join(build, "CPackConfig.cmake"), "-B", pkgs])
+        debs = {f.split("_")[0]: os.path.join(pkgs, f) for f in os.listdir(pkgs) if f.endswith(".deb")}
+        want = contents(args.libdir)
+        if set(debs) != set(want):
+            raise Failed(f"cpack made {sorted(debs)}, want {sorted(want)}")
+        depends = {name: check_package(name, deb, want[name], errors) for name, deb in debs.items()}
+        for name in ("featstore", "libfeatstore-dev"):
+            if f"libfeatstore1 (= {VERSION})" not in depends[name]:
+                errors.append(f"{name} does not depend on libfeatstore1 (= {VERSION})")
+        if "libc6" not in depends["libfeatstore1"]:
+            errors.append("libfeatstore1 does not depend on libc6: dpkg-shlibdeps did not run")
+        for deb in debs.values():
+            step("dpkg -x", ["dpkg", "-x", deb, root])
+
+        # 2. every ELF file resolves its libraries, libfeatstore from the packages
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LD_LIBRARY_PATH": libdir}
+        for f in ("usr/bin/featstore", "usr/bin/featstore-trainer", f"usr/{args.libdir}/libfeatstore.so.1",
+                  f"usr/{args.libdir}/libfeatstore-grpc.so.1"):
+            out = step("ldd", ["ldd", os.path.join(root, f)], env=env)
+            if "not found" in out:
+                errors.append(f"ldd {f}: " + "; ".join(l.strip() for l in out.splitlines() if "not found" in l))
+            m = re.search(r"libfeatstore\.so\.1 => (\S+)", out)
+            if m and not under(m.group(1), root):
+                errors.append(f"{f} resolves libfeatstore.so.1 to {m.group(1)}, not the package's")
+        pc = open(os.path.join(libdir, "pkgconfig", "featstore.pc")).read()
+        if not pc.startswith("prefix=/usr\n"):
+            errors.append("the packaged featstore.pc does not say prefix=/usr: " + pc.splitlines()[0])
+
+        # 3. the packaged server and two clients on the packaged library
+        featstore = os.path.join(root, "usr", "bin", "featstore")
+        out = step("featstore version", [featstore, "version"], env=env)
+        if VERSION not in out:
+            errors.append(f"featstore version says {out.strip()!r}")
+        dataset = fs_serve.import_cora(featstore, os.path.join(work, "cora"))
+        server, ready = fs_serve.start(featstore, dataset, os.path.join(work, "fs.sock"), env=env)
+        uris = ["unix://" + ready["unix"], "grpc://" + ready["grpc"]]
+        exe = os.path.join(work, "pkg_probe")
+        build_probe(args.cc, exe, dict(env, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig")),
+                    ["--define-prefix"])
+        report = run_probe(exe, uris, env)
+        if not under(report.get("LIB", ""), root) or not under(report.get("PLUGIN", ""), root):
+            errors.append(f"pkg_probe ran with {report.get('LIB')} and {report.get('PLUGIN')}, not the packaged "
+                          f"library and plugin")
+        for uri in uris:
+            if report["NODES"].get(uri) != (2708, 1433):
+                errors.append(f"pkg_probe over {uri}: {report['NODES'].get(uri)}, want (2708, 1433)")
+        for uri in uris:
+            out = step("featstore-trainer", [os.path.join(root, "usr", "bin", "featstore-trainer"), uri,
+                                             "--batches", "3", "--batch", "64", "--fanouts", "5,5"], env=env)
+            if not re.search(r"^TRAINER .*batches=3 ", out, re.M):
+                errors.append(f"featstore-trainer over {uri} printed no summary of 3 batches:\n{out}")
+    except (Failed, RuntimeError, subprocess.TimeoutExpired) as e:
+        errors.append(str(e))
+    finally:
+        if server and fs_serve.stop(server) != 0:
+            errors.append("featstore serve did not exit 0 on SIGTERM")
+    print(f"total {time.monotonic() - t0:.1f} s")
+    for e in errors:
+        print("FAIL: " + e)
+    if errors:
+        print(f"kept {work} for a look")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
