@@ -155,9 +155,11 @@ def main():
         # 3. the install
         step("install", [args.cmake, "--install", build])
         for f in ("include/featstore/client.h", "include/featstore/admin.h", "include/featstore/types.h",
-                  "lib/libfeatstore.so", "lib/libfeatstore.a", "lib/pkgconfig/featstore.pc"):
+                  "lib/libfeatstore.so", "lib/pkgconfig/featstore.pc"):
             if not os.path.exists(os.path.join(prefix, f)):
                 errors.append(f"cmake --install did not install {f}")
+        if os.path.exists(os.path.join(prefix, "lib", "libfeatstore.a")):
+            errors.append("cmake --install installed libfeatstore.a, which cannot link outside the build tree")
         if not any(f.startswith("libfeatstore-grpc.so") for f in os.listdir(os.path.join(prefix, "lib"))):
             errors.append("cmake --install did not install libfeatstore-grpc.so.N")
 

@@ -47,7 +47,7 @@ def contents(libdir):
         "libfeatstore1": {f"{lib}/libfeatstore.so.1", f"{lib}/libfeatstore.so.{VERSION}",
                           f"{lib}/libfeatstore-grpc.so.1"},
         "libfeatstore-dev": {"usr/include/featstore/client.h", "usr/include/featstore/admin.h",
-                             "usr/include/featstore/types.h", f"{lib}/libfeatstore.so", f"{lib}/libfeatstore.a",
+                             "usr/include/featstore/types.h", f"{lib}/libfeatstore.so",
                              f"{lib}/pkgconfig/featstore.pc"},
     }
 
