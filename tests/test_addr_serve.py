@@ -100,19 +100,22 @@ def has_ipv6_loopback():
 
 def run_serve(args, wrapped=None):
     """Runs `featstore serve DATASET args` until it exits on its own:
-    (status, stdout, stderr). One still running after LIVENESS_S is serving:
-    it is killed and the calling test fails, naming the wrapped port if it
-    listens there."""
+    (status, stdout, stderr). One that prints READY, or is still running
+    after LIVENESS_S, is serving: it is killed and the calling test fails,
+    naming the wrapped port if it listens there."""
     proc = subprocess.Popen([ARGS.featstore, "serve", DATA["dataset"]] + args, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=fs_serve.die_with_parent)
     try:
-        out, err = proc.communicate(timeout=LIVENESS_S)
-    except subprocess.TimeoutExpired:
+        ready = fs_serve.read_ready(proc, LIVENESS_S)
+    except RuntimeError:  # it exited first (or never said READY)
+        ready = None
+    if ready is not None or proc.poll() is None:
         bound = wrapped is not None and wrapped in listening_ports()
         proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"featstore serve {' '.join(args)} is serving: {out!r}"
+        proc.communicate()
+        raise AssertionError(f"featstore serve {' '.join(args)} is serving: {ready}"
                              + (f"; it listens on port {wrapped}" if bound else ""))
+    out, err = proc.communicate(timeout=LIVENESS_S)
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
@@ -135,8 +138,8 @@ class ServeRefusesBadAddresses(unittest.TestCase):
             self.assertIn("run 'featstore help' for usage", err, what)
 
     def test_each_bad_address_is_a_usage_error_before_anything_starts(self):
-        sock = os.path.join(DATA["dir"], "refused.sock")
-        for option, value, want, wrapped in BAD_SERVE:
+        for i, (option, value, want, wrapped) in enumerate(BAD_SERVE):
+            sock = os.path.join(DATA["dir"], f"refused-{i}.sock")  # one each: a failed case leaves its own
             with self.subTest(option=option, value=value):
                 args = {"--socket": sock, "--metrics": "127.0.0.1:0"}
                 args[option] = value
