@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "featstore/admin.h"
 #include "featstore/client.h"
+#include "fs_addr.h"
 #include "fs_device.h"
 #include "serve.h"
 
@@ -22,6 +23,40 @@ static int check_place_text(const cli_t *c, fs_place_opts_t *po)
         FS_OK)
         return cli_usage("%s", err.msg);
     return 0;
+}
+
+/* --socket, --listen and --metrics, from the command line or from --config,
+ * are parsed before anything is loaded or started (kernels/fs_addr.h): a
+ * mistyped address is refused by name, never served somewhere else. A bad
+ * one on the command line is a usage error (2); one in the --config file
+ * fails like the file's other errors (1), naming the file. */
+static int check_address(const cli_t *c, cli_opt_t opt, const char *key, const char *text, const char *config,
+                         fs_addr_t *a)
+{
+    if (!text) return 0;
+    char what[600];
+    fs_error_t err = {0};
+    int given = cli_has(c, opt);
+    if (given) snprintf(what, sizeof what, "--%s", key);
+    else snprintf(what, sizeof what, "\"%s\" in %s", key, config ? config : "the configuration");
+    fs_status_t st = opt == OPT_SOCKET ? fs_addr_socket(what, text, a, &err) : fs_addr_listen(what, text, a, &err);
+    if (st == FS_OK) return 0;
+    return given ? cli_usage("%s", err.msg) : cli_fail(&err);
+}
+
+/* The three addresses; a unix:///PATH socket becomes its PATH. */
+static int check_addresses(const cli_t *c, fs_serve_opts_t *o)
+{
+    static char socket_path[FS_ADDR_PATH_MAX];
+    fs_addr_t a;
+    int rc = check_address(c, OPT_SOCKET, "socket", o->socket_path, o->config, &a);
+    if (!rc && o->socket_path) {
+        memcpy(socket_path, a.path, sizeof socket_path);
+        o->socket_path = socket_path;
+    }
+    if (!rc) rc = check_address(c, OPT_LISTEN, "listen", o->listen, o->config, &a);
+    if (!rc) rc = check_address(c, OPT_METRICS, "metrics", o->metrics, o->config, &a);
+    return rc;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -92,6 +127,7 @@ int cmd_serve(int argc, char **argv)
                                "--alpha and --reserve need --topology");
     if ((rc = check_place_text(&c, &o.place))) return rc;
     if (fs_serve_load_config(&o, &err) != FS_OK) return cli_fail(&err);
+    if ((rc = check_addresses(&c, &o))) return rc;
     if (!o.socket_path && !o.listen) {
         static char def[128];
         snprintf(def, sizeof def, "/tmp/featstore-%d.sock", (int)getuid());
@@ -108,15 +144,26 @@ static int client_failed(fs_client_t *cl, fs_status_t st)
     return EXIT_FAILED;
 }
 
+/* A URI on the command line: a usage error (2) unless it is one of the
+ * documented forms (kernels/fs_addr.h), before anything connects. */
+static int check_uri(const char *uri)
+{
+    fs_addr_t a;
+    fs_error_t err = {0};
+    return fs_addr_uri(uri, &a, &err) == FS_OK ? 0 : cli_usage("%s", err.msg);
+}
+
 int cmd_stats(int argc, char **argv)
 {
-    if (argc != 2) return cli_usage("%s", "usage: featstore stats unix:///PATH | grpc://HOST:PORT");
+    int rc;
+    if (argc != 2) return cli_usage("%s", "usage: featstore stats unix:///PATH | grpc://HOST:PORT | grpcs://HOST:PORT");
+    if ((rc = check_uri(argv[1]))) return rc;
     fs_client_t *cl;
     char *text = NULL;
     fs_status_t st = fs_connect(argv[1], NULL, &cl);
     if (st == FS_OK) st = fs_stats(cl, &text);
     if (st == FS_OK) fputs(text, stdout);
-    int rc = st == FS_OK ? 0 : client_failed(cl, st);
+    rc = st == FS_OK ? 0 : client_failed(cl, st);
     fs_stats_free(text);
     fs_close(cl);
     return rc;
@@ -134,6 +181,7 @@ int cmd_replan(int argc, char **argv)
         return cli_usage("%s", "usage: featstore replan unix:///PATH [--topology PRESET|FILE] [--gpu-budget F] "
                                "[--hotness H] [--alpha A] [--reserve SIZE] [--order topology-first|feature-first|auto] "
                                "[--plan FILE] [--save-plan FILE]");
+    if ((rc = check_uri(c.args[0]))) return rc;
     fs_replan_opts_t o = FS_REPLAN_OPTS_INIT;
     fs_error_t err = {0};
     if (cli_fraction(&c, OPT_GPU_BUDGET, &o.gpu_budget, &err) != FS_OK) return cli_usage("%s", err.msg);

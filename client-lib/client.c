@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "fs_addr.h"
 
 /* The first published sizes of the versioned structs (1.0's): anything
  * smaller was never a valid struct. Fields added since (1.1: the connection's
@@ -79,11 +80,13 @@ FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs
     if (c->opts.timeout_ms < 0)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "timeout_ms is %d: give milliseconds, or 0 for none",
                               c->opts.timeout_ms);
-    if (!uri) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no URI given");
-    if (strncmp(uri, "unix://", 7) == 0) return fs_local_connect(c, uri + 7);
-    if (strncmp(uri, "grpc://", 7) == 0) return fs_grpc_connect(c, uri + 7, 0);
-    if (strncmp(uri, "grpcs://", 8) == 0) return fs_grpc_connect(c, uri + 8, 1); /* TLS */
-    return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "URI '%s' must start with unix://, grpc:// or grpcs://", uri);
+    /* the one address parser (kernels/fs_addr.h): a URI is one of the
+     * documented forms, or refused naming what is wrong with it */
+    fs_addr_t a;
+    fs_error_t err = {0};
+    if (fs_addr_uri(uri, &a, &err) != FS_OK) return fs_client_fail(c, err.code, "%s", err.msg);
+    if (a.kind == FS_ADDR_UNIX) return fs_local_connect(c, a.path);
+    return fs_grpc_connect(c, a.target, a.tls); /* tls: grpcs:// */
 }
 
 FS_API void fs_close(fs_client_t *c)

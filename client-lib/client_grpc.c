@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "fs_addr.h"
 #include "fs_hetero.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
@@ -149,7 +150,7 @@ typedef struct {
     grpc_channel *channel;
     grpc_completion_queue *cq;
     rowbuf_cache_t *rows_cache;
-    char target[256];
+    char target[sizeof ((fs_addr_t *)0)->target]; /* host:port, as fs_addr_uri wrote it */
     const char *scheme;          /* "grpc" or "grpcs" (TLS), for messages */
     grpc_metadata auth;          /* authorization: Bearer <token> ... */
     int has_auth;                /* ... when a token was given */

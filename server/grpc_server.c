@@ -79,6 +79,7 @@
 #include <time.h>
 
 #include "epoch_run.h"
+#include "fs_addr.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
 
@@ -1447,6 +1448,9 @@ fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_
 {
     *out = NULL;
     if (!o || !o->listen || !engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no listen address or engine");
+    fs_addr_t addr; /* HOST:PORT or [IPv6]:PORT, nothing else (kernels/fs_addr.h), before anything starts */
+    fs_status_t parsed = fs_addr_listen("--listen", o->listen, &addr, err);
+    if (parsed != FS_OK) return parsed;
     int threads = o->threads > 0 ? o->threads : FS_GRPC_DEFAULT_THREADS;
     fs_grpc_server_t *s = calloc(1, sizeof *s);
     if (s) s->workers = calloc((size_t)threads, sizeof *s->workers);

@@ -42,7 +42,7 @@ typedef struct fs_grpc_server fs_grpc_server_t;
 /* How the server listens, and whom it serves. Zero/NULL fields are the
  * defaults: plaintext, no token, FS_GRPC_DEFAULT_* threads and calls. */
 typedef struct {
-    const char *listen;        /* "host:port"; port 0 picks a free one */
+    const char *listen;        /* HOST:PORT or [IPv6]:PORT (kernels/fs_addr.h); port 0 picks a free one */
     int threads;               /* workers (each with its own sampler); <= 0: FS_GRPC_DEFAULT_THREADS */
     int max_calls;             /* calls served at once; more are refused RESOURCE_EXHAUSTED; <= 0: default */
     int request_timeout_ms;    /* the longest a call may run from its admission, whatever deadline its client

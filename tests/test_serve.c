@@ -197,8 +197,8 @@ Test(serve, refuses_bad_configuration_with_a_clear_message)
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s/nope --socket %s", tu_bin(), dir, sock), 1);
     cr_assert_not_null(strstr(log, "manifest.json"), "%s", log);
     free(log);
-    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 1);
-    cr_assert_not_null(strstr(log, "HOST:PORT"), "%s", log);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 2);
+    cr_assert_not_null(strstr(log, "--metrics 'nonsense': no ':PORT' (expected HOST:PORT"), "%s", log);
     free(log);
     free(cfg);
 }

@@ -665,6 +665,9 @@ class Client(_Closing):
         self._lock = threading.Lock()
         self._c = None
         self._closed = True  # until connected
+        if isinstance(uri, str) and "\0" in uri:  # C would read the URI only up to it: another address
+            raise Error(Status.INVALID_ARGUMENT, f"URI {uri!r} has a NUL character (expected unix:///ABS/PATH, "
+                        "grpc://HOST:PORT or grpcs://HOST:PORT)")
         self.uri = uri
         self._c = self._open("")
         self._pid = os.getpid()
