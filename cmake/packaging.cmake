@@ -2,14 +2,14 @@
 # makes one .deb per install() component:
 #   featstore          (server) bin/featstore, bin/featstore-trainer
 #   libfeatstore1      (lib)    libfeatstore.so.1 and its gRPC plugin libfeatstore-grpc.so.1
-#   libfeatstore-dev   (dev)    headers, libfeatstore.so, libfeatstore.a, featstore.pc
+#   libfeatstore-dev   (dev)    headers, libfeatstore.so, featstore.pc
 # A client-only build (FS_SERVER=OFF) packages the last two only. Only the
 # components listed here are packaged: tests and benchmarks install nothing,
 # and anything installed without a component is left out too.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME featstore)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "featstore maintainers <maintainers@users.noreply.a-seed-961ff329.example>")
+set(CPACK_PACKAGE_CONTACT "featstore developers <featstore@example.org>")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)        # name_version_arch.deb
 # cpack's DEB generator runs the install scripts with CMAKE_INSTALL_PREFIX=/usr
@@ -50,10 +50,8 @@ featstore server, and libfeatstore-grpc.so.1, which it loads for grpc://.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libfeatstore-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
-# featstore.pc's Requires.private: pkg-config refuses the module without them
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libgrpc-dev, libjansson-dev, libxxhash-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "featstore client library: development files
-Headers (featstore/client.h, admin.h, types.h), the static library and the
-pkg-config file (pkg-config featstore) for building against libfeatstore.")
+Headers (featstore/client.h, admin.h, types.h), the libfeatstore.so link and
+the pkg-config file (pkg-config featstore) for building against libfeatstore.")
 
 include(CPack)
