@@ -33,6 +33,9 @@ struct fs_metrics {
     client_version_t versions[FS_METRICS_MAX_VERSIONS];
     int num_versions;
     method_stats_t m[FS_METHOD_COUNT_][FS_TRANSPORT_COUNT_];
+    /* errors by status code; the last slot counts codes this release does
+     * not know (a newer client's REPORT) */
+    _Atomic uint64_t errors_by_code[FS_TRANSPORT_COUNT_][FS_STATUS_COUNT_ + 1];
     _Atomic int64_t clients[FS_TRANSPORT_COUNT_];
     _Atomic uint64_t replans[2]; /* [0] done, [1] failed */
     _Atomic int64_t grpc_in_flight;
@@ -119,7 +122,11 @@ void fs_metrics_request(fs_metrics_t *m, fs_method_t method, fs_transport_t t, f
     if (!(seconds >= 0) || seconds > 1e9) seconds = 0; /* a client's REPORT is untrusted: no NaN, < 0 or absurd */
     method_stats_t *s = &m->m[method][t];
     atomic_fetch_add_explicit(&s->requests, 1, memory_order_relaxed);
-    if (status != FS_OK) atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+    if (status != FS_OK) {
+        atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+        unsigned code = (unsigned)status < FS_STATUS_COUNT_ ? (unsigned)status : FS_STATUS_COUNT_;
+        atomic_fetch_add_explicit(&m->errors_by_code[t][code], 1, memory_order_relaxed);
+    }
     size_t b = 0;
     while (b < NB && seconds > buckets[b]) b++;
     atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
@@ -320,6 +327,28 @@ static void render_placement(fs_metrics_t *m, FILE *f)
                      "Share of a reader's feature bytes read from each source.", measured, 1, 6);
 }
 
+/* Label values of featstore_request_errors_by_code_total: the status names
+ * of featstore/types.h, lower case, as gRPC's code names are. */
+static const char *const code_label[FS_STATUS_COUNT_ + 1] = {
+    [FS_ERR_INVALID_ARGUMENT] = "invalid_argument", [FS_ERR_NOT_FOUND] = "not_found", [FS_ERR_IO] = "io",
+    [FS_ERR_FORMAT] = "format", [FS_ERR_UNSUPPORTED] = "unsupported", [FS_ERR_NOMEM] = "nomem",
+    [FS_ERR_EXISTS] = "exists", [FS_ERR_RESOURCE] = "resource", [FS_ERR_NO_DEVICE] = "no_device",
+    [FS_ERR_INTERNAL] = "internal", [FS_ERR_UNAVAILABLE] = "unavailable", [FS_ERR_TIMEOUT] = "timeout",
+    [FS_ERR_VERSION] = "version", [FS_ERR_PERMISSION] = "permission", [FS_END] = "end",
+    [FS_STATUS_COUNT_] = "unknown",
+};
+
+static void render_errors_by_code(fs_metrics_t *m, FILE *f)
+{
+    fprintf(f, "# HELP featstore_request_errors_by_code_total Requests answered with an error, by transport and "
+               "status code (featstore/types.h).\n"
+               "# TYPE featstore_request_errors_by_code_total counter\n");
+    for (int t = 0; t < FS_TRANSPORT_COUNT_; t++)
+        for (int c = 1; c <= FS_STATUS_COUNT_; c++)
+            fprintf(f, "featstore_request_errors_by_code_total{transport=\"%s\",code=\"%s\"} %llu\n",
+                    fs_transport_name(t), code_label[c], (unsigned long long)ld(&m->errors_by_code[t][c]));
+}
+
 static void render_requests(fs_metrics_t *m, FILE *f)
 {
     fprintf(f, "# HELP featstore_requests_total Requests handled, by method and transport.\n"
@@ -334,6 +363,7 @@ static void render_requests(fs_metrics_t *m, FILE *f)
         for (int t = 0; t < FS_TRANSPORT_COUNT_; t++)
             fprintf(f, "featstore_request_errors_total{method=\"%s\",transport=\"%s\"} %llu\n", fs_method_name(i),
                     fs_transport_name(t), (unsigned long long)ld(&m->m[i][t].errors));
+    render_errors_by_code(m, f);
     fprintf(f, "# HELP featstore_request_duration_seconds Request latency.\n"
                "# TYPE featstore_request_duration_seconds histogram\n");
     for (int i = 0; i < FS_METHOD_COUNT_; i++)

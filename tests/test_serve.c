@@ -78,6 +78,19 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     cr_assert_not_null(strstr(log, "TRAINER name=trainer transport=grpc batches=5"), "%s", log);
     free(log);
 
+    /* one bad gather per transport: counted under its status code */
+    for (int t = 0; t < 2; t++) {
+        char uri[300];
+        if (t == 0) snprintf(uri, sizeof uri, "unix://%s", sock);
+        else snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", s.grpc_port);
+        fs_client_t *c;
+        cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
+        int64_t bad[1] = {1 << 20};
+        fs_batch_t *b = NULL;
+        cr_assert_eq(fs_gather(c, bad, 1, "feat", FS_DTYPE_INVALID, &b), FS_ERR_INVALID_ARGUMENT);
+        fs_close(c);
+    }
+
     char *health = tu_http_get(s.metrics_port, "/healthz");
     cr_assert_not_null(strstr(health, "200 OK"), "%s", health);
     free(health);
@@ -85,7 +98,9 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     for (int i = 0; i < 100; i++) { /* reports are asynchronous */
         free(metrics);
         metrics = tu_http_get(s.metrics_port, "/metrics");
-        if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n")) break;
+        if (strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n") &&
+            strstr(metrics, "featstore_request_errors_by_code_total{transport=\"unix\",code=\"invalid_argument\"} 1\n"))
+            break;
         usleep(20000);
     }
     cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n"),
@@ -94,6 +109,14 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"grpc\"} 5\n"),
                        "%s", metrics);
     cr_assert_not_null(strstr(metrics, "featstore_tier_used_bytes{tier=\"0\",kind=\"host\""), "%s", metrics);
+    for (int t = 0; t < 2; t++) {
+        char want[128];
+        snprintf(want, sizeof want, "featstore_request_errors_by_code_total{transport=\"%s\",code=\"invalid_argument\"} 1\n",
+                 t ? "grpc" : "unix");
+        cr_assert_not_null(strstr(metrics, want), "%s", metrics);
+    }
+    cr_assert_not_null(strstr(metrics, "featstore_request_errors_by_code_total{transport=\"unix\",code=\"not_found\"} 0\n"),
+                       "%s", metrics);
     char *body = strstr(metrics, "\r\n\r\n");
     cr_assert_not_null(body);
     cr_assert_eq(check_exposition(body + 4, &log), 0, "%s", log);
