@@ -22,51 +22,27 @@ the packages cannot be fetched. The .debs are kept in WORK/debs: a rerun
 downloads only what changed. Debian 12 (the runtime stage's release) only.
 """
 import argparse
-import glob
 import os
 import shutil
-import stat
-import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bare_root  # noqa: E402
+from bare_root import ESSENTIAL, Skip, closure, run  # noqa: E402
 import fs_serve  # noqa: E402
 
 SKIP = 77
-ESSENTIAL = ["libc6", "libc-bin"]  # the dynamic loader; ldconfig, as the Dockerfile runs it
 NEGATIVE = ("libjemalloc2", "libjemalloc.so.2")  # a package the binary links, and its library's name
-DEV_NODES = {"null": 3, "zero": 5, "full": 7, "random": 8, "urandom": 9}  # major 1 (mem), by minor
 ARGS = None
 
 
-class Skip(Exception):
-    """A reason this machine cannot run the check (not a failure of it)."""
-
-
-def run(cmd, **kw):
-    """subprocess.run with text output captured; raises with the output on failure."""
-    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
-    return done.stdout
-
-
 def preconditions():
-    if os.geteuid() != 0:
-        raise Skip("not root: chroot needs it")
-    for tool in ("chroot", "apt-get", "apt-cache", "dpkg-deb", "ldd"):
-        if not shutil.which(tool):
-            raise Skip(f"no {tool} on PATH")
-    try:
-        with open("/etc/os-release") as f:
-            release = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
-    except OSError:
-        release = {}
-    if release.get("VERSION_CODENAME") != "bookworm":
-        raise Skip(f"not Debian 12 (bookworm), the runtime stage's release: {release.get('PRETTY_NAME', '?')}")
-    if subprocess.run(["chroot", "/", "true"], capture_output=True).returncode != 0:
-        raise Skip("chroot is not permitted here (no CAP_SYS_CHROOT?)")
+    bare_root.preconditions("the runtime stage's release")
+
+
+def download(pkgs, debs):
+    return bare_root.download(pkgs, debs, "test_runtime_image")
 
 
 def install(prefix):
@@ -82,63 +58,15 @@ def runtime_packages(prefix):
     return pkgs
 
 
-def closure(pkgs):
-    """The packages with their recursive Depends and Pre-Depends (virtual
-    names, shown as <name>, are left out: a real provider is listed too)."""
-    done = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
-                           "--no-breaks", "--no-replaces", "--no-enhances"] + pkgs, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise Skip(f"apt-cache depends failed (no package lists? run apt-get update): {done.stderr.strip()}")
-    names = {line.strip() for line in done.stdout.splitlines() if line and not line[0].isspace()}
-    return sorted(n for n in names if not n.startswith("<"))
-
-
-def cached_deb(debs, pkg):
-    found = glob.glob(os.path.join(debs, f"{pkg}_*.deb"))
-    return found[0] if found else None
-
-
-def download(pkgs, debs):
-    """The .deb of each package, fetched into debs unless already there."""
-    os.makedirs(debs, exist_ok=True)
-    missing = [p for p in pkgs if not cached_deb(debs, p)]
-    if missing:
-        print(f"test_runtime_image: downloading {len(missing)} packages into {debs}", flush=True)
-        done = subprocess.run(["apt-get", "download", "-q"] + missing, cwd=debs, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise Skip(f"apt-get download failed (no network or mirror?): {done.stderr.strip()[-500:]}")
-    return {p: cached_deb(debs, p) for p in pkgs}
-
-
-def make_dev(root):
-    """The device nodes a container runtime gives every container (serve
-    opens /dev/null to keep a descriptor in reserve)."""
-    os.makedirs(os.path.join(root, "dev"), exist_ok=True)
-    for name, minor in DEV_NODES.items():
-        path = os.path.join(root, "dev", name)
-        try:
-            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
-        except PermissionError as e:
-            raise Skip(f"cannot make device nodes in the root (mknod {path}: {e.strerror})")
-        os.chmod(path, 0o666)
-
-
 def make_root(root, debs, prefix):
     """An empty root with the packages unpacked and the install in /usr/local."""
-    shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(root)
-    for deb in debs:
-        run(["dpkg-deb", "-x", deb, root])
+    bare_root.make_root(root, debs)
     shutil.copytree(prefix, os.path.join(root, "usr", "local"), symlinks=True, dirs_exist_ok=True)
-    os.makedirs(os.path.join(root, "tmp"), exist_ok=True)
-    os.chmod(os.path.join(root, "tmp"), 0o1777)
-    make_dev(root)
-    run(["chroot", root, "/sbin/ldconfig"])  # as the Dockerfile's RUN ldconfig: /usr/local/lib
+    bare_root.ldconfig(root)  # as the Dockerfile's RUN ldconfig: /usr/local/lib
 
 
 def chroot(root, *args):
-    return subprocess.run(["chroot", root, "/usr/local/bin/featstore"] + list(args), capture_output=True, text=True,
-                          timeout=60)
+    return bare_root.chroot(root, "/usr/local/bin/featstore", *args)
 
 
 def check_version(root):
@@ -154,11 +82,8 @@ def check_serve(root):
     over unix:// (the socket in the root) and grpc://, SIGTERM -> exit 0."""
     os.makedirs(os.path.join(root, "data"), exist_ok=True)
     fs_serve.import_cora(os.path.join(ARGS.build, "cli", "featstore"), os.path.join(root, "data", "cora"))
-    proc = subprocess.Popen(["chroot", root, "/usr/local/bin/featstore", "serve", "/data/cora", "--socket",
-                             "/tmp/featstore.sock", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, preexec_fn=fs_serve.die_with_parent)
+    proc, ready = bare_root.serve(root, "/usr/local/bin/featstore", "/data/cora")
     try:
-        ready = fs_serve.read_ready(proc)
         with urllib.request.urlopen(f"http://127.0.0.1:{ready['metrics']}/healthz", timeout=10) as r:
             if r.status != 200:
                 raise AssertionError(f"/healthz answered {r.status}")
