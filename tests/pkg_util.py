@@ -1,6 +1,7 @@
-"""pkg_util.py — what test_install_venv.py and test_deb.py share: running a
-step with its time, the ELF checks on installed files, and pkg_probe.c
-built through pkg-config and run against a server."""
+"""pkg_util.py — what test_install_venv.py, test_deb.py and
+test_deb_chroot.py share: running a step with its time, the ELF checks on
+installed files, pkg_probe.c built through pkg-config and run against a
+server, and the .deb packages cpack makes with their control fields."""
 import os
 import re
 import subprocess
@@ -8,6 +9,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE_C = os.path.join(HERE, "pkg_probe.c")
+
+
+PACKAGES = ("featstore", "libfeatstore1", "libfeatstore-dev")  # what cpack makes, by package name
 
 
 class Failed(Exception):
@@ -44,9 +48,10 @@ def build_probe(cc, out, env, pkg_config_args=()):
     return flags
 
 
-def run_probe(exe, uris, env):
-    """pkg_probe's report: {"LIB": path, "PLUGIN": path, "NODES": {uri: (n, dim)}}."""
-    out = step("probe", [exe, *uris], env=env, timeout=120)
+def run_probe(exe, uris, env, prefix=()):
+    """pkg_probe's report: {"LIB": path, "PLUGIN": path, "NODES": {uri: (n, dim)}}.
+    prefix goes before the program (["chroot", root] runs it in a root)."""
+    out = step("probe", [*prefix, exe, *uris], env=env, timeout=120)
     print("  " + out.strip().replace("\n", "\n  "))
     report = {"NODES": {}}
     for line in out.splitlines():
@@ -57,3 +62,28 @@ def run_probe(exe, uris, env):
         else:
             report[key] = rest.strip()
     return report
+
+
+def cpack(cpack_cmd, build, out):
+    """`cpack --config BUILD/CPackConfig.cmake -B out`: {package name: .deb path}."""
+    step("cpack", [cpack_cmd, "--config", os.path.join(build, "CPackConfig.cmake"), "-B", out])
+    return {f.split("_")[0]: os.path.join(out, f) for f in os.listdir(out) if f.endswith(".deb")}
+
+
+def field(deb, name):
+    """A control field of a .deb ("" when it has none)."""
+    return subprocess.run(["dpkg-deb", "-f", deb, name], stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def parse_depends(text):
+    """A Depends field as a list of alternatives, each a list of (name,
+    relation) pairs: "a (>= 1) | b, c" -> [[("a", ">= 1"), ("b", "")], [("c", "")]].
+    Architecture qualifiers (:any) are dropped with the name's tail."""
+    result = []
+    for group in filter(None, (g.strip() for g in text.split(","))):
+        alts = []
+        for alt in group.split("|"):
+            m = re.match(r"\s*([a-z0-9][a-z0-9+.-]*)(?::\S+)?\s*(?:\(\s*([<>=]+)\s*([^)\s]+)\s*\))?", alt)
+            alts.append((m.group(1), f"{m.group(2)} {m.group(3)}" if m.group(2) else ""))
+        result.append(alts)
+    return result

@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fs_serve  # noqa: E402
-from pkg_util import Failed, build_probe, run_probe, step, under  # noqa: E402
+from pkg_util import Failed, build_probe, cpack, field, parse_depends, run_probe, step, under  # noqa: E402
 
 SKIP = 77
 VERSION = "1.5.0"
@@ -50,10 +50,6 @@ def contents(libdir):
                              "usr/include/featstore/types.h", f"{lib}/libfeatstore.so",
                              f"{lib}/pkgconfig/featstore.pc"},
     }
-
-
-def field(deb, name):
-    return subprocess.run(["dpkg-deb", "-f", deb, name], stdout=subprocess.PIPE, text=True).stdout.strip()
 
 
 def known(package):
@@ -75,10 +71,10 @@ def check_package(name, deb, files, errors):
             errors.append(f"{name}: no {f}")
     depends = field(deb, "Depends")
     print(f"  {name} Depends: {depends}")
-    for alternatives in filter(None, (d.strip() for d in depends.split(","))):
-        names = [re.match(r"[a-z0-9][a-z0-9+.-]*", a.strip()).group(0) for a in alternatives.split("|")]
-        if not any(n in contents("") or known(n) for n in names):
-            errors.append(f"{name}: Depends on {alternatives}, which no package here or in apt provides")
+    for alternatives in parse_depends(depends):
+        if not any(n in contents("") or known(n) for n, _ in alternatives):
+            errors.append(f"{name}: Depends on {' | '.join(n for n, _ in alternatives)}, which no package here "
+                          "or in apt provides")
     return depends
 
 
@@ -105,8 +101,7 @@ def main():
     server = None
     try:
         # 1. the packages and what they hold
-        step("cpack", [args.cpack, "--config", os.path.join(build, "CPackConfig.cmake"), "-B", pkgs])
-        debs = {f.split("_")[0]: os.path.join(pkgs, f) for f in os.listdir(pkgs) if f.endswith(".deb")}
+        debs = cpack(args.cpack, build, pkgs)
         want = contents(args.libdir)
         if set(debs) != set(want):
             raise Failed(f"cpack made {sorted(debs)}, want {sorted(want)}")
