@@ -9,15 +9,16 @@ CONTENTS below and nothing else (no test or bench program), Maintainer,
 Section and Description set, and Depends that name only packages dpkg or apt
 knows here (or ours, at this version; dpkg-shlibdeps' libc6 among them).
 
-Installing them for real needs root on a disposable system (a chroot or
-debootstrap is too slow for ctest), so the agreed stand-in is: `dpkg -x`
-all three into one root, `ldd` each program and library there with
-LD_LIBRARY_PATH=ROOT/usr/LIBDIR (no "not found", and libfeatstore.so.1 is
-the extracted one), `ROOT/usr/bin/featstore version`, the extracted server
-serving tests/data/cora.npz, and two clients on the extracted library over
-unix:// and grpc:// (the plugin beside it): pkg_probe.c built with the
-extracted headers and featstore.pc (pkg-config --define-prefix), and the
-extracted featstore-trainer.
+Here, on this machine with everything else installed, they are checked by
+extraction: whether their Depends alone are enough is test_deb_chroot.py's
+job (a root made only from them, run in a chroot; needs root and a mirror).
+This test: `dpkg -x` all three into one root, `ldd` each program and library
+there with LD_LIBRARY_PATH=ROOT/usr/LIBDIR (no "not found", and
+libfeatstore.so.1 is the extracted one), `ROOT/usr/bin/featstore version`,
+the extracted server serving tests/data/cora.npz, and two clients on the
+extracted library over unix:// and grpc:// (the plugin beside it):
+pkg_probe.c built with the extracted headers and featstore.pc (pkg-config
+--define-prefix), and the extracted featstore-trainer.
 
 WORK is emptied first and removed when the test passes. Exit status: 0 pass,
 1 fail, 77 (ctest's skip) without dpkg-deb, dpkg-shlibdeps or pkg-config.
