@@ -154,12 +154,30 @@ struct fs_grpc_server {
 
 typedef enum { CALL_REQUESTED, CALL_RECEIVING, CALL_STREAMING, CALL_FINISHING } call_state_t;
 
+/* A typed batch's image, shared by the call and by every chunk message
+ * that sends a piece of it: a chunk's slice points into the image instead
+ * of copying it (a [15,10,5] x 1024 batch is ~20 MB), and holds a
+ * reference, since gRPC may keep a sent slice past the call's end. */
+typedef struct image_ref {
+    char *mem;
+    atomic_int refs;
+} image_ref_t;
+
+static void image_unref(void *p)
+{
+    image_ref_t *r = p;
+    if (r && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+        free(r->mem);
+        free(r);
+    }
+}
+
 /* A stream of feature rows (or of a split's ids, or of a typed batch
  * image), one chunk per message. */
 typedef struct rows_job {
     char table[64];
     const char *contig;            /* rows stored back to back instead (a split's ids); table unused */
-    int image;                     /* contig is a typed batch image, rows of 8 bytes: BatchImageChunk messages */
+    image_ref_t *image;            /* contig is this typed batch image, rows of 8 bytes: BatchImageChunk messages */
     const int64_t *ids;
     int64_t n;
     fs_dtype_t dtype;              /* resolved: never INVALID */
@@ -202,7 +220,7 @@ typedef struct call {
     fs_error_t ready_err;          /* why `ready` could not be made */
     fs_wire_buf_t ids_buf;         /* Gather's ids, borrowed from `request` */
     int64_t *nodes;                /* SampleGather's nodes, copied out of the worker's sampler */
-    void *image;                   /* HeteroSample's and LinkSample's batch image (malloc'ed) */
+    struct image_ref *image;       /* HeteroSample's and LinkSample's batch image */
     /* Stream: the epoch's batches, each a head message and then its rows job */
     fs_epoch_run_t *run;
     int sending_head;              /* the send in flight is a batch's head */
@@ -430,6 +448,17 @@ static fs_status_t parse_out_dtype(call_t *c, const char *name, fs_dtype_t *out)
 
 static void free_rows(void *p) { free(p); }
 
+/* Chunk k of a typed batch image: a slice of the image itself. */
+static grpc_byte_buffer *image_chunk(const rows_job_t *j, int64_t first, int64_t rows, fs_error_t *err)
+{
+    size_t bytes = (size_t)rows * j->row_bytes, offset = (size_t)first * j->row_bytes;
+    atomic_fetch_add_explicit(&j->image->refs, 1, memory_order_relaxed);
+    grpc_slice data = grpc_slice_new_with_user_data(j->image->mem + offset, bytes, image_unref, j->image);
+    grpc_byte_buffer *bb = fs_wire_image_chunk((uint64_t)j->n * j->row_bytes, offset, data, err);
+    grpc_slice_unref(data);
+    return bb;
+}
+
 static int64_t rows_per_chunk(const rows_job_t *j)
 {
     int64_t per = j->row_bytes ? (int64_t)(FS_WIRE_CHUNK_BYTES / j->row_bytes) : j->n;
@@ -440,6 +469,7 @@ static int64_t rows_per_chunk(const rows_job_t *j)
 static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t k, fs_error_t *err)
 {
     int64_t per = rows_per_chunk(j), first = k * per, rows = j->n - first < per ? j->n - first : per;
+    if (j->image) return image_chunk(j, first, rows, err);
     size_t bytes = (size_t)rows * j->row_bytes;
     void *buf = malloc(bytes ? bytes : 1);
     if (!buf) {
@@ -450,13 +480,6 @@ static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t
     else if (rows > 0 && fs_engine_gather(e, j->table, j->ids + first, rows, j->dtype, buf, err) != FS_OK) {
         free(buf);
         return NULL;
-    }
-    if (j->image) {
-        grpc_slice data = grpc_slice_new(buf, bytes, free_rows);
-        uint64_t total = (uint64_t)j->n * j->row_bytes, offset = (uint64_t)first * j->row_bytes;
-        grpc_byte_buffer *bb = fs_wire_image_chunk(total, offset, data, err);
-        grpc_slice_unref(data);
-        return bb;
     }
     featstore_v1_GatherChunk hdr = featstore_v1_GatherChunk_init_zero;
     hdr.api_version = FS_WIRE_API_VERSION;
@@ -781,14 +804,23 @@ static fs_status_t do_split(call_t *c, int *streaming)
 
 /* ---- typed graphs: HeteroSample and LinkSample ---------------------------------- */
 
-/* fs_hetero_run's image goes to the call, which frees it however the call ends. */
+/* fs_hetero_run's image goes to the call, which drops its reference
+ * however the call ends; chunks in flight keep theirs (image_ref_t). */
 static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
 {
     call_t *c = ctx;
-    free(c->image);
-    if (!(c->image = malloc(bytes ? bytes : 1)))
+    image_unref(c->image);
+    c->image = calloc(1, sizeof *c->image);
+    if (c->image && !(c->image->mem = malloc(bytes ? bytes : 1))) {
+        free(c->image);
+        c->image = NULL;
+    }
+    if (!c->image) {
         fs_error(err, FS_ERR_NOMEM, "out of memory for a typed batch of %zu bytes", bytes);
-    return c->image;
+        return NULL;
+    }
+    atomic_init(&c->image->refs, 1);
+    return c->image->mem;
 }
 
 /* A decode that failed on a list too long says which. */
@@ -814,7 +846,7 @@ static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link,
                            &image, &len, &c->err); /* the shared pool splits the tables' gather too */
     if (st == FS_OK) st = check_deadline(c, "after sampling");
     if (st != FS_OK) return st;
-    c->job = (rows_job_t){.contig = image, .image = 1, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
+    c->job = (rows_job_t){.contig = image, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
                           .row_bytes = 8, .dim = 1}; /* an image is whole 8-byte words */
     return stream_begin(c, 0, streaming);
 }
@@ -1100,7 +1132,7 @@ static void call_free(call_t *c)
     fs_wire_buf_free(&c->ids_buf);
     fs_epoch_run_free(c->run);
     free(c->nodes);
-    free(c->image);
+    image_unref(c->image);
     gpr_free(c->peer);
     grpc_call_details_destroy(&c->details);
     grpc_metadata_array_destroy(&c->request_md);
