@@ -4,6 +4,7 @@ installed files, pkg_probe.c built through pkg-config and run against a
 server, and the .deb packages cpack makes with their control fields."""
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -62,6 +63,31 @@ def run_probe(exe, uris, env, prefix=()):
         else:
             report[key] = rest.strip()
     return report
+
+
+def check_probe(report, uris, root, what, errors):
+    """pkg_probe must have mapped the library and plugin under root (`what`:
+    "installed", "packaged") and read Cora's 2708 x 1433 rows over each URI."""
+    if not under(report.get("LIB", ""), root) or not under(report.get("PLUGIN", ""), root):
+        errors.append(f"pkg_probe ran with {report.get('LIB')} and {report.get('PLUGIN')}, not the {what} "
+                      f"library and plugin")
+    for uri in uris:
+        if report["NODES"].get(uri) != (2708, 1433):
+            errors.append(f"pkg_probe over {uri}: {report['NODES'].get(uri)}, want (2708, 1433)")
+
+
+def finish(errors, work, t0):
+    """The test's end: its time, each failure, the exit status; the work
+    directory is kept for a look after a failure, removed after a pass."""
+    print(f"total {time.monotonic() - t0:.1f} s")
+    for e in errors:
+        print("FAIL: " + e)
+    if errors:
+        print(f"kept {work} for a look")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+    return 0
 
 
 def cpack(cpack_cmd, build, out):

@@ -36,6 +36,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pkg_util import Failed, finish, step  # noqa: E402
+
 SKIP = 77
 FORBIDDEN_DEPS = re.compile(r"(grpc|libgpr|absl|libupb|protobuf|nanopb|libssl|cuda|cudart|libnv)", re.IGNORECASE)
 
@@ -75,21 +78,6 @@ int main(void)
 """
 
 
-class Failed(Exception):
-    pass
-
-
-def step(name, cmd, env=None, cwd=None):
-    t0 = time.monotonic()
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd)
-    dt = time.monotonic() - t0
-    print(f"[{dt:6.1f} s] {name}: {' '.join(cmd)}")
-    if r.returncode != 0:
-        print(r.stdout[-6000:])
-        raise Failed(f"{name} failed with exit {r.returncode}")
-    return r.stdout
-
-
 def exported(lib):
     out = subprocess.run(["nm", "-D", "--defined-only", lib], stdout=subprocess.PIPE, text=True, check=True).stdout
     return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()}
@@ -120,7 +108,7 @@ def main():
         step("configure", [args.cmake, "-S", args.source, "-B", build] + gen +
              ["-DFS_SERVER=OFF", "-DFS_WITH_CUDA=OFF", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
               "-DCMAKE_C_COMPILER=" + args.cc, "-DCMAKE_INSTALL_PREFIX=" + prefix])
-        step("build", [args.cmake, "--build", build, "-j", str(args.jobs)])
+        step("build", [args.cmake, "--build", build, "-j", str(args.jobs)], timeout=540)  # ctest gives the test 600 s
 
         # 1. what the build made, and what it did not
         lib = os.path.join(build, "client-lib", "libfeatstore.so")
@@ -198,15 +186,7 @@ def main():
             print(f"note: no packages checked ({cpack}, dpkg-deb or dpkg-shlibdeps is missing)")
     except Failed as e:
         errors.append(str(e))
-    print(f"total {time.monotonic() - t0:.1f} s")
-    for e in errors:
-        print("FAIL: " + e)
-    if errors:
-        print(f"kept {work} for a look")
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("PASS")
-    return 0
+    return finish(errors, work, t0)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fs_serve  # noqa: E402
-from pkg_util import Failed, build_probe, cpack, field, parse_depends, run_probe, step, under  # noqa: E402
+from pkg_util import Failed, build_probe, check_probe, cpack, field, finish, parse_depends, run_probe, step, under  # noqa: E402
 
 SKIP = 77
 VERSION = "1.5.0"
@@ -141,12 +141,7 @@ def main():
         build_probe(args.cc, exe, dict(env, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig")),
                     ["--define-prefix"])
         report = run_probe(exe, uris, env)
-        if not under(report.get("LIB", ""), root) or not under(report.get("PLUGIN", ""), root):
-            errors.append(f"pkg_probe ran with {report.get('LIB')} and {report.get('PLUGIN')}, not the packaged "
-                          f"library and plugin")
-        for uri in uris:
-            if report["NODES"].get(uri) != (2708, 1433):
-                errors.append(f"pkg_probe over {uri}: {report['NODES'].get(uri)}, want (2708, 1433)")
+        check_probe(report, uris, root, "packaged", errors)
         for uri in uris:
             out = step("featstore-trainer", [os.path.join(root, "usr", "bin", "featstore-trainer"), uri,
                                              "--batches", "3", "--batch", "64", "--fanouts", "5,5"], env=env)
@@ -157,15 +152,7 @@ def main():
     finally:
         if server and fs_serve.stop(server) != 0:
             errors.append("featstore serve did not exit 0 on SIGTERM")
-    print(f"total {time.monotonic() - t0:.1f} s")
-    for e in errors:
-        print("FAIL: " + e)
-    if errors:
-        print(f"kept {work} for a look")
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("PASS")
-    return 0
+    return finish(errors, work, t0)
 
 
 if __name__ == "__main__":

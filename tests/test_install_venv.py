@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fs_serve  # noqa: E402
-from pkg_util import Failed, build_probe, run_probe, runpaths, step, under  # noqa: E402
+from pkg_util import Failed, build_probe, check_probe, finish, run_probe, runpaths, step, under  # noqa: E402
 
 SKIP = 77
 CLIENT = r"""
@@ -139,26 +139,13 @@ def main():
         exe = os.path.join(work, "pkg_probe")
         build_probe(args.cc, exe, pc_env)
         report = run_probe(exe, uris, dict(clean, LD_LIBRARY_PATH=libdir))
-        if not under(report.get("LIB", ""), venv) or not under(report.get("PLUGIN", ""), venv):
-            errors.append(f"pkg_probe ran with {report.get('LIB')} and {report.get('PLUGIN')}, not the "
-                          f"installed library and plugin")
-        for uri in uris:
-            if report["NODES"].get(uri) != (2708, 1433):
-                errors.append(f"pkg_probe over {uri}: {report['NODES'].get(uri)}, want (2708, 1433)")
+        check_probe(report, uris, venv, "installed", errors)
     except (Failed, RuntimeError, subprocess.TimeoutExpired) as e:
         errors.append(str(e))
     finally:
         if server and fs_serve.stop(server) != 0:
             errors.append("featstore serve did not exit 0 on SIGTERM")
-    print(f"total {time.monotonic() - t0:.1f} s")
-    for e in errors:
-        print("FAIL: " + e)
-    if errors:
-        print(f"kept {work} for a look")
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("PASS")
-    return 0
+    return finish(errors, work, t0)
 
 
 if __name__ == "__main__":
