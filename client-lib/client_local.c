@@ -1208,7 +1208,7 @@ static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups,
 static fs_status_t local_info(fs_client_t *c, fs_info_t **out)
 {
     local_t *L = c->impl;
-    size_t len;
+    size_t len = 0;
     fs_status_t st = ask(c, FS_LOCAL_INFO, NULL, NULL, FS_LOCAL_INFO_REPLY, &len, NULL);
     if (st != FS_OK) return st;
     featstore_v1_InfoResponse msg;
@@ -1227,7 +1227,7 @@ static fs_status_t local_info(fs_client_t *c, fs_info_t **out)
 static fs_status_t local_stats(fs_client_t *c, char **text)
 {
     local_t *L = c->impl;
-    size_t len;
+    size_t len = 0;
     fs_status_t st = ask(c, FS_LOCAL_STATS, NULL, NULL, FS_LOCAL_STATS_REPLY, &len, NULL);
     if (st != FS_OK) return st;
     if (!(*text = malloc(len + 1))) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
