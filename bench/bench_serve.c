@@ -17,10 +17,16 @@
  *    of every round's batches, and the warm-up's are printed apart.
  *
  *   bench_serve [--scale 20] [--dim 128] [--rounds 5] [--batches 20] [--warmup 5]
+ *               [--clients 1,2,4] [--skip-memory 1]
+ *
+ * The served copy's page size decides much of phase 2 with several
+ * clients per core (docs/serving.md "Huge pages"), so each RESULT names the
+ * host's shmem THP setting and the share of the copy in 2 MiB pages.
  *
  * RESULT bench=shared_memory clients=8 ... pss_ratio_vs_dataset=...
  * RESULT bench=serve clients=N batches_per_s=... ratio_vs_inprocess=... p50_ms=... p99_ms=... p99_over_p50=...
- *        warmup_batches=... warmup_p50_ms=... warmup_p99_ms=... warmup_max_ms=... */
+ *        warmup_batches=... warmup_p50_ms=... warmup_p99_ms=... warmup_max_ms=...
+ *        inprocess_forked_batches_per_s=... ratio_vs_inprocess_forked=... shmem_thp=... dataset_huge_pct=... */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +39,7 @@
 #include "engine.h"
 #include "featstore/client.h"
 #include "fs_rng.h"
+#include "fs_shm.h"
 #include "local.h"
 
 #define FANOUTS {15, 10, 5}
@@ -285,6 +292,24 @@ static double processes(const procs_t *w, int n, int warmup, int batches, pooled
     return rate;
 }
 
+/* "1,2,4" into counts (1..8 each, at most 8 of them); returns how many. */
+static int client_counts(const char *list, int *ns)
+{
+    int count = 0;
+    for (const char *p = list; *p && count < 8;) {
+        int n = atoi(p);
+        if (n < 1 || n > 8) {
+            fprintf(stderr, "bench_serve: --clients %s: each count is 1..8\n", list);
+            exit(2);
+        }
+        ns[count++] = n;
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    return count;
+}
+
 /* Three ways to run n trainers, `rounds` times, interleaved (the order
  * rotates each round, so none always runs first or last): featstore
  * clients over unix://, n threads calling the engines in-process, and n
@@ -309,13 +334,16 @@ static void serve_phase(const procs_t *clients, const procs_t *forked, const fs_
                 "batches/s: ratio %.3f\n", n, r, rate[0][r], rate[1][r], rate[2][r], ratio[r]);
     }
     double p50, p99, wp50, wp99, wmax;
+    char setting[32];
     percentiles(pool.lat, pool.nlat, &p50, &p99, NULL);
     percentiles(pool.warm, pool.nwarm, &wp50, &wp99, &wmax);
     printf("RESULT bench=serve clients=%d rounds=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
            "p50_ms=%.2f p99_ms=%.2f p99_over_p50=%.2f warmup_batches=%d warmup_p50_ms=%.2f warmup_p99_ms=%.2f "
-           "warmup_max_ms=%.2f inprocess_forked_batches_per_s=%.2f ratio_vs_inprocess_forked=%.3f\n",
+           "warmup_max_ms=%.2f inprocess_forked_batches_per_s=%.2f ratio_vs_inprocess_forked=%.3f shmem_thp=%s "
+           "dataset_huge_pct=%.0f\n",
            n, rounds, sum[0] / rounds, sum[1] / rounds, bench_percentile(ratio, rounds, 0.5), p50, p99, p50 > 0 ? p99 / p50 : 0, warmup,
-           wp50, wp99, wmax, sum[2] / rounds, bench_percentile(ratio_forked, rounds, 0.5));
+           wp50, wp99, wmax, sum[2] / rounds, bench_percentile(ratio_forked, rounds, 0.5),
+           fs_shm_huge_setting(setting, sizeof setting), 100.0 * (double)fs_dataset_huge_bytes(ds) / (double)fs_dataset_bytes(ds));
     fflush(stdout);
     free(pool.lat), free(pool.warm);
 }
@@ -336,8 +364,10 @@ int main(int argc, char **argv)
     size_t bytes = fs_dataset_bytes(ds);
     int64_t num_nodes = ds->num_nodes;
     fs_dataset_close(ds); /* measure memory while this process maps nothing */
-    memory_phase(data, bytes, "10,5x256", "--batches 5 --batch 256 --fanouts 10,5");
-    memory_phase(data, bytes, "15,10,5x1024", "--batches 5 --batch 1024 --fanouts 15,10,5");
+    if (!bench_arg(argc, argv, "--skip-memory", 0)) {
+        memory_phase(data, bytes, "10,5x256", "--batches 5 --batch 256 --fanouts 10,5");
+        memory_phase(data, bytes, "15,10,5x1024", "--batches 5 --batch 1024 --fanouts 15,10,5");
+    }
 
     fs_dataset_open(data, FS_OPEN_COPY, 1, &ds, &err); /* as `featstore serve` opens it */
     fs_dataset_prefault(ds);
@@ -359,9 +389,9 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "bench_serve: %s, %lld nodes, [15,10,5] x 1024 seeds, %d warm-up + %d timed batches per client\n",
             data, (long long)num_nodes, warmup, batches);
-    int ns[3] = {1, 2, 4};
+    int ns[8], count = client_counts(bench_str(argc, argv, "--clients", "1,2,4"), ns);
     procs_t clients = {.uri = uri, .num_nodes = num_nodes}, forked = {.ds = ds, .num_nodes = num_nodes};
-    for (int k = 0; k < 3; k++) serve_phase(&clients, &forked, ds, ns[k], rounds, warmup, batches);
+    for (int k = 0; k < count; k++) serve_phase(&clients, &forked, ds, ns[k], rounds, warmup, batches);
     fs_local_server_stop(server);
     fs_metrics_destroy(metrics);
     fs_engine_destroy(engine);

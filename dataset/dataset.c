@@ -20,9 +20,11 @@
  * memfd, so no process can fault on a vanished page. The cost is memory: the
  * copy is shmem, as large as the dataset (the original's page cache is
  * dropped after copying, so the total stays about 1x; docs/design.md "Data plane"),
- * and a start-up copy at memory speed. Mappings ask for transparent huge
- * pages (fewer page faults; honoured where the kernel's shmem THP setting is
- * "advise" or "always", silently ignored elsewhere). Changes to the files
+ * and a start-up copy at memory speed. The copy is read into a mapping that
+ * asks for 2 MiB pages (fs_shm.h: honoured where the host's shmem THP
+ * setting is "advise", "within_size" or "always"; "never" keeps 4 KiB pages),
+ * which every trainer then maps with a few thousand page-table entries
+ * instead of hundreds of thousands. Changes to the files
  * afterwards are only told about (fs_dataset_file_check: the server logs them
  * and counts them in a metric); the copies keep being served.
  *
@@ -44,6 +46,7 @@
 
 #include "dataset_internal.h"
 #include "fs_parallel.h"
+#include "fs_shm.h"
 #include "npy.h"
 
 struct fs_mapping {
@@ -52,6 +55,7 @@ struct fs_mapping {
     size_t len;
     int fd;                        /* the validated descriptor: the sealed memfd, or the file itself */
     fs_file_state_t validated;     /* the file as it was when it was read */
+    long long huge_bytes;          /* of the sealed copy, in 2 MiB pages (-1 unknown; 0 without a copy) */
 };
 
 
@@ -102,33 +106,24 @@ static size_t memory_available(void)
     return found ? (size_t)kb * 1024 : SIZE_MAX;
 }
 
-#define COPY_CHUNK (1u << 20) /* stays in cache between read(), hash and write() */
+#define COPY_CHUNK (1u << 20) /* stays in cache between read() and the hash */
 
-/* Writes all of buf at off into fd. */
-static int pwrite_all(int fd, const char *buf, size_t n, off_t off)
-{
-    while (n > 0) {
-        ssize_t w = pwrite(fd, buf, n, off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        buf += w, n -= (size_t)w, off += w;
-    }
-    return 0;
-}
-
-/* read() file `src` (m->len bytes) into the memfd m->fd through a small
- * buffer, hashing each chunk between the read and the write: *hash is the
- * checksum of exactly the bytes the memfd holds, and only this process can
- * write the memfd until it is sealed. */
+/* read() file `src` (m->len bytes) straight into the memfd m->fd, through
+ * a mapping that asked for huge pages and has every page allocated already
+ * (fs_shm.h: huge pages where the host allows, and ENOSPC as an error, not
+ * a SIGBUS), hashing each chunk after it lands: *hash is the checksum of
+ * exactly the bytes the memfd holds, and only this process can write the
+ * memfd until it is sealed. */
 static fs_status_t fill_copy(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash)
 {
-    char *buf = malloc(COPY_CHUNK);
+    char *dst;
+    fs_status_t s = fs_shm_map_reserved(m->fd, m->len, path, (void **)&dst, c->err);
+    if (s != FS_OK) return s;
     XXH3_state_t *h = XXH3_createState();
-    fs_status_t s = FS_OK;
-    if (!buf || !h || XXH3_64bits_reset(h) != XXH_OK) s = fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    if (!h || XXH3_64bits_reset(h) != XXH_OK) s = fs_error(c->err, FS_ERR_NOMEM, "out of memory");
     for (size_t off = 0; s == FS_OK && off < m->len;) {
         size_t want = m->len - off < COPY_CHUNK ? m->len - off : COPY_CHUNK;
-        ssize_t r = pread(src, buf, want, (off_t)off);
+        ssize_t r = pread(src, dst + off, want, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             s = fs_error(c->err, FS_ERR_IO, "%s: read failed at byte %zu: %s", path, off, strerror(errno));
@@ -136,16 +131,14 @@ static fs_status_t fill_copy(open_ctx_t *c, const char *path, int src, fs_mappin
             s = fs_error(c->err, FS_ERR_IO, "%s: the file shrank to %zu bytes while it was being read (was %zu)",
                          path, off, m->len);
         } else {
-            XXH3_64bits_update(h, buf, (size_t)r);
-            if (pwrite_all(m->fd, buf, (size_t)r, (off_t)off) != 0)
-                s = fs_error(c->err, errno == ENOSPC || errno == ENOMEM ? FS_ERR_NOMEM : FS_ERR_IO,
-                             "%s: cannot copy it into memory (%zu bytes): %s", path, m->len, strerror(errno));
+            XXH3_64bits_update(h, dst + off, (size_t)r);
             off += (size_t)r;
         }
     }
     if (s == FS_OK) *hash = XXH3_64bits_digest(h);
     XXH3_freeState(h);
-    free(buf);
+    m->huge_bytes = fs_shm_huge_bytes(dst); /* every page is mapped here: what the copy got */
+    munmap(dst, m->len ? m->len : 1); /* no writable mapping may remain when the memfd is sealed */
     return s;
 }
 
@@ -871,5 +864,15 @@ size_t fs_dataset_bytes(const fs_dataset_t *ds)
 {
     size_t total = 0;
     for (int i = 0; i < ds->num_maps; i++) total += ds->maps[i].len;
+    return total;
+}
+
+long long fs_dataset_huge_bytes(const fs_dataset_t *ds)
+{
+    long long total = 0;
+    for (int i = 0; i < ds->num_maps; i++) {
+        if (ds->maps[i].huge_bytes < 0) return -1;
+        total += ds->maps[i].huge_bytes;
+    }
     return total;
 }

@@ -309,4 +309,9 @@ void fs_dataset_prefault(const fs_dataset_t *ds);
  * sealed copies take). */
 size_t fs_dataset_bytes(const fs_dataset_t *ds);
 
+/* Bytes of the sealed copies (FS_OPEN_COPY) that are in 2 MiB pages: all
+ * of them where the host's shmem THP setting allows, none under "never"
+ * (docs/serving.md "Huge pages"). 0 without copies; -1 when unknown. */
+long long fs_dataset_huge_bytes(const fs_dataset_t *ds);
+
 #endif

@@ -513,6 +513,9 @@ static void render_state(fs_metrics_t *m, FILE *f)
                 ds->tables[i].name, fs_dtype_name(ds->tables[i].dtype), (long long)ds->tables[i].dim);
     fprintf(f, "# HELP featstore_dataset_bytes Bytes of the dataset's files.\n# TYPE featstore_dataset_bytes gauge\n"
                "featstore_dataset_bytes{dataset=\"%s\"} %zu\n", ds->name, fs_dataset_bytes(ds));
+    fprintf(f, "# HELP featstore_dataset_huge_page_bytes Bytes of the served copy in 2 MiB pages (-1 unknown; see "
+               "docs/serving.md \"Huge pages\").\n# TYPE featstore_dataset_huge_page_bytes gauge\n"
+               "featstore_dataset_huge_page_bytes{dataset=\"%s\"} %lld\n", ds->name, fs_dataset_huge_bytes(ds));
     render_file_changes(m, f);
 }
 

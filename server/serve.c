@@ -37,6 +37,7 @@
 #include "engine.h"
 #include "fs_device.h"
 #include "fs_json.h"
+#include "fs_shm.h"
 #include "grpc_server.h"
 #include "http.h"
 #include "local.h"
@@ -197,6 +198,26 @@ static void log_device_tiers(const fs_store_t *store, const fs_dataset_t *ds)
                 ti.peer_method ? " (" : "", ti.peer_method ? ti.peer_method : "", ti.peer_method ? ")" : "");
     }
     if (any) log_host_access(ds);
+}
+
+/* The sealed copy: its size, its time, and its page size, with what to do
+ * when the host keeps it in 4 KiB pages (docs/serving.md "Huge pages"). */
+static void log_copy(const fs_dataset_t *ds, double seconds)
+{
+    double bytes = (double)fs_dataset_bytes(ds);
+    long long huge = fs_dataset_huge_bytes(ds);
+    char pages[64] = "page size unknown";
+    if (huge >= 0) snprintf(pages, sizeof pages, "%.0f%% in 2 MiB pages", bytes > 0 ? 100.0 * (double)huge / bytes : 0);
+    fprintf(stderr, "featstore: dataset copied into sealed memory%s: %.2f GiB in %.2f s, %s\n",
+            ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
+            bytes / (1 << 30), seconds, pages);
+    char setting[32];
+    if (huge >= 0 && (double)huge < bytes / 2 && bytes >= (4 << 20))
+        fprintf(stderr, "featstore: note: the copy is in 4 KiB pages (the host's shmem THP setting is '%s'): each "
+                "trainer then needs its own page tables for all of it, and several trainers per core gather up to "
+                "~10%% slower; 'echo advise > /sys/kernel/mm/transparent_hugepage/shmem_enabled' before starting "
+                "lets featstore use 2 MiB pages (docs/serving.md \"Huge pages\")\n",
+                fs_shm_huge_setting(setting, sizeof setting));
 }
 
 static void log_startup(const fs_serve_opts_t *o, const server_t *s)
@@ -515,10 +536,7 @@ int fs_serve(const fs_serve_opts_t *o)
     raise_nofile();
     if (!st) st = open_plan_dir(o, &s, &err);
     if (!st) st = fs_dataset_open(o->dataset, FS_OPEN_COPY | (o->verify ? FS_OPEN_VERIFY : 0), 0, &s.ds, &err);
-    if (!st)
-        fprintf(stderr, "featstore: dataset copied into sealed memory%s: %.2f GiB in %.2f s\n",
-                s.ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
-                (double)fs_dataset_bytes(s.ds) / (1 << 30), fs_now() - t0);
+    if (!st) log_copy(s.ds, fs_now() - t0);
     if (!st && (o->place.topology || o->place.plan_in || o->place.plan_out))
         st = placement_needs_one_graph(s.ds, "serve", &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);

@@ -39,6 +39,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fs_shm.h"
+
 typedef struct {
     fs_tier_kind_t kind;
     int device;
@@ -215,23 +217,14 @@ static seg_t *seg_push(fs_store_t *s)
     return &s->segs[s->num_segs++];
 }
 
-/* A writable memfd of `bytes` for host-side tier memory. */
+/* A writable memfd of `bytes` for host-side tier memory, its pages
+ * allocated now, huge where the host allows (fs_shm.h). */
 static fs_status_t memfd_segment(seg_t *g, size_t bytes, const char *name, fs_error_t *err)
 {
     g->fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (g->fd < 0) return fs_error(err, FS_ERR_NOMEM, "store: memfd_create: %s", strerror(errno));
     g->len = bytes;
-    if (ftruncate(g->fd, (off_t)(bytes ? bytes : 1)) != 0)
-        return fs_error(err, FS_ERR_NOMEM, "store: cannot size tier memory to %zu bytes: %s", bytes, strerror(errno));
-    int e = posix_fallocate(g->fd, 0, (off_t)(bytes ? bytes : 1));
-    if (e != 0 && e != EOPNOTSUPP)
-        return fs_error(err, FS_ERR_NOMEM, "store: cannot reserve %zu bytes of tier memory: %s", bytes, strerror(e));
-    g->addr = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
-    if (g->addr == MAP_FAILED) {
-        g->addr = NULL;
-        return fs_error(err, FS_ERR_NOMEM, "store: cannot map %zu bytes of tier memory: %s", bytes, strerror(errno));
-    }
-    return FS_OK;
+    return fs_shm_map_reserved(g->fd, bytes, "store: tier memory", &g->addr, err);
 }
 
 /* Seals a written memfd segment (no write, no resize, no more seals) and
@@ -248,6 +241,7 @@ static fs_status_t seg_seal(seg_t *g, void **p, fs_error_t *err)
         g->addr = NULL;
         return fs_error(err, FS_ERR_NOMEM, "store: cannot map sealed tier memory: %s", strerror(errno));
     }
+    madvise(g->addr, g->len ? g->len : 1, MADV_HUGEPAGE); /* map the huge pages it has as such; best effort */
     *p = g->addr;
     return FS_OK;
 }

@@ -19,6 +19,7 @@
 
 #include "featstore/admin.h"
 #include "featstore/client.h"
+#include "fs_shm.h"
 #include "test_util.h"
 #include "writer.h"
 
@@ -106,6 +107,14 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n"),
                        "%s", metrics);
     cr_assert_not_null(strstr(metrics, "featstore_dataset_nodes{dataset=\"rmat-s11-e8\"} 2048"), "%s", metrics);
+    /* the copy's huge pages: known, at most the copy, none where the host forbids them */
+    const char *huge = strstr(metrics, "featstore_dataset_huge_page_bytes{dataset=\"rmat-s11-e8\"} ");
+    const char *total = strstr(metrics, "featstore_dataset_bytes{dataset=\"rmat-s11-e8\"} ");
+    cr_assert(huge && total, "%s", metrics);
+    long long huge_bytes = atoll(strchr(huge, '}') + 2), total_bytes = atoll(strchr(total, '}') + 2);
+    char setting[32];
+    cr_assert(huge_bytes >= 0 && huge_bytes <= total_bytes, "%lld of %lld", huge_bytes, total_bytes);
+    if (strcmp(fs_shm_huge_setting(setting, sizeof setting), "never") == 0) cr_assert_eq(huge_bytes, 0);
     cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"grpc\"} 5\n"),
                        "%s", metrics);
     cr_assert_not_null(strstr(metrics, "featstore_tier_used_bytes{tier=\"0\",kind=\"host\""), "%s", metrics);

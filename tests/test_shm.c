@@ -1,0 +1,100 @@
+/* test_shm.c — shared memory for serving (kernels/fs_shm.h): a reserved
+ * memfd mapping is sized, zeroed, writable and, once sealed, reads back
+ * what was written; growth that the memfd refuses is an error naming the
+ * caller's `what`; the huge-page count agrees with the host's setting (0
+ * under "never", never more than the mapping) and is -1 for an address
+ * that starts no mapping; a served dataset copy reports its huge pages,
+ * and a directly mapped dataset reports none. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "fs_shm.h"
+#include "gen.h"
+#include "test_util.h"
+
+static int is_never(void)
+{
+    char s[32];
+    return strcmp(fs_shm_huge_setting(s, sizeof s), "never") == 0 || strcmp(s, "deny") == 0;
+}
+
+Test(shm, reserved_mapping_is_sized_zeroed_and_sealable)
+{
+    size_t len = (size_t)8 << 20; /* room for whole 2 MiB pages */
+    int fd = memfd_create("test-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    cr_assert_geq(fd, 0);
+    void *p;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_shm_map_reserved(fd, len, "test", &p, &err), FS_OK, "%s", err.msg);
+    struct stat st;
+    cr_assert_eq(fstat(fd, &st), 0);
+    cr_assert_eq((size_t)st.st_size, len);
+    cr_assert_geq(st.st_blocks * 512, (long long)len, "every page allocated up front: %lld of %zu bytes",
+                  (long long)st.st_blocks * 512, len);
+    unsigned char *b = p;
+    for (size_t i = 0; i < len; i += 4096) cr_assert_eq(b[i], 0);
+    long long huge = fs_shm_huge_bytes(p);
+    cr_assert_geq(huge, 0, "its own mapping is found in /proc/self/smaps");
+    cr_assert_leq(huge, (long long)len);
+    if (is_never()) cr_assert_eq(huge, 0, "the host says never, yet %lld bytes are huge", huge);
+    cr_assert_eq(fs_shm_huge_bytes(b + 4096), -1, "an address inside a mapping starts none");
+    for (size_t i = 0; i < len; i++) b[i] = (unsigned char)(i * 7 + 3);
+    cr_assert_eq(munmap(p, len), 0);
+    cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE), 0,
+                 "no writable mapping is left behind");
+    const unsigned char *r = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    cr_assert_neq(r, MAP_FAILED);
+    for (size_t i = 0; i < len; i += 4093) cr_assert_eq(r[i], (unsigned char)(i * 7 + 3), "byte %zu", i);
+    munmap((void *)r, len);
+    close(fd);
+}
+
+Test(shm, growth_refused_is_an_error_naming_the_caller)
+{
+    int fd = memfd_create("test-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_GROW), 0);
+    void *p = (void *)1;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_shm_map_reserved(fd, 1 << 20, "tier 3 memory", &p, &err), FS_ERR_NOMEM);
+    cr_assert_null(p);
+    cr_assert(strstr(err.msg, "tier 3 memory") && strstr(err.msg, "1048576"), "%s", err.msg);
+    close(fd);
+}
+
+Test(shm, setting_is_one_of_the_kernels_words)
+{
+    static const char *known[] = {"always", "within_size", "advise", "never", "deny", "force", "inherit", "unknown"};
+    char s[32];
+    fs_shm_huge_setting(s, sizeof s);
+    int found = 0;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) found |= strcmp(s, known[i]) == 0;
+    cr_assert(found, "'%s'", s);
+}
+
+Test(shm, served_copy_reports_its_huge_pages)
+{
+    char *dir = tu_mkdtemp();
+    fs_rmat_opts_t g;
+    fs_rmat_defaults(&g);
+    g.scale = 13, g.edge_factor = 8, g.dim = 128; /* a 4 MiB feature table: whole huge pages */
+    fs_dataset_t *plain = tu_gen_rmat(dir, "rmat", &g), *copy;
+    cr_assert_eq(fs_dataset_huge_bytes(plain), 0, "files mapped in place are not copies");
+    fs_error_t err = {0};
+    char *path = tu_path(dir, "rmat");
+    cr_assert_eq(fs_dataset_open(path, FS_OPEN_COPY, 1, &copy, &err), FS_OK, "%s", err.msg);
+    free(path);
+    long long huge = fs_dataset_huge_bytes(copy);
+    cr_assert_geq(huge, 0);
+    cr_assert_leq(huge, (long long)fs_dataset_bytes(copy));
+    if (is_never()) cr_assert_eq(huge, 0);
+    fs_dataset_close(copy);
+    fs_dataset_close(plain);
+    tu_rm_rf(dir);
+    free(dir);
+}
