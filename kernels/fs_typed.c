@@ -66,6 +66,7 @@ typedef struct {
  * one per pool worker for parallel ones. */
 typedef struct {
     fs_i64vec_t pos, skip;
+    fs_i64vec_t range;   /* temporal passes: each row's eligible [lo, hi), as pairs (eligible_ranges) */
     double *wbuf;
     float *wcopy;
     size_t wcap;
@@ -125,7 +126,7 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
     free(s->tw), free(s->bw), free(s->out_nodes), free(s->out_blocks), free(s->seed_local), free(s->out_seed_local);
     for (int w = -1; w < s->worker_cap; w++) {
         pick_ws_t *pw = w < 0 ? &s->pw : &s->worker[w];
-        free_vec(&pw->pos), free_vec(&pw->skip);
+        free_vec(&pw->pos), free_vec(&pw->skip), free_vec(&pw->range);
         free(pw->wbuf), free(pw->wcopy);
     }
     free(s->worker);
@@ -485,13 +486,85 @@ typedef struct {
     int want_ids;    /* write edge ids */
 } pass_t;
 
-/* The eligible range of a row under time. */
-static void eligible_range(const pass_t *p, int64_t b, int64_t deg, int64_t t, int64_t *lo, int64_t *hi)
+/* ---- eligible ranges, searched together ----------------------------------
+ *
+ * A temporal row's eligible range [lo, hi) comes from binary searches in
+ * its times (docs/algorithms.md §9). On a large graph every probe of a long
+ * row misses the caches, and one search after another made the searches
+ * 37% of a temporal batch: each waited out its misses alone. So a pass
+ * first finds the ranges of all its rows, SEARCHES searches in flight at
+ * once: each round advances every search by one probe and prefetches its
+ * next, and a finished search hands its place to the next row, so the
+ * misses of sixteen searches overlap. The results are exactly one search's
+ * (fs_pick_time_bound's). */
+#define SEARCHES 16
+
+typedef struct {
+    const int64_t *t;  /* the row's times */
+    int64_t lo, hi;    /* the position sought is in [lo, hi]; done when lo == hi */
+    int64_t at;        /* its row's index in the pass */
+} search_t;
+
+/* Row i (of n, destination frontier[i]) into x: its times' [0, end), end
+ * = end_at[i] or the row's degree. */
+static inline void search_start(const pass_t *p, const int64_t *frontier, const int64_t *end_at, int64_t i,
+                                search_t *x)
 {
-    *lo = 0;
-    const int64_t *tm = p->et->time + b;
-    *hi = fs_pick_time_bound(tm, deg, t, !p->strict);
-    if (p->window > 0) *lo = fs_pick_time_bound(tm, *hi, t - p->window, 0);
+    const int64_t *ip = p->et->indptr;
+    int64_t v = frontier[i], b = ip[v];
+    *x = (search_t){.t = p->et->time + b, .lo = 0, .hi = end_at ? end_at[2 * i + 1] : ip[v + 1] - b, .at = i};
+    __builtin_prefetch(&x->t[x->hi / 2], 0, 0);
+}
+
+/* For each of the n rows, the first position whose time is > key[i] +
+ * shift (upper) or >= it, into out[2 * i + half]; within [0, end) where
+ * end is out[2 * i + 1] when `within` (a window's lower bound below its
+ * upper one), else the row's degree. */
+static void search_rows(const pass_t *p, const int64_t *frontier, const int64_t *key, int64_t n, int64_t shift,
+                        int upper, int within, int half, int64_t *out)
+{
+    const int64_t *ip = p->et->indptr;
+    search_t x[SEARCHES];
+    int active = 0;
+    int64_t next = 0;
+    for (;;) {
+        for (; active < SEARCHES && next < n; next++) {
+            if (next + SEARCHES < n) __builtin_prefetch(&ip[frontier[next + SEARCHES]], 0, 0);
+            search_start(p, frontier, within ? out : NULL, next, &x[active++]);
+        }
+        if (active == 0) return;
+        for (int i = 0; i < active;) {
+            search_t *q = &x[i];
+            if (q->lo < q->hi) { /* one probe, then the next one's line on its way */
+                int64_t mid = q->lo + (q->hi - q->lo) / 2, v = key[q->at] + shift;
+                if (upper ? q->t[mid] <= v : q->t[mid] < v) q->lo = mid + 1;
+                else q->hi = mid;
+                if (q->lo < q->hi) __builtin_prefetch(&q->t[q->lo + (q->hi - q->lo) / 2], 0, 0);
+                i++;
+            } else {
+                out[2 * q->at + half] = q->lo;
+                *q = x[--active];
+            }
+        }
+    }
+}
+
+/* The eligible ranges of destinations [d0, d1) of a temporal pass (their
+ * times dtime[d0..d1)), as (lo, hi) pairs into r->range, reserved for them
+ * (range_reserve): hi from the time rule, lo from the window (0 without). */
+static void eligible_ranges(const pass_t *p, const int64_t *frontier, const int64_t *dtime, int64_t d0, int64_t d1,
+                            pick_ws_t *r)
+{
+    int64_t n = d1 - d0, *out = r->range.p;
+    search_rows(p, frontier + d0, dtime + d0, n, 0, !p->strict, 0, 1, out);
+    if (p->window > 0) search_rows(p, frontier + d0, dtime + d0, n, -p->window, 0, 1, 0, out);
+    else
+        for (int64_t i = 0; i < n; i++) out[2 * i] = 0;
+}
+
+static int range_reserve(pick_ws_t *r, const pass_t *p, int64_t rows)
+{
+    return p->temporal ? fs_i64vec_reserve(&r->range, 2 * (size_t)rows + 2) : 0;
 }
 
 /* Positions (relative to the row start) excluded in [lo, hi), ascending,
@@ -576,14 +649,13 @@ typedef struct {
 
 #define PREFETCH_AHEAD 16
 
-/* The first line of a row's sources, and with time the middle of its
- * times, where the binary search starts. */
+/* The first line of a row's sources (its times were read before the pass:
+ * eligible_ranges). */
 static inline void prefetch_row(const pass_t *p, int64_t v)
 {
     const fs_typed_etype_t *et = p->et;
     int64_t b = et->indptr[v];
     __builtin_prefetch((const char *)et->indices + b * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
-    if (p->temporal) __builtin_prefetch(&et->time[b + (et->indptr[v + 1] - b) / 2], 0, 0);
 }
 
 static inline void flush(fs_typed_sampler_t *s, int type, const pending_t *pend, int np, int64_t *es,
@@ -613,11 +685,12 @@ static inline __attribute__((always_inline)) int64_t pick_plain(pick_ws_t *s, co
 }
 
 /* The picks of row v (its edges [b, b + deg)) for a destination of the
- * given batch and time: how many, their positions from b (*pos; NULL = all
- * of 0..m-1), and with `full` the tag their keys carry. */
+ * given batch and, in a temporal pass, eligible range (range[0], range[1]:
+ * eligible_ranges): how many, their positions from b (*pos; NULL = all of
+ * 0..m-1), and with `full` the tag their keys carry. */
 static inline __attribute__((always_inline)) int64_t row_picks(const fs_typed_sampler_t *s, pick_ws_t *w,
                                                                const pass_t *p, int64_t v, int64_t b, int64_t deg,
-                                                               int64_t batch, int64_t time, uint64_t *tag,
+                                                               int64_t batch, const int64_t *range, uint64_t *tag,
                                                                int64_t **pos, const int full)
 {
     fs_rng_t rng;
@@ -625,8 +698,7 @@ static inline __attribute__((always_inline)) int64_t row_picks(const fs_typed_sa
         rng = row_rng(p, 0, 0, v);
         return pick_plain(w, p, &rng, b, deg, pos);
     }
-    int64_t lo = 0, hi = deg, nx = 0, first;
-    if (p->temporal) eligible_range(p, b, deg, time, &lo, &hi);
+    int64_t lo = range ? range[0] : 0, hi = range ? range[1] : deg, nx = 0, first;
     if (s->x.n) {
         int64_t xend = excl_find(&s->x, p->etype, v, &first);
         if (xend > first) nx = excluded_positions(w, &s->x, p, b, lo, hi, first, xend);
@@ -653,6 +725,11 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     /* a type with no nodes has no arrays (NULL + 0 is undefined) */
     const int64_t *dbatch = full && s->disjoint && dw->batch.p ? dw->batch.p + d0 : NULL;
     const int64_t *dtime = full && s->temporal && dw->time.p ? dw->time.p + d0 : NULL;
+    const int64_t *range = NULL;
+    if (full && p->temporal) { /* reserved by run_pass */
+        eligible_ranges(p, frontier, dw->time.p, d0, d1, &s->pw);
+        range = s->pw.range.p;
+    }
     pending_t pend[PIPE + 1];
     int np = 0, src_type = et->src_type;
     uint64_t tag = tag_of(s, src_type, 0);
@@ -661,23 +738,9 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
         if (d + 2 * PREFETCH_AHEAD < d1) /* indptr far ahead, the row (and its times) nearer */
             __builtin_prefetch(&ip[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);
         if (d + PREFETCH_AHEAD < d1) prefetch_row(p, frontier[d + PREFETCH_AHEAD]);
-        int64_t v = frontier[d], b = ip[v], deg = ip[v + 1] - b, m, *pos;
-        fs_rng_t rng;
-        if (full) {
-            int64_t lo = 0, hi = deg, nx = 0, first, batch = dbatch ? dbatch[d - d0] : 0;
-            if (p->temporal) eligible_range(p, b, deg, dtime[d - d0], &lo, &hi);
-            if (s->x.n) {
-                int64_t xend = excl_find(&s->x, p->etype, v, &first);
-                if (xend > first) nx = excluded_positions(&s->pw, &s->x, p, b, lo, hi, first, xend);
-            }
-            tag = tag_of(s, src_type, batch);
-            rng = row_rng(p, s->disjoint, batch, v);
-            m = pick_row(&s->pw, p, &rng, b, lo, hi, nx);
-            pos = s->pw.pos.p;
-        } else {
-            rng = row_rng(p, 0, 0, v);
-            m = pick_plain(&s->pw, p, &rng, b, deg, &pos);
-        }
+        int64_t v = frontier[d], b = ip[v], deg = ip[v + 1] - b, *pos;
+        int64_t m = row_picks(s, &s->pw, p, v, b, deg, dbatch ? dbatch[d - d0] : 0, range ? range + 2 * (d - d0) : NULL,
+                              &tag, &pos, full);
         for (int64_t q = 0; q < m; q++) {
             int64_t at = pos ? pos[q] : q;
             int64_t src = wide ? ((const int64_t *)et->indices)[b + at] : ((const int32_t *)et->indices)[b + at];
@@ -800,15 +863,14 @@ typedef struct {
 
 static inline __attribute__((always_inline)) void ring_fill(const fs_typed_sampler_t *s, pick_ws_t *w,
                                                             const pass_t *p, const int64_t *frontier,
-                                                            const int64_t *dbatch, const int64_t *dtime, int64_t d,
+                                                            const int64_t *dbatch, const int64_t *range, int64_t d,
                                                             uint64_t tag, ring_row_t *r, const int wide, const int full)
-{
+{ /* range: row d's eligible range (NULL outside temporal passes) */
     const int64_t *ip = p->et->indptr;
     int64_t v = frontier[d], *pos;
     r->b = ip[v];
     r->tag = tag;
-    r->m = row_picks(s, w, p, v, r->b, ip[v + 1] - r->b, dbatch ? dbatch[d] : 0, dtime ? dtime[d] : 0, &r->tag, &pos,
-                     full);
+    r->m = row_picks(s, w, p, v, r->b, ip[v + 1] - r->b, dbatch ? dbatch[d] : 0, range, &r->tag, &pos, full);
     r->all = pos == NULL;
     const char *base = (const char *)p->et->indices + r->b * (wide ? 8 : 4);
     if (r->all) {
@@ -828,14 +890,19 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
     const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
-    const int64_t *dbatch = full && s->disjoint ? dw->batch.p : NULL, *dtime = full && s->temporal ? dw->time.p : NULL;
+    const int64_t *dbatch = full && s->disjoint ? dw->batch.p : NULL, *range = NULL;
+    if (full && p->temporal) { /* reserved by pick_chunk; row d's at range + 2 * (d - c->d0) */
+        eligible_ranges(p, frontier, dw->time.p, c->d0, c->d1, w);
+        range = w->range.p;
+    }
+#define RANGE_OF(d) (range ? range + 2 * ((d) - c->d0) : NULL)
     int64_t e = 0, *key = c->key.p, *eid = p->want_ids ? c->eid.p : NULL, *pos;
     uint64_t tag = tag_of(s, et->src_type, 0);
     int ring = p->k != FS_FANOUT_ALL && p->k <= RING_PICKS;
     ring_row_t rows[AHEAD], now;
     c->off.p[0] = 0;
     for (int64_t d = c->d0; ring && d < c->d1 && d < c->d0 + AHEAD; d++)
-        ring_fill(s, w, p, frontier, dbatch, dtime, d, tag, &rows[d % AHEAD], wide, full);
+        ring_fill(s, w, p, frontier, dbatch, RANGE_OF(d), d, tag, &rows[d % AHEAD], wide, full);
     for (int64_t d = c->d0; d < c->d1; d++) {
         int64_t ahead = ring ? AHEAD : 0;
         if (d + ahead + 2 * PREFETCH_AHEAD < c->d1) __builtin_prefetch(&ip[frontier[d + ahead + 2 * PREFETCH_AHEAD]], 0, 0);
@@ -845,7 +912,7 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
             int64_t v = frontier[d];
             now.b = ip[v];
             now.tag = tag;
-            now.m = row_picks(s, w, p, v, now.b, ip[v + 1] - now.b, dbatch ? dbatch[d] : 0, dtime ? dtime[d] : 0,
+            now.m = row_picks(s, w, p, v, now.b, ip[v + 1] - now.b, dbatch ? dbatch[d] : 0, RANGE_OF(d),
                               &now.tag, &pos, full);
             r = &now;
         } else {
@@ -858,8 +925,9 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
             if (eid) eid[e] = et->edge_ids ? et->edge_ids[r->b + at] : r->b + at;
         }
         c->off.p[d - c->d0 + 1] = e;
-        if (ring && d + AHEAD < c->d1) ring_fill(s, w, p, frontier, dbatch, dtime, d + AHEAD, tag, r, wide, full);
+        if (ring && d + AHEAD < c->d1) ring_fill(s, w, p, frontier, dbatch, RANGE_OF(d + AHEAD), d + AHEAD, tag, r, wide, full);
     }
+#undef RANGE_OF
     return e;
 }
 
@@ -869,8 +937,8 @@ static int64_t pick_chunk(fs_typed_sampler_t *s, const pass_t *p, int worker, fs
     int wide = p->et->index_dtype != FS_DTYPE_I32, full = p->temporal || s->disjoint || s->x.n;
     int64_t max_deg, bound = p->k != FS_FANOUT_ALL ? (c->d1 - c->d0) * p->k /* no row can pick more */
                                                    : pass_bound(s, p, c->d0, c->d1, &max_deg);
-    if (fs_chunk_reserve(c, bound, p->want_ids)) return -1;
     pick_ws_t *w = &s->worker[worker];
+    if (fs_chunk_reserve(c, bound, p->want_ids) || range_reserve(w, p, c->d1 - c->d0)) return -1;
     int64_t n = full ? (wide ? chunk_body(s, w, p, c, 1, 1) : chunk_body(s, w, p, c, 0, 1))
                      : (wide ? chunk_body(s, w, p, c, 1, 0) : chunk_body(s, w, p, c, 0, 0));
     c->n = n;
@@ -1038,7 +1106,7 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
     if (fs_i64vec_reserve(&bw->off, (size_t)(d1 - d0) + 1) || fs_i64vec_reserve(&bw->edst, (size_t)bound + 1) ||
         fs_i64vec_reserve(&bw->esrc, (size_t)bound + 1) ||
         (req->want_edge_ids && fs_i64vec_reserve(&bw->eid, (size_t)bound + 1)) ||
-        reserve_picks(&s->pw, max_deg > p.k ? max_deg : p.k))
+        reserve_picks(&s->pw, max_deg > p.k ? max_deg : p.k) || range_reserve(&s->pw, &p, d1 - d0))
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
     int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
     int64_t n;
