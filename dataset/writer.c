@@ -73,10 +73,39 @@ static void ignore_sigxfsz(void)
         signal(SIGXFSZ, SIG_IGN);
 }
 
-fs_status_t fs_writer_create(const char *out_dir, int force, fs_writer_t **out, fs_error_t *err)
+
+/* Creates the directories above `out_dir` that do not exist yet (as
+ * mkdir -p does), so `--out data/g` works in a fresh checkout. */
+static fs_status_t make_parents(const char *out_dir, fs_error_t *err)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", out_dir) >= (int)sizeof path)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "output path is longer than %zu bytes", sizeof path - 1);
+    for (char *p = path + 1; (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        struct stat st;
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return fs_error(err, FS_ERR_IO, "cannot create directory %s (for %s): %s", path, out_dir, strerror(errno));
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            return fs_error(err, FS_ERR_IO, "cannot write %s: %s is not a directory", out_dir, path);
+        *p = '/';
+    }
+    return FS_OK;
+}
+
+fs_status_t fs_writer_create(const char *out_dir_given, int force, fs_writer_t **out, fs_error_t *err)
 {
     *out = NULL;
     ignore_sigxfsz();
+    /* "g/" names g: the temporary directory goes beside it, not inside */
+    char out_dir[4096];
+    size_t len = strlen(out_dir_given);
+    while (len > 1 && out_dir_given[len - 1] == '/') len--;
+    if (len == 0 || len >= sizeof out_dir)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "output directory '%s': give a path of 1..%zu bytes",
+                        out_dir_given, sizeof out_dir - 1);
+    memcpy(out_dir, out_dir_given, len);
+    out_dir[len] = '\0';
     struct stat st;
     if (stat(out_dir, &st) == 0) {
         char manifest[4200];
@@ -98,6 +127,11 @@ fs_status_t fs_writer_create(const char *out_dir, int force, fs_writer_t **out, 
     sprintf(w->tmp_dir, "%s.tmp-%ld", out_dir, (long)getpid());
     w->force = force;
     rm_tree(w->tmp_dir);
+    fs_status_t made = make_parents(out_dir, err);
+    if (made != FS_OK) {
+        fs_writer_abort(w);
+        return made;
+    }
     if (mkdir(w->tmp_dir, 0755) != 0) {
         fs_status_t s = fs_error(err, FS_ERR_IO, "cannot create %s: %s", w->tmp_dir, strerror(errno));
         free(w->tmp_dir);

@@ -21,6 +21,22 @@ static char *import_cora(void)
     return out;
 }
 
+/* --out's missing parents are made (mkdir -p), a trailing slash names the
+ * directory itself, and a parent that is a file is refused by name. */
+Test(cli, out_paths_are_made_normalised_and_refused_clearly)
+{
+    char *deep = tu_path(dir, "a/b/g/"), *made = tu_path(dir, "a/b/g/manifest.json"), *log;
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 8 --out %s", tu_bin(), deep), 0, "%s", log);
+    free(log);
+    cr_assert_eq(access(made, F_OK), 0, "the dataset is a/b/g itself, not a/b/g/.tmp-*");
+    char *file = tu_path(dir, "plain"), *under = tu_path(dir, "plain/g");
+    tu_write(file, "x", 1);
+    cr_assert_eq(tu_run(&log, "%s gen rmat --scale 8 --out %s", tu_bin(), under), 1, "%s", log);
+    cr_assert(strstr(log, "is not a directory") && strstr(log, file), "%s", log);
+    free(log);
+    free(deep), free(made), free(file), free(under);
+}
+
 Test(cli, import_then_info_reports_cora)
 {
     char *out = import_cora(), *log;

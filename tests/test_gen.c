@@ -169,16 +169,16 @@ Test(gen, features_carry_the_label)
 Test(gen, rejects_bad_options)
 {
     fs_rmat_opts_t o = small();
-    o.out_dir = "/nonexistent/never";
+    o.out_dir = "/dev/null/never"; /* a parent that is not a directory: cannot be made, even as root */
     fs_error_t err = {0};
     o.scale = 0;
     cr_assert_eq(fs_gen_rmat(&o, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(err.msg, "--scale"));
     o = small();
-    o.out_dir = "/nonexistent/never";
+    o.out_dir = "/dev/null/never"; /* a parent that is not a directory: cannot be made, even as root */
     o.a = 0.9;
     cr_assert_eq(fs_gen_rmat(&o, &err), FS_ERR_INVALID_ARGUMENT);
     o = small();
-    o.out_dir = "/nonexistent/never";
+    o.out_dir = "/dev/null/never"; /* a parent that is not a directory: cannot be made, even as root */
     cr_assert_eq(fs_gen_rmat(&o, &err), FS_ERR_IO, "%s", err.msg);
 }

@@ -31,7 +31,7 @@ ratio featstore / peer.
     /usr/bin/python3 bench/peers/peer_loader.py [--dataset data/default] [--cores 1,2] [--tasks node,link]
 
 RESULT bench=peer_loader task=node|link peer=NAME cores=C batches_per_s=... featstore_batches_per_s=...
-       ratio_featstore_vs_peer=...   (featstore-unix against each peer; featstore-grpc against each
+       ratio_featstore_vs_peer=... shmem_thp=...   (featstore-unix against each peer; featstore-grpc against each
                                       peer in lines with transport=grpc)
 """
 import argparse
@@ -319,6 +319,17 @@ def measure(args, task, cores, names, uris, server):
             w.close()
 
 
+def shmem_thp():
+    """The host's shmem THP setting: whether featstore's served copy can be in
+    2 MiB pages (docs/serving.md "Huge pages"); the peers' memory is not shmem."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
+            text = f.read()
+        return text[text.index("[") + 1:text.index("]")]
+    except (OSError, ValueError):
+        return "unknown"
+
+
 def report(task, cores, rates):
     base = {"unix": "featstore-unix", "grpc": "featstore-grpc"}
     for transport, ours in base.items():
@@ -332,7 +343,7 @@ def report(task, cores, rates):
             print(f"RESULT bench=peer_loader task={task} transport={transport} peer={peer}{extra} cores={cores} "
                   f"batch={FANOUTS_S}x{ARGS.batch} batches_per_s={statistics.median(peer_rates):.1f} "
                   f"featstore_batches_per_s={statistics.median(rates[ours]):.1f} "
-                  f"ratio_featstore_vs_peer={ratio:.2f}", flush=True)
+                  f"ratio_featstore_vs_peer={ratio:.2f} shmem_thp={shmem_thp()}", flush=True)
     for name, r in rates.items():
         print(f"# {task} cores={cores} {name}: " + " ".join(f"{x:.1f}" for x in r), flush=True)
 
