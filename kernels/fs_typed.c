@@ -504,6 +504,7 @@ typedef struct {
     const int64_t *t;  /* the row's times */
     int64_t lo, hi;    /* the position sought is in [lo, hi]; done when lo == hi */
     int64_t at;        /* its row's index in the pass */
+    int last;          /* the last position is to be probed first */
 } search_t;
 
 /* Row i (of n, destination frontier[i]) into x: its times' [0, end), end
@@ -514,7 +515,8 @@ static inline void search_start(const pass_t *p, const int64_t *frontier, const 
     const int64_t *ip = p->et->indptr;
     int64_t v = frontier[i], b = ip[v];
     *x = (search_t){.t = p->et->time + b, .lo = 0, .hi = end_at ? end_at[2 * i + 1] : ip[v + 1] - b, .at = i};
-    __builtin_prefetch(&x->t[x->hi / 2], 0, 0);
+    x->last = x->hi > 0;
+    if (x->last) __builtin_prefetch(&x->t[x->hi - 1], 0, 0);
 }
 
 /* For each of the n rows, the first position whose time is > key[i] +
@@ -537,9 +539,18 @@ static void search_rows(const pass_t *p, const int64_t *frontier, const int64_t 
         for (int i = 0; i < active;) {
             search_t *q = &x[i];
             if (q->lo < q->hi) { /* one probe, then the next one's line on its way */
-                int64_t mid = q->lo + (q->hi - q->lo) / 2, v = key[q->at] + shift;
-                if (upper ? q->t[mid] <= v : q->t[mid] < v) q->lo = mid + 1;
-                else q->hi = mid;
+                int64_t v = key[q->at] + shift;
+#define PASSES(x) (upper ? (x) <= v : (x) < v)
+                if (q->last) { /* most rows are eligible to their end: one probe then */
+                    q->last = 0;
+                    if (PASSES(q->t[q->hi - 1])) q->lo = q->hi;
+                    else q->hi--;
+                } else {
+                    int64_t mid = q->lo + (q->hi - q->lo) / 2;
+                    if (PASSES(q->t[mid])) q->lo = mid + 1;
+                    else q->hi = mid;
+                }
+#undef PASSES
                 if (q->lo < q->hi) __builtin_prefetch(&q->t[q->lo + (q->hi - q->lo) / 2], 0, 0);
                 i++;
             } else {
