@@ -326,6 +326,7 @@ static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
     void *p = s->base ? mremap(s->base, s->cap, cap, MREMAP_MAYMOVE)
                       : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_NOMEM, "cannot map a result slot: %s", strerror(errno));
+    madvise(p, cap, MADV_HUGEPAGE); /* before the pages are touched: huge where the host allows (fs_shm.h) */
     madvise(p, cap, MADV_WILLNEED);
     for (size_t off = s->cap; off < cap; off += 4096) ((volatile char *)p)[off] = 0;
     s->base = p;
