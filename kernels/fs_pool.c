@@ -7,7 +7,8 @@
  * more than some phases do. Spinning pays only while every thread of the
  * pool has a core of its own: a pool with more threads than the cores the
  * process may use (pinned after the pool was made, by taskset or a cpuset)
- * parks at once, rechecked every SPIN_RECHECK jobs. */
+ * parks at once, rechecked every SPIN_RECHECK jobs; a pool left with one
+ * core runs every job on its caller (fs_pool_parallelism). */
 #include "fs_pool.h"
 
 #include <pthread.h>
@@ -28,6 +29,7 @@ struct fs_pool {
     _Atomic int stopping;
     _Atomic int busy;           /* helper threads still in the job */
     _Atomic int64_t spin_ns;    /* how long to spin before parking: SPIN_NS, or 0 when oversubscribed */
+    _Atomic int usable;         /* threads that can run at once: min(threads, cores the process may use) */
     uint64_t jobs;              /* jobs run (under run_lock) */
     /* the current job, written before generation is bumped */
     fs_range_fn fn;
@@ -108,6 +110,15 @@ static void *worker_main(void *v)
     }
 }
 
+/* Looks at the cores the process may use now: whether to spin, and how
+ * many threads can run at once. */
+static void cores_changed(fs_pool_t *p)
+{
+    int cores = fs_cpu_count();
+    atomic_store(&p->spin_ns, cores >= p->threads ? SPIN_NS : 0);
+    atomic_store(&p->usable, cores < p->threads ? cores : p->threads);
+}
+
 fs_status_t fs_pool_create(int threads, fs_pool_t **out, fs_error_t *err)
 {
     *out = NULL;
@@ -132,6 +143,7 @@ fs_status_t fs_pool_create(int threads, fs_pool_t **out, fs_error_t *err)
         }
         p->threads++;
     }
+    cores_changed(p);
     *out = p;
     return FS_OK;
 }
@@ -154,6 +166,8 @@ void fs_pool_destroy(fs_pool_t *p)
 
 int fs_pool_size(const fs_pool_t *p) { return p ? p->threads : 1; }
 
+int fs_pool_parallelism(const fs_pool_t *p) { return p ? atomic_load(&p->usable) : 1; }
+
 void fs_pool_run(fs_pool_t *p, int64_t n, int64_t grain, fs_range_fn fn, void *ctx)
 {
     if (n <= 0) return;
@@ -162,7 +176,12 @@ void fs_pool_run(fs_pool_t *p, int64_t n, int64_t grain, fs_range_fn fn, void *c
         fn(ctx, 0, n, 0); /* nothing to split, or the pool is busy: run here */
         return;
     }
-    if (p->jobs++ % SPIN_RECHECK == 0) atomic_store(&p->spin_ns, fs_cpu_count() >= p->threads ? SPIN_NS : 0);
+    if (++p->jobs % SPIN_RECHECK == 0) cores_changed(p);
+    if (atomic_load(&p->usable) == 1) { /* one core for all the threads: no one to split with */
+        pthread_mutex_unlock(&p->run_lock);
+        fn(ctx, 0, n, 0);
+        return;
+    }
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;

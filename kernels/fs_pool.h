@@ -25,6 +25,13 @@ typedef struct fs_pool fs_pool_t;
 fs_status_t fs_pool_create(int threads, fs_pool_t **out, fs_error_t *err);
 void fs_pool_destroy(fs_pool_t *pool);
 int fs_pool_size(const fs_pool_t *pool); /* 1 for NULL */
+/* How many of its threads can run at once: fs_pool_size, or fewer when the
+ * process may use fewer cores (taskset, cpusets; rechecked as jobs run, so
+ * a process pinned after the pool was made is seen within a few batches).
+ * At 1 fs_pool_run runs every job on the calling thread, and an engine
+ * should take its serial or in-order path: splitting a batch over threads
+ * that share one core only adds the splitting. 1 for NULL. */
+int fs_pool_parallelism(const fs_pool_t *pool);
 
 /* fn(ctx, begin, end, worker) with worker in [0, fs_pool_size). */
 void fs_pool_run(fs_pool_t *pool, int64_t n, int64_t grain, fs_range_fn fn, void *ctx);

@@ -695,10 +695,10 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
         /* hops past the threshold are picked in chunks (rows picked ahead of
          * their reads) and inserted in order, on however many threads there
-         * are; many threads partition the map instead (the id map) */
-        int workers = fs_pool_size(s->pool);
+         * are; many threads partition the map instead (the id map), if they
+         * have cores to run on (fs_pool_parallelism) */
         int parallel = s->par.active || bound >= fs_chunk_parallel_min;
-        int partitioned = parallel && (s->par.active || workers > FS_CHUNK_INSERTER_MAX);
+        int partitioned = parallel && (s->par.active || fs_pool_parallelism(s->pool) > FS_CHUNK_INSERTER_MAX);
         if (partitioned ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
             return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
         hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,

@@ -1122,8 +1122,9 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
     int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
     int64_t n;
-    /* few threads keep the Fused-Map (the in-order inserter), more partition it (the id map) */
-    int partitioned = parallel && (s->par.active || fs_pool_size(s->pool) > FS_CHUNK_INSERTER_MAX);
+    /* few threads keep the Fused-Map (the in-order inserter), more partition
+     * it (the id map), if they have cores to run on (fs_pool_parallelism) */
+    int partitioned = parallel && (s->par.active || fs_pool_parallelism(s->pool) > FS_CHUNK_INSERTER_MAX);
     if (partitioned) {
         if (nodes_reserve(s, et->src_type, bound) || (n = pass_parallel(s, &p, d0, d1, bound, max_deg, bw)) < 0)
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
