@@ -44,7 +44,7 @@ static int scan_block(const int64_t *ids, int64_t n, uint64_t lim, int *has_runs
     uint64_t bad = n > 0 && (uint64_t)ids[0] >= lim, next = 0;
     for (int64_t k = 1; k < n; k++) {
         bad |= (uint64_t)ids[k] >= lim;
-        next |= ids[k] == ids[k - 1] + 1;
+        next |= (uint64_t)ids[k] == (uint64_t)ids[k - 1] + 1; /* unchecked ids: no signed overflow */
     }
     *has_runs = next != 0;
     return !bad;
@@ -137,11 +137,11 @@ static inline int64_t run_length(const int64_t *ids, int64_t i, int64_t e)
     return k - i;
 }
 
-/* Rows [b, end) of a range ending at e, in the common case: rows stored in
- * id order (no route) and served as stored. Its own loop, because every
- * load and branch the general loop adds per row showed: 256-byte rows went
- * at 0.66-0.8x a plain prefetching memcpy loop through it, and at 1.0x
- * here. One prefetch per 256 bytes of row, up to ROW_HEAD: for small rows
+/* Rows [b, end), looking ahead to rows before e (their ids checked), in
+ * the common case: rows stored in id order (no route) and served as
+ * stored. Its own loop, because every load and branch the general loop
+ * adds per row showed: 256-byte rows went at 0.66-0.8x a plain prefetching
+ * memcpy loop through it, and at 1.0x here. One prefetch per 256 bytes of row, up to ROW_HEAD: for small rows
  * the hardware fetches the neighbouring lines itself, and prefetching them
  * too only queued behind the page walks (0.88x with all four lines of a
  * 256-byte row). Runs of consecutive ids (a chunked epoch's rows,
@@ -167,9 +167,9 @@ static void copy_rows(const job_t *j, int64_t b, int64_t end, int64_t e, int has
     }
 }
 
-/* Rows [b, end) of a range ending at e, in general: through the route to
- * any tier (a placement), converting half precision to float32 on the way;
- * rows[] counts the rows read per tier. */
+/* Rows [b, end), looking ahead to rows before e (their ids checked), in
+ * general: through the route to any tier (a placement), converting half
+ * precision to float32 on the way; rows[] counts the rows read per tier. */
 static void convert_rows(const job_t *j, int64_t b, int64_t end, int64_t e, uint64_t *rows)
 {
     const fs_table_view_t *t = j->t;
@@ -190,27 +190,30 @@ static void gather_range(void *p, int64_t b, int64_t e, int worker)
     job_t *j = p;
     const fs_table_view_t *t = j->t;
     const int plain = !t->route && j->conv == COPY;
+    const uint64_t lim = (uint64_t)t->num_rows;
     uint64_t rows[FS_MAX_TIERS] = {0};
-    int tier;
-    /* The first rows' prefetches; from there each row prefetches one
-     * further ahead, across the blocks below. A prefetch may run ahead of
-     * the range check: prefetching a bad address never faults. */
-    const int64_t ahead = plain ? ROW_AHEAD : rows_ahead(t->row_bytes);
-    if (t->route)
-        for (int64_t i = b; i < b + ROUTE_AHEAD && i < e; i++) __builtin_prefetch(&t->route[j->ids[i]], 0, 0);
-    for (int64_t i = b; i < b + ahead && i < e; i++) prefetch_row(row_ptr(t, j->ids[i], &tier), t->row_bytes);
+    int tier, has_runs, next_runs = 0;
     /* Ids are checked CHECK_BLOCK at a time, just before they are copied:
      * they are then in L1 for the copy, where a separate pass over all ids
-     * first cost ~4% of a one-thread gather. */
+     * first cost ~4% of a one-thread gather. The block after the one being
+     * copied is checked first, so that every row the copy looks ahead to
+     * (prefetches, and a routed row's route entry, which is read) has a
+     * checked id: a wild id is refused, never read through. */
+    int64_t checked = e - b < CHECK_BLOCK ? e : b + CHECK_BLOCK;
+    if (!scan_block(j->ids + b, checked - b, lim, &has_runs)) goto bad;
+    const int64_t ahead = plain ? ROW_AHEAD : rows_ahead(t->row_bytes);
+    if (t->route)
+        for (int64_t i = b; i < b + ROUTE_AHEAD && i < checked; i++) __builtin_prefetch(&t->route[j->ids[i]], 0, 0);
+    for (int64_t i = b; i < b + ahead && i < checked; i++) prefetch_row(row_ptr(t, j->ids[i], &tier), t->row_bytes);
     for (int64_t s = b; s < e; s += CHECK_BLOCK) {
-        int64_t end = e - s < CHECK_BLOCK ? e : s + CHECK_BLOCK;
-        int has_runs;
-        if (!scan_block(j->ids + s, end - s, (uint64_t)t->num_rows, &has_runs)) {
-            __atomic_store_n(&j->bad_ids, 1, __ATOMIC_RELAXED);
-            return;
+        int64_t end = checked;
+        if (end < e) {
+            checked = e - end < CHECK_BLOCK ? e : end + CHECK_BLOCK;
+            if (!scan_block(j->ids + end, checked - end, lim, &next_runs)) goto bad;
         }
-        if (plain) copy_rows(j, s, end, e, has_runs);
-        else convert_rows(j, s, end, e, rows);
+        if (plain) copy_rows(j, s, end, checked, has_runs);
+        else convert_rows(j, s, end, checked, rows);
+        has_runs = next_runs;
     }
     if (plain) rows[0] = (uint64_t)(e - b);
     fs_gather_counters_t *c = &j->per_worker[worker];
@@ -218,6 +221,9 @@ static void gather_range(void *p, int64_t b, int64_t e, int worker)
         c->rows[k] += rows[k];
         c->bytes[k] += rows[k] * t->row_bytes;
     }
+    return;
+bad:
+    __atomic_store_n(&j->bad_ids, 1, __ATOMIC_RELAXED);
 }
 
 fs_status_t fs_gather_cpu(const fs_table_view_t *t, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,

@@ -204,6 +204,42 @@ Test(gather, bad_ids_in_late_blocks_fail_on_a_pool)
     free(t), free(ids), free(out);
 }
 
+/* A routed gather reads route[id] to find a row, and looks rows ahead of
+ * the one it copies: an id far outside the table just past a block
+ * boundary must be refused, never read through (it would fault), at 1 and
+ * 2 threads, in the plain loop and the routed one. */
+Test(gather, wild_ids_past_a_block_boundary_are_never_read)
+{
+    float *t = make_table();
+    uint64_t *route = malloc(sizeof *route * N);
+    for (int64_t v = 0; v < N; v++) route[v] = FS_ROUTE(0, v);
+    fs_table_view_t plain = host_view(t, FS_DTYPE_F32), routed = plain;
+    routed.route = route;
+    const int64_t n = 4096;
+    int64_t *ids = random_ids(n, 5);
+    float *out = malloc(sizeof(float) * (size_t)n * DIM);
+    const int64_t wild[] = {(int64_t)1 << 60, -((int64_t)1 << 60), INT64_MAX, INT64_MIN};
+    const int64_t at[] = {511, 512, 513, 520, 1024, 2048, 2050};
+    for (int threads = 1; threads <= 2; threads++) {
+        fs_pool_t *pool;
+        fs_error_t err = {0};
+        cr_assert_eq(fs_pool_create(threads, &pool, &err), FS_OK);
+        for (size_t w = 0; w < sizeof wild / sizeof *wild; w++)
+            for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
+                int64_t keep = ids[at[k]];
+                ids[at[k]] = wild[w];
+                cr_assert_eq(fs_gather_cpu(&routed, ids, n, FS_DTYPE_F32, out, pool, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+                cr_assert_eq(fs_gather_cpu(&plain, ids, n, FS_DTYPE_F32, out, pool, NULL, &err), FS_ERR_INVALID_ARGUMENT);
+                char want[64];
+                snprintf(want, sizeof want, "at position %lld ", (long long)at[k]);
+                cr_assert_not_null(strstr(err.msg, want), "want '%s' in '%s'", want, err.msg);
+                ids[at[k]] = keep;
+            }
+        fs_pool_destroy(pool);
+    }
+    free(t), free(route), free(ids), free(out);
+}
+
 Test(gather, pool_survives_many_small_jobs)
 {
     float *t = make_table();
