@@ -14,14 +14,45 @@ The server binds an ephemeral gRPC and metrics port and prints one line
 child dies with the test process (PR_SET_PDEATHSIG), so a crashed test never
 leaves a server behind.
 """
+import argparse
 import ctypes
+import importlib.util
 import os
 import select
 import signal
 import subprocess
+import sys
 import time
+import unittest
 
 CORA_NPZ = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cora.npz")
+SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
+
+
+def client_test_args(description):
+    """The start of a Python client test run by ctest: --featstore and --lib
+    parsed (what is left is unittest's), skipped (exit 77, saying why)
+    without numpy, and `import featstore` set to load --lib. (args, rest)."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--featstore", required=True)
+    p.add_argument("--lib", required=True)
+    args, rest = p.parse_known_args()
+    if importlib.util.find_spec("numpy") is None:
+        print(f"SKIP: {sys.executable} has no numpy (apt-get install python3-numpy)")
+        sys.exit(SKIP)
+    os.environ["FEATSTORE_LIB"] = args.lib
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "client-lib",
+                                    "python"))
+    return args, rest
+
+
+def run_tests(name, rest):
+    """unittest over `rest` (all when empty), its time as a RESULT line;
+    exits 0 when every test passed, else 1."""
+    t0 = time.perf_counter()
+    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
+    print(f"RESULT {name} took {time.perf_counter() - t0:.1f} s")
+    sys.exit(0 if prog.result.wasSuccessful() else 1)
 
 
 def die_with_parent():

@@ -26,21 +26,15 @@ short in ctypes). `featstore stats` refuses bad URIs as usage errors.
 Registered with ctest; exits 77 (skipped) without numpy. No timings are
 asserted: a server gets 60 s to exit before it counts as serving.
 """
-import argparse
-import importlib.util
 import os
 import select
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
 import fs_serve
 
-SKIP = 77
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 ARGS = None
 DATA = {}  # dir, dataset
 featstore = None
@@ -266,18 +260,9 @@ def tearDownModule():
 
 def main():
     global ARGS, featstore
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--featstore", required=True)
-    p.add_argument("--lib", required=True)
-    ARGS, rest = p.parse_known_args()
-    if importlib.util.find_spec("numpy") is None:
-        print(f"SKIP: {sys.executable} has no numpy (apt-get install python3-numpy)")
-        sys.exit(SKIP)
-    os.environ["FEATSTORE_LIB"] = ARGS.lib
-    sys.path.insert(0, os.path.join(ROOT, "client-lib", "python"))
+    ARGS, rest = fs_serve.client_test_args(__doc__.split("\n")[0])
     import featstore
-    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    sys.exit(0 if prog.result.wasSuccessful() else 1)
+    fs_serve.run_tests("test_addr_serve", rest)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,6 @@ Registered with ctest; exits 77 (skipped) without numpy. Tests that need
 root (to run a peer under another uid) skip themselves, saying so,
 elsewhere. Prints RESULT lines with the measured CPU shares.
 """
-import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -42,9 +40,6 @@ import unittest
 
 import fs_serve
 
-SKIP = 77
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 ARGS = None
 DATA = {}  # dir, dataset
 np = featstore = None
@@ -57,9 +52,7 @@ def setUpModule():
     tmp = tempfile.mkdtemp(prefix="featstore-guards-")
     os.chmod(tmp, 0o755)  # peers running as another uid must reach the socket inside
     DATA["dir"] = tmp
-    DATA["dataset"] = os.path.join(tmp, "cora")
-    subprocess.run([ARGS.featstore, "import", "npz", os.path.join(HERE, "data", "cora.npz"), "--out", DATA["dataset"],
-                    "--symmetrize"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    DATA["dataset"] = fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora"))
 
 
 def tearDownModule():
@@ -401,21 +394,10 @@ class LimitsFirst(unittest.TestCase):
 
 def main():
     global ARGS, featstore, np
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--featstore", required=True)
-    p.add_argument("--lib", required=True)
-    ARGS, rest = p.parse_known_args()
-    if importlib.util.find_spec("numpy") is None:
-        print(f"SKIP: {sys.executable} has no numpy (apt-get install python3-numpy)")
-        sys.exit(SKIP)
-    os.environ["FEATSTORE_LIB"] = ARGS.lib
-    sys.path.insert(0, os.path.join(ROOT, "client-lib", "python"))
+    ARGS, rest = fs_serve.client_test_args(__doc__.split("\n")[0])
     import numpy as np
     import featstore
-    t0 = time.perf_counter()
-    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    print(f"RESULT test_local_guards took {time.perf_counter() - t0:.1f} s")
-    sys.exit(0 if prog.result.wasSuccessful() else 1)
+    fs_serve.run_tests("test_local_guards", rest)
 
 
 if __name__ == "__main__":
