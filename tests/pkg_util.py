@@ -2,6 +2,7 @@
 test_deb_chroot.py share: running a step with its time, the ELF checks on
 installed files, pkg_probe.c built through pkg-config and run against a
 server, and the .deb packages cpack makes with their control fields."""
+import argparse
 import os
 import re
 import shutil
@@ -88,6 +89,19 @@ def finish(errors, work, t0):
     shutil.rmtree(work, ignore_errors=True)
     print("PASS")
     return 0
+
+
+def deb_test_args(description, work_help):
+    """The arguments both .deb tests take (test_deb, test_deb_chroot): the
+    build tree, a scratch directory, cpack, the libdir the build installs
+    to and a C compiler for the probe. Returns the parser, for more."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--build", required=True)
+    p.add_argument("--work", required=True, help=work_help)
+    p.add_argument("--cpack", default="cpack")
+    p.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR")
+    p.add_argument("--cc", default="cc")
+    return p
 
 
 def cpack(cpack_cmd, build, out):

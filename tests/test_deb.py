@@ -24,7 +24,6 @@ WORK is emptied first and removed when the test passes. Exit status: 0 pass,
 1 fail, 77 (ctest's skip) without dpkg-deb, dpkg-shlibdeps or pkg-config.
 ~15 s on 2 cores.
 """
-import argparse
 import os
 import re
 import shutil
@@ -34,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fs_serve  # noqa: E402
-from pkg_util import Failed, build_probe, check_probe, cpack, field, finish, parse_depends, run_probe, step, under  # noqa: E402
+from pkg_util import Failed, build_probe, check_probe, cpack, deb_test_args, field, finish, parse_depends, run_probe, step, under  # noqa: E402
 
 SKIP = 77
 VERSION = "1.5.0"
@@ -80,13 +79,7 @@ def check_package(name, deb, files, errors):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", required=True)
-    p.add_argument("--work", required=True, help="scratch directory (emptied first)")
-    p.add_argument("--cpack", default="cpack")
-    p.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR")
-    p.add_argument("--cc", default="cc")
-    args = p.parse_args()
+    args = deb_test_args(__doc__.split("\n")[0], "scratch directory (emptied first)").parse_args()
     for tool in ("dpkg-deb", "dpkg-shlibdeps", "pkg-config", "ldd", args.cpack):
         if not shutil.which(tool):
             print(f"SKIP: {tool} is not installed (dpkg-shlibdeps: apt-get install dpkg-dev)")

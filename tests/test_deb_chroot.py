@@ -24,7 +24,6 @@ start featstore, naming its library: the check sees a missing Depends.
 pkg-config, or when the packages cannot be fetched. WORK/debs caches the
 fetched .debs across runs; the rest of WORK is removed when the test passes.
 """
-import argparse
 import os
 import re
 import shutil
@@ -37,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bare_root  # noqa: E402
 import fs_serve  # noqa: E402
 from bare_root import ESSENTIAL, Skip  # noqa: E402
-from pkg_util import PACKAGES, Failed, build_probe, cpack, field, parse_depends, run_probe  # noqa: E402
+from pkg_util import Failed, PACKAGES, build_probe, cpack, deb_test_args, field, parse_depends, run_probe  # noqa: E402
 
 SKIP = 77
 VERSION = "1.5.0"
@@ -213,12 +212,7 @@ def clean(work):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--work", required=True, help="scratch directory; WORK/debs caches the fetched packages")
-    ap.add_argument("--cpack", default="cpack")
-    ap.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR")
-    ap.add_argument("--cc", default="cc")
+    ap = deb_test_args(__doc__.split("\n")[0], "scratch directory; WORK/debs caches the fetched packages")
     ap.add_argument("--drop", action="append", default=[], help="leave this Depends out of the root (to see a failure)")
     args = ap.parse_args()
     work, t0 = os.path.abspath(args.work), time.monotonic()
