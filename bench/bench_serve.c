@@ -292,21 +292,15 @@ static double processes(const procs_t *w, int n, int warmup, int batches, pooled
     return rate;
 }
 
-/* "1,2,4" into counts (1..8 each, at most 8 of them); returns how many. */
+/* "1,2,4" into counts, each 1..8 (at most 8 of them); returns how many. */
 static int client_counts(const char *list, int *ns)
 {
-    int count = 0;
-    for (const char *p = list; *p && count < 8;) {
-        int n = atoi(p);
-        if (n < 1 || n > 8) {
+    int count = bench_int_list(list, ns, 8);
+    for (int k = 0; k < count; k++)
+        if (ns[k] < 1 || ns[k] > 8) {
             fprintf(stderr, "bench_serve: --clients %s: each count is 1..8\n", list);
             exit(2);
         }
-        ns[count++] = n;
-        p = strchr(p, ',');
-        if (!p) break;
-        p++;
-    }
     return count;
 }
 

@@ -182,24 +182,13 @@ static void best_pair(job_t a, job_t b, int threads, int reps, double *ra, doubl
     }
 }
 
-static int parse_fanouts(const char *s, int *f)
-{
-    int n = 0;
-    for (const char *p = s; *p && n < FS_MAX_HOPS; n++) {
-        f[n] = atoi(p);
-        while (*p && *p != ',') p++;
-        if (*p == ',') p++;
-    }
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     int scale = (int)bench_arg(argc, argv, "--scale", 18), ef = (int)bench_arg(argc, argv, "--edge-factor", 8);
     int batches = (int)bench_arg(argc, argv, "--batches", 100), batch = (int)bench_arg(argc, argv, "--batch", 1024);
     int max_threads = (int)bench_arg(argc, argv, "--max-threads", 2), reps = (int)bench_arg(argc, argv, "--reps", 3);
     const char *fan_s = bench_str(argc, argv, "--fanouts", "15,10");
-    int fan[FS_MAX_HOPS], hops = parse_fanouts(fan_s, fan);
+    int fan[FS_MAX_HOPS], hops = bench_int_list(fan_s, fan, FS_MAX_HOPS);
     const char *dir = bench_typed_dataset(scale, ef);
     fs_dataset_t *ds;
     fs_error_t err = {0};

@@ -44,6 +44,18 @@ static inline long long bench_arg(int argc, char **argv, const char *name, long 
     return def;
 }
 
+/* "15,10,5" into out[0..max): how many numbers were read. */
+static inline int bench_int_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    for (const char *p = s; *p && n < max; n++) {
+        out[n] = atoi(p);
+        while (*p && *p != ',') p++;
+        if (*p == ',') p++;
+    }
+    return n;
+}
+
 static inline const char *bench_str(int argc, char **argv, const char *name, const char *def)
 {
     for (int i = 1; i + 1 < argc; i++)
