@@ -99,6 +99,7 @@ struct fs_typed_sampler {
     pick_ws_t *worker;
     int worker_cap;
     fs_i64vec_t keys;             /* the keys moved into the id map */
+    fs_i64vec_t rows;             /* the pass's rows (pass_t.row) */
 };
 
 fs_status_t fs_typed_sampler_create(fs_typed_sampler_t **out, fs_error_t *err)
@@ -131,7 +132,7 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
     }
     free(s->worker);
     fs_chunked_free(&s->par);
-    free_vec(&s->keys);
+    free_vec(&s->keys), free_vec(&s->rows);
     free(s->x.e), free(s->x.index);
     if (s->ext_free) s->ext_free(s->ext);
     free(s);
@@ -484,7 +485,22 @@ typedef struct {
     int64_t window;
     int etype;
     int want_ids;    /* write edge ids */
+    /* each destination's row as (start, degree) pairs from pass_bound, the
+     * pass's first destination row_d0's first: the indptr lookups are
+     * random misses, taken once per row there and read in order after */
+    const int64_t *row;
+    int64_t row_d0;
 } pass_t;
+
+static inline int64_t row_start(const pass_t *p, int64_t d)
+{
+    return p->row[2 * (d - p->row_d0)];
+}
+
+static inline int64_t row_degree(const pass_t *p, int64_t d)
+{
+    return p->row[2 * (d - p->row_d0) + 1];
+}
 
 /* ---- eligible ranges, searched together ----------------------------------
  *
@@ -507,14 +523,12 @@ typedef struct {
     int last;          /* the last position is to be probed first */
 } search_t;
 
-/* Row i (of n, destination frontier[i]) into x: its times' [0, end), end
- * = end_at[i] or the row's degree. */
-static inline void search_start(const pass_t *p, const int64_t *frontier, const int64_t *end_at, int64_t i,
-                                search_t *x)
+/* Row i (of n; destination d0 + i) into x: its times' [0, end), end =
+ * end_at[i] or the row's degree. */
+static inline void search_start(const pass_t *p, int64_t d0, const int64_t *end_at, int64_t i, search_t *x)
 {
-    const int64_t *ip = p->et->indptr;
-    int64_t v = frontier[i], b = ip[v];
-    *x = (search_t){.t = p->et->time + b, .lo = 0, .hi = end_at ? end_at[2 * i + 1] : ip[v + 1] - b, .at = i};
+    int64_t b = row_start(p, d0 + i);
+    *x = (search_t){.t = p->et->time + b, .lo = 0, .hi = end_at ? end_at[2 * i + 1] : row_degree(p, d0 + i), .at = i};
     x->last = x->hi > 0;
     if (x->last) __builtin_prefetch(&x->t[x->hi - 1], 0, 0);
 }
@@ -523,18 +537,14 @@ static inline void search_start(const pass_t *p, const int64_t *frontier, const 
  * shift (upper) or >= it, into out[2 * i + half]; within [0, end) where
  * end is out[2 * i + 1] when `within` (a window's lower bound below its
  * upper one), else the row's degree. */
-static void search_rows(const pass_t *p, const int64_t *frontier, const int64_t *key, int64_t n, int64_t shift,
-                        int upper, int within, int half, int64_t *out)
+static void search_rows(const pass_t *p, int64_t d0, const int64_t *key, int64_t n, int64_t shift, int upper,
+                        int within, int half, int64_t *out)
 {
-    const int64_t *ip = p->et->indptr;
     search_t x[SEARCHES];
     int active = 0;
     int64_t next = 0;
     for (;;) {
-        for (; active < SEARCHES && next < n; next++) {
-            if (next + SEARCHES < n) __builtin_prefetch(&ip[frontier[next + SEARCHES]], 0, 0);
-            search_start(p, frontier, within ? out : NULL, next, &x[active++]);
-        }
+        for (; active < SEARCHES && next < n; next++) search_start(p, d0, within ? out : NULL, next, &x[active++]);
         if (active == 0) return;
         for (int i = 0; i < active;) {
             search_t *q = &x[i];
@@ -564,12 +574,11 @@ static void search_rows(const pass_t *p, const int64_t *frontier, const int64_t 
 /* The eligible ranges of destinations [d0, d1) of a temporal pass (their
  * times dtime[d0..d1)), as (lo, hi) pairs into r->range, reserved for them
  * (range_reserve): hi from the time rule, lo from the window (0 without). */
-static void eligible_ranges(const pass_t *p, const int64_t *frontier, const int64_t *dtime, int64_t d0, int64_t d1,
-                            pick_ws_t *r)
+static void eligible_ranges(const pass_t *p, const int64_t *dtime, int64_t d0, int64_t d1, pick_ws_t *r)
 {
     int64_t n = d1 - d0, *out = r->range.p;
-    search_rows(p, frontier + d0, dtime + d0, n, 0, !p->strict, 0, 1, out);
-    if (p->window > 0) search_rows(p, frontier + d0, dtime + d0, n, -p->window, 0, 1, 0, out);
+    search_rows(p, d0, dtime + d0, n, 0, !p->strict, 0, 1, out);
+    if (p->window > 0) search_rows(p, d0, dtime + d0, n, -p->window, 0, 1, 0, out);
     else
         for (int64_t i = 0; i < n; i++) out[2 * i] = 0;
 }
@@ -661,13 +670,12 @@ typedef struct {
 
 #define PREFETCH_AHEAD 16
 
-/* The first line of a row's sources (its times were read before the pass:
- * eligible_ranges). */
-static inline void prefetch_row(const pass_t *p, int64_t v)
+/* The first line of destination d's sources (its times were read before
+ * the pass: eligible_ranges). */
+static inline void prefetch_row(const pass_t *p, int64_t d)
 {
     const fs_typed_etype_t *et = p->et;
-    int64_t b = et->indptr[v];
-    __builtin_prefetch((const char *)et->indices + b * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
+    __builtin_prefetch((const char *)et->indices + row_start(p, d) * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
 }
 
 static inline void flush(fs_typed_sampler_t *s, int type, const pending_t *pend, int np, int64_t *es,
@@ -731,7 +739,7 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
 {
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
-    const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
+    const int64_t *frontier = dw->nodes.p;
     int64_t *off = bw->off.p, *ed = bw->edst.p, *es = bw->esrc.p, *eid = p->want_ids ? bw->eid.p : NULL;
     int64_t e = 0, flushed = 0;
     /* a type with no nodes has no arrays (NULL + 0 is undefined) */
@@ -739,7 +747,7 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     const int64_t *dtime = full && s->temporal && dw->time.p ? dw->time.p + d0 : NULL;
     const int64_t *range = NULL;
     if (full && p->temporal) { /* reserved by run_pass */
-        eligible_ranges(p, frontier, dw->time.p, d0, d1, &s->pw);
+        eligible_ranges(p, dw->time.p, d0, d1, &s->pw);
         range = s->pw.range.p;
     }
     pending_t pend[PIPE + 1];
@@ -747,10 +755,8 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     uint64_t tag = tag_of(s, src_type, 0);
     off[0] = 0;
     for (int64_t d = d0; d < d1; d++) {
-        if (d + 2 * PREFETCH_AHEAD < d1) /* indptr far ahead, the row (and its times) nearer */
-            __builtin_prefetch(&ip[frontier[d + 2 * PREFETCH_AHEAD]], 0, 0);
-        if (d + PREFETCH_AHEAD < d1) prefetch_row(p, frontier[d + PREFETCH_AHEAD]);
-        int64_t v = frontier[d], b = ip[v], deg = ip[v + 1] - b, *pos;
+        if (d + PREFETCH_AHEAD < d1) prefetch_row(p, d + PREFETCH_AHEAD);
+        int64_t v = frontier[d], b = row_start(p, d), deg = row_degree(p, d), *pos;
         int64_t m = row_picks(s, &s->pw, p, v, b, deg, dbatch ? dbatch[d - d0] : 0, range ? range + 2 * (d - d0) : NULL,
                               &tag, &pos, full);
         for (int64_t q = 0; q < m; q++) {
@@ -796,17 +802,20 @@ static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
     return pass_body(s, p, d0, d1, bw, 1, 1);
 }
 
-/* Worst-case picks of a pass and the longest row, for sizing. The exact
- * sum (uniform rows shorter than the fanout count their length) keeps the
- * id map no larger than the pass can fill: a map sized by fanout alone was
- * sparser and 3% slower. */
-static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg)
+/* Worst-case picks of a pass and the longest row, for sizing, with every
+ * destination's row (start, degree) recorded into row[] (pass_t.row) when
+ * it is not NULL. The exact sum (uniform rows shorter than the fanout
+ * count their length) keeps the id map no larger than the pass can fill: a
+ * map sized by fanout alone was sparser and 3% slower. */
+static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg,
+                          int64_t *row)
 {
     const int64_t *ip = p->et->indptr, *frontier = s->tw[p->et->dst_type].nodes.p;
     int64_t bound = 0;
     *max_deg = 0;
     for (int64_t d = d0; d < d1; d++) {
-        int64_t deg = ip[frontier[d] + 1] - ip[frontier[d]];
+        int64_t b = ip[frontier[d]], deg = ip[frontier[d] + 1] - b;
+        if (row) row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
         if (deg > *max_deg) *max_deg = deg;
         bound += p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
     }
@@ -817,7 +826,7 @@ static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t 
 typedef struct {
     const fs_typed_sampler_t *s;
     const pass_t *p;
-    int64_t d0, d1, slice;
+    int64_t d0, d1, slice, *row;
     int64_t bound[64], max_deg[64];
 } bound_job_t;
 
@@ -827,15 +836,15 @@ static void bound_slices(void *ctx, int64_t i0, int64_t i1, int worker)
     bound_job_t *j = ctx;
     for (int64_t i = i0; i < i1; i++) {
         int64_t a = j->d0 + i * j->slice, b = a + j->slice < j->d1 ? a + j->slice : j->d1;
-        j->bound[i] = pass_bound(j->s, j->p, a, b, &j->max_deg[i]);
+        j->bound[i] = pass_bound(j->s, j->p, a, b, &j->max_deg[i], j->row + 2 * (a - j->d0));
     }
 }
 
 static int64_t pass_bound_on_pool(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1,
-                                  int64_t *max_deg)
+                                  int64_t *max_deg, int64_t *row)
 {
-    bound_job_t j = {.s = s, .p = p, .d0 = d0, .d1 = d1, .slice = (d1 - d0 + 63) / 64};
-    if (j.slice < 1024) return pass_bound(s, p, d0, d1, max_deg);
+    bound_job_t j = {.s = s, .p = p, .d0 = d0, .d1 = d1, .slice = (d1 - d0 + 63) / 64, .row = row};
+    if (j.slice < 1024) return pass_bound(s, p, d0, d1, max_deg, row);
     fs_pool_run(s->pool, (d1 - d0 + j.slice - 1) / j.slice, 1, bound_slices, &j);
     int64_t bound = 0;
     *max_deg = 0;
@@ -878,11 +887,10 @@ static inline __attribute__((always_inline)) void ring_fill(const fs_typed_sampl
                                                             const int64_t *dbatch, const int64_t *range, int64_t d,
                                                             uint64_t tag, ring_row_t *r, const int wide, const int full)
 { /* range: row d's eligible range (NULL outside temporal passes) */
-    const int64_t *ip = p->et->indptr;
     int64_t v = frontier[d], *pos;
-    r->b = ip[v];
+    r->b = row_start(p, d);
     r->tag = tag;
-    r->m = row_picks(s, w, p, v, r->b, ip[v + 1] - r->b, dbatch ? dbatch[d] : 0, range, &r->tag, &pos, full);
+    r->m = row_picks(s, w, p, v, r->b, row_degree(p, d), dbatch ? dbatch[d] : 0, range, &r->tag, &pos, full);
     r->all = pos == NULL;
     const char *base = (const char *)p->et->indices + r->b * (wide ? 8 : 4);
     if (r->all) {
@@ -901,10 +909,10 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
 {
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
-    const int64_t *ip = et->indptr, *frontier = dw->nodes.p;
+    const int64_t *frontier = dw->nodes.p;
     const int64_t *dbatch = full && s->disjoint ? dw->batch.p : NULL, *range = NULL;
     if (full && p->temporal) { /* reserved by pick_chunk; row d's at range + 2 * (d - c->d0) */
-        eligible_ranges(p, frontier, dw->time.p, c->d0, c->d1, w);
+        eligible_ranges(p, dw->time.p, c->d0, c->d1, w);
         range = w->range.p;
     }
 #define RANGE_OF(d) (range ? range + 2 * ((d) - c->d0) : NULL)
@@ -917,14 +925,13 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
         ring_fill(s, w, p, frontier, dbatch, RANGE_OF(d), d, tag, &rows[d % AHEAD], wide, full);
     for (int64_t d = c->d0; d < c->d1; d++) {
         int64_t ahead = ring ? AHEAD : 0;
-        if (d + ahead + 2 * PREFETCH_AHEAD < c->d1) __builtin_prefetch(&ip[frontier[d + ahead + 2 * PREFETCH_AHEAD]], 0, 0);
-        if (d + ahead + PREFETCH_AHEAD < c->d1) prefetch_row(p, frontier[d + ahead + PREFETCH_AHEAD]);
+        if (d + ahead + PREFETCH_AHEAD < c->d1) prefetch_row(p, d + ahead + PREFETCH_AHEAD);
         ring_row_t *r = &rows[d % AHEAD];
         if (!ring) { /* pick and read at once */
             int64_t v = frontier[d];
-            now.b = ip[v];
+            now.b = row_start(p, d);
             now.tag = tag;
-            now.m = row_picks(s, w, p, v, now.b, ip[v + 1] - now.b, dbatch ? dbatch[d] : 0, RANGE_OF(d),
+            now.m = row_picks(s, w, p, v, now.b, row_degree(p, d), dbatch ? dbatch[d] : 0, RANGE_OF(d),
                               &now.tag, &pos, full);
             r = &now;
         } else {
@@ -943,12 +950,20 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
     return e;
 }
 
+/* A chunk's picks at most, taking every neighbour. */
+static int64_t chunk_bound(const pass_t *p, int64_t d0, int64_t d1)
+{
+    int64_t bound = 0;
+    for (int64_t d = d0; d < d1; d++) bound += row_degree(p, d);
+    return bound;
+}
+
 /* One chunk's picks into its staging; its pick count, or -1 when out of memory. */
 static int64_t pick_chunk(fs_typed_sampler_t *s, const pass_t *p, int worker, fs_chunk_t *c)
 {
     int wide = p->et->index_dtype != FS_DTYPE_I32, full = p->temporal || s->disjoint || s->x.n;
-    int64_t max_deg, bound = p->k != FS_FANOUT_ALL ? (c->d1 - c->d0) * p->k /* no row can pick more */
-                                                   : pass_bound(s, p, c->d0, c->d1, &max_deg);
+    int64_t bound = p->k != FS_FANOUT_ALL ? (c->d1 - c->d0) * p->k /* no row can pick more */
+                                                   : chunk_bound(p, c->d0, c->d1);
     pick_ws_t *w = &s->worker[worker];
     if (fs_chunk_reserve(c, bound, p->want_ids) || range_reserve(w, p, c->d1 - c->d0)) return -1;
     int64_t n = full ? (wide ? chunk_body(s, w, p, c, 1, 1) : chunk_body(s, w, p, c, 0, 1))
@@ -1104,12 +1119,17 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
     /* the pool takes passes whose worst case reaches the threshold, and
      * then sums the exact bound (the same on either path) too */
     int64_t max_deg, bound = -1;
+    if (fs_i64vec_reserve(&s->rows, 2 * (size_t)(d1 - d0) + 2))
+        return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's %lld rows", hop, (long long)(d1 - d0));
+    p.row = s->rows.p, p.row_d0 = d0;
     int parallel = s->par.active;
     if (!parallel) {
-        if (p.k == FS_FANOUT_ALL) bound = pass_bound(s, &p, d0, d1, &max_deg);
+        if (p.k == FS_FANOUT_ALL) bound = pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
         parallel = (p.k == FS_FANOUT_ALL ? bound : (d1 - d0) * p.k) >= fs_chunk_parallel_min;
     }
-    if (bound < 0) bound = parallel ? pass_bound_on_pool(s, &p, d0, d1, &max_deg) : pass_bound(s, &p, d0, d1, &max_deg);
+    if (bound < 0)
+        bound = parallel ? pass_bound_on_pool(s, &p, d0, d1, &max_deg, s->rows.p)
+                         : pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
     char nb[64];
     if (s->tw[et->src_type].n + bound >= INT32_MAX)
         return fs_error(err, FS_ERR_RESOURCE, "typed sample: hop %d of %s could reach %lld nodes, over the 2^31 "
