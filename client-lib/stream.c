@@ -353,21 +353,22 @@ static fs_status_t make_rows(fs_stream_t *s, stream_batch_t *b, const int64_t *p
     return s->labels[0] ? gather_labels(s, b, e) : FS_OK;
 }
 
-/* A batch for plan batch p, its seeds' plan positions in s's scratch (*pos)
- * and their count in *n; NULL on failure (in *e). b->ids has room for four
- * batch-size arrays (seeds and labels; a link batch's four columns). */
+/* A batch for plan batch p, its seeds' plan positions (*pos, the batch's
+ * own positions array) and their count in *n; NULL on failure (in *e).
+ * b->ids has room for four batch-size arrays (seeds and labels; a link
+ * batch's four columns), then the positions. */
 static stream_batch_t *batch_new(fs_stream_t *s, int64_t p, int64_t **pos, int64_t *n, entry_t *e)
 {
     int64_t bs = s->plan.o.batch_size;
-    *pos = scratch(s, bs);
-    stream_batch_t *b = *pos ? calloc(1, sizeof *b + sizeof(int64_t) * (size_t)bs * 4) : NULL;
+    stream_batch_t *b = calloc(1, sizeof *b + sizeof(int64_t) * (size_t)bs * 5);
     if (!b) {
         entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)p);
         return NULL;
     }
+    *pos = b->ids + 4 * bs;
     *n = fs_epoch_batch(&s->plan, p, *pos);
     b->pub = (fs_stream_batch_t){.index = p, .plan_index = p, .request_seed = fs_epoch_batch_seed(&s->plan, p),
-                                 .num_seeds = *n, .seeds = b->ids};
+                                 .num_seeds = *n, .seeds = b->ids, .positions = *pos};
     b->s = s;
     b->refs = 1;
     return b;
@@ -441,7 +442,7 @@ static fs_status_t finish_delta(fs_stream_t *s, stream_batch_t *b, entry_t *e)
                                  .plan_index = b->pub.plan_index, .dim = s->dim, .dtype = s->row_dtype,
                                  .num_new = num_new, .new_rows = num_new ? b->fresh->features : NULL,
                                  .take = b->take, .prev_rows = prev_n,
-                                 .match = n ? (double)(n - num_new) / (double)n : 0};
+                                 .match = n ? (double)(n - num_new) / (double)n : 0, .positions = b->pub.positions};
     if (s->delta == FS_DELTA_FULL) assemble(b, s->prev, row);
     if (s->prev) batch_release(s->prev);
     pthread_mutex_lock(&s->mu);

@@ -169,6 +169,46 @@ Test(stream, ddp_shares_are_disjoint_and_cover_the_split)
     fs_close(c);
 }
 
+/* positions[i] is seeds[i]'s place in the seed list: the split's ids for
+ * a DDP rank's share, and the options' seeds, where a repeated id is told
+ * apart by its place (each place once an epoch). */
+Test(stream, positions_place_each_seed_in_its_seed_list)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_ids_t *train;
+    cr_assert_eq(fs_split(c, "train", &train), FS_OK);
+    fs_stream_opts_t o = base_opts();
+    o.rank = 1, o.world_size = 2, o.sample = &request, o.table = NULL, o.batch_size = 64;
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    fs_stream_batch_t *b;
+    while (fs_stream_next(s, &b) == FS_OK) {
+        cr_assert_not_null(b->positions);
+        for (int64_t i = 0; i < b->num_seeds; i++) {
+            cr_assert(b->positions[i] >= 0 && b->positions[i] < train->n);
+            cr_assert_eq(train->ids[b->positions[i]], b->seeds[i]);
+        }
+        fs_stream_batch_free(b);
+    }
+    fs_stream_close(s);
+    int64_t seeds[50], seen[50] = {0};
+    for (int i = 0; i < 50; i++) seeds[i] = i % 7; /* every id seven or eight times */
+    o = base_opts();
+    o.split = NULL, o.seeds = seeds, o.num_seeds = 50, o.batch_size = 8, o.table = NULL, o.labels = "";
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    while (fs_stream_next(s, &b) == FS_OK) {
+        for (int64_t i = 0; i < b->num_seeds; i++) {
+            cr_assert_eq(seeds[b->positions[i]], b->seeds[i]);
+            seen[b->positions[i]]++;
+        }
+        fs_stream_batch_free(b);
+    }
+    for (int i = 0; i < 50; i++) cr_assert_eq(seen[i], 1, "place %d handed out once", i);
+    fs_stream_close(s);
+    fs_ids_free(train);
+    fs_close(c);
+}
+
 /* Batches [from, to) of a stream opened at `from`, as copies of their nodes and features. */
 typedef struct {
     int64_t n_nodes, n_feat;

@@ -349,6 +349,10 @@ typedef struct {
      * with FS_ORDER_CHUNKED. 0 and NULL otherwise. */
     int64_t num_ranges;
     const int64_t *ranges;       /* [num_ranges][2]: first row, rows */
+    /* Since 1.5: each seed's position in the stream's seed list (the
+     * options' seeds, the split's ids, a link split's edges): seeds[i] is
+     * that list's element positions[i]. What PyG calls input_id. */
+    const int64_t *positions;    /* [num_seeds] */
 } fs_stream_batch_t;
 
 /* Opens a stream on connection c (failures: fs_client_errstr(c)). Bad

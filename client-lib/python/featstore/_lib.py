@@ -487,8 +487,9 @@ class StreamBatchC(ctypes.Structure):
         ("hetero", ctypes.POINTER(HeteroBatchC)),  # typed and link streams' batch (batch is NULL)
         ("num_tables", ctypes.c_size_t),            # row streams: one gather per table (batch is NULL)
         ("tables", ctypes.POINTER(ctypes.POINTER(BatchC))),
-        # 1.5: row streams over row tables: the batch's runs of rows (read only from a 1.5 library: `rows`)
-        ("num_ranges", _i64), ("ranges", _p_i64),
+        # 1.5 (read only from a 1.5 library: `rows`): row streams over row tables: the batch's runs of
+        # rows; every stream: the seeds' positions in its seed list
+        ("num_ranges", _i64), ("ranges", _p_i64), ("positions", _p_i64),
     ]
 
 

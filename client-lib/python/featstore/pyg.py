@@ -750,6 +750,13 @@ class _Loader:
     def _finish(self, data):
         return data if self.transform is None else self.transform(data)
 
+    def _input_id(self, b):
+        """A stream batch's input_id: its seeds' positions in the seed list,
+        from the stream (None from an older library: then looked up). A
+        copy (8 bytes a seed), as the lookup's was: callers keep input_id
+        across batches, and a view would hold its batch."""
+        return None if b.positions is None else _as_tensor(b.positions, True)
+
     def close(self):
         """Closes the loader's own connection, and the client when the loader made it."""
         if getattr(self, "_conn", None) is not None:
@@ -837,7 +844,7 @@ class NeighborLoader(_Loader):
         if self.input_time is not None:
             return self._calls(epoch)
         seeds = dict(split=self.split) if self.split is not None else dict(seeds=self.input_nodes)
-        return (self._convert(b.hetero, b.seeds) for b in
+        return (self._convert(b.hetero, b.seeds, input_id=self._input_id(b)) for b in
                 self._stream(seed_type=self.input_type, **seeds, **self._stream_options(epoch)))
 
     def _calls(self, epoch):
@@ -973,7 +980,7 @@ class LinkNeighborLoader(_Loader):
         epoch = self._next_epoch()
         if self.split is not None:
             link = dict(edge_type=self.edge_type, **self._link())
-            return (self._convert(b.hetero) for b in
+            return (self._convert(b.hetero, input_id=self._input_id(b)) for b in
                     self._stream(split=self.split, link=link, **self._stream_options(epoch)))
         return _prefetched(self._calls(epoch), self.prefetch)
 

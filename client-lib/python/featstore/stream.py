@@ -399,6 +399,7 @@ class StreamBatch(_Releasable):
             "labels": _view(h, b.labels, (n,), np.int64) if b.labels else None,
             "plan_index": b.plan_index, "match": b.match, "prev_rows": b.prev_rows,
             "ranges": _view(h, b.ranges, (b.num_ranges, 2), np.int64) if _lib.rows and b.num_ranges else None,
+            "positions": _view(h, b.positions, (n,), np.int64) if _lib.rows and b.positions else None,
         }
         self._fields.update(_match_fields(h, b))
 
@@ -425,6 +426,9 @@ class StreamBatch(_Releasable):
                                 "prev_rows rows, new_rows); None without delta")
     prev_rows = _batch_field("prev_rows", "rows of the previous batch that take indexes first (0: all new)")
     match = _batch_field("match", "the match degree |this ∩ previous| / |this| over rows (delta)")
+    positions = _batch_field("positions", "int64 [num_seeds]: each seed's position in the stream's seed list (seeds=, "
+                                          "the split's ids, a link split's edges): PyG's input_id; None from a "
+                                          "library before 1.5")
     ranges = _batch_field("ranges", "int64 [k, 2] (a row stream over row tables): the batch's rows as runs (first "
                                     "row, rows), each copied in bulk; None otherwise")
 
