@@ -53,10 +53,11 @@ static fs_status_t keep_strings(fs_client_t *c, const char *uri)
     return FS_OK;
 }
 
-fs_status_t fs_client_clone(const fs_client_t *c, int slots, fs_client_t **out)
+fs_status_t fs_client_clone(const fs_client_t *c, int slots, int threads, fs_client_t **out)
 {
     fs_connect_opts_t o = c->opts;
     o.slots = slots;
+    if (threads > 0) o.threads = threads;
     return fs_connect(c->uri, &o, out);
 }
 

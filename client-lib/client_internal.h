@@ -125,9 +125,9 @@ fs_status_t fs_client_fail(struct fs_client *c, fs_status_t st, const char *fmt,
 fs_status_t fs_client_sample_request(struct fs_client *c, const fs_sample_req_t *req, fs_sample_req_t *copy);
 
 /* A second connection to c's server with c's options but `slots` result
- * slots (a stream's own, client-lib/stream.c); its failure is in *out's
- * errstr, as fs_connect's. */
-fs_status_t fs_client_clone(const struct fs_client *c, int slots, struct fs_client **out);
+ * slots and, unless 0, `threads` (a stream producer's own,
+ * client-lib/stream.c); its failure is in *out's errstr, as fs_connect's. */
+fs_status_t fs_client_clone(const struct fs_client *c, int slots, int threads, struct fs_client **out);
 
 /* Transport constructors: fill c->ops and c->impl, or fail via fs_client_fail. */
 fs_status_t fs_local_connect(struct fs_client *c, const char *socket_path);

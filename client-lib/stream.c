@@ -1,14 +1,20 @@
 /* stream.c — epoch streams (client.h; docs/api.md §11): an epoch plan
- * (kernels/fs_epoch.h) made into batches by a background thread, on a
- * connection of the stream's own, up to `prefetch` batches ahead of the
- * trainer.
+ * (kernels/fs_epoch.h) made into batches by background threads, the
+ * producers, each on a connection of its own, up to `prefetch` batches
+ * ahead of the trainer.
  *
- * The producer hands batches to a ring of `prefetch` entries in order and
- * fs_stream_next takes them in order. A batch is a pure function of the
- * plan and its number (its seeds, and its request seed
- * fs_epoch_batch_seed), so a call that failed because the server went
+ * Each producer takes on the next batch of the plan and makes it whole;
+ * batch i goes to entry i % prefetch of a ring, and fs_stream_next takes
+ * the entries in order. Several producers make several batches at once,
+ * each on one core (a connection of one thread), which scales better than
+ * one batch split over the cores: a batch's phases end in barriers and
+ * have serial parts. A batch is a pure function of the plan and its
+ * number (its seeds, and its request seed fs_epoch_batch_seed), so it is
+ * the same whoever makes it, a call that failed because the server went
  * away is retried on a fresh connection, and a stream opened at
- * start_batch continues an earlier one bit for bit.
+ * start_batch continues an earlier one bit for bit. Delta streams (each
+ * batch matched against the one before) and server-made ones (one call)
+ * have one producer.
  *
  * Match and Reorder (seed 002, docs/algorithms.md §6): with a delta mode
  * the producer samples a window of batches (sample only), orders the
@@ -156,18 +162,19 @@ static int stopping(fs_stream_t *s)
     return stop;
 }
 
-/* A fresh connection after the old one broke: retried with backoff for the
- * connection's timeout (or 30 s), unless the stream is closing. */
-static fs_status_t reconnect(fs_stream_t *s, entry_t *e)
+/* A fresh connection for p after its old one broke: retried with backoff
+ * for the connection's timeout (or 30 s), unless the stream is closing. */
+static fs_status_t reconnect(producer_t *p, entry_t *e)
 {
-    fs_close(s->conn);
-    s->conn = NULL;
+    fs_stream_t *s = p->s;
+    fs_close(p->conn);
+    p->conn = NULL;
     int budget = s->owner->opts.timeout_ms > 0 ? s->owner->opts.timeout_ms : DEFAULT_RECONNECT_MS, waited = 0;
     for (int pause = 20;; pause = pause < 1000 ? pause * 2 : 1000) {
         fs_client_t *c = NULL;
-        fs_status_t st = fs_client_clone(s->owner, s->slots, &c);
+        fs_status_t st = fs_stream_connect(s, &c);
         if (st == FS_OK) {
-            s->conn = c;
+            p->conn = c;
             return FS_OK;
         }
         if (stopping(s) || waited >= budget) {
@@ -185,7 +192,8 @@ static fs_status_t reconnect(fs_stream_t *s, entry_t *e)
 typedef enum { CALL_SAMPLE, CALL_SAMPLE_GATHER, CALL_GATHER, CALL_TYPED, CALL_LINK } call_kind_t;
 
 /* One call a batch needs: its ids (or typed seeds, or link edges) and where
- * the result goes. s->req and s->typed.req carry the batch's request seed. */
+ * the result goes. The producer's req and treq carry the batch's request
+ * seed. */
 typedef struct {
     call_kind_t kind;
     const int64_t *ids;
@@ -197,30 +205,31 @@ typedef struct {
     fs_hetero_batch_t **typed_out;
 } call_t;
 
-static fs_status_t attempt(fs_stream_t *s, const call_t *c)
+static fs_status_t attempt(producer_t *p, const call_t *c)
 {
+    const fs_stream_t *s = p->s;
     switch (c->kind) {
-    case CALL_SAMPLE: return fs_sample(s->conn, c->ids, c->n, &s->req, c->out);
-    case CALL_SAMPLE_GATHER: return fs_sample_gather(s->conn, c->ids, c->n, &s->req, c->table, s->out_dtype, c->out);
-    case CALL_TYPED: return fs_hetero_sample(s->conn, c->group, 1, &s->typed.req, c->typed_out);
-    case CALL_LINK: return fs_link_sample(s->conn, c->link, &s->typed.req, c->typed_out);
+    case CALL_SAMPLE: return fs_sample(p->conn, c->ids, c->n, &p->req, c->out);
+    case CALL_SAMPLE_GATHER: return fs_sample_gather(p->conn, c->ids, c->n, &p->req, c->table, s->out_dtype, c->out);
+    case CALL_TYPED: return fs_hetero_sample(p->conn, c->group, 1, &p->treq, c->typed_out);
+    case CALL_LINK: return fs_link_sample(p->conn, c->link, &p->treq, c->typed_out);
     default:
-        return fs_gather(s->conn, c->ids, c->n, c->table, c->table == s->labels ? FS_DTYPE_INVALID : s->out_dtype,
+        return fs_gather(p->conn, c->ids, c->n, c->table, c->table == s->labels ? FS_DTYPE_INVALID : s->out_dtype,
                          c->out);
     }
 }
 
-/* c for batch `index` on the producer's connection, retried on a new
- * connection while the server is unreachable. */
-static fs_status_t call(fs_stream_t *s, const call_t *c, int64_t index, entry_t *e)
+/* c for batch `index` on p's connection, retried on a new connection while
+ * the server is unreachable. */
+static fs_status_t call(producer_t *p, const call_t *c, int64_t index, entry_t *e)
 {
     for (;;) {
         fs_status_t st = FS_ERR_UNAVAILABLE;
-        if (s->conn) {
-            if ((st = attempt(s, c)) == FS_OK) return FS_OK;
-            entry_fail(e, st, "stream: batch %lld: %s", (long long)index, fs_client_errstr(s->conn));
+        if (p->conn) {
+            if ((st = attempt(p, c)) == FS_OK) return FS_OK;
+            entry_fail(e, st, "stream: batch %lld: %s", (long long)index, fs_client_errstr(p->conn));
         }
-        if (st != FS_ERR_UNAVAILABLE || reconnect(s, e) != FS_OK) return e->st;
+        if (st != FS_ERR_UNAVAILABLE || reconnect(p, e) != FS_OK) return e->st;
         e->st = FS_OK;
     }
 }
@@ -229,11 +238,11 @@ static fs_status_t call(fs_stream_t *s, const call_t *c, int64_t index, entry_t 
 
 /* Table's int64 column (dim 1) for the n ids into out: the seeds' labels,
  * or a row table's nodes. */
-static fs_status_t gather_column(fs_stream_t *s, const char *table, const int64_t *ids, int64_t n, int64_t plan_index,
+static fs_status_t gather_column(producer_t *p, const char *table, const int64_t *ids, int64_t n, int64_t plan_index,
                                  int64_t *out, entry_t *e)
 {
     fs_batch_t *col;
-    fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = ids, .n = n, .table = table, .out = &col},
+    fs_status_t st = call(p, &(call_t){.kind = CALL_GATHER, .ids = ids, .n = n, .table = table, .out = &col},
                           plan_index, e);
     if (st != FS_OK) return st;
     if (col->dtype != FS_DTYPE_I64 || col->dim != 1 || col->rows != n) {
@@ -247,15 +256,15 @@ static fs_status_t gather_column(fs_stream_t *s, const char *table, const int64_
 }
 
 /* The seeds' labels into b's label array. */
-static fs_status_t gather_labels(fs_stream_t *s, stream_batch_t *b, entry_t *e)
+static fs_status_t gather_labels(producer_t *p, stream_batch_t *b, entry_t *e)
 {
     int64_t n = b->pub.num_seeds;
-    fs_status_t st = gather_column(s, s->labels, b->pub.seeds, n, b->pub.plan_index, b->ids + n, e);
+    fs_status_t st = gather_column(p, p->s->labels, b->pub.seeds, n, b->pub.plan_index, b->ids + n, e);
     if (st == FS_OK) b->pub.labels = b->ids + n;
     return st;
 }
 
-/* The producer's scratch ids, n of them. */
+/* The (one) producer's scratch ids, n of them. */
 static int64_t *scratch(fs_stream_t *s, int64_t n)
 {
     if ((size_t)n > s->scratch_cap) {
@@ -268,13 +277,14 @@ static int64_t *scratch(fs_stream_t *s, int64_t n)
 
 /* A typed batch: fs_hetero_sample on its seeds, or fs_link_sample on its
  * edges (b->ids holds src, dst, label, time by position). */
-static fs_status_t make_typed(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
+static fs_status_t make_typed(producer_t *p, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
 {
-    s->typed.req.seed = b->pub.request_seed;
+    const fs_stream_t *s = p->s;
+    p->treq.seed = b->pub.request_seed;
     if (s->kind == STREAM_TYPED) {
         for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[pos[k]];
         fs_hetero_seeds_t g = {.type = s->seed_type, .count = n, .ids = b->ids};
-        return call(s, &(call_t){.kind = CALL_TYPED, .group = &g, .typed_out = &b->typed}, b->pub.plan_index, e);
+        return call(p, &(call_t){.kind = CALL_TYPED, .group = &g, .typed_out = &b->typed}, b->pub.plan_index, e);
     }
     int64_t *col[4];
     for (int a = 0; a < 4; a++) {
@@ -284,12 +294,12 @@ static fs_status_t make_typed(fs_stream_t *s, stream_batch_t *b, const int64_t *
     fs_link_req_t l = s->link;
     l.count = n, l.src_ids = col[0], l.dst_ids = col[1];
     l.label = s->link_arrays[2] ? col[2] : NULL, l.time = s->link_arrays[3] ? col[3] : NULL;
-    return call(s, &(call_t){.kind = CALL_LINK, .link = &l, .typed_out = &b->typed}, b->pub.plan_index, e);
+    return call(p, &(call_t){.kind = CALL_LINK, .link = &l, .typed_out = &b->typed}, b->pub.plan_index, e);
 }
 
 /* b's public view of its node batch b->batch, which holds every node's
  * rows unless the stream samples only or a delta mode fetches them apart. */
-static void nodes_view(fs_stream_t *s, stream_batch_t *b)
+static void nodes_view(const fs_stream_t *s, stream_batch_t *b)
 {
     const fs_batch_t *x = b->batch;
     b->pub.batch = x;
@@ -300,23 +310,24 @@ static void nodes_view(fs_stream_t *s, stream_batch_t *b)
 
 /* A node batch: its sample (with features unless a delta mode fetches them
  * later) and its seeds' labels. */
-static fs_status_t make_nodes(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
+static fs_status_t make_nodes(producer_t *p, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
 {
+    const fs_stream_t *s = p->s;
     for (int64_t k = 0; k < n; k++) b->ids[k] = s->items[pos[k]];
-    s->req.seed = b->pub.request_seed;
+    p->req.seed = b->pub.request_seed;
     call_kind_t kind = s->sample_only || s->delta != FS_DELTA_OFF ? CALL_SAMPLE : CALL_SAMPLE_GATHER;
-    fs_status_t st = call(s, &(call_t){.kind = kind, .ids = b->ids, .n = n, .table = s->table, .out = &b->batch},
+    fs_status_t st = call(p, &(call_t){.kind = kind, .ids = b->ids, .n = n, .table = s->table, .out = &b->batch},
                           b->pub.plan_index, e);
-    if (st == FS_OK && s->labels[0]) st = gather_labels(s, b, e);
+    if (st == FS_OK && s->labels[0]) st = gather_labels(p, b, e);
     if (st == FS_OK) nodes_view(s, b);
     return st;
 }
 
 /* A row-layout batch's seeds: the nodes of its rows (FS_ROW_NODE_TABLE),
  * and its rows as runs of consecutive rows. */
-static fs_status_t row_seeds(fs_stream_t *s, stream_batch_t *b, const int64_t *rows, int64_t n, entry_t *e)
+static fs_status_t row_seeds(producer_t *p, stream_batch_t *b, const int64_t *rows, int64_t n, entry_t *e)
 {
-    fs_status_t st = gather_column(s, FS_ROW_NODE_TABLE, rows, n, b->pub.plan_index, b->ids, e);
+    fs_status_t st = gather_column(p, FS_ROW_NODE_TABLE, rows, n, b->pub.plan_index, b->ids, e);
     if (st != FS_OK) return st;
     if (!(b->ranges = malloc(sizeof *b->ranges * (size_t)(2 * n + 1)))) {
         entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)b->pub.plan_index);
@@ -334,23 +345,24 @@ static fs_status_t row_seeds(fs_stream_t *s, stream_batch_t *b, const int64_t *r
 /* A row batch: one gather of the seeds' rows per table, and their labels.
  * Over row tables the gathers read rows (consecutive ones copied as one
  * run: kernels/fs_gather.c) and the seeds are those rows' nodes. */
-static fs_status_t make_rows(fs_stream_t *s, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
+static fs_status_t make_rows(producer_t *p, stream_batch_t *b, const int64_t *pos, int64_t n, entry_t *e)
 {
+    const fs_stream_t *s = p->s;
     int64_t *ids = s->row_layout ? b->ids + 2 * s->plan.o.batch_size : b->ids; /* row numbers, or node ids */
     for (int64_t k = 0; k < n; k++) ids[k] = s->items[pos[k]];
-    if (s->row_layout && row_seeds(s, b, ids, n, e) != FS_OK) return e->st;
+    if (s->row_layout && row_seeds(p, b, ids, n, e) != FS_OK) return e->st;
     if (!(b->rows_of = calloc(s->num_row_tables, sizeof *b->rows_of))) {
         entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld", (long long)b->pub.plan_index);
         return FS_ERR_NOMEM;
     }
     b->num_rows_of = s->num_row_tables;
     for (size_t k = 0; k < s->num_row_tables; k++) {
-        fs_status_t st = call(s, &(call_t){.kind = CALL_GATHER, .ids = ids, .n = n, .table = s->row_tables[k],
+        fs_status_t st = call(p, &(call_t){.kind = CALL_GATHER, .ids = ids, .n = n, .table = s->row_tables[k],
                                            .out = &b->rows_of[k]}, b->pub.plan_index, e);
         if (st != FS_OK) return st;
     }
     b->pub.num_tables = b->num_rows_of, b->pub.tables = (const fs_batch_t *const *)b->rows_of;
-    return s->labels[0] ? gather_labels(s, b, e) : FS_OK;
+    return s->labels[0] ? gather_labels(p, b, e) : FS_OK;
 }
 
 /* A batch for plan batch p, its seeds' plan positions (*pos, the batch's
@@ -374,15 +386,16 @@ static stream_batch_t *batch_new(fs_stream_t *s, int64_t p, int64_t **pos, int64
     return b;
 }
 
-/* Plan batch p; NULL on failure (in *e). */
-static stream_batch_t *make_batch(fs_stream_t *s, int64_t p, entry_t *e)
+/* Plan batch i, made by p; NULL on failure (in *e). */
+static stream_batch_t *make_batch(producer_t *p, int64_t i, entry_t *e)
 {
+    const fs_stream_t *s = p->s;
     int64_t *pos, n;
-    stream_batch_t *b = batch_new(s, p, &pos, &n, e);
+    stream_batch_t *b = batch_new(p->s, i, &pos, &n, e);
     if (!b) return NULL;
-    fs_status_t st = s->kind == STREAM_NODES  ? make_nodes(s, b, pos, n, e)
-                     : s->kind == STREAM_ROWS ? make_rows(s, b, pos, n, e)
-                                              : make_typed(s, b, pos, n, e);
+    fs_status_t st = s->kind == STREAM_NODES  ? make_nodes(p, b, pos, n, e)
+                     : s->kind == STREAM_ROWS ? make_rows(p, b, pos, n, e)
+                                              : make_typed(p, b, pos, n, e);
     if (st != FS_OK) {
         batch_destroy(b);
         return NULL;
@@ -406,8 +419,9 @@ static void assemble(stream_batch_t *b, const stream_batch_t *prev, size_t row)
 
 /* Match: b's rows against the previous batch handed out; fetches the new
  * ones and makes b the previous batch. */
-static fs_status_t finish_delta(fs_stream_t *s, stream_batch_t *b, entry_t *e)
+static fs_status_t finish_delta(producer_t *p, stream_batch_t *b, entry_t *e)
 {
+    fs_stream_t *s = p->s;
     const fs_batch_t *x = b->batch;
     int64_t n = x->num_nodes, prev_n = s->prev ? s->prev->batch->num_nodes : 0, num_new = 0;
     size_t row = (size_t)s->dim * fs_dtype_size(s->row_dtype);
@@ -433,7 +447,7 @@ static fs_status_t finish_delta(fs_stream_t *s, stream_batch_t *b, entry_t *e)
             entry_fail(e, st = FS_ERR_FORMAT, "stream: batch %lld: the server sent %lld new rows where %lld are new",
                        (long long)b->pub.index, (long long)b->fresh->rows, (long long)num_new);
     } else if (num_new > 0) {
-        st = call(s, &(call_t){.kind = CALL_GATHER, .ids = new_ids, .n = num_new, .table = s->table, .out = &b->fresh},
+        st = call(p, &(call_t){.kind = CALL_GATHER, .ids = new_ids, .n = num_new, .table = s->table, .out = &b->fresh},
                   b->pub.plan_index, e);
     }
     if (st != FS_OK) return st;
@@ -452,7 +466,7 @@ static fs_status_t finish_delta(fs_stream_t *s, stream_batch_t *b, entry_t *e)
     return FS_OK;
 }
 
-/* ---- the producer ------------------------------------------------------------- */
+/* ---- the producers ------------------------------------------------------------ */
 
 /* Waits until batch i may be handed out; 0 when the stream is closing. */
 static int wait_for_room(fs_stream_t *s, int64_t i)
@@ -461,7 +475,7 @@ static int wait_for_room(fs_stream_t *s, int64_t i)
     pthread_mutex_lock(&s->mu);
     while (!s->stop && (i - s->taken >= s->prefetch || s->live >= limit)) pthread_cond_wait(&s->cv, &s->mu);
     int go = !s->stop;
-    if (go) s->live++, s->refs++, s->making = 1; /* the batch about to be handed out */
+    if (go) s->live++, s->refs++, s->making++; /* the batch about to be handed out */
     pthread_mutex_unlock(&s->mu);
     return go;
 }
@@ -469,26 +483,51 @@ static int wait_for_room(fs_stream_t *s, int64_t i)
 static void hand_out(fs_stream_t *s, int64_t i, stream_batch_t *b, const entry_t *e)
 {
     pthread_mutex_lock(&s->mu);
-    if (!b) s->live--, s->refs--;
-    s->making = 0;
-    s->ring[i % s->prefetch] = *e;
-    s->ring[i % s->prefetch].b = b;
-    s->made = i + 1;
+    if (!b) s->live--, s->refs--, s->failed = 1;
+    s->making--;
+    entry_t *r = &s->ring[i % s->prefetch];
+    *r = *e;
+    r->b = b, r->filled = 1;
+    s->waiting++;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The next batch for a producer to make: s->next, or -1 when the plan is
+ * done or the stream failed or is closing. */
+static int64_t take_on(fs_stream_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int64_t i = s->next < s->plan.num_batches && !s->failed && !s->stop ? s->next++ : -1;
+    pthread_mutex_unlock(&s->mu);
+    return i;
+}
+
+/* A producer of batches made whole, one after another, as many producers
+ * as the stream has: each takes on the next batch of the plan. */
+static void produce_batches(producer_t *p)
+{
+    fs_stream_t *s = p->s;
+    for (int64_t i; (i = take_on(s)) >= 0;) {
+        if (!wait_for_room(s, i)) break;
+        entry_t e = {.st = FS_OK};
+        stream_batch_t *b = make_batch(p, i, &e);
+        hand_out(s, i, b, &e);
+        if (!b) break; /* a failed stream stays failed */
+    }
+}
+
 /* The window's batches (plan batches w..w+k-1), sampled, and their order. */
-static fs_status_t make_window(fs_stream_t *s, int64_t w, int k, stream_batch_t **win, int *order, entry_t *e)
+static fs_status_t make_window(producer_t *p, int64_t w, int k, stream_batch_t **win, int *order, entry_t *e)
 {
     fs_rowset_t sets[MAX_WINDOW];
     for (int j = 0; j < k; j++) {
-        if (!(win[j] = make_batch(s, w + j, e))) return e->st;
+        if (!(win[j] = make_batch(p, w + j, e))) return e->st;
         sets[j] = (fs_rowset_t){win[j]->batch->num_nodes, win[j]->batch->nodes};
         order[j] = j;
     }
     fs_error_t err = {0};
-    if (k > 1 && fs_reorder_window(s->rws, NULL, sets, k, order, NULL, NULL, &err) != FS_OK) {
+    if (k > 1 && fs_reorder_window(p->s->rws, NULL, sets, k, order, NULL, NULL, &err) != FS_OK) {
         entry_fail(e, err.code, "stream: %s", err.msg);
         return err.code;
     }
@@ -501,15 +540,16 @@ static void drop_window(stream_batch_t **win, int k)
         if (win[j]) batch_destroy(win[j]), win[j] = NULL;
 }
 
-/* Hands out emission slots i = w..w+k-1 (those from s->start on);
- * 0 when the stream stops or fails. */
-static int hand_out_window(fs_stream_t *s, int64_t w, int k)
+/* A delta stream's window: hands out emission slots i = w..w+k-1 (those
+ * from s->start on); 0 when the stream stops or fails. */
+static int hand_out_window(producer_t *p, int64_t w, int k)
 {
+    fs_stream_t *s = p->s;
     stream_batch_t *win[MAX_WINDOW] = {0};
     int order[MAX_WINDOW];
     entry_t e = {.st = FS_OK};
-    int delta = s->delta != FS_DELTA_OFF, ok = 1;
-    fs_status_t st = delta ? make_window(s, w, k, win, order, &e) : FS_OK;
+    int ok = 1;
+    fs_status_t st = make_window(p, w, k, win, order, &e);
     for (int j = 0; j < k && ok; j++) {
         int64_t i = w + j;
         if (i < s->start) continue; /* resuming inside a window */
@@ -518,12 +558,10 @@ static int hand_out_window(fs_stream_t *s, int64_t w, int k)
             break;
         }
         stream_batch_t *b = NULL;
-        if (st == FS_OK && delta) {
+        if (st == FS_OK) {
             b = win[order[j]], win[order[j]] = NULL;
             b->pub.index = i;
-            if (finish_delta(s, b, &e) != FS_OK) batch_destroy(b), b = NULL;
-        } else if (st == FS_OK) {
-            b = make_batch(s, i, &e);
+            if (finish_delta(p, b, &e) != FS_OK) batch_destroy(b), b = NULL;
         }
         hand_out(s, i, b, &e);
         ok = b != NULL; /* a failed stream stays failed */
@@ -534,20 +572,22 @@ static int hand_out_window(fs_stream_t *s, int64_t w, int k)
 
 /* ---- the server makes the batches: one Stream call (grpc://) ------------------ */
 
-static void close_call(fs_stream_t *s)
+static void close_call(producer_t *p)
 {
-    if (s->call) s->conn->ops->epoch_close(s->call);
+    fs_stream_t *s = p->s;
+    if (s->call) p->conn->ops->epoch_close(s->call);
     s->call = NULL;
 }
 
-static fs_status_t open_call(fs_stream_t *s, int64_t i, entry_t *e)
+static fs_status_t open_call(producer_t *p, int64_t i, entry_t *e)
 {
+    fs_stream_t *s = p->s;
     fs_epoch_call_req_t q = {.plan = &s->plan.o, .split = s->split, .seeds = s->items,
-                             .num_seeds = s->plan.o.num_items, .sample = &s->req,
+                             .num_seeds = s->plan.o.num_items, .sample = &p->req,
                              .table = s->sample_only ? "" : s->table, .out_dtype = s->out_dtype, .labels = s->labels,
                              .delta = s->delta != FS_DELTA_OFF, .window = s->window, .start_batch = i};
-    fs_status_t st = s->conn->ops->epoch_open(s->conn, &q, &s->call);
-    if (st != FS_OK) entry_fail(e, st, "stream: %s", fs_client_errstr(s->conn));
+    fs_status_t st = p->conn->ops->epoch_open(p->conn, &q, &s->call);
+    if (st != FS_OK) entry_fail(e, st, "stream: %s", fs_client_errstr(p->conn));
     return st;
 }
 
@@ -568,9 +608,10 @@ static fs_status_t check_remote(fs_stream_t *s, int64_t i, int64_t p, const fs_b
 
 /* Batch i from the call, made into a stream batch (seeds from the plan,
  * the delta matched here as the server matched it). */
-static stream_batch_t *take_remote(fs_stream_t *s, int64_t i, fs_epoch_call_batch_t *got, const int64_t *labels,
+static stream_batch_t *take_remote(producer_t *p, int64_t i, fs_epoch_call_batch_t *got, const int64_t *labels,
                                    entry_t *e)
 {
+    fs_stream_t *s = p->s;
     int64_t *pos, n;
     stream_batch_t *b = batch_new(s, got->plan_index, &pos, &n, e);
     if (!b) {
@@ -581,7 +622,7 @@ static stream_batch_t *take_remote(fs_stream_t *s, int64_t i, fs_epoch_call_batc
     b->batch = got->batch, b->fresh = got->rows, b->pub.index = i;
     if (s->labels[0]) memcpy(b->ids + n, labels, sizeof(int64_t) * (size_t)n), b->pub.labels = b->ids + n;
     fs_status_t st = check_remote(s, i, got->plan_index, b->batch, b->ids, n, e);
-    if (st == FS_OK && s->delta != FS_DELTA_OFF) st = finish_delta(s, b, e);
+    if (st == FS_OK && s->delta != FS_DELTA_OFF) st = finish_delta(p, b, e);
     else if (st == FS_OK) nodes_view(s, b);
     if (st != FS_OK) batch_destroy(b), b = NULL;
     return b;
@@ -591,55 +632,60 @@ static stream_batch_t *take_remote(fs_stream_t *s, int64_t i, fs_epoch_call_batc
  * server broke is replaced and the call opened again at i; so is a call the
  * server timed out after it had delivered batches (a trainer that left it
  * unread longer than the server's request timeout). */
-static stream_batch_t *remote_batch(fs_stream_t *s, int64_t i, entry_t *e)
+static stream_batch_t *remote_batch(producer_t *p, int64_t i, entry_t *e)
 {
+    fs_stream_t *s = p->s;
     for (;;) {
         fs_status_t st = FS_OK;
         if (!s->call) {
             s->call_batches = 0;
-            st = open_call(s, i, e);
+            st = open_call(p, i, e);
         }
         if (st == FS_OK) {
             fs_epoch_call_batch_t got;
-            if ((st = s->conn->ops->epoch_next(s->call, &got, s->labels_in)) == FS_OK) {
+            if ((st = p->conn->ops->epoch_next(s->call, &got, s->labels_in)) == FS_OK) {
                 s->call_batches++;
-                return take_remote(s, i, &got, s->labels_in, e);
+                return take_remote(p, i, &got, s->labels_in, e);
             }
             if (st == FS_END)
                 entry_fail(e, st = FS_ERR_FORMAT, "stream: the server ended the epoch after %lld of %lld batches",
                            (long long)i, (long long)s->plan.num_batches);
-            else entry_fail(e, st, "stream: batch %lld: %s", (long long)i, fs_client_errstr(s->conn));
-            close_call(s);
+            else entry_fail(e, st, "stream: batch %lld: %s", (long long)i, fs_client_errstr(p->conn));
+            close_call(p);
         }
         int reopen = st == FS_ERR_TIMEOUT && s->call_batches > 0;
-        if (!reopen && (st != FS_ERR_UNAVAILABLE || reconnect(s, e) != FS_OK)) return NULL;
+        if (!reopen && (st != FS_ERR_UNAVAILABLE || reconnect(p, e) != FS_OK)) return NULL;
         e->st = FS_OK;
         if (s->prev) batch_release(s->prev); /* a new call's first batch has no previous one */
         s->prev = NULL;
     }
 }
 
-static void produce_remote(fs_stream_t *s)
+static void produce_remote(producer_t *p)
 {
+    fs_stream_t *s = p->s;
     for (int64_t i = s->start; i < s->plan.num_batches; i++) {
         if (!wait_for_room(s, i)) break;
         entry_t e = {.st = FS_OK};
-        stream_batch_t *b = remote_batch(s, i, &e);
+        stream_batch_t *b = remote_batch(p, i, &e);
         hand_out(s, i, b, &e);
         if (!b) break; /* a failed stream stays failed */
     }
-    close_call(s);
+    close_call(p);
 }
 
 void *fs_stream_produce(void *arg)
 {
-    fs_stream_t *s = arg;
+    producer_t *p = arg;
+    fs_stream_t *s = p->s;
     int64_t w = s->window;
-    if (s->remote) produce_remote(s);
-    for (int64_t first = s->start - s->start % w; !s->remote && first < s->plan.num_batches; first += w) {
-        int k = (int)(s->plan.num_batches - first < w ? s->plan.num_batches - first : w);
-        if (!hand_out_window(s, first, k)) break;
-    }
+    if (s->remote) produce_remote(p);
+    else if (s->delta == FS_DELTA_OFF) produce_batches(p);
+    else
+        for (int64_t first = s->start - s->start % w; first < s->plan.num_batches; first += w) {
+            int k = (int)(s->plan.num_batches - first < w ? s->plan.num_batches - first : w);
+            if (!hand_out_window(p, first, k)) break;
+        }
     if (s->prev) batch_release(s->prev);
     s->prev = NULL;
     return NULL;
@@ -663,7 +709,7 @@ FS_API fs_status_t fs_stream_next(fs_stream_t *s, fs_stream_batch_t **out)
         pthread_mutex_unlock(&s->mu);
         return FS_END;
     }
-    int held = s->live - s->making - (int)(s->made - s->taken);
+    int held = s->live - s->making - s->waiting;
     if (held >= s->hold) {
         pthread_mutex_unlock(&s->mu);
         char msg[160];
@@ -671,14 +717,15 @@ FS_API fs_status_t fs_stream_next(fs_stream_t *s, fs_stream_batch_t **out)
                  "fs_stream_batch_free first", held, s->hold);
         return stream_fail(s, FS_ERR_RESOURCE, msg);
     }
-    while (s->made <= s->taken) pthread_cond_wait(&s->cv, &s->mu);
     entry_t *e = &s->ring[s->taken % s->prefetch];
+    while (!e->filled) pthread_cond_wait(&s->cv, &s->mu);
     if (e->st != FS_OK) {
         st = e->st;
         snprintf(s->errstr, sizeof s->errstr, "%s", e->err);
     } else {
         *out = &e->b->pub;
-        e->b = NULL;
+        e->b = NULL, e->filled = 0;
+        s->waiting--;
         s->taken++;
         pthread_cond_broadcast(&s->cv);
     }
@@ -702,7 +749,7 @@ FS_API int fs_stream_ready(const fs_stream_t *s)
     if (!s) return 0;
     pthread_mutex_lock((pthread_mutex_t *)&s->mu);
     int n = 0;
-    for (int64_t i = s->taken; i < s->made; i++) n += s->ring[i % s->prefetch].b != NULL;
+    for (int k = 0; k < s->prefetch; k++) n += s->ring[k].filled && s->ring[k].b != NULL;
     pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
     return n;
 }
@@ -716,14 +763,17 @@ FS_API void fs_stream_close(fs_stream_t *s)
     s->stop = 1;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    if (s->has_thread) pthread_join(s->thread, NULL);
-    for (int64_t i = s->taken; i < s->made; i++) { /* made, never handed out */
-        entry_t *e = &s->ring[i % s->prefetch];
-        if (e->b) fs_stream_batch_free(&e->b->pub);
-        e->b = NULL;
+    for (int k = 0; k < s->num_producers; k++)
+        if (s->prod[k].started) pthread_join(s->prod[k].thread, NULL);
+    for (int k = 0; k < s->prefetch; k++) { /* made, never handed out */
+        entry_t *e = &s->ring[k];
+        if (e->filled && e->b) fs_stream_batch_free(&e->b->pub);
+        e->b = NULL, e->filled = 0;
     }
-    fs_close(s->conn);
-    s->conn = NULL;
+    for (int k = 0; k < s->num_producers; k++) {
+        fs_close(s->prod[k].conn);
+        s->prod[k].conn = NULL;
+    }
     stream_unref(s);
 }
 

@@ -13,6 +13,7 @@
 #define MAX_PREFETCH 16
 #define MAX_HOLD 16
 #define MAX_WINDOW 16
+#define MAX_PRODUCERS 16
 #define DEFAULT_RECONNECT_MS 30000
 
 typedef struct stream_batch {
@@ -33,9 +34,21 @@ typedef struct stream_batch {
 
 typedef struct {
     stream_batch_t *b;
+    int filled;                    /* handed to the ring and not yet taken */
     fs_status_t st;
     char err[512];
 } entry_t;
+
+/* A thread making batches, on a connection of its own, with its own copy
+ * of the request (each batch sets its request seed in it). */
+typedef struct {
+    struct fs_stream *s;
+    fs_client_t *conn;
+    fs_sample_req_t req;           /* STREAM_NODES */
+    fs_hetero_req_t treq;          /* STREAM_TYPED, STREAM_LINK (pointing into the stream's copy) */
+    pthread_t thread;
+    int started;
+} producer_t;
 
 typedef enum { STREAM_NODES, STREAM_TYPED, STREAM_LINK, STREAM_ROWS } stream_kind_t;
 
@@ -59,12 +72,11 @@ struct fs_stream {
     int64_t split_rows[2];         /* row_layout: the split's rows, first and count */
     char split[256];               /* the seeds' split ("" = an array): what a Stream call names */
     int remote;                    /* the server makes the batches: one Stream call (grpc://, node batches) */
-    struct fs_epoch_call *call;    /* remote: the producer's call, on conn */
+    struct fs_epoch_call *call;    /* remote: the producer's call, on its connection */
     int64_t *labels_in;            /* remote: a batch's labels as received (batch_size) */
     int64_t call_batches;          /* remote: batches the current call delivered */
     void *spare;                   /* a freed FS_DELTA_FULL matrix, spare_cap bytes (mu) */
     size_t spare_cap;
-    fs_client_t *conn;             /* the producer's */
     fs_epoch_t plan;
     int64_t *items;                /* the seeds by plan position */
     fs_sample_req_t req;
@@ -75,7 +87,7 @@ struct fs_stream {
     int prefetch, hold, window, slots;
     fs_delta_t delta;
     int64_t start;
-    /* the producer's alone */
+    /* delta and remote streams' one producer's alone */
     fs_reorder_ws_t *rws;
     stream_batch_t *prev;          /* delta: the batch handed out last */
     int64_t *scratch;              /* delta: the new ids */
@@ -84,18 +96,25 @@ struct fs_stream {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     entry_t ring[MAX_PREFETCH];    /* batch i at ring[i % prefetch] */
-    int64_t made, taken;           /* batches handed to the ring so far; the next to hand out */
+    int64_t next, taken;           /* the next batch a producer takes on; the next to hand out */
+    int waiting;                   /* batches in the ring, not yet taken */
     int live;                      /* batches handed to the ring (or being made) and not yet freed */
-    int making;                    /* the producer is making one */
+    int making;                    /* batches being made */
+    int failed;                    /* a batch failed: no more are begun */
     int refs;
     int stop;
-    pthread_t thread;
-    int has_thread;
+    producer_t prod[MAX_PRODUCERS];
+    int num_producers;
     char errstr[512];
 };
 
-/* The producer thread's body (stream.c): makes and hands out the batches
- * from s->start to the end of the plan. */
+/* A producer thread's body (stream.c; arg: its producer_t): makes and
+ * hands out batches from s->start to the end of the plan. */
 void *fs_stream_produce(void *arg);
+
+/* A new connection for one of s's producers (stream_open.c): the owner's,
+ * with the stream's slots, and one thread each when there are several
+ * producers (they split the cores by batches). */
+fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out);
 
 #endif

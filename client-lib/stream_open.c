@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_addr.h"
 #include "stream_internal.h"
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -333,6 +334,9 @@ static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: unknown order %d", (int)o->order);
     if ((unsigned)o->delta > FS_DELTA_ONLY)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: unknown delta mode %d", (int)o->delta);
+    if (o->producers < 0 || o->producers > MAX_PRODUCERS)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: %d producers, must be 1..%d (0 = automatic)",
+                              o->producers, MAX_PRODUCERS);
     if (o->window == 0) o->window = 1;
     if (o->window < 1 || o->window > MAX_WINDOW)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a window of %d batches, must be 1..%d (0 = 1)",
@@ -365,14 +369,40 @@ static fs_status_t plan_epoch(fs_client_t *c, fs_stream_t *s, const fs_stream_op
     return FS_OK;
 }
 
+fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out)
+{
+    return fs_client_clone(s->owner, s->slots, s->num_producers > 1 ? 1 : 0, out);
+}
+
+/* How many producers: one for a delta stream (each batch is matched
+ * against the one before it) and a server-made one (one call); else the
+ * option, or by default over unix:// the connection's threads (each
+ * producer then runs one), over grpc:// one. */
+static int producers(const fs_client_t *c, const fs_stream_t *s, const fs_stream_opts_t *o)
+{
+    if (s->delta != FS_DELTA_OFF || s->remote) return 1;
+    if (o->producers > 0) return o->producers;
+    fs_addr_t a;
+    fs_error_t err = {0};
+    int local = fs_addr_uri(c->uri, &a, &err) == FS_OK && a.kind == FS_ADDR_UNIX;
+    return local && c->opts.threads > 1 ? (c->opts.threads < MAX_PRODUCERS ? c->opts.threads : MAX_PRODUCERS) : 1;
+}
+
 static fs_status_t start(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
 {
     s->slots = slots_needed(o);
-    fs_status_t st = fs_client_clone(c, s->slots, &s->conn);
-    if (st != FS_OK) return fs_client_fail(c, st, "stream: its connection: %s", fs_client_errstr(s->conn));
-    if (pthread_create(&s->thread, NULL, fs_stream_produce, s) != 0)
-        return fs_client_fail(c, FS_ERR_RESOURCE, "stream: cannot start its thread");
-    s->has_thread = 1;
+    s->num_producers = producers(c, s, o);
+    for (int k = 0; k < s->num_producers; k++) {
+        producer_t *p = &s->prod[k];
+        *p = (producer_t){.s = s, .req = s->req, .treq = s->typed.req};
+        fs_status_t st = fs_stream_connect(s, &p->conn);
+        if (st != FS_OK) return fs_client_fail(c, st, "stream: its connection: %s", fs_client_errstr(p->conn));
+    }
+    for (int k = 0; k < s->num_producers; k++) {
+        if (pthread_create(&s->prod[k].thread, NULL, fs_stream_produce, &s->prod[k]) != 0)
+            return fs_client_fail(c, FS_ERR_RESOURCE, "stream: cannot start its threads");
+        s->prod[k].started = 1;
+    }
     return FS_OK;
 }
 
@@ -401,7 +431,7 @@ FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, 
     s->prefetch = o.prefetch, s->hold = o.hold, s->window = o.window, s->delta = o.delta;
     if (st == FS_OK && o.delta != FS_DELTA_OFF && fs_reorder_ws_create(&s->rws, &err) != FS_OK)
         st = fs_client_fail(c, err.code, "stream: %s", err.msg);
-    s->start = s->made = s->taken = o.start_batch;
+    s->start = s->next = s->taken = o.start_batch;
     if (st == FS_OK && s->remote && !(s->labels_in = malloc(sizeof *s->labels_in * (size_t)o.batch_size)))
         st = fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory");
     if (st == FS_OK) st = start(c, s, &o);

@@ -358,6 +358,21 @@ class StreamTest(unittest.TestCase):
             self.assertTrue(wait_until(lambda: s.ready == 3))
         self.assertEqual(s.ready, 0)
 
+    def test_producers_make_the_same_batches_in_order_with_their_positions(self):
+        def epoch(**kw):
+            with self.stream("unix", **kw) as s:
+                return [(np.array(sb.seeds), np.array(sb.positions), np.array(sb.batch.nodes),
+                         np.array(sb.batch.features), np.array(sb.labels)) for sb in s]
+        one, three = epoch(producers=1), epoch(producers=3)
+        self.assertEqual(len(one), len(three))
+        for i, (a, b) in enumerate(zip(one, three)):
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y, f"batch {i}")
+            np.testing.assert_array_equal(self.train[a[1]], a[0], "positions place the seeds in the split")
+        with self.assertRaises(featstore.Error) as err:
+            self.stream("unix", producers=17)
+        self.assertIn("17 producers", str(err.exception))
+
     def test_explicit_seeds_in_order_without_labels(self):
         seeds = np.array([(i * 53) % 2708 for i in range(37)], dtype=np.int64)
         with self.stream("unix", split=None, seeds=seeds, batch_size=10, order="sequential", labels="") as s:

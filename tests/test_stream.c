@@ -82,11 +82,13 @@ static void assert_same_batch(const fs_batch_t *a, const fs_batch_t *b)
     cr_assert_arr_eq(a->features, b->features, (size_t)(a->rows * a->dim) * fs_dtype_size(a->dtype));
 }
 
-/* Every batch of a stream against the explicit calls on the same connection. */
-static void check_against_calls(const char *uri)
+/* Every batch of a stream (made by `producers` threads) against the
+ * explicit calls on the same connection. */
+static void check_against_calls(const char *uri, int producers)
 {
     fs_client_t *c = connect_to(uri);
     fs_stream_opts_t o = base_opts();
+    o.producers = producers;
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
     int64_t nb = fs_stream_num_batches(s), got = 0;
@@ -115,9 +117,19 @@ static void check_against_calls(const char *uri)
     fs_close(c);
 }
 
-Test(stream, batches_are_the_explicit_calls_over_unix) { check_against_calls(unix_uri); }
+Test(stream, batches_are_the_explicit_calls_over_unix) { check_against_calls(unix_uri, 0); }
 
-Test(stream, batches_are_the_explicit_calls_over_grpc) { check_against_calls(grpc_uri); }
+Test(stream, batches_of_three_producers_are_the_explicit_calls_in_order) { check_against_calls(unix_uri, 3); }
+
+Test(stream, batches_are_the_explicit_calls_over_grpc) { check_against_calls(grpc_uri, 0); }
+
+/* A node stream over grpc:// is made by the server unless the calls are
+ * the client's: then two producers make them, over two connections. */
+Test(stream, batches_of_two_producers_over_grpc_are_the_explicit_calls)
+{
+    setenv("FEATSTORE_STREAM_CALLS", "batch", 1);
+    check_against_calls(grpc_uri, 2);
+}
 
 /* All the seeds of one rank's stream, in order. */
 static int64_t rank_seeds(fs_client_t *c, fs_stream_opts_t o, int64_t *out)
@@ -284,11 +296,12 @@ static void restart_server(void)
     cr_assert_eq(srv.grpc_port, port);
 }
 
-static void survives_a_killed_server(const char *uri_kind)
+static void survives_a_killed_server(const char *uri_kind, int producers)
 {
     const char *uri = strcmp(uri_kind, "grpc") == 0 ? grpc_uri : unix_uri;
     fs_client_t *c = connect_to(uri);
     fs_stream_opts_t o = base_opts();
+    o.producers = producers;
     fs_stream_t *s;
     copy_t whole[16], parts[16];
     int64_t nb = whole_epoch(c, &o, whole);
@@ -304,9 +317,11 @@ static void survives_a_killed_server(const char *uri_kind)
     fs_close(c);
 }
 
-Test(stream, continues_after_the_server_is_killed_over_grpc) { survives_a_killed_server("grpc"); }
+Test(stream, continues_after_the_server_is_killed_over_grpc) { survives_a_killed_server("grpc", 0); }
 
-Test(stream, continues_after_the_server_is_killed_over_unix) { survives_a_killed_server("unix"); }
+Test(stream, continues_after_the_server_is_killed_over_unix) { survives_a_killed_server("unix", 0); }
+
+Test(stream, two_producers_continue_after_the_server_is_killed) { survives_a_killed_server("unix", 2); }
 
 /* Until the stream has `n` batches ready (at most 30 s: sanitizer builds on a busy machine are slow). */
 static void wait_ready(fs_stream_t *s, int n)
@@ -314,11 +329,11 @@ static void wait_ready(fs_stream_t *s, int n)
     for (int i = 0; i < 1500 && fs_stream_ready(s) < n; i++) usleep(20 * 1000);
 }
 
-Test(stream, prefetch_and_hold_bound_the_batches_alive)
+static void check_prefetch_and_hold(int producers)
 {
     fs_client_t *c = connect_to(unix_uri);
     fs_stream_opts_t o = base_opts();
-    o.prefetch = 3, o.hold = 2, o.batch_size = 50;
+    o.prefetch = 3, o.hold = 2, o.batch_size = 50, o.producers = producers;
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK);
     wait_ready(s, 3);
@@ -337,6 +352,33 @@ Test(stream, prefetch_and_hold_bound_the_batches_alive)
     fs_stream_batch_free(a), fs_stream_batch_free(b);
     fs_stream_close(s);
     fs_close(c);
+}
+
+Test(stream, prefetch_and_hold_bound_the_batches_alive) { check_prefetch_and_hold(0); }
+
+Test(stream, prefetch_and_hold_bound_four_producers_alike) { check_prefetch_and_hold(4); }
+
+/* A connection of three threads makes three producers by default: the
+ * epoch's batches are those of one producer, and closing a stream whose
+ * producers are mid-batch frees everything (the sanitizer run checks). */
+Test(stream, a_threaded_connection_streams_with_a_producer_per_thread)
+{
+    fs_connect_opts_t co = FS_CONNECT_OPTS_INIT;
+    co.threads = 3;
+    fs_client_t *one = connect_to(unix_uri), *three;
+    cr_assert_eq(fs_connect(unix_uri, &co, &three), FS_OK, "%s", fs_client_errstr(three));
+    fs_stream_opts_t o = base_opts();
+    copy_t a[16], b[16];
+    int64_t nb = whole_epoch(one, &o, a);
+    cr_assert_eq(whole_epoch(three, &o, b), nb);
+    assert_copies_equal(a, b, nb);
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(three, &o, &s), FS_OK);
+    fs_stream_batch_t *x;
+    cr_assert_eq(fs_stream_next(s, &x), FS_OK);
+    fs_stream_close(s); /* the others still being made */
+    fs_stream_batch_free(x);
+    fs_close(one), fs_close(three);
 }
 
 Test(stream, explicit_seeds_in_order_and_without_labels)
@@ -637,6 +679,8 @@ static void spoil(int i, fs_stream_opts_t *o)
     case 10: o->order = (fs_stream_order_t)7; break;
     case 11: o->window = 4; break;
     case 12: o->window = 17, o->delta = FS_DELTA_FULL; break;
+    case 13: o->producers = 17; break;
+    case 14: o->producers = -1; break;
     default: o->delta = FS_DELTA_ONLY, o->table = NULL; break;
     }
 }
@@ -654,7 +698,8 @@ Test(stream, bad_options_are_named)
         {FS_ERR_INVALID_ARGUMENT, "not neither"},              {FS_ERR_INVALID_ARGUMENT, "prefetch 17"},
         {FS_ERR_INVALID_ARGUMENT, "start_batch 99"},           {FS_ERR_INVALID_ARGUMENT, "no sampling request"},
         {FS_ERR_INVALID_ARGUMENT, "unknown order 7"},           {FS_ERR_INVALID_ARGUMENT, "needs a delta mode"},
-        {FS_ERR_INVALID_ARGUMENT, "a window of 17 batches"},    {FS_ERR_INVALID_ARGUMENT, "give a table"},
+        {FS_ERR_INVALID_ARGUMENT, "a window of 17 batches"},    {FS_ERR_INVALID_ARGUMENT, "17 producers, must be 1..16"},
+        {FS_ERR_INVALID_ARGUMENT, "-1 producers"},              {FS_ERR_INVALID_ARGUMENT, "give a table"},
     };
     for (int i = 0; i < (int)(sizeof want / sizeof *want); i++) {
         fs_stream_opts_t o = base_opts();

@@ -54,12 +54,12 @@ static fs_client_t *connect_to(const char *uri)
     return c;
 }
 
-static void check_typed(const char *uri)
+static void check_typed(const char *uri, int producers)
 {
     fs_client_t *c = connect_to(uri);
     fs_hetero_req_t req = typed_request();
     fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
-    o.split = "paper/train", o.batch_size = 128, o.hetero = &req, o.seed = 4, o.epoch = 2;
+    o.split = "paper/train", o.batch_size = 128, o.hetero = &req, o.seed = 4, o.epoch = 2, o.producers = producers;
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
     fs_ids_t *train;
@@ -89,11 +89,15 @@ static void check_typed(const char *uri)
     fs_close(c);
 }
 
-Test(stream_typed, typed_batches_are_the_explicit_calls_over_unix) { check_typed(unix_uri); }
+Test(stream_typed, typed_batches_are_the_explicit_calls_over_unix) { check_typed(unix_uri, 0); }
 
-Test(stream_typed, typed_batches_are_the_explicit_calls_over_grpc) { check_typed(grpc_uri); }
+Test(stream_typed, typed_batches_are_the_explicit_calls_over_grpc) { check_typed(grpc_uri, 0); }
 
-static void check_link(const char *uri)
+Test(stream_typed, typed_batches_of_three_producers_are_the_explicit_calls) { check_typed(unix_uri, 3); }
+
+Test(stream_typed, typed_batches_of_two_producers_over_grpc_are_the_explicit_calls) { check_typed(grpc_uri, 2); }
+
+static void check_link(const char *uri, int producers)
 {
     fs_client_t *c = connect_to(uri);
     fs_hetero_req_t req = typed_request();
@@ -102,7 +106,7 @@ static void check_link(const char *uri)
     l.src = "paper", l.rel = "cites", l.dst = "paper", l.neg = FS_NEG_BINARY, l.amount = 1;
     fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
     o.split = "valid", o.batch_size = 200, o.hetero = &req, o.link = &l, o.order = FS_ORDER_SEQUENTIAL;
-    o.rank = 1, o.world_size = 2;
+    o.rank = 1, o.world_size = 2, o.producers = producers;
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
     fs_ids_t *src, *dst, *time;
@@ -139,9 +143,11 @@ static void check_link(const char *uri)
     fs_close(c);
 }
 
-Test(stream_typed, link_batches_are_the_explicit_calls_over_unix) { check_link(unix_uri); }
+Test(stream_typed, link_batches_are_the_explicit_calls_over_unix) { check_link(unix_uri, 0); }
 
-Test(stream_typed, link_batches_are_the_explicit_calls_over_grpc) { check_link(grpc_uri); }
+Test(stream_typed, link_batches_are_the_explicit_calls_over_grpc) { check_link(grpc_uri, 0); }
+
+Test(stream_typed, link_batches_of_two_producers_are_the_explicit_calls) { check_link(unix_uri, 2); }
 
 /* Option set i of bad_typed_options_are_named. */
 static void spoil(int i, fs_stream_opts_t *o, fs_hetero_req_t *req, fs_link_req_t *l, fs_hetero_fanout_t *bad)

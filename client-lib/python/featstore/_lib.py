@@ -467,6 +467,8 @@ class StreamOpts(Versioned):
         ("link", ctypes.POINTER(LinkReq)),
         # row streams (pre-propagation): no sampling, these tables' rows per batch
         ("tables", ctypes.POINTER(ctypes.c_char_p)), ("num_tables", ctypes.c_size_t),
+        # 1.5: the threads making batches, each a whole batch (0 = automatic)
+        ("producers", ctypes.c_int),
     ]
 
 

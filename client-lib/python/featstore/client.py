@@ -878,7 +878,7 @@ class Client(_Closing):
                seed=0, epoch=0, rank=0, world_size=1, drop_last=False, prefetch=2, hold=2, order="random", chunk=0,
                start_batch=0, mode="uniform", edge_ids=False, delta="off", window=1, num_neighbors=None,
                frontier="new", disjoint=False, temporal=None, strict=False, time_window=0, node_tables=(),
-               edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None):
+               edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None, producers=0):
         """This rank's share of one epoch as an iterator of
         ``featstore.stream.StreamBatch`` (fs_stream_open), made ahead by a
         background thread while the caller trains; ``StopIteration`` at the
@@ -900,7 +900,10 @@ class Client(_Closing):
         lacks (StreamBatch.new_rows, .take; "full" also assembles
         .features); `window` > 1 reorders each window of batches by overlap
         (needs delta). The stream has connections of its own, so it
-        outlives ``close()`` of this Client.
+        outlives ``close()`` of this Client. `producers` (since 1.5):
+        background threads making whole batches at once, 1..16; 0: over
+        unix:// the connection's `threads`, else 1 (delta streams, and node
+        streams over grpc://, which the server makes, have one).
 
         Typed streams (since 1.4): `num_neighbors` instead of `fanouts` makes
         each batch ``hetero_sample({seed_type: seeds}, num_neighbors,
@@ -932,7 +935,8 @@ class Client(_Closing):
                            start_batch=start_batch, mode=mode, edge_ids=edge_ids, delta=delta, window=window,
                            num_neighbors=num_neighbors, frontier=frontier, disjoint=disjoint, temporal=temporal,
                            strict=strict, time_window=time_window, node_tables=node_tables, edge_tables=edge_tables,
-                           want_edge_ids=want_edge_ids, seed_type=seed_type, link=link, tables=tables)
+                           want_edge_ids=want_edge_ids, seed_type=seed_type, link=link, tables=tables,
+                           producers=producers)
 
     def report_load_ratio(self, ratio):
         """Algorithm 2, once per epoch: `ratio` = loading time / total time

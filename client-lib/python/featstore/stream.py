@@ -146,7 +146,7 @@ def _refuse(given, why):
 
 def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch, rank, world_size, drop_last,
              prefetch, hold, order, chunk, start_batch, delta, window, hetero=None, seed_type=None, link=None,
-             tables=None):
+             tables=None, producers=0):
     """An fs_stream_opts_t from Python values, checked, and what its
     pointers reach (the seed array, the table names: keep them alive through
     fs_stream_open; the requests sample, hetero and link, ctypes structs or
@@ -169,7 +169,7 @@ def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch
         order=_lib.FS_ORDER[order], chunk=int(chunk), start_batch=int(start_batch), hold=int(hold),
         delta=_lib.FS_DELTA[delta], window=int(window), hetero=ptr(hetero),
         seed_type=None if seed_type is None else _name(seed_type), link=ptr(link), tables=names,
-        num_tables=0 if tables is None else len(tables))
+        num_tables=0 if tables is None else len(tables), producers=int(producers))
     return opts, (ids, names)
 
 
@@ -210,7 +210,8 @@ def _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbor
 def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labels, seed, epoch, rank, world_size,
                 drop_last, prefetch, hold, order, chunk, start_batch, mode, edge_ids, delta="off", window=1,
                 num_neighbors=None, frontier="new", disjoint=False, temporal=None, strict=False, time_window=0,
-                node_tables=(), edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None):
+                node_tables=(), edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None,
+                producers=0):
     """Client.stream (see there)."""
     require_streams()
     if client.closed:
@@ -222,7 +223,7 @@ def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labe
     opts, keep = _options(split, seeds, batch_size, sample, table, dtype if sample or tables else None, labels, seed,
                           epoch, rank, world_size, drop_last, prefetch, hold, order, chunk, start_batch, delta,
                           window, hetero=None if typed is None else typed.c, seed_type=seed_type,
-                          link=None if lk is None else lk.c, tables=tables)
+                          link=None if lk is None else lk.c, tables=tables, producers=producers)
     owner = client._open("stream: ", slots=1)  # the stream's own connection: only its URI and options are used
     out = ctypes.c_void_p()
     st = lib.fs_stream_open(owner, ctypes.byref(opts), ctypes.byref(out))
