@@ -1186,8 +1186,8 @@ static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups,
     size_t len = 0;
     slot_alloc_t a = {c, slot >= 0 ? &L->slots[slot] : NULL};
     if (!st)
-        st = fs_hetero_run(&L->typed.graph, L->typed.sampler, &L->limits, groups, num_groups, link, req, L->pool,
-                           alloc_in_slot, &a, &image, &len, &err);
+        st = fs_hetero_run(&L->typed.graph, L->typed.sampler, &L->limits, groups, num_groups, link, req, 1, L->pool,
+                           alloc_in_slot, &a, &image, &len, &err); /* joined: read back by this library */
     fs_hetero_index_t ix;
     if (!st) st = fs_hetero_index(image, len, 0, &ix, &err); /* written just now, by this process */
     fs_gather_counters_t none = {0};

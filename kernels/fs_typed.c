@@ -577,6 +577,7 @@ static void search_rows(const pass_t *p, int64_t d0, const int64_t *key, int64_t
 static void eligible_ranges(const pass_t *p, const int64_t *dtime, int64_t d0, int64_t d1, pick_ws_t *r)
 {
     int64_t n = d1 - d0, *out = r->range.p;
+    if (n <= 0) return; /* a type with no nodes has no time array (NULL + 0 is undefined) */
     search_rows(p, d0, dtime + d0, n, 0, !p->strict, 0, 1, out);
     if (p->window > 0) search_rows(p, d0, dtime + d0, n, -p->window, 0, 1, 0, out);
     else

@@ -19,7 +19,13 @@
 #define MAGIC "FSHBAT01"
 #define ALIGN 64
 
-enum { F_BATCH = 1, F_TIME = 2, F_EIDS = 4, F_LINK = 8, F_TRIPLET = 16, F_LTIME = 32 };
+/* F_JOINED (since 1.5): each edge type's edge arrays of every hop end to
+ * end, sources then destinations (then edge ids), so a reader can take the
+ * hops' edges as one [2, E] array with no copy (PyG's edge_index). Written
+ * for readers that say they take it (the local transport's own, gRPC
+ * clients setting TypedSampling.joined_edges): an older client refuses the
+ * flag. */
+enum { F_BATCH = 1, F_TIME = 2, F_EIDS = 4, F_LINK = 8, F_TRIPLET = 16, F_LTIME = 32, F_JOINED = 64 };
 
 /* Header words (int64 each, after the 8-byte magic). */
 enum { H_TOTAL = 1, H_HOPS, H_TYPES, H_ETYPES, H_GROUPS, H_NTABLES, H_ETABLES, H_FLAGS, H_LABELS, H_POS, H_K,
@@ -336,7 +342,7 @@ static fs_status_t layout_counts(layout_t *L, fs_error_t *err)
     L->NT = L->w[H_NTABLES], L->ET = L->w[H_ETABLES], L->flags = L->w[H_FLAGS];
     if (L->H < 1 || L->H > FS_MAX_HOPS || L->T < 1 || L->T > (1 << 20) || L->E < 0 || L->E > (1 << 20) ||
         L->G < 0 || L->G > (1 << 24) || L->NT < 0 || L->NT > 4096 || L->ET < 0 || L->ET > 4096 ||
-        (L->flags & ~INT64_C(63)) || L->w[H_LABELS] < 0 || L->w[H_LABELS] > COUNT_CAP || L->w[H_POS] < 0 ||
+        (L->flags & ~INT64_C(127)) || L->w[H_LABELS] < 0 || L->w[H_LABELS] > COUNT_CAP || L->w[H_POS] < 0 ||
         L->w[H_POS] > COUNT_CAP || L->w[H_K] < 0 || L->w[H_K] > COUNT_CAP || L->w[H_NAMES] < 0 ||
         L->w[H_NAMES] > (1 << 28) || (double)L->NT * (double)L->T > (1 << 24) ||
         (double)L->ET * (double)L->E * L->H > (1 << 24))
@@ -367,6 +373,27 @@ static int64_t row_size(const int64_t *pick) /* dtype, dim */
     return pick[0] > 0 && pick[0] < FS_DTYPE_COUNT_ && s && pick[1] >= 0 && pick[1] <= (1 << 24) ? (int64_t)s * pick[1] : -1;
 }
 
+/* F_JOINED: every edge type's one region of the hops' sources then
+ * destinations, and one of their edge ids; each block's arrays inside
+ * them, hop after hop. 0 on an overflow. */
+static int join_edges(layout_t *L)
+{
+    const int64_t *m = L->meta;
+    for (int64_t e = 0; e < L->E; e++) {
+        int64_t total = 0;
+        for (int64_t h = 0; h < L->H; h++) total += m[m_block(L, h * L->E + e) + 2];
+        size_t pair, ids = 0;
+        if (!take(L, &pair, 2 * total, 8) || ((L->flags & F_EIDS) && !take(L, &ids, total, 8))) return 0;
+        size_t at = 0;
+        for (int64_t h = 0; h < L->H; h++) {
+            int64_t b = h * L->E + e;
+            L->esrc[b] = pair + at, L->edst[b] = pair + 8 * (size_t)total + at, L->eid[b] = ids + at;
+            at += 8 * (size_t)m[m_block(L, b) + 2];
+        }
+    }
+    return 1;
+}
+
 /* Where every array lies, from the counts and the shape (which must be
  * in-range already: see check_shape). 0 on an overflow. */
 static int layout_arrays(layout_t *L)
@@ -391,10 +418,13 @@ static int layout_arrays(layout_t *L)
         }
     }
     for (int64_t g = 0; g < G && ok; g++) ok = take(L, &L->seed[g], m[m_group(L, g) + 1], 8);
+    if (L->flags & F_JOINED) ok = ok && join_edges(L);
     for (int64_t b = 0; b < B && ok; b++) {
         const int64_t *blk = &m[m_block(L, b)];
-        ok = take(L, &L->doff[b], blk[0] + 1, 8) && take(L, &L->edst[b], blk[2], 8) &&
-             take(L, &L->esrc[b], blk[2], 8) && (!(L->flags & F_EIDS) || take(L, &L->eid[b], blk[2], 8));
+        ok = take(L, &L->doff[b], blk[0] + 1, 8) &&
+             ((L->flags & F_JOINED) ||
+              (take(L, &L->edst[b], blk[2], 8) && take(L, &L->esrc[b], blk[2], 8) &&
+               (!(L->flags & F_EIDS) || take(L, &L->eid[b], blk[2], 8))));
         for (int64_t k = 0; k < L->ET && ok; k++) {
             const int64_t *pick = &m[m_etab(L, b % E, k)];
             if (pick[0]) ok = take(L, &L->etab[b * L->ET + k], blk[2], row_size(pick));
@@ -485,6 +515,28 @@ static void put(char *img, const layout_t *L, size_t at, const void *src, int64_
     zero_padding(img, L, at + bytes);
 }
 
+/* F_JOINED's regions: each hop's arrays in place, the padding zeroed only
+ * after a region's end (after one hop's array lies the next hop's). */
+static void put_joined(char *img, const layout_t *L, const fs_typed_result_t *res)
+{
+    for (int64_t e = 0; e < L->E; e++) {
+        size_t end = 0, ids_end = 0;
+        for (int64_t h = 0; h < L->H; h++) {
+            int64_t b = h * L->E + e;
+            const fs_block_t *blk = &res->block[b];
+            size_t bytes = (size_t)blk->num_edges * 8;
+            if (bytes) memcpy(img + L->esrc[b], blk->edge_src, bytes), memcpy(img + L->edst[b], blk->edge_dst, bytes);
+            end = L->edst[b] + bytes;
+            if (L->flags & F_EIDS) {
+                if (bytes) memcpy(img + L->eid[b], blk->edge_ids, bytes);
+                ids_end = L->eid[b] + bytes;
+            }
+        }
+        zero_padding(img, L, end);
+        if (L->flags & F_EIDS) zero_padding(img, L, ids_end);
+    }
+}
+
 static fs_status_t put_rows(char *img, const layout_t *L, size_t at, const fs_table_view_t *v, const int64_t *ids,
                             int64_t n, fs_dtype_t dt, fs_pool_t *pool, fs_error_t *err)
 {
@@ -513,12 +565,15 @@ static fs_status_t put_arrays(char *img, const layout_t *L, const fs_hetero_grap
         }
     }
     for (int64_t gi = 0; gi < L->G; gi++) put(img, L, L->seed[gi], res->seed_local[gi], r->groups[gi].count);
+    if (L->flags & F_JOINED) put_joined(img, L, res);
     for (int64_t b = 0; b < L->H * L->E && !st; b++) {
         const fs_block_t *blk = &res->block[b];
         put(img, L, L->doff[b], blk->dst_offsets, blk->num_dst + 1);
-        put(img, L, L->edst[b], blk->edge_dst, blk->num_edges);
-        put(img, L, L->esrc[b], blk->edge_src, blk->num_edges);
-        if (L->flags & F_EIDS) put(img, L, L->eid[b], blk->edge_ids, blk->num_edges);
+        if (!(L->flags & F_JOINED)) {
+            put(img, L, L->edst[b], blk->edge_dst, blk->num_edges);
+            put(img, L, L->esrc[b], blk->edge_src, blk->num_edges);
+            if (L->flags & F_EIDS) put(img, L, L->eid[b], blk->edge_ids, blk->num_edges);
+        }
         for (int64_t k = 0; k < L->ET && !st; k++) {
             const table_pick_t *p = &r->etab[(b % L->E) * L->ET + k];
             if (p->index >= 0)
@@ -542,7 +597,7 @@ static fs_status_t put_arrays(char *img, const layout_t *L, const fs_hetero_grap
 
 /* The header words of a sampled result. */
 static void header_words(layout_t *L, const fs_hetero_graph_t *g, const resolved_t *r, const fs_hetero_req_t *req,
-                         const fs_link_result_t *lres, size_t num_groups)
+                         const fs_link_result_t *lres, size_t num_groups, int joined)
 {
     const fs_dataset_t *ds = g->ds;
     int64_t *w = L->w;
@@ -554,6 +609,7 @@ static void header_words(layout_t *L, const fs_hetero_graph_t *g, const resolved
     if (r->treq.disjoint || r->treq.temporal != FS_TEMPORAL_OFF) f |= F_BATCH;
     if (r->treq.temporal != FS_TEMPORAL_OFF) f |= F_TIME;
     if (r->treq.want_edge_ids) f |= F_EIDS;
+    if (joined) f |= F_JOINED;
     if (lres) {
         const fs_typed_etype_t *et = &g->graph.view.etype[r->link.etype];
         f |= F_LINK | (r->link.neg == FS_NEG_TRIPLET ? F_TRIPLET : 0) | (lres->label_time ? F_LTIME : 0);
@@ -589,8 +645,8 @@ static void link_groups(const fs_hetero_graph_t *g, resolved_t *r, const fs_link
 
 fs_status_t fs_hetero_run(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, const fs_limits_t *limits,
                           const fs_hetero_seeds_t *groups, size_t num_groups, const fs_link_req_t *link,
-                          const fs_hetero_req_t *req, fs_pool_t *pool, fs_hetero_alloc_fn alloc, void *ctx,
-                          void **image, size_t *len, fs_error_t *err)
+                          const fs_hetero_req_t *req, int joined, fs_pool_t *pool, fs_hetero_alloc_fn alloc,
+                          void *ctx, void **image, size_t *len, fs_error_t *err)
 {
     resolved_t r;
     layout_t L = {0};
@@ -607,7 +663,7 @@ fs_status_t fs_hetero_run(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, con
     if (st == FS_OK) st = sample(g, s, &r, num_groups, &res, &lres, err);
     if (st == FS_OK && r.is_link) link_groups(g, &r, &lres);
     if (st == FS_OK) {
-        header_words(&L, g, &r, req, r.is_link ? &lres : NULL, num_groups);
+        header_words(&L, g, &r, req, r.is_link ? &lres : NULL, num_groups, joined);
         st = layout_counts(&L, err);
     }
     int64_t *meta = NULL;

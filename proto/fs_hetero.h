@@ -51,12 +51,15 @@ typedef void *(*fs_hetero_alloc_fn)(void *ctx, size_t bytes, fs_error_t *err);
 
 /* One typed batch (link NULL: groups of seeds; else link's seed edges, and
  * groups must be NULL). req, link: full-size structs (client.c normalises
- * a caller's shorter ones). On FS_OK *image (from alloc) holds *len bytes.
- * pool may be NULL. */
+ * a caller's shorter ones). `joined`: each edge type's edge arrays of all
+ * hops end to end (sources, then destinations, then edge ids), which
+ * readers from 1.5 on take as one array; only for readers that say so
+ * (TypedSampling.joined_edges): older clients refuse it. On FS_OK *image
+ * (from alloc) holds *len bytes. pool may be NULL. */
 fs_status_t fs_hetero_run(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, const fs_limits_t *limits,
                           const fs_hetero_seeds_t *groups, size_t num_groups, const fs_link_req_t *link,
-                          const fs_hetero_req_t *req, fs_pool_t *pool, fs_hetero_alloc_fn alloc, void *ctx,
-                          void **image, size_t *len, fs_error_t *err);
+                          const fs_hetero_req_t *req, int joined, fs_pool_t *pool, fs_hetero_alloc_fn alloc,
+                          void *ctx, void **image, size_t *len, fs_error_t *err);
 
 /* An image read back: batch points into the image and into `mem`, this
  * index's own small tables. */

@@ -657,6 +657,7 @@ static fs_status_t sampling_out(const fs_hetero_req_t *req, fs_wire_hetero_out_t
     m->temporal = (featstore_v1_Temporal)req->temporal;
     m->strict = req->strict != 0;
     m->window = req->window;
+    m->joined_edges = true; /* this library reads both layouts (fs_hetero.c) */
     fs_pb_set_strings(&m->node_tables, &o->node_tables);
     fs_pb_set_strings(&m->edge_tables, &o->edge_tables);
     snprintf(m->out_dtype, sizeof m->out_dtype, "%s",
@@ -836,6 +837,7 @@ void fs_wire_link_prepare(featstore_v1_LinkSampleRequest *msg, fs_wire_hetero_in
 static fs_status_t take_sampling(const char *what, bool has, const featstore_v1_TypedSampling *m,
                                  fs_wire_hetero_in_t *in, fs_error_t *err)
 {
+    in->joined_edges = has && m->joined_edges;
     if (!has) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s has no sampling (TypedSampling)", what);
     if (m->num_hops < 1 || m->num_hops > FS_MAX_HOPS)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%u hops requested, must be 1..%d", (unsigned)m->num_hops,

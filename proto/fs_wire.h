@@ -261,6 +261,7 @@ typedef struct {
     fs_wire_buf_t src_ids, dst_ids, label, time;
     fs_pb_list_t fanout_list, group_list;
     fs_pb_strings_t node_table_list, edge_table_list;
+    int joined_edges;              /* the client reads F_JOINED images (TypedSampling.joined_edges) */
     char problem[128];
 } fs_wire_hetero_in_t;
 

@@ -72,12 +72,34 @@ TestSuite(hetero_grpc, .init = setup, .fini = teardown);
 /* ---- the two transports' batches ------------------------------------------------ */
 
 /* The request on both transports; returns the image's size. */
+/* Each edge type's edge arrays of every hop lie end to end, sources then
+ * destinations, and edge ids (F_JOINED, which this library asks for over
+ * both transports), so that PyG's edge_index is a view of the batch. */
+static void edges_end_to_end(const fs_hetero_batch_t *x)
+{
+    int E = x->num_edge_types, H = x->num_hops;
+    for (int e = 0; e < E; e++) {
+        int64_t total = 0, at = 0;
+        for (int h = 0; h < H; h++) total += x->blocks[h * E + e].num_edges;
+        const fs_block_t *first = &x->blocks[e];
+        for (int h = 0; h < H; h++) {
+            const fs_block_t *b = &x->blocks[h * E + e];
+            cr_assert_eq(b->edge_src, first->edge_src + at, "edge type %d, hop %d: sources after the hop before's", e, h);
+            cr_assert_eq(b->edge_dst, first->edge_src + total + at, "edge type %d, hop %d: destinations after all "
+                         "the sources", e, h);
+            if (b->edge_ids) cr_assert_eq(b->edge_ids, first->edge_ids + at, "edge type %d, hop %d: edge ids", e, h);
+            at += b->num_edges;
+        }
+    }
+}
+
 static size_t both_hetero(const fs_hetero_seeds_t *g, size_t ng, const fs_hetero_req_t *req)
 {
     fs_hetero_batch_t *a, *b;
     cr_assert_eq(fs_hetero_sample(local, g, ng, req, &a), FS_OK, "unix://: %s", fs_client_errstr(local));
     cr_assert_eq(fs_hetero_sample(remote, g, ng, req, &b), FS_OK, "grpc://: %s", fs_client_errstr(remote));
     tc_same_hetero_batch(a, b);
+    edges_end_to_end(a), edges_end_to_end(b);
     const void *base;
     size_t n = tc_hetero_image(b, &base);
     fs_hetero_batch_free(a);
@@ -91,6 +113,7 @@ static void both_link(const fs_link_req_t *l, const fs_hetero_req_t *req)
     cr_assert_eq(fs_link_sample(local, l, req, &a), FS_OK, "unix://: %s", fs_client_errstr(local));
     cr_assert_eq(fs_link_sample(remote, l, req, &b), FS_OK, "grpc://: %s", fs_client_errstr(remote));
     tc_same_hetero_batch(a, b);
+    edges_end_to_end(a), edges_end_to_end(b);
     fs_hetero_batch_free(a);
     fs_hetero_batch_free(b);
 }
@@ -380,20 +403,28 @@ static void expect_every_byte_written(const fs_hetero_graph_t *g, fs_typed_sampl
                                       size_t ng, const fs_link_req_t *link, const fs_hetero_req_t *req, const char *what)
 {
     unsigned char fill[2] = {0x00, 0xff};
-    void *img[2];
-    size_t len[2];
     fs_limits_t limits;
     fs_limits_default(&limits);
-    for (int i = 0; i < 2; i++) {
+    for (int joined = 0; joined <= 1; joined++) { /* the gRPC server's layout, and the local transport's */
+        void *img[2];
+        size_t len[2];
+        for (int i = 0; i < 2; i++) {
+            fs_error_t err = {0};
+            cr_assert_eq(fs_hetero_run(g, s, &limits, seeds, ng, link, req, joined, NULL, filled, &fill[i], &img[i],
+                                       &len[i], &err),
+                         FS_OK, "%s: %s", what, err.msg);
+        }
+        cr_assert_eq(len[0], len[1], "%s: the same request, two sizes", what);
+        const unsigned char *a = img[0], *b = img[1];
+        for (size_t k = 0; k < len[0]; k++)
+            cr_assert_eq(a[k], b[k], "%s (joined %d): byte %zu of %zu is never written (it is the allocator's fill)",
+                         what, joined, k, len[0]);
+        fs_hetero_index_t ix; /* and it reads back */
         fs_error_t err = {0};
-        cr_assert_eq(fs_hetero_run(g, s, &limits, seeds, ng, link, req, NULL, filled, &fill[i], &img[i], &len[i], &err),
-                     FS_OK, "%s: %s", what, err.msg);
+        cr_assert_eq(fs_hetero_index(img[0], len[0], 1, &ix, &err), FS_OK, "%s (joined %d): %s", what, joined, err.msg);
+        fs_hetero_index_free(&ix);
+        free(img[0]), free(img[1]);
     }
-    cr_assert_eq(len[0], len[1], "%s: the same request, two sizes", what);
-    const unsigned char *a = img[0], *b = img[1];
-    for (size_t k = 0; k < len[0]; k++)
-        cr_assert_eq(a[k], b[k], "%s: byte %zu of %zu is never written (it is the allocator's fill)", what, k, len[0]);
-    free(img[0]), free(img[1]);
 }
 
 Test(hetero_grpc, every_byte_of_an_image_is_written)

@@ -50,16 +50,23 @@ static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
     return *out = malloc(bytes);
 }
 
+/* The batch's image in both layouts: as the gRPC server writes it, and
+ * joined (the local transport's), named name-joined. */
 static void image(const char *name, const fs_hetero_seeds_t *g, size_t ng, const fs_link_req_t *link,
                   const fs_hetero_req_t *req)
 {
-    void *img = NULL, *at;
-    size_t len;
-    fs_error_t err = {0};
-    if (fs_hetero_run(&graph, sampler, &limits, g, ng, link, req, NULL, alloc_image, &img, &at, &len, &err) != FS_OK)
-        die(name, err.msg);
-    put(name, 0, at, len);
-    free(img);
+    for (int joined = 0; joined <= 1; joined++) {
+        void *img = NULL, *at;
+        size_t len;
+        fs_error_t err = {0};
+        char path[256];
+        snprintf(path, sizeof path, "%s%s", name, joined ? "-joined" : "");
+        if (fs_hetero_run(&graph, sampler, &limits, g, ng, link, req, joined, NULL, alloc_image, &img, &at, &len,
+                          &err) != FS_OK)
+            die(path, err.msg);
+        put(path, 0, at, len);
+        free(img);
+    }
 }
 
 static void request(const char *name, const fs_hetero_seeds_t *g, size_t ng, const fs_link_req_t *link,

@@ -226,22 +226,47 @@ class _Sampled:
     time: dict               # type -> node times or None
 
 
+def _end_to_end(parts, shape):
+    """One read-only view of `shape` over the parts (numpy int64 arrays) when
+    each starts where the one before ends, as the hops' edge arrays of a
+    local or 1.5 server's batch do (proto/fs_hetero.c, F_JOINED); else None.
+    The view keeps the first part, and so the batch, alive."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return None
+    at = parts[0].__array_interface__["data"][0]
+    for p in parts:
+        if p.__array_interface__["data"][0] != at or not p.flags.c_contiguous:
+            return None
+        at += p.nbytes
+    strides = (8 * shape[1], 8) if len(shape) == 2 else (8,)
+    return np.lib.stride_tricks.as_strided(parts[0], shape=shape, strides=strides, writeable=False)
+
+
 def _joined(parts, copy):
-    """The hops' arrays (numpy) as one tensor: their concatenation, or the
-    one hop's view itself (copied with copy); None without any. numpy, not
-    torch.cat: a torch op would wake torch's OpenMP threads, whose spinning
-    takes the cores the stream's producer samples on."""
+    """The hops' arrays (numpy) as one tensor: a view when they lie end to
+    end (or there is one), else their concatenation (copied with copy); None
+    without any. numpy, not torch.cat: a torch op would wake torch's OpenMP
+    threads, whose spinning takes the cores the stream's producer samples
+    on."""
     parts = [p for p in parts if p is not None]
     if not parts:
         return None
     if len(parts) == 1:
         return _as_tensor(parts[0], copy)
+    view = _end_to_end(parts, (sum(len(p) for p in parts),))
+    if view is not None:
+        return _as_tensor(view, copy)
     return torch.from_numpy(np.concatenate(parts))
 
 
-def _edge_index(blocks):
-    """[2, E] int64 (sources, then destinations) of every hop, one pass of copies."""
+def _edge_index(blocks, copy=False):
+    """[2, E] int64 (sources, then destinations) of every hop: a view of the
+    batch when its edge arrays lie end to end, else one pass of copies."""
     n = sum(b.num_edges for b in blocks)
+    view = _end_to_end([b.edge_src for b in blocks] + [b.edge_dst for b in blocks], (2, n))
+    if view is not None:
+        return _as_tensor(view, copy)
     out = np.empty((2, n), np.int64)
     at = 0
     for b in blocks:
@@ -286,7 +311,7 @@ def _read_batch(h, copy=False):
         out.x[t] = {ATTR_NAMES.get(k, k): _rows(h, t, k, a, copy) for k, a in h.x[t].items()}
     for e in h.edge_types:
         blocks = h.blocks[e]
-        out.edge_index[e] = _edge_index(blocks)
+        out.edge_index[e] = _edge_index(blocks, copy)
         out.row[e], out.col[e] = out.edge_index[e][0], out.edge_index[e][1]
         out.edge[e] = _joined([b.edge_ids for b in blocks], copy)
         out.num_sampled_edges[e] = [b.num_edges for b in blocks]
