@@ -371,21 +371,26 @@ static fs_status_t plan_epoch(fs_client_t *c, fs_stream_t *s, const fs_stream_op
 
 fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out)
 {
-    return fs_client_clone(s->owner, s->slots, s->num_producers > 1 ? 1 : 0, out);
+    int threads = s->owner->opts.threads / s->num_producers; /* the producers share the owner's cores */
+    return fs_client_clone(s->owner, s->slots, s->num_producers > 1 ? (threads > 1 ? threads : 1) : 0, out);
 }
 
 /* How many producers: one for a delta stream (each batch is matched
  * against the one before it) and a server-made one (one call); else the
- * option, or by default over unix:// the connection's threads (each
- * producer then runs one), over grpc:// one. */
+ * option, or by default over unix:// the connection's threads, each
+ * producer then running an equal share of them (over grpc:// one). Never
+ * more than prefetch: no more batches than that are made at once. */
 static int producers(const fs_client_t *c, const fs_stream_t *s, const fs_stream_opts_t *o)
 {
     if (s->delta != FS_DELTA_OFF || s->remote) return 1;
-    if (o->producers > 0) return o->producers;
-    fs_addr_t a;
-    fs_error_t err = {0};
-    int local = fs_addr_uri(c->uri, &a, &err) == FS_OK && a.kind == FS_ADDR_UNIX;
-    return local && c->opts.threads > 1 ? (c->opts.threads < MAX_PRODUCERS ? c->opts.threads : MAX_PRODUCERS) : 1;
+    int n = o->producers;
+    if (n == 0) {
+        fs_addr_t a;
+        fs_error_t err = {0};
+        int local = fs_addr_uri(c->uri, &a, &err) == FS_OK && a.kind == FS_ADDR_UNIX;
+        n = local ? c->opts.threads : 1;
+    }
+    return n < 1 ? 1 : n > o->prefetch ? o->prefetch : n;
 }
 
 static fs_status_t start(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)

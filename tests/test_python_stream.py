@@ -363,7 +363,7 @@ class StreamTest(unittest.TestCase):
             with self.stream("unix", **kw) as s:
                 return [(np.array(sb.seeds), np.array(sb.positions), np.array(sb.batch.nodes),
                          np.array(sb.batch.features), np.array(sb.labels)) for sb in s]
-        one, three = epoch(producers=1), epoch(producers=3)
+        one, three = epoch(producers=1), epoch(producers=3, prefetch=3)
         self.assertEqual(len(one), len(three))
         for i, (a, b) in enumerate(zip(one, three)):
             for x, y in zip(a, b):

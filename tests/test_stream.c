@@ -88,7 +88,7 @@ static void check_against_calls(const char *uri, int producers)
 {
     fs_client_t *c = connect_to(uri);
     fs_stream_opts_t o = base_opts();
-    o.producers = producers;
+    o.producers = producers, o.prefetch = producers > 2 ? producers : 0; /* at most prefetch work at once */
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
     int64_t nb = fs_stream_num_batches(s), got = 0;
@@ -356,29 +356,37 @@ static void check_prefetch_and_hold(int producers)
 
 Test(stream, prefetch_and_hold_bound_the_batches_alive) { check_prefetch_and_hold(0); }
 
-Test(stream, prefetch_and_hold_bound_four_producers_alike) { check_prefetch_and_hold(4); }
+/* 4 producers asked for, prefetch 3 of them made */
+Test(stream, prefetch_and_hold_bound_several_producers_alike) { check_prefetch_and_hold(4); }
 
-/* A connection of three threads makes three producers by default: the
- * epoch's batches are those of one producer, and closing a stream whose
- * producers are mid-batch frees everything (the sanitizer run checks). */
-Test(stream, a_threaded_connection_streams_with_a_producer_per_thread)
+/* Threaded connections stream with producers sharing their threads: three
+ * threads and prefetch 3 make three producers of one thread, five threads
+ * and prefetch 2 two producers of two. Either way the epoch's batches are
+ * one producer's, and closing a stream whose producers are mid-batch frees
+ * everything (the sanitizer run checks). */
+Test(stream, a_threaded_connection_streams_with_producers_sharing_its_threads)
 {
     fs_connect_opts_t co = FS_CONNECT_OPTS_INIT;
-    co.threads = 3;
-    fs_client_t *one = connect_to(unix_uri), *three;
-    cr_assert_eq(fs_connect(unix_uri, &co, &three), FS_OK, "%s", fs_client_errstr(three));
-    fs_stream_opts_t o = base_opts();
-    copy_t a[16], b[16];
-    int64_t nb = whole_epoch(one, &o, a);
-    cr_assert_eq(whole_epoch(three, &o, b), nb);
-    assert_copies_equal(a, b, nb);
-    fs_stream_t *s;
-    cr_assert_eq(fs_stream_open(three, &o, &s), FS_OK);
-    fs_stream_batch_t *x;
-    cr_assert_eq(fs_stream_next(s, &x), FS_OK);
-    fs_stream_close(s); /* the others still being made */
-    fs_stream_batch_free(x);
-    fs_close(one), fs_close(three);
+    fs_client_t *one = connect_to(unix_uri), *many[2];
+    int threads[2] = {3, 5}, prefetch[2] = {3, 2};
+    for (int k = 0; k < 2; k++) {
+        co.threads = threads[k];
+        cr_assert_eq(fs_connect(unix_uri, &co, &many[k]), FS_OK, "%s", fs_client_errstr(many[k]));
+        fs_stream_opts_t o = base_opts();
+        o.prefetch = prefetch[k];
+        copy_t a[16], b[16];
+        int64_t nb = whole_epoch(one, &o, a);
+        cr_assert_eq(whole_epoch(many[k], &o, b), nb);
+        assert_copies_equal(a, b, nb);
+        fs_stream_t *s;
+        cr_assert_eq(fs_stream_open(many[k], &o, &s), FS_OK);
+        fs_stream_batch_t *x;
+        cr_assert_eq(fs_stream_next(s, &x), FS_OK);
+        fs_stream_close(s); /* the others still being made */
+        fs_stream_batch_free(x);
+        fs_close(many[k]);
+    }
+    fs_close(one);
 }
 
 Test(stream, explicit_seeds_in_order_and_without_labels)

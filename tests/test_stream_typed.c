@@ -60,6 +60,7 @@ static void check_typed(const char *uri, int producers)
     fs_hetero_req_t req = typed_request();
     fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
     o.split = "paper/train", o.batch_size = 128, o.hetero = &req, o.seed = 4, o.epoch = 2, o.producers = producers;
+    o.prefetch = producers > 2 ? producers : 0; /* no more than prefetch make batches at once */
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
     fs_ids_t *train;

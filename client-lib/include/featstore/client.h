@@ -313,12 +313,14 @@ typedef struct {
     const char *const *tables;
     size_t num_tables;
     /* Since 1.5: producers, the background threads making batches, each a
-     * whole batch at a time on a connection of its own (of one thread when
-     * there are several), 1..16; 0 = automatic: over unix:// the
-     * connection's `threads`, else 1. Several make batches at once on as
-     * many cores, which scales better than splitting each batch over them;
-     * each producer's connection has its own result slots. Delta streams
-     * and grpc:// node streams (one call, made by the server) have one. */
+     * whole batch at a time on a connection of its own, 1..16, at most
+     * prefetch (no more batches are made at once); 0 = automatic: over
+     * unix:// the connection's `threads`, else 1. Several producers share
+     * the connection's threads (threads / producers each): several batches
+     * made at once on as many cores scale better than one batch split over
+     * them. Each producer's connection has its own result slots. Delta
+     * streams and grpc:// node streams (one call, made by the server) have
+     * one. */
     int producers;
 } fs_stream_opts_t;
 

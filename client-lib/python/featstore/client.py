@@ -901,9 +901,10 @@ class Client(_Closing):
         .features); `window` > 1 reorders each window of batches by overlap
         (needs delta). The stream has connections of its own, so it
         outlives ``close()`` of this Client. `producers` (since 1.5):
-        background threads making whole batches at once, 1..16; 0: over
-        unix:// the connection's `threads`, else 1 (delta streams, and node
-        streams over grpc://, which the server makes, have one).
+        background threads making whole batches at once, 1..16 and at most
+        `prefetch`, sharing the connection's `threads`; 0: over unix:// the
+        connection's `threads`, else 1 (delta streams, and node streams over
+        grpc://, which the server makes, have one).
 
         Typed streams (since 1.4): `num_neighbors` instead of `fanouts` makes
         each batch ``hetero_sample({seed_type: seeds}, num_neighbors,
