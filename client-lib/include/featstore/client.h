@@ -210,9 +210,9 @@ FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void
 /* ---- epoch streams (since 1.4) ------------------------------------------------ */
 
 /* A stream hands one rank of a training job its share of an epoch, batch
- * after batch, made ahead of time by a background thread of this process
- * (on a connection of its own to the same server) while the trainer
- * computes:
+ * after batch, made ahead of time by background threads of this process
+ * (producers, each on a connection of its own to the same server) while
+ * the trainer computes:
  *
  *   fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
  *   o.split = "train", o.batch_size = 1024, o.sample = &req, o.table = "feat";
@@ -388,7 +388,7 @@ FS_API int fs_stream_ready(const fs_stream_t *s);
 /* The detail of the stream's last failure ("" if none). */
 FS_API const char *fs_stream_errstr(const fs_stream_t *s);
 
-/* Stops the background thread and closes the stream's connection; batches
+/* Stops the producer threads and closes the stream's connections; batches
  * not yet freed stay valid. NULL is a no-op. */
 FS_API void fs_stream_close(fs_stream_t *s);
 
