@@ -113,8 +113,8 @@ struct fs_stream {
 void *fs_stream_produce(void *arg);
 
 /* A new connection for one of s's producers (stream_open.c): the owner's,
- * with the stream's slots, and one thread each when there are several
- * producers (they split the cores by batches). */
+ * with the stream's slots and, when there are several producers, an equal
+ * share of the owner's threads (they split the cores by batches). */
 fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out);
 
 #endif

@@ -804,8 +804,8 @@ static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
 }
 
 /* Worst-case picks of a pass and the longest row, for sizing, with every
- * destination's row (start, degree) recorded into row[] (pass_t.row) when
- * it is not NULL. The exact sum (uniform rows shorter than the fanout
+ * destination's row (start, degree) recorded into row[] (pass_t.row). The
+ * exact sum (uniform rows shorter than the fanout
  * count their length) keeps the id map no larger than the pass can fill: a
  * map sized by fanout alone was sparser and 3% slower. */
 static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg,
@@ -816,7 +816,7 @@ static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t 
     *max_deg = 0;
     for (int64_t d = d0; d < d1; d++) {
         int64_t b = ip[frontier[d]], deg = ip[frontier[d] + 1] - b;
-        if (row) row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
+        row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
         if (deg > *max_deg) *max_deg = deg;
         bound += p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
     }
@@ -964,7 +964,7 @@ static int64_t pick_chunk(fs_typed_sampler_t *s, const pass_t *p, int worker, fs
 {
     int wide = p->et->index_dtype != FS_DTYPE_I32, full = p->temporal || s->disjoint || s->x.n;
     int64_t bound = p->k != FS_FANOUT_ALL ? (c->d1 - c->d0) * p->k /* no row can pick more */
-                                                   : chunk_bound(p, c->d0, c->d1);
+                                          : chunk_bound(p, c->d0, c->d1);
     pick_ws_t *w = &s->worker[worker];
     if (fs_chunk_reserve(c, bound, p->want_ids) || range_reserve(w, p, c->d1 - c->d0)) return -1;
     int64_t n = full ? (wide ? chunk_body(s, w, p, c, 1, 1) : chunk_body(s, w, p, c, 0, 1))
