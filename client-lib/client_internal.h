@@ -48,6 +48,7 @@ typedef struct {
  * client.c before they reach a transport. */
 typedef struct {
     const char *name;
+    int in_process;              /* the engines run in this process, on the connection's threads (unix://) */
     fs_status_t (*info)(struct fs_client *c, fs_info_t **out);
     fs_status_t (*sample)(struct fs_client *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                           fs_batch_t **out);

@@ -1331,6 +1331,7 @@ static fs_status_t local_replan(fs_client_t *c, const fs_replan_opts_t *o, uint6
 
 static const fs_transport_ops_t local_ops = {
     .name = "unix",
+    .in_process = 1,
     .info = local_info,
     .sample = local_sample,
     .gather = local_gather,

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_addr.h"
 #include "stream_internal.h"
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -377,19 +376,14 @@ fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out)
 
 /* How many producers: one for a delta stream (each batch is matched
  * against the one before it) and a server-made one (one call); else the
- * option, or by default over unix:// the connection's threads, each
- * producer then running an equal share of them (over grpc:// one). Never
+ * option, or by default where the engines run in this process (unix://)
+ * the connection's threads, each producer then running an equal share of
+ * them (elsewhere one). Never
  * more than prefetch: no more batches than that are made at once. */
 static int producers(const fs_client_t *c, const fs_stream_t *s, const fs_stream_opts_t *o)
 {
     if (s->delta != FS_DELTA_OFF || s->remote) return 1;
-    int n = o->producers;
-    if (n == 0) {
-        fs_addr_t a;
-        fs_error_t err = {0};
-        int local = fs_addr_uri(c->uri, &a, &err) == FS_OK && a.kind == FS_ADDR_UNIX;
-        n = local ? c->opts.threads : 1;
-    }
+    int n = o->producers ? o->producers : c->ops->in_process ? c->opts.threads : 1;
     return n < 1 ? 1 : n > o->prefetch ? o->prefetch : n;
 }
 

@@ -880,8 +880,8 @@ class Client(_Closing):
                frontier="new", disjoint=False, temporal=None, strict=False, time_window=0, node_tables=(),
                edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None, producers=0):
         """This rank's share of one epoch as an iterator of
-        ``featstore.stream.StreamBatch`` (fs_stream_open), made ahead by a
-        background thread while the caller trains; ``StopIteration`` at the
+        ``featstore.stream.StreamBatch`` (fs_stream_open), made ahead by
+        background threads while the caller trains; ``StopIteration`` at the
         end of the epoch.
 
         The seeds: a `split` name or a `seeds` array (one of the two). Each

@@ -24,7 +24,7 @@ Three layers, each usable alone (docs/api.md §12):
   the FeatureStore then hands PyG the rows already fetched.
 - ``NeighborLoader`` and ``LinkNeighborLoader``: PyG's argument names and
   output fields, backed by featstore epoch streams (docs/api.md §11): the
-  next batches are made by a background thread while the model trains, and
+  next batches are made by background threads while the model trains, and
   ``rank``/``world_size`` give each DDP rank its disjoint share.
 
 Sampling semantics are PyG's: hop h expands only the nodes first reached

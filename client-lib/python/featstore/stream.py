@@ -3,7 +3,7 @@
 1.4).
 
 A stream hands one rank of a training job its share of an epoch, batch
-after batch, made ahead by a background thread of this process while the
+after batch, made ahead by background threads of this process while the
 trainer computes::
 
     for epoch in range(epochs):
