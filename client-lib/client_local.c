@@ -30,6 +30,19 @@
  * the connections' layouts; a GPU reader's are its own (registered or
  * copied for its device).
  *
+ * Warm slots: a slot's pages cost their first touch, which on a VM is
+ * about 2.5 us per 4 KiB page (5 ms for an 8 MB batch), and every new
+ * connection paid it again. A stream opens connections of its own each
+ * epoch (stream_open.c), so a trainer paid it per epoch and producer, in
+ * its first batches. So when a connection goes, its slots stay in this
+ * process, mapped and populated, and the next connection takes them in
+ * place of the empty memfds its server sent: which memfd holds a result is
+ * this process's business, as the engines run here and the server never
+ * maps a slot. They are kept only while another connection of this process
+ * is open (the last one's close frees them) and up to WARM_MAX_SLOTS and
+ * WARM_MAX_BYTES; a forked child drops the ones it inherited, which are
+ * the parent's memory.
+ *
  * Lifetime: the connection's state is reference-counted (one reference for
  * the connection, one per outstanding batch), so a batch stays valid even
  * after fs_close until it is freed.
@@ -63,6 +76,7 @@
 #include "fs_locality.h"
 #include "fs_pb.h"
 #include "fs_sample.h"
+#include "fs_shm.h"
 
 static unsigned speak_minor = FS_LOCAL_MINOR; /* fs_local_client_protocol */
 
@@ -193,6 +207,7 @@ typedef struct {
     pthread_mutex_t lock;  /* slots and refs: batches are freed from any thread */
     int refs;
     pid_t opener;          /* the process whose pool threads exist */
+    int counted;           /* counted among the process's open connections (warm slots) */
     typed_t typed;
 } local_t;
 
@@ -211,6 +226,84 @@ typedef struct {
 static const featstore_local_Table *table_at(const layout_t *Y, size_t i)
 {
     return (const featstore_local_Table *)Y->tables.items + i;
+}
+
+/* ---- warm slots (see "Warm slots" above) ------------------------------------------- */
+
+#define WARM_MAX_SLOTS 16
+#define WARM_MAX_BYTES ((size_t)1 << 30)
+
+static struct {
+    pthread_mutex_t mu;
+    pid_t pid;             /* the process the slots and the count are of */
+    int open;              /* connections of this process that are open */
+    int n;
+    size_t bytes;
+    slot_t slot[WARM_MAX_SLOTS]; /* largest first */
+} warm = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void slot_unmap(slot_t *s)
+{
+    if (s->base) munmap(s->base, s->cap);
+    close(s->fd);
+}
+
+/* Under warm.mu: what a forked child inherited is the parent's. */
+static void warm_own_locked(void)
+{
+    if (warm.pid == getpid()) return;
+    for (int i = 0; i < warm.n; i++) slot_unmap(&warm.slot[i]);
+    warm.n = 0, warm.bytes = 0, warm.open = 0, warm.pid = getpid();
+}
+
+/* A new connection: counted, and its server's empty slots swapped for warm
+ * ones, largest to slot 0 (acquire_slot takes the lowest free one). */
+static void warm_take(local_t *L)
+{
+    pthread_mutex_lock(&warm.mu);
+    warm_own_locked();
+    warm.open++;
+    L->counted = 1;
+    for (int i = 0; i < L->num_slots && warm.n > 0; i++) {
+        close(L->slots[i].fd);
+        L->slots[i] = warm.slot[0];
+        warm.bytes -= warm.slot[0].cap;
+        memmove(&warm.slot[0], &warm.slot[1], sizeof warm.slot[0] * (size_t)--warm.n);
+    }
+    pthread_mutex_unlock(&warm.mu);
+}
+
+/* Under warm.mu: keeps slot `s` warm if there is room, else frees it. */
+static void warm_keep_locked(const slot_t *s)
+{
+    if (!s->base || warm.n == WARM_MAX_SLOTS || warm.bytes + s->cap > WARM_MAX_BYTES) {
+        slot_unmap((slot_t *)s);
+        return;
+    }
+    int at = warm.n;
+    while (at > 0 && warm.slot[at - 1].cap < s->cap) at--;
+    memmove(&warm.slot[at + 1], &warm.slot[at], sizeof warm.slot[0] * (size_t)(warm.n - at));
+    warm.slot[at] = (slot_t){.fd = s->fd, .base = s->base, .cap = s->cap};
+    warm.n++, warm.bytes += s->cap;
+}
+
+/* A connection's last reference: its slots kept warm while another
+ * connection of this process is open; the last one frees them all. */
+static void warm_release(local_t *L)
+{
+    pthread_mutex_lock(&warm.mu);
+    warm_own_locked();
+    int ours = L->counted && L->opener == getpid();
+    if (ours) warm.open--;
+    for (int i = 0; i < L->num_slots; i++) {
+        if (ours && warm.open > 0) warm_keep_locked(&L->slots[i]);
+        else slot_unmap(&L->slots[i]);
+    }
+    if (warm.open == 0) {
+        for (int i = 0; i < warm.n; i++) slot_unmap(&warm.slot[i]);
+        warm.n = 0, warm.bytes = 0;
+    }
+    pthread_mutex_unlock(&warm.mu);
 }
 
 /* ---- lifetime ----------------------------------------------------------------- */
@@ -254,11 +347,9 @@ static void local_unref(local_t *L)
     int last = --L->refs == 0;
     pthread_mutex_unlock(&L->lock);
     if (!last) return;
-    for (int i = 0; i < L->num_slots; i++) {
-        if (L->slots[i].base) munmap(L->slots[i].base, L->slots[i].cap);
+    for (int i = 0; i < L->num_slots; i++)
         if (L->opener == getpid()) fs_cuda_free_device(L->slots[i].dev); /* a forked child has no CUDA context */
-        close(L->slots[i].fd);
-    }
+    warm_release(L);
     layout_free(L->lay);
     if (L->notice) munmap((void *)L->notice, FS_LOCAL_NOTICE_BYTES);
     fs_sampler_destroy(L->sampler);
@@ -313,8 +404,9 @@ static void release_batch(fs_batch_priv_t *p)
     free(b);
 }
 
-/* Grows a slot to hold `bytes`, faulting the pages in once: later batches
- * reuse them without page faults. */
+/* Grows a slot to hold `bytes`, allocating the new pages at once: later
+ * batches reuse them without page faults, and memory that is not there is
+ * this error rather than a SIGBUS in the gather. */
 static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
 {
     if (bytes <= s->cap) return FS_OK;
@@ -327,8 +419,15 @@ static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
                       : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_NOMEM, "cannot map a result slot: %s", strerror(errno));
     madvise(p, cap, MADV_HUGEPAGE); /* before the pages are touched: huge where the host allows (fs_shm.h) */
-    madvise(p, cap, MADV_WILLNEED);
-    for (size_t off = s->cap; off < cap; off += 4096) ((volatile char *)p)[off] = 0;
+    int e = fs_shm_reserve_range(s->fd, p, s->cap, cap - s->cap);
+    if (e != 0) { /* back to the old size, whose pages are there */
+        int shrunk = ftruncate(s->fd, (off_t)s->cap); /* gives back the pages that did come */
+        (void)shrunk;
+        if (s->cap) s->base = mremap(p, cap, s->cap, 0);
+        else munmap(p, cap);
+        return fs_client_fail(c, FS_ERR_NOMEM, "cannot allocate %zu bytes for a result slot: %s", cap - s->cap,
+                              strerror(e));
+    }
     s->base = p;
     s->cap = cap;
     return FS_OK;
@@ -751,6 +850,7 @@ static fs_status_t finish_connect(fs_client_t *c, local_t *L, fs_fd_list_t *fds,
     }
     const featstore_local_Welcome *w = &L->lay->w;
     while (L->num_slots < (int)w->num_slots) L->slots[L->num_slots++] = (slot_t){.fd = fds->fd[fds->next++]};
+    warm_take(L);
     if (w->manifest_bytes) { /* 6.3: the manifest and the files, kept for the first typed call */
         typed_t *T = &L->typed;
         T->manifest_fd = fds->fd[fds->next++];

@@ -29,6 +29,11 @@
  * (len bytes) before sealing the memfd against writes. */
 fs_status_t fs_shm_map_reserved(int fd, size_t len, const char *what, void **addr, fs_error_t *err);
 
+/* Allocates the pages [off, off + len) of memfd `fd`, mapped read-write at
+ * `map`, now (MADV_POPULATE_WRITE; posix_fallocate before 5.14). Returns 0,
+ * or the errno that a store to those pages would have turned into SIGBUS. */
+int fs_shm_reserve_range(int fd, char *map, size_t off, size_t len);
+
 /* Bytes of this process's mapping that starts at `addr` which are mapped
  * with huge pages (/proc/self/smaps: ShmemPmdMapped + FilePmdMapped);
  * -1 when that cannot be read. */

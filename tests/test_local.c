@@ -1108,3 +1108,111 @@ Test(local, a_forked_child_must_connect_again)
     fs_batch_free(held);
     fs_close(c);
 }
+
+/* The inodes of the result slots this process maps ("/memfd:featstore-slot"
+ * in /proc/self/maps), each once; returns how many. */
+static int mapped_slots(unsigned long *ino, int cap)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    cr_assert_not_null(f);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long i;
+        if (!strstr(line, "featstore-slot") || sscanf(line, "%*s %*s %*s %*s %lu", &i) != 1) continue;
+        int seen = 0;
+        for (int k = 0; k < n; k++) seen |= ino[k] == i;
+        if (!seen && n < cap) ino[n++] = i;
+    }
+    fclose(f);
+    return n;
+}
+
+static int has_inode(const unsigned long *ino, int n, unsigned long i)
+{
+    for (int k = 0; k < n; k++)
+        if (ino[k] == i) return 1;
+    return 0;
+}
+
+/* A connection that goes leaves its populated slots to the next one of the
+ * process (client_local.c, "Warm slots"): the next batch lands in the same
+ * mapping, right, and without touching a slot that holds a batch; the last
+ * connection's close unmaps them all. */
+Test(local, a_closed_connections_slots_serve_the_next_one_warm)
+{
+    int64_t seeds[256];
+    seeds_for(seeds, 256, 11);
+    fs_sample_req_t req = req3(11);
+    fs_client_t *a = connect_ok(), *b = connect_ok();
+    fs_batch_t *held, *x, *y;
+    cr_assert_eq(fs_sample_gather(a, seeds, 256, &req, "feat", FS_DTYPE_F32, &held), FS_OK, "%s", fs_client_errstr(a));
+    cr_assert_eq(fs_sample_gather(b, seeds, 128, &req, "feat", FS_DTYPE_F32, &x), FS_OK, "%s", fs_client_errstr(b));
+    const void *where = x->nodes;
+    fs_batch_free(x);
+    fs_close(b);
+    unsigned long before[64];
+    int n_before = mapped_slots(before, 64);
+    cr_assert_eq(n_before, 2, "a's slot in use and b's kept warm: %d slots mapped", n_before);
+    fs_client_t *c = connect_ok();
+    cr_assert_eq(fs_sample_gather(c, seeds, 200, &req, "feat", FS_DTYPE_F32, &y), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(y->nodes, where, "c's first batch is not in b's warm slot");
+    cr_assert_not(differs(y, seeds, 200, &req));
+    cr_assert_not(differs(held, seeds, 256, &req), "a's held batch changed under c's");
+    fs_batch_free(y);
+    unsigned long now[64];
+    cr_assert_eq(mapped_slots(now, 64), 2, "c made a new slot where a warm one was there");
+    fs_close(c);
+    fs_batch_free(held);
+    fs_close(a);
+    cr_assert_eq(mapped_slots(now, 64), 0, "slots still mapped after the last connection closed");
+}
+
+/* A forked child inherits the warm slots' MAP_SHARED mappings, which are
+ * its parent's memory: it drops them, and its connection makes its own;
+ * the parent's stay warm for it. */
+Test(local, a_forked_child_leaves_its_parents_warm_slots_alone)
+{
+    int64_t seeds[256];
+    seeds_for(seeds, 256, 12);
+    fs_sample_req_t req = req3(12);
+    fs_client_t *a = connect_ok(), *b = connect_ok(); /* a makes no call: its slots are not mapped */
+    fs_batch_t *x;
+    cr_assert_eq(fs_sample_gather(b, seeds, 256, &req, "feat", FS_DTYPE_F32, &x), FS_OK, "%s", fs_client_errstr(b));
+    fs_batch_free(x);
+    fs_close(b);
+    unsigned long warm[64];
+    int n_warm = mapped_slots(warm, 64);
+    cr_assert_eq(n_warm, 1);
+    pid_t child = fork();
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        fs_client_t *own;
+        if (fs_connect(uri, NULL, &own) != FS_OK) _exit(2);
+        for (int it = 0; it < 5; it++) {
+            int64_t s2[256];
+            seeds_for(s2, 256, 300 + it);
+            fs_sample_req_t r2 = req3(300 + (uint64_t)it);
+            if (fs_sample_gather(own, s2, 256, &r2, "feat", FS_DTYPE_F32, &x) != FS_OK || differs(x, s2, 256, &r2))
+                _exit(3);
+            fs_batch_free(x);
+        }
+        unsigned long mine[64];
+        int n = mapped_slots(mine, 64);
+        for (int k = 0; k < n; k++)
+            if (has_inode(warm, n_warm, mine[k])) _exit(4); /* the parent's warm slot, written by the child */
+        fs_close(own);
+        _exit(n == 1 ? 0 : 5);
+    }
+    cr_assert_eq(wait_child(child), 0, "the child: 2 connect, 3 a wrong batch, 4 it used its parent's warm slot, "
+                                       "5 not one slot of its own mapped");
+    fs_client_t *c = connect_ok();
+    cr_assert_eq(fs_sample_gather(c, seeds, 256, &req, "feat", FS_DTYPE_F32, &x), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_not(differs(x, seeds, 256, &req));
+    unsigned long now[64];
+    int n = mapped_slots(now, 64);
+    cr_assert(n == 1 && now[0] == warm[0], "the parent's next connection did not take its warm slot");
+    fs_batch_free(x);
+    fs_close(c);
+    fs_close(a);
+}
