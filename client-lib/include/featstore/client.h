@@ -32,7 +32,9 @@
  * until its free call; its arrays stay valid until then and are read-only.
  * Over unix:// a connection has a fixed number of result slots (see
  * fs_connect_opts_t.slots): holding that many batches makes the next call
- * fail with FS_ERR_RESOURCE until one is freed.
+ * fail with FS_ERR_RESOURCE until one is freed. A closed connection's slots
+ * stay mapped for the process's next connection while another one is open
+ * (at most 16 slots, 1 GiB); the last fs_close frees them.
  *
  * Thread-safety: a connection may be used by one thread at a time (give each
  * thread its own, or lock around calls); results may be read and freed from
