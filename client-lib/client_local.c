@@ -274,10 +274,10 @@ static void warm_take(local_t *L)
 }
 
 /* Under warm.mu: keeps slot `s` warm if there is room, else frees it. */
-static void warm_keep_locked(const slot_t *s)
+static void warm_keep_locked(slot_t *s)
 {
     if (!s->base || warm.n == WARM_MAX_SLOTS || warm.bytes + s->cap > WARM_MAX_BYTES) {
-        slot_unmap((slot_t *)s);
+        slot_unmap(s);
         return;
     }
     int at = warm.n;
