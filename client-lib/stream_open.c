@@ -378,8 +378,8 @@ fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out)
  * against the one before it) and a server-made one (one call); else the
  * option, or by default where the engines run in this process (unix://)
  * the connection's threads, each producer then running an equal share of
- * them (elsewhere one). Never
- * more than prefetch: no more batches than that are made at once. */
+ * them (elsewhere one). Never more than prefetch: no more batches than
+ * that are made at once. */
 static int producers(const fs_client_t *c, const fs_stream_t *s, const fs_stream_opts_t *o)
 {
     if (s->delta != FS_DELTA_OFF || s->remote) return 1;

@@ -144,8 +144,9 @@ static inline int64_t run_length(const int64_t *ids, int64_t i, int64_t e)
  * memcpy loop through it, and at 1.0x here. One prefetch per 256 bytes of
  * row, up to ROW_HEAD: for small rows the hardware fetches the neighbouring
  * lines itself, and prefetching them too only queued behind the page walks
- * (0.88x with all four lines of a 256-byte row). Runs of consecutive ids (a chunked epoch's rows,
- * docs/algorithms.md §8) are one memcpy each: a bulk copy, not a gather. */
+ * (0.88x with all four lines of a 256-byte row). Runs of consecutive ids
+ * (a chunked epoch's rows, docs/algorithms.md §8) are one memcpy each: a
+ * bulk copy, not a gather. */
 static void copy_rows(const job_t *j, int64_t b, int64_t end, int64_t e, int has_runs)
 {
     const int64_t *ids = j->ids;

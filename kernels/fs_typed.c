@@ -805,9 +805,9 @@ static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
 
 /* Worst-case picks of a pass and the longest row, for sizing, with every
  * destination's row (start, degree) recorded into row[] (pass_t.row). The
- * exact sum (uniform rows shorter than the fanout
- * count their length) keeps the id map no larger than the pass can fill: a
- * map sized by fanout alone was sparser and 3% slower. */
+ * exact sum (uniform rows shorter than the fanout count their length)
+ * keeps the id map no larger than the pass can fill: a map sized by fanout
+ * alone was sparser and 3% slower. */
 static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg,
                           int64_t *row)
 {
