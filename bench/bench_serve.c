@@ -17,16 +17,18 @@
  *    of every round's batches, and the warm-up's are printed apart.
  *
  *   bench_serve [--scale 20] [--dim 128] [--rounds 5] [--batches 20] [--warmup 5]
- *               [--clients 1,2,4] [--skip-memory 1]
+ *               [--clients 1,2,4] [--skip-memory 1] [--copy auto|memory|file]
  *
  * The served copy's page size decides much of phase 2 with several
- * clients per core (docs/serving.md "Huge pages"), so each RESULT names the
+ * clients per core (docs/serving.md "Huge pages"), so each RESULT names
+ * what holds the copy (--copy: as `featstore serve --copy` chooses), the
  * host's shmem THP setting and the share of the copy in 2 MiB pages.
  *
  * RESULT bench=shared_memory clients=8 ... pss_ratio_vs_dataset=...
  * RESULT bench=serve clients=N batches_per_s=... ratio_vs_inprocess=... p50_ms=... p99_ms=... p99_over_p50=...
  *        warmup_batches=... warmup_p50_ms=... warmup_p99_ms=... warmup_max_ms=...
- *        inprocess_forked_batches_per_s=... ratio_vs_inprocess_forked=... shmem_thp=... dataset_huge_pct=... */
+ *        inprocess_forked_batches_per_s=... ratio_vs_inprocess_forked=... copy=memory|file shmem_thp=...
+ *        dataset_huge_pct=... */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +43,7 @@
 #include "fs_rng.h"
 #include "fs_shm.h"
 #include "local.h"
+#include "serve.h"
 
 #define FANOUTS {15, 10, 5}
 
@@ -329,15 +332,16 @@ static void serve_phase(const procs_t *clients, const procs_t *forked, const fs_
     }
     double p50, p99, wp50, wp99, wmax;
     char setting[32];
+    const char *in_files;
     percentiles(pool.lat, pool.nlat, &p50, &p99, NULL);
     percentiles(pool.warm, pool.nwarm, &wp50, &wp99, &wmax);
     printf("RESULT bench=serve clients=%d rounds=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
            "p50_ms=%.2f p99_ms=%.2f p99_over_p50=%.2f warmup_batches=%d warmup_p50_ms=%.2f warmup_p99_ms=%.2f "
-           "warmup_max_ms=%.2f inprocess_forked_batches_per_s=%.2f ratio_vs_inprocess_forked=%.3f shmem_thp=%s "
+           "warmup_max_ms=%.2f inprocess_forked_batches_per_s=%.2f ratio_vs_inprocess_forked=%.3f copy=%s shmem_thp=%s "
            "dataset_huge_pct=%.0f\n",
            n, rounds, sum[0] / rounds, sum[1] / rounds, bench_percentile(ratio, rounds, 0.5), p50, p99, p50 > 0 ? p99 / p50 : 0, warmup,
            wp50, wp99, wmax, sum[2] / rounds, bench_percentile(ratio_forked, rounds, 0.5),
-           fs_shm_huge_setting(setting, sizeof setting), 100.0 * (double)fs_dataset_huge_bytes(ds) / (double)fs_dataset_bytes(ds));
+           fs_dataset_file_copy_bytes(ds, &in_files) ? "file" : "memory", fs_shm_huge_setting(setting, sizeof setting), 100.0 * (double)fs_dataset_huge_bytes(ds) / (double)fs_dataset_bytes(ds));
     fflush(stdout);
     free(pool.lat), free(pool.warm);
 }
@@ -363,7 +367,12 @@ int main(int argc, char **argv)
         memory_phase(data, bytes, "15,10,5x1024", "--batches 5 --batch 1024 --fanouts 15,10,5");
     }
 
-    fs_dataset_open(data, FS_OPEN_COPY, 1, &ds, &err); /* as `featstore serve` opens it */
+    fs_copy_opts_t copy = {0};
+    if (fs_serve_copy_medium(bench_str(argc, argv, "--copy", "auto"), "--copy", &copy.medium, &err) != FS_OK ||
+        fs_dataset_open_served(data, &copy, 0, 1, &ds, &err) != FS_OK) { /* as `featstore serve` opens it */
+        fprintf(stderr, "bench_serve: %s\n", err.msg);
+        return 2;
+    }
     fs_dataset_prefault(ds);
     fs_store_t *store;
     fs_engine_t *engine;

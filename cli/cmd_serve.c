@@ -67,13 +67,13 @@ int cmd_serve(int argc, char **argv)
                                         OPT_RESERVE, OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
                                         OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
                                         OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
-                                        OPT_PLAN_DIR, 0};
+                                        OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, 0};
     cli_t c;
     int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;
     if (c.num_args != 1)
         return cli_usage("%s", "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] "
-                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify] [--grpc-max-calls N] [--request-timeout 60s] "
+                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify] [--prefault] [--copy auto|memory|file] [--copy-dir DIR] [--grpc-max-calls N] [--request-timeout 60s] "
                                "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] "
                                "[--insecure] [--handshake-timeout 5s] [--max-conns-per-uid N] "
                                "[--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] [--plan-dir DIR]");
@@ -83,10 +83,14 @@ int cmd_serve(int argc, char **argv)
     o.socket_path = c.text[OPT_SOCKET], o.listen = c.text[OPT_LISTEN], o.metrics = c.text[OPT_METRICS];
     o.config = c.text[OPT_CONFIG];
     o.verify = cli_has(&c, OPT_VERIFY), o.prefault = cli_has(&c, OPT_PREFAULT);
+    o.copy_medium = c.text[OPT_COPY], o.copy.dir = c.text[OPT_COPY_DIR];
     o.place = (fs_place_opts_t){.topology = c.text[OPT_TOPOLOGY], .table = c.text[OPT_TABLE],
                                 .plan_in = c.text[OPT_PLAN], .plan_out = c.text[OPT_SAVE_PLAN]};
     long long threads = 0;
     fs_error_t err = {0};
+    if (fs_serve_copy_medium(o.copy_medium, "--copy", &o.copy.medium, &err) != FS_OK) return cli_usage("%s", err.msg);
+    if (o.copy.medium == FS_COPY_MEMFD && o.copy.dir)
+        return cli_usage("%s", "--copy-dir is where file copies go: it needs --copy file or auto, not memory");
     fs_status_t st = cli_int(&c, OPT_THREADS, 1, 256, &threads, &err);
     if (st == FS_OK) st = cli_fraction(&c, OPT_GPU_BUDGET, &o.place.gpu_budget, &err);
     if (st != FS_OK) return cli_usage("%s", err.msg);

@@ -35,6 +35,8 @@ static const char *const usage_text =
     "                                            add hop tables hop_0..hop_R = B^r X (pre-propagation)\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
+    "        [--copy auto|memory|file] [--copy-dir DIR]   what holds the served copy of the dataset\n"
+    "                                            (auto: 2 MiB pages where the host gives them)\n"
     "                                            addresses: HOST:PORT or [IPv6]:PORT (port 0: any free\n"
     "                                            one); --socket PATH or unix:///ABS/PATH\n"
     "        [--topology PRESET|FILE [--gpu-budget F] [--plan FILE] [--save-plan FILE] [--table T]\n"

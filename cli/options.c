@@ -47,6 +47,7 @@ static const struct option long_opts[] = {
     {"max-conns-per-uid", required_argument, 0, OPT_MAX_CONNS_PER_UID},
     {"allow-uid", required_argument, 0, OPT_ALLOW_UID},  {"allow-gid", required_argument, 0, OPT_ALLOW_GID},
     {"admin-uid", required_argument, 0, OPT_ADMIN_UID},  {"plan-dir", required_argument, 0, OPT_PLAN_DIR},
+    {"copy", required_argument, 0, OPT_COPY},            {"copy-dir", required_argument, 0, OPT_COPY_DIR},
     /* featstore propagate */
     {"hops", required_argument, 0, OPT_HOPS},          {"norm", required_argument, 0, OPT_NORM},
     {"self-loops", no_argument, 0, OPT_SELF_LOOPS},    {"no-self-loops", no_argument, 0, OPT_NO_SELF_LOOPS},

@@ -4,8 +4,8 @@
  * this reader's placement and a ring of memfd result slots (proto/fs_local.h
  * describes the conversation). This process maps the files PROT_READ (the
  * kernel shares those pages with the server and every other trainer: no
- * private copy of the data). The descriptors are the sealed memfd copies
- * the server verified (dataset/dataset.c), not the files on disk (which
+ * private copy of the data). The descriptors are the unwritable copies
+ * the server verified (dataset/served_copy.c), not the files on disk (which
  * earlier servers passed): nobody can shrink them, so a dataset file
  * truncated on disk cannot SIGBUS a trainer. It builds the same views the
  * server would, and runs the kernels itself; results are written into a
@@ -26,7 +26,7 @@
  * that again. A process with several connections to one server (a stream
  * opens its own) would pay that per connection, for the very same pages.
  * So host mappings are kept once per process, keyed by the file's identity
- * (device, inode: the server's sealed memfds), and reference-counted by
+ * (device, inode: the server's copies), and reference-counted by
  * the connections' layouts; a GPU reader's are its own (registered or
  * copied for its device).
  *
@@ -129,7 +129,7 @@ static void *shared_map_take(int fd, const struct stat *st, size_t len)
     /* Fill this process's page tables now: otherwise every first touch of a
      * page in a batch is a minor fault, which on some hosts costs more than
      * the row copy itself and turns into latency spikes long after warm-up
-     * (docs/design.md "Data plane"). The pages are the server's resident memfd
+     * (docs/design.md "Data plane"). The pages are the server's resident
      * copies, so this only writes page-table entries. Best effort: kernels
      * before 5.14 refuse it and fault lazily as before. */
     madvise(p, len, MADV_POPULATE_READ);

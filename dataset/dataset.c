@@ -12,21 +12,17 @@
  * the file. Truncating it (a re-import in place, a full disk, a bad copy)
  * makes every process that maps it take SIGBUS on the next read of a page
  * past the new end, and writing it changes what is served. So the server
- * reads each file once, with read(), into a memfd — hashing exactly the bytes
- * written there, checked against the manifest's xxh3 — then seals the memfd
- * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL), maps it
- * read-only and validates that mapping. The validated bytes are then the
- * served bytes, no one can shrink or change them, and trainers receive the
- * memfd, so no process can fault on a vanished page. The cost is memory: the
- * copy is shmem, as large as the dataset (the original's page cache is
- * dropped after copying, so the total stays about 1x; docs/design.md "Data plane"),
- * and a start-up copy at memory speed. The copy is read into a mapping that
- * asks for 2 MiB pages (fs_shm.h: honoured where the host's shmem THP
- * setting is "advise", "within_size" or "always"; "never" keeps 4 KiB pages),
- * which every trainer then maps with a few thousand page-table entries
- * instead of hundreds of thousands. Changes to the files
- * afterwards are only told about (fs_dataset_file_check: the server logs them
- * and counts them in a metric); the copies keep being served.
+ * reads each file once, with read(), into a copy that nobody can write,
+ * shrink or grow — a sealed memfd, or an unnamed read-only file
+ * (served_copy.c) — hashing exactly the bytes written there, checked
+ * against the manifest's xxh3, then maps the copy read-only and validates
+ * that mapping. The validated bytes are then the served bytes, and trainers
+ * receive the copy's descriptor, so no process can fault on a vanished page.
+ * The cost is memory (the copy is as large as the dataset; the original's
+ * page cache is dropped after copying, so the total stays about 1x:
+ * docs/design.md "Data plane") and a start-up copy. Changes to the files
+ * afterwards are only told about (fs_dataset_file_check: the server logs
+ * them and counts them in a metric); the copies keep being served.
  *
  * Without FS_OPEN_COPY (the CLI's info and plan, tests, benchmarks) files are
  * mapped directly: no copy, and the page cache is shared. */
@@ -46,17 +42,8 @@
 
 #include "dataset_internal.h"
 #include "fs_parallel.h"
-#include "fs_shm.h"
 #include "npy.h"
 
-struct fs_mapping {
-    char file[128];
-    void *addr;
-    size_t len;
-    int fd;                        /* the validated descriptor: the sealed memfd, or the file itself */
-    fs_file_state_t validated;     /* the file as it was when it was read */
-    long long huge_bytes;          /* of the sealed copy, in 2 MiB pages (-1 unknown; 0 without a copy) */
-};
 
 
 /* ---- mapping one .npy file ---------------------------------------------- */
@@ -93,90 +80,6 @@ static void state_of(const struct stat *st, fs_file_state_t *out)
                              .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec};
 }
 
-/* Memory the kernel could give us now (MemAvailable), or SIZE_MAX when it
- * does not say. */
-static size_t memory_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    unsigned long long kb = 0;
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
-    if (f) fclose(f);
-    return found ? (size_t)kb * 1024 : SIZE_MAX;
-}
-
-#define COPY_CHUNK (1u << 20) /* stays in cache between read() and the hash */
-
-/* read() file `src` (m->len bytes) straight into the memfd m->fd, through
- * a mapping that asked for huge pages and has every page allocated already
- * (fs_shm.h: huge pages where the host allows, and ENOSPC as an error, not
- * a SIGBUS), hashing each chunk after it lands: *hash is the checksum of
- * exactly the bytes the memfd holds, and only this process can write the
- * memfd until it is sealed. */
-static fs_status_t fill_copy(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash)
-{
-    char *dst;
-    fs_status_t s = fs_shm_map_reserved(m->fd, m->len, path, (void **)&dst, c->err);
-    if (s != FS_OK) return s;
-    XXH3_state_t *h = XXH3_createState();
-    if (!h || XXH3_64bits_reset(h) != XXH_OK) s = fs_error(c->err, FS_ERR_NOMEM, "out of memory");
-    for (size_t off = 0; s == FS_OK && off < m->len;) {
-        size_t want = m->len - off < COPY_CHUNK ? m->len - off : COPY_CHUNK;
-        ssize_t r = pread(src, dst + off, want, (off_t)off);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            s = fs_error(c->err, FS_ERR_IO, "%s: read failed at byte %zu: %s", path, off, strerror(errno));
-        } else if (r == 0) {
-            s = fs_error(c->err, FS_ERR_IO, "%s: the file shrank to %zu bytes while it was being read (was %zu)",
-                         path, off, m->len);
-        } else {
-            XXH3_64bits_update(h, dst + off, (size_t)r);
-            off += (size_t)r;
-        }
-    }
-    if (s == FS_OK) *hash = XXH3_64bits_digest(h);
-    XXH3_freeState(h);
-    m->huge_bytes = fs_shm_huge_bytes(dst); /* every page is mapped here: what the copy got */
-    munmap(dst, m->len ? m->len : 1); /* no writable mapping may remain when the memfd is sealed */
-    return s;
-}
-
-/* The FS_OPEN_COPY path (see the top of this file): a checksummed copy of
- * `src` in a memfd, sealed and mapped read-only; m->fd becomes the memfd. */
-static fs_status_t copy_sealed(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash)
-{
-    size_t avail = memory_available();
-    if (m->len > avail)
-        return fs_error(c->err, FS_ERR_NOMEM, "%s: serving needs a %zu-byte in-memory copy of it, but only %zu bytes "
-                        "of memory are available", path, m->len, avail);
-    char name[160];
-    snprintf(name, sizeof name, "featstore-dataset:%s", m->file);
-    if ((m->fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
-        return fs_error(c->err, FS_ERR_NOMEM, "%s: memfd_create: %s", path, strerror(errno));
-    fs_status_t s = fill_copy(c, path, src, m, hash);
-    if (s != FS_OK) return s;
-    struct stat st;
-    fs_file_state_t after = {0};
-    if (fstat(src, &st) == 0) state_of(&st, &after);
-    if (after.size != m->validated.size || after.mtime_ns != m->validated.mtime_ns)
-        return fs_error(c->err, FS_ERR_IO, "%s: the file changed while it was being read (%lld bytes before, %lld "
-                        "after); start again once nothing writes it", path, (long long)m->validated.size,
-                        (long long)after.size);
-    if (fcntl(m->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-        return fs_error(c->err, FS_ERR_IO, "%s: cannot seal its in-memory copy: %s", path, strerror(errno));
-    /* The copy is all that is read from now on: the original's page cache
-     * need not hold the same bytes a second time. */
-    posix_fadvise(src, 0, 0, POSIX_FADV_DONTNEED);
-    m->addr = mmap(NULL, m->len, PROT_READ, MAP_SHARED, m->fd, 0);
-    if (m->addr == MAP_FAILED) {
-        m->addr = NULL;
-        return fs_error(c->err, FS_ERR_NOMEM, "%s: cannot map its in-memory copy: %s", path, strerror(errno));
-    }
-    madvise(m->addr, m->len, MADV_HUGEPAGE); /* best effort */
-    return FS_OK;
-}
-
 /* A descriptor of its own for `file`: dir/file opened, or a dup of the
  * descriptor given for it (fs_dataset_open_fds). */
 static fs_status_t open_file(open_ctx_t *c, const char *file, const char *path, int *fd)
@@ -197,7 +100,7 @@ static fs_status_t open_file(open_ctx_t *c, const char *file, const char *path, 
 }
 
 /* Opens dir/file once (or takes its given descriptor), maps it (or, with
- * FS_OPEN_COPY, its sealed copy) and parses its header; *data points at the
+ * FS_OPEN_COPY, its copy: served_copy.c) and parses its header; *data points at the
  * array. The descriptor validated is the one kept. */
 fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data)
 {
@@ -236,7 +139,7 @@ fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, cons
     uint64_t copied;
     fs_status_t s = FS_OK;
     if (c->flags & FS_OPEN_COPY) {
-        s = copy_sealed(c, path, fd, m, &copied);
+        s = ds_copy_serve(c, path, fd, m, &copied);
         close(fd); /* keeping it would pin a deleted file's disk space for the server's lifetime */
     } else {
         m->fd = fd;
@@ -625,8 +528,9 @@ static fs_status_t open_v1(open_ctx_t *c, json_t *m)
 }
 
 /* Opens dir's files (or the given ones) as the parsed manifest m (borrowed) says. */
-static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags, int threads,
-                                      const ds_given_files_t *given, fs_dataset_t **out, fs_error_t *err)
+static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags, const fs_copy_opts_t *copy,
+                                      int threads, const ds_given_files_t *given, fs_dataset_t **out,
+                                      fs_error_t *err)
 {
     fs_dataset_t *ds = calloc(1, sizeof *ds);
     if (ds) ds->dir = strdup(dir);
@@ -636,12 +540,15 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
     }
     open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .given = given, .flags = flags,
                     .threads = threads, .err = err};
-    fs_status_t s = read_format(&c, m);
+    fs_status_t s = (flags & FS_OPEN_COPY) ? ds_copy_choose(copy, &c.copy, err) : FS_OK;
+    if (!s && (flags & FS_OPEN_COPY) && !(ds->copy_dir = strdup(c.copy.dir)))
+        s = fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
+    if (!s) s = read_format(&c, m);
     if (!s) s = ds->version == 1 ? open_v1(&c, m) : ds_open_typed(&c, m);
     if (!s) s = ds_open_propagation(&c, json_object_get(m, "propagation"));
     if (!s) s = ds_split_names_build(&c);
     ds->checksums_verified = (flags & (FS_OPEN_VERIFY | FS_OPEN_COPY)) && c.files != NULL;
-    ds->sealed_copy = (flags & FS_OPEN_COPY) != 0;
+    ds->served_copy = (flags & FS_OPEN_COPY) != 0;
     if (s != FS_OK) {
         fs_dataset_close(ds);
         return s;
@@ -675,8 +582,8 @@ static char *read_manifest(const char *path, size_t *len)
     return buf;
 }
 
-fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
-                            fs_error_t *err)
+static fs_status_t open_dir(const char *dir, unsigned flags, const fs_copy_opts_t *copy, int threads,
+                            fs_dataset_t **out, fs_error_t *err)
 {
     *out = NULL;
     char path[4096];
@@ -694,11 +601,23 @@ fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dat
         free(text);
         return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", path, jerr.line, jerr.text);
     }
-    fs_status_t s = open_with_manifest(dir, m, flags, threads, NULL, out, err);
+    fs_status_t s = open_with_manifest(dir, m, flags, copy, threads, NULL, out, err);
     json_decref(m);
     if (s == FS_OK) (*out)->manifest = text, (*out)->manifest_len = len; /* kept: trainers open the same */
     else free(text);
     return s;
+}
+
+fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
+                            fs_error_t *err)
+{
+    return open_dir(dir, flags, NULL, threads, out, err);
+}
+
+fs_status_t fs_dataset_open_served(const char *dir, const fs_copy_opts_t *copy, unsigned flags, int threads,
+                                   fs_dataset_t **out, fs_error_t *err)
+{
+    return open_dir(dir, flags | FS_OPEN_COPY, copy, threads, out, err);
 }
 
 fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t len, unsigned flags, int threads,
@@ -708,7 +627,7 @@ fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t l
     json_error_t jerr;
     json_t *m = json_loadb(text, len, 0, &jerr); /* the flags json_load_file gets above */
     if (!m) return fs_error(err, FS_ERR_FORMAT, "%s/%s: line %d: %s", dir, FS_MANIFEST, jerr.line, jerr.text);
-    fs_status_t s = open_with_manifest(dir, m, flags, threads, NULL, out, err);
+    fs_status_t s = open_with_manifest(dir, m, flags, NULL, threads, NULL, out, err);
     json_decref(m);
     return s;
 }
@@ -724,7 +643,7 @@ fs_status_t fs_dataset_open_fds(const char *name, const char *text, size_t len, 
     json_t *m = json_loadb(text, len, 0, &jerr);
     if (!m) return fs_error(err, FS_ERR_FORMAT, "%s/%s: line %d: %s", name, FS_MANIFEST, jerr.line, jerr.text);
     ds_given_files_t given = {files, fds, num_files};
-    fs_status_t s = open_with_manifest(name, m, 0, threads, &given, out, err);
+    fs_status_t s = open_with_manifest(name, m, 0, NULL, threads, &given, out, err);
     json_decref(m);
     return s;
 }
@@ -742,6 +661,7 @@ void fs_dataset_close(fs_dataset_t *ds)
     free(ds->tables);
     free(ds->splits);
     free(ds->dir);
+    free(ds->copy_dir);
     free((char *)ds->manifest);
     free(ds);
 }
@@ -822,7 +742,7 @@ void fs_dataset_file_validated(const fs_dataset_t *ds, int i, fs_file_state_t *o
 
 /* The name is what is looked at, not a kept descriptor: a replaced or
  * deleted file is only visible by name, and the server keeps no descriptor
- * of the originals (copy_sealed). */
+ * of the originals (served_copy.c). */
 fs_file_change_t fs_dataset_file_check(const fs_dataset_t *ds, int i, fs_file_state_t *last, char *what, size_t len)
 {
     char path[4300];
@@ -864,6 +784,14 @@ size_t fs_dataset_bytes(const fs_dataset_t *ds)
 {
     size_t total = 0;
     for (int i = 0; i < ds->num_maps; i++) total += ds->maps[i].len;
+    return total;
+}
+
+size_t fs_dataset_file_copy_bytes(const fs_dataset_t *ds, const char **dir)
+{
+    size_t total = 0;
+    for (int i = 0; i < ds->num_maps; i++) total += ds->maps[i].in_file ? ds->maps[i].len : 0;
+    *dir = total ? ds->copy_dir : NULL;
     return total;
 }
 

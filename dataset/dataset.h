@@ -27,14 +27,15 @@
  * Opening maps every file read-only (no parse, no copy) and validates it:
  * header, shape, dtype, file size, indptr monotone, every id in range. With
  * FS_OPEN_VERIFY it also checks each file's xxh3 checksum from the manifest.
- * With FS_OPEN_COPY (the server) each file is first copied into a sealed
- * memfd while its checksum is computed, and everything after that reads the
- * copy: nobody can shrink or change it, so no page can vanish under a reader
- * (no SIGBUS) and the bytes served are the bytes verified (dataset.c).
+ * With FS_OPEN_COPY (the server) each file is first copied — into a sealed
+ * memfd or an unnamed read-only file (fs_copy_opts_t) — while its checksum
+ * is computed, and everything after that reads the copy: nobody can shrink
+ * or change it, so no page can vanish under a reader (no SIGBUS) and the
+ * bytes served are the bytes verified (dataset.c, served_copy.c).
  * Every failure names the file and, for data errors, the first bad offset.
  *
  * Each file is opened once: the dataset keeps the descriptor it validated
- * (the memfd, or the original file without FS_OPEN_COPY) and hands it out by
+ * (the copy, or the original file without FS_OPEN_COPY) and hands it out by
  * fs_dataset_locate(); nothing reopens a path after validation.
  *
  * Ownership: the dataset owns its mappings and descriptors; every pointer
@@ -187,22 +188,44 @@ typedef struct {
                                       NUL-terminated), for trainers to open the same; else NULL */
     size_t manifest_len;
     int checksums_verified;        /* 1 if every file's checksum was checked */
-    int sealed_copy;               /* 1 if served from sealed memfd copies (FS_OPEN_COPY) */
+    int served_copy;               /* 1 if served from copies (FS_OPEN_COPY) */
     /* private */
     int num_maps, cap_maps;
     fs_mapping_t *maps;
+    char *copy_dir;                /* FS_OPEN_COPY: where unnamed-file copies go */
     int num_split_names;
     fs_split_name_t *split_names;  /* "TYPE/NAME" and "link/NAME/ARRAY" (dataset_typed.c) */
 } fs_dataset_t;
 
 enum {
     FS_OPEN_VERIFY = 1 << 0,       /* also verify the manifest's checksums */
-    FS_OPEN_COPY = 1 << 1,         /* copy each file into a sealed memfd (and verify
-                                      its checksum, which the copy computes anyway) */
+    FS_OPEN_COPY = 1 << 1,         /* copy each file (FS_COPY_AUTO; and verify its
+                                      checksum, which the copy computes anyway) */
 };
+
+/* What holds FS_OPEN_COPY's copies (served_copy.c; docs/serving.md "Huge
+ * pages"). Both are unwritable once made; they differ in page size and
+ * cost. */
+typedef enum {
+    FS_COPY_AUTO = 0,  /* the memfd where shmem gets 2 MiB pages; else a file in `dir` where a probe file gets
+                          them (per file, while the copy leaves 5% of that file system free); else the memfd */
+    FS_COPY_MEMFD,     /* a sealed memfd: memory only; 2 MiB pages only under the host's shmem THP setting */
+    FS_COPY_FILE,      /* an unnamed 0400 file in `dir`, written to disk before serving; 2 MiB pages where the
+                          kernel keeps large folios for that file system. An error where `dir` cannot hold one */
+} fs_copy_medium_t;
+
+typedef struct {
+    fs_copy_medium_t medium;
+    const char *dir;   /* the files' directory; NULL = $TMPDIR, else /var/tmp */
+} fs_copy_opts_t;
 
 fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
                             fs_error_t *err);
+
+/* fs_dataset_open with FS_OPEN_COPY and the copies where `copy` says
+ * (NULL: FS_COPY_AUTO in the default directory). */
+fs_status_t fs_dataset_open_served(const char *dir, const fs_copy_opts_t *copy, unsigned flags, int threads,
+                                   fs_dataset_t **out, fs_error_t *err);
 void fs_dataset_close(fs_dataset_t *ds);
 
 /* A dataset whose files were opened by someone else (a trainer given the
@@ -306,12 +329,15 @@ fs_file_change_t fs_dataset_file_check(const fs_dataset_t *ds, int i, fs_file_st
 void fs_dataset_prefault(const fs_dataset_t *ds);
 
 /* Bytes of all mapped files together (with FS_OPEN_COPY: the memory the
- * sealed copies take). */
+ * copies take). */
 size_t fs_dataset_bytes(const fs_dataset_t *ds);
 
-/* Bytes of the sealed copies (FS_OPEN_COPY) that are in 2 MiB pages: all
- * of them where the host's shmem THP setting allows, none under "never"
+/* Bytes of the copies (FS_OPEN_COPY) that are in 2 MiB pages
  * (docs/serving.md "Huge pages"). 0 without copies; -1 when unknown. */
 long long fs_dataset_huge_bytes(const fs_dataset_t *ds);
+
+/* Bytes of the copies (FS_OPEN_COPY) in unnamed files, and their directory
+ * (NULL when there are none); the rest are sealed memfds. */
+size_t fs_dataset_file_copy_bytes(const fs_dataset_t *ds, const char **dir);
 
 #endif

@@ -16,12 +16,31 @@ typedef struct {
     int count;
 } ds_given_files_t;
 
+/* One mapped file of the dataset. */
+struct fs_mapping {
+    char file[128];
+    void *addr;
+    size_t len;
+    int fd;                        /* the validated descriptor: the copy (FS_OPEN_COPY), or the file itself */
+    int in_file;                   /* the copy is an unnamed file (else a sealed memfd; served_copy.c) */
+    fs_file_state_t validated;     /* the file as it was when it was read */
+    long long huge_bytes;          /* of the copy, in 2 MiB pages (-1 unknown; 0 without a copy) */
+};
+
+/* Where FS_OPEN_COPY puts copies, chosen once per open (ds_copy_choose). */
+typedef struct {
+    fs_copy_medium_t medium;       /* FS_COPY_MEMFD or FS_COPY_FILE */
+    fs_copy_medium_t requested;    /* what was asked: FS_COPY_AUTO may still use a memfd per file (no room) */
+    char dir[256];                 /* FS_COPY_FILE: the directory of the unnamed files */
+} ds_copy_t;
+
 typedef struct {
     fs_dataset_t *ds;
     const char *dir;
     json_t *files;            /* manifest "files" (checksums), may be NULL */
     const ds_given_files_t *given; /* NULL: open dir's files by path */
     unsigned flags;
+    ds_copy_t copy;           /* with FS_OPEN_COPY */
     int threads;
     fs_error_t *err;
 } open_ctx_t;
@@ -54,6 +73,13 @@ fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const cha
 fs_status_t ds_open_labels(open_ctx_t *c, json_t *lab, int64_t rows, const int64_t **labels, int64_t *num_classes,
                            fs_table_t *tables, int *num_tables);
 fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_idset_t **sets, int *num);
+
+/* served_copy.c: FS_OPEN_COPY's copies. ds_copy_choose resolves `o`
+ * (NULL: FS_COPY_AUTO in the default directory) once per open, probing
+ * the host; ds_copy_serve copies file `src` into m (m->fd, m->addr become
+ * the copy's), its checksum in *hash. */
+fs_status_t ds_copy_choose(const fs_copy_opts_t *o, ds_copy_t *out, fs_error_t *err);
+fs_status_t ds_copy_serve(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash);
 
 /* The file name of the mapping holding `data`, or NULL. */
 const char *ds_mapping_file(const fs_dataset_t *ds, const void *data);

@@ -96,8 +96,8 @@ void fs_local_server_defaults(fs_local_server_opts_t *o)
 
 /* ---- the dataset's descriptors, validated once and shared with every client ---- */
 
-/* A copy of the descriptor the dataset validated (its sealed memfd when
- * served: dataset.c), never the path opened again. */
+/* A copy of the descriptor the dataset validated (its unwritable copy
+ * when served: dataset/served_copy.c), never the path opened again. */
 static fs_status_t open_data_fd(fs_local_server_t *s, const void *data, int64_t *offset, fs_error_t *err)
 {
     int kept;

@@ -1,5 +1,5 @@
-/* serve.c — `featstore serve`. Startup: open the dataset (copied into
- * sealed memory and verified: dataset.c; a watcher reports files changed
+/* serve.c — `featstore serve`. Startup: open the dataset (copied where
+ * nobody can write it, and verified: dataset/served_copy.c; a watcher reports files changed
  * afterwards: watch.c), build the store (the placement plugs in here), then start the transports
  * and the metrics endpoint, log one line, and print a READY line with the
  * bound addresses (scripts and tests read it). Shutdown on SIGTERM/SIGINT:
@@ -59,7 +59,7 @@ void fs_serve_defaults(fs_serve_opts_t *o)
  * (kernels/fs_json.h): an unknown key, a wrong type or a value out of range
  * is an error naming the key and what is allowed. */
 static const char *const config_keys[] = {"socket", "listen", "metrics", "threads", "verify", "prefault", "limits",
-                                          NULL};
+                                          "copy", "copy_dir", NULL};
 static const char *const limit_keys[] = {"max_ids", "max_fanout_product", "max_response_bytes", NULL};
 
 static fs_status_t config_string(const json_t *cfg, const char *where, const char *key, const char **dst,
@@ -115,19 +115,39 @@ static fs_status_t config_apply(const json_t *cfg, const char *where, fs_serve_o
         o->threads = (int)t;
     if (st == FS_OK) st = config_flag(cfg, where, "verify", &o->verify, err);
     if (st == FS_OK) st = config_flag(cfg, where, "prefault", &o->prefault, err);
+    if (st == FS_OK) st = config_string(cfg, where, "copy", &o->copy_medium, err);
+    if (st == FS_OK) st = config_string(cfg, where, "copy_dir", &o->copy.dir, err);
     const json_t *lim = json_object_get(cfg, "limits");
     if (st == FS_OK && lim) st = config_limits(lim, where, &o->limits, err);
     return st;
 }
 
+fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_medium_t *out, fs_error_t *err)
+{
+    static const char *const names[] = {"auto", "memory", "file"};
+    static const fs_copy_medium_t media[] = {FS_COPY_AUTO, FS_COPY_MEMFD, FS_COPY_FILE};
+    for (int i = 0; i < 3; i++)
+        if (!text || strcmp(text, names[i]) == 0) return *out = media[text ? i : 0], FS_OK;
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s must be auto, memory or file, not '%s'", what, text);
+}
+
 fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err)
 {
-    if (!o->config) return FS_OK;
-    json_error_t jerr;
-    json_t *cfg = json_load_file(o->config, JSON_REJECT_DUPLICATES, &jerr);
-    if (!cfg) return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", o->config, jerr.line, jerr.text);
-    fs_status_t st = config_apply(cfg, o->config, o, err);
-    json_decref(cfg);
+    int from_file = o->config && !o->copy_medium; /* the command line's is checked by the CLI */
+    fs_status_t st = FS_OK;
+    if (o->config) {
+        json_error_t jerr;
+        json_t *cfg = json_load_file(o->config, JSON_REJECT_DUPLICATES, &jerr);
+        if (!cfg) return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", o->config, jerr.line, jerr.text);
+        st = config_apply(cfg, o->config, o, err);
+        json_decref(cfg);
+    }
+    char what[600];
+    snprintf(what, sizeof what, from_file ? "%s: \"copy\"" : "--copy", o->config);
+    if (st == FS_OK) st = fs_serve_copy_medium(o->copy_medium, what, &o->copy.medium, err);
+    if (st == FS_OK && o->copy.medium == FS_COPY_MEMFD && o->copy.dir)
+        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: the copy directory (%s) is where file copies go: it needs "
+                      "the copy medium file or auto, not memory", o->config ? o->config : "options", o->copy.dir);
     return st;
 }
 
@@ -200,24 +220,30 @@ static void log_device_tiers(const fs_store_t *store, const fs_dataset_t *ds)
     if (any) log_host_access(ds);
 }
 
-/* The sealed copy: its size, its time, and its page size, with what to do
- * when the host keeps it in 4 KiB pages (docs/serving.md "Huge pages"). */
+/* The served copy: its size, its time, where it is, and its page size,
+ * with what to do when it is in 4 KiB pages (docs/serving.md "Huge pages"). */
 static void log_copy(const fs_dataset_t *ds, double seconds)
 {
     double bytes = (double)fs_dataset_bytes(ds);
     long long huge = fs_dataset_huge_bytes(ds);
-    char pages[64] = "page size unknown";
+    const char *dir;
+    double in_files = (double)fs_dataset_file_copy_bytes(ds, &dir);
+    char pages[64] = "page size unknown", where[400] = "sealed memory";
     if (huge >= 0) snprintf(pages, sizeof pages, "%.0f%% in 2 MiB pages", bytes > 0 ? 100.0 * (double)huge / bytes : 0);
-    fprintf(stderr, "featstore: dataset copied into sealed memory%s: %.2f GiB in %.2f s, %s\n",
+    if (in_files > 0)
+        snprintf(where, sizeof where, "%sunnamed read-only files in %s", in_files < bytes ? "sealed memory and " : "",
+                 dir);
+    fprintf(stderr, "featstore: dataset copied into %s%s: %.2f GiB in %.2f s, %s\n", where,
             ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
             bytes / (1 << 30), seconds, pages);
     char setting[32];
     if (huge >= 0 && (double)huge < bytes / 2 && bytes >= (4 << 20))
-        fprintf(stderr, "featstore: note: the copy is in 4 KiB pages (the host's shmem THP setting is '%s'): each "
+        fprintf(stderr, "featstore: note: the copy is in 4 KiB pages (the host's shmem THP setting is '%s'%s): each "
                 "trainer then needs its own page tables for all of it, and several trainers per core gather up to "
                 "~10%% slower; 'echo advise > /sys/kernel/mm/transparent_hugepage/shmem_enabled' before starting "
                 "lets featstore use 2 MiB pages (docs/serving.md \"Huge pages\")\n",
-                fs_shm_huge_setting(setting, sizeof setting));
+                fs_shm_huge_setting(setting, sizeof setting),
+                in_files > 0 ? ", and the copy directory's file system keeps no large folios" : "");
 }
 
 static void log_startup(const fs_serve_opts_t *o, const server_t *s)
@@ -244,7 +270,7 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
                          o->metrics, s->http_port);
     fs_store_tier_t ti = {0};
     if (fs_store_num_tiers(s->store) > 1) fs_store_tier_info(s->store, 1, &ti);
-    fprintf(stderr, " | tiers: %d (tier 0 sealed copy of the files%s) | %s\n", fs_store_num_tiers(s->store),
+    fprintf(stderr, " | tiers: %d (tier 0 copy of the files%s) | %s\n", fs_store_num_tiers(s->store),
             fs_store_num_tiers(s->store) == 1        ? ""
             : ti.kind == FS_TIER_DEVICE             ? ", then each planned GPU's memory"
                                                     : ", then one simulated GPU per planned GPU, in host memory", gpus);
@@ -535,7 +561,7 @@ int fs_serve(const fs_serve_opts_t *o)
     fs_status_t st = check_grpc_exposure(o, &err);
     raise_nofile();
     if (!st) st = open_plan_dir(o, &s, &err);
-    if (!st) st = fs_dataset_open(o->dataset, FS_OPEN_COPY | (o->verify ? FS_OPEN_VERIFY : 0), 0, &s.ds, &err);
+    if (!st) st = fs_dataset_open_served(o->dataset, &o->copy, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st) log_copy(s.ds, fs_now() - t0);
     if (!st && (o->place.topology || o->place.plan_in || o->place.plan_out))
         st = placement_needs_one_graph(s.ds, "serve", &err);

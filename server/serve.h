@@ -16,6 +16,8 @@ typedef struct {
     int threads;               /* gRPC workers; 0 = CPU count */
     int verify;                /* verify checksums at startup */
     int prefault;              /* read the whole dataset into memory at startup */
+    const char *copy_medium;   /* "auto" (NULL), "memory" or "file": what holds the served copy */
+    fs_copy_opts_t copy;       /* copy.medium is set from copy_medium by fs_serve_load_config */
     fs_limits_t limits;
     fs_place_opts_t place;     /* place.topology == NULL: no placement, everything in tier 0 */
     /* gRPC admission and security (grpc_server.h); every one needs `listen` */
@@ -40,8 +42,12 @@ typedef struct {
 void fs_serve_defaults(fs_serve_opts_t *o);
 
 /* Loads o->config (if set) under the options already given on the command
- * line (which win). */
+ * line (which win), and sets o->copy.medium from o->copy_medium. */
 fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err);
+
+/* "auto" (or NULL), "memory" or "file" as an fs_copy_medium_t; else
+ * FS_ERR_INVALID_ARGUMENT naming `what`. */
+fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_medium_t *out, fs_error_t *err);
 
 /* Serves until SIGTERM or SIGINT, then shuts down gracefully. Returns the
  * process exit status (0 after a clean shutdown). */

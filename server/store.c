@@ -1,7 +1,8 @@
 /* store.c — the tiered store (see store.h).
  *
- * Tier 0 is the dataset as opened: when served, its files' sealed memfd
- * copies (dataset.c), so no tier is backed by a file anyone can truncate.
+ * Tier 0 is the dataset as opened: when served, its files' unwritable
+ * copies (dataset/served_copy.c), so no tier is backed by a file anyone can
+ * truncate.
  *
  * Tier memory: host and simulated-device tiers are memfd segments, reserved
  * whole (fallocate) so running out of memory is an error of the placement or

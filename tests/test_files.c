@@ -3,10 +3,12 @@
  * - writer: a file-size limit (RLIMIT_FSIZE) and a full disk (a 1 MB tmpfs
  *   in a private mount namespace, when the test may mount one) are errors
  *   naming the file and the bytes it needed, never SIGXFSZ or SIGBUS;
- * - sealed: FS_OPEN_COPY serves sealed memfd copies (nobody can shrink or
- *   write them, the original can be truncated without effect), verifies
- *   checksums while copying, and fs_dataset_file_check reports each change
- *   to a file's name once;
+ * - sealed: FS_OPEN_COPY serves copies nobody can shrink or write — sealed
+ *   memfds, or unnamed read-only files (mode 0400, no link, read-only
+ *   descriptors only) — so the original can be truncated without effect; a
+ *   full copy directory is an error naming it; the copy verifies checksums
+ *   while copying, and fs_dataset_file_check reports each change to a
+ *   file's name once;
  * - serve: `featstore serve` with five trainers (four unix://, one grpc://)
  *   sampling, gathering and reading a split while one feature file is
  *   truncated, one replaced by rename, one deleted, the split replaced and
@@ -156,15 +158,20 @@ Test(writer, file_size_limit_is_an_error_naming_the_file_not_a_signal)
     free(dir);
 }
 
-/* A real ENOSPC: a 1 MB tmpfs mounted in a mount namespace of the child's
+/* A real ENOSPC: a 1 MB tmpfs on `dir` in a mount namespace of the child's
  * own (it disappears with the child). Exit 77: not permitted here. */
-static void full_disk_write(const char *dir, int msg_fd)
+static void mount_small_tmpfs(const char *dir, int msg_fd)
 {
     if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
         mount("tmpfs", dir, "tmpfs", 0, "size=1m") != 0) {
         dprintf(msg_fd, "cannot mount a 1 MB tmpfs in a private mount namespace: %s", strerror(errno));
         _exit(77);
     }
+}
+
+static void full_disk_write(const char *dir, int msg_fd)
+{
+    mount_small_tmpfs(dir, msg_fd);
     child_write_big(dir, msg_fd);
 }
 
@@ -214,28 +221,127 @@ static int file_index(const fs_dataset_t *ds, const char *name)
     return -1;
 }
 
-Test(sealed, served_copies_are_sealed_and_outlive_a_truncated_file)
+static fs_dataset_t *open_copy(fs_copy_medium_t medium, const char *copy_dir)
 {
     fs_dataset_t *ds;
     fs_error_t err = {0};
-    cr_assert_eq(fs_dataset_open(data, FS_OPEN_COPY, 2, &ds, &err), FS_OK, "%s", err.msg);
-    cr_assert(ds->sealed_copy);
+    fs_copy_opts_t copy = {.medium = medium, .dir = copy_dir};
+    cr_assert_eq(fs_dataset_open_served(data, &copy, 0, 2, &ds, &err), FS_OK, "%s", err.msg);
+    cr_assert(ds->served_copy);
     cr_assert(ds->checksums_verified, "the copy verifies checksums without being asked");
-    const fs_table_t *a = fs_dataset_table(ds, "a");
-    int fd;
-    int64_t off;
-    cr_assert_eq(fs_dataset_locate(ds, a->data, &fd, &off), FS_OK);
-    int seals = fcntl(fd, F_GET_SEALS);
-    int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
-    cr_assert_eq(seals & want, want, "seals %#x", seals);
-    cr_assert_neq(ftruncate(fd, 0), 0, "nobody may shrink a served copy");
+    return ds;
+}
+
+/* The original truncated to nothing: with the file mapped, reading the
+ * table is a SIGBUS; the copy still holds every row. */
+static void expect_copy_outlives_truncation(const fs_dataset_t *ds)
+{
     char *path = tu_path(data, "table_a.npy");
     cr_assert_eq(truncate(path, 0), 0);
-    const float *x = a->data;
-    for (int64_t v = 0; v < N; v++) /* with the file mapped, this is a SIGBUS */
+    const float *x = fs_dataset_table(ds, "a")->data;
+    for (int64_t v = 0; v < N; v++)
         for (int64_t j = 0; j < DIM; j++) cr_assert_eq(x[v * DIM + j], value(0, v, j));
-    fs_dataset_close(ds);
     free(path);
+}
+
+static int table_fd(const fs_dataset_t *ds, const char *name)
+{
+    int fd;
+    int64_t off;
+    cr_assert_eq(fs_dataset_locate(ds, fs_dataset_table(ds, name)->data, &fd, &off), FS_OK);
+    return fd;
+}
+
+Test(sealed, memory_copies_are_sealed_and_outlive_a_truncated_file)
+{
+    fs_dataset_t *ds = open_copy(FS_COPY_MEMFD, NULL);
+    const char *in;
+    cr_assert_eq(fs_dataset_file_copy_bytes(ds, &in), 0);
+    int fd = table_fd(ds, "a");
+    int seals = fcntl(fd, F_GET_SEALS);
+    int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+    cr_assert(seals >= 0 && (seals & want) == want, "seals %#x (%s)", seals, seals < 0 ? strerror(errno) : "");
+    cr_assert_neq(ftruncate(fd, 0), 0, "nobody may shrink a served copy");
+    expect_copy_outlives_truncation(ds);
+    fs_dataset_close(ds);
+}
+
+/* What another process given the descriptor could do with it. */
+static void expect_read_only_and_unnamed(int fd, const char *copies)
+{
+    struct stat st;
+    cr_assert_eq(fstat(fd, &st), 0);
+    cr_assert(S_ISREG(st.st_mode));
+    cr_assert_eq(st.st_mode & 07777, 0400, "mode %o", st.st_mode & 07777);
+    cr_assert_eq(st.st_nlink, 0, "no name leads to it");
+    cr_assert_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY, "only read-only descriptors of it exist");
+    cr_assert_neq(ftruncate(fd, 0), 0, "nobody may shrink a served copy");
+    cr_assert_eq(pwrite(fd, "x", 1, 0), -1, "nor write it");
+    char self[64], *name = tu_path(copies, "linked");
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    cr_assert_neq(linkat(AT_FDCWD, self, AT_FDCWD, name, AT_SYMLINK_FOLLOW), 0, "nor give it a name (O_EXCL)");
+    if (geteuid() != 0) /* root may open anything for writing */
+        cr_assert_eq(open(self, O_RDWR), -1, "nor reopen it for writing");
+    free(name);
+}
+
+Test(sealed, file_copies_are_unnamed_read_only_and_outlive_a_truncated_file)
+{
+    char *copies = tu_path(dir, "copies");
+    cr_assert_eq(mkdir(copies, 0700), 0);
+    fs_dataset_t *ds = open_copy(FS_COPY_FILE, copies);
+    const char *in;
+    cr_assert_eq(fs_dataset_file_copy_bytes(ds, &in), fs_dataset_bytes(ds), "every file is copied to a file");
+    cr_assert_str_eq(in, copies);
+    for (int t = 0; t < NUM_TABLES; t++) expect_read_only_and_unnamed(table_fd(ds, table_names[t]), copies);
+    cr_assert_eq(rmdir(copies), 0, "the copy directory holds no names: it can be removed while the copies serve");
+    expect_copy_outlives_truncation(ds);
+    fs_dataset_close(ds);
+    free(copies);
+}
+
+/* A copy directory on a full file system: an error naming the file and the
+ * directory, never a SIGBUS. In a child with a 1 MB tmpfs of its own (the
+ * dataset's three 512 KiB tables do not fit). */
+static void copy_to_full_disk(const char *copies, int msg_fd)
+{
+    mount_small_tmpfs(copies, msg_fd);
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    fs_copy_opts_t copy = {.medium = FS_COPY_FILE, .dir = copies};
+    fs_status_t st = fs_dataset_open_served(data, &copy, 0, 1, &ds, &err);
+    dprintf(msg_fd, "%s", err.msg);
+    _exit(st == FS_ERR_IO ? 0 : 2);
+}
+
+Test(sealed, a_full_copy_directory_is_an_error_naming_it)
+{
+    char *copies = tu_path(dir, "copies"), msg[1024];
+    cr_assert_eq(mkdir(copies, 0700), 0);
+    int st = in_child(copy_to_full_disk, copies, msg, sizeof msg);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) cr_skip_test("needs root (CAP_SYS_ADMIN) for a private tmpfs: %s", msg);
+    cr_assert(WIFEXITED(st), "killed by signal %d (%s): %s", WTERMSIG(st), strsignal(WTERMSIG(st)), msg);
+    cr_assert_eq(WEXITSTATUS(st), 0, "status %d: %s", WEXITSTATUS(st), msg);
+    cr_assert_not_null(strstr(msg, ".npy: cannot reserve"), "%s", msg);
+    cr_assert_not_null(strstr(msg, copies), "names the directory: %s", msg);
+    cr_assert_not_null(strstr(msg, strerror(ENOSPC)), "%s", msg);
+    free(copies);
+}
+
+Test(sealed, a_copy_directory_that_cannot_hold_files_is_refused_by_name)
+{
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    char *missing = tu_path(dir, "missing");
+    fs_copy_opts_t copy = {.medium = FS_COPY_FILE, .dir = missing};
+    cr_assert_eq(fs_dataset_open_served(data, &copy, 0, 1, &ds, &err), FS_ERR_IO);
+    cr_assert_not_null(strstr(err.msg, missing), "%s", err.msg);
+    copy.dir = "/proc"; /* no O_TMPFILE there */
+    cr_assert_neq(fs_dataset_open_served(data, &copy, 0, 1, &ds, &err), FS_OK);
+    cr_assert_not_null(strstr(err.msg, "/proc"), "%s", err.msg);
+    copy.medium = (fs_copy_medium_t)7;
+    cr_assert_eq(fs_dataset_open_served(data, &copy, 0, 1, &ds, &err), FS_ERR_INVALID_ARGUMENT);
+    free(missing);
 }
 
 Test(sealed, the_copy_verifies_checksums_and_names_the_file)
@@ -257,7 +363,7 @@ Test(sealed, without_a_copy_the_validated_descriptor_is_kept)
     fs_dataset_t *ds;
     fs_error_t err = {0};
     cr_assert_eq(fs_dataset_open(data, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
-    cr_assert_not(ds->sealed_copy);
+    cr_assert_not(ds->served_copy);
     int fd;
     int64_t off;
     const fs_idset_t *train = fs_dataset_split(ds, "train");
@@ -393,10 +499,10 @@ typedef struct {
     int grpc_port;
 } server_t;
 
-static void start_server(server_t *s, const char *log)
+static void start_server(server_t *s, const char *copy, const char *log)
 {
-    s->pid = tu_spawn(&s->out, "%s serve %s --socket %s/s.sock --listen 127.0.0.1:0 --metrics 127.0.0.1:0 2>%s",
-                      tu_bin(), data, dir, log);
+    s->pid = tu_spawn(&s->out, "%s serve %s --socket %s/s.sock --listen 127.0.0.1:0 --metrics 127.0.0.1:0 %s 2>%s",
+                      tu_bin(), data, dir, copy, log);
     char line[512];
     cr_assert_not_null(fgets(line, sizeof line, s->out), "the server exited before READY");
     cr_assert(sscanf(line, "READY unix=%*s grpc=127.0.0.1:%d", &s->grpc_port) == 1, "bad READY line: %s", line);
@@ -525,11 +631,12 @@ static int all_counted(fs_client_t *c, char **text)
 
 TestSuite(serve_files, .init = setup, .fini = teardown, .timeout = 120);
 
-Test(serve_files, trainers_survive_files_truncated_replaced_deleted_and_written)
+/* `copy`: the server's --copy options; `copied`: what its log then says. */
+static void trainers_survive_file_changes(const char *copy, const char *copied)
 {
     char *log = tu_path(dir, "server.log"), unix_uri[300], grpc_uri[64];
     server_t s;
-    start_server(&s, log);
+    start_server(&s, copy, log);
     track(s.pid, "the server");
     snprintf(unix_uri, sizeof unix_uri, "unix://%s/s.sock", dir);
     snprintf(grpc_uri, sizeof grpc_uri, "grpc://127.0.0.1:%d", s.grpc_port);
@@ -578,7 +685,21 @@ Test(serve_files, trainers_survive_files_truncated_replaced_deleted_and_written)
                  changed[i][0], changed[i][1]);
         cr_assert_not_null(strstr(text_log, want), "the log lacks \"%s\":\n%s", want, text_log);
     }
+    cr_assert_not_null(strstr(text_log, copied), "the log lacks \"%s\":\n%s", copied, text_log);
     free(text_log);
     munmap(sh, sizeof *sh);
     free(log);
+}
+
+Test(serve_files, trainers_survive_files_truncated_replaced_deleted_and_written_with_memory_copies)
+{
+    trainers_survive_file_changes("--copy memory", "featstore: dataset copied into sealed memory and its checksums");
+}
+
+Test(serve_files, trainers_survive_files_truncated_replaced_deleted_and_written_with_file_copies)
+{
+    char copy[400], copied[400];
+    snprintf(copy, sizeof copy, "--copy file --copy-dir %s", dir);
+    snprintf(copied, sizeof copied, "featstore: dataset copied into unnamed read-only files in %s and its", dir);
+    trainers_survive_file_changes(copy, copied);
 }

@@ -68,7 +68,7 @@ static int check_exposition(const char *text, char **log)
 Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
 {
     server_t s;
-    cr_assert_eq(start(&s, ""), 0);
+    cr_assert_eq(start(&s, "--copy memory"), 0); /* the memfd, whose pages the shmem setting decides (below) */
     char *log;
     int rc = tu_run(&log, "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 & "
                           "%s/../examples/featstore-trainer unix://%s --batches 5 --batch 64 --fanouts 5,3 --seed 2 & "
@@ -107,7 +107,7 @@ Test(serve, serves_trainers_exposes_metrics_and_stops_cleanly)
     cr_assert_not_null(strstr(metrics, "featstore_requests_total{method=\"SampleGather\",transport=\"unix\"} 10\n"),
                        "%s", metrics);
     cr_assert_not_null(strstr(metrics, "featstore_dataset_nodes{dataset=\"rmat-s11-e8\"} 2048"), "%s", metrics);
-    /* the copy's huge pages: known, at most the copy, none where the host forbids them */
+    /* the copy's huge pages: known, at most the copy, none where the host's shmem setting forbids them */
     const char *huge = strstr(metrics, "featstore_dataset_huge_page_bytes{dataset=\"rmat-s11-e8\"} ");
     const char *total = strstr(metrics, "featstore_dataset_bytes{dataset=\"rmat-s11-e8\"} ");
     cr_assert(huge && total, "%s", metrics);
@@ -199,7 +199,12 @@ static const struct {
                                       "max_response_bytes)"},
     {"{\"limits\": [1]}", "\"limits\" must be an object with keys max_ids"},
     {"{\"limits\": {\"max_response_bytes\": 1.5}}", "\"max_response_bytes\" must be an integer in [1, "},
-    {"{\"bogus\": 1}", "unknown key \"bogus\" (allowed: socket, listen, metrics, threads, verify, prefault, limits)"},
+    {"{\"bogus\": 1}", "unknown key \"bogus\" (allowed: socket, listen, metrics, threads, verify, prefault, limits, "
+                       "copy, copy_dir)"},
+    {"{\"copy\": \"disk\"}", "\"copy\" must be auto, memory or file, not 'disk'"},
+    {"{\"copy\": true}", "\"copy\" must be a string, not"},
+    {"{\"copy\": \"memory\", \"copy_dir\": \"/tmp\"}", "the copy directory (/tmp) is where file copies go: it needs "
+                                                   "the copy medium file or auto, not memory"},
     {"{\"threds\": 4}", "unknown key \"threds\""},
     {"{\"threads\": \"4\"}", "\"threads\" must be an integer in [1, 256], not a string"},
     {"{\"threads\": 0}", "\"threads\" is 0, outside [1, 256]"},
@@ -232,17 +237,24 @@ Test(serve, refuses_bad_configuration_with_a_clear_message)
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 2);
     cr_assert_not_null(strstr(log, "--metrics 'nonsense': no ':PORT' (expected HOST:PORT"), "%s", log);
     free(log);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --copy disk", tu_bin(), data, sock), 2);
+    cr_assert_not_null(strstr(log, "--copy must be auto, memory or file, not 'disk'"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --copy memory --copy-dir /tmp", tu_bin(), data, sock),
+                 2);
+    cr_assert_not_null(strstr(log, "--copy-dir is where file copies go"), "%s", log);
+    free(log);
     free(cfg);
 }
 
 Test(serve, a_good_configuration_file_is_used_and_the_command_line_wins)
 {
     char *cfg = tu_path(dir, "good.json");
-    const char *json = "{\"threads\": 2, \"verify\": true, \"limits\": {\"max_ids\": 7}}";
+    const char *json = "{\"threads\": 2, \"verify\": true, \"limits\": {\"max_ids\": 7}, \"copy\": \"memory\"}";
     tu_write(cfg, json, strlen(json));
     server_t s;
-    char extra[600];
-    snprintf(extra, sizeof extra, "--config %s", cfg);
+    char extra[1200], *log_path = tu_path(dir, "good.log");
+    snprintf(extra, sizeof extra, "--config %s --copy file --copy-dir %s 2>%s", cfg, dir, log_path);
     cr_assert_eq(start(&s, extra), 0);
     fs_client_t *c;
     char uri[300];
@@ -256,6 +268,10 @@ Test(serve, a_good_configuration_file_is_used_and_the_command_line_wins)
     cr_assert_not_null(strstr(fs_client_errstr(c), "7"), "%s", fs_client_errstr(c));
     fs_close(c);
     cr_assert_eq(stop(&s, SIGTERM), 0);
+    char *log = tu_read(log_path, NULL), want[600];
+    snprintf(want, sizeof want, "dataset copied into unnamed read-only files in %s", dir);
+    cr_assert_not_null(strstr(log, want), "--copy file beats the file's \"copy\": \"memory\": %s", log);
+    free(log), free(log_path);
     free(cfg);
 }
 

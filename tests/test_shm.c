@@ -4,9 +4,11 @@
  * caller's `what`; the huge-page count agrees with the host's setting (0
  * under "never", never more than the mapping) and is -1 for an address
  * that starts no mapping; a served dataset copy reports its huge pages,
- * and a directly mapped dataset reports none. */
+ * and a directly mapped dataset reports none; FS_COPY_AUTO puts the copy
+ * in files exactly where files get 2 MiB pages and a memfd does not. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -77,24 +79,82 @@ Test(shm, setting_is_one_of_the_kernels_words)
     cr_assert(found, "'%s'", s);
 }
 
-Test(shm, served_copy_reports_its_huge_pages)
+/* A served copy of a dataset with a 4 MiB feature table (whole huge
+ * pages), in `medium`; copies of unnamed files go to dir/copies. */
+static fs_dataset_t *served(const char *dir, fs_copy_medium_t medium)
 {
-    char *dir = tu_mkdtemp();
     fs_rmat_opts_t g;
     fs_rmat_defaults(&g);
-    g.scale = 13, g.edge_factor = 8, g.dim = 128; /* a 4 MiB feature table: whole huge pages */
+    g.scale = 13, g.edge_factor = 8, g.dim = 128;
     fs_dataset_t *plain = tu_gen_rmat(dir, "rmat", &g), *copy;
     cr_assert_eq(fs_dataset_huge_bytes(plain), 0, "files mapped in place are not copies");
+    fs_dataset_close(plain);
     fs_error_t err = {0};
-    char *path = tu_path(dir, "rmat");
-    cr_assert_eq(fs_dataset_open(path, FS_OPEN_COPY, 1, &copy, &err), FS_OK, "%s", err.msg);
-    free(path);
+    char *path = tu_path(dir, "rmat"), *copies = tu_path(dir, "copies");
+    cr_assert_eq(mkdir(copies, 0700), 0);
+    fs_copy_opts_t o = {.medium = medium, .dir = copies};
+    cr_assert_eq(fs_dataset_open_served(path, &o, 0, 1, &copy, &err), FS_OK, "%s", err.msg);
+    free(path), free(copies);
     long long huge = fs_dataset_huge_bytes(copy);
     cr_assert_geq(huge, 0);
     cr_assert_leq(huge, (long long)fs_dataset_bytes(copy));
-    if (is_never()) cr_assert_eq(huge, 0);
+    return copy;
+}
+
+Test(shm, memory_copies_report_their_huge_pages)
+{
+    char *dir = tu_mkdtemp();
+    fs_dataset_t *copy = served(dir, FS_COPY_MEMFD);
+    const char *in;
+    cr_assert_eq(fs_dataset_file_copy_bytes(copy, &in), 0);
+    cr_assert_null(in);
+    if (is_never()) cr_assert_eq(fs_dataset_huge_bytes(copy), 0);
     fs_dataset_close(copy);
-    fs_dataset_close(plain);
     tu_rm_rf(dir);
     free(dir);
+}
+
+/* The oracle for FS_COPY_AUTO, written apart from served_copy.c: does a
+ * named file in `dir`, written in 2 MiB writes, map in 2 MiB pages? */
+static int file_pages_are_huge(const char *dir)
+{
+    size_t len = (size_t)4 << 20;
+    char *path = tu_path(dir, "oracle");
+    int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    char *chunk = calloc(1, len / 2);
+    cr_assert_eq(write(fd, chunk, len / 2), (ssize_t)(len / 2));
+    cr_assert_eq(write(fd, chunk, len / 2), (ssize_t)(len / 2));
+    char *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    cr_assert_neq(p, MAP_FAILED);
+    madvise(p, len, MADV_HUGEPAGE);
+    volatile char sink = 0;
+    for (size_t off = 0; off < len; off += 4096) sink ^= p[off];
+    (void)sink;
+    int huge = fs_shm_huge_bytes(p) > 0;
+    munmap(p, len), close(fd), unlink(path);
+    free(chunk), free(path);
+    return huge;
+}
+
+Test(shm, automatic_copies_are_files_exactly_where_files_get_huge_pages)
+{
+    char *dir = tu_mkdtemp(), *copies = tu_path(dir, "copies");
+    fs_dataset_t *copy = served(dir, FS_COPY_AUTO);
+    const char *in;
+    size_t in_files = fs_dataset_file_copy_bytes(copy, &in);
+    long long huge = fs_dataset_huge_bytes(copy);
+    if (!is_never()) {
+        cr_assert_eq(in_files, 0, "a memfd gets 2 MiB pages here: no file is needed");
+    } else if (file_pages_are_huge(copies)) {
+        cr_assert_eq(in_files, fs_dataset_bytes(copy), "files in %s get 2 MiB pages: the copy is there", copies);
+        cr_assert_str_eq(in, copies);
+        cr_assert_geq(huge, (long long)4 << 20, "the feature table at least is in 2 MiB pages");
+    } else {
+        cr_assert_eq(in_files, 0, "files in %s get no 2 MiB pages: the copy is a memfd", copies);
+        cr_assert_eq(huge, 0);
+    }
+    fs_dataset_close(copy);
+    tu_rm_rf(dir);
+    free(dir), free(copies);
 }
