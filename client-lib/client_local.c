@@ -2,7 +2,8 @@
  *
  * At connect the server passes read-only descriptors of the dataset's files,
  * this reader's placement and a ring of memfd result slots (proto/fs_local.h
- * describes the conversation). This process maps the files PROT_READ (the
+ * describes the conversation), which this process leaves unused: its slots
+ * are its own memory (slot_reserve). This process maps the files PROT_READ (the
  * kernel shares those pages with the server and every other trainer: no
  * private copy of the data). The descriptors are the unwritable copies
  * the server verified (dataset/served_copy.c), not the files on disk (which
@@ -47,9 +48,8 @@
  * the connection, one per outstanding batch), so a batch stays valid even
  * after fs_close until it is freed.
  *
- * Fork: a child inherits the socket and the slots' MAP_SHARED mappings, so
- * its results would land in the parent's batches (client.c refuses its
- * calls). Its fs_close and fs_batch_free release only its own copies:
+ * Fork: a child inherits the socket, so its requests would interleave with
+ * the parent's (client.c refuses its calls), and copies of the slots. Its fs_close and fs_batch_free release only its own copies:
  * closing its duplicate of the socket ends nothing while the parent holds
  * the original, nothing is sent, and the worker pool's threads, which exist
  * only in the opener, are not joined (joining a thread the child does not
@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -83,8 +84,7 @@ static unsigned speak_minor = FS_LOCAL_MINOR; /* fs_local_client_protocol */
 void fs_local_client_protocol(unsigned minor) { speak_minor = minor < FS_LOCAL_MINOR ? minor : FS_LOCAL_MINOR; }
 
 typedef struct {
-    int fd;
-    char *base;
+    char *base;            /* this process's memory (slot_reserve), or NULL */
     size_t cap;
     char *dev;             /* GPU trainers: the slot's device twin (ids, then features) */
     size_t dev_cap;
@@ -245,7 +245,6 @@ static struct {
 static void slot_unmap(slot_t *s)
 {
     if (s->base) munmap(s->base, s->cap);
-    close(s->fd);
 }
 
 /* Under warm.mu: what a forked child inherited is the parent's. */
@@ -265,7 +264,6 @@ static void warm_take(local_t *L)
     warm.open++;
     L->counted = 1;
     for (int i = 0; i < L->num_slots && warm.n > 0; i++) {
-        close(L->slots[i].fd);
         L->slots[i] = warm.slot[0];
         warm.bytes -= warm.slot[0].cap;
         memmove(&warm.slot[0], &warm.slot[1], sizeof warm.slot[0] * (size_t)--warm.n);
@@ -283,7 +281,7 @@ static void warm_keep_locked(slot_t *s)
     int at = warm.n;
     while (at > 0 && warm.slot[at - 1].cap < s->cap) at--;
     memmove(&warm.slot[at + 1], &warm.slot[at], sizeof warm.slot[0] * (size_t)(warm.n - at));
-    warm.slot[at] = (slot_t){.fd = s->fd, .base = s->base, .cap = s->cap};
+    warm.slot[at] = (slot_t){.base = s->base, .cap = s->cap};
     warm.n++, warm.bytes += s->cap;
 }
 
@@ -404,25 +402,41 @@ static void release_batch(fs_batch_priv_t *p)
     free(b);
 }
 
+/* Names a new slot's memory "featstore-slot-N" in /proc/PID/maps and smaps
+ * (Linux 5.17+; best effort), N unique in the process: a slot is then
+ * visible as such, and two slots never merge into one mapping. mremap
+ * keeps the name. */
+static void slot_name(void *p, size_t len)
+{
+    static atomic_ulong next;
+    char name[48];
+    snprintf(name, sizeof name, "featstore-slot-%lu", atomic_fetch_add(&next, 1));
+    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, len, (unsigned long)name);
+}
+
 /* Grows a slot to hold `bytes`, allocating the new pages at once: later
  * batches reuse them without page faults, and memory that is not there is
- * this error rather than a SIGBUS in the gather. */
+ * this error rather than a SIGBUS or an OOM kill in the gather. A slot is
+ * this process's private memory, not the memfd its server sent (which it
+ * never maps: the engines run here): anonymous memory asked for 2 MiB pages
+ * gets them under the kernel's default THP setting ("madvise"), where
+ * shmem ("never") does not, and writing batches into 4 KiB pages cost four
+ * trainers on two cores ~3% of their rate (bench_serve: docs/benchmarks.md).
+ * Sizes above 2 MiB are rounded to whole huge pages so the mapping can be
+ * aligned to them. */
 static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
 {
     if (bytes <= s->cap) return FS_OK;
-    size_t cap = s->cap ? s->cap : 1 << 20;
+    size_t cap = s->cap ? s->cap : 1 << 20, huge = (size_t)2 << 20;
     while (cap < bytes) cap += cap / 2;
-    cap = (cap + 4095) & ~(size_t)4095;
-    if (ftruncate(s->fd, (off_t)cap) != 0)
-        return fs_client_fail(c, FS_ERR_NOMEM, "cannot grow a result slot to %zu bytes: %s", cap, strerror(errno));
+    cap = cap >= huge ? (cap + huge - 1) & ~(huge - 1) : (cap + 4095) & ~(size_t)4095;
     void *p = s->base ? mremap(s->base, s->cap, cap, MREMAP_MAYMOVE)
-                      : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+                      : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_NOMEM, "cannot map a result slot: %s", strerror(errno));
-    madvise(p, cap, MADV_HUGEPAGE); /* before the pages are touched: huge where the host allows (fs_shm.h) */
-    int e = fs_shm_reserve_range(s->fd, p, s->cap, cap - s->cap);
+    if (!s->base) slot_name(p, cap);
+    madvise(p, cap, MADV_HUGEPAGE); /* before the pages are touched: huge where the host allows */
+    int e = fs_shm_populate((char *)p + s->cap, cap - s->cap);
     if (e != 0) { /* back to the old size, whose pages are there */
-        int shrunk = ftruncate(s->fd, (off_t)s->cap); /* gives back the pages that did come */
-        (void)shrunk;
         if (s->cap) s->base = mremap(p, cap, s->cap, 0);
         else munmap(p, cap);
         return fs_client_fail(c, FS_ERR_NOMEM, "cannot allocate %zu bytes for a result slot: %s", cap - s->cap,
@@ -849,7 +863,10 @@ static fs_status_t finish_connect(fs_client_t *c, local_t *L, fs_fd_list_t *fds,
         return fs_client_fail(c, FS_ERR_IO, "cannot map the server's notice page: %s", strerror(errno));
     }
     const featstore_local_Welcome *w = &L->lay->w;
-    while (L->num_slots < (int)w->num_slots) L->slots[L->num_slots++] = (slot_t){.fd = fds->fd[fds->next++]};
+    while (L->num_slots < (int)w->num_slots) { /* the server's memfds: unused (slot_reserve) */
+        close(fds->fd[fds->next++]);
+        L->slots[L->num_slots++] = (slot_t){0};
+    }
     warm_take(L);
     if (w->manifest_bytes) { /* 6.3: the manifest and the files, kept for the first typed call */
         typed_t *T = &L->typed;

@@ -23,6 +23,14 @@ int fs_shm_reserve_range(int fd, char *map, size_t off, size_t len)
     return e == EOPNOTSUPP ? 0 : e;
 }
 
+int fs_shm_populate(char *p, size_t len)
+{
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0) return 0;
+    if (errno != EINVAL) return errno;
+    for (size_t off = 0; off < len; off += 4096) p[off] = 0; /* fresh private pages hold zeros already */
+    return 0;
+}
+
 fs_status_t fs_shm_map_reserved(int fd, size_t len, const char *what, void **addr, fs_error_t *err)
 {
     *addr = NULL;

@@ -34,6 +34,12 @@ fs_status_t fs_shm_map_reserved(int fd, size_t len, const char *what, void **add
  * or the errno that a store to those pages would have turned into SIGBUS. */
 int fs_shm_reserve_range(int fd, char *map, size_t off, size_t len);
 
+/* Allocates the pages of this process's private writable mapping
+ * [p, p + len) now (MADV_POPULATE_WRITE). Returns 0, or the errno (ENOMEM)
+ * where a store to those pages would have met the OOM killer. Kernels
+ * before 5.14 get each page touched instead (no error can be seen then). */
+int fs_shm_populate(char *p, size_t len);
+
 /* Bytes of this process's mapping that starts at `addr` which are mapped
  * with huge pages (/proc/self/smaps: ShmemPmdMapped + FilePmdMapped);
  * -1 when that cannot be read. */

@@ -107,6 +107,29 @@ def stop(proc, timeout=30):
     return proc.returncode
 
 
+def slot_ranges():
+    """(start, end) of every result slot this process maps over unix://: the
+    client library names each "[anon:featstore-slot-N]" in /proc/self/maps.
+    Raises unittest.SkipTest where the kernel cannot name anonymous memory
+    (PR_SET_VMA_ANON_NAME: Linux 5.17+, CONFIG_ANON_VMA_NAME)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    probe = libc.mmap(None, 4096, 3, 0x22, -1, 0)  # PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS
+    named = libc.prctl(0x53564d41, 0, ctypes.c_ulong(probe), ctypes.c_ulong(4096), ctypes.c_char_p(b"probe")) == 0
+    libc.munmap(ctypes.c_void_p(probe), ctypes.c_size_t(4096))
+    if not named:
+        raise unittest.SkipTest("this kernel cannot name anonymous mappings (PR_SET_VMA_ANON_NAME)")
+    ranges = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and parts[5].startswith("[anon:featstore-slot-"):
+                start, end = (int(x, 16) for x in parts[0].split("-"))
+                ranges.append((start, end))
+    return ranges
+
+
 def import_cora(featstore, out):
     """`featstore import npz tests/data/cora.npz --symmetrize` into out: 2708
     nodes, tables "feat" and "labels", and the importer's seeded 60/20/20

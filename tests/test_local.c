@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -1109,26 +1110,39 @@ Test(local, a_forked_child_must_connect_again)
     fs_close(c);
 }
 
-/* The inodes of the result slots this process maps ("/memfd:featstore-slot"
- * in /proc/self/maps), each once; returns how many. */
-static int mapped_slots(unsigned long *ino, int cap)
+/* The result slots this process maps ("[anon:featstore-slot-N]" in
+ * /proc/self/maps: client_local.c names them), by N, each once; returns
+ * how many. */
+static int mapped_slots(unsigned long *ids, int cap)
 {
     FILE *f = fopen("/proc/self/maps", "re");
     cr_assert_not_null(f);
     char line[512];
     int n = 0;
     while (fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "[anon:featstore-slot-");
         unsigned long i;
-        if (!strstr(line, "featstore-slot") || sscanf(line, "%*s %*s %*s %*s %lu", &i) != 1) continue;
+        if (!at || sscanf(at, "[anon:featstore-slot-%lu]", &i) != 1) continue;
         int seen = 0;
-        for (int k = 0; k < n; k++) seen |= ino[k] == i;
-        if (!seen && n < cap) ino[n++] = i;
+        for (int k = 0; k < n; k++) seen |= ids[k] == i;
+        if (!seen && n < cap) ids[n++] = i;
     }
     fclose(f);
     return n;
 }
 
-static int has_inode(const unsigned long *ino, int n, unsigned long i)
+/* Slots are counted by their names, which need Linux 5.17's
+ * PR_SET_VMA_ANON_NAME (CONFIG_ANON_VMA_NAME). */
+static void skip_unless_anon_names(void)
+{
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(p, MAP_FAILED);
+    int ok = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, 4096, (unsigned long)"probe") == 0;
+    munmap(p, 4096);
+    if (!ok) cr_skip_test("this kernel cannot name anonymous mappings (PR_SET_VMA_ANON_NAME): slots cannot be counted");
+}
+
+static int has_id(const unsigned long *ino, int n, unsigned long i)
 {
     for (int k = 0; k < n; k++)
         if (ino[k] == i) return 1;
@@ -1141,6 +1155,7 @@ static int has_inode(const unsigned long *ino, int n, unsigned long i)
  * connection's close unmaps them all. */
 Test(local, a_closed_connections_slots_serve_the_next_one_warm)
 {
+    skip_unless_anon_names();
     int64_t seeds[256];
     seeds_for(seeds, 256, 11);
     fs_sample_req_t req = req3(11);
@@ -1168,11 +1183,12 @@ Test(local, a_closed_connections_slots_serve_the_next_one_warm)
     cr_assert_eq(mapped_slots(now, 64), 0, "slots still mapped after the last connection closed");
 }
 
-/* A forked child inherits the warm slots' MAP_SHARED mappings, which are
- * its parent's memory: it drops them, and its connection makes its own;
- * the parent's stay warm for it. */
+/* A forked child inherits copies of the warm slots, which are its parent's:
+ * it drops them, and its connection makes its own; the parent's stay warm
+ * for it. */
 Test(local, a_forked_child_leaves_its_parents_warm_slots_alone)
 {
+    skip_unless_anon_names();
     int64_t seeds[256];
     seeds_for(seeds, 256, 12);
     fs_sample_req_t req = req3(12);
@@ -1200,7 +1216,7 @@ Test(local, a_forked_child_leaves_its_parents_warm_slots_alone)
         unsigned long mine[64];
         int n = mapped_slots(mine, 64);
         for (int k = 0; k < n; k++)
-            if (has_inode(warm, n_warm, mine[k])) _exit(4); /* the parent's warm slot, written by the child */
+            if (has_id(warm, n_warm, mine[k])) _exit(4); /* the parent's warm slot, written by the child */
         fs_close(own);
         _exit(n == 1 ? 0 : 5);
     }

@@ -99,18 +99,6 @@ def dataset_array(name):
     return np.load(os.path.join(SERVER["dataset"], name))
 
 
-def memfd_ranges():
-    """(start, end) of every memfd mapping of this process."""
-    ranges = []
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split(maxsplit=5)
-            if len(parts) == 6 and parts[5].startswith("/memfd:"):
-                start, end = (int(x, 16) for x in parts[0].split("-"))
-                ranges.append((start, end))
-    return ranges
-
-
 def inside(addr, nbytes, start, length):
     return start <= addr and addr + nbytes <= start + length
 
@@ -178,15 +166,15 @@ class BindingTest(unittest.TestCase):
             self.assertIsNone(a.features)
             np.testing.assert_array_equal(a.nodes, b.nodes)
 
-    def test_unix_arrays_are_zero_copy_views_of_the_shared_slot(self):
+    def test_unix_arrays_are_zero_copy_views_of_the_result_slot(self):
         with self.unix.sample_gather(self.unix.split("train")[:256], [25, 10], "feat", seed=1) as b:
             x = b.features
             self.assertFalse(x.flags.owndata, "features own their data: they were copied")
             self.assertFalse(x.flags.writeable, "results must be read-only views")
             base, length = b.region()
-            memfds = memfd_ranges()
-            self.assertTrue(any(inside(base, length, s, e - s) for s, e in memfds),
-                            f"the batch's region {base:#x}+{length} is not a memfd mapping")
+            slots = fs_serve.slot_ranges()
+            self.assertTrue(any(inside(base, length, s, e - s) for s, e in slots),
+                            f"the batch's region {base:#x}+{length} is not a result slot")
             arrays = [x, b.nodes, b.seed_local] + [a for blk in b.blocks
                                                    for a in (blk.dst_offsets, blk.edge_dst, blk.edge_src)]
             for a in arrays:

@@ -127,17 +127,6 @@ class Dataset:
         return self.load(t["features"][what]["file"] if what != "labels" else t["labels"]["file"])
 
 
-def memfd_ranges():
-    ranges = []
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split(maxsplit=5)
-            if len(parts) == 6 and parts[5].startswith("/memfd:"):
-                start, end = (int(x, 16) for x in parts[0].split("-"))
-                ranges.append((start, end))
-    return ranges
-
-
 def inside(addr, nbytes, start, length):
     return start <= addr and addr + nbytes <= start + length
 
@@ -239,13 +228,13 @@ class TypedBindingTest(unittest.TestCase):
                     for f in ("dst_offsets", "edge_dst", "edge_src", "edge_ids"):
                         np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
 
-    def test_unix_arrays_are_zero_copy_views_of_the_shared_slot(self):
+    def test_unix_arrays_are_zero_copy_views_of_the_result_slot(self):
         seeds = self.unix.split("paper/train")[:128]
         with self.unix.hetero_sample({PAPER: seeds}, NUM_NEIGHBORS, seed=2, frontier="all", node_tables=("feat",),
                                      want_edge_ids=True) as b:
             base, length = b.region()
-            self.assertTrue(any(inside(base, length, s, e - s) for s, e in memfd_ranges()),
-                            "the batch's region is not a memfd mapping")
+            self.assertTrue(any(inside(base, length, s, e - s) for s, e in fs_serve.slot_ranges()),
+                            "the batch's region is not a result slot")
             x = b.x[PAPER]["feat"]
             self.assertFalse(x.flags.owndata or x.flags.writeable, "rows must be read-only views")
             arrays = [x, b.seed_local[PAPER]] + list(b.nodes.values()) + [

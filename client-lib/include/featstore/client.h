@@ -44,13 +44,13 @@
  * child forked after fs_connect (a data-loader worker) every call on the
  * inherited connection fails with FS_ERR_INVALID_ARGUMENT ("this connection
  * was opened by process P ...: a forked child must fs_connect again"),
- * because parent and child would share one socket and, over unix://, one
- * set of result slots: the child's results would overwrite the parent's
- * batches. The child connects anew; fs_close on the inherited connection
+ * because parent and child would share one socket: their requests and
+ * replies would interleave. The child connects anew; fs_close on the inherited connection
  * (and fs_batch_free on inherited batches) frees only the child's copies,
  * sends nothing and leaves the parent's connection working. Batches made
  * before the fork must not be read in the child: over unix:// they lie in
- * the parent's slots, which the parent goes on reusing. gRPC's threads do
+ * the child's copy of the parent's slots (private memory, copied on write),
+ * which holds what the parent had written by then. gRPC's threads do
  * not survive fork(): a child forked while its parent was running gRPC
  * cannot connect over grpc:// (FS_ERR_UNSUPPORTED, at once); close grpc://
  * connections before forking workers (docs/api.md section 8).
