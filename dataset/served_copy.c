@@ -257,7 +257,7 @@ fs_status_t ds_copy_choose(const fs_copy_opts_t *o, ds_copy_t *out, fs_error_t *
     const char *tmp = getenv("TMPDIR");
     const char *dir = o->dir ? o->dir : tmp && *tmp ? tmp : "/var/tmp";
     *out = (ds_copy_t){.medium = FS_COPY_MEMFD, .requested = o->medium};
-    if ((size_t)snprintf(out->dir, sizeof out->dir, "%s", dir) >= sizeof out->dir)
+    if ((size_t)snprintf(out->dir, sizeof out->dir, "%s", dir) >= sizeof out->dir && o->medium != FS_COPY_MEMFD)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "the copy directory '%.64s...' is longer than %zu bytes", dir,
                         sizeof out->dir - 1);
     int huge = 0;
