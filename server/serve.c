@@ -126,8 +126,11 @@ fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_med
 {
     static const char *const names[] = {"auto", "memory", "file"};
     static const fs_copy_medium_t media[] = {FS_COPY_AUTO, FS_COPY_MEMFD, FS_COPY_FILE};
-    for (int i = 0; i < 3; i++)
-        if (!text || strcmp(text, names[i]) == 0) return *out = media[text ? i : 0], FS_OK;
+    for (int i = 0; i < 3; i++) {
+        if (text && strcmp(text, names[i]) != 0) continue;
+        *out = media[i]; /* no text: the first, auto */
+        return FS_OK;
+    }
     return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s must be auto, memory or file, not '%s'", what, text);
 }
 
