@@ -35,21 +35,20 @@
  * about 2.5 us per 4 KiB page (5 ms for an 8 MB batch), and every new
  * connection paid it again. A stream opens connections of its own each
  * epoch (stream_open.c), so a trainer paid it per epoch and producer, in
- * its first batches. So when a connection goes, its slots stay in this
- * process, mapped and populated, and the next connection takes them in
- * place of the empty memfds its server sent: which memfd holds a result is
- * this process's business, as the engines run here and the server never
- * maps a slot. They are kept only while another connection of this process
- * is open (the last one's close frees them) and up to WARM_MAX_SLOTS and
- * WARM_MAX_BYTES; a forked child drops the ones it inherited, which are
- * the parent's memory.
+ * its first batches. So when a connection goes, its slots (this process's
+ * own memory: slot_reserve) stay mapped and populated, and the next
+ * connection takes them. They are kept only while another connection of
+ * this process is open (the last one's close frees them) and up to
+ * WARM_MAX_SLOTS and WARM_MAX_BYTES; a forked child drops its copies of
+ * the ones it inherited.
  *
  * Lifetime: the connection's state is reference-counted (one reference for
  * the connection, one per outstanding batch), so a batch stays valid even
  * after fs_close until it is freed.
  *
  * Fork: a child inherits the socket, so its requests would interleave with
- * the parent's (client.c refuses its calls), and copies of the slots. Its fs_close and fs_batch_free release only its own copies:
+ * the parent's (client.c refuses its calls), and copies of the slots. Its
+ * fs_close and fs_batch_free release only its own copies:
  * closing its duplicate of the socket ends nothing while the parent holds
  * the original, nothing is sent, and the worker pool's threads, which exist
  * only in the opener, are not joined (joining a thread the child does not
@@ -247,7 +246,8 @@ static void slot_unmap(slot_t *s)
     if (s->base) munmap(s->base, s->cap);
 }
 
-/* Under warm.mu: what a forked child inherited is the parent's. */
+/* Under warm.mu: a forked child's inherited slots and count are its
+ * parent's state: dropped (the copies freed). */
 static void warm_own_locked(void)
 {
     if (warm.pid == getpid()) return;

@@ -15,11 +15,12 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack it */
 #endif
 
-int fs_shm_reserve_range(int fd, char *map, size_t off, size_t len)
+/* Allocates every page of the mapping now; 0, or an errno. */
+static int reserve_pages(int fd, void *p, size_t len)
 {
-    if (madvise(map + off, len, MADV_POPULATE_WRITE) == 0) return 0;
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0) return 0;
     if (errno != EINVAL) return errno; /* ENOMEM, EFAULT: the memory is not there */
-    int e = posix_fallocate(fd, (off_t)off, (off_t)len); /* a kernel without it: small pages, still reserved */
+    int e = posix_fallocate(fd, 0, (off_t)len); /* a kernel without it: small pages, still reserved */
     return e == EOPNOTSUPP ? 0 : e;
 }
 
@@ -43,7 +44,7 @@ fs_status_t fs_shm_map_reserved(int fd, size_t len, const char *what, void **add
         return fs_error(err, FS_ERR_NOMEM, "%s: cannot map %zu bytes of shared memory: %s", what, len,
                         strerror(errno));
     madvise(p, len, MADV_HUGEPAGE); /* best effort: the host's setting decides */
-    int e = fs_shm_reserve_range(fd, p, 0, len);
+    int e = reserve_pages(fd, p, len);
     if (e != 0) {
         munmap(p, len);
         return fs_error(err, FS_ERR_NOMEM, "%s: cannot allocate %zu bytes of shared memory: %s", what, len,

@@ -29,11 +29,6 @@
  * (len bytes) before sealing the memfd against writes. */
 fs_status_t fs_shm_map_reserved(int fd, size_t len, const char *what, void **addr, fs_error_t *err);
 
-/* Allocates the pages [off, off + len) of memfd `fd`, mapped read-write at
- * `map`, now (MADV_POPULATE_WRITE; posix_fallocate before 5.14). Returns 0,
- * or the errno that a store to those pages would have turned into SIGBUS. */
-int fs_shm_reserve_range(int fd, char *map, size_t off, size_t len);
-
 /* Allocates the pages of this process's private writable mapping
  * [p, p + len) now (MADV_POPULATE_WRITE). Returns 0, or the errno (ENOMEM)
  * where a store to those pages would have met the OOM killer. Kernels
