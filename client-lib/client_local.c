@@ -1019,20 +1019,40 @@ static void copy_pieces(void *ctx, int64_t begin, int64_t end, int worker)
     }
 }
 
-/* Lays a sample result out in the slot at *off, points the batch at it,
- * and copies it there on the pool. */
-static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, char *base, size_t *off, fs_pool_t *pool)
+/* Where a slot was mapped while the sampler wrote into it. */
+typedef struct {
+    const char *base;
+    size_t len;
+} span_t;
+
+static int in_span(const span_t *w, const void *p, size_t bytes)
+{
+    const char *q = p;
+    return w->base && q >= w->base && bytes <= w->len && (size_t)(q - w->base) <= w->len - bytes;
+}
+
+/* Points the batch at a sample result in the slot. The arrays the sampler
+ * wrote into the slot (fs_sampler_set_output) stay there: `was` is where
+ * the slot was mapped then (growing it since may have moved it). The
+ * others are laid out at *off and copied there on the pool. */
+static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, const span_t *was, char *base, size_t *off,
+                         fs_pool_t *pool)
 {
     fs_batch_t *b = &p->pub;
     copies_t c = {.n = 0};
-#define PUT(to, from, count, elem)                                \
-    do {                                                          \
-        size_t bytes_ = (size_t)(count) * (elem);                 \
-        c.dst[c.n] = base + *off;                                 \
-        c.src[c.n] = (const char *)(from);                        \
-        c.bytes[c.n++] = bytes_;                                  \
-        (to) = (void *)(base + *off);                             \
-        *off = align64(*off + bytes_);                            \
+#define PUT(to, from, count, elem)                                                     \
+    do {                                                                               \
+        size_t bytes_ = (size_t)(count) * (elem);                                      \
+        const char *from_ = (const char *)(from);                                      \
+        if (in_span(was, from_, bytes_)) {                                             \
+            (to) = (void *)(base + (from_ - was->base));                               \
+            break;                                                                     \
+        }                                                                              \
+        c.dst[c.n] = base + *off;                                                      \
+        c.src[c.n] = from_;                                                            \
+        c.bytes[c.n++] = bytes_;                                                       \
+        (to) = (void *)(base + *off);                                                  \
+        *off = align64(*off + bytes_);                                                 \
     } while (0)
     b->kind |= FS_BATCH_SAMPLE;
     b->blocks = p->blocks;
@@ -1057,13 +1077,19 @@ static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, char *
     fs_pool_run(pool, (int64_t)c.first_piece[c.n], 1, copy_pieces, &c);
 }
 
-static size_t sample_bytes(const fs_sample_result_t *r)
+/* The bytes place_sample copies: the arrays outside `was`. */
+static size_t sample_bytes(const fs_sample_result_t *r, const span_t *was)
 {
-    size_t b = align64((size_t)r->num_nodes * 8) + align64((size_t)r->num_seeds * 8);
-    for (int h = 0; h < r->num_hops; h++)
-        b += align64((size_t)(r->block[h].num_dst + 1) * 8) +
-             (size_t)(r->block[h].edge_ids ? 3 : 2) * align64((size_t)r->block[h].num_edges * 8) +
-             (r->block[h].edge_weights ? align64((size_t)r->block[h].num_edges * sizeof(float)) : 0);
+#define OUTSIDE(ptr, count, elem) \
+    (in_span(was, (ptr), (size_t)(count) * (elem)) ? 0 : align64((size_t)(count) * (elem)))
+    size_t b = OUTSIDE(r->nodes, r->num_nodes, 8) + OUTSIDE(r->seed_local, r->num_seeds, 8);
+    for (int h = 0; h < r->num_hops; h++) {
+        const fs_block_t *k = &r->block[h];
+        b += OUTSIDE(k->dst_offsets, k->num_dst + 1, 8) + OUTSIDE(k->edge_dst, k->num_edges, 8) +
+             OUTSIDE(k->edge_src, k->num_edges, 8) + (k->edge_ids ? OUTSIDE(k->edge_ids, k->num_edges, 8) : 0) +
+             (k->edge_weights ? OUTSIDE(k->edge_weights, k->num_edges, sizeof(float)) : 0);
+    }
+#undef OUTSIDE
     return b;
 }
 
@@ -1162,26 +1188,38 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
         }
     }
     if (!st) st = fs_limits_check(&L->limits, n, req, row_bytes, &err); /* the worst case, before any work */
+    int slot = -1;
+    if (!st && (slot = acquire_slot(L)) < 0)
+        st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
     fs_sample_result_t res;
+    span_t was = {0}; /* the slot as the sampler wrote into it */
+    size_t used = 0;
     if (!st && req) {
+        if (!L->lay->on_device) { /* straight into the slot where it has room: no copy */
+            was = (span_t){L->slots[slot].base, L->slots[slot].cap};
+            fs_sampler_set_output(L->sampler, L->slots[slot].base, L->slots[slot].cap);
+        }
         st = sample_any(L, ids, n, req, &res, &topo, &err);
+        used = fs_sampler_output_used(L->sampler);
+        fs_sampler_set_output(L->sampler, NULL, 0); /* never into a slot by mistake, even after a refusal */
         if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
             st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
                           (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,
                           (long long)L->limits.max_response_bytes);
     }
-    int slot = -1;
-    if (!st && (slot = acquire_slot(L)) < 0)
-        st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
     local_batch_t *b = NULL;
     if (!st && !(b = calloc(1, sizeof *b))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (!st) {
-        const int64_t *rows = req ? res.nodes : ids;
+        const int64_t *rows = ids;
         int64_t nrows = table ? (req ? res.num_nodes : n) : 0;
-        size_t off = 0, need = (req ? sample_bytes(&res) : 0) + (L->lay->on_device ? 0 : (size_t)nrows * row_bytes) + 64;
+        size_t off = align64(used), need = off + (req ? sample_bytes(&res, &was) : 0) +
+                                           (L->lay->on_device ? 0 : (size_t)nrows * row_bytes) + 64;
         slot_t *s = &L->slots[slot];
         if (slot_reserve(c, s, need) != FS_OK) st = fs_error(&err, FS_ERR_NOMEM, "%s", c->errstr);
-        if (!st && req) place_sample(&b->priv, &res, s->base, &off, L->pool);
+        if (!st && req) {
+            place_sample(&b->priv, &res, &was, s->base, &off, L->pool);
+            rows = b->priv.pub.nodes; /* the slot may have moved as it grew */
+        }
         b->priv.pub.features_device = -1;
         if (!st && table) {
             void *features = s->base + off;

@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include "fs_sample_internal.h"
+
 static int simulated(void) { return fs_sim_count() > 0; }
 
 int fs_built_with_cuda(void) { return fs_rt_built_with_cuda(); }
@@ -133,6 +135,7 @@ static fs_status_t cuda_sample_check(const fs_csr_view_t *g, const int64_t *seed
 fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                            const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
+    fs_sampler_begin(s); /* the result goes to the sampler's own memory (the host copy of the GPU's) */
     fs_status_t st = cuda_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
     return simulated() ? fs_sim_sample(s, device, g, seeds, n, req, res, err)

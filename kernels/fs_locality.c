@@ -663,6 +663,7 @@ static fs_status_t sample_boosted(fs_sampler_t *s, las_ws_t *ws, const fs_csr_vi
                                   fs_sample_result_t *res, fs_las_weights_t *w, fs_gather_counters_t *topo,
                                   fs_error_t *err)
 {
+    fs_sampler_begin(s);
     int64_t *seed_local = fs_sampler_workspace(s, FS_WS_SEED_LOCAL, 0, (size_t)n);
     if (!seed_local || fs_sampler_map_reserve(s, 0, n))
         return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for %lld seeds", (long long)n);

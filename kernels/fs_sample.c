@@ -9,7 +9,14 @@
  * from that hop's worst case, so inserts never rehash mid-hop.
  *
  * The hot loop is generated twice (int32 and int64 neighbour ids) so the
- * index width costs no branch per edge. */
+ * index width costs no branch per edge.
+ *
+ * Result arrays (out_vec_t) live in the sampler's own memory, or, for a
+ * request given output memory (fs_sampler_set_output), in that memory as
+ * far as it has room: a local trainer's result slot, which then holds the
+ * batch without the copy of its arrays that cost four trainers on two cores
+ * ~3% of their CPU (docs/serving.md). Each array is placed there at its
+ * bound for the hop, so the memory holds more than the compact result. */
 #include "fs_sample.h"
 
 #include <math.h>
@@ -30,6 +37,14 @@ typedef struct {
 
 typedef fs_i64vec_t vec_t;
 
+/* A result array: p/cap is where this request writes it, `heap` the
+ * sampler's own array, kept across requests. */
+typedef struct {
+    int64_t *p;
+    size_t cap;
+    vec_t heap;
+} out_vec_t;
+
 /* One worker's scratch for picks, and its counters. */
 typedef struct {
     vec_t pos;
@@ -44,8 +59,14 @@ struct fs_sampler {
     size_t map_cap;
     int map_shift;
     uint32_t epoch;
-    vec_t nodes, seed_local, pos;
-    vec_t off[FS_MAX_HOPS], edst[FS_MAX_HOPS], esrc[FS_MAX_HOPS], eid[FS_MAX_HOPS];
+    out_vec_t nodes, seed_local;
+    out_vec_t off[FS_MAX_HOPS], edst[FS_MAX_HOPS], esrc[FS_MAX_HOPS], eid[FS_MAX_HOPS];
+    vec_t pos;
+    struct {               /* the caller's memory for result arrays (fs_sampler_set_output) */
+        char *base;
+        size_t cap, top;   /* top: bytes handed out in this request */
+        int armed;         /* given for the next request, not yet begun */
+    } out;
     double *wbuf;          /* weighted picks: keys or CDF */
     size_t wcap;
     int64_t *dense;        /* reference: global -> local */
@@ -95,10 +116,11 @@ void fs_sampler_destroy(fs_sampler_t *s)
 {
     if (!s) return;
     fs_table_mem_free(s->map, s->map_cap * sizeof *s->map);
-    free(s->nodes.p);
-    free(s->seed_local.p);
+    free(s->nodes.heap.p);
+    free(s->seed_local.heap.p);
     free(s->pos.p);
-    for (int h = 0; h < FS_MAX_HOPS; h++) free(s->off[h].p), free(s->edst[h].p), free(s->esrc[h].p), free(s->eid[h].p);
+    for (int h = 0; h < FS_MAX_HOPS; h++)
+        free(s->off[h].heap.p), free(s->edst[h].heap.p), free(s->esrc[h].heap.p), free(s->eid[h].heap.p);
     free(s->wbuf);
     free(s->dense);
     free(s->copy.p);
@@ -107,6 +129,68 @@ void fs_sampler_destroy(fs_sampler_t *s)
     for (int w = 0; w < s->worker_cap; w++) free(s->worker[w].pos.p), free(s->worker[w].wbuf);
     free(s->worker);
     free(s);
+}
+
+/* ---- result arrays ---------------------------------------------------------- */
+
+void fs_sampler_set_output(fs_sampler_t *s, void *base, size_t cap)
+{
+    s->out.base = base;
+    s->out.cap = base ? cap : 0;
+    s->out.armed = 1;
+}
+
+size_t fs_sampler_output_used(const fs_sampler_t *s)
+{
+    return s->out.base ? s->out.top : 0;
+}
+
+/* Every result array of the sampler, for resetting them. */
+#define FOR_EACH_OUT(s, v, body)                                                                           \
+    do {                                                                                                   \
+        out_vec_t *v;                                                                                      \
+        v = &(s)->nodes, body;                                                                             \
+        v = &(s)->seed_local, body;                                                                        \
+        for (int h_ = 0; h_ < FS_MAX_HOPS; h_++) {                                                         \
+            v = &(s)->off[h_], body;                                                                       \
+            v = &(s)->edst[h_], body;                                                                      \
+            v = &(s)->esrc[h_], body;                                                                      \
+            v = &(s)->eid[h_], body;                                                                       \
+        }                                                                                                  \
+    } while (0)
+
+/* A request begins: it takes the output memory it was given, if any
+ * (every array then starts empty, to be placed there), else every array
+ * is the sampler's own again. */
+void fs_sampler_begin(fs_sampler_t *s)
+{
+    if (!s->out.armed) s->out.base = NULL, s->out.cap = 0;
+    s->out.armed = 0;
+    s->out.top = 0;
+    int mine = s->out.base == NULL;
+    FOR_EACH_OUT(s, v, (v->p = v->heap.p, v->cap = mine ? v->heap.cap : 0));
+}
+
+/* Room for n entries in a result array, its first `keep` kept: in the
+ * output memory while it has room (64-byte aligned), else the sampler's
+ * own. 0, or -1 when out of memory. */
+static int out_reserve(fs_sampler_t *s, out_vec_t *v, size_t n, size_t keep)
+{
+    if (n <= v->cap) return 0;
+    if (keep > v->cap) keep = v->cap;
+    size_t at = (s->out.top + 63) & ~(size_t)63;
+    if (s->out.base && at <= s->out.cap && n <= (s->out.cap - at) / sizeof(int64_t)) {
+        int64_t *p = (int64_t *)(s->out.base + at);
+        if (keep) memmove(p, v->p, keep * sizeof *p);
+        s->out.top = at + n * sizeof *p;
+        v->p = p, v->cap = n;
+        return 0;
+    }
+    int moving = v->p != v->heap.p; /* from the output memory into our own */
+    if (fs_i64vec_reserve(&v->heap, n)) return -1;
+    if (moving && keep) memcpy(v->heap.p, v->p, keep * sizeof *v->p);
+    v->p = v->heap.p, v->cap = v->heap.cap;
+    return 0;
 }
 
 void fs_csr_view_init(fs_csr_view_t *v, int64_t num_nodes, const int64_t *indptr, const void *indices,
@@ -191,7 +275,7 @@ static inline int64_t map_add(fs_sampler_t *s, int64_t key, int64_t *u)
 static int map_reserve(fs_sampler_t *s, int64_t u, int64_t extra)
 {
     size_t need = (size_t)(u + extra) * 2, cap = s->map_cap ? s->map_cap : 1024;
-    if (fs_i64vec_reserve(&s->nodes, (size_t)(u + extra) + 1)) return -1;
+    if (out_reserve(s, &s->nodes, (size_t)(u + extra) + 1, (size_t)u)) return -1;
     if (need <= s->map_cap) return 0;
     while (cap < need) cap *= 2;
     slot_t *m = fs_table_mem_alloc(cap * sizeof *m);
@@ -393,8 +477,8 @@ static fs_status_t reserve_hop(fs_sampler_t *s, int hop, int64_t num_dst, int64_
                                int want_ids, fs_error_t *err)
 {
     size_t pk = (size_t)(k == FS_FANOUT_ALL ? max_deg : k) + 1;
-    if (fs_i64vec_reserve(&s->off[hop], (size_t)num_dst + 1) || fs_i64vec_reserve(&s->edst[hop], (size_t)bound + 1) ||
-        fs_i64vec_reserve(&s->esrc[hop], (size_t)bound + 1) || (want_ids && fs_i64vec_reserve(&s->eid[hop], (size_t)bound + 1)) ||
+    if (out_reserve(s, &s->off[hop], (size_t)num_dst + 1, 0) || out_reserve(s, &s->edst[hop], (size_t)bound + 1, 0) ||
+        out_reserve(s, &s->esrc[hop], (size_t)bound + 1, 0) || (want_ids && out_reserve(s, &s->eid[hop], (size_t)bound + 1, 0)) ||
         fs_i64vec_reserve(&s->pos, pk > (size_t)max_deg ? pk : (size_t)max_deg + 1) ||
         wbuf_reserve(&s->wbuf, &s->wcap, (size_t)max_deg + 1))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
@@ -680,9 +764,10 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_gather_counters_t *topo,
                           fs_error_t *err)
 {
+    fs_sampler_begin(s);
     fs_status_t st = fs_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
-    if (fs_i64vec_reserve(&s->seed_local, (size_t)n + 1) || map_reserve(s, 0, n))
+    if (out_reserve(s, &s->seed_local, (size_t)n + 1, 0) || map_reserve(s, 0, n))
         return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for %lld seeds", (long long)n);
     map_begin(s);
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
@@ -699,7 +784,7 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
          * have cores to run on (fs_pool_parallelism) */
         int parallel = s->par.active || bound >= fs_chunk_parallel_min;
         int partitioned = parallel && (s->par.active || fs_pool_parallelism(s->pool) > FS_CHUNK_INSERTER_MAX);
-        if (partitioned ? fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) : map_reserve(s, u, bound))
+        if (partitioned ? out_reserve(s, &s->nodes, (size_t)(u + bound) + 1, (size_t)u) : map_reserve(s, u, bound))
             return fs_error(err, FS_ERR_NOMEM, "sample: out of memory for the id map");
         hop_t h = {.g = g, .hop = hop, .mode = req->mode[hop], .k = req->fanout[hop], .seed = req->seed,
                    .want_ids = req->want_edge_ids, .topo = topo};
@@ -730,6 +815,7 @@ static int64_t ref_local(fs_sampler_t *s, int64_t key, int64_t *u)
 fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                                 const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
+    fs_sampler_begin(s);
     fs_status_t st = fs_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
     if ((size_t)g->num_nodes > s->dense_n) {
@@ -737,7 +823,7 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
         s->dense = malloc((size_t)g->num_nodes * sizeof *s->dense);
         s->dense_n = s->dense ? (size_t)g->num_nodes : 0;
     }
-    if (!s->dense || fs_i64vec_reserve(&s->seed_local, (size_t)n + 1) || fs_i64vec_reserve(&s->nodes, (size_t)n + 1))
+    if (!s->dense || out_reserve(s, &s->seed_local, (size_t)n + 1, 0) || out_reserve(s, &s->nodes, (size_t)n + 1, 0))
         return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");
     for (int64_t v = 0; v < g->num_nodes; v++) s->dense[v] = -1;
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
@@ -745,7 +831,7 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
     for (int hop = 0; hop < req->num_hops; hop++) {
         int64_t max_deg, bound = hop_bound(g, s->nodes.p, u, req->fanout[hop], req->mode[hop], 1, &max_deg);
         if ((st = reserve_hop(s, hop, u, bound, max_deg, req->fanout[hop], req->want_edge_ids, err))) return st;
-        if (fs_i64vec_reserve(&s->nodes, (size_t)(u + bound) + 1) || fs_i64vec_reserve(&s->copy, (size_t)max_deg + 1))
+        if (out_reserve(s, &s->nodes, (size_t)(u + bound) + 1, (size_t)u) || fs_i64vec_reserve(&s->copy, (size_t)max_deg + 1))
             return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");
         num_dst[hop] = u;
         int64_t e = 0;
@@ -781,10 +867,10 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
 
 int64_t *fs_sampler_workspace(fs_sampler_t *s, int kind, int hop, size_t n)
 {
-    vec_t *v = kind == FS_WS_NODES ? &s->nodes : kind == FS_WS_SEED_LOCAL ? &s->seed_local
-             : kind == FS_WS_OFF   ? &s->off[hop] : kind == FS_WS_EDST ? &s->edst[hop]
-             : kind == FS_WS_ESRC  ? &s->esrc[hop] : &s->eid[hop];
-    return fs_i64vec_reserve(v, n + 1) ? NULL : v->p;
+    out_vec_t *v = kind == FS_WS_NODES ? &s->nodes : kind == FS_WS_SEED_LOCAL ? &s->seed_local
+                 : kind == FS_WS_OFF   ? &s->off[hop] : kind == FS_WS_EDST ? &s->edst[hop]
+                 : kind == FS_WS_ESRC  ? &s->esrc[hop] : &s->eid[hop];
+    return out_reserve(s, v, n + 1, SIZE_MAX) ? NULL : v->p;
 }
 
 void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,

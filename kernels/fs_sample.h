@@ -18,8 +18,9 @@
  * every neighbour), uniform with replacement, and edge-weighted with or
  * without replacement (weighted modes read the row's weights, O(degree)).
  *
- * Ownership: results live in the sampler's workspace until its next call or
- * its destruction. Thread-safety: one sampler per thread; views are shared. */
+ * Ownership: results live in the sampler's workspace (or the output memory
+ * it was given: fs_sampler_set_output) until its next call or its
+ * destruction. Thread-safety: one sampler per thread; views are shared. */
 #ifndef FS_SAMPLE_H
 #define FS_SAMPLE_H
 
@@ -86,6 +87,20 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
  * another caller's job runs this one's phases on the calling thread
  * (fs_pool.h), so samplers of concurrent requests may share one pool. */
 void fs_sampler_set_pool(fs_sampler_t *s, fs_pool_t *pool);
+
+/* Output memory for the next request's result arrays: they are laid out
+ * in [base, base + cap) (each at its worst case for the hop, 64-byte
+ * aligned) as far as they fit, the rest in the sampler's own memory; so a
+ * caller that wants the result in memory of its own (a result slot) copies
+ * only the arrays outside it. The next call of fs_sample_cpu,
+ * fs_sample_reference or fs_sample_locality_cpu takes it; later calls use
+ * the sampler's memory again unless given another. base NULL: none.
+ * Borrowed: the memory must stay mapped while the result is used. */
+void fs_sampler_set_output(fs_sampler_t *s, void *base, size_t cap);
+
+/* How many bytes at the start of the output memory the last request's
+ * result arrays took (gaps included); 0 when it was given none. */
+size_t fs_sampler_output_used(const fs_sampler_t *s);
 
 /* The naive reference: the same random choices, made the obvious way — copy
  * each full neighbour list (O(degree)), relabel through a dense N-entry

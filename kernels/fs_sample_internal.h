@@ -50,6 +50,11 @@ static inline __attribute__((always_inline)) int64_t fs_pick_row(fs_sample_mode_
 
 enum { FS_WS_NODES, FS_WS_SEED_LOCAL, FS_WS_OFF, FS_WS_EDST, FS_WS_ESRC, FS_WS_EID };
 
+/* Starts a request: it takes the output memory fs_sampler_set_output gave
+ * (or none: the sampler's own). Every entry point calls it first, before
+ * any workspace array or map_reserve below. */
+void fs_sampler_begin(fs_sampler_t *s);
+
 /* A workspace array with room for n entries, or NULL when out of memory. */
 int64_t *fs_sampler_workspace(fs_sampler_t *s, int kind, int hop, size_t n);
 
@@ -62,7 +67,7 @@ void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, c
  * fs_sampler_destroy through free_fn, so an extension's outputs follow the
  * sampler's ownership rule (valid until its next call); and the engine's
  * fused id map, so local ids follow first appearance exactly as in
- * fs_sample_cpu. Protocol: map_reserve(s, 0, n), map_begin(s), map_add the
+ * fs_sample_cpu. Protocol: fs_sampler_begin(s), map_reserve(s, 0, n), map_begin(s), map_add the
  * seeds, then per hop map_reserve(s, u, new keys) before adding them
  * (reserving may move the FS_WS_NODES array: fetch it again). The
  * extension slot has one owner, fs_locality.c. */

@@ -166,6 +166,45 @@ Test(local, results_are_bit_identical_to_in_process_engines)
     fs_close(c);
 }
 
+static int in_region(const fs_batch_t *b, const void *p, size_t bytes)
+{
+    const void *base;
+    size_t len;
+    cr_assert_eq(fs_batch_region(b, &base, &len), FS_OK);
+    return (const char *)p >= (const char *)base && (const char *)p + bytes <= (const char *)base + len;
+}
+
+/* The sampler writes a batch's arrays straight into its slot (as far as
+ * the slot has room), and the slot grows for the rows after that, which
+ * may move it: every array must still be right, and in the slot. */
+Test(local, a_batch_sampled_into_its_slot_survives_the_slot_growing)
+{
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.slots = 1;
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK);
+    int64_t seeds[1024];
+    int sizes[] = {8, 64, 1024, 16, 1024, 256}; /* a small slot first, then each size from what the last left */
+    for (int k = 0; k < 6; k++) {
+        int n = sizes[k];
+        seeds_for(seeds, n, 10 + k);
+        fs_sample_req_t req = req3(20 + k);
+        fs_batch_t *b;
+        cr_assert_eq(fs_sample_gather(c, seeds, n, &req, "feat", FS_DTYPE_F32, &b), FS_OK, "%s", fs_client_errstr(c));
+        cr_assert_not(differs(b, seeds, n, &req), "batch %d (%d seeds)", k, n);
+        cr_assert(in_region(b, b->nodes, 8 * (size_t)b->num_nodes) && in_region(b, b->seed_local, 8 * (size_t)n));
+        for (int h = 0; h < b->num_hops; h++) {
+            const fs_block_t *x = &b->blocks[h];
+            size_t eb = 8 * (size_t)x->num_edges;
+            cr_assert(in_region(b, x->dst_offsets, 8 * (size_t)(x->num_dst + 1)) && in_region(b, x->edge_dst, eb) &&
+                      in_region(b, x->edge_src, eb) && in_region(b, x->edge_ids, eb), "batch %d hop %d", k, h);
+        }
+        cr_assert(in_region(b, b->features, (size_t)b->rows * 32 * sizeof(float)));
+        fs_batch_free(b);
+    }
+    fs_close(c);
+}
+
 Test(local, errors_are_clear_and_the_connection_survives)
 {
     fs_client_t *c = connect_ok();

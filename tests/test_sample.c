@@ -201,6 +201,93 @@ Test(sample, edge_cases_isolated_small_degree_repeated_seeds)
     cr_assert_eq(res.num_nodes, 0);
 }
 
+/* ---- output memory (fs_sampler_set_output) ---------------------------------- */
+
+static int inside(const void *p, size_t bytes, const char *base, size_t cap)
+{
+    return (const char *)p >= base && (const char *)p + bytes <= base + cap;
+}
+
+/* How many of the result's arrays lie in [base, base + cap); *total gets
+ * how many it has. */
+static int arrays_inside(const fs_sample_result_t *r, const char *base, size_t cap, int *total)
+{
+    int in = inside(r->nodes, 8 * (size_t)r->num_nodes, base, cap) + inside(r->seed_local, 8 * (size_t)r->num_seeds, base, cap);
+    *total = 2;
+    for (int h = 0; h < r->num_hops; h++) {
+        const fs_block_t *b = &r->block[h];
+        size_t eb = 8 * (size_t)b->num_edges;
+        in += inside(b->dst_offsets, 8 * (size_t)(b->num_dst + 1), base, cap) + inside(b->edge_dst, eb, base, cap) +
+              inside(b->edge_src, eb, base, cap) + inside(b->edge_ids, eb, base, cap);
+        *total += 4;
+    }
+    return in;
+}
+
+/* The engine (on `pool`, or one thread) with output memory of `cap` bytes
+ * against the reference; returns how many arrays landed in it. */
+static int sample_into(fs_sampler_t *s, char *mem, size_t cap, const int64_t *seeds, int64_t n, fs_sample_req_t req,
+                       int *total)
+{
+    fs_csr_view_t g = view_of(rmat);
+    fs_sample_result_t a, b;
+    fs_error_t err = {0};
+    memset(mem, 0xab, cap);
+    fs_sampler_set_output(s, mem, cap);
+    cr_assert_eq(fs_sample_cpu(s, &g, seeds, n, &req, &a, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_leq(fs_sampler_output_used(s), cap);
+    cr_assert_eq(fs_sample_reference(ref, &g, seeds, n, &req, &b, &err), FS_OK, "%s", err.msg);
+    compare(&a, &b);
+    check_result(&g, seeds, n, &req, &a);
+    int in = arrays_inside(&a, mem, cap, total);
+    if (in == *total) cr_assert_gt(fs_sampler_output_used(s), 0);
+    return in;
+}
+
+Test(sample, output_memory_holds_the_result_as_far_as_it_has_room)
+{
+    size_t cap = 64 << 20;
+    char *mem = malloc(cap);
+    int64_t *seeds = seeds_of(rmat, 512, 5);
+    fs_sample_req_t req = req3(15, 10, 5, FS_SAMPLE_UNIFORM, 5);
+    int total, in = sample_into(fast, mem, cap, seeds, 512, req, &total);
+    cr_assert_eq(in, total, "with room, every array is in the output memory (%d of %d)", in, total);
+    size_t used = fs_sampler_output_used(fast);
+
+    /* the next request was given none: the sampler's own memory, the old untouched */
+    memset(mem, 0xcd, cap);
+    fs_csr_view_t g = view_of(rmat);
+    fs_sample_result_t r;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sample_cpu(fast, &g, seeds, 512, &req, &r, NULL, &err), FS_OK);
+    cr_assert_eq(fs_sampler_output_used(fast), 0);
+    cr_assert_eq(arrays_inside(&r, mem, cap, &total), 0, "a request given no output memory keeps out of the last one's");
+    for (size_t i = 0; i < cap; i += 4093) cr_assert_eq((unsigned char)mem[i], 0xcd);
+
+    /* a third of the room: some arrays there, the rest the sampler's, the same result */
+    in = sample_into(fast, mem, used / 3, seeds, 512, req, &total);
+    cr_assert(in > 0 && in < total, "%d of %d arrays in a third of the room", in, total);
+    /* too little for any array, and none at all */
+    cr_assert_eq(sample_into(fast, mem, 16, seeds, 512, req, &total), 0);
+    cr_assert_eq(sample_into(fast, NULL, 0, seeds, 512, req, &total), 0);
+    /* the reference takes it too, and a pool's chunked hops write into it */
+    fs_sample_result_t b;
+    fs_sampler_set_output(ref, mem, cap);
+    cr_assert_eq(fs_sample_reference(ref, &g, seeds, 512, &req, &b, &err), FS_OK);
+    cr_assert_eq(arrays_inside(&b, mem, cap, &total), total);
+    fs_pool_t *pool;
+    cr_assert_eq(fs_pool_create(4, &pool, &err), FS_OK);
+    fs_sampler_set_pool(fast, pool);
+    fs_sample_req_t big = req3(25, 15, 10, FS_SAMPLE_UNIFORM, 9); /* past the parallel threshold */
+    cr_assert_eq(sample_into(fast, mem, cap, seeds, 512, big, &total), total);
+    in = sample_into(fast, mem, fs_sampler_output_used(fast) / 2, seeds, 512, big, &total);
+    cr_assert(in > 0 && in < total);
+    fs_sampler_set_pool(fast, NULL);
+    fs_pool_destroy(pool);
+    free(seeds);
+    free(mem);
+}
+
 Test(sample, bad_requests_are_clear_errors)
 {
     fs_csr_view_t g = view_of(cora);
