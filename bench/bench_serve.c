@@ -16,7 +16,7 @@
  *    ratio is the median of the rounds' ratios, the latency percentiles are
  *    of every round's batches, and the warm-up's are printed apart.
  *
- *   bench_serve [--scale 20] [--dim 128] [--rounds 5] [--batches 20] [--warmup 5]
+ *   bench_serve [--scale 20] [--dim 128] [--rounds 5] [--batches 40] [--warmup 5]
  *               [--clients 1,2,4] [--skip-memory 1] [--copy auto|memory|file]
  *
  * The served copy's page size decides much of phase 2 with several
@@ -28,7 +28,19 @@
  * RESULT bench=serve clients=N batches_per_s=... ratio_vs_inprocess=... p50_ms=... p99_ms=... p99_over_p50=...
  *        warmup_batches=... warmup_p50_ms=... warmup_p99_ms=... warmup_max_ms=...
  *        inprocess_forked_batches_per_s=... ratio_vs_inprocess_forked=... copy=memory|file shmem_thp=...
- *        dataset_huge_pct=... */
+ *        dataset_huge_pct=... inprocess_p99_over_p50=... forked_p99_over_p50=...
+ *        cpu_ms_per_batch=... inprocess_cpu_ms_per_batch=... forked_cpu_ms_per_batch=...
+ *        cpu_ratio_vs_inprocess=...
+ *
+ * The CPU time per timed batch (each process's, or each thread's, over its
+ * timed batches) is what a trainer costs apart from how the host schedules
+ * it: cpu_ratio_vs_inprocess = the threads' over featstore's, > 1 when
+ * featstore costs less. It is far steadier than throughput on a busy host.
+ *
+ * With more trainers than cores the tail is mostly the scheduler's: for a
+ * while one core runs three of four processes (its balancing runs seldom
+ * on busy cores), and their batches take 3x their CPU time. The baselines'
+ * own p99/p50 show how much of featstore's is that. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -115,7 +127,24 @@ typedef struct {
     int warmup, batches, worker;
     pthread_barrier_t *warm, *go;
     int lat_fd, go_fd;           /* a forked baseline process's pipes; -1 in a thread */
+    double *lat;                 /* a thread's timed batches' latencies, in seconds */
+    double cpu;                  /* out: the timed batches' CPU time, in seconds */
 } inproc_t;
+
+/* Latencies pooled over rounds (steady state and warm-up apart), and the
+ * CPU time of the timed batches. */
+typedef struct {
+    double *lat, *warm, cpu;
+    int nlat, nwarm;
+} pooled_t;
+
+/* CPU time so far of this thread (CLOCK_THREAD_CPUTIME_ID) or process. */
+static double cpu_seconds(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void seeds_for(int64_t *seeds, int64_t n, int worker, int b)
 {
@@ -140,8 +169,9 @@ static void inproc_run(inproc_t *j, void (*mark)(inproc_t *))
     float *out = NULL;
     int64_t seeds[1024];
     fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
+    double cpu0 = 0;
     for (int b = 0; b < j->warmup + j->batches; b++) {
-        if (b == j->warmup) mark(j);
+        if (b == j->warmup) mark(j), cpu0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
         seeds_for(seeds, j->ds->num_nodes, j->worker, b);
         req.seed = (uint64_t)b;
         double t_batch = bench_now();
@@ -155,7 +185,9 @@ static void inproc_run(inproc_t *j, void (*mark)(inproc_t *))
         fs_gather_cpu(&v, r.nodes, r.num_nodes, FS_DTYPE_F32, out, NULL, NULL, &err);
         double rec[2] = {b < j->warmup ? 0 : 1, bench_now() - t_batch};
         if (j->lat_fd >= 0 && write(j->lat_fd, rec, sizeof rec) != sizeof rec) _exit(3);
+        if (j->lat && b >= j->warmup) j->lat[b - j->warmup] = rec[1];
     }
+    j->cpu = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     free(out);
     fs_sampler_destroy(s);
 }
@@ -172,8 +204,9 @@ static void *inproc_worker(void *p)
     return NULL;
 }
 
-/* Steady-state batches/s of n in-process workers. */
-static double inprocess(const fs_dataset_t *ds, int n, int warmup, int batches)
+/* Steady-state batches/s of n in-process workers; their latencies are
+ * appended to `pool`. */
+static double inprocess(const fs_dataset_t *ds, int n, int warmup, int batches, pooled_t *pool)
 {
     pthread_t tid[8];
     inproc_t j[8];
@@ -182,7 +215,7 @@ static double inprocess(const fs_dataset_t *ds, int n, int warmup, int batches)
     pthread_barrier_init(&go, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
         j[i] = (inproc_t){.ds = ds, .warmup = warmup, .batches = batches, .worker = i, .warm = &warm, .go = &go,
-                          .lat_fd = -1, .go_fd = -1};
+                          .lat_fd = -1, .go_fd = -1, .lat = pool->lat + pool->nlat + (size_t)i * batches};
         pthread_create(&tid[i], NULL, inproc_worker, &j[i]);
     }
     pthread_barrier_wait(&warm);
@@ -190,6 +223,8 @@ static double inprocess(const fs_dataset_t *ds, int n, int warmup, int batches)
     pthread_barrier_wait(&go);
     for (int i = 0; i < n; i++) pthread_join(tid[i], NULL);
     double rate = n * batches / (bench_now() - t0);
+    pool->nlat += n * batches;
+    for (int i = 0; i < n; i++) pool->cpu += j[i].cpu;
     pthread_barrier_destroy(&warm);
     pthread_barrier_destroy(&go);
     return rate;
@@ -203,11 +238,13 @@ static void percentiles(double *lat, int n, double *p50, double *p99, double *ma
 }
 
 /* One client process: connect, warm up, say so, wait for the start, run
- * the timed batches; every latency goes up the pipe as (phase, seconds). */
+ * the timed batches; every latency goes up the pipe as (phase, seconds),
+ * and at the end the timed batches' CPU time as (2, seconds). */
 static void client_process(const char *uri, int64_t num_nodes, int i, int warmup, int batches, int lat_fd, int go_fd)
 {
     fs_client_t *c;
     if (fs_connect(uri, NULL, &c) != FS_OK) _exit(1);
+    double cpu0 = 0;
     int64_t seeds[1024];
     fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = FANOUTS);
     for (int b = 0; b < warmup + batches; b++) {
@@ -215,6 +252,7 @@ static void client_process(const char *uri, int64_t num_nodes, int i, int warmup
             double mark[2] = {-1, 0}; /* "warm" */
             char x;
             if (write(lat_fd, mark, sizeof mark) != sizeof mark || read(go_fd, &x, 1) != 0) _exit(1);
+            cpu0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
         }
         seeds_for(seeds, num_nodes, i, b);
         req.seed = (uint64_t)b;
@@ -225,6 +263,8 @@ static void client_process(const char *uri, int64_t num_nodes, int i, int warmup
         fs_batch_free(mb);
         if (write(lat_fd, rec, sizeof rec) != sizeof rec) _exit(3);
     }
+    double cpu[2] = {2, cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0}; /* the timed batches' CPU time */
+    if (write(lat_fd, cpu, sizeof cpu) != sizeof cpu) _exit(3);
     fs_close(c);
     _exit(0);
 }
@@ -250,14 +290,10 @@ static void proc_main(const procs_t *w, int i, int warmup, int batches, int lat_
     if (w->uri) client_process(w->uri, w->num_nodes, i, warmup, batches, lat_fd, go_fd);
     inproc_t j = {.ds = w->ds, .warmup = warmup, .batches = batches, .worker = i, .lat_fd = lat_fd, .go_fd = go_fd};
     inproc_run(&j, pipe_mark);
+    double cpu[2] = {2, j.cpu};
+    if (write(lat_fd, cpu, sizeof cpu) != sizeof cpu) _exit(3);
     _exit(0);
 }
-
-/* Latencies pooled over rounds: steady state and warm-up apart. */
-typedef struct {
-    double *lat, *warm;
-    int nlat, nwarm;
-} pooled_t;
 
 /* n processes running `batches` timed batches each after `warmup`; returns
  * their steady-state rate and appends their latencies to `pool` (if any). */
@@ -273,19 +309,21 @@ static double processes(const procs_t *w, int n, int warmup, int batches, pooled
         }
     close(lat_pipe[1]), close(go[0]);
     int ready = 0, got = 0;
-    double rec[2], t0 = 0;
-    while (got < n * batches && read(lat_pipe[0], rec, sizeof rec) == sizeof rec) {
+    double rec[2], t0 = 0, t1 = 0;
+    while (read(lat_pipe[0], rec, sizeof rec) == sizeof rec) { /* until every process has exited */
         if (rec[0] < 0 && ++ready == n) { /* every process warm: the clock starts */
             t0 = bench_now();
             close(go[1]);
         } else if (rec[0] == 0) {
             if (pool) pool->warm[pool->nwarm++] = rec[1];
-        } else if (rec[0] > 0) {
+        } else if (rec[0] == 1) {
             if (pool) pool->lat[pool->nlat++] = rec[1];
-            got++;
+            if (++got == n * batches) t1 = bench_now(); /* the last timed batch: the clock stops */
+        } else if (pool) {
+            pool->cpu += rec[1]; /* a process's CPU time over its timed batches */
         }
     }
-    double rate = got / (bench_now() - t0);
+    double rate = got / (t1 - t0);
     for (int i = 0; i < n; i++) {
         int st;
         waitpid(pid[i], &st, 0);
@@ -315,41 +353,50 @@ static int client_counts(const char *list, int *ns)
 static void serve_phase(const procs_t *clients, const procs_t *forked, const fs_dataset_t *ds, int n, int rounds,
                         int warmup, int batches)
 {
-    pooled_t pool = {.lat = malloc(sizeof(double) * (size_t)(rounds * n * batches)),
-                     .warm = malloc(sizeof(double) * (size_t)(rounds * n * warmup + 1))};
+    pooled_t pool[3]; /* featstore, threads, forked */
+    for (int k = 0; k < 3; k++)
+        pool[k] = (pooled_t){.lat = malloc(sizeof(double) * (size_t)(rounds * n * batches)),
+                             .warm = malloc(sizeof(double) * (size_t)(rounds * n * warmup + 1))};
     double rate[3][16], ratio[16], ratio_forked[16], sum[3] = {0};
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k < 3; k++) {
             int which = (k + r) % 3;
-            rate[which][r] = which == 0 ? processes(clients, n, warmup, batches, &pool)
-                           : which == 1 ? inprocess(ds, n, warmup, batches)
-                                        : processes(forked, n, warmup, batches, NULL);
+            rate[which][r] = which == 0 ? processes(clients, n, warmup, batches, &pool[0])
+                           : which == 1 ? inprocess(ds, n, warmup, batches, &pool[1])
+                                        : processes(forked, n, warmup, batches, &pool[2]);
         }
         ratio[r] = rate[0][r] / rate[1][r], ratio_forked[r] = rate[0][r] / rate[2][r];
         for (int k = 0; k < 3; k++) sum[k] += rate[k][r];
         fprintf(stderr, "  %d clients, round %d: featstore %.2f, in-process threads %.2f, in-process forked %.2f "
                 "batches/s: ratio %.3f\n", n, r, rate[0][r], rate[1][r], rate[2][r], ratio[r]);
     }
-    double p50, p99, wp50, wp99, wmax;
+    double p50, p99, wp50, wp99, wmax, tail[3], cpu_ms[3];
     char setting[32];
     const char *in_files;
-    percentiles(pool.lat, pool.nlat, &p50, &p99, NULL);
-    percentiles(pool.warm, pool.nwarm, &wp50, &wp99, &wmax);
+    for (int k = 0; k < 3; k++) { /* each side's p99/p50: a tail all three share is the host's scheduling */
+        percentiles(pool[k].lat, pool[k].nlat, &p50, &p99, NULL);
+        tail[k] = p50 > 0 ? p99 / p50 : 0;
+        cpu_ms[k] = pool[k].nlat ? pool[k].cpu * 1e3 / pool[k].nlat : 0;
+    }
+    percentiles(pool[0].lat, pool[0].nlat, &p50, &p99, NULL);
+    percentiles(pool[0].warm, pool[0].nwarm, &wp50, &wp99, &wmax);
     printf("RESULT bench=serve clients=%d rounds=%d batches_per_s=%.2f inprocess_batches_per_s=%.2f ratio_vs_inprocess=%.3f "
            "p50_ms=%.2f p99_ms=%.2f p99_over_p50=%.2f warmup_batches=%d warmup_p50_ms=%.2f warmup_p99_ms=%.2f "
            "warmup_max_ms=%.2f inprocess_forked_batches_per_s=%.2f ratio_vs_inprocess_forked=%.3f copy=%s shmem_thp=%s "
-           "dataset_huge_pct=%.0f\n",
-           n, rounds, sum[0] / rounds, sum[1] / rounds, bench_percentile(ratio, rounds, 0.5), p50, p99, p50 > 0 ? p99 / p50 : 0, warmup,
+           "dataset_huge_pct=%.0f inprocess_p99_over_p50=%.2f forked_p99_over_p50=%.2f cpu_ms_per_batch=%.3f "
+           "inprocess_cpu_ms_per_batch=%.3f forked_cpu_ms_per_batch=%.3f cpu_ratio_vs_inprocess=%.3f\n",
+           n, rounds, sum[0] / rounds, sum[1] / rounds, bench_percentile(ratio, rounds, 0.5), p50, p99, tail[0], warmup,
            wp50, wp99, wmax, sum[2] / rounds, bench_percentile(ratio_forked, rounds, 0.5),
-           fs_dataset_file_copy_bytes(ds, &in_files) ? "file" : "memory", fs_shm_huge_setting(setting, sizeof setting), 100.0 * (double)fs_dataset_huge_bytes(ds) / (double)fs_dataset_bytes(ds));
+           fs_dataset_file_copy_bytes(ds, &in_files) ? "file" : "memory", fs_shm_huge_setting(setting, sizeof setting), 100.0 * (double)fs_dataset_huge_bytes(ds) / (double)fs_dataset_bytes(ds), tail[1], tail[2], cpu_ms[0],
+           cpu_ms[1], cpu_ms[2], cpu_ms[0] > 0 ? cpu_ms[1] / cpu_ms[0] : 0);
     fflush(stdout);
-    free(pool.lat), free(pool.warm);
+    for (int k = 0; k < 3; k++) free(pool[k].lat), free(pool[k].warm);
 }
 
 int main(int argc, char **argv)
 {
     int scale = (int)bench_arg(argc, argv, "--scale", 20), dim = (int)bench_arg(argc, argv, "--dim", 128);
-    int batches = (int)bench_arg(argc, argv, "--batches", 20), warmup = (int)bench_arg(argc, argv, "--warmup", 5);
+    int batches = (int)bench_arg(argc, argv, "--batches", 40), warmup = (int)bench_arg(argc, argv, "--warmup", 5);
     int rounds = (int)bench_arg(argc, argv, "--rounds", 5);
     if (rounds < 1 || rounds > 16) rounds = 5;
     const char *data = bench_dataset_dim(argc, argv, scale, dim);
