@@ -15,7 +15,7 @@
  * request given output memory (fs_sampler_set_output), in that memory as
  * far as it has room: a local trainer's result slot, which then holds the
  * batch without the copy of its arrays that cost four trainers on two cores
- * ~3% of their CPU (docs/serving.md). Each array is placed there at its
+ * a few per cent of their CPU (docs/benchmarks.md). Each array is placed there at its
  * bound for the hop, so the memory holds more than the compact result. */
 #include "fs_sample.h"
 
