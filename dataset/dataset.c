@@ -74,7 +74,7 @@ static fs_status_t verify_checksum(open_ctx_t *c, const char *file, const void *
     return FS_OK;
 }
 
-static void state_of(const struct stat *st, fs_file_state_t *out)
+void ds_file_state(const struct stat *st, fs_file_state_t *out)
 {
     *out = (fs_file_state_t){.present = 1, .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
                              .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec};
@@ -134,7 +134,7 @@ fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, cons
     fs_mapping_t *m = &ds->maps[ds->num_maps++];
     *m = (fs_mapping_t){.fd = -1, .len = (size_t)st.st_size};
     snprintf(m->file, sizeof m->file, "%s", file);
-    state_of(&st, &m->validated);
+    ds_file_state(&st, &m->validated);
 
     uint64_t copied;
     fs_status_t s = FS_OK;
@@ -749,7 +749,7 @@ fs_file_change_t fs_dataset_file_check(const fs_dataset_t *ds, int i, fs_file_st
     snprintf(path, sizeof path, "%s/%s", ds->dir, ds->maps[i].file);
     struct stat st;
     fs_file_state_t now = {0};
-    if (stat(path, &st) == 0) state_of(&st, &now);
+    if (stat(path, &st) == 0) ds_file_state(&st, &now);
     else if (errno != ENOENT && errno != ENOTDIR) return FS_FILE_SAME; /* cannot tell (EACCES, EIO) */
     fs_file_change_t c = FS_FILE_SAME;
     if (!now.present && last->present) {

@@ -74,6 +74,10 @@ fs_status_t ds_open_labels(open_ctx_t *c, json_t *lab, int64_t rows, const int64
                            fs_table_t *tables, int *num_tables);
 fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_idset_t **sets, int *num);
 
+/* A file's identity, size and mtime as fstat/stat gave them. */
+struct stat;
+void ds_file_state(const struct stat *st, fs_file_state_t *out);
+
 /* served_copy.c: FS_OPEN_COPY's copies. ds_copy_choose resolves `o`
  * (NULL: FS_COPY_AUTO in the default directory) once per open, probing
  * the host; ds_copy_serve copies file `src` into m (m->fd, m->addr become

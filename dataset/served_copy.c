@@ -289,12 +289,13 @@ fs_status_t ds_copy_serve(open_ctx_t *c, const char *path, int src, fs_mapping_t
                   (c->copy.requested == FS_COPY_FILE || file_has_room(c->copy.dir, m->len));
     fs_status_t s = to_file ? copy_to_file(c, path, src, m, hash) : copy_to_memfd(c, path, src, m, hash);
     if (s != FS_OK) return s;
-    struct stat st = {0};
-    if (fstat(src, &st) != 0 || st.st_size != m->validated.size ||
-        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != m->validated.mtime_ns)
+    struct stat st;
+    fs_file_state_t after = {0};
+    if (fstat(src, &st) == 0) ds_file_state(&st, &after);
+    if (after.size != m->validated.size || after.mtime_ns != m->validated.mtime_ns)
         return fs_error(c->err, FS_ERR_IO, "%s: the file changed while it was being read (%lld bytes before, %lld "
                         "after); start again once nothing writes it", path, (long long)m->validated.size,
-                        (long long)st.st_size);
+                        (long long)after.size);
     /* The copy is all that is read from now on: the original's page cache
      * need not hold the same bytes a second time. */
     posix_fadvise(src, 0, 0, POSIX_FADV_DONTNEED);
