@@ -18,10 +18,12 @@
  *                    excluded: batches and sampled edges per second.
  *
  * At 1..--max-threads threads, one batch per thread at a time (as a server
- * runs concurrent requests).
+ * runs concurrent requests). Each figure and its baselines run in --reps
+ * rounds, the order turning every round; a ratio is the median of the
+ * rounds' ratios, a throughput the best round's.
  *
  *   bench_typed [--scale 18] [--edge-factor 8] [--batches 100] [--batch 1024]
- *               [--fanouts 15,10] [--max-threads 2] [--reps 3] [--only NAME]
+ *               [--fanouts 15,10] [--max-threads 2] [--reps 7] [--only NAME]
  *               [--one-type 1|2]
  *
  * --one-type F (diagnostic): also the typed engine on the merged graph as one
@@ -170,23 +172,43 @@ static double measure(job_t proto, int threads, double *secs)
     return (double)edges / *secs;
 }
 
-/* The better of `reps` runs, alternating with the baseline so drift hits both. */
-static void best_pair(job_t a, job_t b, int threads, int reps, double *ra, double *rb)
+/* `reps` rounds of the n jobs, each round starting one job later (so drift
+ * and whatever ran just before hit every job alike): each job's best
+ * throughput into best[], and for i >= 1 the median over the rounds of
+ * job 0's throughput over job i's (that round's pair) into ratio[i]. One
+ * run of this VM moves by 5-10%; a median of paired rounds moves far less
+ * than a ratio of two bests (docs/benchmarks.md). */
+static void rounds(const job_t *jobs, int n, int threads, int reps, double *best, double *ratio)
 {
-    double s;
-    *ra = *rb = 0;
-    for (int r = 0; r < reps; r++) {
-        double x = measure(a, threads, &s), y = measure(b, threads, &s);
-        if (x > *ra) *ra = x;
-        if (y > *rb) *rb = y;
+    double x[8], r[8][64], s;
+    if (reps > 64) reps = 64;
+    for (int i = 0; i < n; i++) best[i] = 0;
+    for (int k = 0; k < reps; k++) {
+        for (int j = 0; j < n; j++) {
+            int i = (j + k) % n;
+            x[i] = measure(jobs[i], threads, &s);
+            if (x[i] > best[i]) best[i] = x[i];
+        }
+        for (int i = 1; i < n; i++) r[i][k] = x[0] / x[i];
     }
+    for (int i = 1; i < n; i++) ratio[i] = bench_percentile(r[i], reps, 0.5);
+}
+
+/* rounds() of a job against its baseline: best throughputs and the median ratio. */
+static double best_pair(job_t a, job_t b, int threads, int reps, double *ra, double *rb)
+{
+    job_t j[2] = {a, b};
+    double best[2], ratio[2];
+    rounds(j, 2, threads, reps, best, ratio);
+    *ra = best[0], *rb = best[1];
+    return ratio[1];
 }
 
 int main(int argc, char **argv)
 {
     int scale = (int)bench_arg(argc, argv, "--scale", 18), ef = (int)bench_arg(argc, argv, "--edge-factor", 8);
     int batches = (int)bench_arg(argc, argv, "--batches", 100), batch = (int)bench_arg(argc, argv, "--batch", 1024);
-    int max_threads = (int)bench_arg(argc, argv, "--max-threads", 2), reps = (int)bench_arg(argc, argv, "--reps", 3);
+    int max_threads = (int)bench_arg(argc, argv, "--max-threads", 2), reps = (int)bench_arg(argc, argv, "--reps", 7);
     const char *fan_s = bench_str(argc, argv, "--fanouts", "15,10");
     int fan[FS_MAX_HOPS], hops = bench_int_list(fan_s, fan, FS_MAX_HOPS);
     const char *dir = bench_typed_dataset(scale, ef);
@@ -240,11 +262,10 @@ int main(int argc, char **argv)
     for (int t = 1; WANT("hetero_sample") && t <= max_threads; t++) {
         job_t typed = base, homo = base;
         typed.kind = RUN_TYPED, homo.kind = RUN_HOMOGENEOUS;
-        double a, b;
-        best_pair(typed, homo, t, reps, &a, &b);
+        double a, b, ratio = best_pair(typed, homo, t, reps, &a, &b);
         printf("RESULT bench=hetero_sample threads=%d node_types=%d edge_types=%d fanouts=%s batch=%d "
                "medges_per_s=%.2f homogeneous_medges_per_s=%.2f ratio_vs_homogeneous=%.2f\n",
-               t, tv->num_node_types, tv->num_edge_types, fan_s, batch, a / 1e6, b / 1e6, a / b);
+               t, tv->num_node_types, tv->num_edge_types, fan_s, batch, a / 1e6, b / 1e6, ratio);
         fflush(stdout);
     }
     if (bench_arg(argc, argv, "--one-type", 0)) { /* diagnostic: the typed engine on the merged graph */
@@ -260,10 +281,9 @@ int main(int argc, char **argv)
             job_t a = base, b = base;
             a.kind = RUN_TYPED, a.tv = &one, a.treq = &oreq, a.seeds = gs;
             b.kind = RUN_HOMOGENEOUS;
-            double x, y;
-            best_pair(a, b, t, reps, &x, &y);
+            double x, y, ratio = best_pair(a, b, t, reps, &x, &y);
             printf("RESULT bench=one_type threads=%d frontier=%d medges_per_s=%.2f homogeneous_medges_per_s=%.2f ratio=%.2f\n",
-                   t, (int)oreq.frontier, x / 1e6, y / 1e6, x / y);
+                   t, (int)oreq.frontier, x / 1e6, y / 1e6, ratio);
         }
         free(gs);
     }
@@ -271,16 +291,15 @@ int main(int argc, char **argv)
     timed.temporal = FS_TEMPORAL_UNIFORM;
     disjoint.disjoint = 1;
     for (int t = 1; WANT("temporal_sample") && t <= max_threads; t++) {
-        job_t tj = base, uj = base, dj = base;
-        tj.kind = uj.kind = dj.kind = RUN_TYPED;
-        tj.treq = &timed, dj.treq = &disjoint;
-        double a, b, a2, c;
-        best_pair(tj, uj, t, reps, &a, &b);
-        best_pair(tj, dj, t, reps, &a2, &c);
-        if (a2 > a) a = a2;
+        job_t j[3] = {base, base, base}; /* timed, untimed, untimed disjoint */
+        for (int i = 0; i < 3; i++) j[i].kind = RUN_TYPED;
+        j[0].treq = &timed, j[2].treq = &disjoint;
+        double best[3], ratio[3];
+        rounds(j, 3, t, reps, best, ratio);
         printf("RESULT bench=temporal_sample threads=%d strategy=uniform fanouts=%s batch=%d medges_per_s=%.2f "
                "untimed_medges_per_s=%.2f ratio_vs_untimed=%.2f disjoint_untimed_medges_per_s=%.2f "
-               "ratio_vs_disjoint_untimed=%.2f\n", t, fan_s, batch, a / 1e6, b / 1e6, a / b, c / 1e6, a / c);
+               "ratio_vs_disjoint_untimed=%.2f\n", t, fan_s, batch, best[0] / 1e6, best[1] / 1e6, ratio[1],
+               best[2] / 1e6, ratio[2]);
         fflush(stdout);
     }
     fs_typed_link_t lreq = {.etype = cites, .count = batch, .src = lsrc, .dst = ldst, .neg = FS_NEG_BINARY, .amount = 1,
