@@ -14,7 +14,8 @@ labels the ``gather(batch.seeds, "labels")``; the iterator yields
 num_batches batches and stops, its position advancing; DDP shares for world
 sizes 1 to 4 are equal, disjoint with drop_last and covering the split
 without; a stream reopened at an earlier position gives the remaining
-batches bit for bit; bad arguments raise featstore.Error with the C status
+batches bit for bit, and so does a new process reopening it from a cursor
+checkpointed to a file; bad arguments raise featstore.Error with the C status
 and a message naming the problem (ValueError for an unknown order). Over
 unix:// also: the hold limit and the lifetime rule (released batches raise,
 arrays kept past release keep their data and count against the hold),
@@ -53,6 +54,7 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,6 +71,25 @@ np = featstore = None  # imported by main(), once the skip check passed
 
 FANOUTS = [10, 5]
 TRANSPORTS = ("unix", "grpc")
+
+# The new process of test_a_checkpointed_cursor_resumes_in_a_new_process:
+# reads DIR/cursor.json, reopens the stream there and saves each batch it
+# takes as DIR/batch-NNNNNN.npz.
+RESUME_CHILD = r'''
+import json, os, sys
+import numpy as np
+import featstore
+out = sys.argv[1]
+with open(os.path.join(out, "cursor.json")) as f:
+    cursor = json.load(f)
+uri = cursor.pop("uri")
+with featstore.connect(uri, timeout_ms=30000) as c, c.stream(**cursor) as s:
+    for sb in s:
+        np.savez(os.path.join(out, "batch-%06d.npz" % sb.index), index=sb.index, request_seed=sb.request_seed,
+                 seeds=np.array(sb.seeds), labels=np.array(sb.labels), nodes=np.array(sb.batch.nodes),
+                 features=np.array(sb.batch.features))
+        sb.release()
+'''
 
 
 def parse_args():
@@ -249,6 +270,41 @@ class StreamTest(unittest.TestCase):
                     np.testing.assert_array_equal(want[2], got[2])
                     np.testing.assert_array_equal(want[3], got[3])
                     assert_same_arrays(self, want[4], got[4], f"{t} batch {want[0]}")
+
+    def test_a_checkpointed_cursor_resumes_in_a_new_process(self):
+        # A trainer checkpoints its stream's cursor (the options and the
+        # position) to a file and dies; a new process reads the file and
+        # continues the epoch. Its batches, written back as .npz files, must
+        # be the uninterrupted epoch's.
+        opts = dict(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=7, epoch=3, rank=1,
+                    world_size=2)
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                with self.clients[t].stream(**opts) as s:
+                    whole = [snapshot(sb) for sb in s]
+                with self.clients[t].stream(**opts) as s:
+                    for _ in range(3):
+                        next(s).release()
+                    cursor = dict(opts, uri=SERVER[t], start_batch=s.position)
+                out = tempfile.mkdtemp(prefix="featstore-resume-", dir=SERVER["dir"])
+                with open(os.path.join(out, "cursor.json"), "w") as f:
+                    json.dump(cursor, f)
+                env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "client-lib", "python"))
+                done = subprocess.run([sys.executable, "-c", RESUME_CHILD, out], env=env, capture_output=True,
+                                      text=True, timeout=120)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                rest = sorted(f for f in os.listdir(out) if f.endswith(".npz"))
+                self.assertEqual(len(rest), len(whole) - 3, "the new process takes the epoch's remaining batches")
+                for want, name in zip(whole[3:], rest):
+                    got = np.load(os.path.join(out, name))
+                    self.assertEqual(int(got["index"]), want[0])
+                    self.assertEqual(int(got["request_seed"]), want[1])
+                    np.testing.assert_array_equal(want[2], got["seeds"])
+                    np.testing.assert_array_equal(want[3], got["labels"])
+                    for key in ("nodes", "features"):
+                        self.assertEqual(want[4][key].tobytes(), got[key].tobytes(), f"{t} batch {want[0]}: {key}")
+        print("RESULT python stream resume: a cursor checkpointed to a file continues in a new process, bit for bit, "
+              "over unix:// and grpc://")
 
     def test_delta_batches_reassemble_to_the_explicit_features(self):
         for t in TRANSPORTS:
