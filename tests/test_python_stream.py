@@ -345,6 +345,8 @@ class StreamTest(unittest.TestCase):
             (dict(split=None), "INVALID_ARGUMENT", "not neither"),
             (dict(prefetch=17), "INVALID_ARGUMENT", "prefetch 17"),
             (dict(hold=0, prefetch=0, start_batch=99), "INVALID_ARGUMENT", "start_batch 99"),
+            (dict(delta="full", window=17), "INVALID_ARGUMENT", "a window of 17 batches"),
+            (dict(delta="full", window=-1), "INVALID_ARGUMENT", "a window of -1 batches"),
         ]
         for t in TRANSPORTS:
             for kw, status, says in cases:
@@ -363,6 +365,8 @@ class StreamTest(unittest.TestCase):
             self.stream("unix", labels=3)
         with self.assertRaisesRegex(ValueError, "seed -1"):
             self.stream("unix", seed=-1)
+        with self.assertRaisesRegex(ValueError, "window 0"):
+            self.stream("unix", delta="full", window=0)
         closed = featstore.connect(SERVER["unix"])
         closed.close()
         self.assertRaisesRegex(ValueError, "closed", closed.stream, split="train", batch_size=10, fanouts=[2])

@@ -157,6 +157,8 @@ def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch
         raise ValueError(f"unknown delta mode {delta!r} (one of {', '.join(_lib.FS_DELTA)})")
     if not 0 <= int(seed) < 2**64:
         raise ValueError(f"seed {seed} must be in [0, 2**64)")
+    if int(window) == 0:  # the C struct's 0 means "unset" (1); from Python it is a mistake
+        raise ValueError("window 0: a Match-Reorder window is 1 batch (no reorder) or more")
     ids = None if seeds is None else _ids(seeds, "seeds")
     ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
     names = None if tables is None else (ctypes.c_char_p * max(len(tables), 1))(*[_name(t) for t in tables])
