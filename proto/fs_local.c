@@ -88,6 +88,16 @@ int fs_local_recv(int sock, fs_local_frame_t *f, void *buf, size_t cap, int *fds
     ssize_t n;
     do n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == ECONNRESET) {
+        /* A peer that closed with our frames unread resets the socket, and
+         * Linux reports the reset before the frames it sent first: the
+         * server's ERROR saying why it hung up (a refused uid, a handshake
+         * timeout). The reset is consumed by that report, so read once more:
+         * a frame, or 0 (closed) when it left none. */
+        do n = recvmsg(sock, &msg, flags | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) errno = ECONNRESET;
+    }
     if (n < 0) return -1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

@@ -120,7 +120,10 @@ int fs_local_send_msg(int sock, int type, const pb_msgdesc_t *fields, const void
 int fs_local_send_error(int sock, fs_status_t status, const char *message, int flags);
 
 /* Receives one frame into buf (cap bytes for the payload). Returns 1 for a
- * frame, 0 when the peer closed, -1 on error: errno EPROTO for a malformed
+ * frame, 0 when the peer closed (also when it closed with our frames
+ * unread, which resets the socket: a frame it left first, such as the
+ * ERROR saying why, is still returned before that), -1 on error: errno
+ * EPROTO for a malformed
  * frame, EMSGSIZE for one longer than cap (cut off: the kernel queues whole
  * frames), EPROTONOSUPPORT for a well-formed frame of another major version
  * (f->major and f->type say which, the payload is in buf). Received

@@ -5,6 +5,7 @@
  * reclaimed; garbage on the socket is refused without harm. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1270,4 +1271,39 @@ Test(local, a_forked_child_leaves_its_parents_warm_slots_alone)
     fs_batch_free(x);
     fs_close(c);
     fs_close(a);
+}
+
+/* A peer that hangs up with our frames unread resets the socket, and Linux
+ * reports the reset before the frame the peer sent first: the server's
+ * refusals (a uid not allowed, a handshake timeout) raced with the
+ * client's HELLO and reached it as "Connection reset by peer" instead of
+ * the reason (seen in CI, test_local_guards). fs_local_recv reads past the
+ * reset to that frame; a reset with no frame behind it reads as closed. */
+Test(local_frames, the_error_a_peer_left_before_hanging_up_is_read_past_the_reset)
+{
+    int sv[2];
+    char buf[2048];
+    int fds[FS_LOCAL_MAX_FDS], nfds = 0;
+    fs_local_frame_t f;
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    cr_assert_eq(fs_local_send(sv[0], FS_LOCAL_HELLO, "hello", 5, NULL, 0, 0), 0); /* never read */
+    cr_assert_eq(fs_local_send_error(sv[1], FS_ERR_PERMISSION, "uid 65534 may not connect", 0), 0);
+    close(sv[1]);
+    cr_assert_eq(fs_local_recv(sv[0], &f, buf, sizeof buf, fds, &nfds, FS_LOCAL_MAX_FDS, 0), 1, "%s",
+                 strerror(errno));
+    cr_assert_eq(f.type, FS_LOCAL_ERROR);
+    featstore_local_Error e = featstore_local_Error_init_zero;
+    fs_error_t err;
+    cr_assert_eq(fs_local_decode(buf, f.len, featstore_local_Error_fields, &e, "error", &err), FS_OK);
+    cr_assert_eq(e.status, FS_ERR_PERMISSION);
+    cr_assert_str_eq(e.message, "uid 65534 may not connect");
+    cr_assert_eq(fs_local_recv(sv[0], &f, buf, sizeof buf, fds, &nfds, FS_LOCAL_MAX_FDS, 0), 0, "then closed");
+    close(sv[0]);
+
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0); /* a reset with nothing behind it */
+    cr_assert_eq(fs_local_send(sv[0], FS_LOCAL_HELLO, "hello", 5, NULL, 0, 0), 0);
+    close(sv[1]);
+    cr_assert_eq(fs_local_recv(sv[0], &f, buf, sizeof buf, fds, &nfds, FS_LOCAL_MAX_FDS, 0), 0, "%s",
+                 strerror(errno));
+    close(sv[0]);
 }
