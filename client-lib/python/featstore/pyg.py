@@ -694,7 +694,8 @@ class _Loader:
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"rank {self.rank} must be in [0, world_size={self.world_size})")
         self.seed = _request_seed() if seed is None else int(seed)  # the shuffle's; the same on every DDP rank
-        self.prefetch, self.hold = int(prefetch), int(hold)
+        self.prefetch = _default_prefetch(self.client) if prefetch is None else int(prefetch)
+        self.hold = int(hold)
         self.epoch, self._epoch_set = 0, False
         self.node_tables, self.edge_tables = _node_tables(self.schema), _edge_tables(self.schema)
 
@@ -809,14 +810,16 @@ class NeighborLoader(_Loader):
     ``set_epoch`` as with DistributedSampler). `rank`/`world_size`: this DDP
     rank's share (default: torch.distributed's). `seed`: the shuffle seed,
     the same on every rank (default: drawn from torch's generator).
-    `prefetch`: batches made ahead by the stream's thread. `hold`, `copy`:
-    the module comment's lifetime rule. Other options as
+    `prefetch`: batches made ahead by the stream's producer threads (by
+    default two per producer; over unix:// a connection has one producer per
+    `threads`). `hold`, `copy`: the module comment's lifetime rule. Other
+    options as
     ``NeighborSampler``'s. A loader is used by one thread at a time."""
 
     def __init__(self, data, num_neighbors, input_nodes=None, input_time=None, batch_size=1, shuffle=False,
                  drop_last=False, replace=False, subgraph_type="directional", disjoint=False,
                  temporal_strategy="uniform", time_attr=None, weight_attr=None, transform=None, rank=None,
-                 world_size=None, seed=None, prefetch=2, hold=4, copy=False, dtype=None, **connect_kwargs):
+                 world_size=None, seed=None, prefetch=None, hold=4, copy=False, dtype=None, **connect_kwargs):
         super().__init__(data, num_neighbors, batch_size, shuffle, drop_last,
                          dict(replace=replace, subgraph_type=subgraph_type, disjoint=disjoint,
                               temporal_strategy=temporal_strategy, time_attr=time_attr, weight_attr=weight_attr),
@@ -927,7 +930,7 @@ class LinkNeighborLoader(_Loader):
                  neg_sampling=None, neg_sampling_ratio=None, batch_size=1, shuffle=False, drop_last=False,
                  replace=False, subgraph_type="directional", disjoint=False, temporal_strategy="uniform",
                  time_attr=None, weight_attr=None, transform=None, rank=None, world_size=None, seed=None,
-                 prefetch=2, hold=4, copy=False, dtype=None, keep_seed_edges=False, neg_weighted=False,
+                 prefetch=None, hold=4, copy=False, dtype=None, keep_seed_edges=False, neg_weighted=False,
                  **connect_kwargs):
         super().__init__(data, num_neighbors, batch_size, shuffle, drop_last,
                          dict(replace=replace, subgraph_type=subgraph_type, disjoint=disjoint,
@@ -1053,6 +1056,16 @@ class LinkNeighborLoader(_Loader):
             if fields[2] is not None:
                 store_edge.edge_label_time = fields[2]
         return self._finish(data)
+
+
+def _default_prefetch(client):
+    """Two batches ahead per producer: one being made, one ready. A stream
+    over unix:// has a producer per connection thread (client.h), elsewhere
+    one. With only one batch ahead each, a producer that finished waits for
+    the trainer to take the batch before its own, and at two threads the
+    cores were idle 29% of the time (docs/benchmarks.md, "Peers")."""
+    producers = max(1, int(client._opts.threads)) if client.transport == "unix" else 1
+    return min(16, 2 * producers)
 
 
 def _prefetched(batches, depth):
