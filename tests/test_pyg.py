@@ -11,8 +11,9 @@ graph with its edge id, each destination has exactly min(fanout, degree)
 distinct neighbours at the hop that expands it, seeds come first, the
 per-hop counts add up. Checked for PyG's own NodeLoader and LinkLoader on
 featstore's stores and sampler, and for featstore.pyg's NeighborLoader and
-LinkNeighborLoader over unix:// and grpc://; plus the lifetime rule, and
-clear errors for what featstore refuses.
+LinkNeighborLoader over unix:// and grpc://; plus the lifetime rule, the
+loaders' default prefetch (two batches per stream producer), and clear
+errors for what featstore refuses.
 
 Selections (unittest names) split it into ctest entries:
   PygBackend      the above (test_pyg)
@@ -318,6 +319,18 @@ class PygBackend(unittest.TestCase):
             self.assertEqual(x.num_sampled_edges, y.num_sampled_edges)
             if k == 3:
                 break
+
+    def test_prefetch_defaults_to_two_batches_per_producer(self):
+        kw = dict(num_neighbors=[5, 3], input_nodes="train", batch_size=128, shuffle=True, seed=11)
+        cases = [("unix", {}, 2), ("unix", dict(threads=2), 4), ("unix", dict(threads=3), 6),
+                 ("unix", dict(threads=2, prefetch=1), 1), ("grpc", {}, 2)]
+        for transport, extra, want in cases:
+            with self.subTest(transport=transport, **extra):
+                loader = pyg.NeighborLoader(SERVERS["cora"][transport], **kw, **extra)
+                self.assertEqual(loader.prefetch, want)
+                first = next(iter(loader))  # the stream opens with it: within its limits
+                self.assertEqual(first.batch_size, 128)
+                loader.close()
 
     def test_edge_index_is_a_view_of_the_batch_over_both_transports(self):
         for t in ("unix", "grpc"):
