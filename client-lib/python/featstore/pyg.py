@@ -813,8 +813,8 @@ class NeighborLoader(_Loader):
     `prefetch`: batches made ahead by the stream's producer threads (by
     default two per producer; over unix:// a connection has one producer per
     `threads`). `hold`, `copy`: the module comment's lifetime rule. Other
-    options as
-    ``NeighborSampler``'s. A loader is used by one thread at a time."""
+    options as ``NeighborSampler``'s. A loader is used by one thread at a
+    time."""
 
     def __init__(self, data, num_neighbors, input_nodes=None, input_time=None, batch_size=1, shuffle=False,
                  drop_last=False, replace=False, subgraph_type="directional", disjoint=False,
@@ -1063,7 +1063,10 @@ def _default_prefetch(client):
     over unix:// has a producer per connection thread (client.h), elsewhere
     one. With only one batch ahead each, a producer that finished waits for
     the trainer to take the batch before its own, and at two threads the
-    cores were idle 29% of the time (docs/benchmarks.md, "Peers")."""
+    cores were idle 29% of the time (docs/benchmarks.md, "Peers"). The
+    producer count follows stream_open.c's producers(); the loader needs
+    the number before its stream exists (its per-call path's connection
+    and thread), so it is worked out here."""
     producers = max(1, int(client._opts.threads)) if client.transport == "unix" else 1
     return min(16, 2 * producers)
 
