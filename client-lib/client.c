@@ -61,6 +61,48 @@ fs_status_t fs_client_clone(const fs_client_t *c, int slots, int threads, fs_cli
     return fs_connect(c->uri, &o, out);
 }
 
+/* ---- a stream's connections, kept for the next stream ------------------------
+ * A trainer opens a stream every epoch, and each of its producers used to
+ * connect anew: over unix:// that maps the server's files, checks a typed
+ * dataset's every edge again (fs_dataset_open_fds) and starts the engines'
+ * workspaces cold, 40-50 ms before an epoch's first batch on the demo
+ * dataset against 7-9 ms for the next ones (docs/benchmarks.md). So a
+ * closed stream leaves its connections with their owner, and the next
+ * stream takes those with its slots and threads whose batches are all
+ * freed (a batch held on lives in its connection's slot). The owner is
+ * then as connected as it was while the stream was open, no more. */
+fs_status_t fs_client_take(fs_client_t *c, int slots, int threads, fs_client_t **out)
+{
+    int want = threads > 0 ? threads : c->opts.threads;
+    fs_client_t *found = NULL;
+    pthread_mutex_lock(&c->spare_lock);
+    for (int i = 0; i < c->num_spare && !found; i++) {
+        fs_client_t *k = c->spare[i];
+        if (k->opts.slots == slots && k->opts.threads == want && k->ops->idle(k)) {
+            found = k;
+            c->spare[i] = c->spare[--c->num_spare];
+        }
+    }
+    pthread_mutex_unlock(&c->spare_lock);
+    if (!found) return fs_client_clone(c, slots, threads, out);
+    found->errstr[0] = '\0';
+    *out = found;
+    return FS_OK;
+}
+
+void fs_client_park(fs_client_t *c, fs_client_t *conn)
+{
+    if (!conn) return;
+    pthread_mutex_lock(&c->spare_lock);
+    if (c->num_spare < FS_CLIENT_SPARES && conn->ops && conn->ops->idle && !fs_client_foreign(conn) &&
+        !fs_client_foreign(c)) {
+        c->spare[c->num_spare++] = conn;
+        conn = NULL;
+    }
+    pthread_mutex_unlock(&c->spare_lock);
+    fs_close(conn);
+}
+
 FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs_client_t **out)
 {
     if (!out) return FS_ERR_INVALID_ARGUMENT;
@@ -68,6 +110,7 @@ FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs
     *out = c;
     if (!c) return FS_ERR_NOMEM;
     c->opener = getpid();
+    pthread_mutex_init(&c->spare_lock, NULL);
     c->opts.struct_size = sizeof c->opts;
     fs_status_t st = opts ? read_struct(c, &c->opts, sizeof c->opts, opts, CONNECT_OPTS_V1, "fs_connect_opts_t") : FS_OK;
     if (st != FS_OK) return st;
@@ -95,6 +138,8 @@ FS_API void fs_close(fs_client_t *c)
     if (!c) return;
     /* In a forked child the transport frees only the child's copies and says
      * nothing to the server: the parent's connection carries on. */
+    for (int i = 0; i < c->num_spare; i++) fs_close(c->spare[i]);
+    pthread_mutex_destroy(&c->spare_lock);
     if (c->ops && c->ops->close) c->ops->close(c);
     free(c->uri);
     for (int i = 0; i < 5; i++) free(c->opt_strings[i]);

@@ -10,6 +10,7 @@
 #ifndef FS_CLIENT_INTERNAL_H
 #define FS_CLIENT_INTERNAL_H
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include "featstore/admin.h"
@@ -72,7 +73,13 @@ typedef struct {
     fs_status_t (*epoch_next)(struct fs_epoch_call *e, fs_epoch_call_batch_t *out, int64_t *labels);
     void (*epoch_close)(struct fs_epoch_call *e);
     void (*close)(struct fs_client *c); /* in a forked child (fs_client_foreign): this process's copies only */
+    /* Whether no batch of c's is alive, so that the next stream of c's
+     * owner may take c over as it is (fs_client_take). NULL: never. */
+    int (*idle)(struct fs_client *c);
 } fs_transport_ops_t;
+
+/* A closed stream's connections kept for the next one (fs_client_park). */
+#define FS_CLIENT_SPARES 16
 
 struct fs_client {
     const fs_transport_ops_t *ops;
@@ -83,6 +90,9 @@ struct fs_client {
     char errstr[512];
     char *uri;                   /* as given to fs_connect, and copies of opts' strings, */
     char *opt_strings[5];        /* which opts points at: for fs_client_clone */
+    pthread_mutex_t spare_lock;  /* the spares: streams are closed from any thread */
+    struct fs_client *spare[FS_CLIENT_SPARES];
+    int num_spare;
 };
 
 /* Every batch handed out is the first member of one of these, so
@@ -129,6 +139,18 @@ fs_status_t fs_client_sample_request(struct fs_client *c, const fs_sample_req_t 
  * slots and, unless 0, `threads` (a stream producer's own,
  * client-lib/stream.c); its failure is in *out's errstr, as fs_connect's. */
 fs_status_t fs_client_clone(const struct fs_client *c, int slots, int threads, struct fs_client **out);
+
+/* As fs_client_clone, but a connection c holds from a closed stream
+ * (fs_client_park) is taken when one has the same slots and threads and is
+ * idle: an epoch's stream then starts on the last one's connections, their
+ * engines warm, instead of connecting, mapping and checking the dataset
+ * anew (docs/api.md §11, "Producers"). */
+fs_status_t fs_client_take(struct fs_client *c, int slots, int threads, struct fs_client **out);
+
+/* Gives conn, a connection fs_client_take or fs_client_clone made from c,
+ * back to c for the next stream, or closes it (a transport that keeps
+ * none, a forked child, FS_CLIENT_SPARES held). fs_close(c) closes them. */
+void fs_client_park(struct fs_client *c, struct fs_client *conn);
 
 /* Transport constructors: fill c->ops and c->impl, or fail via fs_client_fail. */
 fs_status_t fs_local_connect(struct fs_client *c, const char *socket_path);

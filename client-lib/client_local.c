@@ -387,6 +387,19 @@ static int acquire_slot(local_t *L)
     return found;
 }
 
+/* Whether every slot is free (no batch of this connection's alive) and
+ * the connection still up: a stream may hand it to the next one. */
+static int local_idle(fs_client_t *c)
+{
+    local_t *L = c->impl;
+    if (!L || L->sock < 0) return 0;
+    pthread_mutex_lock(&L->lock);
+    int busy = 0;
+    for (int i = 0; i < L->num_slots; i++) busy |= L->slots[i].busy;
+    pthread_mutex_unlock(&L->lock);
+    return !busy;
+}
+
 static void release_slot(local_t *L, int i)
 {
     pthread_mutex_lock(&L->lock);
@@ -1496,4 +1509,5 @@ static const fs_transport_ops_t local_ops = {
     .replan = local_replan,
     .hetero = local_hetero,
     .close = local_close,
+    .idle = local_idle,
 };

@@ -770,8 +770,8 @@ FS_API void fs_stream_close(fs_stream_t *s)
         if (e->filled && e->b) fs_stream_batch_free(&e->b->pub);
         e->b = NULL, e->filled = 0;
     }
-    for (int k = 0; k < s->num_producers; k++) {
-        fs_close(s->prod[k].conn);
+    for (int k = 0; k < s->num_producers; k++) { /* for the owner's next stream */
+        fs_client_park(s->owner, s->prod[k].conn);
         s->prod[k].conn = NULL;
     }
     stream_unref(s);

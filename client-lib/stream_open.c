@@ -368,10 +368,17 @@ static fs_status_t plan_epoch(fs_client_t *c, fs_stream_t *s, const fs_stream_op
     return FS_OK;
 }
 
+/* A producer's threads, for fs_client_clone (0: the owner's): the
+ * producers share the owner's cores. */
+static int producer_threads(const fs_stream_t *s)
+{
+    int threads = s->owner->opts.threads / s->num_producers;
+    return s->num_producers > 1 ? (threads > 1 ? threads : 1) : 0;
+}
+
 fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out)
 {
-    int threads = s->owner->opts.threads / s->num_producers; /* the producers share the owner's cores */
-    return fs_client_clone(s->owner, s->slots, s->num_producers > 1 ? (threads > 1 ? threads : 1) : 0, out);
+    return fs_client_clone(s->owner, s->slots, producer_threads(s), out);
 }
 
 /* How many producers: one for a delta stream (each batch is matched
@@ -394,7 +401,7 @@ static fs_status_t start(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t 
     for (int k = 0; k < s->num_producers; k++) {
         producer_t *p = &s->prod[k];
         *p = (producer_t){.s = s, .req = s->req, .treq = s->typed.req};
-        fs_status_t st = fs_stream_connect(s, &p->conn);
+        fs_status_t st = fs_client_take(c, s->slots, producer_threads(s), &p->conn); /* the last stream's, if idle */
         if (st != FS_OK) return fs_client_fail(c, st, "stream: its connection: %s", fs_client_errstr(p->conn));
     }
     for (int k = 0; k < s->num_producers; k++) {

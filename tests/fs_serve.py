@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import unittest
 
 CORA_NPZ = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cora.npz")
@@ -105,6 +106,12 @@ def stop(proc, timeout=30):
             proc.wait()
     proc.stdout.close()
     return proc.returncode
+
+
+def metrics(ready):
+    """The server's /metrics text (ready: start()'s; its metrics port)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{int(ready['metrics'])}/metrics", timeout=10) as r:
+        return r.read().decode()
 
 
 def slot_ranges():

@@ -113,7 +113,7 @@ def setUpModule():
     SERVER["dir"] = tmp
     dataset = fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora"))
     proc, ready = fs_serve.start(ARGS.featstore, dataset, os.path.join(tmp, "s.sock"))
-    SERVER.update(proc=proc, unix="unix://" + ready["unix"], grpc="grpc://" + ready["grpc"])
+    SERVER.update(proc=proc, unix="unix://" + ready["unix"], grpc="grpc://" + ready["grpc"], dataset=dataset)
 
 
 def tearDownModule():
@@ -470,6 +470,40 @@ class StreamTest(unittest.TestCase):
             gc.collect()
             self.assertEqual(len(held.seeds), 100)
             del held
+
+    def test_the_next_stream_starts_on_the_last_ones_connections(self):
+        """A Client's streams share one owner connection, on which a closed
+        stream leaves its producers' connections for the next (the next
+        epoch starts warm, no new connection); a server restarted between
+        epochs is reconnected to by the next stream."""
+        tmp = tempfile.mkdtemp(prefix="featstore-pystream-restart-")
+        sock = os.path.join(tmp, "s.sock")
+        proc, ready = fs_serve.start(ARGS.featstore, SERVER["dataset"], sock)
+        try:
+            def unix_clients(n):
+                want = f'featstore_connected_clients{{transport="unix"}} {n}\n'
+                return wait_until(lambda: want in fs_serve.metrics(ready))
+
+            c = featstore.connect("unix://" + sock, threads=2)  # two producers a stream
+            epochs = []
+            for epoch in range(2):
+                with c.stream(split="train", batch_size=400, fanouts=FANOUTS, table="feat", seed=3) as s:
+                    epochs.append([snapshot(b) for b in s])
+                self.assertTrue(unix_clients(4), "the Client, the streams' owner and two producers: kept")
+            for a, b in zip(*epochs):
+                assert_same_arrays(self, a[4], b[4], f"batch {a[0]} of the same epoch on the kept connections")
+            fs_serve.stop(proc)
+            proc, ready = fs_serve.start(ARGS.featstore, SERVER["dataset"], sock)
+            with c.stream(split="train", batch_size=400, fanouts=FANOUTS, table="feat", seed=3) as s:
+                again = [snapshot(b) for b in s]
+            self.assertEqual(len(again), len(epochs[0]), "the next epoch after a restart")
+            for a, b in zip(epochs[0], again):
+                assert_same_arrays(self, a[4], b[4], f"batch {a[0]} after the restart")
+            c.close()
+            self.assertTrue(unix_clients(0), "closing the Client closed what its streams left")
+        finally:
+            fs_serve.stop(proc)
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def test_a_forked_child_is_refused_by_name(self):
         with self.stream("unix") as s:

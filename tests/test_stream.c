@@ -389,6 +389,50 @@ Test(stream, a_threaded_connection_streams_with_producers_sharing_its_threads)
     fs_close(one);
 }
 
+/* Until the server counts `n` unix:// clients connected. */
+static void assert_unix_clients(int n)
+{
+    char want[80];
+    snprintf(want, sizeof want, "featstore_connected_clients{transport=\"unix\"} %d\n", n);
+    free(tu_metrics_with(srv.metrics_port, want));
+}
+
+/* A closed stream leaves its producers' connections with the connection
+ * it was opened on, and the next stream with the same slots and threads
+ * takes them: no new connection per epoch. One whose slot still holds a
+ * batch is not taken (the batch stays intact while the next stream runs),
+ * and closing the owner closes what it keeps. */
+Test(stream, the_next_stream_takes_the_last_ones_connections)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_stream_opts_t o = base_opts();
+    o.producers = 2;
+    copy_t first[16], again[16], third[16];
+    int64_t nb = whole_epoch(c, &o, first);
+    assert_unix_clients(3); /* the owner and its two producers' connections, kept */
+    cr_assert_eq(whole_epoch(c, &o, again), nb);
+    assert_copies_equal(first, again, nb);
+    assert_unix_clients(3); /* the second stream took both */
+
+    fs_stream_t *s;
+    fs_stream_batch_t *held;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_stream_next(s, &held), FS_OK);
+    size_t bytes = sizeof(float) * (size_t)(held->batch->num_nodes * held->dim);
+    float *before = malloc(bytes);
+    memcpy(before, held->features, bytes);
+    fs_stream_close(s);
+    o.epoch = 2; /* other batches: a reused slot would overwrite the held one */
+    whole_epoch(c, &o, third);
+    assert_unix_clients(4); /* the connection holding a batch was not taken: one new */
+    cr_assert_arr_eq(held->features, before, bytes, "a held batch survives the next stream");
+    for (int64_t i = 0; i < nb; i++) free(third[i].nodes), free(third[i].feat);
+    fs_stream_batch_free(held);
+    free(before);
+    fs_close(c);
+    assert_unix_clients(0); /* closing the owner closed what it kept */
+}
+
 Test(stream, explicit_seeds_in_order_and_without_labels)
 {
     fs_client_t *c = connect_to(unix_uri);

@@ -992,8 +992,11 @@ class Client(_Closing):
         which stays the parent's). Batches stay valid until released."""
         with self._lock:
             c, self._c, self._closed = self._c, None, True
+            owner = self.__dict__.pop("_stream_owner", None)
         if c:
             lib.fs_close(c)
+        if owner is not None:
+            owner.release()  # streams still open keep it
 
     @property
     def closed(self):

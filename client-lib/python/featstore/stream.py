@@ -226,15 +226,74 @@ def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labe
                           epoch, rank, world_size, drop_last, prefetch, hold, order, chunk, start_batch, delta,
                           window, hetero=None if typed is None else typed.c, seed_type=seed_type,
                           link=None if lk is None else lk.c, tables=tables, producers=producers)
-    owner = client._open("stream: ", slots=1)  # the stream's own connection: only its URI and options are used
-    out = ctypes.c_void_p()
-    st = lib.fs_stream_open(owner, ctypes.byref(opts), ctypes.byref(out))
-    if st != Status.OK:
-        message = lib.fs_client_errstr(owner).decode(errors="replace")
-        lib.fs_close(owner)
-        raise Error(st, message)
+    for attempt in range(2):
+        owner = _Owner.take(client)
+        out = ctypes.c_void_p()
+        with owner.lock:  # fs_stream_open uses the owner: one thread at a time
+            st = lib.fs_stream_open(owner.c, ctypes.byref(opts), ctypes.byref(out))
+            message = "" if st == Status.OK else lib.fs_client_errstr(owner.c).decode(errors="replace")
+        if st == Status.OK:
+            break
+        owner.retire(client)
+        if st != Status.UNAVAILABLE or attempt:
+            raise Error(st, message)
+        # a kept owner whose server went away (restarted between epochs): once more on a new one
     tables = None if typed is None else (typed.node_tables, typed.edge_tables)
     return Stream(client.uri, owner, out, tables)
+
+
+class _Owner:
+    """The C connection streams are opened on (fs_stream_open's owner: they
+    copy its URI and options). A unix:// Client keeps one for all its
+    streams: a closed stream leaves its producers' connections with it, and
+    the next one, the next epoch's, starts on them, their engines warm and
+    the dataset already mapped and checked (docs/api.md §11, "Producers").
+    Closed when the Client and its every stream have let go of it. A
+    grpc:// stream gets one of its own: gRPC's threads do not survive a fork
+    (client.py, _before_fork), so a Client keeps no gRPC connection open
+    between calls but its own."""
+
+    _refs_lock = threading.Lock()
+
+    def __init__(self, c, refs):
+        self.c, self.refs, self.pid = c, refs, os.getpid()
+        self.lock = threading.Lock()
+
+    @classmethod
+    def take(cls, client):
+        """A reference to client's owner (made if it has none, or its one is
+        a parent process's), or a new one of the stream's own."""
+        if client.transport != "unix":
+            return cls(client._open("stream: ", slots=1), 1)
+        with client._lock:
+            kept = client.__dict__.get("_stream_owner")
+            if kept is None or kept.pid != os.getpid():
+                kept = client._stream_owner = cls(client._open("stream: ", slots=1), 1)  # the Client's reference
+            kept.acquire()
+            return kept
+
+    def acquire(self):
+        with self._refs_lock:
+            self.refs += 1
+
+    def release(self):
+        """Drops one reference; the last closes the connection (and the
+        producers' connections it keeps). In a forked child: nothing (the
+        parent's)."""
+        with self._refs_lock:
+            self.refs -= 1
+            last = self.refs == 0
+        if last and self.pid == os.getpid():
+            lib.fs_close(self.c)
+
+    def retire(self, client):
+        """After a failed fs_stream_open: the stream's reference dropped, and
+        the Client's too, so that the next stream connects anew."""
+        with client._lock:
+            if client.__dict__.get("_stream_owner") is self:
+                client._stream_owner = None
+                self.release()
+        self.release()
 
 
 # ---- the stream ---------------------------------------------------------------------
@@ -331,8 +390,8 @@ class Stream(_Closing):
             if s is None:
                 return
             self._position = lib.fs_stream_position(s)
-            lib.fs_stream_close(s)
-            lib.fs_close(owner)  # after the stream: its producer reconnects through the owner
+            lib.fs_stream_close(s)  # leaves its connections with the owner for the next stream
+            owner.release()  # after the stream: its producers reconnect through the owner
 
     def __repr__(self):
         state = "closed" if self.closed else f"at batch {self._position}"
