@@ -390,8 +390,10 @@ FS_API int fs_stream_ready(const fs_stream_t *s);
 /* The detail of the stream's last failure ("" if none). */
 FS_API const char *fs_stream_errstr(const fs_stream_t *s);
 
-/* Stops the producer threads and closes the stream's connections; batches
- * not yet freed stay valid. NULL is a no-op. */
+/* Stops the producer threads; batches not yet freed stay valid. Over
+ * unix:// the stream's connections stay with c for its next stream (since
+ * 1.5: docs/api.md §11), which takes those whose batches are freed;
+ * fs_close(c) closes them. NULL is a no-op. */
 FS_API void fs_stream_close(fs_stream_t *s);
 
 /* ---- splits -------------------------------------------------------------------- */
