@@ -44,6 +44,14 @@ static inline long long bench_arg(int argc, char **argv, const char *name, long 
     return def;
 }
 
+/* Whether the flag "--name" (no value) is given. */
+static inline int bench_flag(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0) return 1;
+    return 0;
+}
+
 /* "15,10,5" into out[0..max): how many numbers were read. */
 static inline int bench_int_list(const char *s, int *out, int max)
 {
