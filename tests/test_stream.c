@@ -359,6 +359,21 @@ Test(stream, prefetch_and_hold_bound_the_batches_alive) { check_prefetch_and_hol
 /* 4 producers asked for, prefetch 3 of them made */
 Test(stream, prefetch_and_hold_bound_several_producers_alike) { check_prefetch_and_hold(4); }
 
+/* prefetch = 0: two batches ahead per producer (two producers, four). */
+Test(stream, the_default_prefetch_is_two_batches_per_producer)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_stream_opts_t o = base_opts();
+    o.producers = 2, o.batch_size = 50;
+    fs_stream_t *s;
+    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    wait_ready(s, 4);
+    usleep(200 * 1000); /* time to overrun, were it possible */
+    cr_assert_eq(fs_stream_ready(s), 4);
+    fs_stream_close(s);
+    fs_close(c);
+}
+
 /* Threaded connections stream with producers sharing their threads: three
  * threads and prefetch 3 make three producers of one thread, five threads
  * and prefetch 2 two producers of two. Either way the epoch's batches are

@@ -285,7 +285,7 @@ typedef struct {
     uint64_t seed;               /* the shuffle seed */
     int64_t epoch;               /* >= 0 */
     int rank, world_size;        /* 0 <= rank < world_size; 0, 0 = a single trainer */
-    int prefetch;                /* batches made ahead, 1..16; 0 = 2 */
+    int prefetch;                /* batches made ahead, 1..16; 0 = two per producer (since 1.5; 2 before) */
     fs_stream_order_t order;
     int64_t chunk;               /* FS_ORDER_CHUNKED: seeds per run */
     int64_t start_batch;         /* resume: the first batch to hand out */

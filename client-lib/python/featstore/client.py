@@ -875,7 +875,7 @@ class Client(_Closing):
     # -- epoch streams (since 1.4; featstore.stream)
 
     def stream(self, *, split=None, seeds=None, batch_size, fanouts=None, table=None, dtype=None, labels=None,
-               seed=0, epoch=0, rank=0, world_size=1, drop_last=False, prefetch=2, hold=2, order="random", chunk=0,
+               seed=0, epoch=0, rank=0, world_size=1, drop_last=False, prefetch=0, hold=2, order="random", chunk=0,
                start_batch=0, mode="uniform", edge_ids=False, delta="off", window=1, num_neighbors=None,
                frontier="new", disjoint=False, temporal=None, strict=False, time_window=0, node_tables=(),
                edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None, producers=0):
@@ -894,7 +894,8 @@ class Client(_Closing):
         same on every rank), padded by repeating its start unless
         `drop_last`. `order`: one of STREAM_ORDERS ("chunked": runs of
         `chunk` consecutive seeds, the runs shuffled). `prefetch` batches
-        are made ahead; the caller may hold `hold` at once. `start_batch`:
+        are made ahead (0: two per producer); the caller may hold `hold` at
+        once. `start_batch`:
         resume at an earlier stream's ``position``. `delta` ("off", "full",
         "only"): seed 002's Match, fetching only the rows the previous batch
         lacks (StreamBatch.new_rows, .take; "full" also assembles

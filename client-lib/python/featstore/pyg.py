@@ -1063,10 +1063,10 @@ def _default_prefetch(client):
     over unix:// has a producer per connection thread (client.h), elsewhere
     one. With only one batch ahead each, a producer that finished waits for
     the trainer to take the batch before its own, and at two threads the
-    cores were idle 29% of the time (docs/benchmarks.md, "Peers"). The
-    producer count follows stream_open.c's producers(); the loader needs
-    the number before its stream exists (its per-call path's connection
-    and thread), so it is worked out here."""
+    cores were idle 29% of the time (docs/benchmarks.md, "Peers"). This is
+    the streams' own default (stream_open.c, default_prefetch); the loader
+    needs the number before its stream exists (its per-call path's
+    connection and thread), so it is worked out here too."""
     producers = max(1, int(client._opts.threads)) if client.transport == "unix" else 1
     return min(16, 2 * producers)
 
