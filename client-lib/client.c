@@ -78,7 +78,7 @@ fs_status_t fs_client_take(fs_client_t *c, int slots, int threads, fs_client_t *
     pthread_mutex_lock(&c->spare_lock);
     for (int i = 0; i < c->num_spare && !found; i++) {
         fs_client_t *k = c->spare[i];
-        if (k->opts.slots == slots && k->opts.threads == want && k->ops->idle(k)) {
+        if (k->opts.slots == slots && k->opts.threads == want && !fs_client_foreign(k) && k->ops->idle(k)) {
             found = k;
             c->spare[i] = c->spare[--c->num_spare];
         }

@@ -144,7 +144,7 @@ fs_status_t fs_client_clone(const struct fs_client *c, int slots, int threads, s
  * (fs_client_park) is taken when one has the same slots and threads and is
  * idle: an epoch's stream then starts on the last one's connections, their
  * engines warm, instead of connecting, mapping and checking the dataset
- * anew (docs/api.md §11, "Producers"). */
+ * anew (docs/api.md §11, "Connections kept between epochs"). */
 fs_status_t fs_client_take(struct fs_client *c, int slots, int threads, struct fs_client **out);
 
 /* Gives conn, a connection fs_client_take or fs_client_clone made from c,

@@ -52,11 +52,15 @@ next, so it holds one; keep copies (``np.array(x)``), not views, of anything
 kept across batches.
 
 Connections: the C stream needs a connection that outlives it, and a
-Client may be closed, or reconnect after a fork, while a stream runs; so a
-Stream connects on its own to the Client's URI with its options (the C
-stream opens one more for its producer). Closing the Client leaves its
-streams running; ``Stream.close()`` stops the producer and closes both, and
-batches already handed out stay valid.
+Client may be closed, or reconnect after a fork, while a stream runs; so
+streams are opened on a connection of their own to the Client's URI with its
+options (the owner, _Owner), and the C stream opens one more for each
+producer. Over unix:// the Client's streams share one owner, which keeps a
+closed stream's producer connections for the next stream (the next epoch
+starts warm); over grpc:// each stream has its own. Closing the Client
+leaves its streams running; ``Stream.close()`` stops the producers, the
+owner closing once the Client and every stream let go of it, and batches
+already handed out stay valid.
 
 Threads and fork: a Stream serialises its calls with a lock. It belongs to
 the process that opened it: in a forked child its producer thread does not
@@ -247,7 +251,8 @@ class _Owner:
     copy its URI and options). A unix:// Client keeps one for all its
     streams: a closed stream leaves its producers' connections with it, and
     the next one, the next epoch's, starts on them, their engines warm and
-    the dataset already mapped and checked (docs/api.md §11, "Producers").
+    the dataset already mapped and checked (docs/api.md §11, "Connections
+    kept between epochs").
     Closed when the Client and its every stream have let go of it. A
     grpc:// stream gets one of its own: gRPC's threads do not survive a fork
     (client.py, _before_fork), so a Client keeps no gRPC connection open
