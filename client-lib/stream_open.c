@@ -319,31 +319,33 @@ static int slots_needed(const fs_stream_opts_t *o)
     return per_batch * (o->prefetch + o->hold + 1) + o->window + 1;
 }
 
-/* How many producers a stream would have without prefetch's cap: one for
- * a delta stream (each batch is matched against the one before it) and a
- * server-made one (one call); else the option, or by default where the
- * engines run in this process (unix://) the connection's threads, each
- * producer then running an equal share of them (elsewhere one). */
-static int producers_wanted(const fs_client_t *c, const fs_stream_t *s, const fs_stream_opts_t *o)
+/* How many producers the options ask for: one for a delta stream (each
+ * batch is matched against the one before it); else the option, or by
+ * default where the engines run in this process (unix://) the
+ * connection's threads, each producer then running an equal share of
+ * them (elsewhere one). */
+static int producers_wanted(const fs_client_t *c, const fs_stream_opts_t *o)
 {
-    if (o->delta != FS_DELTA_OFF || s->remote) return 1;
+    if (o->delta != FS_DELTA_OFF) return 1;
     int n = o->producers ? o->producers : c->ops->in_process ? c->opts.threads : 1;
     return n < 1 ? 1 : n;
 }
 
-/* prefetch = 0: two batches ahead per producer, one being made and one
- * ready. With one each, a producer that finished waited for the trainer to
- * take the batch before its own: at two threads the cores idled 29% of the
- * time, and two each made 1.17x the batches/s (docs/benchmarks.md, "Peers"). */
-static int default_prefetch(const fs_client_t *c, const fs_stream_t *s, const fs_stream_opts_t *o)
+/* prefetch = 0: two batches ahead per producer asked for, one being made
+ * and one ready. With one each, a producer that finished waited for the
+ * trainer to take the batch before its own: at two threads the cores
+ * idled 29% of the time, and two each made 1.17x the batches/s
+ * (docs/benchmarks.md, "Peers"). Read before the stream knows whether the
+ * server makes its batches (its one call then reads that many ahead). */
+static int default_prefetch(const fs_client_t *c, const fs_stream_opts_t *o)
 {
-    int n = 2 * producers_wanted(c, s, o);
+    int n = 2 * producers_wanted(c, o);
     return n < MAX_PREFETCH ? n : MAX_PREFETCH;
 }
 
-static fs_status_t check_counts(fs_client_t *c, fs_stream_t *s, fs_stream_opts_t *o)
+static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
 {
-    if (o->prefetch == 0) o->prefetch = default_prefetch(c, s, o);
+    if (o->prefetch == 0) o->prefetch = default_prefetch(c, o);
     if (o->hold == 0) o->hold = 2;
     if (o->world_size == 0 && o->rank == 0) o->world_size = 1;
     if (o->prefetch < 1 || o->prefetch > MAX_PREFETCH)
@@ -403,11 +405,13 @@ fs_status_t fs_stream_connect(const fs_stream_t *s, fs_client_t **out)
     return fs_client_clone(s->owner, s->slots, producer_threads(s), out);
 }
 
-/* How many producers: producers_wanted, but never more than prefetch: no
- * more batches than that are made at once. */
+/* How many producers: one for a server-made stream (one call), else
+ * producers_wanted, but never more than prefetch: no more batches than
+ * that are made at once. */
 static int producers(const fs_client_t *c, const fs_stream_t *s, const fs_stream_opts_t *o)
 {
-    int n = producers_wanted(c, s, o);
+    if (s->remote) return 1;
+    int n = producers_wanted(c, o);
     return n > o->prefetch ? o->prefetch : n;
 }
 
@@ -446,7 +450,7 @@ FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, 
     s->owner = c;
     int64_t n = 0;
     fs_status_t st = stream_kind(c, s, &o);
-    if (st == FS_OK) st = check_counts(c, s, &o);
+    if (st == FS_OK) st = check_counts(c, &o);
     if (st == FS_OK) st = take_request(c, s, &o, &n);
     if (st == FS_OK) st = plan_epoch(c, s, &o, n);
     if (st == FS_OK && n > 0 && (s->kind == STREAM_TYPED || s->kind == STREAM_LINK)) st = probe_typed(c, s);
