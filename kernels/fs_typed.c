@@ -4,11 +4,13 @@
  * eligibility by binary search and exclusions.
  *
  * One open-addressing map holds every type's keys; a slot stamped with an
- * older epoch is empty, so a request clears nothing. The map is sized before
- * each edge type's pass from that pass's worst case, so inserts never
- * rehash mid-pass, and inserts are pipelined as in fs_sample.c: each picked
- * key's slot is prefetched when it is picked and filled PIPE picks later,
- * still in pick order, so local ids follow first appearance exactly.
+ * older epoch is empty, so a request clears nothing. Disjoint trees (and so
+ * temporal sampling) use a table per node type of 4-byte slots instead (the
+ * disjoint map, below). Maps are sized before each edge type's pass from
+ * that pass's worst case, so inserts never rehash mid-pass, and inserts are
+ * pipelined as in fs_sample.c: each picked key's slot is prefetched when it
+ * is picked and filled PIPE picks later, still in pick order, so local ids
+ * follow first appearance exactly.
  *
  * A row's eligible edges are a position range [lo, hi) (all of it without
  * time; binary-searched on the row's times with) minus excluded positions.
@@ -42,9 +44,19 @@ typedef struct {
     uint32_t epoch;
 } tslot_t;
 
+/* The disjoint map of one node type: see "the disjoint map" below. */
+typedef struct {
+    uint32_t *slot;
+    size_t cap;       /* slots allocated */
+    size_t used;      /* this request's table: a power of two <= cap, or 0 */
+    int bits;         /* log2(used): the id field's width */
+    int64_t last_n;   /* the type's nodes in the last request, to size the next */
+} dmap_t;
+
 typedef struct {
     fs_i64vec_t nodes, batch, time;
     int64_t n;
+    dmap_t dm;
 } type_ws_t;
 
 typedef struct {
@@ -67,6 +79,7 @@ typedef struct {
 typedef struct {
     fs_i64vec_t pos, skip;
     fs_i64vec_t range;   /* temporal passes: each row's eligible [lo, hi), as pairs (eligible_ranges) */
+    fs_i64vec_t left;    /* the rows their summaries leave to search_rows */
     double *wbuf;
     float *wcopy;
     size_t wcap;
@@ -100,6 +113,7 @@ struct fs_typed_sampler {
     int worker_cap;
     fs_i64vec_t keys;             /* the keys moved into the id map */
     fs_i64vec_t rows;             /* the pass's rows (pass_t.row) */
+    fs_i64vec_t known;            /* their eligible ends from summaries (pass_t.known) */
 };
 
 fs_status_t fs_typed_sampler_create(fs_typed_sampler_t **out, fs_error_t *err)
@@ -120,22 +134,71 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
 {
     if (!s) return;
     fs_table_mem_free(s->map, s->map_cap * sizeof *s->map);
-    for (int t = 0; t < s->cap_types; t++) free_vec(&s->tw[t].nodes), free_vec(&s->tw[t].batch), free_vec(&s->tw[t].time);
+    for (int t = 0; t < s->cap_types; t++) {
+        type_ws_t *w = &s->tw[t];
+        free_vec(&w->nodes), free_vec(&w->batch), free_vec(&w->time);
+        fs_table_mem_free(w->dm.slot, w->dm.cap * sizeof *w->dm.slot);
+    }
     for (int b = 0; b < s->cap_blocks; b++)
         free_vec(&s->bw[b].off), free_vec(&s->bw[b].edst), free_vec(&s->bw[b].esrc), free_vec(&s->bw[b].eid);
     for (int g = 0; g < s->cap_groups; g++) free_vec(&s->seed_local[g]);
     free(s->tw), free(s->bw), free(s->out_nodes), free(s->out_blocks), free(s->seed_local), free(s->out_seed_local);
     for (int w = -1; w < s->worker_cap; w++) {
         pick_ws_t *pw = w < 0 ? &s->pw : &s->worker[w];
-        free_vec(&pw->pos), free_vec(&pw->skip), free_vec(&pw->range);
+        free_vec(&pw->pos), free_vec(&pw->skip), free_vec(&pw->range), free_vec(&pw->left);
         free(pw->wbuf), free(pw->wcopy);
     }
     free(s->worker);
     fs_chunked_free(&s->par);
-    free_vec(&s->keys), free_vec(&s->rows);
+    free_vec(&s->keys), free_vec(&s->rows), free_vec(&s->known);
     free(s->x.e), free(s->x.index);
     if (s->ext_free) s->ext_free(s->ext);
     free(s);
+}
+
+/* Pivot j's position in a row of deg > 0 edges: 0 for the first, deg - 1
+ * for the last (j = FS_TIME_PIVOTS - 1). */
+static inline int64_t pivot_at(int64_t deg, int j)
+{
+    return (int64_t)j * (deg - 1) / (FS_TIME_PIVOTS - 1);
+}
+
+fs_status_t fs_typed_time_rows(fs_typed_etype_t *et, int64_t ndst, fs_time_row_t **out, fs_error_t *err)
+{
+    const int64_t *ip = et->indptr, *t = et->time;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t d = 0; d < ndst; d++)
+        if (ip[d + 1] > ip[d]) {
+            if (t[ip[d]] < lo) lo = t[ip[d]];
+            if (t[ip[d + 1] - 1] > hi) hi = t[ip[d + 1] - 1];
+        }
+    if (lo > hi) lo = hi = 0; /* no edges */
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    int shift = 0;
+    while ((span >> shift) >= INT32_MAX) shift++; /* a step rounded up still fits */
+    fs_time_row_t *rows = fs_table_mem_alloc(((size_t)ndst + 1) * sizeof *rows);
+    if (!rows) return fs_error(err, FS_ERR_NOMEM, "out of memory summarising the times of %lld rows", (long long)ndst);
+    uint64_t below = ((uint64_t)1 << shift) - 1;
+    for (int64_t d = 0; d < ndst; d++) {
+        fs_time_row_t *r = &rows[d];
+        int64_t deg = ip[d + 1] - ip[d];
+        *r = (fs_time_row_t){.start = ip[d], .degree = deg > INT32_MAX ? -1 : (int32_t)deg};
+        if (deg == 0) continue;
+        uint64_t first = (uint64_t)t[ip[d]] - (uint64_t)lo, last = (uint64_t)t[ip[d + 1] - 1] - (uint64_t)lo;
+        r->step[0] = (int32_t)(first >> shift);
+        r->step[FS_TIME_PIVOTS - 1] = (int32_t)((last >> shift) + ((last & below) != 0));
+        for (int j = 1; shift == 0 && j < FS_TIME_PIVOTS - 1; j++)
+            r->step[j] = (int32_t)(t[ip[d] + pivot_at(deg, j)] - lo);
+    }
+    rows[ndst] = (fs_time_row_t){.start = ndst > 0 ? ip[ndst] : 0};
+    et->time_rows = rows, et->time_base = lo, et->time_shift = shift;
+    *out = rows;
+    return FS_OK;
+}
+
+void fs_typed_time_rows_free(fs_time_row_t *rows, int64_t ndst)
+{
+    fs_table_mem_free(rows, ((size_t)ndst + 1) * sizeof *rows);
 }
 
 void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *))
@@ -343,7 +406,7 @@ static inline size_t tmap_hash(const fs_typed_sampler_t *s, uint64_t key)
 
 /* Returns the local id of key (a node of `type`), adding it, with the
  * batch and time it inherits, if new. */
-static inline int64_t tmap_add_at(fs_typed_sampler_t *s, int type, uint64_t key, size_t h, int64_t batch,
+static inline __attribute__((always_inline)) int64_t tmap_add_at(fs_typed_sampler_t *s, int type, uint64_t key, size_t h, int64_t batch,
                                   int64_t time)
 {
     size_t mask = s->map_cap - 1;
@@ -407,6 +470,162 @@ static void tmap_begin(fs_typed_sampler_t *s)
         if (s->map) memset(s->map, 0, s->map_cap * sizeof *s->map);
         s->epoch = 1;
     }
+}
+
+/* ---- the disjoint map -----------------------------------------------------
+ *
+ * Disjoint keys almost never repeat (0.2% of a temporal batch's picks), so
+ * nearly every insert writes an empty slot, and the map's size decides
+ * where those writes land. The map above, 16-byte slots at load <= 1/2,
+ * spans 4 MB for a 1,024-tree request of 100,000 nodes: past the L2, every
+ * write a miss. Here each node type has its own table of 4-byte slots,
+ * a quarter the size: a slot holds the local id + 1 in its low `bits` bits
+ * (0 = empty) and, above, the key's hash bits just under those that chose
+ * the slot. A key is compared with (nodes[id], batch[id]) only where those
+ * bits match, which outside a true repeat is about one probe in 2^(32 -
+ * bits). With no epoch in the slot, a request clears its tables, sized from
+ * the type's last request (docs/benchmarks.md, "Typed sampling"). */
+
+static inline uint64_t dmap_hash(uint64_t key)
+{
+    return key * 0x9e3779b97f4a7c15ULL;
+}
+
+static inline size_t dmap_index(const dmap_t *m, uint64_t key)
+{
+    return (size_t)(dmap_hash(key) >> (64 - m->bits));
+}
+
+static inline uint32_t dmap_check(const dmap_t *m, uint64_t key)
+{
+    return (uint32_t)(dmap_hash(key) >> 32) & ((1u << (32 - m->bits)) - 1);
+}
+
+/* A run of inserts into one type's disjoint map, its table and node arrays
+ * held in locals (dput_open .. dput_close): the compiler keeps them in
+ * registers, where through the sampler it reloads them after every store. */
+typedef struct {
+    uint32_t *slot;
+    size_t mask;
+    int bits;
+    uint32_t check_mask, id_mask;
+    int64_t *nodes, *batch, *time, n;
+} dput_t;
+
+static inline __attribute__((always_inline)) void dput_open(dput_t *p, fs_typed_sampler_t *s, int type)
+{
+    type_ws_t *w = &s->tw[type];
+    *p = (dput_t){.slot = w->dm.slot, .mask = w->dm.used - 1, .bits = w->dm.bits,
+                  .check_mask = (1u << (32 - w->dm.bits)) - 1, .id_mask = (1u << w->dm.bits) - 1,
+                  .nodes = w->nodes.p, .batch = w->batch.p, .time = s->temporal ? w->time.p : NULL, .n = w->n};
+}
+
+static inline void dput_close(const dput_t *p, fs_typed_sampler_t *s, int type)
+{
+    s->tw[type].n = p->n;
+}
+
+static inline size_t dput_index(const dput_t *p, uint64_t key)
+{
+    return (size_t)(dmap_hash(key) >> (64 - p->bits));
+}
+
+/* dmap's tmap_add_at: the local id of the disjoint key (batch, node),
+ * adding it, with the time it inherits, if new. */
+static inline __attribute__((always_inline)) int64_t dput(dput_t *p, uint64_t key, int64_t batch, int64_t time)
+{
+    uint64_t hash = dmap_hash(key);
+    size_t h = (size_t)(hash >> (64 - p->bits));
+    uint32_t check = (uint32_t)(hash >> 32) & p->check_mask;
+    int64_t node = (int64_t)(key & ((1ULL << FS_KEY_NODE_BITS) - 1));
+    for (;;) {
+        uint32_t v = p->slot[h];
+        if (v == 0) {
+            int64_t id = p->n++;
+            p->slot[h] = check << p->bits | (uint32_t)(id + 1);
+            p->nodes[id] = node;
+            p->batch[id] = batch;
+            if (p->time) p->time[id] = time;
+            return id;
+        }
+        if (v >> p->bits == check) {
+            int64_t id = (int64_t)(v & p->id_mask) - 1;
+            if (p->nodes[id] == node && p->batch[id] == batch) return id;
+        }
+        h = (h + 1) & p->mask;
+    }
+}
+
+/* Sets type's table to `slots` (a power of two), cleared, with the type's
+ * nodes so far in it. */
+static int dmap_resize(fs_typed_sampler_t *s, int type, size_t slots)
+{
+    type_ws_t *w = &s->tw[type];
+    dmap_t *m = &w->dm;
+    if (slots > m->cap) {
+        uint32_t *p = fs_table_mem_alloc(slots * sizeof *p);
+        if (!p) return -1;
+        fs_table_mem_free(m->slot, m->cap * sizeof *m->slot);
+        m->slot = p, m->cap = slots;
+    }
+    m->used = slots, m->bits = __builtin_ctzll(slots);
+    memset(m->slot, 0, slots * sizeof *m->slot);
+    for (int64_t id = 0; id < w->n; id++) { /* distinct keys: no comparisons */
+        uint64_t key = key_of(tag_of(s, type, w->batch.p[id]), w->nodes.p[id]);
+        size_t h = dmap_index(m, key);
+        while (m->slot[h]) h = (h + 1) & (slots - 1);
+        m->slot[h] = dmap_check(m, key) << m->bits | (uint32_t)(id + 1);
+    }
+    return 0;
+}
+
+/* The smallest table at load <= 1/2 for n keys (3/4 was no faster). */
+static size_t dmap_slots_for(int64_t n)
+{
+    size_t slots = 1024;
+    while (slots < (size_t)n * 2) slots *= 2;
+    return slots;
+}
+
+/* Room for `extra` more keys of `type`; every table holds at most 2^31
+ * slots, so that an id + 1 and at least one check bit fit a slot. */
+static int dmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
+{
+    if (nodes_reserve(s, type, extra)) return -1;
+    type_ws_t *w = &s->tw[type];
+    size_t slots = dmap_slots_for(w->n + extra);
+    if (slots <= w->dm.used) return 0;
+    if (slots > ((size_t)1 << 31)) return -1;
+    return dmap_resize(s, type, slots);
+}
+
+/* A request's tables: each type's sized for its last request's nodes and a
+ * quarter more, so a steady load never resizes mid-request. */
+static int dmap_begin(fs_typed_sampler_t *s)
+{
+    for (int t = 0; t < s->num_types; t++)
+        if (dmap_resize(s, t, dmap_slots_for(s->tw[t].dm.last_n + s->tw[t].dm.last_n / 4))) return -1;
+    return 0;
+}
+
+/* ---- keys, in whichever map the request uses ------------------------------ */
+
+static inline size_t key_slot(const fs_typed_sampler_t *s, int type, uint64_t key)
+{
+    return s->disjoint ? dmap_index(&s->tw[type].dm, key) : tmap_hash(s, key);
+}
+
+/* The slot's address, to prefetch. (One __builtin_prefetch of either
+ * address: GCC 12 at -O2 dropped a prefetch in each arm of an if.) */
+static inline const void *key_slot_at(const fs_typed_sampler_t *s, int type, size_t slot)
+{
+    return s->disjoint ? (const void *)&s->tw[type].dm.slot[slot] : (const void *)&s->map[slot];
+}
+
+
+static int key_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
+{
+    return s->disjoint ? dmap_reserve(s, type, extra) : tmap_reserve(s, type, extra);
 }
 
 /* ---- exclusions ----------------------------------------------------------- */
@@ -490,6 +709,11 @@ typedef struct {
      * random misses, taken once per row there and read in order after */
     const int64_t *row;
     int64_t row_d0;
+    /* a temporal pass over a summarised edge type (fs_time_row_t): each
+     * row's (-1, eligible end) where pass_bound settled it from the
+     * summary, else the (lo, hi) its end is to be searched in (search_t);
+     * pairs, indexed as row */
+    int64_t *known;
 } pass_t;
 
 static inline int64_t row_start(const pass_t *p, int64_t d)
@@ -513,7 +737,12 @@ static inline int64_t row_degree(const pass_t *p, int64_t d)
  * next, and a finished search hands its place to the next row, so their
  * misses overlap. 16 in flight gave ratio_vs_untimed 0.53-0.56 in
  * bench_typed, 32 gave 0.58-0.60, 64 0.61-0.64. The results are exactly
- * one search's (fs_pick_time_bound's). */
+ * one search's (fs_pick_time_bound's).
+ *
+ * Where the edge type is summarised (fs_time_row_t), pass_bound has
+ * already settled the rows wholly eligible or not at all from the summary
+ * it reads in place of indptr, and only the others are searched: about a
+ * quarter of a temporal batch's rows in bench_typed. */
 #define SEARCHES 64
 
 typedef struct {
@@ -523,28 +752,36 @@ typedef struct {
     int last;          /* the last position is to be probed first */
 } search_t;
 
-/* Row i (of n; destination d0 + i) into x: its times' [0, end), end =
- * end_at[i] or the row's degree. */
-static inline void search_start(const pass_t *p, int64_t d0, const int64_t *end_at, int64_t i, search_t *x)
+/* Row i (destination d0 + i) into x: the position sought in its times'
+ * [lo, hi], the last position probed first when `last`. */
+static inline void search_start(const pass_t *p, int64_t d0, int64_t i, int64_t lo, int64_t hi, int last,
+                                search_t *x)
 {
-    int64_t b = row_start(p, d0 + i);
-    *x = (search_t){.t = p->et->time + b, .lo = 0, .hi = end_at ? end_at[2 * i + 1] : row_degree(p, d0 + i), .at = i};
-    x->last = x->hi > 0;
-    if (x->last) __builtin_prefetch(&x->t[x->hi - 1], 0, 0);
+    *x = (search_t){.t = p->et->time + row_start(p, d0 + i), .lo = lo, .hi = hi, .at = i, .last = last && hi > 0};
+    if (x->lo < x->hi) __builtin_prefetch(&x->t[x->last ? x->hi - 1 : lo + (hi - lo) / 2], 0, 0);
 }
 
-/* For each of the n rows, the first position whose time is > key[i] +
- * shift (upper) or >= it, into out[2 * i + half]; within [0, end) where
- * end is out[2 * i + 1] when `within` (a window's lower bound below its
- * upper one), else the row's degree. */
+/* For each of n rows, the first position whose time is > key[i] + shift
+ * (upper) or >= it, into out[2 * i + half]. The rows are 0..n-1, each in
+ * [0, end) where end is out[2 * i + 1] when `within` (a window's lower
+ * bound below its upper one), else the row's degree; or, given `left`,
+ * the rows left[0..n) that their summaries did not settle, each in the
+ * [lo, hi] of its pair in `known` (pass_t.known). */
 static void search_rows(const pass_t *p, int64_t d0, const int64_t *key, int64_t n, int64_t shift, int upper,
-                        int within, int half, int64_t *out)
+                        int within, int half, const int64_t *left, const int64_t *known, int64_t *out)
 {
     search_t x[SEARCHES];
     int active = 0;
     int64_t next = 0;
     for (;;) {
-        for (; active < SEARCHES && next < n; next++) search_start(p, d0, within ? out : NULL, next, &x[active++]);
+        for (; active < SEARCHES && next < n; next++) {
+            int64_t i = left ? left[next] : next;
+            if (left) /* narrowed by the pivots; with rounded steps the whole row, its last time first */
+                search_start(p, d0, i, known[2 * i], known[2 * i + 1], known[2 * i] == 0 && p->et->time_shift,
+                             &x[active++]);
+            else
+                search_start(p, d0, i, 0, within ? out[2 * i + 1] : row_degree(p, d0 + i), 1, &x[active++]);
+        }
         if (active == 0) return;
         for (int i = 0; i < active;) {
             search_t *q = &x[i];
@@ -576,17 +813,27 @@ static void search_rows(const pass_t *p, int64_t d0, const int64_t *key, int64_t
  * (range_reserve): hi from the time rule, lo from the window (0 without). */
 static void eligible_ranges(const pass_t *p, const int64_t *dtime, int64_t d0, int64_t d1, pick_ws_t *r)
 {
-    int64_t n = d1 - d0, *out = r->range.p;
+    int64_t n = d1 - d0, *out = r->range.p, *left = r->left.p;
     if (n <= 0) return; /* a type with no nodes has no time array (NULL + 0 is undefined) */
-    search_rows(p, d0, dtime + d0, n, 0, !p->strict, 0, 1, out);
-    if (p->window > 0) search_rows(p, d0, dtime + d0, n, -p->window, 0, 1, 0, out);
+    if (p->known) {
+        const int64_t *known = p->known + 2 * (d0 - p->row_d0);
+        int64_t nl = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (known[2 * i] < 0) out[2 * i + 1] = known[2 * i + 1];
+            else left[nl++] = i;
+        search_rows(p, d0, dtime + d0, nl, 0, !p->strict, 0, 1, left, known, out);
+    } else {
+        search_rows(p, d0, dtime + d0, n, 0, !p->strict, 0, 1, NULL, NULL, out);
+    }
+    if (p->window > 0) search_rows(p, d0, dtime + d0, n, -p->window, 0, 1, 0, NULL, NULL, out);
     else
         for (int64_t i = 0; i < n; i++) out[2 * i] = 0;
 }
 
 static int range_reserve(pick_ws_t *r, const pass_t *p, int64_t rows)
 {
-    return p->temporal ? fs_i64vec_reserve(&r->range, 2 * (size_t)rows + 2) : 0;
+    return p->temporal &&
+           (fs_i64vec_reserve(&r->range, 2 * (size_t)rows + 2) || fs_i64vec_reserve(&r->left, (size_t)rows + 1));
 }
 
 /* Positions (relative to the row start) excluded in [lo, hi), ascending,
@@ -682,6 +929,13 @@ static inline void prefetch_row(const pass_t *p, int64_t d)
 static inline void flush(fs_typed_sampler_t *s, int type, const pending_t *pend, int np, int64_t *es,
                          const int64_t *dbatch, const int64_t *dtime)
 {
+    if (s->disjoint) {
+        dput_t dp;
+        dput_open(&dp, s, type);
+        for (int i = 0; i < np; i++) es[i] = dput(&dp, pend[i].key, dbatch[pend[i].d], dtime ? dtime[pend[i].d] : 0);
+        dput_close(&dp, s, type);
+        return;
+    }
     for (int i = 0; i < np; i++)
         es[i] = tmap_add_at(s, type, pend[i].key, pend[i].slot, dbatch ? dbatch[pend[i].d] : 0,
                             dtime ? dtime[pend[i].d] : 0);
@@ -764,8 +1018,8 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
             int64_t at = pos ? pos[q] : q;
             int64_t src = wide ? ((const int64_t *)et->indices)[b + at] : ((const int32_t *)et->indices)[b + at];
             uint64_t key = key_of(tag, src);
-            size_t slot = tmap_hash(s, key);
-            __builtin_prefetch(&s->map[slot], 1, 0);
+            size_t slot = full ? key_slot(s, src_type, key) : tmap_hash(s, key);
+            __builtin_prefetch(full ? key_slot_at(s, src_type, slot) : &s->map[slot], 1, 0);
             pend[np++] = (pending_t){key, (uint32_t)slot, (int32_t)(d - d0)};
             ed[e] = d;
             if (eid) eid[e] = et->edge_ids ? et->edge_ids[b + at] : b + at;
@@ -803,6 +1057,67 @@ static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
     return pass_body(s, p, d0, d1, bw, 1, 1);
 }
 
+/* Rows whose indptr or summary is prefetched ahead of the one read: each
+ * is a random miss, and the core alone runs few rows ahead (this loop
+ * with the summaries ran at a third of indptr's shorter one until
+ * prefetched; both gained). */
+#define ROW_AHEAD 16
+
+/* A seed time v as a step of the edge type's summaries (fs_time_row_t):
+ * the last step whose times all pass (<= v, or < v when strict), -1 below
+ * the first. A row whose first step is past it has no eligible edge, one
+ * whose last step is at or before it is eligible to its end. */
+static inline int64_t time_step(const fs_typed_etype_t *et, int64_t v, int strict)
+{
+    if (strict) {
+        if (v == INT64_MIN) return -1;
+        v--; /* t < v is t <= v - 1 */
+    }
+    if (v < et->time_base) return -1;
+    uint64_t q = ((uint64_t)v - (uint64_t)et->time_base) >> et->time_shift;
+    return q > INT32_MAX ? INT32_MAX : (int64_t)q;
+}
+
+/* Row d's entry in pass_t.known from its summary r (deg edges) and the
+ * seed's step: settled, or the pivots around the step (exact steps only). */
+static inline void summary_settle(const fs_typed_etype_t *et, const fs_time_row_t *r, int64_t b, int64_t deg,
+                                  int64_t step, int64_t *known)
+{
+    if (deg == 0 || r->step[0] > step) {
+        known[0] = -1, known[1] = 0;
+    } else if (r->step[FS_TIME_PIVOTS - 1] <= step) {
+        known[0] = -1, known[1] = deg;
+    } else if (et->time_shift != 0) { /* rounded steps: the whole row */
+        known[0] = 0, known[1] = deg;
+    } else { /* pivot j passes and j + 1 fails: the end is in (pos j, pos j + 1] */
+        int j = 0; /* the pivots ascend: count those that pass, branch-free */
+        for (int k = 1; k < FS_TIME_PIVOTS - 1; k++) j += r->step[k] <= step;
+        known[0] = pivot_at(deg, j) + 1, known[1] = pivot_at(deg, j + 1);
+        __builtin_prefetch(&et->time[b + known[0] + (known[1] - known[0]) / 2], 0, 0); /* search_rows' first probe */
+    }
+}
+
+/* pass_bound from the summaries: each row's start and degree, and its
+ * eligible end where the summary settles it (pass_t.known_end). */
+static int64_t pass_bound_summarised(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1,
+                                     int64_t *max_deg, int64_t *row)
+{
+    const fs_typed_etype_t *et = p->et;
+    const type_ws_t *dw = &s->tw[et->dst_type];
+    int64_t bound = 0;
+    *max_deg = 0;
+    for (int64_t d = d0; d < d1; d++) {
+        if (d + ROW_AHEAD < d1) __builtin_prefetch(&et->time_rows[dw->nodes.p[d + ROW_AHEAD]], 0, 0);
+        const fs_time_row_t *r = &et->time_rows[dw->nodes.p[d]];
+        int64_t b = r->start, deg = r->degree >= 0 ? r->degree : r[1].start - b;
+        row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
+        summary_settle(et, r, b, deg, time_step(et, dw->time.p[d], p->strict), &p->known[2 * (d - p->row_d0)]);
+        if (deg > *max_deg) *max_deg = deg;
+        bound += p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
+    }
+    return bound;
+}
+
 /* Worst-case picks of a pass and the longest row, for sizing, with every
  * destination's row (start, degree) recorded into row[] (pass_t.row). The
  * exact sum (uniform rows shorter than the fanout count their length)
@@ -811,10 +1126,12 @@ static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
 static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg,
                           int64_t *row)
 {
+    if (p->known) return pass_bound_summarised(s, p, d0, d1, max_deg, row);
     const int64_t *ip = p->et->indptr, *frontier = s->tw[p->et->dst_type].nodes.p;
     int64_t bound = 0;
     *max_deg = 0;
     for (int64_t d = d0; d < d1; d++) {
+        if (d + ROW_AHEAD < d1) __builtin_prefetch(&ip[frontier[d + ROW_AHEAD]], 0, 0);
         int64_t b = ip[frontier[d]], deg = ip[frontier[d] + 1] - b;
         row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
         if (deg > *max_deg) *max_deg = deg;
@@ -1078,13 +1395,25 @@ static void ins_insert(void *ctx, const fs_chunk_t *c)
     const uint64_t *key = (const uint64_t *)c->key.p;
     int64_t *es = j->es + j->e, n = c->n, i = 0;
     int type = j->p->et->src_type;
+    j->e += n;
+    if (s->disjoint) {
+        dput_t dp;
+        dput_open(&dp, s, type);
+        for (int64_t q = 0; q < n && q < PIPE; q++) __builtin_prefetch(&dp.slot[dput_index(&dp, key[q])], 1, 0);
+        for (int64_t d = c->d0; d < c->d1; d++)
+            for (int64_t end = c->off.p[d - c->d0 + 1]; i < end; i++) {
+                if (i + PIPE < n) __builtin_prefetch(&dp.slot[dput_index(&dp, key[i + PIPE])], 1, 0);
+                es[i] = dput(&dp, key[i], dbatch[d], dtime ? dtime[d] : 0);
+            }
+        dput_close(&dp, s, type);
+        return;
+    }
     for (int64_t q = 0; q < n && q < PIPE; q++) __builtin_prefetch(&s->map[tmap_hash(s, key[q])], 1, 0);
     for (int64_t d = c->d0; d < c->d1; d++)
         for (int64_t end = c->off.p[d - c->d0 + 1]; i < end; i++) {
             if (i + PIPE < n) __builtin_prefetch(&s->map[tmap_hash(s, key[i + PIPE])], 1, 0);
             es[i] = tmap_add_at(s, type, key[i], tmap_hash(s, key[i]), dbatch ? dbatch[d] : 0, dtime ? dtime[d] : 0);
         }
-    j->e += n;
 }
 
 /* The pass on the pool with the Fused-Map kept; the number of edges, or -1
@@ -1123,6 +1452,12 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
     if (fs_i64vec_reserve(&s->rows, 2 * (size_t)(d1 - d0) + 2))
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's %lld rows", hop, (long long)(d1 - d0));
     p.row = s->rows.p, p.row_d0 = d0;
+    if (p.temporal && et->time_rows) {
+        if (fs_i64vec_reserve(&s->known, 2 * (size_t)(d1 - d0) + 2))
+            return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's %lld rows", hop,
+                            (long long)(d1 - d0));
+        p.known = s->known.p;
+    }
     int parallel = s->par.active;
     if (!parallel) {
         if (p.k == FS_FANOUT_ALL) bound = pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
@@ -1149,7 +1484,7 @@ static fs_status_t run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, con
     if (partitioned) {
         if (nodes_reserve(s, et->src_type, bound) || (n = pass_parallel(s, &p, d0, d1, bound, max_deg, bw)) < 0)
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
-    } else if (tmap_reserve(s, et->src_type, bound)) {
+    } else if (key_reserve(s, et->src_type, bound)) {
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for the id map at hop %d", hop);
     } else if (parallel) {
         if ((n = pass_inserter(s, &p, d0, d1, bound, max_deg, bw)) < 0)
@@ -1172,14 +1507,21 @@ static fs_status_t add_seeds(fs_typed_sampler_t *s, const fs_typed_view_t *g, co
     int64_t next_batch = 0;
     for (int i = 0; i < num_groups; i++) {
         const fs_typed_seeds_t *sg = &groups[i];
-        if (fs_i64vec_reserve(&s->seed_local[i], (size_t)sg->count + 1) || tmap_reserve(s, sg->type, sg->count))
+        if (fs_i64vec_reserve(&s->seed_local[i], (size_t)sg->count + 1) || key_reserve(s, sg->type, sg->count))
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for %lld seeds", (long long)sg->count);
         const int64_t *nt = g->node_time ? g->node_time[sg->type] : NULL;
         for (int64_t j = 0; j < sg->count; j++) {
             int64_t v = sg->ids[j], batch = sg->batch ? sg->batch[j] : next_batch + j;
             int64_t t = sg->time ? sg->time[j] : nt ? nt[v] : 0;
             uint64_t key = key_of(tag_of(s, sg->type, batch), v);
-            s->seed_local[i].p[j] = tmap_add_at(s, sg->type, key, tmap_hash(s, key), batch, t);
+            if (s->disjoint) {
+                dput_t dp;
+                dput_open(&dp, s, sg->type);
+                s->seed_local[i].p[j] = dput(&dp, key, batch, t);
+                dput_close(&dp, s, sg->type);
+            } else {
+                s->seed_local[i].p[j] = tmap_add_at(s, sg->type, key, tmap_hash(s, key), batch, t);
+            }
         }
         next_batch = batches_after(sg, next_batch);
         s->out_seed_local[i] = s->seed_local[i].p;
@@ -1201,6 +1543,7 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
     s->disjoint = req->disjoint || s->temporal;
     for (int t = 0; t < T; t++) s->tw[t].n = 0;
     tmap_begin(s);
+    if (s->disjoint && dmap_begin(s)) return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for the id map");
     s->par.active = 0;
     if ((st = add_seeds(s, g, groups, num_groups, err))) return st;
     int64_t after[FS_MAX_HOPS + 1][T > 0 ? T : 1];
@@ -1216,6 +1559,7 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
             s->out_blocks[h * E + e].num_src = after[h + 1][g->etype[e].src_type];
     }
     for (int t = 0; t < T; t++) {
+        if (s->disjoint) s->tw[t].dm.last_n = s->tw[t].n;
         fs_typed_nodes_t *o = &s->out_nodes[t];
         *o = (fs_typed_nodes_t){.num_nodes = s->tw[t].n, .nodes = s->tw[t].nodes.p,
                                 .batch = s->disjoint ? s->tw[t].batch.p : NULL,

@@ -47,6 +47,24 @@
 #include "fs_pool.h"
 #include "fs_types.h"
 
+/* One destination's row of a timed edge type, summarised for temporal
+ * sampling (fs_typed_time_rows): where the row starts, its length and five
+ * of its times, as int32 steps of 2^time_shift above the edge type's
+ * time_base: the first (rounded down), the last (rounded up) and, where
+ * the steps are the times themselves (shift 0), those at positions
+ * j * (degree - 1) / 4 for j = 1..3. A seed time at or past the last step
+ * takes the whole row and one before the first step none, with no read of
+ * the row's times; any other is searched for only between the two pivots
+ * around it (docs/algorithms.md §9). 32 bytes: half a cache line, one
+ * miss. */
+#define FS_TIME_PIVOTS 5
+
+typedef struct {
+    int64_t start;                    /* indptr[d] */
+    int32_t degree;                   /* -1 past INT32_MAX: the next row's start tells */
+    int32_t step[FS_TIME_PIVOTS];     /* all 0 for an empty row */
+} fs_time_row_t;
+
 typedef struct {
     int src_type, dst_type;
     const char *name;          /* "(src, rel, dst)" for messages, or NULL */
@@ -59,6 +77,11 @@ typedef struct {
     const int64_t *time;       /* [num_edges] by position, non-decreasing per destination, or NULL */
     int reverse;               /* the edge type holding edge i reversed as its edge i, or -1 */
     int64_t max_degree;        /* the longest row, for worst-case bounds (fs_limits.h); 0 = unknown */
+    /* with time: [count(dst_type) + 1] row summaries (the last one's start
+     * = num_edges), or NULL to search every row's times */
+    const fs_time_row_t *time_rows;
+    int64_t time_base;
+    int time_shift;
 } fs_typed_etype_t;
 
 /* Source id at position pos of an edge type, whatever the index width. */
@@ -127,6 +150,15 @@ typedef struct {
     int num_groups;
     const int64_t *const *seed_local;   /* [num_groups][count]: each seed's local id */
 } fs_typed_result_t;
+
+/* Summarises a timed edge type's ndst rows for temporal sampling: a new
+ * array of ndst + 1 rows into *out (the caller's to free), and et's
+ * time_rows, time_base and time_shift set to it. The steps are the times
+ * themselves (shift 0) where the edge type's times span under 2^31. One
+ * pass over the rows: a read of each row's first and last time. Free with
+ * fs_typed_time_rows_free and the same ndst. */
+fs_status_t fs_typed_time_rows(fs_typed_etype_t *et, int64_t ndst, fs_time_row_t **out, fs_error_t *err);
+void fs_typed_time_rows_free(fs_time_row_t *rows, int64_t ndst);
 
 typedef struct fs_typed_sampler fs_typed_sampler_t;
 

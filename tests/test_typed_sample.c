@@ -10,6 +10,7 @@
  * The one-type case is also held to the homogeneous engine bit for bit. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,10 @@ typedef struct {
     const char *names[4];
     elist_t *el[6];
     fs_typed_etype_t et[6];
-    fs_typed_view_t view;
+    fs_typed_view_t view;        /* the timed edge types summarised (fs_typed_time_rows), as servers build them */
+    fs_typed_etype_t plain_et[6];
+    fs_typed_view_t plain;       /* the same without summaries: every row's times searched */
+    fs_time_row_t *rows[6];
 } tgraph_t;
 
 static fs_rng_t grng;
@@ -131,13 +135,23 @@ static void setup_graph(void)
     G->et[1].reverse = 2, G->et[2].reverse = 1;
     G->view = (fs_typed_view_t){.num_node_types = 3, .count = G->count, .type_name = G->names,
                                 .node_time = (const int64_t *const *)G->ntime, .num_edge_types = 4, .etype = G->et};
+    G->plain = G->view;
+    G->plain.etype = G->plain_et;
+    for (int e = 0; e < 4; e++) {
+        G->plain_et[e] = G->et[e];
+        if (G->et[e].time)
+            cr_assert_eq(fs_typed_time_rows(&G->et[e], G->count[G->et[e].dst_type], &G->rows[e], NULL), FS_OK);
+    }
     cr_assert_eq(fs_typed_sampler_create(&S, NULL), FS_OK);
 }
 
 static void teardown_graph(void)
 {
     fs_typed_sampler_destroy(S);
-    for (int e = 0; e < G->E; e++) free(G->el[e]->indptr), free(G->el[e]);
+    for (int e = 0; e < G->E; e++) {
+        if (G->rows[e]) fs_typed_time_rows_free(G->rows[e], G->count[G->et[e].dst_type]);
+        free(G->el[e]->indptr), free(G->el[e]);
+    }
     for (int t = 0; t < G->T; t++) free(G->ntime[t]);
     free(G);
 }
@@ -322,6 +336,196 @@ Test(typed, same_request_same_result)
         cr_assert_arr_eq(a.block[i].edge_ids, b.block[i].edge_ids, sizeof(int64_t) * (size_t)a.block[i].num_edges);
     }
     fs_typed_sampler_destroy(other);
+}
+
+/* Two results bit for bit: every type's nodes, batches and times (b's
+ * times as (time + shift) / scale), and every block. */
+static void assert_same_scaled(const fs_typed_result_t *a, const fs_typed_result_t *b, int hops, int64_t scale,
+                               int64_t shift, const char *what)
+{
+    for (int t = 0; t < G->T; t++) {
+        const fs_typed_nodes_t *x = &a->type[t], *y = &b->type[t];
+        size_t n = sizeof(int64_t) * (size_t)x->num_nodes;
+        cr_assert_eq(x->num_nodes, y->num_nodes, "%s: type %d: %lld against %lld nodes", what, t,
+                     (long long)x->num_nodes, (long long)y->num_nodes);
+        cr_assert_arr_eq(x->nodes, y->nodes, n, "%s: type %d's nodes differ", what, t);
+        if (x->batch) cr_assert_arr_eq(x->batch, y->batch, n, "%s: type %d's batches differ", what, t);
+        for (int64_t i = 0; x->time && i < x->num_nodes; i++)
+            cr_assert_eq(x->time[i], (y->time[i] + shift) / scale, "%s: type %d's node %lld's time differs", what, t,
+                         (long long)i);
+    }
+    for (int i = 0; i < hops * G->E; i++) {
+        const fs_block_t *x = &a->block[i], *y = &b->block[i];
+        size_t m = sizeof(int64_t) * (size_t)x->num_edges;
+        cr_assert_eq(x->num_edges, y->num_edges, "%s: block %d: %lld against %lld edges", what, i,
+                     (long long)x->num_edges, (long long)y->num_edges);
+        cr_assert_arr_eq(x->dst_offsets, y->dst_offsets, sizeof(int64_t) * (size_t)(x->num_dst + 1), "%s: block %d", what, i);
+        cr_assert_arr_eq(x->edge_src, y->edge_src, m, "%s: block %d's sources differ", what, i);
+        cr_assert_arr_eq(x->edge_ids, y->edge_ids, m, "%s: block %d's edge ids differ", what, i);
+    }
+}
+
+static void assert_same_result(const fs_typed_result_t *a, const fs_typed_result_t *b, int hops, const char *what)
+{
+    assert_same_scaled(a, b, hops, 1, 0, what);
+}
+
+/* Every time rule, with seed times below, inside and past the graph's
+ * times: the summaries (which settle most rows and narrow the others'
+ * searches to two pivots) pick exactly what searching every row picks. */
+Test(typed, time_summaries_change_no_result)
+{
+    const tsel_t rules[] = {{FS_TEMPORAL_UNIFORM, 0, 0}, {FS_TEMPORAL_UNIFORM, 1, 0}, {FS_TEMPORAL_UNIFORM, 0, 30},
+                            {FS_TEMPORAL_UNIFORM, 1, 12}, {FS_TEMPORAL_LAST, 0, 0}, {FS_TEMPORAL_LAST, 1, 25}};
+    const int fan[4] = {3, 2, 4, 0}, fan_all[4] = {-1, -1, -1, 0};
+    int64_t ids[20], times[20];
+    for (int i = 0; i < 20; i++) ids[i] = (i * 13) % 60, times[i] = -5 + i * 7; /* -5 .. 128: the times are 0..99 */
+    fs_typed_seeds_t g = {.type = 0, .count = 20, .ids = ids, .time = times};
+    fs_typed_sampler_t *other;
+    cr_assert_eq(fs_typed_sampler_create(&other, NULL), FS_OK);
+    for (size_t k = 0; k < sizeof rules / sizeof *rules; k++)
+        for (int all = 0; all < 2; all++) {
+            treq_t r;
+            make_req(&r, 2, all ? fan_all : fan, FS_SAMPLE_UNIFORM);
+            r.req.temporal = rules[k].temporal, r.req.strict = rules[k].strict, r.req.window = rules[k].window;
+            r.req.seed = 77 + k;
+            fs_typed_result_t a, b;
+            fs_error_t err = {0};
+            cr_assert_eq(fs_typed_sample_cpu(S, &G->view, &r.req, &g, 1, NULL, 0, &a, &err), FS_OK, "%s", err.msg);
+            judge(&a, &r.req, &g, 1, NULL, 0);
+            cr_assert_eq(fs_typed_sample_cpu(other, &G->plain, &r.req, &g, 1, NULL, 0, &b, &err), FS_OK, "%s", err.msg);
+            char what[64];
+            snprintf(what, sizeof what, "rule %zu, fanouts %s", k, all ? "all" : "3,2,4");
+            assert_same_result(&a, &b, 2, what);
+        }
+    fs_typed_sampler_destroy(other);
+}
+
+/* Times spanning more than int32 (nanoseconds, below zero) make the
+ * summaries' steps rounded, not the times: they then only settle rows
+ * wholly past or before a seed, and still pick exactly what the searches
+ * pick. The same graph with each time t as t * 2^30 - 2^40 (an order-
+ * keeping map, the window scaled alike) picks the same edges. */
+Test(typed, rounded_time_summaries_change_no_result)
+{
+    const int64_t scale = (int64_t)1 << 30, shift = (int64_t)1 << 40;
+    fs_typed_etype_t et[4], plain_et[4];
+    int64_t *scaled[4] = {0}, *ntime[3];
+    fs_time_row_t *rows[4] = {0};
+    for (int e = 0; e < 4; e++) {
+        et[e] = plain_et[e] = G->et[e];
+        et[e].time_rows = plain_et[e].time_rows = NULL;
+        if (!G->et[e].time) continue;
+        scaled[e] = malloc(sizeof(int64_t) * (size_t)G->et[e].num_edges);
+        for (int64_t q = 0; q < G->et[e].num_edges; q++) scaled[e][q] = G->et[e].time[q] * scale - shift;
+        et[e].time = plain_et[e].time = scaled[e];
+        cr_assert_eq(fs_typed_time_rows(&et[e], G->count[et[e].dst_type], &rows[e], NULL), FS_OK);
+        cr_assert_gt(et[e].time_shift, 0, "edge type %d: a span of 2^36 must round", e);
+        cr_assert_eq(et[e].time_base, -shift);
+    }
+    for (int t = 0; t < 3; t++) {
+        ntime[t] = malloc(sizeof(int64_t) * (size_t)G->count[t]);
+        for (int64_t v = 0; v < G->count[t]; v++) ntime[t][v] = G->ntime[t][v] * scale - shift;
+    }
+    fs_typed_view_t view = G->view, plain = G->view;
+    view.etype = et, plain.etype = plain_et, view.node_time = plain.node_time = (const int64_t *const *)ntime;
+    int64_t ids[16];
+    for (int i = 0; i < 16; i++) ids[i] = (i * 17) % 60;
+    fs_typed_seeds_t g = {.type = 0, .count = 16, .ids = ids};
+    const tsel_t rules[] = {{FS_TEMPORAL_UNIFORM, 0, 0}, {FS_TEMPORAL_UNIFORM, 1, 0}, {FS_TEMPORAL_UNIFORM, 0, 30},
+                            {FS_TEMPORAL_LAST, 1, 0}};
+    const int fan[4] = {3, 2, 4, 0};
+    fs_typed_sampler_t *other;
+    cr_assert_eq(fs_typed_sampler_create(&other, NULL), FS_OK);
+    for (size_t k = 0; k < sizeof rules / sizeof *rules; k++) {
+        treq_t r;
+        make_req(&r, 2, fan, FS_SAMPLE_UNIFORM);
+        r.req.temporal = rules[k].temporal, r.req.strict = rules[k].strict, r.req.seed = 5 + k;
+        fs_typed_result_t a, b, c;
+        r.req.window = rules[k].window;
+        cr_assert_eq(fs_typed_sample_cpu(S, &G->view, &r.req, &g, 1, NULL, 0, &a, NULL), FS_OK);
+        r.req.window = rules[k].window * scale;
+        cr_assert_eq(fs_typed_sample_cpu(other, &view, &r.req, &g, 1, NULL, 0, &b, NULL), FS_OK);
+        assert_same_scaled(&a, &b, 2, scale, shift, "scaled times, summarised"); /* the same picks */
+        fs_typed_sampler_t *third;
+        cr_assert_eq(fs_typed_sampler_create(&third, NULL), FS_OK);
+        cr_assert_eq(fs_typed_sample_cpu(third, &plain, &r.req, &g, 1, NULL, 0, &c, NULL), FS_OK);
+        assert_same_result(&b, &c, 2, "scaled times, searched");
+        fs_typed_sampler_destroy(third);
+    }
+    fs_typed_sampler_destroy(other);
+    for (int e = 0; e < 4; e++) {
+        if (rows[e]) fs_typed_time_rows_free(rows[e], G->count[et[e].dst_type]);
+        free(scaled[e]);
+    }
+    for (int t = 0; t < 3; t++) free(ntime[t]);
+}
+
+/* A summary holds its row's start and length, its first and last times and
+ * the pivots at j * (degree - 1) / 4, read back here from the CSC. */
+Test(typed, time_summaries_hold_each_rows_pivots)
+{
+    const fs_typed_etype_t *et = &G->et[0];
+    cr_assert_eq(et->time_shift, 0);
+    cr_assert_eq(et->time_base, 0, "the smallest of (A, cites, A)'s times is 0");
+    int64_t nd = G->count[et->dst_type], longer = 0;
+    for (int64_t d = 0; d < nd; d++) {
+        const fs_time_row_t *r = &et->time_rows[d];
+        int64_t b = et->indptr[d], deg = et->indptr[d + 1] - b;
+        cr_assert_eq(r->start, b);
+        cr_assert_eq(r->degree, deg);
+        for (int j = 0; j < FS_TIME_PIVOTS; j++) {
+            int64_t want = deg ? et->time[b + j * (deg - 1) / (FS_TIME_PIVOTS - 1)] - et->time_base : 0;
+            cr_assert_eq(r->step[j], want, "row %lld pivot %d", (long long)d, j);
+        }
+        longer += deg > FS_TIME_PIVOTS;
+    }
+    cr_assert_gt(longer, 10);
+    cr_assert_eq(et->time_rows[nd].start, et->num_edges);
+}
+
+/* Disjoint trees keep their ids in a table per node type sized from the
+ * last request and grown within one: a request's result is the same on a
+ * fresh sampler, on one whose tables a larger request left big, and on one
+ * that must grow them mid-request. */
+Test(typed, disjoint_results_do_not_depend_on_the_samplers_history)
+{
+    int64_t all[60], few[3] = {4, 9, 33};
+    for (int i = 0; i < 60; i++) all[i] = i;
+    fs_typed_seeds_t big = {.type = 0, .count = 60, .ids = all}, small = {.type = 0, .count = 3, .ids = few};
+    const int fan_all[2][4] = {{-1, -1, -1, -1}, {-1, -1, -1, 0}}, fan[2][4] = {{4, 3, 3, 2}, {4, 3, 3, 0}};
+    for (int timed = 0; timed < 2; timed++) { /* (C, at, A) has no times */
+        treq_t rb, rs;
+        make_req(&rb, 2, fan_all[timed], FS_SAMPLE_UNIFORM);
+        make_req(&rs, 2, fan[timed], FS_SAMPLE_UNIFORM);
+        rb.req.disjoint = rs.req.disjoint = 1;
+        rb.req.temporal = rs.req.temporal = timed ? FS_TEMPORAL_UNIFORM : FS_TEMPORAL_OFF;
+        rb.req.seed = 3, rs.req.seed = 4;
+        fs_typed_sampler_t *fresh, *used;
+        cr_assert_eq(fs_typed_sampler_create(&fresh, NULL), FS_OK);
+        cr_assert_eq(fs_typed_sampler_create(&used, NULL), FS_OK);
+        fs_typed_result_t a, b;
+        /* the big request on a fresh sampler grows its tables mid-request */
+        fs_error_t err = {0};
+        cr_assert_eq(fs_typed_sample_cpu(fresh, &G->view, &rb.req, &big, 1, NULL, 0, &a, &err), FS_OK, "%s", err.msg);
+        cr_assert_gt(a.type[0].num_nodes, 512, "the request must outgrow a fresh table (1,024 slots at load 1/2)");
+        judge(&a, &rb.req, &big, 1, NULL, 0);
+        cr_assert_eq(fs_typed_sample_cpu(used, &G->view, &rs.req, &small, 1, NULL, 0, &b, NULL), FS_OK);
+        cr_assert_eq(fs_typed_sample_cpu(used, &G->view, &rb.req, &big, 1, NULL, 0, &b, NULL), FS_OK);
+        assert_same_result(&a, &b, 2, "the big request after a small one");
+        /* the small request on tables the big one left large, and on fresh ones */
+        cr_assert_eq(fs_typed_sample_cpu(used, &G->view, &rs.req, &small, 1, NULL, 0, &a, NULL), FS_OK);
+        fs_typed_sampler_t *third;
+        cr_assert_eq(fs_typed_sample_cpu(fresh, &G->view, &rs.req, &small, 1, NULL, 0, &b, NULL), FS_OK);
+        assert_same_result(&a, &b, 2, "the small request after the big one");
+        cr_assert_eq(fs_typed_sampler_create(&third, NULL), FS_OK);
+        cr_assert_eq(fs_typed_sample_cpu(third, &G->view, &rs.req, &small, 1, NULL, 0, &b, NULL), FS_OK);
+        assert_same_result(&a, &b, 2, "the small request on a fresh sampler");
+        judge(&b, &rs.req, &small, 1, NULL, 0);
+        fs_typed_sampler_destroy(third);
+        fs_typed_sampler_destroy(fresh);
+        fs_typed_sampler_destroy(used);
+    }
 }
 
 /* ---- distributions --------------------------------------------------------- */
