@@ -979,6 +979,11 @@ static inline __attribute__((always_inline)) int64_t row_picks(const fs_typed_sa
         if (xend > first) nx = excluded_positions(w, &s->x, p, b, lo, hi, first, xend);
     }
     *tag = tag_of(s, p->et->src_type, batch);
+    if (nx == 0 && lo == 0 && (p->k == FS_FANOUT_ALL || hi <= p->k) &&
+        (p->mode == FS_SAMPLE_UNIFORM || p->temporal == FS_TEMPORAL_LAST)) {
+        *pos = NULL; /* every eligible position, as pick_row would list them (most temporal rows) */
+        return hi;
+    }
     rng = row_rng(p, s->disjoint, batch, v);
     *pos = w->pos.p;
     return pick_row(w, p, &rng, b, lo, hi, nx);
