@@ -1,7 +1,7 @@
 /* fs_typed.c — the typed k-hop sampler (fs_typed.h): the homogeneous
  * engine's Fused-Map (docs/algorithms.md §6) over (node type, batch, node)
  * keys, with per-type local id counters, per-edge-type blocks, temporal
- * eligibility by binary search and exclusions.
+ * eligibility and exclusions.
  *
  * One open-addressing map holds every type's keys; a slot stamped with an
  * older epoch is empty, so a request clears nothing. Disjoint trees (and so
@@ -13,7 +13,8 @@
  * follow first appearance exactly.
  *
  * A row's eligible edges are a position range [lo, hi) (all of it without
- * time; binary-searched on the row's times with) minus excluded positions.
+ * time; with, settled from the edge type's row summaries, fs_time_row_t, or
+ * binary-searched on the row's times) minus excluded positions.
  * Picks are the shared ones of fs_sample_pick.h over that range; the rows
  * with exclusions (a link batch's few endpoints) pick among the surviving
  * positions, or over weights with the excluded ones zeroed. */
