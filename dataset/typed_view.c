@@ -17,10 +17,8 @@ fs_status_t fs_typed_graph_init(fs_typed_graph_t *g, const fs_dataset_t *ds, fs_
     g->etype = calloc((size_t)E + 1, sizeof *g->etype);
     g->etype_name = calloc((size_t)E + 1, sizeof *g->etype_name);
     g->time_rows = calloc((size_t)E + 1, sizeof *g->time_rows);
-    g->time_rows_n = calloc((size_t)E + 1, sizeof *g->time_rows_n);
     g->num_edge_types = E;
-    if (!g->count || !g->type_name || !g->node_time || !g->etype || !g->etype_name || !g->time_rows ||
-        !g->time_rows_n) {
+    if (!g->count || !g->type_name || !g->node_time || !g->etype || !g->etype_name || !g->time_rows) {
         fs_typed_graph_free(g);
         return fs_error(err, FS_ERR_NOMEM, "typed view: out of memory");
     }
@@ -39,8 +37,7 @@ fs_status_t fs_typed_graph_init(fs_typed_graph_t *g, const fs_dataset_t *ds, fs_
         for (int64_t d = 0; d < ds->node_types[x->dst_type].count; d++) /* once, for fs_limits' bounds */
             if (x->indptr[d + 1] - x->indptr[d] > g->etype[e].max_degree)
                 g->etype[e].max_degree = x->indptr[d + 1] - x->indptr[d];
-        g->time_rows_n[e] = ds->node_types[x->dst_type].count;
-        fs_status_t st = x->time ? fs_typed_time_rows(&g->etype[e], g->time_rows_n[e], &g->time_rows[e], err) : FS_OK;
+        fs_status_t st = x->time ? fs_typed_time_rows(&g->etype[e], g->count[x->dst_type], &g->time_rows[e], err) : FS_OK;
         if (st != FS_OK) {
             fs_typed_graph_free(g);
             return st;
@@ -53,14 +50,13 @@ fs_status_t fs_typed_graph_init(fs_typed_graph_t *g, const fs_dataset_t *ds, fs_
 
 void fs_typed_graph_free(fs_typed_graph_t *g)
 {
+    for (int e = 0; g->time_rows && e < g->num_edge_types; e++) /* set only after etype[e] and the counts */
+        if (g->time_rows[e]) fs_typed_time_rows_free(g->time_rows[e], g->count[g->etype[e].dst_type]);
+    free(g->time_rows);
     free(g->count);
     free(g->type_name);
     free(g->node_time);
     free(g->etype);
     free(g->etype_name);
-    for (int e = 0; g->time_rows && e < g->num_edge_types; e++)
-        if (g->time_rows[e]) fs_typed_time_rows_free(g->time_rows[e], g->time_rows_n[e]);
-    free(g->time_rows);
-    free(g->time_rows_n);
     memset(g, 0, sizeof *g);
 }

@@ -5,7 +5,7 @@
  * one edge type.
  *
  * Each timed edge type also gets its rows' time summaries
- * (fs_typed_time_rows: 16 bytes per destination), built once here, which
+ * (fs_typed_time_rows: 32 bytes per destination), built once here, which
  * spare temporal sampling most of its searches.
  *
  * Ownership: the graph borrows the dataset (which must outlive it) and owns
@@ -26,7 +26,6 @@ typedef struct {
     fs_typed_etype_t *etype;
     char (*etype_name)[3 * FS_TYPE_NAME_MAX + 8];
     fs_time_row_t **time_rows;          /* [num_edge_types], NULL for untimed ones */
-    int64_t *time_rows_n;               /* [num_edge_types]: their destinations */
     int num_edge_types;
 } fs_typed_graph_t;
 

@@ -49,8 +49,7 @@ typedef struct {
 typedef struct {
     uint32_t *slot;
     size_t cap;       /* slots allocated */
-    size_t used;      /* this request's table: a power of two <= cap, or 0 */
-    int bits;         /* log2(used): the id field's width */
+    int bits;         /* this request's table is its first 2^bits slots (0: none yet); the id field's width */
     int64_t last_n;   /* the type's nodes in the last request, to size the next */
 } dmap_t;
 
@@ -492,14 +491,16 @@ static inline uint64_t dmap_hash(uint64_t key)
     return key * 0x9e3779b97f4a7c15ULL;
 }
 
-static inline size_t dmap_index(const dmap_t *m, uint64_t key)
+/* A key's home slot in a table of 2^bits, and the hash bits just under
+ * those that a slot keeps to tell keys apart. */
+static inline size_t dmap_index(int bits, uint64_t key)
 {
-    return (size_t)(dmap_hash(key) >> (64 - m->bits));
+    return (size_t)(dmap_hash(key) >> (64 - bits));
 }
 
-static inline uint32_t dmap_check(const dmap_t *m, uint64_t key)
+static inline uint32_t dmap_check(int bits, uint64_t key)
 {
-    return (uint32_t)(dmap_hash(key) >> 32) & ((1u << (32 - m->bits)) - 1);
+    return (uint32_t)(dmap_hash(key) >> 32) & ((1u << (32 - bits)) - 1);
 }
 
 /* A run of inserts into one type's disjoint map, its table and node arrays
@@ -507,18 +508,15 @@ static inline uint32_t dmap_check(const dmap_t *m, uint64_t key)
  * registers, where through the sampler it reloads them after every store. */
 typedef struct {
     uint32_t *slot;
-    size_t mask;
     int bits;
-    uint32_t check_mask, id_mask;
     int64_t *nodes, *batch, *time, n;
 } dput_t;
 
 static inline __attribute__((always_inline)) void dput_open(dput_t *p, fs_typed_sampler_t *s, int type)
 {
     type_ws_t *w = &s->tw[type];
-    *p = (dput_t){.slot = w->dm.slot, .mask = w->dm.used - 1, .bits = w->dm.bits,
-                  .check_mask = (1u << (32 - w->dm.bits)) - 1, .id_mask = (1u << w->dm.bits) - 1,
-                  .nodes = w->nodes.p, .batch = w->batch.p, .time = s->temporal ? w->time.p : NULL, .n = w->n};
+    *p = (dput_t){.slot = w->dm.slot, .bits = w->dm.bits, .nodes = w->nodes.p, .batch = w->batch.p,
+                  .time = s->temporal ? w->time.p : NULL, .n = w->n};
 }
 
 static inline void dput_close(const dput_t *p, fs_typed_sampler_t *s, int type)
@@ -526,18 +524,12 @@ static inline void dput_close(const dput_t *p, fs_typed_sampler_t *s, int type)
     s->tw[type].n = p->n;
 }
 
-static inline size_t dput_index(const dput_t *p, uint64_t key)
-{
-    return (size_t)(dmap_hash(key) >> (64 - p->bits));
-}
-
 /* dmap's tmap_add_at: the local id of the disjoint key (batch, node),
  * adding it, with the time it inherits, if new. */
 static inline __attribute__((always_inline)) int64_t dput(dput_t *p, uint64_t key, int64_t batch, int64_t time)
 {
-    uint64_t hash = dmap_hash(key);
-    size_t h = (size_t)(hash >> (64 - p->bits));
-    uint32_t check = (uint32_t)(hash >> 32) & p->check_mask;
+    size_t h = dmap_index(p->bits, key), mask = ((size_t)1 << p->bits) - 1;
+    uint32_t check = dmap_check(p->bits, key), id_mask = (1u << p->bits) - 1;
     int64_t node = (int64_t)(key & ((1ULL << FS_KEY_NODE_BITS) - 1));
     for (;;) {
         uint32_t v = p->slot[h];
@@ -550,10 +542,10 @@ static inline __attribute__((always_inline)) int64_t dput(dput_t *p, uint64_t ke
             return id;
         }
         if (v >> p->bits == check) {
-            int64_t id = (int64_t)(v & p->id_mask) - 1;
+            int64_t id = (int64_t)(v & id_mask) - 1;
             if (p->nodes[id] == node && p->batch[id] == batch) return id;
         }
-        h = (h + 1) & p->mask;
+        h = (h + 1) & mask;
     }
 }
 
@@ -569,13 +561,13 @@ static int dmap_resize(fs_typed_sampler_t *s, int type, size_t slots)
         fs_table_mem_free(m->slot, m->cap * sizeof *m->slot);
         m->slot = p, m->cap = slots;
     }
-    m->used = slots, m->bits = __builtin_ctzll(slots);
+    m->bits = __builtin_ctzll(slots);
     memset(m->slot, 0, slots * sizeof *m->slot);
     for (int64_t id = 0; id < w->n; id++) { /* distinct keys: no comparisons */
         uint64_t key = key_of(tag_of(s, type, w->batch.p[id]), w->nodes.p[id]);
-        size_t h = dmap_index(m, key);
+        size_t h = dmap_index(m->bits, key);
         while (m->slot[h]) h = (h + 1) & (slots - 1);
-        m->slot[h] = dmap_check(m, key) << m->bits | (uint32_t)(id + 1);
+        m->slot[h] = dmap_check(m->bits, key) << m->bits | (uint32_t)(id + 1);
     }
     return 0;
 }
@@ -595,7 +587,7 @@ static int dmap_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
     if (nodes_reserve(s, type, extra)) return -1;
     type_ws_t *w = &s->tw[type];
     size_t slots = dmap_slots_for(w->n + extra);
-    if (slots <= w->dm.used) return 0;
+    if (w->dm.bits && slots <= (size_t)1 << w->dm.bits) return 0;
     if (slots > ((size_t)1 << 31)) return -1;
     return dmap_resize(s, type, slots);
 }
@@ -613,7 +605,7 @@ static int dmap_begin(fs_typed_sampler_t *s)
 
 static inline size_t key_slot(const fs_typed_sampler_t *s, int type, uint64_t key)
 {
-    return s->disjoint ? dmap_index(&s->tw[type].dm, key) : tmap_hash(s, key);
+    return s->disjoint ? dmap_index(s->tw[type].dm.bits, key) : tmap_hash(s, key);
 }
 
 /* The slot's address, to prefetch. (One __builtin_prefetch of either
@@ -1104,7 +1096,7 @@ static inline void summary_settle(const fs_typed_etype_t *et, const fs_time_row_
 }
 
 /* pass_bound from the summaries: each row's start and degree, and its
- * eligible end where the summary settles it (pass_t.known_end). */
+ * eligible end where the summary settles it (pass_t.known). */
 static int64_t pass_bound_summarised(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1,
                                      int64_t *max_deg, int64_t *row)
 {
@@ -1405,10 +1397,10 @@ static void ins_insert(void *ctx, const fs_chunk_t *c)
     if (s->disjoint) {
         dput_t dp;
         dput_open(&dp, s, type);
-        for (int64_t q = 0; q < n && q < PIPE; q++) __builtin_prefetch(&dp.slot[dput_index(&dp, key[q])], 1, 0);
+        for (int64_t q = 0; q < n && q < PIPE; q++) __builtin_prefetch(&dp.slot[dmap_index(dp.bits, key[q])], 1, 0);
         for (int64_t d = c->d0; d < c->d1; d++)
             for (int64_t end = c->off.p[d - c->d0 + 1]; i < end; i++) {
-                if (i + PIPE < n) __builtin_prefetch(&dp.slot[dput_index(&dp, key[i + PIPE])], 1, 0);
+                if (i + PIPE < n) __builtin_prefetch(&dp.slot[dmap_index(dp.bits, key[i + PIPE])], 1, 0);
                 es[i] = dput(&dp, key[i], dbatch[d], dtime ? dtime[d] : 0);
             }
         dput_close(&dp, s, type);
@@ -1516,19 +1508,16 @@ static fs_status_t add_seeds(fs_typed_sampler_t *s, const fs_typed_view_t *g, co
         if (fs_i64vec_reserve(&s->seed_local[i], (size_t)sg->count + 1) || key_reserve(s, sg->type, sg->count))
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for %lld seeds", (long long)sg->count);
         const int64_t *nt = g->node_time ? g->node_time[sg->type] : NULL;
+        dput_t dp = {0};
+        if (s->disjoint) dput_open(&dp, s, sg->type);
         for (int64_t j = 0; j < sg->count; j++) {
             int64_t v = sg->ids[j], batch = sg->batch ? sg->batch[j] : next_batch + j;
             int64_t t = sg->time ? sg->time[j] : nt ? nt[v] : 0;
             uint64_t key = key_of(tag_of(s, sg->type, batch), v);
-            if (s->disjoint) {
-                dput_t dp;
-                dput_open(&dp, s, sg->type);
-                s->seed_local[i].p[j] = dput(&dp, key, batch, t);
-                dput_close(&dp, s, sg->type);
-            } else {
-                s->seed_local[i].p[j] = tmap_add_at(s, sg->type, key, tmap_hash(s, key), batch, t);
-            }
+            s->seed_local[i].p[j] = s->disjoint ? dput(&dp, key, batch, t)
+                                                : tmap_add_at(s, sg->type, key, tmap_hash(s, key), batch, t);
         }
+        if (s->disjoint) dput_close(&dp, s, sg->type);
         next_batch = batches_after(sg, next_batch);
         s->out_seed_local[i] = s->seed_local[i].p;
     }
