@@ -33,7 +33,7 @@ static fs_status_t common_values(const cli_t *c, int *threads, uint64_t *seed, i
 int cmd_import(int argc, char **argv)
 {
     static const cli_opt_t allowed[] = {OPT_OUT, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT,
-                                        OPT_WEIGHTED, OPT_SPLIT, OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS,
+                                        OPT_DENSE, OPT_WEIGHTED, OPT_SPLIT, OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS,
                                         OPT_FORCE, OPT_ADD_REVERSE, 0};
     cli_t c;
     int rc = cli_parse(&c, argc, argv, allowed);
@@ -42,8 +42,10 @@ int cmd_import(int argc, char **argv)
         return cli_usage("%s", "usage: featstore import edgelist|npz|ogb|ogb-hetero INPUT --out DIR [options]");
     const char *fmt = c.args[0], *input = c.args[1];
     int is_edgelist = strcmp(fmt, "edgelist") == 0 || strcmp(fmt, "snap") == 0;
-    if (!is_edgelist && (cli_has(&c, OPT_COMPACT) || cli_has(&c, OPT_WEIGHTED)))
-        return cli_usage("--compact-ids and --weighted apply to edge lists only, not '%s'", fmt);
+    if (!is_edgelist && (cli_has(&c, OPT_COMPACT) || cli_has(&c, OPT_DENSE) || cli_has(&c, OPT_WEIGHTED)))
+        return cli_usage("--compact-ids, --dense-ids and --weighted apply to edge lists only, not '%s'", fmt);
+    if (cli_has(&c, OPT_COMPACT) && cli_has(&c, OPT_DENSE))
+        return cli_usage("%s", "--compact-ids renumbers the ids and --dense-ids keeps them as given: pass one");
     int is_ogb = strcmp(fmt, "ogb") == 0 || strcmp(fmt, "ogb-hetero") == 0;
     if (cli_has(&c, OPT_SPLITNAME) && !is_ogb)
         return cli_usage("--split-name applies to ogb and ogb-hetero only, not '%s'", fmt);
@@ -51,6 +53,7 @@ int cmd_import(int argc, char **argv)
         return cli_usage("--add-reverse applies to OGB heterogeneous datasets only, not '%s'", fmt);
     fs_import_opts_t o = {.out_dir = c.text[OPT_OUT], .name = c.text[OPT_NAME], .force = cli_has(&c, OPT_FORCE),
                           .edges = edge_opts(&c), .weighted = cli_has(&c, OPT_WEIGHTED), .seed = 1,
+                          .dense_ids = cli_has(&c, OPT_DENSE),
                           .split_pct = {60, 20, 20}, .split_name = c.text[OPT_SPLITNAME],
                           .add_reverse = cli_has(&c, OPT_ADD_REVERSE)};
     fs_error_t err = {0};

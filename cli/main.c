@@ -72,6 +72,8 @@ static const char *const usage_text =
     "  --dedup              merge duplicate edges (weights are summed)\n"
     "  --reverse            store dst -> src (in-neighbours) instead of src -> dst\n"
     "  --compact-ids        edgelist only: renumber sparse ids to 0..N-1 (originals kept)\n"
+    "  --dense-ids          edgelist only: keep ids as given even when sparse (N = largest id + 1;\n"
+    "                       without it, ids above 1 M nodes and 4x the distinct ids are refused)\n"
     "  --weighted           edgelist only: column 3 is an edge weight\n"
     "  --split T,V,T        random train/valid/test percentages when the input has none\n"
     "                       (default 60,20,20; --no-split for none)\n"

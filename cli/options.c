@@ -25,6 +25,7 @@ static const struct option long_opts[] = {
     {"permute", no_argument, 0, OPT_PERMUTE},        {"abc", required_argument, 0, OPT_ABC},
     {"no-verify", no_argument, 0, OPT_NOVERIFY},     {"socket", required_argument, 0, OPT_SOCKET},
     {"typed", no_argument, 0, OPT_TYPED},            {"add-reverse", no_argument, 0, OPT_ADD_REVERSE},
+    {"dense-ids", no_argument, 0, OPT_DENSE},
     {"listen", required_argument, 0, OPT_LISTEN},    {"metrics", required_argument, 0, OPT_METRICS},
     {"config", required_argument, 0, OPT_CONFIG},    {"verify", no_argument, 0, OPT_VERIFY},
     {"prefault", no_argument, 0, OPT_PREFAULT},      {"topology", required_argument, 0, OPT_TOPOLOGY},

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fs_parallel.h"
+#include "id_census.h"
 #include "fs_rng.h"
 #include "progress.h"
 
@@ -29,6 +30,8 @@ struct fs_csr_builder {
     int64_t *hkeys, *hvals;
     size_t hcap, hcount;
     int64_t *raw;              /* provisional id -> raw id */
+    /* ids as given, N unknown: degrees wait for the largest id (finish) */
+    fs_id_census_t *census;
     int64_t input_edges, self_loops;
 };
 
@@ -43,6 +46,7 @@ void fs_csr_builder_free(fs_csr_builder_t *b)
     free(b->hkeys);
     free(b->hvals);
     free(b->raw);
+    free(b->census);
     free(b);
 }
 
@@ -65,6 +69,13 @@ fs_status_t fs_csr_builder_create(fs_writer_t *w, const fs_edge_opts_t *opts, in
         return fs_error(err, FS_ERR_IO, "cannot create %s: %s", b->spill_path, strerror(errno));
     }
     setvbuf(b->spill, NULL, _IOFBF, 4u << 20);
+    if (num_nodes < 0 && !opts->compact_ids) {
+        if (!(b->census = malloc(sizeof *b->census))) {
+            fs_csr_builder_free(b);
+            return fs_error(err, FS_ERR_NOMEM, "out of memory");
+        }
+        fs_id_census_init(b->census);
+    }
     if (num_nodes >= 0) {
         b->deg = calloc((size_t)num_nodes + 1, sizeof *b->deg);
         b->deg_cap = num_nodes;
@@ -89,6 +100,19 @@ static int grow_deg(fs_csr_builder_t *b, int64_t id)
     b->deg = d;
     b->deg_cap = cap;
     return 0;
+}
+
+/* One edge's share of the row lengths: its source row, and with
+ * symmetrize its destination row too. */
+static void count_edge(int64_t *deg, int symmetrize, edge_t e)
+{
+    deg[e.src]++;
+    if (symmetrize && e.src != e.dst) deg[e.dst]++;
+}
+
+const fs_id_census_t *fs_csr_builder_census(const fs_csr_builder_t *b)
+{
+    return b->census;
 }
 
 /* ---- compact ids ----------------------------------------------------------- */
@@ -149,7 +173,10 @@ fs_status_t fs_csr_builder_add(fs_csr_builder_t *b, const int64_t *src, const in
             return fs_error(err, FS_ERR_FORMAT, "edge %lld: node id (%lld, %lld) is outside [0, %lld)",
                             (long long)(b->input_edges + 1), (long long)s, (long long)d,
                             (long long)b->fixed_n);
-        if (b->o.compact_ids) {
+        if (b->census) {
+            fs_id_census_add(b->census, s);
+            fs_id_census_add(b->census, d);
+        } else if (b->o.compact_ids) {
             s = map_id(b, s);
             d = map_id(b, d);
             if (s < 0 || d < 0) return fs_error(err, FS_ERR_NOMEM, "out of memory mapping node ids");
@@ -161,7 +188,9 @@ fs_status_t fs_csr_builder_add(fs_csr_builder_t *b, const int64_t *src, const in
         }
         b->input_edges++;
         int64_t hi = s > d ? s : d;
-        if (b->fixed_n < 0) { /* a node seen only in a dropped self-loop still exists */
+        if (b->census) { /* a node seen only in a dropped self-loop still exists */
+            if (hi >= b->seen_n) b->seen_n = hi + 1;
+        } else if (b->fixed_n < 0) {
             if (grow_deg(b, hi) != 0) return fs_error(err, FS_ERR_NOMEM, "out of memory counting degrees");
             if (hi >= b->seen_n) b->seen_n = hi + 1;
         }
@@ -169,9 +198,8 @@ fs_status_t fs_csr_builder_add(fs_csr_builder_t *b, const int64_t *src, const in
             b->self_loops++;
             continue;
         }
-        b->deg[s]++;
-        if (b->o.symmetrize && s != d) b->deg[d]++;
         edge_t e = {s, d};
+        if (!b->census) count_edge(b->deg, b->o.symmetrize, e);
         if (fwrite(&e, sizeof e, 1, b->spill) != 1 ||
             (b->weighted && fwrite(&w[i], sizeof(float), 1, b->spill) != 1))
             return fs_error(err, FS_ERR_IO, "%s: write failed: %s", b->spill_path, strerror(errno));
@@ -314,8 +342,10 @@ static int64_t *rank_compact_ids(fs_csr_builder_t *b, int64_t n)
     return rank;
 }
 
-static fs_status_t scatter(fs_csr_builder_t *b, rows_t *r, const int64_t *rank, int64_t *cursor,
-                           fs_error_t *err)
+/* Streams the spill back, calling visit on each edge (and its weight). */
+typedef void (*spill_visit_t)(void *ctx, edge_t e, float w);
+
+static fs_status_t read_spill(fs_csr_builder_t *b, const char *what, spill_visit_t visit, void *ctx, fs_error_t *err)
 {
     if (fflush(b->spill) != 0 || fseek(b->spill, 0, SEEK_SET) != 0)
         return fs_error(err, FS_ERR_IO, "%s: %s", b->spill_path, strerror(errno));
@@ -323,7 +353,7 @@ static fs_status_t scatter(fs_csr_builder_t *b, rows_t *r, const int64_t *rank, 
     unsigned char *buf = malloc(rec * SPILL_CHUNK);
     if (!buf) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     fs_progress_t pr;
-    fs_progress_start(&pr, "  scatter");
+    fs_progress_start(&pr, what);
     int64_t done = 0;
     size_t got;
     while ((got = fread(buf, rec, SPILL_CHUNK, b->spill)) > 0) {
@@ -332,15 +362,7 @@ static fs_status_t scatter(fs_csr_builder_t *b, rows_t *r, const int64_t *rank, 
             float wt = 0;
             memcpy(&e, buf + i * rec, sizeof e);
             if (b->weighted) memcpy(&wt, buf + i * rec + sizeof e, sizeof wt);
-            if (rank) e.src = rank[e.src], e.dst = rank[e.dst];
-            int64_t pos = cursor[e.src]++;
-            set_key(r, pos, e.dst);
-            if (r->weights) r->weights[pos] = wt;
-            if (b->o.symmetrize && e.src != e.dst) {
-                pos = cursor[e.dst]++;
-                set_key(r, pos, e.src);
-                if (r->weights) r->weights[pos] = wt;
-            }
+            visit(ctx, e, wt);
         }
         done += (int64_t)got;
         fs_progress_update(&pr, (double)done / (double)(b->input_edges - b->self_loops + 1), done, "edges");
@@ -351,6 +373,43 @@ static fs_status_t scatter(fs_csr_builder_t *b, rows_t *r, const int64_t *rank, 
     return FS_OK;
 }
 
+typedef struct {
+    const fs_csr_builder_t *b;
+    rows_t *r;
+    const int64_t *rank;
+    int64_t *cursor;
+} scatter_t;
+
+static void put_edge(const scatter_t *x, int64_t row, int64_t key, float w)
+{
+    int64_t pos = x->cursor[row]++;
+    set_key(x->r, pos, key);
+    if (x->r->weights) x->r->weights[pos] = w;
+}
+
+static void scatter_edge(void *ctx, edge_t e, float w)
+{
+    const scatter_t *x = ctx;
+    if (x->rank) e.src = x->rank[e.src], e.dst = x->rank[e.dst];
+    put_edge(x, e.src, e.dst, w);
+    if (x->b->o.symmetrize && e.src != e.dst) put_edge(x, e.dst, e.src, w);
+}
+
+static void count_spilled_edge(void *ctx, edge_t e, float w)
+{
+    (void)w;
+    const fs_csr_builder_t *b = ctx;
+    count_edge(b->deg, b->o.symmetrize, e);
+}
+
+/* Ids as given: the row lengths, counted once the largest id is known. */
+static fs_status_t count_degrees(fs_csr_builder_t *b, int64_t n, fs_error_t *err)
+{
+    if (!(b->deg = calloc((size_t)n + 1, sizeof *b->deg)))
+        return fs_error(err, FS_ERR_NOMEM, "out of memory counting the degrees of %lld nodes", (long long)n);
+    return read_spill(b, "  degrees", count_spilled_edge, b, err);
+}
+
 fs_status_t fs_csr_builder_finish(fs_csr_builder_t *b, int threads, fs_csr_stats_t *stats,
                                   fs_error_t *err)
 {
@@ -358,6 +417,7 @@ fs_status_t fs_csr_builder_finish(fs_csr_builder_t *b, int threads, fs_csr_stats
     int64_t n = b->o.compact_ids ? (int64_t)b->hcount : b->seen_n;
     int64_t *rank = NULL, *cursor = NULL;
     rows_t r = {0};
+    if (b->census && (s = count_degrees(b, n, err))) goto out;
     if (b->o.compact_ids && n > 0) {
         int64_t *node_ids;
         int64_t shape[1] = {n};
@@ -387,7 +447,8 @@ fs_status_t fs_csr_builder_finish(fs_csr_builder_t *b, int threads, fs_csr_stats
         goto out;
     }
     memcpy(cursor, r.indptr, (size_t)n * sizeof *cursor);
-    if ((s = scatter(b, &r, rank, cursor, err))) goto out;
+    scatter_t x = {b, &r, rank, cursor};
+    if ((s = read_spill(b, "  scatter", scatter_edge, &x, err))) goto out;
 
     fs_parallel_for_dynamic(threads, n, 4096, sort_rows, &r);
     int64_t e = e0;

@@ -3,6 +3,9 @@
  *
  * Pass 1 (fs_csr_builder_add): edges are checked, optionally reversed and
  * remapped to compact ids, counted per row, and spilled to a scratch file.
+ * With ids kept as given and N unknown, nothing is allocated per id in pass
+ * 1: the ids are only measured (id_census.h), so the caller can refuse
+ * sparse ids first, and the rows are counted at finish from the spill.
  * Pass 2 (fs_csr_builder_finish): the spill is streamed back and scattered
  * into the writer's mapped indices array; rows are then sorted (so output is
  * deterministic whatever the scatter order) and optionally deduplicated
@@ -15,6 +18,7 @@
 #define FS_CSR_BUILD_H
 
 #include "fs_types.h"
+#include "id_census.h"
 #include "writer.h"
 
 typedef struct {
@@ -41,6 +45,10 @@ fs_status_t fs_csr_builder_create(fs_writer_t *w, const fs_edge_opts_t *opts, in
 /* Adds n edges (w may be NULL when the builder is unweighted). */
 fs_status_t fs_csr_builder_add(fs_csr_builder_t *b, const int64_t *src, const int64_t *dst,
                                const float *w, size_t n, fs_error_t *err);
+
+/* The ids added so far, measured: only when N is unknown and ids are kept
+ * as given (NULL otherwise). */
+const fs_id_census_t *fs_csr_builder_census(const fs_csr_builder_t *b);
 
 /* Writes indptr, indices [, edge_weights] [, node_ids] into the writer and
  * frees the builder. */

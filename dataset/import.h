@@ -5,7 +5,11 @@
  * and reports bad input as FS_ERR_FORMAT with the file and line or offset.
  *
  *   edgelist  SNAP-style text: "src dst [weight]" per line, '#'/'%' comments,
- *             tab/space/comma separated, optionally gzip-compressed.
+ *             tab/space/comma separated, optionally gzip-compressed. Ids as
+ *             given that are too sparse (id_census.h's rule: N = largest id
+ *             + 1 above 1 M and above 4x the distinct ids) are refused before
+ *             anything per id is allocated, unless dense_ids; compact_ids
+ *             renumbers them.
  *   npz       scipy-sparse .npz (gnn-benchmark layout: adj_* CSR adjacency,
  *             attr_* CSR or attr_matrix dense features, labels).
  *   ogb       an OGB node-property dataset directory (raw/NAME.csv[.gz] and
@@ -28,6 +32,7 @@ typedef struct {
     int threads;
     fs_edge_opts_t edges;
     int weighted;            /* edgelist: column 3 is the weight; npz: adj_data */
+    int dense_ids;           /* edgelist: keep ids as given even when they are sparse */
     int split_pct[3];        /* train/valid/test % when the input has no split */
     uint64_t seed;           /* for the random split */
     const char *split_name;  /* ogb: which split/<name> to use */

@@ -1,11 +1,19 @@
 /* import_edgelist.c — SNAP-style edge lists. Lines are "src dst [weight]"
  * separated by tabs, spaces or commas; '#' and '%' start comments. Extra
  * columns (timestamps in SNAP's temporal graphs) are ignored unless
- * --weighted says column 3 is a weight. */
+ * --weighted says column 3 is a weight.
+ *
+ * Ids kept as given make N = largest id + 1 nodes. SNAP ids are often
+ * sparse (one line "1000000000 5" made a 10^9-node dataset, 15 GB for 2
+ * edges), so the ids are measured while the edges are read, before anything
+ * per id is allocated, and ids too sparse to keep are refused with the
+ * sizes they would have made, unless --dense-ids insists. */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "id_census.h"
 #include "import.h"
+#include "info.h"
 #include "progress.h"
 #include "textin.h"
 
@@ -68,6 +76,29 @@ static fs_status_t read_edges(fs_textin_t *t, fs_csr_builder_t *cb, int weighted
     return s;
 }
 
+/* What ids as given would write: indptr, indices, weights and the splits. */
+static double bytes_as_given(const fs_import_opts_t *o, int64_t nodes, int64_t edges)
+{
+    double stored = (double)edges * (o->edges.symmetrize ? 2 : 1), split_pct = 0;
+    for (int i = 0; i < 3; i++) split_pct += o->split_pct[i];
+    return 8.0 * ((double)nodes + 1) + stored * (nodes - 1 <= INT32_MAX ? 4 : 8) + (o->weighted ? 4 * stored : 0) +
+           8.0 * (double)nodes * split_pct / 100;
+}
+
+static fs_status_t refuse_sparse_ids(const char *path, const fs_import_opts_t *o, const fs_id_census_t *c,
+                                     int64_t edges, fs_error_t *err)
+{
+    if (!c || o->dense_ids || !fs_ids_too_sparse(c)) return FS_OK;
+    int64_t nodes = c->max_id + 1, distinct = fs_id_census_distinct(c);
+    char bytes[32];
+    fs_bytes_str(bytes_as_given(o, nodes, edges), bytes, sizeof bytes);
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: node ids are sparse: the largest is %lld but only about %lld "
+                    "distinct ids appear, so ids as given would make %lld nodes, nearly all without edges, and about "
+                    "%s of files for %lld edges; pass --compact-ids to number them 0..N-1 (the originals kept in "
+                    "node_ids.npy), or --dense-ids to keep them as given", path, (long long)c->max_id,
+                    (long long)distinct, (long long)nodes, bytes, (long long)edges);
+}
+
 fs_status_t fs_import_edgelist(const char *path, const fs_import_opts_t *o, fs_error_t *err)
 {
     fs_textin_t *t = NULL;
@@ -82,6 +113,7 @@ fs_status_t fs_import_edgelist(const char *path, const fs_import_opts_t *o, fs_e
     s = read_edges(t, cb, o->weighted, &edges, err);
     if (s == FS_OK && edges == 0)
         s = fs_error(err, FS_ERR_FORMAT, "%s: no edges found (empty file or only comments)", path);
+    if (s == FS_OK) s = refuse_sparse_ids(path, o, fs_csr_builder_census(cb), edges, err);
     if (s != FS_OK) goto fail;
 
     fs_csr_stats_t st;

@@ -53,7 +53,7 @@ fs_status_t fs_degree_stats(const fs_dataset_t *ds, fs_degree_stats_t *out, fs_e
     return FS_OK;
 }
 
-static void bytes_str(double b, char *buf, size_t n)
+void fs_bytes_str(double b, char *buf, size_t n)
 {
     const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
@@ -64,7 +64,7 @@ static void bytes_str(double b, char *buf, size_t n)
 static void print_footer(FILE *out, const fs_dataset_t *ds)
 {
     char b[32];
-    bytes_str((double)fs_dataset_bytes(ds), b, sizeof b);
+    fs_bytes_str((double)fs_dataset_bytes(ds), b, sizeof b);
     fprintf(out, "on disk   %s in %d files\n", b, ds->num_maps);
     fprintf(out, "valid     yes: headers, shapes, dtypes, indptr monotone, ids in range%s%s\n",
             ds->version >= 2 ? ", edge ids unique, times ordered" : "",
@@ -75,7 +75,7 @@ static void print_tables(FILE *out, const char *indent, const fs_table_t *t, int
 {
     char b[32];
     for (int i = 0; i < n; i++) {
-        bytes_str((double)t[i].rows * (double)t[i].row_bytes, b, sizeof b);
+        fs_bytes_str((double)t[i].rows * (double)t[i].row_bytes, b, sizeof b);
         fprintf(out, "%s%-12s %-8s [%lld x %lld]  %s  (%s)\n", indent, t[i].name, fs_dtype_name(t[i].dtype),
                 (long long)t[i].rows, (long long)t[i].dim, b, t[i].file);
     }
@@ -173,12 +173,12 @@ void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *d
     fprintf(out, "degree    min %lld / median %lld / p99 %lld / max %lld  (mean %.2f, isolated %lld)\n",
             (long long)deg->min, (long long)deg->median, (long long)deg->p99, (long long)deg->max, deg->mean,
             (long long)deg->isolated);
-    bytes_str((double)(ds->num_nodes + 1) * 8 + (double)ds->num_edges * (double)fs_dtype_size(ds->index_dtype), b, sizeof b);
+    fs_bytes_str((double)(ds->num_nodes + 1) * 8 + (double)ds->num_edges * (double)fs_dtype_size(ds->index_dtype), b, sizeof b);
     fprintf(out, "topology  %s\n", b);
     if (ds->num_tables == 0) fprintf(out, "tables    (none)\n");
     for (int i = 0; i < ds->num_tables; i++) {
         const fs_table_t *t = &ds->tables[i];
-        bytes_str((double)t->rows * (double)t->row_bytes, b, sizeof b);
+        fs_bytes_str((double)t->rows * (double)t->row_bytes, b, sizeof b);
         fprintf(out, "%s %-12s %-8s [%lld x %lld]  %s  (%s)\n", i ? "         " : "tables   ", t->name,
                 fs_dtype_name(t->dtype), (long long)t->rows, (long long)t->dim, b, t->file);
     }

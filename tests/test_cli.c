@@ -61,6 +61,7 @@ Test(cli, usage_errors_exit_2)
     const char *bad[] = {"", "bogus", "import", "import npz", "import xml in --out o", "gen rmat",
                          "gen rmat --out o --scale 99", "gen rmat --out o --dtype int8", "info",
                          "import npz x --out o --compact-ids", "import edgelist x --out o --split 90,20,20",
+                         "import npz x --out o --dense-ids", "import edgelist x --out o --compact-ids --dense-ids",
                          "info x --scale 3"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char *log;
@@ -70,6 +71,25 @@ Test(cli, usage_errors_exit_2)
     }
     cr_assert_eq(tu_run(NULL, "%s help", tu_bin()), 0);
     cr_assert_eq(tu_run(NULL, "%s devices", tu_bin()), 0);
+}
+
+/* The issue's SNAP file (an id of 10^9 among 2 edges) is refused at once,
+ * with no more than 1 GiB of address space (ids as given would need 8 GB
+ * to count degrees), naming --compact-ids; --compact-ids imports it. */
+Test(cli, import_refuses_sparse_ids_naming_compact_ids)
+{
+    char *in = tu_path(dir, "sparse.txt"), *out = tu_path(dir, "g"), *log;
+    tu_write(in, "1000000000 5\n5 7\n", 17);
+    int rc = tu_run(&log, "ulimit -v 1048576; %s import edgelist %s --out %s", tu_bin(), in, out);
+    cr_assert_eq(rc, 1, "%s", log);
+    cr_assert(strstr(log, "node ids are sparse") && strstr(log, "--compact-ids") && strstr(log, "1000000001 nodes"),
+              "%s", log);
+    cr_assert_eq(access(out, F_OK), -1, "nothing written");
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s import edgelist %s --out %s --compact-ids", tu_bin(), in, out), 0, "%s", log);
+    cr_assert_not_null(strstr(log, "3 nodes, 2 edges"), "%s", log);
+    free(log);
+    free(in), free(out);
 }
 
 /* Every file of the dataset, corrupted in a copy, makes info fail and name it. */

@@ -2,6 +2,7 @@
  * checked against the expected CSR, and every kind of bad input answered
  * with a clear error. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <zlib.h>
 
 #include "dataset.h"
+#include "id_census.h"
 #include "import.h"
 #include "npy.h"
 #include "test_util.h"
@@ -191,6 +193,84 @@ Test(import, edgelist_bad_input_is_a_clear_error)
     cr_assert_eq(fs_import_edgelist(p, &o, &err), FS_ERR_FORMAT);
     cr_assert_not_null(strstr(err.msg, "w.txt:2"), "%s", err.msg);
     free(p);
+}
+
+/* Entries of the scratch directory whose names start with prefix. */
+static int entries_named(const char *prefix)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* The issue's file: 2 edges, one id 10^9. As given it would be 10^9 + 1
+ * nodes (15 GB); it is refused before anything per id exists, naming the
+ * way out, and leaves nothing behind (not even the writer's scratch). */
+Test(import, edgelist_sparse_ids_are_refused_before_anything_is_written)
+{
+    char *p = put_text("sparse.txt", "1000000000 5\n5 7\n");
+    fs_import_opts_t o = opts();
+    fs_error_t err = {0};
+    cr_assert_eq(fs_import_edgelist(p, &o, &err), FS_ERR_INVALID_ARGUMENT, "%s", err.msg);
+    const char *want[] = {"sparse.txt", "--compact-ids", "--dense-ids", "1000000001 nodes", "about 3 distinct ids",
+                          "14.9 GiB of files", "for 2 edges"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        cr_assert_not_null(strstr(err.msg, want[i]), "'%s' should say '%s'", err.msg, want[i]);
+    cr_assert_eq(access(o.out_dir, F_OK), -1, "no output directory after the refusal");
+    cr_assert_eq(entries_named(o.out_dir + strlen(dir) + 1), 0, "no scratch directory left beside it");
+
+    o = opts(); /* renumbered, the same file is 3 nodes */
+    o.edges.compact_ids = 1;
+    fs_dataset_t *ds = import_text("1000000000 5\n5 7\n", o);
+    cr_assert_eq(ds->num_nodes, 3);
+    fs_dataset_close(ds);
+    free(p);
+}
+
+/* --dense-ids keeps sparse ids as given; below the rule's 10^6 nodes, or
+ * with ids at least a quarter dense, nothing is refused. */
+Test(import, edgelist_dense_ids_keeps_sparse_ids_as_given)
+{
+    fs_import_opts_t o = opts();
+    o.dense_ids = 1;
+    fs_dataset_t *ds = import_text("0 2000000\n2000000 3\n", o);
+    cr_assert_eq(ds->num_nodes, 2000001);
+    expect_row(ds, 0, (int64_t[]){2000000}, 1);
+    expect_row(ds, 2000000, (int64_t[]){3}, 1);
+    expect_row(ds, 1999999, NULL, 0);
+    cr_assert_null(ds->node_ids);
+    fs_dataset_close(ds);
+
+    ds = import_text("0 999999\n", opts()); /* 10^6 nodes: not more than the rule's minimum */
+    cr_assert_eq(ds->num_nodes, 1000000);
+    fs_dataset_close(ds);
+}
+
+/* The distinct-id estimate: near-exact for few ids, within 2% for many,
+ * whatever their spread; the rule compares it with the largest id. */
+Test(import, id_census_counts_distinct_ids)
+{
+    static const int64_t counts[] = {1, 3, 1000, 30000, 300000};
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+        fs_id_census_t c;
+        fs_id_census_init(&c);
+        for (int64_t i = 0; i < counts[k]; i++) {
+            fs_id_census_add(&c, i * 7919 + 11);
+            fs_id_census_add(&c, i * 7919 + 11); /* seen twice, counted once */
+        }
+        int64_t got = fs_id_census_distinct(&c), want = counts[k];
+        cr_assert(llabs(got - want) <= (want < 100 ? 0 : want / 50), "%lld distinct ids estimated as %lld",
+                  (long long)want, (long long)got);
+        cr_assert_eq(c.max_id, (want - 1) * 7919 + 11);
+        cr_assert_eq(fs_ids_too_sparse(&c), want * 7919 > FS_SPARSE_IDS_MIN_NODES, "%lld ids", (long long)want);
+    }
+    fs_id_census_t dense;
+    fs_id_census_init(&dense);
+    for (int64_t i = 0; i < 2000000; i += 3) fs_id_census_add(&dense, i); /* a third of the ids: kept */
+    cr_assert_not(fs_ids_too_sparse(&dense));
 }
 
 Test(import, corrupt_and_truncated_gzip)
