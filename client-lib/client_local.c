@@ -1005,6 +1005,11 @@ static const fs_table_view_t *find_table(local_t *L, const char *name)
     return NULL;
 }
 
+static const char *layout_table_name(const void *lay, int i)
+{
+    return table_at(lay, (size_t)i)->name;
+}
+
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
 /* The copies of a sample result into its slot, made on the connection's
@@ -1194,7 +1199,9 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
     size_t row_bytes = 0;
     fs_status_t st = FS_OK;
     if (table) {
-        if (!(tv = find_table(L, table))) st = fs_error(&err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
+        if (!(tv = find_table(L, table)))
+            st = fs_table_not_found(&err, L->lay->w.dataset, "feature", table, (int)L->lay->tables.count,
+                                    layout_table_name, L->lay);
         else {
             if (out_dtype == FS_DTYPE_INVALID) out_dtype = tv->dtype;
             row_bytes = (size_t)tv->dim * fs_dtype_size(out_dtype);

@@ -20,6 +20,20 @@ static const fs_table_info_t *find_table(const fs_info_t *info, const char *name
     return NULL;
 }
 
+static const char *info_table_name(const void *info, int i)
+{
+    return ((const fs_info_t *)info)->tables[i].name;
+}
+
+/* NOT_FOUND naming the tables there are, as the stream's error; `role`
+ * says which option named it. */
+static fs_status_t no_table(fs_client_t *c, const fs_info_t *info, const char *role, const char *name)
+{
+    fs_error_t err = {0};
+    fs_table_not_found(&err, info->dataset, "feature", name, (int)info->num_tables, info_table_name, info);
+    return fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: %s: %s", role, err.msg);
+}
+
 static fs_status_t copy_name(fs_client_t *c, char *dst, size_t cap, const char *what, const char *v)
 {
     if (strlen(v) >= cap) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: %s '%.40s...' is too long", what, v);
@@ -85,15 +99,13 @@ static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_strea
                                          "with a typed request (hetero, and link for link prediction)", info->dataset);
     for (size_t k = 0; st == FS_OK && k < o->num_tables; k++)
         if (!o->tables[k] || !find_table(info, o->tables[k]))
-            st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no table '%s' in dataset '%s'",
-                                o->tables[k] ? o->tables[k] : "(null)", info->dataset);
+            st = no_table(c, info, "tables", o->tables[k] ? o->tables[k] : "(null)");
     const fs_table_info_t *t = o->table ? find_table(info, o->table) : NULL;
-    if (st == FS_OK && o->table && !t)
-        st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no table '%s' in dataset '%s'", o->table, info->dataset);
+    if (st == FS_OK && o->table && !t) st = no_table(c, info, "table", o->table);
     if (t) s->dim = t->dim, s->row_dtype = o->out_dtype != FS_DTYPE_INVALID ? o->out_dtype : t->dtype;
     const char *labels = o->labels ? o->labels : find_table(info, "labels") ? "labels" : "";
     if (st == FS_OK && labels[0] && !find_table(info, labels))
-        st = fs_client_fail(c, FS_ERR_NOT_FOUND, "stream: no label table '%s' in dataset '%s'", labels, info->dataset);
+        st = no_table(c, info, "labels", labels);
     if (st == FS_OK && o->table) st = copy_name(c, s->table, sizeof s->table, "table", o->table);
     if (st == FS_OK) st = copy_name(c, s->labels, sizeof s->labels, "label table", labels);
     if (st == FS_OK && s->kind == STREAM_ROWS) st = resolve_row_layout(c, s, o, info);

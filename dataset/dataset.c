@@ -693,6 +693,19 @@ const fs_table_t *fs_dataset_served_table(const fs_dataset_t *ds, const char *na
     return t;
 }
 
+/* The i-th table served: feature tables, then row tables. */
+static const char *served_table_name(const void *ds, int i)
+{
+    const fs_dataset_t *d = ds;
+    return i < d->num_tables ? d->tables[i].name : fs_dataset_row_table(d, i - d->num_tables)->name;
+}
+
+fs_status_t fs_dataset_table_not_found(const fs_dataset_t *ds, const char *name, fs_error_t *err)
+{
+    return fs_table_not_found(err, ds->name, "feature", name, ds->num_tables + fs_dataset_num_row_tables(ds),
+                              served_table_name, ds);
+}
+
 /* The mapping holding data; an empty array at the very end of its file
  * (an empty split: its data starts where the file ends) belongs to the
  * mapping it ends, when no mapping holds it. */

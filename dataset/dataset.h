@@ -257,6 +257,8 @@ int fs_dataset_num_row_tables(const fs_dataset_t *ds);
 const fs_table_t *fs_dataset_row_table(const fs_dataset_t *ds, int i);
 /* A table a server serves, by name: a feature table or a row table. */
 const fs_table_t *fs_dataset_served_table(const fs_dataset_t *ds, const char *name);
+/* FS_ERR_NOT_FOUND for a table it does not serve, naming the tables it does. */
+fs_status_t fs_dataset_table_not_found(const fs_dataset_t *ds, const char *name, fs_error_t *err);
 
 /* 1 if the dataset has more than one node type or not exactly one edge
  * type: the version-1 fields are empty and only typed tools can use it. */

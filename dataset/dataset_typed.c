@@ -311,23 +311,13 @@ const fs_idset_t *fs_dataset_split(const fs_dataset_t *ds, const char *name)
     return NULL;
 }
 
-/* Appends ", name" (or the first name) to list, up to `most` names, then
- * "and N more" once. */
-static void list_name(char *list, size_t len, int *listed, int most, int total, const char *name)
-{
-    size_t at = strlen(list);
-    if (*listed < most) snprintf(list + at, len - at, "%s%s", *listed ? ", " : "", name);
-    else if (*listed == most) snprintf(list + at, len - at, " and %d more", total - most);
-    (*listed)++;
-}
-
 /* The first few names fs_dataset_split resolves. */
 static void list_split_names(const fs_dataset_t *ds, char *list, size_t len)
 {
     int listed = 0, total = ds->num_splits + ds->num_split_names;
     list[0] = '\0';
-    for (int i = 0; i < ds->num_splits; i++) list_name(list, len, &listed, 8, total, ds->splits[i].name);
-    for (int i = 0; i < ds->num_split_names; i++) list_name(list, len, &listed, 8, total, ds->split_names[i].name);
+    for (int i = 0; i < ds->num_splits; i++) fs_list_name(list, len, &listed, 8, total, ds->splits[i].name);
+    for (int i = 0; i < ds->num_split_names; i++) fs_list_name(list, len, &listed, 8, total, ds->split_names[i].name);
     if (!total) snprintf(list, len, "none");
 }
 
@@ -343,13 +333,13 @@ static fs_status_t link_not_found(const fs_dataset_t *ds, const char *name, fs_e
             continue;
         for (int k = 0; k < NUM_LINK_ARRAYS; k++) {
             int64_t count;
-            if (link_array(l, k, &count)) list_name(list, sizeof list, &listed, NUM_LINK_ARRAYS, NUM_LINK_ARRAYS,
+            if (link_array(l, k, &count)) fs_list_name(list, sizeof list, &listed, NUM_LINK_ARRAYS, NUM_LINK_ARRAYS,
                                                     LINK_ARRAYS[k]);
         }
         return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s': link split '%s' has no array '%s'; it has %s (as "
                         LINK_PREFIX "%s/ARRAY)", ds->name, l->name, slash + 1, list, l->name);
     }
-    for (int i = 0; i < ds->num_link_splits; i++) list_name(list, sizeof list, &listed, 8, ds->num_link_splits,
+    for (int i = 0; i < ds->num_link_splits; i++) fs_list_name(list, sizeof list, &listed, 8, ds->num_link_splits,
                                                             ds->link_splits[i].name);
     return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no link split for '%s' (a link split's arrays are "
                     LINK_PREFIX "NAME/src, dst, label, time, neg_dst); its link splits: %s", ds->name, name,
@@ -365,12 +355,12 @@ static fs_status_t typed_not_found(const fs_dataset_t *ds, const char *name, con
         const fs_node_type_t *nt = &ds->node_types[t];
         if (strlen(nt->name) != (size_t)(slash - name) || strncmp(nt->name, name, (size_t)(slash - name)) != 0)
             continue;
-        for (int i = 0; i < nt->num_splits; i++) list_name(list, sizeof list, &listed, 8, nt->num_splits,
+        for (int i = 0; i < nt->num_splits; i++) fs_list_name(list, sizeof list, &listed, 8, nt->num_splits,
                                                            nt->splits[i].name);
         return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s': node type '%s' has no split '%s'; its splits: %s",
                         ds->name, nt->name, slash + 1, listed ? list : "none");
     }
-    for (int t = 0; t < ds->num_node_types; t++) list_name(list, sizeof list, &listed, 8, ds->num_node_types,
+    for (int t = 0; t < ds->num_node_types; t++) fs_list_name(list, sizeof list, &listed, 8, ds->num_node_types,
                                                            ds->node_types[t].name);
     return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no node type '%.*s' (in split '%s'); its node types: %s",
                     ds->name, (int)(slash - name), name, name, list);
@@ -384,7 +374,7 @@ static fs_status_t plain_on_typed(const fs_dataset_t *ds, const char *name, fs_e
     for (int i = 0; i < ds->num_split_names; i++) {
         const char *n = ds->split_names[i].name, *slash = strchr(n, '/');
         if (strncmp(n, LINK_PREFIX, strlen(LINK_PREFIX)) != 0 && slash && strcmp(slash + 1, name) == 0)
-            list_name(list, sizeof list, &listed, 8, ds->num_split_names, n);
+            fs_list_name(list, sizeof list, &listed, 8, ds->num_split_names, n);
     }
     if (listed)
         return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' is typed (%d node types, %d edge types): splits are per "

@@ -243,6 +243,26 @@ void fs_convert_from_f32(const float *src, size_t n, fs_dtype_t dst_dt, void *ds
     }
 }
 
+void fs_list_name(char *list, size_t len, int *listed, int most, int total, const char *name)
+{
+    size_t at = strlen(list);
+    if (*listed < most) snprintf(list + at, len - at, "%s%s", *listed ? ", " : "", name);
+    else if (*listed == most) snprintf(list + at, len - at, " and %d more", total - most);
+    (*listed)++;
+}
+
+fs_status_t fs_table_not_found(fs_error_t *err, const char *dataset, const char *kind, const char *name, int n,
+                               const char *(*name_at)(const void *ctx, int i), const void *ctx)
+{
+    char list[512] = "";
+    int listed = 0, total = 0;
+    for (int i = 0; i < n; i++) total += name_at(ctx, i) != NULL;
+    for (int i = 0; i < n; i++)
+        if (name_at(ctx, i)) fs_list_name(list, sizeof list, &listed, 16, total, name_at(ctx, i));
+    return fs_error(err, FS_ERR_NOT_FOUND, "dataset '%s' has no %s table '%s'; its %s tables: %s", dataset, kind, name,
+                    kind, listed ? list : "none");
+}
+
 double fs_now(void)
 {
     struct timespec ts;

@@ -40,6 +40,17 @@ void fs_error_clear(fs_error_t *err);
 fs_status_t fs_struct_read(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what,
                            fs_error_t *err);
 
+/* For errors that name what there is ("its tables: feat, labels"): appends
+ * name to list (after ", ") while fewer than `most` are listed, then
+ * " and N more" once, N counted from `total`, the names there are in all.
+ * *listed counts the calls; it starts at 0 with list "". */
+void fs_list_name(char *list, size_t len, int *listed, int most, int total, const char *name);
+/* FS_ERR_NOT_FOUND: "dataset 'D' has no <kind> table 'name'; its <kind>
+ * tables: a, b, c" (kind: "feature", "node", "edge"), the list made of
+ * name_at(ctx, 0..n-1), skipping NULLs (repeats the caller leaves out). */
+fs_status_t fs_table_not_found(fs_error_t *err, const char *dataset, const char *kind, const char *name, int n,
+                               const char *(*name_at)(const void *ctx, int i), const void *ctx);
+
 /* Monotonic seconds, for latencies and progress. */
 double fs_now(void);
 

@@ -205,6 +205,43 @@ static owner_t edge_owner(const fs_dataset_t *ds, int i)
     return (owner_t){x->tables, x->num_tables, x->rel};
 }
 
+/* Every owner's tables, each name once: the list a NOT_FOUND names. */
+typedef struct {
+    const fs_dataset_t *ds;
+    int owners;
+    owner_t (*owner)(const fs_dataset_t *, int);
+} owner_tables_t;
+
+/* Table i of all owners' tables in turn; NULL for a name an earlier owner has. */
+static const char *owner_table_name(const void *ctx, int i)
+{
+    const owner_tables_t *x = ctx;
+    for (int o = 0; o < x->owners; o++) {
+        owner_t ow = x->owner(x->ds, o);
+        if (i >= ow.num_tables) {
+            i -= ow.num_tables;
+            continue;
+        }
+        const char *name = ow.tables[i].name;
+        for (int p = 0; p < o; p++) {
+            owner_t prev = x->owner(x->ds, p);
+            for (int k = 0; k < prev.num_tables; k++)
+                if (strcmp(prev.tables[k].name, name) == 0) return NULL;
+        }
+        return name;
+    }
+    return NULL;
+}
+
+static fs_status_t no_owner_has(const fs_dataset_t *ds, const char *what, const char *name, int owners,
+                                owner_t (*owner)(const fs_dataset_t *, int), fs_error_t *err)
+{
+    owner_tables_t x = {ds, owners, owner};
+    int n = 0;
+    for (int o = 0; o < owners; o++) n += owner(ds, o).num_tables;
+    return fs_table_not_found(err, ds->name, what, name, n, owner_table_name, &x);
+}
+
 /* One list of table names ("node" or "edge" tables) against every owner:
  * picks[owner * n + k], and each owner's row bytes. A name no owner has is
  * FS_ERR_NOT_FOUND; an owner without it simply returns no rows. */
@@ -223,9 +260,7 @@ static fs_status_t resolve_table_list(const fs_dataset_t *ds, const char *what, 
             if (st != FS_OK) return st;
             if (p->index >= 0) row_bytes[i] += (size_t)p->dim * fs_dtype_size(p->dtype), found = 1;
         }
-        if (!found)
-            return fs_error(err, FS_ERR_NOT_FOUND, "no %s type of dataset '%s' has a table '%s'", what, ds->name,
-                            names[k]);
+        if (!found) return no_owner_has(ds, what, names[k], owners, owner, err);
     }
     return FS_OK;
 }

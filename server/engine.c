@@ -238,7 +238,7 @@ fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t 
     fs_status_t st = need_one_graph(e, err);
     if (st != FS_OK) return st;
     const fs_table_t *t = fs_dataset_served_table(e->ds, table); /* a labelled layout's row tables too */
-    if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "no feature table '%s'", table);
+    if (!t) return fs_dataset_table_not_found(e->ds, table, err);
     if (*out_dtype == FS_DTYPE_INVALID) *out_dtype = t->dtype;
     if (*out_dtype != t->dtype && *out_dtype != FS_DTYPE_F32)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "table '%s' is %s: it can be served as %s or float32, not %s",

@@ -221,7 +221,7 @@ class BindingTest(unittest.TestCase):
             with self.assertRaises(featstore.Error) as e:
                 c.gather([1], "no_such_table")
             self.assertEqual(e.exception.status, featstore.Status.NOT_FOUND)
-            self.assertIn("no feature table 'no_such_table'", e.exception.message)
+            self.assertIn("no feature table 'no_such_table'; its feature tables: ", e.exception.message)
             self.assertIn("not found", str(e.exception))
             with self.assertRaises(featstore.Error) as e:
                 c.gather([1, 2708], "feat")

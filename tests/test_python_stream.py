@@ -338,9 +338,9 @@ class StreamTest(unittest.TestCase):
         cases = [  # (arguments, status, what the message says)
             (dict(rank=2, world_size=2), "INVALID_ARGUMENT", "rank 2 with world size 2"),
             (dict(split="nosuch"), "NOT_FOUND", "nosuch"),
-            (dict(table="nosuch"), "NOT_FOUND", "no table 'nosuch'"),
+            (dict(table="nosuch"), "NOT_FOUND", "has no feature table 'nosuch'; its feature tables: feat, labels"),
             (dict(batch_size=0), "INVALID_ARGUMENT", "batch size 0"),
-            (dict(labels="nolabels"), "NOT_FOUND", "no label table 'nolabels'"),
+            (dict(labels="nolabels"), "NOT_FOUND", "labels: dataset"),
             (dict(seeds=[1, 2, 3]), "INVALID_ARGUMENT", "not both"),
             (dict(split=None), "INVALID_ARGUMENT", "not neither"),
             (dict(prefetch=17), "INVALID_ARGUMENT", "prefetch 17"),

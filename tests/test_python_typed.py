@@ -328,6 +328,15 @@ class TypedBindingTest(unittest.TestCase):
             c.hetero_sample(seeds, {CITES: [1]}, temporal="uniform")  # typed Cora has no times
         self.assertIn("time", e.exception.message)
 
+    def test_a_missing_table_error_lists_the_tables(self):
+        for c in (self.unix, self.grpc):
+            for kind, arg in (("node", "node_tables"), ("edge", "edge_tables")):
+                with self.assertRaises(featstore.Error) as e:
+                    c.hetero_sample({PAPER: [1, 2]}, {CITES: [1]}, **{arg: ("nosuch",)})
+                self.assertEqual(e.exception.status, featstore.Status.NOT_FOUND)
+                self.assertIn(f"has no {kind} table 'nosuch'; its {kind} tables: "
+                              f"{'feat, labels' if kind == 'node' else 'none'}", e.exception.message)
+
 
 # ---- the examples -----------------------------------------------------------------
 

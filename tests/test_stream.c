@@ -626,7 +626,8 @@ static void check_rows(const char *uri_kind)
     static const char *const nosuch[] = {"hop_0", "hop_9"};
     o.sample = NULL, o.tables = nosuch, o.num_tables = 2;
     cr_assert_eq(fs_stream_open(c, &o, &bad), FS_ERR_NOT_FOUND);
-    cr_assert(strstr(fs_client_errstr(c), "no table 'hop_9'"), "%s", fs_client_errstr(c));
+    cr_assert(strstr(fs_client_errstr(c), "tables: dataset"), "%s", fs_client_errstr(c));
+    cr_assert(strstr(fs_client_errstr(c), "has no feature table 'hop_9'; its feature tables: "), "%s", fs_client_errstr(c));
     free(seen);
     fs_ids_free(train);
     fs_stream_close(s);
@@ -760,8 +761,10 @@ Test(stream, bad_options_are_named)
         const char *says;
     } want[] = {
         {FS_ERR_INVALID_ARGUMENT, "rank 2 with world size 2"}, {FS_ERR_INVALID_ARGUMENT, "batch size 0"},
-        {FS_ERR_NOT_FOUND, "nosuch"},                          {FS_ERR_NOT_FOUND, "no table 'nosuch'"},
-        {FS_ERR_NOT_FOUND, "no label table 'nolabels'"},       {FS_ERR_INVALID_ARGUMENT, "not both"},
+        {FS_ERR_NOT_FOUND, "nosuch"},
+        {FS_ERR_NOT_FOUND, "table: dataset 'rmat-s11-e8' has no feature table 'nosuch'; its feature tables: feat, labels"},
+        {FS_ERR_NOT_FOUND, "labels: dataset 'rmat-s11-e8' has no feature table 'nolabels'"},
+        {FS_ERR_INVALID_ARGUMENT, "not both"},
         {FS_ERR_INVALID_ARGUMENT, "not neither"},              {FS_ERR_INVALID_ARGUMENT, "prefetch 17"},
         {FS_ERR_INVALID_ARGUMENT, "start_batch 99"},           {FS_ERR_INVALID_ARGUMENT, "no sampling request"},
         {FS_ERR_INVALID_ARGUMENT, "unknown order 7"},           {FS_ERR_INVALID_ARGUMENT, "needs a delta mode"},
