@@ -112,6 +112,8 @@ typedef struct {
     fs_table_t *tables;            /* edge features, [num_edges] rows each, by edge id */
     int reverse;                   /* the edge type (dst, r, src) holding edge i reversed as its
                                       edge i, or -1 */
+    int symmetric;                 /* undirected: (u, v) is stored whenever (v, u) is (src type =
+                                      dst type); the manifest's word, not checked when opened */
 } fs_edge_type_t;
 
 /* Positive edges for link prediction (and, optionally, given negatives). */
@@ -164,7 +166,8 @@ typedef struct {
     char *dir;
     char name[128];
     int64_t num_nodes, num_edges;
-    int symmetric;                 /* the importer made every edge two-way */
+    int symmetric;                 /* undirected: every edge is stored both ways (an importer's
+                                      --symmetrize, or a writer's word); the one edge type's */
     const int64_t *indptr;         /* [N+1] */
     const void *indices;           /* [E], index_dtype */
     fs_dtype_t index_dtype;        /* I32 or I64 */

@@ -157,6 +157,15 @@ static fs_status_t open_edge_type(open_ctx_t *c, json_t *o, int index, fs_edge_t
     char tables_owner[260];
     snprintf(tables_owner, sizeof tables_owner, "%s: ", owner);
     e->reverse = -1;
+    json_t *sym = json_object_get(o, "symmetric");
+    if (sym && !json_is_boolean(sym))
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s: \"symmetric\" must be true or false", c->dir, FS_MANIFEST,
+                        owner);
+    e->symmetric = json_is_true(sym);
+    if (e->symmetric && e->src_type != e->dst_type)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s is \"symmetric\" but joins two node types; only an edge type "
+                        "within one node type can be undirected (a \"reverse\" stores the other direction)", c->dir,
+                        FS_MANIFEST, owner);
     return ds_open_tables(c, json_object_get(o, "features"), e->num_edges, tables_owner, &e->tables, &e->num_tables);
 }
 
@@ -413,6 +422,7 @@ static void fill_v1_fields(fs_dataset_t *ds)
     ds->labels = t->labels, ds->num_classes = t->num_classes;
     ds->tables = t->tables, ds->num_tables = t->num_tables;
     ds->splits = t->splits, ds->num_splits = t->num_splits;
+    ds->symmetric = e->symmetric;
 }
 
 fs_status_t ds_open_typed(open_ctx_t *c, json_t *m)
@@ -466,6 +476,7 @@ fs_status_t ds_typed_from_v1(open_ctx_t *c)
     e->num_edges = ds->num_edges;
     e->indptr = ds->indptr, e->indices = ds->indices, e->index_dtype = ds->index_dtype, e->weights = ds->edge_weights;
     e->reverse = -1;
+    e->symmetric = ds->symmetric;
     return FS_OK;
 }
 

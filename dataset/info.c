@@ -99,10 +99,10 @@ static void print_edge_type(FILE *out, const fs_dataset_t *ds, const fs_edge_typ
     int64_t rows = ds->node_types[e->dst_type].count, max = 0;
     for (int64_t d = 0; d < rows; d++)
         if (e->indptr[d + 1] - e->indptr[d] > max) max = e->indptr[d + 1] - e->indptr[d];
-    fprintf(out, "edge type (%s, %s, %s): %lld edges, %s sources, in-degree mean %.2f max %lld%s%s%s\n", e->src,
+    fprintf(out, "edge type (%s, %s, %s): %lld edges, %s sources, in-degree mean %.2f max %lld%s%s%s%s\n", e->src,
             e->rel, e->dst, (long long)e->num_edges, fs_dtype_name(e->index_dtype),
-            rows ? (double)e->num_edges / (double)rows : 0.0, (long long)max, e->edge_ids ? ", edge ids" : "",
-            e->weights ? ", weighted" : "", e->time ? ", timed" : "");
+            rows ? (double)e->num_edges / (double)rows : 0.0, (long long)max, e->symmetric ? ", undirected" : "",
+            e->edge_ids ? ", edge ids" : "", e->weights ? ", weighted" : "", e->time ? ", timed" : "");
     if (e->reverse >= 0) fprintf(out, "            reverse: (%s, %s, %s)\n", e->dst, ds->edge_types[e->reverse].rel, e->src);
     print_tables(out, "            table ", e->tables, e->num_tables);
 }
@@ -168,7 +168,7 @@ void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *d
                 ds->edge_types[0].src, ds->edge_types[0].rel, ds->edge_types[0].dst);
     fprintf(out, "nodes     %lld\n", (long long)ds->num_nodes);
     fprintf(out, "edges     %lld  (%s, %s indices%s)\n", (long long)ds->num_edges,
-            ds->symmetric ? "symmetric" : "directed as stored", fs_dtype_name(ds->index_dtype),
+            ds->symmetric ? "undirected" : "directed as stored", fs_dtype_name(ds->index_dtype),
             ds->edge_weights ? ", weighted" : "");
     fprintf(out, "degree    min %lld / median %lld / p99 %lld / max %lld  (mean %.2f, isolated %lld)\n",
             (long long)deg->min, (long long)deg->median, (long long)deg->p99, (long long)deg->max, deg->mean,

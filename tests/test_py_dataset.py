@@ -359,6 +359,74 @@ class WriteAndOpen(Scratch):
         self.assertEqual(info(self.path("n"))[0], 0)
 
 
+class Undirected(Scratch):
+    """undirected=True: recorded as "symmetric", reported by featstore info
+    (and so by Client.info() and propagate), checked, never made up."""
+
+    E = ("v", "to", "v")
+
+    def write(self, name, edges, **kw):
+        return featstore.write_dataset(self.path(name), {"v": 4}, {self.E: edges}, **kw)
+
+    def test_symmetric_edges_are_reported_undirected(self):
+        both = {"edge_index": [[0, 1, 1, 2, 3, 3], [1, 0, 2, 1, 3, 3]], "weights": [2, 2, 1, 1, 5, 5]}
+        out = self.write("u", both, undirected=True)  # parallel self-loops pair up with each other
+        self.assertTrue(edge_entry(manifest(out), *self.E)["symmetric"])
+        rc, text = info(out)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("edges     6  (undirected, int32 indices, weighted)", text)
+        out = self.write("d", both)  # not said: directed, as before
+        self.assertNotIn("symmetric", edge_entry(manifest(out), *self.E))
+        self.assertIn("(directed as stored,", info(out)[1])
+        out = self.write("k", {**both, "undirected": True})  # said per edge type
+        self.assertIn("(undirected,", info(out)[1])
+
+    def test_edges_that_are_not_symmetric_are_refused_by_name(self):
+        cases = [({"edge_index": [[0, 1, 2], [1, 0, 3]]}, "edge 2 (2 -> 3) has no reverse (3 -> 2)"),
+                 ({"edge_index": [[0, 0, 1], [1, 1, 0]]}, "edge 1 (0 -> 1) has no reverse (1 -> 0)"),  # twice, once
+                 ({"edge_index": [[0, 1], [1, 0]], "weights": [1, 2]},
+                  "edge 0 (0 -> 1 weight 1.0) has no reverse (1 -> 0 with the same weight)"),
+                 ({"edge_index": [[2, 1, 1], [1, 2, 0]], "undirected": True}, "edge 2 (1 -> 0) has no reverse")]
+        for edges, needle in cases:
+            with self.subTest(edges=edges):
+                with self.assertRaises(ValueError) as cm:
+                    self.write("bad", edges, undirected=True)
+                self.assertIn("edge type (v, to, v): undirected, but " + needle, str(cm.exception))
+                self.assertIn("to_undirected", str(cm.exception))
+                self.assertEqual(self.leftovers(), [], "nothing is written")
+
+    def test_between_two_node_types_the_other_direction_is_a_reverse(self):
+        nt = {"a": 2, "b": 2}
+        with self.assertRaisesRegex(ValueError, r"\(a, to, b\) joins two node types and has no \"reverse\""):
+            featstore.write_dataset(self.path("x"), nt, {("a", "to", "b"): {"edge_index": [[0], [1]]}}, undirected=True)
+        with self.assertRaisesRegex(ValueError, r"\(a, to, b\) joins two node types, so it cannot be undirected"):
+            featstore.write_dataset(self.path("x"), nt, {("a", "to", "b"): {"edge_index": [[0], [1]],
+                                                                            "undirected": True}})
+        with self.assertRaisesRegex(ValueError, "\"undirected\" must be True or False"):
+            self.write("x", {"edge_index": [[0], [0]], "undirected": "yes"})
+        edges = {("a", "to", "b"): {"edge_index": [[0], [1]], "reverse": "ot"},
+                 ("a", "near", "a"): {"edge_index": [[0, 1], [1, 0]]}}
+        out = featstore.write_dataset(self.path("r"), nt, edges, undirected=True)
+        m = manifest(out)
+        self.assertEqual([e.get("symmetric", False) for e in m["edge_types"]], [False, False, True])
+        rc, text = info(out)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("edge type (a, near, a): 2 edges, int32 sources, in-degree mean 1.00 max 1, undirected", text)
+
+    def test_the_reader_checks_the_word(self):
+        out = featstore.write_dataset(self.path("r"), {"a": 2, "b": 2}, {("a", "to", "b"): {"edge_index": [[0], [1]]}})
+        m = manifest(out)
+        for value, needle in ((True, "is \"symmetric\" but joins two node types"),
+                              ("yes", "\"symmetric\" must be true or false")):
+            m["edge_types"][0]["symmetric"] = value
+            with open(os.path.join(out, "manifest.json"), "w") as f:
+                json.dump(m, f)
+            rc, text = info(out)
+            self.assertEqual(rc, 1, text)
+            self.assertIn("edge type (a, to, b)", text)
+            self.assertIn(needle, text)
+
+
 class Destination(Scratch):
     def tiny(self, out, force=False, n=2):
         return featstore.write_dataset(out, {"n": n}, {("n", "e", "n"): {"edge_index": [[0], [1]]}}, force=force)
@@ -639,7 +707,7 @@ class Cora(Scratch):
         rc, text = info(out)
         self.assertEqual(rc, 0, text)
         for line in ("name      cora-link", "format    version 2: node type paper, edge type (paper, cites, paper)",
-                     "nodes     2708", "edges     8976  (directed as stored, int32 indices)", "checksums match"):
+                     "nodes     2708", "edges     8976  (undirected, int32 indices)", "checksums match"):
             self.assertIn(line, text)
         z, m = self.npz(), manifest(out)
         n = 2708

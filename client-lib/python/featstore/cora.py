@@ -45,7 +45,8 @@ self-loops. The npz ships no splits.
   (4488). Each split edge appears once, in a seeded random orientation.
 - edge type ``(paper, cites, paper)``: the train edges only, stored both ways
   (8976 edges; edge i and edge i + 4488 are train edge i's two directions),
-  so message passing never sees a valid or test edge. One node type and one
+  so message passing never sees a valid or test edge; marked undirected
+  (``featstore info``: "undirected"). One node type and one
   edge type: ``featstore serve`` serves it as a homogeneous graph.
 - link splits ``train``/``valid``/``test`` over that edge type: ``src``,
   ``dst``. ``train`` has no given negatives (sample fresh ones every epoch);
@@ -200,7 +201,7 @@ def write_link(out, npz=DEFAULT_NPZ, seed=0, neg=1, force=False):
                                "neg_dst": neg_valid},
                      "test": {"edge_type": ("paper", "cites", "paper"), "src": test[:, 0], "dst": test[:, 1],
                               "neg_dst": neg_test}},
-        name="cora-link", force=force,
+        name="cora-link", force=force, undirected=True,
         source={"maker": "featstore.cora link", "input": os.path.basename(npz), "seed": seed,
                 "split": "85/5/10 of undirected edges", "negatives_per_positive": neg})
 

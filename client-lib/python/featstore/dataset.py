@@ -242,7 +242,8 @@ def _xxh3():
 
 # ---- the writer ----------------------------------------------------------------------
 
-def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None, force=False, source=None):
+def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None, force=False, source=None,
+                  undirected=False):
     """Writes a featstore dataset (format version 2) to directory ``dir``.
 
     Arguments, in PyG ``HeteroData`` terms (arrays: numpy arrays, lists or CPU
@@ -276,6 +277,17 @@ def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None,
       weights, times and features (the feature files are shared, not
       copied), each type naming the other as its reverse. It must not be
       given in ``edge_types`` as well.
+    - ``"undirected"``: ``True`` when the edges are undirected: every edge
+      (u, v) is given in both directions, as (u, v) and (v, u) (with equal
+      weights when weighted; PyG's ``to_undirected`` form). Only for an
+      edge type within one node type (between two types, ``"reverse"``
+      stores the other direction). Recorded as ``"symmetric": true``, so
+      ``featstore info`` and ``Client.info()`` report the graph undirected
+      (and ``featstore propagate`` does not symmetrise it again). Edges that
+      are not symmetric are refused, naming the first edge whose reverse is
+      missing: the writer never adds edges (which weights, times and
+      features would they get, and the edge ids would change).
+      Default: the ``undirected`` argument.
 
     ``link_splits``: ``{name: spec}``, positive (or labelled) edges for link
     prediction:
@@ -288,6 +300,11 @@ def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None,
     - ``"time"``: ``[k]`` integers.
     - ``"neg_dst"``: ``[k, m]`` given negatives: destination ids, each
       paired with that row's ``src``.
+
+    ``undirected``: ``True`` says every edge type is undirected: each one
+    within one node type as its ``"undirected"`` key says, and each one
+    between two node types must have a ``"reverse"``. A one-type graph's
+    ``undirected=True`` is ``featstore import --symmetrize``'s result.
 
     ``name``: the dataset's name (default: the directory's base name).
     ``force``: replace ``dir`` if it already holds a featstore dataset; a
@@ -324,7 +341,7 @@ def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None,
     manifest = {"format": "featstore-dataset", "version": 2, "name": name}
     counts, nodes = _node_types(node_types, files)
     manifest["node_types"] = nodes
-    typed_edges = _edge_types(edge_types, counts, files)
+    typed_edges = _edge_types(edge_types, counts, files, bool(undirected))
     manifest["edge_types"] = [e["manifest"] for e in typed_edges]
     if link_splits:
         manifest["link_splits"] = _link_splits(link_splits, typed_edges, counts, files)
@@ -423,7 +440,7 @@ def _labels(spec, count, owner, files, pre, fb):
     return {"file": files.add(pre + "labels.npy", fb + "labels.npy", y), "num_classes": nc}
 
 
-def _edge_types(edge_types, counts, files):
+def _edge_types(edge_types, counts, files, undirected):
     """Every edge type (reverses right after their forward type), validated:
     a list of {key, manifest, count}."""
     edge_types = edge_types or {}
@@ -436,7 +453,7 @@ def _edge_types(edge_types, counts, files):
         owner = _fmt(key)
         if not isinstance(spec, dict):
             raise ValueError(f"{owner}: its spec must be a dict with at least \"edge_index\"")
-        _unknown_keys(spec, ("edge_index", "weights", "time", "features", "reverse"), owner)
+        _unknown_keys(spec, ("edge_index", "weights", "time", "features", "reverse", "undirected"), owner)
         for t in (key[0], key[2]):
             if t not in counts:
                 raise ValueError(f"{owner} names node type '{t}', which is not in node_types")
@@ -464,6 +481,7 @@ def _edge_types(edge_types, counts, files):
     for i, (key, spec, rev, of) in enumerate(plan):
         if of is None:
             forward[key] = _edge_arrays(key, spec, counts)
+            forward[key]["symmetric"] = _undirected(key, spec, forward[key], undirected)
         a = forward[of or key]
         src, dst = (a["dst"], a["src"]) if of else (a["src"], a["dst"])
         out[key] = _edge_files(i, key, src, dst, a, rev, of, counts, files, out)
@@ -510,6 +528,58 @@ def _edge_arrays(key, spec, counts):
     return a
 
 
+def _undirected(key, spec, a, undirected):
+    """Whether edge type `key` is written undirected ("symmetric"); its
+    edges checked to be so."""
+    owner = _fmt(key)
+    und = spec.get("undirected")
+    if und is not None and not isinstance(und, (bool, np.bool_)):
+        raise ValueError(f"{owner}: \"undirected\" must be True or False, got {und!r}")
+    if key[0] != key[2]:
+        if und:
+            raise ValueError(f"{owner} joins two node types, so it cannot be undirected itself; give it a \"reverse\" "
+                             f"to store the other direction")
+        if undirected and spec.get("reverse") is None:
+            raise ValueError(f"undirected=True, but {owner} joins two node types and has no \"reverse\" to store the "
+                             f"other direction; give it one")
+        return False
+    und = undirected if und is None else bool(und)
+    if und:
+        _check_symmetric(owner, a["src"], a["dst"], a["weights"])
+    return und
+
+
+def _missing_reverse(src, dst, weights=None):
+    """None when every edge (u, v[, w]) has a reverse (v, u[, w]), parallel
+    edges counted (the edges sorted as given and sorted reversed agree);
+    else the id of an edge without one. src, dst int64 [E], weights float32
+    [E] or None."""
+    keys = [src, dst]
+    if weights is not None:
+        keys.append((weights + np.float32(0)).view("<i4"))  # bits compared: -0.0 becomes 0.0 first
+    fwd = np.lexsort(keys[::-1])
+    rev = np.lexsort(([keys[2]] if weights is not None else []) + [src, dst])
+    f = np.stack([k[fwd] for k in keys])
+    r = np.stack([k[rev] for k in [dst, src] + keys[2:]])
+    bad = np.flatnonzero((f != r).any(axis=0))
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    col = next(j for j in range(len(keys)) if f[j, i] != r[j, i])
+    return int(fwd[i] if f[col, i] < r[col, i] else rev[i])  # the one present more often than its reverse
+
+
+def _check_symmetric(owner, src, dst, weights):
+    """_missing_reverse's edge, named in a ValueError."""
+    e = _missing_reverse(src, dst, weights)
+    if e is None:
+        return
+    what = f"{src[e]} -> {dst[e]}" + (f" weight {weights[e]}" if weights is not None else "")
+    raise ValueError(f"{owner}: undirected, but edge {e} ({what}) has no reverse ({dst[e]} -> {src[e]}"
+                     f"{' with the same weight' if weights is not None else ''}); give every edge in both directions "
+                     f"(torch_geometric.utils.to_undirected) or leave undirected out")
+
+
 def _edge_files(i, key, src, dst, a, rev, of, counts, files, done):
     """Stores one edge type (a reversed one when `of` names its forward type)."""
     n_src, n_dst = counts[key[0]], counts[key[2]]
@@ -517,6 +587,8 @@ def _edge_files(i, key, src, dst, a, rev, of, counts, files, done):
     pre, fb = f"edge.{key[0]}.{key[1]}.{key[2]}.", f"edge{i}."
     idx_dtype = "<i4" if n_src < 2 ** 31 else "<i8"
     m = {"src": key[0], "rel": key[1], "dst": key[2], "num_edges": a["num_edges"]}
+    if a["symmetric"]:
+        m["symmetric"] = True  # a symmetric edge set reversed is itself: its reverse type is too
     if rev is not None:
         m["reverse"] = rev
     m["indptr"] = files.add(pre + "indptr.npy", fb + "indptr.npy", indptr)
