@@ -410,6 +410,30 @@ class PygBackend(unittest.TestCase):
         files = Files("cora")
         np.testing.assert_array_equal(kept[0].x.numpy(), files.rows()[kept[0].n_id.numpy()])
 
+    def test_misspelt_arguments_are_named_with_the_allowed_ones(self):
+        uri = SERVERS["cora"]["unix"]
+        client = featstore.connect(uri)
+        cases = [(pyg.NeighborLoader, (uri, [2]), dict(batchsize=8), "batch_size"),
+                 (pyg.NeighborLoader, (client, [2]), dict(input_node="train"), "input_nodes"),
+                 (pyg.LinkNeighborLoader, (uri, [2]), dict(neg_sampling_raito=1.0), "neg_sampling_ratio"),
+                 (pyg.NeighborSampler, (uri, [2]), dict(treads=2), "threads"),
+                 (pyg.FeatureStore, (uri,), dict(devce="cpu"), "device"),
+                 (pyg.stores, (uri,), dict(slot=2), "slots")]
+        for f, args, kw, meant in cases:
+            with self.subTest(f=f.__name__, kw=kw):
+                with self.assertRaises(TypeError) as cm:
+                    f(*args, **kw)
+                msg = str(cm.exception)
+                bad = next(iter(kw))
+                self.assertTrue(msg.startswith(f"{f.__name__}() got an unexpected keyword argument '{bad}' "
+                                               f"(did you mean '{meant}'?); it takes "), msg)
+                self.assertIn("connection options device, slots, threads, timeout_ms", msg)
+                self.assertNotIn("Client.__init__", msg)
+        with self.assertRaises(TypeError) as cm:
+            pyg.NeighborLoader(uri, [2], zzz=1)
+        self.assertIn("it takes data, num_neighbors, input_nodes, input_time, batch_size, shuffle", str(cm.exception))
+        client.close()
+
     def test_bad_input_is_named(self):
         uri = SERVERS["cora"]["unix"]
         cases = [(dict(num_neighbors=[2], replace=True), "replace=True"),

@@ -44,6 +44,8 @@ result memory (over unix://, a shared slot); a loader lets the caller hold
 when one more is asked for. Keep ``.clone()`` copies of anything kept
 across batches, or pass ``copy=True``.
 """
+import difflib
+import inspect
 import os
 from dataclasses import dataclass
 
@@ -74,8 +76,36 @@ class ReadOnlyError(Error, TypeError):
                                          f"from a client (write a new dataset and serve it instead)")
 
 
-def _connect(source, connect_kwargs):
-    """A Client from a URI or a Client (shared, not owned)."""
+def _parameters(f):
+    """The keyword names f (a function or a class) takes, **kwargs aside."""
+    return [p.name for p in inspect.signature(f).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _check_options(caller, connect_kwargs):
+    """Every name in connect_kwargs (caller's **kwargs, handed on to
+    featstore.Client) is a connection option; else the TypeError Python
+    would raise for caller itself, naming what it takes (a misspelt
+    batch_size would otherwise surface as Client.__init__'s)."""
+    options = [n for n in _parameters(Client) if n != "uri"]
+    bad = [k for k in connect_kwargs if k not in options]
+    if not bad:
+        return
+    own = _parameters(caller)
+    close = difflib.get_close_matches(bad[0], own + options, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    raise TypeError(f"{caller.__name__}() got an unexpected keyword argument '{bad[0]}'{hint}; it takes "
+                    f"{', '.join(own)}, and featstore.Client's connection options {', '.join(options)}")
+
+
+def _connect(source, connect_kwargs, caller):
+    """A Client from a URI or a Client (shared, not owned), for caller
+    (whose **connect_kwargs they are)."""
+    _check_options(caller, connect_kwargs)
+    return _open(source, connect_kwargs)
+
+
+def _open(source, connect_kwargs):
     if isinstance(source, Client):
         if connect_kwargs:
             raise TypeError(f"connection options {sorted(connect_kwargs)} given with an open Client")
@@ -389,7 +419,7 @@ class _Served:
     URI and connection options: they reconnect) and close()."""
 
     def _serve(self, source, connect_kwargs):
-        self.client, self._owns = _connect(source, connect_kwargs)
+        self.client, self._owns = _connect(source, connect_kwargs, type(self))
         self._source = source if not isinstance(source, Client) else source.uri
         self._connect_kwargs = connect_kwargs
         self.schema = _Schema(self.client.info())
@@ -522,22 +552,24 @@ class GraphStore(_Served, _PygGraphStore):
 
 def stores(source, **connect_kwargs):
     """(FeatureStore, GraphStore) sharing one connection: PyG's ``data=``."""
-    client, _ = _connect(source, connect_kwargs)
+    client, _ = _connect(source, connect_kwargs, stores)
     fs, gs = FeatureStore(client), GraphStore(client)
     fs._owns = True  # the pair's connection closes with the feature store
     return fs, gs
 
 
-def _client_of(data, connect_kwargs):
-    """The Client behind a loader's or sampler's `data`: a URI, a Client,
-    a FeatureStore, or PyG's (FeatureStore, GraphStore) pair of ours."""
+def _client_of(data, connect_kwargs, caller):
+    """The Client behind a loader's or sampler's (caller's) `data`: a URI,
+    a Client, a FeatureStore, or PyG's (FeatureStore, GraphStore) pair of
+    ours."""
+    _check_options(caller, connect_kwargs)
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], FeatureStore):
         data = data[0]
     if isinstance(data, (FeatureStore, GraphStore)):
         if connect_kwargs:
             raise TypeError(f"connection options {sorted(connect_kwargs)} given with a store (it is connected)")
         return data.client, data.schema, False
-    client, owns = _connect(data, connect_kwargs)
+    client, owns = _open(data, connect_kwargs)
     return client, _Schema(client.info()), owns
 
 
@@ -565,7 +597,7 @@ class NeighborSampler(BaseSampler):
     def __init__(self, data, num_neighbors, subgraph_type="directional", replace=False, disjoint=False,
                  temporal_strategy="uniform", time_attr=None, weight_attr=None, directed=True, keep_seed_edges=False,
                  neg_weighted=False, dtype=None, **connect_kwargs):
-        self.client, self.schema, self._owns = _client_of(data, connect_kwargs)
+        self.client, self.schema, self._owns = _client_of(data, connect_kwargs, type(self))
         self.num_neighbors = self.schema.fanouts(num_neighbors)
         self.options = _sampling_options(self.schema, replace=replace, subgraph_type=subgraph_type,
                                          disjoint=disjoint, temporal_strategy=temporal_strategy,
@@ -683,7 +715,7 @@ class _Loader:
     def __init__(self, data, num_neighbors, batch_size, shuffle, drop_last, sampler_options, transform, rank,
                  world_size, seed, prefetch, hold, copy, dtype, connect_kwargs):
         _refuse_dataloader_options(connect_kwargs)
-        self.client, self.schema, self._owns = _client_of(data, connect_kwargs)
+        self.client, self.schema, self._owns = _client_of(data, connect_kwargs, type(self))
         self.num_neighbors = self.schema.fanouts(num_neighbors)
         self.options = _sampling_options(self.schema, **sampler_options)
         if int(batch_size) < 1:
