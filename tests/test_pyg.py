@@ -200,6 +200,55 @@ def seed_edges_absent(tc, data, pairs):
         tc.assertNotIn((d, s), got, "a seed edge's reverse is in its own batch's subgraph")
 
 
+class Served:
+    """`featstore serve` on a dataset written by a test, stopped on exit."""
+
+    def __init__(self, path):
+        import fs_serve
+        self.proc, ready = fs_serve.start(ARGS.featstore, path, path + ".sock", stderr=subprocess.DEVNULL)
+        self.unix, self.grpc = "unix://" + ready["unix"], "grpc://" + ready["grpc"]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        import fs_serve
+        if fs_serve.stop(self.proc) != 0:
+            raise AssertionError("featstore serve did not exit 0 on SIGTERM")
+
+
+def cora_data():
+    """Cora as PyG's Planetoid has it (undirected citations, x, y, masks),
+    from tests/data/cora.npz, with an edge_attr that is the same both ways."""
+    from featstore import cora
+    from torch_geometric.data import Data
+    from torch_geometric.utils import to_undirected
+    g = cora.load()
+    ei = to_undirected(torch.from_numpy(np.stack([g["citing"], g["cited"]])))
+    lo, hi = ei.min(0).values, ei.max(0).values
+    data = Data(x=torch.from_numpy(cora.features(g)), y=torch.from_numpy(g["labels"]), edge_index=ei,
+                edge_attr=torch.stack([lo, hi, lo + hi], 1).float())
+    for name, ids in cora.node_splits(g["labels"], "planetoid", 0).items():
+        mask = torch.zeros(g["num_papers"], dtype=torch.bool)
+        mask[torch.from_numpy(ids)] = True
+        data[f"{'val' if name == 'valid' else name}_mask"] = mask
+    return data
+
+
+def dataset_edges(path, key):
+    """An edge type's edges read from the files, by edge id: (src, dst), and
+    its stored weights and times by edge id (None when absent)."""
+    with open(os.path.join(path, "manifest.json")) as f:
+        e = next(e for e in json.load(f)["edge_types"] if (e["src"], e["rel"], e["dst"]) == key)
+    load = lambda k: np.load(os.path.join(path, e[k])) if k in e else None  # noqa: E731
+    indptr, indices = load("indptr"), load("indices")
+    ids = load("edge_ids") if "edge_ids" in e else np.arange(len(indices))
+    out = np.empty((2, len(ids)), np.int64)
+    out[0, ids], out[1, ids] = indices, np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    by_id = lambda a: None if a is None else a[np.argsort(ids)]  # noqa: E731
+    return out, by_id(load("weights")), by_id(load("time")), e
+
+
 # ---- the backend ----------------------------------------------------------------------
 
 class PygBackend(unittest.TestCase):
@@ -409,6 +458,116 @@ class PygBackend(unittest.TestCase):
         self.assertEqual(len(kept), len(loader))
         files = Files("cora")
         np.testing.assert_array_equal(kept[0].x.numpy(), files.rows()[kept[0].n_id.numpy()])
+
+    def test_from_pyg_cora_trains_with_the_neighbor_loader(self):
+        """PyG's Cora Data written by from_pyg: the NeighborLoader recipe
+        (input_nodes="train", batch.x, batch.y) trains on it, and every
+        batch is the source Data's rows and edges (e_id = its column)."""
+        from torch_geometric.nn import SAGEConv
+        data = cora_data()
+        path = featstore.from_pyg(data, os.path.join(SERVERS["dir"], "from-pyg-cora"), num_classes=7)
+        self.assertTrue(data.is_undirected())
+        text = subprocess.run([ARGS.featstore, "info", path], capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("edges     10556  (undirected, int32 indices)", text)
+        self.assertIn("splits    train 140, valid 500, test 1000", text)
+        train = data.train_mask.nonzero().view(-1).numpy()
+        torch.manual_seed(0)
+        conv1, conv2 = SAGEConv(1433, 16), SAGEConv(16, 7)
+        opt = torch.optim.Adam(list(conv1.parameters()) + list(conv2.parameters()), lr=0.01)
+        with Served(path) as s:
+            with featstore.connect(s.grpc) as c:
+                self.assertTrue(c.info().symmetric, "reported undirected")
+                self.assertEqual(c.info().num_classes, 7)
+            seen = []
+            for batch in pyg.NeighborLoader(s.unix, num_neighbors=[5, 3], input_nodes="train", batch_size=32,
+                                            shuffle=True):
+                n_id, e_id = batch.n_id, batch.e_id
+                self.assertTrue(torch.equal(batch.x, data.x[n_id]))
+                self.assertTrue(torch.equal(batch.y, data.y[n_id]))
+                self.assertTrue(torch.equal(n_id[batch.edge_index], data.edge_index[:, e_id]), "e_id is the column")
+                self.assertTrue(torch.equal(batch.edge_attr, data.edge_attr[e_id]))
+                seen += n_id[:batch.batch_size].tolist()
+                out = conv2(conv1(batch.x, batch.edge_index).relu(), batch.edge_index)[:batch.batch_size]
+                loss = torch.nn.functional.cross_entropy(out, batch.y[:batch.batch_size])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                self.assertTrue(torch.isfinite(loss))
+            self.assertEqual(sorted(seen), sorted(train.tolist()), "an epoch is the train mask's nodes, once")
+
+    def test_from_pyg_directed_data_and_what_it_leaves_out(self):
+        from torch_geometric.data import Data
+        data = Data(x=torch.rand(3, 2), edge_index=torch.tensor([[0, 1], [1, 2]]), n_id=torch.arange(3),
+                    score=torch.rand(3).double(), kind=torch.tensor([1, 2, 3]))
+        with self.assertWarns(UserWarning) as w:
+            path = featstore.from_pyg(data, os.path.join(SERVERS["dir"], "from-pyg-directed"))
+        self.assertIn("Data: 'n_id' is left out: a loader's batch bookkeeping", str(w.warning))
+        self.assertIn("Data: 'kind' is left out: int64 of shape (3,) is none of", str(w.warning))
+        with open(os.path.join(path, "manifest.json")) as f:
+            m = json.load(f)
+        self.assertEqual(sorted(m["node_types"][0]["features"]), ["feat", "score"])
+        self.assertNotIn("symmetric", m["edge_types"][0])
+        self.assertFalse(data.is_undirected())
+        with self.assertRaisesRegex(ValueError, r"edge 0 \(0 -> 1\) has no reverse \(1 -> 0\)"):
+            featstore.from_pyg(data, os.path.join(SERVERS["dir"], "from-pyg-refused"), undirected=True)
+        self.assertFalse(os.path.exists(os.path.join(SERVERS["dir"], "from-pyg-refused")))
+        with self.assertRaisesRegex(TypeError, "Data or HeteroData"):
+            featstore.from_pyg({"x": 1}, os.path.join(SERVERS["dir"], "from-pyg-dict"))
+
+    def test_from_pyg_hetero_data_round_trip(self):
+        """A HeteroData with edge features, times and weights comes back from
+        the files and from a typed NeighborLoader as it went in."""
+        from torch_geometric.data import HeteroData
+        g = torch.Generator().manual_seed(5)
+        h = HeteroData()
+        h["paper"].x = torch.rand(6, 4, generator=g)
+        h["paper"].y = torch.tensor([0, 1, 2, 0, -1, 1])
+        h["paper"].time = torch.tensor([5, 3, 9, 1, 7, 2])
+        h["paper"].train_mask = torch.tensor([True, False, True, True, False, False])
+        h["author"].x = torch.rand(4, 3, generator=g)
+        writes = h["author", "writes", "paper"]
+        writes.edge_index = torch.tensor([[0, 1, 1, 2, 3, 3, 0, 2], [0, 0, 2, 3, 4, 5, 5, 1]])
+        writes.edge_attr = torch.rand(8, 2, generator=g)
+        writes.edge_time = torch.tensor([4, 1, 8, 0, 6, 2, 2, 3])
+        cites = h["paper", "cites", "paper"]
+        cites.edge_index = torch.tensor([[0, 1, 2, 3, 4, 5], [1, 0, 3, 2, 5, 4]])
+        cites.edge_weight = torch.tensor([0.5, 0.5, 2.0, 2.0, 1.0, 1.0])
+        h["paper", "rev_writes", "author"].edge_index = writes.edge_index.flip(0)
+        self.assertEqual([h[et].is_undirected() for et in h.edge_types], [False, True, False])
+        path = featstore.from_pyg(h, os.path.join(SERVERS["dir"], "from-pyg-hetero"))
+        text = subprocess.run([ARGS.featstore, "info", path], capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("edge type (paper, cites, paper): 6 edges, int32 sources, in-degree mean 1.00 max 1, undirected",
+                      text)
+        self.assertIn("edge type (author, writes, paper): 8 edges, int32 sources, in-degree mean 1.33 max 2, edge ids,"
+                      " timed", text)
+        for et in h.edge_types:
+            edges, weights, times, entry = dataset_edges(path, et)
+            np.testing.assert_array_equal(edges, h[et].edge_index.numpy(), f"{et}: edge i is column i")
+            self.assertEqual(entry.get("symmetric", False), et[1] == "cites")
+        _, weights, _, _ = dataset_edges(path, ("paper", "cites", "paper"))
+        np.testing.assert_array_equal(weights, cites.edge_weight.numpy())
+        _, _, times, entry = dataset_edges(path, ("author", "writes", "paper"))
+        np.testing.assert_array_equal(times, writes.edge_time.numpy())
+        np.testing.assert_array_equal(np.load(os.path.join(path, entry["features"]["feat"]["file"])),
+                                      writes.edge_attr.numpy())
+        with open(os.path.join(path, "manifest.json")) as f:
+            paper = json.load(f)["node_types"][0]
+        np.testing.assert_array_equal(np.load(os.path.join(path, paper["time"])), h["paper"].time.numpy())
+        np.testing.assert_array_equal(np.load(os.path.join(path, paper["splits"]["train"])), [0, 2, 3])
+        self.assertEqual(paper["labels"]["num_classes"], 3)
+        with Served(path) as s:
+            loader = pyg.NeighborLoader(s.grpc, num_neighbors=[3, 2], input_nodes=("paper", "train"), batch_size=3)
+            b = next(iter(loader))
+            for t in ("paper", "author"):
+                self.assertTrue(torch.equal(b[t].x, h[t].x[b[t].n_id]), t)
+            self.assertTrue(torch.equal(b["paper"].y, h["paper"].y[b["paper"].n_id]))
+            for et in h.edge_types:
+                src, dst, e_id = b[et[0]].n_id, b[et[2]].n_id, b[et].e_id
+                self.assertTrue(torch.equal(torch.stack([src[b[et].edge_index[0]], dst[b[et].edge_index[1]]]),
+                                            h[et].edge_index[:, e_id]), et)
+            wb = b["author", "writes", "paper"]
+            self.assertGreater(wb.e_id.numel(), 0)
+            self.assertTrue(torch.equal(wb.edge_attr, writes.edge_attr[wb.e_id]))
 
     def test_misspelt_arguments_are_named_with_the_allowed_ones(self):
         uri = SERVERS["cora"]["unix"]

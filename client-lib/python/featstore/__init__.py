@@ -25,14 +25,18 @@ NeighborLoader / LinkNeighborLoader with PyG's arguments and fields.
 
 ``featstore.write_dataset`` (featstore.dataset) writes a dataset from numpy
 arrays and needs no library; ``python3 -m featstore.cora`` makes two from
-tests/data/cora.npz with it.
+tests/data/cora.npz with it. ``featstore.from_pyg`` (featstore.pyg_data)
+writes one from a PyG Data or HeteroData (importing torch_geometric only
+when called).
 """
 from .dataset import write_dataset
+from .pyg_data import from_pyg
 
 __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
            "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset",
+           "from_pyg",
            "HeteroBatch", "Stream", "StreamBatch", "StreamLink", "STREAM_ORDERS"]
-_CLIENT = frozenset(__all__) - {"write_dataset"}  # the names that need libfeatstore.so
+_CLIENT = frozenset(__all__) - {"write_dataset", "from_pyg"}  # the names that need libfeatstore.so
 
 try:
     from ._lib import path as library_path
