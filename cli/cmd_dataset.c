@@ -33,8 +33,8 @@ static fs_status_t common_values(const cli_t *c, int *threads, uint64_t *seed, i
 int cmd_import(int argc, char **argv)
 {
     static const cli_opt_t allowed[] = {OPT_OUT, OPT_NAME, OPT_SYM, OPT_NOLOOP, OPT_DEDUP, OPT_REVERSE, OPT_COMPACT,
-                                        OPT_DENSE, OPT_WEIGHTED, OPT_SPLIT, OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED, OPT_THREADS,
-                                        OPT_FORCE, OPT_ADD_REVERSE, 0};
+                                        OPT_DENSE, OPT_WEIGHTED, OPT_SPLIT, OPT_NOSPLIT, OPT_SPLITNAME, OPT_SEED,
+                                        OPT_THREADS, OPT_FORCE, OPT_ADD_REVERSE, 0};
     cli_t c;
     int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;

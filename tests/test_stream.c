@@ -627,7 +627,8 @@ static void check_rows(const char *uri_kind)
     o.sample = NULL, o.tables = nosuch, o.num_tables = 2;
     cr_assert_eq(fs_stream_open(c, &o, &bad), FS_ERR_NOT_FOUND);
     cr_assert(strstr(fs_client_errstr(c), "tables: dataset"), "%s", fs_client_errstr(c));
-    cr_assert(strstr(fs_client_errstr(c), "has no feature table 'hop_9'; its feature tables: "), "%s", fs_client_errstr(c));
+    cr_assert(strstr(fs_client_errstr(c), "has no feature table 'hop_9'; its feature tables: "), "%s",
+              fs_client_errstr(c));
     free(seen);
     fs_ids_free(train);
     fs_stream_close(s);
@@ -762,7 +763,8 @@ Test(stream, bad_options_are_named)
     } want[] = {
         {FS_ERR_INVALID_ARGUMENT, "rank 2 with world size 2"}, {FS_ERR_INVALID_ARGUMENT, "batch size 0"},
         {FS_ERR_NOT_FOUND, "nosuch"},
-        {FS_ERR_NOT_FOUND, "table: dataset 'rmat-s11-e8' has no feature table 'nosuch'; its feature tables: feat, labels"},
+        {FS_ERR_NOT_FOUND, "table: dataset 'rmat-s11-e8' has no feature table 'nosuch'; its feature tables: feat, "
+                           "labels"},
         {FS_ERR_NOT_FOUND, "labels: dataset 'rmat-s11-e8' has no feature table 'nolabels'"},
         {FS_ERR_INVALID_ARGUMENT, "not both"},
         {FS_ERR_INVALID_ARGUMENT, "not neither"},              {FS_ERR_INVALID_ARGUMENT, "prefetch 17"},
