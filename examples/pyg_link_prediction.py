@@ -2,13 +2,13 @@
 """pyg_link_prediction.py — link prediction with PyG's own layers, trained
 on featstore.pyg.LinkNeighborLoader batches (docs/api.md §12).
 
-Serve Cora's link dataset (``python3 -m featstore.cora link OUT``, then
+Serve Cora's link dataset (``/usr/bin/python3 -m featstore.cora link OUT``, then
 ``featstore serve OUT``): papers with their bag-of-words ``feat``, the
 training citations as (paper, cites, paper), and link splits ``train``,
 ``valid`` and ``test`` (valid and test with one given negative destination
 per positive, GAE's evaluation). Then::
 
-    python examples/pyg_link_prediction.py --uri unix:///tmp/fs.sock          # or grpc://host:port
+    .venv-pyg/bin/python examples/pyg_link_prediction.py --uri unix:///tmp/fs.sock   # or grpc://host:port; the venv: scripts/pyg-venv.sh
 
 Training batches come from ``LinkNeighborLoader(edge_label_index="train",
 neg_sampling="binary")``: a link stream over the split, each batch its

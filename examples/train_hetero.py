@@ -2,7 +2,7 @@
 """train_hetero.py — a heterogeneous GraphSAGE trained through featstore's
 typed sampling, on typed Cora.
 
-The dataset is Cora as a typed graph (``python3 -m featstore.cora typed OUT
+The dataset is Cora as a typed graph (``/usr/bin/python3 -m featstore.cora typed OUT
 --split 60,20,20``, served by ``featstore serve OUT``): papers with a 1433-d
 bag of words (table ``feat``), labels and splits; words without features;
 edge types (paper, cites, paper), (paper, cited_by, paper), (paper, has,
@@ -196,7 +196,7 @@ def node_type(info, name):
     """info's facts about node type `name` (count, tables, num_classes)."""
     if name not in info.node_types:
         raise SystemExit(f"the dataset has no node type {name!r}: serve typed Cora "
-                         f"(python3 -m featstore.cora typed OUT --split 60,20,20)")
+                         f"(/usr/bin/python3 -m featstore.cora typed OUT --split 60,20,20)")
     return info.node_types[name]
 
 

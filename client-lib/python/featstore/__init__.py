@@ -24,7 +24,7 @@ loaders on a server: FeatureStore, GraphStore, a BaseSampler, and
 NeighborLoader / LinkNeighborLoader with PyG's arguments and fields.
 
 ``featstore.write_dataset`` (featstore.dataset) writes a dataset from numpy
-arrays and needs no library; ``python3 -m featstore.cora`` makes two from
+arrays and needs no library; ``/usr/bin/python3 -m featstore.cora`` makes two from
 tests/data/cora.npz with it. ``featstore.from_pyg`` (featstore.pyg_data)
 writes one from a PyG Data or HeteroData (importing torch_geometric only
 when called).

@@ -1,8 +1,8 @@
 """featstore.cora — two real featstore datasets made from Cora with
 ``featstore.write_dataset`` (numpy only; no PyG, no compiled featstore)::
 
-    python3 -m featstore.cora typed OUT [--split planetoid|TRAIN,VALID,TEST] [--seed 0]
-    python3 -m featstore.cora link OUT [--seed 0] [--neg 1]
+    /usr/bin/python3 -m featstore.cora typed OUT [--split planetoid|TRAIN,VALID,TEST] [--seed 0]
+    /usr/bin/python3 -m featstore.cora link OUT [--seed 0] [--neg 1]
 
 (run with ``client-lib/python`` on ``PYTHONPATH``). Both read the
 gnn-benchmark ``cora.npz`` (Shchur et al.; ``--npz``, default the
@@ -207,7 +207,7 @@ def write_link(out, npz=DEFAULT_NPZ, seed=0, neg=1, force=False):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python3 -m featstore.cora",
+    p = argparse.ArgumentParser(prog="/usr/bin/python3 -m featstore.cora",
                                 description="Make featstore datasets from Cora (see the module's docstring).")
     sub = p.add_subparsers(dest="kind", required=True)
     t = sub.add_parser("typed", help="Cora as a typed graph: paper, word; cites, has (+ reverses)")
