@@ -900,11 +900,13 @@ static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link,
     fs_engine_t *e = c->srv->engine;
     void *image = NULL;
     size_t len = 0;
+    fs_hetero_reads_t reads = {0};
     fs_status_t st = check_deadline(c, "before sampling");
     if (st == FS_OK)
         st = fs_hetero_run(fs_engine_hetero(e), c->w->typed, fs_engine_limits(e), link ? NULL : in->groups,
                            link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges,
-                           c->srv->pool, alloc_image, c, &image, &len, &c->err); /* the pool splits the gathers too */
+                           c->srv->pool, alloc_image, c, &image, &len, &reads, &c->err); /* the pool splits the gathers too */
+    if (st == FS_OK) fs_engine_count(e, &reads); /* read, whether or not the client stays for the image */
     if (st == FS_OK) st = check_deadline(c, "after sampling");
     if (st != FS_OK) return st;
     c->job = (rows_job_t){.contig = image, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
