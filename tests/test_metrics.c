@@ -12,13 +12,23 @@
  * hop), topology bytes = the blocks' edges at the index width. unix://
  * trainers' reads are counted as reader "local", the server's as "server".
  * A typed stream's probe at open (one seed) is read too: the test makes the
- * same call to know its size. */
+ * same call to know its size.
+ *
+ * Versions: 40 raw clients, each a distinct library release, connect and
+ * go; the by-version gauge holds 15 of them apart and the rest as "other",
+ * a disconnect takes back what its connect added, freed entries are
+ * reused, and afterwards every line of /metrics is what it was before. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "featstore/client.h"
+#include "fs_local.h"
 #include "test_util.h"
 
 static char *dir, *data, sock[100], uri[160];
@@ -60,6 +70,7 @@ static void teardown(void)
 
 TestSuite(reads, .init = setup_v1, .fini = teardown, .timeout = 300);
 TestSuite(typed_reads, .init = setup_typed, .fini = teardown, .timeout = 300);
+TestSuite(versions, .init = setup_v1, .fini = teardown, .timeout = 300);
 
 static fs_client_t *connect_over(const char *kind)
 {
@@ -377,3 +388,150 @@ static void check_typed_streams(const char *kind)
 Test(typed_reads, typed_and_link_streams_count_what_they_read_over_unix) { check_typed_streams("unix"); }
 
 Test(typed_reads, typed_and_link_streams_count_what_they_read_over_grpc) { check_typed_streams("grpc"); }
+
+/* ---- clients by version ------------------------------------------------------- */
+
+/* A frame within 10 s, its descriptors closed; its type (-1: none). */
+static int next_frame(int fd, char *buf, size_t cap, size_t *len)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 10000) != 1) return -1;
+    int fds[FS_LOCAL_MAX_FDS], nfds = 0;
+    fs_local_frame_t f;
+    int got = fs_local_recv(fd, &f, buf, cap, fds, &nfds, FS_LOCAL_MAX_FDS, 0);
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    if (len) *len = f.len;
+    return got == 1 ? f.type : -1;
+}
+
+/* A raw unix:// client of library release `library`: HELLO, then the
+ * WELCOME and its descriptors read (and closed). Its socket. */
+static int hello_as(const char *library)
+{
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    featstore_local_Hello h = {.major = FS_LOCAL_MAJOR, .minor = FS_LOCAL_MINOR, .slots = 1, .pid = getpid(),
+                               .reader = -1};
+    snprintf(h.library_version, sizeof h.library_version, "%s", library);
+    cr_assert_eq(fs_local_send_msg(fd, FS_LOCAL_HELLO, featstore_local_Hello_fields, &h, NULL, 0, 0), 0);
+    static char buf[FS_LOCAL_MAX_MSG];
+    size_t len;
+    cr_assert_eq(next_frame(fd, buf, sizeof buf, &len), FS_LOCAL_WELCOME, "client %s welcomed", library);
+    featstore_local_Welcome w = featstore_local_Welcome_init_zero;
+    fs_error_t err;
+    cr_assert_eq(fs_local_decode(buf, len, featstore_local_Welcome_fields, &w, "WELCOME", &err), FS_OK, "%s", err.msg);
+    for (uint32_t got = FS_LOCAL_MAX_FDS; got < w.num_fds; got += FS_LOCAL_MAX_FDS)
+        cr_assert_eq(next_frame(fd, buf, sizeof buf, NULL), FS_LOCAL_FDS);
+    return fd;
+}
+
+static char *metrics(void) { return tu_http_get(srv.metrics_port, "/metrics"); }
+
+/* The value of one sample (-1: absent). */
+static long long sample_of(const char *text, const char *sample)
+{
+    char line[200];
+    snprintf(line, sizeof line, "\n%s ", sample);
+    const char *p = strstr(text, line);
+    return p ? strtoll(p + strlen(line), NULL, 10) : -1;
+}
+
+static long long by_version(const char *text, const char *library)
+{
+    char s[160];
+    snprintf(s, sizeof s, "featstore_local_clients_by_version{protocol=\"%s\",library=\"%s\"}",
+             strcmp(library, "other") ? "6.3" : "other", library);
+    return sample_of(text, s);
+}
+
+/* /metrics once the server has seen `clients` unix:// clients (it counts
+ * a disconnect when it reads the hang-up). */
+static char *metrics_with_clients(int clients)
+{
+    char want[80];
+    snprintf(want, sizeof want, "featstore_connected_clients{transport=\"unix\"} %d\n", clients);
+    return tu_metrics_with(srv.metrics_port, want);
+}
+
+/* A response's body without the by-version family (heap). */
+static char *without_versions(const char *response)
+{
+    const char *body = strstr(response, "\r\n\r\n"), *from = strstr(response, "# HELP featstore_local_clients_by_version"),
+               *to = strstr(response, "# HELP featstore_placement_generation");
+    cr_assert(body && from && to && body < from && from < to);
+    char *out = malloc(strlen(body) + 1);
+    memcpy(out, body, (size_t)(from - body));
+    strcpy(out + (from - body), to);
+    return out;
+}
+
+/* Every line of `now` but the by-version family's is as in `then`. */
+static void assert_as_before(const char *now, const char *then)
+{
+    char *a = without_versions(now), *b = without_versions(then);
+    cr_assert_str_eq(a, b, "every other counter is as it was");
+    free(a), free(b);
+}
+
+Test(versions, forty_library_releases_come_and_go_and_every_counter_stays_right)
+{
+    char *before = metrics(), name[32];
+    int fd[40];
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "1.%d.0-test", i);
+        fd[i] = hello_as(name);
+    }
+    char *m = metrics_with_clients(40);
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "1.%d.0-test", i);
+        cr_assert_eq(by_version(m, name), i < 15 ? 1 : -1, "%s: %lld", name, by_version(m, name));
+    }
+    cr_assert_eq(by_version(m, "other"), 25, "the 25 past the table: %lld", by_version(m, "other"));
+    cr_assert_eq(sample_of(m, "featstore_requests_total{method=\"Info\",transport=\"unix\"}"), 0);
+    free(m);
+
+    /* the table is full: one more goes to "other"; when a held entry frees,
+     * that client's disconnect still takes back "other", and its next
+     * connect gets the freed entry */
+    int late = hello_as("late");
+    free(metrics_with_clients(41));
+    close(fd[3]);
+    fd[3] = -1;
+    m = metrics_with_clients(40);
+    cr_assert_eq(by_version(m, "other"), 26);
+    free(m);
+    close(late);
+    m = metrics_with_clients(39);
+    cr_assert_eq(by_version(m, "other"), 25, "the late client's disconnect takes back what its connect added");
+    cr_assert_eq(by_version(m, "1.3.0-test"), -1);
+    free(m);
+    late = hello_as("late");
+    m = metrics_with_clients(40);
+    cr_assert_eq(by_version(m, "late"), 1, "a freed entry is reused");
+    cr_assert_eq(by_version(m, "other"), 25);
+    free(m);
+    close(late);
+    for (int i = 0; i < 40; i++)
+        if (fd[i] >= 0) close(fd[i]);
+
+    m = metrics_with_clients(0);
+    cr_assert_null(strstr(m, "featstore_local_clients_by_version{"), "nobody is connected:\n%s", m);
+    assert_as_before(m, before);
+    free(m);
+    /* a long-lived server: another 40 releases find the table as good as new */
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "2.%d.0-test", i);
+        fd[i] = hello_as(name);
+    }
+    m = metrics_with_clients(40);
+    cr_assert_eq(by_version(m, "2.14.0-test"), 1);
+    cr_assert_eq(by_version(m, "2.15.0-test"), -1);
+    cr_assert_eq(by_version(m, "other"), 25);
+    free(m);
+    for (int i = 0; i < 40; i++) close(fd[i]);
+    m = metrics_with_clients(0);
+    assert_as_before(m, before);
+    free(m), free(before);
+}
