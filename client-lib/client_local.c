@@ -1164,7 +1164,9 @@ static fs_status_t sample_any(local_t *L, const int64_t *ids, int64_t n, const f
         return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling runs on the CPU engine, "
                         "which cannot read gpu:%d's tiers in GPU memory (use locality 0 on this device)",
                         req->locality, L->reader);
-    return fs_sample_cuda(L->sampler, L->reader, &L->lay->csr, ids, n, req, res, err);
+    fs_status_t st = fs_sample_cuda(L->sampler, L->reader, &L->lay->csr, ids, n, req, res, err);
+    if (st == FS_OK) fs_sample_count_topology(&L->lay->csr, req, res, topo); /* the GPU engine counts nothing */
+    return st;
 }
 
 /* Grows a slot's device twin to `bytes` (GPU trainers). */

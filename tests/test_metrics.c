@@ -35,14 +35,27 @@ static char *dir, *data, sock[100], uri[160];
 static tu_server_t srv;
 static fs_dataset_t *ds;
 
-/* A dataset made by `featstore gen rmat OPTIONS --out dir/d` (then
- * `featstore propagate dir/d PROPAGATE` unless NULL), served. */
-static void serve(const char *options, const char *propagate)
+/* A scratch directory; the dataset will be dir/d. */
+static void scratch(void)
 {
     signal(SIGPIPE, SIG_IGN);
     dir = tu_mkdtemp();
     data = tu_path(dir, "d");
     snprintf(sock, sizeof sock, "%s/s.sock", dir);
+}
+
+/* Serves dir/d with `extra`. */
+static void start(const char *extra)
+{
+    cr_assert_eq(tu_serve(&srv, data, sock, extra), 0);
+    ds = tu_open_dataset(data);
+}
+
+/* `featstore gen rmat OPTIONS` (then `featstore propagate PROPAGATE`
+ * unless NULL) into dir/d, served. */
+static void serve_rmat(const char *options, const char *propagate)
+{
+    scratch();
     char *log;
     cr_assert_eq(tu_run(&log, "%s gen rmat %s --out %s", tu_bin(), options, data), 0, "%s", log);
     free(log);
@@ -50,15 +63,26 @@ static void serve(const char *options, const char *propagate)
         cr_assert_eq(tu_run(&log, "%s propagate %s %s", tu_bin(), data, propagate), 0, "%s", log);
         free(log);
     }
-    cr_assert_eq(tu_serve(&srv, data, sock, ""), 0);
-    ds = tu_open_dataset(data);
+    start("");
 }
 
 /* labels, a feature table and row tables (hop_0..hop_2, hop_node) */
-static void setup_v1(void) { serve("--scale 10 --edge-factor 8 --dim 8 --symmetrize", "--hops 2 --rows labelled"); }
+static void setup_v1(void) { serve_rmat("--scale 10 --edge-factor 8 --dim 8 --symmetrize", "--hops 2 --rows labelled"); }
 
 /* papers, authors, venues; an edge table on cites; link splits */
-static void setup_typed(void) { serve("--typed --scale 10", NULL); }
+static void setup_typed(void) { serve_rmat("--typed --scale 10", NULL); }
+
+/* Cora placed over 4 simulated GPUs (the server's and this process's) */
+static void setup_placed(void)
+{
+    setenv("FEATSTORE_SIM_GPUS", "4", 1);
+    scratch();
+    char *log;
+    cr_assert_eq(tu_run(&log, "%s import npz %s --out %s --symmetrize", tu_bin(), tu_data("cora.npz"), data), 0, "%s",
+                 log);
+    free(log);
+    start("--topology nvlink-pairs --gpu-budget 0.2");
+}
 
 static void teardown(void)
 {
@@ -70,6 +94,7 @@ static void teardown(void)
 
 TestSuite(reads, .init = setup_v1, .fini = teardown, .timeout = 300);
 TestSuite(typed_reads, .init = setup_typed, .fini = teardown, .timeout = 300);
+TestSuite(placed_reads, .init = setup_placed, .fini = teardown, .timeout = 300);
 TestSuite(versions, .init = setup_v1, .fini = teardown, .timeout = 300);
 
 static fs_client_t *connect_over(const char *kind)
@@ -285,6 +310,40 @@ static void check_row_stream(const char *kind)
 Test(reads, row_streams_count_what_they_read_over_unix) { check_row_stream("unix"); }
 
 Test(reads, row_streams_count_what_they_read_over_grpc) { check_row_stream("grpc"); }
+
+/* A trainer on gpu:1 of a placement samples and gathers through its own
+ * GPU's tiers and the host's: the GPU engines' reads count too, on the
+ * tiers they were read from, its own GPU's among them. */
+Test(placed_reads, a_gpu_trainers_reads_count_on_their_tiers)
+{
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.device = "gpu:1";
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, &o, &c), FS_OK, "%s", fs_client_errstr(c));
+    int64_t seeds[128];
+    for (int i = 0; i < 128; i++) seeds[i] = (i * 13) % ds->num_nodes;
+    reads_t before = scrape("local"), want = {0};
+    for (int i = 0; i < 2; i++) {
+        fs_batch_t *b;
+        cr_assert_eq(fs_sample_gather(c, seeds + 64 * i, 64, &request, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s",
+                     fs_client_errstr(c));
+        cr_assert_eq(b->features_memory, FS_MEM_DEVICE, "gathered on the (simulated) GPU");
+        add(&want, batch_reads(b));
+        fs_batch_free(b);
+    }
+    expect_moved("local", before, want, "a GPU trainer's batches");
+    char *text = tu_http_get(srv.metrics_port, "/metrics");
+    const char *prefix = "\nfeatstore_feature_rows_read_total{reader=\"local\",", *gpu1 = "kind=\"device\",device=\"1\"}";
+    uint64_t own = 0;
+    for (const char *p = text; (p = strstr(p, prefix)); p++) {
+        const char *end = strchr(p, '}') + 1;
+        if (strncmp(end - strlen(gpu1), gpu1, strlen(gpu1)) == 0) own += strtoull(end + 1, NULL, 10);
+    }
+    cr_assert_gt(own, 0, "rows read from gpu:1's own tier:\n%s", text);
+    free(text);
+    fs_close(c);
+}
 
 /* ---- typed requests ----------------------------------------------------------- */
 
