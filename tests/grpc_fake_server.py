@@ -16,18 +16,9 @@ from concurrent import futures
 
 import grpc
 
+from grpc_stalled_client import varint  # tests/, this script's directory
+
 HOPS = 8
-SAMPLE = "/featstore.v1.FeatStore/Sample"
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def field(number, payload):
