@@ -156,8 +156,9 @@ typedef struct {
     int has_auth;                /* ... when a token was given */
 } conn_t;
 
-/* A result: the public batch plus every block it owns. */
-#define MAX_OWNED (3 + 4 * FS_MAX_HOPS)
+/* A result: the public batch plus every block it owns: at most what
+ * adopt_sample detaches, nodes, seed_local and each hop's every array. */
+#define MAX_OWNED (2 + FS_WIRE_BLOCK_ARRAYS * FS_MAX_HOPS)
 typedef struct {
     fs_batch_priv_t priv;
     void *owned[MAX_OWNED];

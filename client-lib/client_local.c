@@ -208,6 +208,10 @@ typedef struct {
     pid_t opener;          /* the process whose pool threads exist */
     int counted;           /* counted among the process's open connections (warm slots) */
     typed_t typed;
+    /* reads a REPORT could not carry (the socket was full): the next one
+     * carries them, if the placement they were read from is still served */
+    fs_gather_counters_t unsent_features, unsent_topology;
+    uint64_t unsent_generation;
 } local_t;
 
 typedef struct {
@@ -981,19 +985,34 @@ static size_t tier_counts(const fs_gather_counters_t *c, featstore_local_TierCou
     return n;
 }
 
+/* c plus what an earlier report could not carry, if read from the same placement. */
+static fs_gather_counters_t with_unsent(const local_t *L, const fs_gather_counters_t *c,
+                                        const fs_gather_counters_t *unsent)
+{
+    fs_gather_counters_t sum = *c;
+    if (L->unsent_generation != L->lay->w.generation) return sum; /* the old placement's tiers are not counted */
+    for (int k = 0; k < FS_MAX_TIERS; k++) sum.rows[k] += unsent->rows[k], sum.bytes[k] += unsent->bytes[k];
+    return sum;
+}
+
 static void report(local_t *L, int method, fs_status_t st, double t0, const fs_gather_counters_t *f,
                    const fs_gather_counters_t *t)
 {
+    fs_gather_counters_t feat = with_unsent(L, f, &L->unsent_features), topo = with_unsent(L, t, &L->unsent_topology);
     featstore_local_Report r = {.method = method, .status = st, .latency_ns = (int64_t)((fs_now() - t0) * 1e9),
                                 .generation = L->lay->w.generation};
     featstore_local_TierCount fc[FS_MAX_TIERS], tc[FS_MAX_TIERS];
     fs_pb_list_t features, topology;
-    FS_PB_FROM_ARRAY(&features, featstore_local_TierCount, fc, tier_counts(f, fc));
-    FS_PB_FROM_ARRAY(&topology, featstore_local_TierCount, tc, tier_counts(t, tc));
+    FS_PB_FROM_ARRAY(&features, featstore_local_TierCount, fc, tier_counts(&feat, fc));
+    FS_PB_FROM_ARRAY(&topology, featstore_local_TierCount, tc, tier_counts(&topo, tc));
     fs_pb_set_list(&r.features, &features);
     fs_pb_set_list(&r.topology, &topology);
-    /* Never wait: if the socket is full the report is dropped, not the trainer slowed. */
-    fs_local_send_msg(L->sock, FS_LOCAL_REPORT, featstore_local_Report_fields, &r, NULL, 0, MSG_DONTWAIT);
+    /* Never wait: if the socket is full the trainer is not slowed; the
+     * reads go with the next report instead (the request's count is lost). */
+    int sent = !fs_local_send_msg(L->sock, FS_LOCAL_REPORT, featstore_local_Report_fields, &r, NULL, 0, MSG_DONTWAIT);
+    memset(&L->unsent_features, 0, sizeof L->unsent_features);
+    memset(&L->unsent_topology, 0, sizeof L->unsent_topology);
+    if (!sent) L->unsent_features = feat, L->unsent_topology = topo, L->unsent_generation = r.generation;
 }
 
 enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS, M_SPLIT, M_HETERO, M_LINK }; /* = the server's fs_method_t */
@@ -1150,7 +1169,9 @@ static fs_status_t sample_any(local_t *L, const int64_t *ids, int64_t n, const f
         return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling runs on the CPU engine, "
                         "which cannot read gpu:%d's tiers in GPU memory (use locality 0 on this device)",
                         req->locality, L->reader);
-    return fs_sample_cuda(L->sampler, L->reader, &L->lay->csr, ids, n, req, res, err);
+    fs_status_t st = fs_sample_cuda(L->sampler, L->reader, &L->lay->csr, ids, n, req, res, err);
+    if (st == FS_OK) fs_sample_count_topology(&L->lay->csr, req, res, topo); /* the GPU engine counts nothing */
+    return st;
 }
 
 /* Grows a slot's device twin to `bytes` (GPU trainers). */
@@ -1360,13 +1381,13 @@ static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups,
     void *image = NULL;
     size_t len = 0;
     slot_alloc_t a = {c, slot >= 0 ? &L->slots[slot] : NULL};
+    fs_hetero_reads_t reads = {0};
     if (!st)
         st = fs_hetero_run(&L->typed.graph, L->typed.sampler, &L->limits, groups, num_groups, link, req, 1, L->pool,
-                           alloc_in_slot, &a, &image, &len, &err); /* joined: read back by this library */
+                           alloc_in_slot, &a, &image, &len, &reads, &err); /* joined: read back by this library */
     fs_hetero_index_t ix;
     if (!st) st = fs_hetero_index(image, len, 0, &ix, &err); /* written just now, by this process */
-    fs_gather_counters_t none = {0};
-    report(L, link ? M_LINK : M_HETERO, st, t0, &none, &none);
+    report(L, link ? M_LINK : M_HETERO, st, t0, &reads.features, &reads.topology);
     if (st != FS_OK) {
         free(b);
         if (slot >= 0) release_slot(L, slot);

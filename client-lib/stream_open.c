@@ -247,18 +247,19 @@ static fs_status_t seed_type(fs_client_t *c, fs_stream_t *s, const fs_stream_opt
     return FS_OK;
 }
 
-/* One batch's worth of the request on the caller's connection, with one
- * seed, so a bad type, fanout or table is named at open. */
+/* The request on the caller's connection with no seeds, so a bad type,
+ * fanout or table is named at open, and nothing is read (the metrics count
+ * only what the batches read). */
 static fs_status_t probe_typed(fs_client_t *c, fs_stream_t *s)
 {
     fs_hetero_batch_t *hb = NULL;
     fs_status_t st;
     if (s->kind == STREAM_TYPED) {
-        fs_hetero_seeds_t g = {.type = s->seed_type, .count = 1, .ids = s->items};
+        fs_hetero_seeds_t g = {.type = s->seed_type, .count = 0, .ids = s->items};
         st = fs_hetero_sample(c, &g, 1, &s->typed.req, &hb);
     } else {
         fs_link_req_t l = s->link;
-        l.count = 1, l.src_ids = s->link_arrays[0], l.dst_ids = s->link_arrays[1], l.label = s->link_arrays[2];
+        l.count = 0, l.src_ids = s->link_arrays[0], l.dst_ids = s->link_arrays[1], l.label = s->link_arrays[2];
         l.time = s->link_arrays[3];
         st = fs_link_sample(c, &l, &s->typed.req, &hb);
     }

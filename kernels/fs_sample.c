@@ -909,3 +909,21 @@ void fs_sampler_map_prefetch(const fs_sampler_t *s, int64_t key)
 {
     __builtin_prefetch(&s->map[map_hash(s, key)], 1, 0);
 }
+
+void fs_sample_count_topology(const fs_csr_view_t *g, const fs_sample_req_t *req, const fs_sample_result_t *res,
+                              fs_gather_counters_t *topo)
+{
+    const int64_t *ip0 = g->part[0].indptr;
+    size_t width = fs_dtype_size(g->index_dtype);
+    for (int h = 0; h < res->num_hops; h++) {
+        const fs_block_t *b = &res->block[h];
+        int weighted = req->mode[h] >= FS_SAMPLE_WEIGHTED;
+        for (int64_t d = 0; d < b->num_dst; d++) { /* the destinations are the first nodes */
+            int64_t v = res->nodes[d];
+            int part = g->route ? FS_ROUTE_TIER(g->route[v]) : 0;
+            int64_t read = weighted ? ip0[v + 1] - ip0[v] : b->dst_offsets[d + 1] - b->dst_offsets[d];
+            topo->rows[part]++;
+            topo->bytes[part] += (uint64_t)read * width;
+        }
+    }
+}

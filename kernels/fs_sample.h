@@ -113,6 +113,15 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
 void fs_csr_view_init(fs_csr_view_t *v, int64_t num_nodes, const int64_t *indptr, const void *indices,
                       fs_dtype_t index_dtype, const float *weights);
 
+/* Adds to topo what fs_sample_cpu would have counted for `res`, a result
+ * of `req` on `g`: per part, a neighbour list per destination of each hop
+ * and the ids read from it (the row's picks, its whole degree on weighted
+ * hops) at the index width. For fs_sample_cuda's results, which count
+ * nothing: it reads only the route and part 0's indptr (a list's degree is
+ * the same in every part), which a GPU trainer's host can read. */
+void fs_sample_count_topology(const fs_csr_view_t *g, const fs_sample_req_t *req, const fs_sample_result_t *res,
+                              fs_gather_counters_t *topo);
+
 /* CUDA: the same sampling on `device`; the view's parts must
  * be device-readable. Seeds are host memory; the result is copied back into
  * the sampler's workspace and is bit-identical to fs_sample_cpu.

@@ -573,15 +573,16 @@ static void put_joined(char *img, const layout_t *L, const fs_typed_result_t *re
 }
 
 static fs_status_t put_rows(char *img, const layout_t *L, size_t at, const fs_table_view_t *v, const int64_t *ids,
-                            int64_t n, fs_dtype_t dt, fs_pool_t *pool, fs_error_t *err)
+                            int64_t n, fs_dtype_t dt, fs_pool_t *pool, fs_gather_counters_t *read, fs_error_t *err)
 {
     zero_padding(img, L, at + (n > 0 ? (size_t)n * fs_dtype_size(dt) * (size_t)v->dim : 0));
-    return n > 0 ? fs_gather_cpu(v, ids, n, dt, img + at, pool, NULL, err) : FS_OK;
+    return n > 0 ? fs_gather_cpu(v, ids, n, dt, img + at, pool, read, err) : FS_OK;
 }
 
+/* `read` counts the rows gathered (fs_hetero_reads_t.features). */
 static fs_status_t put_arrays(char *img, const layout_t *L, const fs_hetero_graph_t *g, const resolved_t *r,
                               const fs_typed_result_t *res, const fs_link_result_t *lres, fs_pool_t *pool,
-                              fs_error_t *err)
+                              fs_gather_counters_t *read, fs_error_t *err)
 {
     fs_status_t st = FS_OK;
     zero_padding(img, L, (size_t)(8 * H_WORDS_ + 8 * (int64_t)L->meta_words)); /* before the names */
@@ -596,7 +597,7 @@ static fs_status_t put_arrays(char *img, const layout_t *L, const fs_hetero_grap
             const table_pick_t *p = &r->ntab[t * L->NT + k];
             if (p->index >= 0)
                 st = put_rows(img, L, L->ntab[t * L->NT + k], &g->node_views[t][p->index], tn->nodes, tn->num_nodes,
-                              p->dtype, pool, err);
+                              p->dtype, pool, read, err);
         }
     }
     for (int64_t gi = 0; gi < L->G; gi++) put(img, L, L->seed[gi], res->seed_local[gi], r->groups[gi].count);
@@ -613,7 +614,7 @@ static fs_status_t put_arrays(char *img, const layout_t *L, const fs_hetero_grap
             const table_pick_t *p = &r->etab[(b % L->E) * L->ET + k];
             if (p->index >= 0)
                 st = put_rows(img, L, L->etab[b * L->ET + k], &g->edge_views[b % L->E][p->index], blk->edge_ids,
-                              blk->num_edges, p->dtype, pool, err);
+                              blk->num_edges, p->dtype, pool, read, err);
         }
     }
     if (lres && !(L->flags & F_TRIPLET)) {
@@ -666,6 +667,27 @@ static fs_status_t sample(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, res
     return st;
 }
 
+/* The result's neighbour lists and the ids taken from them
+ * (fs_hetero_reads_t.topology): a block of an edge type without a fanout
+ * at its hop read nothing. */
+static void count_topology(const fs_hetero_graph_t *g, const resolved_t *r, const fs_typed_result_t *res,
+                           fs_gather_counters_t *read)
+{
+    int H = r->treq.num_hops, E = g->graph.view.num_edge_types;
+    for (int h = 0; h < H; h++)
+        for (int e = 0; e < E; e++) {
+            if (!r->fanout[e * H + h]) continue;
+            const fs_block_t *b = &res->block[h * E + e];
+            read->rows[0] += (uint64_t)b->num_dst;
+            read->bytes[0] += (uint64_t)b->num_edges * fs_dtype_size(g->graph.view.etype[e].index_dtype);
+        }
+}
+
+static void add_reads(fs_gather_counters_t *to, const fs_gather_counters_t *from)
+{
+    for (int k = 0; k < FS_MAX_TIERS; k++) to->rows[k] += from->rows[k], to->bytes[k] += from->bytes[k];
+}
+
 /* A link batch's two seed groups, which the kernel makes itself: the src
  * endpoints, then the dst endpoints with their negatives
  * (fs_link_sample_cpu). */
@@ -681,12 +703,13 @@ static void link_groups(const fs_hetero_graph_t *g, resolved_t *r, const fs_link
 fs_status_t fs_hetero_run(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, const fs_limits_t *limits,
                           const fs_hetero_seeds_t *groups, size_t num_groups, const fs_link_req_t *link,
                           const fs_hetero_req_t *req, int joined, fs_pool_t *pool, fs_hetero_alloc_fn alloc,
-                          void *ctx, void **image, size_t *len, fs_error_t *err)
+                          void *ctx, void **image, size_t *len, fs_hetero_reads_t *reads, fs_error_t *err)
 {
     resolved_t r;
     layout_t L = {0};
     fs_typed_result_t res;
     fs_link_result_t lres = {0};
+    fs_hetero_reads_t read = {0};
     *image = NULL, *len = 0;
     if (link) num_groups = 2;
     fs_status_t st = resolve(g, link ? NULL : groups, num_groups, link, req, &r, err);
@@ -714,9 +737,13 @@ fs_status_t fs_hetero_run(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, con
         memcpy(img, MAGIC, 8);
         memcpy(img + 8, &L.w[1], 8 * (H_WORDS_ - 1));
         memcpy(img + 8 * H_WORDS_, meta, L.meta_words * 8);
-        st = put_arrays(img, &L, g, &r, &res, r.is_link ? &lres : NULL, pool, err);
+        st = put_arrays(img, &L, g, &r, &res, r.is_link ? &lres : NULL, pool, &read.features, err);
     }
-    if (st == FS_OK) *image = img, *len = L.total;
+    if (st == FS_OK) {
+        *image = img, *len = L.total;
+        count_topology(g, &r, &res, &read.topology);
+        if (reads) add_reads(&reads->features, &read.features), add_reads(&reads->topology, &read.topology);
+    }
     free(meta);
     layout_free(&L);
     resolved_free(&r);

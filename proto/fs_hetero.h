@@ -49,17 +49,30 @@ void fs_hetero_graph_free(fs_hetero_graph_t *g);
  * (then *err says why). */
 typedef void *(*fs_hetero_alloc_fn)(void *ctx, size_t bytes, fs_error_t *err);
 
+/* What one batch read, per source tier, for the metrics (each transport
+ * records it where it records its other reads: a unix:// trainer's REPORT,
+ * the gRPC server's store counters). Features: the node and edge tables'
+ * rows gathered, at their stored row size. Topology: the neighbour lists
+ * sampled (one per destination of a block whose edge type has a fanout at
+ * that hop) and the neighbour ids taken from them (the block's edges, at
+ * the edge type's index width). A typed batch reads the dataset's own
+ * arrays (the graph's views): everything is tier 0. */
+typedef struct {
+    fs_gather_counters_t features, topology;
+} fs_hetero_reads_t;
+
 /* One typed batch (link NULL: groups of seeds; else link's seed edges, and
  * groups must be NULL). req, link: full-size structs (client.c normalises
  * a caller's shorter ones). `joined`: each edge type's edge arrays of all
  * hops end to end (sources, then destinations, then edge ids), which
  * readers from 1.5 on take as one array; only for readers that say so
  * (TypedSampling.joined_edges): older clients refuse it. On FS_OK *image
- * (from alloc) holds *len bytes. pool may be NULL. */
+ * (from alloc) holds *len bytes, and what the batch read is added to
+ * *reads (may be NULL); a failed batch adds nothing. pool may be NULL. */
 fs_status_t fs_hetero_run(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, const fs_limits_t *limits,
                           const fs_hetero_seeds_t *groups, size_t num_groups, const fs_link_req_t *link,
                           const fs_hetero_req_t *req, int joined, fs_pool_t *pool, fs_hetero_alloc_fn alloc,
-                          void *ctx, void **image, size_t *len, fs_error_t *err);
+                          void *ctx, void **image, size_t *len, fs_hetero_reads_t *reads, fs_error_t *err);
 
 /* An image read back: batch points into the image and into `mem`, this
  * index's own small tables. */

@@ -263,3 +263,11 @@ fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *i
 }
 
 const fs_hetero_graph_t *fs_engine_hetero(const fs_engine_t *e) { return &e->hetero; }
+
+void fs_engine_count(fs_engine_t *e, const fs_hetero_reads_t *reads)
+{
+    fs_store_t *store = fs_engine_acquire(e, NULL);
+    fs_store_count(store, FS_READER_CPU, &reads->features);
+    fs_store_count_topology(store, FS_READER_CPU, &reads->topology);
+    fs_store_destroy(store);
+}

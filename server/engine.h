@@ -36,6 +36,10 @@ const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e);
  * reads the dataset's tables directly (not through the store), which
  * re-plans never change. */
 const fs_hetero_graph_t *fs_engine_hetero(const fs_engine_t *e);
+/* Adds what a call read outside fs_engine_sample and fs_engine_gather (a
+ * typed batch: fs_hetero_run's reads) to the current store's counters, as
+ * the CPU reader, where /metrics finds the server's reads. */
+void fs_engine_count(fs_engine_t *e, const fs_hetero_reads_t *reads);
 
 /* The current store, retained for the caller (release with
  * fs_store_destroy), and its placement generation (1 = the first; may be

@@ -99,7 +99,7 @@ typedef struct {
 } worker_t;
 
 typedef struct {
-    char addr[64];
+    char *addr;       /* gRPC's peer string, whole: one cut short would never match its calls again */
     int active;       /* calls in flight */
     double last;      /* when its last call ended */
 } peer_t;
@@ -301,14 +301,20 @@ static void peers_metric(peers_t *p, int delta)
     if (p->metrics) fs_metrics_client(p->metrics, FS_TRANSPORT_GRPC, delta);
 }
 
+/* addr's slot, or p->num when it has none (under p->mu). */
+static int find_peer(const peers_t *p, const char *addr)
+{
+    int i = 0;
+    while (i < p->num && strcmp(p->peer[i].addr, addr) != 0) i++;
+    return i;
+}
+
 /* A call from addr starts; returns its slot (-1 when the table is full). */
 static int peer_enter(peers_t *p, const char *addr)
 {
     pthread_mutex_lock(&p->mu);
-    int i = 0;
-    while (i < p->num && strcmp(p->peer[i].addr, addr) != 0) i++;
-    if (i == p->num && p->num < MAX_PEERS) {
-        snprintf(p->peer[p->num].addr, sizeof p->peer[0].addr, "%s", addr);
+    int i = find_peer(p, addr);
+    if (i == p->num && p->num < MAX_PEERS && (p->peer[i].addr = strdup(addr))) {
         p->peer[p->num++].active = 0;
         peers_metric(p, +1);
     }
@@ -320,12 +326,11 @@ static int peer_enter(peers_t *p, const char *addr)
 static void peer_leave(peers_t *p, const char *addr)
 {
     pthread_mutex_lock(&p->mu);
-    for (int i = 0; i < p->num; i++)
-        if (strcmp(p->peer[i].addr, addr) == 0) {
-            p->peer[i].active--;
-            p->peer[i].last = now_s();
-            break;
-        }
+    int i = find_peer(p, addr);
+    if (i < p->num) {
+        p->peer[i].active--;
+        p->peer[i].last = now_s();
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -334,6 +339,7 @@ static void peers_prune(peers_t *p, double now)
 {
     for (int i = 0; i < p->num;)
         if (p->peer[i].active == 0 && now - p->peer[i].last > p->idle_s) {
+            free(p->peer[i].addr);
             p->peer[i] = p->peer[--p->num];
             peers_metric(p, -1);
         } else {
@@ -380,6 +386,7 @@ static void peers_stop(peers_t *p)
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->janitor, NULL);
         peers_metric(p, -p->num);
+        for (int i = 0; i < p->num; i++) free(p->peer[i].addr);
         pthread_mutex_destroy(&p->mu);
         pthread_cond_destroy(&p->cv);
     }
@@ -900,11 +907,13 @@ static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link,
     fs_engine_t *e = c->srv->engine;
     void *image = NULL;
     size_t len = 0;
+    fs_hetero_reads_t reads = {0};
     fs_status_t st = check_deadline(c, "before sampling");
     if (st == FS_OK)
         st = fs_hetero_run(fs_engine_hetero(e), c->w->typed, fs_engine_limits(e), link ? NULL : in->groups,
                            link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges,
-                           c->srv->pool, alloc_image, c, &image, &len, &c->err); /* the pool splits the gathers too */
+                           c->srv->pool, alloc_image, c, &image, &len, &reads, &c->err); /* the pool splits the gathers too */
+    if (st == FS_OK) fs_engine_count(e, &reads); /* read, whether or not the client stays for the image */
     if (st == FS_OK) st = check_deadline(c, "after sampling");
     if (st != FS_OK) return st;
     c->job = (rows_job_t){.contig = image, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,

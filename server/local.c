@@ -34,7 +34,7 @@ typedef struct client {
     fs_store_t *store;      /* the placement its last WELCOME described, held while it may read it
                                (device tiers live only while the server holds them) */
     unsigned minor;         /* the local protocol's minor version negotiated with it */
-    char library[32];       /* its library's release (6.1), "" before */
+    int version_entry;      /* welcomed: the entry of featstore_local_clients_by_version counting it */
     struct client *next;
     /* guards: who the peer is (SO_PEERCRED at accept), and until it is
      * welcomed its place in the handshake queue, in deadline order */
@@ -270,7 +270,7 @@ static void drop_client(fs_local_server_t *s, client_t *c)
         }
     if (c->welcomed) {
         fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, -1);
-        fs_metrics_local_version(s->metrics, FS_LOCAL_MAJOR, c->minor, c->library, -1);
+        fs_metrics_local_version_left(s->metrics, c->version_entry);
     }
     atomic_fetch_sub(&s->num_clients, 1);
     fs_store_destroy(c->store);
@@ -446,6 +446,7 @@ static int send_welcome_frames(client_t *c, featstore_local_Welcome *w, const fs
 static int add_slots(client_t *c, int slots, placement_t *p)
 {
     for (int i = 0; i < slots; i++) {
+        if (c->num_slots == FS_LOCAL_MAX_SLOTS) return -1; /* on_hello allows 1..64, once: never reached */
         int fd = memfd_create("featstore-slot", MFD_CLOEXEC);
         if (fd < 0) return -1;
         c->slots[c->num_slots++] = fd;
@@ -541,13 +542,13 @@ static int on_hello(fs_local_server_t *s, client_t *c, size_t len)
     }
     c->reader = h.reader;
     c->minor = minor;
-    snprintf(c->library, sizeof c->library, "%s", minor >= 1 ? h.library_version : "");
     if (send_welcome(s, c, (int)h.slots) != 0) return -1;
     if (c->num_slots == 0) return 0; /* refused with an error: the client may try again */
     c->welcomed = 1;
     hs_remove(s, c); /* the handshake is done: no deadline any more */
     fs_metrics_client(s->metrics, FS_TRANSPORT_UNIX, +1);
-    fs_metrics_local_version(s->metrics, FS_LOCAL_MAJOR, c->minor, c->library, +1);
+    c->version_entry = fs_metrics_local_version_joined(s->metrics, FS_LOCAL_MAJOR, c->minor,
+                                                       minor >= 1 ? h.library_version : ""); /* 6.1 says it */
     return 0;
 }
 

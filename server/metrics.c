@@ -19,19 +19,22 @@ typedef struct {
     _Atomic uint64_t sum_us;
 } method_stats_t;
 
-/* Local clients connected now by (protocol minor, library release). */
+/* Local clients connected now by (protocol minor, library release). An
+ * entry with no clients is free; the last one is "other", for the clients
+ * of combinations that found every other entry held. */
 typedef struct {
     unsigned major, minor;
     char library[FS_METRICS_LIBRARY_LEN];
     int64_t clients;
 } client_version_t;
 
+#define OTHER_VERSIONS (FS_METRICS_MAX_VERSIONS - 1)
+
 struct fs_metrics {
     const fs_dataset_t *ds;
     _Atomic uint64_t (*file_changes)[FS_FILE_CHANGE_COUNT_]; /* [dataset file][change] */
     pthread_mutex_t versions_mu;
-    client_version_t versions[FS_METRICS_MAX_VERSIONS];
-    int num_versions;
+    client_version_t versions[FS_METRICS_MAX_VERSIONS]; /* [OTHER_VERSIONS] is "other" */
     method_stats_t m[FS_METHOD_COUNT_][FS_TRANSPORT_COUNT_];
     /* errors by status code; the last slot counts codes this release does
      * not know (a newer client's REPORT) */
@@ -168,31 +171,39 @@ static void library_label(const char *in, char *out)
     if (n == 0) snprintf(out, FS_METRICS_LIBRARY_LEN, "unknown");
 }
 
-static int find_version(const fs_metrics_t *m, unsigned major, unsigned minor, const char *label)
+/* The entry counting (major, minor, label) now, else a free one set to it,
+ * else "other". versions_mu held. */
+static int version_entry(fs_metrics_t *m, unsigned major, unsigned minor, const char *label)
 {
-    for (int i = 0; i < m->num_versions; i++)
-        if (m->versions[i].major == major && m->versions[i].minor == minor && strcmp(m->versions[i].library, label) == 0)
-            return i;
-    return -1;
+    int free_entry = -1;
+    for (int i = 0; i < OTHER_VERSIONS; i++) {
+        const client_version_t *v = &m->versions[i];
+        if (v->clients > 0 && v->major == major && v->minor == minor && strcmp(v->library, label) == 0) return i;
+        if (v->clients == 0 && free_entry < 0) free_entry = i;
+    }
+    if (free_entry < 0) return OTHER_VERSIONS;
+    client_version_t *v = &m->versions[free_entry];
+    *v = (client_version_t){.major = major, .minor = minor};
+    snprintf(v->library, sizeof v->library, "%s", label);
+    return free_entry;
 }
 
-void fs_metrics_local_version(fs_metrics_t *m, unsigned major, unsigned minor, const char *library, int delta)
+int fs_metrics_local_version_joined(fs_metrics_t *m, unsigned major, unsigned minor, const char *library)
 {
     char label[FS_METRICS_LIBRARY_LEN];
     library_label(library, label);
     pthread_mutex_lock(&m->versions_mu);
-    int i = find_version(m, major, minor, label);
-    if (i < 0 && m->num_versions == FS_METRICS_MAX_VERSIONS - 1) { /* full: the last entry takes the rest */
-        major = minor = 0;
-        snprintf(label, sizeof label, "other");
-        i = find_version(m, major, minor, label);
-    }
-    if (i < 0) {
-        i = m->num_versions++;
-        m->versions[i] = (client_version_t){.major = major, .minor = minor};
-        snprintf(m->versions[i].library, sizeof m->versions[i].library, "%s", label);
-    }
-    m->versions[i].clients += delta;
+    int i = version_entry(m, major, minor, label);
+    m->versions[i].clients++;
+    pthread_mutex_unlock(&m->versions_mu);
+    return i;
+}
+
+void fs_metrics_local_version_left(fs_metrics_t *m, int entry)
+{
+    if (entry < 0 || entry >= FS_METRICS_MAX_VERSIONS) return;
+    pthread_mutex_lock(&m->versions_mu);
+    if (m->versions[entry].clients > 0) m->versions[entry].clients--;
     pthread_mutex_unlock(&m->versions_mu);
 }
 
@@ -456,17 +467,20 @@ static void render_state(fs_metrics_t *m, FILE *f)
         fprintf(f, "featstore_connected_clients{transport=\"%s\"} %lld\n", fs_transport_name(t),
                 (long long)atomic_load(&m->clients[t]));
     fprintf(f, "# HELP featstore_local_clients_by_version Local (unix://) clients connected now, by the local "
-               "protocol version they speak and their library's release (\"other\" past %d combinations).\n"
-               "# TYPE featstore_local_clients_by_version gauge\n", FS_METRICS_MAX_VERSIONS - 1);
+               "protocol version they speak and their library's release (\"other\" while %d other combinations are "
+               "connected).\n# TYPE featstore_local_clients_by_version gauge\n", OTHER_VERSIONS);
     pthread_mutex_lock(&m->versions_mu);
-    for (int i = 0; i < m->num_versions; i++)
-        if (m->versions[i].clients > 0) {
-            char protocol[32] = "other"; /* major 0: the combinations past the table */
-            if (m->versions[i].major)
-                snprintf(protocol, sizeof protocol, "%u.%u", m->versions[i].major, m->versions[i].minor);
-            fprintf(f, "featstore_local_clients_by_version{protocol=\"%s\",library=\"%s\"} %lld\n", protocol,
-                    m->versions[i].library, (long long)m->versions[i].clients);
+    for (int i = 0; i < FS_METRICS_MAX_VERSIONS; i++) {
+        const client_version_t *v = &m->versions[i];
+        if (v->clients <= 0) continue;
+        char protocol[32] = "other", library[FS_METRICS_LIBRARY_LEN] = "other";
+        if (i != OTHER_VERSIONS) {
+            snprintf(protocol, sizeof protocol, "%u.%u", v->major, v->minor);
+            snprintf(library, sizeof library, "%s", v->library);
         }
+        fprintf(f, "featstore_local_clients_by_version{protocol=\"%s\",library=\"%s\"} %lld\n", protocol, library,
+                (long long)v->clients);
+    }
     pthread_mutex_unlock(&m->versions_mu);
     fprintf(f, "# HELP featstore_placement_generation The placement served: 1 at start, +1 per re-plan.\n"
                "# TYPE featstore_placement_generation gauge\nfeatstore_placement_generation %llu\n",

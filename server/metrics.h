@@ -63,13 +63,18 @@ void fs_metrics_set_predicted(fs_metrics_t *m, int reader, const double bytes[FS
  * FS_ERR_NOMEM when a reader cannot be added. */
 fs_status_t fs_metrics_info(fs_metrics_t *m, fs_info_t *info);
 
-/* A local client connected (delta +1) or left (-1) speaking local protocol
- * major.minor with library release `library` (NULL or "" when its protocol
- * predates saying so: "unknown"). Distinct combinations past
- * FS_METRICS_MAX_VERSIONS - 1 are counted together as library "other". */
+/* Local clients by version (featstore_local_clients_by_version): a client
+ * connected speaking local protocol major.minor with library release
+ * `library` (NULL or "" when its protocol predates saying so: "unknown")
+ * is counted under the entry joined returns, and its disconnect passes
+ * that entry to left. At most FS_METRICS_MAX_VERSIONS - 1 combinations are
+ * counted apart at once; a combination whose clients all left frees its
+ * entry for the next new one, and while every entry is held the rest are
+ * counted together as "other". */
 #define FS_METRICS_MAX_VERSIONS 16
 #define FS_METRICS_LIBRARY_LEN 32
-void fs_metrics_local_version(fs_metrics_t *m, unsigned major, unsigned minor, const char *library, int delta);
+int fs_metrics_local_version_joined(fs_metrics_t *m, unsigned major, unsigned minor, const char *library);
+void fs_metrics_local_version_left(fs_metrics_t *m, int entry);
 
 /* gRPC admission and deadlines (grpc_server.c): calls being served now
  * (delta +1 admitted, -1 finished), calls refused before any work and why,

@@ -618,6 +618,40 @@ Test(grpc, no_server_means_unavailable)
     fs_close(c);
 }
 
+/* A peer that is not featstore's server may fill every array of every hop
+ * (tests/grpc_fake_server.py: 8 hops, edge ids and weights included): the
+ * batch owns them all. It kept room for 4 arrays a hop and wrote past it. */
+Test(grpc, a_sample_with_every_array_of_every_hop_is_owned_whole)
+{
+    FILE *f;
+    pid_t pid = tu_spawn(&f, "/usr/bin/python3 %s/grpc_fake_server.py", FS_TESTS_SRC_DIR);
+    int port = 0;
+    char line[64] = "";
+    cr_assert(fgets(line, sizeof line, f) && sscanf(line, "READY %d", &port) == 1, "the fake server: %s", line);
+    char uri[64];
+    snprintf(uri, sizeof uri, "grpc://127.0.0.1:%d", port);
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s", fs_client_errstr(c));
+    fs_sample_req_t req = SAMPLE_REQ(.num_hops = FS_MAX_HOPS, .want_edge_ids = 1);
+    for (int h = 0; h < FS_MAX_HOPS; h++) req.fanout[h] = 1;
+    int64_t seed = 42;
+    for (int round = 0; round < 3; round++) {
+        fs_batch_t *b;
+        cr_assert_eq(fs_sample(c, &seed, 1, &req, &b), FS_OK, "%s", fs_client_errstr(c));
+        cr_assert_eq(b->num_hops, FS_MAX_HOPS);
+        for (int h = 0; h < FS_MAX_HOPS; h++) {
+            const fs_block_t *k = &b->blocks[h];
+            cr_assert(k->num_edges == 1 && k->edge_ids[0] == 7 && k->edge_weights && k->edge_weights[0] == 1.0f,
+                      "hop %d", h);
+        }
+        fs_batch_free(b);
+    }
+    fs_close(c);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    fclose(f);
+}
+
 Test(grpc, a_port_in_use_is_refused)
 {
     env_t e;

@@ -411,7 +411,7 @@ static void expect_every_byte_written(const fs_hetero_graph_t *g, fs_typed_sampl
         for (int i = 0; i < 2; i++) {
             fs_error_t err = {0};
             cr_assert_eq(fs_hetero_run(g, s, &limits, seeds, ng, link, req, joined, NULL, filled, &fill[i], &img[i],
-                                       &len[i], &err),
+                                       &len[i], NULL, &err),
                          FS_OK, "%s: %s", what, err.msg);
         }
         cr_assert_eq(len[0], len[1], "%s: the same request, two sizes", what);

@@ -13,7 +13,8 @@ per-hop counts add up. Checked for PyG's own NodeLoader and LinkLoader on
 featstore's stores and sampler, and for featstore.pyg's NeighborLoader and
 LinkNeighborLoader over unix:// and grpc://; plus the lifetime rule, the
 loaders' default prefetch (two batches per stream producer), and clear
-errors for what featstore refuses.
+errors for what featstore refuses; and that a training epoch's reads are
+counted in /metrics, by tier, exactly as received (issue 46).
 
 Selections (unittest names) split it into ctest entries:
   PygBackend      the above (test_pyg)
@@ -614,6 +615,83 @@ class PygBackend(unittest.TestCase):
             pyg.LinkNeighborLoader(uri, num_neighbors=[2], edge_label_index="train")
         with self.assertRaisesRegex(KeyError, "no node type 'author'"):
             pyg.NeighborLoader(SERVERS["typed"]["unix"], num_neighbors=[2], input_nodes=("author", None))
+
+
+# ---- what /metrics counts --------------------------------------------------------------
+
+def reads_by_tier(port, reader):
+    """{family: {tier: value}} of the four read counters of one reader."""
+    import fs_serve
+    text = fs_serve.metrics({"metrics": port})
+    out = {}
+    for name, tier, value in re.findall(r'^featstore_(\w+)_read_total\{reader="%s",tier="(\d+)",[^}]*\} (\d+)$' % reader,
+                                        text, re.M):
+        out.setdefault(name, {})[int(tier)] = int(value)
+    return out
+
+
+def moved(before, after):
+    return {name: {t: v - before.get(name, {}).get(t, 0) for t, v in tiers.items()} for name, tiers in after.items()}
+
+
+def received(batch, index_bytes):
+    """What a NeighborLoader batch holds, as /metrics counts reads: the rows
+    of x and y (one row per node each, at the stored size), the neighbour
+    lists of the nodes each hop expanded (every hop's but the last's new
+    nodes) and the edges taken from them, at the index width."""
+    rows = batch.x.shape[0] + batch.y.shape[0]
+    nbytes = batch.x.numel() * batch.x.element_size() + batch.y.numel() * batch.y.element_size()
+    lists = sum(batch.num_sampled_nodes[:-1])
+    return {"feature_rows": rows, "feature_bytes": nbytes, "topology_lists": lists,
+            "topology_bytes": batch.edge_index.shape[1] * index_bytes}
+
+
+class PygMetrics(unittest.TestCase):
+    def test_a_training_epoch_is_counted_by_tier_as_received(self):
+        """One epoch of GraphSAGE training through featstore.pyg's
+        NeighborLoader, on a server of its own, over unix:// and grpc://: the
+        rows, bytes, lists and list bytes the trainer received are what the
+        read counters moved by (unix:// trainers read in their own process,
+        reader "local"; grpc:// ones through the server, "server"), and
+        every tier read from has a non-zero count."""
+        import fs_serve
+        from torch_geometric.nn import SAGEConv
+        files = Files("cora")
+        index_bytes = files.graph()[1].dtype.itemsize
+        proc, ready = fs_serve.start(ARGS.featstore, SERVERS["cora"]["dataset"],
+                                     os.path.join(SERVERS["dir"], "metrics.sock"))
+        try:
+            port = int(ready["metrics"])
+            for transport, reader in (("unix", "local"), ("grpc", "server")):
+                with self.subTest(transport=transport):
+                    before = reads_by_tier(port, reader)
+                    model = SAGEConv(files.rows().shape[1], 7)
+                    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+                    loader = pyg.NeighborLoader(f"{transport}://" + ready[transport], num_neighbors=[5, 3],
+                                                input_nodes="train", batch_size=256, shuffle=True, seed=5)
+                    want = dict(feature_rows=0, feature_bytes=0, topology_lists=0, topology_bytes=0)
+                    for b in loader:
+                        opt.zero_grad()
+                        out = model(b.x, b.edge_index)[:b.batch_size]
+                        torch.nn.functional.cross_entropy(out, b.y[:b.batch_size]).backward()
+                        opt.step()
+                        for k, v in received(b, index_bytes).items():
+                            want[k] += int(v)
+                    loader.close()
+                    deadline = time.monotonic() + 10  # unix:// reports arrive asynchronously
+                    while True:
+                        got = moved(before, reads_by_tier(port, reader))
+                        totals = {k: sum(v.values()) for k, v in got.items()}
+                        if totals == want or time.monotonic() > deadline:
+                            break
+                        time.sleep(0.05)
+                    print(f"RESULT pyg_metrics transport={transport} " + " ".join(f"{k}={v}" for k, v in want.items()))
+                    self.assertGreater(want["feature_rows"], 0)
+                    self.assertEqual(totals, want, f"counted by tier: {got}")
+                    for name, tiers in got.items():
+                        self.assertTrue(any(v > 0 for v in tiers.values()), f"{name}: no tier counted")
+        finally:
+            self.assertEqual(fs_serve.stop(proc), 0)
 
 
 # ---- PyG's own sampler beside ours -----------------------------------------------------

@@ -181,6 +181,56 @@ Test(store, topology_in_a_tier_samples_identically)
     fs_sampler_destroy(s2);
 }
 
+/* What fs_sample_cpu counts equals what fs_sample_count_topology counts
+ * from its result (the GPU engine's count): per part of a routed view, in
+ * every mode; weighted hops read whole rows. */
+static void same_topology_count(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                                const fs_sample_req_t *r)
+{
+    fs_error_t err = {0};
+    fs_sample_result_t res;
+    fs_gather_counters_t counted = {0}, from_result = {0};
+    cr_assert_eq(fs_sample_cpu(s, g, seeds, n, r, &res, &counted, &err), FS_OK, "%s", err.msg);
+    fs_sample_count_topology(g, r, &res, &from_result);
+    cr_assert_arr_eq(&counted, &from_result, sizeof counted, "mode %d", (int)r->mode[0]);
+    cr_assert_gt(counted.rows[0], 0);
+}
+
+Test(store, topology_counted_from_a_result_is_what_the_sampler_counted)
+{
+    fs_error_t err = {0};
+    int gpu0;
+    cr_assert_eq(fs_store_add_tier(st, FS_TIER_SIM_DEVICE, 0, 0, &gpu0, &err), FS_OK);
+    int64_t hot[600];
+    for (int i = 0; i < 600; i++) hot[i] = i * 3;
+    cr_assert_eq(fs_store_place_topology(st, gpu0, hot, 600, FS_READER_BIT(0), &err), FS_OK, "%s", err.msg);
+    fs_csr_view_t tiered;
+    fs_store_csr_view(st, 0, &tiered);
+    int64_t seeds[256];
+    for (int i = 0; i < 256; i++) seeds[i] = (i * 37) % ds->num_nodes;
+    fs_sampler_t *s;
+    fs_sampler_create(&s, &err);
+    fs_sample_req_t r = {.num_hops = 3, .fanout = {10, 5, FS_FANOUT_ALL}, .seed = 11};
+    same_topology_count(s, &tiered, seeds, 256, &r);
+    for (int h = 0; h < 3; h++) r.mode[h] = FS_SAMPLE_UNIFORM_REPLACE;
+    same_topology_count(s, &tiered, seeds, 256, &r);
+    /* weighted: a graph of its own, every node's row of i % 9 neighbours */
+    enum { N = 300 };
+    int64_t indptr[N + 1] = {0};
+    for (int v = 0; v < N; v++) indptr[v + 1] = indptr[v] + v % 9;
+    int32_t *idx = malloc(sizeof *idx * (size_t)indptr[N]);
+    float *w = malloc(sizeof *w * (size_t)indptr[N]);
+    for (int64_t e = 0; e < indptr[N]; e++) idx[e] = (int32_t)((e * 7) % N), w[e] = 0.5f + (float)(e % 3);
+    fs_csr_view_t weighted;
+    fs_csr_view_init(&weighted, N, indptr, idx, FS_DTYPE_I32, w);
+    r.fanout[2] = 2;
+    for (int h = 0; h < 3; h++) r.mode[h] = h == 1 ? FS_SAMPLE_WEIGHTED_REPLACE : FS_SAMPLE_WEIGHTED;
+    for (int i = 0; i < 64; i++) seeds[i] = (i * 37) % N;
+    same_topology_count(s, &weighted, seeds, 64, &r);
+    fs_sampler_destroy(s);
+    free(idx), free(w);
+}
+
 /* Preferred sets for locality-aware sampling: copied into sealed memfds,
  * shared between readers with equal sets, and every bad call named. */
 Test(store, preferred_sets_are_sealed_shared_and_checked)

@@ -14,7 +14,10 @@
  *              (lists into arrays, InfoResponse into an fs_info_t);
  *   NEGOTIATE  versions for fs_local_negotiate: a peer of our major at most
  *              one minor apart gets the lower minor, anything else
- *              FS_ERR_VERSION saying which side to upgrade.
+ *              FS_ERR_VERSION saying which side to upgrade;
+ *   SESSION    clients' conversations with one live server that lasts the
+ *              whole run, so what many clients leave behind is fuzzed too
+ *              (fuzz_local_server.h says what is checked).
  * A decoded message must be a fixed point of the codec: encoding it,
  * decoding that and encoding again gives the same bytes, so what one end
  * understood is what the other end would have sent. A payload that does
@@ -28,15 +31,17 @@
 
 #include "fs_local.h"
 #include "fuzz_codec.h"
+#include "fuzz_local_server.h"
 
 enum { FRAME, HELLO, WELCOME, REPORT, SPLIT_REQ, SPLIT_REPLY, REPLAN_REQ, REPLAN_REPLY, ERROR_MSG, INFO_REPLY,
-       NEGOTIATE, KINDS };
+       NEGOTIATE, SESSION, KINDS };
 
 static int sv[2] = {-1, -1}, devnull = -1, lowest_free_fd = -1;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
+    session_start(); /* first: its descriptors (a /dev/null reserve among them) lie below lowest_free_fd */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0 ||
         (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
         perror("fuzz_local: socketpair");
@@ -251,6 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int kind = fuzz_take_u8(&in) % KINDS;
     if (kind == FRAME) fuzz_frame(in);
     else if (kind == NEGOTIATE) fuzz_negotiate(in);
+    else if (kind == SESSION) session_run(in);
     else fuzz_codec_run(&codecs[kind], &payload_decoder, in.p, in.n);
     return 0;
 }

@@ -62,7 +62,7 @@ static void image(const char *name, const fs_hetero_seeds_t *g, size_t ng, const
         char path[256];
         snprintf(path, sizeof path, "%s%s", name, joined ? "-joined" : "");
         if (fs_hetero_run(&graph, sampler, &limits, g, ng, link, req, joined, NULL, alloc_image, &img, &at, &len,
-                          &err) != FS_OK)
+                          NULL, &err) != FS_OK)
             die(path, err.msg);
         put(path, 0, at, len);
         free(img);

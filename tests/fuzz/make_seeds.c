@@ -266,7 +266,7 @@ static void plan_seeds(void)
 /* ---- fuzz_local ------------------------------------------------------------------------------ */
 
 enum { L_FRAME, L_HELLO, L_WELCOME, L_REPORT, L_SPLIT_REQ, L_SPLIT_REPLY, L_REPLAN_REQ, L_REPLAN_REPLY, L_ERROR,
-       L_INFO_REPLY, L_NEGOTIATE };
+       L_INFO_REPLY, L_NEGOTIATE, L_SESSION };
 
 static void put_msg(const char *harness, const char *name, const uint8_t *prefix, size_t plen,
                     const pb_msgdesc_t *type, const void *msg)
@@ -384,8 +384,11 @@ static void local_frame_seeds(void)
     close(sv[0]), close(sv[1]);
 }
 
+static void local_session_seeds(void);
+
 static void local_seeds(void)
 {
+    local_session_seeds();
     local_frame_seeds();
     uint8_t k;
     featstore_local_Hello h = {.major = FS_LOCAL_MAJOR, .minor = FS_LOCAL_MINOR, .slots = 8, .pid = 4242, .reader = 0};
@@ -456,6 +459,61 @@ static void local_seeds(void)
     put("fuzz_local", "negotiate-6.1", nego[0], 10, NULL, 0);
     put("fuzz_local", "negotiate-gap", nego[1], 10, NULL, 0);
     put("fuzz_local", "negotiate-legacy", nego[2], 10, NULL, 0);
+}
+
+/* SESSION operations (fuzz_local_server.h): each op, connection, frame type
+ * and length, then what the op takes. */
+enum { S_CONNECT, S_CLOSE, S_FRAME, S_BYTES, S_REPORT, S_STATS };
+
+typedef struct {
+    uint8_t b[1024];
+    size_t n;
+} ops_t;
+
+static void op(ops_t *o, uint8_t what, uint8_t conn, uint8_t type, const void *data, uint8_t len)
+{
+    uint8_t head[4] = {what, conn, type, len};
+    memcpy(o->b + o->n, head, 4), o->n += 4;
+    if (data) memcpy(o->b + o->n, data, len), o->n += len;
+}
+
+/* A HELLO of protocol option `opt` (fuzz_local_server.h) from library release `name`. */
+static void op_connect(ops_t *o, uint8_t opt, const char *name)
+{
+    uint8_t hello[2] = {opt, (uint8_t)strlen(name)};
+    op(o, S_CONNECT, 0, 0, NULL, 0);
+    memcpy(o->b + o->n, hello, 2), o->n += 2;
+    memcpy(o->b + o->n, name, strlen(name)), o->n += strlen(name);
+}
+
+static void local_session_seeds(void)
+{
+    uint8_t kind = L_SESSION;
+    ops_t o = {.n = 0};
+    char name[16];
+    /* more releases than the version table holds, in one session: 16 open, 8 gone, 8 more */
+    for (int i = 0; i < 24; i++) {
+        if (i == 16)
+            for (int k = 0; k < 8; k++) op(&o, S_CLOSE, 0, 0, NULL, 0);
+        snprintf(name, sizeof name, "1.%d.0", i);
+        op_connect(&o, 0, name);
+    }
+    op(&o, S_STATS, 3, 0, NULL, 0);
+    put("fuzz_local", "session-24-releases", &kind, 1, o.b, o.n);
+
+    /* every kind of op on two clients of two minors, one of them a GPU reader */
+    static const uint8_t report[10] = {2, 0, 1, 1, 0, 7, 1, 0, 9, 2};
+    o.n = 0;
+    op_connect(&o, 0, "1.5.0");
+    op_connect(&o, 1 | 16, "");
+    op(&o, S_FRAME, 0, 3, NULL, 0);                /* INFO */
+    op(&o, S_FRAME, 1, 9, "\x0a\x05train", 7);    /* SPLIT "train" */
+    op(&o, S_REPORT, 0, 0, report, 10);
+    op(&o, S_BYTES, 1, 0, "FSL1garbage", 11);
+    op(&o, S_STATS, 0, 0, NULL, 0);
+    op(&o, S_CLOSE, 1, 0, NULL, 0);
+    op(&o, S_STATS, 0, 0, NULL, 0);
+    put("fuzz_local", "session-every-op", &kind, 1, o.b, o.n);
 }
 
 /* ---- fuzz_grpc --------------------------------------------------------------------------------- */
