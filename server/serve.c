@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -36,7 +35,6 @@
 
 #include "engine.h"
 #include "fs_device.h"
-#include "fs_json.h"
 #include "fs_shm.h"
 #include "grpc_server.h"
 #include "http.h"
@@ -55,73 +53,6 @@ void fs_serve_defaults(fs_serve_opts_t *o)
     o->admin_uid = -1;
 }
 
-/* --config FILE: defaults for the command line (which wins). Read strictly
- * (kernels/fs_json.h): an unknown key, a wrong type or a value out of range
- * is an error naming the key and what is allowed. */
-static const char *const config_keys[] = {"socket", "listen", "metrics", "threads", "verify", "prefault", "limits",
-                                          "copy", "copy_dir", NULL};
-static const char *const limit_keys[] = {"max_ids", "max_fanout_product", "max_response_bytes", NULL};
-
-static fs_status_t config_string(const json_t *cfg, const char *where, const char *key, const char **dst,
-                                 fs_error_t *err)
-{
-    const json_t *v = json_object_get(cfg, key);
-    const char *text = NULL;
-    if (!v) return FS_OK;
-    fs_status_t st = fs_json_string(v, where, key, &text, err);
-    if (st == FS_OK && !*text) st = fs_error(err, FS_ERR_FORMAT, "%s: \"%s\" is empty", where, key);
-    if (st == FS_OK && !*dst && !(*dst = strdup(text))) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
-    return st; /* the copy lives for the process */
-}
-
-static fs_status_t config_flag(const json_t *cfg, const char *where, const char *key, int *dst, fs_error_t *err)
-{
-    const json_t *v = json_object_get(cfg, key);
-    int on = 0;
-    if (!v) return FS_OK;
-    fs_status_t st = fs_json_bool(v, where, key, &on, err);
-    if (st == FS_OK && on) *dst = 1;
-    return st;
-}
-
-static fs_status_t config_limits(const json_t *lim, const char *where, fs_limits_t *l, fs_error_t *err)
-{
-    if (!json_is_object(lim))
-        return fs_error(err, FS_ERR_FORMAT, "%s: \"limits\" must be an object with keys max_ids, max_fanout_product, "
-                        "max_response_bytes, not %s", where, fs_json_type_name(lim));
-    char in[600];
-    snprintf(in, sizeof in, "%s: limits", where);
-    fs_status_t st = fs_json_only_keys(lim, limit_keys, in, err);
-    int64_t *dst[] = {&l->max_ids, &l->max_fanout_product, &l->max_response_bytes};
-    for (int i = 0; st == FS_OK && limit_keys[i]; i++) {
-        const json_t *v = json_object_get(lim, limit_keys[i]);
-        long long x = 0;
-        if (v && (st = fs_json_int_in(v, in, limit_keys[i], 1, INT64_MAX, &x, err)) == FS_OK) *dst[i] = x;
-    }
-    return st;
-}
-
-static fs_status_t config_apply(const json_t *cfg, const char *where, fs_serve_opts_t *o, fs_error_t *err)
-{
-    if (!json_is_object(cfg)) return fs_error(err, FS_ERR_FORMAT, "%s: must be a JSON object", where);
-    fs_status_t st = fs_json_only_keys(cfg, config_keys, where, err);
-    if (st == FS_OK) st = config_string(cfg, where, "socket", &o->socket_path, err);
-    if (st == FS_OK) st = config_string(cfg, where, "listen", &o->listen, err);
-    if (st == FS_OK) st = config_string(cfg, where, "metrics", &o->metrics, err);
-    const json_t *threads = json_object_get(cfg, "threads");
-    long long t = 0;
-    if (st == FS_OK && threads && (st = fs_json_int_in(threads, where, "threads", 1, 256, &t, err)) == FS_OK &&
-        !o->threads)
-        o->threads = (int)t;
-    if (st == FS_OK) st = config_flag(cfg, where, "verify", &o->verify, err);
-    if (st == FS_OK) st = config_flag(cfg, where, "prefault", &o->prefault, err);
-    if (st == FS_OK) st = config_string(cfg, where, "copy", &o->copy_medium, err);
-    if (st == FS_OK) st = config_string(cfg, where, "copy_dir", &o->copy.dir, err);
-    const json_t *lim = json_object_get(cfg, "limits");
-    if (st == FS_OK && lim) st = config_limits(lim, where, &o->limits, err);
-    return st;
-}
-
 fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_medium_t *out, fs_error_t *err)
 {
     static const char *const names[] = {"auto", "memory", "file"};
@@ -132,26 +63,6 @@ fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_med
         return FS_OK;
     }
     return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s must be auto, memory or file, not '%s'", what, text);
-}
-
-fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err)
-{
-    int from_file = o->config && !o->copy_medium; /* the command line's is checked by the CLI */
-    fs_status_t st = FS_OK;
-    if (o->config) {
-        json_error_t jerr;
-        json_t *cfg = json_load_file(o->config, JSON_REJECT_DUPLICATES, &jerr);
-        if (!cfg) return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", o->config, jerr.line, jerr.text);
-        st = config_apply(cfg, o->config, o, err);
-        json_decref(cfg);
-    }
-    char what[600];
-    snprintf(what, sizeof what, from_file ? "%s: \"copy\"" : "--copy", o->config);
-    if (st == FS_OK) st = fs_serve_copy_medium(o->copy_medium, what, &o->copy.medium, err);
-    if (st == FS_OK && o->copy.medium == FS_COPY_MEMFD && o->copy.dir)
-        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: the copy directory (%s) is where file copies go: it needs "
-                      "the copy medium file or auto, not memory", o->config ? o->config : "options", o->copy.dir);
-    return st;
 }
 
 typedef struct {
@@ -278,25 +189,6 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
             : ti.kind == FS_TIER_DEVICE             ? ", then each planned GPU's memory"
                                                     : ", then one simulated GPU per planned GPU, in host memory", gpus);
     log_device_tiers(s->store, s->ds);
-}
-
-/* gRPC reachable beyond this machine without TLS would hand the dataset
- * (and any bearer token) to whoever listens on the network: refused unless
- * the operator says --insecure, and then warned about. */
-static fs_status_t check_grpc_exposure(const fs_serve_opts_t *o, fs_error_t *err)
-{
-    if (!o->listen && (o->tls_cert || o->tls_key || o->tls_client_ca || o->token_file || o->insecure || o->grpc_max_calls ||
-                        o->request_timeout_ms))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--tls-cert, --tls-key, --tls-client-ca, --token-file, --insecure, "
-                        "--grpc-max-calls and --request-timeout are gRPC options: they need --listen");
-    if (!o->listen || o->tls_cert || fs_grpc_listen_is_loopback(o->listen)) return FS_OK;
-    if (!o->insecure)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--listen %s is not a loopback address, and gRPC without TLS "
-                        "would expose the data there: give --tls-cert and --tls-key (and --token-file), or --insecure "
-                        "to serve plaintext anyway", o->listen);
-    fprintf(stderr, "featstore: warning: --insecure: gRPC on %s is plaintext; anyone who can reach it can read the "
-            "dataset%s\n", o->listen, o->token_file ? " and the bearer token" : ", and no token is asked for");
-    return FS_OK;
 }
 
 static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
@@ -561,9 +453,8 @@ int fs_serve(const fs_serve_opts_t *o)
     /* Serving reads sealed copies, never the files (dataset.c): the copy
      * computes each checksum anyway, so verification is always on. */
     double t0 = fs_now();
-    fs_status_t st = check_grpc_exposure(o, &err);
     raise_nofile();
-    if (!st) st = open_plan_dir(o, &s, &err);
+    fs_status_t st = open_plan_dir(o, &s, &err);
     if (!st) st = fs_dataset_open_served(o->dataset, &o->copy, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st) log_copy(s.ds, fs_now() - t0);
     if (!st && (o->place.topology || o->place.plan_in || o->place.plan_out))
