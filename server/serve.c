@@ -1,8 +1,11 @@
-/* serve.c — `featstore serve`. Startup: open the dataset (copied where
- * nobody can write it, and verified: dataset/served_copy.c; a watcher reports files changed
- * afterwards: watch.c), build the store (the placement plugs in here), then start the transports
- * and the metrics endpoint, log one line, and print a READY line with the
- * bound addresses (scripts and tests read it). Shutdown on SIGTERM/SIGINT:
+/* serve.c — `featstore serve`. Startup: bind every address (the unix
+ * socket, the gRPC port, the metrics port: one in use fails now, not after
+ * loading), open the dataset (copied where nobody can write it, and
+ * verified: dataset/served_copy.c; a watcher reports files changed
+ * afterwards: watch.c), build the store (the placement plugs in here), then
+ * start answering on every transport, log one line, and print a READY line
+ * with the bound addresses (scripts and tests read it). Connections made
+ * while the dataset loads wait in the sockets' backlogs until then. Shutdown on SIGTERM/SIGINT:
  * stop accepting, let in-flight requests finish, release shared memory,
  * exit 0.
  *
@@ -160,6 +163,9 @@ static void log_copy(const fs_dataset_t *ds, double seconds)
                 in_files > 0 ? ", and the copy directory's file system keeps no large folios" : "");
 }
 
+/* The length of HOST in HOST:PORT, for printing the bound address. */
+static int host_len(const char *addr) { return (int)(strrchr(addr, ':') - addr); }
+
 static void log_startup(const fs_serve_opts_t *o, const server_t *s)
 {
     char gpus[600];
@@ -177,10 +183,10 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
                 (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
     if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
     if (s->grpc)
-        fprintf(stderr, " %s://%.*s:%d%s%s", o->tls_cert ? "grpcs" : "grpc", (int)(strrchr(o->listen, ':') - o->listen),
+        fprintf(stderr, " %s://%.*s:%d%s%s", o->tls_cert ? "grpcs" : "grpc", host_len(o->listen),
                 o->listen, s->grpc_port, o->tls_client_ca ? " (client certificates required)" : "",
                 o->token_file ? " (bearer token required)" : "");
-    if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
+    if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", host_len(o->metrics),
                          o->metrics, s->http_port);
     fs_store_tier_t ti = {0};
     if (fs_store_num_tiers(s->store) > 1) fs_store_tier_info(s->store, 1, &ti);
@@ -191,7 +197,7 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
     log_device_tiers(s->store, s->ds);
 }
 
-static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+static fs_status_t listen_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
 {
     fs_grpc_server_opts_t go;
     fs_grpc_server_defaults(&go);
@@ -199,7 +205,7 @@ static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t 
     go.request_timeout_ms = o->request_timeout_ms;
     go.tls_cert = o->tls_cert, go.tls_key = o->tls_key, go.tls_client_ca = o->tls_client_ca;
     go.token_file = o->token_file;
-    return fs_grpc_server_start_opts(&go, s->engine, s->metrics, &s->grpc, &s->grpc_port, err);
+    return fs_grpc_server_listen(&go, &o->limits, &s->grpc, &s->grpc_port, err);
 }
 
 /* A placement plans one graph (its hotness, partitions and preferred sets
@@ -413,7 +419,7 @@ static void raise_nofile(void)
 }
 
 /* The unix:// transport's options: the socket, re-planning, the guards. */
-static fs_status_t start_local(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+static fs_status_t listen_local(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
 {
     fs_local_server_opts_t lo;
     fs_local_server_defaults(&lo);
@@ -422,7 +428,34 @@ static fs_status_t start_local(const fs_serve_opts_t *o, server_t *s, fs_error_t
     lo.allow_uids = o->allow_uids, lo.num_allow_uids = o->num_allow_uids;
     lo.allow_gids = o->allow_gids, lo.num_allow_gids = o->num_allow_gids;
     if (o->admin_uid >= 0) lo.admin_uid = (uid_t)o->admin_uid;
-    return fs_local_server_start(&lo, s->engine, s->metrics, &s->local, err);
+    return fs_local_server_listen(&lo, &s->local, err);
+}
+
+/* Every address is bound before the dataset is loaded, so one in use (or
+ * a bad TLS file) fails at once and not after the copy. Until serve_all,
+ * connections wait in the sockets' backlogs: none is lost, none is
+ * answered before the dataset is ready. */
+static fs_status_t listen_all(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+{
+    fs_status_t st = o->socket_path ? listen_local(o, s, err) : FS_OK;
+    if (!st && o->listen) st = listen_grpc(o, s, err);
+    if (!st && o->metrics) st = fs_http_listen(o->metrics, &s->http, &s->http_port, err);
+    if (st) return st;
+    fprintf(stderr, "featstore: bound");
+    if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
+    if (s->grpc) fprintf(stderr, " %.*s:%d (gRPC)", host_len(o->listen), o->listen, s->grpc_port);
+    if (s->http) fprintf(stderr, " %.*s:%d (metrics)", host_len(o->metrics), o->metrics, s->http_port);
+    fprintf(stderr, "; loading %s (connections wait until it is served)\n", o->dataset);
+    return FS_OK;
+}
+
+/* The dataset is ready: every transport starts answering. */
+static fs_status_t serve_all(server_t *s, fs_error_t *err)
+{
+    fs_status_t st = s->local ? fs_local_server_serve(s->local, s->engine, s->metrics, err) : FS_OK;
+    if (!st && s->grpc) st = fs_grpc_server_serve(s->grpc, s->engine, s->metrics, err);
+    if (!st && s->http) st = fs_http_serve(s->http, s->metrics, err);
+    return st;
 }
 
 /* --plan-dir, opened once: re-plans save through this descriptor only. */
@@ -455,6 +488,7 @@ int fs_serve(const fs_serve_opts_t *o)
     double t0 = fs_now();
     raise_nofile();
     fs_status_t st = open_plan_dir(o, &s, &err);
+    if (!st) st = listen_all(o, &s, &err);
     if (!st) st = fs_dataset_open_served(o->dataset, &o->copy, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st) log_copy(s.ds, fs_now() - t0);
     if (!st && (o->place.topology || o->place.plan_in || o->place.plan_out))
@@ -467,9 +501,7 @@ int fs_serve(const fs_serve_opts_t *o)
     s.place.plan_out = NULL; /* saved once, at start */
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
-    if (!st && o->socket_path) st = start_local(o, &s, &err);
-    if (!st && o->listen) st = start_grpc(o, &s, &err);
-    if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);
+    if (!st) st = serve_all(&s, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
         shutdown_all(&s);
@@ -477,7 +509,7 @@ int fs_serve(const fs_serve_opts_t *o)
     }
     log_startup(o, &s);
     char grpc[300] = "-";
-    if (s.grpc) snprintf(grpc, sizeof grpc, "%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, s.grpc_port);
+    if (s.grpc) snprintf(grpc, sizeof grpc, "%.*s:%d", host_len(o->listen), o->listen, s.grpc_port);
     printf("READY unix=%s grpc=%s metrics=%d\n", o->socket_path ? o->socket_path : "-", grpc, s.http ? s.http_port : 0);
     fflush(stdout);
 
