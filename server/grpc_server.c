@@ -80,9 +80,10 @@
 
 #include "epoch_run.h"
 #include "fs_addr.h"
-#include "listen.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
+#include "grpc_log.h"
+#include "listen.h"
 
 #define SHUTDOWN_GRACE_MS 5000
 #define FS_GRPC_IDLE_S 30.0
@@ -1561,6 +1562,7 @@ fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limit
     s->request_timeout_s = (o->request_timeout_ms > 0 ? o->request_timeout_ms : FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS) * 1e-3;
     pthread_mutex_init(&s->calls_mu, NULL);
     pthread_cond_init(&s->calls_cv, NULL);
+    fs_grpc_log_to_featstore();
     grpc_init();
     s->grpc_initialised = 1;
     fs_status_t st = load_token(o->token_file, &s->bearer, err);

@@ -61,7 +61,8 @@ void fs_grpc_server_defaults(fs_grpc_server_opts_t *o);
  * and checked here: a missing, unreadable or malformed one fails naming
  * the file. A port already in use fails with FS_ERR_IO naming the address
  * and the reason (listen.h). `limits` are the engine's to come: they size
- * the largest request gRPC takes. */
+ * the largest request gRPC takes. gRPC's own log lines go through
+ * featstore's log from here on (grpc_log.h). */
 fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limits_t *limits, fs_grpc_server_t **out,
                                   int *bound_port, fs_error_t *err);
 

@@ -784,3 +784,33 @@ Test(serve, grpcs_with_a_token_gives_the_unix_results_bit_for_bit)
     cr_assert_eq(stop(&s, SIGTERM), 0);
     free(pki), free(token);
 }
+
+/* A raw gRPC log line: "E1129 10:31:02.120 4211 file.cc:12] ..." (severity, MMDD, time). */
+static int is_raw_grpc_line(const char *line)
+{
+    return strchr("DIE", line[0]) && strspn(line + 1, "0123456789") == 4 && line[5] == ' ' &&
+           strspn(line + 6, "0123456789") == 2 && line[8] == ':';
+}
+
+Test(serve, grpc_log_lines_go_through_featstores_log)
+{
+    if (tu_run(NULL, "command -v openssl") != 0) cr_skip_test("the openssl command is missing (Debian: openssl)");
+    char *pki = tu_path(dir, "pki"), *errlog = tu_path(dir, "tls.log"), *log, extra[1200], plain[64];
+    cr_assert_eq(tu_run(&log, "sh %s/../make_test_certs.sh %s", FS_TEST_DATA_DIR, pki), 0, "%s", log);
+    free(log);
+    snprintf(extra, sizeof extra, "--tls-cert %s/server.pem --tls-key %s/server.key 2>%s", pki, pki, errlog);
+    server_t s;
+    cr_assert_eq(start(&s, extra), 0);
+    snprintf(plain, sizeof plain, "grpc://127.0.0.1:%d", s.grpc_port);
+    fs_client_t *g;
+    fs_info_t *info;
+    cr_assert_neq(fs_connect(plain, NULL, &g) == FS_OK && fs_info(g, &info) == FS_OK, 1, "plaintext on a TLS port");
+    fs_close(g);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    char *text = tu_read(errlog, NULL), *save = NULL;
+    cr_assert_not_null(strstr(text, "featstore: error: grpc: Handshake failed"), "gRPC's line, as featstore's: %s",
+                       text);
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        cr_assert(!is_raw_grpc_line(line), "a raw gRPC line on the server's stderr: %s", line);
+    free(text), free(errlog), free(pki);
+}
