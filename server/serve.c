@@ -19,6 +19,9 @@
  * one and then switches to it; nothing is torn down until it is ready, and
  * a failed re-plan changes nothing.
  *
+ * Under systemd (packaging/featstore.service, Type=notify) it says READY=1
+ * once serving and STOPPING=1 when stopping.
+ *
  * Signals are blocked in every thread and taken synchronously with
  * sigwait() by the main thread, so no handler runs inside library code. */
 #include "serve.h"
@@ -28,12 +31,15 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -458,6 +464,26 @@ static fs_status_t serve_all(server_t *s, fs_error_t *err)
     return st;
 }
 
+/* Under systemd (Type=notify): READY=1 once serving, STOPPING=1 when told
+ * to stop, sent to $NOTIFY_SOCKET as sd_notify(3) does (one datagram; a
+ * leading '@' names an abstract socket), so `systemctl start` returns, and
+ * units ordered after featstore start, only when the dataset is served.
+ * Without $NOTIFY_SOCKET, nothing. */
+static void notify_systemd(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof a.sun_path) return;
+    memcpy(a.sun_path, path, strlen(path));
+    if (path[0] == '@') a.sun_path[0] = '\0';
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0)
+        fprintf(stderr, "featstore: warning: cannot tell systemd '%s' through NOTIFY_SOCKET %s: %s\n", state, path,
+                strerror(errno));
+    if (fd >= 0) close(fd);
+}
+
 /* --plan-dir, opened once: re-plans save through this descriptor only. */
 static fs_status_t open_plan_dir(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
 {
@@ -512,6 +538,7 @@ int fs_serve(const fs_serve_opts_t *o)
     if (s.grpc) snprintf(grpc, sizeof grpc, "%.*s:%d", host_len(o->listen), o->listen, s.grpc_port);
     printf("READY unix=%s grpc=%s metrics=%d\n", o->socket_path ? o->socket_path : "-", grpc, s.http ? s.http_port : 0);
     fflush(stdout);
+    notify_systemd("READY=1");
 
     int sig = 0;
     while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) { /* SIGHUP: re-plan with the current options */
@@ -522,6 +549,7 @@ int fs_serve(const fs_serve_opts_t *o)
         replan(&s, &keep, &r, &rerr);
     }
     fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    notify_systemd("STOPPING=1");
     shutdown_all(&s);
     pthread_mutex_destroy(&s.replan_mu);
     fprintf(stderr, "featstore: stopped\n");

@@ -2,7 +2,9 @@
  * socket, gRPC port, metrics port) is bound before the dataset is loaded,
  * so one already in use fails at once, naming it, with nothing loaded and
  * nothing of the other server's touched; connections made while the
- * dataset loads wait and are answered once it is served. A dataset of
+ * dataset loads wait and are answered once it is served; under systemd
+ * (NOTIFY_SOCKET) it says READY=1 once serving and STOPPING=1 when told to
+ * stop. A dataset of
  * 128 MiB keeps the server loading long enough to be caught at it (it is
  * stopped with SIGSTOP there: no timing is asserted). */
 #include <criterion/criterion.h>
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,4 +172,35 @@ Test(serve_start, connections_made_while_loading_wait_and_are_answered)
     fclose(out);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
     free(log_path);
+}
+
+/* The next datagram on fd, within 60 s ("" when none came). */
+static void next_notice(int fd, char *buf, size_t size)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    ssize_t n = poll(&p, 1, 60000) == 1 ? recv(fd, buf, size - 1, 0) : 0;
+    buf[n > 0 ? n : 0] = '\0';
+}
+
+Test(serve_start, systemd_is_told_when_the_dataset_is_served_and_when_it_stops)
+{
+    char *notify = tu_path(dir, "notify.sock"), line[512], got[256];
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", notify);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    FILE *out;
+    pid_t pid = tu_spawn(&out, "env NOTIFY_SOCKET=%s %s serve %s --socket %s --metrics 127.0.0.1:0", notify, tu_bin(),
+                         small, sock);
+    next_notice(fd, got, sizeof got);
+    cr_assert_str_eq(got, "READY=1");
+    cr_assert_not_null(fgets(line, sizeof line, out), "READY=1 came, but no READY line");
+    cr_assert(strncmp(line, "READY ", 6) == 0, "%s", line);
+    kill(pid, SIGTERM);
+    next_notice(fd, got, sizeof got);
+    cr_assert_str_eq(got, "STOPPING=1");
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    fclose(out), close(fd), free(notify);
 }
