@@ -814,3 +814,57 @@ Test(serve, grpc_log_lines_go_through_featstores_log)
         cr_assert(!is_raw_grpc_line(line), "a raw gRPC line on the server's stderr: %s", line);
     free(text), free(errlog), free(pki);
 }
+
+/* s with its first `from` (which must be there) replaced by `to`, heap. */
+static char *replaced(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    cr_assert_not_null(at, "no \"%s\" in: %s", from, s);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return out;
+}
+
+Test(serve, the_tls_recipe_of_serving_md_works_as_written)
+{
+    if (tu_run(NULL, "command -v openssl") != 0) cr_skip_test("the openssl command is missing (Debian: openssl)");
+    char *recipe = tu_doc_block("serving.md", "**TLS: a CA and a server certificate.**", "sh");
+    char *a = replaced(recipe, "NAME=feat1.example.org\n", "NAME=localhost\n");
+    char *b = replaced(a, "IP=10.0.0.5\n", "IP=127.0.0.1\n");
+    char *pki = tu_path(dir, "recipe"), *script = tu_path(dir, "recipe.sh"), *log, extra[1200];
+    tu_write(script, b, strlen(b));
+    cr_assert_eq(tu_run(&log, "mkdir -p %s && cd %s && sh -e %s", pki, pki, script), 0, "%s", log);
+    free(log);
+    snprintf(extra, sizeof extra, "--tls-cert %s/server.pem --tls-key %s/server.key --token-file %s/token", pki, pki, pki);
+    server_t s;
+    cr_assert_eq(start(&s, extra), 0);
+    char ca[600], *token_path = tu_path(pki, "token"), *token = tu_read(token_path, NULL);
+    token[strcspn(token, "\n")] = '\0';
+    snprintf(ca, sizeof ca, "%s/ca.pem", pki);
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.tls_ca_file = ca, o.token = token;
+    const char *hosts[] = {"localhost", "127.0.0.1"}; /* the subjectAltName's DNS name and IP address */
+    for (int i = 0; i < 2; i++) {
+        char uri[64];
+        fs_client_t *g;
+        fs_info_t *info;
+        snprintf(uri, sizeof uri, "grpcs://%s:%d", hosts[i], s.grpc_port);
+        cr_assert_eq(fs_connect(uri, &o, &g), FS_OK, "%s: %s", uri, fs_client_errstr(g));
+        cr_assert_eq(fs_info(g, &info), FS_OK, "%s: %s", uri, fs_client_errstr(g));
+        fs_info_free(info);
+        fs_close(g);
+    }
+    /* the trainer's side, as the doc writes it */
+    char *client = tu_doc_block("serving.md", "with a copy of `ca.pem`", "sh"), port[64], *bin = strdup(tu_bin());
+    snprintf(port, sizeof port, "grpcs://localhost:%d", s.grpc_port);
+    char *line = replaced(client, "grpcs://feat1.example.org:50051", port);
+    tu_write(script, line, strlen(line));
+    *strrchr(bin, '/') = '\0';
+    cr_assert_eq(tu_run(&log, "cd %s && PATH=%s:$PATH sh -e %s", pki, bin, script), 0, "%s", log);
+    cr_assert_not_null(strstr(log, "featstore_requests_total"), "%s", log);
+    free(log);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    free(recipe), free(a), free(b), free(pki), free(script), free(token_path), free(token), free(client), free(line);
+    free(bin);
+}
