@@ -150,53 +150,59 @@ static const char *kinds_text(unsigned kinds, char *buf, size_t size)
     return buf;
 }
 
-/* A list's elements joined with commas, as the command line takes them. */
-static fs_status_t list_text(const json_t *v, const char *name, char **text, fs_error_t *err)
+/* Texts kept for the process's life: each option's text and name (and
+ * the dataset's path) at most once, reachable from here until exit. */
+static char *kept[2 * OPT_COUNT_ + 2];
+static int num_kept;
+
+static const char *keep(const char *text, fs_error_t *err)
+{
+    char *copy = num_kept < (int)(sizeof kept / sizeof *kept) ? strdup(text) : NULL;
+    if (!copy) fs_error(err, FS_ERR_NOMEM, "out of memory keeping \"%s\"", text);
+    else kept[num_kept++] = copy;
+    return copy;
+}
+
+/* A list's elements joined with commas into buf, as the command line takes them. */
+static fs_status_t list_text(const json_t *v, const char *name, char *buf, size_t size, fs_error_t *err)
 {
     size_t i, used = 0;
     json_t *e;
-    char buf[1024] = "";
     json_array_foreach(v, i, e) {
         if (!json_is_integer(e) && !(json_is_string(e) && json_string_length(e) && !strchr(json_string_value(e), ',')))
             return fs_error(err, FS_ERR_FORMAT, "%s: element %zu must be an id (an integer) or a name, not %s", name,
                             i, json_is_string(e) ? "an empty name or one with ','" : fs_json_type_name(e));
-        used += json_is_integer(e) ? (size_t)snprintf(buf + used, sizeof buf - used, "%s%lld", i ? "," : "",
+        used += json_is_integer(e) ? (size_t)snprintf(buf + used, size - used, "%s%lld", i ? "," : "",
                                                       (long long)json_integer_value(e))
-                                   : (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "",
+                                   : (size_t)snprintf(buf + used, size - used, "%s%s", i ? "," : "",
                                                       json_string_value(e));
-        if (used >= sizeof buf) return fs_error(err, FS_ERR_FORMAT, "%s: the list is too long", name);
+        if (used >= size) return fs_error(err, FS_ERR_FORMAT, "%s: the list is too long", name);
     }
-    if (!used) return fs_error(err, FS_ERR_FORMAT, "%s: the list is empty", name);
-    *text = strdup(buf);
-    return *text ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
+    return used ? FS_OK : fs_error(err, FS_ERR_FORMAT, "%s: the list is empty", name);
 }
 
-/* v as the option's text (heap, for the process's life); a flag's true is
- * "" and its false NULL (not given). */
-static fs_status_t value_text(const json_t *v, cli_opt_t o, const char *name, char **text, fs_error_t *err)
+/* v as the option's text, into buf; *given = 0 for a flag's false (not
+ * given), and a flag's true is "". */
+static fs_status_t value_text(const json_t *v, cli_opt_t o, const char *name, char *buf, size_t size, int *given,
+                              fs_error_t *err)
 {
     unsigned kinds = kinds_of(o);
-    char num[64], want[160];
-    *text = NULL;
-    if ((kinds & KIND_BOOL) && json_is_boolean(v)) {
-        if (json_is_true(v) && !(*text = strdup(""))) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-        return FS_OK;
-    }
-    if ((kinds & KIND_LIST) && json_is_array(v)) return list_text(v, name, text, err);
-    if ((kinds & KIND_STRING) && json_is_string(v)) {
-        if (!json_string_length(v)) return fs_error(err, FS_ERR_FORMAT, "%s is empty", name);
-        *text = strdup(json_string_value(v));
-    } else if ((kinds & (KIND_INT | KIND_NUMBER)) && json_is_integer(v)) {
-        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-        *text = strdup(num);
-    } else if ((kinds & KIND_NUMBER) && json_is_real(v)) {
-        snprintf(num, sizeof num, "%.17g", json_real_value(v));
-        *text = strdup(num);
-    } else {
+    char want[160];
+    *given = 1, buf[0] = '\0';
+    if ((kinds & KIND_BOOL) && json_is_boolean(v)) *given = json_is_true(v);
+    else if ((kinds & KIND_LIST) && json_is_array(v)) return list_text(v, name, buf, size, err);
+    else if ((kinds & KIND_STRING) && json_is_string(v) && !json_string_length(v))
+        return fs_error(err, FS_ERR_FORMAT, "%s is empty", name);
+    else if ((kinds & KIND_STRING) && json_is_string(v) && json_string_length(v) >= size)
+        return fs_error(err, FS_ERR_FORMAT, "%s is longer than %zu bytes", name, size - 1);
+    else if ((kinds & KIND_STRING) && json_is_string(v)) snprintf(buf, size, "%s", json_string_value(v));
+    else if ((kinds & (KIND_INT | KIND_NUMBER)) && json_is_integer(v))
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    else if ((kinds & KIND_NUMBER) && json_is_real(v)) snprintf(buf, size, "%.17g", json_real_value(v));
+    else
         return fs_error(err, FS_ERR_FORMAT, "%s must be %s, not %s", name, kinds_text(kinds, want, sizeof want),
                         fs_json_type_name(v));
-    }
-    return *text ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
+    return FS_OK;
 }
 
 /* One key's value for option o, named `"key" in FILE`: set unless the
@@ -204,22 +210,14 @@ static fs_status_t value_text(const json_t *v, cli_opt_t o, const char *name, ch
 static fs_status_t set_option(cli_t *c, cli_opt_t o, const json_t *v, const char *key, const char *path,
                               int cli_order, fs_error_t *err)
 {
-    char name[1200];
+    char name[1200], text[4096];
+    int given;
     snprintf(name, sizeof name, "\"%s\" in %s", key, path);
-    char *text;
-    fs_status_t st = value_text(v, o, name, &text, err);
+    fs_status_t st = value_text(v, o, name, text, sizeof text, &given, err);
     int is_order = o == OPT_FEATURE_FIRST || o == OPT_TOPOLOGY_FIRST || o == OPT_ORDER;
-    if (st != FS_OK || !text || cli_has(c, o) || (is_order && cli_order)) {
-        free(text);
-        return st;
-    }
-    char *where = strdup(name);
-    if (!where) {
-        free(text);
-        return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    }
-    c->text[o] = text, c->where[o] = where; /* both live for the process */
-    return is_order ? cli_set_order(c, o, text, err) : FS_OK;
+    if (st != FS_OK || !given || cli_has(c, o) || (is_order && cli_order)) return st;
+    if (!(c->text[o] = keep(text, err)) || !(c->where[o] = keep(name, err))) return err->code;
+    return is_order ? cli_set_order(c, o, c->text[o], err) : FS_OK;
 }
 
 /* "limits": {"max_ids": N, ...}. */
@@ -252,7 +250,7 @@ static fs_status_t set_argument(cli_t *c, const json_t *v, const char *key, cons
         return fs_error(err, FS_ERR_FORMAT, "\"%s\" in %s must be a non-empty string (a path), not %s", key, path,
                         json_is_string(v) ? "an empty one" : fs_json_type_name(v));
     if (c->num_args > 0) return FS_OK;
-    if (!(args[0] = strdup(json_string_value(v)))) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    if (!(args[0] = (char *)keep(json_string_value(v), err))) return err->code;
     c->args = args, c->num_args = 1;
     return FS_OK;
 }
