@@ -19,7 +19,7 @@ static fs_edge_opts_t edge_opts(const cli_t *c)
 }
 
 /* The options import and gen share: threads, seed and split. */
-static fs_status_t common_values(const cli_t *c, int *threads, uint64_t *seed, int split[3], fs_error_t *err)
+static fs_status_t common_values(cli_t *c, int *threads, uint64_t *seed, int split[3], fs_error_t *err)
 {
     long long t = 0, s = (long long)*seed;
     fs_status_t st = cli_int(c, OPT_THREADS, 1, 256, &t, err);

@@ -58,7 +58,7 @@ static fs_status_t parse_fanouts(const char *s, fs_presample_opts_t *w, fs_error
 
 /* Every value check that needs no dataset; a bad value fails the command
  * (exit 1) naming the option. */
-static fs_status_t check_values(const cli_t *c, plan_cli_t *p, fs_error_t *err)
+static fs_status_t check_values(cli_t *c, plan_cli_t *p, fs_error_t *err)
 {
     long long batch = 1024, presample = 0, gpus = 0, threads = 0;
     memset(p, 0, sizeof *p);

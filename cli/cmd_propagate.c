@@ -27,7 +27,7 @@ static void catch_signals(void)
 }
 
 /* The options' values into o; a usage error's message in err. */
-static fs_status_t read_options(const cli_t *c, fs_propagate_opts_t *o, fs_error_t *err)
+static fs_status_t read_options(cli_t *c, fs_propagate_opts_t *o, fs_error_t *err)
 {
     long long hops = 0, threads = 0, seed = (long long)o->seed;
     const char *norm = c->text[OPT_NORM], *rows = c->text[OPT_ROWS];

@@ -1,8 +1,14 @@
 /* cmd_serve.c — running the store and talking to a running one:
  * `featstore serve` (server/serve.h), `featstore replan` and
  * `featstore stats` (through the client library, as any trainer would),
- * and `featstore devices`. A bad option value is a usage error (exit 2),
- * checked before anything is loaded. */
+ * and `featstore devices`.
+ *
+ * serve's options come from the command line and from `--config FILE`
+ * (config.c) into one cli_t, and are checked here, once, whichever way
+ * they came, before anything is loaded: a bad value typed is a usage error
+ * (exit 2), one read from the file a failure naming the file and the key
+ * (exit 1). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,51 +18,170 @@
 #include "featstore/client.h"
 #include "fs_addr.h"
 #include "fs_device.h"
+#include "grpc_server.h"
 #include "serve.h"
 
-/* The placement options given as text (serve and its re-plans share the
- * checks: place.h), into *po. */
-static int check_place_text(const cli_t *c, fs_place_opts_t *po)
+#define SERVE_USAGE                                                                                                    \
+    "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT] [--config FILE] "       \
+    "[--threads N] [--verify] [--prefault] [--copy auto|memory|file] [--copy-dir DIR] [--max-ids N] "                 \
+    "[--max-fanout-product N] [--max-response-bytes N] [--grpc-max-calls N] [--request-timeout 60s] "                 \
+    "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] [--insecure] "                       \
+    "[--handshake-timeout 5s] [--max-conns-per-uid N] [--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] "       \
+    "[--plan-dir DIR] [--topology PRESET|FILE ...]; DATASET may come from --config (\"dataset\")"
+
+/* The options that mean something only with --listen, or with --topology. */
+static const cli_opt_t grpc_opts[] = {OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE,
+                                      OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, 0};
+static const cli_opt_t placement_opts[] = {OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST,
+                                           OPT_TOPOLOGY_FIRST, OPT_ORDER, OPT_HOTNESS, OPT_ALPHA, OPT_RESERVE, 0};
+
+/* 0, or the refusal of the first option of `opts` given without `needed`. */
+static int check_needs(cli_t *c, const cli_opt_t *opts, cli_opt_t needed, const char *what)
 {
     fs_error_t err = {0};
-    if (fs_place_opts_from_text(po, c->text[OPT_HOTNESS], c->order, c->text[OPT_RESERVE], c->text[OPT_ALPHA], &err) !=
-        FS_OK)
-        return cli_usage("%s", err.msg);
+    for (const cli_opt_t *p = opts; *p; p++)
+        if (cli_has(c, *p) && !cli_has(c, needed)) {
+            cli_bad(c, *p, &err, "%s: it needs --%s (\"%s\" in a --config file)", what, cli_long_name(needed),
+                    cli_long_name(needed));
+            return cli_refuse(c, *p, &err);
+        }
     return 0;
 }
 
-/* --socket, --listen and --metrics, from the command line or from --config,
- * are parsed before anything is loaded or started (kernels/fs_addr.h): a
- * mistyped address is refused by name, never served somewhere else. A bad
- * one on the command line is a usage error (2); one in the --config file
- * fails like the file's other errors (1), naming the file. */
-static int check_address(const cli_t *c, cli_opt_t opt, const char *key, const char *text, const char *config,
-                         fs_addr_t *a)
-{
-    if (!text) return 0;
-    char what[600];
-    fs_error_t err = {0};
-    int given = cli_has(c, opt);
-    if (given) snprintf(what, sizeof what, "--%s", key);
-    else snprintf(what, sizeof what, "\"%s\" in %s", key, config ? config : "the configuration");
-    fs_status_t st = opt == OPT_SOCKET ? fs_addr_socket(what, text, a, &err) : fs_addr_listen(what, text, a, &err);
-    if (st == FS_OK) return 0;
-    return given ? cli_usage("%s", err.msg) : cli_fail(&err);
-}
-
-/* The three addresses; a unix:///PATH socket becomes its PATH. */
-static int check_addresses(const cli_t *c, fs_serve_opts_t *o)
+/* --socket, --listen and --metrics are parsed before anything is loaded or
+ * started (kernels/fs_addr.h): a mistyped address is refused by name,
+ * never served somewhere else. A unix:///PATH socket becomes its PATH. */
+static int check_addresses(cli_t *c, fs_serve_opts_t *o)
 {
     static char socket_path[FS_ADDR_PATH_MAX];
-    fs_addr_t a;
-    int rc = check_address(c, OPT_SOCKET, "socket", o->socket_path, o->config, &a);
-    if (!rc && o->socket_path) {
-        memcpy(socket_path, a.path, sizeof socket_path);
-        o->socket_path = socket_path;
+    static const cli_opt_t addrs[] = {OPT_SOCKET, OPT_LISTEN, OPT_METRICS};
+    for (int i = 0; i < 3; i++) {
+        const char *text = c->text[addrs[i]], *what = cli_name(c, addrs[i]);
+        fs_addr_t a;
+        fs_error_t err = {0};
+        if (!text) continue;
+        fs_status_t st = addrs[i] == OPT_SOCKET ? fs_addr_socket(what, text, &a, &err) : fs_addr_listen(what, text, &a, &err);
+        if (st != FS_OK) return cli_refuse(c, addrs[i], &err);
+        if (addrs[i] == OPT_SOCKET) memcpy(socket_path, a.path, sizeof socket_path);
     }
-    if (!rc) rc = check_address(c, OPT_LISTEN, "listen", o->listen, o->config, &a);
-    if (!rc) rc = check_address(c, OPT_METRICS, "metrics", o->metrics, o->config, &a);
-    return rc;
+    o->socket_path = c->text[OPT_SOCKET] ? socket_path : NULL;
+    o->listen = c->text[OPT_LISTEN], o->metrics = c->text[OPT_METRICS];
+    if (!o->socket_path && !o->listen) { /* the defaults (docs/cli.md "serve") */
+        static char def[128];
+        snprintf(def, sizeof def, FS_SERVE_DEFAULT_SOCKET, (int)getuid());
+        o->socket_path = def;
+    }
+    if (!o->metrics) o->metrics = FS_SERVE_DEFAULT_METRICS;
+    return 0;
+}
+
+/* What holds the served copy, threads, and the engine's per-request limits. */
+static int check_engine(cli_t *c, fs_serve_opts_t *o)
+{
+    static const cli_opt_t limits[] = {OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT, OPT_MAX_RESPONSE_BYTES};
+    int64_t *dst[] = {&o->limits.max_ids, &o->limits.max_fanout_product, &o->limits.max_response_bytes};
+    fs_error_t err = {0};
+    o->verify = cli_has(c, OPT_VERIFY), o->prefault = cli_has(c, OPT_PREFAULT);
+    o->copy.dir = c->text[OPT_COPY_DIR];
+    if (fs_serve_copy_medium(c->text[OPT_COPY], cli_name(c, OPT_COPY), &o->copy.medium, &err) != FS_OK)
+        return cli_refuse(c, OPT_COPY, &err);
+    long long threads = 0;
+    fs_status_t st = FS_OK;
+    if (o->copy.medium == FS_COPY_MEMFD && o->copy.dir)
+        st = cli_bad(c, OPT_COPY_DIR, &err, "is where file copies go: it needs the copy medium file or auto, and %s "
+                     "says memory", cli_name(c, OPT_COPY));
+    if (st == FS_OK) st = cli_int(c, OPT_THREADS, 1, 256, &threads, &err);
+    for (int i = 0; i < 3 && st == FS_OK; i++) {
+        long long limit = *dst[i];
+        if ((st = cli_int(c, limits[i], 1, INT64_MAX, &limit, &err)) == FS_OK) *dst[i] = limit;
+    }
+    if (st != FS_OK) return cli_refuse(c, c->failed, &err);
+    o->threads = (int)threads;
+    return 0;
+}
+
+/* gRPC admission and security. gRPC reachable beyond this machine without
+ * TLS would hand the dataset (and any bearer token) to whoever listens on
+ * the network: refused unless --insecure says so, and then warned about. */
+static int check_grpc(cli_t *c, fs_serve_opts_t *o)
+{
+    int rc = check_needs(c, grpc_opts, OPT_LISTEN, "is a gRPC option");
+    if (rc) return rc;
+    fs_error_t err = {0};
+    long long max_calls = 0;
+    fs_status_t st = cli_int(c, OPT_GRPC_MAX_CALLS, 1, 1000000, &max_calls, &err);
+    if (st == FS_OK) st = cli_duration_ms(c, OPT_REQUEST_TIMEOUT, 3600 * 1000, &o->request_timeout_ms, &err);
+    if (st == FS_OK && cli_has(c, OPT_REQUEST_TIMEOUT) && o->request_timeout_ms == 0)
+        st = cli_bad(c, OPT_REQUEST_TIMEOUT, &err, "must be above 0 (every gRPC call gets this long at most)");
+    if (st == FS_OK && !cli_has(c, OPT_TLS_CERT) != !cli_has(c, OPT_TLS_KEY)) {
+        cli_opt_t given = cli_has(c, OPT_TLS_CERT) ? OPT_TLS_CERT : OPT_TLS_KEY;
+        st = cli_bad(c, given, &err, "and %s go together", cli_name(c, given == OPT_TLS_CERT ? OPT_TLS_KEY : OPT_TLS_CERT));
+    }
+    if (st == FS_OK && cli_has(c, OPT_TLS_CLIENT_CA) && !cli_has(c, OPT_TLS_CERT))
+        st = cli_bad(c, OPT_TLS_CLIENT_CA, &err, "(mTLS) needs %s and %s", cli_name(c, OPT_TLS_CERT),
+                     cli_name(c, OPT_TLS_KEY));
+    int exposed = cli_has(c, OPT_LISTEN) && !cli_has(c, OPT_TLS_CERT) && !fs_grpc_listen_is_loopback(c->text[OPT_LISTEN]);
+    if (st == FS_OK && exposed && !cli_has(c, OPT_INSECURE))
+        st = cli_bad(c, OPT_LISTEN, &err, "'%s' is not a loopback address, and gRPC without TLS would expose the data "
+                     "there: give --tls-cert and --tls-key (and --token-file), or --insecure to serve plaintext anyway",
+                     c->text[OPT_LISTEN]);
+    if (st != FS_OK) return cli_refuse(c, c->failed, &err);
+    if (exposed)
+        fprintf(stderr, "featstore: warning: %s: gRPC on %s is plaintext; anyone who can reach it can read the "
+                "dataset%s\n", cli_name(c, OPT_INSECURE), c->text[OPT_LISTEN],
+                cli_has(c, OPT_TOKEN_FILE) ? " and the bearer token" : ", and no token is asked for");
+    o->grpc_max_calls = (int)max_calls;
+    o->tls_cert = c->text[OPT_TLS_CERT], o->tls_key = c->text[OPT_TLS_KEY], o->tls_client_ca = c->text[OPT_TLS_CLIENT_CA];
+    o->token_file = c->text[OPT_TOKEN_FILE];
+    return 0;
+}
+
+/* unix:// guards and administration (server/local.h; docs/serving.md "Local security"). */
+static int check_guards(cli_t *c, fs_serve_opts_t *o)
+{
+    _Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned), "ids are unsigned int");
+    static unsigned allow_uids[64], allow_gids[64];
+    unsigned admin = 0;
+    int admins = 0;
+    long long per_uid = o->max_conns_per_uid;
+    fs_error_t err = {0};
+    fs_status_t st = cli_duration_ms(c, OPT_HANDSHAKE_TIMEOUT, 3600 * 1000, &o->handshake_timeout_ms, &err);
+    if (st == FS_OK) st = cli_int(c, OPT_MAX_CONNS_PER_UID, 0, 1000000, &per_uid, &err);
+    if (st == FS_OK) st = cli_id_list(c, OPT_ALLOW_UID, 0, allow_uids, 64, &o->num_allow_uids, &err);
+    if (st == FS_OK) st = cli_id_list(c, OPT_ALLOW_GID, 1, allow_gids, 64, &o->num_allow_gids, &err);
+    if (st == FS_OK) st = cli_id_list(c, OPT_ADMIN_UID, 0, &admin, 1, &admins, &err);
+    if (st != FS_OK) return cli_refuse(c, c->failed, &err);
+    o->max_conns_per_uid = (int)per_uid;
+    o->allow_uids = (const uid_t *)allow_uids, o->allow_gids = (const gid_t *)allow_gids;
+    if (admins) o->admin_uid = admin;
+    o->plan_dir = c->text[OPT_PLAN_DIR];
+    return 0;
+}
+
+/* The placement: --topology and the options that shape its plan. Hotness,
+ * order, reserve and alpha are place.h's checks (re-plans share them), one
+ * at a time, so a refusal from the config file can be given its name. */
+static int check_placement(cli_t *c, fs_serve_opts_t *o)
+{
+    int rc = check_needs(c, placement_opts, OPT_TOPOLOGY, "shapes a placement");
+    if (rc) return rc;
+    o->place = (fs_place_opts_t){.topology = c->text[OPT_TOPOLOGY], .table = c->text[OPT_TABLE],
+                                 .plan_in = c->text[OPT_PLAN], .plan_out = c->text[OPT_SAVE_PLAN]};
+    fs_error_t err = {0};
+    if (cli_fraction(c, OPT_GPU_BUDGET, &o->place.gpu_budget, &err) != FS_OK) return cli_refuse(c, OPT_GPU_BUDGET, &err);
+    const cli_opt_t opts[4] = {OPT_HOTNESS, c->order_opt, OPT_RESERVE, OPT_ALPHA};
+    for (int i = 0; i < 4; i++) {
+        const char *t[4] = {NULL, NULL, NULL, NULL};
+        t[i] = i == 1 ? c->order : c->text[opts[i]];
+        if (!t[i] || fs_place_opts_from_text(&o->place, t[0], t[1], t[2], t[3], &err) == FS_OK) continue;
+        if (c->where[opts[i]]) {
+            fs_error_t named = {0};
+            fs_error(&named, err.code, "%s: %s", c->where[opts[i]], err.msg);
+            return cli_fail(&named);
+        }
+        return cli_usage("%s", err.msg);
+    }
+    return 0;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -67,77 +192,24 @@ int cmd_serve(int argc, char **argv)
                                         OPT_RESERVE, OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
                                         OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
                                         OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
-                                        OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, 0};
+                                        OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT,
+                                        OPT_MAX_RESPONSE_BYTES, 0};
     cli_t c;
+    fs_error_t err = {0};
     int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;
+    if (c.num_args > 1) return cli_usage("%s", SERVE_USAGE);
+    if (cli_has(&c, OPT_CONFIG) && cli_config(&c, c.text[OPT_CONFIG], allowed, "dataset", &err) != FS_OK)
+        return cli_fail(&err);
     if (c.num_args != 1)
-        return cli_usage("%s", "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] "
-                               "[--metrics HOST:PORT] [--config FILE] [--threads N] [--verify] [--prefault] [--copy auto|memory|file] [--copy-dir DIR] [--grpc-max-calls N] [--request-timeout 60s] "
-                               "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] "
-                               "[--insecure] [--handshake-timeout 5s] [--max-conns-per-uid N] "
-                               "[--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] [--plan-dir DIR]");
+        return cli_usage("serve needs a DATASET directory: give it first, or as \"dataset\" in --config FILE\n%s",
+                         SERVE_USAGE);
     fs_serve_opts_t o;
     fs_serve_defaults(&o);
     o.dataset = c.args[0];
-    o.socket_path = c.text[OPT_SOCKET], o.listen = c.text[OPT_LISTEN], o.metrics = c.text[OPT_METRICS];
-    o.config = c.text[OPT_CONFIG];
-    o.verify = cli_has(&c, OPT_VERIFY), o.prefault = cli_has(&c, OPT_PREFAULT);
-    o.copy_medium = c.text[OPT_COPY], o.copy.dir = c.text[OPT_COPY_DIR];
-    o.place = (fs_place_opts_t){.topology = c.text[OPT_TOPOLOGY], .table = c.text[OPT_TABLE],
-                                .plan_in = c.text[OPT_PLAN], .plan_out = c.text[OPT_SAVE_PLAN]};
-    long long threads = 0;
-    fs_error_t err = {0};
-    if (fs_serve_copy_medium(o.copy_medium, "--copy", &o.copy.medium, &err) != FS_OK) return cli_usage("%s", err.msg);
-    if (o.copy.medium == FS_COPY_MEMFD && o.copy.dir)
-        return cli_usage("%s", "--copy-dir is where file copies go: it needs --copy file or auto, not memory");
-    fs_status_t st = cli_int(&c, OPT_THREADS, 1, 256, &threads, &err);
-    if (st == FS_OK) st = cli_fraction(&c, OPT_GPU_BUDGET, &o.place.gpu_budget, &err);
-    if (st != FS_OK) return cli_usage("%s", err.msg);
-    o.threads = (int)threads;
-    /* gRPC admission and security: pairs checked here, the rest by fs_serve (it knows the final --listen) */
-    long long max_calls = 0;
-    if (cli_int(&c, OPT_GRPC_MAX_CALLS, 1, 1000000, &max_calls, &err) != FS_OK) return cli_usage("%s", err.msg);
-    o.grpc_max_calls = (int)max_calls;
-    if (cli_duration_ms(&c, OPT_REQUEST_TIMEOUT, 3600 * 1000, &o.request_timeout_ms, &err) != FS_OK)
-        return cli_usage("%s", err.msg);
-    if (cli_has(&c, OPT_REQUEST_TIMEOUT) && o.request_timeout_ms == 0)
-        return cli_usage("%s", "--request-timeout must be above 0 (every gRPC call gets this long at most)");
-    o.tls_cert = c.text[OPT_TLS_CERT], o.tls_key = c.text[OPT_TLS_KEY], o.tls_client_ca = c.text[OPT_TLS_CLIENT_CA];
-    o.token_file = c.text[OPT_TOKEN_FILE], o.insecure = cli_has(&c, OPT_INSECURE);
-    if (!o.tls_cert != !o.tls_key) return cli_usage("%s", "--tls-cert and --tls-key go together");
-    if (o.tls_client_ca && !o.tls_cert) return cli_usage("%s", "--tls-client-ca (mTLS) needs --tls-cert and --tls-key");
-    /* unix:// guards and administration (server/local.h; docs/serving.md "Local security") */
-    _Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned), "ids are unsigned int");
-    static unsigned allow_uids[64], allow_gids[64];
-    unsigned admin = 0;
-    int admins = 0;
-    long long per_uid = o.max_conns_per_uid;
-    st = cli_duration_ms(&c, OPT_HANDSHAKE_TIMEOUT, 3600 * 1000, &o.handshake_timeout_ms, &err);
-    if (st == FS_OK) st = cli_int(&c, OPT_MAX_CONNS_PER_UID, 0, 1000000, &per_uid, &err);
-    if (st == FS_OK) st = cli_id_list(&c, OPT_ALLOW_UID, 0, allow_uids, 64, &o.num_allow_uids, &err);
-    if (st == FS_OK) st = cli_id_list(&c, OPT_ALLOW_GID, 1, allow_gids, 64, &o.num_allow_gids, &err);
-    if (st == FS_OK) st = cli_id_list(&c, OPT_ADMIN_UID, 0, &admin, 1, &admins, &err);
-    if (st != FS_OK) return cli_usage("%s", err.msg);
-    o.max_conns_per_uid = (int)per_uid;
-    o.allow_uids = (const uid_t *)allow_uids, o.allow_gids = (const gid_t *)allow_gids;
-    if (admins) o.admin_uid = admin;
-    o.plan_dir = c.text[OPT_PLAN_DIR];
-    int placed = cli_has(&c, OPT_PLAN) || cli_has(&c, OPT_SAVE_PLAN) || cli_has(&c, OPT_GPU_BUDGET) ||
-                 cli_has(&c, OPT_TABLE) || c.order || cli_has(&c, OPT_HOTNESS) || cli_has(&c, OPT_ALPHA) ||
-                 cli_has(&c, OPT_RESERVE);
-    if (placed && !cli_has(&c, OPT_TOPOLOGY))
-        return cli_usage("%s", "--gpu-budget, --plan, --save-plan, --table, --feature-first, --order, --hotness, "
-                               "--alpha and --reserve need --topology");
-    if ((rc = check_place_text(&c, &o.place))) return rc;
-    if (fs_serve_load_config(&o, &err) != FS_OK) return cli_fail(&err);
-    if ((rc = check_addresses(&c, &o))) return rc;
-    if (!o.socket_path && !o.listen) {
-        static char def[128];
-        snprintf(def, sizeof def, "/tmp/featstore-%d.sock", (int)getuid());
-        o.socket_path = def;
-    }
-    if (!o.metrics) o.metrics = "127.0.0.1:9464";
+    if ((rc = check_addresses(&c, &o)) || (rc = check_engine(&c, &o)) || (rc = check_grpc(&c, &o)) ||
+        (rc = check_guards(&c, &o)) || (rc = check_placement(&c, &o)))
+        return rc;
     return fs_serve(&o);
 }
 

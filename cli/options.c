@@ -49,6 +49,9 @@ static const struct option long_opts[] = {
     {"allow-uid", required_argument, 0, OPT_ALLOW_UID},  {"allow-gid", required_argument, 0, OPT_ALLOW_GID},
     {"admin-uid", required_argument, 0, OPT_ADMIN_UID},  {"plan-dir", required_argument, 0, OPT_PLAN_DIR},
     {"copy", required_argument, 0, OPT_COPY},            {"copy-dir", required_argument, 0, OPT_COPY_DIR},
+    /* the engine's per-request limits (serve) */
+    {"max-ids", required_argument, 0, OPT_MAX_IDS},      {"max-fanout-product", required_argument, 0, OPT_MAX_FANOUT_PRODUCT},
+    {"max-response-bytes", required_argument, 0, OPT_MAX_RESPONSE_BYTES},
     /* featstore propagate */
     {"hops", required_argument, 0, OPT_HOPS},          {"norm", required_argument, 0, OPT_NORM},
     {"self-loops", no_argument, 0, OPT_SELF_LOOPS},    {"no-self-loops", no_argument, 0, OPT_NO_SELF_LOOPS},
@@ -56,11 +59,31 @@ static const struct option long_opts[] = {
     {0, 0, 0, 0},
 };
 
-static const char *opt_name(cli_opt_t o)
+const char *cli_long_name(cli_opt_t o)
 {
     for (const struct option *p = long_opts; p->name; p++)
         if (p->val == (int)o) return p->name;
     return "?";
+}
+
+int cli_takes_value(cli_opt_t o)
+{
+    for (const struct option *p = long_opts; p->name; p++)
+        if (p->val == (int)o) return p->has_arg != no_argument;
+    return 0;
+}
+
+const char *cli_name(const cli_t *c, cli_opt_t o)
+{
+    static char dashed[OPT_COUNT_][48]; /* "--name", made once per option */
+    if (c->where[o]) return c->where[o];
+    if (!dashed[o][0]) snprintf(dashed[o], sizeof dashed[o], "--%s", cli_long_name(o));
+    return dashed[o];
+}
+
+int cli_refuse(const cli_t *c, cli_opt_t o, const fs_error_t *err)
+{
+    return c->where[o] ? cli_fail(err) : cli_usage("%s", err->msg);
 }
 
 int cli_usage(const char *fmt, ...)
@@ -80,13 +103,14 @@ int cli_fail(const fs_error_t *err)
     return EXIT_FAILED;
 }
 
-/* --feature-first, --topology-first and --order X say one thing, once. */
-static int set_order(cli_t *c, const char *order)
+fs_status_t cli_set_order(cli_t *c, cli_opt_t o, const char *text, fs_error_t *err)
 {
+    const char *order = o == OPT_FEATURE_FIRST ? "feature-first" : o == OPT_TOPOLOGY_FIRST ? "topology-first" : text;
     if (c->order && strcmp(c->order, order) != 0)
-        return cli_usage("%s", "give one of --feature-first, --topology-first and --order");
-    c->order = order;
-    return 0;
+        return cli_bad(c, o, err, "and %s say different orders: give one of --feature-first, --topology-first and "
+                       "--order", cli_name(c, c->order_opt));
+    c->order = order, c->order_opt = o;
+    return FS_OK;
 }
 
 int cli_parse(cli_t *c, int argc, char **argv, const cli_opt_t *allowed)
@@ -100,11 +124,9 @@ int cli_parse(cli_t *c, int argc, char **argv, const cli_opt_t *allowed)
         for (const cli_opt_t *a = allowed; *a; a++) ok |= (int)*a == opt;
         if (opt == '?' || opt == ':' || !ok) return cli_usage("unknown or misplaced option '%s'", argv[optind - 1]);
         c->text[opt] = optarg ? optarg : "";
-        int rc = opt == OPT_FEATURE_FIRST    ? set_order(c, "feature-first")
-                 : opt == OPT_TOPOLOGY_FIRST ? set_order(c, "topology-first")
-                 : opt == OPT_ORDER          ? set_order(c, optarg)
-                                             : 0;
-        if (rc) return rc;
+        fs_error_t err = {0};
+        int is_order = opt == OPT_FEATURE_FIRST || opt == OPT_TOPOLOGY_FIRST || opt == OPT_ORDER;
+        if (is_order && cli_set_order(c, (cli_opt_t)opt, optarg, &err) != FS_OK) return cli_usage("%s", err.msg);
     }
     c->num_args = argc - optind;
     c->args = argv + optind;
@@ -113,27 +135,37 @@ int cli_parse(cli_t *c, int argc, char **argv, const cli_opt_t *allowed)
 
 /* ---- values -------------------------------------------------------------------- */
 
-fs_status_t cli_int(const cli_t *c, cli_opt_t o, long long lo, long long hi, long long *out, fs_error_t *err)
+fs_status_t cli_bad(cli_t *c, cli_opt_t o, fs_error_t *err, const char *fmt, ...)
+{
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    c->failed = o;
+    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s %s", cli_name(c, o), what);
+}
+
+fs_status_t cli_int(cli_t *c, cli_opt_t o, long long lo, long long hi, long long *out, fs_error_t *err)
 {
     const char *s = c->text[o];
     if (!s) return FS_OK;
     char *e;
     long long v = strtoll(s, &e, 10);
     if (!*s || *e || v < lo || v > hi)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s must be a whole number in [%lld, %lld], got '%s'",
-                        opt_name(o), lo, hi, s);
+        return cli_bad(c, o, err, "must be a whole number in [%lld, %lld], got '%s'", lo, hi, s);
     *out = v;
     return FS_OK;
 }
 
-fs_status_t cli_fraction(const cli_t *c, cli_opt_t o, double *out, fs_error_t *err)
+fs_status_t cli_fraction(cli_t *c, cli_opt_t o, double *out, fs_error_t *err)
 {
     const char *s = c->text[o];
     if (!s) return FS_OK;
     char *e;
     double v = strtod(s, &e);
     if (!*s || *e || !(v > 0 && v <= 1))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s must be a fraction in (0, 1], got '%s'", opt_name(o), s);
+        return cli_bad(c, o, err, "must be a fraction in (0, 1], got '%s'", s);
     *out = v;
     return FS_OK;
 }
@@ -182,7 +214,7 @@ fs_status_t cli_abc(const cli_t *c, double out[3], fs_error_t *err)
 
 /* ---- unix:// guards: durations and id lists (serve) ------------------------------ */
 
-fs_status_t cli_duration_ms(const cli_t *c, cli_opt_t o, long long max_ms, int *out, fs_error_t *err)
+fs_status_t cli_duration_ms(cli_t *c, cli_opt_t o, long long max_ms, int *out, fs_error_t *err)
 {
     const char *s = c->text[o];
     if (!s) return FS_OK;
@@ -193,8 +225,8 @@ fs_status_t cli_duration_ms(const cli_t *c, cli_opt_t o, long long max_ms, int *
     else if (*e && strcmp(e, "s") != 0) scale = -1;
     double ms = v * scale;
     if (!*s || e == s || scale < 0 || !(ms >= 0 && ms <= (double)max_ms))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s must be a duration such as 250ms, 5s or 2m (0 to 1 h, %lld "
-                        "ms at most), got '%s'", opt_name(o), max_ms, s);
+        return cli_bad(c, o, err, "must be a duration such as 250ms, 5s or 2m (0 to 1 h, %lld ms at most), got '%s'",
+                       max_ms, s);
     *out = (int)(ms + 0.5);
     return FS_OK;
 }
@@ -216,7 +248,7 @@ static int parse_id(const char *tok, int is_group, unsigned *id)
     return p ? (*id = p->pw_uid, 0) : -1;
 }
 
-fs_status_t cli_id_list(const cli_t *c, cli_opt_t o, int is_group, unsigned *out, int cap, int *count,
+fs_status_t cli_id_list(cli_t *c, cli_opt_t o, int is_group, unsigned *out, int cap, int *count,
                         fs_error_t *err)
 {
     const char *s = c->text[o];
@@ -226,14 +258,12 @@ fs_status_t cli_id_list(const cli_t *c, cli_opt_t o, int is_group, unsigned *out
     int n = 0;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (n == cap || parse_id(tok, is_group, &out[n]) != 0)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s wants up to %d %s ids or names separated by commas, "
-                            "e.g. 1000,1001; '%s' is %s", opt_name(o), cap, is_group ? "group" : "user",
-                            n == cap ? s : tok, n == cap ? "too many" : "not one");
+            return cli_bad(c, o, err, "wants up to %d %s ids or names separated by commas, e.g. 1000,1001; '%s' is %s",
+                           cap, is_group ? "group" : "user", n == cap ? s : tok, n == cap ? "too many" : "not one");
         n++;
     }
     if (n == 0)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--%s wants at least one %s id, got '%s'", opt_name(o),
-                        is_group ? "group" : "user", s);
+        return cli_bad(c, o, err, "wants at least one %s id, got '%s'", is_group ? "group" : "user", s);
     *count = n;
     return FS_OK;
 }

@@ -1,6 +1,8 @@
 # cmake/packaging.cmake — Debian packages: `cpack --config BUILD/CPackConfig.cmake`
 # makes one .deb per install() component:
-#   featstore          (server) bin/featstore, bin/featstore-trainer
+#   featstore          (server) bin/featstore, bin/featstore-trainer, the systemd service
+#                               (/lib/systemd/system/featstore.service, the conffile
+#                               /etc/featstore/featstore.json, the featstore user: packaging/)
 #   libfeatstore1      (lib)    libfeatstore.so.1 and its gRPC plugin libfeatstore-grpc.so.1
 #   libfeatstore-dev   (dev)    headers, libfeatstore.so, featstore.pc
 # A client-only build (FS_SERVER=OFF) packages the last two only. Only the
@@ -36,6 +38,22 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=") # 1.x only grows: a later 
 set(CPACK_DEBIAN_SERVER_PACKAGE_NAME featstore)
 set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION science)
 set(CPACK_COMPONENT_SERVER_DEPENDS lib)
+# The service (packaging/): the unit, its example configuration (a
+# conffile: an upgrade keeps the operator's edits) and the maintainer
+# scripts that make the featstore user and group (adduser) and tell systemd.
+# Their paths are absolute, so they are EXCLUDE_FROM_ALL: only a component
+# install (cpack's, into its staging directory) puts them
+# there, never a plain `cmake --install --prefix DIR`.
+if(FS_SERVER)
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/featstore.service DESTINATION /lib/systemd/system
+          COMPONENT server EXCLUDE_FROM_ALL)
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/featstore.json DESTINATION /etc/featstore
+          COMPONENT server EXCLUDE_FROM_ALL)
+  set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/conffiles
+      ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/prerm ${PROJECT_SOURCE_DIR}/packaging/postrm)
+  set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+  set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS adduser) # postinst; dpkg-shlibdeps adds the libraries'
+endif()
 set(CPACK_COMPONENT_SERVER_DESCRIPTION "GPU feature store for GNN training: server and tools
 featstore serves a graph dataset's topology and feature tables to GNN
 trainers (unix:// shared memory, grpc://), and imports, generates, plans

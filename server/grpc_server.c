@@ -82,6 +82,8 @@
 #include "fs_addr.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
+#include "grpc_log.h"
+#include "listen.h"
 
 #define SHUTDOWN_GRACE_MS 5000
 #define FS_GRPC_IDLE_S 30.0
@@ -1500,14 +1502,14 @@ static int max_request_bytes(const fs_limits_t *l)
     return bytes > (double)INT_MAX ? INT_MAX : (int)bytes;
 }
 
-static fs_status_t create_server(fs_grpc_server_t *s, const fs_grpc_server_opts_t *o, int *bound_port, fs_error_t *err)
+static fs_status_t create_server(fs_grpc_server_t *s, const fs_grpc_server_opts_t *o, const fs_addr_t *addr,
+                                 const fs_limits_t *limits, int *bound_port, fs_error_t *err)
 {
     grpc_server_credentials *creds;
     fs_status_t st = make_credentials(o, &creds, err);
     if (st != FS_OK) return st;
     grpc_arg args[FS_WIRE_MAX_ARGS];
-    grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, max_request_bytes(fs_engine_limits(s->engine)), 1),
-                                .args = args};
+    grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, max_request_bytes(limits), 1), .args = args};
     s->server = grpc_server_create(&chargs, NULL);
     if (!s->server) {
         grpc_server_credentials_release(creds);
@@ -1527,12 +1529,16 @@ static fs_status_t create_server(fs_grpc_server_t *s, const fs_grpc_server_opts_
             fs_typed_sampler_set_pool(s->workers[i].typed, s->pool);
         }
     }
+    /* gRPC binds and listens here; it accepts from grpc_server_start on */
     int port = st == FS_OK ? grpc_server_add_http2_port(s->server, o->listen, creds) : 0;
     grpc_server_credentials_release(creds);
     if (st != FS_OK) return st;
+    if (port <= 0 && (st = fs_listen_probe("gRPC", addr, err)) != FS_OK) return st; /* it says why */
     if (port <= 0)
-        return fs_error(err, FS_ERR_IO, "grpc: cannot listen on '%s' (address in use, not local, or not host:port%s)",
-                        o->listen, o->tls_cert ? "; or the TLS certificate and key do not belong together" : "");
+        return fs_error(err, FS_ERR_IO, "grpc: cannot listen on '%s': %s", o->listen,
+                        o->tls_cert ? "the port is free, so the TLS certificate and key do not belong together (or "
+                                      "gRPC refused them: its log line above says why)"
+                                    : "the port is free; gRPC's log line above says why");
     if (bound_port) *bound_port = port;
     return FS_OK;
 }
@@ -1545,11 +1551,11 @@ void fs_grpc_server_defaults(fs_grpc_server_opts_t *o)
     o->request_timeout_ms = FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS;
 }
 
-fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
-                                      fs_grpc_server_t **out, int *bound_port, fs_error_t *err)
+fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limits_t *limits, fs_grpc_server_t **out,
+                                  int *bound_port, fs_error_t *err)
 {
     *out = NULL;
-    if (!o || !o->listen || !engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no listen address or engine");
+    if (!o || !o->listen || !limits) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no listen address or limits");
     fs_addr_t addr; /* HOST:PORT or [IPv6]:PORT, nothing else (kernels/fs_addr.h), before anything starts */
     fs_status_t parsed = fs_addr_listen("--listen", o->listen, &addr, err);
     if (parsed != FS_OK) return parsed;
@@ -1560,35 +1566,53 @@ fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_
         if (s) free(s);
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
     }
-    s->engine = engine;
-    s->metrics = metrics;
     s->num_workers = threads;
     s->max_calls = o->max_calls > 0 ? o->max_calls : FS_GRPC_DEFAULT_MAX_CALLS;
     s->request_timeout_s = (o->request_timeout_ms > 0 ? o->request_timeout_ms : FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS) * 1e-3;
     pthread_mutex_init(&s->calls_mu, NULL);
     pthread_cond_init(&s->calls_cv, NULL);
+    fs_grpc_log_to_featstore();
     grpc_init();
     s->grpc_initialised = 1;
     fs_status_t st = load_token(o->token_file, &s->bearer, err);
-    if (st == FS_OK) st = peers_start(&s->peers, metrics, err);
     if (st == FS_OK) st = gatherers_start(&s->gatherers, threads, err);
     if (st == FS_OK) st = reaper_start(s, err);
-    if (st == FS_OK) st = create_server(s, o, bound_port, err);
+    if (st == FS_OK) st = create_server(s, o, &addr, limits, bound_port, err);
     if (st != FS_OK) {
         fs_grpc_server_stop(s); /* a server never started shuts down at once */
         return st;
     }
+    *out = s;
+    return FS_OK;
+}
+
+fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_metrics_t *metrics, fs_error_t *err)
+{
+    if (!engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no engine");
+    s->engine = engine;
+    s->metrics = metrics;
+    fs_status_t st = peers_start(&s->peers, metrics, err);
+    if (st != FS_OK) return st;
     grpc_server_start(s->server);
     for (int i = 0; i < s->num_workers; i++) {
-        if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0) {
-            fs_grpc_server_stop(s);
+        if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
             return fs_error(err, FS_ERR_NOMEM, "grpc: cannot start worker thread %d", i);
-        }
         s->workers[i].running = 1;
     }
     for (int i = 0; i < REQUESTS_POSTED; i++) request_call(s);
-    *out = s;
     return FS_OK;
+}
+
+fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
+                                      fs_grpc_server_t **out, int *bound_port, fs_error_t *err)
+{
+    if (!engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no listen address or engine");
+    fs_status_t st = fs_grpc_server_listen(o, fs_engine_limits(engine), out, bound_port, err);
+    if (st == FS_OK && (st = fs_grpc_server_serve(*out, engine, metrics, err)) != FS_OK) {
+        fs_grpc_server_stop(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, fs_metrics_t *metrics, int threads,

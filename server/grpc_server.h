@@ -55,9 +55,23 @@ typedef struct {
 
 void fs_grpc_server_defaults(fs_grpc_server_opts_t *o);
 
-/* Starts serving as `o` says. Files are read and checked here: a missing,
- * unreadable or malformed one fails naming the file. A port already in use
- * fails with FS_ERR_IO. */
+/* Binds and listens as `o` says, without answering: connections wait in
+ * the kernel's backlog until fs_grpc_server_serve (gRPC's C core binds when
+ * a port is added, and accepts from grpc_server_start on). Files are read
+ * and checked here: a missing, unreadable or malformed one fails naming
+ * the file. A port already in use fails with FS_ERR_IO naming the address
+ * and the reason (listen.h). `limits` are the engine's to come: they size
+ * the largest request gRPC takes. gRPC's own log lines go through
+ * featstore's log from here on (grpc_log.h). */
+fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limits_t *limits, fs_grpc_server_t **out,
+                                  int *bound_port, fs_error_t *err);
+
+/* Answers calls from `engine` from now on (its limits must be the ones
+ * given to fs_grpc_server_listen). On failure the server still listens;
+ * stop it. */
+fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_metrics_t *metrics, fs_error_t *err);
+
+/* fs_grpc_server_listen with the engine's limits, then fs_grpc_server_serve. */
 fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
                                       fs_grpc_server_t **out, int *bound_port, fs_error_t *err);
 
@@ -68,7 +82,7 @@ fs_status_t fs_grpc_server_start(const char *listen_addr, fs_engine_t *engine, f
 
 /* Graceful stop: refuses new calls, lets calls already being served finish
  * (cancelling them after a 5 s grace period), then releases everything.
- * NULL is a no-op. */
+ * A server that only listens closes its port at once. NULL is a no-op. */
 void fs_grpc_server_stop(fs_grpc_server_t *s);
 
 /* How long a peer without calls still counts as a connected client. */

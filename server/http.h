@@ -7,10 +7,17 @@
 
 typedef struct fs_http fs_http_t;
 
-/* addr is HOST:PORT or [IPv6]:PORT (kernels/fs_addr.h: anything else is
- * FS_ERR_INVALID_ARGUMENT naming it); a host name is resolved, "localhost"
- * is 127.0.0.1; port 0 picks a free one, reported in *port. */
+/* Binds and listens on addr, HOST:PORT or [IPv6]:PORT (kernels/fs_addr.h:
+ * anything else is FS_ERR_INVALID_ARGUMENT naming it; a host name is
+ * resolved, "localhost" is 127.0.0.1; port 0 picks a free one, reported
+ * in *port), without answering: connections wait in the backlog until
+ * fs_http_serve. A port in use is FS_ERR_IO naming the address (listen.h). */
+fs_status_t fs_http_listen(const char *addr, fs_http_t **out, int *port, fs_error_t *err);
+/* Answers requests from now on, from `metrics` (which must outlive the endpoint). */
+fs_status_t fs_http_serve(fs_http_t *h, fs_metrics_t *metrics, fs_error_t *err);
+/* fs_http_listen, then fs_http_serve. */
 fs_status_t fs_http_start(const char *addr, fs_metrics_t *metrics, fs_http_t **out, int *port, fs_error_t *err);
+/* Stops answering and closes the socket (listening or serving); NULL is a no-op. */
 void fs_http_stop(fs_http_t *h);
 
 #endif

@@ -54,7 +54,10 @@ typedef struct uid_count { /* connections per uid, for the cap; few distinct uid
 
 struct fs_local_server {
     char path[108];
+    ino_t bound_ino;                      /* the socket file this server made (0: none yet), and its device */
+    dev_t bound_dev;
     int listen_fd, epoll_fd, wake_fd;
+    int serving;                          /* the loop thread runs (fs_local_server_serve) */
     unsigned minor;                       /* the minor version this server speaks */
     pthread_t thread;
     fs_engine_t *engine;
@@ -1024,6 +1027,7 @@ static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_
     s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof a) != 0)
         return fs_error(err, FS_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
+    if (stat(path, &st) == 0) s->bound_ino = st.st_ino, s->bound_dev = st.st_dev; /* the file is ours to remove */
     /* connecting needs write permission: the server's user and primary
      * group, nobody else; set before listen(), so no one connects earlier */
     if (chmod(path, 0660) != 0)
@@ -1031,6 +1035,18 @@ static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_
     if (listen(s->listen_fd, 128) != 0)
         return fs_error(err, FS_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
     return FS_OK;
+}
+
+/* Closes the listening socket and removes its file, if the file is still
+ * the one this server bound: never a file another server put there. */
+static void remove_socket(fs_local_server_t *s)
+{
+    struct stat st;
+    if (s->listen_fd < 0) return;
+    close(s->listen_fd);
+    s->listen_fd = -1;
+    if (s->bound_ino && stat(s->path, &st) == 0 && st.st_ino == s->bound_ino && st.st_dev == s->bound_dev)
+        unlink(s->path);
 }
 
 static void release(fs_local_server_t *s)
@@ -1070,8 +1086,7 @@ static fs_status_t set_guards(fs_local_server_t *s, const fs_local_server_opts_t
     return FS_OK;
 }
 
-fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
-                                  fs_local_server_t **out, fs_error_t *err)
+fs_status_t fs_local_server_listen(const fs_local_server_opts_t *o, fs_local_server_t **out, fs_error_t *err)
 {
     *out = NULL;
     if (o->protocol_minor > FS_LOCAL_MINOR)
@@ -1079,27 +1094,13 @@ fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *
                         FS_LOCAL_MAJOR, o->protocol_minor, FS_LOCAL_MAJOR, FS_LOCAL_MINOR);
     fs_local_server_t *s = calloc(1, sizeof *s);
     if (!s) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    s->engine = engine;
-    s->metrics = metrics;
     s->minor = o->protocol_minor;
     s->replan = o->replan, s->replan_ctx = o->replan_ctx;
     s->listen_fd = s->epoll_fd = s->wake_fd = s->reserve_fd = -1;
     fs_status_t st = set_guards(s, o, err);
-    fs_store_t *store = fs_engine_acquire(engine, NULL);
-    if (!st) st = fs_store_freeze(store, err); /* sharing the store ends placement */
-    fs_store_destroy(store);
-    if (!st) st = prepare_welcome(s, err);
     if (!st) st = bind_socket(s, o->socket_path, err);
-    if (!st) {
-        s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-        s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        struct epoll_event a = {.events = EPOLLIN, .data.ptr = &s->listen_fd}, b = {.events = EPOLLIN, .data.ptr = &s->wake_fd};
-        if (s->epoll_fd < 0 || s->wake_fd < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &a) ||
-            epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wake_fd, &b) || pthread_create(&s->thread, NULL, loop, s))
-            st = fs_error(err, FS_ERR_IO, "local: cannot start the event loop: %s", strerror(errno));
-    }
     if (st != FS_OK) {
-        if (s->listen_fd >= 0) close(s->listen_fd), unlink(s->path);
+        remove_socket(s);
         release(s);
         return st;
     }
@@ -1107,16 +1108,47 @@ fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *
     return FS_OK;
 }
 
+fs_status_t fs_local_server_serve(fs_local_server_t *s, fs_engine_t *engine, fs_metrics_t *metrics, fs_error_t *err)
+{
+    s->engine = engine;
+    s->metrics = metrics;
+    fs_store_t *store = fs_engine_acquire(engine, NULL);
+    fs_status_t st = fs_store_freeze(store, err); /* sharing the store ends placement */
+    fs_store_destroy(store);
+    if (!st) st = prepare_welcome(s, err);
+    if (st != FS_OK) return st;
+    s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event a = {.events = EPOLLIN, .data.ptr = &s->listen_fd}, b = {.events = EPOLLIN, .data.ptr = &s->wake_fd};
+    if (s->epoll_fd < 0 || s->wake_fd < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &a) ||
+        epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wake_fd, &b) || pthread_create(&s->thread, NULL, loop, s))
+        return fs_error(err, FS_ERR_IO, "local: cannot start the event loop: %s", strerror(errno));
+    s->serving = 1;
+    return FS_OK;
+}
+
+fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
+                                  fs_local_server_t **out, fs_error_t *err)
+{
+    fs_status_t st = fs_local_server_listen(o, out, err);
+    if (st == FS_OK && (st = fs_local_server_serve(*out, engine, metrics, err)) != FS_OK) {
+        fs_local_server_stop(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 void fs_local_server_stop(fs_local_server_t *s)
 {
     if (!s) return;
     uint64_t one = 1;
-    if (write(s->wake_fd, &one, sizeof one) < 0) { /* the loop exits on the next wakeup anyway */ }
-    pthread_join(s->thread, NULL);
+    if (s->serving) {
+        if (write(s->wake_fd, &one, sizeof one) < 0) { /* the loop exits on the next wakeup anyway */ }
+        pthread_join(s->thread, NULL);
+    }
     join_replan(s);
     if (s->notice) atomic_store(s->notice, FS_LOCAL_NOTICE_STOPPED); /* clients' next call: connect again */
-    close(s->listen_fd);
-    unlink(s->path);
+    remove_socket(s);
     while (s->clients) drop_client(s, s->clients);
     release(s);
 }

@@ -53,10 +53,19 @@ typedef struct {
 
 void fs_local_server_defaults(fs_local_server_opts_t *o);
 
-/* Listens on o->socket_path (a stale socket file is replaced; a live one is
- * FS_ERR_EXISTS) and starts the loop thread. Freezes the engine's store:
- * once a store is shared, its placement never changes; a re-plan makes a
- * new one. */
+/* Binds and listens on o->socket_path (a stale socket file is replaced; a
+ * live one is FS_ERR_EXISTS "PATH is in use by a running server", and left
+ * alone), without answering: connections wait in the socket's backlog
+ * until fs_local_server_serve. serve binds before it loads the dataset. */
+fs_status_t fs_local_server_listen(const fs_local_server_opts_t *o, fs_local_server_t **out, fs_error_t *err);
+
+/* Starts the loop thread on a listening server: from now on connections
+ * are accepted and answered from `engine`. Freezes the engine's store: once
+ * a store is shared, its placement never changes; a re-plan makes a new
+ * one. On failure the server still listens; stop it. */
+fs_status_t fs_local_server_serve(fs_local_server_t *s, fs_engine_t *engine, fs_metrics_t *metrics, fs_error_t *err);
+
+/* fs_local_server_listen, then fs_local_server_serve. */
 fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
                                   fs_local_server_t **out, fs_error_t *err);
 
@@ -65,7 +74,8 @@ fs_status_t fs_local_server_start(const fs_local_server_opts_t *o, fs_engine_t *
 void fs_local_server_notify(fs_local_server_t *s, uint64_t generation);
 
 /* Stops accepting, waits for a running re-plan, disconnects every
- * client, removes the socket file. */
+ * client, removes the socket file if it is still the one this server made
+ * (listening or serving). NULL is a no-op. */
 void fs_local_server_stop(fs_local_server_t *s);
 
 /* Clients connected now (for tests and the startup log). */

@@ -310,12 +310,14 @@ static fs_status_t load_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, c
     if (s != FS_OK) return s;
     long long nodes = (*plan)->num_nodes;
     int gpus = (*plan)->num_gpus;
-    if (nodes == ds->num_nodes && gpus == hw->num_gpus) return FS_OK;
-    fs_plan_free(*plan);
-    *plan = NULL;
-    return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: the plan is for %lld nodes on %d GPUs, not this dataset "
-                    "(%lld nodes) on '%s' (%d GPUs)", o->plan_in, nodes, gpus, (long long)ds->num_nodes,
-                    o->topology, hw->num_gpus);
+    if (nodes != ds->num_nodes || gpus != hw->num_gpus)
+        s = fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: the plan is for %lld nodes on %d GPUs, not this dataset "
+                     "(%lld nodes) on '%s' (%d GPUs)", o->plan_in, nodes, gpus, (long long)ds->num_nodes,
+                     o->topology, hw->num_gpus);
+    /* a loaded plan is saved like a computed one (a re-plan's save of the served plan) */
+    else if (o->plan_out) s = fs_plan_save(*plan, o->plan_out, err);
+    if (s != FS_OK) fs_plan_free(*plan), *plan = NULL;
+    return s;
 }
 
 fs_status_t fs_place_plan(const fs_dataset_t *ds, const fs_place_opts_t *o, fs_hardware_t *hw, fs_plan_t **plan,

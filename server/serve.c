@@ -1,8 +1,11 @@
-/* serve.c — `featstore serve`. Startup: open the dataset (copied where
- * nobody can write it, and verified: dataset/served_copy.c; a watcher reports files changed
- * afterwards: watch.c), build the store (the placement plugs in here), then start the transports
- * and the metrics endpoint, log one line, and print a READY line with the
- * bound addresses (scripts and tests read it). Shutdown on SIGTERM/SIGINT:
+/* serve.c — `featstore serve`. Startup: bind every address (the unix
+ * socket, the gRPC port, the metrics port: one in use fails now, not after
+ * loading), open the dataset (copied where nobody can write it, and
+ * verified: dataset/served_copy.c; a watcher reports files changed
+ * afterwards: watch.c), build the store (the placement plugs in here), then
+ * start answering on every transport, log one line, and print a READY line
+ * with the bound addresses (scripts and tests read it). Connections made
+ * while the dataset loads wait in the sockets' backlogs until then. Shutdown on SIGTERM/SIGINT:
  * stop accepting, let in-flight requests finish, release shared memory,
  * exit 0.
  *
@@ -16,27 +19,31 @@
  * one and then switches to it; nothing is torn down until it is ready, and
  * a failed re-plan changes nothing.
  *
+ * Under systemd (packaging/featstore.service, Type=notify) it says READY=1
+ * once serving and STOPPING=1 when stopping.
+ *
  * Signals are blocked in every thread and taken synchronously with
  * sigwait() by the main thread, so no handler runs inside library code. */
 #include "serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "fs_device.h"
-#include "fs_json.h"
 #include "fs_shm.h"
 #include "grpc_server.h"
 #include "http.h"
@@ -55,73 +62,6 @@ void fs_serve_defaults(fs_serve_opts_t *o)
     o->admin_uid = -1;
 }
 
-/* --config FILE: defaults for the command line (which wins). Read strictly
- * (kernels/fs_json.h): an unknown key, a wrong type or a value out of range
- * is an error naming the key and what is allowed. */
-static const char *const config_keys[] = {"socket", "listen", "metrics", "threads", "verify", "prefault", "limits",
-                                          "copy", "copy_dir", NULL};
-static const char *const limit_keys[] = {"max_ids", "max_fanout_product", "max_response_bytes", NULL};
-
-static fs_status_t config_string(const json_t *cfg, const char *where, const char *key, const char **dst,
-                                 fs_error_t *err)
-{
-    const json_t *v = json_object_get(cfg, key);
-    const char *text = NULL;
-    if (!v) return FS_OK;
-    fs_status_t st = fs_json_string(v, where, key, &text, err);
-    if (st == FS_OK && !*text) st = fs_error(err, FS_ERR_FORMAT, "%s: \"%s\" is empty", where, key);
-    if (st == FS_OK && !*dst && !(*dst = strdup(text))) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
-    return st; /* the copy lives for the process */
-}
-
-static fs_status_t config_flag(const json_t *cfg, const char *where, const char *key, int *dst, fs_error_t *err)
-{
-    const json_t *v = json_object_get(cfg, key);
-    int on = 0;
-    if (!v) return FS_OK;
-    fs_status_t st = fs_json_bool(v, where, key, &on, err);
-    if (st == FS_OK && on) *dst = 1;
-    return st;
-}
-
-static fs_status_t config_limits(const json_t *lim, const char *where, fs_limits_t *l, fs_error_t *err)
-{
-    if (!json_is_object(lim))
-        return fs_error(err, FS_ERR_FORMAT, "%s: \"limits\" must be an object with keys max_ids, max_fanout_product, "
-                        "max_response_bytes, not %s", where, fs_json_type_name(lim));
-    char in[600];
-    snprintf(in, sizeof in, "%s: limits", where);
-    fs_status_t st = fs_json_only_keys(lim, limit_keys, in, err);
-    int64_t *dst[] = {&l->max_ids, &l->max_fanout_product, &l->max_response_bytes};
-    for (int i = 0; st == FS_OK && limit_keys[i]; i++) {
-        const json_t *v = json_object_get(lim, limit_keys[i]);
-        long long x = 0;
-        if (v && (st = fs_json_int_in(v, in, limit_keys[i], 1, INT64_MAX, &x, err)) == FS_OK) *dst[i] = x;
-    }
-    return st;
-}
-
-static fs_status_t config_apply(const json_t *cfg, const char *where, fs_serve_opts_t *o, fs_error_t *err)
-{
-    if (!json_is_object(cfg)) return fs_error(err, FS_ERR_FORMAT, "%s: must be a JSON object", where);
-    fs_status_t st = fs_json_only_keys(cfg, config_keys, where, err);
-    if (st == FS_OK) st = config_string(cfg, where, "socket", &o->socket_path, err);
-    if (st == FS_OK) st = config_string(cfg, where, "listen", &o->listen, err);
-    if (st == FS_OK) st = config_string(cfg, where, "metrics", &o->metrics, err);
-    const json_t *threads = json_object_get(cfg, "threads");
-    long long t = 0;
-    if (st == FS_OK && threads && (st = fs_json_int_in(threads, where, "threads", 1, 256, &t, err)) == FS_OK &&
-        !o->threads)
-        o->threads = (int)t;
-    if (st == FS_OK) st = config_flag(cfg, where, "verify", &o->verify, err);
-    if (st == FS_OK) st = config_flag(cfg, where, "prefault", &o->prefault, err);
-    if (st == FS_OK) st = config_string(cfg, where, "copy", &o->copy_medium, err);
-    if (st == FS_OK) st = config_string(cfg, where, "copy_dir", &o->copy.dir, err);
-    const json_t *lim = json_object_get(cfg, "limits");
-    if (st == FS_OK && lim) st = config_limits(lim, where, &o->limits, err);
-    return st;
-}
-
 fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_medium_t *out, fs_error_t *err)
 {
     static const char *const names[] = {"auto", "memory", "file"};
@@ -132,26 +72,6 @@ fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_med
         return FS_OK;
     }
     return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s must be auto, memory or file, not '%s'", what, text);
-}
-
-fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err)
-{
-    int from_file = o->config && !o->copy_medium; /* the command line's is checked by the CLI */
-    fs_status_t st = FS_OK;
-    if (o->config) {
-        json_error_t jerr;
-        json_t *cfg = json_load_file(o->config, JSON_REJECT_DUPLICATES, &jerr);
-        if (!cfg) return fs_error(err, FS_ERR_FORMAT, "%s: line %d: %s", o->config, jerr.line, jerr.text);
-        st = config_apply(cfg, o->config, o, err);
-        json_decref(cfg);
-    }
-    char what[600];
-    snprintf(what, sizeof what, from_file ? "%s: \"copy\"" : "--copy", o->config);
-    if (st == FS_OK) st = fs_serve_copy_medium(o->copy_medium, what, &o->copy.medium, err);
-    if (st == FS_OK && o->copy.medium == FS_COPY_MEMFD && o->copy.dir)
-        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: the copy directory (%s) is where file copies go: it needs "
-                      "the copy medium file or auto, not memory", o->config ? o->config : "options", o->copy.dir);
-    return st;
 }
 
 typedef struct {
@@ -249,6 +169,9 @@ static void log_copy(const fs_dataset_t *ds, double seconds)
                 in_files > 0 ? ", and the copy directory's file system keeps no large folios" : "");
 }
 
+/* The length of HOST in HOST:PORT, for printing the bound address. */
+static int host_len(const char *addr) { return (int)(strrchr(addr, ':') - addr); }
+
 static void log_startup(const fs_serve_opts_t *o, const server_t *s)
 {
     char gpus[600];
@@ -266,10 +189,10 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
                 (double)fs_dataset_bytes(s->ds) / (1 << 30), o->dataset);
     if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
     if (s->grpc)
-        fprintf(stderr, " %s://%.*s:%d%s%s", o->tls_cert ? "grpcs" : "grpc", (int)(strrchr(o->listen, ':') - o->listen),
+        fprintf(stderr, " %s://%.*s:%d%s%s", o->tls_cert ? "grpcs" : "grpc", host_len(o->listen),
                 o->listen, s->grpc_port, o->tls_client_ca ? " (client certificates required)" : "",
                 o->token_file ? " (bearer token required)" : "");
-    if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", (int)(strrchr(o->metrics, ':') - o->metrics),
+    if (s->http) fprintf(stderr, " | metrics http://%.*s:%d/metrics", host_len(o->metrics),
                          o->metrics, s->http_port);
     fs_store_tier_t ti = {0};
     if (fs_store_num_tiers(s->store) > 1) fs_store_tier_info(s->store, 1, &ti);
@@ -280,26 +203,7 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
     log_device_tiers(s->store, s->ds);
 }
 
-/* gRPC reachable beyond this machine without TLS would hand the dataset
- * (and any bearer token) to whoever listens on the network: refused unless
- * the operator says --insecure, and then warned about. */
-static fs_status_t check_grpc_exposure(const fs_serve_opts_t *o, fs_error_t *err)
-{
-    if (!o->listen && (o->tls_cert || o->tls_key || o->tls_client_ca || o->token_file || o->insecure || o->grpc_max_calls ||
-                        o->request_timeout_ms))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--tls-cert, --tls-key, --tls-client-ca, --token-file, --insecure, "
-                        "--grpc-max-calls and --request-timeout are gRPC options: they need --listen");
-    if (!o->listen || o->tls_cert || fs_grpc_listen_is_loopback(o->listen)) return FS_OK;
-    if (!o->insecure)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--listen %s is not a loopback address, and gRPC without TLS "
-                        "would expose the data there: give --tls-cert and --tls-key (and --token-file), or --insecure "
-                        "to serve plaintext anyway", o->listen);
-    fprintf(stderr, "featstore: warning: --insecure: gRPC on %s is plaintext; anyone who can reach it can read the "
-            "dataset%s\n", o->listen, o->token_file ? " and the bearer token" : ", and no token is asked for");
-    return FS_OK;
-}
-
-static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+static fs_status_t listen_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
 {
     fs_grpc_server_opts_t go;
     fs_grpc_server_defaults(&go);
@@ -307,7 +211,7 @@ static fs_status_t start_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t 
     go.request_timeout_ms = o->request_timeout_ms;
     go.tls_cert = o->tls_cert, go.tls_key = o->tls_key, go.tls_client_ca = o->tls_client_ca;
     go.token_file = o->token_file;
-    return fs_grpc_server_start_opts(&go, s->engine, s->metrics, &s->grpc, &s->grpc_port, err);
+    return fs_grpc_server_listen(&go, &o->limits, &s->grpc, &s->grpc_port, err);
 }
 
 /* A placement plans one graph (its hotness, partitions and preferred sets
@@ -521,7 +425,7 @@ static void raise_nofile(void)
 }
 
 /* The unix:// transport's options: the socket, re-planning, the guards. */
-static fs_status_t start_local(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+static fs_status_t listen_local(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
 {
     fs_local_server_opts_t lo;
     fs_local_server_defaults(&lo);
@@ -530,7 +434,54 @@ static fs_status_t start_local(const fs_serve_opts_t *o, server_t *s, fs_error_t
     lo.allow_uids = o->allow_uids, lo.num_allow_uids = o->num_allow_uids;
     lo.allow_gids = o->allow_gids, lo.num_allow_gids = o->num_allow_gids;
     if (o->admin_uid >= 0) lo.admin_uid = (uid_t)o->admin_uid;
-    return fs_local_server_start(&lo, s->engine, s->metrics, &s->local, err);
+    return fs_local_server_listen(&lo, &s->local, err);
+}
+
+/* Every address is bound before the dataset is loaded, so one in use (or
+ * a bad TLS file) fails at once and not after the copy. Until serve_all,
+ * connections wait in the sockets' backlogs: none is lost, none is
+ * answered before the dataset is ready. */
+static fs_status_t listen_all(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
+{
+    fs_status_t st = o->socket_path ? listen_local(o, s, err) : FS_OK;
+    if (!st && o->listen) st = listen_grpc(o, s, err);
+    if (!st && o->metrics) st = fs_http_listen(o->metrics, &s->http, &s->http_port, err);
+    if (st) return st;
+    fprintf(stderr, "featstore: bound");
+    if (o->socket_path) fprintf(stderr, " unix://%s", o->socket_path);
+    if (s->grpc) fprintf(stderr, " %.*s:%d (gRPC)", host_len(o->listen), o->listen, s->grpc_port);
+    if (s->http) fprintf(stderr, " %.*s:%d (metrics)", host_len(o->metrics), o->metrics, s->http_port);
+    fprintf(stderr, "; loading %s (connections wait until it is served)\n", o->dataset);
+    return FS_OK;
+}
+
+/* The dataset is ready: every transport starts answering. */
+static fs_status_t serve_all(server_t *s, fs_error_t *err)
+{
+    fs_status_t st = s->local ? fs_local_server_serve(s->local, s->engine, s->metrics, err) : FS_OK;
+    if (!st && s->grpc) st = fs_grpc_server_serve(s->grpc, s->engine, s->metrics, err);
+    if (!st && s->http) st = fs_http_serve(s->http, s->metrics, err);
+    return st;
+}
+
+/* Under systemd (Type=notify): READY=1 once serving, STOPPING=1 when told
+ * to stop, sent to $NOTIFY_SOCKET as sd_notify(3) does (one datagram; a
+ * leading '@' names an abstract socket), so `systemctl start` returns, and
+ * units ordered after featstore start, only when the dataset is served.
+ * Without $NOTIFY_SOCKET, nothing. */
+static void notify_systemd(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof a.sun_path) return;
+    memcpy(a.sun_path, path, strlen(path));
+    if (path[0] == '@') a.sun_path[0] = '\0';
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0)
+        fprintf(stderr, "featstore: warning: cannot tell systemd '%s' through NOTIFY_SOCKET %s: %s\n", state, path,
+                strerror(errno));
+    if (fd >= 0) close(fd);
 }
 
 /* --plan-dir, opened once: re-plans save through this descriptor only. */
@@ -561,9 +512,9 @@ int fs_serve(const fs_serve_opts_t *o)
     /* Serving reads sealed copies, never the files (dataset.c): the copy
      * computes each checksum anyway, so verification is always on. */
     double t0 = fs_now();
-    fs_status_t st = check_grpc_exposure(o, &err);
     raise_nofile();
-    if (!st) st = open_plan_dir(o, &s, &err);
+    fs_status_t st = open_plan_dir(o, &s, &err);
+    if (!st) st = listen_all(o, &s, &err);
     if (!st) st = fs_dataset_open_served(o->dataset, &o->copy, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st) log_copy(s.ds, fs_now() - t0);
     if (!st && (o->place.topology || o->place.plan_in || o->place.plan_out))
@@ -576,9 +527,7 @@ int fs_serve(const fs_serve_opts_t *o)
     s.place.plan_out = NULL; /* saved once, at start */
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
-    if (!st && o->socket_path) st = start_local(o, &s, &err);
-    if (!st && o->listen) st = start_grpc(o, &s, &err);
-    if (!st && o->metrics) st = fs_http_start(o->metrics, s.metrics, &s.http, &s.http_port, &err);
+    if (!st) st = serve_all(&s, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
         shutdown_all(&s);
@@ -586,9 +535,10 @@ int fs_serve(const fs_serve_opts_t *o)
     }
     log_startup(o, &s);
     char grpc[300] = "-";
-    if (s.grpc) snprintf(grpc, sizeof grpc, "%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, s.grpc_port);
+    if (s.grpc) snprintf(grpc, sizeof grpc, "%.*s:%d", host_len(o->listen), o->listen, s.grpc_port);
     printf("READY unix=%s grpc=%s metrics=%d\n", o->socket_path ? o->socket_path : "-", grpc, s.http ? s.http_port : 0);
     fflush(stdout);
+    notify_systemd("READY=1");
 
     int sig = 0;
     while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) { /* SIGHUP: re-plan with the current options */
@@ -599,6 +549,7 @@ int fs_serve(const fs_serve_opts_t *o)
         replan(&s, &keep, &r, &rerr);
     }
     fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    notify_systemd("STOPPING=1");
     shutdown_all(&s);
     pthread_mutex_destroy(&s.replan_mu);
     fprintf(stderr, "featstore: stopped\n");

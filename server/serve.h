@@ -7,17 +7,21 @@
 #include "fs_limits.h"
 #include "place.h"
 
+/* What `featstore serve` uses when neither --socket nor --listen is given
+ * (the socket; %d is the uid), and without --metrics. */
+#define FS_SERVE_DEFAULT_SOCKET "/tmp/featstore-%d.sock"
+#define FS_SERVE_DEFAULT_METRICS "127.0.0.1:9464"
+
+/* The options, checked by the caller (cli/cmd_serve.c): fs_serve trusts them. */
 typedef struct {
     const char *dataset;
     const char *socket_path;   /* unix:// transport; NULL = off */
     const char *listen;        /* gRPC HOST:PORT; NULL = off */
     const char *metrics;       /* HTTP HOST:PORT; NULL = off */
-    const char *config;        /* JSON file with defaults for the above, threads and limits */
     int threads;               /* gRPC workers; 0 = CPU count */
     int verify;                /* verify checksums at startup */
     int prefault;              /* read the whole dataset into memory at startup */
-    const char *copy_medium;   /* "auto" (NULL), "memory" or "file": what holds the served copy */
-    fs_copy_opts_t copy;       /* copy.medium is set from copy_medium by fs_serve_load_config */
+    fs_copy_opts_t copy;       /* what holds the served copy (fs_serve_copy_medium) and where */
     fs_limits_t limits;
     fs_place_opts_t place;     /* place.topology == NULL: no placement, everything in tier 0 */
     /* gRPC admission and security (grpc_server.h); every one needs `listen` */
@@ -27,7 +31,6 @@ typedef struct {
     const char *tls_key;
     const char *tls_client_ca; /* mTLS: client certificates required, verified against this CA */
     const char *token_file;    /* the bearer token every gRPC call must carry */
-    int insecure;              /* plaintext gRPC on a non-loopback address: allowed, with a warning */
     /* unix:// guards and administration (local.h; docs/serving.md "Local security") */
     int handshake_timeout_ms;  /* default FS_LOCAL_DEFAULT_HANDSHAKE_MS; 0 = never */
     int max_conns_per_uid;     /* default FS_LOCAL_DEFAULT_MAX_CONNS_PER_UID; 0 = no cap */
@@ -40,10 +43,6 @@ typedef struct {
 } fs_serve_opts_t;
 
 void fs_serve_defaults(fs_serve_opts_t *o);
-
-/* Loads o->config (if set) under the options already given on the command
- * line (which win), and sets o->copy.medium from o->copy_medium. */
-fs_status_t fs_serve_load_config(fs_serve_opts_t *o, fs_error_t *err);
 
 /* "auto" (or NULL), "memory" or "file" as an fs_copy_medium_t; else
  * FS_ERR_INVALID_ARGUMENT naming `what`. */

@@ -267,9 +267,9 @@ Test(cli, serve_placement_options_need_topology_and_valid_values)
     static const struct {
         const char *args, *msg;
     } cases[] = {
-        {"--hotness presample", "--hotness, --alpha and --reserve need --topology"},
-        {"--alpha 0", "need --topology"},
-        {"--order auto", "need --topology"},
+        {"--hotness presample", "--hotness shapes a placement: it needs --topology"},
+        {"--alpha 0", "--alpha shapes a placement: it needs --topology"},
+        {"--order auto", "--order shapes a placement: it needs --topology"},
         {"--topology nvlink-pairs --hotness pagerank", "unknown hotness estimator 'pagerank'"},
         {"--topology nvlink-pairs --reserve much", "--reserve 'much'"},
         {"--topology nvlink-pairs --alpha nvlink=-1", "alpha 'nvlink=-1'"},

@@ -8,6 +8,12 @@ featstore, libfeatstore1 and libfeatstore-dev, each with the files listed in
 CONTENTS below and nothing else (no test or bench program), Maintainer,
 Section and Description set, and Depends that name only packages dpkg or apt
 knows here (or ours, at this version; dpkg-shlibdeps' libc6 among them).
+featstore also carries the service (packaging/): the systemd unit at
+/lib/systemd/system/featstore.service, as in the source tree, its ExecStart
+the packaged /usr/bin/featstore reading the packaged config; that config
+/etc/featstore/featstore.json listed in conffiles; a postinst that makes the
+featstore system user and group with adduser, which Depends names. Whether
+systemd accepts the unit is test_service.py's job.
 
 Here, on this machine with everything else installed, they are checked by
 extraction: whether their Depends alone are enough is test_deb_chroot.py's
@@ -15,7 +21,8 @@ job (a root made only from them, run in a chroot; needs root and a mirror).
 This test: `dpkg -x` all three into one root, `ldd` each program and library
 there with LD_LIBRARY_PATH=ROOT/usr/LIBDIR (no "not found", and
 libfeatstore.so.1 is the extracted one), `ROOT/usr/bin/featstore version`,
-the extracted server serving tests/data/cora.npz, and two clients on the
+the extracted server serving tests/data/cora.npz from the packaged config
+(its paths pointed into WORK, gRPC added), and two clients on the
 extracted library over unix:// and grpc:// (the plugin beside it):
 pkg_probe.c built with the extracted headers and featstore.pc (pkg-config
 --define-prefix), and the extracted featstore-trainer.
@@ -24,6 +31,7 @@ WORK is emptied first and removed when the test passes. Exit status: 0 pass,
 1 fail, 77 (ctest's skip) without dpkg-deb, dpkg-shlibdeps or pkg-config.
 ~15 s on 2 cores.
 """
+import json
 import os
 import re
 import shutil
@@ -43,7 +51,8 @@ def contents(libdir):
     """Each package's files (not directories), paths as dpkg-deb -c lists them."""
     lib = f"usr/{libdir}"
     return {
-        "featstore": {"usr/bin/featstore", "usr/bin/featstore-trainer"},
+        "featstore": {"usr/bin/featstore", "usr/bin/featstore-trainer", "lib/systemd/system/featstore.service",
+                      "etc/featstore/featstore.json"},
         "libfeatstore1": {f"{lib}/libfeatstore.so.1", f"{lib}/libfeatstore.so.{VERSION}",
                           f"{lib}/libfeatstore-grpc.so.1"},
         "libfeatstore-dev": {"usr/include/featstore/client.h", "usr/include/featstore/admin.h",
@@ -78,6 +87,49 @@ def check_package(name, deb, files, errors):
     return depends
 
 
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UNIT, CONFIG = "lib/systemd/system/featstore.service", "etc/featstore/featstore.json"
+
+
+def control_file(deb, name, work):
+    """A file of the package's control archive ("" when it has none)."""
+    out = os.path.join(work, "control-" + os.path.basename(deb))
+    step("dpkg-deb -e", ["dpkg-deb", "-e", deb, out])
+    path = os.path.join(out, name)
+    return open(path).read() if os.path.exists(path) else ""
+
+
+def check_service(deb, root, depends, work, errors):
+    """The unit, its config and the user they run as, as the package ships them."""
+    unit = open(os.path.join(root, UNIT)).read()
+    if unit != open(os.path.join(SOURCE, "packaging", "featstore.service")).read():
+        errors.append(f"the packaged {UNIT} is not packaging/featstore.service")
+    m = re.search(r"^ExecStart=(\S+) serve --config (\S+)$", unit, re.M)
+    if not m or m.group(1) != "/usr/bin/featstore" or m.group(2) != "/" + CONFIG:
+        errors.append(f"ExecStart does not run the packaged /usr/bin/featstore on /{CONFIG}: {m and m.group(0)}")
+    if not re.search(r"^User=featstore$", unit, re.M) or not re.search(r"^Group=featstore$", unit, re.M):
+        errors.append("the unit does not run as the featstore user and group")
+    if f"/{CONFIG}" not in control_file(deb, "conffiles", work).split():
+        errors.append(f"/{CONFIG} is not in the featstore package's conffiles")
+    postinst = control_file(deb, "postinst", work)
+    if not re.search(r"adduser --system [^\n]*featstore", postinst.replace("\\\n", " ")):
+        errors.append("the featstore package's postinst makes no featstore system user (adduser --system)")
+    if not any(n == "adduser" for alternatives in parse_depends(depends) for n, _ in alternatives):
+        errors.append("the featstore package's postinst runs adduser, which its Depends do not name")
+
+
+def config_for_test(root, dataset, sock, work):
+    """The packaged config with its paths pointed into WORK and gRPC on an
+    ephemeral loopback port: the file serve runs from."""
+    cfg = json.load(open(os.path.join(root, CONFIG)))
+    here = {"dataset": dataset, "socket": sock, "metrics": "127.0.0.1:0", "plan_dir": work}
+    cfg.update({k: v for k, v in here.items() if k in cfg})
+    cfg["listen"] = "127.0.0.1:0"
+    path = os.path.join(work, "featstore.json")
+    json.dump(cfg, open(path, "w"))
+    return path
+
+
 def main():
     args = deb_test_args(__doc__.split("\n")[0], "scratch directory (emptied first)").parse_args()
     for tool in ("dpkg-deb", "dpkg-shlibdeps", "pkg-config", "ldd", args.cpack):
@@ -107,6 +159,7 @@ def main():
             errors.append("libfeatstore1 does not depend on libc6: dpkg-shlibdeps did not run")
         for deb in debs.values():
             step("dpkg -x", ["dpkg", "-x", deb, root])
+        check_service(debs["featstore"], root, depends["featstore"], work, errors)
 
         # 2. every ELF file resolves its libraries, libfeatstore from the packages
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LD_LIBRARY_PATH": libdir}
@@ -128,7 +181,10 @@ def main():
         if VERSION not in out:
             errors.append(f"featstore version says {out.strip()!r}")
         dataset = fs_serve.import_cora(featstore, os.path.join(work, "cora"))
-        server, ready = fs_serve.start(featstore, dataset, os.path.join(work, "fs.sock"), env=env)
+        cfg = config_for_test(root, dataset, os.path.join(work, "fs.sock"), work)
+        server = subprocess.Popen([featstore, "serve", "--config", cfg], stdout=subprocess.PIPE, env=env,
+                                  preexec_fn=fs_serve.die_with_parent)
+        ready = fs_serve.read_ready(server)
         uris = ["unix://" + ready["unix"], "grpc://" + ready["grpc"]]
         exe = os.path.join(work, "pkg_probe")
         build_probe(args.cc, exe, dict(env, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig")),

@@ -190,29 +190,28 @@ Test(serve, sigint_also_stops_cleanly_and_clients_see_it)
 }
 
 /* Each bad --config file and the words its error must contain: the key, the
- * allowed range or type, and what was found. */
+ * allowed range or type, and what was found; %s is the file's path. */
 static const struct {
     const char *json, *want;
 } bad_configs[] = {
-    {"{\"limits\": {\"max_ids\": -3}}", "\"max_ids\" is -3, outside [1, 9223372036854775807]"},
+    {"{\"limits\": {\"max_ids\": -3}}", "\"limits.max_ids\" in %s must be a whole number in [1, 9223372036854775807], got '-3'"},
     {"{\"limits\": {\"max_idz\": 5}}", "limits: unknown key \"max_idz\" (allowed: max_ids, max_fanout_product, "
                                       "max_response_bytes)"},
     {"{\"limits\": [1]}", "\"limits\" must be an object with keys max_ids"},
-    {"{\"limits\": {\"max_response_bytes\": 1.5}}", "\"max_response_bytes\" must be an integer in [1, "},
-    {"{\"bogus\": 1}", "unknown key \"bogus\" (allowed: socket, listen, metrics, threads, verify, prefault, limits, "
-                       "copy, copy_dir)"},
-    {"{\"copy\": \"disk\"}", "\"copy\" must be auto, memory or file, not 'disk'"},
-    {"{\"copy\": true}", "\"copy\" must be a string, not"},
-    {"{\"copy\": \"memory\", \"copy_dir\": \"/tmp\"}", "the copy directory (/tmp) is where file copies go: it needs "
-                                                   "the copy medium file or auto, not memory"},
-    {"{\"threds\": 4}", "unknown key \"threds\""},
-    {"{\"threads\": \"4\"}", "\"threads\" must be an integer in [1, 256], not a string"},
-    {"{\"threads\": 0}", "\"threads\" is 0, outside [1, 256]"},
-    {"{\"threads\": 100000}", "\"threads\" is 100000, outside [1, 256]"},
-    {"{\"verify\": \"yes\"}", "\"verify\" must be true or false, not a string"},
-    {"{\"prefault\": 1}", "\"prefault\" must be true or false, not an integer"},
-    {"{\"socket\": 5}", "\"socket\" must be a string, not an integer"},
-    {"{\"listen\": \"\"}", "\"listen\" is empty"},
+    {"{\"limits\": {\"max_response_bytes\": 1.5}}", "\"limits.max_response_bytes\" in %s must be an integer, not a real number"},
+    {"{\"bogus\": 1}", "%s: unknown key \"bogus\" (the keys are the options of serve with '_' for '-'"},
+    {"{\"copy\": \"disk\"}", "\"copy\" in %s must be auto, memory or file, not 'disk'"},
+    {"{\"copy\": true}", "\"copy\" in %s must be a string, not a boolean"},
+    {"{\"copy\": \"memory\", \"copy_dir\": \"/tmp\"}", "\"copy_dir\" in %s is where file copies go: it needs the copy "
+                                                   "medium file or auto, and \"copy\" in %s says memory"},
+    {"{\"threds\": 4}", "%s: unknown key \"threds\"; did you mean \"threads\"?"},
+    {"{\"threads\": \"4\"}", "\"threads\" in %s must be an integer, not a string"},
+    {"{\"threads\": 0}", "\"threads\" in %s must be a whole number in [1, 256], got '0'"},
+    {"{\"threads\": 100000}", "\"threads\" in %s must be a whole number in [1, 256], got '100000'"},
+    {"{\"verify\": \"yes\"}", "\"verify\" in %s must be true or false, not a string"},
+    {"{\"prefault\": 1}", "\"prefault\" in %s must be true or false, not an integer"},
+    {"{\"socket\": 5}", "\"socket\" in %s must be a string, not an integer"},
+    {"{\"listen\": \"\"}", "\"listen\" in %s is empty"},
     {"{\"threads\": 2, \"threads\": 3}", "duplicate object key"},
     {"[1, 2]", "must be a JSON object"},
     {"{\"threads\": 2", "line 1"},
@@ -225,8 +224,9 @@ Test(serve, refuses_bad_configuration_with_a_clear_message)
         tu_write(cfg, bad_configs[i].json, strlen(bad_configs[i].json));
         cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --config %s", tu_bin(), data, sock, cfg), 1,
                      "config %s was accepted: %s", bad_configs[i].json, log);
-        cr_assert_not_null(strstr(log, bad_configs[i].want), "config %s: want \"%s\" in: %s", bad_configs[i].json,
-                           bad_configs[i].want, log);
+        char want[1200];
+        snprintf(want, sizeof want, bad_configs[i].want, cfg, cfg);
+        cr_assert_not_null(strstr(log, want), "config %s: want \"%s\" in: %s", bad_configs[i].json, want, log);
         cr_assert_not_null(strstr(log, cfg), "config %s: the message does not name the file: %s", bad_configs[i].json,
                            log);
         free(log);
@@ -316,7 +316,7 @@ Test(serve, a_preset_places_data_on_simulated_gpus_and_trainers_read_it)
     cr_assert_not_null(strstr(log, "nope"), "%s", log);
     free(log);
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --gpu-budget 0.1", tu_bin(), data, sock), 2);
-    cr_assert_not_null(strstr(log, "need --topology"), "%s", log);
+    cr_assert_not_null(strstr(log, "--gpu-budget shapes a placement: it needs --topology"), "%s", log);
     free(log);
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --topology dgx1-v100 --plan %s", tu_bin(), data, sock, plan), 1);
     cr_assert_not_null(strstr(log, "GPUs"), "a plan for another topology is refused: %s", log);
@@ -657,8 +657,8 @@ Test(serve, grpc_beyond_loopback_needs_tls_or_insecure)
 {
     char *log;
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --listen 0.0.0.0:0 --metrics 127.0.0.1:0", tu_bin(),
-                        data, sock), 1, "%s", log);
-    cr_assert(strstr(log, "--listen 0.0.0.0:0 is not a loopback address") && strstr(log, "--tls-cert and --tls-key") &&
+                        data, sock), 2, "%s", log);
+    cr_assert(strstr(log, "--listen '0.0.0.0:0' is not a loopback address") && strstr(log, "--tls-cert and --tls-key") &&
               strstr(log, "--insecure"), "%s", log);
     free(log);
     const struct {
@@ -668,8 +668,8 @@ Test(serve, grpc_beyond_loopback_needs_tls_or_insecure)
         {"--listen 127.0.0.1:0 --tls-cert x.pem", "--tls-cert and --tls-key go together", 2},
         {"--listen 127.0.0.1:0 --tls-client-ca ca.pem", "--tls-client-ca (mTLS) needs --tls-cert and --tls-key", 2},
         {"--listen 127.0.0.1:0 --grpc-max-calls 0", "--grpc-max-calls must be a whole number in [1, 1000000]", 2},
-        {"--token-file t", "are gRPC options: they need --listen", 1},
-        {"--request-timeout 5s", "--request-timeout are gRPC options: they need --listen", 1},
+        {"--token-file t", "--token-file is a gRPC option: it needs --listen", 2},
+        {"--request-timeout 5s", "--request-timeout is a gRPC option: it needs --listen", 2},
         {"--listen 127.0.0.1:0 --request-timeout 0", "--request-timeout must be above 0", 2},
         {"--listen 127.0.0.1:0 --request-timeout 2h", "--request-timeout must be a duration", 2},
         {"--listen 127.0.0.1:0 --token-file /nonexistent/t", "token file '/nonexistent/t'", 1},
@@ -783,4 +783,88 @@ Test(serve, grpcs_with_a_token_gives_the_unix_results_bit_for_bit)
     free(log);
     cr_assert_eq(stop(&s, SIGTERM), 0);
     free(pki), free(token);
+}
+
+/* A raw gRPC log line: "E1129 10:31:02.120 4211 file.cc:12] ..." (severity, MMDD, time). */
+static int is_raw_grpc_line(const char *line)
+{
+    return strchr("DIE", line[0]) && strspn(line + 1, "0123456789") == 4 && line[5] == ' ' &&
+           strspn(line + 6, "0123456789") == 2 && line[8] == ':';
+}
+
+Test(serve, grpc_log_lines_go_through_featstores_log)
+{
+    if (tu_run(NULL, "command -v openssl") != 0) cr_skip_test("the openssl command is missing (Debian: openssl)");
+    char *pki = tu_path(dir, "pki"), *errlog = tu_path(dir, "tls.log"), *log, extra[1200], plain[64];
+    cr_assert_eq(tu_run(&log, "sh %s/../make_test_certs.sh %s", FS_TEST_DATA_DIR, pki), 0, "%s", log);
+    free(log);
+    snprintf(extra, sizeof extra, "--tls-cert %s/server.pem --tls-key %s/server.key 2>%s", pki, pki, errlog);
+    server_t s;
+    cr_assert_eq(start(&s, extra), 0);
+    snprintf(plain, sizeof plain, "grpc://127.0.0.1:%d", s.grpc_port);
+    fs_client_t *g;
+    fs_info_t *info;
+    cr_assert_neq(fs_connect(plain, NULL, &g) == FS_OK && fs_info(g, &info) == FS_OK, 1, "plaintext on a TLS port");
+    fs_close(g);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    char *text = tu_read(errlog, NULL), *save = NULL;
+    cr_assert_not_null(strstr(text, "featstore: error: grpc: Handshake failed"), "gRPC's line, as featstore's: %s",
+                       text);
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        cr_assert(!is_raw_grpc_line(line), "a raw gRPC line on the server's stderr: %s", line);
+    free(text), free(errlog), free(pki);
+}
+
+/* s with its first `from` (which must be there) replaced by `to`, heap. */
+static char *replaced(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    cr_assert_not_null(at, "no \"%s\" in: %s", from, s);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return out;
+}
+
+Test(serve, the_tls_recipe_of_serving_md_works_as_written)
+{
+    if (tu_run(NULL, "command -v openssl") != 0) cr_skip_test("the openssl command is missing (Debian: openssl)");
+    char *recipe = tu_doc_block("serving.md", "**TLS: a CA and a server certificate.**", "sh");
+    char *a = replaced(recipe, "NAME=feat1.example.org\n", "NAME=localhost\n");
+    char *b = replaced(a, "IP=10.0.0.5\n", "IP=127.0.0.1\n");
+    char *pki = tu_path(dir, "recipe"), *script = tu_path(dir, "recipe.sh"), *log, extra[1200];
+    tu_write(script, b, strlen(b));
+    cr_assert_eq(tu_run(&log, "mkdir -p %s && cd %s && sh -e %s", pki, pki, script), 0, "%s", log);
+    free(log);
+    snprintf(extra, sizeof extra, "--tls-cert %s/server.pem --tls-key %s/server.key --token-file %s/token", pki, pki, pki);
+    server_t s;
+    cr_assert_eq(start(&s, extra), 0);
+    char ca[600], *token_path = tu_path(pki, "token"), *token = tu_read(token_path, NULL);
+    token[strcspn(token, "\n")] = '\0';
+    snprintf(ca, sizeof ca, "%s/ca.pem", pki);
+    fs_connect_opts_t o = FS_CONNECT_OPTS_INIT;
+    o.tls_ca_file = ca, o.token = token;
+    const char *hosts[] = {"localhost", "127.0.0.1"}; /* the subjectAltName's DNS name and IP address */
+    for (int i = 0; i < 2; i++) {
+        char uri[64];
+        fs_client_t *g;
+        fs_info_t *info;
+        snprintf(uri, sizeof uri, "grpcs://%s:%d", hosts[i], s.grpc_port);
+        cr_assert_eq(fs_connect(uri, &o, &g), FS_OK, "%s: %s", uri, fs_client_errstr(g));
+        cr_assert_eq(fs_info(g, &info), FS_OK, "%s: %s", uri, fs_client_errstr(g));
+        fs_info_free(info);
+        fs_close(g);
+    }
+    /* the trainer's side, as the doc writes it */
+    char *client = tu_doc_block("serving.md", "with a copy of `ca.pem`", "sh"), port[64], *bin = strdup(tu_bin());
+    snprintf(port, sizeof port, "grpcs://localhost:%d", s.grpc_port);
+    char *line = replaced(client, "grpcs://feat1.example.org:50051", port);
+    tu_write(script, line, strlen(line));
+    *strrchr(bin, '/') = '\0';
+    cr_assert_eq(tu_run(&log, "cd %s && PATH=%s:$PATH sh -e %s", pki, bin, script), 0, "%s", log);
+    cr_assert_not_null(strstr(log, "featstore_requests_total"), "%s", log);
+    free(log);
+    cr_assert_eq(stop(&s, SIGTERM), 0);
+    free(recipe), free(a), free(b), free(pki), free(script), free(token_path), free(token), free(client), free(line);
+    free(bin);
 }

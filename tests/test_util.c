@@ -325,3 +325,17 @@ int tu_grpc_call(int port, const char *method, const void *payload, size_t len, 
     grpc_shutdown();
     return code;
 }
+
+char *tu_doc_block(const char *doc, const char *marker, const char *lang)
+{
+    char path[600], fence[32];
+    snprintf(path, sizeof path, "%s/../../docs/%s", FS_TEST_DATA_DIR, doc);
+    snprintf(fence, sizeof fence, "```%s\n", lang);
+    char *text = tu_read(path, NULL), *at = strstr(text, marker), *start = at ? strstr(at, fence) : NULL;
+    char *end = start ? strstr(start + strlen(fence), "```") : NULL;
+    cr_assert(end, "no ```%s block after \"%s\" in %s", lang, marker, path);
+    start += strlen(fence);
+    char *block = strndup(start, (size_t)(end - start));
+    free(text);
+    return block;
+}

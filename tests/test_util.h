@@ -82,4 +82,9 @@ void tu_make_dataset(const char *dir, int64_t n, const int64_t *indptr, const in
  * validation is what a test exercises. */
 void tu_strip_checksums(const char *dir);
 
+/* The text of the first ```lang block after `marker` in a document of the
+ * repository (docs/NAME.md), heap; fails the test when there is none.
+ * For tests that run what the docs show, as written. */
+char *tu_doc_block(const char *doc, const char *marker, const char *lang);
+
 #endif
