@@ -92,7 +92,20 @@ class Engine:
         return dict(os.environ, DOCKER_HOST=self.host, **extra)
 
     def docker(self, *args, timeout=600, check=True, stdin=None):
-        return run([DOCKER, *args], timeout=timeout, env=self.env(), check=check, stdin=stdin)
+        try:
+            return run([DOCKER, *args], timeout=timeout, env=self.env(), check=check, stdin=stdin)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}{self.signalled()}") from None
+
+    def signalled(self):
+        """A note when the dockerd started here was stopped by someone else
+        (a failure then says so rather than blame the image)."""
+        log = os.path.join(self.work, "dockerd.log")
+        if self.proc is None or not os.path.exists(log):
+            return ""
+        with open(log) as f:
+            told = "Processing signal" in f.read()
+        return f"\n(dockerd {self.proc.pid} was signalled from outside this test; {log})" if told else ""
 
     def answers(self):
         try:

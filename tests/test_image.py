@@ -119,7 +119,8 @@ class Checks:
         with open(os.path.join(ARGS.work, "build.log"), "w") as log:
             log.write(done.stdout + done.stderr)
         if done.returncode != 0:
-            raise AssertionError(f"docker build exited {done.returncode}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}")
+            raise AssertionError(f"docker build exited {done.returncode}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+                                 + self.engine.signalled())
         prometheus = os.path.join(ARGS.source, "tests", "image", "prometheus.Dockerfile")
         with open(prometheus) as f:
             self.docker("build", *BUILD_NETWORK, "-t", PROMETHEUS, "-", stdin=f, timeout=900)
