@@ -161,11 +161,21 @@ class Engine:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        unmount_under(self.tmp)
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.proc = None
 
     def has_image(self, name):
         return self.docker("image", "inspect", name, check=False).returncode == 0
+
+
+def unmount_under(top):
+    """What dockerd leaves mounted below its exec root (the host's network
+    namespace, bound at exec/netns/default), deepest first."""
+    with open("/proc/self/mounts") as f:
+        points = [line.split()[1] for line in f]
+    for point in sorted((p for p in points if p.startswith(top + "/")), key=len, reverse=True):
+        run(["umount", point], check=False)
 
 
 def apt_mirror():
