@@ -6,7 +6,7 @@ Engine: the running dockerd where one answers (DOCKER_HOST, else
 (no systemd to start it) with its data root under the test's work directory,
 so images stay cached between runs, and its sockets in a short temporary
 directory (unix socket paths are limited to 108 bytes). One such run at a time
-on a machine: two engines would fight over the docker0 bridge and iptables.
+on a machine: two engines would give their networks the same subnets.
 
 Base: `debootstrap --variant=minbase bookworm` from the mirror apt uses, made
 slim as Debian's debian:bookworm-slim is (no documentation, man pages or
