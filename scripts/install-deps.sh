@@ -52,6 +52,10 @@ TEST=(
   python3-requests
   clang             # the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
   libclang-rt-dev   # libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
+  docker.io         # test_image: the engine (dockerd, started by the test) and its CLI
+  docker-compose    #   Compose 1.29, one of the two Compose versions it brings the stack up with
+  debootstrap       #   the image's Debian base, where no registry serves debian:bookworm-slim
+                    #   (its Prometheus is Debian's package, installed in an image, not here)
 )
 
 case "${1:-build}" in

@@ -56,9 +56,29 @@ def run_tests(name, rest):
     sys.exit(0 if prog.result.wasSuccessful() else 1)
 
 
-def die_with_parent():
-    """preexec_fn for server children: the kernel kills them if the test dies."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+class Skip(Exception):
+    """A reason this machine cannot run the check (not a failure of it)."""
+
+
+def verdict(name, body):
+    """body(), then the end of a test ctest runs: `NAME: skipped: why` and
+    exit 77 on Skip, `NAME: FAILED: what` and exit 1 on an AssertionError,
+    RuntimeError or a command's timeout, else `NAME: ok` and what body returned, exit 0."""
+    try:
+        said = body()
+    except Skip as e:
+        print(f"{name}: skipped: {e}")
+        sys.exit(SKIP)
+    except (AssertionError, RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"{name}: FAILED: {e}")
+        sys.exit(1)
+    print(f"{name}: ok" + (f" {said}" if said else ""))
+
+
+def die_with_parent(sig=signal.SIGKILL):
+    """preexec_fn for server children: the kernel sends them sig (kills them)
+    if the test dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
 
 
 def read_ready(proc, timeout=60):

@@ -29,10 +29,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bare_root  # noqa: E402
-from bare_root import ESSENTIAL, Skip, closure, run  # noqa: E402
+from bare_root import ESSENTIAL, closure, run  # noqa: E402
 import fs_serve  # noqa: E402
 
-SKIP = 77
 NEGATIVE = ("libjemalloc2", "libjemalloc.so.2")  # a package the binary links, and its library's name
 ARGS = None
 
@@ -116,6 +115,26 @@ def check_negative(pkgs, work, prefix):
     shutil.rmtree(root, ignore_errors=True)
 
 
+def check_all(work):
+    """Every check in turn (fs_serve.verdict ends the test)."""
+    preconditions()
+    os.makedirs(work, exist_ok=True)
+    prefix = os.path.join(work, "prefix")
+    install(prefix)
+    pkgs = [p for p in runtime_packages(prefix) if p not in ARGS.drop]
+    print(f"test_runtime_image: runtime-packages.sh: {' '.join(pkgs)}", flush=True)
+    names = closure(pkgs + ESSENTIAL)
+    debs = download(names, os.path.join(work, "debs"))
+    root = os.path.join(work, "root")
+    make_root(root, debs.values(), prefix)
+    print(f"test_runtime_image: root of {len(names)} packages (with their Depends)", flush=True)
+    check_version(root)
+    check_serve(root)
+    if not ARGS.drop:
+        check_negative(pkgs, work, prefix)
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -125,31 +144,7 @@ def main():
     ap.add_argument("--work", required=True, help="scratch directory; WORK/debs caches the packages")
     ap.add_argument("--drop", action="append", default=[], help="leave this package out of the list (to see a failure)")
     ARGS = ap.parse_args()
-    work = os.path.abspath(ARGS.work)
-    try:
-        preconditions()
-        os.makedirs(work, exist_ok=True)
-        prefix = os.path.join(work, "prefix")
-        install(prefix)
-        pkgs = [p for p in runtime_packages(prefix) if p not in ARGS.drop]
-        print(f"test_runtime_image: runtime-packages.sh: {' '.join(pkgs)}", flush=True)
-        names = closure(pkgs + ESSENTIAL)
-        debs = download(names, os.path.join(work, "debs"))
-        root = os.path.join(work, "root")
-        make_root(root, debs.values(), prefix)
-        print(f"test_runtime_image: root of {len(names)} packages (with their Depends)", flush=True)
-        check_version(root)
-        check_serve(root)
-        if not ARGS.drop:
-            check_negative(pkgs, work, prefix)
-        shutil.rmtree(root, ignore_errors=True)
-    except Skip as e:
-        print(f"test_runtime_image: skipped: {e}")
-        sys.exit(SKIP)
-    except (AssertionError, RuntimeError) as e:
-        print(f"test_runtime_image: FAILED: {e}")
-        sys.exit(1)
-    print("test_runtime_image: ok")
+    fs_serve.verdict("test_runtime_image", lambda: check_all(os.path.abspath(ARGS.work)))
 
 
 if __name__ == "__main__":
