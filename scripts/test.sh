@@ -28,6 +28,7 @@ cmake -S . -B build-asan -DFS_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debu
 cmake --build build-asan -j "$jobs"
 # UBSan only reports by default: halting makes undefined behaviour a failure.
 # LeakSanitizer skips only the third-party leaks tests/lsan.supp names.
+lsan_supp="$PWD/tests/lsan.supp"
 (cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
+    LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0" \
     ctest --output-on-failure --timeout 1200 -LE "slow|pyg")
