@@ -101,6 +101,7 @@ def deb_test_args(description, work_help):
     p.add_argument("--cpack", default="cpack")
     p.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR")
     p.add_argument("--cc", default="cc")
+    p.add_argument("--version", required=True, help="the release the packages carry: CMake's PROJECT_VERSION")
     return p
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """test_deb.py — the .deb packages (ctest: test_deb).
 
-    /usr/bin/python3 tests/test_deb.py --build BUILD --work DIR [--cpack cpack] [--libdir lib] [--cc cc]
+    /usr/bin/python3 tests/test_deb.py --build BUILD --work DIR --version X.Y.Z [--cpack cpack] [--libdir lib] [--cc cc]
 
 `cpack --config BUILD/CPackConfig.cmake -B WORK/pkgs` must give exactly
 featstore, libfeatstore1 and libfeatstore-dev, each with the files listed in
@@ -41,19 +41,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fs_serve  # noqa: E402
-from pkg_util import Failed, build_probe, check_probe, cpack, deb_test_args, field, finish, parse_depends, run_probe, step, under  # noqa: E402
+from pkg_util import PACKAGES, Failed, build_probe, check_probe, cpack, deb_test_args, field, finish, parse_depends, run_probe, step, under  # noqa: E402
 
 SKIP = 77
-VERSION = "1.5.0"
 
 
-def contents(libdir):
+def contents(libdir, version):
     """Each package's files (not directories), paths as dpkg-deb -c lists them."""
     lib = f"usr/{libdir}"
     return {
         "featstore": {"usr/bin/featstore", "usr/bin/featstore-trainer", "lib/systemd/system/featstore.service",
                       "etc/featstore/featstore.json"},
-        "libfeatstore1": {f"{lib}/libfeatstore.so.1", f"{lib}/libfeatstore.so.{VERSION}",
+        "libfeatstore1": {f"{lib}/libfeatstore.so.1", f"{lib}/libfeatstore.so.{version}",
                           f"{lib}/libfeatstore-grpc.so.1"},
         "libfeatstore-dev": {"usr/include/featstore/client.h", "usr/include/featstore/admin.h",
                              "usr/include/featstore/types.h", f"{lib}/libfeatstore.so",
@@ -81,7 +80,7 @@ def check_package(name, deb, files, errors):
     depends = field(deb, "Depends")
     print(f"  {name} Depends: {depends}")
     for alternatives in parse_depends(depends):
-        if not any(n in contents("") or known(n) for n, _ in alternatives):
+        if not any(n in PACKAGES or known(n) for n, _ in alternatives):
             errors.append(f"{name}: Depends on {' | '.join(n for n, _ in alternatives)}, which no package here "
                           "or in apt provides")
     return depends
@@ -148,13 +147,13 @@ def main():
     try:
         # 1. the packages and what they hold
         debs = cpack(args.cpack, build, pkgs)
-        want = contents(args.libdir)
+        want = contents(args.libdir, args.version)
         if set(debs) != set(want):
             raise Failed(f"cpack made {sorted(debs)}, want {sorted(want)}")
         depends = {name: check_package(name, deb, want[name], errors) for name, deb in debs.items()}
         for name in ("featstore", "libfeatstore-dev"):
-            if f"libfeatstore1 (= {VERSION})" not in depends[name]:
-                errors.append(f"{name} does not depend on libfeatstore1 (= {VERSION})")
+            if f"libfeatstore1 (= {args.version})" not in depends[name]:
+                errors.append(f"{name} does not depend on libfeatstore1 (= {args.version})")
         if "libc6" not in depends["libfeatstore1"]:
             errors.append("libfeatstore1 does not depend on libc6: dpkg-shlibdeps did not run")
         for deb in debs.values():
@@ -178,7 +177,7 @@ def main():
         # 3. the packaged server and two clients on the packaged library
         featstore = os.path.join(root, "usr", "bin", "featstore")
         out = step("featstore version", [featstore, "version"], env=env)
-        if VERSION not in out:
+        if args.version not in out:
             errors.append(f"featstore version says {out.strip()!r}")
         dataset = fs_serve.import_cora(featstore, os.path.join(work, "cora"))
         cfg = config_for_test(root, dataset, os.path.join(work, "fs.sock"), work)

@@ -39,7 +39,6 @@ from bare_root import ESSENTIAL, Skip  # noqa: E402
 from pkg_util import Failed, PACKAGES, build_probe, cpack, deb_test_args, field, parse_depends, run_probe  # noqa: E402
 
 SKIP = 77
-VERSION = "1.5.0"
 NEGATIVE = ("libjansson4", "libjansson.so.4")  # a package featstore's Depends name, and its library
 SOCK = "/tmp/featstore.sock"  # in the root
 CORA = (2708, 1433)  # nodes, feature width
@@ -106,10 +105,10 @@ def in_root(root, *cmd, timeout=60):
     return done.stdout
 
 
-def check_version(root):
+def check_version(root, version):
     out = in_root(root, "/usr/bin/featstore", "version")
-    if VERSION not in out:
-        raise AssertionError(f"featstore version in the root says {out.strip()!r}, want {VERSION}")
+    if version not in out:
+        raise AssertionError(f"featstore version in the root says {out.strip()!r}, want {version}")
     say(f"featstore version in the root: {out.strip()}")
 
 
@@ -229,7 +228,7 @@ def main():
         root = os.path.join(work, "root")
         make_root(root, fetched.values(), debs.values())
         say(f"root of our 3 packages and {len(names)} others (their Depends: {' '.join(sorted(wanted))})")
-        check_version(root)
+        check_version(root, args.version)
         check_serve(root, args, work)
         if not args.drop:
             check_negative(wanted, debs, work)

@@ -2,7 +2,7 @@
 """test_install_venv.py — featstore installed into a venv the way the docs say
 (ctest: test_install_venv).
 
-    /usr/bin/python3 tests/test_install_venv.py --source . --build BUILD --work DIR [--cc cc]
+    /usr/bin/python3 tests/test_install_venv.py --source . --build BUILD --work DIR --version X.Y.Z [--cc cc]
 
 1. `python3 -m venv --system-site-packages VENV`, `cmake --install BUILD
    --prefix VENV` and `VENV/bin/pip install --no-build-isolation --no-deps
@@ -11,7 +11,7 @@
 2. the installed programs and libraries have no RPATH/RUNPATH into the build
    tree, and featstore.pc's libdir/includedir are the venv's;
 3. with a clean environment (PATH=VENV/bin:/usr/bin:/bin, no FEATSTORE_LIB,
-   no PYTHONPATH): `featstore` is VENV/bin/featstore and says 1.5.0; it
+   no PYTHONPATH): `featstore` is VENV/bin/featstore and says VERSION; it
    imports tests/data/cora.npz and serves it;
 4. VENV/bin/python imports featstore from site-packages (metadata version =
    the library's), loads VENV/lib/libfeatstore.so.1 with no hint, and reads
@@ -60,6 +60,7 @@ def main():
     p.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR")
     p.add_argument("--cmake", default="cmake")
     p.add_argument("--cc", default="cc")
+    p.add_argument("--version", required=True, help="the release it must say: CMake's PROJECT_VERSION")
     args = p.parse_args()
     for what, missing in (("pkg-config", not shutil.which("pkg-config")),
                           ("python3-venv (ensurepip)", importlib.util.find_spec("ensurepip") is None),
@@ -110,7 +111,7 @@ def main():
         if featstore != os.path.join(venv, "bin", "featstore"):
             errors.append(f"featstore on PATH is {featstore}, not the venv's")
         out = step("featstore version", ["featstore", "version"], env=clean)
-        if "1.5.0" not in out:
+        if args.version not in out:
             errors.append(f"featstore version says {out.strip()!r}")
         dataset = fs_serve.import_cora(featstore, os.path.join(work, "cora"))
         server, ready = fs_serve.start(featstore, dataset, os.path.join(work, "fs.sock"), env=clean)

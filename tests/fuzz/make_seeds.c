@@ -504,7 +504,7 @@ static void local_session_seeds(void)
     /* every kind of op on two clients of two minors, one of them a GPU reader */
     static const uint8_t report[10] = {2, 0, 1, 1, 0, 7, 1, 0, 9, 2};
     o.n = 0;
-    op_connect(&o, 0, "1.5.0");
+    op_connect(&o, 0, FS_VERSION); /* this release (tests/fuzz/CMakeLists.txt) */
     op_connect(&o, 1 | 16, "");
     op(&o, S_FRAME, 0, 3, NULL, 0);                /* INFO */
     op(&o, S_FRAME, 1, 9, "\x0a\x05train", 7);    /* SPLIT "train" */

@@ -72,8 +72,8 @@ extern "C" {
 #define FS_VERSION_MINOR 5
 #define FS_VERSION_PATCH 0
 
-/* The library's version, "1.5.0": compare with FS_VERSION_* to see that a
- * program runs with the library it was built for. */
+/* The library's version, "MAJOR.MINOR.PATCH": compare with FS_VERSION_* to
+ * see that a program runs with the library it was built for. */
 FS_API const char *fs_version(void);
 
 typedef struct fs_client fs_client_t;

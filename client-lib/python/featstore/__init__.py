@@ -60,4 +60,4 @@ except OSError:
         globals()[name] = value
         return value
 
-__version__ = "1.5.0"
+from ._version import __version__  # noqa: E402  (written by CMake: cmake/version.cmake)
