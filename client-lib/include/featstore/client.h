@@ -254,13 +254,15 @@ typedef enum {
     FS_ORDER_RANDOM = 0,     /* a fresh permutation for each (seed, epoch) */
     FS_ORDER_SEQUENTIAL = 1, /* the seeds in their order */
     FS_ORDER_CHUNKED = 2,    /* runs of `chunk` consecutive seeds, the runs shuffled
-                                (seed 004's chunk reshuffling; over DDP ranks each
+                                (chunk reshuffling from the pre-propagation GNN
+                                study, P4 in docs/papers.md; over DDP ranks each
                                 rank gets whole chunks, dealt in that order) */
 } fs_stream_order_t;
 
-/* Seed 002's Match (docs/algorithms.md §6): consecutive batches of one
- * trainer share many rows, so a stream can fetch only the rows the previous
- * batch it handed out lacks. Over grpc:// only those rows travel. */
+/* FastGL's Match (P2 in docs/papers.md; docs/algorithms.md §6): consecutive
+ * batches of one trainer share many rows, so a stream can fetch only the
+ * rows the previous batch it handed out lacks. Over grpc:// only those rows
+ * travel. */
 typedef enum {
     FS_DELTA_OFF = 0,  /* every batch's rows fetched whole (one fs_sample_gather) */
     FS_DELTA_FULL = 1, /* new rows fetched; the full matrix assembled from them and
@@ -304,9 +306,10 @@ typedef struct {
     const fs_hetero_req_t *hetero;
     const char *seed_type;
     const fs_link_req_t *link;
-    /* Row batches (pre-propagation, seed 004), instead of sample/table: no
-     * sampling; each batch gathers its seeds' rows of every one of these
-     * tables (hop_0 .. hop_R of `featstore propagate`), with their labels.
+    /* Row batches (pre-propagation GNNs, P4 in docs/papers.md), instead of
+     * sample/table: no sampling; each batch gathers its seeds' rows of every
+     * one of these tables (hop_0 .. hop_R of `featstore propagate`), with
+     * their labels.
      * Row tables (a labelled layout, since 1.5) are read by row: the epoch
      * is the rows of `split` (fs_info_t's row_splits), a batch's seeds are
      * its rows' nodes (the "hop_node" table), and consecutive rows are
