@@ -10,7 +10,7 @@ Checks README.md and docs/*.md against the repository:
    tests/test_y.py, a relative link) exists; a path with a placeholder in
    it (`*`, `<...>`, `{...}`, `…`, `NAME`) is a pattern, not a path;
 3. versions: where a doc names the current release (`libfeatstore.so.X.Y.Z`,
-   `featstore X.Y.Z`, a quoted version on a line about `fs_version()`) it is
+   `featstore X.Y.Z`, a quoted version in a sentence about `fs_version()`) it is
    CMake's project(VERSION), and where it names the local protocol
    ("protocol X.Y" or "**X.Y**") on a line about `featstore_local.proto` or
    `FS_LOCAL_MINOR`, proto/fs_local.h's. The
@@ -46,7 +46,7 @@ VERSION_FILE = "client-lib/python/featstore/_version.py"
 PLACEHOLDER = re.compile(r"[*<>{}…]|\.\.\.|\b[A-Z][A-Z_]*[A-Z]\b(?!\.)")
 CURRENT_RELEASE = (re.compile(r"libfeatstore\.so\.(\d+\.\d+\.\d+)"),
                    re.compile(r"\bfeatstore (\d+\.\d+\.\d+)\b"),
-                   re.compile(r"fs_version\(\).*?\"(\d+\.\d+\.\d+)\""))
+                   re.compile(r"fs_version\(\)(?:(?!\.\s)[\s\S]){0,200}?\"(\d+\.\d+\.\d+)\""))  # same sentence
 LOCAL_PROTOCOL_LINE = re.compile(r"featstore_local\.proto|FS_LOCAL_MINOR")
 PROTOCOL = re.compile(r"(?:\bprotocol |\*\*)(\d+\.\d+)\b")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -107,11 +107,14 @@ def version_faults(docs, root):
     for doc, text in docs.items():
         if doc in HISTORY:
             continue
-        for n, line in enumerate(text.splitlines(), 1):
-            said = [(v, release, "release") for rx in CURRENT_RELEASE for v in rx.findall(line)]
+        said = [(m.start(1), m.group(1), release, "release") for rx in CURRENT_RELEASE for m in rx.finditer(text)]
+        offset = 0
+        for line in text.splitlines(keepends=True):
             if LOCAL_PROTOCOL_LINE.search(line):
-                said += [(v, protocol, "local protocol") for v in PROTOCOL.findall(line)]
-            faults += [f"{doc}:{n} says {what} {v}; it is {truth}" for v, truth, what in said if v != truth]
+                said += [(offset + m.start(1), m.group(1), protocol, "local protocol") for m in PROTOCOL.finditer(line)]
+            offset += len(line)
+        faults += [f"{doc}:{text.count(chr(10), 0, at) + 1} says {what} {v}; it is {truth}"
+                   for at, v, truth, what in sorted(said) if v != truth]
     return faults
 
 
