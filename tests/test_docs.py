@@ -35,6 +35,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_exports import fs_api_declarations  # noqa: E402  (the FS_API parser test_exports uses)
+from planted import missed, report  # noqa: E402
 
 HISTORY = ("docs/changes.md",)
 PUBLIC_HEADERS = ("client-lib/include/featstore/*.h", "kernels/include/featstore/*.h")
@@ -193,10 +194,8 @@ def self_test(root, docs, papers):
             "docs/design.md names kernels/fs_gone.c", "docs/format.md:", "docs/architecture.md:",
             "docs/api.md section 9 lacks fs_ids_free",
             "README.md:"]
-    found = [f for f in all_faults(planted_docs, planted_papers, root) if f not in already]
-    problems = [f"self-test: no fault starts with {w!r}" for w in want if sum(f.startswith(w) for f in found) != 1]
-    problems += [f"self-test: unexpected fault: {f}" for f in found if not any(f.startswith(w) for w in want)]
-    return problems
+    return missed([f for f in all_faults(planted_docs, planted_papers, root) if f not in already], want,
+                  "one fault of each kind")
 
 
 def main():
@@ -205,11 +204,8 @@ def main():
     root = os.path.abspath(ap.parse_args().source)
     docs, papers = load_docs(root), paper_texts(root)
     faults = self_test(root, docs, papers) or all_faults(docs, papers, root) + version_file_faults(root)
-    for f in faults:
-        print("FAIL:", f)
-    if not faults:
-        print(f"ok: {len(docs)} docs, {len(public_functions(root))} public functions, {len(papers)} files named papers")
-    return 1 if faults else 0
+    return report(faults, f"{len(docs)} docs, {len(public_functions(root))} public functions, "
+                          f"{len(papers)} files checked for numbered papers")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ import sys
 import tempfile
 from typing import NamedTuple
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from planted import missed, report  # noqa: E402
+
 
 class Layer(NamedTuple):
     name: str
@@ -280,14 +283,6 @@ def self_test(root):
     return problems
 
 
-def missed(faults, want, what):
-    """What of want (prefixes, each to match exactly one fault) the faults lack, plus faults not wanted."""
-    out = [f"self-test ({what}): no fault starts with {w!r}" for w in want
-           if sum(f.startswith(w) for f in faults) != 1]
-    out += [f"self-test ({what}): unexpected fault: {f}" for f in faults if not any(f.startswith(w) for w in want)]
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source", required=True, help="the repository root")
@@ -303,11 +298,7 @@ def main():
             faults = check(root) + doc_faults(os.path.join(root, "docs", "architecture.md"))
     except ValueError as e:  # the table itself is wrong
         faults = [str(e)]
-    for f in faults:
-        print("FAIL:", f)
-    if not faults:
-        print(f"ok: {len(source_files(root))} files, {len(LAYERS)} layers, {len(EXCEPTIONS)} exceptions")
-    return 1 if faults else 0
+    return report(faults, f"{len(source_files(root))} files, {len(LAYERS)} layers, {len(EXCEPTIONS)} exceptions")
 
 
 if __name__ == "__main__":
