@@ -52,15 +52,18 @@ LAYERS = (
     Layer("core", ("kernels/fs_types.*", "kernels/fs_parallel.*", "kernels/fs_pool.*", "kernels/fs_rng.h",
                    "kernels/fs_json.h", "kernels/fs_addr.*", "kernels/fs_shm.*", "kernels/fs_info.*",
                    "kernels/fs_epoch.*"), ("public types",)),
-    Layer("engines", ("kernels/*",), ("public types", "core", "CUDA")),
+    # fs_limits sits with the engines: it reads their request types.
+    Layer("engines", ("kernels/*",), ("public types", "core", "CUDA")),  # CUDA in the .cu twins only
     Layer("dataset", ("dataset/*",), ("core", "engines")),
     Layer("placement", ("placement/*",), ("core", "engines")),
-    Layer("codecs", ("proto/*",), ("core", "engines", "gRPC/nanopb")),
+    Layer("codecs", ("proto/*",), ("core", "engines", "gRPC/nanopb")),  # they encode the engines' requests
     Layer("server", ("server/*",), ("core", "engines", "dataset", "placement")),
+    # The transports reach the engines and the dataset only through the host (engine.h, store.h).
     Layer("server transports", ("server/local*", "server/grpc_*", "server/http*", "server/listen*"),
           ("core", "codecs", "server", "gRPC/nanopb")),
     Layer("server main", ("server/serve.*",), ("core", "engines", "server", "server transports")),
     Layer("public API", ("client-lib/include/featstore/*",), ("public types",)),
+    # The unix:// engine host: it opens the (typed) dataset from the server's descriptors.
     Layer("client library", ("client-lib/*",), ("core", "engines", "dataset", "codecs", "public API", "gRPC/nanopb")),
     Layer("cli", ("cli/*",), ("core", "engines", "dataset", "placement", "server", "server transports",
                                "server main", "public API")),
@@ -72,7 +75,7 @@ LAYERS = (
 )
 
 
-class Exception_(NamedTuple):
+class Exemption(NamedTuple):
     files: str          # a glob
     may_use: str        # one more layer these files may include
     why: str
@@ -81,8 +84,8 @@ class Exception_(NamedTuple):
 # Today's truth that the architecture does not want; each row goes when its
 # reason does (the test fails on a row no include needs).
 EXCEPTIONS = (
-    Exception_("proto/fs_hetero.*", "dataset", "samples and gathers typed batches: being moved out, issue 47"),
-    Exception_("server/engine.h", "codecs", "runs typed requests through proto/fs_hetero.h: goes with it"),
+    Exemption("proto/fs_hetero.*", "dataset", "samples and gathers typed batches: being moved out, issue 47"),
+    Exemption("server/engine.h", "codecs", "runs typed requests through proto/fs_hetero.h: goes with it"),
 )
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
