@@ -5,7 +5,8 @@ Python test under tests/ (test_python.py, test_no_grpc_loaded.py, ...).
     ...
     status = stop(proc)                                 # SIGTERM, then the exit status
 
-import_cora() writes the homogeneous Cora dataset the GraphSAGE tests serve;
+import_cora() writes the homogeneous Cora dataset the GraphSAGE tests serve
+(cora() is examples/cora.py, which writes the typed and link ones);
 gen_typed_rmat() the typed R-MAT (papers, authors, venues; link splits) of
 tests/test_stream_typed.c.
 
@@ -27,6 +28,7 @@ import urllib.request
 import unittest
 
 CORA_NPZ = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cora.npz")
+CORA_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cora.py")
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 
 
@@ -155,6 +157,15 @@ def slot_ranges():
                 start, end = (int(x, 16) for x in parts[0].split("-"))
                 ranges.append((start, end))
     return ranges
+
+
+def cora():
+    """examples/cora.py as a module: its write_typed(out, ...) and
+    write_link(out, ...) make the typed and link Cora datasets."""
+    spec = importlib.util.spec_from_file_location("cora", CORA_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def import_cora(featstore, out):

@@ -69,7 +69,7 @@ def require_pyg():
 
 def setUpModule():
     import fs_serve
-    from featstore import cora
+    cora = fs_serve.cora()
     tmp = tempfile.mkdtemp(prefix="featstore-pyg-")
     SERVERS["dir"] = tmp
     made = {"cora": fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora")),
@@ -221,7 +221,8 @@ class Served:
 def cora_data():
     """Cora as PyG's Planetoid has it (undirected citations, x, y, masks),
     from tests/data/cora.npz, with an edge_attr that is the same both ways."""
-    from featstore import cora
+    import fs_serve
+    cora = fs_serve.cora()
     from torch_geometric.data import Data
     from torch_geometric.utils import to_undirected
     g = cora.load()

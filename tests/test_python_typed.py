@@ -4,7 +4,7 @@
 a real `featstore serve`, the two examples that train through them, and
 the DDP example that trains through epoch streams.
 
-The module fixture writes both Cora datasets of featstore.cora into a
+The module fixture writes both Cora datasets of examples/cora.py into a
 scratch directory — ``typed`` with the 60/20/20 split the hetero example
 documents, and ``link`` — and imports the homogeneous ``cora`` (the
 importer's 60/20/20 split; propagated, hop tables hop_0..hop_3), and starts one server on each
@@ -75,7 +75,7 @@ def require_modules():
 # ---- the server fixture ----------------------------------------------------------
 
 def setUpModule():
-    from featstore import cora
+    cora = fs_serve.cora()
     tmp = tempfile.mkdtemp(prefix="featstore-pytyped-")
     SERVERS["dir"] = tmp
     made = {"typed": cora.write_typed(os.path.join(tmp, "cora-typed"), split="60,20,20"),
