@@ -384,6 +384,7 @@ class PygBackend(unittest.TestCase):
                 loader.close()
 
     def test_edge_index_is_a_view_of_the_batch_over_both_transports(self):
+        from featstore.pyg import convert  # a featstore batch as PyG's fields
         for t in ("unix", "grpc"):
             client = featstore.connect(SERVERS["cora"][t])
             with client.hetero_sample({"node": np.arange(0, 200, 7)}, {("node", "to", "node"): [4, 3, 2]},
@@ -392,7 +393,7 @@ class PygBackend(unittest.TestCase):
                 address = lambda a: a.__array_interface__["data"][0]  # noqa: E731
                 n = sum(b.num_edges for b in blocks)
                 self.assertGreater(n, 0)
-                ei, eid = pyg._edge_index(blocks), pyg._joined([b.edge_ids for b in blocks], False)
+                ei, eid = convert._edge_index(blocks), convert._joined([b.edge_ids for b in blocks], False)
                 self.assertEqual(ei.data_ptr(), address(blocks[0].edge_src), f"{t}: edge_index is the batch's memory")
                 self.assertEqual(eid.data_ptr(), address(blocks[0].edge_ids), f"{t}: e_id is the batch's memory")
                 np.testing.assert_array_equal(ei.numpy(), np.stack([np.concatenate([b.edge_src for b in blocks]),

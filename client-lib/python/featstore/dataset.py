@@ -30,14 +30,17 @@ The laid-out arrays are held in memory until written (about three times the
 edge arrays); graphs larger than memory are for the C importers.
 
 See ``write_dataset`` for every argument and the layout, docs/format.md for
-the files, and ``featstore.cora`` for two real datasets made
+the files, and examples/cora.py for two real datasets made
 with it.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
 import shutil
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -242,8 +245,10 @@ def _xxh3():
 
 # ---- the writer ----------------------------------------------------------------------
 
-def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None, force=False, source=None,
-                  undirected=False):
+def write_dataset(dir: str | os.PathLike[str], node_types: dict[str, Any],
+                  edge_types: dict[tuple[str, str, str], Any] | None = None, link_splits: dict[str, Any] | None = None,
+                  name: str | None = None, force: bool = False, source: dict[str, Any] | None = None,
+                  undirected: bool = False) -> str:
     """Writes a featstore dataset (format version 2) to directory ``dir``.
 
     Arguments, in PyG ``HeteroData`` terms (arrays: numpy arrays, lists or CPU
