@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""test_python_stream.py — epoch streams from Python (``Client.stream``,
-``featstore.Stream``, ``StreamBatch``: client-lib/python/featstore/stream.py)
-against a real `featstore serve`, the checks of tests/test_stream.c from the
-binding's side.
+"""test_python_stream.py — epoch streams from Python (``Client.node_stream``,
+``typed_stream``, ``link_stream``, ``row_stream``, the deprecated
+``Client.stream``; ``featstore.Stream``, ``StreamBatch``, ``EpochPlan``:
+client-lib/python/featstore/stream.py, _stream_calls.py, plan.py) against a
+real `featstore serve`, the checks of tests/test_stream.c from the binding's
+side.
 
 The module fixture imports Cora (tests/data/cora.npz, symmetrised, the
 importer's seeded 60/20/20 split: 1624 training nodes, tables "feat" and
@@ -16,7 +18,13 @@ sizes 1 to 4 are equal, disjoint with drop_last and covering the split
 without; a stream reopened at an earlier position gives the remaining
 batches bit for bit, and so does a new process reopening it from a cursor
 checkpointed to a file; bad arguments raise featstore.Error with the C status
-and a message naming the problem (ValueError for an unknown order). Over
+and a message naming the problem (ValueError for an unknown order), through
+the deprecated Client.stream as through node_stream, where another kind's
+option is a TypeError naming it; Client.stream warns naming its replacement;
+featstore.EpochPlan (the C plan) deals the stream's batches, positions and
+request seeds for six (seed, epoch, rank, world, order, drop_last), and
+Client.default_prefetch is the prefetch a stream takes by default;
+sample_gather(fanouts=) still works, deprecated. Over
 unix:// also: the hold limit and the lifetime rule (released batches raise,
 arrays kept past release keep their data and count against the hold),
 prefetching, explicit seeds in sequential order without labels, streams
@@ -42,7 +50,9 @@ naming them (fanouts, table, delta, window or edge_ids with num_neighbors,
 typed options without it, bad link keys). Over unix:// also: ``hetero`` is
 a zero-copy view of the stream batch's memory that ends with it, arrays
 kept past release keep their data, and the batch is freed once; explicit
-seeds with seed_type.
+seeds with seed_type; the deprecated Client.stream opens the same typed and
+link streams (link as a dict and a StreamLink); hetero_sample's and
+link_sample's old argument names warn and mean the same.
 
     /usr/bin/python3 tests/test_python_stream.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 
@@ -59,6 +69,7 @@ import sys
 import tempfile
 import time
 import unittest
+import warnings
 
 import fs_serve
 
@@ -83,7 +94,7 @@ out = sys.argv[1]
 with open(os.path.join(out, "cursor.json")) as f:
     cursor = json.load(f)
 uri = cursor.pop("uri")
-with featstore.connect(uri, timeout_ms=30000) as c, c.stream(**cursor) as s:
+with featstore.connect(uri, timeout_ms=30000) as c, c.node_stream(**cursor) as s:
     for sb in s:
         np.savez(os.path.join(out, "batch-%06d.npz" % sb.index), index=sb.index, request_seed=sb.request_seed,
                  seeds=np.array(sb.seeds), labels=np.array(sb.labels), nodes=np.array(sb.batch.nodes),
@@ -177,9 +188,17 @@ class StreamTest(unittest.TestCase):
             c.close()
 
     def stream(self, transport, **kw):
+        """Client.node_stream of the split "train" (or kw's seeds)."""
+        args = dict(seeds="train", batch_size=100, num_neighbors=FANOUTS, table="feat", seed=5, epoch=1)
+        args.update(kw)
+        return self.clients[transport].node_stream(**args)
+
+    def old_stream(self, transport, **kw):
+        """The same through Client.stream, deprecated since 1.6 (its 1.4 names)."""
         args = dict(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=5, epoch=1)
         args.update(kw)
-        return self.clients[transport].stream(**args)
+        with self.assertWarnsRegex(DeprecationWarning, "Client.stream.* is deprecated: use Client.node_stream"):
+            return self.clients[transport].stream(**args)
 
     def test_every_batch_is_the_explicit_sample_gather_and_its_labels(self):
         for t in TRANSPORTS:
@@ -276,13 +295,13 @@ class StreamTest(unittest.TestCase):
         # position) to a file and dies; a new process reads the file and
         # continues the epoch. Its batches, written back as .npz files, must
         # be the uninterrupted epoch's.
-        opts = dict(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=7, epoch=3, rank=1,
+        opts = dict(seeds="train", batch_size=100, num_neighbors=FANOUTS, table="feat", seed=7, epoch=3, rank=1,
                     world_size=2)
         for t in TRANSPORTS:
             with self.subTest(transport=t):
-                with self.clients[t].stream(**opts) as s:
+                with self.clients[t].node_stream(**opts) as s:
                     whole = [snapshot(sb) for sb in s]
-                with self.clients[t].stream(**opts) as s:
+                with self.clients[t].node_stream(**opts) as s:
                     for _ in range(3):
                         next(s).release()
                     cursor = dict(opts, uri=SERVER[t], start_batch=s.position)
@@ -310,7 +329,7 @@ class StreamTest(unittest.TestCase):
         for t in TRANSPORTS:
             c = self.clients[t]
             for delta, window in (("full", 4), ("only", 1)):
-                with self.subTest(transport=t, delta=delta), self.stream(t, delta=delta, window=window) as s:
+                with self.subTest(transport=t, delta=delta), self.stream(t, delta=delta, reorder_window=window) as s:
                     prev, reused, plans = None, 0, []
                     for sb in s:
                         plans.append(sb.plan_index)
@@ -352,24 +371,113 @@ class StreamTest(unittest.TestCase):
             for kw, status, says in cases:
                 with self.subTest(transport=t, args=kw):
                     with self.assertRaises(featstore.Error) as e:
-                        self.stream(t, **kw)
+                        self.old_stream(t, **kw)
                     self.assertEqual(e.exception.status, featstore.Status[status])
                     self.assertIn(says, e.exception.message)
             with self.assertRaisesRegex(ValueError, "unknown stream order 'shuffled'.*random, sequential, chunked"):
-                self.stream(t, order="shuffled")
+                self.old_stream(t, order="shuffled")
         with self.assertRaisesRegex(ValueError, "fanouts"):
-            self.stream("unix", fanouts=[])
+            self.old_stream("unix", fanouts=[])
         with self.assertRaisesRegex(TypeError, "seeds must be integers"):
-            self.stream("unix", split=None, seeds=[1.5])
+            self.old_stream("unix", split=None, seeds=[1.5])
         with self.assertRaisesRegex(TypeError, "labels"):
-            self.stream("unix", labels=3)
+            self.old_stream("unix", labels=3)
         with self.assertRaisesRegex(ValueError, "seed -1"):
-            self.stream("unix", seed=-1)
+            self.old_stream("unix", seed=-1)
         with self.assertRaisesRegex(ValueError, "window 0"):
-            self.stream("unix", delta="full", window=0)
+            self.old_stream("unix", delta="full", window=0)
         closed = featstore.connect(SERVER["unix"])
         closed.close()
-        self.assertRaisesRegex(ValueError, "closed", closed.stream, split="train", batch_size=10, fanouts=[2])
+        with self.assertWarns(DeprecationWarning):
+            self.assertRaisesRegex(ValueError, "closed", closed.stream, split="train", batch_size=10, fanouts=[2])
+
+    def test_node_stream_refuses_bad_arguments_by_name(self):
+        """The per-kind constructor: the same refusals, and another kind's
+        option is Python's TypeError naming it."""
+        for kw, status, says in [(dict(rank=2, world_size=2), "INVALID_ARGUMENT", "rank 2 with world size 2"),
+                                 (dict(seeds="nosuch"), "NOT_FOUND", "nosuch"),
+                                 (dict(batch_size=0), "INVALID_ARGUMENT", "batch size 0"),
+                                 (dict(reorder_window=4), "INVALID_ARGUMENT", "it needs a delta mode"),
+                                 (dict(delta="full", table=None), "INVALID_ARGUMENT", "give a table")]:
+            with self.subTest(args=kw):
+                with self.assertRaises(featstore.Error) as e:
+                    self.stream("unix", **kw)
+                self.assertEqual(e.exception.status, featstore.Status[status])
+                self.assertIn(says, e.exception.message)
+        for other in ("node_tables", "tables", "link", "fanouts", "split", "window", "temporal"):
+            with self.subTest(option=other), self.assertRaisesRegex(TypeError, f"unexpected keyword argument '{other}'"):
+                self.stream("unix", **{other: None})
+        self.assertRaisesRegex(TypeError, "seeds must be integers", self.stream, "unix", seeds=[1.5])
+        self.assertRaisesRegex(ValueError, "window 0", self.stream, "unix", delta="full", reorder_window=0)
+        with self.assertRaisesRegex(ValueError, "tables must be a non-empty list"):
+            self.clients["unix"].row_stream("train", tables=[], batch_size=10)
+
+    def test_sample_takes_fanouts_under_its_old_name(self):
+        c = self.clients["unix"]
+        with c.sample_gather(self.train[:50], FANOUTS, "feat", seed=4) as want:
+            with self.assertWarnsRegex(DeprecationWarning, r"sample_gather\(fanouts=...\) is deprecated: call it "
+                                                           r"with num_neighbors="):
+                got = c.sample_gather(self.train[:50], fanouts=FANOUTS, table="feat", seed=4)
+            with got:
+                assert_same_arrays(self, batch_arrays(want), batch_arrays(got), "sample_gather(fanouts=)")
+        with self.assertWarns(DeprecationWarning), c.sample(self.train[:50], fanouts=FANOUTS, seed=4) as got:
+            self.assertEqual(got.num_hops, len(FANOUTS))
+
+    def test_client_stream_is_deprecated_naming_its_replacement(self):
+        c = self.clients["unix"]
+        cases = [(dict(fanouts=FANOUTS), "Client.node_stream"), (dict(tables=["feat"]), "Client.row_stream")]
+        for kw, replacement in cases:
+            with self.subTest(replacement=replacement):
+                with self.assertWarnsRegex(DeprecationWarning, replacement) as w:
+                    s = c.stream(split="train", batch_size=100, **kw)
+                self.assertEqual(os.path.basename(w.filename), os.path.basename(__file__), "points at the caller")
+                with s:
+                    self.assertEqual(next(s).index, 0)
+
+    def test_a_plan_deals_what_the_stream_deals(self):
+        """featstore.EpochPlan (the C library's fs_stream_plan_*) equals the
+        stream's plan for several (seed, epoch, rank, world, order,
+        drop_last): the same batches of the same positions in the seed list,
+        with the same request seeds."""
+        n = len(self.train)
+        for k, (seed, epoch, rank, world) in enumerate([(0, 0, 0, 1), (5, 1, 0, 2), (5, 1, 1, 2), (7, 3, 2, 3),
+                                                        (2**63 + 11, 9, 1, 4), (42, 0, 3, 4)]):
+            order, drop_last = ("random", "sequential", "chunked")[k % 3], bool(k % 2)
+            with self.subTest(seed=seed, epoch=epoch, rank=rank, world=world, order=order, drop_last=drop_last):
+                kw = dict(seed=seed, epoch=epoch, rank=rank, world_size=world, order=order, drop_last=drop_last,
+                          chunk=32 if order == "chunked" else 0)
+                plan = featstore.EpochPlan(n, 64, **kw)
+                with self.stream("unix", batch_size=64, table=None, labels="", **kw) as s:
+                    self.assertEqual(len(plan), s.num_batches)
+                    for i, sb in enumerate(s):
+                        positions, request_seed = plan.positions(i), plan.request_seed(i)
+                        np.testing.assert_array_equal(positions, sb.positions, f"batch {i}")
+                        np.testing.assert_array_equal(self.train[positions], sb.seeds)
+                        self.assertEqual(request_seed, sb.request_seed)
+                    self.assertEqual(i + 1, len(plan))
+        self.assertEqual([len(p) for p, _ in featstore.EpochPlan(10, 4, order="sequential")], [4, 4, 2])
+        with self.assertRaises(featstore.Error) as e:
+            featstore.EpochPlan(10, 4, rank=2, world_size=2)
+        self.assertEqual(e.exception.status, featstore.Status.INVALID_ARGUMENT)
+        self.assertIn("rank 2 with world size 2", e.exception.message)
+        self.assertRaisesRegex(ValueError, "unknown stream order 'shuffled'", featstore.EpochPlan, 10, 4,
+                               order="shuffled")
+        self.assertRaises(IndexError, featstore.EpochPlan(10, 4).positions, 3)
+
+    def test_the_default_prefetch_is_the_streams(self):
+        """Client.default_prefetch is the C library's choice for prefetch=0:
+        two batches per producer (over unix:// one producer per thread),
+        and a stream opened with prefetch=0 makes exactly that many ahead."""
+        for threads, want in ((1, 2), (2, 4), (3, 6), (12, 16)):
+            with featstore.connect(SERVER["unix"], threads=threads) as c:
+                self.assertEqual(c.default_prefetch(), want, f"threads={threads}")
+                self.assertEqual(c.default_prefetch(producers=1), 2)
+        self.assertEqual(self.clients["grpc"].default_prefetch(), 2, "grpc://: one producer")
+        with featstore.connect(SERVER["unix"], threads=2) as c, c.node_stream(
+                "train", batch_size=20, num_neighbors=FANOUTS, table="feat") as s:
+            self.assertTrue(wait_until(lambda: s.ready == 4), f"ready {s.ready}, want 4")
+            time.sleep(0.2)
+            self.assertEqual(s.ready, 4, "no more than the default made ahead")
 
     def test_hold_and_the_lifetime_rule(self):
         with self.stream("unix", hold=2) as s:
@@ -435,7 +543,7 @@ class StreamTest(unittest.TestCase):
 
     def test_explicit_seeds_in_order_without_labels(self):
         seeds = np.array([(i * 53) % 2708 for i in range(37)], dtype=np.int64)
-        with self.stream("unix", split=None, seeds=seeds, batch_size=10, order="sequential", labels="") as s:
+        with self.stream("unix", seeds=seeds, batch_size=10, order="sequential", labels="") as s:
             seeds_given = seeds.copy()
             seeds[0] = 7  # the stream copied them
             got = []
@@ -451,7 +559,7 @@ class StreamTest(unittest.TestCase):
 
     def test_streams_outlive_their_client_and_closing(self):
         c = featstore.connect(SERVER["unix"])
-        s = c.stream(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=1)
+        s = c.node_stream("train", batch_size=100, num_neighbors=FANOUTS, table="feat", seed=1)
         first = next(s)
         c.close()  # the stream has connections of its own
         second = next(s)
@@ -487,14 +595,14 @@ class StreamTest(unittest.TestCase):
             c = featstore.connect("unix://" + sock, threads=2)  # two producers a stream
             epochs = []
             for epoch in range(2):
-                with c.stream(split="train", batch_size=400, fanouts=FANOUTS, table="feat", seed=3) as s:
+                with c.node_stream("train", batch_size=400, num_neighbors=FANOUTS, table="feat", seed=3) as s:
                     epochs.append([snapshot(b) for b in s])
                 self.assertTrue(unix_clients(4), "the Client, the streams' owner and two producers: kept")
             for a, b in zip(*epochs):
                 assert_same_arrays(self, a[4], b[4], f"batch {a[0]} of the same epoch on the kept connections")
             fs_serve.stop(proc)
             proc, ready = fs_serve.start(ARGS.featstore, SERVER["dataset"], sock)
-            with c.stream(split="train", batch_size=400, fanouts=FANOUTS, table="feat", seed=3) as s:
+            with c.node_stream("train", batch_size=400, num_neighbors=FANOUTS, table="feat", seed=3) as s:
                 again = [snapshot(b) for b in s]
             self.assertEqual(len(again), len(epochs[0]), "the next epoch after a restart")
             for a, b in zip(epochs[0], again):
@@ -622,7 +730,7 @@ class RowStreamTest(_PropagatedCora):
             with self.subTest(transport=t), featstore.connect(self.uris[t]) as c:
                 train = c.split("train")
                 position = {int(v): i for i, v in enumerate(train)}
-                with c.stream(split="train", batch_size=64, tables=hops, order="chunked", chunk=64, seed=3) as s:
+                with c.row_stream("train", batch_size=64, tables=hops, order="chunked", chunk=64, seed=3) as s:
                     seen = []
                     for sb in s:
                         self.assertIsNone(sb.batch)
@@ -637,11 +745,13 @@ class RowStreamTest(_PropagatedCora):
                             np.testing.assert_array_equal(sb.labels, want.features[:, 0])
                         seen.append(np.array(sb.seeds))
                 np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(train))
-                with self.assertRaises(ValueError) as e:
-                    c.stream(split="train", batch_size=64, tables=hops, fanouts=[5])
+                with self.assertRaises(ValueError) as e, self.assertWarns(DeprecationWarning):
+                    c.stream(split="train", batch_size=64, tables=hops, fanouts=[5])  # the deprecated call
                 self.assertIn("fanouts", str(e.exception))
+                with self.assertRaisesRegex(TypeError, "num_neighbors"):
+                    c.row_stream("train", batch_size=64, tables=hops, num_neighbors=[5])
                 with self.assertRaises(featstore.Error) as e:
-                    c.stream(split="train", batch_size=64, tables=["hop_0", "hop_7"])
+                    c.row_stream("train", batch_size=64, tables=["hop_0", "hop_7"])
                 self.assertIn("hop_7", str(e.exception))
         print("RESULT python row streams: hop_0..hop_2 of propagated Cora, chunked, = gather per table, "
               "over unix:// and grpc://")
@@ -674,7 +784,7 @@ class RowLayoutStreamTest(_PropagatedCora):
                 self.assertEqual(set(info.row_tables), set(names) | {"hop_node"})
                 first, count = info.row_splits["train"]
                 seen = np.zeros(len(row_nodes), dtype=bool)
-                with c.stream(split="train", batch_size=64, tables=names, order="chunked", chunk=64, seed=3) as s:
+                with c.row_stream("train", batch_size=64, tables=names, order="chunked", chunk=64, seed=3) as s:
                     for sb in s:
                         self.assertEqual(sb.ranges.shape, (1, 2), "one chunk, one run")
                         r0, n = (int(x) for x in sb.ranges[0])
@@ -706,12 +816,12 @@ class TypedStreamTest(_Served):
             c.close()
 
     def test_typed_batches_are_the_explicit_hetero_sample(self):
-        kw = dict(frontier="all", node_tables=NODE_TABLES, edge_tables=("feat",), want_edge_ids=True)
+        kw = dict(frontier="all", node_tables=NODE_TABLES, edge_tables=("feat",), edge_ids=True)
         for t in TRANSPORTS:
             c = self.clients[t]
             train = c.split("paper/train")
-            with self.subTest(transport=t), c.stream(split="paper/train", batch_size=128, num_neighbors=NUM_NEIGHBORS,
-                                                     seed=4, epoch=2, **kw) as s:
+            with self.subTest(transport=t), c.typed_stream("paper/train", batch_size=128,
+                                                           num_neighbors=NUM_NEIGHBORS, seed=4, epoch=2, **kw) as s:
                 self.assertEqual(s.num_batches, (len(train) + 127) // 128)
                 seen, edge_rows = [], 0
                 for i, sb in enumerate(s):
@@ -743,10 +853,10 @@ class TypedStreamTest(_Served):
             cols["time"] = c.split("link/valid/time") if info.timed else None
             self.assertIsNotNone(cols["time"], "the typed R-MAT's link splits have times")
             negatives = dict(neg="binary", amount=1)
-            link = {"edge_type": CITES, **negatives} if t == "unix" else featstore.StreamLink(CITES, **negatives)
             kw = dict(num_neighbors=NUM_NEIGHBORS, node_tables=NODE_TABLES, temporal="uniform")
-            with self.subTest(transport=t), c.stream(split="valid", batch_size=200, link=link, order="sequential",
-                                                     rank=1, world_size=2, time_window=10, **kw) as s:
+            with self.subTest(transport=t), c.link_stream("valid", edge_type=CITES, batch_size=200, **negatives,
+                                                          order="sequential", rank=1, world_size=2, time_window=10,
+                                                          **kw) as s:
                 at = batches = 0
                 n_src = len(cols["src"])
                 for sb in s:
@@ -757,9 +867,9 @@ class TypedStreamTest(_Served):
                     np.testing.assert_array_equal(sb.seeds, want_cols["src"], "the seeds are the split's src column")
                     self.assertIsNone(sb.batch)
                     self.assertIsNone(sb.labels)
-                    with c.link_sample(CITES, want_cols["src"], want_cols["dst"], label=want_cols["label"],
-                                       time=want_cols["time"], seed=sb.request_seed, window=10, **negatives,
-                                       **kw) as want:
+                    with c.link_sample(CITES, want_cols["src"], want_cols["dst"], edge_label=want_cols["label"],
+                                       edge_label_time=want_cols["time"], seed=sb.request_seed, time_window=10,
+                                       **negatives, **kw) as want:
                         assert_same_hetero(self, want, sb.hetero, f"{t} link batch {sb.index}")
                     self.assertEqual(sb.hetero.link_types, ("paper", "paper"))
                     self.assertEqual(sb.hetero.edge_label_index.shape, (2, 2 * n), "binary negatives, ratio 1")
@@ -767,14 +877,14 @@ class TypedStreamTest(_Served):
                     batches += 1
                 self.assertEqual(batches, s.num_batches)
                 self.assertEqual(at, (n_src + 1) // 2)
-        with self.clients["unix"].stream(split="valid", batch_size=50, link=dict(edge_type=CITES, neg="triplet",
-                                         amount=2, strict=True), order="sequential", num_neighbors={CITES: [4]},
-                                         seed=9) as s:
+        with self.clients["unix"].link_stream("valid", edge_type=CITES, batch_size=50, neg="triplet", amount=2,
+                                              neg_strict=True, order="sequential", num_neighbors={CITES: [4]},
+                                              seed=9) as s:
             sb = next(s)
-            with self.clients["unix"].link_sample(CITES, sb.seeds, self.clients["unix"].split("link/valid/dst")[:50],
-                                                  time=self.clients["unix"].split("link/valid/time")[:50],
-                                                  neg="triplet", amount=2, strict=True, num_neighbors={CITES: [4]},
-                                                  seed=sb.request_seed) as want:
+            c = self.clients["unix"]
+            with c.link_sample(CITES, sb.seeds, c.split("link/valid/dst")[:50],
+                               edge_label_time=c.split("link/valid/time")[:50], neg="triplet", amount=2,
+                               neg_strict=True, num_neighbors={CITES: [4]}, seed=sb.request_seed) as want:
                 assert_same_hetero(self, want, sb.hetero, "triplet link batch 0")
             self.assertEqual(sb.hetero.dst_neg_index.shape, (50, 2))
         print(f"RESULT python link stream: rank 1 of 2, {batches} batches of the link split 'valid' in order, each "
@@ -782,8 +892,8 @@ class TypedStreamTest(_Served):
 
     def test_hetero_views_end_with_their_stream_batch(self):
         c = self.clients["unix"]
-        with c.stream(split="paper/train", batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=("feat",),
-                      seed=1) as s:
+        with c.typed_stream("paper/train", batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=("feat",),
+                            seed=1) as s:
             sb = next(s)
             hb = sb.hetero
             x, nodes = hb.x["paper"]["feat"], hb.nodes["paper"]
@@ -810,12 +920,67 @@ class TypedStreamTest(_Served):
             for sb in s:  # the rest of the epoch, batches dropped as the loop goes
                 self.assertGreaterEqual(len(sb.hetero.nodes["paper"]), sb.num_seeds)
         ids = c.split("paper/valid")[:37]
-        with c.stream(seeds=ids, seed_type="paper", batch_size=10, order="sequential", labels="",
-                      num_neighbors={CITES: [2]}) as s:  # explicit seeds, of a given type
+        with c.typed_stream(ids, seed_type="paper", batch_size=10, order="sequential",
+                            num_neighbors={CITES: [2]}) as s:  # explicit seeds, of a given type
             got = [np.array(sb.seeds) for sb in s]
         np.testing.assert_array_equal(np.concatenate(got), ids)
 
+    def test_the_deprecated_stream_opens_the_same_streams(self):
+        """Client.stream (deprecated) with num_neighbors, and with link as a
+        dict or a StreamLink: the batches of typed_stream and link_stream."""
+        c = self.clients["unix"]
+        typed = dict(batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=NODE_TABLES, seed=2)
+        link = dict(batch_size=50, num_neighbors={CITES: [4]}, order="sequential", seed=9)
+        pairs = [(lambda: c.stream(split="paper/train", **typed), lambda: c.typed_stream("paper/train", **typed),
+                  "Client.typed_stream"),
+                 (lambda: c.stream(split="valid", link=dict(edge_type=CITES, neg="triplet", amount=2, strict=True),
+                                   **link),
+                  lambda: c.link_stream("valid", edge_type=CITES, neg="triplet", amount=2, neg_strict=True, **link),
+                  "Client.link_stream"),
+                 (lambda: c.stream(split="valid", link=featstore.StreamLink(CITES, neg="binary"), **link),
+                  lambda: c.link_stream("valid", edge_type=CITES, neg="binary", **link), "Client.link_stream")]
+        for old, new, replacement in pairs:
+            with self.subTest(replacement=replacement):
+                with self.assertWarnsRegex(DeprecationWarning, replacement):
+                    s = old()
+                with s, new() as t:
+                    for i in range(2):
+                        a, b = next(s), next(t)
+                        assert_same_hetero(self, a.hetero, b.hetero, f"{replacement} batch {i}")
+                        a.release(), b.release()
+
+    def test_old_argument_names_warn_and_mean_the_same(self):
+        """hetero_sample's and link_sample's arguments renamed in 1.6 still
+        work under their old names, each with a DeprecationWarning naming
+        the new one."""
+        c = self.clients["unix"]
+        ids = c.split("paper/train")[:20]
+        kw = dict(seed=3, node_tables=NODE_TABLES)
+        with c.hetero_sample({"paper": ids}, NUM_NEIGHBORS, edge_ids=True, **kw) as want:
+            with self.assertWarnsRegex(DeprecationWarning, r"hetero_sample\(want_edge_ids=...\) is deprecated: "
+                                                           r"call it with edge_ids="):
+                got = c.hetero_sample({"paper": ids}, NUM_NEIGHBORS, want_edge_ids=True, **kw)
+            with got:
+                assert_same_hetero(self, want, got, "want_edge_ids=")
+        src, dst, time = (c.split(f"link/valid/{k}")[:20] for k in ("src", "dst", "time"))
+        new = dict(edge_label_time=time, neg_strict=True, time_window=10, time_strict=True)
+        old = dict(time=time, strict=True, window=10, time_strict=True)
+        link = dict(num_neighbors={CITES: [3]}, neg="binary", temporal="uniform", seed=5)
+        with c.link_sample(CITES, src, dst, **new, **link) as want:
+            with self.assertWarns(DeprecationWarning) as w:
+                got = c.link_sample(CITES, src, dst, **old, **link)
+            said = " ".join(str(x.message) for x in w.warnings)
+            for name, replacement in (("time", "edge_label_time"), ("strict", "neg_strict"),
+                                      ("window", "time_window")):
+                self.assertIn(f"link_sample({name}=...) is deprecated: call it with {replacement}=", said)
+            with got:
+                assert_same_hetero(self, want, got, "link_sample's old names")
+        with self.assertRaisesRegex(TypeError, "both window= and time_window="):
+            c.hetero_sample({"paper": ids}, NUM_NEIGHBORS, window=1, time_window=1)
+
     def test_bad_typed_options_are_named(self):
+        self.enterContext(warnings.catch_warnings())  # the refusals of the deprecated Client.stream, kept
+        warnings.simplefilter("ignore", DeprecationWarning)
         bad_type = {("nosuch", "cites", "paper"): [5, 3]}
         link = {"edge_type": CITES}
         cases = [  # (arguments, status, what the C message says)
