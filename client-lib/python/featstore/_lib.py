@@ -14,6 +14,7 @@ allocates only grow at their end, so reading the fields below stays valid.
 import ctypes
 import ctypes.util
 import os
+from typing import Any
 import sys
 import sysconfig
 from pathlib import Path
@@ -38,7 +39,7 @@ class Versioned(ctypes.Structure):
     """A struct that starts with ``size_t struct_size`` (the caller sets it)."""
 
     @classmethod
-    def new(cls, **fields):
+    def new(cls, **fields: Any) -> Any:
         return cls(struct_size=ctypes.sizeof(cls), **fields)
 
 

@@ -17,7 +17,7 @@ did, then opens the stream its options make.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ._deprecation import deprecated
 from .hetero import _Link, _Request, require_typed
@@ -26,7 +26,6 @@ from .stream import Epoch, StreamLink, open_stream, split_or_ids
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-    from .client import Client
     from .stream import Stream
 
     EdgeType = tuple[str, str, str]  # (src, rel, dst)
@@ -79,7 +78,7 @@ class StreamCalls:
     one). A stream has connections of its own, so it outlives ``close()``
     of its Client."""
 
-    def node_stream(self: Client, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: Sequence[int],
+    def node_stream(self, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: Sequence[int],
                     table: str | None = None, dtype: str | None = None, labels: str | None = None,
                     mode: str | Sequence[str] = "uniform", edge_ids: bool = False, delta: str = "off",
                     reorder_window: int = 1, seed: int = 0, epoch: int = 0, rank: int = 0, world_size: int = 1,
@@ -100,9 +99,9 @@ class StreamCalls:
         split, ids = split_or_ids(seeds)
         sample = _sample_req(num_neighbors, mode, 0, edge_ids)  # its seed is set per batch
         return open_stream(self, _epoch(locals()), split=split, ids=ids, sample=sample, table=table,
-                           dtype=dtype, labels=labels, delta=delta, window=reorder_window)
+                           dtype=dtype, labels=labels, delta=delta, reorder_window=reorder_window)
 
-    def typed_stream(self: Client, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: dict[EdgeType, Sequence[int]],
+    def typed_stream(self, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: Mapping[EdgeType, Sequence[int]],
                      seed_type: str | None = None, node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (),
                      dtype: str | None = None, mode: str | Sequence[str] = "uniform", frontier: str = "new",
                      disjoint: bool = False, temporal: str | None = None, time_strict: bool = False,
@@ -122,8 +121,8 @@ class StreamCalls:
         return open_stream(self, _epoch(locals()), split=split, ids=ids, typed=typed,
                            seed_type=seed_type)
 
-    def link_stream(self: Client, split: str, *, edge_type: EdgeType, batch_size: int,
-                    num_neighbors: dict[EdgeType, Sequence[int]], neg: str | None = None, amount: float = 1.0,
+    def link_stream(self, split: str, *, edge_type: EdgeType, batch_size: int,
+                    num_neighbors: Mapping[EdgeType, Sequence[int]], neg: str | None = None, amount: float = 1.0,
                     neg_weighted: bool = False, neg_strict: bool = False, keep_seed_edges: bool = False,
                     node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (), dtype: str | None = None,
                     mode: str | Sequence[str] = "uniform", frontier: str = "new", disjoint: bool = False,
@@ -146,7 +145,7 @@ class StreamCalls:
         link = _Link(edge_type, neg, amount, neg_weighted, neg_strict, keep_seed_edges, what="link")
         return open_stream(self, _epoch(locals()), split=split, ids=None, typed=typed, link=link)
 
-    def row_stream(self: Client, seeds: str | ArrayLike, *, tables: Sequence[str], batch_size: int, dtype: str | None = None,
+    def row_stream(self, seeds: str | ArrayLike, *, tables: Sequence[str], batch_size: int, dtype: str | None = None,
                    labels: str | None = None, seed: int = 0, epoch: int = 0, rank: int = 0, world_size: int = 1,
                    drop_last: bool = False, order: str = "random", chunk: int = 0, start_batch: int = 0,
                    prefetch: int = 0, hold: int = 2, producers: int = 0) -> Stream:
@@ -162,12 +161,12 @@ class StreamCalls:
         return open_stream(self, _epoch(locals()), split=split, ids=ids, dtype=dtype,
                            labels=labels, tables=list(tables))
 
-    def stream(self: Client, *, split: str | None = None, seeds: ArrayLike | None = None, batch_size: int,
+    def stream(self, *, split: str | None = None, seeds: ArrayLike | None = None, batch_size: int,
                fanouts: Sequence[int] | None = None, table: str | None = None, dtype: str | None = None,
                labels: str | None = None, seed: int = 0, epoch: int = 0, rank: int = 0, world_size: int = 1,
                drop_last: bool = False, prefetch: int = 0, hold: int = 2, order: str = "random", chunk: int = 0,
                start_batch: int = 0, mode: str | Sequence[str] = "uniform", edge_ids: bool = False,
-               delta: str = "off", window: int = 1, num_neighbors: dict[EdgeType, Sequence[int]] | None = None,
+               delta: str = "off", window: int = 1, num_neighbors: Mapping[EdgeType, Sequence[int]] | None = None,
                frontier: str = "new", disjoint: bool = False, temporal: str | None = None, strict: bool = False,
                time_window: int = 0, node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (),
                want_edge_ids: bool = False, seed_type: str | None = None, link: Any = None,
@@ -209,7 +208,7 @@ class StreamCalls:
                                  "stream)")
             from .client import _sample_req
             return open_stream(client, epoch_opts, split=split, ids=seeds, sample=_sample_req(fanouts, mode, 0, edge_ids),
-                               table=table, dtype=dtype, labels=labels, delta=delta, window=window)
+                               table=table, dtype=dtype, labels=labels, delta=delta, reorder_window=window)
         deprecated(f"Client.stream(num_neighbors=...{', link=...' if link is not None else ''}) is deprecated: use "
                    f"Client.{'link_stream' if link is not None else 'typed_stream'}(...)")
         require_typed()

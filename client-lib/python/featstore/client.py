@@ -32,7 +32,7 @@ import ctypes
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -151,6 +151,9 @@ class Client(StreamCalls, Closing):
 
     uri: str
     transport: str
+    _held_for_fork: bool   # set by the fork handlers while its lock is held for a fork
+    _strings: Client       # a _with_slots copy's: the Client its copied options' strings belong to
+    _stream_owner: Any     # featstore.stream._Owner: the connection its unix:// streams are opened on
 
     def __init__(self, uri: str, device: str | None = None, slots: int | None = None, threads: int | None = None,
                  timeout_ms: int | None = None, token: str | None = None, tls_ca_file: str | None = None,
@@ -314,9 +317,9 @@ class Client(StreamCalls, Closing):
 
     @renamed(strict="time_strict", window="time_window", want_edge_ids="edge_ids")
     def hetero_sample(self, seeds: dict[str, ArrayLike] | Sequence[tuple[str, ArrayLike]],
-                      num_neighbors: dict[EdgeType, Sequence[int]], *, seed: int = 0,
+                      num_neighbors: Mapping[EdgeType, Sequence[int]], *, seed: int = 0,
                       mode: str | Sequence[str] = "uniform", frontier: str = "new", disjoint: bool = False,
-                      temporal: str | None = None, seed_time: dict[str, ArrayLike] | None = None,
+                      temporal: str | None = None, seed_time: Mapping[str, ArrayLike] | None = None,
                       time_strict: bool = False, time_window: int = 0, node_tables: Sequence[str] = (),
                       edge_tables: Sequence[str] = (), dtype: str | None = None, edge_ids: bool = False
                       ) -> HeteroBatch:
@@ -348,7 +351,7 @@ class Client(StreamCalls, Closing):
     @renamed(label="edge_label", time="edge_label_time", strict="neg_strict", window="time_window",
              want_edge_ids="edge_ids")
     def link_sample(self, edge_type: EdgeType, src: ArrayLike, dst: ArrayLike, *,
-                    num_neighbors: dict[EdgeType, Sequence[int]], edge_label: ArrayLike | None = None,
+                    num_neighbors: Mapping[EdgeType, Sequence[int]], edge_label: ArrayLike | None = None,
                     edge_label_time: ArrayLike | None = None, neg: str | None = None, amount: float = 1.0,
                     neg_weighted: bool = False, neg_strict: bool = False, keep_seed_edges: bool = False,
                     seed: int = 0, mode: str | Sequence[str] = "uniform", frontier: str = "new",

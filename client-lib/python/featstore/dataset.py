@@ -201,10 +201,10 @@ def _npy_header(dtype, shape):
 class _Files:
     """The dataset's files by name, in writing order, each an array to write."""
 
-    def __init__(self):
-        self.arrays = {}
+    def __init__(self) -> None:
+        self.arrays: dict[str, Any] = {}
 
-    def add(self, preferred, fallback, array):
+    def add(self, preferred: str, fallback: str, array: Any) -> str:
         name = preferred if len(preferred) < 128 else fallback
         if name in self.arrays:  # cannot happen: names are built from unique, dot-free parts
             raise AssertionError(f"file {name} twice")

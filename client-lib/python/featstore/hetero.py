@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from ._convert import NP_DTYPES as _NP_DTYPES
 from ._convert import dtype_code as _dtype_code
 from ._convert import dtype_name as _dtype_name
 from ._convert import ids as _ids
-from ._convert import SAMPLE_MODES, seed64
+from ._convert import SAMPLE_MODES, address, seed64
 from ._lib import lib
 from .batch import _batch_field as _field
 from .batch import _block, _Handle, _Releasable, _SlotUse, _view
@@ -113,6 +113,7 @@ def _seed_groups(seeds: Any) -> list[tuple[str, np.ndarray]]:
     """[(type, int64 ids)] from a dict type -> ids (one group per key, in
     dict order) or a sequence of (type, ids) pairs (several groups of one
     type allowed)."""
+    items: Any
     if isinstance(seeds, dict):
         items = list(seeds.items())
     else:
@@ -132,13 +133,13 @@ def _seed_groups(seeds: Any) -> list[tuple[str, np.ndarray]]:
 class _Request:
     """An fs_hetero_req_t and everything its pointers reach (kept alive with it)."""
 
-    def __init__(self, num_neighbors: dict[EdgeType, Sequence[int]], seed: int, mode: str | Sequence[str],
+    def __init__(self, num_neighbors: Mapping[EdgeType, Sequence[int]], seed: int, mode: str | Sequence[str],
                  frontier: str, disjoint: bool, temporal: str | None, time_strict: bool, time_window: int,
                  node_tables: str | Sequence[str] | None, edge_tables: str | Sequence[str] | None,
                  dtype: str | None, edge_ids: bool) -> None:
         if not isinstance(num_neighbors, dict) or not num_neighbors:
             raise ValueError("num_neighbors must be a non-empty dict (src, rel, dst) -> fanout per hop")
-        hops = None
+        hops: int | None = None
         entries = []
         for key, fanouts in num_neighbors.items():
             key = _etype(key, "num_neighbors")
@@ -156,6 +157,7 @@ class _Request:
                 if f < _lib.FS_FANOUT_ALL:
                     raise ValueError(f"num_neighbors[{key!r}][{h}] = {f}: must be > 0, 0 (none) or -1 (all)")
             entries.append((key, fanouts))
+        hops = int(hops or 0)  # num_neighbors is not empty: set by its first entry
         modes = [mode] * hops if isinstance(mode, str) else list(mode)
         if len(modes) != hops:
             raise ValueError(f"mode: {len(modes)} modes for {hops} hops")
@@ -197,7 +199,7 @@ def _p(arr: np.ndarray | None) -> Any:
 class _Seeds:
     """An fs_hetero_seeds_t array and the arrays it points to."""
 
-    def __init__(self, seeds: Any, seed_time: dict[str, ArrayLike] | None, temporal: str | None) -> None:
+    def __init__(self, seeds: Any, seed_time: Mapping[str, ArrayLike] | None, temporal: str | None) -> None:
         self.groups = _seed_groups(seeds)
         times = {}
         if seed_time is not None:
@@ -219,9 +221,9 @@ class _Seeds:
             self.c[i].type, self.c[i].count, self.c[i].ids, self.c[i].time = t.encode(), len(ids), _p(ids), _p(tm)
 
 
-def hetero_call(client: Any, seeds: Any, num_neighbors: dict[EdgeType, Sequence[int]], seed: int = 0,
+def hetero_call(client: Any, seeds: Any, num_neighbors: Mapping[EdgeType, Sequence[int]], seed: int = 0,
                 mode: str | Sequence[str] = "uniform", frontier: str = "new", disjoint: bool = False,
-                temporal: str | None = None, seed_time: dict[str, ArrayLike] | None = None,
+                temporal: str | None = None, seed_time: Mapping[str, ArrayLike] | None = None,
                 time_strict: bool = False, time_window: int = 0, node_tables: Sequence[str] = (),
                 edge_tables: Sequence[str] = (), dtype: str | None = None, edge_ids: bool = False) -> HeteroBatch:
     """Client.hetero_sample (see there)."""
@@ -241,15 +243,16 @@ class _Link:
 
     def __init__(self, edge_type: EdgeType | list[str], neg: str | None = None, amount: float = 1.0,
                  neg_weighted: bool = False, neg_strict: bool = False, keep_seed_edges: bool = False,
-                 src: ArrayLike | None = None, dst: ArrayLike | None = None, label: ArrayLike | None = None,
-                 time: ArrayLike | None = None, what: str = "link_sample") -> None:
+                 src: ArrayLike | None = None, dst: ArrayLike | None = None, edge_label: ArrayLike | None = None,
+                 edge_label_time: ArrayLike | None = None, what: str = "link_sample") -> None:
         s, r, d = _etype(tuple(edge_type) if isinstance(edge_type, list) else edge_type, what)
+        src_ids = dst_ids = labels = times = None
         if src is not None:
-            src, dst = _ids(src, "src"), _ids(dst, "dst")
-            if len(src) != len(dst):
-                raise ValueError(f"src has {len(src)} ids and dst {len(dst)}: one of each per seed edge")
-            label = None if label is None else _times(label, len(src), "label")
-            time = None if time is None else _times(time, len(src), "time")
+            src_ids, dst_ids = _ids(src, "src"), _ids(dst if dst is not None else [], "dst")
+            if len(src_ids) != len(dst_ids):
+                raise ValueError(f"src has {len(src_ids)} ids and dst {len(dst_ids)}: one of each per seed edge")
+            labels = None if edge_label is None else _times(edge_label, len(src_ids), "label")
+            times = None if edge_label_time is None else _times(edge_label_time, len(src_ids), "time")
         if neg not in _lib.FS_NEG:
             raise ValueError(f"neg {neg!r}: None, or one of {', '.join(NEGATIVES)}")
         amount = float(amount)
@@ -257,16 +260,17 @@ class _Link:
             raise ValueError(f"amount {amount!r}: must be a finite number >= 0")
         if neg == "triplet" and (amount < 1 or amount != int(amount)):
             raise ValueError(f"amount {amount!r}: triplet negatives need an integer k >= 1 per positive")
-        self.arrays = (src, dst, label, time)
+        self.arrays = (src_ids, dst_ids, labels, times)
         self.c = _lib.LinkReq.new(src=s.encode(), rel=r.encode(), dst=d.encode(),
-                                  count=0 if src is None else len(src), src_ids=_p(src), dst_ids=_p(dst),
-                                  label=_p(label), time=_p(time), neg=_lib.FS_NEG[neg], amount=amount,
+                                  count=0 if src_ids is None else len(src_ids), src_ids=_p(src_ids),
+                                  dst_ids=_p(dst_ids), label=_p(labels), time=_p(times), neg=_lib.FS_NEG[neg],
+                                  amount=amount,
                                   neg_weighted=int(bool(neg_weighted)), strict=int(bool(neg_strict)),
                                   keep_seed_edges=int(bool(keep_seed_edges)))
 
 
 def link_call(client: Any, edge_type: EdgeType, src: ArrayLike, dst: ArrayLike,
-              num_neighbors: dict[EdgeType, Sequence[int]], edge_label: ArrayLike | None = None,
+              num_neighbors: Mapping[EdgeType, Sequence[int]], edge_label: ArrayLike | None = None,
               edge_label_time: ArrayLike | None = None, neg: str | None = None, amount: float = 1.0,
               neg_weighted: bool = False, neg_strict: bool = False, keep_seed_edges: bool = False, seed: int = 0,
               mode: str | Sequence[str] = "uniform", frontier: str = "new", disjoint: bool = False,
@@ -276,7 +280,7 @@ def link_call(client: Any, edge_type: EdgeType, src: ArrayLike, dst: ArrayLike,
     """Client.link_sample (see there)."""
     require_typed()
     link = _Link(edge_type, neg, amount, neg_weighted, neg_strict, keep_seed_edges, src=src, dst=dst,
-                 label=edge_label, time=edge_label_time)
+                 edge_label=edge_label, edge_label_time=edge_label_time)
     req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
                    edge_tables, dtype, edge_ids)
     out = ctypes.POINTER(_lib.HeteroBatchC)()
@@ -305,7 +309,7 @@ def _opt(h: _Handle, pointer: Any, shape: tuple) -> np.ndarray | None:
 def _label_index(h: _Handle, src: Any, dst: Any, n: int) -> np.ndarray:
     """edge_label_index [2, n]: one view when the library put the two rows
     end to end, else a stacked copy (2 x n ids)."""
-    a, b = (ctypes.cast(p, ctypes.c_void_p).value for p in (src, dst))
+    a, b = address(src), address(dst)
     if n and b == a + 8 * n:
         return _view(h, src, (2, n), np.int64)
     return np.stack([_view(h, src, (n,), np.int64), _view(h, dst, (n,), np.int64)])

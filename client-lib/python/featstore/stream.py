@@ -160,13 +160,14 @@ def split_or_ids(seeds: str | ArrayLike) -> tuple[str | None, np.ndarray | None]
     return None, _ids(seeds, "seeds")
 
 
-def open_stream(client: Client, epoch: Epoch, *, split: str | None, ids: ArrayLike | None,
+def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike | None,
                 sample: _lib.SampleReq | None = None, table: str | None = None, dtype: str | None = None,
-                labels: str | None = None, delta: str = "off", window: int = 1, typed: Any = None,
+                labels: str | None = None, delta: str = "off", reorder_window: int = 1, typed: Any = None,
                 seed_type: str | None = None, link: _Link | None = None, tables: Sequence[str] | None = None
                 ) -> Stream:
-    """fs_stream_open on the client's stream owner, with the requests of
-    one kind of stream (sample; typed and link; tables) already checked."""
+    """fs_stream_open on the stream owner of `client` (a Client), with
+    the requests of one kind of stream (sample; typed and link; tables)
+    already checked."""
     require_streams()
     if client.closed:
         raise ValueError("featstore client is closed")
@@ -174,7 +175,7 @@ def open_stream(client: Client, epoch: Epoch, *, split: str | None, ids: ArrayLi
         raise ValueError(f"unknown stream order {epoch.order!r} (one of {', '.join(_lib.FS_ORDER)})")
     if delta not in _lib.FS_DELTA:
         raise ValueError(f"unknown delta mode {delta!r} (one of {', '.join(_lib.FS_DELTA)})")
-    if int(window) == 0:  # the C struct's 0 means "unset" (1); from Python it is a mistake
+    if int(reorder_window) == 0:  # the C struct's 0 means "unset" (1); from Python it is a mistake
         raise ValueError("window 0: a Match-Reorder window is 1 batch (no reorder) or more")
     seeds = None if ids is None else _ids(ids, "seeds")
     ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
@@ -188,7 +189,8 @@ def open_stream(client: Client, epoch: Epoch, *, split: str | None, ids: ArrayLi
         table=None if table is None else _name(table), out_dtype=dtype_code(dtype), labels=labels_option(labels),
         seed=seed64(epoch.seed), epoch=int(epoch.epoch), rank=int(epoch.rank), world_size=int(epoch.world_size),
         prefetch=int(epoch.prefetch), order=_lib.FS_ORDER[epoch.order], chunk=int(epoch.chunk),
-        start_batch=int(epoch.start_batch), hold=int(epoch.hold), delta=_lib.FS_DELTA[delta], window=int(window),
+        start_batch=int(epoch.start_batch), hold=int(epoch.hold), delta=_lib.FS_DELTA[delta],
+        window=int(reorder_window),
         hetero=None if typed is None else ctypes.pointer(typed.c),
         seed_type=None if seed_type is None else _name(seed_type), link=None if link is None else ptr(link.c),
         tables=names, num_tables=0 if tables is None else len(tables), producers=int(epoch.producers))
@@ -276,7 +278,8 @@ class Stream(Closing):
         self.uri = uri
         self._tables = tables  # a typed stream's (node tables, edge tables): its batches' x and edge_attr keys
         self._lock = threading.Lock()
-        self._owner, self._s = owner, ptr
+        self._owner: _Owner | None = owner
+        self._s: Any = ptr
         self._pid = os.getpid()
         self._use = _SlotUse()  # its batches: held, and released but kept by arrays
         self.num_batches = lib.fs_stream_num_batches(ptr)
@@ -359,7 +362,8 @@ class Stream(Closing):
                 return
             self._position = lib.fs_stream_position(s)
             lib.fs_stream_close(s)  # leaves its connections with the owner for the next stream
-            owner.release()  # after the stream: its producers reconnect through the owner
+            if owner is not None:
+                owner.release()  # after the stream: its producers reconnect through the owner
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"at batch {self._position}"

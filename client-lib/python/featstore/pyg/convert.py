@@ -7,7 +7,7 @@ with ``copy``, own their data; then as ``Data`` or ``HeteroData``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, overload
 
 import numpy as np
 import torch
@@ -56,15 +56,15 @@ def _joined(parts: Sequence[np.ndarray | None], copy: bool) -> torch.Tensor | No
     without any. numpy, not torch.cat: a torch op would wake torch's OpenMP
     threads, whose spinning takes the cores the stream's producer samples
     on."""
-    parts = [p for p in parts if p is not None]
-    if not parts:
+    present = [p for p in parts if p is not None]
+    if not present:
         return None
-    if len(parts) == 1:
-        return _as_tensor(parts[0], copy)
-    view = _end_to_end(parts, (sum(len(p) for p in parts),))
+    if len(present) == 1:
+        return _as_tensor(present[0], copy)
+    view = _end_to_end(present, (sum(len(p) for p in present),))
     if view is not None:
         return _as_tensor(view, copy)
-    return torch.from_numpy(np.concatenate(parts))
+    return torch.from_numpy(np.concatenate(present))
 
 
 def _edge_index(blocks: Sequence[Block], copy: bool = False) -> torch.Tensor:
@@ -83,7 +83,11 @@ def _edge_index(blocks: Sequence[Block], copy: bool = False) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def _as_tensor(array: np.ndarray | None, copy: bool) -> torch.Tensor | None:
+@overload
+def _as_tensor(array: np.ndarray, copy: bool) -> torch.Tensor: ...
+@overload
+def _as_tensor(array: None, copy: bool) -> None: ...
+def _as_tensor(array: np.ndarray | None, copy: bool) -> torch.Tensor | None:  # noqa: E301
     """A view of a batch's array, or (copy) a tensor of its own, copied by
     numpy for the reason _joined gives."""
     if array is None:
@@ -100,8 +104,9 @@ def _rows(h: HeteroBatch, type_: str, table: str, array: np.ndarray, copy: bool)
 
 def _edge_rows(h: HeteroBatch, edge_type: Any, table: str, hops: Sequence[np.ndarray], copy: bool
                ) -> torch.Tensor:
-    """An edge table's rows of every hop as one tensor."""
+    """An edge table's rows of every hop (at least one) as one tensor."""
     t = _joined(hops, copy)
+    assert t is not None
     return t.view(torch.bfloat16) if h.dtype(edge_type, table) == "bfloat16" else t
 
 

@@ -279,14 +279,15 @@ class NeighborLoader(_Loader):
     def _calls(self, epoch: int) -> Iterator[Batch]:
         """Temporal batches with given seed times: one hetero_sample per batch
         over this rank's share of the stream's plan, with its request seeds."""
+        times = self.input_time
+        assert times is not None  # the temporal path: __iter__ checked it
         for pos, request_seed in self._plan(len(self.input_nodes), epoch):
             seeds = self.input_nodes[pos]
             req = dict(seed=request_seed, node_tables=self.node_tables, edge_tables=self.edge_tables,
                        dtype=self.dtype, edge_ids=True, frontier="new", **self.options)
             h = self._sampled(self._connection().hetero_sample, {self.input_type: seeds}, self.num_neighbors,
-                              seed_time={self.input_type: self.input_time[pos]}, **req)
-            data = self._convert(h, seeds, input_id=torch.from_numpy(pos),
-                                 seed_time=torch.from_numpy(self.input_time[pos]))
+                              seed_time={self.input_type: times[pos]}, **req)
+            data = self._convert(h, seeds, input_id=torch.from_numpy(pos), seed_time=torch.from_numpy(times[pos]))
             h.release()  # its arrays keep it (and its slot) while the batch's tensors live
             yield data
 
@@ -370,7 +371,7 @@ class LinkNeighborLoader(_Loader):
             get = lambda what: self.client.split(f"link/{edge_label_index}/{what}")  # noqa: E731
             return (tuple(sp.edge_type), edge_label_index, get("src"), get("dst"),
                     get("label") if sp.labelled else None, get("time") if sp.timed else None)
-        edge_type, index = schema.edge, edge_label_index
+        edge_type, index = schema.edge, edge_label_index  # index: a tensor, an array or ids
         if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2 and not isinstance(
                 edge_label_index[0], torch.Tensor) and isinstance(edge_label_index[0], (tuple, list, str)):
             edge_type, index = schema.edge_type(tuple(edge_label_index[0])), edge_label_index[1]
@@ -380,8 +381,8 @@ class LinkNeighborLoader(_Loader):
         if index is None:  # every edge of the type, as PyG does for a Data's edge_index
             gs = GraphStore(self.client)
             row, colptr = gs._get_edge_index(EdgeAttr(edge_type, EdgeLayout.CSC, True))
-            dst = torch.repeat_interleave(torch.arange(colptr.numel() - 1), colptr.diff())
-            index = torch.stack([row, dst])
+            col = torch.repeat_interleave(torch.arange(colptr.numel() - 1), colptr.diff())
+            index = torch.stack([row, col])
         index = index if isinstance(index, torch.Tensor) else torch.as_tensor(np.asarray(index))
         if index.dim() != 2 or index.size(0) != 2:
             raise ValueError(f"edge_label_index must have shape [2, m], got {list(index.shape)}")

@@ -77,6 +77,7 @@ class NeighborSampler(BaseSampler):
                                      keep_seed_edges=self.keep_seed_edges, **self._request()) as h:
             s = _read_batch(h, copy=True)
             fields = _link_fields(h, neg == "triplet", copy=True)
+        metadata: tuple[Any, ...]
         if neg == "triplet":
             metadata = (index.input_id, fields[0], fields[1], fields[2].squeeze(-1), index.time)
         else:

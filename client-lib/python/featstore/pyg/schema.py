@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -21,7 +21,7 @@ from ..info import Info
 
 __all__ = ["ATTR_NAMES", "EDGE_ATTR_NAMES", "ReadOnlyError"]
 
-EdgeType = tuple  # (src, rel, dst); PyG's EdgeType
+EdgeType = Tuple[str, str, str]  # (src, rel, dst); PyG's EdgeType
 
 ATTR_NAMES = {"feat": "x", "labels": "y"}     # featstore table -> PyG attribute (other tables keep their names)
 EDGE_ATTR_NAMES = {"feat": "edge_attr"}       # edge table -> PyG attribute
