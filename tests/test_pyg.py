@@ -888,3 +888,12 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    import fs_serve
+    ARGS = fs_serve.pytest_args(("numpy", "torch", "torch_geometric"))
+    import numpy as np
+    import torch
+    import featstore
+    from featstore import pyg
+    if importlib.util.find_spec("torch_sparse") is None and importlib.util.find_spec("pyg_lib") is None:
+        PygReference = unittest.skip("PyG's NeighborLoader needs torch-sparse or pyg-lib")(PygReference)
