@@ -129,7 +129,7 @@ def minibatch(client, src, dst, fanouts, args, request_seed, label=None):
         return client.link_sample(args.edge_type, src, dst, neg="binary", amount=args.neg_ratio,
                                   num_neighbors=num_neighbors, seed=request_seed, frontier="all",
                                   node_tables=("feat",), dtype="float32")
-    return client.link_sample(args.edge_type, src, dst, label=label, neg=None, keep_seed_edges=True,
+    return client.link_sample(args.edge_type, src, dst, edge_label=label, neg=None, keep_seed_edges=True,
                               num_neighbors=num_neighbors, seed=request_seed, frontier="all", node_tables=("feat",),
                               dtype="float32")
 

@@ -399,7 +399,7 @@ class PygBackend(unittest.TestCase):
         for t in ("unix", "grpc"):
             client = featstore.connect(SERVERS["cora"][t])
             with client.hetero_sample({"node": np.arange(0, 200, 7)}, {("node", "to", "node"): [4, 3, 2]},
-                                      want_edge_ids=True) as h:
+                                      edge_ids=True) as h:
                 blocks = h.blocks[h.edge_types[0]]
                 address = lambda a: a.__array_interface__["data"][0]  # noqa: E731
                 n = sum(b.num_edges for b in blocks)
