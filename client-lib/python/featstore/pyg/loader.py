@@ -125,9 +125,12 @@ class _Loader:
                     prefetch=self.prefetch, hold=self.hold, frontier="new", mode=self.options["mode"],
                     disjoint=self.options["disjoint"], temporal=self.options["temporal"])
 
-    def _plan(self, n: int, epoch: int) -> EpochPlan:
+    def _plan(self, n: int, epoch: int) -> EpochPlan | tuple[()]:
         """This rank's epoch of n seeds: the plan the loader's stream follows
-        (the C library's), for batches made by calls here and for len()."""
+        (the C library's), for batches made by calls here and for len(). No
+        seeds, no batches (C plans none: it refuses an empty epoch)."""
+        if n == 0:
+            return ()
         return EpochPlan(n, self.batch_size, order=self._order(), drop_last=self.drop_last, seed=self.seed,
                          epoch=epoch, rank=self.rank, world_size=self.world_size)
 
