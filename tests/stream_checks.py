@@ -9,6 +9,7 @@ try:
 except ImportError:  # the tests importing this skip (exit 77) without numpy, before any check runs
     np = None
 
+
 def batch_arrays(b):
     """A Batch's arrays by name, copied: nodes, seed_local, every block's and the features."""
     out = {"nodes": np.array(b.nodes), "seed_local": np.array(b.seed_local)}

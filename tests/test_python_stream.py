@@ -345,7 +345,8 @@ class StreamTest(unittest.TestCase):
                 self.assertEqual(e.exception.status, featstore.Status[status])
                 self.assertIn(says, e.exception.message)
         for other in ("node_tables", "tables", "link", "fanouts", "split", "window", "temporal"):
-            with self.subTest(option=other), self.assertRaisesRegex(TypeError, f"unexpected keyword argument '{other}'"):
+            with self.subTest(option=other), \
+                    self.assertRaisesRegex(TypeError, f"unexpected keyword argument '{other}'"):
                 self.stream("unix", **{other: None})
         self.assertRaisesRegex(TypeError, "seeds must be integers", self.stream, "unix", seeds=[1.5])
         self.assertRaisesRegex(ValueError, "window 0", self.stream, "unix", delta="full", reorder_window=0)

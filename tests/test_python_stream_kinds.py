@@ -35,7 +35,7 @@ seeds with seed_type; the deprecated Client.stream opens the same typed and
 link streams (link as a dict and a StreamLink); hetero_sample's and
 link_sample's old argument names warn and mean the same.
 
-    /usr/bin/python3 tests/test_python_stream_kinds.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
+    tests/test_python_stream_kinds.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 
 Exits 77 (ctest's skip) when numpy is missing.
 """

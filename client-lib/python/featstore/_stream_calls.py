@@ -207,8 +207,9 @@ class StreamCalls:
                 raise ValueError("fanouts: a node stream needs one fanout per hop (or give num_neighbors for a typed "
                                  "stream)")
             from .client import _sample_req
-            return open_stream(client, epoch_opts, split=split, ids=seeds, sample=_sample_req(fanouts, mode, 0, edge_ids),
-                               table=table, dtype=dtype, labels=labels, delta=delta, reorder_window=window)
+            sample = _sample_req(fanouts, mode, 0, edge_ids)
+            return open_stream(client, epoch_opts, split=split, ids=seeds, sample=sample, table=table, dtype=dtype,
+                               labels=labels, delta=delta, reorder_window=window)
         deprecated(f"Client.stream(num_neighbors=...{', link=...' if link is not None else ''}) is deprecated: use "
                    f"Client.{'link_stream' if link is not None else 'typed_stream'}(...)")
         require_typed()

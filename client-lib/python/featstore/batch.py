@@ -306,4 +306,3 @@ class Batch(_Releasable):
         f = self._fields
         assert f is not None
         return f"<featstore.Batch hops={f['num_hops']} nodes={f['num_nodes']} rows={f['rows']}>"
-

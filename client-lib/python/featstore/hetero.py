@@ -321,8 +321,8 @@ def _read(h: _Handle, b: Any, node_tables: tuple[str, ...], edge_tables: tuple[s
     types = [b.types[t] for t in range(T)]
     names = [t.name.decode() for t in types]
     etypes = [(e.src.decode(), e.rel.decode(), e.dst.decode()) for e in (b.etypes[i] for i in range(E))]
-    f: dict[str, Any] = {"node_types": names, "edge_types": etypes, "num_hops": H, "nodes": {}, "batch": {}, "time": {},
-         "count_after": {}, "x": {}, "dtypes": {}, "blocks": {}, "edge_attr": {}}
+    f: dict[str, Any] = {"node_types": names, "edge_types": etypes, "num_hops": H, "nodes": {}, "batch": {},
+                         "time": {}, "count_after": {}, "x": {}, "dtypes": {}, "blocks": {}, "edge_attr": {}}
     for name, t in zip(names, types):
         n = t.num_nodes
         f["nodes"][name] = _view(h, t.nodes, (n,), np.int64)

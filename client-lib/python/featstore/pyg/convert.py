@@ -17,6 +17,7 @@ from ..batch import Block
 from ..hetero import HeteroBatch
 from .schema import ATTR_NAMES, EDGE_ATTR_NAMES, _Schema, _tensor
 
+
 @dataclass
 class _Sampled:
     """One batch's PyG fields per type, torch tensors (views of the batch)."""
@@ -85,9 +86,13 @@ def _edge_index(blocks: Sequence[Block], copy: bool = False) -> torch.Tensor:
 
 @overload
 def _as_tensor(array: np.ndarray, copy: bool) -> torch.Tensor: ...
+
+
 @overload
 def _as_tensor(array: None, copy: bool) -> None: ...
-def _as_tensor(array: np.ndarray | None, copy: bool) -> torch.Tensor | None:  # noqa: E301
+
+
+def _as_tensor(array: np.ndarray | None, copy: bool) -> torch.Tensor | None:
     """A view of a batch's array, or (copy) a tensor of its own, copied by
     numpy for the reason _joined gives."""
     if array is None:

@@ -37,6 +37,7 @@ __all__ = ["NeighborLoader", "LinkNeighborLoader"]
 
 Batch = Any  # a torch_geometric Data or HeteroData, or what transform makes of it
 
+
 def _positions(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A lookup from id to its first position in ids: (order, sorted ids)."""
     order = np.argsort(ids, kind="stable")

@@ -17,6 +17,7 @@ from .stores import _client_of
 
 __all__ = ["NeighborSampler"]
 
+
 class NeighborSampler(BaseSampler):
     """PyG's BaseSampler on featstore: ``sample_from_nodes`` and
     ``sample_from_edges`` each make one featstore request (hetero_sample or

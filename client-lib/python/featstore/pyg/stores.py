@@ -23,6 +23,7 @@ __all__ = ["FeatureStore", "GraphStore", "stores"]
 
 Source = Any  # a URI (str or os.PathLike) or a featstore.Client
 
+
 class _Served:
     """What both stores share: the connection (a URI, or a shared Client),
     the served dataset's schema, pickling for spawned DataLoader workers (by
