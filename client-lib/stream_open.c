@@ -4,12 +4,74 @@
  * the tables checked against fs_info, the seeds copied from a split or an
  * array, the epoch planned (kernels/fs_epoch.h), a typed request probed
  * with one seed so a bad type, fanout or table is named at open, then the
- * stream's own connection and producer thread started (docs/api.md §11). */
+ * stream's own connection and producer thread started (docs/api.md §11).
+ * Its epoch plan is made where fs_stream_plan_open makes one (make_plan),
+ * and its default prefetch is what fs_stream_default_prefetch reports, so
+ * that callers making batches with explicit calls follow the same plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stream_internal.h"
+
+/* ---- the epoch plan: a stream's, and fs_stream_plan_open's -------------------------- */
+
+/* The one place a stream's options become an epoch plan, so that a stream
+ * and a plan opened with the same options deal the same batches. */
+static fs_status_t make_plan(const fs_stream_plan_opts_t *po, fs_epoch_t *out, fs_error_t *err)
+{
+    static const fs_epoch_order_t orders[] = {[FS_ORDER_RANDOM] = FS_EPOCH_RANDOM,
+                                              [FS_ORDER_SEQUENTIAL] = FS_EPOCH_SEQUENTIAL,
+                                              [FS_ORDER_CHUNKED] = FS_EPOCH_CHUNKED};
+    if ((unsigned)po->order > FS_ORDER_CHUNKED)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "unknown order %d", (int)po->order);
+    int world = po->world_size == 0 && po->rank == 0 ? 1 : po->world_size; /* 0, 0: a single trainer */
+    fs_epoch_opts_t eo = {.num_items = po->num_seeds, .batch_size = po->batch_size, .drop_last = po->drop_last,
+                          .order = orders[po->order], .chunk = po->chunk, .seed = po->seed, .epoch = po->epoch,
+                          .rank = po->rank, .world_size = world};
+    return fs_epoch_plan(&eo, out, err);
+}
+
+struct fs_stream_plan {
+    fs_epoch_t e;
+    fs_error_t err;
+};
+
+FS_API fs_status_t fs_stream_plan_open(const fs_stream_plan_opts_t *opts, fs_stream_plan_t **out)
+{
+    if (!out) return FS_ERR_INVALID_ARGUMENT;
+    fs_stream_plan_t *p = *out = calloc(1, sizeof *p);
+    if (!p) return FS_ERR_NOMEM;
+    fs_stream_plan_opts_t po;
+    if (!opts) return fs_error(&p->err, FS_ERR_INVALID_ARGUMENT, "plan: no options");
+    if (fs_struct_read(&po, sizeof po, opts, sizeof po, "fs_stream_plan_opts_t", &p->err) != FS_OK) return p->err.code;
+    return make_plan(&po, &p->e, &p->err);
+}
+
+FS_API int64_t fs_stream_plan_num_batches(const fs_stream_plan_t *p)
+{
+    return p && p->err.code == FS_OK ? p->e.num_batches : 0;
+}
+
+FS_API int64_t fs_stream_plan_batch(const fs_stream_plan_t *p, int64_t b, int64_t *positions)
+{
+    return p && p->err.code == FS_OK && positions ? fs_epoch_batch(&p->e, b, positions) : 0;
+}
+
+FS_API uint64_t fs_stream_plan_batch_seed(const fs_stream_plan_t *p, int64_t b)
+{
+    return p && p->err.code == FS_OK ? fs_epoch_batch_seed(&p->e, b) : 0;
+}
+
+FS_API const char *fs_stream_plan_errstr(const fs_stream_plan_t *p)
+{
+    return p ? p->err.msg : "out of memory";
+}
+
+FS_API void fs_stream_plan_free(fs_stream_plan_t *p)
+{
+    free(p);
+}
 
 /* ---- opening ------------------------------------------------------------------ */
 
@@ -356,6 +418,15 @@ static int default_prefetch(const fs_client_t *c, const fs_stream_opts_t *o)
     return n < MAX_PREFETCH ? n : MAX_PREFETCH;
 }
 
+FS_API int fs_stream_default_prefetch(const fs_client_t *c, const fs_stream_opts_t *opts)
+{
+    fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
+    fs_error_t err = {0};
+    if (opts && fs_struct_read(&o, sizeof o, opts, sizeof o, "fs_stream_opts_t", &err) != FS_OK)
+        o = (fs_stream_opts_t)FS_STREAM_OPTS_INIT; /* unreadable options: every default */
+    return c ? default_prefetch(c, &o) : 2;
+}
+
 static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
 {
     if (o->prefetch == 0) o->prefetch = default_prefetch(c, o);
@@ -391,14 +462,11 @@ static fs_status_t check_counts(fs_client_t *c, fs_stream_opts_t *o)
 
 static fs_status_t plan_epoch(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t n)
 {
-    static const fs_epoch_order_t orders[] = {[FS_ORDER_RANDOM] = FS_EPOCH_RANDOM,
-                                              [FS_ORDER_SEQUENTIAL] = FS_EPOCH_SEQUENTIAL,
-                                              [FS_ORDER_CHUNKED] = FS_EPOCH_CHUNKED};
-    fs_epoch_opts_t eo = {.num_items = n, .batch_size = o->batch_size, .drop_last = o->drop_last,
-                          .order = orders[o->order], .chunk = o->chunk, .seed = o->seed, .epoch = o->epoch,
-                          .rank = o->rank, .world_size = o->world_size};
+    fs_stream_plan_opts_t po = {.struct_size = sizeof po, .num_seeds = n, .batch_size = o->batch_size,
+                                .drop_last = o->drop_last, .order = o->order, .chunk = o->chunk, .seed = o->seed,
+                                .epoch = o->epoch, .rank = o->rank, .world_size = o->world_size};
     fs_error_t err = {0};
-    if (fs_epoch_plan(&eo, &s->plan, &err) != FS_OK) return fs_client_fail(c, err.code, "stream: %s", err.msg);
+    if (make_plan(&po, &s->plan, &err) != FS_OK) return fs_client_fail(c, err.code, "stream: %s", err.msg);
     if (o->start_batch < 0 || o->start_batch > s->plan.num_batches)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: start_batch %lld, but this rank's epoch has %lld "
                               "batches", (long long)o->start_batch, (long long)s->plan.num_batches);

@@ -2,7 +2,7 @@
 """pyg_link_prediction.py — link prediction with PyG's own layers, trained
 on featstore.pyg.LinkNeighborLoader batches (docs/api.md §12).
 
-Serve Cora's link dataset (``/usr/bin/python3 -m featstore.cora link OUT``, then
+Serve Cora's link dataset (``/usr/bin/python3 examples/cora.py link OUT``, then
 ``featstore serve OUT``): papers with their bag-of-words ``feat``, the
 training citations as (paper, cites, paper), and link splits ``train``,
 ``valid`` and ``test`` (valid and test with one given negative destination

@@ -8,7 +8,7 @@ Serve a labelled dataset with ``featstore serve``, then::
 
 A homogeneous graph (Cora: ``featstore import npz tests/data/cora.npz
 --symmetrize``) trains PyG's GraphSAGE (``SAGEConv``, mean aggregation, one
-layer per hop) over the rows projected to --embed-dim. A typed graph (typed Cora: ``/usr/bin/python3 -m featstore.cora
+layer per hop) over the rows projected to --embed-dim. A typed graph (typed Cora: ``/usr/bin/python3 examples/cora.py
 typed OUT --split 60,20,20``) trains the same model made heterogeneous by
 PyG's ``to_hetero`` on the labelled node type (--target, default the one
 with labels); node types with a feature table are projected to --embed-dim once per

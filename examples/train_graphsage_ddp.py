@@ -6,7 +6,7 @@ epoch from a featstore stream.
 ``--world-size`` processes (2 by default, started with
 torch.multiprocessing's spawn) form a gloo process group (CPU) and wrap the
 same model in ``DistributedDataParallel``. Every epoch each rank opens
-``client.stream(split="train", ..., seed=--seed, epoch=epoch, rank=rank,
+``client.node_stream("train", ..., seed=--seed, epoch=epoch, rank=rank,
 world_size=world)``: the same shuffle seed and epoch on every rank, so the
 ranks get equal, disjoint shares of one permutation of the training nodes
 (torch's DistributedSampler's plan) and the same number of batches, and
@@ -59,8 +59,9 @@ def train_epoch(client, model, opt, args, epoch, rank, world):
     """One epoch of this rank's share; (mean loss over every rank, this rank's mini-batches/s)."""
     model.train()
     total_loss, batches, t0 = 0.0, 0, time.perf_counter()
-    with client.stream(split="train", batch_size=args.batch_size // world, fanouts=args.fanouts, table=args.table,
-                       dtype="float32", seed=args.seed, epoch=epoch, rank=rank, world_size=world) as stream:
+    with client.node_stream("train", batch_size=args.batch_size // world, num_neighbors=args.fanouts,
+                            table=args.table, dtype="float32", seed=args.seed, epoch=epoch, rank=rank,
+                            world_size=world) as stream:
         for b in stream:
             with b:  # released after backward(): autograd keeps the input features for the weight gradients
                 y = torch.from_numpy(np.array(b.labels))

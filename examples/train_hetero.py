@@ -2,7 +2,7 @@
 """train_hetero.py — a heterogeneous GraphSAGE trained through featstore's
 typed sampling, on typed Cora.
 
-The dataset is Cora as a typed graph (``/usr/bin/python3 -m featstore.cora typed OUT
+The dataset is Cora as a typed graph (``/usr/bin/python3 examples/cora.py typed OUT
 --split 60,20,20``, served by ``featstore serve OUT``): papers with a 1433-d
 bag of words (table ``feat``), labels and splits; words without features;
 edge types (paper, cites, paper), (paper, cited_by, paper), (paper, has,
@@ -26,7 +26,7 @@ output layer on hop 0, whose paper destinations start with the seeds.
 Split: 60/20/20 (``--split 60,20,20``: 1624 training, 541 validation and
 541 test papers), the split tests/test_python.py's homogeneous Cora test
 uses; this model reaches 0.876-0.889 test accuracy with it in 10 epochs
-(seeds 0 to 4). featstore.cora's default Planetoid-style split (20 labelled
+(seeds 0 to 4). examples/cora.py's default Planetoid-style split (20 labelled
 papers per class, 140 in all) is a few-label benchmark on which this model
 gets 0.70-0.76 from seed to seed (models built for it: about 0.80 +- 0.02),
 too unsteady for a 0.80 target.
@@ -196,7 +196,7 @@ def node_type(info, name):
     """info's facts about node type `name` (count, tables, num_classes)."""
     if name not in info.node_types:
         raise SystemExit(f"the dataset has no node type {name!r}: serve typed Cora "
-                         f"(/usr/bin/python3 -m featstore.cora typed OUT --split 60,20,20)")
+                         f"(/usr/bin/python3 examples/cora.py typed OUT --split 60,20,20)")
     return info.node_types[name]
 
 

@@ -2,7 +2,7 @@
 """train_link.py — GraphSAGE link prediction trained through featstore's
 link-prediction batches, on Cora's citations.
 
-The dataset is ``/usr/bin/python3 -m featstore.cora link OUT`` served by ``featstore
+The dataset is ``/usr/bin/python3 examples/cora.py link OUT`` served by ``featstore
 serve OUT``: papers with their bag-of-words table ``feat``, the training
 citations stored both ways as (paper, cites, paper), and link splits
 ``train``, ``valid`` and ``test`` (valid and test with one given negative
@@ -129,7 +129,7 @@ def minibatch(client, src, dst, fanouts, args, request_seed, label=None):
         return client.link_sample(args.edge_type, src, dst, neg="binary", amount=args.neg_ratio,
                                   num_neighbors=num_neighbors, seed=request_seed, frontier="all",
                                   node_tables=("feat",), dtype="float32")
-    return client.link_sample(args.edge_type, src, dst, label=label, neg=None, keep_seed_edges=True,
+    return client.link_sample(args.edge_type, src, dst, edge_label=label, neg=None, keep_seed_edges=True,
                               num_neighbors=num_neighbors, seed=request_seed, frontier="all", node_tables=("feat",),
                               dtype="float32")
 
@@ -212,7 +212,7 @@ def link_edge_type(info):
     if split is None or not {"valid", "test"} <= set(info.link_splits):
         raise SystemExit(f"the dataset has no link splits train, valid and test (it has "
                          f"{', '.join(info.link_splits) or 'none'}): serve Cora's link dataset "
-                         f"(/usr/bin/python3 -m featstore.cora link OUT)")
+                         f"(/usr/bin/python3 examples/cora.py link OUT)")
     src, _, dst = split.edge_type
     if src != dst or "feat" not in info.node_types[src].tables:
         raise SystemExit(f"link edge type {split.edge_type}: this example needs one node type with a table 'feat'")

@@ -23,7 +23,7 @@ Models (``--model``):
   (``--hops R``, default 2).
 
 Training reads the train split through an epoch row stream
-(``client.stream(split="train", tables=[...], order="chunked",
+(``client.row_stream("train", tables=[...], order="chunked",
 chunk=batch_size, seed=..., epoch=...)``): each batch is one run of
 consecutive split positions of every hop table, the runs shuffled anew each
 epoch (SGD-CR), labels included. Evaluation gathers the validation and test
@@ -98,7 +98,7 @@ def load_split(client, split, tables, batch_size):
     """Every row of the split, in split order, through a sequential row
     stream: ([one tensor per table], labels)."""
     parts, labels = [[] for _ in tables], []
-    with client.stream(split=split, batch_size=batch_size, tables=tables, order="sequential") as stream:
+    with client.row_stream(split, batch_size=batch_size, tables=tables, order="sequential") as stream:
         for sb in stream:
             xs, y = batch_tensors(sb)
             for part, x in zip(parts, xs):
@@ -112,8 +112,8 @@ def train_epoch(client, model, opt, tables, args, epoch):
     per epoch); (mean loss, mini-batches/s)."""
     model.train()
     total_loss, batches, t0 = 0.0, 0, time.perf_counter()
-    with client.stream(split="train", batch_size=args.batch_size, tables=tables, order="chunked",
-                       chunk=args.batch_size, seed=args.seed, epoch=epoch) as stream:
+    with client.row_stream("train", batch_size=args.batch_size, tables=tables, order="chunked",
+                           chunk=args.batch_size, seed=args.seed, epoch=epoch) as stream:
         for sb in stream:
             xs, y = batch_tensors(sb)
             loss = F.cross_entropy(model(xs), y)

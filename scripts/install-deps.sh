@@ -40,6 +40,7 @@ TEST=(
   python3-numpy     # numpy reads our .npy files and writes datasets we read; the Python client
   python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)
   python3-torch     # GraphSAGE trained through the Python client (test_python)
+  python3-pytest    # the Python tests under pytest too (tests/conftest.py; ctest runs them as scripts)
   python3-scipy     # bench_propagate: scipy.sparse CSR @ dense, the baseline it runs beside
   python3-venv      # scripts/pyg-venv.sh and the install test: venvs over Debian's packages
   python3-setuptools # pip install ./client-lib/python without build isolation (the install test)

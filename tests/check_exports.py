@@ -204,7 +204,8 @@ int featstore_header_check(void)
     fs_sample_req_t req = FS_SAMPLE_REQ_INIT;
     fs_connect_opts_t opts = FS_CONNECT_OPTS_INIT;
     fs_replan_opts_t replan = FS_REPLAN_OPTS_INIT;
-    return (int)(req.struct_size + opts.struct_size + replan.struct_size) + FS_VERSION_MAJOR;
+    fs_stream_plan_opts_t plan = FS_STREAM_PLAN_OPTS_INIT;
+    return (int)(req.struct_size + opts.struct_size + replan.struct_size + plan.struct_size) + FS_VERSION_MAJOR;
 }
 """
 

@@ -5,7 +5,9 @@ Python test under tests/ (test_python.py, test_no_grpc_loaded.py, ...).
     ...
     status = stop(proc)                                 # SIGTERM, then the exit status
 
-import_cora() writes the homogeneous Cora dataset the GraphSAGE tests serve;
+pytest_args() is what ctest's arguments are under pytest (tests/conftest.py).
+import_cora() writes the homogeneous Cora dataset the GraphSAGE tests serve
+(cora() is examples/cora.py, which writes the typed and link ones);
 gen_typed_rmat() the typed R-MAT (papers, authors, venues; link splits) of
 tests/test_stream_typed.c.
 
@@ -27,6 +29,7 @@ import urllib.request
 import unittest
 
 CORA_NPZ = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cora.npz")
+CORA_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cora.py")
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 
 
@@ -45,6 +48,24 @@ def client_test_args(description):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "client-lib",
                                     "python"))
     return args, rest
+
+
+def pytest_args(modules=("numpy",), **extra):
+    """For a test module pytest imports rather than ctest runs (tests/conftest.py):
+    the arguments ctest passes it, from the environment conftest.py sets
+    (featstore = $FEATSTORE_BIN, lib = $FEATSTORE_LIB) and the module's own
+    (`extra`, at ctest's values). The module is skipped whole, saying why,
+    without one of `modules` or without the build."""
+    import pytest
+    for mod in modules:
+        pytest.importorskip(mod, reason=f"{sys.executable} has no {mod}")
+    args = argparse.Namespace(featstore=os.environ.get("FEATSTORE_BIN", ""), lib=os.environ.get("FEATSTORE_LIB", ""),
+                              **extra)
+    missing = [p for p in (args.featstore, args.lib) if not os.path.isfile(p)]
+    if missing:
+        pytest.skip(f"no build: {', '.join(missing)} missing (build it, or set FEATSTORE_BUILD)",
+                    allow_module_level=True)
+    return args
 
 
 def run_tests(name, rest):
@@ -155,6 +176,15 @@ def slot_ranges():
                 start, end = (int(x, 16) for x in parts[0].split("-"))
                 ranges.append((start, end))
     return ranges
+
+
+def cora():
+    """examples/cora.py as a module: its write_typed(out, ...) and
+    write_link(out, ...) make the typed and link Cora datasets."""
+    spec = importlib.util.spec_from_file_location("cora", CORA_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def import_cora(featstore, out):

@@ -267,3 +267,6 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args(())
+    import featstore

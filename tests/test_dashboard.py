@@ -341,3 +341,11 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ARGS = fs_serve.pytest_args(("yaml", "prometheus_client"), docker=os.path.join(_root, "docker"),
+                                trainer=os.path.join(os.environ["FEATSTORE_BUILD"], "examples", "featstore-trainer"))
+    ARGS.dashboard = os.path.join(ARGS.docker, "grafana", "dashboards", "featstore.json")
+    import yaml
+    from prometheus_client import parser
+    import check_exposition

@@ -16,7 +16,8 @@
 4. VENV/bin/python imports featstore from site-packages (metadata version =
    the library's), loads VENV/lib/libfeatstore.so.1 with no hint, and reads
    info and rows over unix:// and grpc:// (the plugin beside the installed
-   library);
+   library); the installed package has py.typed and the featstore.pyg
+   subpackage;
 5. pkg_probe.c built with PKG_CONFIG_PATH=VENV/LIBDIR/pkgconfig runs against
    the installed library and plugin and reads the same.
 
@@ -39,7 +40,7 @@ from pkg_util import Failed, build_probe, check_probe, finish, run_probe, runpat
 
 SKIP = 77
 CLIENT = r"""
-import importlib.metadata, json, sys
+import importlib.metadata, json, os, sys
 import featstore
 out = {"module": featstore.__file__, "lib": featstore.library_path, "lib_version": featstore.library_version,
        "dist_version": importlib.metadata.version("featstore"), "nodes": {}}
@@ -48,6 +49,8 @@ for uri in sys.argv[1:]:
         with c.gather([0, 1, 2], "feat") as b:
             out["nodes"][uri] = [c.info().num_nodes, b.features.shape[1]]
 out["plugin"] = [l.split()[-1] for l in open("/proc/self/maps") if "libfeatstore-grpc.so" in l][:1]
+here = os.path.dirname(featstore.__file__)
+out["shipped"] = [f for f in ("py.typed", "pyg/__init__.py", "pyg/loader.py") if os.path.isfile(os.path.join(here, f))]
 print(json.dumps(out))
 """
 
@@ -130,6 +133,8 @@ def main():
             errors.append(f"import featstore loaded {got['lib']}, not the library installed in {venv}")
         if not got["plugin"] or not under(got["plugin"][0], venv):
             errors.append(f"grpc:// from Python mapped the plugin {got['plugin']}, not the one installed in {venv}")
+        if got["shipped"] != ["py.typed", "pyg/__init__.py", "pyg/loader.py"]:
+            errors.append(f"the installed package has {got['shipped']} of py.typed and featstore.pyg's modules")
         if got["dist_version"] != got["lib_version"]:
             errors.append(f"the Python package is {got['dist_version']}, the library {got['lib_version']}")
         for uri in uris:

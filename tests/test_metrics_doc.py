@@ -94,3 +94,6 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args((), doc=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                     "docs", "metrics.md"))

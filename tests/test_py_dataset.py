@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_py_dataset.py — ``featstore.write_dataset`` (client-lib/python/featstore/dataset.py)
-and the two Cora datasets of ``featstore.cora`` (issue 16, "Ways in").
+and the two Cora datasets of examples/cora.py (issue 16, "Ways in").
 
 Small typed datasets written from Python are opened by the C tool
 (``featstore info DIR``, which verifies every checksum), and their files are
@@ -11,7 +11,7 @@ int32/int64 indices, the 128-byte ``.npy`` headers the C writer writes (the
 same bytes as ``featstore import``'s) and the XXH3 checksums. Every input
 error must raise ValueError naming the type and the problem and leave
 nothing behind; an existing destination is kept unless ``force``, and a
-failed write keeps the old dataset. Then ``python3 -m featstore.cora typed``
+failed write keeps the old dataset. Then ``examples/cora.py typed``
 and ``link`` (run without libfeatstore.so) are built from tests/data/cora.npz,
 their counts checked (2708 papers, 1433 words, 5429 citations, 49216
 paper-word edges; 5278 undirected citations split 4488/263/527), the link
@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PYDIR = os.path.join(ROOT, "client-lib", "python")
 CORA = os.path.join(HERE, "data", "cora.npz")
+CORA_SCRIPT = os.path.join(ROOT, "examples", "cora.py")  # makes the typed and link Cora datasets
 ARGS = None
 # Python run in a child as if no libfeatstore.so existed anywhere (the
 # repository's build/ or /usr/lib may hold one): loading it fails.
@@ -645,8 +646,9 @@ class Errors(Scratch):
 
 class Cora(Scratch):
     def make(self, *args):
-        """python3 -m featstore.cora ARGS, without libfeatstore.so."""
-        code = NO_LIBRARY + "import runpy\nrunpy.run_module('featstore.cora', run_name='__main__', alter_sys=True)\n"
+        """examples/cora.py ARGS, without libfeatstore.so."""
+        code = NO_LIBRARY + (f"import runpy, sys\nsys.argv[0] = {CORA_SCRIPT!r}\n"
+                             f"runpy.run_path({CORA_SCRIPT!r}, run_name='__main__')\n")
         r = subprocess.run([sys.executable, "-c", code, *args, "--npz", CORA], env=dict(os.environ, PYTHONPATH=PYDIR),
                            capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -802,3 +804,10 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    import fs_serve
+    ARGS = fs_serve.pytest_args(("numpy", "xxhash"))
+    import numpy as np
+    import xxhash
+    import featstore
+    import featstore.dataset  # noqa: F401  (the failure test patches it)

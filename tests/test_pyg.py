@@ -12,7 +12,9 @@ distinct neighbours at the hop that expands it, seeds come first, the
 per-hop counts add up. Checked for PyG's own NodeLoader and LinkLoader on
 featstore's stores and sampler, and for featstore.pyg's NeighborLoader and
 LinkNeighborLoader over unix:// and grpc://; plus the lifetime rule, the
-loaders' default prefetch (two batches per stream producer), and clear
+loaders' default prefetch (two batches per stream producer), explicit seed
+edges dealt and sampled exactly as their link split (the C plan), breaking
+out of every kind of loader after one batch returning within 10 s, and clear
 errors for what featstore refuses; and that a training epoch's reads are
 counted in /metrics, by tier, exactly as received (issue 46).
 
@@ -42,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -69,7 +72,7 @@ def require_pyg():
 
 def setUpModule():
     import fs_serve
-    from featstore import cora
+    cora = fs_serve.cora()
     tmp = tempfile.mkdtemp(prefix="featstore-pyg-")
     SERVERS["dir"] = tmp
     made = {"cora": fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora")),
@@ -94,6 +97,14 @@ def tearDownModule():
             if s and s["proc"].poll() is None:
                 s["proc"].send_signal(signal.SIGKILL)
         shutil.rmtree(SERVERS.get("dir", ""), ignore_errors=True)
+
+
+def wait_until(cond, timeout):
+    """Polls cond until it holds or `timeout` seconds pass; its last value."""
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.01)
+    return cond()
 
 
 class Files:
@@ -221,7 +232,8 @@ class Served:
 def cora_data():
     """Cora as PyG's Planetoid has it (undirected citations, x, y, masks),
     from tests/data/cora.npz, with an edge_attr that is the same both ways."""
-    from featstore import cora
+    import fs_serve
+    cora = fs_serve.cora()
     from torch_geometric.data import Data
     from torch_geometric.utils import to_undirected
     g = cora.load()
@@ -383,15 +395,16 @@ class PygBackend(unittest.TestCase):
                 loader.close()
 
     def test_edge_index_is_a_view_of_the_batch_over_both_transports(self):
+        from featstore.pyg import convert  # a featstore batch as PyG's fields
         for t in ("unix", "grpc"):
             client = featstore.connect(SERVERS["cora"][t])
             with client.hetero_sample({"node": np.arange(0, 200, 7)}, {("node", "to", "node"): [4, 3, 2]},
-                                      want_edge_ids=True) as h:
+                                      edge_ids=True) as h:
                 blocks = h.blocks[h.edge_types[0]]
                 address = lambda a: a.__array_interface__["data"][0]  # noqa: E731
                 n = sum(b.num_edges for b in blocks)
                 self.assertGreater(n, 0)
-                ei, eid = pyg._edge_index(blocks), pyg._joined([b.edge_ids for b in blocks], False)
+                ei, eid = convert._edge_index(blocks), convert._joined([b.edge_ids for b in blocks], False)
                 self.assertEqual(ei.data_ptr(), address(blocks[0].edge_src), f"{t}: edge_index is the batch's memory")
                 self.assertEqual(eid.data_ptr(), address(blocks[0].edge_ids), f"{t}: e_id is the batch's memory")
                 np.testing.assert_array_equal(ei.numpy(), np.stack([np.concatenate([b.edge_src for b in blocks]),
@@ -435,6 +448,75 @@ class PygBackend(unittest.TestCase):
             covered.append(b.input_id.numpy())
         self.assertEqual(sorted(np.concatenate(covered).tolist()), list(range(len(src))))
         client.close()
+
+    def test_explicit_edges_shuffle_as_the_split_does(self):
+        """A LinkNeighborLoader on explicit seed edges (one link_sample per
+        batch over featstore.EpochPlan, the C plan) equal to a link split's
+        deals, orders and samples exactly as the one on the split (a link
+        stream): every batch the same, for several (seed, epoch, rank,
+        world, drop_last), and len() the same."""
+        client = featstore.connect(SERVERS["link"]["unix"])
+        src, dst = client.split("link/train/src"), client.split("link/train/dst")
+        edges = torch.from_numpy(np.stack([src, dst]))
+        for seed, epoch, rank, world, drop_last in ((5, 0, 0, 1, False), (7, 2, 1, 2, True), (11, 1, 2, 3, False)):
+            with self.subTest(seed=seed, epoch=epoch, rank=rank, world=world, drop_last=drop_last):
+                kw = dict(num_neighbors=[3, 2], neg_sampling="binary", batch_size=500, shuffle=True, seed=seed,
+                          rank=rank, world_size=world, drop_last=drop_last)
+                split = pyg.LinkNeighborLoader(client, edge_label_index="train", **kw)
+                explicit = pyg.LinkNeighborLoader(client, edge_label_index=edges, **kw)
+                self.assertEqual(len(split), len(explicit))
+                self.assertEqual(len(explicit), len(featstore.EpochPlan(len(src), 500, seed=seed, rank=rank,
+                                                                        world_size=world, drop_last=drop_last)))
+                split.set_epoch(epoch), explicit.set_epoch(epoch)
+                batches = 0
+                for a, b in zip(split, explicit, strict=True):
+                    for field in ("input_id", "edge_label_index", "edge_label", "n_id", "edge_index", "e_id"):
+                        self.assertTrue(torch.equal(a[field], b[field]), f"batch {batches}: {field} differs")
+                    batches += 1
+                self.assertEqual(batches, len(split))
+                explicit.close()
+        client.close()
+
+    def test_breaking_out_of_any_loader_after_one_batch_returns(self):
+        """A consumer that stops after one batch (a break) gets control
+        back, and the loader's background thread ends, within 10 s, for
+        every kind of loader: node seeds from a split or ids (streams), a
+        link split (a stream), explicit seed edges (calls on the prefetch
+        thread; stopped while that thread waits to hand over its end)."""
+        link = featstore.connect(SERVERS["link"]["unix"])
+        src, dst = link.split("link/train/src"), link.split("link/train/dst")
+        cora = SERVERS["cora"]["unix"]
+        loaders = {
+            "NeighborLoader, split": pyg.NeighborLoader(cora, num_neighbors=[3], input_nodes="train", batch_size=16),
+            "NeighborLoader, ids": pyg.NeighborLoader(cora, num_neighbors=[3], input_nodes=torch.arange(500),
+                                                      batch_size=16, shuffle=True),
+            "LinkNeighborLoader, split": pyg.LinkNeighborLoader(link, num_neighbors=[3], edge_label_index="train",
+                                                                batch_size=16, neg_sampling="binary"),
+            # three batches, two made ahead: the thread made them all and waits to hand over its end
+            "LinkNeighborLoader, edges": pyg.LinkNeighborLoader(
+                link, num_neighbors=[3], edge_label_index=torch.from_numpy(np.stack([src, dst])),
+                batch_size=-(-len(src) // 3), neg_sampling="binary", prefetch=2),
+        }
+        for kind, loader in loaders.items():
+            with self.subTest(kind):
+                done = threading.Event()
+
+                def consume():
+                    for data in loader:
+                        if kind.endswith("edges"):  # until the thread made every batch (bounded)
+                            wait_until(lambda: loader._conn.held_batches >= 3, 10)
+                            time.sleep(0.2)
+                        break
+                    done.set()
+
+                threading.Thread(target=consume, daemon=True).start()
+                self.assertTrue(done.wait(10), f"{kind}: breaking out after one batch did not return in 10 s")
+                self.assertTrue(wait_until(lambda: not any(t.name == "featstore-pyg-prefetch"
+                                                           for t in threading.enumerate()), 10),
+                                f"{kind}: the prefetch thread still runs")
+                self.assertEqual(len(next(iter(loader)).n_id) > 0, True, f"{kind}: the next epoch runs")
+                loader.close()
+        link.close()
 
     def test_link_neighbor_loader_triplets_over_grpc(self):
         files = Files("cora")
@@ -806,3 +888,12 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    import fs_serve
+    ARGS = fs_serve.pytest_args(("numpy", "torch", "torch_geometric"))
+    import numpy as np
+    import torch
+    import featstore
+    from featstore import pyg
+    if importlib.util.find_spec("torch_sparse") is None and importlib.util.find_spec("pyg_lib") is None:
+        PygReference = unittest.skip("PyG's NeighborLoader needs torch-sparse or pyg-lib")(PygReference)

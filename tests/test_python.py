@@ -659,3 +659,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args(("numpy", "torch"), epochs=10, seeds=3)
+    import numpy as np
+    import featstore

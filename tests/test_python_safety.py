@@ -360,3 +360,8 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args(("numpy", "torch"))
+    import numpy as np
+    import torch
+    import featstore

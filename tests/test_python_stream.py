@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""test_python_stream.py — epoch streams from Python (``Client.stream``,
-``featstore.Stream``, ``StreamBatch``: client-lib/python/featstore/stream.py)
-against a real `featstore serve`, the checks of tests/test_stream.c from the
-binding's side.
+"""test_python_stream.py — epoch streams from Python (``Client.node_stream``,
+``typed_stream``, ``link_stream``, ``row_stream``, the deprecated
+``Client.stream``; ``featstore.Stream``, ``StreamBatch``, ``EpochPlan``:
+client-lib/python/featstore/stream.py, _stream_calls.py, plan.py) against a
+real `featstore serve`, the checks of tests/test_stream.c from the binding's
+side.
 
 The module fixture imports Cora (tests/data/cora.npz, symmetrised, the
 importer's seeded 60/20/20 split: 1624 training nodes, tables "feat" and
@@ -16,33 +18,20 @@ sizes 1 to 4 are equal, disjoint with drop_last and covering the split
 without; a stream reopened at an earlier position gives the remaining
 batches bit for bit, and so does a new process reopening it from a cursor
 checkpointed to a file; bad arguments raise featstore.Error with the C status
-and a message naming the problem (ValueError for an unknown order). Over
+and a message naming the problem (ValueError for an unknown order), through
+the deprecated Client.stream as through node_stream, where another kind's
+option is a TypeError naming it; Client.stream warns naming its replacement;
+featstore.EpochPlan (the C plan) deals the stream's batches, positions and
+request seeds for six (seed, epoch, rank, world, order, drop_last), and
+Client.default_prefetch is the prefetch a stream takes by default;
+sample_gather(fanouts=) still works, deprecated. Over
 unix:// also: the hold limit and the lifetime rule (released batches raise,
 arrays kept past release keep their data and count against the hold),
 prefetching, explicit seeds in sequential order without labels, streams
 outliving close() of their Client and garbage collection, and a forked
 child refused by name.
 
-Typed and link streams (``num_neighbors=``, ``link=``), the checks of
-tests/test_stream_typed.c: TypedStreamTest starts its own server on a typed
-R-MAT (``featstore gen rmat --typed --scale 11``: papers, authors, venues,
-link splits of cites with times). Over both transports: every typed stream
-batch is the explicit ``hetero_sample({"paper": batch.seeds},
-num_neighbors, seed=batch.request_seed, ...)`` in every array (each type's
-nodes and tables, every block with its edge ids and edge table, seed groups)
-with ``batch`` and ``labels`` None, and one rank's epoch covers
-"paper/train"; every link stream batch (sequential, rank 1 of 2) is
-``link_sample`` on the link split's src, dst and times at the rank's
-positions, its seeds the src column (binary negatives; a dict and a
-StreamLink; triplet negatives over unix://); bad typed options raise the C
-message (an unknown edge type, node type or table, labels= on a typed
-stream, a link stream without num_neighbors or with a seed array, a node
-stream on a typed graph) and the binding's own a ValueError or TypeError
-naming them (fanouts, table, delta, window or edge_ids with num_neighbors,
-typed options without it, bad link keys). Over unix:// also: ``hetero`` is
-a zero-copy view of the stream batch's memory that ends with it, arrays
-kept past release keep their data, and the batch is freed once; explicit
-seeds with seed_type.
+Row, typed and link streams: tests/test_python_stream_kinds.py.
 
     /usr/bin/python3 tests/test_python_stream.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 
@@ -61,6 +50,7 @@ import time
 import unittest
 
 import fs_serve
+from stream_checks import assert_same_arrays, batch_arrays, snapshot, wait_until
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,7 +73,7 @@ out = sys.argv[1]
 with open(os.path.join(out, "cursor.json")) as f:
     cursor = json.load(f)
 uri = cursor.pop("uri")
-with featstore.connect(uri, timeout_ms=30000) as c, c.stream(**cursor) as s:
+with featstore.connect(uri, timeout_ms=30000) as c, c.node_stream(**cursor) as s:
     for sb in s:
         np.savez(os.path.join(out, "batch-%06d.npz" % sb.index), index=sb.index, request_seed=sb.request_seed,
                  seeds=np.array(sb.seeds), labels=np.array(sb.labels), nodes=np.array(sb.batch.nodes),
@@ -126,45 +116,6 @@ def tearDownModule():
         shutil.rmtree(SERVER.get("dir", ""), ignore_errors=True)
 
 
-# ---- helpers ----------------------------------------------------------------------
-
-def batch_arrays(b):
-    """A Batch's arrays by name, copied: nodes, seed_local, every block's and the features."""
-    out = {"nodes": np.array(b.nodes), "seed_local": np.array(b.seed_local)}
-    for h, blk in enumerate(b.blocks):
-        for f in ("dst_offsets", "edge_dst", "edge_src", "edge_ids"):
-            value = getattr(blk, f)
-            out[f"blocks[{h}].{f}"] = None if value is None else np.array(value)
-    out["features"] = None if b.features is None else np.array(b.features)
-    return out
-
-
-def assert_same_arrays(test, want, got, what):
-    test.assertEqual(sorted(want), sorted(got), what)
-    for name, a in want.items():
-        b = got[name]
-        if a is None or b is None:
-            test.assertIs(a, b, f"{what}: {name}")
-            continue
-        test.assertEqual((a.dtype, a.shape), (b.dtype, b.shape), f"{what}: {name}")
-        test.assertEqual(a.tobytes(), b.tobytes(), f"{what}: {name} differs")  # bit for bit
-
-
-def snapshot(sb):
-    """A StreamBatch as copies: (index, request seed, seeds, labels, its Batch's arrays)."""
-    labels = None if sb.labels is None else np.array(sb.labels)
-    return sb.index, sb.request_seed, np.array(sb.seeds), labels, batch_arrays(sb.batch)
-
-
-def wait_until(predicate, seconds=10):
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 # ---- the tests ------------------------------------------------------------------
 
 class StreamTest(unittest.TestCase):
@@ -177,9 +128,17 @@ class StreamTest(unittest.TestCase):
             c.close()
 
     def stream(self, transport, **kw):
+        """Client.node_stream of the split "train" (or kw's seeds)."""
+        args = dict(seeds="train", batch_size=100, num_neighbors=FANOUTS, table="feat", seed=5, epoch=1)
+        args.update(kw)
+        return self.clients[transport].node_stream(**args)
+
+    def old_stream(self, transport, **kw):
+        """The same through Client.stream, deprecated since 1.6 (its 1.4 names)."""
         args = dict(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=5, epoch=1)
         args.update(kw)
-        return self.clients[transport].stream(**args)
+        with self.assertWarnsRegex(DeprecationWarning, "Client.stream.* is deprecated: use Client.node_stream"):
+            return self.clients[transport].stream(**args)
 
     def test_every_batch_is_the_explicit_sample_gather_and_its_labels(self):
         for t in TRANSPORTS:
@@ -276,13 +235,13 @@ class StreamTest(unittest.TestCase):
         # position) to a file and dies; a new process reads the file and
         # continues the epoch. Its batches, written back as .npz files, must
         # be the uninterrupted epoch's.
-        opts = dict(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=7, epoch=3, rank=1,
+        opts = dict(seeds="train", batch_size=100, num_neighbors=FANOUTS, table="feat", seed=7, epoch=3, rank=1,
                     world_size=2)
         for t in TRANSPORTS:
             with self.subTest(transport=t):
-                with self.clients[t].stream(**opts) as s:
+                with self.clients[t].node_stream(**opts) as s:
                     whole = [snapshot(sb) for sb in s]
-                with self.clients[t].stream(**opts) as s:
+                with self.clients[t].node_stream(**opts) as s:
                     for _ in range(3):
                         next(s).release()
                     cursor = dict(opts, uri=SERVER[t], start_batch=s.position)
@@ -310,7 +269,7 @@ class StreamTest(unittest.TestCase):
         for t in TRANSPORTS:
             c = self.clients[t]
             for delta, window in (("full", 4), ("only", 1)):
-                with self.subTest(transport=t, delta=delta), self.stream(t, delta=delta, window=window) as s:
+                with self.subTest(transport=t, delta=delta), self.stream(t, delta=delta, reorder_window=window) as s:
                     prev, reused, plans = None, 0, []
                     for sb in s:
                         plans.append(sb.plan_index)
@@ -352,24 +311,114 @@ class StreamTest(unittest.TestCase):
             for kw, status, says in cases:
                 with self.subTest(transport=t, args=kw):
                     with self.assertRaises(featstore.Error) as e:
-                        self.stream(t, **kw)
+                        self.old_stream(t, **kw)
                     self.assertEqual(e.exception.status, featstore.Status[status])
                     self.assertIn(says, e.exception.message)
             with self.assertRaisesRegex(ValueError, "unknown stream order 'shuffled'.*random, sequential, chunked"):
-                self.stream(t, order="shuffled")
+                self.old_stream(t, order="shuffled")
         with self.assertRaisesRegex(ValueError, "fanouts"):
-            self.stream("unix", fanouts=[])
+            self.old_stream("unix", fanouts=[])
         with self.assertRaisesRegex(TypeError, "seeds must be integers"):
-            self.stream("unix", split=None, seeds=[1.5])
+            self.old_stream("unix", split=None, seeds=[1.5])
         with self.assertRaisesRegex(TypeError, "labels"):
-            self.stream("unix", labels=3)
+            self.old_stream("unix", labels=3)
         with self.assertRaisesRegex(ValueError, "seed -1"):
-            self.stream("unix", seed=-1)
+            self.old_stream("unix", seed=-1)
         with self.assertRaisesRegex(ValueError, "window 0"):
-            self.stream("unix", delta="full", window=0)
+            self.old_stream("unix", delta="full", window=0)
         closed = featstore.connect(SERVER["unix"])
         closed.close()
-        self.assertRaisesRegex(ValueError, "closed", closed.stream, split="train", batch_size=10, fanouts=[2])
+        with self.assertWarns(DeprecationWarning):
+            self.assertRaisesRegex(ValueError, "closed", closed.stream, split="train", batch_size=10, fanouts=[2])
+
+    def test_node_stream_refuses_bad_arguments_by_name(self):
+        """The per-kind constructor: the same refusals, and another kind's
+        option is Python's TypeError naming it."""
+        for kw, status, says in [(dict(rank=2, world_size=2), "INVALID_ARGUMENT", "rank 2 with world size 2"),
+                                 (dict(seeds="nosuch"), "NOT_FOUND", "nosuch"),
+                                 (dict(batch_size=0), "INVALID_ARGUMENT", "batch size 0"),
+                                 (dict(reorder_window=4), "INVALID_ARGUMENT", "it needs a delta mode"),
+                                 (dict(delta="full", table=None), "INVALID_ARGUMENT", "give a table")]:
+            with self.subTest(args=kw):
+                with self.assertRaises(featstore.Error) as e:
+                    self.stream("unix", **kw)
+                self.assertEqual(e.exception.status, featstore.Status[status])
+                self.assertIn(says, e.exception.message)
+        for other in ("node_tables", "tables", "link", "fanouts", "split", "window", "temporal"):
+            with self.subTest(option=other), \
+                    self.assertRaisesRegex(TypeError, f"unexpected keyword argument '{other}'"):
+                self.stream("unix", **{other: None})
+        self.assertRaisesRegex(TypeError, "seeds must be integers", self.stream, "unix", seeds=[1.5])
+        self.assertRaisesRegex(ValueError, "window 0", self.stream, "unix", delta="full", reorder_window=0)
+        with self.assertRaisesRegex(ValueError, "tables must be a non-empty list"):
+            self.clients["unix"].row_stream("train", tables=[], batch_size=10)
+
+    def test_sample_takes_fanouts_under_its_old_name(self):
+        c = self.clients["unix"]
+        with c.sample_gather(self.train[:50], FANOUTS, "feat", seed=4) as want:
+            with self.assertWarnsRegex(DeprecationWarning, r"sample_gather\(fanouts=...\) is deprecated: call it "
+                                                           r"with num_neighbors="):
+                got = c.sample_gather(self.train[:50], fanouts=FANOUTS, table="feat", seed=4)
+            with got:
+                assert_same_arrays(self, batch_arrays(want), batch_arrays(got), "sample_gather(fanouts=)")
+        with self.assertWarns(DeprecationWarning), c.sample(self.train[:50], fanouts=FANOUTS, seed=4) as got:
+            self.assertEqual(got.num_hops, len(FANOUTS))
+
+    def test_client_stream_is_deprecated_naming_its_replacement(self):
+        c = self.clients["unix"]
+        cases = [(dict(fanouts=FANOUTS), "Client.node_stream"), (dict(tables=["feat"]), "Client.row_stream")]
+        for kw, replacement in cases:
+            with self.subTest(replacement=replacement):
+                with self.assertWarnsRegex(DeprecationWarning, replacement) as w:
+                    s = c.stream(split="train", batch_size=100, **kw)
+                self.assertEqual(os.path.basename(w.filename), os.path.basename(__file__), "points at the caller")
+                with s:
+                    self.assertEqual(next(s).index, 0)
+
+    def test_a_plan_deals_what_the_stream_deals(self):
+        """featstore.EpochPlan (the C library's fs_stream_plan_*) equals the
+        stream's plan for several (seed, epoch, rank, world, order,
+        drop_last): the same batches of the same positions in the seed list,
+        with the same request seeds."""
+        n = len(self.train)
+        for k, (seed, epoch, rank, world) in enumerate([(0, 0, 0, 1), (5, 1, 0, 2), (5, 1, 1, 2), (7, 3, 2, 3),
+                                                        (2**63 + 11, 9, 1, 4), (42, 0, 3, 4)]):
+            order, drop_last = ("random", "sequential", "chunked")[k % 3], bool(k % 2)
+            with self.subTest(seed=seed, epoch=epoch, rank=rank, world=world, order=order, drop_last=drop_last):
+                kw = dict(seed=seed, epoch=epoch, rank=rank, world_size=world, order=order, drop_last=drop_last,
+                          chunk=32 if order == "chunked" else 0)
+                plan = featstore.EpochPlan(n, 64, **kw)
+                with self.stream("unix", batch_size=64, table=None, labels="", **kw) as s:
+                    self.assertEqual(len(plan), s.num_batches)
+                    for i, sb in enumerate(s):
+                        positions, request_seed = plan.positions(i), plan.request_seed(i)
+                        np.testing.assert_array_equal(positions, sb.positions, f"batch {i}")
+                        np.testing.assert_array_equal(self.train[positions], sb.seeds)
+                        self.assertEqual(request_seed, sb.request_seed)
+                    self.assertEqual(i + 1, len(plan))
+        self.assertEqual([len(p) for p, _ in featstore.EpochPlan(10, 4, order="sequential")], [4, 4, 2])
+        with self.assertRaises(featstore.Error) as e:
+            featstore.EpochPlan(10, 4, rank=2, world_size=2)
+        self.assertEqual(e.exception.status, featstore.Status.INVALID_ARGUMENT)
+        self.assertIn("rank 2 with world size 2", e.exception.message)
+        self.assertRaisesRegex(ValueError, "unknown stream order 'shuffled'", featstore.EpochPlan, 10, 4,
+                               order="shuffled")
+        self.assertRaises(IndexError, featstore.EpochPlan(10, 4).positions, 3)
+
+    def test_the_default_prefetch_is_the_streams(self):
+        """Client.default_prefetch is the C library's choice for prefetch=0:
+        two batches per producer (over unix:// one producer per thread),
+        and a stream opened with prefetch=0 makes exactly that many ahead."""
+        for threads, want in ((1, 2), (2, 4), (3, 6), (12, 16)):
+            with featstore.connect(SERVER["unix"], threads=threads) as c:
+                self.assertEqual(c.default_prefetch(), want, f"threads={threads}")
+                self.assertEqual(c.default_prefetch(producers=1), 2)
+        self.assertEqual(self.clients["grpc"].default_prefetch(), 2, "grpc://: one producer")
+        with featstore.connect(SERVER["unix"], threads=2) as c, c.node_stream(
+                "train", batch_size=20, num_neighbors=FANOUTS, table="feat") as s:
+            self.assertTrue(wait_until(lambda: s.ready == 4), f"ready {s.ready}, want 4")
+            time.sleep(0.2)
+            self.assertEqual(s.ready, 4, "no more than the default made ahead")
 
     def test_hold_and_the_lifetime_rule(self):
         with self.stream("unix", hold=2) as s:
@@ -435,7 +484,7 @@ class StreamTest(unittest.TestCase):
 
     def test_explicit_seeds_in_order_without_labels(self):
         seeds = np.array([(i * 53) % 2708 for i in range(37)], dtype=np.int64)
-        with self.stream("unix", split=None, seeds=seeds, batch_size=10, order="sequential", labels="") as s:
+        with self.stream("unix", seeds=seeds, batch_size=10, order="sequential", labels="") as s:
             seeds_given = seeds.copy()
             seeds[0] = 7  # the stream copied them
             got = []
@@ -451,7 +500,7 @@ class StreamTest(unittest.TestCase):
 
     def test_streams_outlive_their_client_and_closing(self):
         c = featstore.connect(SERVER["unix"])
-        s = c.stream(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=1)
+        s = c.node_stream("train", batch_size=100, num_neighbors=FANOUTS, table="feat", seed=1)
         first = next(s)
         c.close()  # the stream has connections of its own
         second = next(s)
@@ -487,14 +536,14 @@ class StreamTest(unittest.TestCase):
             c = featstore.connect("unix://" + sock, threads=2)  # two producers a stream
             epochs = []
             for epoch in range(2):
-                with c.stream(split="train", batch_size=400, fanouts=FANOUTS, table="feat", seed=3) as s:
+                with c.node_stream("train", batch_size=400, num_neighbors=FANOUTS, table="feat", seed=3) as s:
                     epochs.append([snapshot(b) for b in s])
                 self.assertTrue(unix_clients(4), "the Client, the streams' owner and two producers: kept")
             for a, b in zip(*epochs):
                 assert_same_arrays(self, a[4], b[4], f"batch {a[0]} of the same epoch on the kept connections")
             fs_serve.stop(proc)
             proc, ready = fs_serve.start(ARGS.featstore, SERVER["dataset"], sock)
-            with c.stream(split="train", batch_size=400, fanouts=FANOUTS, table="feat", seed=3) as s:
+            with c.node_stream("train", batch_size=400, num_neighbors=FANOUTS, table="feat", seed=3) as s:
                 again = [snapshot(b) for b in s]
             self.assertEqual(len(again), len(epochs[0]), "the next epoch after a restart")
             for a, b in zip(epochs[0], again):
@@ -529,337 +578,6 @@ class StreamTest(unittest.TestCase):
             self.assertEqual(len(sb.seeds), 100)
 
 
-# ---- typed and link streams ----------------------------------------------------------
-
-CITES, WRITES = ("paper", "cites", "paper"), ("author", "writes", "paper")
-NUM_NEIGHBORS = {CITES: [5, 3], WRITES: [3, 0]}  # tests/test_stream_typed.c's request
-NODE_TABLES = ("feat", "labels")
-
-
-def hetero_arrays(hb):
-    """A HeteroBatch's arrays by name, copied: every node type's nodes, batch,
-    time, count_after and tables, every (edge type, hop) block with its edge
-    tables, the seed groups and the link fields."""
-    out = {}
-    opt = lambda v: None if v is None else np.array(v)  # noqa: E731
-    for t in hb.node_types:
-        out[f"nodes[{t}]"], out[f"batch[{t}]"], out[f"time[{t}]"] = (opt(hb.nodes[t]), opt(hb.batch[t]),
-                                                                      opt(hb.time[t]))
-        out[f"count_after[{t}]"] = np.array(hb.count_after[t], dtype=np.int64)
-        for table, rows in hb.x[t].items():
-            out[f"x[{t}][{table}]"] = np.array(rows)
-    for et in hb.edge_types:
-        for h, blk in enumerate(hb.blocks[et]):
-            for f in ("dst_offsets", "edge_dst", "edge_src", "edge_ids", "edge_weights"):
-                out[f"blocks[{et}][{h}].{f}"] = opt(getattr(blk, f))
-            for table, rows in hb.edge_attr[et][h].items():
-                out[f"edge_attr[{et}][{h}][{table}]"] = np.array(rows)
-    for g, (t, ids) in enumerate(hb.seed_groups):
-        out[f"seed_groups[{g}]:{t}"] = np.array(ids)
-    for f in ("edge_label_index", "edge_label", "edge_label_time", "src_index", "dst_pos_index", "dst_neg_index"):
-        out[f] = opt(getattr(hb, f))
-    return out
-
-
-def assert_same_hetero(test, want, got, what):
-    """Two HeteroBatches equal in every field, every array bit for bit."""
-    for f in ("node_types", "edge_types", "num_hops", "link_types"):
-        test.assertEqual(getattr(want, f), getattr(got, f), f"{what}: {f}")
-    assert_same_arrays(test, hetero_arrays(want), hetero_arrays(got), what)
-
-
-class _Served(unittest.TestCase):
-    """A dataset made by make_dataset(dir) and served on its own for the
-    class: cls.data, cls.uris (unix and grpc)."""
-
-    @classmethod
-    def make_dataset(cls, out_dir):
-        raise NotImplementedError
-
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix=f"featstore-pystream-{cls.__name__}-")
-        try:
-            cls.data = cls.make_dataset(cls.dir)
-            cls.proc, ready = fs_serve.start(ARGS.featstore, cls.data, os.path.join(cls.dir, "s.sock"))
-        except Exception:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
-        cls.uris = {"unix": "unix://" + ready["unix"], "grpc": "grpc://" + ready["grpc"]}
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            status = fs_serve.stop(cls.proc)
-            if status != 0:
-                raise AssertionError(f"featstore serve ({cls.__name__}) exited {status} on SIGTERM, expected 0")
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
-
-
-class _PropagatedCora(_Served):
-    """Cora with hop tables hop_0..hop_2 (`featstore propagate --rows ROWS`)."""
-
-    ROWS = "all"
-
-    @classmethod
-    def make_dataset(cls, out_dir):
-        cora = fs_serve.import_cora(ARGS.featstore, os.path.join(out_dir, "c"))
-        return fs_serve.propagate(ARGS.featstore, cora, 2, rows=cls.ROWS)
-
-
-class RowStreamTest(_PropagatedCora):
-    """Row streams (tables=) on Cora with hop tables from `featstore
-    propagate`: every batch's tables are gather() of its seeds and its labels
-    gather(labels); chunked with chunk = batch size, every batch is one run
-    of consecutive split positions; sampling options are refused."""
-
-    ROWS = "all"
-
-    def test_every_batch_is_the_gather_of_every_table(self):
-        hops = ["hop_0", "hop_1", "hop_2"]
-        for t in TRANSPORTS:
-            with self.subTest(transport=t), featstore.connect(self.uris[t]) as c:
-                train = c.split("train")
-                position = {int(v): i for i, v in enumerate(train)}
-                with c.stream(split="train", batch_size=64, tables=hops, order="chunked", chunk=64, seed=3) as s:
-                    seen = []
-                    for sb in s:
-                        self.assertIsNone(sb.batch)
-                        self.assertEqual(len(sb.tables), 3)
-                        at = [position[int(v)] for v in sb.seeds]
-                        self.assertEqual(at, list(range(at[0], at[0] + len(at))), "one run of split positions")
-                        self.assertEqual(at[0] % 64, 0)
-                        for name, got in zip(hops, sb.tables):
-                            with c.gather(sb.seeds, name) as want:
-                                np.testing.assert_array_equal(got.features, want.features, f"{t} {name}")
-                        with c.gather(sb.seeds, "labels") as want:
-                            np.testing.assert_array_equal(sb.labels, want.features[:, 0])
-                        seen.append(np.array(sb.seeds))
-                np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(train))
-                with self.assertRaises(ValueError) as e:
-                    c.stream(split="train", batch_size=64, tables=hops, fanouts=[5])
-                self.assertIn("fanouts", str(e.exception))
-                with self.assertRaises(featstore.Error) as e:
-                    c.stream(split="train", batch_size=64, tables=["hop_0", "hop_7"])
-                self.assertIn("hop_7", str(e.exception))
-        print("RESULT python row streams: hop_0..hop_2 of propagated Cora, chunked, = gather per table, "
-              "over unix:// and grpc://")
-
-
-class RowLayoutStreamTest(_PropagatedCora):
-    """Row streams over row tables (`propagate --rows labelled` on Cora):
-    Info lists the row tables and each split's rows; a chunked stream reads
-    the split's rows by row, one run per batch (ranges), and every table's
-    rows, the seeds (the rows' nodes) and their labels equal the dataset's
-    files read here with numpy."""
-
-    ROWS = "labelled"
-
-    def files(self):
-        """The dataset's arrays, from its manifest and .npy files."""
-        with open(os.path.join(self.data, "manifest.json")) as f:
-            m = json.load(f)
-        p = m["propagation"]
-        load = lambda name: np.load(os.path.join(self.data, name))  # noqa: E731
-        hops = {name: load(t["file"]) for name, t in p["row_tables"].items()}
-        return hops, load(p["row_nodes"]), load(m["labels"]["file"]).reshape(-1)
-
-    def test_chunks_are_runs_of_rows_read_in_bulk(self):
-        hops, row_nodes, labels = self.files()
-        names = ["hop_0", "hop_1", "hop_2"]
-        for t in TRANSPORTS:
-            with self.subTest(transport=t), featstore.connect(self.uris[t]) as c:
-                info = c.info()
-                self.assertEqual(set(info.row_tables), set(names) | {"hop_node"})
-                first, count = info.row_splits["train"]
-                seen = np.zeros(len(row_nodes), dtype=bool)
-                with c.stream(split="train", batch_size=64, tables=names, order="chunked", chunk=64, seed=3) as s:
-                    for sb in s:
-                        self.assertEqual(sb.ranges.shape, (1, 2), "one chunk, one run")
-                        r0, n = (int(x) for x in sb.ranges[0])
-                        self.assertTrue(first <= r0 and r0 + n <= first + count)
-                        self.assertFalse(seen[r0:r0 + n].any())
-                        seen[r0:r0 + n] = True
-                        np.testing.assert_array_equal(sb.seeds, row_nodes[r0:r0 + n])
-                        np.testing.assert_array_equal(sb.labels, labels[row_nodes[r0:r0 + n]])
-                        for name, got in zip(names, sb.tables):
-                            np.testing.assert_array_equal(got.features, hops[name][r0:r0 + n], f"{t} {name}")
-                self.assertTrue(seen[first:first + count].all(), "the split's rows, each once")
-        print("RESULT python row layout: hop_0..hop_2 of Cora (rows labelled), chunked by row runs, = the files, "
-              "over unix:// and grpc://")
-
-
-class TypedStreamTest(_Served):
-    """Typed and link streams (num_neighbors, link) on a typed R-MAT, the
-    checks of tests/test_stream_typed.c from the binding's side."""
-
-    @classmethod
-    def make_dataset(cls, out_dir):
-        return fs_serve.gen_typed_rmat(ARGS.featstore, os.path.join(out_dir, "typed"))
-
-    def setUp(self):
-        self.clients = {t: featstore.connect(self.uris[t], timeout_ms=30000) for t in TRANSPORTS}
-
-    def tearDown(self):
-        for c in self.clients.values():
-            c.close()
-
-    def test_typed_batches_are_the_explicit_hetero_sample(self):
-        kw = dict(frontier="all", node_tables=NODE_TABLES, edge_tables=("feat",), want_edge_ids=True)
-        for t in TRANSPORTS:
-            c = self.clients[t]
-            train = c.split("paper/train")
-            with self.subTest(transport=t), c.stream(split="paper/train", batch_size=128, num_neighbors=NUM_NEIGHBORS,
-                                                     seed=4, epoch=2, **kw) as s:
-                self.assertEqual(s.num_batches, (len(train) + 127) // 128)
-                seen, edge_rows = [], 0
-                for i, sb in enumerate(s):
-                    self.assertEqual(sb.index, i)
-                    self.assertIsNone(sb.batch)
-                    self.assertIsNone(sb.labels)
-                    self.assertIsInstance(sb.hetero, featstore.HeteroBatch)
-                    hb = sb.hetero
-                    np.testing.assert_array_equal(hb.nodes["paper"][hb.seed_local["paper"]], sb.seeds)
-                    with c.hetero_sample({"paper": sb.seeds}, NUM_NEIGHBORS, seed=sb.request_seed, **kw) as want:
-                        assert_same_hetero(self, want, hb, f"{t} typed batch {i}")
-                    self.assertEqual(sorted(hb.x["paper"]), ["feat", "labels"])
-                    edge_rows += sum(len(a.get("feat", ())) for a in hb.edge_attr[CITES])
-                    seen.append(np.array(sb.seeds))
-                self.assertEqual(len(seen), s.num_batches)
-                self.assertGreater(edge_rows, 0, "the edge table of cites was gathered")
-                order = np.concatenate(seen)
-                np.testing.assert_array_equal(np.sort(order), np.sort(train), "one rank's epoch covers paper/train")
-        print(f"RESULT python typed stream: every batch of {s.num_batches} is hetero_sample bit for bit (nodes, "
-              f"blocks, node and edge tables), the epoch covering paper/train, over unix:// and grpc://")
-
-    def test_link_batches_are_the_explicit_link_sample(self):
-        for t in TRANSPORTS:
-            c = self.clients[t]
-            info = c.info().link_splits["valid"]
-            self.assertEqual(info.edge_type, CITES)
-            cols = {k: c.split(f"link/valid/{k}") for k in ("src", "dst")}
-            cols["label"] = c.split("link/valid/label") if info.labelled else None
-            cols["time"] = c.split("link/valid/time") if info.timed else None
-            self.assertIsNotNone(cols["time"], "the typed R-MAT's link splits have times")
-            negatives = dict(neg="binary", amount=1)
-            link = {"edge_type": CITES, **negatives} if t == "unix" else featstore.StreamLink(CITES, **negatives)
-            kw = dict(num_neighbors=NUM_NEIGHBORS, node_tables=NODE_TABLES, temporal="uniform")
-            with self.subTest(transport=t), c.stream(split="valid", batch_size=200, link=link, order="sequential",
-                                                     rank=1, world_size=2, time_window=10, **kw) as s:
-                at = batches = 0
-                n_src = len(cols["src"])
-                for sb in s:
-                    n = sb.num_seeds
-                    pos = (2 * np.arange(at, at + n) + 1) % n_src  # sequential, rank 1 of 2: positions 1, 3, 5, ...
-                    at += n
-                    want_cols = {k: None if v is None else v[pos] for k, v in cols.items()}
-                    np.testing.assert_array_equal(sb.seeds, want_cols["src"], "the seeds are the split's src column")
-                    self.assertIsNone(sb.batch)
-                    self.assertIsNone(sb.labels)
-                    with c.link_sample(CITES, want_cols["src"], want_cols["dst"], label=want_cols["label"],
-                                       time=want_cols["time"], seed=sb.request_seed, window=10, **negatives,
-                                       **kw) as want:
-                        assert_same_hetero(self, want, sb.hetero, f"{t} link batch {sb.index}")
-                    self.assertEqual(sb.hetero.link_types, ("paper", "paper"))
-                    self.assertEqual(sb.hetero.edge_label_index.shape, (2, 2 * n), "binary negatives, ratio 1")
-                    np.testing.assert_array_equal(sb.hetero.edge_label_time[:n], want_cols["time"])
-                    batches += 1
-                self.assertEqual(batches, s.num_batches)
-                self.assertEqual(at, (n_src + 1) // 2)
-        with self.clients["unix"].stream(split="valid", batch_size=50, link=dict(edge_type=CITES, neg="triplet",
-                                         amount=2, strict=True), order="sequential", num_neighbors={CITES: [4]},
-                                         seed=9) as s:
-            sb = next(s)
-            with self.clients["unix"].link_sample(CITES, sb.seeds, self.clients["unix"].split("link/valid/dst")[:50],
-                                                  time=self.clients["unix"].split("link/valid/time")[:50],
-                                                  neg="triplet", amount=2, strict=True, num_neighbors={CITES: [4]},
-                                                  seed=sb.request_seed) as want:
-                assert_same_hetero(self, want, sb.hetero, "triplet link batch 0")
-            self.assertEqual(sb.hetero.dst_neg_index.shape, (50, 2))
-        print(f"RESULT python link stream: rank 1 of 2, {batches} batches of the link split 'valid' in order, each "
-              f"link_sample bit for bit with its times, over unix:// and grpc://")
-
-    def test_hetero_views_end_with_their_stream_batch(self):
-        c = self.clients["unix"]
-        with c.stream(split="paper/train", batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=("feat",),
-                      seed=1) as s:
-            sb = next(s)
-            hb = sb.hetero
-            x, nodes = hb.x["paper"]["feat"], hb.nodes["paper"]
-            want = np.array(x)
-            base, length = sb.region()
-            self.assertEqual(hb.region(), (base, length))
-            for a in (x, nodes, hb.blocks[CITES][0].edge_src):  # (seeds: the stream batch's own array)
-                self.assertTrue(base <= a.ctypes.data and a.ctypes.data + a.nbytes <= base + length,
-                                "an array outside the stream batch's memory")
-            self.assertFalse(x.flags.writeable or x.flags.owndata)
-            if importlib.util.find_spec("torch") is not None:
-                self.assertEqual(hb.torch().x["paper"]["feat"].data_ptr(), x.ctypes.data, "torch copied the rows")
-            self.assertIn("typed", repr(sb))
-            sb.release()
-            self.assertRaises(featstore.BatchReleasedError, getattr, sb, "hetero")
-            for what in ("nodes", "x", "blocks"):
-                with self.assertRaisesRegex(featstore.BatchReleasedError, f"batch released: {what} "):
-                    getattr(hb, what)  # the view ended with its StreamBatch
-            self.assertEqual(s.held_batches, 1, "kept by its arrays")
-            np.testing.assert_array_equal(x, want, "an array kept past release keeps its data")
-            del x, nodes, a
-            gc.collect()
-            self.assertEqual(s.held_batches, 0, "the stream batch freed once, by its own handle")
-            for sb in s:  # the rest of the epoch, batches dropped as the loop goes
-                self.assertGreaterEqual(len(sb.hetero.nodes["paper"]), sb.num_seeds)
-        ids = c.split("paper/valid")[:37]
-        with c.stream(seeds=ids, seed_type="paper", batch_size=10, order="sequential", labels="",
-                      num_neighbors={CITES: [2]}) as s:  # explicit seeds, of a given type
-            got = [np.array(sb.seeds) for sb in s]
-        np.testing.assert_array_equal(np.concatenate(got), ids)
-
-    def test_bad_typed_options_are_named(self):
-        bad_type = {("nosuch", "cites", "paper"): [5, 3]}
-        link = {"edge_type": CITES}
-        cases = [  # (arguments, status, what the C message says)
-            (dict(split="paper/train", num_neighbors=bad_type), "INVALID_ARGUMENT", "nosuch"),
-            (dict(split="paper/train", num_neighbors=NUM_NEIGHBORS, labels="labels"), "INVALID_ARGUMENT",
-             "put 'labels' in the request's node_tables"),
-            (dict(split="valid", link=link), "INVALID_ARGUMENT", "needs hetero"),
-            (dict(split="nosuch", link=link, num_neighbors=NUM_NEIGHBORS), "NOT_FOUND", "nosuch"),
-            (dict(split="paper/train", num_neighbors=NUM_NEIGHBORS, seed_type="nosuch"), "INVALID_ARGUMENT", "nosuch"),
-            (dict(seeds=[1, 2], num_neighbors=NUM_NEIGHBORS), "INVALID_ARGUMENT", "give seed_type"),
-            (dict(seeds=[1, 2], link=link, num_neighbors=NUM_NEIGHBORS), "INVALID_ARGUMENT", "give its name as split"),
-            (dict(split="paper/train", fanouts=[5]), "INVALID_ARGUMENT", "typed graph"),
-            (dict(split="paper/train", num_neighbors={CITES: [5]}, node_tables=("nosuch",)), "NOT_FOUND", "nosuch"),
-        ]
-        for t in TRANSPORTS:
-            for kw, status, says in cases:
-                with self.subTest(transport=t, args=kw):
-                    with self.assertRaises(featstore.Error) as e:
-                        self.clients[t].stream(batch_size=16, **kw)
-                    self.assertEqual(e.exception.status, featstore.Status[status], e.exception.message)
-                    self.assertIn(says, e.exception.message)
-        c = self.clients["unix"]
-        typed = dict(split="paper/train", batch_size=16, num_neighbors=NUM_NEIGHBORS)
-        for kw, says in ((dict(fanouts=[5]), "fanouts: not for a typed stream"),
-                         (dict(table="feat", delta="full"), "table, delta: not for a typed stream"),
-                         (dict(window=4), "window: not for a typed stream"),
-                         (dict(edge_ids=True), "edge_ids: not for a typed stream.*want_edge_ids")):
-            with self.subTest(args=kw):
-                self.assertRaisesRegex(ValueError, says, c.stream, **typed, **kw)
-        self.assertRaisesRegex(ValueError, "frontier, node_tables: options of typed streams: give num_neighbors",
-                               c.stream, split="paper/train", batch_size=16, fanouts=[5], frontier="all",
-                               node_tables=("feat",))
-        self.assertRaisesRegex(ValueError, "fanouts: a node stream needs one fanout per hop", c.stream,
-                               split="paper/train", batch_size=16)
-        self.assertRaisesRegex(TypeError, "link: unknown key\\(s\\) 'negative'", c.stream, split="valid",
-                               batch_size=16, num_neighbors=NUM_NEIGHBORS, link={"edge_type": CITES, "negative": 1})
-        self.assertRaisesRegex(TypeError, "edge type .* must be a \\(src, rel, dst\\)", c.stream, split="valid",
-                               batch_size=16, num_neighbors=NUM_NEIGHBORS, link={"edge_type": "cites"})
-        self.assertRaisesRegex(ValueError, "neg 'both'", c.stream, split="valid", batch_size=16,
-                               num_neighbors=NUM_NEIGHBORS, link=featstore.StreamLink(CITES, neg="both"))
-        self.assertRaisesRegex(ValueError, "num_neighbors", c.stream, split="paper/train", batch_size=16,
-                               num_neighbors={})
-
-
 def main():
     global ARGS, featstore, np
     ARGS, rest = parse_args()
@@ -876,3 +594,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args()
+    import numpy as np
+    import featstore

@@ -4,7 +4,7 @@
 a real `featstore serve`, the two examples that train through them, and
 the DDP example that trains through epoch streams.
 
-The module fixture writes both Cora datasets of featstore.cora into a
+The module fixture writes both Cora datasets of examples/cora.py into a
 scratch directory — ``typed`` with the 60/20/20 split the hetero example
 documents, and ``link`` — and imports the homogeneous ``cora`` (the
 importer's 60/20/20 split; propagated, hop tables hop_0..hop_3), and starts one server on each
@@ -75,7 +75,7 @@ def require_modules():
 # ---- the server fixture ----------------------------------------------------------
 
 def setUpModule():
-    from featstore import cora
+    cora = fs_serve.cora()
     tmp = tempfile.mkdtemp(prefix="featstore-pytyped-")
     SERVERS["dir"] = tmp
     made = {"typed": cora.write_typed(os.path.join(tmp, "cora-typed"), split="60,20,20"),
@@ -167,7 +167,7 @@ class TypedBindingTest(unittest.TestCase):
         seeds = self.unix.split("paper/train")[:200]
         feat, labels = self.typed.node_file(PAPER, "feat"), self.typed.node_file(PAPER, "labels")
         with self.unix.hetero_sample({PAPER: seeds}, NUM_NEIGHBORS, seed=7, frontier="all",
-                                     node_tables=("feat", "labels"), want_edge_ids=True) as b:
+                                     node_tables=("feat", "labels"), edge_ids=True) as b:
             self.assertEqual(b.node_types, [PAPER, WORD])
             self.assertEqual(b.edge_types, [CITES, CITED_BY, HAS, IN])  # the dataset's order
             self.assertEqual(b.num_hops, 2)
@@ -216,7 +216,7 @@ class TypedBindingTest(unittest.TestCase):
 
     def test_unix_and_grpc_give_identical_batches(self):
         seeds = self.unix.split("paper/train")[:300]
-        kw = dict(seed=11, frontier="all", node_tables=("feat",), want_edge_ids=True)
+        kw = dict(seed=11, frontier="all", node_tables=("feat",), edge_ids=True)
         with self.unix.hetero_sample({PAPER: seeds}, NUM_NEIGHBORS, **kw) as a, \
                 self.grpc.hetero_sample({PAPER: seeds}, NUM_NEIGHBORS, **kw) as b:
             for t in a.node_types:
@@ -231,7 +231,7 @@ class TypedBindingTest(unittest.TestCase):
     def test_unix_arrays_are_zero_copy_views_of_the_result_slot(self):
         seeds = self.unix.split("paper/train")[:128]
         with self.unix.hetero_sample({PAPER: seeds}, NUM_NEIGHBORS, seed=2, frontier="all", node_tables=("feat",),
-                                     want_edge_ids=True) as b:
+                                     edge_ids=True) as b:
             base, length = b.region()
             self.assertTrue(any(inside(base, length, s, e - s) for s, e in fs_serve.slot_ranges()),
                             "the batch's region is not a result slot")
@@ -275,7 +275,7 @@ class TypedBindingTest(unittest.TestCase):
                         np.testing.assert_array_equal(b.edge_label, [1] * 300 + [0] * 300)
                         self.assertEqual(b.link_types, (PAPER, PAPER))
                         self.assertIsNone(b.src_index)
-                with c.link_sample(et, src[:5], dst[:5], label=[1, 0, 1, 0, 1], num_neighbors={et: [2]}) as b:
+                with c.link_sample(et, src[:5], dst[:5], edge_label=[1, 0, 1, 0, 1], num_neighbors={et: [2]}) as b:
                     np.testing.assert_array_equal(b.edge_label, [1, 0, 1, 0, 1])  # given labels, no negatives
                 with c.link_sample(et, src[:5], dst[:5], neg="triplet", amount=3, num_neighbors={et: [2]}) as b:
                     self.assertIsNone(b.edge_label_index)
@@ -410,3 +410,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args(("numpy", "torch", "xxhash"), seed=0)
+    import numpy as np
+    import featstore

@@ -221,6 +221,54 @@ Test(stream, positions_place_each_seed_in_its_seed_list)
     fs_close(c);
 }
 
+/* fs_stream_plan_open with a stream's options deals what the stream deals:
+ * the same batches of the same positions, with the same request seeds,
+ * for every order, drop_last and DDP rank; bad options are named. */
+Test(stream, a_plan_deals_what_the_stream_deals)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_ids_t *train;
+    cr_assert_eq(fs_split(c, "train", &train), FS_OK);
+    int64_t pos[64];
+    for (int k = 0; k < 12; k++) {
+        fs_stream_opts_t o = base_opts();
+        o.table = NULL, o.labels = "", o.batch_size = 64, o.seed = 7 + (uint64_t)k, o.epoch = k % 3;
+        o.world_size = 1 + k % 3, o.rank = k % (1 + k % 3), o.drop_last = k % 2;
+        o.order = (fs_stream_order_t)(k % 3), o.chunk = 16;
+        fs_stream_plan_opts_t po = FS_STREAM_PLAN_OPTS_INIT;
+        po.num_seeds = train->n, po.batch_size = o.batch_size, po.drop_last = o.drop_last, po.order = o.order;
+        po.chunk = o.chunk, po.seed = o.seed, po.epoch = o.epoch, po.rank = o.rank, po.world_size = o.world_size;
+        fs_stream_plan_t *p;
+        cr_assert_eq(fs_stream_plan_open(&po, &p), FS_OK, "%s", fs_stream_plan_errstr(p));
+        cr_assert_str_eq(fs_stream_plan_errstr(p), "");
+        fs_stream_t *s;
+        cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+        cr_assert_eq(fs_stream_plan_num_batches(p), fs_stream_num_batches(s), "case %d", k);
+        fs_stream_batch_t *b;
+        for (int64_t i = 0; fs_stream_next(s, &b) == FS_OK; i++) {
+            cr_assert_eq(fs_stream_plan_batch(p, i, pos), b->num_seeds, "case %d batch %lld", k, (long long)i);
+            cr_assert_arr_eq(pos, b->positions, sizeof *pos * (size_t)b->num_seeds, "case %d batch %lld", k,
+                             (long long)i);
+            cr_assert_eq(fs_stream_plan_batch_seed(p, i), b->request_seed);
+            fs_stream_batch_free(b);
+        }
+        cr_assert_eq(fs_stream_plan_batch(p, fs_stream_plan_num_batches(p), pos), 0, "past the end: nothing");
+        fs_stream_close(s);
+        fs_stream_plan_free(p);
+    }
+    fs_stream_plan_opts_t po = FS_STREAM_PLAN_OPTS_INIT;
+    po.num_seeds = 10, po.batch_size = 4, po.rank = 2, po.world_size = 2;
+    fs_stream_plan_t *p;
+    cr_assert_eq(fs_stream_plan_open(&po, &p), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_stream_plan_errstr(p), "rank 2 with world size 2"), "%s", fs_stream_plan_errstr(p));
+    cr_assert_eq(fs_stream_plan_num_batches(p), 0);
+    fs_stream_plan_free(p);
+    fs_stream_plan_free(NULL);
+    cr_assert_str_eq(fs_stream_plan_errstr(NULL), "out of memory");
+    fs_ids_free(train);
+    fs_close(c);
+}
+
 /* Batches [from, to) of a stream opened at `from`, as copies of their nodes and features. */
 typedef struct {
     int64_t n_nodes, n_feat;
@@ -365,6 +413,8 @@ Test(stream, the_default_prefetch_is_two_batches_per_producer)
     fs_client_t *c = connect_to(unix_uri);
     fs_stream_opts_t o = base_opts();
     o.producers = 2, o.batch_size = 50;
+    cr_assert_eq(fs_stream_default_prefetch(c, &o), 4, "what fs_stream_open will choose");
+    cr_assert_eq(fs_stream_default_prefetch(c, NULL), 2, "one producer: a connection of one thread");
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
     wait_ready(s, 4);

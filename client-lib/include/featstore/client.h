@@ -399,6 +399,71 @@ FS_API const char *fs_stream_errstr(const fs_stream_t *s);
  * fs_close(c) closes them. NULL is a no-op. */
 FS_API void fs_stream_close(fs_stream_t *s);
 
+/* The prefetch fs_stream_open gives a stream on c with these options when
+ * their prefetch is 0 (opts NULL: every option's default): two batches per
+ * producer, at most 16; 2 for a NULL c (since 1.6). For callers that
+ * pipeline explicit calls themselves and want a stream's depth. */
+FS_API int fs_stream_default_prefetch(const fs_client_t *c, const fs_stream_opts_t *opts);
+
+/* ---- epoch plans (since 1.6) ----------------------------------------------------- */
+
+/* The plan a stream follows (docs/api.md §11, "Plans"), without a stream:
+ * for callers that make each batch with an explicit call (featstore.pyg's
+ * loaders on explicit seed edges), so that their epochs are dealt, ordered
+ * and seeded exactly as a stream over the same seed list would be:
+ *
+ *   fs_stream_plan_opts_t po = FS_STREAM_PLAN_OPTS_INIT;
+ *   po.num_seeds = n, po.batch_size = 512, po.seed = 42, po.epoch = epoch;
+ *   po.rank = rank, po.world_size = world;
+ *   fs_stream_plan_t *p;
+ *   if (fs_stream_plan_open(&po, &p) != FS_OK) { ... fs_stream_plan_errstr(p) ... }
+ *   for (int64_t b = 0; b < fs_stream_plan_num_batches(p); b++) {
+ *       int64_t k = fs_stream_plan_batch(p, b, pos);   // pos: batch_size entries
+ *       // seeds[pos[0..k)], sampled with request seed fs_stream_plan_batch_seed(p, b)
+ *   }
+ *   fs_stream_plan_free(p);
+ *
+ * Ownership and threads: a plan is immutable once open (any thread may
+ * read it) and holds O(1) memory whatever num_seeds. */
+typedef struct fs_stream_plan fs_stream_plan_t;
+
+/* What a plan is made of: fs_stream_opts_t's fields of the same names. */
+typedef struct {
+    size_t struct_size;          /* sizeof(fs_stream_plan_opts_t): FS_STREAM_PLAN_OPTS_INIT sets it */
+    int64_t num_seeds;           /* the seed list's length: positions 0..num_seeds-1 */
+    int64_t batch_size;          /* >= 1 */
+    int drop_last;
+    fs_stream_order_t order;
+    int64_t chunk;               /* FS_ORDER_CHUNKED: seeds per run */
+    uint64_t seed;               /* the shuffle seed */
+    int64_t epoch;               /* >= 0 */
+    int rank, world_size;        /* 0 <= rank < world_size; 0, 0 = a single trainer */
+} fs_stream_plan_opts_t;
+
+#define FS_STREAM_PLAN_OPTS_INIT FS_STRUCT_INIT(fs_stream_plan_opts_t)
+
+/* Plans one rank's epoch. On failure (options named as fs_stream_open
+ * names them) *out is still set, unless out of memory, so that
+ * fs_stream_plan_errstr can say why: always fs_stream_plan_free it. */
+FS_API fs_status_t fs_stream_plan_open(const fs_stream_plan_opts_t *opts, fs_stream_plan_t **out);
+
+/* This rank's number of batches (fs_stream_num_batches of the stream). */
+FS_API int64_t fs_stream_plan_num_batches(const fs_stream_plan_t *p);
+
+/* Writes batch b's positions into the seed list to positions (room for
+ * batch_size) and returns how many: batch_size, fewer for a short last
+ * batch, 0 when b is outside 0..num_batches-1. */
+FS_API int64_t fs_stream_plan_batch(const fs_stream_plan_t *p, int64_t b, int64_t *positions);
+
+/* Batch b's request seed (fs_stream_batch_t.request_seed). */
+FS_API uint64_t fs_stream_plan_batch_seed(const fs_stream_plan_t *p, int64_t b);
+
+/* Why fs_stream_plan_open failed ("" if it did not; "out of memory" for NULL). */
+FS_API const char *fs_stream_plan_errstr(const fs_stream_plan_t *p);
+
+/* NULL is a no-op. */
+FS_API void fs_stream_plan_free(fs_stream_plan_t *p);
+
 /* ---- splits -------------------------------------------------------------------- */
 
 typedef struct {

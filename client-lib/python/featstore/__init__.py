@@ -15,8 +15,8 @@ slot) until they are gone::
         with c.sample_gather(train[:512], [25, 10], "feat", seed=1) as b:
             x = b.features            # [b.num_nodes, dim] view of the result slot
             blocks = b.blocks         # blocks[0]: the hop from the seeds
-        for b in c.stream(split="train", batch_size=512, fanouts=[25, 10], table="feat",
-                          seed=42, epoch=epoch, rank=rank, world_size=world):   # a DDP rank's epoch
+        for b in c.node_stream("train", batch_size=512, num_neighbors=[25, 10], table="feat",
+                               seed=42, epoch=epoch, rank=rank, world_size=world):   # a DDP rank's epoch
             x, y = b.batch.features, b.labels
 
 ``featstore.pyg`` (imported on its own; needs torch_geometric) puts PyG's
@@ -24,19 +24,37 @@ loaders on a server: FeatureStore, GraphStore, a BaseSampler, and
 NeighborLoader / LinkNeighborLoader with PyG's arguments and fields.
 
 ``featstore.write_dataset`` (featstore.dataset) writes a dataset from numpy
-arrays and needs no library; ``/usr/bin/python3 -m featstore.cora`` makes two from
-tests/data/cora.npz with it. ``featstore.from_pyg`` (featstore.pyg_data)
+arrays and needs no library (examples/cora.py makes two from
+tests/data/cora.npz with it). ``featstore.from_pyg`` (featstore.pyg.data)
 writes one from a PyG Data or HeteroData (importing torch_geometric only
 when called).
+
+Modules: featstore.client (the connection), featstore.batch (results and
+the lifetime rule), featstore.info, featstore.hetero (typed requests),
+featstore.stream (epoch streams), featstore.plan (their plan),
+featstore.errors, featstore.dataset and featstore.pyg.
 """
+from __future__ import annotations
+
+from typing import Any
+
 from .dataset import write_dataset
-from .pyg_data import from_pyg
 
 __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
            "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset",
            "from_pyg",
-           "HeteroBatch", "Stream", "StreamBatch", "StreamLink", "STREAM_ORDERS"]
+           "HeteroBatch", "Stream", "StreamBatch", "StreamLink", "STREAM_ORDERS", "EpochPlan"]
 _CLIENT = frozenset(__all__) - {"write_dataset", "from_pyg"}  # the names that need libfeatstore.so
+
+
+def from_pyg(data: Any, path: str, *, name: str | None = None, num_classes: int | None = None,
+             undirected: bool | None = None, force: bool = False) -> str:
+    """featstore.pyg.data.from_pyg (see there): a featstore dataset written
+    from a PyG Data or HeteroData. torch_geometric (and featstore.pyg) are
+    imported only when it is called; libfeatstore.so is not needed."""
+    from .pyg.data import from_pyg as write
+    return write(data, path, name=name, num_classes=num_classes, undirected=undirected, force=force)
+
 
 try:
     from ._lib import path as library_path
@@ -44,18 +62,19 @@ try:
     from .client import (SAMPLE_MODES, STREAM_ORDERS, Batch, BatchReleasedError, Block, Client, DeviceArray, Error,
                          Info, ReaderInfo, Status, TableInfo, TierInfo, connect)
     from .hetero import HeteroBatch
+    from .plan import EpochPlan
     from .stream import Stream, StreamBatch, StreamLink
 except OSError:
-    # No libfeatstore.so: writing datasets (featstore.dataset, featstore.cora)
+    # No libfeatstore.so: writing datasets (featstore.dataset, from_pyg)
     # needs none. The client's names load it on first use, and raise its
     # error (saying where it was looked for) while it cannot be found.
-    def __getattr__(name):
+    def __getattr__(name: str) -> Any:
         if name not in _CLIENT:
             raise AttributeError(f"module 'featstore' has no attribute {name!r}")
-        from . import _lib, client, hetero, stream
+        from . import _lib, client, hetero, plan, stream
         value = {"library_path": "path", "library_version": "version"}.get(name)
-        module = {"HeteroBatch": hetero, "Stream": stream, "StreamBatch": stream,
-                  "StreamLink": stream}.get(name, client)
+        module = {"HeteroBatch": hetero, "Stream": stream, "StreamBatch": stream, "StreamLink": stream,
+                  "EpochPlan": plan}.get(name, client)
         value = getattr(_lib, value) if value else getattr(module, name)
         globals()[name] = value
         return value

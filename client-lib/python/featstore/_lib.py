@@ -14,6 +14,7 @@ allocates only grow at their end, so reading the fields below stays valid.
 import ctypes
 import ctypes.util
 import os
+from typing import Any
 import sys
 import sysconfig
 from pathlib import Path
@@ -38,7 +39,7 @@ class Versioned(ctypes.Structure):
     """A struct that starts with ``size_t struct_size`` (the caller sets it)."""
 
     @classmethod
-    def new(cls, **fields):
+    def new(cls, **fields: Any) -> Any:
         return cls(struct_size=ctypes.sizeof(cls), **fields)
 
 
@@ -509,3 +510,38 @@ _STREAM_PROTOTYPES = {
 
 # False: a library before 1.4 (Client.stream refuses by name)
 streams = _bind_optional(lib, _STREAM_PROTOTYPES)
+
+
+# ---- epoch plans and the default prefetch (featstore/client.h; since 1.6) -------------
+#
+# Bound when present (`plans` below): featstore.plan.EpochPlan and
+# Client.default_prefetch refuse by name on an older library.
+
+class StreamPlanOpts(Versioned):
+    """fs_stream_plan_opts_t."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("num_seeds", _i64),
+        ("batch_size", _i64),
+        ("drop_last", ctypes.c_int),
+        ("order", ctypes.c_int),                  # fs_stream_order_t
+        ("chunk", _i64),
+        ("seed", _u64),
+        ("epoch", _i64),
+        ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
+    ]
+
+
+_c_plan_p = ctypes.c_void_p  # fs_stream_plan_t * (opaque)
+_PLAN_PROTOTYPES = {
+    "fs_stream_default_prefetch": (ctypes.c_int, [_c_client_p, ctypes.POINTER(StreamOpts)]),
+    "fs_stream_plan_open": (ctypes.c_int, [ctypes.POINTER(StreamPlanOpts), ctypes.POINTER(_c_plan_p)]),
+    "fs_stream_plan_num_batches": (_i64, [_c_plan_p]),
+    "fs_stream_plan_batch": (_i64, [_c_plan_p, _i64, _p_i64]),
+    "fs_stream_plan_batch_seed": (_u64, [_c_plan_p, _i64]),
+    "fs_stream_plan_errstr": (ctypes.c_char_p, [_c_plan_p]),
+    "fs_stream_plan_free": (None, [_c_plan_p]),
+}
+
+# False: a library before 1.6 (EpochPlan and Client.default_prefetch refuse by name)
+plans = _bind_optional(lib, _PLAN_PROTOTYPES)

@@ -4,12 +4,19 @@ Kept apart so that torch stays optional: ``import featstore`` never imports
 it. Tensors come from ``torch.from_numpy`` and share memory with the batch;
 each holds its numpy array, which holds the C batch, so the lifetime rule of
 arrays applies: a tensor kept past ``Batch.release()`` keeps its data, and
-its result slot, until it is gone (featstore.client).
+its result slot, until it is gone (featstore.batch).
 """
-import warnings
-from typing import List, NamedTuple, Optional
+from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional
+
+import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from .batch import Batch
+    from .hetero import HeteroBatch
 
 
 class TorchBlock(NamedTuple):
@@ -30,7 +37,7 @@ class TorchBatch(NamedTuple):
     blocks: List[TorchBlock]
 
 
-def tensor(array):
+def tensor(array: np.ndarray) -> torch.Tensor:
     """torch.from_numpy on one of our read-only views. torch warns that it
     cannot protect read-only memory; the lifetime rule already says these
     tensors are read-only, so that warning is silenced here (and only here)."""
@@ -39,7 +46,7 @@ def tensor(array):
         return torch.from_numpy(array)
 
 
-def _features(batch):
+def _features(batch: Batch) -> torch.Tensor | None:
     if batch.features is None:
         return None
     if batch.features_device is not None:  # GPU memory: read in place through __cuda_array_interface__
@@ -52,7 +59,7 @@ def _features(batch):
     return t.view(torch.bfloat16) if batch.dtype == "bfloat16" else t  # bits were exposed as uint16
 
 
-def to_torch(batch):
+def to_torch(batch: Batch) -> TorchBatch:
     """Batch.torch(), which has checked that the batch is live."""
     blocks = [TorchBlock(b.num_dst, b.num_src, b.num_edges, tensor(b.dst_offsets), tensor(b.edge_dst),
                          tensor(b.edge_src), None if b.edge_ids is None else tensor(b.edge_ids),
@@ -86,21 +93,21 @@ class TorchHeteroBatch(NamedTuple):
     dst_neg_index: Optional[torch.Tensor]
 
 
-def _opt(array):
+def _opt(array: np.ndarray | None) -> torch.Tensor | None:
     return None if array is None else tensor(array)
 
 
-def _rows(batch, type_, table, array):
+def _rows(batch: HeteroBatch, type_: Any, table: str, array: np.ndarray) -> torch.Tensor:
     t = tensor(array)
     return t.view(torch.bfloat16) if batch.dtype(type_, table) == "bfloat16" else t
 
 
-def _torch_block(b):
+def _torch_block(b: Any) -> TorchBlock:
     return TorchBlock(b.num_dst, b.num_src, b.num_edges, tensor(b.dst_offsets), tensor(b.edge_dst),
                       tensor(b.edge_src), _opt(b.edge_ids), _opt(b.edge_weights))
 
 
-def hetero_to_torch(batch):
+def hetero_to_torch(batch: HeteroBatch) -> TorchHeteroBatch:
     """HeteroBatch.torch(), which has checked that the batch is live."""
     per_type = lambda d: {t: _opt(a) for t, a in d.items()}  # noqa: E731
     return TorchHeteroBatch(

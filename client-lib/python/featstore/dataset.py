@@ -30,14 +30,17 @@ The laid-out arrays are held in memory until written (about three times the
 edge arrays); graphs larger than memory are for the C importers.
 
 See ``write_dataset`` for every argument and the layout, docs/format.md for
-the files, and ``featstore.cora`` for two real datasets made
+the files, and examples/cora.py for two real datasets made
 with it.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
 import shutil
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -198,10 +201,10 @@ def _npy_header(dtype, shape):
 class _Files:
     """The dataset's files by name, in writing order, each an array to write."""
 
-    def __init__(self):
-        self.arrays = {}
+    def __init__(self) -> None:
+        self.arrays: dict[str, Any] = {}
 
-    def add(self, preferred, fallback, array):
+    def add(self, preferred: str, fallback: str, array: Any) -> str:
         name = preferred if len(preferred) < 128 else fallback
         if name in self.arrays:  # cannot happen: names are built from unique, dot-free parts
             raise AssertionError(f"file {name} twice")
@@ -242,8 +245,10 @@ def _xxh3():
 
 # ---- the writer ----------------------------------------------------------------------
 
-def write_dataset(dir, node_types, edge_types=None, link_splits=None, name=None, force=False, source=None,
-                  undirected=False):
+def write_dataset(dir: str | os.PathLike[str], node_types: dict[str, Any],
+                  edge_types: dict[tuple[str, str, str], Any] | None = None, link_splits: dict[str, Any] | None = None,
+                  name: str | None = None, force: bool = False, source: dict[str, Any] | None = None,
+                  undirected: bool = False) -> str:
     """Writes a featstore dataset (format version 2) to directory ``dir``.
 
     Arguments, in PyG ``HeteroData`` terms (arrays: numpy arrays, lists or CPU

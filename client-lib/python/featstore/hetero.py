@@ -5,7 +5,7 @@ fs_link_sample; featstore/types.h and featstore/client.h, since 1.3).
 A typed batch holds every node type and edge type of the served graph, in
 the server's order. Per node type, local ids are the seeds first (in the
 order given, duplicates merged), then first appearance. Per (hop, edge type)
-a ``Block`` (featstore.client) joins destinations of the edge type's dst
+a ``Block`` (featstore.batch) joins destinations of the edge type's dst
 type to sources of its src type (messages flow src -> dst):
 
 - ``frontier="all"`` (DGL blocks; use it for layered models): block h of
@@ -22,23 +22,38 @@ type to sources of its src type (messages flow src -> dst):
   ``dst_offsets`` counts from the first of them (``count_after[d][h-1]``).
 
 Lifetime: a HeteroBatch owns its fs_hetero_batch_t exactly as a Batch owns
-its fs_batch_t (featstore.client's module comment): arrays are read-only
+its fs_batch_t (featstore.batch's module comment): arrays are read-only
 zero-copy views that hold the C batch (and, over unix://, its result slot)
 until they are gone; after ``release()`` (``free()``, the end of a ``with``
 block) every attribute raises ``BatchReleasedError``. The HeteroBatch of a
 typed or link stream's batch (``StreamBatch.hetero``, featstore.stream) is
 a view of memory its StreamBatch owns: it ends with the StreamBatch.
 """
+from __future__ import annotations
+
 import ctypes
 import os
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from . import _lib
+from ._convert import NP_DTYPES as _NP_DTYPES
+from ._convert import dtype_code as _dtype_code
+from ._convert import dtype_name as _dtype_name
+from ._convert import ids as _ids
+from ._convert import SAMPLE_MODES, address, seed64
 from ._lib import lib
-from .client import _NP_DTYPES, SAMPLE_MODES, Error, Status, _block, _dtype_code, _dtype_name, _Handle, _ids
-from .client import _batch_field as _field
-from .client import _Releasable, _SlotUse, _view
+from .batch import _batch_field as _field
+from .batch import _block, _Handle, _Releasable, _SlotUse, _view
+from .errors import Error, Status
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ._torch import TorchHeteroBatch
+
+    EdgeType = tuple[str, str, str]  # (src, rel, dst)
 
 __all__ = ["HeteroBatch", "FRONTIERS", "TEMPORAL", "NEGATIVES"]
 
@@ -47,7 +62,7 @@ TEMPORAL = tuple(t for t in _lib.FS_TEMPORAL if t is not None)   # "uniform", "l
 NEGATIVES = tuple(n for n in _lib.FS_NEG if n is not None)       # "binary", "triplet"
 
 
-def require_typed():
+def require_typed() -> None:
     """An Error (UNSUPPORTED) unless the loaded library has the typed calls."""
     if not _lib.typed:
         raise Error(Status.UNSUPPORTED, f"{_lib.path} is libfeatstore {_lib.version}, which has no typed sampling "
@@ -56,20 +71,20 @@ def require_typed():
 
 # ---- requests ---------------------------------------------------------------------
 
-def _etype(key, what):
+def _etype(key: Any, what: str) -> EdgeType:
     """An edge type key as a (src, rel, dst) tuple of non-empty strings, or a TypeError naming it."""
     if not (isinstance(key, tuple) and len(key) == 3 and all(isinstance(k, str) and k for k in key)):
         raise TypeError(f"{what}: edge type {key!r} must be a (src, rel, dst) tuple of names")
     return key
 
 
-def _type_name(name, what):
+def _type_name(name: Any, what: str) -> str:
     if not isinstance(name, str) or not name:
         raise TypeError(f"{what}: node type {name!r} must be a non-empty string")
     return name
 
 
-def _times(values, n, what):
+def _times(values: ArrayLike, n: int, what: str) -> np.ndarray:
     """An int64 array of n times (any sign), or a clear error."""
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -81,7 +96,7 @@ def _times(values, n, what):
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def _names(values, what):
+def _names(values: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
     """A tuple of table names (a single string is one name; None is none)."""
     if values is None:
         return ()
@@ -94,10 +109,11 @@ def _names(values, what):
     return out
 
 
-def _seed_groups(seeds):
+def _seed_groups(seeds: Any) -> list[tuple[str, np.ndarray]]:
     """[(type, int64 ids)] from a dict type -> ids (one group per key, in
     dict order) or a sequence of (type, ids) pairs (several groups of one
     type allowed)."""
+    items: Any
     if isinstance(seeds, dict):
         items = list(seeds.items())
     else:
@@ -117,11 +133,13 @@ def _seed_groups(seeds):
 class _Request:
     """An fs_hetero_req_t and everything its pointers reach (kept alive with it)."""
 
-    def __init__(self, num_neighbors, seed, mode, frontier, disjoint, temporal, strict, window, node_tables,
-                 edge_tables, dtype, want_edge_ids):
+    def __init__(self, num_neighbors: Mapping[EdgeType, Sequence[int]], seed: int, mode: str | Sequence[str],
+                 frontier: str, disjoint: bool, temporal: str | None, time_strict: bool, time_window: int,
+                 node_tables: str | Sequence[str] | None, edge_tables: str | Sequence[str] | None,
+                 dtype: str | None, edge_ids: bool) -> None:
         if not isinstance(num_neighbors, dict) or not num_neighbors:
             raise ValueError("num_neighbors must be a non-empty dict (src, rel, dst) -> fanout per hop")
-        hops = None
+        hops: int | None = None
         entries = []
         for key, fanouts in num_neighbors.items():
             key = _etype(key, "num_neighbors")
@@ -139,6 +157,7 @@ class _Request:
                 if f < _lib.FS_FANOUT_ALL:
                     raise ValueError(f"num_neighbors[{key!r}][{h}] = {f}: must be > 0, 0 (none) or -1 (all)")
             entries.append((key, fanouts))
+        hops = int(hops or 0)  # num_neighbors is not empty: set by its first entry
         modes = [mode] * hops if isinstance(mode, str) else list(mode)
         if len(modes) != hops:
             raise ValueError(f"mode: {len(modes)} modes for {hops} hops")
@@ -149,10 +168,9 @@ class _Request:
             raise ValueError(f"frontier {frontier!r}: one of {', '.join(FRONTIERS)}")
         if temporal not in _lib.FS_TEMPORAL:
             raise ValueError(f"temporal {temporal!r}: None, or one of {', '.join(TEMPORAL)}")
-        if not 0 <= int(seed) < 2**64:
-            raise ValueError(f"seed {seed} must be in [0, 2**64)")
-        if int(window) < 0:
-            raise ValueError(f"window {window} must be >= 0 (0 = no window)")
+        seed64(seed)
+        if int(time_window) < 0:
+            raise ValueError(f"window {time_window} must be >= 0 (0 = no window)")
         self.num_hops = hops
         self.fanouts = (_lib.HeteroFanout * len(entries))()
         for i, ((s, r, d), fanouts) in enumerate(entries):
@@ -165,8 +183,8 @@ class _Request:
         self._et = (ctypes.c_char_p * max(len(self.edge_tables), 1))(*[t.encode() for t in self.edge_tables])
         self.c = _lib.HeteroReq.new(
             num_hops=hops, num_fanouts=len(entries), fanouts=self.fanouts, seed=int(seed),
-            want_edge_ids=int(bool(want_edge_ids)), frontier=_lib.FS_FRONTIER[frontier], disjoint=int(bool(disjoint)),
-            temporal=_lib.FS_TEMPORAL[temporal], strict=int(bool(strict)), window=int(window),
+            want_edge_ids=int(bool(edge_ids)), frontier=_lib.FS_FRONTIER[frontier], disjoint=int(bool(disjoint)),
+            temporal=_lib.FS_TEMPORAL[temporal], strict=int(bool(time_strict)), window=int(time_window),
             num_node_tables=len(self.node_tables), node_tables=self._nt if self.node_tables else None,
             num_edge_tables=len(self.edge_tables), edge_tables=self._et if self.edge_tables else None,
             out_dtype=_dtype_code(dtype))
@@ -174,14 +192,14 @@ class _Request:
             self.c.mode[h] = SAMPLE_MODES[m]
 
 
-def _p(arr):
+def _p(arr: np.ndarray | None) -> Any:
     return arr.ctypes.data_as(_lib._p_i64) if arr is not None else None
 
 
 class _Seeds:
     """An fs_hetero_seeds_t array and the arrays it points to."""
 
-    def __init__(self, seeds, seed_time, temporal):
+    def __init__(self, seeds: Any, seed_time: Mapping[str, ArrayLike] | None, temporal: str | None) -> None:
         self.groups = _seed_groups(seeds)
         times = {}
         if seed_time is not None:
@@ -203,13 +221,15 @@ class _Seeds:
             self.c[i].type, self.c[i].count, self.c[i].ids, self.c[i].time = t.encode(), len(ids), _p(ids), _p(tm)
 
 
-def hetero_call(client, seeds, num_neighbors, seed=0, mode="uniform", frontier="new", disjoint=False, temporal=None,
-                seed_time=None, strict=False, window=0, node_tables=(), edge_tables=(), dtype=None,
-                want_edge_ids=False):
+def hetero_call(client: Any, seeds: Any, num_neighbors: Mapping[EdgeType, Sequence[int]], seed: int = 0,
+                mode: str | Sequence[str] = "uniform", frontier: str = "new", disjoint: bool = False,
+                temporal: str | None = None, seed_time: Mapping[str, ArrayLike] | None = None,
+                time_strict: bool = False, time_window: int = 0, node_tables: Sequence[str] = (),
+                edge_tables: Sequence[str] = (), dtype: str | None = None, edge_ids: bool = False) -> HeteroBatch:
     """Client.hetero_sample (see there)."""
     require_typed()
-    req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, strict, window, node_tables, edge_tables,
-                   dtype, want_edge_ids)
+    req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
+                   edge_tables, dtype, edge_ids)
     groups = _Seeds(seeds, seed_time, temporal)
     out = ctypes.POINTER(_lib.HeteroBatchC)()
     use = client._call(lib.fs_hetero_sample, groups.c, len(groups.groups), ctypes.byref(req.c), ctypes.byref(out))
@@ -221,15 +241,18 @@ class _Link:
     it): a link_sample call's seed edges, or none (src None: a link
     stream's template, whose edges the stream takes from its link split)."""
 
-    def __init__(self, edge_type, neg=None, amount=1.0, neg_weighted=False, strict=False, keep_seed_edges=False,
-                 src=None, dst=None, label=None, time=None, what="link_sample"):
+    def __init__(self, edge_type: EdgeType | list[str], neg: str | None = None, amount: float = 1.0,
+                 neg_weighted: bool = False, neg_strict: bool = False, keep_seed_edges: bool = False,
+                 src: ArrayLike | None = None, dst: ArrayLike | None = None, edge_label: ArrayLike | None = None,
+                 edge_label_time: ArrayLike | None = None, what: str = "link_sample") -> None:
         s, r, d = _etype(tuple(edge_type) if isinstance(edge_type, list) else edge_type, what)
+        src_ids = dst_ids = labels = times = None
         if src is not None:
-            src, dst = _ids(src, "src"), _ids(dst, "dst")
-            if len(src) != len(dst):
-                raise ValueError(f"src has {len(src)} ids and dst {len(dst)}: one of each per seed edge")
-            label = None if label is None else _times(label, len(src), "label")
-            time = None if time is None else _times(time, len(src), "time")
+            src_ids, dst_ids = _ids(src, "src"), _ids(dst if dst is not None else [], "dst")
+            if len(src_ids) != len(dst_ids):
+                raise ValueError(f"src has {len(src_ids)} ids and dst {len(dst_ids)}: one of each per seed edge")
+            labels = None if edge_label is None else _times(edge_label, len(src_ids), "label")
+            times = None if edge_label_time is None else _times(edge_label_time, len(src_ids), "time")
         if neg not in _lib.FS_NEG:
             raise ValueError(f"neg {neg!r}: None, or one of {', '.join(NEGATIVES)}")
         amount = float(amount)
@@ -237,24 +260,29 @@ class _Link:
             raise ValueError(f"amount {amount!r}: must be a finite number >= 0")
         if neg == "triplet" and (amount < 1 or amount != int(amount)):
             raise ValueError(f"amount {amount!r}: triplet negatives need an integer k >= 1 per positive")
-        self.arrays = (src, dst, label, time)
+        self.arrays = (src_ids, dst_ids, labels, times)
         self.c = _lib.LinkReq.new(src=s.encode(), rel=r.encode(), dst=d.encode(),
-                                  count=0 if src is None else len(src), src_ids=_p(src), dst_ids=_p(dst),
-                                  label=_p(label), time=_p(time), neg=_lib.FS_NEG[neg], amount=amount,
-                                  neg_weighted=int(bool(neg_weighted)), strict=int(bool(strict)),
+                                  count=0 if src_ids is None else len(src_ids), src_ids=_p(src_ids),
+                                  dst_ids=_p(dst_ids), label=_p(labels), time=_p(times), neg=_lib.FS_NEG[neg],
+                                  amount=amount,
+                                  neg_weighted=int(bool(neg_weighted)), strict=int(bool(neg_strict)),
                                   keep_seed_edges=int(bool(keep_seed_edges)))
 
 
-def link_call(client, edge_type, src, dst, num_neighbors, label=None, time=None, neg=None, amount=1.0,
-              neg_weighted=False, strict=False, keep_seed_edges=False, seed=0, mode="uniform", frontier="new",
-              disjoint=False, temporal=None, time_strict=False, window=0, node_tables=(), edge_tables=(), dtype=None,
-              want_edge_ids=False):
+def link_call(client: Any, edge_type: EdgeType, src: ArrayLike, dst: ArrayLike,
+              num_neighbors: Mapping[EdgeType, Sequence[int]], edge_label: ArrayLike | None = None,
+              edge_label_time: ArrayLike | None = None, neg: str | None = None, amount: float = 1.0,
+              neg_weighted: bool = False, neg_strict: bool = False, keep_seed_edges: bool = False, seed: int = 0,
+              mode: str | Sequence[str] = "uniform", frontier: str = "new", disjoint: bool = False,
+              temporal: str | None = None, time_strict: bool = False, time_window: int = 0,
+              node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (), dtype: str | None = None,
+              edge_ids: bool = False) -> HeteroBatch:
     """Client.link_sample (see there)."""
     require_typed()
-    link = _Link(edge_type, neg, amount, neg_weighted, strict, keep_seed_edges, src=src, dst=dst, label=label,
-                 time=time)
-    req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, time_strict, window, node_tables,
-                   edge_tables, dtype, want_edge_ids)
+    link = _Link(edge_type, neg, amount, neg_weighted, neg_strict, keep_seed_edges, src=src, dst=dst,
+                 edge_label=edge_label, edge_label_time=edge_label_time)
+    req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
+                   edge_tables, dtype, edge_ids)
     out = ctypes.POINTER(_lib.HeteroBatchC)()
     use = client._call(lib.fs_link_sample, ctypes.byref(link.c), ctypes.byref(req.c), ctypes.byref(out))
     return HeteroBatch(out, use, req.node_tables, req.edge_tables)
@@ -267,41 +295,41 @@ class _HeteroHandle(_Handle):
     _FREE = "fs_hetero_batch_free"
 
 
-def _rows(h, r):
+def _rows(h: _Handle, r: Any) -> np.ndarray | None:
     """One fs_rows_t as an array, None when the type has no such table."""
     if not r.data or r.dtype not in _NP_DTYPES:
         return None
     return _view(h, r.data, (r.rows, r.dim), _NP_DTYPES[r.dtype])
 
 
-def _opt(h, pointer, shape):
+def _opt(h: _Handle, pointer: Any, shape: tuple) -> np.ndarray | None:
     return _view(h, pointer, shape, np.int64) if pointer else None
 
 
-def _label_index(h, src, dst, n):
+def _label_index(h: _Handle, src: Any, dst: Any, n: int) -> np.ndarray:
     """edge_label_index [2, n]: one view when the library put the two rows
     end to end, else a stacked copy (2 x n ids)."""
-    a, b = (ctypes.cast(p, ctypes.c_void_p).value for p in (src, dst))
+    a, b = address(src), address(dst)
     if n and b == a + 8 * n:
         return _view(h, src, (2, n), np.int64)
     return np.stack([_view(h, src, (n,), np.int64), _view(h, dst, (n,), np.int64)])
 
 
-def _read(h, b, node_tables, edge_tables):
+def _read(h: _Handle, b: Any, node_tables: tuple[str, ...], edge_tables: tuple[str, ...]) -> dict[str, Any]:
     """Every field of a live fs_hetero_batch_t as Python values and views."""
     H, T, E = b.num_hops, b.num_node_types, b.num_edge_types
     types = [b.types[t] for t in range(T)]
     names = [t.name.decode() for t in types]
     etypes = [(e.src.decode(), e.rel.decode(), e.dst.decode()) for e in (b.etypes[i] for i in range(E))]
-    f = {"node_types": names, "edge_types": etypes, "num_hops": H, "nodes": {}, "batch": {}, "time": {},
-         "count_after": {}, "x": {}, "dtypes": {}, "blocks": {}, "edge_attr": {}}
+    f: dict[str, Any] = {"node_types": names, "edge_types": etypes, "num_hops": H, "nodes": {}, "batch": {},
+                         "time": {}, "count_after": {}, "x": {}, "dtypes": {}, "blocks": {}, "edge_attr": {}}
     for name, t in zip(names, types):
         n = t.num_nodes
         f["nodes"][name] = _view(h, t.nodes, (n,), np.int64)
         f["batch"][name] = _opt(h, t.batch, (n,))
         f["time"][name] = _opt(h, t.time, (n,))
         f["count_after"][name] = tuple(int(t.count_after[i]) for i in range(H + 1)) if t.count_after else (n,) * (H + 1)
-        x = {}
+        x: dict[str, Any] = {}
         for k, table in enumerate(node_tables[:b.num_node_tables]):
             rows = t.tables[k] if t.tables else None
             if rows is not None and rows.data:
@@ -313,7 +341,7 @@ def _read(h, b, node_tables, edge_tables):
         f["blocks"][et] = [_block(h, b.blocks[hop * E + e]) for hop in range(H)]
         attrs = []
         for hop in range(H):
-            a = {}
+            a: dict[str, Any] = {}
             for k, table in enumerate(edge_tables[:K] if b.edge_tables else ()):
                 rows = b.edge_tables[(hop * E + e) * K + k]
                 if rows.data:
@@ -325,7 +353,7 @@ def _read(h, b, node_tables, edge_tables):
     for g in range(b.num_groups):
         groups.append((names[b.group_type[g]], _view(h, b.seed_local[g], (b.group_count[g],), np.int64)))
     f["seed_groups"] = groups
-    per_type = {}
+    per_type: dict[str, list[np.ndarray]] = {}
     for t, ids in groups:
         per_type.setdefault(t, []).append(ids)
     f["seed_local"] = {t: v[0] for t, v in per_type.items() if len(v) == 1}
@@ -360,7 +388,8 @@ class HeteroBatch(_Releasable):
     _COPY_HINT = "np.array(b.nodes['paper'])"
     _REGION = "fs_hetero_batch_region"
 
-    def __init__(self, ptr, use=None, node_tables=(), edge_tables=(), handle=None):
+    def __init__(self, ptr: Any, use: _SlotUse | None = None, node_tables: Sequence[str] = (),
+                 edge_tables: Sequence[str] = (), handle: _Handle | None = None) -> None:
         h = handle if handle is not None else _HeteroHandle(ptr, use if use is not None else _SlotUse())
         self._owns_handle = handle is None
         self._pid = os.getpid()
@@ -393,7 +422,7 @@ class HeteroBatch(_Releasable):
     dst_pos_index = _field("dst_pos_index", "triplet: int64 [P] local ids of the positives' destinations, else None")
     dst_neg_index = _field("dst_neg_index", "triplet: int64 [P, k] local ids of each positive's negatives, else None")
 
-    def dtype(self, type_, table):
+    def dtype(self, type_: str | EdgeType, table: str) -> str:
         """The featstore dtype name ("float32", "bfloat16", ...) of
         x[type_][table] (type_ a node type) or of edge_attr[type_][hop][table]
         (type_ an edge type tuple)."""
@@ -401,7 +430,7 @@ class HeteroBatch(_Releasable):
 
     free = _Releasable.release
 
-    def torch(self):
+    def torch(self) -> TorchHeteroBatch:
         """The arrays as torch tensors sharing their memory (torch.from_numpy):
         a ``TorchHeteroBatch`` with the same fields and dicts. Same lifetime
         rule; the tensors must not be written to."""
@@ -409,11 +438,11 @@ class HeteroBatch(_Releasable):
         from ._torch import hetero_to_torch  # torch is optional: imported only here
         return hetero_to_torch(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.released:
             return "<featstore.HeteroBatch released>"
         if self._pid != os.getpid():
             return f"<featstore.HeteroBatch of process {self._pid}>"
-        f = self._fields
+        f = self._live("repr")
         sizes = " ".join(f"{t}={len(f['nodes'][t])}" for t in f["node_types"])
         return f"<featstore.HeteroBatch hops={f['num_hops']} {sizes}>"

@@ -1,14 +1,15 @@
-"""featstore.stream — epoch streams: ``Client.stream``, ``Stream`` and
-``StreamBatch`` (fs_stream_*, featstore/client.h and docs/api.md §11; since
-1.4).
+"""featstore.stream — epoch streams: ``Stream`` and ``StreamBatch``
+(fs_stream_*, featstore/client.h and docs/api.md §11; since 1.4), opened
+by the Client's per-kind constructors (featstore._stream_calls):
+``node_stream``, ``typed_stream``, ``link_stream`` and ``row_stream``.
 
 A stream hands one rank of a training job its share of an epoch, batch
 after batch, made ahead by background threads of this process while the
 trainer computes::
 
     for epoch in range(epochs):
-        with client.stream(split="train", batch_size=512, fanouts=[25, 10], table="feat", seed=42,
-                           epoch=epoch, rank=rank, world_size=world) as stream:
+        with client.node_stream("train", batch_size=512, num_neighbors=[25, 10], table="feat", seed=42,
+                                epoch=epoch, rank=rank, world_size=world) as stream:
             for b in stream:
                 t = b.batch.torch()                      # sample and features, as sample_gather's Batch
                 y = torch.from_numpy(np.array(b.labels))  # the seeds' labels
@@ -16,32 +17,34 @@ trainer computes::
 
 The plan is torch's DistributedSampler's: every rank an equal, disjoint
 share of one shuffle per (seed, epoch), the same number of batches on every
-rank. Batch i is exactly ``client.sample_gather(b.seeds, fanouts, table,
+rank (``featstore.EpochPlan`` is that plan without a stream). Batch i is
+exactly ``client.sample_gather(b.seeds, num_neighbors, table,
 seed=b.request_seed)`` and ``client.gather(b.seeds, labels)``, so a stream
 opened with ``start_batch=`` an earlier stream's ``position`` continues it
 bit for bit (after a restart of the trainer or of the server).
 
-Typed and link streams (docs/api.md §11): with ``num_neighbors`` (a
-typed request, as ``Client.hetero_sample``'s) each batch is a typed sample
-of seeds of one node type, in ``b.hetero`` (a ``HeteroBatch``); with
-``link`` too, each is a link-prediction batch of the link split's edges::
+Typed and link streams (docs/api.md §11): each batch of a typed stream is
+a typed sample of seeds of one node type, in ``b.hetero`` (a
+``HeteroBatch``); each of a link stream is a link-prediction batch of a
+link split's edges::
 
     cites = ("paper", "cites", "paper")
-    with client.stream(split="paper/train", batch_size=512, num_neighbors={cites: [10, 5]},
-                       node_tables=("feat", "labels"), seed=42, epoch=epoch) as stream:
+    with client.typed_stream("paper/train", batch_size=512, num_neighbors={cites: [10, 5]},
+                             node_tables=("feat", "labels"), seed=42, epoch=epoch) as stream:
         for b in stream:                 # b.seeds: the batch's papers; b.hetero: hetero_sample's HeteroBatch
             x, y = b.hetero.x["paper"]["feat"], b.hetero.x["paper"]["labels"]
-    links = client.stream(split="train", batch_size=256, num_neighbors={cites: [10, 5]},
-                          link={"edge_type": cites, "neg": "binary"})  # link/train/src, .../dst, ...
+    links = client.link_stream("train", edge_type=cites, batch_size=256, num_neighbors={cites: [10, 5]},
+                               neg="binary")  # the link split's link/train/src, .../dst, ...
 
-Batch i is exactly ``client.hetero_sample({seed_type: b.seeds}, num_neighbors,
-seed=b.request_seed, ...)``, or ``client.link_sample(edge_type, src, dst,
-label=..., time=..., seed=b.request_seed, ...)`` on the edges at its
-positions in the link split (``b.seeds`` are their sources). The seeds'
-node type is ``seed_type``, by default a typed split's "TYPE/" prefix.
+Batch i is exactly ``client.hetero_sample({seed_type: b.seeds},
+num_neighbors, seed=b.request_seed, ...)``, or ``client.link_sample(edge_type,
+src, dst, edge_label=..., edge_label_time=..., seed=b.request_seed, ...)``
+on the edges at its positions in the link split (``b.seeds`` are their
+sources). The seeds' node type is ``seed_type``, by default a typed
+split's "TYPE/" prefix.
 
 Lifetime: a StreamBatch owns its fs_stream_batch_t as a Batch owns its
-fs_batch_t (featstore.client's module comment): ``seeds``, ``labels`` and
+fs_batch_t (featstore.batch's module comment): ``seeds``, ``labels`` and
 the arrays of ``batch`` and ``hetero`` are read-only zero-copy views that hold the C batch
 until they are gone; after ``release()`` (or the end of its ``with`` block)
 every attribute of the StreamBatch and of its ``batch`` (or ``hetero``) raises
@@ -69,23 +72,35 @@ have been held by a thread the child does not have); open a new stream in
 the child. gRPC's threads do not survive fork() either: close grpc://
 streams before forking.
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from . import _lib
+from ._closing import Closing
+from ._convert import NP_DTYPES, dtype_code, seed64
+from ._convert import ids as _ids
+from ._convert import name as _name
 from ._lib import lib
-from .client import (_NP_DTYPES, STREAM_ORDERS, Batch, Error, Status, _batch_field, _Closing, _dtype_code, _Handle,
-                     _ids, _name, _Releasable, _sample_req, _SlotUse, _view)
-from .hetero import HeteroBatch, _Link, _Request, require_typed
+from .batch import Batch, _batch_field, _Handle, _Releasable, _SlotUse, _view
+from .errors import Error, Status
+from .hetero import HeteroBatch, _Link
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from .client import Client
 
 __all__ = ["Stream", "StreamBatch", "StreamLink"]
 
 
-def require_streams():
+def require_streams() -> None:
     """An Error (UNSUPPORTED) unless the loaded library has the stream calls."""
     if not _lib.streams:
         raise Error(Status.UNSUPPORTED, f"{_lib.path} is libfeatstore {_lib.version}, which has no epoch streams "
@@ -94,7 +109,7 @@ def require_streams():
 
 # ---- opening ------------------------------------------------------------------------
 
-def _labels(value):
+def labels_option(value: str | None) -> bytes | None:
     """fs_stream_opts_t.labels: None (the dataset's "labels", if any), "" (none) or a table name."""
     if value is None:
         return None
@@ -105,131 +120,80 @@ def _labels(value):
 
 @dataclass(frozen=True)
 class StreamLink:
-    """What makes a stream a link stream (``Client.stream(link=...)``; a
-    dict with these keys does too): the seed edges' `edge_type` (src, rel,
-    dst), and their negatives as in ``Client.link_sample``: `neg` (None,
-    "binary" or "triplet"), `amount`, `neg_weighted`, `strict` (a negative
-    is never an edge of the graph) and `keep_seed_edges`. The edges
-    themselves, with their labels and times when it has them, are the link
-    split the stream's `split` names."""
+    """What made a stream a link stream in ``Client.stream(link=...)``,
+    deprecated since 1.6 (``Client.link_stream`` takes these as its own
+    arguments); a dict with these keys does too: the seed edges'
+    `edge_type` (src, rel, dst), and their negatives as in
+    ``Client.link_sample``: `neg` (None, "binary" or "triplet"), `amount`,
+    `neg_weighted`, `strict` (link_sample's `neg_strict`: a negative is
+    never an edge of the graph) and `keep_seed_edges`."""
     edge_type: tuple
-    neg: object = None
+    neg: str | None = None
     amount: float = 1.0
     neg_weighted: bool = False
     strict: bool = False
     keep_seed_edges: bool = False
 
 
-_LINK_KEYS = tuple(StreamLink.__dataclass_fields__)
+@dataclass(frozen=True)
+class Epoch:
+    """What every kind of stream takes besides its requests: the seeds'
+    plan (DistributedSampler's, featstore.plan) and the pipeline."""
+    batch_size: int
+    seed: int = 0
+    epoch: int = 0
+    rank: int = 0
+    world_size: int = 1
+    drop_last: bool = False
+    order: str = "random"
+    chunk: int = 0
+    start_batch: int = 0
+    prefetch: int = 0
+    hold: int = 2
+    producers: int = 0
 
 
-def _link(value):
-    """link= as a _Link template (no edges: the stream's split gives them):
-    from a dict, a StreamLink or an object with StreamLink's attributes."""
-    if isinstance(value, dict):
-        unknown = sorted(set(value) - set(_LINK_KEYS), key=str)
-        if unknown:
-            raise TypeError(f"link: unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(_LINK_KEYS)})")
-        if "edge_type" not in value:
-            raise TypeError("link: give its edge_type, the seed edges' (src, rel, dst)")
-        value = StreamLink(**value)
-    elif not hasattr(value, "edge_type"):
-        raise TypeError(f"link must be a dict or a featstore.StreamLink ({', '.join(_LINK_KEYS)}), got "
-                        f"{type(value).__name__}")
-    defaults = StreamLink(None)
-    kw = {k: getattr(value, k, getattr(defaults, k)) for k in _LINK_KEYS}
-    return _Link(**kw, what="link")
+def split_or_ids(seeds: str | ArrayLike) -> tuple[str | None, np.ndarray | None]:
+    """A stream's `seeds`: a split's name, or an array of ids (copied by the stream)."""
+    if isinstance(seeds, str):
+        return seeds, None
+    return None, _ids(seeds, "seeds")
 
 
-def _refuse(given, why):
-    """A ValueError naming the options in `given` (name -> given?) that were given."""
-    names = [name for name, is_given in given.items() if is_given]
-    if names:
-        raise ValueError(f"{', '.join(names)}: {why}")
-
-
-def _options(split, seeds, batch_size, sample, table, dtype, labels, seed, epoch, rank, world_size, drop_last,
-             prefetch, hold, order, chunk, start_batch, delta, window, hetero=None, seed_type=None, link=None,
-             tables=None, producers=0):
-    """An fs_stream_opts_t from Python values, checked, and what its
-    pointers reach (the seed array, the table names: keep them alive through
-    fs_stream_open; the requests sample, hetero and link, ctypes structs or
-    None, too)."""
-    if order not in _lib.FS_ORDER:
-        raise ValueError(f"unknown stream order {order!r} (one of {', '.join(STREAM_ORDERS)})")
-    if delta not in _lib.FS_DELTA:
-        raise ValueError(f"unknown delta mode {delta!r} (one of {', '.join(_lib.FS_DELTA)})")
-    if not 0 <= int(seed) < 2**64:
-        raise ValueError(f"seed {seed} must be in [0, 2**64)")
-    if int(window) == 0:  # the C struct's 0 means "unset" (1); from Python it is a mistake
-        raise ValueError("window 0: a Match-Reorder window is 1 batch (no reorder) or more")
-    ids = None if seeds is None else _ids(seeds, "seeds")
-    ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
-    names = None if tables is None else (ctypes.c_char_p * max(len(tables), 1))(*[_name(t) for t in tables])
-    opts = _lib.StreamOpts.new(
-        split=None if split is None else _name(split),
-        seeds=None if ids is None else ids.ctypes.data_as(_lib._p_i64), num_seeds=0 if ids is None else len(ids),
-        batch_size=int(batch_size), drop_last=int(bool(drop_last)), sample=ptr(sample),
-        table=None if table is None else _name(table), out_dtype=_dtype_code(dtype), labels=_labels(labels),
-        seed=int(seed), epoch=int(epoch), rank=int(rank), world_size=int(world_size), prefetch=int(prefetch),
-        order=_lib.FS_ORDER[order], chunk=int(chunk), start_batch=int(start_batch), hold=int(hold),
-        delta=_lib.FS_DELTA[delta], window=int(window), hetero=ptr(hetero),
-        seed_type=None if seed_type is None else _name(seed_type), link=ptr(link), tables=names,
-        num_tables=0 if tables is None else len(tables), producers=int(producers))
-    return opts, (ids, names)
-
-
-def _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbors, frontier, disjoint, temporal,
-              strict, time_window, node_tables, edge_tables, want_edge_ids, seed_type, link, tables=None):
-    """The stream's requests as (fs_sample_req_t or None, _Request or None,
-    _Link or None): a node stream's sample request, or a typed stream's
-    typed request (and link template), or none for a row stream (tables),
-    each option checked against the kind of stream it belongs to."""
-    if tables is not None:  # a row stream: no sampling
-        _refuse({"fanouts": fanouts is not None, "num_neighbors": num_neighbors is not None, "table": table is not None,
-                 "delta": delta != "off", "window": int(window) > 1, "link": link is not None, "edge_ids": edge_ids},
-                "not for a row stream (tables= gathers the seeds' rows of each table, without sampling)")
-        if isinstance(tables, (str, bytes)) or not len(tables):
-            raise ValueError(f"tables must be a non-empty list of table names, got {tables!r}")
-        return None, None, None
-    if num_neighbors is None and link is None:  # a node stream
-        _refuse({"frontier": frontier != "new", "disjoint": disjoint, "temporal": temporal is not None,
-                 "strict": strict, "time_window": time_window, "node_tables": node_tables, "edge_tables": edge_tables,
-                 "want_edge_ids": want_edge_ids, "seed_type": seed_type is not None},
-                "options of typed streams: give num_neighbors (a dict (src, rel, dst) -> fanouts) for one")
-        if fanouts is None:
-            raise ValueError("fanouts: a node stream needs one fanout per hop (or give num_neighbors for a typed "
-                             "stream)")
-        return _sample_req(fanouts, mode, 0, edge_ids), None, None  # its seed is set per batch
-    require_typed()
-    _refuse({"fanouts": fanouts is not None, "table": table is not None, "delta": delta != "off",
-             "window": int(window) > 1, "edge_ids": edge_ids},
-            "not for a typed stream (num_neighbors is its request: put its tables in node_tables and "
-            "edge_tables, ask for edge ids with want_edge_ids)")
-    # a link stream without num_neighbors goes on to fs_stream_open, which names what it lacks
-    typed = None if num_neighbors is None else _Request(
-        num_neighbors, 0, mode, frontier, disjoint, temporal, strict, time_window, node_tables, edge_tables, dtype,
-        want_edge_ids)
-    return None, typed, None if link is None else _link(link)
-
-
-def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labels, seed, epoch, rank, world_size,
-                drop_last, prefetch, hold, order, chunk, start_batch, mode, edge_ids, delta="off", window=1,
-                num_neighbors=None, frontier="new", disjoint=False, temporal=None, strict=False, time_window=0,
-                node_tables=(), edge_tables=(), want_edge_ids=False, seed_type=None, link=None, tables=None,
-                producers=0):
-    """Client.stream (see there)."""
+def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike | None,
+                sample: _lib.SampleReq | None = None, table: str | None = None, dtype: str | None = None,
+                labels: str | None = None, delta: str = "off", reorder_window: int = 1, typed: Any = None,
+                seed_type: str | None = None, link: _Link | None = None, tables: Sequence[str] | None = None
+                ) -> Stream:
+    """fs_stream_open on the stream owner of `client` (a Client), with
+    the requests of one kind of stream (sample; typed and link; tables)
+    already checked."""
     require_streams()
     if client.closed:
         raise ValueError("featstore client is closed")
-    sample, typed, lk = _requests(fanouts, table, dtype, mode, edge_ids, delta, window, num_neighbors, frontier,
-                                  disjoint, temporal, strict, time_window, node_tables, edge_tables, want_edge_ids,
-                                  seed_type, link, tables)
-    # the requests and ids stay alive (locals) through fs_stream_open, which copies what it needs
-    opts, keep = _options(split, seeds, batch_size, sample, table, dtype if sample or tables else None, labels, seed,
-                          epoch, rank, world_size, drop_last, prefetch, hold, order, chunk, start_batch, delta,
-                          window, hetero=None if typed is None else typed.c, seed_type=seed_type,
-                          link=None if lk is None else lk.c, tables=tables, producers=producers)
+    if epoch.order not in _lib.FS_ORDER:
+        raise ValueError(f"unknown stream order {epoch.order!r} (one of {', '.join(_lib.FS_ORDER)})")
+    if delta not in _lib.FS_DELTA:
+        raise ValueError(f"unknown delta mode {delta!r} (one of {', '.join(_lib.FS_DELTA)})")
+    if int(reorder_window) == 0:  # the C struct's 0 means "unset" (1); from Python it is a mistake
+        raise ValueError("window 0: a Match-Reorder window is 1 batch (no reorder) or more")
+    seeds = None if ids is None else _ids(ids, "seeds")
+    ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
+    names = None if tables is None else (ctypes.c_char_p * max(len(tables), 1))(*[_name(t) for t in tables])
+    # the requests, ids and names stay alive (locals) through fs_stream_open, which copies what it needs
+    opts = _lib.StreamOpts.new(
+        split=None if split is None else _name(split),
+        seeds=None if seeds is None else seeds.ctypes.data_as(_lib._p_i64),
+        num_seeds=0 if seeds is None else len(seeds),
+        batch_size=int(epoch.batch_size), drop_last=int(bool(epoch.drop_last)), sample=ptr(sample),
+        table=None if table is None else _name(table), out_dtype=dtype_code(dtype), labels=labels_option(labels),
+        seed=seed64(epoch.seed), epoch=int(epoch.epoch), rank=int(epoch.rank), world_size=int(epoch.world_size),
+        prefetch=int(epoch.prefetch), order=_lib.FS_ORDER[epoch.order], chunk=int(epoch.chunk),
+        start_batch=int(epoch.start_batch), hold=int(epoch.hold), delta=_lib.FS_DELTA[delta],
+        window=int(reorder_window),
+        hetero=None if typed is None else ctypes.pointer(typed.c),
+        seed_type=None if seed_type is None else _name(seed_type), link=None if link is None else ptr(link.c),
+        tables=names, num_tables=0 if tables is None else len(tables), producers=int(epoch.producers))
     for attempt in range(2):
         owner = _Owner.take(client)
         out = ctypes.c_void_p()
@@ -242,8 +206,8 @@ def open_stream(client, *, split, seeds, batch_size, fanouts, table, dtype, labe
         if st != Status.UNAVAILABLE or attempt:
             raise Error(st, message)
         # a kept owner whose server went away (restarted between epochs): once more on a new one
-    tables = None if typed is None else (typed.node_tables, typed.edge_tables)
-    return Stream(client.uri, owner, out, tables)
+    node_edge = None if typed is None else (typed.node_tables, typed.edge_tables)
+    return Stream(client.uri, owner, out, node_edge)
 
 
 class _Owner:
@@ -260,12 +224,12 @@ class _Owner:
 
     _refs_lock = threading.Lock()
 
-    def __init__(self, c, refs):
+    def __init__(self, c: Any, refs: int) -> None:
         self.c, self.refs, self.pid = c, refs, os.getpid()
         self.lock = threading.Lock()
 
     @classmethod
-    def take(cls, client):
+    def take(cls, client: Client) -> _Owner:
         """A reference to client's owner (made if it has none, or its one is
         a parent process's), or a new one of the stream's own."""
         if client.transport != "unix":
@@ -277,11 +241,11 @@ class _Owner:
             kept.acquire()
             return kept
 
-    def acquire(self):
+    def acquire(self) -> None:
         with self._refs_lock:
             self.refs += 1
 
-    def release(self):
+    def release(self) -> None:
         """Drops one reference; the last closes the connection (and the
         producers' connections it keeps). In a forked child: nothing (the
         parent's)."""
@@ -291,7 +255,7 @@ class _Owner:
         if last and self.pid == os.getpid():
             lib.fs_close(self.c)
 
-    def retire(self, client):
+    def retire(self, client: Client) -> None:
         """After a failed fs_stream_open: the stream's reference dropped, and
         the Client's too, so that the next stream connects anew."""
         with client._lock:
@@ -303,44 +267,46 @@ class _Owner:
 
 # ---- the stream ---------------------------------------------------------------------
 
-class Stream(_Closing):
+class Stream(Closing):
     """One rank's share of an epoch (fs_stream_t *): an iterator of
     ``StreamBatch``, from ``Client.stream``. A context manager; ``close()``
     is idempotent and also happens when the Stream is garbage. See the
     module comment."""
 
-    def __init__(self, uri, owner, ptr, tables=None):
+    def __init__(self, uri: str, owner: _Owner, ptr: Any,
+                 tables: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
         self.uri = uri
         self._tables = tables  # a typed stream's (node tables, edge tables): its batches' x and edge_attr keys
         self._lock = threading.Lock()
-        self._owner, self._s = owner, ptr
+        self._owner: _Owner | None = owner
+        self._s: Any = ptr
         self._pid = os.getpid()
         self._use = _SlotUse()  # its batches: held, and released but kept by arrays
         self.num_batches = lib.fs_stream_num_batches(ptr)
         self._position = lib.fs_stream_position(ptr)  # kept for reading after close()
 
-    def _forked(self):
+    def _forked(self) -> bool:
         """True in a process forked after the stream was opened. Checked
         before taking the lock, which a thread of the parent may have held
         at the fork."""
         return self._pid != os.getpid()
 
-    def _refuse_in_fork(self, what):
+    def _refuse_in_fork(self, what: str) -> None:
         if self._forked():
             raise Error(Status.INVALID_ARGUMENT, f"stream opened by process {self._pid} before it forked: {what} "
                                                  f"cannot be used in process {os.getpid()} (its producer thread is "
                                                  f"the parent's); open a stream in this process")
 
-    def _live(self, what):
+    def _live(self, what: str) -> Any:
         """The C stream (the caller holds the lock), or a ValueError once closed."""
         if self._s is None:
             raise ValueError(f"featstore stream is closed: {what} needs an open one")
         return self._s
 
-    def __iter__(self):
+    def __iter__(self) -> Stream:
         return self
 
-    def __next__(self):
+    def __next__(self) -> StreamBatch:
         """The next batch, waiting for it if it is not made yet;
         StopIteration at the end of the epoch."""
         self._refuse_in_fork("next()")
@@ -357,7 +323,7 @@ class Stream(_Closing):
             return StreamBatch(out, self._use, self._tables)
 
     @property
-    def position(self):
+    def position(self) -> int:
         """The index of the batch the next ``next()`` returns: the cursor to
         resume from (``start_batch=``). After close(), where it stopped."""
         self._refuse_in_fork("position")
@@ -367,23 +333,23 @@ class Stream(_Closing):
             return self._position
 
     @property
-    def ready(self):
+    def ready(self) -> int:
         """Batches made ahead and waiting (0..prefetch); 0 once closed."""
         self._refuse_in_fork("ready")
         with self._lock:
             return lib.fs_stream_ready(self._s) if self._s is not None else 0
 
     @property
-    def held_batches(self):
+    def held_batches(self) -> int:
         """This stream's batches not yet freed: not released, or released but
         held by arrays (what ``hold`` counts)."""
         return self._use.held
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._s is None
 
-    def close(self):
+    def close(self) -> None:
         """Stops the producer and closes the stream's connections; batches
         handed out stay valid. In a forked child it only forgets the
         parent's stream."""
@@ -396,9 +362,10 @@ class Stream(_Closing):
                 return
             self._position = lib.fs_stream_position(s)
             lib.fs_stream_close(s)  # leaves its connections with the owner for the next stream
-            owner.release()  # after the stream: its producers reconnect through the owner
+            if owner is not None:
+                owner.release()  # after the stream: its producers reconnect through the owner
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self.closed else f"at batch {self._position}"
         return f"<featstore.Stream {self.uri} {self.num_batches} batches, {state}>"
 
@@ -412,20 +379,20 @@ class _StreamHandle(_Handle):
 
     _FREE = "fs_stream_batch_free"
 
-    def __init__(self, ptr, use):
+    def __init__(self, ptr: Any, use: _SlotUse) -> None:
         super().__init__(ptr, use)
         self.pid = os.getpid()
 
-    def __del__(self):
+    def __del__(self) -> None:
         if self.pid != os.getpid():
             self.ptr = None
             return
         super().__del__()
 
 
-def _match_fields(h, b):
+def _match_fields(h: _Handle, b: Any) -> dict[str, Any]:
     """A batch's features and Match's delta as zero-copy views."""
-    dtype = _NP_DTYPES.get(b.dtype)
+    dtype = NP_DTYPES.get(b.dtype)
     nodes = b.batch.contents.num_nodes if b.batch else 0
     rows = lambda p, n: _view(h, ctypes.cast(p, ctypes.c_void_p), (n, b.dim), dtype) if p and dtype else None  # noqa: E731
     return {"features": rows(b.features, nodes), "new_rows": rows(b.new_rows, b.num_new),
@@ -445,7 +412,8 @@ class StreamBatch(_Releasable):
     _NAME = "StreamBatch"
     _COPY_HINT = "np.array(b.seeds)"
 
-    def __init__(self, ptr, use, tables=None):
+    def __init__(self, ptr: Any, use: _SlotUse,
+                 tables: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
         h = _StreamHandle(ptr, use)
         b = ptr.contents
         n = b.num_seeds
@@ -499,7 +467,7 @@ class StreamBatch(_Releasable):
     ranges = _batch_field("ranges", "int64 [k, 2] (a row stream over row tables): the batch's rows as runs (first "
                                     "row, rows), each copied in bulk; None otherwise")
 
-    def release(self):
+    def release(self) -> None:
         """Ends this StreamBatch and its ``batch`` or ``hetero`` (see
         Batch.release); the C batch goes back once no array taken from them
         is alive."""
@@ -510,11 +478,11 @@ class StreamBatch(_Releasable):
                     inner.release()
         super().release()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.released:
             return "<featstore.StreamBatch released>"
         if self._pid != os.getpid():
             return f"<featstore.StreamBatch of process {self._pid}>"
-        f = self._fields
+        f = self._live("repr")
         kind = "" if f["hetero"] is None else " link" if f["hetero"].link_types else " typed"
         return f"<featstore.StreamBatch index={f['index']} seeds={f['num_seeds']}{kind}>"

@@ -1,10 +1,13 @@
-"""featstore.cora — two real featstore datasets made from Cora with
-``featstore.write_dataset`` (numpy only; no PyG, no compiled featstore)::
+#!/usr/bin/python3
+"""cora.py — two real featstore datasets made from Cora with
+``featstore.write_dataset`` (numpy only; no PyG, no compiled featstore),
+the datasets the typed and link examples train on::
 
-    /usr/bin/python3 -m featstore.cora typed OUT [--split planetoid|TRAIN,VALID,TEST] [--seed 0]
-    /usr/bin/python3 -m featstore.cora link OUT [--seed 0] [--neg 1]
+    /usr/bin/python3 examples/cora.py typed OUT [--split planetoid|TRAIN,VALID,TEST] [--seed 0]
+    /usr/bin/python3 examples/cora.py link OUT [--seed 0] [--neg 1]
 
-(run with ``client-lib/python`` on ``PYTHONPATH``). Both read the
+(the featstore package is taken from ``client-lib/python`` when run from
+the repository; the tests import it as a module). Both read the
 gnn-benchmark ``cora.npz`` (Shchur et al.; ``--npz``, default the
 repository's ``tests/data/cora.npz``): 2708 papers, 7 classes, 1433
 bag-of-words features, and 5429 citations as a CSR adjacency in which row
@@ -67,11 +70,12 @@ import sys
 
 import numpy as np
 
-from .dataset import write_dataset
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client-lib", "python"))
+from featstore import write_dataset  # noqa: E402
 
-# the repository's copy: client-lib/python/featstore -> tests/data/cora.npz
-DEFAULT_NPZ = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests",
-                                            "data", "cora.npz"))
+# the repository's copy: examples/ -> tests/data/cora.npz
+DEFAULT_NPZ = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
+                                            "cora.npz"))
 SPLIT_KEYS = {"train": ("idx_train", "train_idx", "train_mask"),
               "valid": ("idx_val", "val_idx", "val_mask", "valid_idx"),
               "test": ("idx_test", "test_idx", "test_mask")}
@@ -141,7 +145,7 @@ def write_typed(out, npz=DEFAULT_NPZ, split="planetoid", seed=0, force=False):
                     ("paper", "has", "word"): {"edge_index": np.stack([has_src, g["attr_indices"]]),
                                                "weights": g["attr_data"], "reverse": "in"}},
         name="cora-typed", force=force,
-        source={"maker": "featstore.cora typed", "input": os.path.basename(npz),
+        source={"maker": "examples/cora.py typed", "input": os.path.basename(npz),
                 "splits": "shipped" if g["splits"] else split, "seed": seed})
 
 
@@ -202,12 +206,12 @@ def write_link(out, npz=DEFAULT_NPZ, seed=0, neg=1, force=False):
                      "test": {"edge_type": ("paper", "cites", "paper"), "src": test[:, 0], "dst": test[:, 1],
                               "neg_dst": neg_test}},
         name="cora-link", force=force, undirected=True,
-        source={"maker": "featstore.cora link", "input": os.path.basename(npz), "seed": seed,
+        source={"maker": "examples/cora.py link", "input": os.path.basename(npz), "seed": seed,
                 "split": "85/5/10 of undirected edges", "negatives_per_positive": neg})
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="/usr/bin/python3 -m featstore.cora",
+    p = argparse.ArgumentParser(prog="examples/cora.py",
                                 description="Make featstore datasets from Cora (see the module's docstring).")
     sub = p.add_subparsers(dest="kind", required=True)
     t = sub.add_parser("typed", help="Cora as a typed graph: paper, word; cites, has (+ reverses)")
@@ -228,7 +232,7 @@ def main(argv=None):
         else:
             path = write_link(a.out, a.npz, a.seed, a.neg, a.force)
     except (ValueError, OSError) as e:
-        print(f"featstore.cora: {str(e).replace('force=True', '--force')}", file=sys.stderr)
+        print(f"cora.py: {str(e).replace('force=True', '--force')}", file=sys.stderr)
         return 1
     print(f"wrote {path}")
     return 0
