@@ -20,7 +20,8 @@ Checks README.md and docs/*.md against the repository:
 4. api.md section 9 lists every FS_API function of the public headers
    (client-lib/include/featstore/*.h, kernels/include/featstore/*.h) once,
    with the header that declares it, and nothing else;
-5. papers are named, not numbered: no "seed 00N" in PAPERS_BY_NAME (name the
+5. papers are named, not numbered: no "seed 00N" in PAPERS_BY_NAME (the README,
+   the public headers and the Python package: name the
    paper in words, with a pointer into docs/papers.md).
 
 Before checking the tree it plants one fault of each kind in a copy of the
@@ -41,7 +42,7 @@ HISTORY = ("docs/changes.md",)
 PUBLIC_HEADERS = ("client-lib/include/featstore/*.h", "kernels/include/featstore/*.h")
 # Where papers must be named in words; one line per place (the Python
 # package's docstrings: "client-lib/python/featstore/**/*.py").
-PAPERS_BY_NAME = ("README.md",) + PUBLIC_HEADERS
+PAPERS_BY_NAME = ("README.md", "client-lib/python/featstore/**/*.py") + PUBLIC_HEADERS
 SEED_NUMBER = re.compile(r"\bseeds? 00\d\b", re.I)
 VERSION_FILE = "client-lib/python/featstore/_version.py"
 PLACEHOLDER = re.compile(r"[*<>{}…]|\.\.\.|\b[A-Z][A-Z_]*[A-Z]\b(?!\.)")

@@ -134,7 +134,7 @@ class StreamTest(unittest.TestCase):
         return self.clients[transport].node_stream(**args)
 
     def old_stream(self, transport, **kw):
-        """The same through Client.stream, deprecated since 1.6 (its 1.4 names)."""
+        """The same through Client.stream, deprecated since 1.5 (its 1.4 names)."""
         args = dict(split="train", batch_size=100, fanouts=FANOUTS, table="feat", seed=5, epoch=1)
         args.update(kw)
         with self.assertWarnsRegex(DeprecationWarning, "Client.stream.* is deprecated: use Client.node_stream"):

@@ -335,7 +335,7 @@ class TypedStreamTest(_Served):
                         a.release(), b.release()
 
     def test_old_argument_names_warn_and_mean_the_same(self):
-        """hetero_sample's and link_sample's arguments renamed in 1.6 still
+        """hetero_sample's and link_sample's arguments renamed in 1.5 still
         work under their old names, each with a DeprecationWarning naming
         the new one."""
         c = self.clients["unix"]

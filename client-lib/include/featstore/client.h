@@ -401,11 +401,11 @@ FS_API void fs_stream_close(fs_stream_t *s);
 
 /* The prefetch fs_stream_open gives a stream on c with these options when
  * their prefetch is 0 (opts NULL: every option's default): two batches per
- * producer, at most 16; 2 for a NULL c (since 1.6). For callers that
+ * producer, at most 16; 2 for a NULL c (since 1.5). For callers that
  * pipeline explicit calls themselves and want a stream's depth. */
 FS_API int fs_stream_default_prefetch(const fs_client_t *c, const fs_stream_opts_t *opts);
 
-/* ---- epoch plans (since 1.6) ----------------------------------------------------- */
+/* ---- epoch plans (since 1.5) ----------------------------------------------------- */
 
 /* The plan a stream follows (docs/api.md §11, "Plans"), without a stream:
  * for callers that make each batch with an explicit call (featstore.pyg's

@@ -512,7 +512,7 @@ _STREAM_PROTOTYPES = {
 streams = _bind_optional(lib, _STREAM_PROTOTYPES)
 
 
-# ---- epoch plans and the default prefetch (featstore/client.h; since 1.6) -------------
+# ---- epoch plans and the default prefetch (featstore/client.h; since 1.5) -------------
 #
 # Bound when present (`plans` below): featstore.plan.EpochPlan and
 # Client.default_prefetch refuse by name on an older library.
@@ -543,5 +543,5 @@ _PLAN_PROTOTYPES = {
     "fs_stream_plan_free": (None, [_c_plan_p]),
 }
 
-# False: a library before 1.6 (EpochPlan and Client.default_prefetch refuse by name)
+# False: a library before 1.5 (EpochPlan and Client.default_prefetch refuse by name)
 plans = _bind_optional(lib, _PLAN_PROTOTYPES)

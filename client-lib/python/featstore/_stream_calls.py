@@ -58,7 +58,7 @@ def _link(value: Any) -> StreamLink:
 
 
 class StreamCalls:
-    """Client's epoch streams (since 1.4; per kind since 1.6). Every
+    """Client's epoch streams (since 1.4; per kind since 1.5). Every
     constructor returns a ``featstore.stream.Stream`` of ``StreamBatch``es,
     this rank's share of one epoch, made ahead by background threads while
     the caller trains; ``StopIteration`` at the end of the epoch.
@@ -171,7 +171,7 @@ class StreamCalls:
                time_window: int = 0, node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (),
                want_edge_ids: bool = False, seed_type: str | None = None, link: Any = None,
                tables: Sequence[str] | None = None, producers: int = 0) -> Stream:
-        """Deprecated since 1.6: ``node_stream`` (`fanouts`), ``typed_stream``
+        """Deprecated since 1.5: ``node_stream`` (`fanouts`), ``typed_stream``
         (`num_neighbors`), ``link_stream`` (`num_neighbors` and `link`) or
         ``row_stream`` (`tables`), whose arguments these are under their
         1.4 names: `split` or `seeds` (their `seeds`), `fanouts`

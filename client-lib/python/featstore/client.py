@@ -280,7 +280,7 @@ class Client(StreamCalls, Closing):
     def sample(self, seeds: ArrayLike, num_neighbors: Sequence[int], mode: str | Sequence[str] = "uniform",
                seed: int = 0, edge_ids: bool = False, locality: float | str = 0) -> Batch:
         """k-hop sampling from `seeds` with one fanout per hop in
-        `num_neighbors` (-1 = all neighbours; ``fanouts`` before 1.6).
+        `num_neighbors` (-1 = all neighbours; ``fanouts`` before 1.5).
         `mode`: one of SAMPLE_MODES, or one per hop. The same arguments
         always give the same Batch. `edge_ids`: fill ``Block.edge_ids``.
         `locality`: 0 or 1 = plain sampling; a boost s > 1 prefers
@@ -341,7 +341,7 @@ class Client(StreamCalls, Closing):
         for every type that has them (``x``, ``edge_attr``; edge tables
         imply edge ids). dtype: None = as stored, "float32" widens half
         tables. edge_ids: fill the blocks' ``edge_ids``. The same arguments
-        always give the same batch. (Before 1.6: `strict`, `window`,
+        always give the same batch. (Before 1.5: `strict`, `window`,
         `want_edge_ids`.)"""
         from .hetero import hetero_call
         return hetero_call(self, seeds, num_neighbors, seed=seed, mode=mode, frontier=frontier, disjoint=disjoint,
@@ -373,7 +373,7 @@ class Client(StreamCalls, Closing):
         the graph. Both endpoints' neighbourhoods are sampled with the
         remaining arguments as in ``hetero_sample``, and no seed edge, nor
         its reverse, is in the sampled subgraph unless keep_seed_edges.
-        (Before 1.6: `label`, `time`, `strict` for neg_strict, `window`,
+        (Before 1.5: `label`, `time`, `strict` for neg_strict, `window`,
         `want_edge_ids`.)"""
         from .hetero import link_call
         return link_call(self, edge_type, src, dst, num_neighbors, edge_label=edge_label,
@@ -391,7 +391,7 @@ class Client(StreamCalls, Closing):
         (``prefetch=0``): two per producer, at most 16 (`producers` as the
         streams take it, 0 = automatic: over unix:// the connection's
         `threads`, else 1). The C library decides it
-        (fs_stream_default_prefetch, since 1.6)."""
+        (fs_stream_default_prefetch, since 1.5)."""
         from .plan import require_plans
         require_plans("Client.default_prefetch")
         opts = _lib.StreamOpts.new(producers=int(producers))

@@ -1,5 +1,5 @@
 """featstore.plan — ``EpochPlan``: the plan an epoch stream follows
-(fs_stream_plan_*, featstore/client.h and docs/api.md §11; since 1.6),
+(fs_stream_plan_*, featstore/client.h and docs/api.md §11; since 1.5),
 for batches made with explicit calls.
 
 A stream deals one rank's share of an epoch as torch's DistributedSampler
@@ -36,7 +36,7 @@ def require_plans(what: str) -> None:
     if not _lib.plans:
         raise Error(Status.UNSUPPORTED, f"{what}: {_lib.path} is libfeatstore {_lib.version}, which has no epoch "
                                         f"plans (fs_stream_plan_open, fs_stream_default_prefetch): install "
-                                        f"libfeatstore 1.6 or later")
+                                        f"libfeatstore 1.5 or later")
 
 
 class EpochPlan:

@@ -1,4 +1,4 @@
-"""featstore.pyg_data — deprecated since 1.6: ``from_pyg`` is in
+"""featstore.pyg_data — deprecated since 1.5: ``from_pyg`` is in
 featstore.pyg.data (and is ``featstore.from_pyg``, as before)."""
 from ._deprecation import deprecated
 from .pyg.data import from_pyg

@@ -121,7 +121,7 @@ def labels_option(value: str | None) -> bytes | None:
 @dataclass(frozen=True)
 class StreamLink:
     """What made a stream a link stream in ``Client.stream(link=...)``,
-    deprecated since 1.6 (``Client.link_stream`` takes these as its own
+    deprecated since 1.5 (``Client.link_stream`` takes these as its own
     arguments); a dict with these keys does too: the seed edges'
     `edge_type` (src, rel, dst), and their negatives as in
     ``Client.link_sample``: `neg` (None, "binary" or "triplet"), `amount`,

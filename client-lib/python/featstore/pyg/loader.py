@@ -465,6 +465,6 @@ class LinkNeighborLoader(_Loader):
 def _default_prefetch(client: Client) -> int:
     """The prefetch of the loader's stream when none is given: the stream's
     own default, which the C library decides (two batches per producer,
-    Client.default_prefetch). A library before 1.6 cannot say it: then 0,
+    Client.default_prefetch). A library before 1.5 cannot say it: then 0,
     which a stream takes as that default."""
     return client.default_prefetch() if _lib.plans else 0
