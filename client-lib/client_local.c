@@ -995,7 +995,7 @@ static fs_gather_counters_t with_unsent(const local_t *L, const fs_gather_counte
     return sum;
 }
 
-static void report(local_t *L, int method, fs_status_t st, double t0, const fs_gather_counters_t *f,
+static void report(local_t *L, featstore_local_Method method, fs_status_t st, double t0, const fs_gather_counters_t *f,
                    const fs_gather_counters_t *t)
 {
     fs_gather_counters_t feat = with_unsent(L, f, &L->unsent_features), topo = with_unsent(L, t, &L->unsent_topology);
@@ -1014,8 +1014,6 @@ static void report(local_t *L, int method, fs_status_t st, double t0, const fs_g
     memset(&L->unsent_topology, 0, sizeof L->unsent_topology);
     if (!sent) L->unsent_features = feat, L->unsent_topology = topo, L->unsent_generation = r.generation;
 }
-
-enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS, M_SPLIT, M_HETERO, M_LINK }; /* = the server's fs_method_t */
 
 static const fs_table_view_t *find_table(local_t *L, const char *name)
 {
@@ -1203,8 +1201,8 @@ static fs_status_t gather_on_device(local_t *L, slot_t *s, const fs_table_view_t
 }
 
 /* The one path behind sample, gather and sample_gather. */
-static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
-                       const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
+static fs_status_t run(fs_client_t *c, featstore_local_Method method, const int64_t *ids, int64_t n,
+                       const fs_sample_req_t *req, const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
     local_t *L = c->impl;
     double t0 = fs_now();
@@ -1296,19 +1294,19 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
 static fs_status_t local_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                 fs_batch_t **out)
 {
-    return run(c, M_SAMPLE, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
+    return run(c, featstore_local_Method_METHOD_SAMPLE, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
 }
 
 static fs_status_t local_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t dt,
                                 fs_batch_t **out)
 {
-    return run(c, M_GATHER, ids, n, NULL, table, dt, out);
+    return run(c, featstore_local_Method_METHOD_GATHER, ids, n, NULL, table, dt, out);
 }
 
 static fs_status_t local_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                        const char *table, fs_dtype_t dt, fs_batch_t **out)
 {
-    return run(c, M_SAMPLE_GATHER, seeds, n, req, table, dt, out);
+    return run(c, featstore_local_Method_METHOD_SAMPLE_GATHER, seeds, n, req, table, dt, out);
 }
 
 /* ---- typed graphs ------------------------------------------------------------------ */
@@ -1387,7 +1385,8 @@ static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups,
                            alloc_in_slot, &a, &image, &len, &reads, &err); /* joined: read back by this library */
     fs_hetero_index_t ix;
     if (!st) st = fs_hetero_index(image, len, 0, &ix, &err); /* written just now, by this process */
-    report(L, link ? M_LINK : M_HETERO, st, t0, &reads.features, &reads.topology);
+    report(L, link ? featstore_local_Method_METHOD_LINK_SAMPLE : featstore_local_Method_METHOD_HETERO_SAMPLE, st, t0,
+           &reads.features, &reads.topology);
     if (st != FS_OK) {
         free(b);
         if (slot >= 0) release_slot(L, slot);

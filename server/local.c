@@ -24,6 +24,7 @@
 
 #include "fs_local.h"
 #include "fs_pb.h"
+#include "local_report.h"
 
 typedef struct client {
     int fd;
@@ -715,35 +716,6 @@ static int on_split(fs_local_server_t *s, client_t *c, size_t len)
     return rc;
 }
 
-static bool add_count(void *ctx, const void *elem)
-{
-    fs_gather_counters_t *c = ctx;
-    const featstore_local_TierCount *t = elem;
-    if (t->tier >= FS_MAX_TIERS) return false;
-    c->rows[t->tier] += t->rows;
-    c->bytes[t->tier] += t->bytes;
-    return true;
-}
-
-/* A client's report of what it read in-process; a malformed one is
- * ignored (it only feeds metrics). */
-static void on_report(fs_local_server_t *s, const client_t *c, size_t len)
-{
-    fs_gather_counters_t f = {0}, t = {0};
-    featstore_local_Report r = featstore_local_Report_init_zero;
-    fs_pb_list_t features = {featstore_local_TierCount_fields, sizeof(featstore_local_TierCount), .put = add_count,
-                            .ctx = &f};
-    fs_pb_list_t topology = {featstore_local_TierCount_fields, sizeof(featstore_local_TierCount), .put = add_count,
-                            .ctx = &t};
-    fs_pb_set_list(&r.features, &features);
-    fs_pb_set_list(&r.topology, &topology);
-    fs_error_t err;
-    if (fs_local_decode(s->buf, len, featstore_local_Report_fields, &r, "REPORT", &err) != FS_OK) return;
-    fs_metrics_request(s->metrics, (fs_method_t)r.method, FS_TRANSPORT_UNIX, (fs_status_t)r.status,
-                       (double)r.latency_ns * 1e-9);
-    fs_metrics_client_reads(s->metrics, c->reader, r.generation, &f, &t);
-}
-
 /* One frame from a client; -1 means drop the client. */
 static int on_frame(fs_local_server_t *s, client_t *c, const fs_local_frame_t *f)
 {
@@ -756,7 +728,7 @@ static int on_frame(fs_local_server_t *s, client_t *c, const fs_local_frame_t *f
     case FS_LOCAL_INFO: return on_info(s, c);
     case FS_LOCAL_STATS: return on_stats(s, c);
     case FS_LOCAL_SPLIT: return on_split(s, c, f->len);
-    case FS_LOCAL_REPORT: on_report(s, c, f->len); return 0;
+    case FS_LOCAL_REPORT: fs_local_report(s->metrics, c->reader, s->buf, f->len); return 0;
     case FS_LOCAL_RELAYOUT: return send_welcome(s, c, 0);
     case FS_LOCAL_REPLAN: return on_replan(s, c, f->len);
     default:
