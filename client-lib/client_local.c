@@ -69,6 +69,7 @@
 
 #include "client_internal.h"
 #include "fs_device.h"
+#include "fs_exec.h"
 #include "fs_gather.h"
 #include "fs_hetero.h"
 #include "fs_limits.h"
@@ -187,7 +188,7 @@ typedef struct {
     int *fds;
     size_t num_files;
     fs_dataset_t *ds;              /* opened: ds != NULL */
-    fs_hetero_graph_t graph;
+    fs_exec_typed_graph_t graph;
     fs_typed_sampler_t *sampler;
 } typed_t;
 
@@ -207,6 +208,7 @@ typedef struct {
     int refs;
     pid_t opener;          /* the process whose pool threads exist */
     int counted;           /* counted among the process's open connections (warm slots) */
+    char no_las[256];      /* why a boost needs what this connection lacks (fs_exec_t.no_las) */
     typed_t typed;
     /* reads a REPORT could not carry (the socket was full): the next one
      * carries them, if the placement they were read from is still served */
@@ -332,7 +334,7 @@ static void layout_free(layout_t *Y)
 static void typed_free(typed_t *T)
 {
     fs_typed_sampler_destroy(T->sampler);
-    if (T->ds) fs_hetero_graph_free(&T->graph);
+    if (T->ds) fs_exec_typed_graph_free(&T->graph);
     fs_dataset_close(T->ds);
     if (T->manifest_fd >= 0) close(T->manifest_fd);
     for (size_t i = 0; i < T->num_files; i++) {
@@ -856,6 +858,19 @@ static fs_status_t parse_device(fs_client_t *c, int *reader)
     return FS_OK;
 }
 
+/* What a request with locality > 1 lacks when the server sent no preferred
+ * sets for this reader: a GPU to read as, or a placement that planned it. */
+static void say_no_las(local_t *L)
+{
+    if (L->reader < 0)
+        snprintf(L->no_las, sizeof L->no_las, "locality-aware sampling needs a placement and a reader GPU: connect "
+                 "with device \"gpu:N\" (this connection reads as the CPU, which has no GPU rows to prefer)");
+    else
+        snprintf(L->no_las, sizeof L->no_las, "locality-aware sampling needs a placement and a reader GPU: the "
+                 "server has no preferred sets for gpu:%d (serve with --topology, and connect with the device of a "
+                 "planned GPU)", L->reader);
+}
+
 static fs_status_t send_hello(fs_client_t *c, local_t *L, const char *path)
 {
     featstore_local_Hello h = {.major = FS_LOCAL_MAJOR, .minor = speak_minor, .slots = (uint32_t)c->opts.slots,
@@ -925,6 +940,7 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
     if (!(L->buf = malloc(FS_LOCAL_MAX_MSG))) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     fs_status_t st = parse_device(c, &L->reader);
     if (st != FS_OK) return st;
+    say_no_las(L);
     L->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (L->sock < 0 || connect(L->sock, (struct sockaddr *)&a, sizeof a) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "cannot connect to unix://%s: %s", path, strerror(errno));
@@ -995,11 +1011,11 @@ static fs_gather_counters_t with_unsent(const local_t *L, const fs_gather_counte
     return sum;
 }
 
-static void report(local_t *L, featstore_local_Method method, fs_status_t st, double t0, const fs_gather_counters_t *f,
-                   const fs_gather_counters_t *t)
+static void report(local_t *L, featstore_local_Method method, fs_status_t st, double t0, const fs_exec_reads_t *reads)
 {
-    fs_gather_counters_t feat = with_unsent(L, f, &L->unsent_features), topo = with_unsent(L, t, &L->unsent_topology);
-    featstore_local_Report r = {.method = method, .status = st, .latency_ns = (int64_t)((fs_now() - t0) * 1e9),
+    fs_gather_counters_t feat = with_unsent(L, &reads->features, &L->unsent_features),
+                         topo = with_unsent(L, &reads->topology, &L->unsent_topology);
+    featstore_local_Report r = {.method = (int32_t)method, .status = st, .latency_ns = (int64_t)((fs_now() - t0) * 1e9),
                                 .generation = L->lay->w.generation};
     featstore_local_TierCount fc[FS_MAX_TIERS], tc[FS_MAX_TIERS];
     fs_pb_list_t features, topology;
@@ -1027,149 +1043,45 @@ static const char *layout_table_name(const void *lay, int i)
     return table_at(lay, (size_t)i)->name;
 }
 
-static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+/* The executor as this connection hosts it (exec/fs_exec.h): the engines on
+ * the current layout's views, the reads counted in *reads for the REPORT. */
+static fs_exec_t exec_of(local_t *L, fs_exec_reads_t *reads)
+{
+    const layout_t *Y = L->lay;
+    return (fs_exec_t){.limits = &L->limits, .reads = reads, .pool = L->pool, .graph = &Y->csr,
+                       .device = Y->on_device ? L->reader : -1, .las = &Y->las, .no_las = L->no_las,
+                       .sampler = L->sampler, .typed = &L->typed.graph, .typed_sampler = L->typed.sampler};
+}
 
-/* The copies of a sample result into its slot, made on the connection's
- * pool in pieces: a batch's arrays run to megabytes, and copied on one
- * thread they were the serial tail of a parallel sample. */
-#define COPY_PIECE ((size_t)256 << 10)
-#define COPY_ARRAYS (2 + 5 * FS_MAX_HOPS) /* nodes, seeds; per hop offsets, dst, src, ids, weights */
+/* ---- a result slot as the executor's region ------------------------------------------ */
 
 typedef struct {
-    char *dst[COPY_ARRAYS];
-    const char *src[COPY_ARRAYS];
-    size_t bytes[COPY_ARRAYS], first_piece[COPY_ARRAYS + 1];
-    int n;
-} copies_t;
+    fs_client_t *c;
+    local_t *L;
+    int slot;              /* -1 until taken */
+} slot_region_t;
 
-static void copy_pieces(void *ctx, int64_t begin, int64_t end, int worker)
+static void slot_region_at(fs_exec_region_t *r, const slot_t *s)
 {
-    (void)worker;
-    const copies_t *c = ctx;
-    for (int64_t k = begin; k < end; k++) {
-        int i = 0;
-        while (c->first_piece[i + 1] <= (size_t)k) i++;
-        size_t at = ((size_t)k - c->first_piece[i]) * COPY_PIECE, len = c->bytes[i] - at;
-        memcpy(c->dst[i] + at, c->src[i] + at, len < COPY_PIECE ? len : COPY_PIECE);
-    }
+    r->base = s->base, r->cap = s->cap;
 }
 
-/* Where a slot was mapped while the sampler wrote into it. */
-typedef struct {
-    const char *base;
-    size_t len;
-} span_t;
-
-static int in_span(const span_t *w, const void *p, size_t bytes)
+static fs_status_t slot_take(fs_exec_region_t *r, fs_error_t *err)
 {
-    const char *q = p;
-    return w->base && q >= w->base && bytes <= w->len && (size_t)(q - w->base) <= w->len - bytes;
+    slot_region_t *sr = r->ctx;
+    if ((sr->slot = acquire_slot(sr->L)) < 0)
+        return fs_error(err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", sr->L->num_slots);
+    slot_region_at(r, &sr->L->slots[sr->slot]);
+    return FS_OK;
 }
 
-/* Points the batch at a sample result in the slot. The arrays the sampler
- * wrote into the slot (fs_sampler_set_output) stay there: `was` is where
- * the slot was mapped then (growing it since may have moved it). The
- * others are laid out at *off and copied there on the pool. */
-static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, const span_t *was, char *base, size_t *off,
-                         fs_pool_t *pool)
+static fs_status_t slot_grow(fs_exec_region_t *r, size_t bytes, fs_error_t *err)
 {
-    fs_batch_t *b = &p->pub;
-    copies_t c = {.n = 0};
-#define PUT(to, from, count, elem)                                                     \
-    do {                                                                               \
-        size_t bytes_ = (size_t)(count) * (elem);                                      \
-        const char *from_ = (const char *)(from);                                      \
-        if (in_span(was, from_, bytes_)) {                                             \
-            (to) = (void *)(base + (from_ - was->base));                               \
-            break;                                                                     \
-        }                                                                              \
-        c.dst[c.n] = base + *off;                                                      \
-        c.src[c.n] = from_;                                                            \
-        c.bytes[c.n++] = bytes_;                                                       \
-        (to) = (void *)(base + *off);                                                  \
-        *off = align64(*off + bytes_);                                                 \
-    } while (0)
-    b->kind |= FS_BATCH_SAMPLE;
-    b->blocks = p->blocks;
-    b->num_hops = r->num_hops;
-    b->num_nodes = r->num_nodes;
-    b->num_seeds = r->num_seeds;
-    PUT(b->nodes, r->nodes, r->num_nodes, 8);
-    PUT(b->seed_local, r->seed_local, r->num_seeds, 8);
-    for (int h = 0; h < r->num_hops; h++) {
-        const fs_block_t *s = &r->block[h];
-        fs_block_t *d = &p->blocks[h];
-        *d = (fs_block_t){.num_dst = s->num_dst, .num_src = s->num_src, .num_edges = s->num_edges};
-        PUT(d->dst_offsets, s->dst_offsets, s->num_dst + 1, 8);
-        PUT(d->edge_dst, s->edge_dst, s->num_edges, 8);
-        PUT(d->edge_src, s->edge_src, s->num_edges, 8);
-        if (s->edge_ids) PUT(d->edge_ids, s->edge_ids, s->num_edges, 8);
-        if (s->edge_weights) PUT(d->edge_weights, s->edge_weights, s->num_edges, sizeof(float)); /* after the int64s */
-    }
-#undef PUT
-    c.first_piece[0] = 0;
-    for (int i = 0; i < c.n; i++) c.first_piece[i + 1] = c.first_piece[i] + (c.bytes[i] + COPY_PIECE - 1) / COPY_PIECE;
-    fs_pool_run(pool, (int64_t)c.first_piece[c.n], 1, copy_pieces, &c);
-}
-
-/* The bytes place_sample copies: the arrays outside `was`. */
-static size_t sample_bytes(const fs_sample_result_t *r, const span_t *was)
-{
-#define OUTSIDE(ptr, count, elem) \
-    (in_span(was, (ptr), (size_t)(count) * (elem)) ? 0 : align64((size_t)(count) * (elem)))
-    size_t b = OUTSIDE(r->nodes, r->num_nodes, 8) + OUTSIDE(r->seed_local, r->num_seeds, 8);
-    for (int h = 0; h < r->num_hops; h++) {
-        const fs_block_t *k = &r->block[h];
-        b += OUTSIDE(k->dst_offsets, k->num_dst + 1, 8) + OUTSIDE(k->edge_dst, k->num_edges, 8) +
-             OUTSIDE(k->edge_src, k->num_edges, 8) + (k->edge_ids ? OUTSIDE(k->edge_ids, k->num_edges, 8) : 0) +
-             (k->edge_weights ? OUTSIDE(k->edge_weights, k->num_edges, sizeof(float)) : 0);
-    }
-#undef OUTSIDE
-    return b;
-}
-
-/* Locality-aware sampling (locality > 1) through the reader's preferred
- * sets; the per-edge weights go into the blocks (they live in the sampler,
- * like the rest of the result, until they are copied into the slot). */
-static fs_status_t sample_boosted(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
-                                  fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
-{
-    if (L->lay->las.num_levels == 0) {
-        if (L->reader < 0)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
-                            "reader GPU: connect with device \"gpu:N\" (this connection reads as the CPU, which has "
-                            "no GPU rows to prefer)", req->locality);
-        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
-                        "reader GPU: the server has no preferred sets for gpu:%d (serve with --topology, and "
-                        "connect with the device of a planned GPU)", req->locality, L->reader);
-    }
-    if (req->num_hops > L->lay->las.num_levels)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = %g: the server's preferred sets serve requests of "
-                        "up to %d hops; this one has %d (use locality 0 for it)", req->locality, L->lay->las.num_levels,
-                        req->num_hops);
-    fs_locality_t loc = L->lay->las;
-    loc.s = req->locality;
-    fs_las_weights_t w;
-    fs_status_t st = fs_sample_locality_cpu(L->sampler, &L->lay->csr, ids, n, req, &loc, res, &w, topo, err);
-    for (int h = 0; st == FS_OK && h < res->num_hops; h++) res->block[h].edge_weights = w.weight[h];
-    return st;
-}
-
-/* Sampling on the engine the layout calls for: the GPU's when its tiers
- * are device memory (the CPU cannot read them), else the CPU's. */
-static fs_status_t sample_any(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
-                              fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
-{
-    if (!L->lay->on_device)
-        return req->locality > 1 ? sample_boosted(L, ids, n, req, res, topo, err)
-                                 : fs_sample_cpu(L->sampler, &L->lay->csr, ids, n, req, res, topo, err);
-    if (req->locality > 1)
-        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling runs on the CPU engine, "
-                        "which cannot read gpu:%d's tiers in GPU memory (use locality 0 on this device)",
-                        req->locality, L->reader);
-    fs_status_t st = fs_sample_cuda(L->sampler, L->reader, &L->lay->csr, ids, n, req, res, err);
-    if (st == FS_OK) fs_sample_count_topology(&L->lay->csr, req, res, topo); /* the GPU engine counts nothing */
-    return st;
+    slot_region_t *sr = r->ctx;
+    slot_t *s = &sr->L->slots[sr->slot];
+    if (slot_reserve(sr->c, s, bytes) != FS_OK) return fs_error(err, FS_ERR_NOMEM, "%s", sr->c->errstr);
+    slot_region_at(r, s);
+    return FS_OK;
 }
 
 /* Grows a slot's device twin to `bytes` (GPU trainers). */
@@ -1185,108 +1097,87 @@ static fs_status_t dev_reserve(local_t *L, slot_t *s, size_t bytes, fs_error_t *
     return st;
 }
 
-/* The gather of a GPU trainer: the ids go to the slot's device twin, the
- * kernel reads every tier (its GPU, peers, host over UVA) and writes the
- * rows after them. */
-static fs_status_t gather_on_device(local_t *L, slot_t *s, const fs_table_view_t *tv, const int64_t *ids, int64_t n,
-                                    fs_dtype_t dt, size_t row_bytes, fs_gather_counters_t *feat, void **out,
-                                    fs_error_t *err)
+static fs_status_t slot_device(fs_exec_region_t *r, size_t bytes, char **mem, fs_error_t *err)
 {
-    size_t ids_bytes = align64((size_t)n * sizeof *ids);
-    fs_status_t st = dev_reserve(L, s, ids_bytes + (size_t)n * row_bytes + 64, err);
-    if (st == FS_OK && n) st = fs_cuda_copy(s->dev, ids, (size_t)n * sizeof *ids, err);
-    if (st == FS_OK) st = fs_gather_cuda(L->reader, tv, (const int64_t *)s->dev, n, dt, s->dev + ids_bytes, feat, err);
-    *out = s->dev + ids_bytes;
+    slot_region_t *sr = r->ctx;
+    slot_t *s = &sr->L->slots[sr->slot];
+    fs_status_t st = dev_reserve(sr->L, s, bytes, err);
+    *mem = s->dev;
     return st;
 }
 
-/* The one path behind sample, gather and sample_gather. */
+static fs_exec_region_t slot_region(slot_region_t *sr)
+{
+    return (fs_exec_region_t){.ctx = sr, .take = slot_take, .grow = slot_grow, .device_mem = slot_device};
+}
+
+/* ---- homogeneous calls --------------------------------------------------------------- */
+
+/* The table a request gathers from, with the dtype its rows are served as. */
+static fs_status_t find_rows(local_t *L, const char *table, fs_dtype_t out_dtype, fs_exec_req_t *r, fs_error_t *err)
+{
+    if (!(r->table = find_table(L, table)))
+        return fs_table_not_found(err, L->lay->w.dataset, "feature", table, (int)L->lay->tables.count,
+                                  layout_table_name, L->lay);
+    r->dtype = out_dtype == FS_DTYPE_INVALID ? r->table->dtype : out_dtype;
+    return FS_OK;
+}
+
+/* The batch of a result in slot `slot`. */
+static void fill_batch(local_batch_t *b, const fs_exec_req_t *r, const fs_exec_result_t *res)
+{
+    fs_batch_t *p = &b->priv.pub;
+    p->features_device = -1;
+    if (r->sample) {
+        const fs_sample_result_t *x = &res->sample;
+        memcpy(b->priv.blocks, x->block, sizeof x->block[0] * (size_t)x->num_hops);
+        p->kind |= FS_BATCH_SAMPLE;
+        p->blocks = b->priv.blocks, p->num_hops = x->num_hops;
+        p->num_nodes = x->num_nodes, p->nodes = x->nodes, p->num_seeds = x->num_seeds, p->seed_local = x->seed_local;
+    }
+    if (r->table) {
+        p->kind |= FS_BATCH_GATHER;
+        p->features = res->rows, p->rows = res->num_rows, p->dim = r->table->dim, p->dtype = r->dtype;
+        if (res->rows_device >= 0) p->features_memory = FS_MEM_DEVICE, p->features_device = res->rows_device;
+    }
+}
+
+/* The one path behind sample, gather and sample_gather: the executor's,
+ * into a result slot, then the REPORT. */
 static fs_status_t run(fs_client_t *c, featstore_local_Method method, const int64_t *ids, int64_t n,
                        const fs_sample_req_t *req, const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
     local_t *L = c->impl;
     double t0 = fs_now();
-    fs_status_t moved = follow_placement(c, L);
-    if (moved != FS_OK) return moved;
+    fs_status_t st = follow_placement(c, L);
+    if (st != FS_OK) return st;
     if (L->lay->w.typed)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "dataset '%s' is a typed graph: sample it with fs_hetero_sample "
                               "or fs_link_sample (fs_gather and fs_sample take one node and one edge type)",
                               L->lay->w.dataset);
     fs_error_t err = {0};
-    fs_gather_counters_t feat = {0}, topo = {0};
-    const fs_table_view_t *tv = NULL;
-    size_t row_bytes = 0;
-    fs_status_t st = FS_OK;
-    if (table) {
-        if (!(tv = find_table(L, table)))
-            st = fs_table_not_found(&err, L->lay->w.dataset, "feature", table, (int)L->lay->tables.count,
-                                    layout_table_name, L->lay);
-        else {
-            if (out_dtype == FS_DTYPE_INVALID) out_dtype = tv->dtype;
-            row_bytes = (size_t)tv->dim * fs_dtype_size(out_dtype);
-        }
-    }
-    if (!st) st = fs_limits_check(&L->limits, n, req, row_bytes, &err); /* the worst case, before any work */
-    int slot = -1;
-    if (!st && (slot = acquire_slot(L)) < 0)
-        st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
-    fs_sample_result_t res;
-    span_t was = {0}; /* the slot as the sampler wrote into it */
-    size_t used = 0;
-    if (!st && req) {
-        if (!L->lay->on_device) { /* straight into the slot where it has room: no copy */
-            was = (span_t){L->slots[slot].base, L->slots[slot].cap};
-            fs_sampler_set_output(L->sampler, L->slots[slot].base, L->slots[slot].cap);
-        }
-        st = sample_any(L, ids, n, req, &res, &topo, &err);
-        used = fs_sampler_output_used(L->sampler);
-        fs_sampler_set_output(L->sampler, NULL, 0); /* never into a slot by mistake, even after a refusal */
-        if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
-            st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
-                          (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,
-                          (long long)L->limits.max_response_bytes);
-    }
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = exec_of(L, &reads);
+    fs_exec_req_t r = {.ids = ids, .n = n, .sample = req};
+    slot_region_t sr = {c, L, -1};
+    fs_exec_region_t into = slot_region(&sr);
+    fs_exec_result_t res;
     local_batch_t *b = NULL;
+    if (table) st = find_rows(L, table, out_dtype, &r, &err);
+    if (!st) st = fs_exec_run(&x, &r, &into, &res, &err);
     if (!st && !(b = calloc(1, sizeof *b))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
-    if (!st) {
-        const int64_t *rows = ids;
-        int64_t nrows = table ? (req ? res.num_nodes : n) : 0;
-        size_t off = align64(used), need = off + (req ? sample_bytes(&res, &was) : 0) +
-                                           (L->lay->on_device ? 0 : (size_t)nrows * row_bytes) + 64;
-        slot_t *s = &L->slots[slot];
-        if (slot_reserve(c, s, need) != FS_OK) st = fs_error(&err, FS_ERR_NOMEM, "%s", c->errstr);
-        if (!st && req) {
-            place_sample(&b->priv, &res, &was, s->base, &off, L->pool);
-            rows = b->priv.pub.nodes; /* the slot may have moved as it grew */
-        }
-        b->priv.pub.features_device = -1;
-        if (!st && table) {
-            void *features = s->base + off;
-            if (L->lay->on_device) {
-                st = gather_on_device(L, s, tv, rows, nrows, out_dtype, row_bytes, &feat, &features, &err);
-                b->priv.pub.features_memory = FS_MEM_DEVICE;
-                b->priv.pub.features_device = L->reader;
-            } else {
-                st = fs_gather_cpu(tv, rows, nrows, out_dtype, features, L->pool, &feat, &err);
-            }
-            b->priv.pub.kind |= FS_BATCH_GATHER;
-            b->priv.pub.features = features;
-            b->priv.pub.rows = nrows;
-            b->priv.pub.dim = tv->dim;
-            b->priv.pub.dtype = out_dtype;
-        }
-    }
-    report(L, method, st, t0, &feat, &topo);
+    report(L, method, st, t0, &reads);
     if (st != FS_OK) {
         free(b);
-        if (slot >= 0) release_slot(L, slot);
+        if (sr.slot >= 0) release_slot(L, sr.slot);
         return fs_client_fail(c, st, "%s", err.msg);
     }
+    fill_batch(b, &r, &res);
     b->priv.release = release_batch;
-    b->priv.region = L->slots[slot].base;
-    b->priv.region_len = L->slots[slot].cap;
+    b->priv.region = L->slots[sr.slot].base;
+    b->priv.region_len = L->slots[sr.slot].cap;
     b->L = L;
-    b->slot = slot;
+    b->slot = sr.slot;
     *out = &b->priv.pub;
     return FS_OK;
 }
@@ -1329,28 +1220,13 @@ static fs_status_t open_typed(fs_client_t *c, local_t *L)
         st = fs_dataset_open_fds(L->lay->w.dataset, text, T->manifest_bytes, (const char *const *)T->names, T->fds,
                                  (int)T->num_files, c->opts.threads, &T->ds, &err);
     free(text);
-    if (st == FS_OK && (st = fs_hetero_graph_init(&T->graph, T->ds, &err)) != FS_OK) {
+    if (st == FS_OK && (st = fs_exec_typed_graph_init(&T->graph, T->ds, &err)) != FS_OK) {
         fs_dataset_close(T->ds);
         T->ds = NULL;
     }
     if (st == FS_OK && !T->sampler && (st = fs_typed_sampler_create(&T->sampler, &err)) == FS_OK)
         fs_typed_sampler_set_pool(T->sampler, L->pool);
     return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
-}
-
-typedef struct {
-    fs_client_t *c;
-    slot_t *slot;
-} slot_alloc_t;
-
-static void *alloc_in_slot(void *ctx, size_t bytes, fs_error_t *err)
-{
-    slot_alloc_t *a = ctx;
-    if (slot_reserve(a->c, a->slot, bytes) != FS_OK) {
-        fs_error(err, FS_ERR_NOMEM, "%s", a->c->errstr);
-        return NULL;
-    }
-    return a->slot->base;
 }
 
 static void release_hetero(fs_hetero_priv_t *p)
@@ -1372,26 +1248,26 @@ static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups,
     if (st == FS_OK) st = open_typed(c, L);
     if (st != FS_OK) return st;
     fs_error_t err = {0};
-    int slot = acquire_slot(L);
+    slot_region_t sr = {c, L, -1};
+    fs_exec_region_t into = slot_region(&sr);
+    st = slot_take(&into, &err); /* first, as before the executor: a typed call holds its slot from the start */
+    into.take = NULL;
     local_hetero_t *b = NULL;
-    if (slot < 0) st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
     if (!st && !(b = calloc(1, sizeof *b))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
-    void *image = NULL;
     size_t len = 0;
-    slot_alloc_t a = {c, slot >= 0 ? &L->slots[slot] : NULL};
-    fs_hetero_reads_t reads = {0};
-    if (!st)
-        st = fs_hetero_run(&L->typed.graph, L->typed.sampler, &L->limits, groups, num_groups, link, req, 1, L->pool,
-                           alloc_in_slot, &a, &image, &len, &reads, &err); /* joined: read back by this library */
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = exec_of(L, &reads);
+    if (!st) st = fs_exec_typed(&x, groups, num_groups, link, req, 1, &into, &len, &err); /* joined: read back here */
     fs_hetero_index_t ix;
-    if (!st) st = fs_hetero_index(image, len, 0, &ix, &err); /* written just now, by this process */
+    if (!st) st = fs_hetero_index(into.base, len, 0, &ix, &err); /* written just now, by this process */
     report(L, link ? featstore_local_Method_METHOD_LINK_SAMPLE : featstore_local_Method_METHOD_HETERO_SAMPLE, st, t0,
-           &reads.features, &reads.topology);
+           &reads);
     if (st != FS_OK) {
         free(b);
-        if (slot >= 0) release_slot(L, slot);
+        if (sr.slot >= 0) release_slot(L, sr.slot);
         return fs_client_fail(c, st, "%s", err.msg);
     }
+    int slot = sr.slot;
     b->priv = (fs_hetero_priv_t){.pub = ix.batch, .index_mem = ix.mem, .release = release_hetero,
                                  .region = L->slots[slot].base, .region_len = L->slots[slot].cap};
     b->L = L, b->slot = slot;

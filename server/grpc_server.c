@@ -774,7 +774,8 @@ static fs_status_t do_sample(call_t *c, int *streaming)
     if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req, &sreq, &c->err);
     if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &seeds, &n, &c->err);
     if (st == FS_OK) st = check_deadline(c, "before sampling");
-    if (st == FS_OK) st = fs_engine_sample(c->srv->engine, c->w->sampler, seeds, n, &sreq, &res, &c->err);
+    if (st == FS_OK)
+        st = fs_engine_sample(c->srv->engine, c->w->sampler, seeds, n, &sreq, NULL, FS_DTYPE_INVALID, &res, &c->err);
     if (st == FS_OK) st = check_deadline(c, "while sampling");
     if (st == FS_OK) {
         fs_wire_sample_src_t src;
@@ -794,19 +795,12 @@ static fs_status_t do_gather(call_t *c, int *streaming)
     fs_wire_set_buf(&req.ids, &c->ids_buf);
     fs_engine_t *e = c->srv->engine;
     rows_job_t *j = &c->job;
-    fs_table_view_t view;
     fs_status_t st = decode_request(c, featstore_v1_GatherRequest_fields, &req, "GatherRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
     if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &j->dtype);
     if (st == FS_OK) st = fs_wire_int64s(&c->ids_buf, "ids", &j->ids, &j->n, &c->err);
     if (st == FS_OK) st = fs_engine_table(e, req.table, &j->dtype, &j->row_bytes, &j->dim, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), j->n, NULL, j->row_bytes, &c->err);
-    if (st == FS_OK) { /* every id checked before the first chunk is sent */
-        fs_store_t *store = fs_engine_acquire(e, NULL);
-        st = fs_store_table_view(store, req.table, FS_READER_CPU, &view, &c->err);
-        if (st == FS_OK) st = fs_gather_check_ids(&view, j->ids, j->n, &c->err);
-        fs_store_destroy(store);
-    }
+    if (st == FS_OK) st = fs_engine_gather_check(e, req.table, j->ids, j->n, j->dtype, &c->err);
     if (st == FS_OK) st = check_deadline(c, "before gathering");
     snprintf(j->table, sizeof j->table, "%s", req.table);
     return st == FS_OK ? stream_begin(c, 0, streaming) : st; /* the ids stay in the request, which the call keeps */
@@ -831,16 +825,8 @@ static fs_status_t do_sample_gather(call_t *c, int *streaming)
     if (st == FS_OK) st = fs_engine_table(e, req.table, &j->dtype, &j->row_bytes, &j->dim, &c->err);
     if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req.sample, &sreq, &c->err);
     if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &seeds, &n, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), n, &sreq, j->row_bytes, &c->err); /* with the rows */
     if (st == FS_OK) st = check_deadline(c, "before sampling");
-    if (st == FS_OK) st = fs_engine_sample(e, c->w->sampler, seeds, n, &sreq, &res, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), res.num_nodes, NULL, j->row_bytes, &c->err);
-    if (st == FS_OK) {
-        double total = (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)j->row_bytes;
-        if (total > (double)fs_engine_limits(e)->max_response_bytes)
-            st = fs_error(&c->err, FS_ERR_RESOURCE, "sample and features of %.0f bytes exceed the response limit %lld",
-                          total, (long long)fs_engine_limits(e)->max_response_bytes);
-    }
+    if (st == FS_OK) st = fs_engine_sample(e, c->w->sampler, seeds, n, &sreq, req.table, j->dtype, &res, &c->err);
     if (st == FS_OK) st = check_deadline(c, "after sampling");
     if (st == FS_OK) {
         fs_wire_sample_src_t src;
@@ -869,12 +855,14 @@ static fs_status_t do_split(call_t *c, int *streaming)
 
 /* ---- typed graphs: HeteroSample and LinkSample ---------------------------------- */
 
-/* fs_hetero_run's image goes to the call, which drops its reference
- * however the call ends; chunks in flight keep theirs (image_ref_t). */
-static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
+/* A typed batch's image goes to the call (the executor's region), which
+ * drops its reference however the call ends; chunks in flight keep theirs
+ * (image_ref_t). */
+static fs_status_t alloc_image(fs_exec_region_t *into, size_t bytes, fs_error_t *err)
 {
-    call_t *c = ctx;
+    call_t *c = into->ctx;
     image_unref(c->image);
+    into->base = NULL, into->cap = 0;
     if (!bytes) bytes = 1;
     c->image = calloc(1, sizeof *c->image);
     if (c->image && !(c->image->mem = image_pool_take(bytes, &c->image->cap))) {
@@ -885,12 +873,10 @@ static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
         free(c->image);
         c->image = NULL;
     }
-    if (!c->image) {
-        fs_error(err, FS_ERR_NOMEM, "out of memory for a typed batch of %zu bytes", bytes);
-        return NULL;
-    }
+    if (!c->image) return fs_error(err, FS_ERR_NOMEM, "out of memory for a typed batch of %zu bytes", bytes);
     atomic_init(&c->image->refs, 1);
-    return c->image->mem;
+    into->base = c->image->mem, into->cap = c->image->cap;
+    return FS_OK;
 }
 
 /* A decode that failed on a list too long says which. */
@@ -902,23 +888,20 @@ static fs_status_t decode_typed(call_t *c, const pb_msgdesc_t *fields, void *msg
     return st;
 }
 
-/* Samples, gathers and lays the batch out as one image (fs_hetero_run),
+/* Samples, gathers and lays the batch out as one image (fs_engine_typed),
  * then streams it as rows of 8 bytes: BatchImageChunks of about 1 MiB. */
 static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link, int *streaming)
 {
-    fs_engine_t *e = c->srv->engine;
-    void *image = NULL;
+    fs_exec_region_t image = {.ctx = c, .grow = alloc_image};
     size_t len = 0;
-    fs_hetero_reads_t reads = {0};
     fs_status_t st = check_deadline(c, "before sampling");
-    if (st == FS_OK)
-        st = fs_hetero_run(fs_engine_hetero(e), c->w->typed, fs_engine_limits(e), link ? NULL : in->groups,
-                           link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges,
-                           c->srv->pool, alloc_image, c, &image, &len, &reads, &c->err); /* the pool splits the gathers too */
-    if (st == FS_OK) fs_engine_count(e, &reads); /* read, whether or not the client stays for the image */
+    if (st == FS_OK) /* the pool splits the gathers too */
+        st = fs_engine_typed(c->srv->engine, c->w->typed, c->srv->pool, link ? NULL : in->groups,
+                             link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges, &image,
+                             &len, &c->err);
     if (st == FS_OK) st = check_deadline(c, "after sampling");
     if (st != FS_OK) return st;
-    c->job = (rows_job_t){.contig = image, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
+    c->job = (rows_job_t){.contig = image.base, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
                           .row_bytes = 8, .dim = 1}; /* an image is whole 8-byte words */
     return stream_begin(c, 0, streaming);
 }
