@@ -270,8 +270,7 @@ Test(exec, each_stage_refuses_by_name_and_counts_only_what_it_read)
     fs_error_t want = {0};
     cr_assert_eq(fs_limits_check_result(&tight, &got.sample, (size_t)feat.dim * fs_dtype_size(feat.dtype), &want),
                  FS_ERR_RESOURCE);
-    cr_assert_str_eq(err.msg, want.msg);
-    cr_assert(strstr(err.msg, "the sample and its features as drawn came to a response of"), "%s", err.msg);
+    cr_assert_str_eq(err.msg, want.msg, "the one post-sample message");
     cr_assert(reads.topology.rows[0] > 0, "the sample was drawn: its lists were read");
     cr_assert_eq(reads.features.rows[0], 0);
 
