@@ -34,7 +34,7 @@ CARRIERS = {
     "cli/cli.h": "the option's documentation",
     "cli/cmd_serve.c": "--max-response-bytes into the server's limits",
     "cli/config.c": "the config file's limits.max_response_bytes",
-    "server/local.c": "sends the limits to unix:// clients at connect",
+    "server/local_welcome.c": "sends the limits to unix:// clients at connect",
     "client-lib/client_local.c": "takes them from the handshake",
 }
 

@@ -84,10 +84,12 @@ static fs_status_t heap_grow(fs_exec_region_t *r, size_t bytes, fs_error_t *err)
     if (bytes <= r->cap) return FS_OK;
     char *p = malloc(bytes); /* always elsewhere: what was written must follow */
     if (!p) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    if (r->cap) memcpy(p, r->base, r->cap);
-    memset(r->base, 0xa5, r->cap); /* the old place is gone */
+    if (r->cap) {
+        memcpy(p, r->base, r->cap);
+        memset(r->base, 0xa5, r->cap); /* the old place is gone */
+        h->moved++;
+    }
     free(r->base);
-    h->moved += r->cap > 0;
     r->base = p, r->cap = bytes;
     return FS_OK;
 }
