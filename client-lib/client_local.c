@@ -2,45 +2,17 @@
  *
  * At connect the server passes read-only descriptors of the dataset's files,
  * this reader's placement and a ring of memfd result slots (proto/fs_local.h
- * describes the conversation), which this process leaves unused: its slots
- * are its own memory (slot_reserve). This process maps the files PROT_READ (the
- * kernel shares those pages with the server and every other trainer: no
- * private copy of the data). The descriptors are the unwritable copies
- * the server verified (dataset/served_copy.c), not the files on disk (which
- * earlier servers passed): nobody can shrink them, so a dataset file
- * truncated on disk cannot SIGBUS a trainer. It builds the same views the
- * server would, and runs the kernels itself; results are written into a
- * free slot and the batch points into it. After each call a small REPORT
- * goes to the server for its metrics, sent without waiting.
+ * describes the conversation). This process maps the files and builds the
+ * same views the server would (client_local_map.c), and hosts the request
+ * executor itself (exec/fs_exec.h): each call runs the engines here, into a
+ * result slot of this process's own memory (client_local_slot.c), and the
+ * batch points into it. After each call a small REPORT of what it read goes
+ * to the server for its metrics, sent without waiting.
  *
  * GPU trainers: when the placement puts this reader's rows in GPU memory
- * (device tiers), each such tier is one allocation of the server's, opened
- * here by its CUDA IPC handle, and the engines run on the reader's GPU:
- * the dataset's mappings are registered so kernels read host rows in place
- * over UVA, sampling is fs_sample_cuda (its result comes back to the host
- * slot) and the gather writes into the slot's device twin, a buffer in
- * this GPU's memory. The server keeps the tiers a connection opened until
- * it moves to a new placement or goes (server/local.c).
- *
- * Shared mappings: each connection fills its page tables for the files it
- * maps (map_fd), about 0.1 s per GB, and unmapping them costs a third of
- * that again. A process with several connections to one server (a stream
- * opens its own) would pay that per connection, for the very same pages.
- * So host mappings are kept once per process, keyed by the file's identity
- * (device, inode: the server's copies), and reference-counted by
- * the connections' layouts; a GPU reader's are its own (registered or
- * copied for its device).
- *
- * Warm slots: a slot's pages cost their first touch, which on a VM is
- * about 2.5 us per 4 KiB page (5 ms for an 8 MB batch), and every new
- * connection paid it again. A stream opens connections of its own each
- * epoch (stream_open.c), so a trainer paid it per epoch and producer, in
- * its first batches. So when a connection goes, its slots (this process's
- * own memory: slot_reserve) stay mapped and populated, and the next
- * connection takes them. They are kept only while another connection of
- * this process is open (the last one's close frees them) and up to
- * WARM_MAX_SLOTS and WARM_MAX_BYTES; a forked child drops its copies of
- * the ones it inherited.
+ * (device tiers), the executor runs the reader GPU's engines: sampling is
+ * fs_sample_cuda (its result comes back to the host slot) and the gather
+ * writes into the slot's device twin.
  *
  * Lifetime: the connection's state is reference-counted (one reference for
  * the connection, one per outstanding batch), so a batch stays valid even
@@ -61,158 +33,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client_internal.h"
+#include "client_local_internal.h"
 #include "fs_device.h"
-#include "fs_gather.h"
 #include "fs_hetero.h"
-#include "fs_limits.h"
-#include "fs_local.h"
-#include "fs_locality.h"
-#include "fs_pb.h"
-#include "fs_sample.h"
-#include "fs_shm.h"
 
 static unsigned speak_minor = FS_LOCAL_MINOR; /* fs_local_client_protocol */
 
 void fs_local_client_protocol(unsigned minor) { speak_minor = minor < FS_LOCAL_MINOR ? minor : FS_LOCAL_MINOR; }
-
-typedef struct {
-    char *base;            /* this process's memory (slot_reserve), or NULL */
-    size_t cap;
-    char *dev;             /* GPU trainers: the slot's device twin (ids, then features) */
-    size_t dev_cap;
-    int busy;
-} slot_t;
-
-typedef struct {
-    void *p;
-    size_t len;
-    int registered;        /* readable by GPU kernels in place (fs_cuda_host_register) */
-    int pinned;            /* p is a pinned copy: the driver would not register the mapping */
-    int shared;            /* p is a process-wide mapping (shared_maps) */
-} map_t;
-
-/* The process's shared host mappings (see "Shared mappings" above). */
-typedef struct shared_map {
-    dev_t dev;
-    ino_t ino;
-    size_t len;
-    void *p;
-    int refs;
-    struct shared_map *next;
-} shared_map_t;
-
-static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
-static shared_map_t *shared_maps;
-
-/* A mapping of the file `st` describes, populated: the process's own when
- * it has one (another reference), else a new one, or MAP_FAILED. */
-static void *shared_map_take(int fd, const struct stat *st, size_t len)
-{
-    pthread_mutex_lock(&shared_mu);
-    shared_map_t *m = shared_maps;
-    while (m && !(m->dev == st->st_dev && m->ino == st->st_ino && m->len == len)) m = m->next;
-    void *p = m ? m->p : MAP_FAILED;
-    if (m) m->refs++;
-    pthread_mutex_unlock(&shared_mu);
-    if (m) return p;
-    p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return p;
-    madvise(p, len, MADV_HUGEPAGE); /* fewer page faults where the kernel allows it; best effort */
-    /* Fill this process's page tables now: otherwise every first touch of a
-     * page in a batch is a minor fault, which on some hosts costs more than
-     * the row copy itself and turns into latency spikes long after warm-up
-     * (docs/design.md "Data plane"). The pages are the server's resident
-     * copies, so this only writes page-table entries. Best effort: kernels
-     * before 5.14 refuse it and fault lazily as before. */
-    madvise(p, len, MADV_POPULATE_READ);
-    shared_map_t *n = malloc(sizeof *n);
-    if (!n) {
-        munmap(p, len);
-        return MAP_FAILED;
-    }
-    *n = (shared_map_t){.dev = st->st_dev, .ino = st->st_ino, .len = len, .p = p, .refs = 1};
-    pthread_mutex_lock(&shared_mu);
-    n->next = shared_maps, shared_maps = n; /* a racing connection's duplicate is harmless: each drops its own */
-    pthread_mutex_unlock(&shared_mu);
-    return p;
-}
-
-static void shared_map_drop(void *p)
-{
-    pthread_mutex_lock(&shared_mu);
-    shared_map_t **at = &shared_maps;
-    while (*at && (*at)->p != p) at = &(*at)->next;
-    shared_map_t *m = *at;
-    int last = m && --m->refs == 0;
-    if (last) *at = m->next;
-    pthread_mutex_unlock(&shared_mu);
-    if (!last) return;
-    munmap(m->p, m->len);
-    free(m);
-}
-
-/* What one WELCOME describes: the dataset's files and the reader's
- * placement, mapped, and the views over them. Replaced whole when the
- * server re-plans. */
-typedef struct {
-    featstore_local_Welcome w;     /* its scalars; the lists are below */
-    fs_pb_array_t tables, tiers, slices, parts;
-    fs_dtype_t index_dtype;
-    map_t *maps;
-    size_t num_maps, cap_maps;
-    fs_csr_view_t csr;
-    fs_table_view_t *views;        /* [num tables] */
-    fs_locality_t las;             /* the reader's preferred sets (num_levels 0: none); s is per request */
-    void *tier_mem[FS_MAX_TIERS];  /* device tiers, opened by IPC handle */
-    int on_device;                 /* some tier is GPU memory: the engines run on the reader's GPU */
-    int reader;                    /* the GPU, on_device */
-    char **files;                  /* 6.3, after HELLO: the dataset's file names (Welcome.files) */
-    size_t num_files;
-} layout_t;
-
-/* 6.3: the dataset as the trainer opens it for typed sampling, from the
- * manifest and files the server validated; opened at the first typed call
- * (a homogeneous trainer never pays for it). */
-typedef struct {
-    int manifest_fd;               /* -1 until connected */
-    size_t manifest_bytes;
-    char **names;                  /* [num_files], taken from the HELLO's layout */
-    int *fds;
-    size_t num_files;
-    fs_dataset_t *ds;              /* opened: ds != NULL */
-    fs_hetero_graph_t graph;
-    fs_typed_sampler_t *sampler;
-} typed_t;
-
-typedef struct {
-    int sock;
-    layout_t *lay;
-    int reader;
-    const _Atomic uint64_t *notice; /* the server's notice page: the placement generation it serves */
-    fs_limits_t limits;
-    slot_t slots[FS_LOCAL_MAX_SLOTS];
-    int num_slots;
-    fs_sampler_t *sampler;
-    fs_pool_t *pool;
-    int timeout_ms;
-    char *buf;             /* FS_LOCAL_MAX_MSG: replies are received here */
-    pthread_mutex_t lock;  /* slots and refs: batches are freed from any thread */
-    int refs;
-    pid_t opener;          /* the process whose pool threads exist */
-    int counted;           /* counted among the process's open connections (warm slots) */
-    typed_t typed;
-    /* reads a REPORT could not carry (the socket was full): the next one
-     * carries them, if the placement they were read from is still served */
-    fs_gather_counters_t unsent_features, unsent_topology;
-    uint64_t unsent_generation;
-} local_t;
 
 typedef struct {
     fs_batch_priv_t priv;
@@ -226,113 +58,12 @@ typedef struct {
     int slot;
 } local_hetero_t;
 
-static const featstore_local_Table *table_at(const layout_t *Y, size_t i)
-{
-    return (const featstore_local_Table *)Y->tables.items + i;
-}
-
-/* ---- warm slots (see "Warm slots" above) ------------------------------------------- */
-
-#define WARM_MAX_SLOTS 16
-#define WARM_MAX_BYTES ((size_t)1 << 30)
-
-static struct {
-    pthread_mutex_t mu;
-    pid_t pid;             /* the process the slots and the count are of */
-    int open;              /* connections of this process that are open */
-    int n;
-    size_t bytes;
-    slot_t slot[WARM_MAX_SLOTS]; /* largest first */
-} warm = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void slot_unmap(slot_t *s)
-{
-    if (s->base) munmap(s->base, s->cap);
-}
-
-/* Under warm.mu: a forked child's inherited slots and count are its
- * parent's state: dropped (the copies freed). */
-static void warm_own_locked(void)
-{
-    if (warm.pid == getpid()) return;
-    for (int i = 0; i < warm.n; i++) slot_unmap(&warm.slot[i]);
-    warm.n = 0, warm.bytes = 0, warm.open = 0, warm.pid = getpid();
-}
-
-/* A new connection: counted, and its server's empty slots swapped for warm
- * ones, largest to slot 0 (acquire_slot takes the lowest free one). */
-static void warm_take(local_t *L)
-{
-    pthread_mutex_lock(&warm.mu);
-    warm_own_locked();
-    warm.open++;
-    L->counted = 1;
-    for (int i = 0; i < L->num_slots && warm.n > 0; i++) {
-        L->slots[i] = warm.slot[0];
-        warm.bytes -= warm.slot[0].cap;
-        memmove(&warm.slot[0], &warm.slot[1], sizeof warm.slot[0] * (size_t)--warm.n);
-    }
-    pthread_mutex_unlock(&warm.mu);
-}
-
-/* Under warm.mu: keeps slot `s` warm if there is room, else frees it. */
-static void warm_keep_locked(slot_t *s)
-{
-    if (!s->base || warm.n == WARM_MAX_SLOTS || warm.bytes + s->cap > WARM_MAX_BYTES) {
-        slot_unmap(s);
-        return;
-    }
-    int at = warm.n;
-    while (at > 0 && warm.slot[at - 1].cap < s->cap) at--;
-    memmove(&warm.slot[at + 1], &warm.slot[at], sizeof warm.slot[0] * (size_t)(warm.n - at));
-    warm.slot[at] = (slot_t){.base = s->base, .cap = s->cap};
-    warm.n++, warm.bytes += s->cap;
-}
-
-/* A connection's last reference: its slots kept warm while another
- * connection of this process is open; the last one frees them all. */
-static void warm_release(local_t *L)
-{
-    pthread_mutex_lock(&warm.mu);
-    warm_own_locked();
-    int ours = L->counted && L->opener == getpid();
-    if (ours) warm.open--;
-    for (int i = 0; i < L->num_slots; i++) {
-        if (ours && warm.open > 0) warm_keep_locked(&L->slots[i]);
-        else slot_unmap(&L->slots[i]);
-    }
-    if (warm.open == 0) {
-        for (int i = 0; i < warm.n; i++) slot_unmap(&warm.slot[i]);
-        warm.n = 0, warm.bytes = 0;
-    }
-    pthread_mutex_unlock(&warm.mu);
-}
-
 /* ---- lifetime ----------------------------------------------------------------- */
-
-static void layout_free(layout_t *Y)
-{
-    if (!Y) return;
-    for (int k = 0; k < FS_MAX_TIERS; k++)
-        if (Y->tier_mem[k]) fs_cuda_ipc_close(Y->tier_mem[k]);
-    for (size_t i = 0; i < Y->num_maps; i++) {
-        if (Y->maps[i].registered) fs_cuda_host_unregister(Y->maps[i].p);
-        if (Y->maps[i].pinned) fs_cuda_free_pinned(Y->maps[i].p);
-        else if (Y->maps[i].shared) shared_map_drop(Y->maps[i].p);
-        else munmap(Y->maps[i].p, Y->maps[i].len);
-    }
-    free(Y->maps);
-    free(Y->tables.items), free(Y->tiers.items), free(Y->slices.items), free(Y->parts.items);
-    free(Y->views);
-    for (size_t i = 0; i < Y->num_files; i++) free(Y->files[i]);
-    free(Y->files);
-    free(Y);
-}
 
 static void typed_free(typed_t *T)
 {
     fs_typed_sampler_destroy(T->sampler);
-    if (T->ds) fs_hetero_graph_free(&T->graph);
+    if (T->ds) fs_exec_typed_graph_free(&T->graph);
     fs_dataset_close(T->ds);
     if (T->manifest_fd >= 0) close(T->manifest_fd);
     for (size_t i = 0; i < T->num_files; i++) {
@@ -343,7 +74,7 @@ static void typed_free(typed_t *T)
     free(T->fds);
 }
 
-static void local_unref(local_t *L)
+void fs_local_unref(local_t *L)
 {
     pthread_mutex_lock(&L->lock);
     int last = --L->refs == 0;
@@ -351,8 +82,8 @@ static void local_unref(local_t *L)
     if (!last) return;
     for (int i = 0; i < L->num_slots; i++)
         if (L->opener == getpid()) fs_cuda_free_device(L->slots[i].dev); /* a forked child has no CUDA context */
-    warm_release(L);
-    layout_free(L->lay);
+    fs_local_warm_release(L);
+    fs_local_layout_free(L->lay);
     if (L->notice) munmap((void *)L->notice, FS_LOCAL_NOTICE_BYTES);
     fs_sampler_destroy(L->sampler);
     typed_free(&L->typed);
@@ -368,28 +99,11 @@ static void local_close(fs_client_t *c)
     if (!L) return;
     if (L->sock >= 0) close(L->sock);
     L->sock = -1;
-    local_unref(L);
+    fs_local_unref(L);
     c->impl = NULL;
 }
 
 /* ---- slots -------------------------------------------------------------------- */
-
-/* Lowest free slot first: a trainer that frees each batch before asking for
- * the next keeps reusing slot 0, so only one slot's pages are ever faulted
- * in and resident. */
-static int acquire_slot(local_t *L)
-{
-    pthread_mutex_lock(&L->lock);
-    int found = -1;
-    for (int i = 0; i < L->num_slots && found < 0; i++)
-        if (!L->slots[i].busy) found = i;
-    if (found >= 0) {
-        L->slots[found].busy = 1;
-        L->refs++;
-    }
-    pthread_mutex_unlock(&L->lock);
-    return found;
-}
 
 /* Whether every slot is free (no batch of this connection's alive) and
  * the connection still up: a stream may hand it to the next one. */
@@ -404,64 +118,11 @@ static int local_idle(fs_client_t *c)
     return !busy;
 }
 
-static void release_slot(local_t *L, int i)
-{
-    pthread_mutex_lock(&L->lock);
-    L->slots[i].busy = 0;
-    pthread_mutex_unlock(&L->lock);
-    local_unref(L);
-}
-
 static void release_batch(fs_batch_priv_t *p)
 {
     local_batch_t *b = (local_batch_t *)p;
-    release_slot(b->L, b->slot);
+    fs_local_slot_release(b->L, b->slot);
     free(b);
-}
-
-/* Names a new slot's memory "featstore-slot-N" in /proc/PID/maps and smaps
- * (Linux 5.17+; best effort), N unique in the process: a slot is then
- * visible as such, and two slots never merge into one mapping. mremap
- * keeps the name. */
-static void slot_name(void *p, size_t len)
-{
-    static atomic_ulong next;
-    char name[48];
-    snprintf(name, sizeof name, "featstore-slot-%lu", atomic_fetch_add(&next, 1));
-    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, len, (unsigned long)name);
-}
-
-/* Grows a slot to hold `bytes`, allocating the new pages at once: later
- * batches reuse them without page faults, and memory that is not there is
- * this error rather than a SIGBUS or an OOM kill in the gather. A slot is
- * this process's private memory, not the memfd its server sent (which it
- * never maps: the engines run here): anonymous memory asked for 2 MiB pages
- * gets them under the kernel's default THP setting ("madvise"), where
- * shmem ("never") does not, and writing batches into 4 KiB pages cost four
- * trainers on two cores ~3% of their rate (bench_serve: docs/benchmarks.md).
- * Sizes above 2 MiB are rounded to whole huge pages so the mapping can be
- * aligned to them. */
-static fs_status_t slot_reserve(fs_client_t *c, slot_t *s, size_t bytes)
-{
-    if (bytes <= s->cap) return FS_OK;
-    size_t cap = s->cap ? s->cap : 1 << 20, huge = (size_t)2 << 20;
-    while (cap < bytes) cap += cap / 2;
-    cap = cap >= huge ? (cap + huge - 1) & ~(huge - 1) : (cap + 4095) & ~(size_t)4095;
-    void *p = s->base ? mremap(s->base, s->cap, cap, MREMAP_MAYMOVE)
-                      : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_NOMEM, "cannot map a result slot: %s", strerror(errno));
-    if (!s->base) slot_name(p, cap);
-    madvise(p, cap, MADV_HUGEPAGE); /* before the pages are touched: huge where the host allows */
-    int e = fs_shm_populate((char *)p + s->cap, cap - s->cap);
-    if (e != 0) { /* back to the old size, whose pages are there */
-        if (s->cap) s->base = mremap(p, cap, s->cap, 0);
-        else munmap(p, cap);
-        return fs_client_fail(c, FS_ERR_NOMEM, "cannot allocate %zu bytes for a result slot: %s", cap - s->cap,
-                              strerror(e));
-    }
-    s->base = p;
-    s->cap = cap;
-    return FS_OK;
 }
 
 /* ---- replies ------------------------------------------------------------------- */
@@ -598,227 +259,11 @@ static fs_status_t check_welcome(fs_client_t *c, const layout_t *Y, int hello, i
         bad = p->tier < 1 || p->tier >= Y->tiers.count || p->rows <= 0;
     }
     for (size_t i = 0; i < Y->tables.count && !bad; i++) {
-        const featstore_local_Table *t = table_at(Y, i);
+        const featstore_local_Table *t = fs_local_table_at(Y, i);
         bad = !fs_dtype_size(fs_dtype_from_name(t->dtype)) || t->rows < 0 || t->dim < 0;
     }
     if (bad) return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
     return FS_OK;
-}
-
-/* ---- mapping ------------------------------------------------------------------------- */
-
-/* A GPU trainer's kernels read the dataset's files, the routes and any host
- * tier in place over UVA: each mapping is registered with the CUDA runtime
- * (page-locked, mapped, read-only; the pages are the server's shared
- * copies, so nothing is copied). Where the driver refuses, the mapping is
- * replaced by a pinned copy (docs/api.md section 6): slower to connect and
- * one more copy of those bytes per trainer, but the same kernels. */
-static fs_status_t make_device_readable(fs_client_t *c, layout_t *Y, map_t *m)
-{
-    const void *dev = NULL;
-    fs_error_t err = {0};
-    fs_status_t st = fs_cuda_host_register(m->p, m->len, &dev, &err);
-    if (st == FS_OK) {
-        m->registered = 1;
-        if (dev != m->p) /* UVA: registered memory has one address everywhere (every 64-bit Linux GPU) */
-            return fs_client_fail(c, FS_ERR_UNSUPPORTED, "gpu:%d maps registered host memory at another address; "
-                                  "featstore needs unified addressing", Y->reader);
-        return FS_OK;
-    }
-    if (st != FS_ERR_UNSUPPORTED)
-        return fs_client_fail(c, st, "gpu:%d cannot read the dataset's host memory: %s (connect as \"cpu\" to run "
-                              "the CPU engines)", Y->reader, err.msg);
-    void *copy = NULL;
-    fs_error_t perr = {0};
-    if (fs_cuda_alloc_pinned(m->len, &copy, &perr) != FS_OK)
-        return fs_client_fail(c, perr.code, "gpu:%d: the driver will not register the dataset's pages in place (%s), "
-                              "and a %zu-byte pinned copy cannot be made: %s", Y->reader, err.msg, m->len, perr.msg);
-    memcpy(copy, m->p, m->len);
-    munmap(m->p, m->len);
-    m->p = copy;
-    m->pinned = 1;
-    return FS_OK;
-}
-
-static fs_status_t map_fd(fs_client_t *c, layout_t *Y, int fd, int64_t offset, size_t bytes, const void **data)
-{
-    struct stat st;
-    if (fstat(fd, &st) != 0 || offset < 0 || (size_t)st.st_size < (size_t)offset + bytes)
-        return fs_client_fail(c, FS_ERR_FORMAT, "a dataset file from the server is shorter than announced");
-    if (Y->num_maps == Y->cap_maps) {
-        size_t cap = Y->cap_maps ? 2 * Y->cap_maps : 32;
-        map_t *m = realloc(Y->maps, cap * sizeof *m);
-        if (!m) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-        Y->maps = m, Y->cap_maps = cap;
-    }
-    size_t len = st.st_size ? (size_t)st.st_size : 1;
-    int shared = !Y->on_device; /* a GPU reader registers or copies its mappings: its own */
-    void *p = shared ? shared_map_take(fd, &st, len) : mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return fs_client_fail(c, FS_ERR_IO, "cannot map a dataset file: %s", strerror(errno));
-    map_t *m = &Y->maps[Y->num_maps++];
-    *m = (map_t){.p = p, .len = len, .shared = shared};
-    fs_status_t rc = Y->on_device ? make_device_readable(c, Y, m) : FS_OK;
-    *data = (const char *)m->p + offset;
-    return rc;
-}
-
-/* The next descriptor of the handshake; FS_ERR_FORMAT when they ran out. */
-static fs_status_t next_fd(fs_client_t *c, fs_fd_list_t *fds, int *fd)
-{
-    if (fds->next >= fds->n)
-        return fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, fewer than its handshake describes",
-                              fds->n);
-    *fd = fds->fd[fds->next++];
-    return FS_OK;
-}
-
-static fs_status_t map_next(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int64_t offset, size_t bytes,
-                            const void **data)
-{
-    int fd = -1;
-    fs_status_t st = next_fd(c, fds, &fd);
-    if (st == FS_OK) st = map_fd(c, Y, fd, offset, bytes, data);
-    return st;
-}
-
-/* The tier-0 files: topology and feature tables. */
-static fs_status_t map_files(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
-{
-    const featstore_local_Welcome *w = &Y->w;
-    if (w->typed) /* a typed graph has no version-1 arrays: typed calls open the dataset (open_typed) */
-        return (Y->views = calloc(1, sizeof *Y->views)) ? FS_OK : fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-    const void *indptr, *indices, *weights = NULL;
-    Y->index_dtype = fs_dtype_from_name(w->index_dtype);
-    size_t isz = fs_dtype_size(Y->index_dtype);
-    fs_status_t st = map_next(c, Y, fds, w->indptr_offset, (size_t)(w->num_nodes + 1) * 8, &indptr);
-    if (!st) st = map_next(c, Y, fds, w->indices_offset, (size_t)w->num_edges * isz, &indices);
-    if (!st && w->has_weights) st = map_next(c, Y, fds, w->weights_offset, (size_t)w->num_edges * 4, &weights);
-    if (st) return st;
-    fs_csr_view_init(&Y->csr, w->num_nodes, indptr, indices, Y->index_dtype, weights);
-    if (!(Y->views = calloc(Y->tables.count + 1, sizeof *Y->views)))
-        return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < Y->tables.count; i++) {
-        const featstore_local_Table *t = table_at(Y, i);
-        fs_table_view_t *v = &Y->views[i];
-        fs_dtype_t dt = fs_dtype_from_name(t->dtype);
-        size_t rb = (size_t)t->dim * fs_dtype_size(dt);
-        const void *data;
-        if ((st = map_next(c, Y, fds, t->data_offset, (size_t)t->rows * rb, &data))) return st;
-        *v = (fs_table_view_t){.dtype = dt, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb, .num_tiers = 1};
-        v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = data, .rows = t->rows};
-    }
-    return FS_OK;
-}
-
-static fs_tier_kind_t tier_kind(const char *name)
-{
-    for (int k = 0; k < FS_TIER_KIND_COUNT_; k++)
-        if (strcmp(name, fs_tier_kind_name((fs_tier_kind_t)k)) == 0) return (fs_tier_kind_t)k;
-    return FS_TIER_HOST;
-}
-
-/* The device tiers this reader reads (those with an IPC handle), each one
- * allocation of the server's, opened on the reader's GPU. */
-static fs_status_t open_device_tiers(fs_client_t *c, layout_t *Y, int reader)
-{
-    const featstore_local_Tier *tiers = Y->tiers.items;
-    for (size_t k = 1; k < Y->tiers.count; k++) {
-        if (!tiers[k].ipc_handle.size) continue;
-        if (tiers[k].ipc_handle.size != FS_IPC_HANDLE_BYTES || reader < 0 || !tiers[k].bytes)
-            return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server (device tier %zu)", k);
-        fs_ipc_handle_t h;
-        memcpy(h.bytes, tiers[k].ipc_handle.bytes, FS_IPC_HANDLE_BYTES);
-        fs_error_t err = {0};
-        if (fs_cuda_ipc_open(reader, &h, tiers[k].bytes, &Y->tier_mem[k], &err) != FS_OK)
-            return fs_client_fail(c, err.code, "cannot open the server's GPU tier %zu (GPU %d) on gpu:%d: %s", k,
-                                  (int)tiers[k].device, reader, err.msg);
-        Y->on_device = 1;
-        Y->reader = reader;
-    }
-    return FS_OK;
-}
-
-/* One array of a placement: at `offset` in its device tier, or the next
- * descriptor, mapped. */
-static fs_status_t place_array(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, uint32_t tier, uint64_t offset,
-                               size_t bytes, const void **data)
-{
-    if (!Y->tier_mem[tier]) return map_next(c, Y, fds, 0, bytes, data);
-    size_t cap = ((const featstore_local_Tier *)Y->tiers.items)[tier].bytes;
-    if (offset > cap || bytes > cap - offset)
-        return fs_client_fail(c, FS_ERR_FORMAT, "the server's handshake puts %zu bytes at offset %llu of a %zu-byte "
-                              "GPU tier", bytes, (unsigned long long)offset, cap);
-    *data = (const char *)Y->tier_mem[tier] + offset;
-    return FS_OK;
-}
-
-/* indptr[rows] of a topology part, wherever it lives. */
-static fs_status_t part_edges(fs_client_t *c, const layout_t *Y, uint32_t tier, const int64_t *indptr, int64_t rows,
-                              int64_t *edges)
-{
-    fs_error_t err = {0};
-    if (!Y->tier_mem[tier]) *edges = indptr[rows];
-    else if (fs_cuda_copy(edges, indptr + rows, sizeof *edges, &err) != FS_OK)
-        return fs_client_fail(c, err.code, "reading a GPU tier: %s", err.msg);
-    if (*edges < 0) return fs_client_fail(c, FS_ERR_FORMAT, "a topology part from the server is malformed");
-    return FS_OK;
-}
-
-/* The reader's placement: slices, routes, topology parts, preferred sets. */
-static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
-{
-    const featstore_local_Welcome *w = &Y->w;
-    const featstore_local_Tier *tiers = Y->tiers.items;
-    size_t isz = fs_dtype_size(Y->index_dtype);
-    fs_status_t st = FS_OK;
-    for (size_t t = 0; t < Y->tables.count; t++) {
-        Y->views[t].num_tiers = (int)Y->tiers.count;
-        for (size_t k = 1; k < Y->tiers.count; k++)
-            Y->views[t].tier[k] = (fs_tier_ref_t){.kind = tier_kind(tiers[k].kind), .device = tiers[k].device};
-    }
-    for (size_t i = 0; i < Y->slices.count && !st; i++) {
-        const featstore_local_Slice *s = (const featstore_local_Slice *)Y->slices.items + i;
-        fs_table_view_t *v = &Y->views[s->table];
-        v->tier[s->tier].rows = s->rows;
-        st = place_array(c, Y, fds, s->tier, s->offset, (size_t)s->rows * v->row_bytes, &v->tier[s->tier].base);
-    }
-    for (size_t t = 0; t < Y->tables.count && !st; t++)
-        if (table_at(Y, t)->routed)
-            st = map_next(c, Y, fds, 0, (size_t)w->num_nodes * 8, (const void **)&Y->views[t].route);
-    Y->csr.num_parts = (int)Y->tiers.count;
-    for (size_t i = 0; i < Y->parts.count && !st; i++) {
-        const featstore_local_TopoPart *tp = (const featstore_local_TopoPart *)Y->parts.items + i;
-        fs_csr_part_t *p = &Y->csr.part[tp->tier];
-        p->rows = tp->rows;
-        int64_t edges = 0;
-        st = place_array(c, Y, fds, tp->tier, tp->indptr_offset, (size_t)(tp->rows + 1) * 8, (const void **)&p->indptr);
-        if (!st) st = part_edges(c, Y, tp->tier, p->indptr, tp->rows, &edges);
-        if (!st) st = place_array(c, Y, fds, tp->tier, tp->indices_offset, (size_t)edges * isz, &p->indices);
-        if (!st && w->has_weights)
-            st = place_array(c, Y, fds, tp->tier, tp->weights_offset, (size_t)edges * 4, (const void **)&p->weights);
-    }
-    if (!st && w->topo_route) st = map_next(c, Y, fds, 0, (size_t)w->num_nodes * 8, (const void **)&Y->csr.route);
-    Y->las = (fs_locality_t){.num_levels = (int)w->las_levels, .num_nodes = w->num_nodes};
-    for (int l = 0; l < (int)w->las_levels && !st; l++) {
-        st = map_next(c, Y, fds, 0, (size_t)((w->num_nodes + 63) / 64) * 8, (const void **)&Y->las.pref[l]);
-        if (!st && w->las_counts) st = map_next(c, Y, fds, 0, (size_t)w->num_nodes * 2, (const void **)&Y->las.count[l]);
-    }
-    return st;
-}
-
-/* A received WELCOME mapped into a new layout (*out); the notice page's
- * descriptor goes to *notice_fd; the slots are left in fds from fds->next. */
-static fs_status_t map_welcome(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int hello, int reader, int *notice_fd)
-{
-    fs_status_t st = open_device_tiers(c, Y, reader); /* first: it decides whether mappings need registering */
-    if (!st) st = map_files(c, Y, fds);
-    if (!st) st = next_fd(c, fds, notice_fd);
-    if (!st) st = map_placement(c, Y, fds);
-    size_t rest = hello ? Y->w.num_slots + (Y->w.manifest_bytes ? 1 + Y->num_files : 0) : 0;
-    if (!st && fds->n - fds->next != rest)
-        st = fs_client_fail(c, FS_ERR_FORMAT, "the server sent %zu descriptors, its handshake describes %zu", fds->n,
-                            fds->next + rest);
-    return st;
 }
 
 /* Receives and maps a WELCOME (a reply to HELLO or RELAYOUT). On success
@@ -836,9 +281,9 @@ static fs_status_t recv_welcome(fs_client_t *c, local_t *L, int hello, int slots
         for (int i = 0; i < nfirst; i++) close(first[i]);
     if (st == FS_OK) st = take_welcome(c, L, &f, first, nfirst, Y, fds);
     if (st == FS_OK) st = check_welcome(c, Y, hello, L->reader, slots);
-    if (st == FS_OK) st = map_welcome(c, Y, fds, hello, L->reader, notice_fd);
+    if (st == FS_OK) st = fs_local_layout_map(c, Y, fds, hello, L->reader, notice_fd);
     if (st != FS_OK) {
-        layout_free(Y);
+        fs_local_layout_free(Y);
         return st;
     }
     *out = Y;
@@ -854,6 +299,19 @@ static fs_status_t parse_device(fs_client_t *c, int *reader)
     if (dev && strcmp(dev, "cpu") != 0 && (sscanf(dev, "gpu:%d", reader) != 1 || *reader < 0 || *reader > 15))
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "device '%s' must be \"cpu\" or \"gpu:N\" with N < 16", dev);
     return FS_OK;
+}
+
+/* What a request with locality > 1 lacks when the server sent no preferred
+ * sets for this reader: a GPU to read as, or a placement that planned it. */
+static void say_no_las(local_t *L)
+{
+    if (L->reader < 0)
+        snprintf(L->no_las, sizeof L->no_las, "locality-aware sampling needs a placement and a reader GPU: connect "
+                 "with device \"gpu:N\" (this connection reads as the CPU, which has no GPU rows to prefer)");
+    else
+        snprintf(L->no_las, sizeof L->no_las, "locality-aware sampling needs a placement and a reader GPU: the "
+                 "server has no preferred sets for gpu:%d (serve with --topology, and connect with the device of a "
+                 "planned GPU)", L->reader);
 }
 
 static fs_status_t send_hello(fs_client_t *c, local_t *L, const char *path)
@@ -880,11 +338,11 @@ static fs_status_t finish_connect(fs_client_t *c, local_t *L, fs_fd_list_t *fds,
         return fs_client_fail(c, FS_ERR_IO, "cannot map the server's notice page: %s", strerror(errno));
     }
     const featstore_local_Welcome *w = &L->lay->w;
-    while (L->num_slots < (int)w->num_slots) { /* the server's memfds: unused (slot_reserve) */
+    while (L->num_slots < (int)w->num_slots) { /* the server's memfds: unused (client_local_slot.c) */
         close(fds->fd[fds->next++]);
         L->slots[L->num_slots++] = (slot_t){0};
     }
-    warm_take(L);
+    fs_local_warm_take(L);
     if (w->manifest_bytes) { /* 6.3: the manifest and the files, kept for the first typed call */
         typed_t *T = &L->typed;
         T->manifest_fd = fds->fd[fds->next++];
@@ -925,6 +383,7 @@ fs_status_t fs_local_connect(fs_client_t *c, const char *path)
     if (!(L->buf = malloc(FS_LOCAL_MAX_MSG))) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     fs_status_t st = parse_device(c, &L->reader);
     if (st != FS_OK) return st;
+    say_no_las(L);
     L->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (L->sock < 0 || connect(L->sock, (struct sockaddr *)&a, sizeof a) != 0)
         return fs_client_fail(c, FS_ERR_UNAVAILABLE, "cannot connect to unix://%s: %s", path, strerror(errno));
@@ -957,7 +416,7 @@ static fs_status_t relayout(fs_client_t *c, local_t *L)
     fds.next = 0;
     fd_list_close(&fds); /* mapped, or not wanted */
     if (st != FS_OK) return st;
-    layout_free(L->lay);
+    fs_local_layout_free(L->lay);
     L->lay = Y;
     return FS_OK;
 }
@@ -995,11 +454,11 @@ static fs_gather_counters_t with_unsent(const local_t *L, const fs_gather_counte
     return sum;
 }
 
-static void report(local_t *L, int method, fs_status_t st, double t0, const fs_gather_counters_t *f,
-                   const fs_gather_counters_t *t)
+static void report(local_t *L, featstore_local_Method method, fs_status_t st, double t0, const fs_exec_reads_t *reads)
 {
-    fs_gather_counters_t feat = with_unsent(L, f, &L->unsent_features), topo = with_unsent(L, t, &L->unsent_topology);
-    featstore_local_Report r = {.method = method, .status = st, .latency_ns = (int64_t)((fs_now() - t0) * 1e9),
+    fs_gather_counters_t feat = with_unsent(L, &reads->features, &L->unsent_features),
+                         topo = with_unsent(L, &reads->topology, &L->unsent_topology);
+    featstore_local_Report r = {.method = (int32_t)method, .status = st, .latency_ns = (int64_t)((fs_now() - t0) * 1e9),
                                 .generation = L->lay->w.generation};
     featstore_local_TierCount fc[FS_MAX_TIERS], tc[FS_MAX_TIERS];
     fs_pb_list_t features, topology;
@@ -1015,280 +474,95 @@ static void report(local_t *L, int method, fs_status_t st, double t0, const fs_g
     if (!sent) L->unsent_features = feat, L->unsent_topology = topo, L->unsent_generation = r.generation;
 }
 
-enum { M_INFO, M_SAMPLE, M_GATHER, M_SAMPLE_GATHER, M_STATS, M_SPLIT, M_HETERO, M_LINK }; /* = the server's fs_method_t */
-
 static const fs_table_view_t *find_table(local_t *L, const char *name)
 {
     for (size_t i = 0; i < L->lay->tables.count; i++)
-        if (strcmp(table_at(L->lay, i)->name, name) == 0) return &L->lay->views[i];
+        if (strcmp(fs_local_table_at(L->lay, i)->name, name) == 0) return &L->lay->views[i];
     return NULL;
 }
 
 static const char *layout_table_name(const void *lay, int i)
 {
-    return table_at(lay, (size_t)i)->name;
+    return fs_local_table_at(lay, (size_t)i)->name;
 }
 
-static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
-
-/* The copies of a sample result into its slot, made on the connection's
- * pool in pieces: a batch's arrays run to megabytes, and copied on one
- * thread they were the serial tail of a parallel sample. */
-#define COPY_PIECE ((size_t)256 << 10)
-#define COPY_ARRAYS (2 + 5 * FS_MAX_HOPS) /* nodes, seeds; per hop offsets, dst, src, ids, weights */
-
-typedef struct {
-    char *dst[COPY_ARRAYS];
-    const char *src[COPY_ARRAYS];
-    size_t bytes[COPY_ARRAYS], first_piece[COPY_ARRAYS + 1];
-    int n;
-} copies_t;
-
-static void copy_pieces(void *ctx, int64_t begin, int64_t end, int worker)
+/* The executor as this connection hosts it (exec/fs_exec.h): the engines on
+ * the current layout's views, the reads counted in *reads for the REPORT. */
+static fs_exec_t exec_of(local_t *L, fs_exec_reads_t *reads)
 {
-    (void)worker;
-    const copies_t *c = ctx;
-    for (int64_t k = begin; k < end; k++) {
-        int i = 0;
-        while (c->first_piece[i + 1] <= (size_t)k) i++;
-        size_t at = ((size_t)k - c->first_piece[i]) * COPY_PIECE, len = c->bytes[i] - at;
-        memcpy(c->dst[i] + at, c->src[i] + at, len < COPY_PIECE ? len : COPY_PIECE);
+    const layout_t *Y = L->lay;
+    return (fs_exec_t){.limits = &L->limits, .reads = reads, .pool = L->pool, .graph = &Y->csr,
+                       .device = Y->on_device ? L->reader : -1, .las = &Y->las, .no_las = L->no_las,
+                       .sampler = L->sampler, .typed = &L->typed.graph, .typed_sampler = L->typed.sampler};
+}
+
+/* ---- homogeneous calls --------------------------------------------------------------- */
+
+/* The table a request gathers from, with the dtype its rows are served as. */
+static fs_status_t find_rows(local_t *L, const char *table, fs_dtype_t out_dtype, fs_exec_req_t *r, fs_error_t *err)
+{
+    if (!(r->table = find_table(L, table)))
+        return fs_table_not_found(err, L->lay->w.dataset, "feature", table, (int)L->lay->tables.count,
+                                  layout_table_name, L->lay);
+    r->dtype = out_dtype == FS_DTYPE_INVALID ? r->table->dtype : out_dtype;
+    return FS_OK;
+}
+
+/* The batch of a result in slot `slot`. */
+static void fill_batch(local_batch_t *b, const fs_exec_req_t *r, const fs_exec_result_t *res)
+{
+    fs_batch_t *p = &b->priv.pub;
+    p->features_device = -1;
+    if (r->sample) {
+        const fs_sample_result_t *x = &res->sample;
+        memcpy(b->priv.blocks, x->block, sizeof x->block[0] * (size_t)x->num_hops);
+        p->kind |= FS_BATCH_SAMPLE;
+        p->blocks = b->priv.blocks, p->num_hops = x->num_hops;
+        p->num_nodes = x->num_nodes, p->nodes = x->nodes, p->num_seeds = x->num_seeds, p->seed_local = x->seed_local;
+    }
+    if (r->table) {
+        p->kind |= FS_BATCH_GATHER;
+        p->features = res->rows, p->rows = res->num_rows, p->dim = r->table->dim, p->dtype = r->dtype;
+        if (res->rows_device >= 0) p->features_memory = FS_MEM_DEVICE, p->features_device = res->rows_device;
     }
 }
 
-/* Where a slot was mapped while the sampler wrote into it. */
-typedef struct {
-    const char *base;
-    size_t len;
-} span_t;
-
-static int in_span(const span_t *w, const void *p, size_t bytes)
-{
-    const char *q = p;
-    return w->base && q >= w->base && bytes <= w->len && (size_t)(q - w->base) <= w->len - bytes;
-}
-
-/* Points the batch at a sample result in the slot. The arrays the sampler
- * wrote into the slot (fs_sampler_set_output) stay there: `was` is where
- * the slot was mapped then (growing it since may have moved it). The
- * others are laid out at *off and copied there on the pool. */
-static void place_sample(fs_batch_priv_t *p, const fs_sample_result_t *r, const span_t *was, char *base, size_t *off,
-                         fs_pool_t *pool)
-{
-    fs_batch_t *b = &p->pub;
-    copies_t c = {.n = 0};
-#define PUT(to, from, count, elem)                                                     \
-    do {                                                                               \
-        size_t bytes_ = (size_t)(count) * (elem);                                      \
-        const char *from_ = (const char *)(from);                                      \
-        if (in_span(was, from_, bytes_)) {                                             \
-            (to) = (void *)(base + (from_ - was->base));                               \
-            break;                                                                     \
-        }                                                                              \
-        c.dst[c.n] = base + *off;                                                      \
-        c.src[c.n] = from_;                                                            \
-        c.bytes[c.n++] = bytes_;                                                       \
-        (to) = (void *)(base + *off);                                                  \
-        *off = align64(*off + bytes_);                                                 \
-    } while (0)
-    b->kind |= FS_BATCH_SAMPLE;
-    b->blocks = p->blocks;
-    b->num_hops = r->num_hops;
-    b->num_nodes = r->num_nodes;
-    b->num_seeds = r->num_seeds;
-    PUT(b->nodes, r->nodes, r->num_nodes, 8);
-    PUT(b->seed_local, r->seed_local, r->num_seeds, 8);
-    for (int h = 0; h < r->num_hops; h++) {
-        const fs_block_t *s = &r->block[h];
-        fs_block_t *d = &p->blocks[h];
-        *d = (fs_block_t){.num_dst = s->num_dst, .num_src = s->num_src, .num_edges = s->num_edges};
-        PUT(d->dst_offsets, s->dst_offsets, s->num_dst + 1, 8);
-        PUT(d->edge_dst, s->edge_dst, s->num_edges, 8);
-        PUT(d->edge_src, s->edge_src, s->num_edges, 8);
-        if (s->edge_ids) PUT(d->edge_ids, s->edge_ids, s->num_edges, 8);
-        if (s->edge_weights) PUT(d->edge_weights, s->edge_weights, s->num_edges, sizeof(float)); /* after the int64s */
-    }
-#undef PUT
-    c.first_piece[0] = 0;
-    for (int i = 0; i < c.n; i++) c.first_piece[i + 1] = c.first_piece[i] + (c.bytes[i] + COPY_PIECE - 1) / COPY_PIECE;
-    fs_pool_run(pool, (int64_t)c.first_piece[c.n], 1, copy_pieces, &c);
-}
-
-/* The bytes place_sample copies: the arrays outside `was`. */
-static size_t sample_bytes(const fs_sample_result_t *r, const span_t *was)
-{
-#define OUTSIDE(ptr, count, elem) \
-    (in_span(was, (ptr), (size_t)(count) * (elem)) ? 0 : align64((size_t)(count) * (elem)))
-    size_t b = OUTSIDE(r->nodes, r->num_nodes, 8) + OUTSIDE(r->seed_local, r->num_seeds, 8);
-    for (int h = 0; h < r->num_hops; h++) {
-        const fs_block_t *k = &r->block[h];
-        b += OUTSIDE(k->dst_offsets, k->num_dst + 1, 8) + OUTSIDE(k->edge_dst, k->num_edges, 8) +
-             OUTSIDE(k->edge_src, k->num_edges, 8) + (k->edge_ids ? OUTSIDE(k->edge_ids, k->num_edges, 8) : 0) +
-             (k->edge_weights ? OUTSIDE(k->edge_weights, k->num_edges, sizeof(float)) : 0);
-    }
-#undef OUTSIDE
-    return b;
-}
-
-/* Locality-aware sampling (locality > 1) through the reader's preferred
- * sets; the per-edge weights go into the blocks (they live in the sampler,
- * like the rest of the result, until they are copied into the slot). */
-static fs_status_t sample_boosted(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
-                                  fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
-{
-    if (L->lay->las.num_levels == 0) {
-        if (L->reader < 0)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
-                            "reader GPU: connect with device \"gpu:N\" (this connection reads as the CPU, which has "
-                            "no GPU rows to prefer)", req->locality);
-        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
-                        "reader GPU: the server has no preferred sets for gpu:%d (serve with --topology, and "
-                        "connect with the device of a planned GPU)", req->locality, L->reader);
-    }
-    if (req->num_hops > L->lay->las.num_levels)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality = %g: the server's preferred sets serve requests of "
-                        "up to %d hops; this one has %d (use locality 0 for it)", req->locality, L->lay->las.num_levels,
-                        req->num_hops);
-    fs_locality_t loc = L->lay->las;
-    loc.s = req->locality;
-    fs_las_weights_t w;
-    fs_status_t st = fs_sample_locality_cpu(L->sampler, &L->lay->csr, ids, n, req, &loc, res, &w, topo, err);
-    for (int h = 0; st == FS_OK && h < res->num_hops; h++) res->block[h].edge_weights = w.weight[h];
-    return st;
-}
-
-/* Sampling on the engine the layout calls for: the GPU's when its tiers
- * are device memory (the CPU cannot read them), else the CPU's. */
-static fs_status_t sample_any(local_t *L, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
-                              fs_sample_result_t *res, fs_gather_counters_t *topo, fs_error_t *err)
-{
-    if (!L->lay->on_device)
-        return req->locality > 1 ? sample_boosted(L, ids, n, req, res, topo, err)
-                                 : fs_sample_cpu(L->sampler, &L->lay->csr, ids, n, req, res, topo, err);
-    if (req->locality > 1)
-        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling runs on the CPU engine, "
-                        "which cannot read gpu:%d's tiers in GPU memory (use locality 0 on this device)",
-                        req->locality, L->reader);
-    fs_status_t st = fs_sample_cuda(L->sampler, L->reader, &L->lay->csr, ids, n, req, res, err);
-    if (st == FS_OK) fs_sample_count_topology(&L->lay->csr, req, res, topo); /* the GPU engine counts nothing */
-    return st;
-}
-
-/* Grows a slot's device twin to `bytes` (GPU trainers). */
-static fs_status_t dev_reserve(local_t *L, slot_t *s, size_t bytes, fs_error_t *err)
-{
-    if (bytes <= s->dev_cap) return FS_OK;
-    size_t cap = s->dev_cap ? s->dev_cap : 1 << 20;
-    while (cap < bytes) cap += cap / 2;
-    fs_cuda_free_device(s->dev);
-    s->dev = NULL, s->dev_cap = 0;
-    fs_status_t st = fs_cuda_alloc_device(L->reader, cap, (void **)&s->dev, err);
-    if (st == FS_OK) s->dev_cap = cap;
-    return st;
-}
-
-/* The gather of a GPU trainer: the ids go to the slot's device twin, the
- * kernel reads every tier (its GPU, peers, host over UVA) and writes the
- * rows after them. */
-static fs_status_t gather_on_device(local_t *L, slot_t *s, const fs_table_view_t *tv, const int64_t *ids, int64_t n,
-                                    fs_dtype_t dt, size_t row_bytes, fs_gather_counters_t *feat, void **out,
-                                    fs_error_t *err)
-{
-    size_t ids_bytes = align64((size_t)n * sizeof *ids);
-    fs_status_t st = dev_reserve(L, s, ids_bytes + (size_t)n * row_bytes + 64, err);
-    if (st == FS_OK && n) st = fs_cuda_copy(s->dev, ids, (size_t)n * sizeof *ids, err);
-    if (st == FS_OK) st = fs_gather_cuda(L->reader, tv, (const int64_t *)s->dev, n, dt, s->dev + ids_bytes, feat, err);
-    *out = s->dev + ids_bytes;
-    return st;
-}
-
-/* The one path behind sample, gather and sample_gather. */
-static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
-                       const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
+/* The one path behind sample, gather and sample_gather: the executor's,
+ * into a result slot, then the REPORT. */
+static fs_status_t run(fs_client_t *c, featstore_local_Method method, const int64_t *ids, int64_t n,
+                       const fs_sample_req_t *req, const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
     local_t *L = c->impl;
     double t0 = fs_now();
-    fs_status_t moved = follow_placement(c, L);
-    if (moved != FS_OK) return moved;
+    fs_status_t st = follow_placement(c, L);
+    if (st != FS_OK) return st;
     if (L->lay->w.typed)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "dataset '%s' is a typed graph: sample it with fs_hetero_sample "
                               "or fs_link_sample (fs_gather and fs_sample take one node and one edge type)",
                               L->lay->w.dataset);
     fs_error_t err = {0};
-    fs_gather_counters_t feat = {0}, topo = {0};
-    const fs_table_view_t *tv = NULL;
-    size_t row_bytes = 0;
-    fs_status_t st = FS_OK;
-    if (table) {
-        if (!(tv = find_table(L, table)))
-            st = fs_table_not_found(&err, L->lay->w.dataset, "feature", table, (int)L->lay->tables.count,
-                                    layout_table_name, L->lay);
-        else {
-            if (out_dtype == FS_DTYPE_INVALID) out_dtype = tv->dtype;
-            row_bytes = (size_t)tv->dim * fs_dtype_size(out_dtype);
-        }
-    }
-    if (!st) st = fs_limits_check(&L->limits, n, req, row_bytes, &err); /* the worst case, before any work */
-    int slot = -1;
-    if (!st && (slot = acquire_slot(L)) < 0)
-        st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
-    fs_sample_result_t res;
-    span_t was = {0}; /* the slot as the sampler wrote into it */
-    size_t used = 0;
-    if (!st && req) {
-        if (!L->lay->on_device) { /* straight into the slot where it has room: no copy */
-            was = (span_t){L->slots[slot].base, L->slots[slot].cap};
-            fs_sampler_set_output(L->sampler, L->slots[slot].base, L->slots[slot].cap);
-        }
-        st = sample_any(L, ids, n, req, &res, &topo, &err);
-        used = fs_sampler_output_used(L->sampler);
-        fs_sampler_set_output(L->sampler, NULL, 0); /* never into a slot by mistake, even after a refusal */
-        if (!st && fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes > (double)L->limits.max_response_bytes)
-            st = fs_error(&err, FS_ERR_RESOURCE, "response of %.0f bytes exceeds the limit %lld",
-                          (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)row_bytes,
-                          (long long)L->limits.max_response_bytes);
-    }
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = exec_of(L, &reads);
+    fs_exec_req_t r = {.ids = ids, .n = n, .sample = req};
+    slot_region_t sr = {c, L, -1};
+    fs_exec_region_t into = fs_local_slot_region(&sr);
+    fs_exec_result_t res;
     local_batch_t *b = NULL;
+    if (table) st = find_rows(L, table, out_dtype, &r, &err);
+    if (!st) st = fs_exec_run(&x, &r, &into, &res, &err);
     if (!st && !(b = calloc(1, sizeof *b))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
-    if (!st) {
-        const int64_t *rows = ids;
-        int64_t nrows = table ? (req ? res.num_nodes : n) : 0;
-        size_t off = align64(used), need = off + (req ? sample_bytes(&res, &was) : 0) +
-                                           (L->lay->on_device ? 0 : (size_t)nrows * row_bytes) + 64;
-        slot_t *s = &L->slots[slot];
-        if (slot_reserve(c, s, need) != FS_OK) st = fs_error(&err, FS_ERR_NOMEM, "%s", c->errstr);
-        if (!st && req) {
-            place_sample(&b->priv, &res, &was, s->base, &off, L->pool);
-            rows = b->priv.pub.nodes; /* the slot may have moved as it grew */
-        }
-        b->priv.pub.features_device = -1;
-        if (!st && table) {
-            void *features = s->base + off;
-            if (L->lay->on_device) {
-                st = gather_on_device(L, s, tv, rows, nrows, out_dtype, row_bytes, &feat, &features, &err);
-                b->priv.pub.features_memory = FS_MEM_DEVICE;
-                b->priv.pub.features_device = L->reader;
-            } else {
-                st = fs_gather_cpu(tv, rows, nrows, out_dtype, features, L->pool, &feat, &err);
-            }
-            b->priv.pub.kind |= FS_BATCH_GATHER;
-            b->priv.pub.features = features;
-            b->priv.pub.rows = nrows;
-            b->priv.pub.dim = tv->dim;
-            b->priv.pub.dtype = out_dtype;
-        }
-    }
-    report(L, method, st, t0, &feat, &topo);
+    report(L, method, st, t0, &reads);
     if (st != FS_OK) {
         free(b);
-        if (slot >= 0) release_slot(L, slot);
+        if (sr.slot >= 0) fs_local_slot_release(L, sr.slot);
         return fs_client_fail(c, st, "%s", err.msg);
     }
+    fill_batch(b, &r, &res);
     b->priv.release = release_batch;
-    b->priv.region = L->slots[slot].base;
-    b->priv.region_len = L->slots[slot].cap;
+    b->priv.region = L->slots[sr.slot].base;
+    b->priv.region_len = L->slots[sr.slot].cap;
     b->L = L;
-    b->slot = slot;
+    b->slot = sr.slot;
     *out = &b->priv.pub;
     return FS_OK;
 }
@@ -1296,19 +570,19 @@ static fs_status_t run(fs_client_t *c, int method, const int64_t *ids, int64_t n
 static fs_status_t local_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                 fs_batch_t **out)
 {
-    return run(c, M_SAMPLE, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
+    return run(c, featstore_local_Method_METHOD_SAMPLE, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
 }
 
 static fs_status_t local_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t dt,
                                 fs_batch_t **out)
 {
-    return run(c, M_GATHER, ids, n, NULL, table, dt, out);
+    return run(c, featstore_local_Method_METHOD_GATHER, ids, n, NULL, table, dt, out);
 }
 
 static fs_status_t local_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                        const char *table, fs_dtype_t dt, fs_batch_t **out)
 {
-    return run(c, M_SAMPLE_GATHER, seeds, n, req, table, dt, out);
+    return run(c, featstore_local_Method_METHOD_SAMPLE_GATHER, seeds, n, req, table, dt, out);
 }
 
 /* ---- typed graphs ------------------------------------------------------------------ */
@@ -1331,7 +605,7 @@ static fs_status_t open_typed(fs_client_t *c, local_t *L)
         st = fs_dataset_open_fds(L->lay->w.dataset, text, T->manifest_bytes, (const char *const *)T->names, T->fds,
                                  (int)T->num_files, c->opts.threads, &T->ds, &err);
     free(text);
-    if (st == FS_OK && (st = fs_hetero_graph_init(&T->graph, T->ds, &err)) != FS_OK) {
+    if (st == FS_OK && (st = fs_exec_typed_graph_init(&T->graph, T->ds, &err)) != FS_OK) {
         fs_dataset_close(T->ds);
         T->ds = NULL;
     }
@@ -1340,26 +614,11 @@ static fs_status_t open_typed(fs_client_t *c, local_t *L)
     return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
 }
 
-typedef struct {
-    fs_client_t *c;
-    slot_t *slot;
-} slot_alloc_t;
-
-static void *alloc_in_slot(void *ctx, size_t bytes, fs_error_t *err)
-{
-    slot_alloc_t *a = ctx;
-    if (slot_reserve(a->c, a->slot, bytes) != FS_OK) {
-        fs_error(err, FS_ERR_NOMEM, "%s", a->c->errstr);
-        return NULL;
-    }
-    return a->slot->base;
-}
-
 static void release_hetero(fs_hetero_priv_t *p)
 {
     local_hetero_t *b = (local_hetero_t *)p;
     free(p->index_mem);
-    release_slot(b->L, b->slot);
+    fs_local_slot_release(b->L, b->slot);
     free(b);
 }
 
@@ -1374,25 +633,26 @@ static fs_status_t local_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups,
     if (st == FS_OK) st = open_typed(c, L);
     if (st != FS_OK) return st;
     fs_error_t err = {0};
-    int slot = acquire_slot(L);
+    slot_region_t sr = {c, L, -1};
+    fs_exec_region_t into = fs_local_slot_region(&sr);
+    st = into.take(&into, &err); /* first, as before the executor: a typed call holds its slot from the start */
+    into.take = NULL;
     local_hetero_t *b = NULL;
-    if (slot < 0) st = fs_error(&err, FS_ERR_RESOURCE, "all %d result slots are held: free a batch first", L->num_slots);
     if (!st && !(b = calloc(1, sizeof *b))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
-    void *image = NULL;
     size_t len = 0;
-    slot_alloc_t a = {c, slot >= 0 ? &L->slots[slot] : NULL};
-    fs_hetero_reads_t reads = {0};
-    if (!st)
-        st = fs_hetero_run(&L->typed.graph, L->typed.sampler, &L->limits, groups, num_groups, link, req, 1, L->pool,
-                           alloc_in_slot, &a, &image, &len, &reads, &err); /* joined: read back by this library */
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = exec_of(L, &reads);
+    if (!st) st = fs_exec_typed(&x, groups, num_groups, link, req, 1, &into, &len, &err); /* joined: read back here */
     fs_hetero_index_t ix;
-    if (!st) st = fs_hetero_index(image, len, 0, &ix, &err); /* written just now, by this process */
-    report(L, link ? M_LINK : M_HETERO, st, t0, &reads.features, &reads.topology);
+    if (!st) st = fs_hetero_index(into.base, len, 0, &ix, &err); /* written just now, by this process */
+    report(L, link ? featstore_local_Method_METHOD_LINK_SAMPLE : featstore_local_Method_METHOD_HETERO_SAMPLE, st, t0,
+           &reads);
     if (st != FS_OK) {
         free(b);
-        if (slot >= 0) release_slot(L, slot);
+        if (sr.slot >= 0) fs_local_slot_release(L, sr.slot);
         return fs_client_fail(c, st, "%s", err.msg);
     }
+    int slot = sr.slot;
     b->priv = (fs_hetero_priv_t){.pub = ix.batch, .index_mem = ix.mem, .release = release_hetero,
                                  .region = L->slots[slot].base, .region_len = L->slots[slot].cap};
     b->L = L, b->slot = slot;

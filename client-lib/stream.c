@@ -18,11 +18,12 @@
  *
  * Match and Reorder (seed 002, docs/algorithms.md §6): with a delta mode
  * the producer samples a window of batches (sample only), orders the
- * window by fs_reorder_window (from the window's first batch, not the
- * previous window's last, so a resumed stream orders every window as the
- * uninterrupted one did), and for each batch in that order fetches only
- * the rows the previous batch lacks (fs_reorder_delta, then fs_gather of
- * the new ids): over grpc:// only new rows travel. FS_DELTA_FULL then
+ * window (from the window's first batch, not the previous window's last,
+ * so a resumed stream orders every window as the uninterrupted one did),
+ * and for each batch in that order fetches only the rows the previous
+ * batch lacks (then fs_gather of the new ids): over grpc:// only new rows
+ * travel. Both steps are the executor's (exec/fs_exec_epoch.h), which the
+ * server's epoch streams take too. FS_DELTA_FULL then
  * assembles the full matrix from the previous batch's rows and the new
  * ones; the producer keeps a reference to the previous batch for that.
  *
@@ -53,7 +54,7 @@
 #include <string.h>
 #include <time.h>
 
-
+#include "fs_exec_epoch.h"
 #include "stream_internal.h"
 
 /* ---- references ------------------------------------------------------------ */
@@ -432,12 +433,11 @@ static fs_status_t finish_delta(producer_t *p, stream_batch_t *b, entry_t *e)
         entry_fail(e, FS_ERR_NOMEM, "stream: out of memory for batch %lld's rows", (long long)b->pub.index);
         return FS_ERR_NOMEM;
     }
-    if (fs_reorder_delta(s->rws, s->prev ? s->prev->batch->nodes : NULL, prev_n, x->nodes, n, b->take, new_pos,
-                         &num_new, &err) != FS_OK) {
+    if (fs_exec_epoch_delta(s->rws, s->prev ? s->prev->batch->nodes : NULL, prev_n, x->nodes, n, b->take, new_pos,
+                            new_ids, &num_new, &err) != FS_OK) {
         entry_fail(e, err.code, "stream: %s", err.msg);
         return err.code;
     }
-    for (int64_t k = 0; k < num_new; k++) new_ids[k] = x->nodes[new_pos[k]];
     b->rows = s->delta == FS_DELTA_FULL ? matrix_take(s, row * (size_t)n, &b->rows_cap) : NULL;
     fs_status_t st = s->delta == FS_DELTA_FULL && !b->rows ? FS_ERR_NOMEM : FS_OK;
     if (st != FS_OK) {
@@ -520,14 +520,13 @@ static void produce_batches(producer_t *p)
 /* The window's batches (plan batches w..w+k-1), sampled, and their order. */
 static fs_status_t make_window(producer_t *p, int64_t w, int k, stream_batch_t **win, int *order, entry_t *e)
 {
-    fs_rowset_t sets[MAX_WINDOW];
+    fs_rowset_t sets[MAX_WINDOW] = {{0}};
     for (int j = 0; j < k; j++) {
         if (!(win[j] = make_batch(p, w + j, e))) return e->st;
         sets[j] = (fs_rowset_t){win[j]->batch->num_nodes, win[j]->batch->nodes};
-        order[j] = j;
     }
     fs_error_t err = {0};
-    if (k > 1 && fs_reorder_window(p->s->rws, NULL, sets, k, order, NULL, NULL, &err) != FS_OK) {
+    if (fs_exec_epoch_order(p->s->rws, sets, k, order, &err) != FS_OK) {
         entry_fail(e, err.code, "stream: %s", err.msg);
         return err.code;
     }

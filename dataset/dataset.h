@@ -80,7 +80,7 @@ typedef struct fs_split_name fs_split_name_t;
 
 /* ---- typed graphs (version 2) ---- */
 
-#define FS_TYPE_NAME_MAX 64   /* type and relation names: [A-Za-z0-9_], 1..63 characters */
+/* type and relation names: FS_TYPE_NAME_MAX and fs_type_name_valid (fs_types.h) */
 
 typedef struct {
     char name[FS_TYPE_NAME_MAX];

@@ -20,16 +20,6 @@
 #define V1_NODE_TYPE "node"
 #define V1_RELATION "to"
 
-static int valid_type_name(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n >= FS_TYPE_NAME_MAX) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!(s[i] == '_' || (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
-            return 0;
-    return 1;
-}
-
 static fs_status_t bad(open_ctx_t *c, const char *what)
 {
     return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s", c->dir, FS_MANIFEST, what);
@@ -73,7 +63,7 @@ static fs_status_t open_node_type(open_ctx_t *c, json_t *o, fs_node_type_t *t)
 {
     char owner[128];
     const char *name = json_is_object(o) ? ds_json_str(o, "name") : NULL;
-    if (!valid_type_name(name))
+    if (!fs_type_name_valid(name))
         return bad(c, "every node type needs a \"name\" of 1 to 63 letters, digits or underscores");
     snprintf(t->name, sizeof t->name, "%s", name);
     snprintf(owner, sizeof owner, "node type '%s'", name);
@@ -128,7 +118,7 @@ static fs_status_t open_edge_type(open_ctx_t *c, json_t *o, int index, fs_edge_t
     fs_dataset_t *ds = c->ds;
     const char *src = json_is_object(o) ? ds_json_str(o, "src") : NULL, *rel = src ? ds_json_str(o, "rel") : NULL,
                *dst = src ? ds_json_str(o, "dst") : NULL;
-    if (!valid_type_name(src) || !valid_type_name(rel) || !valid_type_name(dst))
+    if (!fs_type_name_valid(src) || !fs_type_name_valid(rel) || !fs_type_name_valid(dst))
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge type %d needs \"src\", \"rel\" and \"dst\" names of 1 to "
                         "63 letters, digits or underscores", c->dir, FS_MANIFEST, index);
     snprintf(e->src, sizeof e->src, "%s", src);

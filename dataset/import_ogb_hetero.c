@@ -41,7 +41,7 @@ typedef struct {
     const fs_import_opts_t *o;
     fs_typed_t *b;
     int num_types;
-    char (*names)[64];
+    char (*names)[FS_TYPE_NAME_MAX];
     int64_t *counts;
     int64_t **labels;             /* [num_types]: each type's labels, or NULL */
     int num_relations;
@@ -184,15 +184,6 @@ static fs_status_t read_table(const char *path, const table_dest_t *d, fs_error_
 
 /* ---- num-node-dict ------------------------------------------------------------------------ */
 
-static int valid_type_name(const char *s, size_t n)
-{
-    if (n == 0 || n >= 64) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!(s[i] == '_' || (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
-            return 0;
-    return 1;
-}
-
 /* Line 1: type names; takes them into m->names. */
 static fs_status_t parse_type_names(imp_t *m, fs_textin_t *t, char *line, fs_error_t *err)
 {
@@ -206,9 +197,11 @@ static fs_status_t parse_type_names(imp_t *m, fs_textin_t *t, char *line, fs_err
         size_t n = strcspn(p, ",");
         while (n && (p[n - 1] == ' ' || p[n - 1] == '"')) n--; /* pandas may quote the header */
         while (n && (*p == ' ' || *p == '"')) p++, n--;
-        if (!valid_type_name(p, n)) return line_error(t, "node type names of letters, digits or underscores", line, err);
+        if (n < FS_TYPE_NAME_MAX) memcpy(m->names[m->num_types], p, n); /* calloc'd: NUL-terminated */
+        if (!fs_type_name_valid(m->names[m->num_types]) || n >= FS_TYPE_NAME_MAX)
+            return line_error(t, "node type names of letters, digits or underscores", line, err);
         if (type_index(m, p, n) >= 0) return line_error(t, "each node type named once", line, err);
-        memcpy(m->names[m->num_types++], p, n);
+        m->num_types++;
         p += strcspn(p, ",");
         if (!*p) return FS_OK;
     }
@@ -269,11 +262,12 @@ static fs_status_t import_node_type(imp_t *m, int type, fs_error_t *err)
 /* ---- relations --------------------------------------------------------------------------- */
 
 /* "<src>___<rel>___<dst>" into its parts; the types must be known. */
-static fs_status_t parse_relation(const imp_t *m, const char *rdir, const char *name, int *src, char rel[64],
-                                  int *dst, fs_error_t *err)
+static fs_status_t parse_relation(const imp_t *m, const char *rdir, const char *name, int *src,
+                                  char rel[FS_TYPE_NAME_MAX], int *dst, fs_error_t *err)
 {
     const char *a = strstr(name, "___"), *b = a ? strstr(a + 3, "___") : NULL;
-    if (!a || !b || strstr(b + 3, "___") || !valid_type_name(a + 3, (size_t)(b - a - 3)))
+    if (a && b) snprintf(rel, FS_TYPE_NAME_MAX, "%.*s", (int)(b - a - 3), a + 3);
+    if (!a || !b || strstr(b + 3, "___") || b - a - 3 >= FS_TYPE_NAME_MAX || !fs_type_name_valid(rel))
         return fs_error(err, FS_ERR_FORMAT, "%s/%s: a relation directory is named <src>___<rel>___<dst>, each a name "
                         "of letters, digits or underscores", rdir, name);
     *src = type_index(m, name, (size_t)(a - name));
@@ -281,7 +275,6 @@ static fs_status_t parse_relation(const imp_t *m, const char *rdir, const char *
     if (*src < 0 || *dst < 0)
         return fs_error(err, FS_ERR_FORMAT, "%s/%s: node type '%.*s' is not in raw/num-node-dict", rdir, name,
                         *src < 0 ? (int)(a - name) : (int)strlen(b + 3), *src < 0 ? name : b + 3);
-    snprintf(rel, 64, "%.*s", (int)(b - a - 3), a + 3);
     return FS_OK;
 }
 
@@ -337,7 +330,7 @@ static fs_status_t check_edge_count(const char *rd, int64_t n, fs_error_t *err)
 
 static fs_status_t import_relation(imp_t *m, const char *rdir, const char *name, fs_error_t *err)
 {
-    char rd[PATH_LEN], path[PATH_LEN], rel[64], rev[80];
+    char rd[PATH_LEN], path[PATH_LEN], rel[FS_TYPE_NAME_MAX], rev[80];
     int st = -1, dt = -1, index = -1;
     fs_status_t s = parse_relation(m, rdir, name, &st, rel, &dt, err);
     if (s) return s;

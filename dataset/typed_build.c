@@ -21,7 +21,7 @@
 #include "import.h"
 
 typedef struct {
-    char name[64];
+    char name[FS_TYPE_NAME_MAX];
     int64_t count;
     json_t *j;                /* its entry in node_types */
     int64_t *labels;          /* when num_classes is to be counted at finish */
@@ -29,7 +29,7 @@ typedef struct {
 
 typedef struct {
     int src, dst;             /* node type indices */
-    char rel[64];
+    char rel[FS_TYPE_NAME_MAX];
     int64_t num_edges;
     json_t *j;
 } edge_t;
@@ -70,17 +70,6 @@ void fs_typed_free(fs_typed_t *b)
 }
 
 /* ---- names and files -------------------------------------------------------- */
-
-/* Type and relation names: what dataset_typed.c accepts. */
-static int valid_type_name(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n >= 64) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!(s[i] == '_' || (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
-            return 0;
-    return 1;
-}
 
 /* Table, split and link split names: they become part of a file name. */
 static int valid_part_name(const char *s)
@@ -139,7 +128,7 @@ static fs_status_t check_table(const char *owner, const char *table, fs_dtype_t 
 
 fs_status_t fs_typed_node_type(fs_typed_t *b, const char *name, int64_t count, int *index, fs_error_t *err)
 {
-    if (!valid_type_name(name))
+    if (!fs_type_name_valid(name))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "node type name '%s' must be 1-63 letters, digits or "
                         "underscores", name ? name : "");
     for (int i = 0; i < b->num_nodes; i++)
@@ -444,7 +433,7 @@ static fs_status_t check_edges(const fs_typed_t *b, const fs_typed_edges_t *e, i
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "edge type (%s, %s, %s) names node type '%s', which was not "
                         "added", e->src ? e->src : "", e->rel ? e->rel : "", e->dst ? e->dst : "",
                         src < 0 ? (e->src ? e->src : "") : e->dst);
-    if (!valid_type_name(e->rel) || (e->reverse && !valid_type_name(e->reverse)))
+    if (!fs_type_name_valid(e->rel) || (e->reverse && !fs_type_name_valid(e->reverse)))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "edge type (%s, %s, %s): relation names must be 1-63 letters, "
                         "digits or underscores", e->src, e->rel ? e->rel : "", e->dst);
     if (e->reverse && src == dst && strcmp(e->rel, e->reverse) == 0)

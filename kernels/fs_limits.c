@@ -85,6 +85,16 @@ int64_t fs_sample_result_bytes(const fs_sample_result_t *r)
     return b;
 }
 
+fs_status_t fs_limits_check_result(const fs_limits_t *l, const fs_sample_result_t *res, size_t row_bytes,
+                                   fs_error_t *err)
+{
+    double bytes = (double)fs_sample_result_bytes(res) + (double)res->num_nodes * (double)row_bytes;
+    if (bytes <= (double)l->max_response_bytes) return FS_OK;
+    return fs_error(err, FS_ERR_RESOURCE, "the sample%s as drawn came to a response of %.0f bytes; the limit is %lld "
+                    "(max_response_bytes): use fewer seeds or smaller fanouts", row_bytes ? " and its features" : "",
+                    bytes, (long long)l->max_response_bytes);
+}
+
 /* ---- typed requests -------------------------------------------------------- */
 
 double fs_limits_typed_worst_bytes(const fs_typed_view_t *g, const fs_typed_req_t *req, int64_t seeds,

@@ -52,6 +52,15 @@ double fs_limits_worst_bytes(const fs_limits_t *l, int64_t n, const fs_sample_re
  * weights included when present. */
 int64_t fs_sample_result_bytes(const fs_sample_result_t *r);
 
+/* The one check of a result, after sampling: its arrays
+ * (fs_sample_result_bytes) plus row_bytes per node (0 when nothing is
+ * gathered) must fit max_response_bytes, else FS_ERR_RESOURCE. The worst
+ * case checked before sampling bounds every plain result; a locality boost
+ * > 1 bounds only each row's expected count, so only a boosted result can
+ * fail here. Every host runs it (exec/fs_exec.h). */
+fs_status_t fs_limits_check_result(const fs_limits_t *l, const fs_sample_result_t *res, size_t row_bytes,
+                                   fs_error_t *err);
+
 /* ---- the typed sampler (fs_typed.h) ---- */
 
 /* The same three limits for a typed request on `seeds` seeds in all (a link

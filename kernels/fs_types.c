@@ -263,6 +263,16 @@ fs_status_t fs_table_not_found(fs_error_t *err, const char *dataset, const char 
                     kind, listed ? list : "none");
 }
 
+int fs_type_name_valid(const char *s)
+{
+    size_t n = s ? strnlen(s, FS_TYPE_NAME_MAX) : 0;
+    if (n == 0 || n >= FS_TYPE_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] == '_' || (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
+            return 0;
+    return 1;
+}
+
 double fs_now(void)
 {
     struct timespec ts;

@@ -51,6 +51,14 @@ void fs_list_name(char *list, size_t len, int *listed, int most, int total, cons
 fs_status_t fs_table_not_found(fs_error_t *err, const char *dataset, const char *kind, const char *name, int n,
                                const char *(*name_at)(const void *ctx, int i), const void *ctx);
 
+/* Node type and relation names: 1..FS_TYPE_NAME_MAX - 1 characters of
+ * [A-Za-z0-9_]. The one rule: datasets store them, importers and the typed
+ * builder accept them, and the wire's name fields hold them (their nanopb
+ * max_size is FS_TYPE_NAME_MAX: proto/fs_wire.c asserts it). */
+#define FS_TYPE_NAME_MAX 64
+/* Whether s (NUL-terminated; NULL is no name) is such a name. */
+int fs_type_name_valid(const char *s);
+
 /* Monotonic seconds, for latencies and progress. */
 double fs_now(void);
 

@@ -1,15 +1,8 @@
-/* fs_hetero.h — typed batches for the transports: one request path and one
- * result layout, so a typed batch is the same bytes over unix:// and
- * grpc:// (docs/api.md section 10).
- *
- * Running (fs_hetero_run): a public request (fs_hetero_req_t, with seed
- * groups or fs_link_req_t; featstore/types.h) names node types, edge types
- * and tables. It is resolved against the dataset's typed graph, checked
- * against the limits (worst case, before any work: fs_limits.h), sampled by
- * the typed engine (kernels/fs_typed.h), and written, with the requested
- * node and edge table rows gathered in place, into one buffer: the batch
- * image. The unix:// client runs it in its own process into a result slot;
- * the gRPC server runs it and streams the image.
+/* fs_hetero.h — the typed batch image's codec: one result layout, so a
+ * typed batch is the same bytes over unix:// and grpc:// (docs/api.md
+ * section 10). Codec only: the executor (exec/fs_exec.h, fs_exec_typed)
+ * samples a batch and describes it to fs_hetero_encode, which gathers its
+ * table rows through the executor's callback.
  *
  * The image (all integers little-endian int64; every array 64-byte
  * aligned): a 128-byte header (magic "FSHBAT01", total bytes, counts and
@@ -22,57 +15,48 @@
  * and local id, so bytes from the network cannot point a batch outside its
  * buffer.
  *
- * Thread-safety: a graph is read-only after init and shared; a sampler is
- * one per thread. */
+ * Thread-safety: pure functions of their arguments. */
 #ifndef FS_HETERO_H
 #define FS_HETERO_H
 
-#include "dataset.h"
-#include "fs_gather.h"
-#include "fs_limits.h"
-#include "fs_pool.h"
-#include "fs_typed.h"
-#include "typed_view.h"
+#include "fs_types.h"
 
-/* A dataset's typed graph with its tables as gather views. */
-typedef struct {
-    const fs_dataset_t *ds;
-    fs_typed_graph_t graph;
-    fs_table_view_t **node_views;   /* [node type][its tables] */
-    fs_table_view_t **edge_views;   /* [edge type][its tables] */
-} fs_hetero_graph_t;
-
-fs_status_t fs_hetero_graph_init(fs_hetero_graph_t *g, const fs_dataset_t *ds, fs_error_t *err);
-void fs_hetero_graph_free(fs_hetero_graph_t *g);
+/* The image's flags (header word "flags"): which optional arrays it holds.
+ * JOINED (since 1.5): each edge type's edge arrays of every hop end to end,
+ * sources then destinations (then edge ids), so a reader can take the
+ * hops' edges as one [2, E] array with no copy (PyG's edge_index); written
+ * only for readers that say they take it (the local transport's own, gRPC
+ * clients setting TypedSampling.joined_edges): an older client refuses it. */
+enum {
+    FS_HETERO_BATCH = 1,        /* per node, the seed it descends from (disjoint or temporal) */
+    FS_HETERO_TIME = 2,         /* per node, its time (temporal) */
+    FS_HETERO_EDGE_IDS = 4,     /* per sampled edge, its id */
+    FS_HETERO_LINK = 8,         /* a link batch: labels, or (TRIPLET) triplet indices */
+    FS_HETERO_TRIPLET = 16,
+    FS_HETERO_LABEL_TIME = 32,  /* per label, its time */
+    FS_HETERO_JOINED = 64,
+};
 
 /* Where an image is written: returns `bytes` of writable memory or NULL
  * (then *err says why). */
 typedef void *(*fs_hetero_alloc_fn)(void *ctx, size_t bytes, fs_error_t *err);
 
-/* What one batch read, per source tier, for the metrics (each transport
- * records it where it records its other reads: a unix:// trainer's REPORT,
- * the gRPC server's store counters). Features: the node and edge tables'
- * rows gathered, at their stored row size. Topology: the neighbour lists
- * sampled (one per destination of a block whose edge type has a fanout at
- * that hop) and the neighbour ids taken from them (the block's edges, at
- * the edge type's index width). A typed batch reads the dataset's own
- * arrays (the graph's views): everything is tier 0. */
-typedef struct {
-    fs_gather_counters_t features, topology;
-} fs_hetero_reads_t;
+/* Writes n rows of table k (in the batch's table order) of node type
+ * `owner` (edge 0) or of edge type `owner` (edge 1) — the rows of ids —
+ * into out, as the batch's fs_rows_t for that table says (dtype, dim). */
+typedef fs_status_t (*fs_hetero_rows_fn)(void *ctx, int edge, int64_t owner, int64_t k, const int64_t *ids,
+                                         int64_t n, void *out, fs_error_t *err);
 
-/* One typed batch (link NULL: groups of seeds; else link's seed edges, and
- * groups must be NULL). req, link: full-size structs (client.c normalises
- * a caller's shorter ones). `joined`: each edge type's edge arrays of all
- * hops end to end (sources, then destinations, then edge ids), which
- * readers from 1.5 on take as one array; only for readers that say so
- * (TypedSampling.joined_edges): older clients refuse it. On FS_OK *image
- * (from alloc) holds *len bytes, and what the batch read is added to
- * *reads (may be NULL); a failed batch adds nothing. pool may be NULL. */
-fs_status_t fs_hetero_run(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, const fs_limits_t *limits,
-                          const fs_hetero_seeds_t *groups, size_t num_groups, const fs_link_req_t *link,
-                          const fs_hetero_req_t *req, int joined, fs_pool_t *pool, fs_hetero_alloc_fn alloc,
-                          void *ctx, void **image, size_t *len, fs_hetero_reads_t *reads, fs_error_t *err);
+/* Writes the batch b describes as one image, in memory from alloc. b is a
+ * description: every count, name and array the image holds, as a reader
+ * gets them back, except the table rows — a table's fs_rows_t gives its
+ * dtype and dim (FS_DTYPE_INVALID: absent for that type) and `rows` writes
+ * its rows. Edge tables are described per edge type, by hop 0's blocks:
+ * edge_tables[e * num_edge_tables + k] only.
+ * An array NULL where the flags want it is written as zeros. flags: the
+ * FS_HETERO_* the image holds. On FS_OK *image holds *len bytes. */
+fs_status_t fs_hetero_encode(const fs_hetero_batch_t *b, int flags, fs_hetero_alloc_fn alloc, void *alloc_ctx,
+                             fs_hetero_rows_fn rows, void *rows_ctx, void **image, size_t *len, fs_error_t *err);
 
 /* An image read back: batch points into the image and into `mem`, this
  * index's own small tables. */
@@ -85,7 +69,7 @@ typedef struct {
  * against len: FS_ERR_FORMAT naming the first bad field. `received`: the
  * bytes came from elsewhere (the network), so every block's offsets and
  * every local id are checked too — a pass over the arrays that an image
- * this process just wrote (fs_hetero_run) does not need. */
+ * this process just wrote (fs_hetero_encode) does not need. */
 fs_status_t fs_hetero_index(const void *image, size_t len, int received, fs_hetero_index_t *ix, fs_error_t *err);
 void fs_hetero_index_free(fs_hetero_index_t *ix);
 

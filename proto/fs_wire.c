@@ -581,15 +581,31 @@ fs_status_t fs_wire_order_from_name(const char *name, fs_epoch_order_t *out, fs_
 
 /* -- encoding -- */
 
+/* Type and relation names travel in fields of FS_TYPE_NAME_MAX bytes
+ * (featstore.options' max_size): the one name limit (fs_types.h). */
+#define SAME_AS_NAME_LIMIT(type, field) \
+    _Static_assert(sizeof(((type *)0)->field) == FS_TYPE_NAME_MAX, #type "." #field ": max_size != FS_TYPE_NAME_MAX")
+SAME_AS_NAME_LIMIT(featstore_v1_Fanout, src);
+SAME_AS_NAME_LIMIT(featstore_v1_Fanout, rel);
+SAME_AS_NAME_LIMIT(featstore_v1_Fanout, dst);
+SAME_AS_NAME_LIMIT(featstore_v1_SeedGroup, type);
+SAME_AS_NAME_LIMIT(featstore_v1_LinkSampleRequest, src);
+SAME_AS_NAME_LIMIT(featstore_v1_LinkSampleRequest, rel);
+SAME_AS_NAME_LIMIT(featstore_v1_LinkSampleRequest, dst);
+SAME_AS_NAME_LIMIT(featstore_v1_NodeTypeInfo, name);
+SAME_AS_NAME_LIMIT(featstore_v1_EdgeTypeInfo, src);
+SAME_AS_NAME_LIMIT(featstore_v1_EdgeTypeInfo, rel);
+SAME_AS_NAME_LIMIT(featstore_v1_EdgeTypeInfo, dst);
+
 static fs_status_t check_name(const char *name, const char *what, fs_error_t *err)
 {
-    if (name && strlen(name) >= FS_WIRE_NAME_MAX)
+    if (name && strlen(name) >= FS_TYPE_NAME_MAX)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: name '%.40s...' is longer than %d characters (type and "
-                        "relation names are 1..%d)", what, name, FS_WIRE_NAME_MAX - 1, FS_WIRE_NAME_MAX - 1);
+                        "relation names are 1..%d)", what, name, FS_TYPE_NAME_MAX - 1, FS_TYPE_NAME_MAX - 1);
     return FS_OK;
 }
 
-static void copy_name(char *field, const char *name) { snprintf(field, FS_WIRE_NAME_MAX, "%s", name ? name : ""); }
+static void copy_name(char *field, const char *name) { snprintf(field, FS_TYPE_NAME_MAX, "%s", name ? name : ""); }
 
 static bool get_fanout(void *ctx, size_t i, void *elem)
 {
@@ -903,7 +919,7 @@ fs_status_t fs_wire_hetero_take(const featstore_v1_HeteroSampleRequest *msg, fs_
     for (size_t i = 0; i < n && st == FS_OK; i++) {
         fs_wire_group_t *g = &in->group_bufs[i];
         fs_hetero_seeds_t *o = &in->groups[i];
-        char what[FS_WIRE_NAME_MAX + 32];
+        char what[FS_TYPE_NAME_MAX + 32];
         snprintf(what, sizeof what, "seeds of '%s'", g->msg.type);
         o->type = g->msg.type;
         st = fs_wire_int64s(&g->ids, what, &o->ids, &o->count, err);

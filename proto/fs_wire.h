@@ -203,7 +203,6 @@ fs_status_t fs_wire_order_from_name(const char *name, fs_epoch_order_t *out, fs_
 #define FS_WIRE_MAX_GROUPS 65536       /* seed groups */
 #define FS_WIRE_MAX_FANOUTS 65536      /* edge types with fanouts */
 #define FS_WIRE_MAX_TABLES 4096        /* node tables, and edge tables */
-#define FS_WIRE_NAME_MAX 64            /* type and relation names: 1..63 characters, as datasets store them */
 
 /* Encoding (the client): a HeteroSampleRequest from (groups, req), or a
  * LinkSampleRequest from (link, req); everything is borrowed until encoding
@@ -257,7 +256,7 @@ typedef struct {
     fs_wire_group_t *group_bufs;
     size_t num_group_bufs, cap_group_bufs;
     fs_wire_names_t node_tables, edge_tables;
-    char link_src[FS_WIRE_NAME_MAX], link_rel[FS_WIRE_NAME_MAX], link_dst[FS_WIRE_NAME_MAX];
+    char link_src[FS_TYPE_NAME_MAX], link_rel[FS_TYPE_NAME_MAX], link_dst[FS_TYPE_NAME_MAX];
     fs_wire_buf_t src_ids, dst_ids, label, time;
     fs_pb_list_t fanout_list, group_list;
     fs_pb_strings_t node_table_list, edge_table_list;

@@ -1,4 +1,6 @@
-/* engine.c — see engine.h. */
+/* engine.c — see engine.h. Each call builds the executor's fs_exec_t for
+ * the CPU reader of the store it holds, runs the stages, and records what
+ * they read in that store. */
 #include "engine.h"
 
 #include <pthread.h>
@@ -13,7 +15,7 @@ struct fs_engine {
     pthread_mutex_t mu;   /* guards store and generation: held for a pointer swap, never for a request */
     fs_store_t *store;
     uint64_t generation;
-    fs_hetero_graph_t hetero; /* the typed graph typed calls sample (fs_engine_hetero) */
+    fs_exec_typed_graph_t typed; /* the typed graph typed calls sample (fs_engine_typed) */
 };
 
 fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
@@ -28,7 +30,7 @@ fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs
     if (limits) e->limits = *limits;
     else fs_limits_default(&e->limits);
     e->limits.num_nodes = ds->num_nodes, e->limits.num_edges = ds->num_edges; /* bound each request's worst case */
-    fs_status_t st = fs_hetero_graph_init(&e->hetero, ds, err);
+    fs_status_t st = fs_exec_typed_graph_init(&e->typed, ds, err);
     if (st != FS_OK) {
         fs_engine_destroy(e);
         return st;
@@ -41,7 +43,7 @@ void fs_engine_destroy(fs_engine_t *e)
 {
     if (!e) return;
     fs_store_destroy(e->store);
-    fs_hetero_graph_free(&e->hetero);
+    fs_exec_typed_graph_free(&e->typed);
     pthread_mutex_destroy(&e->mu);
     free(e);
 }
@@ -203,30 +205,6 @@ fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err)
     return FS_OK;
 }
 
-fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
-                             const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
-{
-    /* every limit from the request alone, before the sampler allocates or
-     * reads anything: the worst case, not the result, is held to
-     * max_response_bytes (docs/serving.md, "Limits") */
-    fs_status_t st = need_one_graph(e, err);
-    if (st == FS_OK) st = fs_limits_check(&e->limits, n, req, 0, err);
-    if (st != FS_OK) return st;
-    if (req->locality > 1)
-        return fs_error(err, FS_ERR_UNSUPPORTED, "locality = %g: locality-aware sampling needs a placement and a "
-                        "reader GPU; a remote (gRPC) trainer reads as the CPU, which has no GPU rows to prefer: "
-                        "send locality 0, or run the trainer on the server's machine over unix:// with device "
-                        "\"gpu:N\"", req->locality);
-    fs_csr_view_t g;
-    fs_store_t *store = fs_engine_acquire(e, NULL);
-    fs_store_csr_view(store, FS_READER_CPU, &g);
-    fs_gather_counters_t topo = {0};
-    st = fs_sample_cpu(s, &g, seeds, n, req, res, &topo, err);
-    if (st == FS_OK) fs_store_count_topology(store, FS_READER_CPU, &topo);
-    fs_store_destroy(store);
-    return st;
-}
-
 fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err)
 {
     return fs_dataset_find_split(fs_engine_dataset(e), name, out, err); /* NOT_FOUND lists what there is */
@@ -248,26 +226,97 @@ fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t 
     return FS_OK;
 }
 
+/* ---- the executor's host ------------------------------------------------------- */
+
+/* Why a boost cannot be had here (fs_exec_t.no_las). */
+#define NO_LAS "locality-aware sampling needs a placement and a reader GPU; a remote (gRPC) trainer reads as the " \
+               "CPU, which has no GPU rows to prefer: send locality 0, or run the trainer on the server's machine " \
+               "over unix:// with device \"gpu:N\""
+
+/* The executor as the server hosts it: the CPU reader, whose reads go to
+ * *reads until record() puts them in the store read from. */
+static fs_exec_t exec_of(const fs_engine_t *e, fs_exec_reads_t *reads)
+{
+    return (fs_exec_t){.limits = &e->limits, .reads = reads, .device = -1, .no_las = NO_LAS, .typed = &e->typed};
+}
+
+static void record(fs_store_t *store, const fs_exec_reads_t *reads)
+{
+    fs_store_count(store, FS_READER_CPU, &reads->features);
+    fs_store_count_topology(store, FS_READER_CPU, &reads->topology);
+}
+
+fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
+                             const fs_sample_req_t *req, const char *table, fs_dtype_t dtype, fs_sample_result_t *res,
+                             fs_error_t *err)
+{
+    fs_status_t st = need_one_graph(e, err);
+    if (st != FS_OK) return st;
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = exec_of(e, &reads);
+    fs_csr_view_t g;
+    fs_table_view_t rows;
+    fs_exec_req_t r = {.ids = seeds, .n = n, .sample = req, .table = table ? &rows : NULL, .dtype = dtype};
+    fs_store_t *store = fs_engine_acquire(e, NULL);
+    fs_store_csr_view(store, FS_READER_CPU, &g);
+    x.graph = &g, x.sampler = s;
+    if (table) st = fs_store_host_view(store, table, FS_READER_CPU, &rows, err);
+    /* every limit from the request alone, before the sampler allocates or
+     * reads anything: the worst case, not the result, is held to
+     * max_response_bytes (docs/serving.md, "Limits") */
+    if (st == FS_OK) st = fs_exec_check(&x, &r, err);
+    if (st == FS_OK) st = fs_exec_sample(&x, &r, res, err);
+    record(store, &reads);
+    fs_store_destroy(store);
+    return st;
+}
+
 fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
                              void *out, fs_error_t *err)
 {
     size_t row_bytes = 0;
     int64_t dim;
     fs_status_t st = fs_engine_table(e, table, &out_dtype, &row_bytes, &dim, err);
-    if (st == FS_OK) st = fs_limits_check(&e->limits, n, NULL, row_bytes, err);
     if (st != FS_OK) return st;
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = exec_of(e, &reads);
+    fs_table_view_t rows;
+    fs_exec_req_t r = {.ids = ids, .n = n, .table = &rows, .dtype = out_dtype};
     fs_store_t *store = fs_engine_acquire(e, NULL);
-    st = fs_store_gather(store, table, FS_READER_CPU, ids, n, out_dtype, out, NULL, err);
+    st = fs_store_host_view(store, table, FS_READER_CPU, &rows, err);
+    if (st == FS_OK) st = fs_exec_check(&x, &r, err);
+    if (st == FS_OK) st = fs_exec_gather(&x, &rows, ids, n, out_dtype, out, err);
+    record(store, &reads);
     fs_store_destroy(store);
     return st;
 }
 
-const fs_hetero_graph_t *fs_engine_hetero(const fs_engine_t *e) { return &e->hetero; }
-
-void fs_engine_count(fs_engine_t *e, const fs_hetero_reads_t *reads)
+fs_status_t fs_engine_gather_check(fs_engine_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t dtype,
+                                   fs_error_t *err)
 {
+    fs_exec_t x = exec_of(e, NULL);
+    fs_table_view_t rows;
+    fs_exec_req_t r = {.ids = ids, .n = n, .table = &rows, .dtype = dtype};
     fs_store_t *store = fs_engine_acquire(e, NULL);
-    fs_store_count(store, FS_READER_CPU, &reads->features);
-    fs_store_count_topology(store, FS_READER_CPU, &reads->topology);
+    fs_status_t st = fs_store_host_view(store, table, FS_READER_CPU, &rows, err);
+    if (st == FS_OK) st = fs_exec_check(&x, &r, err);
+    if (st == FS_OK) st = fs_gather_check_ids(&rows, ids, n, err);
     fs_store_destroy(store);
+    return st;
+}
+
+fs_status_t fs_engine_typed(fs_engine_t *e, fs_typed_sampler_t *s, fs_pool_t *pool, const fs_hetero_seeds_t *groups,
+                            size_t num_groups, const fs_link_req_t *link, const fs_hetero_req_t *req, int joined,
+                            fs_exec_region_t *into, size_t *len, fs_error_t *err)
+{
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = exec_of(e, &reads);
+    x.typed_sampler = s, x.pool = pool;
+    fs_status_t st = fs_exec_typed(&x, groups, num_groups, link, req, joined, into, len, err);
+    if (st == FS_OK) { /* read, whether or not the client stays for the image */
+        fs_store_t *store = fs_engine_acquire(e, NULL);
+        record(store, &reads);
+        fs_store_destroy(store);
+    }
+    return st;
 }

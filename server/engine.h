@@ -1,9 +1,12 @@
-/* engine.h — executes requests against the store for any transport: checks
- * per-request limits (all of them from the request alone, before any work
- * or allocation: fs_limits.h), runs the kernels through the CPU reader's
- * view, counts what was read. The gRPC transport calls it on the server; local clients run
- * the same kernels in their own process on the shared mappings, with the
- * same limits (sent to them at connect time).
+/* engine.h — the server as a host of the request executor (exec/fs_exec.h):
+ * requests against the store for any transport run through the one
+ * pipeline — limits (all of them from the request alone, before any work
+ * or allocation: fs_limits.h), sample, the result check, gather — on the
+ * CPU reader's views of the store, and what they read is counted in the
+ * store, where /metrics finds the server's reads. The gRPC transport and
+ * the server's epoch streams call it; local clients host the same executor
+ * in their own process on the shared mappings, with the same limits (sent
+ * to them at connect time).
  *
  * The store can be replaced while requests run (a re-plan): every call
  * holds a reference to the store it started with, so an old store lives
@@ -11,11 +14,11 @@
  * read from, never in what is read, so results do not change.
  *
  * Thread-safety: an engine is shared by all workers; each worker passes its
- * own fs_sampler_t. */
+ * own samplers. */
 #ifndef FS_ENGINE_H
 #define FS_ENGINE_H
 
-#include "fs_hetero.h"
+#include "fs_exec.h"
 #include "fs_limits.h"
 #include "fs_sample.h"
 #include "store.h"
@@ -29,17 +32,16 @@ void fs_engine_destroy(fs_engine_t *e);
 const fs_limits_t *fs_engine_limits(const fs_engine_t *e);
 const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e);
 
-/* The dataset's typed graph (every dataset: a version-1 one is node type
- * "node" and edge type ("node", "to", "node")), built once at
- * fs_engine_create and read-only after: typed calls run fs_hetero_run on
- * it with fs_engine_limits, each worker with its own fs_typed_sampler_t. It
- * reads the dataset's tables directly (not through the store), which
- * re-plans never change. */
-const fs_hetero_graph_t *fs_engine_hetero(const fs_engine_t *e);
-/* Adds what a call read outside fs_engine_sample and fs_engine_gather (a
- * typed batch: fs_hetero_run's reads) to the current store's counters, as
- * the CPU reader, where /metrics finds the server's reads. */
-void fs_engine_count(fs_engine_t *e, const fs_hetero_reads_t *reads);
+/* One typed batch (fs_exec_typed) on the dataset's typed graph (every
+ * dataset: a version-1 one is node type "node" and edge type ("node",
+ * "to", "node"), built once at fs_engine_create), with the worker's typed
+ * sampler, its gathers split over `pool` (may be NULL): the image goes to
+ * `into`, *len bytes. What it read is counted in the current store as the
+ * CPU reader's. The graph reads the dataset's tables directly (not through
+ * the store), which re-plans never change. */
+fs_status_t fs_engine_typed(fs_engine_t *e, fs_typed_sampler_t *s, fs_pool_t *pool, const fs_hetero_seeds_t *groups,
+                            size_t num_groups, const fs_link_req_t *link, const fs_hetero_req_t *req, int joined,
+                            fs_exec_region_t *into, size_t *len, fs_error_t *err);
 
 /* The current store, retained for the caller (release with
  * fs_store_destroy), and its placement generation (1 = the first; may be
@@ -58,16 +60,17 @@ uint64_t fs_engine_replace_store(fs_engine_t *e, fs_store_t *store);
  * (fs_metrics_info). */
 fs_status_t fs_engine_info(fs_engine_t *e, fs_info_t **out, fs_error_t *err);
 
-/* Samples as the CPU reader (gRPC callers). Its limits, the worst-case
- * response included, are checked before sampling; a caller that also
- * gathers the result's rows (SampleGather) first checks
- * fs_limits_check(fs_engine_limits(e), n, req, row_bytes), so the rows
- * count in that worst case. A request with locality > 1
+/* Samples as the CPU reader (gRPC callers, epoch streams): the executor's
+ * limits, sample and result check (fs_exec_check, fs_exec_sample). A
+ * caller that then gathers the result's rows (SampleGather) names the
+ * table (else NULL) and its served dtype (fs_engine_table), so the rows
+ * count in the worst case and in the result. A request with locality > 1
  * is FS_ERR_UNSUPPORTED: the CPU reads no row from GPU memory, so there is
  * nothing to prefer — locality-aware sampling is for local trainers with a
  * reader GPU, which sample in their own process. */
 fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *seeds, int64_t n,
-                             const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
+                             const fs_sample_req_t *req, const char *table, fs_dtype_t dtype, fs_sample_result_t *res,
+                             fs_error_t *err);
 
 /* The named split's ids (also "TYPE/NAME" and "link/NAME/ARRAY":
  * fs_dataset_split); FS_ERR_NOT_FOUND naming it, and what exists, when
@@ -81,7 +84,13 @@ fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_ids
 fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t *out_dtype, size_t *out_row_bytes,
                             int64_t *dim, fs_error_t *err);
 
-/* Gathers into out (n * out_row_bytes), after fs_engine_table. */
+/* A gather sent in pieces (gRPC's chunks, each an fs_engine_gather),
+ * checked whole before the first: its limits, and every id in range. */
+fs_status_t fs_engine_gather_check(fs_engine_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t dtype,
+                                   fs_error_t *err);
+
+/* Gathers into out (n * out_row_bytes), after fs_engine_table: the
+ * executor's limits and gather (fs_exec_check, fs_exec_gather). */
 fs_status_t fs_engine_gather(fs_engine_t *e, const char *table, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
                              void *out, fs_error_t *err);
 

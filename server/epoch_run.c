@@ -1,14 +1,15 @@
 /* epoch_run.c — an epoch stream's batches, made by the server (see
  * epoch_run.h).
  *
- * Batches are made a window at a time: each of the window's plan batches is
- * sampled into the worker's sampler and copied out at once (the sampler is
- * reused by the next sample, and by the worker's next call), and with a
- * delta the window is ordered by fs_reorder_window from its first batch,
- * with no previous batch, as client-lib/stream.c orders it. Then each
- * batch in that order is matched against the previous one handed out
- * (fs_reorder_delta) and only its new ids are named for gathering. Without
- * a delta the window is one batch and every node's row goes out.
+ * Batches are made a window at a time, by the steps the trainer's own
+ * producers take (exec/fs_exec_epoch.h): each of the window's plan batches
+ * is sampled through the executor (fs_engine_sample) into the worker's
+ * sampler and copied out at once (the sampler is reused by the next
+ * sample, and by the worker's next call), and with a delta the window is
+ * ordered from its first batch. Then each batch in that order is matched
+ * against the previous one handed out and only its new ids are named for
+ * gathering (the gRPC handler gathers them chunk by chunk). Without a
+ * delta the window is one batch and every node's row goes out.
  *
  * Sampling ahead: a window's first batch can go out only once the whole
  * window is sampled, which would leave the link idle for a window's worth
@@ -24,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_exec_epoch.h"
 #include "fs_limits.h"
-#include "fs_reorder.h"
 
 /* A sampled batch, copied out of the sampler into one block. */
 typedef struct {
@@ -118,7 +119,7 @@ static fs_status_t sample_batch(fs_epoch_run_t *r, fs_sampler_t *sampler, int64_
     fs_sample_req_t req = r->req;
     req.seed = fs_epoch_batch_seed(&r->plan, p);
     fs_sample_result_t res;
-    fs_status_t st = fs_engine_sample(r->engine, sampler, r->pos, n, &req, &res, err);
+    fs_status_t st = fs_engine_sample(r->engine, sampler, r->pos, n, &req, NULL, FS_DTYPE_INVALID, &res, err);
     if (st == FS_OK) st = sampled_copy(&res, r->labels[0] ? n : 0, out, err);
     if (st == FS_OK && r->labels[0]) st = fs_engine_gather(r->engine, r->labels, r->pos, n, FS_DTYPE_I64, out->labels, err);
     out->plan_index = p;
@@ -168,11 +169,8 @@ static fs_status_t load_window(fs_epoch_run_t *r, fs_sampler_t *sampler, fs_erro
         if (st != FS_OK) return st;
     }
     fs_rowset_t sets[FS_EPOCH_RUN_MAX_WINDOW];
-    for (int j = 0; j < k; j++) {
-        sets[j] = (fs_rowset_t){r->win[j].res.num_nodes, r->win[j].res.nodes};
-        r->order[j] = j;
-    }
-    return k > 1 ? fs_reorder_window(r->rws, NULL, sets, k, r->order, NULL, NULL, err) : FS_OK;
+    for (int j = 0; j < k; j++) sets[j] = (fs_rowset_t){r->win[j].res.num_nodes, r->win[j].res.nodes};
+    return fs_exec_epoch_order(r->rws, sets, k, r->order, err);
 }
 
 /* Grows the delta scratch to n ids. */
@@ -198,9 +196,8 @@ fs_status_t fs_epoch_run_next(fs_epoch_run_t *r, fs_sampler_t *sampler, fs_epoch
     if (r->delta) {
         if ((st = reserve(r, n + 1, err)) != FS_OK) return st;
         int64_t prev_n = prev ? r->current.res.num_nodes : 0;
-        if ((st = fs_reorder_delta(r->rws, prev, prev_n, ids, n, r->take, r->new_pos, &num_rows, err)) != FS_OK)
-            return st;
-        for (int64_t k = 0; k < num_rows; k++) r->new_ids[k] = ids[r->new_pos[k]];
+        st = fs_exec_epoch_delta(r->rws, prev, prev_n, ids, n, r->take, r->new_pos, r->new_ids, &num_rows, err);
+        if (st != FS_OK) return st;
         ids = r->new_ids;
     }
     sampled_free(&r->current); /* the window's entry moves to current */

@@ -12,19 +12,8 @@
  * gathering one ~1 MiB chunk), never on the network.
  *
  * A call has at most one batch pending, so only the worker handling its
- * completion touches it. Streaming: gRPC writes a message to the socket
- * inside start_batch, on the calling thread, so a stream's next chunk is
- * gathered meanwhile by a gatherer thread (a small pool, one per worker):
- * the random-row gather overlaps the socket copy. The chunk is asked for
- * before the send starts, and the worker that next needs it takes the job
- * over if no gatherer has started it, else waits for it: CPU work of one
- * chunk, never a client.
- *
- * Stream calls (an epoch stream, server/epoch_run.c) chain such streams:
- * each batch is a head message and then its rows chunks, and the next
- * batch is made (sampled, on the worker that saw the last chunk's send
- * complete) only then, so a reader that stops reading parks the call like
- * any other stream. Every batch renews the call's server deadline.
+ * completion touches it. What a method computes is grpc_methods.c's; how a
+ * streamed answer's chunks are made ahead and sent, grpc_stream.c's.
  *
  * Admission: the bearer token (when the server has one) is checked against
  * the call's `authorization` metadata before anything else, in constant
@@ -61,7 +50,7 @@
  * (workers see it drained and exit) -> destroy it -> grpc_shutdown, which
  * only tears gRPC down when this was its last user (grpc_init/grpc_shutdown
  * are reference counted). */
-#include "grpc_server.h"
+#include "grpc_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -78,10 +67,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "epoch_run.h"
 #include "fs_addr.h"
-#include "fs_pb.h"
-#include "fs_wire.h"
 #include "grpc_log.h"
 #include "listen.h"
 
@@ -91,210 +77,6 @@
 #define REQUESTS_POSTED 8          /* calls asked of gRPC ahead, so new calls never wait for a worker */
 #define MAX_TOKEN_BYTES 4096
 #define TAG_SHUTDOWN ((void *)3)
-
-typedef struct {
-    struct fs_grpc_server *srv;
-    fs_sampler_t *sampler;
-    fs_typed_sampler_t *typed;     /* HeteroSample and LinkSample */
-    pthread_t thread;
-    int running;
-} worker_t;
-
-typedef struct {
-    char *addr;       /* gRPC's peer string, whole: one cut short would never match its calls again */
-    int active;       /* calls in flight */
-    double last;      /* when its last call ended */
-} peer_t;
-
-/* The peers seen lately (see "Connected clients" above). */
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    peer_t *peer;
-    int num, quit, running;
-    double idle_s;
-    pthread_t janitor;
-    fs_metrics_t *metrics;
-} peers_t;
-
-struct call;
-
-/* The gatherer threads and their queue of calls wanting a chunk made ahead. */
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;             /* a job queued or finished, or quit */
-    struct call *head, *tail;
-    int quit, num;
-    pthread_t *threads;
-} gatherers_t;
-
-struct fs_grpc_server {
-    grpc_server *server;
-    peers_t peers;
-    gatherers_t gatherers;
-    grpc_completion_queue *cq;          /* every call's batches, polled by every worker */
-    grpc_completion_queue *shutdown_cq;
-    fs_engine_t *engine;
-    fs_metrics_t *metrics;
-    int num_workers;
-    worker_t *workers;
-    fs_pool_t *pool;                    /* one request's sampling split over the cores (fs_pool.h: a request
-                                         * finding it busy samples on its own worker thread) */
-    int grpc_initialised;
-    int max_calls;
-    double request_timeout_s;           /* the server's deadline for every call, from its admission */
-    char *bearer;                       /* "Bearer <token>", or NULL: no token asked for */
-    /* the calls: every call object alive (live), those admitted (in_flight) */
-    pthread_mutex_t calls_mu;
-    pthread_cond_t calls_cv;
-    int live, in_flight, stopping;
-    struct call *admitted_head, *admitted_tail; /* admitted calls, oldest first (calls_mu) */
-    pthread_t reaper;                   /* cancels calls past the server's deadline */
-    pthread_cond_t reaper_cv;           /* (calls_mu, CLOCK_MONOTONIC) wakes the reaper to quit; nothing else */
-    int reaper_running, reaper_quit;
-};
-
-typedef enum { CALL_REQUESTED, CALL_RECEIVING, CALL_STREAMING, CALL_FINISHING } call_state_t;
-
-/* A typed batch's image, shared by the call and by every chunk message
- * that sends a piece of it: a chunk's slice points into the image instead
- * of copying it (a [15,10,5] x 1024 batch is ~20 MB), and holds a
- * reference, since gRPC may keep a sent slice past the call's end. */
-typedef struct image_ref {
-    char *mem;
-    size_t cap;
-    atomic_int refs;
-} image_ref_t;
-
-/* Images the calls are done with, kept for the next ones: a fresh 20 MB
- * allocation is ~5,000 first-touch page faults per batch (~12% of the
- * server's time for a typed batch over loopback, in perf), a kept one is
- * mapped already. Process-wide, so a slice gRPC releases late never
- * outlives its pool; bounded in count and bytes. */
-#define IMAGE_POOL_SLOTS 8
-#define IMAGE_POOL_BYTES ((size_t)512 << 20)
-
-static struct {
-    pthread_mutex_t mu;
-    char *mem[IMAGE_POOL_SLOTS];
-    size_t cap[IMAGE_POOL_SLOTS];
-    int n;
-    size_t bytes;
-} image_pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* The smallest kept image of at least `bytes` (NULL if none); when none is
- * big enough the smallest is dropped, so the pool follows the batch size. */
-static char *image_pool_take(size_t bytes, size_t *cap)
-{
-    pthread_mutex_lock(&image_pool.mu);
-    int best = -1, smallest = -1;
-    for (int i = 0; i < image_pool.n; i++) {
-        if (image_pool.cap[i] >= bytes && (best < 0 || image_pool.cap[i] < image_pool.cap[best])) best = i;
-        if (smallest < 0 || image_pool.cap[i] < image_pool.cap[smallest]) smallest = i;
-    }
-    int k = best >= 0 ? best : smallest;
-    char *mem = NULL;
-    if (k >= 0) {
-        mem = image_pool.mem[k], *cap = image_pool.cap[k];
-        image_pool.bytes -= *cap;
-        image_pool.n--;
-        image_pool.mem[k] = image_pool.mem[image_pool.n], image_pool.cap[k] = image_pool.cap[image_pool.n];
-    }
-    pthread_mutex_unlock(&image_pool.mu);
-    if (mem && best < 0) {
-        free(mem);
-        mem = NULL;
-    }
-    return mem;
-}
-
-static void image_pool_give(char *mem, size_t cap)
-{
-    pthread_mutex_lock(&image_pool.mu);
-    if (image_pool.n < IMAGE_POOL_SLOTS && image_pool.bytes + cap <= IMAGE_POOL_BYTES) {
-        image_pool.mem[image_pool.n] = mem, image_pool.cap[image_pool.n] = cap;
-        image_pool.n++;
-        image_pool.bytes += cap;
-        mem = NULL;
-    }
-    pthread_mutex_unlock(&image_pool.mu);
-    free(mem);
-}
-
-static void image_unref(void *p)
-{
-    image_ref_t *r = p;
-    if (r && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
-        image_pool_give(r->mem, r->cap);
-        free(r);
-    }
-}
-
-/* A stream of feature rows (or of a split's ids, or of a typed batch
- * image), one chunk per message. */
-typedef struct rows_job {
-    char table[64];
-    const char *contig;            /* rows stored back to back instead (a split's ids); table unused */
-    image_ref_t *image;            /* contig is this typed batch image, rows of 8 bytes: BatchImageChunk messages */
-    const int64_t *ids;
-    int64_t n;
-    fs_dtype_t dtype;              /* resolved: never INVALID */
-    size_t row_bytes;
-    int64_t dim;
-    int wrap;                      /* SampleGatherChunk messages */
-    const featstore_v1_SampleResponse *sample; /* first message's sample (wrap only; chunk 0 only) */
-} rows_job_t;
-
-/* One call, from its request to its freeing (see the top of the file). */
-typedef struct call {
-    struct fs_grpc_server *srv;
-    worker_t *w;                   /* the worker running the current step */
-    call_state_t state;
-    grpc_call *call;
-    grpc_call_details details;
-    grpc_metadata_array request_md;
-    grpc_byte_buffer *request;
-    grpc_byte_buffer *response;    /* unary: sent with the status */
-    int method;                    /* index into methods[]; -1 unknown */
-    int sent_initial_md, admitted;
-    double server_deadline;        /* admission + the request timeout (now_s clock) */
-    struct call *aprev, *anext;    /* in the server's admitted list */
-    int reaped;                    /* cancelled by the reaper (calls_mu) */
-    atomic_int timeout_counted;    /* the deadline metric counts a call once */
-    grpc_status_code code_override; /* OK = derive the code from the fs_status_t */
-    fs_error_t err;
-    double t0;
-    char *peer;
-    int peer_tracked;
-    int recv_cancelled;            /* RECV_CLOSE_ON_SERVER's flag */
-    /* a stream in progress */
-    rows_job_t job;
-    int64_t next_chunk, chunks;    /* the chunk `ready` holds; how many in all */
-    int64_t sent_chunks;           /* sends completed */
-    int ahead;                     /* AHEAD_*: chunk ahead_k asked of the gatherers (s->gatherers.mu) */
-    int64_t ahead_k;
-    struct call *qprev, *qnext;    /* in the gatherers' queue */
-    grpc_byte_buffer *sending, *ready;
-    fs_error_t ready_err;          /* why `ready` could not be made */
-    fs_wire_buf_t ids_buf;         /* Gather's ids, borrowed from `request` */
-    int64_t *nodes;                /* SampleGather's nodes, copied out of the worker's sampler */
-    struct image_ref *image;       /* HeteroSample's and LinkSample's batch image */
-    /* Stream: the epoch's batches, each a head message and then its rows job */
-    fs_epoch_run_t *run;
-    int sending_head;              /* the send in flight is a batch's head */
-    int64_t batches_sent;
-} call_t;
-
-/* A method: decodes c->request and computes the answer, into c->response
- * (unary), or starts the stream and sets *streaming (the step is then over). */
-typedef fs_status_t (*handler_fn)(call_t *c, int *streaming);
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- connected clients ------------------------------------------------------ */
 
@@ -331,7 +113,7 @@ static void peer_leave(peers_t *p, const char *addr)
     int i = find_peer(p, addr);
     if (i < p->num) {
         p->peer[i].active--;
-        p->peer[i].last = now_s();
+        p->peer[i].last = fs_grpc_now();
     }
     pthread_mutex_unlock(&p->mu);
 }
@@ -358,7 +140,7 @@ static void *janitor_main(void *arg)
         clock_gettime(CLOCK_REALTIME, &t);
         t.tv_sec += 1;
         pthread_cond_timedwait(&p->cv, &p->mu, &t);
-        peers_prune(p, now_s());
+        peers_prune(p, fs_grpc_now());
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -400,12 +182,12 @@ static void peers_stop(peers_t *p)
 /* Starts one batch tagged with the call: its completion is the call's next
  * step, on whichever worker polls it. Nothing may touch the call after a
  * successful start but that step. */
-static int start_batch(call_t *c, grpc_op *ops, size_t n)
+int fs_grpc_start_batch(call_t *c, grpc_op *ops, size_t n)
 {
     return grpc_call_start_batch(c->call, ops, n, c, NULL) == GRPC_CALL_OK;
 }
 
-static void op_initial_md(call_t *c, grpc_op *op)
+void fs_grpc_op_initial_md(call_t *c, grpc_op *op)
 {
     memset(op, 0, sizeof *op);
     op->op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -418,16 +200,16 @@ static int past_client_deadline(const call_t *c)
     return gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) > 0;
 }
 
-static int past_server_deadline(const call_t *c) { return c->admitted && now_s() > c->server_deadline; }
+static int past_server_deadline(const call_t *c) { return c->admitted && fs_grpc_now() > c->server_deadline; }
 
-static int past_deadline(const call_t *c) { return past_client_deadline(c) || past_server_deadline(c); }
+int fs_grpc_past_deadline(const call_t *c) { return past_client_deadline(c) || past_server_deadline(c); }
 
 static void count_timeout(call_t *c)
 {
     if (c->srv->metrics && !atomic_exchange(&c->timeout_counted, 1)) fs_metrics_grpc_deadline_exceeded(c->srv->metrics);
 }
 
-static fs_status_t check_deadline(call_t *c, const char *when)
+fs_status_t fs_grpc_check_deadline(call_t *c, const char *when)
 {
     if (past_client_deadline(c)) return fs_error(&c->err, FS_ERR_TIMEOUT, "the call's deadline passed %s", when);
     if (past_server_deadline(c))
@@ -437,22 +219,21 @@ static fs_status_t check_deadline(call_t *c, const char *when)
 }
 
 static void call_done(call_t *c);
-static fs_method_t method_metric(int m);
 
 /* Sends the final status (with the unary response, if any) and takes the
  * client's close; the call is freed when that batch completes (whether it
  * succeeds or not: failure only means the client is gone). The call is
  * counted first, so a client that has its answer also sees it counted (the
  * final write is not in the latency). */
-static void finish_call(call_t *c, fs_status_t st)
+void fs_grpc_finish_call(call_t *c, fs_status_t st)
 {
     fs_metrics_t *metrics = c->srv->metrics;
     if (st == FS_ERR_TIMEOUT) count_timeout(c);
     if (metrics && c->admitted && c->method >= 0)
-        fs_metrics_request(metrics, method_metric(c->method), FS_TRANSPORT_GRPC, st, now_s() - c->t0);
+        fs_metrics_request(metrics, fs_grpc_methods[c->method].method, FS_TRANSPORT_GRPC, st, fs_grpc_now() - c->t0);
     grpc_op ops[4];
     size_t n = 0;
-    if (!c->sent_initial_md) op_initial_md(c, &ops[n++]);
+    if (!c->sent_initial_md) fs_grpc_op_initial_md(c, &ops[n++]);
     if (st == FS_OK && c->response) {
         memset(&ops[n], 0, sizeof ops[n]);
         ops[n].op = GRPC_OP_SEND_MESSAGE;
@@ -468,631 +249,10 @@ static void finish_call(call_t *c, fs_status_t st)
     ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     ops[n++].data.recv_close_on_server.cancelled = &c->recv_cancelled;
     c->state = CALL_FINISHING;
-    int started = start_batch(c, ops, n);
+    int started = fs_grpc_start_batch(c, ops, n);
     grpc_slice_unref(details);
     if (!started) call_done(c);
 }
-
-static fs_status_t decode_request(call_t *c, const pb_msgdesc_t *fields, void *msg, const char *what)
-{
-    if (fs_wire_decode(c->request, fields, msg, what, &c->err) == FS_OK) return FS_OK;
-    return c->err.code = FS_ERR_INVALID_ARGUMENT; /* undecodable bytes are the caller's mistake */
-}
-
-/* The version-1 methods: api_version 1, or 2 (a client speaking 2 sends it everywhere). */
-static fs_status_t check_api(call_t *c, uint32_t version)
-{
-    if (version >= FS_WIRE_API_VERSION && version <= FS_WIRE_API_VERSION_MAX) return FS_OK;
-    c->code_override = GRPC_STATUS_FAILED_PRECONDITION;
-    return fs_error(&c->err, FS_ERR_UNSUPPORTED, "api_version %u is not supported: this server speaks "
-                    "featstore.v1 api_version %d and %d", (unsigned)version, FS_WIRE_API_VERSION,
-                    FS_WIRE_API_VERSION_MAX);
-}
-
-/* The typed methods exist since api_version 2; 1 does not have them. */
-static fs_status_t check_api_typed(call_t *c, uint32_t version, const char *method)
-{
-    if (version >= FS_WIRE_API_VERSION_TYPED && version <= FS_WIRE_API_VERSION_MAX) return FS_OK;
-    c->code_override = GRPC_STATUS_FAILED_PRECONDITION;
-    return fs_error(&c->err, FS_ERR_UNSUPPORTED, "api_version %u is not supported by %s: it needs api_version %d "
-                    "(this server speaks featstore.v1 api_version %d and %d; %s is new in %d)", (unsigned)version,
-                    method, FS_WIRE_API_VERSION_TYPED, FS_WIRE_API_VERSION, FS_WIRE_API_VERSION_MAX, method,
-                    FS_WIRE_API_VERSION_TYPED);
-}
-
-/* "" = as stored; otherwise a dtype name. */
-static fs_status_t parse_out_dtype(call_t *c, const char *name, fs_dtype_t *out)
-{
-    *out = name[0] ? fs_dtype_from_name(name) : FS_DTYPE_INVALID;
-    if (name[0] && *out == FS_DTYPE_INVALID)
-        return fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "out_dtype '%s' is not a dtype name", name);
-    return FS_OK;
-}
-
-/* ---- streaming feature rows ------------------------------------------------ */
-
-static void free_rows(void *p) { free(p); }
-
-/* Chunk k of a typed batch image: a slice of the image itself. */
-static grpc_byte_buffer *image_chunk(const rows_job_t *j, int64_t first, int64_t rows, fs_error_t *err)
-{
-    size_t bytes = (size_t)rows * j->row_bytes, offset = (size_t)first * j->row_bytes;
-    atomic_fetch_add_explicit(&j->image->refs, 1, memory_order_relaxed);
-    grpc_slice data = grpc_slice_new_with_user_data(j->image->mem + offset, bytes, image_unref, j->image);
-    grpc_byte_buffer *bb = fs_wire_image_chunk((uint64_t)j->n * j->row_bytes, offset, data, err);
-    grpc_slice_unref(data);
-    return bb;
-}
-
-static int64_t rows_per_chunk(const rows_job_t *j)
-{
-    int64_t per = j->row_bytes ? (int64_t)(FS_WIRE_CHUNK_BYTES / j->row_bytes) : j->n;
-    return per < 1 ? 1 : per;
-}
-
-/* Gathers chunk k into a fresh buffer and wraps it in a message. */
-static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t k, fs_error_t *err)
-{
-    int64_t per = rows_per_chunk(j), first = k * per, rows = j->n - first < per ? j->n - first : per;
-    if (j->image) return image_chunk(j, first, rows, err);
-    size_t bytes = (size_t)rows * j->row_bytes;
-    void *buf = malloc(bytes ? bytes : 1);
-    if (!buf) {
-        fs_error(err, FS_ERR_NOMEM, "out of memory for a chunk of %zu bytes", bytes);
-        return NULL;
-    }
-    if (rows > 0 && j->contig) memcpy(buf, j->contig + (size_t)first * j->row_bytes, bytes);
-    else if (rows > 0 && fs_engine_gather(e, j->table, j->ids + first, rows, j->dtype, buf, err) != FS_OK) {
-        free(buf);
-        return NULL;
-    }
-    featstore_v1_GatherChunk hdr = featstore_v1_GatherChunk_init_zero;
-    hdr.api_version = FS_WIRE_API_VERSION;
-    snprintf(hdr.dtype, sizeof hdr.dtype, "%s", fs_dtype_name(j->dtype));
-    hdr.dim = j->dim;
-    hdr.total_rows = j->n;
-    hdr.first_row = first;
-    hdr.rows = rows;
-    grpc_slice data = grpc_slice_new(buf, bytes, free_rows);
-    grpc_byte_buffer *bb = fs_wire_gather_chunk(&hdr, data, j->wrap, k == 0 ? j->sample : NULL, err);
-    grpc_slice_unref(data);
-    return bb;
-}
-
-static int64_t chunk_count(const rows_job_t *j)
-{
-    int64_t per = rows_per_chunk(j);
-    return j->n == 0 ? 1 : (j->n + per - 1) / per;
-}
-
-/* Makes chunk k into c->ready (NULL with c->ready_err on failure). */
-static void make_ready(call_t *c, int64_t k)
-{
-    fs_error_clear(&c->ready_err);
-    c->ready = make_chunk(c->srv->engine, &c->job, k, &c->ready_err);
-    c->next_chunk = k;
-}
-
-/* ---- gathering ahead (see "Streaming" at the top) ---- */
-
-enum { AHEAD_NONE, AHEAD_QUEUED, AHEAD_RUNNING };
-
-static void ahead_unlink(gatherers_t *g, call_t *c)
-{
-    if (c->qprev) c->qprev->qnext = c->qnext;
-    else g->head = c->qnext;
-    if (c->qnext) c->qnext->qprev = c->qprev;
-    else g->tail = c->qprev;
-    c->qprev = c->qnext = NULL;
-}
-
-static void ahead_submit(gatherers_t *g, call_t *c, int64_t k)
-{
-    pthread_mutex_lock(&g->mu);
-    c->ahead = AHEAD_QUEUED, c->ahead_k = k;
-    c->qprev = g->tail, c->qnext = NULL;
-    if (g->tail) g->tail->qnext = c;
-    else g->head = c;
-    g->tail = c;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-/* Ends the call's job: waits while a gatherer runs it; a job still queued
- * is taken back, and returned (1) for the caller to do or drop. */
-static int ahead_take_back(gatherers_t *g, call_t *c)
-{
-    pthread_mutex_lock(&g->mu);
-    while (c->ahead == AHEAD_RUNNING) pthread_cond_wait(&g->cv, &g->mu);
-    int queued = c->ahead == AHEAD_QUEUED;
-    if (queued) ahead_unlink(g, c);
-    c->ahead = AHEAD_NONE;
-    pthread_mutex_unlock(&g->mu);
-    return queued;
-}
-
-static void *gatherer_main(void *arg)
-{
-    gatherers_t *g = arg;
-    pthread_mutex_lock(&g->mu);
-    for (;;) {
-        while (!g->head && !g->quit) pthread_cond_wait(&g->cv, &g->mu);
-        if (!g->head) break; /* quit, and nothing queued */
-        call_t *c = g->head;
-        ahead_unlink(g, c);
-        c->ahead = AHEAD_RUNNING;
-        pthread_mutex_unlock(&g->mu);
-        make_ready(c, c->ahead_k);
-        pthread_mutex_lock(&g->mu);
-        c->ahead = AHEAD_NONE;
-        pthread_cond_broadcast(&g->cv);
-    }
-    pthread_mutex_unlock(&g->mu);
-    return NULL;
-}
-
-static fs_status_t gatherers_start(gatherers_t *g, int num, fs_error_t *err)
-{
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, NULL);
-    if (!(g->threads = calloc((size_t)num, sizeof *g->threads)))
-        return fs_error(err, FS_ERR_NOMEM, "grpc: out of memory for the gatherers");
-    for (; g->num < num; g->num++)
-        if (pthread_create(&g->threads[g->num], NULL, gatherer_main, g) != 0)
-            return fs_error(err, FS_ERR_NOMEM, "grpc: cannot start gatherer thread %d", g->num);
-    return FS_OK;
-}
-
-/* After the last call is gone: nothing is queued any more. */
-static void gatherers_stop(gatherers_t *g)
-{
-    if (!g->threads) return;
-    pthread_mutex_lock(&g->mu);
-    g->quit = 1;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-    for (int i = 0; i < g->num; i++) pthread_join(g->threads[i], NULL);
-    free(g->threads);
-    pthread_mutex_destroy(&g->mu);
-    pthread_cond_destroy(&g->cv);
-}
-
-/* Sends one message of a stream (the call owns bb until the send completes).
- * When this returns FS_OK the step is over and the call must not be touched. */
-static fs_status_t send_message(call_t *c, grpc_byte_buffer *bb)
-{
-    c->sending = bb;
-    grpc_op ops[2];
-    size_t n = 0;
-    if (!c->sent_initial_md) op_initial_md(c, &ops[n++]);
-    memset(&ops[n], 0, sizeof ops[n]);
-    ops[n].op = GRPC_OP_SEND_MESSAGE;
-    ops[n++].data.send_message.send_message = c->sending;
-    c->state = CALL_STREAMING;
-    if (!start_batch(c, ops, n)) return fs_error(&c->err, FS_ERR_INTERNAL, "grpc: cannot start a send");
-    return FS_OK;
-}
-
-/* Hands the chunk made ahead to gRPC, after asking the gatherers for the
- * next one: once the send is started, another worker may already be
- * handling its completion. When this returns FS_OK the step is over and the
- * call must not be touched. */
-static fs_status_t send_ready(call_t *c)
-{
-    if (ahead_take_back(&c->srv->gatherers, c)) make_ready(c, c->ahead_k); /* no gatherer got to it: do it here */
-    if (!c->ready) {
-        c->err = c->ready_err;
-        return c->err.code;
-    }
-    grpc_byte_buffer *bb = c->ready;
-    c->ready = NULL;
-    if (c->next_chunk + 1 < c->chunks) ahead_submit(&c->srv->gatherers, c, c->next_chunk + 1);
-    return send_message(c, bb);
-}
-
-/* Starts streaming c->job: chunk 0 (with the sample, if any) here, chunk 1
- * by a gatherer. ids_in_sampler: c->job.ids lie in this worker's sampler,
- * which the worker reuses for its next call, so the gatherers need a copy.
- * *streaming = 1 once the first send is started (the step is then over). */
-static fs_status_t stream_begin(call_t *c, int ids_in_sampler, int *streaming)
-{
-    rows_job_t *j = &c->job;
-    c->chunks = chunk_count(j);
-    if (ids_in_sampler && c->chunks > 1) {
-        if (!(c->nodes = malloc((size_t)j->n * sizeof *c->nodes)))
-            return fs_error(&c->err, FS_ERR_NOMEM, "out of memory for %lld node ids", (long long)j->n);
-        memcpy(c->nodes, j->ids, (size_t)j->n * sizeof *c->nodes);
-        j->ids = c->nodes;
-    }
-    make_ready(c, 0);
-    j->sample = NULL; /* only chunk 0 carries it, and it is the caller's */
-    fs_status_t st = send_ready(c);
-    *streaming = st == FS_OK;
-    return st;
-}
-
-static void epoch_sent(call_t *c, int ok);
-
-/* A send completed (ok) or failed: the next chunk, or the end. */
-static void call_sent(call_t *c, int ok)
-{
-    grpc_byte_buffer_destroy(c->sending);
-    c->sending = NULL;
-    if (c->run) {
-        epoch_sent(c, ok);
-        return;
-    }
-    fs_status_t st;
-    if (!ok) {
-        int64_t rows = c->sent_chunks * rows_per_chunk(&c->job), unit = c->job.image ? 8 : 1;
-        st = past_deadline(c) ? check_deadline(c, "while streaming rows")
-                              : fs_error(&c->err, FS_ERR_UNAVAILABLE, "the client went away after %lld of %lld %s",
-                                         (long long)((rows < c->job.n ? rows : c->job.n) * unit),
-                                         (long long)(c->job.n * unit), c->job.image ? "bytes" : "rows");
-    } else if (++c->sent_chunks == c->chunks) {
-        finish_call(c, FS_OK);
-        return;
-    } else if ((st = check_deadline(c, "while streaming rows")) == FS_OK && (st = send_ready(c)) == FS_OK) {
-        return;
-    }
-    finish_call(c, st);
-}
-
-/* ---- the methods ---------------------------------------------------------------- */
-
-static fs_status_t do_info(call_t *c, int *streaming)
-{
-    (void)streaming;
-    featstore_v1_InfoRequest req = featstore_v1_InfoRequest_init_zero;
-    fs_status_t st = decode_request(c, featstore_v1_InfoRequest_fields, &req, "InfoRequest");
-    if (st == FS_OK) st = check_api(c, req.api_version);
-    if (st != FS_OK) return st;
-    fs_info_t *info;
-    if ((st = fs_engine_info(c->srv->engine, &info, &c->err)) != FS_OK) return st;
-    if (c->srv->metrics && fs_metrics_info(c->srv->metrics, info) != FS_OK)
-        st = fs_error(&c->err, FS_ERR_NOMEM, "out of memory describing the placement");
-    featstore_v1_InfoResponse resp;
-    fs_pb_info_out_t enc;
-    fs_pb_info_prepare_encode(info, &resp, &enc);
-    if (st == FS_OK) c->response = fs_wire_encode(featstore_v1_InfoResponse_fields, &resp, &c->err);
-    fs_info_free(info);
-    return st != FS_OK ? st : c->response ? FS_OK : c->err.code;
-}
-
-static fs_status_t do_sample(call_t *c, int *streaming)
-{
-    (void)streaming;
-    featstore_v1_SampleRequest req = featstore_v1_SampleRequest_init_zero;
-    fs_wire_buf_t seeds_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
-    fs_wire_set_buf(&req.seeds, &seeds_buf);
-    const int64_t *seeds = NULL;
-    int64_t n = 0;
-    fs_sample_req_t sreq;
-    fs_sample_result_t res;
-    fs_status_t st = decode_request(c, featstore_v1_SampleRequest_fields, &req, "SampleRequest");
-    if (st == FS_OK) st = check_api(c, req.api_version);
-    if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req, &sreq, &c->err);
-    if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &seeds, &n, &c->err);
-    if (st == FS_OK) st = check_deadline(c, "before sampling");
-    if (st == FS_OK) st = fs_engine_sample(c->srv->engine, c->w->sampler, seeds, n, &sreq, &res, &c->err);
-    if (st == FS_OK) st = check_deadline(c, "while sampling");
-    if (st == FS_OK) {
-        fs_wire_sample_src_t src;
-        featstore_v1_SampleResponse resp;
-        fs_wire_sample_response(&res, &src, &resp);
-        c->response = fs_wire_encode(featstore_v1_SampleResponse_fields, &resp, &c->err);
-        if (!c->response) st = c->err.code;
-    }
-    fs_wire_buf_free(&seeds_buf);
-    return st;
-}
-
-static fs_status_t do_gather(call_t *c, int *streaming)
-{
-    featstore_v1_GatherRequest req = featstore_v1_GatherRequest_init_zero;
-    c->ids_buf = (fs_wire_buf_t){.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)}; /* freed with the call */
-    fs_wire_set_buf(&req.ids, &c->ids_buf);
-    fs_engine_t *e = c->srv->engine;
-    rows_job_t *j = &c->job;
-    fs_table_view_t view;
-    fs_status_t st = decode_request(c, featstore_v1_GatherRequest_fields, &req, "GatherRequest");
-    if (st == FS_OK) st = check_api(c, req.api_version);
-    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &j->dtype);
-    if (st == FS_OK) st = fs_wire_int64s(&c->ids_buf, "ids", &j->ids, &j->n, &c->err);
-    if (st == FS_OK) st = fs_engine_table(e, req.table, &j->dtype, &j->row_bytes, &j->dim, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), j->n, NULL, j->row_bytes, &c->err);
-    if (st == FS_OK) { /* every id checked before the first chunk is sent */
-        fs_store_t *store = fs_engine_acquire(e, NULL);
-        st = fs_store_table_view(store, req.table, FS_READER_CPU, &view, &c->err);
-        if (st == FS_OK) st = fs_gather_check_ids(&view, j->ids, j->n, &c->err);
-        fs_store_destroy(store);
-    }
-    if (st == FS_OK) st = check_deadline(c, "before gathering");
-    snprintf(j->table, sizeof j->table, "%s", req.table);
-    return st == FS_OK ? stream_begin(c, 0, streaming) : st; /* the ids stay in the request, which the call keeps */
-}
-
-static fs_status_t do_sample_gather(call_t *c, int *streaming)
-{
-    featstore_v1_SampleGatherRequest req = featstore_v1_SampleGatherRequest_init_zero;
-    fs_wire_buf_t seeds_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
-    fs_wire_set_buf(&req.sample.seeds, &seeds_buf);
-    fs_engine_t *e = c->srv->engine;
-    rows_job_t *j = &c->job;
-    const int64_t *seeds = NULL;
-    int64_t n = 0;
-    fs_sample_req_t sreq;
-    fs_sample_result_t res;
-    fs_status_t st = decode_request(c, featstore_v1_SampleGatherRequest_fields, &req, "SampleGatherRequest");
-    if (st == FS_OK) st = check_api(c, req.api_version);
-    if (st == FS_OK && !req.has_sample)
-        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "SampleGatherRequest has no sample request");
-    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &j->dtype);
-    if (st == FS_OK) st = fs_engine_table(e, req.table, &j->dtype, &j->row_bytes, &j->dim, &c->err);
-    if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req.sample, &sreq, &c->err);
-    if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &seeds, &n, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), n, &sreq, j->row_bytes, &c->err); /* with the rows */
-    if (st == FS_OK) st = check_deadline(c, "before sampling");
-    if (st == FS_OK) st = fs_engine_sample(e, c->w->sampler, seeds, n, &sreq, &res, &c->err);
-    if (st == FS_OK) st = fs_limits_check(fs_engine_limits(e), res.num_nodes, NULL, j->row_bytes, &c->err);
-    if (st == FS_OK) {
-        double total = (double)fs_sample_result_bytes(&res) + (double)res.num_nodes * (double)j->row_bytes;
-        if (total > (double)fs_engine_limits(e)->max_response_bytes)
-            st = fs_error(&c->err, FS_ERR_RESOURCE, "sample and features of %.0f bytes exceed the response limit %lld",
-                          total, (long long)fs_engine_limits(e)->max_response_bytes);
-    }
-    if (st == FS_OK) st = check_deadline(c, "after sampling");
-    if (st == FS_OK) {
-        fs_wire_sample_src_t src;
-        featstore_v1_SampleResponse sample;
-        fs_wire_sample_response(&res, &src, &sample);
-        snprintf(j->table, sizeof j->table, "%s", req.table);
-        j->wrap = 1, j->ids = res.nodes, j->n = res.num_nodes, j->sample = &sample;
-        st = stream_begin(c, 1, streaming); /* the nodes lie in this worker's sampler: copied if needed later */
-    }
-    fs_wire_buf_free(&seeds_buf);
-    return st;
-}
-
-static fs_status_t do_split(call_t *c, int *streaming)
-{
-    featstore_v1_SplitRequest req = featstore_v1_SplitRequest_init_zero;
-    fs_status_t st = decode_request(c, featstore_v1_SplitRequest_fields, &req, "SplitRequest");
-    if (st == FS_OK) st = check_api(c, req.api_version);
-    const fs_idset_t *split = NULL;
-    if (st == FS_OK) st = fs_engine_split(c->srv->engine, req.name, &split, &c->err);
-    if (st != FS_OK) return st;
-    c->job = (rows_job_t){.contig = (const char *)split->ids, .n = split->count, .dtype = FS_DTYPE_I64,
-                          .row_bytes = sizeof(int64_t), .dim = 1}; /* the dataset's memory: lives as long as the server */
-    return stream_begin(c, 0, streaming);
-}
-
-/* ---- typed graphs: HeteroSample and LinkSample ---------------------------------- */
-
-/* fs_hetero_run's image goes to the call, which drops its reference
- * however the call ends; chunks in flight keep theirs (image_ref_t). */
-static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
-{
-    call_t *c = ctx;
-    image_unref(c->image);
-    if (!bytes) bytes = 1;
-    c->image = calloc(1, sizeof *c->image);
-    if (c->image && !(c->image->mem = image_pool_take(bytes, &c->image->cap))) {
-        c->image->mem = malloc(bytes);
-        c->image->cap = bytes;
-    }
-    if (c->image && !c->image->mem) {
-        free(c->image);
-        c->image = NULL;
-    }
-    if (!c->image) {
-        fs_error(err, FS_ERR_NOMEM, "out of memory for a typed batch of %zu bytes", bytes);
-        return NULL;
-    }
-    atomic_init(&c->image->refs, 1);
-    return c->image->mem;
-}
-
-/* A decode that failed on a list too long says which. */
-static fs_status_t decode_typed(call_t *c, const pb_msgdesc_t *fields, void *msg, const char *what,
-                                const fs_wire_hetero_in_t *in)
-{
-    fs_status_t st = decode_request(c, fields, msg, what);
-    if (st != FS_OK && in->problem[0]) st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "%s: %s", what, in->problem);
-    return st;
-}
-
-/* Samples, gathers and lays the batch out as one image (fs_hetero_run),
- * then streams it as rows of 8 bytes: BatchImageChunks of about 1 MiB. */
-static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link, int *streaming)
-{
-    fs_engine_t *e = c->srv->engine;
-    void *image = NULL;
-    size_t len = 0;
-    fs_hetero_reads_t reads = {0};
-    fs_status_t st = check_deadline(c, "before sampling");
-    if (st == FS_OK)
-        st = fs_hetero_run(fs_engine_hetero(e), c->w->typed, fs_engine_limits(e), link ? NULL : in->groups,
-                           link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges,
-                           c->srv->pool, alloc_image, c, &image, &len, &reads, &c->err); /* the pool splits the gathers too */
-    if (st == FS_OK) fs_engine_count(e, &reads); /* read, whether or not the client stays for the image */
-    if (st == FS_OK) st = check_deadline(c, "after sampling");
-    if (st != FS_OK) return st;
-    c->job = (rows_job_t){.contig = image, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
-                          .row_bytes = 8, .dim = 1}; /* an image is whole 8-byte words */
-    return stream_begin(c, 0, streaming);
-}
-
-static fs_status_t do_hetero_sample(call_t *c, int *streaming)
-{
-    featstore_v1_HeteroSampleRequest req;
-    fs_wire_hetero_in_t in;
-    fs_wire_hetero_prepare(&req, &in);
-    fs_status_t st = decode_typed(c, featstore_v1_HeteroSampleRequest_fields, &req, "HeteroSampleRequest", &in);
-    if (st == FS_OK) st = check_api_typed(c, req.api_version, "HeteroSample");
-    if (st == FS_OK) st = fs_wire_hetero_take(&req, &in, &c->err);
-    if (st == FS_OK) st = run_typed(c, &in, 0, streaming); /* in's ids point into c->request, which the call keeps */
-    fs_wire_hetero_in_free(&in);
-    return st;
-}
-
-static fs_status_t do_link_sample(call_t *c, int *streaming)
-{
-    featstore_v1_LinkSampleRequest req;
-    fs_wire_hetero_in_t in;
-    fs_wire_link_prepare(&req, &in);
-    fs_status_t st = decode_typed(c, featstore_v1_LinkSampleRequest_fields, &req, "LinkSampleRequest", &in);
-    if (st == FS_OK) st = check_api_typed(c, req.api_version, "LinkSample");
-    if (st == FS_OK) st = fs_wire_link_take(&req, &in, &c->err);
-    if (st == FS_OK) st = run_typed(c, &in, 1, streaming);
-    fs_wire_hetero_in_free(&in);
-    return st;
-}
-
-static bool encode_text_cb(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
-{
-    const char *text = *arg;
-    return pb_encode_tag_for_field(stream, field) && pb_encode_string(stream, (const pb_byte_t *)text, strlen(text));
-}
-
-static fs_status_t do_stats(call_t *c, int *streaming)
-{
-    (void)streaming;
-    featstore_v1_StatsRequest req = featstore_v1_StatsRequest_init_zero;
-    fs_status_t st = decode_request(c, featstore_v1_StatsRequest_fields, &req, "StatsRequest");
-    if (st == FS_OK) st = check_api(c, req.api_version);
-    if (st != FS_OK) return st;
-    fs_metrics_t *m = c->srv->metrics;
-    char *text = m ? fs_metrics_render(m) : NULL;
-    if (m && !text) return fs_error(&c->err, FS_ERR_NOMEM, "out of memory rendering the metrics");
-    featstore_v1_StatsResponse resp = featstore_v1_StatsResponse_init_zero;
-    resp.api_version = FS_WIRE_API_VERSION;
-    resp.prometheus_text.funcs.encode = encode_text_cb;
-    resp.prometheus_text.arg = text ? text : "";
-    c->response = fs_wire_encode(featstore_v1_StatsResponse_fields, &resp, &c->err);
-    free(text);
-    return c->response ? FS_OK : c->err.code;
-}
-
-/* ---- Stream: an epoch's batches in one call -------------------------------------- */
-
-static void renew_deadline(call_t *c);
-
-/* Makes the run's next batch and sends its head (the sample, the batch's
- * numbers and labels), with the gatherers asked for its first rows chunk;
- * FS_END after the last batch. On FS_OK the step is over. */
-static fs_status_t epoch_send_next(call_t *c)
-{
-    renew_deadline(c); /* a stream lasts an epoch: the server's timeout counts from each batch */
-    fs_epoch_run_batch_t b;
-    fs_status_t st = fs_epoch_run_next(c->run, c->w->sampler, &b, &c->err);
-    if (st == FS_OK) st = check_deadline(c, "after sampling");
-    if (st != FS_OK) return st;
-    featstore_v1_StreamChunk head = featstore_v1_StreamChunk_init_zero;
-    fs_wire_sample_src_t src;
-    fs_wire_bytes_t labels;
-    head.api_version = FS_WIRE_API_VERSION_TYPED;
-    head.has_sample = true;
-    fs_wire_sample_response(&b.sample, &src, &head.sample);
-    for (int h = 0; h < b.sample.num_hops; h++) /* implied by dst_offsets: the receiver rebuilds it */
-        fs_wire_set_bytes(&head.sample.blocks[h].edge_dst, &src.arr[h][1], NULL, 0);
-    head.batch = b.index, head.plan_batch = b.plan_index;
-    if (b.labels) fs_wire_set_bytes(&head.labels, &labels, b.labels, sizeof(int64_t) * (size_t)b.sample.num_seeds);
-    grpc_byte_buffer *bb = fs_wire_encode(featstore_v1_StreamChunk_fields, &head, &c->err);
-    if (!bb) return c->err.code;
-    c->job.ids = b.rows, c->job.n = b.num_rows; /* the run's memory, until its next batch */
-    c->chunks = c->job.table[0] ? chunk_count(&c->job) : 0;
-    c->sent_chunks = 0;
-    if (c->chunks) ahead_submit(&c->srv->gatherers, c, 0);
-    c->sending_head = 1;
-    return send_message(c, bb);
-}
-
-/* A Stream call's send completed (ok) or failed: the batch's next rows
- * chunk, or the next batch, or the end. */
-static void epoch_sent(call_t *c, int ok)
-{
-    fs_status_t st;
-    if (!ok) {
-        st = past_deadline(c) ? check_deadline(c, "while streaming batches")
-                              : fs_error(&c->err, FS_ERR_UNAVAILABLE, "the client went away after %lld of %lld "
-                                         "batches", (long long)c->batches_sent,
-                                         (long long)fs_epoch_run_num_batches(c->run));
-    } else if (c->sending_head ? c->chunks > 0 : ++c->sent_chunks < c->chunks) {
-        c->sending_head = 0;
-        if ((st = check_deadline(c, "while streaming rows")) == FS_OK && (st = send_ready(c)) == FS_OK) return;
-    } else {
-        c->sending_head = 0;
-        c->batches_sent++;
-        if ((st = epoch_send_next(c)) == FS_OK) return;
-        if (st == FS_END) st = FS_OK;
-    }
-    finish_call(c, st);
-}
-
-/* The request's plan (fs_epoch_plan checks the values). */
-static fs_status_t plan_from_msg(call_t *c, const featstore_v1_StreamRequest *m, fs_epoch_opts_t *p)
-{
-    *p = (fs_epoch_opts_t){.batch_size = m->batch_size, .drop_last = m->drop_last, .chunk = m->chunk,
-                           .seed = m->shuffle_seed, .epoch = m->epoch, .rank = m->rank,
-                           .world_size = m->world_size ? m->world_size : 1};
-    return fs_wire_order_from_name(m->order, &p->order, &c->err);
-}
-
-static fs_status_t do_stream(call_t *c, int *streaming)
-{
-    featstore_v1_StreamRequest req = featstore_v1_StreamRequest_init_zero;
-    fs_wire_buf_t seeds_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
-    fs_wire_set_buf(&req.seeds, &seeds_buf);
-    fs_epoch_run_opts_t o = {.window = 1};
-    fs_status_t st = decode_request(c, featstore_v1_StreamRequest_fields, &req, "StreamRequest");
-    if (st == FS_OK) st = check_api_typed(c, req.api_version, "Stream");
-    if (st == FS_OK && !req.has_sample)
-        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "StreamRequest has no sample request");
-    if (st == FS_OK) st = fs_wire_sample_req_from_msg(&req.sample, &o.sample, &c->err);
-    if (st == FS_OK) st = fs_wire_int64s(&seeds_buf, "seeds", &o.seeds, &o.num_seeds, &c->err);
-    if (st == FS_OK) st = parse_out_dtype(c, req.out_dtype, &o.out_dtype);
-    if (st == FS_OK) st = plan_from_msg(c, &req, &o.plan);
-    if (st == FS_OK) {
-        o.split = req.split, o.table = req.table, o.labels = req.labels, o.delta = req.delta;
-        o.window = req.window ? req.window : 1, o.start_batch = req.start_batch;
-        st = fs_epoch_run_open(c->srv->engine, &o, &c->run, &c->err); /* the seeds are copied */
-    }
-    fs_wire_buf_free(&seeds_buf);
-    if (st != FS_OK) return st;
-    rows_job_t *j = &c->job;
-    snprintf(j->table, sizeof j->table, "%s", req.table);
-    fs_epoch_run_rows(c->run, &j->dtype, &j->row_bytes, &j->dim);
-    j->wrap = 1; /* rows messages are SampleGatherChunks with features alone: StreamChunk's fields 1 and 3 */
-    st = epoch_send_next(c);
-    *streaming = st == FS_OK;
-    return st == FS_END ? FS_OK : st; /* resumed at the end: no batch */
-}
-
-static const struct {
-    const char *path;
-    fs_method_t method;
-    handler_fn fn;
-} methods[] = {
-    {FS_WIRE_METHOD_INFO, FS_METHOD_INFO, do_info},
-    {FS_WIRE_METHOD_SAMPLE, FS_METHOD_SAMPLE, do_sample},
-    {FS_WIRE_METHOD_GATHER, FS_METHOD_GATHER, do_gather},
-    {FS_WIRE_METHOD_SAMPLE_GATHER, FS_METHOD_SAMPLE_GATHER, do_sample_gather},
-    {FS_WIRE_METHOD_STATS, FS_METHOD_STATS, do_stats},
-    {FS_WIRE_METHOD_SPLIT, FS_METHOD_SPLIT, do_split},
-    {FS_WIRE_METHOD_HETERO_SAMPLE, FS_METHOD_HETERO_SAMPLE, do_hetero_sample},
-    {FS_WIRE_METHOD_LINK_SAMPLE, FS_METHOD_LINK_SAMPLE, do_link_sample},
-    {FS_WIRE_METHOD_STREAM, FS_METHOD_STREAM, do_stream},
-};
-
-static int find_method(grpc_slice path)
-{
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (grpc_slice_str_cmp(path, methods[i].path) == 0) return (int)i;
-    return -1;
-}
-
-static fs_method_t method_metric(int m) { return methods[m].method; }
 
 /* ---- one call, step by step --------------------------------------------------- */
 
@@ -1119,12 +279,12 @@ static void admitted_remove(fs_grpc_server_t *s, call_t *c) /* calls_mu held */
 
 /* A Stream call's deadline starts again with each batch; the call moves to
  * the list's end, which keeps the list in deadline order. */
-static void renew_deadline(call_t *c)
+void fs_grpc_renew_deadline(call_t *c)
 {
     fs_grpc_server_t *s = c->srv;
     pthread_mutex_lock(&s->calls_mu);
     if (!c->reaped) {
-        c->server_deadline = now_s() + s->request_timeout_s;
+        c->server_deadline = fs_grpc_now() + s->request_timeout_s;
         admitted_remove(s, c);
         admitted_append(s, c);
     }
@@ -1148,7 +308,7 @@ static double reap_due(fs_grpc_server_t *s, double now) /* calls_mu held */
     return now + s->request_timeout_s;
 }
 
-/* Sleeps on a condition of its own, on now_s's clock, so that calls coming
+/* Sleeps on a condition of its own, on fs_grpc_now's clock, so that calls coming
  * and going (calls_cv) never wake it: it wakes when a call falls due. */
 static void *reaper_main(void *arg)
 {
@@ -1156,7 +316,7 @@ static void *reaper_main(void *arg)
     pthread_mutex_lock(&s->calls_mu);
     while (!s->reaper_quit) {
         /* a call admitted while it sleeps falls due a whole timeout from now, at the earliest */
-        double next = reap_due(s, now_s());
+        double next = reap_due(s, fs_grpc_now());
         struct timespec t = {.tv_sec = (time_t)next, .tv_nsec = (long)((next - (double)(time_t)next) * 1e9)};
         pthread_cond_timedwait(&s->reaper_cv, &s->calls_mu, &t);
     }
@@ -1204,7 +364,7 @@ static void call_free(call_t *c)
     fs_wire_buf_free(&c->ids_buf);
     fs_epoch_run_free(c->run);
     free(c->nodes);
-    image_unref(c->image);
+    fs_grpc_image_unref(c->image);
     gpr_free(c->peer);
     grpc_call_details_destroy(&c->details);
     grpc_metadata_array_destroy(&c->request_md);
@@ -1219,7 +379,7 @@ static void call_free(call_t *c)
 static void call_done(call_t *c)
 {
     fs_grpc_server_t *s = c->srv;
-    ahead_take_back(&s->gatherers, c); /* a chunk no one will send: dropped */
+    fs_grpc_ahead_take_back(&s->gatherers, c); /* a chunk no one will send: dropped */
     if (c->peer_tracked) peer_leave(&s->peers, c->peer);
     pthread_mutex_lock(&s->calls_mu);
     if (c->admitted) {
@@ -1266,7 +426,7 @@ static fs_status_t admit(call_t *c)
     int room = s->in_flight < s->max_calls;
     if (room) {
         s->in_flight++;
-        c->server_deadline = now_s() + s->request_timeout_s;
+        c->server_deadline = fs_grpc_now() + s->request_timeout_s;
         admitted_append(s, c);
     }
     pthread_mutex_unlock(&s->calls_mu);
@@ -1285,10 +445,10 @@ static void call_begin(call_t *c)
 {
     fs_grpc_server_t *s = c->srv;
     request_call(s); /* keep REQUESTS_POSTED asked for */
-    c->t0 = now_s();
+    c->t0 = fs_grpc_now();
     c->peer = grpc_call_get_peer(c->call);
     c->peer_tracked = c->peer && peer_enter(&s->peers, c->peer) >= 0;
-    c->method = find_method(c->details.method);
+    c->method = fs_grpc_find_method(c->details.method);
     fs_status_t st = authenticate(c);
     if (st == FS_OK) st = admit(c);
     if (st == FS_OK && c->method < 0) {
@@ -1298,7 +458,7 @@ static void call_begin(call_t *c)
         gpr_free(path);
     }
     if (st != FS_OK) {
-        finish_call(c, st);
+        fs_grpc_finish_call(c, st);
         return;
     }
     grpc_op op;
@@ -1306,8 +466,8 @@ static void call_begin(call_t *c)
     op.op = GRPC_OP_RECV_MESSAGE;
     op.data.recv_message.recv_message = &c->request;
     c->state = CALL_RECEIVING;
-    if (!start_batch(c, &op, 1))
-        finish_call(c, fs_error(&c->err, FS_ERR_INTERNAL, "grpc: cannot start receiving the request"));
+    if (!fs_grpc_start_batch(c, &op, 1))
+        fs_grpc_finish_call(c, fs_error(&c->err, FS_ERR_INTERNAL, "grpc: cannot start receiving the request"));
 }
 
 /* The request arrived (or the client gave up): compute, then answer or stream. */
@@ -1318,10 +478,11 @@ static void call_received(call_t *c, int ok)
     if (!ok)
         st = fs_error(&c->err, FS_ERR_UNAVAILABLE, "the request never arrived (client cancelled)");
     else if (!c->request)
-        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "%s: the client sent no request message", methods[c->method].path);
+        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "%s: the client sent no request message",
+                      fs_grpc_methods[c->method].path);
     else
-        st = methods[c->method].fn(c, &streaming);
-    if (!streaming) finish_call(c, st);
+        st = fs_grpc_methods[c->method].fn(c, &streaming);
+    if (!streaming) fs_grpc_finish_call(c, st);
 }
 
 static void call_step(call_t *c, worker_t *w, int ok)
@@ -1333,7 +494,7 @@ static void call_step(call_t *c, worker_t *w, int ok)
         else call_free(c); /* the server is shutting down */
         break;
     case CALL_RECEIVING: call_received(c, ok); break;
-    case CALL_STREAMING: call_sent(c, ok); break;
+    case CALL_STREAMING: fs_grpc_call_sent(c, ok); break;
     case CALL_FINISHING: call_done(c); break;
     }
 }
@@ -1476,7 +637,7 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
         if (s->workers[i].running) pthread_join(s->workers[i].thread, NULL);
     if (s->cq) drain_and_destroy(s->cq);
     reaper_stop(s);
-    gatherers_stop(&s->gatherers);
+    fs_grpc_gatherers_stop(&s->gatherers);
     peers_stop(&s->peers);
     for (int i = 0; i < s->num_workers; i++) {
         fs_sampler_destroy(s->workers[i].sampler);
@@ -1575,7 +736,7 @@ fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limit
     grpc_init();
     s->grpc_initialised = 1;
     fs_status_t st = load_token(o->token_file, &s->bearer, err);
-    if (st == FS_OK) st = gatherers_start(&s->gatherers, threads, err);
+    if (st == FS_OK) st = fs_grpc_gatherers_start(&s->gatherers, threads, err);
     if (st == FS_OK) st = reaper_start(s, err);
     if (st == FS_OK) st = create_server(s, o, &addr, limits, bound_port, err);
     if (st != FS_OK) {

@@ -816,16 +816,24 @@ void fs_store_topology_counters(const fs_store_t *s, int reader, fs_gather_count
     read_counters(((fs_store_t *)s)->topo_rows, ((fs_store_t *)s)->topo_bytes, s->num_tiers, reader, out);
 }
 
+fs_status_t fs_store_host_view(const fs_store_t *s, const char *table, int reader, fs_table_view_t *out,
+                               fs_error_t *err)
+{
+    fs_status_t st = fs_store_table_view(s, table, reader, out, err);
+    if (st != FS_OK) return st;
+    for (int k = 1; k < out->num_tiers; k++)
+        if (out->tier[k].kind == FS_TIER_DEVICE && out->tier[k].base && out->route)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "reader %d's view of '%s' includes GPU memory; gather it "
+                            "with fs_gather_cuda", reader, table);
+    return FS_OK;
+}
+
 fs_status_t fs_store_gather(fs_store_t *s, const char *table, int reader, const int64_t *ids, int64_t n,
                             fs_dtype_t out_dtype, void *out, fs_pool_t *pool, fs_error_t *err)
 {
     fs_table_view_t v;
-    fs_status_t st = fs_store_table_view(s, table, reader, &v, err);
+    fs_status_t st = fs_store_host_view(s, table, reader, &v, err);
     if (st != FS_OK) return st;
-    for (int k = 1; k < v.num_tiers; k++)
-        if (v.tier[k].kind == FS_TIER_DEVICE && v.tier[k].base && v.route)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "reader %d's view of '%s' includes GPU memory; gather it "
-                            "with fs_gather_cuda", reader, table);
     fs_gather_counters_t c = {0};
     st = fs_gather_cpu(&v, ids, n, out_dtype, out, pool, &c, err);
     if (st == FS_OK) fs_store_count(s, reader, &c);

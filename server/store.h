@@ -141,6 +141,11 @@ fs_status_t fs_store_table_view(const fs_store_t *s, const char *table, int read
 /* The topology view a reader samples through. */
 void fs_store_csr_view(const fs_store_t *s, int reader, fs_csr_view_t *out);
 
+/* The view, refused (FS_ERR_INVALID_ARGUMENT) when it reaches GPU memory,
+ * which only fs_gather_cuda reads: what the CPU can gather through. */
+fs_status_t fs_store_host_view(const fs_store_t *s, const char *table, int reader, fs_table_view_t *out,
+                               fs_error_t *err);
+
 /* Gather on the CPU through the reader's view, counting what it read.
  * Views holding real GPU memory need fs_gather_cuda instead. */
 fs_status_t fs_store_gather(fs_store_t *s, const char *table, int reader, const int64_t *ids, int64_t n,

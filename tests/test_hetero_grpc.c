@@ -20,6 +20,7 @@
 
 #include "client_checks.h"
 #include "featstore/client.h"
+#include "fs_exec.h"
 #include "fs_hetero.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
@@ -388,31 +389,36 @@ Test(hetero_grpc, v1_datasets_over_grpc)
 
 /* ---- every byte of an image is written ---------------------------------------------- */
 
-/* fs_hetero_run's allocator, filling the image with the byte ctx points to
+/* The executor's region for an image, filled with the byte ctx points to
  * first: an image that depends on that byte has an unset byte, which would
  * carry stale slot or heap memory to a client. */
-static void *filled(void *ctx, size_t bytes, fs_error_t *err)
+static fs_status_t filled(fs_exec_region_t *r, size_t bytes, fs_error_t *err)
 {
     (void)err;
-    void *p = malloc(bytes);
-    if (p) memset(p, *(const unsigned char *)ctx, bytes);
-    return p;
+    free(r->base);
+    r->base = malloc(bytes), r->cap = bytes;
+    if (r->base) memset(r->base, *(const unsigned char *)r->ctx, bytes);
+    return r->base ? FS_OK : FS_ERR_NOMEM;
 }
 
-static void expect_every_byte_written(const fs_hetero_graph_t *g, fs_typed_sampler_t *s, const fs_hetero_seeds_t *seeds,
-                                      size_t ng, const fs_link_req_t *link, const fs_hetero_req_t *req, const char *what)
+static void expect_every_byte_written(const fs_exec_typed_graph_t *g, fs_typed_sampler_t *s,
+                                      const fs_hetero_seeds_t *seeds, size_t ng, const fs_link_req_t *link,
+                                      const fs_hetero_req_t *req, const char *what)
 {
     unsigned char fill[2] = {0x00, 0xff};
     fs_limits_t limits;
     fs_limits_default(&limits);
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = {.limits = &limits, .reads = &reads, .typed = g, .typed_sampler = s};
     for (int joined = 0; joined <= 1; joined++) { /* the gRPC server's layout, and the local transport's */
         void *img[2];
         size_t len[2];
         for (int i = 0; i < 2; i++) {
             fs_error_t err = {0};
-            cr_assert_eq(fs_hetero_run(g, s, &limits, seeds, ng, link, req, joined, NULL, filled, &fill[i], &img[i],
-                                       &len[i], NULL, &err),
-                         FS_OK, "%s: %s", what, err.msg);
+            fs_exec_region_t into = {.ctx = &fill[i], .grow = filled};
+            cr_assert_eq(fs_exec_typed(&x, seeds, ng, link, req, joined, &into, &len[i], &err), FS_OK, "%s: %s", what,
+                         err.msg);
+            img[i] = into.base;
         }
         cr_assert_eq(len[0], len[1], "%s: the same request, two sizes", what);
         const unsigned char *a = img[0], *b = img[1];
@@ -430,11 +436,11 @@ static void expect_every_byte_written(const fs_hetero_graph_t *g, fs_typed_sampl
 Test(hetero_grpc, every_byte_of_an_image_is_written)
 {
     fs_dataset_t *ds;
-    fs_hetero_graph_t g;
+    fs_exec_typed_graph_t g;
     fs_typed_sampler_t *s;
     fs_error_t err = {0};
     cr_assert_eq(fs_dataset_open(data, 0, 1, &ds, &err), FS_OK, "%s", err.msg);
-    cr_assert_eq(fs_hetero_graph_init(&g, ds, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_exec_typed_graph_init(&g, ds, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(fs_typed_sampler_create(&s, &err), FS_OK, "%s", err.msg);
     int64_t papers[] = {1, 2, 3, 5, 900}, authors[] = {0, 7}, times[] = {2000, 2010, 1995, 2025, 2001};
     fs_hetero_seeds_t seeds[] = {{"paper", 5, papers, NULL}, {"author", 2, authors, NULL}};
@@ -458,6 +464,6 @@ Test(hetero_grpc, every_byte_of_an_image_is_written)
     l.neg = FS_NEG_TRIPLET, l.amount = 3;
     expect_every_byte_written(&g, s, NULL, 0, &l, &lreq, "link, triplet negatives");
     fs_typed_sampler_destroy(s);
-    fs_hetero_graph_free(&g);
+    fs_exec_typed_graph_free(&g);
     fs_dataset_close(ds);
 }

@@ -110,13 +110,13 @@ Test(limits, engine_refuses_before_any_work)
     fs_sample_req_t big = SAMPLE_REQ(.num_hops = 2, .fanout = {10, 10});
     fs_sample_req_t small = SAMPLE_REQ(.num_hops = 1, .fanout = {2});
     fs_sample_result_t res;
-    cr_assert_eq(fs_engine_sample(e, s, seeds, 64, &big, &res, &err), FS_ERR_RESOURCE);
+    cr_assert_eq(fs_engine_sample(e, s, seeds, 64, &big, NULL, FS_DTYPE_INVALID, &res, &err), FS_ERR_RESOURCE);
     cr_assert(strstr(err.msg, "64 seeds with these fanouts could need a response of") &&
                   strstr(err.msg, "the limit is 100000 (max_response_bytes)"), "%s", err.msg);
     fs_gather_counters_t c = {0};
     fs_store_topology_counters(store, FS_READER_CPU, &c);
     for (int k = 0; k < FS_MAX_TIERS; k++) cr_assert_eq(c.rows[k], 0, "the sampler read lists of tier %d", k);
-    cr_assert_eq(fs_engine_sample(e, s, seeds, 4, &small, &res, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_engine_sample(e, s, seeds, 4, &small, NULL, FS_DTYPE_INVALID, &res, &err), FS_OK, "%s", err.msg);
     fs_store_topology_counters(store, FS_READER_CPU, &c);
     cr_assert_gt(c.rows[0], 0, "the counters do count the sampler's work");
     free(seeds);

@@ -15,7 +15,13 @@
  * Versions: 40 raw clients, each a distinct library release, connect and
  * go; the by-version gauge holds 15 of them apart and the rest as "other",
  * a disconnect takes back what its connect added, freed entries are
- * reused, and afterwards every line of /metrics is what it was before. */
+ * reused, and afterwards every line of /metrics is what it was before.
+ *
+ * Reports: a REPORT's method is the local protocol's enum
+ * (featstore_local.Method), mapped to the metrics' method in one place
+ * (server/local_report.c): every number a client of 1.0 to 1.5 sends (its
+ * Report.method was an int32 of the same numbers) counts as that method,
+ * and a number this release does not know counts as "unknown". */
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +33,7 @@
 
 #include "featstore/client.h"
 #include "fs_local.h"
+#include "local_report.h"
 #include "test_util.h"
 
 static char *dir, *data, sock[100], uri[160];
@@ -568,4 +575,65 @@ Test(versions, forty_library_releases_come_and_go_and_every_counter_stays_right)
     m = metrics_with_clients(0);
     assert_as_before(m, before);
     free(m), free(before);
+}
+
+/* ---- reports: the wire's method numbers --------------------------------------------- */
+
+Test(reports, every_wire_number_maps_to_its_method_and_the_rest_to_unknown)
+{
+    /* the numbers 1.0-1.5 clients send, which were fs_method_t's order then */
+    static const struct {
+        int32_t wire;
+        fs_method_t method;
+        const char *name;
+    } known[] = {{0, FS_METHOD_INFO, "Info"}, {1, FS_METHOD_SAMPLE, "Sample"}, {2, FS_METHOD_GATHER, "Gather"},
+                 {3, FS_METHOD_SAMPLE_GATHER, "SampleGather"}, {4, FS_METHOD_STATS, "Stats"},
+                 {5, FS_METHOD_SPLIT, "Split"}, {6, FS_METHOD_HETERO_SAMPLE, "HeteroSample"},
+                 {7, FS_METHOD_LINK_SAMPLE, "LinkSample"}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        cr_assert_eq(fs_local_report_method(known[i].wire), known[i].method, "wire %d", known[i].wire);
+        cr_assert_str_eq(fs_method_name(fs_local_report_method(known[i].wire)), known[i].name);
+    }
+    const int32_t unknown[] = {8, 9, 42, 1 << 30, INT32_MAX, -1, INT32_MIN};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        cr_assert_eq(fs_local_report_method(unknown[i]), FS_METHOD_UNKNOWN, "wire %d", unknown[i]);
+    cr_assert_str_eq(fs_method_name(FS_METHOD_UNKNOWN), "unknown");
+}
+
+/* A REPORT as a 1.5 client encodes it: method (field 1, an int32 varint),
+ * generation 1 (field 4); nothing read. */
+static void report_as_1_5(int fd, int64_t method)
+{
+    unsigned char msg[16] = {0x08}, *p = msg + 1;
+    uint64_t v = (uint64_t)method; /* a negative int32 is ten bytes, sign-extended */
+    do {
+        *p++ = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    *p++ = 0x20, *p++ = 0x01;
+    cr_assert_eq(fs_local_send(fd, FS_LOCAL_REPORT, msg, (size_t)(p - msg), NULL, 0, 0), 0);
+}
+
+static long long requests_of(const char *text, const char *method)
+{
+    char s[120];
+    snprintf(s, sizeof s, "featstore_requests_total{method=\"%s\",transport=\"unix\"}", method);
+    return sample_of(text, s);
+}
+
+Test(reports, a_1_5_clients_reports_count_as_its_methods, .init = setup_v1, .fini = teardown, .timeout = 300)
+{
+    int fd = hello_as("1.5.0");
+    report_as_1_5(fd, 7);  /* LinkSample */
+    report_as_1_5(fd, 3);  /* SampleGather */
+    report_as_1_5(fd, 3);
+    report_as_1_5(fd, 42); /* a newer client's method */
+    report_as_1_5(fd, -1);
+    char *m = tu_metrics_with(srv.metrics_port, "featstore_requests_total{method=\"unknown\",transport=\"unix\"} 2\n");
+    cr_assert_eq(requests_of(m, "LinkSample"), 1, "wire 7");
+    cr_assert_eq(requests_of(m, "SampleGather"), 2, "wire 3");
+    cr_assert_eq(requests_of(m, "HeteroSample"), 0);
+    cr_assert_eq(requests_of(m, "unknown"), 2, "wire 42 and -1");
+    free(m);
+    close(fd);
 }

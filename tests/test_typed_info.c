@@ -183,7 +183,8 @@ Test(typed_info, homogeneous_calls_on_a_typed_dataset_say_which_call_to_use)
     fs_sample_result_t res = {0};
     int64_t seed = 0;
     fs_sample_req_t req = SAMPLE_REQ(.num_hops = 1, .fanout = {2});
-    cr_assert_eq(fs_engine_sample(s.engine, sampler, &seed, 1, &req, &res, &err), FS_ERR_UNSUPPORTED);
+    cr_assert_eq(fs_engine_sample(s.engine, sampler, &seed, 1, &req, NULL, FS_DTYPE_INVALID, &res, &err),
+                 FS_ERR_UNSUPPORTED);
     cr_assert_not_null(strstr(err.msg, "dataset 'ogb_hetero_tiny' is typed (4 node types, 8 edge types): use "
                                        "HeteroSample/fs_hetero_sample"), "%s", err.msg);
     err = (fs_error_t){0};

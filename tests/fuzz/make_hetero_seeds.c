@@ -2,7 +2,7 @@
  * `make_hetero_seeds <corpus dir>`. A small typed R-MAT (the generator of
  * `featstore gen rmat --typed`) is made in a scratch directory, and typed
  * and link requests are run on it by the same code the gRPC server runs
- * (fs_hetero_run): their batch images are the image seeds (mode byte 0),
+ * (fs_exec_typed): their batch images are the image seeds (mode byte 0),
  * the requests themselves, encoded as the client encodes them, the request
  * seeds (1: HeteroSampleRequest, 2: LinkSampleRequest). Run it after the
  * image layout or the typed messages change, and commit what changed. */
@@ -15,13 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs_hetero.h"
+#include "fs_exec.h"
 #include "fs_pb.h"
 #include "fs_wire.h"
 #include "gen.h"
 
 static char root[4096];
-static fs_hetero_graph_t graph;
+static fs_exec_typed_graph_t graph;
 static fs_typed_sampler_t *sampler;
 static fs_limits_t limits;
 
@@ -42,12 +42,12 @@ static void put(const char *name, uint8_t mode, const void *data, size_t len)
         die(path, strerror(errno));
 }
 
-static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
+static fs_status_t alloc_image(fs_exec_region_t *r, size_t bytes, fs_error_t *err)
 {
     (void)err;
-    void **out = ctx;
-    free(*out);
-    return *out = malloc(bytes);
+    free(r->base);
+    r->base = malloc(bytes), r->cap = bytes;
+    return r->base ? FS_OK : FS_ERR_NOMEM;
 }
 
 /* The batch's image in both layouts: as the gRPC server writes it, and
@@ -55,17 +55,17 @@ static void *alloc_image(void *ctx, size_t bytes, fs_error_t *err)
 static void image(const char *name, const fs_hetero_seeds_t *g, size_t ng, const fs_link_req_t *link,
                   const fs_hetero_req_t *req)
 {
+    fs_exec_reads_t reads = {0};
+    fs_exec_t x = {.limits = &limits, .reads = &reads, .typed = &graph, .typed_sampler = sampler};
     for (int joined = 0; joined <= 1; joined++) {
-        void *img = NULL, *at;
+        fs_exec_region_t into = {.grow = alloc_image};
         size_t len;
         fs_error_t err = {0};
         char path[256];
         snprintf(path, sizeof path, "%s%s", name, joined ? "-joined" : "");
-        if (fs_hetero_run(&graph, sampler, &limits, g, ng, link, req, joined, NULL, alloc_image, &img, &at, &len,
-                          NULL, &err) != FS_OK)
-            die(path, err.msg);
-        put(path, 0, at, len);
-        free(img);
+        if (fs_exec_typed(&x, g, ng, link, req, joined, &into, &len, &err) != FS_OK) die(path, err.msg);
+        put(path, 0, into.base, len);
+        free(into.base);
     }
 }
 
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     fs_dataset_t *ds;
     if (fs_gen_rmat_typed(&o, &err) != FS_OK) die("gen", err.msg);
     if (fs_dataset_open(data, 0, 1, &ds, &err) != FS_OK) die("open", err.msg);
-    if (fs_hetero_graph_init(&graph, ds, &err) != FS_OK || fs_typed_sampler_create(&sampler, &err) != FS_OK)
+    if (fs_exec_typed_graph_init(&graph, ds, &err) != FS_OK || fs_typed_sampler_create(&sampler, &err) != FS_OK)
         die("graph", err.msg);
     fs_limits_default(&limits);
 
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
     request("link-labels-timed", NULL, 0, &l, &lreq);
 
     fs_typed_sampler_destroy(sampler);
-    fs_hetero_graph_free(&graph);
+    fs_exec_typed_graph_free(&graph);
     fs_dataset_close(ds);
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
