@@ -54,7 +54,7 @@ fs_status_t fs_table_not_found(fs_error_t *err, const char *dataset, const char 
 /* Node type and relation names: 1..FS_TYPE_NAME_MAX - 1 characters of
  * [A-Za-z0-9_]. The one rule: datasets store them, importers and the typed
  * builder accept them, and the wire's name fields hold them (their nanopb
- * max_size is FS_TYPE_NAME_MAX: proto/fs_wire.c asserts it). */
+ * max_size is FS_TYPE_NAME_MAX: proto/fs_wire_typed.c asserts it). */
 #define FS_TYPE_NAME_MAX 64
 /* Whether s (NUL-terminated; NULL is no name) is such a name. */
 int fs_type_name_valid(const char *s);

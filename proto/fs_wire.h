@@ -13,7 +13,11 @@
  * Ownership: fs_wire_bytes_t borrows what it encodes; fs_wire_buf_t owns what
  * it allocated (fs_wire_buf_free / fs_wire_buf_detach) and borrowed data is
  * valid while the decoded input lives. Byte buffers returned here belong to
- * the caller (grpc_byte_buffer_destroy). Thread-safety: no shared state. */
+ * the caller (grpc_byte_buffer_destroy). Thread-safety: no shared state.
+ *
+ * Sources: fs_wire.c (channel arguments, status codes, arrays, messages and
+ * chunks, small files), fs_wire_sample.c (the sampling messages and the
+ * Stream orders) and fs_wire_typed.c (the typed requests). */
 #ifndef FS_WIRE_H
 #define FS_WIRE_H
 

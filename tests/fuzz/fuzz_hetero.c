@@ -2,7 +2,7 @@
  * batch image a grpc:// client receives (fs_hetero_index, proto/
  * fs_hetero.c) and the typed requests the gRPC server decodes
  * (HeteroSampleRequest and LinkSampleRequest through fs_wire_hetero_* and
- * fs_wire_link_*, proto/fs_wire.c).
+ * fs_wire_link_*, proto/fs_wire_typed.c).
  *
  * Input: byte 0 picks the mode; the rest is the image or the message.
  *   0  an image, in a buffer of exactly its length (8-byte aligned, as
