@@ -1,7 +1,7 @@
 /* client_internal.h — how client.c and the two transports fit together.
  * Not installed; nothing here is exported from libfeatstore.so.
  *
- * The grpc:// transport (client_grpc.c) is built into the static library,
+ * The grpc:// transport (client_grpc*.c) is built into the static library,
  * and into a plugin of its own, libfeatstore-grpc.so, for the shared one:
  * libfeatstore.so loads it with dlopen() on the first grpc:// connection
  * (client_plugin.c), so a unix-only trainer never maps gRPC. The plugin is

@@ -1,6 +1,6 @@
 /* client_plugin.c — grpc:// for the shared library: libfeatstore.so does
  * not link gRPC; the first grpc:// connection loads libfeatstore-grpc.so
- * (client_grpc.c and gRPC) with dlopen and goes through its constructor.
+ * (client_grpc*.c and gRPC) with dlopen and goes through its constructor.
  * A unix-only trainer therefore never maps gRPC, absl or ssl.
  *
  * Where: next to libfeatstore.so itself (the build tree, or the install's

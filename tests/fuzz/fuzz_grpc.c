@@ -1,8 +1,9 @@
 /* fuzz_grpc.c — libFuzzer harness for the grpc:// messages (proto/
- * featstore.proto through proto/fs_wire.c and fs_pb.c): every request the
- * server decodes (server/grpc_server.c) and every response the client
- * decodes (client-lib/client_grpc.c), each set up as that end sets it up
- * (bytes fields borrowed from the input where aligned, lists into arrays).
+ * featstore.proto through proto/fs_wire.c, fs_wire_sample.c and fs_pb.c):
+ * every request the server decodes (server/grpc_server.c) and every
+ * response the client decodes (client-lib/client_grpc_*.c), each set up as
+ * that end sets it up (bytes fields borrowed from the input where aligned,
+ * lists into arrays).
  *
  * Input: byte 0 picks the message; byte 1 cuts the rest into up to four
  * slices of one gRPC byte buffer (as the network delivers it), so fields
