@@ -1,5 +1,5 @@
 /* client_checks.h — checks of the client API that read the same over every
- * transport, shared by test_local (unix://), test_grpc (grpc://), the typed
+ * transport, shared by test_local (unix://), test_grpc_results (grpc://), the typed
  * transports' tests and the stream tests. */
 #ifndef FS_CLIENT_CHECKS_H
 #define FS_CLIENT_CHECKS_H
