@@ -1,6 +1,6 @@
 /* client_checks.h — checks of the client API that read the same over every
- * transport, shared by test_local (unix://), test_grpc (grpc://), the typed
- * transports' tests and the stream tests. */
+ * transport, shared by test_local_results (unix://), test_grpc_results
+ * (grpc://), the typed transports' tests and the stream tests. */
 #ifndef FS_CLIENT_CHECKS_H
 #define FS_CLIENT_CHECKS_H
 

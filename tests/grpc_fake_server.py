@@ -2,7 +2,7 @@
 """grpc_fake_server.py — a gRPC server that is not featstore's, answering
 Sample with a response featstore's server never sends but a peer may: every
 hop (FS_MAX_HOPS, 8) with every array of its block, edge ids and edge
-weights included, for tests/test_grpc.c (the client must own all of them).
+weights included, for tests/test_grpc_errors.c (the client must own all of them).
 
     /usr/bin/python3 tests/grpc_fake_server.py
 

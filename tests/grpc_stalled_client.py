@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """grpc_stalled_client.py — a gRPC client that stops reading, for the
-isolation tests of tests/test_grpc.c.
+isolation tests of tests/test_grpc_isolation.c.
 
     /usr/bin/python3 tests/grpc_stalled_client.py --port P [--calls 4] [--ids 200000] [--timeout S] [--stop]
 

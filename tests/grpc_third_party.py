@@ -15,8 +15,8 @@ Info call and checks that it ends with that status code (OK, UNAUTHENTICATED,
 UNAVAILABLE, ...) and that no refusal echoes a token.
 
 Prints "third-party client: OK" and exits 0 on success; any mismatch raises.
-Run by tests/test_grpc.c (third_party_python_client_reads_the_dataset,
-tls_and_tokens_as_a_third_party_client_sees_them)."""
+Run by tests/test_grpc_results.c (third_party_python_client_reads_the_dataset)
+and tests/test_grpc_security.c (tls_and_tokens_as_a_third_party_client_sees_them)."""
 import argparse
 import json
 import os

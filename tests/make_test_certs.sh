@@ -1,5 +1,5 @@
 #!/bin/sh
-# make_test_certs.sh DIR — a throw-away PKI for the TLS tests (test_grpc,
+# make_test_certs.sh DIR — a throw-away PKI for the TLS tests (test_grpc_security,
 # test_serve, test_python): a CA, a server certificate for localhost and
 # 127.0.0.1 (both as subjectAltNames, which is what gRPC checks), and a
 # client certificate, all signed by the CA; plus a second, unrelated CA that
