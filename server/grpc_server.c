@@ -29,7 +29,7 @@
  * places for ever. Both are checked before the compute, after it and before
  * every chunk; a call past either answers DEADLINE_EXCEEDED. A call parked on
  * a send cannot check anything: gRPC's server cancels it when the client's
- * deadline passes (its deadline filter, even when the client is frozen; test_grpc
+ * deadline passes (its deadline filter, even when the client is frozen; test_grpc_isolation
  * checks this), and the reaper thread cancels it when the server's passes.
  * Admitted calls are listed in admission order, which is the order of the
  * server's deadlines (one timeout for all), so the reaper stops at the first
