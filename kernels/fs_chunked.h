@@ -1,9 +1,9 @@
 /* fs_chunked.h — the chunked hop the CPU samplers share (fs_sample.c,
- * fs_typed.c, fs_locality.c; docs/algorithms.md §6, "parallel relabel"): a
- * hop's destinations cut into chunks, each chunk's picks staged by whichever
- * worker claims it, then relabelled in first-appearance order and laid out
- * in the hop's arrays exactly as the fused serial hop writes them. Two ways
- * to relabel:
+ * fs_typed_parallel.c, fs_locality.c; docs/algorithms.md §6, "parallel
+ * relabel"): a hop's destinations cut into chunks, each chunk's picks staged
+ * by whichever worker claims it, then relabelled in first-appearance order
+ * and laid out in the hop's arrays exactly as the fused serial hop writes
+ * them. Two ways to relabel:
  *   - in order (up to FS_CHUNK_INSERTER_MAX threads, and one): fs_chunked_plan,
  *     fs_chunked_pick_insert with the sampler's own picks and Fused-Map
  *     inserts, then fs_chunked_lay_out;

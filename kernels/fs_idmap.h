@@ -20,7 +20,8 @@
  *                an earlier chunk read the id that chunk gave them.
  * Phases 1, 3 and 4 run in the caller's parallel regions (the caller has
  * its own per-chunk work to fuse in); between phases all chunks must be
- * done. Keys are any 64-bit values (fs_typed.c packs a type and batch in).
+ * done. Keys are any 64-bit values (the typed sampler packs a type and
+ * batch in: fs_typed_internal.h's key_of).
  *
  * Ownership: the map owns its tables and per-chunk arrays; key arrays passed
  * to fs_idmap_bucket are borrowed until the run's resolve phase ends.

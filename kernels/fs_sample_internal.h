@@ -24,8 +24,8 @@ int fs_grow_zeroed(void **p, int *cap, int n, size_t elem);
 /* The picks of one whole row for a mode (fs_sample_pick.h): up to k of deg
  * positions (k = FS_FANOUT_ALL: deg) into buf, or *pos = NULL meaning every
  * position 0..deg-1; returns how many. wbuf holds deg doubles for the
- * weighted modes, buf max(k, deg). Shared by fs_sample.c and fs_typed.c so
- * both make the same choices. */
+ * weighted modes, buf max(k, deg). Shared by fs_sample.c and the typed
+ * sampler (fs_typed_internal.h) so both make the same choices. */
 static inline __attribute__((always_inline)) int64_t fs_pick_row(fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
                                   double *wbuf, int64_t *buf, int64_t **pos)
 {

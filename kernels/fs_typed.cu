@@ -12,9 +12,9 @@
 //      source is excluded for (edge type, row);
 //   2. scan the counts into the block's offsets;
 //   3. rows with excluded positions list them (and, weighted, copy their
-//      weights with those zeroed), as fs_typed.c does;
+//      weights with those zeroed), as the CPU engine does;
 //   4. pick with the shared picks of fs_sample_pick.h from the row's
-//      stream (fs_typed.c's row_rng), writing each pick's map key
+//      stream (fs_typed_internal.h's row_rng), writing each pick's map key
 //      (tag, node) — tag = the type, or batch * types + type when
 //      disjoint — and its edge id;
 //   5. the fused map: CAS insert (a key is new iff the CAS saw EMPTY),
@@ -51,7 +51,7 @@ extern "C" {
 
 #define MAX_FANOUT FS_CUDA_SAMPLE_MAX_FANOUT
 #define EMPTY_KEY 0xffffffffffffffffULL /* never a key: tags stay below 2^23 */
-#define NODE_BITS 40                    /* fs_typed.c's FS_KEY_NODE_BITS */
+#define NODE_BITS 40                    /* fs_typed_internal.h's FS_KEY_NODE_BITS */
 #define NODE_MASK ((1ULL << NODE_BITS) - 1)
 #define NO_FIRST 0x7fffffffffffffffLL
 
@@ -145,7 +145,7 @@ __device__ Row row_of(const Pass &p, int64_t d)
     r.b = p.indptr[r.v];
     r.deg = p.indptr[r.v + 1] - r.b;
     r.lo = 0, r.hi = r.deg;
-    if (p.temporal) { // fs_typed.c's eligible_range
+    if (p.temporal) { // fs_typed_pass.c's fs_typed_eligible_ranges
         int64_t t = p.ftime[d];
         const int64_t *tm = p.etime + r.b;
         r.hi = fs_pick_time_bound(tm, r.deg, t, !p.strict);
@@ -170,8 +170,8 @@ __device__ Row row_of(const Pass &p, int64_t d)
     return r;
 }
 
-// How many picks a row gives: what fs_typed.c's pick_row returns for c
-// surviving positions, `positive` of them with a weight > 0.
+// How many picks a row gives: what fs_typed_internal.h's pick_row returns
+// for c surviving positions, `positive` of them with a weight > 0.
 __device__ __forceinline__ int64_t row_picks(const Pass &p, int64_t c, int64_t positive)
 {
     if (c <= 0) return 0;
@@ -182,7 +182,7 @@ __device__ __forceinline__ int64_t row_picks(const Pass &p, int64_t c, int64_t p
     return positive ? k : 0;
 }
 
-// Per row: its picks; the CPU's worst case for it (fs_typed.c's
+// Per row: its picks; the CPU's worst case for it (fs_typed_pass.c's
 // pass_bound, for the same 2^31 refusal); with exclusions, how many
 // positions it loses and, weighted, the length of its weight copy.
 __global__ void count_kernel(Pass p, int64_t *cnt, int64_t *bound, int64_t *nskip, int64_t *wlen)
@@ -204,8 +204,9 @@ __global__ void count_kernel(Pass p, int64_t *cnt, int64_t *bound, int64_t *nski
     }
 }
 
-// Rows that lose positions: fs_typed.c's excluded_positions (ascending,
-// relative to the row's start) and its zeroed weight copy of [lo, hi).
+// Rows that lose positions: fs_typed_pass.c's fs_typed_excluded_positions
+// (ascending, relative to the row's start) and its zeroed weight copy of
+// [lo, hi).
 __global__ void exclude_kernel(Pass p, const int64_t *skip_off, int64_t *skip, const int64_t *w_off, float *wcopy)
 {
     for (int64_t d = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; d < p.n; d += (int64_t)gridDim.x * blockDim.x) {
@@ -222,7 +223,7 @@ __global__ void exclude_kernel(Pass p, const int64_t *skip_off, int64_t *skip, c
 }
 
 // The position of surviving position number i counted from lo: the i-th
-// of [lo, hi) less the nx skipped ones (fs_typed.c's pick_row).
+// of [lo, hi) less the nx skipped ones (fs_typed_internal.h's pick_row).
 __device__ __forceinline__ int64_t survivor(int64_t q, const int64_t *skip, int64_t nx)
 {
     for (int64_t j = 0; j < nx && skip[j] <= q; j++) q++;
@@ -246,7 +247,7 @@ __global__ void pick_kernel(Pass p, const int64_t *off, const int64_t *skip_off,
         const int64_t *sk = nx ? skip + skip_off[d] : nullptr;
         int64_t c = r.hi - r.lo - nx, k = p.k == FS_FANOUT_ALL ? c : p.k;
         int64_t batch = p.fbatch ? p.fbatch[d] : 0;
-        u64 seed = p.seed; // fs_typed.c's row_rng
+        u64 seed = p.seed; // fs_typed_internal.h's row_rng
         if (p.disjoint) seed ^= fs_mix64((u64)batch + 0x632be59bd9b4e019ULL);
         fs_rng_t rng = fs_pick_rng(seed, p.hop, r.v);
         u64 tag = tag_of(p.disjoint, p.num_types, p.src_type, batch);
@@ -445,7 +446,7 @@ cudaError_t reduce(State &st, const int64_t *in, int64_t n, int64_t *total)
 }
 
 // Room for `extra` more nodes of `type`, and a table at load <= 1/2 for
-// them: grown tables take every type's keys back (fs_typed.c's
+// them: grown tables take every type's keys back (fs_typed_map.c's
 // tmap_reserve). May move the type's arrays.
 cudaError_t make_room(State &st, int type, int64_t extra)
 {
@@ -501,7 +502,7 @@ cudaError_t fused_map(State &st, int type, const u64 *cand, int64_t n, const int
     return cudaGetLastError();
 }
 
-int cmp_excl(const void *pa, const void *pb) // by (etype, dst, src), as fs_typed.c sorts them
+int cmp_excl(const void *pa, const void *pb) // by (etype, dst, src), as fs_typed_pass.c sorts them
 {
     const fs_typed_exclude_t *a = (const fs_typed_exclude_t *)pa, *b = (const fs_typed_exclude_t *)pb;
     if (a->etype != b->etype) return a->etype < b->etype ? -1 : 1;
@@ -612,14 +613,14 @@ static Pass make_pass(const State &st, const fs_typed_view_t *g, const fs_typed_
     p.mode = req->mode[hop], p.k = req->fanout[e * req->num_hops + hop], p.hop = hop;
     p.temporal = req->temporal, p.strict = req->strict, p.window = req->window;
     p.disjoint = st.disjoint, p.num_types = st.types, p.src_type = et->src_type, p.etype = e;
-    p.seed = req->seed ^ (e ? fs_mix64((u64)e * 0x2545f4914f6cdd1dULL) : 0); // fs_typed.c's run_pass
+    p.seed = req->seed ^ (e ? fs_mix64((u64)e * 0x2545f4914f6cdd1dULL) : 0); // fs_typed_pass.c's fs_typed_run_pass
     p.x = st.etype_x.p[e] ? st.x.p : nullptr;
     p.nx = st.etype_x.p[e] ? st.nx : 0;
     return p;
 }
 
-// Edge type e at hop h for destinations d0..d1-1 (fs_typed.c's run_pass);
-// the block lands in the sampler's workspace.
+// Edge type e at hop h for destinations d0..d1-1 (fs_typed_pass.c's
+// fs_typed_run_pass); the block lands in the sampler's workspace.
 static fs_status_t run_pass(State &st, fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
                             int h, int e, int64_t d0, int64_t d1, int64_t *num_dst, int64_t *num_edges,
                             fs_error_t *err)
@@ -647,7 +648,7 @@ static fs_status_t run_pass(State &st, fs_typed_sampler_t *s, const fs_typed_vie
     CK(scan(st, st.cnt.p, st.off.p, n, &E));
     CK(reduce(st, st.bound.p, n, &bound));
     char nb[64];
-    if (st.type[et->src_type].n + bound >= INT32_MAX) // fs_typed.c's refusal, word for word
+    if (st.type[et->src_type].n + bound >= INT32_MAX) // fs_typed_pass.c's refusal, word for word
         return fs_error(err, FS_ERR_RESOURCE, "typed sample: hop %d of %s could reach %lld nodes, over the 2^31 "
                         "per-request limit; use smaller fanouts or fewer seeds", h, etype_name(g, e, nb, sizeof nb),
                         (long long)(st.type[et->src_type].n + bound));
