@@ -535,7 +535,7 @@ class TypedInfoTest(unittest.TestCase):
 
     def check_info(self, info):
         m = self.manifest
-        self.assertTrue(info.typed)
+        self.assertTrue(info.hetero and info.typed)  # typed: hetero's 1.3 name, kept
         self.assertEqual((info.num_nodes, info.tables, info.splits), (0, {}, ()))
         self.assertEqual(list(info.node_types), [t["name"] for t in m["node_types"]], "the server's order")
         for t in m["node_types"]:
@@ -579,7 +579,7 @@ class TypedInfoTest(unittest.TestCase):
                 self.assertIn("link split 'train' has no array 'label'; it has src, dst, time", str(e.exception))
         with featstore.connect(SERVER["unix"]) as c:  # a homogeneous dataset: one node type, one edge type
             info = c.info()
-            self.assertFalse(info.typed)
+            self.assertFalse(info.hetero or info.typed)
             self.assertEqual(list(info.node_types), ["node"])
             self.assertEqual(info.node_types["node"].count, info.num_nodes)
             self.assertEqual(info.node_types["node"].tables, info.tables)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_python_stream.py — epoch streams from Python (``Client.node_stream``,
-``typed_stream``, ``link_stream``, ``row_stream``, the deprecated
+``hetero_stream``, ``link_stream``, ``row_stream``, the deprecated
 ``Client.stream``; ``featstore.Stream``, ``StreamBatch``, ``EpochPlan``:
 client-lib/python/featstore/stream.py, _stream_calls.py, plan.py) against a
 real `featstore serve`, the checks of tests/test_stream.c from the binding's

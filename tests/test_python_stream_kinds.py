@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_python_stream_kinds.py — row, typed and link streams from Python
-(``Client.row_stream``, ``typed_stream``, ``link_stream`` and the
+(``Client.row_stream``, ``hetero_stream``, ``link_stream`` and the
 deprecated ``Client.stream`` with ``tables=``, ``num_neighbors=``,
 ``link=``), each class on a dataset and server of its own (node streams:
 tests/test_python_stream.py).
@@ -205,8 +205,8 @@ class TypedStreamTest(_Served):
         for t in TRANSPORTS:
             c = self.clients[t]
             train = c.split("paper/train")
-            with self.subTest(transport=t), c.typed_stream("paper/train", batch_size=128,
-                                                           num_neighbors=NUM_NEIGHBORS, seed=4, epoch=2, **kw) as s:
+            with self.subTest(transport=t), c.hetero_stream("paper/train", batch_size=128,
+                                                            num_neighbors=NUM_NEIGHBORS, seed=4, epoch=2, **kw) as s:
                 self.assertEqual(s.num_batches, (len(train) + 127) // 128)
                 seen, edge_rows = [], 0
                 for i, sb in enumerate(s):
@@ -277,8 +277,8 @@ class TypedStreamTest(_Served):
 
     def test_hetero_views_end_with_their_stream_batch(self):
         c = self.clients["unix"]
-        with c.typed_stream("paper/train", batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=("feat",),
-                            seed=1) as s:
+        with c.hetero_stream("paper/train", batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=("feat",),
+                             seed=1) as s:
             sb = next(s)
             hb = sb.hetero
             x, nodes = hb.x["paper"]["feat"], hb.nodes["paper"]
@@ -291,7 +291,7 @@ class TypedStreamTest(_Served):
             self.assertFalse(x.flags.writeable or x.flags.owndata)
             if importlib.util.find_spec("torch") is not None:
                 self.assertEqual(hb.torch().x["paper"]["feat"].data_ptr(), x.ctypes.data, "torch copied the rows")
-            self.assertIn("typed", repr(sb))
+            self.assertIn("hetero", repr(sb))
             sb.release()
             self.assertRaises(featstore.BatchReleasedError, getattr, sb, "hetero")
             for what in ("nodes", "x", "blocks"):
@@ -305,19 +305,22 @@ class TypedStreamTest(_Served):
             for sb in s:  # the rest of the epoch, batches dropped as the loop goes
                 self.assertGreaterEqual(len(sb.hetero.nodes["paper"]), sb.num_seeds)
         ids = c.split("paper/valid")[:37]
-        with c.typed_stream(ids, seed_type="paper", batch_size=10, order="sequential",
-                            num_neighbors={CITES: [2]}) as s:  # explicit seeds, of a given type
+        with c.hetero_stream(ids, seed_type="paper", batch_size=10, order="sequential",
+                             num_neighbors={CITES: [2]}) as s:  # explicit seeds, of a given type
             got = [np.array(sb.seeds) for sb in s]
         np.testing.assert_array_equal(np.concatenate(got), ids)
 
     def test_the_deprecated_stream_opens_the_same_streams(self):
         """Client.stream (deprecated) with num_neighbors, and with link as a
-        dict or a StreamLink: the batches of typed_stream and link_stream."""
+        dict or a StreamLink: the batches of hetero_stream and link_stream;
+        typed_stream, hetero_stream's 1.5 name: the same batches."""
         c = self.clients["unix"]
         typed = dict(batch_size=64, num_neighbors=NUM_NEIGHBORS, node_tables=NODE_TABLES, seed=2)
         link = dict(batch_size=50, num_neighbors={CITES: [4]}, order="sequential", seed=9)
-        pairs = [(lambda: c.stream(split="paper/train", **typed), lambda: c.typed_stream("paper/train", **typed),
-                  "Client.typed_stream"),
+        pairs = [(lambda: c.stream(split="paper/train", **typed), lambda: c.hetero_stream("paper/train", **typed),
+                  "Client.hetero_stream"),
+                 (lambda: c.typed_stream("paper/train", **typed), lambda: c.hetero_stream("paper/train", **typed),
+                  "Client.hetero_stream"),
                  (lambda: c.stream(split="valid", link=dict(edge_type=CITES, neg="triplet", amount=2, strict=True),
                                    **link),
                   lambda: c.link_stream("valid", edge_type=CITES, neg="triplet", amount=2, neg_strict=True, **link),
@@ -389,13 +392,13 @@ class TypedStreamTest(_Served):
                     self.assertIn(says, e.exception.message)
         c = self.clients["unix"]
         typed = dict(split="paper/train", batch_size=16, num_neighbors=NUM_NEIGHBORS)
-        for kw, says in ((dict(fanouts=[5]), "fanouts: not for a typed stream"),
-                         (dict(table="feat", delta="full"), "table, delta: not for a typed stream"),
-                         (dict(window=4), "window: not for a typed stream"),
-                         (dict(edge_ids=True), "edge_ids: not for a typed stream.*want_edge_ids")):
+        for kw, says in ((dict(fanouts=[5]), "fanouts: not for a hetero stream"),
+                         (dict(table="feat", delta="full"), "table, delta: not for a hetero stream"),
+                         (dict(window=4), "window: not for a hetero stream"),
+                         (dict(edge_ids=True), "edge_ids: not for a hetero stream.*want_edge_ids")):
             with self.subTest(args=kw):
                 self.assertRaisesRegex(ValueError, says, c.stream, **typed, **kw)
-        self.assertRaisesRegex(ValueError, "frontier, node_tables: options of typed streams: give num_neighbors",
+        self.assertRaisesRegex(ValueError, "frontier, node_tables: options of hetero streams: give num_neighbors",
                                c.stream, split="paper/train", batch_size=16, fanouts=[5], frontier="all",
                                node_tables=("feat",))
         self.assertRaisesRegex(ValueError, "fanouts: a node stream needs one fanout per hop", c.stream,

@@ -186,9 +186,9 @@ FS_API void fs_batch_free(fs_batch_t *b);
  * pinning or registering the memory; valid until fs_batch_free. */
 FS_API fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_t *len);
 
-/* ---- typed graphs (since 1.3) --------------------------------------------------- */
+/* ---- heterogeneous graphs (since 1.3) ------------------------------------------- */
 
-/* Typed k-hop sampling from seed groups (one per node type, or several of
+/* Hetero k-hop sampling from seed groups (one per node type, or several of
  * one type), and the gather of the request's node and edge tables, in one
  * call (fs_hetero_req_t, fs_hetero_batch_t: featstore/types.h). Works on
  * every dataset: a homogeneous one is the node type "node" and the edge
@@ -203,7 +203,7 @@ FS_API fs_status_t fs_hetero_sample(fs_client_t *c, const fs_hetero_seeds_t *gro
 FS_API fs_status_t fs_link_sample(fs_client_t *c, const fs_link_req_t *link, const fs_hetero_req_t *req,
                                   fs_hetero_batch_t **out);
 
-/* Releases a typed batch (and its result slot). NULL is a no-op. */
+/* Releases a hetero batch (and its result slot). NULL is a no-op. */
 FS_API void fs_hetero_batch_free(fs_hetero_batch_t *b);
 
 /* As fs_batch_region: the one buffer every array of the batch lies in. */
@@ -295,7 +295,7 @@ typedef struct {
     fs_delta_t delta;            /* Match: fetch only the rows the previous batch lacks */
     int window;                  /* Reorder (needs delta): batches made and reordered per
                                     window, 1..16; 0 or 1 = the plan's order */
-    /* Typed batches, instead of sample/table (delta and window do not apply):
+    /* Hetero batches, instead of sample/table (delta and window do not apply):
      * hetero alone: node seeds of seed_type (NULL = the split's "TYPE/"
      *   prefix), each batch fs_hetero_sample; the tables are the request's
      *   (put "labels" in node_tables), so labels must be NULL or "";
@@ -355,7 +355,7 @@ typedef struct {
     const int64_t *take;         /* [batch->num_nodes] */
     int64_t prev_rows;
     double match;                /* |this ∩ previous| / |this| over rows: the match degree */
-    const fs_hetero_batch_t *hetero; /* typed and link streams: the batch (batch is NULL) */
+    const fs_hetero_batch_t *hetero; /* hetero and link streams: the batch (batch is NULL) */
     size_t num_tables;           /* row streams: tables[k] holds the seeds' rows of the */
     const fs_batch_t *const *tables; /* options' tables[k], row i for seeds[i] (batch is NULL) */
     /* Since 1.5, row streams over row tables (a labelled layout, fs_info_t's
@@ -472,7 +472,7 @@ typedef struct {
 } fs_ids_t;
 
 /* The node ids of a named split ("train", "valid", "test"; fs_info lists
- * them; on a typed graph "TYPE/NAME", and a link split's arrays
+ * them; on a heterogeneous graph "TYPE/NAME", and a link split's arrays
  * "link/NAME/src" and so on: fs_link_split_info_t). Over unix:// the ids are the dataset's file, mapped read-only.
  * FS_ERR_NOT_FOUND for an unknown name. Free with fs_ids_free. */
 FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out);

@@ -30,7 +30,7 @@ writes one from a PyG Data or HeteroData (importing torch_geometric only
 when called).
 
 Modules: featstore.client (the connection), featstore.batch (results and
-the lifetime rule), featstore.info, featstore.hetero (typed requests),
+the lifetime rule), featstore.info, featstore.hetero (heterogeneous graphs' requests),
 featstore.stream (epoch streams), featstore.plan (their plan),
 featstore.errors, featstore.dataset and featstore.pyg.
 """

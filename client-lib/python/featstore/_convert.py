@@ -2,7 +2,7 @@
 contiguous int64 arrays (checked: integers, one dimension, no negative
 id), dtype names and codes, names and option strings as C bytes.
 
-Shared by the client, typed requests and streams, so that one value is
+Shared by the client, hetero requests and streams, so that one value is
 checked, and refused, the same way whatever call it is given to.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ._lib import lib
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
-# fs_sample_mode_t by name: Client.sample's `mode` (featstore.SAMPLE_MODES), typed requests' too
+# fs_sample_mode_t by name: Client.sample's `mode` (featstore.SAMPLE_MODES), hetero requests' too
 SAMPLE_MODES = {"uniform": 0, "uniform_replace": 1, "weighted": 2, "weighted_replace": 3}
 
 # fs_dtype_t -> numpy. bfloat16 has no numpy type: its 16 bits are exposed as

@@ -3,7 +3,8 @@ kind of batch (fs_stream_open; featstore.stream, docs/api.md §11):
 
 - ``node_stream``: ``sample_gather`` batches of node seeds (a split or ids),
   with their labels; Match's delta and reorder window;
-- ``typed_stream``: ``hetero_sample`` batches of seeds of one node type;
+- ``hetero_stream``: ``hetero_sample`` batches of seeds of one node type
+  (``typed_stream``, its 1.5 name, still works, deprecated);
 - ``link_stream``: ``link_sample`` batches of a link split's edges;
 - ``row_stream``: the seeds' rows of several tables (pre-propagation),
   without sampling.
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ._deprecation import deprecated
-from .hetero import _Link, _Request, require_typed
+from .hetero import _Link, _Request, require_hetero
 from .stream import Epoch, StreamLink, open_stream, split_or_ids
 
 if TYPE_CHECKING:
@@ -101,25 +102,32 @@ class StreamCalls:
         return open_stream(self, _epoch(locals()), split=split, ids=ids, sample=sample, table=table,
                            dtype=dtype, labels=labels, delta=delta, reorder_window=reorder_window)
 
-    def typed_stream(self, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: Mapping[EdgeType, Sequence[int]],
-                     seed_type: str | None = None, node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (),
-                     dtype: str | None = None, mode: str | Sequence[str] = "uniform", frontier: str = "new",
-                     disjoint: bool = False, temporal: str | None = None, time_strict: bool = False,
-                     time_window: int = 0, edge_ids: bool = False, seed: int = 0, epoch: int = 0, rank: int = 0,
-                     world_size: int = 1, drop_last: bool = False, order: str = "random", chunk: int = 0,
-                     start_batch: int = 0, prefetch: int = 0, hold: int = 2, producers: int = 0) -> Stream:
-        """Typed batches: each is ``hetero_sample({seed_type: b.seeds},
+    def hetero_stream(self, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: Mapping[EdgeType, Sequence[int]],
+                      seed_type: str | None = None, node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (),
+                      dtype: str | None = None, mode: str | Sequence[str] = "uniform", frontier: str = "new",
+                      disjoint: bool = False, temporal: str | None = None, time_strict: bool = False,
+                      time_window: int = 0, edge_ids: bool = False, seed: int = 0, epoch: int = 0, rank: int = 0,
+                      world_size: int = 1, drop_last: bool = False, order: str = "random", chunk: int = 0,
+                      start_batch: int = 0, prefetch: int = 0, hold: int = 2, producers: int = 0) -> Stream:
+        """Hetero batches: each is ``hetero_sample({seed_type: b.seeds},
         num_neighbors, seed=b.request_seed, ...)`` with the request options
         as there, in ``StreamBatch.hetero`` (labels too: put "labels" in
-        `node_tables`). `seeds`: a typed split "TYPE/NAME" (its "TYPE/"
+        `node_tables`). `seeds`: a hetero split "TYPE/NAME" (its "TYPE/"
         prefix is the default `seed_type`) or an array of ids of
         `seed_type`. Epoch options: see the class."""
-        require_typed()
+        require_hetero()
         split, ids = split_or_ids(seeds)
-        typed = _Request(num_neighbors, 0, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
+        hetero = _Request(num_neighbors, 0, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
                          edge_tables, dtype, edge_ids)
-        return open_stream(self, _epoch(locals()), split=split, ids=ids, typed=typed,
+        return open_stream(self, _epoch(locals()), split=split, ids=ids, hetero=hetero,
                            seed_type=seed_type)
+
+    def typed_stream(self, seeds: str | ArrayLike, **options: Any) -> Stream:
+        """Deprecated since 1.5: ``hetero_stream`` ("hetero" is the API's
+        word for graphs with several node or edge types), which takes the
+        same arguments."""
+        deprecated("Client.typed_stream is deprecated: use Client.hetero_stream (the same arguments)")
+        return self.hetero_stream(seeds, **options)
 
     def link_stream(self, split: str, *, edge_type: EdgeType, batch_size: int,
                     num_neighbors: Mapping[EdgeType, Sequence[int]], neg: str | None = None, amount: float = 1.0,
@@ -137,13 +145,13 @@ class StreamCalls:
         request options as there, in ``StreamBatch.hetero``
         (``StreamBatch.seeds``: the edges' sources). Epoch options: see the
         class."""
-        require_typed()
+        require_hetero()
         if not isinstance(split, str):
             raise TypeError(f"link_stream: split must be a link split's name, got {type(split).__name__}")
-        typed = _Request(num_neighbors, 0, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
+        hetero = _Request(num_neighbors, 0, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
                          edge_tables, dtype, edge_ids)
         link = _Link(edge_type, neg, amount, neg_weighted, neg_strict, keep_seed_edges, what="link")
-        return open_stream(self, _epoch(locals()), split=split, ids=None, typed=typed, link=link)
+        return open_stream(self, _epoch(locals()), split=split, ids=None, hetero=hetero, link=link)
 
     def row_stream(self, seeds: str | ArrayLike, *, tables: Sequence[str], batch_size: int, dtype: str | None = None,
                    labels: str | None = None, seed: int = 0, epoch: int = 0, rank: int = 0, world_size: int = 1,
@@ -171,7 +179,7 @@ class StreamCalls:
                time_window: int = 0, node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (),
                want_edge_ids: bool = False, seed_type: str | None = None, link: Any = None,
                tables: Sequence[str] | None = None, producers: int = 0) -> Stream:
-        """Deprecated since 1.5: ``node_stream`` (`fanouts`), ``typed_stream``
+        """Deprecated since 1.5: ``node_stream`` (`fanouts`), ``hetero_stream``
         (`num_neighbors`), ``link_stream`` (`num_neighbors` and `link`) or
         ``row_stream`` (`tables`), whose arguments these are under their
         1.4 names: `split` or `seeds` (their `seeds`), `fanouts`
@@ -202,30 +210,30 @@ class StreamCalls:
                      "strict": strict, "time_window": bool(time_window), "node_tables": bool(node_tables),
                      "edge_tables": bool(edge_tables), "want_edge_ids": want_edge_ids,
                      "seed_type": seed_type is not None},
-                    "options of typed streams: give num_neighbors (a dict (src, rel, dst) -> fanouts) for one")
+                    "options of hetero streams: give num_neighbors (a dict (src, rel, dst) -> fanouts) for one")
             if fanouts is None:
-                raise ValueError("fanouts: a node stream needs one fanout per hop (or give num_neighbors for a typed "
+                raise ValueError("fanouts: a node stream needs one fanout per hop (or give num_neighbors for a hetero "
                                  "stream)")
             from .client import _sample_req
             sample = _sample_req(fanouts, mode, 0, edge_ids)
             return open_stream(client, epoch_opts, split=split, ids=seeds, sample=sample, table=table, dtype=dtype,
                                labels=labels, delta=delta, reorder_window=window)
         deprecated(f"Client.stream(num_neighbors=...{', link=...' if link is not None else ''}) is deprecated: use "
-                   f"Client.{'link_stream' if link is not None else 'typed_stream'}(...)")
-        require_typed()
+                   f"Client.{'link_stream' if link is not None else 'hetero_stream'}(...)")
+        require_hetero()
         _refuse({"fanouts": fanouts is not None, "table": table is not None, "delta": delta != "off",
                  "window": int(window) > 1, "edge_ids": edge_ids},
-                "not for a typed stream (num_neighbors is its request: put its tables in node_tables and "
+                "not for a hetero stream (num_neighbors is its request: put its tables in node_tables and "
                 "edge_tables, ask for edge ids with want_edge_ids)")
         # a link stream without num_neighbors goes on to fs_stream_open, which names what it lacks
-        typed = None if num_neighbors is None else _Request(
+        hetero = None if num_neighbors is None else _Request(
             num_neighbors, 0, mode, frontier, disjoint, temporal, strict, time_window, node_tables, edge_tables, dtype,
             want_edge_ids)
         lk = None
         if link is not None:
             sl = _link(link)
             lk = _Link(sl.edge_type, sl.neg, sl.amount, sl.neg_weighted, sl.strict, sl.keep_seed_edges, what="link")
-        return open_stream(client, epoch_opts, split=split, ids=seeds, labels=labels, typed=typed, seed_type=seed_type,
+        return open_stream(client, epoch_opts, split=split, ids=seeds, labels=labels, hetero=hetero, seed_type=seed_type,
                            link=lk)
 
 

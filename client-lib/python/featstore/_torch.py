@@ -68,7 +68,7 @@ def to_torch(batch: Batch) -> TorchBatch:
     return TorchBatch(tensor(batch.nodes), tensor(batch.seed_local), _features(batch), blocks)
 
 
-# ---- typed batches (HeteroBatch.torch()) ---------------------------------------
+# ---- hetero batches (HeteroBatch.torch()) ---------------------------------------
 
 class TorchHeteroBatch(NamedTuple):
     """HeteroBatch's fields as tensors; dicts keyed as in HeteroBatch.

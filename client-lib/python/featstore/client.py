@@ -4,8 +4,8 @@ Design: every call goes straight to the C library through ctypes (no
 compiled extension), and results are numpy arrays that *view* the C
 buffers (featstore.batch: the lifetime rule). Nothing is copied on the
 way to numpy or torch. The Client's calls mirror client.h's, one method
-each; typed requests are built in featstore.hetero, streams in
-featstore.stream (whose constructors ``node_stream``, ``typed_stream``,
+each; hetero requests are built in featstore.hetero, streams in
+featstore.stream (whose constructors ``node_stream``, ``hetero_stream``,
 ``link_stream`` and ``row_stream`` the Client inherits).
 
 Thread-safety: a Client serialises its calls with a lock, so one Client may
@@ -313,7 +313,7 @@ class Client(StreamCalls, Closing):
         return self._batch_call(lib.fs_sample_gather, _ptr(arr), len(arr), ctypes.byref(req), _name(table),
                                 dtype_code(dtype))
 
-    # -- typed graphs (since 1.3; featstore.hetero)
+    # -- heterogeneous graphs (since 1.3; featstore.hetero)
 
     @renamed(strict="time_strict", window="time_window", want_edge_ids="edge_ids")
     def hetero_sample(self, seeds: dict[str, ArrayLike] | Sequence[tuple[str, ArrayLike]],
@@ -323,7 +323,7 @@ class Client(StreamCalls, Closing):
                       time_strict: bool = False, time_window: int = 0, node_tables: Sequence[str] = (),
                       edge_tables: Sequence[str] = (), dtype: str | None = None, edge_ids: bool = False
                       ) -> HeteroBatch:
-        """Typed k-hop sampling and the gather of node/edge tables in one call
+        """Hetero k-hop sampling and the gather of node/edge tables in one call
         (fs_hetero_sample): a ``featstore.hetero.HeteroBatch``.
 
         seeds: dict node type -> ids, one seed group per key in dict order
@@ -383,8 +383,8 @@ class Client(StreamCalls, Closing):
                          time_window=time_window, node_tables=node_tables, edge_tables=edge_tables, dtype=dtype,
                          edge_ids=edge_ids)
 
-    # -- epoch streams (since 1.4): node_stream, typed_stream, link_stream,
-    #    row_stream and the deprecated stream, from featstore._stream_calls
+    # -- epoch streams (since 1.4): node_stream, hetero_stream, link_stream,
+    #    row_stream and the deprecated stream and typed_stream, from featstore._stream_calls
 
     def default_prefetch(self, producers: int = 0) -> int:
         """The batches a stream opened on this Client makes ahead by default

@@ -1,8 +1,8 @@
-"""featstore.hetero — typed-graph sampling: HeteroBatch and the requests of
+"""featstore.hetero — heterogeneous-graph sampling: HeteroBatch and the requests of
 ``Client.hetero_sample`` and ``Client.link_sample`` (fs_hetero_sample,
 fs_link_sample; featstore/types.h and featstore/client.h, since 1.3).
 
-A typed batch holds every node type and edge type of the served graph, in
+A hetero batch holds every node type and edge type of the served graph, in
 the server's order. Per node type, local ids are the seeds first (in the
 order given, duplicates merged), then first appearance. Per (hop, edge type)
 a ``Block`` (featstore.batch) joins destinations of the edge type's dst
@@ -26,7 +26,7 @@ its fs_batch_t (featstore.batch's module comment): arrays are read-only
 zero-copy views that hold the C batch (and, over unix://, its result slot)
 until they are gone; after ``release()`` (``free()``, the end of a ``with``
 block) every attribute raises ``BatchReleasedError``. The HeteroBatch of a
-typed or link stream's batch (``StreamBatch.hetero``, featstore.stream) is
+hetero or link stream's batch (``StreamBatch.hetero``, featstore.stream) is
 a view of memory its StreamBatch owns: it ends with the StreamBatch.
 """
 from __future__ import annotations
@@ -62,11 +62,18 @@ TEMPORAL = tuple(t for t in _lib.FS_TEMPORAL if t is not None)   # "uniform", "l
 NEGATIVES = tuple(n for n in _lib.FS_NEG if n is not None)       # "binary", "triplet"
 
 
-def require_typed() -> None:
-    """An Error (UNSUPPORTED) unless the loaded library has the typed calls."""
+def require_hetero() -> None:
+    """An Error (UNSUPPORTED) unless the loaded library has the hetero calls."""
     if not _lib.typed:
-        raise Error(Status.UNSUPPORTED, f"{_lib.path} is libfeatstore {_lib.version}, which has no typed sampling "
+        raise Error(Status.UNSUPPORTED, f"{_lib.path} is libfeatstore {_lib.version}, which has no hetero sampling "
                                         f"(fs_hetero_sample, fs_link_sample): install libfeatstore 1.3 or later")
+
+
+def require_typed() -> None:
+    """Deprecated since 1.5: ``require_hetero`` ("hetero" is the API's word)."""
+    from ._deprecation import deprecated
+    deprecated("featstore.hetero.require_typed is deprecated: use require_hetero")
+    require_hetero()
 
 
 # ---- requests ---------------------------------------------------------------------
@@ -227,7 +234,7 @@ def hetero_call(client: Any, seeds: Any, num_neighbors: Mapping[EdgeType, Sequen
                 time_strict: bool = False, time_window: int = 0, node_tables: Sequence[str] = (),
                 edge_tables: Sequence[str] = (), dtype: str | None = None, edge_ids: bool = False) -> HeteroBatch:
     """Client.hetero_sample (see there)."""
-    require_typed()
+    require_hetero()
     req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
                    edge_tables, dtype, edge_ids)
     groups = _Seeds(seeds, seed_time, temporal)
@@ -278,7 +285,7 @@ def link_call(client: Any, edge_type: EdgeType, src: ArrayLike, dst: ArrayLike,
               node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (), dtype: str | None = None,
               edge_ids: bool = False) -> HeteroBatch:
     """Client.link_sample (see there)."""
-    require_typed()
+    require_hetero()
     link = _Link(edge_type, neg, amount, neg_weighted, neg_strict, keep_seed_edges, src=src, dst=dst,
                  edge_label=edge_label, edge_label_time=edge_label_time)
     req = _Request(num_neighbors, seed, mode, frontier, disjoint, temporal, time_strict, time_window, node_tables,
@@ -372,11 +379,11 @@ def _read(h: _Handle, b: Any, node_tables: tuple[str, ...], edge_tables: tuple[s
 
 
 class HeteroBatch(_Releasable):
-    """One typed or link-prediction batch (fs_hetero_batch_t *). See the
+    """One hetero or link-prediction batch (fs_hetero_batch_t *). See the
     module comment for local ids, blocks and the lifetime rule.
 
     `handle`: the batch lies inside a larger result that handle owns (a
-    typed or link stream's batch, ``StreamBatch.hetero``): the HeteroBatch
+    hetero or link stream's batch, ``StreamBatch.hetero``): the HeteroBatch
     views it and frees nothing itself.
 
     Every dict is keyed by node type name (``nodes``, ``x``, ...) or by edge

@@ -104,8 +104,10 @@ class Info:
     Since 1.3 the graph's types too: node_types (name -> NodeTypeInfo),
     edge_types (EdgeTypeInfo, each a (src, rel, dst) tuple, in the server's
     order) and link_splits (name -> LinkSplitInfo). A homogeneous dataset is
-    the node type "node" and the edge type ("node", "to", "node"); a typed
-    one (``typed``) leaves num_nodes, num_edges, tables and splits empty."""
+    the node type "node" and the edge type ("node", "to", "node"); a
+    heterogeneous one (``hetero``) leaves num_nodes, num_edges, tables and
+    splits empty. ``typed`` is ``hetero`` under its 1.3 name (fs_info_t's
+    field), kept."""
     server_version: str
     dataset: str
     num_nodes: int
@@ -124,6 +126,12 @@ class Info:
     link_splits: dict[str, LinkSplitInfo] = field(default_factory=dict)
     row_tables: tuple[str, ...] = ()                     # 1.5: a labelled layout's row tables (by row)
     row_splits: dict[str, tuple[int, int]] = field(default_factory=dict)  # 1.5: name -> (first row, rows)
+
+    @property
+    def hetero(self) -> bool:
+        """A heterogeneous graph: more than one node or edge type (only the
+        hetero calls apply). The same as ``typed``, the 1.3 name."""
+        return self.typed
 
 
 def _table_infos(tables: Any, n: int) -> dict[str, TableInfo]:

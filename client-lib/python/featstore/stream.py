@@ -1,7 +1,7 @@
 """featstore.stream — epoch streams: ``Stream`` and ``StreamBatch``
 (fs_stream_*, featstore/client.h and docs/api.md §11; since 1.4), opened
 by the Client's per-kind constructors (featstore._stream_calls):
-``node_stream``, ``typed_stream``, ``link_stream`` and ``row_stream``.
+``node_stream``, ``hetero_stream``, ``link_stream`` and ``row_stream``.
 
 A stream hands one rank of a training job its share of an epoch, batch
 after batch, made ahead by background threads of this process while the
@@ -23,14 +23,14 @@ seed=b.request_seed)`` and ``client.gather(b.seeds, labels)``, so a stream
 opened with ``start_batch=`` an earlier stream's ``position`` continues it
 bit for bit (after a restart of the trainer or of the server).
 
-Typed and link streams (docs/api.md §11): each batch of a typed stream is
-a typed sample of seeds of one node type, in ``b.hetero`` (a
+Hetero and link streams (docs/api.md §11): each batch of a hetero stream is
+a hetero sample of seeds of one node type, in ``b.hetero`` (a
 ``HeteroBatch``); each of a link stream is a link-prediction batch of a
 link split's edges::
 
     cites = ("paper", "cites", "paper")
-    with client.typed_stream("paper/train", batch_size=512, num_neighbors={cites: [10, 5]},
-                             node_tables=("feat", "labels"), seed=42, epoch=epoch) as stream:
+    with client.hetero_stream("paper/train", batch_size=512, num_neighbors={cites: [10, 5]},
+                              node_tables=("feat", "labels"), seed=42, epoch=epoch) as stream:
         for b in stream:                 # b.seeds: the batch's papers; b.hetero: hetero_sample's HeteroBatch
             x, y = b.hetero.x["paper"]["feat"], b.hetero.x["paper"]["labels"]
     links = client.link_stream("train", edge_type=cites, batch_size=256, num_neighbors={cites: [10, 5]},
@@ -40,7 +40,7 @@ Batch i is exactly ``client.hetero_sample({seed_type: b.seeds},
 num_neighbors, seed=b.request_seed, ...)``, or ``client.link_sample(edge_type,
 src, dst, edge_label=..., edge_label_time=..., seed=b.request_seed, ...)``
 on the edges at its positions in the link split (``b.seeds`` are their
-sources). The seeds' node type is ``seed_type``, by default a typed
+sources). The seeds' node type is ``seed_type``, by default a hetero
 split's "TYPE/" prefix.
 
 Lifetime: a StreamBatch owns its fs_stream_batch_t as a Batch owns its
@@ -162,11 +162,11 @@ def split_or_ids(seeds: str | ArrayLike) -> tuple[str | None, np.ndarray | None]
 
 def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike | None,
                 sample: _lib.SampleReq | None = None, table: str | None = None, dtype: str | None = None,
-                labels: str | None = None, delta: str = "off", reorder_window: int = 1, typed: Any = None,
+                labels: str | None = None, delta: str = "off", reorder_window: int = 1, hetero: Any = None,
                 seed_type: str | None = None, link: _Link | None = None, tables: Sequence[str] | None = None
                 ) -> Stream:
     """fs_stream_open on the stream owner of `client` (a Client), with
-    the requests of one kind of stream (sample; typed and link; tables)
+    the requests of one kind of stream (sample; hetero and link; tables)
     already checked."""
     require_streams()
     if client.closed:
@@ -191,7 +191,7 @@ def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike 
         prefetch=int(epoch.prefetch), order=_lib.FS_ORDER[epoch.order], chunk=int(epoch.chunk),
         start_batch=int(epoch.start_batch), hold=int(epoch.hold), delta=_lib.FS_DELTA[delta],
         window=int(reorder_window),
-        hetero=None if typed is None else ctypes.pointer(typed.c),
+        hetero=None if hetero is None else ctypes.pointer(hetero.c),
         seed_type=None if seed_type is None else _name(seed_type), link=None if link is None else ptr(link.c),
         tables=names, num_tables=0 if tables is None else len(tables), producers=int(epoch.producers))
     for attempt in range(2):
@@ -206,7 +206,7 @@ def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike 
         if st != Status.UNAVAILABLE or attempt:
             raise Error(st, message)
         # a kept owner whose server went away (restarted between epochs): once more on a new one
-    node_edge = None if typed is None else (typed.node_tables, typed.edge_tables)
+    node_edge = None if hetero is None else (hetero.node_tables, hetero.edge_tables)
     return Stream(client.uri, owner, out, node_edge)
 
 
@@ -276,7 +276,7 @@ class Stream(Closing):
     def __init__(self, uri: str, owner: _Owner, ptr: Any,
                  tables: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
         self.uri = uri
-        self._tables = tables  # a typed stream's (node tables, edge tables): its batches' x and edge_attr keys
+        self._tables = tables  # a hetero stream's (node tables, edge tables): its batches' x and edge_attr keys
         self._lock = threading.Lock()
         self._owner: _Owner | None = owner
         self._s: Any = ptr
@@ -404,7 +404,7 @@ class StreamBatch(_Releasable):
     holding the sample and the features (released with this StreamBatch,
     never on its own), its place ``index`` in the epoch, the
     ``request_seed`` it was sampled with, its ``seeds`` and their
-    ``labels``. A typed or link stream's batch has ``hetero`` instead, a
+    ``labels``. A hetero or link stream's batch has ``hetero`` instead, a
     ``HeteroBatch`` (likewise released with this StreamBatch), ``batch``
     and ``labels`` None, and a link batch's ``seeds`` are its seed edges'
     sources. See the module comment for the lifetime rule."""
@@ -418,17 +418,17 @@ class StreamBatch(_Releasable):
         b = ptr.contents
         n = b.num_seeds
         self._pid = os.getpid()
-        typed = bool(b.hetero)
-        if typed:  # region(): the typed batch's memory
+        is_hetero = bool(b.hetero)
+        if is_hetero:  # region(): the hetero batch's memory
             self._REGION = "fs_hetero_batch_region"
         node_tables, edge_tables = tables or ((), ())
         self._fields = {
             "handle": h,
-            "ptr": b.hetero if typed else b.batch,  # region(): the memory of the sample and the features
+            "ptr": b.hetero if is_hetero else b.batch,  # region(): the memory of the sample and the features
             "batch": Batch(b.batch, handle=h) if b.batch else None,
             "tables": [Batch(b.tables[k], handle=h) for k in range(b.num_tables)] if b.num_tables else None,
             "hetero": HeteroBatch(b.hetero, node_tables=node_tables, edge_tables=edge_tables, handle=h)
-            if typed else None,
+            if is_hetero else None,
             "index": b.index, "request_seed": b.request_seed, "num_seeds": n,
             "seeds": _view(h, b.seeds, (n,), np.int64),
             "labels": _view(h, b.labels, (n,), np.int64) if b.labels else None,
@@ -440,10 +440,10 @@ class StreamBatch(_Releasable):
 
     batch = _batch_field("batch", "the sample and the features: a Batch as Client.sample_gather's (kind "
                                   '"sample" when the stream gathers no table), ended with this StreamBatch; None '
-                                  "in a typed or link stream")
+                                  "in a hetero or link stream")
     tables = _batch_field("tables", "a row stream's batches: one Batch per table (kind \"gather\", row i for "
                                     "seeds[i]), ended with this StreamBatch; None in other streams")
-    hetero = _batch_field("hetero", "a typed or link stream's batch: a HeteroBatch as Client.hetero_sample's or "
+    hetero = _batch_field("hetero", "a hetero or link stream's batch: a HeteroBatch as Client.hetero_sample's or "
                                     "link_sample's, ended with this StreamBatch; None in a node stream")
     index = _batch_field("index", "its place in this rank's epoch, 0..num_batches-1")
     request_seed = _batch_field("request_seed", "the sampling seed it was made with (sample_gather's seed=)")
@@ -451,7 +451,7 @@ class StreamBatch(_Releasable):
     seeds = _batch_field("seeds", "int64 [num_seeds]: the batch's seeds (global ids), in order; a link batch's "
                                   "seed edges' sources")
     labels = _batch_field("labels", "int64 [num_seeds]: the seeds' labels, None when the stream has no label table "
-                                    "(a typed stream's are in hetero.x[type]['labels'] when node_tables has them)")
+                                    "(a hetero stream's are in hetero.x[type]['labels'] when node_tables has them)")
     plan_index = _batch_field("plan_index", "the plan's batch number (index, unless a window reordered it)")
     features = _batch_field("features", "[num_nodes, dim]: row i for batch.nodes[i] (delta=\"full\": assembled from "
                                         "the previous batch's rows and new_rows); None with delta=\"only\"")
@@ -484,5 +484,5 @@ class StreamBatch(_Releasable):
         if self._pid != os.getpid():
             return f"<featstore.StreamBatch of process {self._pid}>"
         f = self._live("repr")
-        kind = "" if f["hetero"] is None else " link" if f["hetero"].link_types else " typed"
+        kind = "" if f["hetero"] is None else " link" if f["hetero"].link_types else " hetero"
         return f"<featstore.StreamBatch index={f['index']} seeds={f['num_seeds']}{kind}>"

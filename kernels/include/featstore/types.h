@@ -147,7 +147,7 @@ typedef struct {
     const float *edge_weights;   /* [num_edges] or NULL (see above) */
 } fs_block_t;
 
-/* ---- typed graphs: heterogeneous, temporal and link-prediction sampling (since 1.3) -- */
+/* ---- heterogeneous graphs: hetero, temporal and link-prediction sampling (since 1.3) */
 
 /* How hop h's destinations are chosen (docs/algorithms.md §9). */
 typedef enum {
@@ -179,7 +179,7 @@ typedef struct {
     int fanout[FS_MAX_HOPS];         /* [num_hops] */
 } fs_hetero_fanout_t;
 
-/* A typed k-hop sampling request and the gather done in the same call.
+/* A hetero k-hop sampling request and the gather done in the same call.
  *
  *   fs_hetero_fanout_t f[] = {{"paper", "cites", "paper", {10, 5}},
  *                             {"author", "writes", "paper", {5, 0}}};
@@ -260,7 +260,7 @@ typedef struct {
     const void *data;                /* [rows][dim] of dtype, row-major */
 } fs_rows_t;
 
-/* One node type's part of a typed batch. Local ids are per type: seeds
+/* One node type's part of a hetero batch. Local ids are per type: seeds
  * first (duplicates merged), then first appearance. */
 typedef struct {
     const char *name;
@@ -277,7 +277,7 @@ typedef struct {
     int src_type, dst_type;          /* indices into fs_hetero_batch_t.types */
 } fs_hetero_etype_t;
 
-/* A typed (or link-prediction) batch, allocated by the library (fields are
+/* A hetero (or link-prediction) batch, allocated by the library (fields are
  * only ever added at the end). Every node type and edge type of the graph
  * appears, in the server's order (fs_info_t.node_types / edge_types).
  *
@@ -402,9 +402,11 @@ typedef struct {
     const fs_reader_info_t *readers;
     uint64_t placement_generation;    /* 1 at start, +1 per re-plan; measurements count from its start */
     /* Since 1.3: the graph's types. A version-1 (homogeneous) dataset is one
-     * node type "node" and one edge type ("node", "to", "node"); a typed
-     * one leaves the version-1 fields above zero and empty. */
-    int typed;                        /* more than one node or edge type: only fs_hetero_* calls apply */
+     * node type "node" and one edge type ("node", "to", "node"); a
+     * heterogeneous one leaves the version-1 fields above zero and empty.
+     * `typed` is set for a heterogeneous graph (the field keeps its 1.3
+     * name: renaming it would break programs that read it). */
+    int typed;                        /* heterogeneous: more than one node or edge type; only fs_hetero_* calls apply */
     size_t num_node_types;
     const fs_node_type_info_t *node_types;
     size_t num_edge_types;

@@ -17,7 +17,7 @@ Its layers, each usable alone and each a module (docs/api.md §12):
   table under its own name; the graph's edge types in CSC layout, as the
   sampler reads them. ``put``/``remove`` raise ``ReadOnlyError``.
 - ``NeighborSampler`` (featstore.pyg.sampler): a ``torch_geometric.sampler.BaseSampler`` that
-  samples on featstore (typed, weighted, temporal, disjoint; link batches
+  samples on featstore (hetero, weighted, temporal, disjoint; link batches
   with binary or triplet negatives), so PyG's ``NodeLoader(data=(fs, gs),
   node_sampler=...)`` and ``LinkLoader`` run on it. Each call samples and
   gathers every node table in one request (a fused map-and-gather,

@@ -171,7 +171,7 @@ def _to_data(schema: _Schema, s: _Sampled) -> Data:
 
 
 def _to_hetero_data(schema: _Schema, s: _Sampled) -> HeteroData:
-    """A typed batch as torch_geometric.data.HeteroData."""
+    """A hetero batch as torch_geometric.data.HeteroData."""
     data = HeteroData()
     for t in schema.node_types:
         store = data[t]

@@ -119,7 +119,7 @@ class _Loader:
         return "random" if self.shuffle else "sequential"
 
     def _stream_options(self, epoch: int) -> dict[str, Any]:
-        """A typed or link stream's options (Client.typed_stream, link_stream) for `epoch`."""
+        """A hetero or link stream's options (Client.hetero_stream, link_stream) for `epoch`."""
         return dict(batch_size=self.batch_size, num_neighbors=self.num_neighbors, node_tables=self.node_tables,
                     edge_tables=self.edge_tables, edge_ids=True, dtype=self.dtype, seed=self.seed, epoch=epoch,
                     rank=self.rank, world_size=self.world_size, drop_last=self.drop_last, order=self._order(),
@@ -145,7 +145,7 @@ class _Loader:
 
     def _stream(self, open_stream: Callable[..., Any], *args: Any, **options: Any) -> Iterator[StreamBatch]:
         """The batches of the stream open_stream(*args, **options) opens
-        (a Client's typed_stream or link_stream), each released when the
+        (a Client's hetero_stream or link_stream), each released when the
         next is taken, the stream closed when the caller stops."""
         stream = open_stream(*args, **options)
         try:
@@ -204,7 +204,7 @@ class NeighborLoader(_Loader):
 
     `data`: a URI, a ``featstore.Client`` or ``featstore.pyg.stores``'s
     pair. `input_nodes`: ids (a tensor, bool mask or array), a split name
-    ("train"; "paper/train" or ("paper", "train") on a typed graph), a node
+    ("train"; "paper/train" or ("paper", "train") on a heterogeneous graph), a node
     type, (type, ids) or None (every node). `input_time`: per-seed times
     for temporal sampling (then batches are sampled per call, not streamed).
     `shuffle`: a new order each epoch (each iteration is the next epoch;
@@ -252,11 +252,11 @@ class NeighborLoader(_Loader):
                 return input_nodes, None, np.arange(schema.node_types[input_nodes][0], dtype=np.int64)
             t = schema.node if schema.homogeneous else input_nodes.split("/", 1)[0]
             if not schema.homogeneous and ("/" not in input_nodes or t not in schema.node_types):
-                raise ValueError(f"input_nodes {input_nodes!r}: a typed graph needs a node type, "
+                raise ValueError(f"input_nodes {input_nodes!r}: a heterogeneous graph needs a node type, "
                                  f"'TYPE/SPLIT' or (TYPE, ids)")
             return t, input_nodes, self.client.split(input_nodes)
         if not schema.homogeneous:
-            raise ValueError("input_nodes: a typed graph needs a node type, 'TYPE/SPLIT' or (TYPE, ids)")
+            raise ValueError("input_nodes: a heterogeneous graph needs a node type, 'TYPE/SPLIT' or (TYPE, ids)")
         if input_nodes is None:
             return schema.node, None, np.arange(schema.node_types[schema.node][0], dtype=np.int64)
         return schema.node, None, self._checked(schema.node, _long(input_nodes, "input_nodes"))
@@ -277,7 +277,7 @@ class NeighborLoader(_Loader):
             return self._calls(epoch)
         seeds = self.split if self.split is not None else self.input_nodes
         return (self._convert(b.hetero, b.seeds, input_id=self._input_id(b)) for b in
-                self._stream(self.client.typed_stream, seeds, seed_type=self.input_type,
+                self._stream(self.client.hetero_stream, seeds, seed_type=self.input_type,
                              **self._stream_options(epoch)))
 
     def _calls(self, epoch: int) -> Iterator[Batch]:
@@ -380,7 +380,7 @@ class LinkNeighborLoader(_Loader):
                 edge_label_index[0], torch.Tensor) and isinstance(edge_label_index[0], (tuple, list, str)):
             edge_type, index = schema.edge_type(tuple(edge_label_index[0])), edge_label_index[1]
         elif not schema.homogeneous:
-            raise ValueError("edge_label_index: a typed graph needs (edge type, [2, m] ids), (edge type, None) or a "
+            raise ValueError("edge_label_index: a heterogeneous graph needs (edge type, [2, m] ids), (edge type, None) or a "
                              "link split name")
         if index is None:  # every edge of the type, as PyG does for a Data's edge_index
             gs = GraphStore(self.client)

@@ -101,7 +101,7 @@ class _Schema:
     whether it is homogeneous (then PyG's group names are None)."""
 
     def __init__(self, info: Info) -> None:
-        self.homogeneous = not info.typed
+        self.homogeneous = not info.hetero
         self.node_types = {name: (t.count, dict(t.tables)) for name, t in info.node_types.items()}
         self.edge_types = {tuple(e): (e.num_edges, dict(e.tables), e.weighted, e.timed) for e in info.edge_types}
         if not self.node_types:  # a server before 1.3: the homogeneous graph's default names

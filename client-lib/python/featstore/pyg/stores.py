@@ -109,7 +109,7 @@ class FeatureStore(_Served, _PygFeatureStore):
             if self.schema.homogeneous:
                 with self.client.gather(part, table) as b:
                     rows = np.array(b.features)
-            else:  # typed graphs: a zero-fanout typed request gathers the seeds' rows
+            else:  # heterogeneous graphs: a zero-fanout hetero request gathers the seeds' rows
                 num = {e: [0] for e in self.schema.edge_types}
                 with self.client.hetero_sample({node_type: part}, num, node_tables=(table,)) as h:
                     rows = np.array(h.x[node_type][table])[np.asarray(h.seed_local[node_type])]
