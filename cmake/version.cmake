@@ -16,12 +16,12 @@ file(CONFIGURE OUTPUT ${PROJECT_SOURCE_DIR}/client-lib/python/featstore/_version
 __version__ = "@PROJECT_VERSION@"
 ]=] @ONLY)
 
-file(STRINGS ${PROJECT_SOURCE_DIR}/client-lib/include/featstore/client.h fs_header_version
+file(STRINGS ${PROJECT_SOURCE_DIR}/include/featstore/client.h fs_header_version
      REGEX "^#define FS_VERSION_(MAJOR|MINOR|PATCH) ")
 set(fs_want_version "#define FS_VERSION_MAJOR ${PROJECT_VERSION_MAJOR};#define FS_VERSION_MINOR \
 ${PROJECT_VERSION_MINOR};#define FS_VERSION_PATCH ${PROJECT_VERSION_PATCH}")
 if(NOT fs_header_version STREQUAL fs_want_version)
   string(REPLACE ";" "\n  " fs_want_lines "${fs_want_version}")
-  message(FATAL_ERROR "client-lib/include/featstore/client.h's FS_VERSION_* are not project(VERSION) "
+  message(FATAL_ERROR "include/featstore/client.h's FS_VERSION_* are not project(VERSION) "
                       "${PROJECT_VERSION}: make them\n  ${fs_want_lines}")
 endif()

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tests/check_exports.py --lib BUILD/client-lib/libfeatstore.so
         --plugin BUILD/client-lib/libfeatstore-grpc.so.1 --cc cc
-        --header client-lib/include/featstore/client.h ... --include-dir client-lib/include ...
+        --header include/featstore/client.h ... --include-dir include
 
 Checks, each one a failure of its own (all are reported, then exit 1):
 

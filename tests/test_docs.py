@@ -18,7 +18,7 @@ Checks README.md and docs/*.md against the repository:
    featstore/_version.py, which CMake writes (cmake/version.cmake), says
    CMake's version and, in a git checkout, is as committed;
 4. api.md section 9 lists every FS_API function of the public headers
-   (client-lib/include/featstore/*.h, kernels/include/featstore/*.h) once,
+   (include/featstore/*.h, the one include root) once,
    with the header that declares it, and nothing else;
 5. papers are named, not numbered: no "seed 00N" in PAPERS_BY_NAME (the README,
    the public headers and the Python package: name the
@@ -39,7 +39,7 @@ from check_exports import fs_api_declarations  # noqa: E402  (the FS_API parser 
 from planted import missed, report  # noqa: E402
 
 HISTORY = ("docs/changes.md",)
-PUBLIC_HEADERS = ("client-lib/include/featstore/*.h", "kernels/include/featstore/*.h")
+PUBLIC_HEADERS = ("include/featstore/*.h",)
 # Where papers must be named in words; one line per place (the Python
 # package's docstrings: "client-lib/python/featstore/**/*.py").
 PAPERS_BY_NAME = ("README.md", "client-lib/python/featstore/**/*.py") + PUBLIC_HEADERS

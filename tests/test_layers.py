@@ -48,7 +48,9 @@ class Layer(NamedTuple):
 # A file belongs to the row whose pattern matching it is the longest (so
 # `server/local*` wins over `server/*`).
 LAYERS = (
-    Layer("public types", ("kernels/include/featstore/*",), ()),
+    # The one include root, include/featstore/: types.h is the public types (the
+    # longest pattern wins), client.h and admin.h the public API.
+    Layer("public types", ("include/featstore/types.h",), ()),
     Layer("core", ("kernels/fs_types.*", "kernels/fs_parallel.*", "kernels/fs_pool.*", "kernels/fs_rng.h",
                    "kernels/fs_json.h", "kernels/fs_addr.*", "kernels/fs_shm.*", "kernels/fs_info.*",
                    "kernels/fs_epoch.*"), ("public types",)),
@@ -64,7 +66,7 @@ LAYERS = (
     Layer("server transports", ("server/local*", "server/grpc_*", "server/http*", "server/listen*"),
           ("core", "codecs", "server", "gRPC/nanopb")),
     Layer("server main", ("server/serve.*",), ("core", "engines", "server", "server transports")),
-    Layer("public API", ("client-lib/include/featstore/*",), ("public types",)),
+    Layer("public API", ("include/featstore/*",), ("public types",)),
     # The unix:// engine host: it opens the (typed) dataset from the server's descriptors.
     Layer("client library", ("client-lib/*",), ("core", "engines", "dataset", "codecs", "public API", "gRPC/nanopb")),
     Layer("cli", ("cli/*",), ("core", "engines", "dataset", "placement", "server", "server transports",

@@ -28,7 +28,7 @@ import tempfile
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-INCLUDES = [os.path.join(ROOT, "kernels", "include"), os.path.join(ROOT, "client-lib", "include")]
+INCLUDES = [os.path.join(ROOT, "include")]  # the one include root of the public headers
 HEADERS = ["featstore/types.h", "featstore/client.h", "featstore/admin.h"]
 C_NAME = re.compile(r"\s*(fs_\w+_t)\b")
 # Structs the library allocates and returns one at a time (never as array
