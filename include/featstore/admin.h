@@ -1,8 +1,9 @@
 /* featstore/admin.h — administration through a connection: re-planning a
- * running server's placement, and the per-connection controller of
- * locality-aware sampling (docs/algorithms.md §4). Same rules as
- * featstore/client.h: errors in fs_client_errstr(), one thread per
- * connection at a time. */
+ * running server's placement. Same rules as featstore/client.h: errors in
+ * fs_client_errstr(), one thread per connection at a time. (Since 1.5 the
+ * per-epoch locality controller, fs_report_load_ratio, a trainer's call, is
+ * in client.h, which this header includes, so programs that took it from
+ * here still compile.) */
 #ifndef FEATSTORE_ADMIN_H
 #define FEATSTORE_ADMIN_H
 
@@ -45,26 +46,6 @@ typedef struct {
  * its number. opts may be NULL: re-plan with the current options (a plan
  * file is read again; presampled hotness is sampled again). */
 FS_API fs_status_t fs_replan(fs_client_t *c, const fs_replan_opts_t *opts, uint64_t *generation);
-
-/* ---- the locality controller (Algorithm 2) ------------------------------------------- */
-
-/* Requests with fs_sample_req_t.locality > 1 boost neighbours that lead to
- * rows in the reader's GPU memory and return per-edge importance weights
- * (fs_block_t.edge_weights); see featstore/types.h. Over unix:// with
- * device "gpu:N" and a server with a placement; elsewhere such a request
- * fails with FS_ERR_UNSUPPORTED and a message saying what is missing.
- *
- * Algorithm 2 (docs/algorithms.md §4) picks s per epoch from the time the
- * trainer spends loading: call this once per epoch with r = loading time /
- * total time of that epoch, in [0, 1]. The connection's controller (s starts
- * at 1; thresholds 0.15 and 0.2; at most 8) updates s — doubling while
- * r > 0.2, backing off halfway to the previous s after an overshoot
- * (r < 0.15), settling for good once r is in range or s reached 8 — and
- * writes the s for the next epoch to *locality (may be NULL). Requests with
- * locality = FS_LOCALITY_AUTO use the current s (plain sampling while it
- * is 1). A bad r (NaN, outside [0, 1]) is FS_ERR_INVALID_ARGUMENT and
- * changes nothing. Kept per connection on both transports. */
-FS_API fs_status_t fs_report_load_ratio(fs_client_t *c, double load_ratio, double *locality);
 
 #ifdef __cplusplus
 }

@@ -57,8 +57,8 @@
  *
  * Versions: FS_VERSION_* is the release this header belongs to; option
  * structs carry their size (featstore/types.h), so a program built against
- * an older header runs with a newer library. Administration (re-planning,
- * the locality controller) is in featstore/admin.h. */
+ * an older header runs with a newer library. Administration (re-planning)
+ * is in featstore/admin.h. */
 #ifndef FEATSTORE_CLIENT_H
 #define FEATSTORE_CLIENT_H
 
@@ -185,6 +185,29 @@ FS_API void fs_batch_free(fs_batch_t *b);
  * were received into. For checking zero-copy claims and for
  * pinning or registering the memory; valid until fs_batch_free. */
 FS_API fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_t *len);
+
+/* ---- locality-aware sampling: the per-epoch controller (Algorithm 2) ------------- */
+
+/* Requests with fs_sample_req_t.locality > 1 boost neighbours that lead to
+ * rows in the reader's GPU memory and return per-edge importance weights
+ * (fs_block_t.edge_weights); see featstore/types.h. Over unix:// with
+ * device "gpu:N" and a server with a placement; elsewhere such a request
+ * fails with FS_ERR_UNSUPPORTED and a message saying what is missing.
+ *
+ * Algorithm 2 (docs/algorithms.md §4) picks s per epoch from the time the
+ * trainer spends loading: call this once per epoch with r = loading time /
+ * total time of that epoch, in [0, 1]. The connection's controller (s starts
+ * at 1; thresholds 0.15 and 0.2; at most 8) updates s — doubling while
+ * r > 0.2, backing off halfway to the previous s after an overshoot
+ * (r < 0.15), settling for good once r is in range or s reached 8 — and
+ * writes the s for the next epoch to *locality (may be NULL). Requests with
+ * locality = FS_LOCALITY_AUTO use the current s (plain sampling while it
+ * is 1). A bad r (NaN, outside [0, 1]) is FS_ERR_INVALID_ARGUMENT and
+ * changes nothing. Kept per connection on both transports.
+ *
+ * A trainer's call, once per epoch (in admin.h before 1.5). Thread-safety
+ * as every call on c: one thread at a time; no memory changes hands. */
+FS_API fs_status_t fs_report_load_ratio(fs_client_t *c, double load_ratio, double *locality);
 
 /* ---- heterogeneous graphs (since 1.3) ------------------------------------------- */
 

@@ -88,7 +88,7 @@ typedef enum {
 } fs_sample_mode_t;
 
 /* fs_sample_req_t.locality: use the boost the connection's Algorithm 2
- * controller currently holds (fs_report_load_ratio in featstore/admin.h;
+ * controller currently holds (fs_report_load_ratio in featstore/client.h;
  * 1 until reported). Resolved by the client library: a server never
  * receives it. */
 #define FS_LOCALITY_AUTO (-1.0)
