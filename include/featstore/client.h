@@ -1,5 +1,39 @@
 /* featstore/client.h — the featstore client library: what trainers link.
  *
+ * QUICK REFERENCE (every call returns fs_status_t; FS_OK = 0, fs_strerror names the rest)
+ *
+ *   fs_client_t *c;  fs_connect("unix:///run/featstore.sock", NULL, &c);  // or grpc://, grpcs://
+ *   fs_client_errstr(c)             the last failure's detail; fs_close(c), even after a failed connect
+ *   fs_info(c, &info) / fs_info_free(info)          tables, splits, node and edge types
+ *   fs_split(c, "train", &ids) / fs_ids_free(ids)   a split's node ids ("TYPE/NAME" when hetero)
+ *
+ *   fs_sample_req_t req = FS_SAMPLE_REQ_INIT;  req.num_hops = 2, req.fanout[0] = 25, ...;
+ *   fs_sample_gather(c, seeds, n, &req, "feat", FS_DTYPE_INVALID, &b)    a mini-batch (fs_batch_t)
+ *   fs_sample(...) / fs_gather(c, ids, n, "feat", dtype, &b)             either half alone
+ *   fs_batch_free(b)                the batch and its result slot back
+ *
+ *   fs_hetero_sample(c, groups, num_groups, &hreq, &hb)  a hetero batch (several node and edge
+ *                                   types, PyG's HeteroData): fs_hetero_req_t in featstore/types.h
+ *   fs_link_sample(c, &link, &hreq, &hb)                 link prediction with negatives
+ *   fs_hetero_batch_free(hb)
+ *
+ *   fs_stream_open(c, &opts, &s)    one DDP rank's epoch, made ahead by producer threads
+ *   while (fs_stream_next(s, &sb) == FS_OK) { ...; fs_stream_batch_free(sb); }  // then FS_END
+ *   fs_stream_close(s)              fs_stream_errstr(s) says why a next failed
+ *   fs_report_load_ratio(c, r, &s)  once per epoch: locality-aware sampling's controller
+ *
+ * From the papers (docs/papers.md): streams' delta and window are FastGL's Match and
+ * Reorder (P2; docs/algorithms.md §6); locality-aware sampling and its controller are
+ * Algorithm 2 of "Rethinking Graph Data Placement for Graph Neural Network Training on
+ * Multiple GPUs" (P0; §4); row streams and the chunked order are "Graph Learning at
+ * Scale: Characterizing and Optimizing Pre-Propagation GNNs" (P4; §8).
+ *
+ * Read more: docs/api.md (the contract: §9 every function, §10 hetero graphs, §11
+ * streams), docs/serving.md ("The client library"), examples/trainer.c (a whole
+ * trainer). Administration (re-planning) is in featstore/admin.h.
+ *
+ * Example:
+ *
  *   fs_client_t *c;
  *   if (fs_connect("unix:///run/featstore.sock", NULL, &c) != FS_OK) {
  *       fprintf(stderr, "%s\n", fs_client_errstr(c));   // c may be NULL only on OOM
