@@ -28,6 +28,11 @@ _Static_assert(sizeof(fs_sample_req_t) == FS_ENDS_AT(fs_sample_req_t, locality),
 _Static_assert(sizeof(fs_replan_opts_t) == FS_ENDS_AT(fs_replan_opts_t, reserve), "trailing padding");
 _Static_assert(sizeof(fs_hetero_req_t) == FS_ENDS_AT(fs_hetero_req_t, edge_tables), "trailing padding");
 _Static_assert(sizeof(fs_link_req_t) == FS_ENDS_AT(fs_link_req_t, keep_seed_edges), "trailing padding");
+_Static_assert(sizeof(fs_stream_common_t) == FS_ENDS_AT(fs_stream_common_t, producers), "trailing padding");
+_Static_assert(sizeof(fs_stream_node_opts_t) == FS_ENDS_AT(fs_stream_node_opts_t, calls), "trailing padding");
+_Static_assert(sizeof(fs_stream_hetero_opts_t) == FS_ENDS_AT(fs_stream_hetero_opts_t, seed_type), "trailing padding");
+_Static_assert(sizeof(fs_stream_link_opts_t) == FS_ENDS_AT(fs_stream_link_opts_t, link), "trailing padding");
+_Static_assert(sizeof(fs_stream_rows_opts_t) == FS_ENDS_AT(fs_stream_rows_opts_t, labels), "trailing padding");
 
 FS_API const char *fs_version(void) { return FS_LIB_VERSION; }
 

@@ -108,6 +108,20 @@ struct fs_stream {
     char errstr[512];
 };
 
+/* What opens a stream, whichever call was made (stream_kinds.c): the kind,
+ * the 1.4 struct's fields that kind uses (the others zero), and the options
+ * only the per-kind structs have. */
+typedef struct {
+    stream_kind_t kind;
+    fs_stream_opts_t o;
+    fs_stream_calls_t calls;       /* STREAM_NODES: who makes a grpc:// stream's batches */
+} stream_spec_t;
+
+/* Opens the stream spec describes (stream_open.c): the options checked that
+ * every form shares (counts, tables, seeds, the plan), then its producers
+ * started. Failures in fs_client_errstr(c); *out NULL. */
+fs_status_t fs_stream_open_spec(fs_client_t *c, const stream_spec_t *spec, fs_stream_t **out);
+
 /* A producer thread's body (stream.c; arg: its producer_t): makes and
  * hands out batches from s->start to the end of the plan. */
 void *fs_stream_produce(void *arg);

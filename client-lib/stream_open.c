@@ -1,5 +1,6 @@
-/* stream_open.c — fs_stream_open: a stream's options read into its state
- * (stream_internal.h): the kind of batches (node, typed, link), the
+/* stream_open.c — opening a stream: its options (a stream_spec_t, which
+ * stream_kinds.c makes from the per-kind calls and the 1.4 form) read into
+ * its state (stream_internal.h): the kind of batches (node, hetero, link, rows), the
  * requests deep-copied so the caller's options need not outlive the call,
  * the tables checked against fs_info, the seeds copied from a split or an
  * array, the epoch planned (kernels/fs_epoch.h), a typed request probed
@@ -103,16 +104,32 @@ static fs_status_t copy_name(fs_client_t *c, char *dst, size_t cap, const char *
     return FS_OK;
 }
 
-/* Whether the server makes this node stream's batches, in one Stream call:
- * over grpc:// to a server of 1.5 or later, unless FEATSTORE_STREAM_CALLS
- * is "batch" (the per-batch calls every server answers). */
-static int server_makes_batches(const fs_client_t *c, const fs_stream_t *s, const fs_info_t *info)
+/* Whether a server can make a node stream's batches in one Stream call:
+ * over grpc:// (this process makes them over unix://), 1.5 or later. */
+static int server_can_make_batches(const fs_client_t *c, const fs_info_t *info)
+{
+    int major = 0, minor = 0;
+    if (!c->ops->epoch_open || !info->server_version) return 0;
+    if (sscanf(info->server_version, "%d.%d", &major, &minor) != 2) return 0;
+    return major > 1 || (major == 1 && minor >= 5);
+}
+
+/* s->remote: whether the server makes this node stream's batches, as
+ * `calls` says. AUTO: where it can, unless FEATSTORE_STREAM_CALLS=batch,
+ * the 1.5 fallback kept for programs of the 1.4 form, which has no `calls`;
+ * STREAM where it cannot is refused, naming why. */
+static fs_status_t choose_calls(fs_client_t *c, fs_stream_t *s, fs_stream_calls_t calls, const fs_info_t *info)
 {
     const char *env = getenv("FEATSTORE_STREAM_CALLS");
-    int major = 0, minor = 0;
-    if (s->kind != STREAM_NODES || !c->ops->epoch_open || (env && strcmp(env, "batch") == 0)) return 0;
-    if (!info->server_version || sscanf(info->server_version, "%d.%d", &major, &minor) != 2) return 0;
-    return major > 1 || (major == 1 && minor >= 5);
+    int can = s->kind == STREAM_NODES && server_can_make_batches(c, info);
+    if (calls == FS_STREAM_CALLS_STREAM && !can)
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "stream: calls = FS_STREAM_CALLS_STREAM, but %s: use "
+                              "FS_STREAM_CALLS_AUTO (or _BATCH)", !c->ops->epoch_open ?
+                              "over unix:// this process makes the batches itself" :
+                              "this server cannot make a stream's batches (a 1.5 server or later can)");
+    s->remote = calls == FS_STREAM_CALLS_STREAM ||
+                (calls == FS_STREAM_CALLS_AUTO && can && !(env && strcmp(env, "batch") == 0));
+    return FS_OK;
 }
 
 static int is_row_table(const fs_info_t *info, const char *name)
@@ -145,20 +162,18 @@ static fs_status_t resolve_row_layout(fs_client_t *c, fs_stream_t *s, const fs_s
                           o->split, info->dataset);
 }
 
-/* The tables: the features' (unless sampling only) and the labels'. */
-static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
+/* The tables: the features' (unless sampling only) and the labels'; and
+ * who makes a node stream's batches. */
+static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, fs_stream_calls_t calls)
 {
-    if (s->kind == STREAM_TYPED || s->kind == STREAM_LINK) { /* a typed request gathers its own tables */
-        if (o->labels && o->labels[0])
-            return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream gathers its request's tables: "
-                                  "put '%s' in the request's node_tables instead of labels", o->labels);
+    if (s->kind == STREAM_TYPED || s->kind == STREAM_LINK) /* a hetero request gathers its own tables */
         return FS_OK;
-    }
     fs_info_t *info;
     fs_status_t st = fs_info(c, &info);
     if (st != FS_OK) return st;
-    if (info->typed) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: '%s' is a typed graph: open the stream "
-                                         "with a typed request (hetero, and link for link prediction)", info->dataset);
+    if (info->typed) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: '%s' is a heterogeneous graph: open a "
+                                         "hetero stream (fs_stream_open_hetero; fs_stream_open_link for link "
+                                         "prediction)", info->dataset);
     for (size_t k = 0; st == FS_OK && k < o->num_tables; k++)
         if (!o->tables[k] || !find_table(info, o->tables[k]))
             st = no_table(c, info, "tables", o->tables[k] ? o->tables[k] : "(null)");
@@ -171,7 +186,7 @@ static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_strea
     if (st == FS_OK && o->table) st = copy_name(c, s->table, sizeof s->table, "table", o->table);
     if (st == FS_OK) st = copy_name(c, s->labels, sizeof s->labels, "label table", labels);
     if (st == FS_OK && s->kind == STREAM_ROWS) st = resolve_row_layout(c, s, o, info);
-    s->remote = server_makes_batches(c, s, info);
+    if (st == FS_OK) st = choose_calls(c, s, calls, info);
     fs_info_free(info);
     return st;
 }
@@ -341,44 +356,16 @@ static fs_status_t copy_row_tables(fs_client_t *c, fs_stream_t *s, const fs_stre
     return FS_OK;
 }
 
-/* Which stream: node batches (sample), typed (hetero), link (link and
- * hetero) or rows (tables). */
-static fs_status_t stream_kind(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o)
-{
-    s->kind = o->link ? STREAM_LINK : o->hetero ? STREAM_TYPED : o->num_tables ? STREAM_ROWS : STREAM_NODES;
-    if (o->num_tables > 16)
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: %zu tables, at most 16 per row stream",
-                              o->num_tables);
-    if (o->num_tables && !o->tables)
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: num_tables is %zu but no tables given",
-                              o->num_tables);
-    if (s->kind == STREAM_ROWS && (o->sample || o->table || o->delta != FS_DELTA_OFF || o->window > 1))
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a row stream (tables) gathers without sampling: "
-                              "no sample, table, delta or window");
-    if (o->num_tables && s->kind != STREAM_ROWS)
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: tables are for row streams, not typed ones: "
-                              "put them in the typed request's node_tables");
-    if (o->link && !o->hetero)
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a link stream needs hetero, the request that "
-                              "samples the endpoints' neighbourhoods");
-    if ((s->kind == STREAM_TYPED || s->kind == STREAM_LINK) &&
-        (o->sample || o->table || o->delta != FS_DELTA_OFF || o->window > 1))
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: a typed stream takes hetero (and link), not sample, "
-                              "table, delta or window");
-    if (s->kind == STREAM_NODES && !o->sample)
-        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: no sampling request");
-    return FS_OK;
-}
-
 /* The request(s), tables and seeds of any kind of stream; *n the seed count. */
-static fs_status_t take_request(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t *o, int64_t *n)
+static fs_status_t take_request(fs_client_t *c, fs_stream_t *s, const stream_spec_t *spec, int64_t *n)
 {
+    const fs_stream_opts_t *o = &spec->o;
     fs_status_t st = FS_OK;
     if (s->kind == STREAM_NODES) st = fs_client_sample_request(c, o->sample, &s->req);
     else if (s->kind == STREAM_ROWS) st = copy_row_tables(c, s, o);
     else st = copy_typed_request(c, s, o->hetero);
     if (st == FS_OK && s->kind == STREAM_LINK) st = copy_link(c, s, o->link);
-    if (st == FS_OK) st = resolve_tables(c, s, o);
+    if (st == FS_OK) st = resolve_tables(c, s, o, spec->calls);
     if (st == FS_OK) st = s->kind == STREAM_LINK ? take_link_edges(c, s, o, n) : take_seeds(c, s, o, n);
     if (st == FS_OK && s->kind == STREAM_TYPED) st = seed_type(c, s, o);
     return st;
@@ -514,25 +501,23 @@ static fs_status_t start(fs_client_t *c, fs_stream_t *s, const fs_stream_opts_t 
     return FS_OK;
 }
 
-FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, fs_stream_t **out)
+/* Which kind of stream and which of the 1.4 struct's fields that kind
+ * uses are stream_kinds.c's business: spec holds only those. */
+fs_status_t fs_stream_open_spec(fs_client_t *c, const stream_spec_t *spec, fs_stream_t **out)
 {
-    if (!c || !out) return FS_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    fs_stream_opts_t o;
+    fs_stream_opts_t o = spec->o;
     fs_error_t err = {0};
-    if (!opts) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "stream: no options");
-    if (fs_struct_read(&o, sizeof o, opts, sizeof o, "fs_stream_opts_t", &err) != FS_OK)
-        return fs_client_fail(c, err.code, "%s", err.msg);
     fs_stream_t *s = calloc(1, sizeof *s);
     if (!s) return fs_client_fail(c, FS_ERR_NOMEM, "stream: out of memory");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->refs = 1;
     s->owner = c;
+    s->kind = spec->kind;
     int64_t n = 0;
-    fs_status_t st = stream_kind(c, s, &o);
-    if (st == FS_OK) st = check_counts(c, &o);
-    if (st == FS_OK) st = take_request(c, s, &o, &n);
+    fs_status_t st = check_counts(c, &o);
+    if (st == FS_OK) st = take_request(c, s, spec, &n);
     if (st == FS_OK) st = plan_epoch(c, s, &o, n);
     if (st == FS_OK && n > 0 && (s->kind == STREAM_TYPED || s->kind == STREAM_LINK)) st = probe_typed(c, s);
     s->sample_only = !o.table, s->out_dtype = o.out_dtype;

@@ -8,7 +8,9 @@
  * is refused; Match-Reorder: a delta batch reassembles to exactly the
  * full batch, only new rows are fetched, windows are permutations of the
  * plan's batches; row streams gather every table, by node or (a labelled
- * layout's row tables) by row in bulk runs; bad options are named. */
+ * layout's row tables) by row in bulk runs; bad options are named; the
+ * per-kind calls (fs_stream_open_nodes, _rows) give the 1.4 form's
+ * batches. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -82,15 +84,28 @@ static void assert_same_batch(const fs_batch_t *a, const fs_batch_t *b)
     cr_assert_arr_eq(a->features, b->features, (size_t)(a->rows * a->dim) * fs_dtype_size(a->dtype));
 }
 
+/* base_opts with fs_stream_open_nodes, who makes the batches as `calls` says. */
+static fs_status_t open_nodes(fs_client_t *c, const fs_stream_opts_t *o, fs_stream_calls_t calls, fs_stream_t **s)
+{
+    fs_stream_common_t m = FS_STREAM_COMMON_INIT;
+    m.split = o->split, m.batch_size = o->batch_size, m.seed = o->seed, m.epoch = o->epoch;
+    m.prefetch = o->prefetch, m.producers = o->producers;
+    fs_stream_node_opts_t n = FS_STREAM_NODE_OPTS_INIT;
+    n.sample = o->sample, n.table = o->table, n.calls = calls;
+    return fs_stream_open_nodes(c, &m, &n, s);
+}
+
 /* Every batch of a stream (made by `producers` threads) against the
- * explicit calls on the same connection. */
-static void check_against_calls(const char *uri, int producers)
+ * explicit calls on the same connection; calls < 0: the 1.4 form, else
+ * fs_stream_open_nodes with that fs_stream_calls_t. */
+static void check_against_calls(const char *uri, int producers, int calls)
 {
     fs_client_t *c = connect_to(uri);
     fs_stream_opts_t o = base_opts();
     o.producers = producers, o.prefetch = producers > 2 ? producers : 0; /* at most prefetch work at once */
     fs_stream_t *s;
-    cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
+    fs_status_t st = calls < 0 ? fs_stream_open(c, &o, &s) : open_nodes(c, &o, (fs_stream_calls_t)calls, &s);
+    cr_assert_eq(st, FS_OK, "%s", fs_client_errstr(c));
     int64_t nb = fs_stream_num_batches(s), got = 0;
     cr_assert_eq(nb, (1228 + 99) / 100);
     fs_stream_batch_t *b;
@@ -117,18 +132,31 @@ static void check_against_calls(const char *uri, int producers)
     fs_close(c);
 }
 
-Test(stream, batches_are_the_explicit_calls_over_unix) { check_against_calls(unix_uri, 0); }
+Test(stream, batches_are_the_explicit_calls_over_unix) { check_against_calls(unix_uri, 0, -1); }
 
-Test(stream, batches_of_three_producers_are_the_explicit_calls_in_order) { check_against_calls(unix_uri, 3); }
+Test(stream, batches_of_three_producers_are_the_explicit_calls_in_order) { check_against_calls(unix_uri, 3, -1); }
 
-Test(stream, batches_are_the_explicit_calls_over_grpc) { check_against_calls(grpc_uri, 0); }
+Test(stream, batches_are_the_explicit_calls_over_grpc) { check_against_calls(grpc_uri, 0, -1); }
+
+Test(stream, per_kind_batches_are_the_explicit_calls_over_both)
+{
+    check_against_calls(unix_uri, 0, FS_STREAM_CALLS_AUTO);
+    check_against_calls(grpc_uri, 0, FS_STREAM_CALLS_AUTO);
+}
 
 /* A node stream over grpc:// is made by the server unless the calls are
  * the client's: then two producers make them, over two connections. */
 Test(stream, batches_of_two_producers_over_grpc_are_the_explicit_calls)
 {
     setenv("FEATSTORE_STREAM_CALLS", "batch", 1);
-    check_against_calls(grpc_uri, 2);
+    check_against_calls(grpc_uri, 2, -1);
+}
+
+/* The same with the option instead of the environment's fallback. */
+Test(stream, batches_of_two_producers_over_grpc_by_the_calls_option)
+{
+    unsetenv("FEATSTORE_STREAM_CALLS");
+    check_against_calls(grpc_uri, 2, FS_STREAM_CALLS_BATCH);
 }
 
 /* All the seeds of one rank's stream, in order. */
@@ -669,6 +697,23 @@ static void check_rows(const char *uri_kind)
     }
     cr_assert_eq(got, train->n);
     for (int64_t i = 0; i < train->n; i++) cr_assert(seen[train->ids[i]]);
+    fs_stream_common_t m = FS_STREAM_COMMON_INIT; /* fs_stream_open_rows: the 1.4 form's first batch */
+    m.split = "train", m.batch_size = 32, m.order = FS_ORDER_CHUNKED, m.chunk = 32;
+    fs_stream_rows_opts_t r = FS_STREAM_ROWS_OPTS_INIT;
+    r.tables = hops, r.num_tables = 3;
+    fs_stream_t *a, *n;
+    fs_stream_batch_t *x, *y;
+    cr_assert_eq(fs_stream_open(c, &o, &a), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_stream_open_rows(c, &m, &r, &n), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_stream_next(a, &x), FS_OK);
+    cr_assert_eq(fs_stream_next(n, &y), FS_OK);
+    cr_assert_arr_eq(x->seeds, y->seeds, sizeof *x->seeds * (size_t)x->num_seeds);
+    cr_assert_arr_eq(x->labels, y->labels, sizeof *x->labels * (size_t)x->num_seeds);
+    for (int k = 0; k < 3; k++)
+        cr_assert_arr_eq(x->tables[k]->features, y->tables[k]->features,
+                         (size_t)(x->tables[k]->rows * x->tables[k]->dim) * fs_dtype_size(x->tables[k]->dtype));
+    fs_stream_batch_free(x), fs_stream_batch_free(y);
+    fs_stream_close(a), fs_stream_close(n);
     o.sample = &request; /* a row stream samples nothing */
     fs_stream_t *bad = NULL;
     cr_assert_eq(fs_stream_open(c, &o, &bad), FS_ERR_INVALID_ARGUMENT);

@@ -1,8 +1,12 @@
 /* test_stream_grpc.c — epoch streams the server makes (gRPC's Stream
  * method, server/epoch_run.c) against a real `featstore serve`: one call
  * carries a whole stream; its batches are bit for bit those the client's
- * own per-batch calls make (FEATSTORE_STREAM_CALLS=batch), in every delta
- * mode and window, sample-only and with explicit seeds; a reader that
+ * own per-batch calls make (fs_stream_node_opts_t.calls =
+ * FS_STREAM_CALLS_BATCH, and the environment's fallback
+ * FEATSTORE_STREAM_CALLS=batch), in every delta mode and window,
+ * sample-only and with explicit seeds; fs_stream_open_nodes gives the 1.4
+ * form's batches bit for bit, and refuses calls = FS_STREAM_CALLS_STREAM
+ * where the server cannot make them; a reader that
  * stops reading holds none of the server's other work; a call the server
  * timed out while its trainer was away is reopened where it stopped; a
  * server whose Stream call is refused says why. */
@@ -117,19 +121,42 @@ static void snap(const fs_stream_batch_t *b, snap_t *s)
 
 static void snap_free(snap_t *s) { free(s->ids), free(s->features), free(s->new_rows); }
 
-/* Every batch of a stream opened with o on a new connection, the server
- * making them (calls = NULL) or the client (calls = "batch"). */
+/* o (the 1.4 form's options of a node stream) opened with
+ * fs_stream_open_nodes: its common and node options, and calls. */
+static fs_status_t open_nodes(fs_client_t *c, const fs_stream_opts_t *o, fs_stream_calls_t calls, fs_stream_t **s)
+{
+    fs_stream_common_t m = FS_STREAM_COMMON_INIT;
+    m.split = o->split, m.seeds = o->seeds, m.num_seeds = o->num_seeds, m.batch_size = o->batch_size;
+    m.drop_last = o->drop_last, m.seed = o->seed, m.epoch = o->epoch, m.chunk = o->chunk;
+    m.start_batch = o->start_batch, m.order = o->order, m.rank = o->rank, m.world_size = o->world_size;
+    m.prefetch = o->prefetch, m.hold = o->hold, m.producers = o->producers;
+    fs_stream_node_opts_t n = FS_STREAM_NODE_OPTS_INIT;
+    n.sample = o->sample, n.table = o->table, n.labels = o->labels, n.out_dtype = o->out_dtype;
+    n.delta = o->delta, n.window = o->window, n.calls = calls;
+    return fs_stream_open_nodes(c, &m, &n, s);
+}
+
+/* Every batch of a stream opened with o on a new connection. calls: NULL
+ * (the 1.4 form; the server makes them) or "batch" (the 1.4 form with
+ * FEATSTORE_STREAM_CALLS=batch: the client makes them), or the per-kind
+ * call with calls = "opt:auto", "opt:stream" or "opt:batch". */
 static int64_t epoch(const fs_stream_opts_t *o, const char *calls, snap_t *out, int64_t cap)
 {
-    if (calls) setenv("FEATSTORE_STREAM_CALLS", calls, 1);
+    static const char *const opt[] = {[FS_STREAM_CALLS_AUTO] = "opt:auto", [FS_STREAM_CALLS_STREAM] = "opt:stream",
+                                      [FS_STREAM_CALLS_BATCH] = "opt:batch"};
+    int by_option = calls && strncmp(calls, "opt:", 4) == 0;
+    if (calls && !by_option) setenv("FEATSTORE_STREAM_CALLS", calls, 1);
     else unsetenv("FEATSTORE_STREAM_CALLS");
     fs_client_t *c = connect_to(grpc_uri);
     fs_stream_t *s;
-    cr_assert_eq(fs_stream_open(c, o, &s), FS_OK, "%s", fs_client_errstr(c));
+    fs_status_t st = FS_ERR_INTERNAL;
+    for (int k = 0; k < 3 && by_option; k++)
+        if (strcmp(calls, opt[k]) == 0) st = open_nodes(c, o, (fs_stream_calls_t)k, &s);
+    if (!by_option) st = fs_stream_open(c, o, &s);
+    cr_assert_eq(st, FS_OK, "%s: %s", calls ? calls : "1.4 form", fs_client_errstr(c));
     unsetenv("FEATSTORE_STREAM_CALLS");
     int64_t n = 0;
     fs_stream_batch_t *b;
-    fs_status_t st;
     while ((st = fs_stream_next(s, &b)) == FS_OK) {
         cr_assert_lt(n, cap);
         cr_assert_eq(b->index, o->start_batch + n);
@@ -143,10 +170,11 @@ static int64_t epoch(const fs_stream_opts_t *o, const char *calls, snap_t *out, 
     return n;
 }
 
-static void assert_same_epochs(const fs_stream_opts_t *o)
+/* The epochs of o opened two ways (epoch's `calls`), the same bit for bit. */
+static void assert_same_epochs_by(const fs_stream_opts_t *o, const char *one, const char *other)
 {
     static snap_t a[64], b[64];
-    int64_t n = epoch(o, NULL, a, 64), m = epoch(o, "batch", b, 64);
+    int64_t n = epoch(o, one, a, 64), m = epoch(o, other, b, 64);
     cr_assert_eq(n, m);
     int64_t reused = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -167,6 +195,8 @@ static void assert_same_epochs(const fs_stream_opts_t *o)
     }
     if (o->delta != FS_DELTA_OFF) cr_assert_gt(reused, 0, "the delta reused rows");
 }
+
+static void assert_same_epochs(const fs_stream_opts_t *o) { assert_same_epochs_by(o, NULL, "batch"); }
 
 Test(stream_grpc, one_call_carries_the_whole_stream)
 {
@@ -268,6 +298,52 @@ Test(stream_grpc, the_server_timeout_counts_per_batch_and_a_reaped_call_resumes)
     }
     cr_assert_eq(fs_stream_next(s, &b), FS_END);
     cr_assert_geq(requests(c, "Stream"), calls0 + 2, "the reaped call was replaced");
+    fs_stream_close(s);
+    fs_close(c);
+}
+
+/* The calls option, the twin of the environment's fallback: calls =
+ * FS_STREAM_CALLS_BATCH makes the client's per-batch calls (no Stream
+ * call), _STREAM and _AUTO the server's one call, all the same batches as
+ * the 1.4 form's; and fs_stream_open_nodes' batches are the 1.4 form's. */
+Test(stream_grpc, the_calls_option_chooses_who_makes_the_batches)
+{
+    serve("");
+    fs_client_t *c = connect_to(grpc_uri);
+    fs_stream_opts_t o = base_opts();
+    o.delta = FS_DELTA_FULL, o.window = 4;
+    static snap_t s[64];
+    long long streams = requests(c, "Stream"), per_batch = requests(c, "Sample");
+    int64_t n = epoch(&o, "opt:batch", s, 64);
+    for (int64_t i = 0; i < n; i++) snap_free(&s[i]);
+    cr_assert_eq(requests(c, "Stream"), streams, "FS_STREAM_CALLS_BATCH: no Stream call");
+    cr_assert_geq(requests(c, "Sample"), per_batch + n, "one Sample call per batch");
+    n = epoch(&o, "opt:stream", s, 64);
+    for (int64_t i = 0; i < n; i++) snap_free(&s[i]);
+    cr_assert_eq(requests(c, "Stream"), streams + 1, "FS_STREAM_CALLS_STREAM: one Stream call");
+    fs_close(c);
+    assert_same_epochs_by(&o, "opt:stream", "opt:batch");
+    assert_same_epochs_by(&o, NULL, "opt:auto");   /* the 1.4 form and the per-kind call */
+    assert_same_epochs_by(&o, "batch", "opt:batch");
+    o = base_opts();
+    assert_same_epochs_by(&o, "opt:auto", "opt:batch");
+}
+
+/* calls = FS_STREAM_CALLS_STREAM where the server cannot make the batches:
+ * over unix:// the trainer makes its own. Refused by name. */
+Test(stream_grpc, calls_stream_is_refused_where_the_server_cannot_make_the_batches)
+{
+    serve("");
+    char uri[300];
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    fs_client_t *c = connect_to(uri);
+    fs_stream_opts_t o = base_opts();
+    fs_stream_t *s = (fs_stream_t *)1;
+    cr_assert_eq(open_nodes(c, &o, FS_STREAM_CALLS_STREAM, &s), FS_ERR_UNSUPPORTED, "%s", fs_client_errstr(c));
+    cr_assert_null(s);
+    cr_assert(strstr(fs_client_errstr(c), "stream: calls = FS_STREAM_CALLS_STREAM, but over unix:// this process "
+                                          "makes the batches itself"), "%s", fs_client_errstr(c));
+    cr_assert_eq(open_nodes(c, &o, FS_STREAM_CALLS_BATCH, &s), FS_OK, "over unix:// _BATCH is what happens anyway");
     fs_stream_close(s);
     fs_close(c);
 }

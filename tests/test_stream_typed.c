@@ -2,8 +2,10 @@
  * client-lib/stream.c) on a typed R-MAT over both transports: every batch
  * is the explicit fs_hetero_sample / fs_link_sample of its seeds with its
  * request seed; a typed split's shares cover it; a link stream walks the
- * link split's edges with their labels and times; bad typed options are
- * named at open. */
+ * link split's edges with their labels and times; bad hetero options are
+ * named at open; the per-kind open calls (fs_stream_open_hetero, _link)
+ * give the 1.4 form's batches bit for bit, and every option that does not
+ * fit a kind — in either form — is refused by name. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -174,10 +176,11 @@ Test(stream_typed, bad_typed_options_are_named)
         fs_status_t code;
         const char *says;
     } want[] = {
-        {FS_ERR_INVALID_ARGUMENT, "not sample, table"},    {FS_ERR_INVALID_ARGUMENT, "nosuch"},
+        {FS_ERR_INVALID_ARGUMENT, "sample applies to node streams only; this is a hetero stream"},
+        {FS_ERR_INVALID_ARGUMENT, "nosuch"},
         {FS_ERR_INVALID_ARGUMENT, "node_tables"},          {FS_ERR_INVALID_ARGUMENT, "give seed_type"},
         {FS_ERR_INVALID_ARGUMENT, "needs hetero"},         {FS_ERR_NOT_FOUND, "nosuch"},
-        {FS_ERR_INVALID_ARGUMENT, "nosuch"},               {FS_ERR_INVALID_ARGUMENT, "typed graph"},
+        {FS_ERR_INVALID_ARGUMENT, "nosuch"},               {FS_ERR_INVALID_ARGUMENT, "heterogeneous graph"},
         {FS_ERR_NOT_FOUND, "ask for paper/train"},
     };
     for (int i = 0; i < (int)(sizeof want / sizeof *want); i++) {
@@ -199,5 +202,143 @@ Test(stream_typed, bad_typed_options_are_named)
         cr_assert(strstr(fs_client_errstr(c), want[i].says), "case %d: '%s' does not say '%s'", i,
                   fs_client_errstr(c), want[i].says);
     }
+    fs_close(c);
+}
+
+/* The first batches of two streams, the same bit for bit. */
+static void assert_same_streams(fs_stream_t *a, fs_stream_t *b, int batches)
+{
+    cr_assert_eq(fs_stream_num_batches(a), fs_stream_num_batches(b));
+    for (int i = 0; i < batches; i++) {
+        fs_stream_batch_t *x, *y;
+        cr_assert_eq(fs_stream_next(a, &x), FS_OK, "%s", fs_stream_errstr(a));
+        cr_assert_eq(fs_stream_next(b, &y), FS_OK, "%s", fs_stream_errstr(b));
+        cr_assert_eq(x->request_seed, y->request_seed);
+        cr_assert_eq(x->num_seeds, y->num_seeds);
+        cr_assert_arr_eq(x->seeds, y->seeds, sizeof *x->seeds * (size_t)x->num_seeds);
+        tc_same_hetero_batch(x->hetero, y->hetero);
+        fs_stream_batch_free(x), fs_stream_batch_free(y);
+    }
+}
+
+/* fs_stream_open_hetero and fs_stream_open_link against the 1.4 form with
+ * the same values: the same batches, bit for bit. */
+Test(stream_typed, the_per_kind_calls_give_the_1_4_forms_batches)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_hetero_req_t req = typed_request();
+    fs_link_req_t l = FS_LINK_REQ_INIT;
+    l.src = "paper", l.rel = "cites", l.dst = "paper", l.neg = FS_NEG_BINARY, l.amount = 1;
+    fs_stream_common_t common = FS_STREAM_COMMON_INIT;
+    common.split = "paper/train", common.batch_size = 64, common.seed = 3, common.epoch = 1;
+    fs_stream_opts_t old = FS_STREAM_OPTS_INIT;
+    old.split = "paper/train", old.batch_size = 64, old.seed = 3, old.epoch = 1, old.hetero = &req;
+    fs_stream_hetero_opts_t h = FS_STREAM_HETERO_OPTS_INIT;
+    h.request = &req;
+    fs_stream_t *a, *b;
+    cr_assert_eq(fs_stream_open(c, &old, &a), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_stream_open_hetero(c, &common, &h, &b), FS_OK, "%s", fs_client_errstr(c));
+    assert_same_streams(a, b, 3);
+    fs_stream_close(a), fs_stream_close(b);
+
+    common.split = old.split = "valid", old.link = &l;
+    fs_stream_link_opts_t lo = FS_STREAM_LINK_OPTS_INIT;
+    lo.request = &req, lo.link = &l;
+    cr_assert_eq(fs_stream_open(c, &old, &a), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(fs_stream_open_link(c, &common, &lo, &b), FS_OK, "%s", fs_client_errstr(c));
+    assert_same_streams(a, b, 3);
+    fs_stream_close(a), fs_stream_close(b);
+    fs_close(c);
+}
+
+/* The 1.4 struct carries every kind's fields: each one set where its kind
+ * does not take it is refused by name, with the kind it was taken for. */
+Test(stream_typed, the_1_4_form_refuses_each_foreign_field_by_name)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_hetero_req_t req = typed_request();
+    fs_link_req_t l = FS_LINK_REQ_INIT;
+    l.src = "paper", l.rel = "cites", l.dst = "paper";
+    static const fs_sample_req_t sr = {.struct_size = sizeof(fs_sample_req_t), .num_hops = 1, .fanout = {5}};
+    static const char *const hops[] = {"hop_0"};
+    static const char *const want[] = {
+        "stream: delta applies to node streams only; this is a link stream",
+        "stream: window applies to node streams only; this is a hetero stream",
+        "stream: table applies to node streams only; this is a hetero stream",
+        "stream: seed_type applies to hetero streams only; this is a link stream",
+        "stream: seed_type applies to hetero streams only; this is a node stream",
+        "stream: tables applies to row streams only; this is a hetero stream: put them in the hetero request's "
+        "node_tables",
+        "stream: labels applies to node and row streams only; this is a link stream: put the label table in",
+        "stream: out_dtype applies to node and row streams only; this is a hetero stream",
+        "stream: sample applies to node streams only; this is a row stream (it gathers its tables' rows without "
+        "sampling)",
+        "stream: delta applies to node streams only; this is a row stream",
+    };
+    for (int i = 0; i < (int)(sizeof want / sizeof *want); i++) {
+        fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
+        o.split = "paper/train", o.batch_size = 16, o.hetero = &req;
+        switch (i) {
+        case 0: o.link = &l, o.delta = FS_DELTA_FULL; break;
+        case 1: o.window = 4; break;
+        case 2: o.table = "feat"; break;
+        case 3: o.link = &l, o.seed_type = "paper"; break;
+        case 4: o.hetero = NULL, o.sample = &sr, o.seed_type = "paper"; break;
+        case 5: o.tables = hops; break;
+        case 6: o.link = &l, o.labels = "labels"; break;
+        case 7: o.out_dtype = FS_DTYPE_F32; break;
+        case 8: o.hetero = NULL, o.tables = hops, o.num_tables = 1, o.sample = &sr; break;
+        default: o.hetero = NULL, o.tables = hops, o.num_tables = 1, o.delta = FS_DELTA_ONLY; break;
+        }
+        fs_stream_t *s = (fs_stream_t *)1;
+        cr_assert_eq(fs_stream_open(c, &o, &s), FS_ERR_INVALID_ARGUMENT, "case %d: %s", i, fs_client_errstr(c));
+        cr_assert_null(s);
+        cr_assert(strstr(fs_client_errstr(c), want[i]), "case %d: '%s' does not say '%s'", i, fs_client_errstr(c),
+                  want[i]);
+    }
+    fs_close(c);
+}
+
+/* A refused open: its status, its message saying `says`, no stream. */
+static void refused(fs_client_t *c, fs_status_t got, fs_status_t code, const char *says, fs_stream_t **s)
+{
+    cr_assert_eq(got, code, "%s: %s", fs_strerror(got), fs_client_errstr(c));
+    cr_assert(strstr(fs_client_errstr(c), says), "'%s' does not say '%s'", fs_client_errstr(c), says);
+    cr_assert_null(*s);
+    *s = (fs_stream_t *)1;
+}
+
+/* What each per-kind call needs, and an unknown `calls`, refused by name. */
+Test(stream_typed, the_per_kind_calls_name_what_they_lack)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    fs_hetero_req_t req = typed_request();
+    fs_link_req_t l = FS_LINK_REQ_INIT;
+    l.src = "paper", l.rel = "cites", l.dst = "paper";
+    static const fs_sample_req_t sr = {.struct_size = sizeof(fs_sample_req_t), .num_hops = 1, .fanout = {5}};
+    static const char *const many[17] = {"hop_0"};
+    fs_stream_common_t common = FS_STREAM_COMMON_INIT;
+    common.split = "paper/train", common.batch_size = 16;
+    fs_stream_node_opts_t n = FS_STREAM_NODE_OPTS_INIT;
+    fs_stream_hetero_opts_t h = FS_STREAM_HETERO_OPTS_INIT;
+    fs_stream_link_opts_t lo = FS_STREAM_LINK_OPTS_INIT;
+    fs_stream_rows_opts_t r = FS_STREAM_ROWS_OPTS_INIT;
+    fs_stream_t *s = (fs_stream_t *)1;
+    const fs_status_t bad = FS_ERR_INVALID_ARGUMENT;
+    refused(c, fs_stream_open_nodes(c, &common, &n, &s), bad, "stream: no sampling request (sample)", &s);
+    n.sample = &sr, n.calls = (fs_stream_calls_t)7;
+    refused(c, fs_stream_open_nodes(c, &common, &n, &s), bad, "stream: unknown calls 7", &s);
+    /* (calls = FS_STREAM_CALLS_STREAM where it cannot be: tests/test_stream_grpc.c, on a homogeneous graph) */
+    refused(c, fs_stream_open_hetero(c, &common, &h, &s), bad,
+            "stream: a hetero stream needs hetero, the request that samples each batch", &s);
+    lo.request = &req;
+    refused(c, fs_stream_open_link(c, &common, &lo, &s), bad,
+            "stream: a link stream needs link, the seed edges' type and negatives", &s);
+    lo.request = NULL, lo.link = &l;
+    refused(c, fs_stream_open_link(c, &common, &lo, &s), bad, "stream: a link stream needs hetero", &s);
+    refused(c, fs_stream_open_rows(c, &common, &r, &s), bad, "stream: a row stream needs tables", &s);
+    r.tables = many, r.num_tables = 17;
+    refused(c, fs_stream_open_rows(c, &common, &r, &s), bad, "stream: 17 tables, at most 16", &s);
+    refused(c, fs_stream_open_hetero(c, NULL, &h, &s), bad, "stream: no common options", &s);
     fs_close(c);
 }

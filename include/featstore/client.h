@@ -17,7 +17,8 @@
  *   fs_link_sample(c, &link, &hreq, &hb)                 link prediction with negatives
  *   fs_hetero_batch_free(hb)
  *
- *   fs_stream_open(c, &opts, &s)    one DDP rank's epoch, made ahead by producer threads
+ *   fs_stream_open_nodes(c, &common, &node_opts, &s)   one DDP rank's epoch, made ahead by
+ *                                   producer threads (_hetero, _link, _rows: the other kinds)
  *   while (fs_stream_next(s, &sb) == FS_OK) { ...; fs_stream_batch_free(sb); }  // then FS_END
  *   fs_stream_close(s)              fs_stream_errstr(s) says why a next failed
  *   fs_report_load_ratio(c, r, &s)  once per epoch: locality-aware sampling's controller
@@ -273,11 +274,12 @@ FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void
  * (producers, each on a connection of its own to the same server) while
  * the trainer computes:
  *
- *   fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
- *   o.split = "train", o.batch_size = 1024, o.sample = &req, o.table = "feat";
- *   o.seed = 42, o.epoch = epoch, o.rank = rank, o.world_size = world;
+ *   fs_stream_common_t o = FS_STREAM_COMMON_INIT;
+ *   o.split = "train", o.batch_size = 1024, o.seed = 42, o.epoch = epoch, o.rank = rank, o.world_size = world;
+ *   fs_stream_node_opts_t n = FS_STREAM_NODE_OPTS_INIT;
+ *   n.sample = &req, n.table = "feat";
  *   fs_stream_t *s;
- *   if (fs_stream_open(c, &o, &s) != FS_OK) { ... fs_client_errstr(c) ... }
+ *   if (fs_stream_open_nodes(c, &o, &n, &s) != FS_OK) { ... fs_client_errstr(c) ... }
  *   fs_stream_batch_t *b;
  *   while (fs_stream_next(s, &b) == FS_OK) {
  *       train(b->batch, b->labels);
@@ -298,8 +300,10 @@ FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void
  * for bit (after a server restart, or the trainer's own). A connection the
  * server broke is re-opened and the batch retried, within timeout_ms.
  * Over grpc:// to a 1.5 server a node stream is one server-streaming call
- * (the server makes the batches, the same ones); FEATSTORE_STREAM_CALLS=batch
- * in the environment makes it use one call per batch, as older servers get.
+ * (the server makes the batches, the same ones); fs_stream_node_opts_t.calls
+ * = FS_STREAM_CALLS_BATCH makes it use one call per batch, as older servers
+ * get (with FS_STREAM_CALLS_AUTO, FEATSTORE_STREAM_CALLS=batch in the
+ * environment does the same: the fallback of 1.5's first form).
  *
  * Ownership and threads: a stream is used by one thread at a time; its
  * batches may be freed from any thread, and outlive fs_stream_close.
@@ -427,10 +431,113 @@ typedef struct {
     const int64_t *positions;    /* [num_seeds] */
 } fs_stream_batch_t;
 
-/* Opens a stream on connection c (failures: fs_client_errstr(c)). Bad
- * options are named: rank >= world_size, an unknown split or table, a
- * batch size of 0, seeds given both ways or neither. */
+/* The 1.4 form, compatible and deprecated since 1.5: one struct for every
+ * kind of stream. It forwards to the per-kind calls below (the kind: link
+ * set -> link, else hetero -> hetero, else tables -> rows, else nodes),
+ * with the same batches bit for bit, after refusing by name every field
+ * that does not apply to that kind ("delta applies to node streams only;
+ * this is a link stream"). Failures: fs_client_errstr(c). */
 FS_API fs_status_t fs_stream_open(fs_client_t *c, const fs_stream_opts_t *opts, fs_stream_t **out);
+
+/* ---- epoch streams, one open call per kind (since 1.5) ---------------------- */
+
+/* Each kind of batch has its own open call and options, so a field of
+ * another kind cannot be given: fs_stream_common_t for what every stream
+ * takes (the seeds and the epoch's plan, the pipeline), and one struct for
+ * the kind's own requests. The fields mean what fs_stream_opts_t's fields of
+ * the same names mean; each struct starts with struct_size (its _INIT macro
+ * sets it; docs/api.md section 3). Ownership and threads: as fs_stream_open
+ * (the options are read at the call and need not outlive it; c must outlive
+ * the stream, one thread at a time on c). Failures: fs_client_errstr(c), the
+ * options named (FS_ERR_INVALID_ARGUMENT "stream: a delta mode fetches a
+ * table's rows: give a table", "stream: seeds (an array) do not apply to link
+ * streams: ...", an unknown split or table, ...). */
+typedef struct {
+    size_t struct_size;          /* sizeof(fs_stream_common_t): FS_STREAM_COMMON_INIT sets it */
+    const char *split;           /* the seeds: a split's name (a link split's for link streams), or ... */
+    const int64_t *seeds;        /* ... an array (copied; not for link streams) */
+    int64_t num_seeds;
+    int64_t batch_size;          /* >= 1 */
+    int drop_last;
+    uint64_t seed;               /* the shuffle seed */
+    int64_t epoch;               /* >= 0 */
+    int64_t chunk;               /* FS_ORDER_CHUNKED: seeds per run */
+    int64_t start_batch;         /* resume: the first batch to hand out */
+    fs_stream_order_t order;
+    int rank, world_size;        /* 0 <= rank < world_size; 0, 0 = a single trainer */
+    int prefetch;                /* batches made ahead, 1..16; 0 = two per producer */
+    int hold;                    /* batches the caller may hold at once, 1..16; 0 = 2 */
+    int producers;               /* threads making batches, 1..16 (at most prefetch); 0 = automatic */
+} fs_stream_common_t;
+
+#define FS_STREAM_COMMON_INIT FS_STRUCT_INIT(fs_stream_common_t)
+
+/* Who makes a grpc:// node stream's batches. */
+typedef enum {
+    FS_STREAM_CALLS_AUTO = 0,   /* the server, in one Stream call, when it is 1.5 or later (unless
+                                   FEATSTORE_STREAM_CALLS=batch); else one call per batch */
+    FS_STREAM_CALLS_STREAM = 1, /* the server, in one call; refused where it cannot be (unix://,
+                                   where the trainer makes its own, or a server before 1.5) */
+    FS_STREAM_CALLS_BATCH = 2,  /* this process, one call per batch, as every server answers */
+} fs_stream_calls_t;
+
+/* Node batches: each is fs_sample_gather of its seeds plus their labels. */
+typedef struct {
+    size_t struct_size;          /* sizeof(fs_stream_node_opts_t): FS_STREAM_NODE_OPTS_INIT sets it */
+    const fs_sample_req_t *sample; /* the sampling request (required); its seed is replaced per batch */
+    const char *table;           /* the feature table to gather for the sampled nodes; NULL = sample only */
+    const char *labels;          /* the seeds' label table: NULL = "labels" when the dataset has it, "" = none */
+    fs_dtype_t out_dtype;        /* as fs_gather's */
+    fs_delta_t delta;            /* Match: fetch only the rows the previous batch lacks (needs table) */
+    int window;                  /* Reorder (needs delta): batches per window, 1..16; 0 = 1 */
+    fs_stream_calls_t calls;     /* grpc://: who makes the batches */
+} fs_stream_node_opts_t;
+
+#define FS_STREAM_NODE_OPTS_INIT FS_STRUCT_INIT(fs_stream_node_opts_t)
+
+/* Hetero batches: each is fs_hetero_sample of seed_type seeds with the
+ * request (deep-copied); its tables are the request's ("labels" in
+ * node_tables). */
+typedef struct {
+    size_t struct_size;          /* sizeof(fs_stream_hetero_opts_t): FS_STREAM_HETERO_OPTS_INIT sets it */
+    const fs_hetero_req_t *request; /* required */
+    const char *seed_type;       /* the seeds' node type; NULL = the split's "TYPE/" prefix */
+} fs_stream_hetero_opts_t;
+
+#define FS_STREAM_HETERO_OPTS_INIT FS_STRUCT_INIT(fs_stream_hetero_opts_t)
+
+/* Link batches: each is fs_link_sample of the link split's edges (common's
+ * split; with their labels and times when it has them), link giving the edge
+ * type and negatives (its count and arrays are the stream's). */
+typedef struct {
+    size_t struct_size;          /* sizeof(fs_stream_link_opts_t): FS_STREAM_LINK_OPTS_INIT sets it */
+    const fs_hetero_req_t *request; /* required: samples both endpoints' neighbourhoods */
+    const fs_link_req_t *link;   /* required */
+} fs_stream_link_opts_t;
+
+#define FS_STREAM_LINK_OPTS_INIT FS_STRUCT_INIT(fs_stream_link_opts_t)
+
+/* Row batches (pre-propagation): no sampling; each gathers its seeds' rows
+ * of every table, with their labels (row tables: by row, common's split). */
+typedef struct {
+    size_t struct_size;          /* sizeof(fs_stream_rows_opts_t): FS_STREAM_ROWS_OPTS_INIT sets it */
+    fs_dtype_t out_dtype;        /* as fs_gather's (first: the struct then ends without padding) */
+    const char *const *tables;   /* 1..16 tables (required) */
+    size_t num_tables;
+    const char *labels;          /* as fs_stream_node_opts_t's */
+} fs_stream_rows_opts_t;
+
+#define FS_STREAM_ROWS_OPTS_INIT FS_STRUCT_INIT(fs_stream_rows_opts_t)
+
+/* Opens a stream of one kind on c; *out is NULL on failure. */
+FS_API fs_status_t fs_stream_open_nodes(fs_client_t *c, const fs_stream_common_t *common,
+                                        const fs_stream_node_opts_t *opts, fs_stream_t **out);
+FS_API fs_status_t fs_stream_open_hetero(fs_client_t *c, const fs_stream_common_t *common,
+                                         const fs_stream_hetero_opts_t *opts, fs_stream_t **out);
+FS_API fs_status_t fs_stream_open_link(fs_client_t *c, const fs_stream_common_t *common,
+                                       const fs_stream_link_opts_t *opts, fs_stream_t **out);
+FS_API fs_status_t fs_stream_open_rows(fs_client_t *c, const fs_stream_common_t *common,
+                                       const fs_stream_rows_opts_t *opts, fs_stream_t **out);
 
 /* The next batch, waiting for it if it is not made yet: FS_OK, or FS_END
  * once the epoch is over (then *out is NULL), or a failure
