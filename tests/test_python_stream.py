@@ -353,6 +353,25 @@ class StreamTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "tables must be a non-empty list"):
             self.clients["unix"].row_stream("train", tables=[], batch_size=10)
 
+    def test_calls_chooses_who_makes_grpc_batches(self):
+        """node_stream(calls=...): fs_stream_node_opts_t.calls, the option
+        that replaces setting FEATSTORE_STREAM_CALLS=batch. Over grpc://
+        "batch" (this process's calls) and "stream" (the server's one call)
+        give the same batches; "stream" over unix:// and an unknown value
+        are refused by name."""
+        with self.stream("grpc", calls="batch") as a, self.stream("grpc", calls="stream") as b:
+            for _ in range(3):
+                x, y = next(a), next(b)
+                np.testing.assert_array_equal(x.seeds, y.seeds)
+                np.testing.assert_array_equal(x.batch.nodes, y.batch.nodes)
+                np.testing.assert_array_equal(x.batch.features, y.batch.features)
+                x.release(), y.release()
+        with self.assertRaises(featstore.Error) as e:
+            self.stream("unix", calls="stream")
+        self.assertEqual(e.exception.status, featstore.Status.UNSUPPORTED)
+        self.assertIn("calls = FS_STREAM_CALLS_STREAM, but over unix://", e.exception.message)
+        self.assertRaisesRegex(ValueError, "unknown calls 'server'", self.stream, "unix", calls="server")
+
     def test_sample_takes_fanouts_under_its_old_name(self):
         c = self.clients["unix"]
         with c.sample_gather(self.train[:50], FANOUTS, "feat", seed=4) as want:

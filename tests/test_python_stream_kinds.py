@@ -374,13 +374,13 @@ class TypedStreamTest(_Served):
         cases = [  # (arguments, status, what the C message says)
             (dict(split="paper/train", num_neighbors=bad_type), "INVALID_ARGUMENT", "nosuch"),
             (dict(split="paper/train", num_neighbors=NUM_NEIGHBORS, labels="labels"), "INVALID_ARGUMENT",
-             "put 'labels' in the request's node_tables"),
+             "labels applies to node and row streams only; this is a hetero stream"),
             (dict(split="valid", link=link), "INVALID_ARGUMENT", "needs hetero"),
             (dict(split="nosuch", link=link, num_neighbors=NUM_NEIGHBORS), "NOT_FOUND", "nosuch"),
             (dict(split="paper/train", num_neighbors=NUM_NEIGHBORS, seed_type="nosuch"), "INVALID_ARGUMENT", "nosuch"),
             (dict(seeds=[1, 2], num_neighbors=NUM_NEIGHBORS), "INVALID_ARGUMENT", "give seed_type"),
             (dict(seeds=[1, 2], link=link, num_neighbors=NUM_NEIGHBORS), "INVALID_ARGUMENT", "give its name as split"),
-            (dict(split="paper/train", fanouts=[5]), "INVALID_ARGUMENT", "typed graph"),
+            (dict(split="paper/train", fanouts=[5]), "INVALID_ARGUMENT", "heterogeneous graph"),
             (dict(split="paper/train", num_neighbors={CITES: [5]}, node_tables=("nosuch",)), "NOT_FOUND", "nosuch"),
         ]
         for t in TRANSPORTS:

@@ -512,6 +512,73 @@ _STREAM_PROTOTYPES = {
 streams = _bind_optional(lib, _STREAM_PROTOTYPES)
 
 
+# ---- epoch streams, one open call per kind (featstore/client.h; since 1.5) -----------
+#
+# Bound when present (`stream_kinds` below); featstore.stream falls back to
+# fs_stream_open on an older library (and refuses calls= other than "auto").
+
+FS_STREAM_CALLS = {"auto": 0, "stream": 1, "batch": 2}  # fs_stream_calls_t
+
+
+class StreamCommon(Versioned):
+    """fs_stream_common_t."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("split", ctypes.c_char_p), ("seeds", _p_i64), ("num_seeds", _i64),
+        ("batch_size", _i64),
+        ("drop_last", ctypes.c_int),
+        ("seed", _u64), ("epoch", _i64), ("chunk", _i64), ("start_batch", _i64),
+        ("order", ctypes.c_int),                  # fs_stream_order_t
+        ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
+        ("prefetch", ctypes.c_int), ("hold", ctypes.c_int), ("producers", ctypes.c_int),
+    ]
+
+
+class StreamNodeOpts(Versioned):
+    """fs_stream_node_opts_t."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("sample", ctypes.POINTER(SampleReq)), ("table", ctypes.c_char_p), ("labels", ctypes.c_char_p),
+        ("out_dtype", ctypes.c_int), ("delta", ctypes.c_int), ("window", ctypes.c_int),
+        ("calls", ctypes.c_int),                  # fs_stream_calls_t
+    ]
+
+
+class StreamHeteroOpts(Versioned):
+    """fs_stream_hetero_opts_t."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("request", ctypes.POINTER(HeteroReq)),
+                ("seed_type", ctypes.c_char_p)]
+
+
+class StreamLinkOpts(Versioned):
+    """fs_stream_link_opts_t."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("request", ctypes.POINTER(HeteroReq)),
+                ("link", ctypes.POINTER(LinkReq))]
+
+
+class StreamRowsOpts(Versioned):
+    """fs_stream_rows_opts_t."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("out_dtype", ctypes.c_int),
+                ("tables", ctypes.POINTER(ctypes.c_char_p)), ("num_tables", ctypes.c_size_t),
+                ("labels", ctypes.c_char_p)]
+
+
+def _open_kind(opts: type) -> tuple:
+    return (ctypes.c_int, [_c_client_p, ctypes.POINTER(StreamCommon), ctypes.POINTER(opts),
+                           ctypes.POINTER(_c_stream_p)])
+
+
+_STREAM_KIND_PROTOTYPES = {
+    "fs_stream_open_nodes": _open_kind(StreamNodeOpts),
+    "fs_stream_open_hetero": _open_kind(StreamHeteroOpts),
+    "fs_stream_open_link": _open_kind(StreamLinkOpts),
+    "fs_stream_open_rows": _open_kind(StreamRowsOpts),
+}
+
+# False: a library before 1.5's per-kind calls (streams open through fs_stream_open)
+stream_kinds = _bind_optional(lib, _STREAM_KIND_PROTOTYPES)
+
+
 # ---- epoch plans and the default prefetch (featstore/client.h; since 1.5) -------------
 #
 # Bound when present (`plans` below): featstore.plan.EpochPlan and

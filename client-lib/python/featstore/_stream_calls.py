@@ -12,9 +12,12 @@ kind of batch (fs_stream_open; featstore.stream, docs/api.md §11):
 Each takes its kind's request options, named as the explicit call names
 them, and the epoch options every kind shares (featstore.stream.Epoch);
 what belongs to another kind is not among its arguments, so a mix is
-refused by name (Python's TypeError). ``stream``, the one call with every
-option of 1.4 and 1.5, still works, deprecated: it refuses a mix as it
-did, then opens the stream its options make.
+refused by name (Python's TypeError). Each opens its stream through the C
+library's open call of its kind (fs_stream_open_nodes, _hetero, _link,
+_rows; since 1.5). ``stream``, the one call with every option of 1.4 and
+1.5, still works, deprecated: it refuses a mix as it did, then opens the
+stream its options make through the C library's 1.4 form (fs_stream_open),
+which refuses by name what does not fit the kind.
 """
 from __future__ import annotations
 
@@ -82,9 +85,9 @@ class StreamCalls:
     def node_stream(self, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: Sequence[int],
                     table: str | None = None, dtype: str | None = None, labels: str | None = None,
                     mode: str | Sequence[str] = "uniform", edge_ids: bool = False, delta: str = "off",
-                    reorder_window: int = 1, seed: int = 0, epoch: int = 0, rank: int = 0, world_size: int = 1,
-                    drop_last: bool = False, order: str = "random", chunk: int = 0, start_batch: int = 0,
-                    prefetch: int = 0, hold: int = 2, producers: int = 0) -> Stream:
+                    reorder_window: int = 1, calls: str = "auto", seed: int = 0, epoch: int = 0, rank: int = 0,
+                    world_size: int = 1, drop_last: bool = False, order: str = "random", chunk: int = 0,
+                    start_batch: int = 0, prefetch: int = 0, hold: int = 2, producers: int = 0) -> Stream:
         """Node batches: each batch samples `num_neighbors` (`mode`,
         `edge_ids` as in ``sample``) from its seeds and gathers `table`
         (None: sample only; `dtype` as in ``gather``) and the seeds'
@@ -95,12 +98,17 @@ class StreamCalls:
         ("off", "full", "only"): Match, fetching only the rows the previous
         batch lacks (StreamBatch.new_rows, .take; "full" also assembles
         .features); `reorder_window` > 1 reorders each window of that many
-        batches by overlap (needs a delta). Epoch options: see the class."""
+        batches by overlap (needs a delta). `calls` (since 1.5; over
+        grpc://): "auto" (the server makes the batches in one call when it
+        is 1.5 or later, unless the environment sets
+        FEATSTORE_STREAM_CALLS=batch), "stream" (the server; refused where
+        it cannot: unix://, an older server) or "batch" (this process, one
+        call per batch). Epoch options: see the class."""
         from .client import _sample_req
         split, ids = split_or_ids(seeds)
         sample = _sample_req(num_neighbors, mode, 0, edge_ids)  # its seed is set per batch
         return open_stream(self, _epoch(locals()), split=split, ids=ids, sample=sample, table=table,
-                           dtype=dtype, labels=labels, delta=delta, reorder_window=reorder_window)
+                           dtype=dtype, labels=labels, delta=delta, reorder_window=reorder_window, calls=calls)
 
     def hetero_stream(self, seeds: str | ArrayLike, *, batch_size: int, num_neighbors: Mapping[EdgeType, Sequence[int]],
                       seed_type: str | None = None, node_tables: Sequence[str] = (), edge_tables: Sequence[str] = (),
@@ -202,7 +210,7 @@ class StreamCalls:
             if isinstance(tables, (str, bytes)) or not len(tables):
                 raise ValueError(f"tables must be a non-empty list of table names, got {tables!r}")
             return open_stream(client, epoch_opts, split=split, ids=seeds, dtype=dtype, labels=labels,
-                               tables=list(tables))
+                               tables=list(tables), legacy=True)
         if num_neighbors is None and link is None:  # a node stream
             deprecated("Client.stream(fanouts=...) is deprecated: use Client.node_stream(seeds, num_neighbors=..., "
                        "...)")
@@ -217,7 +225,7 @@ class StreamCalls:
             from .client import _sample_req
             sample = _sample_req(fanouts, mode, 0, edge_ids)
             return open_stream(client, epoch_opts, split=split, ids=seeds, sample=sample, table=table, dtype=dtype,
-                               labels=labels, delta=delta, reorder_window=window)
+                               labels=labels, delta=delta, reorder_window=window, legacy=True)
         deprecated(f"Client.stream(num_neighbors=...{', link=...' if link is not None else ''}) is deprecated: use "
                    f"Client.{'link_stream' if link is not None else 'hetero_stream'}(...)")
         require_hetero()
@@ -233,8 +241,8 @@ class StreamCalls:
         if link is not None:
             sl = _link(link)
             lk = _Link(sl.edge_type, sl.neg, sl.amount, sl.neg_weighted, sl.strict, sl.keep_seed_edges, what="link")
-        return open_stream(client, epoch_opts, split=split, ids=seeds, labels=labels, hetero=hetero, seed_type=seed_type,
-                           link=lk)
+        return open_stream(client, epoch_opts, split=split, ids=seeds, labels=labels, hetero=hetero,
+                           seed_type=seed_type, link=lk, legacy=True)
 
 
 def _epoch(arguments: dict[str, Any]) -> Epoch:

@@ -160,14 +160,47 @@ def split_or_ids(seeds: str | ArrayLike) -> tuple[str | None, np.ndarray | None]
     return None, _ids(seeds, "seeds")
 
 
+def _per_kind(epoch: Epoch, split: str | None, seeds: np.ndarray | None, sample: Any, table: str | None,
+              dtype: str | None, labels: str | None, delta: str, reorder_window: int, hetero: Any,
+              seed_type: str | None, link: _Link | None, names: Any, num_tables: int, calls: str
+              ) -> tuple[Any, Any, Any]:
+    """The per-kind open call (since 1.5) and its two structs: the common
+    options and the kind's own (the kind: link, hetero, rows or nodes)."""
+    ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
+    common = _lib.StreamCommon.new(
+        split=None if split is None else _name(split),
+        seeds=None if seeds is None else seeds.ctypes.data_as(_lib._p_i64),
+        num_seeds=0 if seeds is None else len(seeds), batch_size=int(epoch.batch_size),
+        drop_last=int(bool(epoch.drop_last)), seed=seed64(epoch.seed), epoch=int(epoch.epoch), chunk=int(epoch.chunk),
+        start_batch=int(epoch.start_batch), order=_lib.FS_ORDER[epoch.order], rank=int(epoch.rank),
+        world_size=int(epoch.world_size), prefetch=int(epoch.prefetch), hold=int(epoch.hold),
+        producers=int(epoch.producers))
+    if link is not None:
+        return lib.fs_stream_open_link, common, _lib.StreamLinkOpts.new(request=ptr(hetero and hetero.c),
+                                                                        link=ptr(link.c))
+    if hetero is not None:
+        return lib.fs_stream_open_hetero, common, _lib.StreamHeteroOpts.new(
+            request=ptr(hetero.c), seed_type=None if seed_type is None else _name(seed_type))
+    if names is not None:
+        return lib.fs_stream_open_rows, common, _lib.StreamRowsOpts.new(
+            tables=names, num_tables=num_tables, labels=labels_option(labels), out_dtype=dtype_code(dtype))
+    return lib.fs_stream_open_nodes, common, _lib.StreamNodeOpts.new(
+        sample=ptr(sample), table=None if table is None else _name(table), labels=labels_option(labels),
+        out_dtype=dtype_code(dtype), delta=_lib.FS_DELTA[delta], window=int(reorder_window),
+        calls=_lib.FS_STREAM_CALLS[calls])
+
+
 def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike | None,
                 sample: _lib.SampleReq | None = None, table: str | None = None, dtype: str | None = None,
                 labels: str | None = None, delta: str = "off", reorder_window: int = 1, hetero: Any = None,
-                seed_type: str | None = None, link: _Link | None = None, tables: Sequence[str] | None = None
-                ) -> Stream:
-    """fs_stream_open on the stream owner of `client` (a Client), with
-    the requests of one kind of stream (sample; hetero and link; tables)
-    already checked."""
+                seed_type: str | None = None, link: _Link | None = None, tables: Sequence[str] | None = None,
+                calls: str = "auto", legacy: bool = False) -> Stream:
+    """A stream on the stream owner of `client` (a Client), with the
+    requests of one kind of stream (sample; hetero and link; tables)
+    already checked: through the kind's own open call (fs_stream_open_nodes,
+    _hetero, _link, _rows), or, for the deprecated Client.stream (`legacy`)
+    and libraries before those calls, the 1.4 form fs_stream_open, which
+    refuses by name the options of another kind."""
     require_streams()
     if client.closed:
         raise ValueError("featstore client is closed")
@@ -175,30 +208,42 @@ def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike 
         raise ValueError(f"unknown stream order {epoch.order!r} (one of {', '.join(_lib.FS_ORDER)})")
     if delta not in _lib.FS_DELTA:
         raise ValueError(f"unknown delta mode {delta!r} (one of {', '.join(_lib.FS_DELTA)})")
+    if calls not in _lib.FS_STREAM_CALLS:
+        raise ValueError(f"unknown calls {calls!r} (one of {', '.join(_lib.FS_STREAM_CALLS)})")
     if int(reorder_window) == 0:  # the C struct's 0 means "unset" (1); from Python it is a mistake
         raise ValueError("window 0: a Match-Reorder window is 1 batch (no reorder) or more")
+    per_kind = _lib.stream_kinds and not legacy
+    if calls != "auto" and not per_kind:
+        raise Error(Status.UNSUPPORTED, f"calls={calls!r} needs fs_stream_open_nodes: {_lib.path} is libfeatstore "
+                                        f"{_lib.version}; install libfeatstore 1.5 or later")
     seeds = None if ids is None else _ids(ids, "seeds")
     ptr = lambda struct: None if struct is None else ctypes.pointer(struct)  # noqa: E731
     names = None if tables is None else (ctypes.c_char_p * max(len(tables), 1))(*[_name(t) for t in tables])
-    # the requests, ids and names stay alive (locals) through fs_stream_open, which copies what it needs
-    opts = _lib.StreamOpts.new(
-        split=None if split is None else _name(split),
-        seeds=None if seeds is None else seeds.ctypes.data_as(_lib._p_i64),
-        num_seeds=0 if seeds is None else len(seeds),
-        batch_size=int(epoch.batch_size), drop_last=int(bool(epoch.drop_last)), sample=ptr(sample),
-        table=None if table is None else _name(table), out_dtype=dtype_code(dtype), labels=labels_option(labels),
-        seed=seed64(epoch.seed), epoch=int(epoch.epoch), rank=int(epoch.rank), world_size=int(epoch.world_size),
-        prefetch=int(epoch.prefetch), order=_lib.FS_ORDER[epoch.order], chunk=int(epoch.chunk),
-        start_batch=int(epoch.start_batch), hold=int(epoch.hold), delta=_lib.FS_DELTA[delta],
-        window=int(reorder_window),
-        hetero=None if hetero is None else ctypes.pointer(hetero.c),
-        seed_type=None if seed_type is None else _name(seed_type), link=None if link is None else ptr(link.c),
-        tables=names, num_tables=0 if tables is None else len(tables), producers=int(epoch.producers))
+    # the requests, ids and names stay alive (locals) through the open call, which copies what it needs
+    if per_kind:
+        call, common, kind = _per_kind(epoch, split, seeds, sample, table, dtype, labels, delta, reorder_window,
+                                       hetero, seed_type, link, names, 0 if tables is None else len(tables), calls)
+        args: tuple = (ctypes.byref(common), ctypes.byref(kind))
+    else:
+        call = lib.fs_stream_open
+        args = (ctypes.byref(_lib.StreamOpts.new(
+            split=None if split is None else _name(split),
+            seeds=None if seeds is None else seeds.ctypes.data_as(_lib._p_i64),
+            num_seeds=0 if seeds is None else len(seeds),
+            batch_size=int(epoch.batch_size), drop_last=int(bool(epoch.drop_last)), sample=ptr(sample),
+            table=None if table is None else _name(table), out_dtype=dtype_code(dtype), labels=labels_option(labels),
+            seed=seed64(epoch.seed), epoch=int(epoch.epoch), rank=int(epoch.rank), world_size=int(epoch.world_size),
+            prefetch=int(epoch.prefetch), order=_lib.FS_ORDER[epoch.order], chunk=int(epoch.chunk),
+            start_batch=int(epoch.start_batch), hold=int(epoch.hold), delta=_lib.FS_DELTA[delta],
+            window=int(reorder_window),
+            hetero=None if hetero is None else ctypes.pointer(hetero.c),
+            seed_type=None if seed_type is None else _name(seed_type), link=None if link is None else ptr(link.c),
+            tables=names, num_tables=0 if tables is None else len(tables), producers=int(epoch.producers))),)
     for attempt in range(2):
         owner = _Owner.take(client)
         out = ctypes.c_void_p()
-        with owner.lock:  # fs_stream_open uses the owner: one thread at a time
-            st = lib.fs_stream_open(owner.c, ctypes.byref(opts), ctypes.byref(out))
+        with owner.lock:  # opening uses the owner: one thread at a time
+            st = call(owner.c, *args, ctypes.byref(out))
             message = "" if st == Status.OK else lib.fs_client_errstr(owner.c).decode(errors="replace")
         if st == Status.OK:
             break
