@@ -4,8 +4,9 @@
  * A trainer loop over one rank's epoch: take a batch (the seeds' sample,
  * features and labels), then a simulated compute step. The compute step
  * is the trainer's thread waiting compute_ms, as it waits on a GPU; it is
- * set to the measured mean load time of a batch, the case seed 004's
- * double buffering targets. Two loops over the same batches (the same
+ * set to the measured mean load time of a batch, the case the
+ * pre-propagation GNN study's (P4 in docs/papers.md) double buffering
+ * targets. Two loops over the same batches (the same
  * plan, fs_epoch.h, so the same seeds and request seeds):
  *
  *   sync    fs_sample_gather + fs_gather(labels) in the trainer's thread;
@@ -17,7 +18,7 @@
  * batches (the stream's pipeline fill included); the ratio is sync over
  * stream, per transport, the median of --rounds interleaved rounds.
  *
- * Match-Reorder (seed 002, docs/algorithms.md §6): on a permuted R-MAT
+ * FastGL's Match-Reorder (P2 in docs/papers.md; docs/algorithms.md §6): on a permuted R-MAT
  * (hubs scattered, --match-scale), a grpc:// stream whose batches fetch
  * only the rows the previous batch lacks, against the same stream fetching
  * every batch whole (FS_DELTA_OFF), consumed as fast as it comes,

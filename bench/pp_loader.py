@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """pp_loader.py — loading pre-propagated hop tables for SIGN-style training
-(seed 004's loader chain, docs/algorithms.md §8), each stage against a
+(the loader chain of the pre-propagation GNN study, P4 in docs/papers.md;
+docs/algorithms.md §8), each stage against a
 per-sample PyTorch loader in the same run.
 
 Data: R-MAT scale 20 (1,048,576 nodes, every one labelled, 128 float32
@@ -10,7 +11,7 @@ hop tables hop_0..hop_2, all rows (``--rows all``), cached under
 /tmp/featstore-bench/rmat-s20-e16-sym-d128-hops2 (or ``--dataset DIR``, a
 dataset with tables hop_0..hop_R and labels). The labelled rows a training
 epoch walks are **all** 1,048,576 nodes (not only the train split). Batches
-of 8000 rows (seed 004's default batch and chunk size; ``--batch``), each
+of 8000 rows (the pre-propagation study's default batch and chunk size; ``--batch``), each
 delivering, as torch tensors, the batch's rows of every hop table and its
 labels. A `featstore serve` the script starts serves the dataset on
 unix:// (a scratch socket).

@@ -16,7 +16,7 @@
  * batch matched against the one before) and server-made ones (one call)
  * have one producer.
  *
- * Match and Reorder (seed 002, docs/algorithms.md §6): with a delta mode
+ * Match and Reorder (FastGL, P2 in docs/papers.md; docs/algorithms.md §6): with a delta mode
  * the producer samples a window of batches (sample only), orders the
  * window (from the window's first batch, not the previous window's last,
  * so a resumed stream orders every window as the uninterrupted one did),

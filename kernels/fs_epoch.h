@@ -30,8 +30,9 @@ typedef enum {
     FS_EPOCH_SEQUENTIAL = 0, /* positions in order: no shuffle */
     FS_EPOCH_RANDOM = 1,     /* one random permutation per (seed, epoch) */
     FS_EPOCH_CHUNKED = 2,    /* contiguous chunks of `chunk` positions, the full chunks' order
-                                shuffled and a short last chunk kept last (seed 004's chunk
-                                reshuffling, docs/algorithms.md §8): with chunk = batch size,
+                                shuffled and a short last chunk kept last (chunk reshuffling
+                                from the pre-propagation GNN study, P4 in docs/papers.md;
+                                docs/algorithms.md §8): with chunk = batch size,
                                 every batch of a single rank is one chunk */
 } fs_epoch_order_t;
 

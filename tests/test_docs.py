@@ -21,8 +21,8 @@ Checks README.md and docs/*.md against the repository:
    (include/featstore/*.h, the one include root) once,
    with the header that declares it, and nothing else;
 5. papers are named, not numbered: no "seed 00N" in PAPERS_BY_NAME (the README,
-   the public headers and the Python package: name the
-   paper in words, with a pointer into docs/papers.md).
+   docs/, the public headers, the Python package, kernels/, client-lib/ and
+   bench/: name the paper in words, with a pointer into docs/papers.md).
 
 Before checking the tree it plants one fault of each kind in a copy of the
 docs' text and must find each, and nothing else. Exit status 0 pass, 1 fail.
@@ -42,7 +42,8 @@ HISTORY = ("docs/changes.md",)
 PUBLIC_HEADERS = ("include/featstore/*.h",)
 # Where papers must be named in words; one line per place (the Python
 # package's docstrings: "client-lib/python/featstore/**/*.py").
-PAPERS_BY_NAME = ("README.md", "client-lib/python/featstore/**/*.py") + PUBLIC_HEADERS
+PAPERS_BY_NAME = ("README.md", "docs/*.md", "client-lib/python/featstore/**/*.py", "kernels/**/*.[ch]",
+                  "kernels/**/*.cu", "client-lib/**/*.[ch]", "bench/**/*.[ch]", "bench/**/*.py") + PUBLIC_HEADERS
 SEED_NUMBER = re.compile(r"\bseeds? 00\d\b", re.I)
 VERSION_FILE = "client-lib/python/featstore/_version.py"
 PLACEHOLDER = re.compile(r"[*<>{}…]|\.\.\.|\b[A-Z][A-Z_]*[A-Z]\b(?!\.)")
