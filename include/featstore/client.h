@@ -332,6 +332,10 @@ typedef enum {
                           matrix: for callers keeping the previous rows on their GPU */
 } fs_delta_t;
 
+/* The 1.4 form's options (fs_stream_open, deprecated since 1.5): every
+ * kind's fields in one struct. The per-kind calls below take
+ * fs_stream_common_t and one struct per kind instead; fields of the same
+ * names mean the same. */
 typedef struct {
     size_t struct_size;          /* sizeof(fs_stream_opts_t): FS_STREAM_OPTS_INIT sets it */
     /* the seeds: a split's name, or an array (copied) */
