@@ -81,14 +81,24 @@ typedef struct {
     int64_t last_n;   /* the type's nodes in the last request, to size the next */
 } dmap_t;
 
+/* A result array: p/cap is where this request writes it (the caller's
+ * output memory, fs_typed_sampler_set_output, or `heap`), heap the
+ * sampler's own array, kept across requests. */
 typedef struct {
-    fs_i64vec_t nodes, batch, time;
+    int64_t *p;
+    size_t cap;
+    fs_i64vec_t heap;
+} outvec_t;
+
+typedef struct {
+    outvec_t nodes;
+    fs_i64vec_t batch, time;
     int64_t n;
     dmap_t dm;
 } type_ws_t;
 
 typedef struct {
-    fs_i64vec_t off, edst, esrc, eid;
+    outvec_t off, edst, esrc, eid;
 } block_ws_t;
 
 /* Exclusions of one request, sorted by (etype, dst, src); `index` maps
@@ -126,7 +136,12 @@ struct fs_typed_sampler {
     int cap_blocks;
     fs_typed_nodes_t *out_nodes;
     fs_block_t *out_blocks;
-    fs_i64vec_t *seed_local;
+    outvec_t *seed_local;
+    struct {               /* the caller's memory for result arrays (fs_typed_sampler_set_output) */
+        char *base;
+        size_t cap, top;   /* top: bytes handed out in this request */
+        int armed;         /* given for the next request, not yet begun */
+    } out;
     const int64_t **out_seed_local;
     int cap_groups;
     pick_ws_t pw;
@@ -142,6 +157,7 @@ struct fs_typed_sampler {
     fs_i64vec_t keys;             /* the keys moved into the id map */
     fs_i64vec_t rows;             /* the pass's rows (pass_t.row) */
     fs_i64vec_t known;            /* their eligible ends from summaries (pass_t.known) */
+    fs_i64vec_t parts;            /* a routed pass's row parts, one byte each (pass_t.row_part) */
 };
 
 /* Pivot j's position in a row of deg > 0 edges: 0 for the first, deg - 1
@@ -172,6 +188,11 @@ static inline int64_t batches_after(const fs_typed_seeds_t *sg, int64_t next)
 const char *fs_typed_etype_name(const fs_typed_view_t *g, int e, char *buf, size_t len);
 
 /* ---- workspace (fs_typed.c) ----------------------------------------------- */
+
+/* Room for n entries in a result array, its first `keep` kept: in the
+ * output memory while it has room (64-byte aligned), else the sampler's
+ * own. 0, or -1 when out of memory. */
+int fs_typed_out_reserve(fs_typed_sampler_t *s, outvec_t *v, size_t n, size_t keep);
 
 /* Room in a pick scratch for rows of up to n edges. 0, or -1 when out of
  * memory. */
@@ -334,6 +355,10 @@ typedef struct {
      * summary, else the (lo, hi) its end is to be searched in (search_t);
      * pairs, indexed as row */
     int64_t *known;
+    /* a routed pass (fs_typed_etype_t.tiers; plain passes only): each row's
+     * part, indexed as row, and the parts; NULL: every row in part 0 */
+    const uint8_t *row_part;
+    const fs_csr_part_t *part;
 } pass_t;
 
 static inline int64_t row_start(const pass_t *p, int64_t d)
@@ -404,12 +429,32 @@ static inline int64_t pick_row(pick_ws_t *s, const pass_t *p, fs_rng_t *rng, int
 
 #define PREFETCH_AHEAD 16
 
+/* The part row d is read from: its own in a routed pass, else part 0 (the
+ * edge type's arrays). */
+static inline const void *row_indices(const pass_t *p, int64_t d)
+{
+    return p->row_part ? p->part[p->row_part[d - p->row_d0]].indices : p->et->indices;
+}
+
+static inline const float *row_weights(const pass_t *p, int64_t d)
+{
+    return p->row_part ? p->part[p->row_part[d - p->row_d0]].weights : p->et->weights;
+}
+
+/* The position in part 0 of row d's edge `at` (an edge's id without
+ * edge_ids): row_start's in part 0, else the row's start there. */
+static inline int64_t row_edge(const pass_t *p, int64_t d, int64_t v, int64_t at)
+{
+    return (p->row_part ? p->et->indptr[v] : row_start(p, d)) + at;
+}
+
 /* The first line of destination d's sources (its times were read before
  * the pass: fs_typed_eligible_ranges). */
-static inline void prefetch_row(const pass_t *p, int64_t d)
+static inline void prefetch_row(const pass_t *p, int64_t d, const int routed)
 {
     const fs_typed_etype_t *et = p->et;
-    __builtin_prefetch((const char *)et->indices + row_start(p, d) * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
+    const char *ind = routed ? row_indices(p, d) : et->indices;
+    __builtin_prefetch(ind + row_start(p, d) * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
 }
 
 /* The RNG stream of a row: fs_sample.c's for edge type 0 outside disjoint
@@ -422,27 +467,27 @@ static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int
     return fs_pick_rng(seed, p->hop, v);
 }
 
-/* Picks of one plain row (no time, no exclusions): fs_sample.c's, with
- * pos = NULL meaning every position 0..deg-1. */
-static inline __attribute__((always_inline)) int64_t pick_plain(pick_ws_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t deg,
-                                 int64_t **pos)
+/* Picks of one plain row (no time, no exclusions; its weights w, from its
+ * part), with pos = NULL meaning every position 0..deg-1. */
+static inline __attribute__((always_inline)) int64_t pick_plain(pick_ws_t *s, const pass_t *p, fs_rng_t *rng,
+                                                                const float *w, int64_t b, int64_t deg, int64_t **pos)
 {
-    return fs_pick_row(p->mode, rng, p->et->weights ? p->et->weights + b : NULL, deg, p->k, s->wbuf, s->pos.p, pos);
+    return fs_pick_row(p->mode, rng, w ? w + b : NULL, deg, p->k, s->wbuf, s->pos.p, pos);
 }
 
-/* The picks of row v (its edges [b, b + deg)) for a destination of the
+/* The picks of row v (destination d, its edges [b, b + deg)) for a destination of the
  * given batch and, in a temporal pass, eligible range (range[0], range[1]:
  * fs_typed_eligible_ranges): how many, their positions from b (*pos; NULL
  * = all of 0..m-1), and with `full` the tag their keys carry. */
 static inline __attribute__((always_inline)) int64_t row_picks(const fs_typed_sampler_t *s, pick_ws_t *w,
-                                                               const pass_t *p, int64_t v, int64_t b, int64_t deg,
-                                                               int64_t batch, const int64_t *range, uint64_t *tag,
-                                                               int64_t **pos, const int full)
+                                                               const pass_t *p, int64_t d, int64_t v, int64_t b,
+                                                               int64_t deg, int64_t batch, const int64_t *range,
+                                                               uint64_t *tag, int64_t **pos, const int full)
 {
     fs_rng_t rng;
     if (!full) {
         rng = row_rng(p, 0, 0, v);
-        return pick_plain(w, p, &rng, b, deg, pos);
+        return pick_plain(w, p, &rng, row_weights(p, d), b, deg, pos);
     }
     int64_t lo = range ? range[0] : 0, hi = range ? range[1] : deg, nx = 0, first;
     if (s->x.n) {

@@ -30,7 +30,8 @@ typedef struct {
 #define RING_PICKS 64
 
 typedef struct {
-    int64_t m, b;
+    int64_t m, b, v;
+    const void *ind;          /* the row's part's sources */
     uint64_t tag;
     int all;                  /* every position 0..m-1 */
     int64_t pos[RING_PICKS];
@@ -43,10 +44,12 @@ static inline __attribute__((always_inline)) void ring_fill(const fs_typed_sampl
 { /* range: row d's eligible range (NULL outside temporal passes) */
     int64_t v = frontier[d], *pos;
     r->b = row_start(p, d);
+    r->v = v;
     r->tag = tag;
-    r->m = row_picks(s, w, p, v, r->b, row_degree(p, d), dbatch ? dbatch[d] : 0, range, &r->tag, &pos, full);
+    r->m = row_picks(s, w, p, d, v, r->b, row_degree(p, d), dbatch ? dbatch[d] : 0, range, &r->tag, &pos, full);
     r->all = pos == NULL;
-    const char *base = (const char *)p->et->indices + r->b * (wide ? 8 : 4);
+    r->ind = row_indices(p, d);
+    const char *base = (const char *)r->ind + r->b * (wide ? 8 : 4);
     if (r->all) {
         __builtin_prefetch(base, 0, 0);
         return;
@@ -79,23 +82,28 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
         ring_fill(s, w, p, frontier, dbatch, RANGE_OF(d), d, tag, &rows[d % AHEAD], wide, full);
     for (int64_t d = c->d0; d < c->d1; d++) {
         int64_t ahead = ring ? AHEAD : 0;
-        if (d + ahead + PREFETCH_AHEAD < c->d1) prefetch_row(p, d + ahead + PREFETCH_AHEAD);
+        if (d + ahead + PREFETCH_AHEAD < c->d1) prefetch_row(p, d + ahead + PREFETCH_AHEAD, 1);
         ring_row_t *r = &rows[d % AHEAD];
         if (!ring) { /* pick and read at once */
             int64_t v = frontier[d];
             now.b = row_start(p, d);
+            now.v = v;
             now.tag = tag;
-            now.m = row_picks(s, w, p, v, now.b, row_degree(p, d), dbatch ? dbatch[d] : 0, RANGE_OF(d),
+            now.m = row_picks(s, w, p, d, v, now.b, row_degree(p, d), dbatch ? dbatch[d] : 0, RANGE_OF(d),
                               &now.tag, &pos, full);
+            now.ind = row_indices(p, d);
             r = &now;
         } else {
             pos = r->all ? NULL : r->pos;
         }
         for (int64_t q = 0; q < r->m; q++, e++) {
             int64_t at = pos ? pos[q] : q;
-            int64_t src = wide ? ((const int64_t *)et->indices)[r->b + at] : ((const int32_t *)et->indices)[r->b + at];
+            int64_t src = wide ? ((const int64_t *)r->ind)[r->b + at] : ((const int32_t *)r->ind)[r->b + at];
             key[e] = (int64_t)key_of(r->tag, src);
-            if (eid) eid[e] = et->edge_ids ? et->edge_ids[r->b + at] : r->b + at;
+            if (eid) {
+                int64_t pos0 = row_edge(p, d, r->v, at);
+                eid[e] = et->edge_ids ? et->edge_ids[pos0] : pos0;
+            }
         }
         c->off.p[d - c->d0 + 1] = e;
         if (ring && d + AHEAD < c->d1) ring_fill(s, w, p, frontier, dbatch, RANGE_OF(d + AHEAD), d + AHEAD, tag, r, wide, full);
