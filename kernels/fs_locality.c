@@ -3,10 +3,11 @@
  * water-filled inclusion probabilities and Horvitz-Thompson weights (the
  * design is documented in fs_locality.h).
  *
- * s = 1 runs fs_sample_cpu itself and only adds the weights. s > 1 runs its
- * own hop loop over the engine's workspace and fused id map
- * (fs_sample_internal.h), so local ids, blocks and ownership are the
- * engine's; rows that are not boosted make the engine's exact Floyd picks,
+ * s = 1 runs fs_sample_cpu (the typed engine) itself and only adds the
+ * weights. s > 1 runs its own hop loop, because a boosted row's edge count
+ * is random, over the typed engine's workspace and fused id map for one
+ * node type (fs_sample_internal.h), so local ids, blocks and ownership are
+ * the engine's; rows that are not boosted make the engine's exact Floyd picks,
  * so a request whose rows are never boosted gives fs_sample_cpu's result
  * bit for bit (the tests check this). Because a boosted row's edge count
  * is random (Poisson sampling), the edge arrays and the id map are sized
@@ -222,7 +223,7 @@ fs_status_t fs_locality_check(const fs_locality_t *loc, const fs_csr_view_t *g, 
 
 /* ---- rows ---------------------------------------------------------------------- */
 
-/* Resolves node v to (part, first edge position, degree) — fs_sample.c's rule. */
+/* Resolves node v to (part, first edge position, degree) — the typed engine's rule (pass_bound_routed). */
 static inline const fs_csr_part_t *row_of(const fs_csr_view_t *g, int64_t v, int64_t *b, int64_t *deg, int *part)
 {
     int64_t row = v;
@@ -678,7 +679,7 @@ static fs_status_t sample_boosted(fs_sampler_t *s, las_ws_t *ws, const fs_csr_vi
         h.pref = loc->pref[level - 1];
         h.count = loc->count[level - 1];
         num_dst[hop] = u;
-        /* the plain bound picks the path: past fs_chunk_parallel_min, the pool (fs_sample.c's rule) */
+        /* the plain bound picks the path: past fs_chunk_parallel_min, the pool (the typed engine's rule) */
         int64_t k = h.fanout == FS_FANOUT_ALL ? 16 : h.fanout;
         int parallel = fs_sampler_par(s)->active || (fs_pool_size(fs_sampler_pool(s)) > 1 && u * k >= fs_chunk_parallel_min);
         fs_status_t st = parallel ? run_hop_parallel(&h, num_dst[hop], &u, &num_edges[hop], err)

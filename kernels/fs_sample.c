@@ -197,6 +197,22 @@ static void homogeneous_result(const fs_typed_result_t *t, int64_t n, fs_sample_
     res->seed_local = t->seed_local[0];
 }
 
+fs_status_t fs_sample_typed(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                            const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
+{
+    fs_typed_etype_t et;
+    fs_typed_view_t v;
+    fs_typed_req_t t;
+    fs_typed_result_t tres;
+    typed_view(g, &g->num_nodes, &et, &v);
+    typed_req(req, &t);
+    fs_typed_seeds_t group = {.type = 0, .count = n, .ids = seeds};
+    fs_status_t st = device < 0 ? fs_typed_sample_cpu(s->t, &v, &t, &group, 1, NULL, 0, &tres, err)
+                                : fs_typed_sample_cuda(s->t, device, &v, &t, &group, 1, NULL, 0, &tres, err);
+    if (st == FS_OK) homogeneous_result(&tres, n, res);
+    return st;
+}
+
 fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_gather_counters_t *topo,
                           fs_error_t *err)
@@ -206,17 +222,9 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
         fs_typed_sampler_set_output(s->t, NULL, 0); /* the given output memory is this request's only */
         return st;
     }
-    fs_typed_etype_t et;
-    fs_typed_view_t v;
-    fs_typed_req_t t;
-    fs_typed_result_t tres;
-    typed_view(g, &g->num_nodes, &et, &v);
-    typed_req(req, &t);
-    fs_typed_seeds_t group = {.type = 0, .count = n, .ids = seeds};
-    if ((st = fs_typed_sample_cpu(s->t, &v, &t, &group, 1, NULL, 0, &tres, err)) != FS_OK) return st;
-    homogeneous_result(&tres, n, res);
-    if (topo) fs_sample_count_topology(g, req, res, topo);
-    return FS_OK;
+    if ((st = fs_sample_typed(s, -1, g, seeds, n, req, res, err)) == FS_OK && topo)
+        fs_sample_count_topology(g, req, res, topo);
+    return st;
 }
 
 /* ---- the naive reference ---------------------------------------------------- */

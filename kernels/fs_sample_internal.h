@@ -1,6 +1,8 @@
-/* fs_sample_internal.h — lets the CUDA sampler (fs_sample.cu) fill the CPU
- * sampler's workspace, so both hand out results with one ownership model.
- * Not a public interface. */
+/* fs_sample_internal.h — the homogeneous sampler's internals: the typed
+ * engine run on a homogeneous view (on the CPU or its CUDA twin), the picks
+ * every engine shares, and the workspace and id map that the
+ * locality-aware pass (fs_locality.c) fills, so every result has one
+ * ownership model. Not a public interface. */
 #ifndef FS_SAMPLE_INTERNAL_H
 #define FS_SAMPLE_INTERNAL_H
 
@@ -24,7 +26,7 @@ int fs_grow_zeroed(void **p, int *cap, int n, size_t elem);
 /* The picks of one whole row for a mode (fs_sample_pick.h): up to k of deg
  * positions (k = FS_FANOUT_ALL: deg) into buf, or *pos = NULL meaning every
  * position 0..deg-1; returns how many. wbuf holds deg doubles for the
- * weighted modes, buf max(k, deg). Shared by fs_sample.c and the typed
+ * weighted modes, buf max(k, deg). Shared by the reference (fs_sample.c) and the typed
  * sampler (fs_typed_internal.h) so both make the same choices. */
 static inline __attribute__((always_inline)) int64_t fs_pick_row(fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
                                   double *wbuf, int64_t *buf, int64_t **pos)
@@ -47,6 +49,13 @@ static inline __attribute__((always_inline)) int64_t fs_pick_row(fs_sample_mode_
     default: return fs_pick_weighted_replace_cdf(rng, w, deg, k, wbuf, buf);
     }
 }
+
+/* The view as one node type and one edge type through the typed engine
+ * on `device` (-1: the CPU; else fs_typed_sample_cuda, which checks its
+ * own limits), the result pointed into the typed sampler's arrays. The
+ * request must have passed fs_sample_check. */
+fs_status_t fs_sample_typed(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                            const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
 
 enum { FS_WS_NODES, FS_WS_SEED_LOCAL, FS_WS_OFF, FS_WS_EDST, FS_WS_ESRC, FS_WS_EID };
 

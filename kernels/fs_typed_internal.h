@@ -62,7 +62,7 @@ void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(v
 
 /* A map key packs (tag, node): node in the low 40 bits, the tag above —
  * the type, or batch * num_types + type when disjoint — so a slot is 16
- * bytes as in fs_sample.c and four share a cache line. fs_typed_check
+ * bytes and four share a cache line. fs_typed_check
  * refuses graphs and requests that do not fit (FS_KEY_NODE_BITS). */
 #define FS_KEY_NODE_BITS 40
 #define FS_KEY_TAG_LIMIT (1LL << (64 - FS_KEY_NODE_BITS - 1))
@@ -457,7 +457,7 @@ static inline void prefetch_row(const pass_t *p, int64_t d, const int routed)
     __builtin_prefetch(ind + row_start(p, d) * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
 }
 
-/* The RNG stream of a row: fs_sample.c's for edge type 0 outside disjoint
+/* The RNG stream of a row: fs_pick_rng's for edge type 0 outside disjoint
  * sampling (so one type and one edge type match fs_sample_cpu), else mixed
  * with the edge type and the batch. */
 static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int64_t v)

@@ -21,8 +21,8 @@ typedef struct {
     _Atomic int failed;
 } par_job_t;
 
-/* The picks of one chunk into its staging; returns how many. As in
- * fs_sample.c's parallel hop, rows are picked AHEAD rows before their
+/* The picks of one chunk into its staging; returns how many. Rows are
+ * picked AHEAD rows before their
  * neighbours are read, those neighbours prefetched meanwhile: a picked
  * neighbour is a random read that misses every cache on a large graph.
  * Fanouts over RING_PICKS and whole rows read at once. */
@@ -213,7 +213,7 @@ int64_t fs_typed_pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d
 }
 
 /* ---- the in-order inserter (pools of up to FS_CHUNK_INSERTER_MAX) --------
- * fs_sample.c's: one worker inserts the staged chunks' keys into the typed
+ * One worker inserts the staged chunks' keys into the typed
  * Fused-Map in chunk order as they become ready, each new node taking its
  * destination's batch and time, exactly as pass_body's inserts do; the
  * others, and it while no chunk is ready, pick ahead. */

@@ -6,7 +6,7 @@
  * engine's hottest loop: what it calls per row is in this file, or inline
  * from fs_typed_internal.h (one row's picks, the maps' inserts).
  *
- * Inserts are pipelined as in fs_sample.c: each picked key's slot is
+ * Inserts are pipelined: each picked key's slot is
  * prefetched when it is picked and filled PIPE picks later, still in pick
  * order, so local ids follow first appearance exactly.
  *
