@@ -137,7 +137,7 @@ fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, 
 {
     fs_status_t st = cuda_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
-    return fs_sample_typed(s, device, g, seeds, n, req, res, err); /* the typed engine's CUDA twin */
+    return fs_sample_typed(s, device, g, seeds, n, req, NULL, res, err); /* the typed engine's CUDA twin */
 }
 
 static const char *etype_label(const fs_typed_view_t *g, int e, char *buf, size_t len)

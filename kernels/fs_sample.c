@@ -12,18 +12,16 @@
  * counters are derived from the result (what each destination's list
  * read), the same figures the engine would count.
  *
- * The sampler here is a typed sampler plus the reference's scratch. Its
- * internal interface (fs_sample_internal.h) lets the locality-aware pass
- * (fs_locality.c) and the CUDA twin write into the typed sampler's
- * workspace and id map, so every result has one ownership model. */
+ * The sampler here is a typed sampler plus the reference's scratch; the
+ * reference writes into the typed sampler's workspace too, so every result
+ * has one ownership model. */
 #include "fs_sample.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_chunked.h"
-#include "fs_idmap.h"
+#include "fs_locality.h"
 #include "fs_sample_internal.h"
 #include "fs_typed_internal.h"
 
@@ -36,8 +34,6 @@ struct fs_sampler {
     fs_i64vec_t copy, pos;
     double *wbuf;
     size_t wcap;
-    void *ext;             /* an extension's own workspace (fs_sample_internal.h) */
-    void (*ext_free)(void *);
 };
 
 int fs_i64vec_reserve(fs_i64vec_t *v, size_t n)
@@ -78,7 +74,6 @@ fs_status_t fs_sampler_create(fs_sampler_t **out, fs_error_t *err)
 void fs_sampler_destroy(fs_sampler_t *s)
 {
     if (!s) return;
-    if (s->ext_free) s->ext_free(s->ext);
     fs_typed_sampler_destroy(s->t);
     free(s->dense), free(s->copy.p), free(s->pos.p), free(s->wbuf);
     free(s);
@@ -176,10 +171,10 @@ static void typed_view(const fs_csr_view_t *g, const int64_t *count, fs_typed_et
     *v = (fs_typed_view_t){.num_node_types = 1, .count = count, .num_edge_types = 1, .etype = et};
 }
 
-static void typed_req(const fs_sample_req_t *req, fs_typed_req_t *t)
+static void typed_req(const fs_sample_req_t *req, const fs_locality_t *loc, fs_typed_req_t *t)
 {
     *t = (fs_typed_req_t){.num_hops = req->num_hops, .fanout = req->fanout, .seed = req->seed,
-                          .want_edge_ids = req->want_edge_ids, .frontier = FS_FRONTIER_ALL};
+                          .want_edge_ids = req->want_edge_ids, .frontier = FS_FRONTIER_ALL, .locality = loc};
     memcpy(t->mode, req->mode, sizeof t->mode);
 }
 
@@ -198,14 +193,15 @@ static void homogeneous_result(const fs_typed_result_t *t, int64_t n, fs_sample_
 }
 
 fs_status_t fs_sample_typed(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                            const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
+                            const fs_sample_req_t *req, const fs_locality_t *loc, fs_sample_result_t *res,
+                            fs_error_t *err)
 {
     fs_typed_etype_t et;
     fs_typed_view_t v;
     fs_typed_req_t t;
     fs_typed_result_t tres;
     typed_view(g, &g->num_nodes, &et, &v);
-    typed_req(req, &t);
+    typed_req(req, loc, &t);
     fs_typed_seeds_t group = {.type = 0, .count = n, .ids = seeds};
     fs_status_t st = device < 0 ? fs_typed_sample_cpu(s->t, &v, &t, &group, 1, NULL, 0, &tres, err)
                                 : fs_typed_sample_cuda(s->t, device, &v, &t, &group, 1, NULL, 0, &tres, err);
@@ -222,9 +218,55 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
         fs_typed_sampler_set_output(s->t, NULL, 0); /* the given output memory is this request's only */
         return st;
     }
-    if ((st = fs_sample_typed(s, -1, g, seeds, n, req, res, err)) == FS_OK && topo)
+    if ((st = fs_sample_typed(s, -1, g, seeds, n, req, NULL, res, err)) == FS_OK && topo)
         fs_sample_count_topology(g, req, res, topo);
     return st;
+}
+
+/* ---- the reference's arrays: the typed sampler's workspace ------------------ */
+
+enum { WS_NODES, WS_SEED_LOCAL, WS_OFF, WS_EDST, WS_ESRC, WS_EID };
+
+/* A request begins: it takes the output memory it was given, if any. */
+static void ws_begin(fs_sampler_t *s)
+{
+    fs_typed_sampler_t *t = s->t;
+    fs_typed_ws_shape(t, 1, FS_MAX_HOPS, 1); /* a failed growth shows as NULL arrays below */
+    t->num_types = 1, t->disjoint = 0, t->temporal = 0;
+    t->tw[0].n = 0;
+}
+
+/* A workspace array with room for n entries (its contents kept), or NULL
+ * when out of memory. */
+static int64_t *ws_array(fs_sampler_t *s, int kind, int hop, size_t n)
+{
+    fs_typed_sampler_t *t = s->t;
+    if (t->cap_types < 1 || t->cap_blocks < FS_MAX_HOPS || t->cap_groups < 1) return NULL;
+    if (kind == WS_NODES) return fs_typed_ws_node_array(t, 0, FS_TWS_NODES, n);
+    if (kind == WS_SEED_LOCAL) return fs_typed_ws_seed_local(t, 0, n);
+    int k = kind == WS_OFF ? FS_TWS_OFF : kind == WS_EDST ? FS_TWS_EDST : kind == WS_ESRC ? FS_TWS_ESRC : FS_TWS_EID;
+    return fs_typed_ws_block_array(t, hop, k, n);
+}
+
+static void ws_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,
+                      const int64_t *num_dst, const int64_t *num_edges, fs_sample_result_t *res)
+{
+    fs_typed_sampler_t *t = s->t;
+    memset(res, 0, sizeof *res);
+    res->num_hops = req->num_hops;
+    for (int h = 0; h < req->num_hops; h++)
+        res->block[h] = (fs_block_t){.num_dst = num_dst[h], .num_src = u_after[h], .num_edges = num_edges[h],
+                                     .dst_offsets = t->bw[h].off.p, .edge_dst = t->bw[h].edst.p,
+                                     .edge_src = t->bw[h].esrc.p, .edge_ids = req->want_edge_ids ? t->bw[h].eid.p : NULL};
+    res->num_nodes = u_after[req->num_hops - 1];
+    res->nodes = t->tw[0].nodes.p;
+    res->num_seeds = n;
+    res->seed_local = t->seed_local[0].p;
+}
+
+fs_typed_sampler_t *fs_sampler_typed(fs_sampler_t *s)
+{
+    return s->t;
 }
 
 /* ---- the naive reference ---------------------------------------------------- */
@@ -241,11 +283,11 @@ static int64_t ref_local(fs_sampler_t *s, int64_t key, int64_t *u, int64_t **nod
 /* Room for the reference's arrays of one hop: its edges, its nodes. */
 static int ref_reserve(fs_sampler_t *s, int hop, int64_t num_dst, int64_t edges, int64_t nodes, int64_t max_deg)
 {
-    return !fs_sampler_workspace(s, FS_WS_OFF, hop, (size_t)num_dst + 1) ||
-           !fs_sampler_workspace(s, FS_WS_EDST, hop, (size_t)edges) ||
-           !fs_sampler_workspace(s, FS_WS_ESRC, hop, (size_t)edges) ||
-           !fs_sampler_workspace(s, FS_WS_EID, hop, (size_t)edges) ||
-           !fs_sampler_workspace(s, FS_WS_NODES, 0, (size_t)nodes) ||
+    return !ws_array(s, WS_OFF, hop, (size_t)num_dst + 1) ||
+           !ws_array(s, WS_EDST, hop, (size_t)edges) ||
+           !ws_array(s, WS_ESRC, hop, (size_t)edges) ||
+           !ws_array(s, WS_EID, hop, (size_t)edges) ||
+           !ws_array(s, WS_NODES, 0, (size_t)nodes) ||
            fs_i64vec_reserve(&s->copy, (size_t)max_deg + 1) || fs_i64vec_reserve(&s->pos, (size_t)max_deg + 1);
 }
 
@@ -264,9 +306,9 @@ static int wbuf_reserve(fs_sampler_t *s, size_t n)
 static void ref_hop(fs_sampler_t *s, const fs_csr_view_t *g, const fs_sample_req_t *req, int hop, int64_t num_dst,
                     int64_t *u, int64_t *num_edges)
 {
-    int64_t *nodes = fs_sampler_workspace(s, FS_WS_NODES, 0, 0), e = 0;
-    int64_t *off = fs_sampler_workspace(s, FS_WS_OFF, hop, 0), *ed = fs_sampler_workspace(s, FS_WS_EDST, hop, 0);
-    int64_t *es = fs_sampler_workspace(s, FS_WS_ESRC, hop, 0), *eid = fs_sampler_workspace(s, FS_WS_EID, hop, 0);
+    int64_t *nodes = ws_array(s, WS_NODES, 0, 0), e = 0;
+    int64_t *off = ws_array(s, WS_OFF, hop, 0), *ed = ws_array(s, WS_EDST, hop, 0);
+    int64_t *es = ws_array(s, WS_ESRC, hop, 0), *eid = ws_array(s, WS_EID, hop, 0);
     const int64_t *ip0 = g->part[0].indptr;
     off[0] = 0;
     for (int64_t d = 0; d < num_dst; d++) {
@@ -296,7 +338,7 @@ static void ref_hop(fs_sampler_t *s, const fs_csr_view_t *g, const fs_sample_req
 fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                                 const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
-    fs_sampler_begin(s);
+    ws_begin(s);
     fs_status_t st = fs_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
     if ((size_t)g->num_nodes > s->dense_n) {
@@ -304,15 +346,15 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
         s->dense = malloc((size_t)g->num_nodes * sizeof *s->dense);
         s->dense_n = s->dense ? (size_t)g->num_nodes : 0;
     }
-    int64_t *local = fs_sampler_workspace(s, FS_WS_SEED_LOCAL, 0, (size_t)n), *nodes;
-    if (!s->dense || !local || !(nodes = fs_sampler_workspace(s, FS_WS_NODES, 0, (size_t)n)))
+    int64_t *local = ws_array(s, WS_SEED_LOCAL, 0, (size_t)n), *nodes;
+    if (!s->dense || !local || !(nodes = ws_array(s, WS_NODES, 0, (size_t)n)))
         return fs_error(err, FS_ERR_NOMEM, "reference: out of memory");
     for (int64_t v = 0; v < g->num_nodes; v++) s->dense[v] = -1;
     int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
     for (int64_t i = 0; i < n; i++) local[i] = ref_local(s, seeds[i], &u, &nodes);
     for (int hop = 0; hop < req->num_hops; hop++) {
         int64_t bound = 0, max_deg = 0;
-        nodes = fs_sampler_workspace(s, FS_WS_NODES, 0, 0);
+        nodes = ws_array(s, WS_NODES, 0, 0);
         for (int64_t d = 0; d < u; d++) { /* every pick is within a row: the sum of degrees bounds them all */
             int64_t deg = g->part[0].indptr[nodes[d] + 1] - g->part[0].indptr[nodes[d]];
             int64_t k = req->fanout[hop] == FS_FANOUT_ALL ? deg : req->fanout[hop];
@@ -327,98 +369,9 @@ fs_status_t fs_sample_reference(fs_sampler_t *s, const fs_csr_view_t *g, const i
         ref_hop(s, g, req, hop, num_dst[hop], &u, &num_edges[hop]);
         u_after[hop] = u;
     }
-    fs_sampler_result(s, req, n, u_after, num_dst, num_edges, res);
+    ws_result(s, req, n, u_after, num_dst, num_edges, res);
     return FS_OK;
 }
-
-/* ---- the typed sampler's workspace for extensions (fs_sample_internal.h) ---- */
-
-void fs_sampler_begin(fs_sampler_t *s)
-{
-    fs_typed_sampler_t *t = s->t;
-    fs_typed_ws_shape(t, 1, FS_MAX_HOPS, 1); /* takes the output memory; shape growth failing leaves it unused */
-    t->num_types = 1, t->disjoint = 0, t->temporal = 0;
-    t->tw[0].n = 0;
-    t->par.active = 0;
-}
-
-int64_t *fs_sampler_workspace(fs_sampler_t *s, int kind, int hop, size_t n)
-{
-    fs_typed_sampler_t *t = s->t;
-    if (t->cap_types < 1 || t->cap_blocks < FS_MAX_HOPS || t->cap_groups < 1) return NULL;
-    if (kind == FS_WS_NODES) return fs_typed_out_reserve(t, &t->tw[0].nodes, n + 1, SIZE_MAX) ? NULL : t->tw[0].nodes.p;
-    if (kind == FS_WS_SEED_LOCAL) return fs_typed_ws_seed_local(t, 0, n);
-    int k = kind == FS_WS_OFF ? FS_TWS_OFF : kind == FS_WS_EDST ? FS_TWS_EDST : kind == FS_WS_ESRC ? FS_TWS_ESRC
-                                                                                                : FS_TWS_EID;
-    return fs_typed_ws_block_array(t, hop, k, n);
-}
-
-void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,
-                       const int64_t *num_dst, const int64_t *num_edges, fs_sample_result_t *res)
-{
-    fs_typed_sampler_t *t = s->t;
-    memset(res, 0, sizeof *res);
-    res->num_hops = req->num_hops;
-    for (int h = 0; h < req->num_hops; h++)
-        res->block[h] = (fs_block_t){.num_dst = num_dst[h], .num_src = u_after[h], .num_edges = num_edges[h],
-                                     .dst_offsets = t->bw[h].off.p, .edge_dst = t->bw[h].edst.p,
-                                     .edge_src = t->bw[h].esrc.p, .edge_ids = req->want_edge_ids ? t->bw[h].eid.p : NULL};
-    t->tw[0].n = u_after[req->num_hops - 1];
-    res->num_nodes = u_after[req->num_hops - 1];
-    res->nodes = t->tw[0].nodes.p;
-    res->num_seeds = n;
-    res->seed_local = t->seed_local[0].p;
-}
-
-void *fs_sampler_ext(fs_sampler_t *s)
-{
-    return s->ext;
-}
-
-void fs_sampler_set_ext(fs_sampler_t *s, void *ext, void (*free_fn)(void *))
-{
-    s->ext = ext;
-    s->ext_free = free_fn;
-}
-
-/* The id map of node type 0 (tag 0: a key is the node id), its count kept
- * in *u by the caller and in the type's workspace here. */
-int fs_sampler_map_reserve(fs_sampler_t *s, int64_t u, int64_t extra)
-{
-    s->t->tw[0].n = u;
-    return fs_typed_key_reserve(s->t, 0, extra);
-}
-
-void fs_sampler_map_begin(fs_sampler_t *s)
-{
-    fs_typed_tmap_begin(s->t);
-}
-
-int64_t fs_sampler_map_add(fs_sampler_t *s, int64_t key, int64_t *u)
-{
-    fs_typed_sampler_t *t = s->t;
-    t->tw[0].n = *u;
-    int64_t id = tmap_add_at(t, 0, (uint64_t)key, tmap_hash(t, (uint64_t)key), 0, 0);
-    *u = t->tw[0].n;
-    return id;
-}
-
-void fs_sampler_map_prefetch(const fs_sampler_t *s, int64_t key)
-{
-    __builtin_prefetch(&s->t->map[tmap_hash(s->t, (uint64_t)key)], 1, 0);
-}
-
-int fs_sampler_par_begin(fs_sampler_t *s, int64_t u)
-{
-    fs_typed_sampler_t *t = s->t;
-    if (t->par.active) return 0; /* the first parallel hop moves the nodes so far, ids kept */
-    return fs_chunked_begin(&t->par, t->pool) || fs_idmap_load(t->par.idmap, t->pool, (const uint64_t *)t->tw[0].nodes.p, u)
-               ? -1 : 0;
-}
-
-fs_chunked_t *fs_sampler_par(fs_sampler_t *s) { return &s->t->par; }
-
-fs_pool_t *fs_sampler_pool(fs_sampler_t *s) { return s->t->pool; }
 
 /* ---- topology read ----------------------------------------------------------- */
 

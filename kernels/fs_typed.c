@@ -67,7 +67,8 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
     fs_chunked_free(&s->par);
     free_vec(&s->keys), free_vec(&s->rows), free_vec(&s->known), free_vec(&s->parts);
     free(s->x.e), free(s->x.index);
-    if (s->ext_free) s->ext_free(s->ext);
+    for (int x = 0; x < FS_TEXT_COUNT; x++)
+        if (s->ext_free[x]) s->ext_free[x](s->ext[x]);
     free(s);
 }
 
@@ -109,13 +110,13 @@ void fs_typed_time_rows_free(fs_time_row_t *rows, int64_t ndst)
     fs_table_mem_free(rows, ((size_t)ndst + 1) * sizeof *rows);
 }
 
-void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *))
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, int slot, size_t size, void (*free_fn)(void *))
 {
-    if (!s->ext) {
-        s->ext = calloc(1, size);
-        s->ext_free = free_fn;
+    if (!s->ext[slot]) {
+        s->ext[slot] = calloc(1, size);
+        s->ext_free[slot] = free_fn;
     }
-    return s->ext;
+    return s->ext[slot];
 }
 
 /* ---- result arrays ---------------------------------------------------------

@@ -138,6 +138,11 @@ typedef struct {
     fs_temporal_t temporal;
     int strict;                        /* temporal: only edges strictly older than the seed */
     int64_t window;                    /* temporal: > 0 keeps edges with time >= t - window */
+    /* Locality-aware sampling (fs_locality.h) with boost locality->s > 1,
+     * or NULL: one node type and one edge type, every hop uniform without
+     * replacement; blocks then carry per-edge Horvitz-Thompson weights
+     * (fs_block_t.edge_weights). */
+    const struct fs_locality *locality;
 } fs_typed_req_t;
 
 /* Seeds of one node type. batch: each seed's batch (disjoint sampling);

@@ -42,10 +42,12 @@ void fs_typed_ws_result(fs_typed_sampler_t *s, const fs_typed_view_t *g, const f
                         const int64_t *after, const int64_t *num_dst, const int64_t *num_edges,
                         fs_typed_result_t *res);
 
-/* An extension's workspace hung off the sampler (fs_link.c's arrays), made
- * zeroed at `size` bytes on first use and freed by free_fn with the sampler,
- * so it follows the sampler's ownership rule. NULL when out of memory. */
-void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *));
+/* An extension's workspace hung off the sampler (fs_link.c's arrays, the
+ * boosted pass's weights), made zeroed at `size` bytes on first use and
+ * freed by free_fn with the sampler, so it follows the sampler's ownership
+ * rule. NULL when out of memory. */
+enum { FS_TEXT_LINK, FS_TEXT_BOOST, FS_TEXT_COUNT };
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, int slot, size_t size, void (*free_fn)(void *));
 
 #ifndef __cplusplus
 /* ---- the CPU engine's own ------------------------------------------------- */
@@ -146,8 +148,8 @@ struct fs_typed_sampler {
     int cap_groups;
     pick_ws_t pw;
     excl_ws_t x;
-    void *ext;                    /* fs_link.c's workspace */
-    void (*ext_free)(void *);
+    void *ext[FS_TEXT_COUNT];     /* fs_link.c's workspace, the boosted pass's */
+    void (*ext_free[FS_TEXT_COUNT])(void *);
     /* parallel passes (fs_typed_parallel.c): the borrowed pool, the chunks
      * and their id map, per-worker pick scratch */
     fs_pool_t *pool;
@@ -528,6 +530,18 @@ int64_t fs_typed_pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d
                                int64_t max_deg, block_ws_t *bw);
 int64_t fs_typed_pass_inserter(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t bound,
                                int64_t max_deg, block_ws_t *bw);
+
+/* The first parallel pass of a request moves every type's nodes so far into
+ * the id map, ids kept (a no-op after it). 0, or -1 when out of memory. */
+int fs_typed_par_begin(fs_typed_sampler_t *s);
+
+/* A locality-aware pass (fs_locality.c; req->locality->s > 1, one node type
+ * and one edge type, every hop uniform): hop `hop`'s num_dst destinations
+ * sample with the boost into bw, the id map and the type's nodes; the
+ * number of edges into *num_edges and the per-edge weights into *weights. */
+fs_status_t fs_las_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req, int hop,
+                        int64_t num_dst, block_ws_t *bw, int64_t *num_edges, const float **weights,
+                        fs_error_t *err);
 
 #endif /* __cplusplus */
 

@@ -162,10 +162,9 @@ static void new_nodes(void *ctx, const fs_chunk_t *c, const int64_t *first, int6
     }
 }
 
-/* The first parallel pass of a request moves every type's nodes so far into
- * the id map, ids kept. */
-static int move_to_idmap(fs_typed_sampler_t *s)
+int fs_typed_par_begin(fs_typed_sampler_t *s)
 {
+    if (s->par.active) return 0;
     if (fs_chunked_begin(&s->par, s->pool)) return -1;
     for (int t = 0; t < s->num_types; t++) {
         const type_ws_t *w = &s->tw[t];
@@ -199,7 +198,7 @@ int64_t fs_typed_pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d
                                int64_t max_deg, block_ws_t *bw)
 {
     type_ws_t *src = &s->tw[p->et->src_type];
-    int chunks = (!s->par.active && move_to_idmap(s)) ? -1 : plan_pass(s, p, d0, d1, bound, max_deg);
+    int chunks = fs_typed_par_begin(s) ? -1 : plan_pass(s, p, d0, d1, bound, max_deg);
     if (chunks < 0) return -1;
     par_job_t j = {.s = s, .p = p};
     fs_pool_run(s->pool, chunks, 1, pick_chunks, &j);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_locality.h"
 #include "fs_typed_internal.h"
 
 /* ---- exclusions ----------------------------------------------------------- */
@@ -481,6 +482,16 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
                 .want_ids = req->want_edge_ids,
                 .seed = req->seed ^ (e ? fs_mix64((uint64_t)e * 0x2545f4914f6cdd1dULL) : 0)};
     if (p.k == 0) d1 = d0;   /* not sampled at this hop: an empty block */
+    if (req->locality && req->locality->s > 1) { /* boosted rows: their own pass (fs_locality.c) */
+        int64_t n;
+        const float *w;
+        fs_status_t st = fs_las_pass(s, g, req, hop, d1 - d0, bw, &n, &w, err);
+        if (st == FS_OK)
+            *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
+                                .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,
+                                .edge_ids = req->want_edge_ids ? bw->eid.p : NULL, .edge_weights = w};
+        return st;
+    }
     /* the pool takes passes whose worst case reaches the threshold, and
      * then sums the exact bound (the same on either path) too */
     int64_t max_deg, bound = -1;
