@@ -2,8 +2,8 @@
  * against a baseline run in the same process:
  *
  *   hetero_sample    typed k-hop sampling on a typed R-MAT (fs_gen_rmat_typed)
- *                    against the homogeneous engine (fs_sample_cpu) on the same
- *                    edges: every edge type's CSC merged into one graph over
+ *                    against fs_sample_cpu (the same engine on one node and
+ *                    edge type) on the same edges: every edge type's CSC merged into one graph over
  *                    global ids (type offset + id), the same seeds, the same
  *                    fanouts per hop. ratio_vs_homogeneous = typed / homogeneous
  *                    sampled edges per second: what types cost per edge.
@@ -34,8 +34,8 @@
  *
  * --one-type F (diagnostic): also the typed engine on the merged graph as one
  * node type and one edge type (frontier rule F-1: 0 PyG, 1 DGL, whose result
- * equals the homogeneous engine's) against the homogeneous engine: the typed
- * engine's own overhead, without the typed graph's shorter rows.
+ * equals fs_sample_cpu's) against fs_sample_cpu: the cost of the typed
+ * request's own shape, without the typed graph's shorter rows.
  *
  * The dataset is generated once and cached under /tmp/featstore-bench. */
 #include <pthread.h>

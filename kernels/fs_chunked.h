@@ -1,5 +1,5 @@
-/* fs_chunked.h — the chunked hop the CPU samplers share (fs_sample.c,
- * fs_typed_parallel.c, fs_locality.c; docs/algorithms.md §6, "parallel
+/* fs_chunked.h — the chunked hop the CPU samplers share (fs_typed_parallel.c,
+ * fs_locality.c; docs/algorithms.md §6, "parallel
  * relabel"): a hop's destinations cut into chunks, each chunk's picks staged
  * by whichever worker claims it, then relabelled in first-appearance order
  * and laid out in the hop's arrays exactly as the fused serial hop writes
@@ -116,7 +116,7 @@ int fs_chunked_pick_insert(fs_chunked_t *c, fs_pool_t *pool, fs_chunk_pick_fn pi
                            void *ctx);
 
 /* For samplers that relabel with their own serial map, in chunk order, as
- * chunks become ready (fs_sample.c's in-order inserter): sets each chunk's
+ * chunks become ready (fs_typed_parallel.c's in-order inserter): sets each chunk's
  * base, then lays out off, ed and eid (NULL: none) on the pool as
  * fs_chunked_relabel does; es is the sampler's. */
 void fs_chunked_lay_out(fs_chunked_t *c, fs_pool_t *pool, int64_t *off, int64_t *ed, int64_t *eid);

@@ -135,11 +135,9 @@ static fs_status_t cuda_sample_check(const fs_csr_view_t *g, const int64_t *seed
 fs_status_t fs_sample_cuda(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                            const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
 {
-    fs_sampler_begin(s); /* the result goes to the sampler's own memory (the host copy of the GPU's) */
     fs_status_t st = cuda_sample_check(g, seeds, n, req, err);
     if (st != FS_OK) return st;
-    return simulated() ? fs_sim_sample(s, device, g, seeds, n, req, res, err)
-                       : fs_rt_sample(s, device, g, seeds, n, req, res, err);
+    return fs_sample_typed(s, device, g, seeds, n, req, NULL, res, err); /* the typed engine's CUDA twin */
 }
 
 static const char *etype_label(const fs_typed_view_t *g, int e, char *buf, size_t len)

@@ -4,7 +4,7 @@
  *
  * fs_device.c owns the public names and sends each call to one of:
  *   fs_rt_*   the backend of the build: the CUDA runtime (fs_device.cu,
- *             fs_gather.cu, fs_sample.cu, fs_typed.cu) or, without CUDA,
+ *             fs_gather.cu, fs_typed.cu) or, without CUDA,
  *             fs_nocuda.c,
  *             whose functions all answer FS_ERR_NO_DEVICE with the reason;
  *   fs_sim_*  the simulated GPUs of FEATSTORE_SIM_GPUS (fs_device_sim.c),
@@ -47,8 +47,6 @@ fs_status_t fs_rt_host_register(const void *ptr, size_t bytes, const void **dev_
 void fs_rt_host_unregister(const void *ptr);
 fs_status_t fs_rt_gather(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
                          void *out, fs_gather_counters_t *counters, fs_error_t *err);
-fs_status_t fs_rt_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                         const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
 fs_status_t fs_rt_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g, const fs_typed_req_t *req,
                                const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
                                int64_t num_excl, fs_typed_result_t *res, fs_error_t *err);
@@ -72,8 +70,6 @@ fs_status_t fs_sim_broadcast(const int *devices, void *const *bufs, int n, size_
 fs_status_t fs_sim_host_register(const void *ptr, size_t bytes, const void **dev_ptr, fs_error_t *err);
 fs_status_t fs_sim_gather(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n,
                           fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters, fs_error_t *err);
-fs_status_t fs_sim_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                          const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err);
 fs_status_t fs_sim_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g,
                                 const fs_typed_req_t *req, const fs_typed_seeds_t *groups, int num_groups,
                                 const fs_typed_exclude_t *excl, int64_t num_excl, fs_typed_result_t *res,

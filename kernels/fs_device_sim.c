@@ -343,13 +343,6 @@ fs_status_t fs_sim_gather(int device, const fs_table_view_t *t, const int64_t *i
     return fs_gather_cpu(t, ids, n, out_dtype, out, NULL, counters, err);
 }
 
-fs_status_t fs_sim_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                          const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
-{
-    if (!valid_device(device)) return no_such_device(err, "sample (CUDA)", device);
-    return fs_sample_cpu(s, g, seeds, n, req, res, NULL, err);
-}
-
 fs_status_t fs_sim_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g,
                                 const fs_typed_req_t *req, const fs_typed_seeds_t *groups, int num_groups,
                                 const fs_typed_exclude_t *excl, int64_t num_excl, fs_typed_result_t *res,

@@ -3,7 +3,7 @@
  * order, so a batch is bit-identical at any thread count
  * (docs/algorithms.md §6, "parallel relabel").
  *
- * The serial Fused-Map (fs_sample.c) inserts keys in pick order; here keys
+ * The serial Fused-Map (fs_typed_pass.c) inserts keys in pick order; here keys
  * are split by hash into P partitions, each with its own table, and a run
  * over one hop's keys goes in four phases:
  *   1. bucket  — per chunk of keys (any thread): the chunk's keys grouped

@@ -42,7 +42,7 @@ fs_status_t fs_limits_check(const fs_limits_t *l, int64_t n, const fs_sample_req
                             "sampling without replacement on every hop; hop %d has mode %d", req->locality, h,
                             (int)req->mode[h]);
     double nodes, worst = fs_limits_worst_bytes(l, n, req, row_bytes, &nodes);
-    if (nodes >= (double)INT32_MAX) /* the sampler's local ids are 32-bit (fs_sample.c) */
+    if (nodes >= (double)INT32_MAX) /* the sampler's local ids are 32-bit (fs_typed_internal.h) */
         return fs_error(err, FS_ERR_RESOURCE, "%lld seeds with these fanouts could reach %.0f nodes, over the 2^31 "
                         "nodes one sample may have: use fewer seeds or smaller fanouts", (long long)n, nodes);
     if (worst > (double)l->max_response_bytes)

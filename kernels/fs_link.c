@@ -266,7 +266,7 @@ fs_status_t fs_link_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, 
 {
     fs_status_t st = fs_link_check(g, req, l, err);
     if (st != FS_OK) return st;
-    link_ws_t *w = fs_typed_sampler_ext(s, sizeof(link_ws_t), link_ws_free);
+    link_ws_t *w = fs_typed_sampler_ext(s, FS_TEXT_LINK, sizeof(link_ws_t), link_ws_free);
     int64_t B = l->count;
     int64_t nneg = l->neg == FS_NEG_BINARY ? (int64_t)llround(l->amount * (double)B)
                  : l->neg == FS_NEG_TRIPLET ? (int64_t)l->amount * B : 0;

@@ -3,10 +3,11 @@
  * water-filled inclusion probabilities and Horvitz-Thompson weights (the
  * design is documented in fs_locality.h).
  *
- * s = 1 runs fs_sample_cpu itself and only adds the weights. s > 1 runs its
- * own hop loop over the engine's workspace and fused id map
- * (fs_sample_internal.h), so local ids, blocks and ownership are the
- * engine's; rows that are not boosted make the engine's exact Floyd picks,
+ * s = 1 runs fs_sample_cpu (the typed engine) itself and only adds the
+ * weights. s > 1 runs its own hop loop, because a boosted row's edge count
+ * is random, over the typed engine's workspace and fused id map for one
+ * node type (fs_sample_internal.h), so local ids, blocks and ownership are
+ * the engine's; rows that are not boosted make the engine's exact Floyd picks,
  * so a request whose rows are never boosted gives fs_sample_cpu's result
  * bit for bit (the tests check this). Because a boosted row's edge count
  * is random (Poisson sampling), the edge arrays and the id map are sized
@@ -23,6 +24,7 @@
 #include "fs_chunked.h"
 #include "fs_sample_internal.h"
 #include "fs_sample_pick.h"
+#include "fs_typed_internal.h"
 
 /* Salt of the Poisson draws' streams, so they are independent of the plain
  * picks' streams for the same (seed, hop, node). */
@@ -72,6 +74,9 @@ typedef struct las_ws {
     int workers;
     f32vec_t *chunk_w;
     int chunks;
+    int64_t boosted[FS_MAX_HOPS];                      /* the last request's boosted rows per hop */
+    uint64_t lists[FS_MAX_TIERS], reads[FS_MAX_TIERS]; /* ... and its topology reads per part */
+    int width;                                         /* ... at this index width */
 } las_ws_t;
 
 static void las_ws_clear(las_ws_t *ws)
@@ -91,11 +96,9 @@ static void las_ws_free(void *p)
     free(p);
 }
 
-static las_ws_t *las_ws(fs_sampler_t *s)
+static las_ws_t *las_ws(fs_typed_sampler_t *s)
 {
-    las_ws_t *ws = fs_sampler_ext(s);
-    if (!ws && (ws = calloc(1, sizeof *ws))) fs_sampler_set_ext(s, ws, las_ws_free);
-    return ws;
+    return fs_typed_sampler_ext(s, FS_TEXT_BOOST, sizeof(las_ws_t), las_ws_free);
 }
 
 static int weights_reserve(las_ws_t *ws, int hop, size_t n)
@@ -194,35 +197,41 @@ void fs_las_uniform_probs(int64_t deg, int64_t m, int64_t k, double s, double *q
 
 /* ---- checks -------------------------------------------------------------------- */
 
-fs_status_t fs_locality_check(const fs_locality_t *loc, const fs_csr_view_t *g, const fs_sample_req_t *req,
-                              fs_error_t *err)
+fs_status_t fs_las_check(const fs_locality_t *loc, int64_t num_nodes, int num_hops, const fs_sample_mode_t *mode,
+                         fs_error_t *err)
 {
-    if (!loc || !g || !req) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: NULL option, graph or request");
     if (bad_boost(loc->s))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: boost s = %g (must be finite and >= 1)", loc->s);
-    if (req->num_hops < 1 || req->num_hops > FS_MAX_HOPS)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: %d hops requested, must be 1..%d", req->num_hops,
+    if (num_hops < 1 || num_hops > FS_MAX_HOPS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: %d hops requested, must be 1..%d", num_hops,
                         FS_MAX_HOPS);
-    for (int h = 0; h < req->num_hops; h++)
-        if (req->mode[h] != FS_SAMPLE_UNIFORM)
+    for (int h = 0; h < num_hops; h++)
+        if (mode[h] != FS_SAMPLE_UNIFORM)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: hop %d has mode %d; locality-aware sampling "
-                            "needs uniform sampling without replacement on every hop", h, (int)req->mode[h]);
+                            "needs uniform sampling without replacement on every hop", h, (int)mode[h]);
     if (loc->s == 1) return FS_OK; /* the plain sampler: sets are not read */
-    if (loc->num_nodes != g->num_nodes)
+    if (loc->num_nodes != num_nodes)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: preferred sets cover %lld nodes, the graph has %lld",
-                        (long long)loc->num_nodes, (long long)g->num_nodes);
-    if (loc->num_levels < req->num_hops || loc->num_levels > FS_MAX_HOPS)
+                        (long long)loc->num_nodes, (long long)num_nodes);
+    if (loc->num_levels < num_hops || loc->num_levels > FS_MAX_HOPS)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: %d preferred levels for a %d-hop request (need "
-                        "%d..%d)", loc->num_levels, req->num_hops, req->num_hops, FS_MAX_HOPS);
-    for (int l = 0; l < req->num_hops; l++)
-        if (!loc->pref[l] && g->num_nodes > 0)
+                        "%d..%d)", loc->num_levels, num_hops, num_hops, FS_MAX_HOPS);
+    for (int l = 0; l < num_hops; l++)
+        if (!loc->pref[l] && num_nodes > 0)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: preferred set Q_%d is NULL", l + 1);
     return FS_OK;
 }
 
+fs_status_t fs_locality_check(const fs_locality_t *loc, const fs_csr_view_t *g, const fs_sample_req_t *req,
+                              fs_error_t *err)
+{
+    if (!loc || !g || !req) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "locality: NULL option, graph or request");
+    return fs_las_check(loc, g->num_nodes, req->num_hops, req->mode, err);
+}
+
 /* ---- rows ---------------------------------------------------------------------- */
 
-/* Resolves node v to (part, first edge position, degree) — fs_sample.c's rule. */
+/* Resolves node v to (part, first edge position, degree) — the typed engine's rule (pass_bound_routed). */
 static inline const fs_csr_part_t *row_of(const fs_csr_view_t *g, int64_t v, int64_t *b, int64_t *deg, int *part)
 {
     int64_t row = v;
@@ -252,7 +261,8 @@ typedef struct {
 } pending_t;
 
 typedef struct {
-    fs_sampler_t *s;
+    fs_typed_sampler_t *s;
+    block_ws_t *bw;                /* this hop's block arrays (node type 0's edge type) */
     las_ws_t *ws;
     const fs_csr_view_t *g;
     const uint64_t *pref;
@@ -386,16 +396,18 @@ static int64_t merge_boosted(las_hop_t *h, las_row_t *r)
 
 /* ---- the hop loop ------------------------------------------------------------- */
 
-/* Room for `edges` edges in this hop's arrays and `fresh` more map keys. */
+/* Room for `edges` edges in this hop's arrays and `fresh` more map keys
+ * (the edges so far kept). */
 static fs_status_t hop_grow(las_hop_t *h, int64_t edges, int64_t u, int64_t fresh, fs_error_t *err)
 {
     if ((size_t)edges > h->cap) {
         size_t cap = h->cap * 2 > (size_t)edges ? h->cap * 2 : (size_t)edges;
-        h->ed = fs_sampler_workspace(h->s, FS_WS_EDST, h->hop, cap);
-        h->es = fs_sampler_workspace(h->s, FS_WS_ESRC, h->hop, cap);
-        h->eid = h->want_ids ? fs_sampler_workspace(h->s, FS_WS_EID, h->hop, cap) : NULL;
-        if (!h->ed || !h->es || (h->want_ids && !h->eid) || weights_reserve(h->ws, h->hop, cap + 1))
+        block_ws_t *bw = h->bw;
+        if (fs_typed_out_reserve(h->s, &bw->edst, cap + 1, h->cap) || fs_typed_out_reserve(h->s, &bw->esrc, cap + 1, h->cap) ||
+            (h->want_ids && fs_typed_out_reserve(h->s, &bw->eid, cap + 1, h->cap)) ||
+            weights_reserve(h->ws, h->hop, cap + 1))
             return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d (%zu edges)", h->hop, cap);
+        h->ed = bw->edst.p, h->es = bw->esrc.p, h->eid = h->want_ids ? bw->eid.p : NULL;
         h->cap = cap;
     }
     if (u + fresh > h->map_room) {
@@ -404,10 +416,10 @@ static fs_status_t hop_grow(las_hop_t *h, int64_t edges, int64_t u, int64_t fres
         if (u + extra >= INT32_MAX)
             return fs_error(err, FS_ERR_RESOURCE, "locality sample: hop %d reaches %lld nodes, over the 2^31 "
                             "per-request limit", h->hop, (long long)(u + extra));
-        if (fs_sampler_map_reserve(h->s, u, extra))
+        if (fs_typed_key_reserve(h->s, 0, extra))
             return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for the id map");
         h->map_room = u + extra;
-        h->nodes = fs_sampler_workspace(h->s, FS_WS_NODES, 0, 0);
+        h->nodes = h->s->tw[0].nodes.p;
     }
     return FS_OK;
 }
@@ -422,17 +434,23 @@ static fs_status_t hop_begin(las_hop_t *h, int64_t num_dst, int64_t u, fs_error_
         row_of(h->g, h->nodes[d], &b, &deg, &part);
         bound += h->fanout == FS_FANOUT_ALL || h->fanout > deg ? deg : h->fanout;
     }
-    if (!fs_sampler_workspace(h->s, FS_WS_OFF, h->hop, (size_t)num_dst + 1))
+    if (fs_typed_out_reserve(h->s, &h->bw->off, (size_t)num_dst + 1, 0))
         return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d", h->hop);
     h->cap = 0;
     h->map_room = u;
     return hop_grow(h, bound + 1, u, bound, err);
 }
 
-/* Inserts the oldest n pending keys, writing their edges' src ids. */
+/* Inserts the oldest n pending keys (node type 0's: the key is the node),
+ * writing their edges' src ids. */
 static void flush(las_hop_t *h, int n, int64_t *u)
 {
-    for (int i = 0; i < n; i++) h->es[h->pend[i].edge] = fs_sampler_map_add(h->s, h->pend[i].key, u);
+    fs_typed_sampler_t *s = h->s;
+    for (int i = 0; i < n; i++) {
+        uint64_t key = (uint64_t)h->pend[i].key;
+        h->es[h->pend[i].edge] = tmap_add_at(s, 0, key, tmap_hash(s, key), 0, 0);
+    }
+    *u = s->tw[0].n;
     memmove(h->pend, h->pend + n, sizeof(pending_t) * (size_t)(h->np - n));
     h->np -= n;
 }
@@ -476,7 +494,7 @@ static fs_status_t finish_row(las_hop_t *h, int64_t d, las_row_t *r, int64_t *e,
     float *wt = h->ws->w[h->hop];
     for (int64_t q = 0; q < m; q++) {
         int64_t p = r->kind == LAS_ROW_ALL ? q : pos[q], key = nbr_at(r->ind, h->wide, p);
-        fs_sampler_map_prefetch(h->s, key);
+        __builtin_prefetch(&h->s->map[tmap_hash(h->s, (uint64_t)key)], 1, 0);
         if (h->np == LAS_PIPE) flush(h, LAS_PIPE / 2, u);
         h->pend[h->np++] = (pending_t){key, *e};
         h->ed[*e] = d;
@@ -489,7 +507,7 @@ static fs_status_t finish_row(las_hop_t *h, int64_t d, las_row_t *r, int64_t *e,
 
 /* Row d + LAS_RING's indptr entry and count into cache, so stage 1 finds
  * them there (routed views resolve rows through the route: skipped). */
-static inline void prefetch_row(const las_hop_t *h, int64_t d, int64_t num_dst)
+static inline void las_prefetch_row(const las_hop_t *h, int64_t d, int64_t num_dst)
 {
     if (h->g->route || d + LAS_RING >= num_dst) return;
     int64_t v = h->nodes[d + LAS_RING];
@@ -502,7 +520,7 @@ static fs_status_t run_hop(las_hop_t *h, int64_t num_dst, int64_t *u, int64_t *n
 {
     fs_status_t st = hop_begin(h, num_dst, *u, err);
     if (st != FS_OK) return st;
-    int64_t *off = fs_sampler_workspace(h->s, FS_WS_OFF, h->hop, (size_t)num_dst + 1), e = 0;
+    int64_t *off = h->bw->off.p, e = 0;
     off[0] = 0;
     for (int64_t d = 0; d < num_dst + LAS_RING; d++) {
         if (d >= LAS_RING) {
@@ -511,7 +529,7 @@ static fs_status_t run_hop(las_hop_t *h, int64_t num_dst, int64_t *u, int64_t *n
             off[d - LAS_RING + 1] = e;
         }
         if (d < num_dst) {
-            prefetch_row(h, d, num_dst);
+            las_prefetch_row(h, d, num_dst);
             if ((st = plan_row(h, d, &h->ws->ring[d % LAS_RING], err)) != FS_OK) return st;
         }
     }
@@ -579,7 +597,7 @@ static void las_chunks(void *ctx, int64_t c0, int64_t c1, int worker)
                 c->off.p[d - LAS_RING - c->d0 + 1] = e;
             }
             if (d < c->d1) {
-                prefetch_row(h, d, c->d1);
+                las_prefetch_row(h, d, c->d1);
                 if (plan_row(h, d, &ring[d % LAS_RING], &err) != FS_OK) {
                     j->failed = 1;
                     break;
@@ -610,12 +628,12 @@ static int las_par_reserve(las_ws_t *ws, int workers, int chunks)
 
 static fs_status_t run_hop_parallel(las_hop_t *h, int64_t num_dst, int64_t *u, int64_t *num_edges, fs_error_t *err)
 {
-    fs_sampler_t *s = h->s;
-    fs_pool_t *pool = fs_sampler_pool(s);
-    fs_chunked_t *par = fs_sampler_par(s);
+    fs_typed_sampler_t *s = h->s;
+    fs_pool_t *pool = s->pool;
+    fs_chunked_t *par = &s->par;
     int workers = fs_pool_size(pool), chunks = -1;
     las_hop_t hw[workers];
-    if (!fs_sampler_par_begin(s, *u))
+    if (!fs_typed_par_begin(s))
         chunks = fs_chunked_plan(par, 0, num_dst, h->fanout == FS_FANOUT_ALL ? 16 : h->fanout, *u);
     if (chunks < 0 || las_par_reserve(h->ws, workers, chunks))
         return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d's parallel workspace", h->hop);
@@ -628,17 +646,18 @@ static fs_status_t run_hop_parallel(las_hop_t *h, int64_t num_dst, int64_t *u, i
     las_par_t j = {.hw = hw, .par = par, .ws = h->ws};
     fs_pool_run(pool, chunks, 1, las_chunks, &j);
     int64_t total = fs_chunked_total(par), fresh = -1;
-    int64_t *off = fs_sampler_workspace(s, FS_WS_OFF, h->hop, (size_t)num_dst + 1);
-    int64_t *ed = fs_sampler_workspace(s, FS_WS_EDST, h->hop, (size_t)total + 1);
-    int64_t *es = fs_sampler_workspace(s, FS_WS_ESRC, h->hop, (size_t)total + 1);
-    int64_t *eid = h->want_ids ? fs_sampler_workspace(s, FS_WS_EID, h->hop, (size_t)total + 1) : NULL;
-    int64_t *nodes = fs_sampler_workspace(s, FS_WS_NODES, 0, (size_t)(*u + total) + 1);
     if (*u + total >= INT32_MAX)
         return fs_error(err, FS_ERR_RESOURCE, "locality sample: hop %d reaches %lld nodes, over the 2^31 "
                         "per-request limit", h->hop, (long long)(*u + total));
-    if (!j.failed && off && ed && es && (eid || !h->want_ids) && nodes && !weights_reserve(h->ws, h->hop, (size_t)total + 1))
-        fresh = fs_chunked_relabel(par, pool, off, ed, es, eid, fs_chunked_new_ids, nodes);
+    block_ws_t *bw = h->bw;
+    if (!j.failed && !fs_typed_out_reserve(s, &bw->off, (size_t)num_dst + 1, 0) &&
+        !fs_typed_out_reserve(s, &bw->edst, (size_t)total + 1, 0) && !fs_typed_out_reserve(s, &bw->esrc, (size_t)total + 1, 0) &&
+        !(h->want_ids && fs_typed_out_reserve(s, &bw->eid, (size_t)total + 1, 0)) && !fs_typed_nodes_reserve(s, 0, total) &&
+        !weights_reserve(h->ws, h->hop, (size_t)total + 1))
+        fresh = fs_chunked_relabel(par, pool, bw->off.p, bw->edst.p, bw->esrc.p, h->want_ids ? bw->eid.p : NULL,
+                                   fs_chunked_new_ids, s->tw[0].nodes.p);
     if (fresh < 0) return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for hop %d", h->hop);
+    s->tw[0].n += fresh;
     fs_pool_run(pool, chunks, 1, las_copy_weights, &j);
     for (int w = 0; w < workers; w++) {
         for (int k = 0; k < FS_MAX_TIERS; k++) h->lists[k] += hw[w].lists[k], h->reads[k] += hw[w].reads[k];
@@ -649,47 +668,37 @@ static fs_status_t run_hop_parallel(las_hop_t *h, int64_t num_dst, int64_t *u, i
     return FS_OK;
 }
 
-static void add_topo(const las_hop_t *h, fs_gather_counters_t *topo)
+/* Hop `hop` of a request on the typed sampler (fs_typed_run_pass calls it
+ * for a boosted request): the plain bound picks the path, past
+ * fs_chunk_parallel_min the pool, as for the engine's other passes. */
+fs_status_t fs_las_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req, int hop,
+                        int64_t num_dst, block_ws_t *bw, int64_t *num_edges, const float **weights,
+                        fs_error_t *err)
 {
-    if (!topo) return;
-    for (int k = 0; k < h->g->num_parts; k++) {
-        topo->rows[k] += h->lists[k];
-        topo->bytes[k] += h->reads[k] * (h->wide ? 8 : 4);
+    const fs_typed_etype_t *et = &g->etype[0];
+    const fs_locality_t *loc = req->locality;
+    las_ws_t *ws = las_ws(s);
+    if (!ws) return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory");
+    fs_csr_view_t plain;
+    const fs_csr_view_t *view = et->tiers;
+    if (!view) {
+        fs_csr_view_init(&plain, g->count[0], et->indptr, et->indices, et->index_dtype, et->weights);
+        view = &plain;
     }
-}
-
-static fs_status_t sample_boosted(fs_sampler_t *s, las_ws_t *ws, const fs_csr_view_t *g, const int64_t *seeds,
-                                  int64_t n, const fs_sample_req_t *req, const fs_locality_t *loc,
-                                  fs_sample_result_t *res, fs_las_weights_t *w, fs_gather_counters_t *topo,
-                                  fs_error_t *err)
-{
-    fs_sampler_begin(s);
-    int64_t *seed_local = fs_sampler_workspace(s, FS_WS_SEED_LOCAL, 0, (size_t)n);
-    if (!seed_local || fs_sampler_map_reserve(s, 0, n))
-        return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory for %lld seeds", (long long)n);
-    fs_sampler_map_begin(s);
-    int64_t u = 0, u_after[FS_MAX_HOPS], num_dst[FS_MAX_HOPS], num_edges[FS_MAX_HOPS];
-    for (int64_t i = 0; i < n; i++) seed_local[i] = fs_sampler_map_add(s, seeds[i], &u);
-    for (int hop = 0; hop < req->num_hops; hop++) {
-        las_hop_t h = {.s = s, .ws = ws, .g = g, .boost = loc->s, .hop = hop, .fanout = req->fanout[hop],
-                       .wide = g->index_dtype == FS_DTYPE_I64, .want_ids = req->want_edge_ids, .seed = req->seed,
-                       .nodes = fs_sampler_workspace(s, FS_WS_NODES, 0, 0)};
-        int level = fs_las_level(hop, req->num_hops);
-        h.pref = loc->pref[level - 1];
-        h.count = loc->count[level - 1];
-        num_dst[hop] = u;
-        /* the plain bound picks the path: past fs_chunk_parallel_min, the pool (fs_sample.c's rule) */
-        int64_t k = h.fanout == FS_FANOUT_ALL ? 16 : h.fanout;
-        int parallel = fs_sampler_par(s)->active || (fs_pool_size(fs_sampler_pool(s)) > 1 && u * k >= fs_chunk_parallel_min);
-        fs_status_t st = parallel ? run_hop_parallel(&h, num_dst[hop], &u, &num_edges[hop], err)
-                                  : run_hop(&h, num_dst[hop], &u, &num_edges[hop], err);
-        if (st != FS_OK) return st;
-        u_after[hop] = u;
-        w->weight[hop] = ws->w[hop];
-        w->boosted_rows[hop] = h.boosted;
-        add_topo(&h, topo);
-    }
-    fs_sampler_result(s, req, n, u_after, num_dst, num_edges, res);
+    int level = fs_las_level(hop, req->num_hops);
+    las_hop_t h = {.s = s, .bw = bw, .ws = ws, .g = view, .boost = loc->s, .hop = hop,
+                   .fanout = req->fanout[hop], .wide = et->index_dtype == FS_DTYPE_I64,
+                   .want_ids = req->want_edge_ids, .seed = req->seed, .nodes = s->tw[0].nodes.p,
+                   .pref = loc->pref[level - 1], .count = loc->count[level - 1]};
+    int64_t u = s->tw[0].n, k = h.fanout == FS_FANOUT_ALL ? 16 : h.fanout;
+    int parallel = s->par.active || (fs_pool_size(s->pool) > 1 && u * k >= fs_chunk_parallel_min);
+    fs_status_t st = parallel ? run_hop_parallel(&h, num_dst, &u, num_edges, err)
+                              : run_hop(&h, num_dst, &u, num_edges, err);
+    if (st != FS_OK) return st;
+    *weights = ws->w[hop];
+    ws->boosted[hop] = h.boosted;
+    for (int p = 0; p < view->num_parts; p++) ws->lists[p] += h.lists[p], ws->reads[p] += h.reads[p];
+    ws->width = h.wide ? 8 : 4;
     return FS_OK;
 }
 
@@ -730,12 +739,20 @@ fs_status_t fs_sample_locality_cpu(fs_sampler_t *s, const fs_csr_view_t *g, cons
     if (st == FS_OK) st = fs_locality_check(loc, g, &plain, err);
     if (st == FS_OK) st = fs_sample_check(g, seeds, n, &plain, err);
     if (st != FS_OK) return st;
-    las_ws_t *ws = las_ws(s);
+    las_ws_t *ws = las_ws(fs_sampler_typed(s));
     if (!ws) return fs_error(err, FS_ERR_NOMEM, "locality sample: out of memory");
     memset(w, 0, sizeof *w);
     w->num_hops = req->num_hops;
     if (loc->s == 1) return sample_plain(s, ws, g, seeds, n, &plain, res, w, topo, err);
-    return sample_boosted(s, ws, g, seeds, n, &plain, loc, res, w, topo, err);
+    memset(ws->lists, 0, sizeof ws->lists), memset(ws->reads, 0, sizeof ws->reads);
+    if ((st = fs_sample_typed(s, -1, g, seeds, n, &plain, loc, res, err)) != FS_OK) return st;
+    for (int h = 0; h < req->num_hops; h++) w->weight[h] = res->block[h].edge_weights, w->boosted_rows[h] = ws->boosted[h];
+    for (int p = 0; topo && p < g->num_parts; p++) {
+        topo->rows[p] += ws->lists[p];
+        topo->bytes[p] += ws->reads[p] * ws->width;
+    }
+    for (int h = 0; h < req->num_hops; h++) res->block[h].edge_weights = NULL; /* the weights are in *w */
+    return FS_OK;
 }
 
 /* ---- Algorithm 2 ------------------------------------------------------------------ */

@@ -74,7 +74,7 @@
 
 #include "fs_sample.h"
 
-typedef struct {
+typedef struct fs_locality {
     double s;                              /* boost >= 1; 1 = the plain sampler (sets not read) */
     int num_levels;                        /* L: levels given; s > 1 needs L >= the request's hops */
     int64_t num_nodes;                     /* bits in each bitmap; must equal the graph's nodes */
@@ -102,6 +102,11 @@ static inline int fs_las_level(int hop, int num_hops)
 {
     return num_hops - hop;
 }
+
+/* fs_locality_check's rules for a graph of num_nodes nodes and a request's
+ * hops and modes (the typed engine's check calls it). */
+fs_status_t fs_las_check(const fs_locality_t *loc, int64_t num_nodes, int num_hops, const fs_sample_mode_t *mode,
+                         fs_error_t *err);
 
 /* Checks the option against a graph and a request: s finite and >= 1; for
  * s > 1, num_nodes = the graph's, num_levels in [hops, FS_MAX_HOPS] and

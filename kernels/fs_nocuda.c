@@ -85,13 +85,6 @@ fs_status_t fs_rt_broadcast(const int *devices, void *const *bufs, int n, size_t
     return fs_error(err, FS_ERR_NO_DEVICE, NO_CUDA);
 }
 
-fs_status_t fs_rt_sample(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
-                         const fs_sample_req_t *req, fs_sample_result_t *res, fs_error_t *err)
-{
-    (void)s, (void)device, (void)g, (void)seeds, (void)n, (void)req, (void)res;
-    return fs_error(err, FS_ERR_NO_DEVICE, NO_CUDA);
-}
-
 fs_status_t fs_rt_typed_sample(fs_typed_sampler_t *s, int device, const fs_typed_view_t *g, const fs_typed_req_t *req,
                                const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
                                int64_t num_excl, fs_typed_result_t *res, fs_error_t *err)

@@ -5,7 +5,7 @@
  * all are done. Unlike fs_parallel_for it creates no threads per call, so a
  * gather of a few hundred rows pays microseconds, not a thread spawn; and
  * idle workers spin briefly before they park, so the several short phases
- * of one sampled batch (fs_sample.c) each start in well under a microsecond.
+ * of one sampled batch (fs_typed_pass.c) each start in well under a microsecond.
  *
  * Thread-safety: fs_pool_run may be called from several threads. One job
  * runs on the pool at a time; a call that finds the pool busy (another

@@ -1,5 +1,6 @@
-/* fs_sample.h — the k-hop neighbour sampling engine with fused dedup and
- * relabel (FastGL Fused-Map, docs/algorithms.md §6).
+/* fs_sample.h — homogeneous k-hop neighbour sampling with fused dedup and
+ * relabel (FastGL Fused-Map, docs/algorithms.md §6): the typed engine
+ * (fs_typed.h) on one node type and one edge type, with DGL's blocks.
  *
  * Request: seeds, per-hop fanout and mode, an RNG seed. Every random choice is
  * a pure function of (seed, hop, node id), so the same request gives the same
@@ -26,25 +27,11 @@
 
 #include "fs_gather.h"
 #include "fs_pool.h"
+#include "fs_typed.h"
 #include "fs_types.h"
 
 
-/* The topology as a reader sees it: parts (one per tier holding neighbour
- * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
-typedef struct {
-    const int64_t *indptr;   /* [rows+1] */
-    const void *indices;     /* global neighbour ids, index_dtype */
-    const float *weights;    /* per edge, or NULL */
-    int64_t rows;
-} fs_csr_part_t;
-
-typedef struct {
-    int64_t num_nodes, num_edges;
-    fs_dtype_t index_dtype;  /* I32 or I64, the same in every part */
-    int num_parts;
-    fs_csr_part_t part[FS_MAX_TIERS];
-    const uint64_t *route;   /* [num_nodes] FS_ROUTE(part, row); NULL = part 0, row = id */
-} fs_csr_view_t;
+/* fs_csr_view_t, the topology as a reader sees it, is fs_typed.h's. */
 
 /* fs_sample_mode_t, fs_sample_req_t and fs_block_t are public: featstore/types.h. */
 
@@ -75,8 +62,9 @@ fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_
  * connection's boost before a request goes anywhere. */
 fs_status_t fs_locality_value_check(double locality, fs_error_t *err);
 
-/* The engine. topo (may be NULL) counts neighbour lists and index bytes read
- * per part. */
+/* Samples with the typed engine (fs_typed_sample_cpu on the view as one
+ * edge type, FS_FRONTIER_ALL). topo (may be NULL) counts neighbour lists
+ * and index bytes read per part. */
 fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
                           const fs_sample_req_t *req, fs_sample_result_t *res, fs_gather_counters_t *topo,
                           fs_error_t *err);

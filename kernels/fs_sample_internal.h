@@ -1,6 +1,7 @@
-/* fs_sample_internal.h — lets the CUDA sampler (fs_sample.cu) fill the CPU
- * sampler's workspace, so both hand out results with one ownership model.
- * Not a public interface. */
+/* fs_sample_internal.h — the homogeneous sampler's internals: the typed
+ * engine run on a homogeneous view (on the CPU or its CUDA twin, with or
+ * without the locality boost), the picks every sampler shares, and the
+ * typed sampler inside. Not a public interface. */
 #ifndef FS_SAMPLE_INTERNAL_H
 #define FS_SAMPLE_INTERNAL_H
 
@@ -24,7 +25,7 @@ int fs_grow_zeroed(void **p, int *cap, int n, size_t elem);
 /* The picks of one whole row for a mode (fs_sample_pick.h): up to k of deg
  * positions (k = FS_FANOUT_ALL: deg) into buf, or *pos = NULL meaning every
  * position 0..deg-1; returns how many. wbuf holds deg doubles for the
- * weighted modes, buf max(k, deg). Shared by fs_sample.c and the typed
+ * weighted modes, buf max(k, deg). Shared by the reference (fs_sample.c) and the typed
  * sampler (fs_typed_internal.h) so both make the same choices. */
 static inline __attribute__((always_inline)) int64_t fs_pick_row(fs_sample_mode_t mode, fs_rng_t *rng, const float *w, int64_t deg, int64_t k,
                                   double *wbuf, int64_t *buf, int64_t **pos)
@@ -48,45 +49,18 @@ static inline __attribute__((always_inline)) int64_t fs_pick_row(fs_sample_mode_
     }
 }
 
-enum { FS_WS_NODES, FS_WS_SEED_LOCAL, FS_WS_OFF, FS_WS_EDST, FS_WS_ESRC, FS_WS_EID };
+/* The view as one node type and one edge type through the typed engine
+ * on `device` (-1: the CPU; else fs_typed_sample_cuda, which checks its
+ * own limits), with the boost loc (fs_locality.h; NULL: none), the result
+ * pointed into the typed sampler's arrays. The request must have passed
+ * fs_sample_check with locality 0. */
+struct fs_locality;
+fs_status_t fs_sample_typed(fs_sampler_t *s, int device, const fs_csr_view_t *g, const int64_t *seeds, int64_t n,
+                            const fs_sample_req_t *req, const struct fs_locality *loc, fs_sample_result_t *res,
+                            fs_error_t *err);
 
-/* Starts a request: it takes the output memory fs_sampler_set_output gave
- * (or none: the sampler's own). Every entry point calls it first, before
- * any workspace array or map_reserve below. */
-void fs_sampler_begin(fs_sampler_t *s);
-
-/* A workspace array with room for n entries, or NULL when out of memory. */
-int64_t *fs_sampler_workspace(fs_sampler_t *s, int kind, int hop, size_t n);
-
-/* Fills *res from the workspace once every hop's arrays are written. */
-void fs_sampler_result(fs_sampler_t *s, const fs_sample_req_t *req, int64_t n, const int64_t *u_after,
-                       const int64_t *num_dst, const int64_t *num_edges, fs_sample_result_t *res);
-
-/* For extensions of the CPU engine (fs_locality.c, locality-aware
- * sampling): a private workspace hung off the sampler, released by
- * fs_sampler_destroy through free_fn, so an extension's outputs follow the
- * sampler's ownership rule (valid until its next call); and the engine's
- * fused id map, so local ids follow first appearance exactly as in
- * fs_sample_cpu. Protocol: fs_sampler_begin(s), map_reserve(s, 0, n), map_begin(s), map_add the
- * seeds, then per hop map_reserve(s, u, new keys) before adding them
- * (reserving may move the FS_WS_NODES array: fetch it again). The
- * extension slot has one owner, fs_locality.c. */
-void *fs_sampler_ext(fs_sampler_t *s);
-void fs_sampler_set_ext(fs_sampler_t *s, void *ext, void (*free_fn)(void *));
-int fs_sampler_map_reserve(fs_sampler_t *s, int64_t u, int64_t extra);  /* 0, or -1 when out of memory */
-void fs_sampler_map_begin(fs_sampler_t *s);
-int64_t fs_sampler_map_add(fs_sampler_t *s, int64_t key, int64_t *u);  /* local id; new keys get (*u)++ */
-void fs_sampler_map_prefetch(const fs_sampler_t *s, int64_t key);      /* a hint: key's slot into cache */
-
-/* The chunked parallel hop (fs_chunked.h) for extensions: the sampler's
- * pool (NULL: none), its chunks and id map, and the move of a request's
- * nodes so far (ids 0..u-1, from the map above) into the id map before the
- * request's first parallel hop (0, or -1 when out of memory; a no-op once
- * moved, until the next fs_sampler_map_begin). After it, every hop of the
- * request goes through fs_chunked. */
-typedef struct fs_chunked fs_chunked_t;
-fs_pool_t *fs_sampler_pool(fs_sampler_t *s);
-fs_chunked_t *fs_sampler_par(fs_sampler_t *s);
-int fs_sampler_par_begin(fs_sampler_t *s, int64_t u);
+/* The typed sampler inside (fs_typed_internal.h's workspace and
+ * extensions: the locality-aware pass's weights). */
+fs_typed_sampler_t *fs_sampler_typed(fs_sampler_t *s);
 
 #endif

@@ -18,7 +18,9 @@
  *   fs_typed_internal.h  what they share. */
 #include "fs_typed.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fs_typed_internal.h"
 
@@ -36,18 +38,25 @@ static void free_vec(fs_i64vec_t *v)
     v->cap = 0;
 }
 
+static void free_out(outvec_t *v)
+{
+    free_vec(&v->heap);
+    v->p = NULL;
+    v->cap = 0;
+}
+
 void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
 {
     if (!s) return;
     fs_table_mem_free(s->map, s->map_cap * sizeof *s->map);
     for (int t = 0; t < s->cap_types; t++) {
         type_ws_t *w = &s->tw[t];
-        free_vec(&w->nodes), free_vec(&w->batch), free_vec(&w->time);
+        free_out(&w->nodes), free_vec(&w->batch), free_vec(&w->time);
         fs_table_mem_free(w->dm.slot, w->dm.cap * sizeof *w->dm.slot);
     }
     for (int b = 0; b < s->cap_blocks; b++)
-        free_vec(&s->bw[b].off), free_vec(&s->bw[b].edst), free_vec(&s->bw[b].esrc), free_vec(&s->bw[b].eid);
-    for (int g = 0; g < s->cap_groups; g++) free_vec(&s->seed_local[g]);
+        free_out(&s->bw[b].off), free_out(&s->bw[b].edst), free_out(&s->bw[b].esrc), free_out(&s->bw[b].eid);
+    for (int g = 0; g < s->cap_groups; g++) free_out(&s->seed_local[g]);
     free(s->tw), free(s->bw), free(s->out_nodes), free(s->out_blocks), free(s->seed_local), free(s->out_seed_local);
     for (int w = -1; w < s->worker_cap; w++) {
         pick_ws_t *pw = w < 0 ? &s->pw : &s->worker[w];
@@ -56,9 +65,10 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
     }
     free(s->worker);
     fs_chunked_free(&s->par);
-    free_vec(&s->keys), free_vec(&s->rows), free_vec(&s->known);
+    free_vec(&s->keys), free_vec(&s->rows), free_vec(&s->known), free_vec(&s->parts);
     free(s->x.e), free(s->x.index);
-    if (s->ext_free) s->ext_free(s->ext);
+    for (int x = 0; x < FS_TEXT_COUNT; x++)
+        if (s->ext_free[x]) s->ext_free[x](s->ext[x]);
     free(s);
 }
 
@@ -100,13 +110,73 @@ void fs_typed_time_rows_free(fs_time_row_t *rows, int64_t ndst)
     fs_table_mem_free(rows, ((size_t)ndst + 1) * sizeof *rows);
 }
 
-void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *))
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, int slot, size_t size, void (*free_fn)(void *))
 {
-    if (!s->ext) {
-        s->ext = calloc(1, size);
-        s->ext_free = free_fn;
+    if (!s->ext[slot]) {
+        s->ext[slot] = calloc(1, size);
+        s->ext_free[slot] = free_fn;
     }
-    return s->ext;
+    return s->ext[slot];
+}
+
+/* ---- result arrays ---------------------------------------------------------
+ *
+ * A server writes a result into a shared slot. Rather than copy the arrays
+ * there afterwards, the sampler lays them out in the slot as it makes them
+ * (fs_typed_sampler_set_output), each at its worst case for the pass,
+ * as far as they fit; the rest go to the sampler's own arrays. */
+
+void fs_typed_sampler_set_output(fs_typed_sampler_t *s, void *base, size_t cap)
+{
+    s->out.base = base;
+    s->out.cap = base ? cap : 0;
+    s->out.armed = 1;
+}
+
+size_t fs_typed_sampler_output_used(const fs_typed_sampler_t *s)
+{
+    return s->out.base ? s->out.top : 0;
+}
+
+static void out_reset(outvec_t *v, int mine)
+{
+    v->p = v->heap.p;
+    v->cap = mine ? v->heap.cap : 0;
+}
+
+/* A request begins: it takes the output memory it was given, if any
+ * (every array then starts empty, to be placed there), else every array
+ * is the sampler's own again. */
+static void out_begin(fs_typed_sampler_t *s)
+{
+    if (!s->out.armed) s->out.base = NULL, s->out.cap = 0;
+    s->out.armed = 0;
+    s->out.top = 0;
+    int mine = s->out.base == NULL;
+    for (int t = 0; t < s->cap_types; t++) out_reset(&s->tw[t].nodes, mine);
+    for (int b = 0; b < s->cap_blocks; b++)
+        out_reset(&s->bw[b].off, mine), out_reset(&s->bw[b].edst, mine), out_reset(&s->bw[b].esrc, mine),
+            out_reset(&s->bw[b].eid, mine);
+    for (int g = 0; g < s->cap_groups; g++) out_reset(&s->seed_local[g], mine);
+}
+
+int fs_typed_out_reserve(fs_typed_sampler_t *s, outvec_t *v, size_t n, size_t keep)
+{
+    if (n <= v->cap) return 0;
+    if (keep > v->cap) keep = v->cap;
+    size_t at = (s->out.top + 63) & ~(size_t)63;
+    if (s->out.base && at <= s->out.cap && n <= (s->out.cap - at) / sizeof(int64_t)) {
+        int64_t *p = (int64_t *)(s->out.base + at);
+        if (keep) memmove(p, v->p, keep * sizeof *p);
+        s->out.top = at + n * sizeof *p;
+        v->p = p, v->cap = n;
+        return 0;
+    }
+    int moving = v->p != v->heap.p; /* from the output memory into our own */
+    if (fs_i64vec_reserve(&v->heap, n)) return -1;
+    if (moving && keep) memcpy(v->heap.p, v->p, keep * sizeof *v->p);
+    v->p = v->heap.p, v->cap = v->heap.cap;
+    return 0;
 }
 
 /* ---- workspace ------------------------------------------------------------ */
@@ -150,7 +220,8 @@ static fs_status_t add_seeds(fs_typed_sampler_t *s, const fs_typed_view_t *g, co
     int64_t next_batch = 0;
     for (int i = 0; i < num_groups; i++) {
         const fs_typed_seeds_t *sg = &groups[i];
-        if (fs_i64vec_reserve(&s->seed_local[i], (size_t)sg->count + 1) || fs_typed_key_reserve(s, sg->type, sg->count))
+        if (fs_typed_out_reserve(s, &s->seed_local[i], (size_t)sg->count + 1, 0) ||
+            fs_typed_key_reserve(s, sg->type, sg->count))
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for %lld seeds", (long long)sg->count);
         const int64_t *nt = g->node_time ? g->node_time[sg->type] : NULL;
         dput_t dp = {0};
@@ -173,11 +244,12 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
                                 const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
                                 int64_t num_excl, fs_typed_result_t *res, fs_error_t *err)
 {
-    fs_status_t st = fs_typed_check(g, req, groups, num_groups, excl, num_excl, err);
-    if (st != FS_OK) return st;
     int T = g->num_node_types, E = g->num_edge_types;
-    if (reserve_shape(s, T, req->num_hops * E, num_groups) || fs_typed_excl_build(&s->x, excl, num_excl))
-        return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory");
+    fs_status_t st = fs_typed_check(g, req, groups, num_groups, excl, num_excl, err);
+    if (st == FS_OK && (reserve_shape(s, T, req->num_hops * E, num_groups) || fs_typed_excl_build(&s->x, excl, num_excl)))
+        st = fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory");
+    out_begin(s); /* after the shape: every array the request may use starts empty */
+    if (st != FS_OK) return st;
     s->num_types = T;
     s->temporal = req->temporal != FS_TEMPORAL_OFF;
     s->disjoint = req->disjoint || s->temporal;
@@ -217,27 +289,30 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
 
 int fs_typed_ws_shape(fs_typed_sampler_t *s, int types, int blocks, int groups)
 {
-    return reserve_shape(s, types, blocks, groups);
+    if (reserve_shape(s, types, blocks, groups)) return -1;
+    out_begin(s);
+    return 0;
 }
 
 int64_t *fs_typed_ws_node_array(fs_typed_sampler_t *s, int type, int kind, size_t n)
 {
     type_ws_t *w = &s->tw[type];
-    fs_i64vec_t *v = kind == FS_TWS_BATCH ? &w->batch : kind == FS_TWS_TIME ? &w->time : &w->nodes;
+    if (kind == FS_TWS_NODES) return fs_typed_out_reserve(s, &w->nodes, n + 1, SIZE_MAX) ? NULL : w->nodes.p;
+    fs_i64vec_t *v = kind == FS_TWS_BATCH ? &w->batch : &w->time;
     return fs_i64vec_reserve(v, n + 1) ? NULL : v->p;
 }
 
 int64_t *fs_typed_ws_block_array(fs_typed_sampler_t *s, int block, int kind, size_t n)
 {
     block_ws_t *w = &s->bw[block];
-    fs_i64vec_t *v = kind == FS_TWS_OFF ? &w->off : kind == FS_TWS_EDST ? &w->edst : kind == FS_TWS_ESRC ? &w->esrc
-                                                                                                      : &w->eid;
-    return fs_i64vec_reserve(v, n + 1) ? NULL : v->p;
+    outvec_t *v = kind == FS_TWS_OFF ? &w->off : kind == FS_TWS_EDST ? &w->edst : kind == FS_TWS_ESRC ? &w->esrc
+                                                                                                   : &w->eid;
+    return fs_typed_out_reserve(s, v, n + 1, SIZE_MAX) ? NULL : v->p;
 }
 
 int64_t *fs_typed_ws_seed_local(fs_typed_sampler_t *s, int group, size_t n)
 {
-    if (fs_i64vec_reserve(&s->seed_local[group], n + 1)) return NULL;
+    if (fs_typed_out_reserve(s, &s->seed_local[group], n + 1, SIZE_MAX)) return NULL;
     s->out_seed_local[group] = s->seed_local[group].p;
     return s->seed_local[group].p;
 }

@@ -5,7 +5,7 @@
 //
 // The CPU engine runs one pass per (hop, edge type), in that order, each
 // adding what it picks to the source type's nodes in pick order. So does
-// this file, each pass being fs_sample.cu's pipeline (§6) over the
+// this file, each pass being the Fused-Map pipeline (§6) over the
 // destination type's frontier:
 //   1. count each row's picks: its eligible edges are a position range
 //      [lo, hi) (binary search on its times) less the positions whose
@@ -86,12 +86,17 @@ struct Pass {
     u64 seed;                   // the request seed mixed with the edge type
     const fs_typed_exclude_t *x; // sorted by (etype, dst, src), or NULL
     int64_t nx;
+    const uint64_t *route;      // a routed pass (fs_typed_etype_t.tiers): row v is in part[TIER(route[v])]
+    fs_csr_part_t part[FS_MAX_TIERS];
 };
 
-// A row: its node, where its list starts, its eligible range and its
-// exclusion entries [xfirst, xend).
+// A row: its node, where its list starts in its part (ind, w) and in part
+// 0 (gb: its edges' ids), its eligible range and its exclusion entries
+// [xfirst, xend).
 struct Row {
-    int64_t v, b, deg, lo, hi, xfirst, xend;
+    int64_t v, b, gb, deg, lo, hi, xfirst, xend;
+    const void *ind;
+    const float *w;
 };
 
 __device__ __forceinline__ u64 key_of(u64 tag, int64_t node) { return (tag << NODE_BITS) | (u64)node; }
@@ -111,9 +116,10 @@ __device__ __forceinline__ unsigned long long slot_of(const Table &t, u64 key)
     }
 }
 
-__device__ __forceinline__ int64_t src_at(const Pass &p, int64_t i)
+// The source at position q of row r.
+__device__ __forceinline__ int64_t src_at(const Pass &p, const Row &r, int64_t q)
 {
-    return p.wide ? ((const int64_t *)p.indices)[i] : (int64_t)((const int32_t *)p.indices)[i];
+    return p.wide ? ((const int64_t *)r.ind)[r.b + q] : (int64_t)((const int32_t *)r.ind)[r.b + q];
 }
 
 __device__ __forceinline__ bool x_before(const fs_typed_exclude_t &a, int etype, int64_t dst)
@@ -142,8 +148,18 @@ __device__ Row row_of(const Pass &p, int64_t d)
 {
     Row r;
     r.v = p.frontier[d];
-    r.b = p.indptr[r.v];
-    r.deg = p.indptr[r.v + 1] - r.b;
+    r.ind = p.indices, r.w = p.weights;
+    if (p.route) { // fs_typed_pass.c's pass_bound_routed
+        uint64_t route = p.route[r.v];
+        const fs_csr_part_t &pt = p.part[FS_ROUTE_TIER(route)];
+        int64_t row = FS_ROUTE_ROW(route);
+        r.b = pt.indptr[row], r.deg = pt.indptr[row + 1] - r.b;
+        r.ind = pt.indices, r.w = pt.weights;
+        r.gb = p.indptr[r.v];
+    } else {
+        r.b = r.gb = p.indptr[r.v];
+        r.deg = p.indptr[r.v + 1] - r.b;
+    }
     r.lo = 0, r.hi = r.deg;
     if (p.temporal) { // fs_typed_pass.c's fs_typed_eligible_ranges
         int64_t t = p.ftime[d];
@@ -193,9 +209,9 @@ __global__ void count_kernel(Pass p, int64_t *cnt, int64_t *bound, int64_t *nski
         int64_t nx = 0, positive = 0;
         if (weighted || any_x)
             for (int64_t q = r.lo; q < r.hi; q++) {
-                bool x = any_x && excluded(p, r, src_at(p, r.b + q));
+                bool x = any_x && excluded(p, r, src_at(p, r, q));
                 nx += x;
-                positive += weighted && !x && p.weights[r.b + q] > 0;
+                positive += weighted && !x && r.w[r.b + q] > 0;
             }
         cnt[d] = row_picks(p, r.hi - r.lo - nx, positive);
         bound[d] = p.k == FS_FANOUT_ALL || (p.mode == FS_SAMPLE_UNIFORM && r.deg < p.k) ? r.deg : p.k;
@@ -215,9 +231,9 @@ __global__ void exclude_kernel(Pass p, const int64_t *skip_off, int64_t *skip, c
         int64_t *out = skip + skip_off[d];
         float *w = wcopy ? wcopy + w_off[d] : nullptr;
         for (int64_t q = r.lo; q < r.hi; q++) {
-            bool x = excluded(p, r, src_at(p, r.b + q));
+            bool x = excluded(p, r, src_at(p, r, q));
             if (x) *out++ = q;
-            if (w) w[q - r.lo] = x ? 0.0f : p.weights[r.b + q];
+            if (w) w[q - r.lo] = x ? 0.0f : r.w[r.b + q];
         }
     }
 }
@@ -256,7 +272,7 @@ __global__ void pick_kernel(Pass p, const int64_t *off, const int64_t *skip_off,
         else if (p.mode == FS_SAMPLE_UNIFORM) fs_pick_uniform(&rng, c, k, pos), how = INDEX;
         else if (p.mode == FS_SAMPLE_UNIFORM_REPLACE) how = DRAW;
         else { // weighted over [lo, hi), the excluded weights zeroed in a copy
-            const float *w = nx ? wcopy + w_off[d] : p.weights + r.b + r.lo;
+            const float *w = nx ? wcopy + w_off[d] : r.w + r.b + r.lo;
             if (p.mode == FS_SAMPLE_WEIGHTED) fs_pick_weighted(&rng, w, r.hi - r.lo, k, key, pos);
             else fs_pick_weighted_replace_walk(&rng, w, r.hi - r.lo, k, key, order, pos);
         }
@@ -266,9 +282,9 @@ __global__ void pick_kernel(Pass p, const int64_t *off, const int64_t *skip_off,
             else if (how == INDEX) at = survivor(r.lo + pos[q], sk, nx);
             else if (how == DRAW) fs_pick_replace(&rng, c, 1, &i), at = survivor(r.lo + i, sk, nx);
             else at = r.lo + pos[q];
-            cand[o + q] = key_of(tag, src_at(p, r.b + at));
+            cand[o + q] = key_of(tag, src_at(p, r, at));
             edst[o + q] = p.d0 + d;
-            if (eid) eid[o + q] = p.edge_ids ? p.edge_ids[r.b + at] : r.b + at;
+            if (eid) eid[o + q] = p.edge_ids ? p.edge_ids[r.gb + at] : r.gb + at;
         }
     }
 }
@@ -616,6 +632,10 @@ static Pass make_pass(const State &st, const fs_typed_view_t *g, const fs_typed_
     p.seed = req->seed ^ (e ? fs_mix64((u64)e * 0x2545f4914f6cdd1dULL) : 0); // fs_typed_pass.c's fs_typed_run_pass
     p.x = st.etype_x.p[e] ? st.x.p : nullptr;
     p.nx = st.etype_x.p[e] ? st.nx : 0;
+    // routed as the CPU's plain passes are (fs_typed_run_pass); the others read part 0
+    bool full = p.temporal || p.disjoint || p.nx;
+    p.route = !full && et->tiers ? et->tiers->route : nullptr;
+    for (int k = 0; p.route && k < et->tiers->num_parts; k++) p.part[k] = et->tiers->part[k];
     return p;
 }
 

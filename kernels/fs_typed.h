@@ -44,8 +44,26 @@
 #ifndef FS_TYPED_H
 #define FS_TYPED_H
 
+#include "fs_gather.h"
 #include "fs_pool.h"
 #include "fs_types.h"
+
+/* The topology as a reader sees it: parts (one per tier holding neighbour
+ * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
+typedef struct {
+    const int64_t *indptr;   /* [rows+1] */
+    const void *indices;     /* global neighbour ids, index_dtype */
+    const float *weights;    /* per edge, or NULL */
+    int64_t rows;
+} fs_csr_part_t;
+
+typedef struct {
+    int64_t num_nodes, num_edges;
+    fs_dtype_t index_dtype;  /* I32 or I64, the same in every part */
+    int num_parts;
+    fs_csr_part_t part[FS_MAX_TIERS];
+    const uint64_t *route;   /* [num_nodes] FS_ROUTE(part, row); NULL = part 0, row = id */
+} fs_csr_view_t;
 
 /* One destination's row of a timed edge type, summarised for temporal
  * sampling (fs_typed_time_rows): where the row starts, its length and five
@@ -82,6 +100,14 @@ typedef struct {
     const fs_time_row_t *time_rows;
     int64_t time_base;
     int time_shift;
+    /* The placement's tiers of these lists (docs/algorithms.md §3): with a
+     * route, destination d's list is read from row FS_ROUTE_ROW(route[d])
+     * of part FS_ROUTE_TIER(route[d]), part 0 being indptr, indices and
+     * weights above (every list). Results do not change: picks, local ids
+     * and edge ids (positions in part 0) are the same; only where the
+     * lists are read from. Passes with time, exclusions or disjoint trees
+     * read part 0. NULL, or a view without a route: part 0. */
+    const fs_csr_view_t *tiers;
 } fs_typed_etype_t;
 
 /* Source id at position pos of an edge type, whatever the index width. */
@@ -112,6 +138,11 @@ typedef struct {
     fs_temporal_t temporal;
     int strict;                        /* temporal: only edges strictly older than the seed */
     int64_t window;                    /* temporal: > 0 keeps edges with time >= t - window */
+    /* Locality-aware sampling (fs_locality.h) with boost locality->s > 1,
+     * or NULL: one node type and one edge type, every hop uniform without
+     * replacement; blocks then carry per-edge Horvitz-Thompson weights
+     * (fs_block_t.edge_weights). */
+    const struct fs_locality *locality;
 } fs_typed_req_t;
 
 /* Seeds of one node type. batch: each seed's batch (disjoint sampling);
@@ -170,6 +201,22 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s);
  * thread); bit-identical at any pool size. Borrowed, as fs_sampler_set_pool
  * (fs_sample.h) says. */
 void fs_typed_sampler_set_pool(fs_typed_sampler_t *s, fs_pool_t *pool);
+
+/* Output memory for the next request's result arrays (nodes, seed local
+ * ids, blocks): they are laid out in [base, base + cap) (each at its worst
+ * case for the pass, 64-byte aligned) as far as they fit, the rest in the
+ * sampler's own memory; so a caller that wants the result in memory of
+ * its own (a result slot) copies only the arrays outside it. The next
+ * call of fs_typed_sample_cpu (or fs_link_sample_cpu, or the CUDA
+ * sampler) takes it; later calls use the sampler's memory again unless
+ * given another. base NULL: none. Borrowed: the memory must stay mapped
+ * while the result is used. A node type's batch and time arrays are
+ * always the sampler's. */
+void fs_typed_sampler_set_output(fs_typed_sampler_t *s, void *base, size_t cap);
+
+/* How many bytes at the start of the output memory the last request's
+ * result arrays took (gaps included); 0 when it was given none. */
+size_t fs_typed_sampler_output_used(const fs_typed_sampler_t *s);
 
 /* Checks a request, seeds and exclusions against the view; every refusal
  * names the edge type, node type, hop or seed at fault. */

@@ -9,8 +9,11 @@
  * FS_KEY_TAG_LIMIT) are fs_typed_internal.h's. */
 #include "fs_typed.h"
 
+#include <math.h>
+
 #include <stdio.h>
 
+#include "fs_locality.h"
 #include "fs_typed_internal.h"
 
 /* ---- names for messages --------------------------------------------------- */
@@ -134,10 +137,28 @@ static fs_status_t check_exclusions(const fs_typed_view_t *g, const fs_typed_exc
     return FS_OK;
 }
 
+/* Locality-aware sampling is the homogeneous paper's (docs/algorithms.md
+ * §4): its preferred sets are over one node type's ids, and its inclusion
+ * probabilities are those of uniform picks without replacement. */
+static fs_status_t check_locality(const fs_typed_view_t *g, const fs_typed_req_t *req, int64_t num_excl,
+                                  fs_error_t *err)
+{
+    const fs_locality_t *loc = req->locality;
+    if (!loc || loc->s == 1) return FS_OK;
+    if (g->num_node_types != 1 || g->num_edge_types != 1)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: locality-aware sampling needs one node type "
+                        "and one edge type; this graph has %d and %d", g->num_node_types, g->num_edge_types);
+    if (req->temporal || req->disjoint || num_excl || req->frontier != FS_FRONTIER_ALL)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: locality-aware sampling takes DGL's blocks "
+                        "without time, disjoint trees or exclusions");
+    return fs_las_check(loc, g->count[0], req->num_hops, req->mode, err);
+}
+
 fs_status_t fs_typed_check(const fs_typed_view_t *g, const fs_typed_req_t *req, const fs_typed_seeds_t *groups,
                            int num_groups, const fs_typed_exclude_t *excl, int64_t num_excl, fs_error_t *err)
 {
     fs_status_t st = check_hops(g, req, err);
+    if (st == FS_OK) st = check_locality(g, req, num_excl, err);
     if (st == FS_OK) st = check_seeds(g, req, groups, num_groups, err);
     if (st == FS_OK) st = check_exclusions(g, excl, num_excl, err);
     return st;

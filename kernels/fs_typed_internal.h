@@ -42,10 +42,12 @@ void fs_typed_ws_result(fs_typed_sampler_t *s, const fs_typed_view_t *g, const f
                         const int64_t *after, const int64_t *num_dst, const int64_t *num_edges,
                         fs_typed_result_t *res);
 
-/* An extension's workspace hung off the sampler (fs_link.c's arrays), made
- * zeroed at `size` bytes on first use and freed by free_fn with the sampler,
- * so it follows the sampler's ownership rule. NULL when out of memory. */
-void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(void *));
+/* An extension's workspace hung off the sampler (fs_link.c's arrays, the
+ * boosted pass's weights), made zeroed at `size` bytes on first use and
+ * freed by free_fn with the sampler, so it follows the sampler's ownership
+ * rule. NULL when out of memory. */
+enum { FS_TEXT_LINK, FS_TEXT_BOOST, FS_TEXT_COUNT };
+void *fs_typed_sampler_ext(fs_typed_sampler_t *s, int slot, size_t size, void (*free_fn)(void *));
 
 #ifndef __cplusplus
 /* ---- the CPU engine's own ------------------------------------------------- */
@@ -62,7 +64,7 @@ void *fs_typed_sampler_ext(fs_typed_sampler_t *s, size_t size, void (*free_fn)(v
 
 /* A map key packs (tag, node): node in the low 40 bits, the tag above —
  * the type, or batch * num_types + type when disjoint — so a slot is 16
- * bytes as in fs_sample.c and four share a cache line. fs_typed_check
+ * bytes and four share a cache line. fs_typed_check
  * refuses graphs and requests that do not fit (FS_KEY_NODE_BITS). */
 #define FS_KEY_NODE_BITS 40
 #define FS_KEY_TAG_LIMIT (1LL << (64 - FS_KEY_NODE_BITS - 1))
@@ -81,14 +83,24 @@ typedef struct {
     int64_t last_n;   /* the type's nodes in the last request, to size the next */
 } dmap_t;
 
+/* A result array: p/cap is where this request writes it (the caller's
+ * output memory, fs_typed_sampler_set_output, or `heap`), heap the
+ * sampler's own array, kept across requests. */
 typedef struct {
-    fs_i64vec_t nodes, batch, time;
+    int64_t *p;
+    size_t cap;
+    fs_i64vec_t heap;
+} outvec_t;
+
+typedef struct {
+    outvec_t nodes;
+    fs_i64vec_t batch, time;
     int64_t n;
     dmap_t dm;
 } type_ws_t;
 
 typedef struct {
-    fs_i64vec_t off, edst, esrc, eid;
+    outvec_t off, edst, esrc, eid;
 } block_ws_t;
 
 /* Exclusions of one request, sorted by (etype, dst, src); `index` maps
@@ -126,13 +138,18 @@ struct fs_typed_sampler {
     int cap_blocks;
     fs_typed_nodes_t *out_nodes;
     fs_block_t *out_blocks;
-    fs_i64vec_t *seed_local;
+    outvec_t *seed_local;
+    struct {               /* the caller's memory for result arrays (fs_typed_sampler_set_output) */
+        char *base;
+        size_t cap, top;   /* top: bytes handed out in this request */
+        int armed;         /* given for the next request, not yet begun */
+    } out;
     const int64_t **out_seed_local;
     int cap_groups;
     pick_ws_t pw;
     excl_ws_t x;
-    void *ext;                    /* fs_link.c's workspace */
-    void (*ext_free)(void *);
+    void *ext[FS_TEXT_COUNT];     /* fs_link.c's workspace, the boosted pass's */
+    void (*ext_free[FS_TEXT_COUNT])(void *);
     /* parallel passes (fs_typed_parallel.c): the borrowed pool, the chunks
      * and their id map, per-worker pick scratch */
     fs_pool_t *pool;
@@ -142,6 +159,7 @@ struct fs_typed_sampler {
     fs_i64vec_t keys;             /* the keys moved into the id map */
     fs_i64vec_t rows;             /* the pass's rows (pass_t.row) */
     fs_i64vec_t known;            /* their eligible ends from summaries (pass_t.known) */
+    fs_i64vec_t parts;            /* a routed pass's row parts, one byte each (pass_t.row_part) */
 };
 
 /* Pivot j's position in a row of deg > 0 edges: 0 for the first, deg - 1
@@ -172,6 +190,11 @@ static inline int64_t batches_after(const fs_typed_seeds_t *sg, int64_t next)
 const char *fs_typed_etype_name(const fs_typed_view_t *g, int e, char *buf, size_t len);
 
 /* ---- workspace (fs_typed.c) ----------------------------------------------- */
+
+/* Room for n entries in a result array, its first `keep` kept: in the
+ * output memory while it has room (64-byte aligned), else the sampler's
+ * own. 0, or -1 when out of memory. */
+int fs_typed_out_reserve(fs_typed_sampler_t *s, outvec_t *v, size_t n, size_t keep);
 
 /* Room in a pick scratch for rows of up to n edges. 0, or -1 when out of
  * memory. */
@@ -334,6 +357,10 @@ typedef struct {
      * summary, else the (lo, hi) its end is to be searched in (search_t);
      * pairs, indexed as row */
     int64_t *known;
+    /* a routed pass (fs_typed_etype_t.tiers; plain passes only): each row's
+     * part, indexed as row, and the parts; NULL: every row in part 0 */
+    const uint8_t *row_part;
+    const fs_csr_part_t *part;
 } pass_t;
 
 static inline int64_t row_start(const pass_t *p, int64_t d)
@@ -404,15 +431,35 @@ static inline int64_t pick_row(pick_ws_t *s, const pass_t *p, fs_rng_t *rng, int
 
 #define PREFETCH_AHEAD 16
 
-/* The first line of destination d's sources (its times were read before
- * the pass: fs_typed_eligible_ranges). */
-static inline void prefetch_row(const pass_t *p, int64_t d)
+/* The part row d is read from: its own in a routed pass, else part 0 (the
+ * edge type's arrays). */
+static inline const void *row_indices(const pass_t *p, int64_t d)
 {
-    const fs_typed_etype_t *et = p->et;
-    __builtin_prefetch((const char *)et->indices + row_start(p, d) * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
+    return p->row_part ? p->part[p->row_part[d - p->row_d0]].indices : p->et->indices;
 }
 
-/* The RNG stream of a row: fs_sample.c's for edge type 0 outside disjoint
+static inline const float *row_weights(const pass_t *p, int64_t d)
+{
+    return p->row_part ? p->part[p->row_part[d - p->row_d0]].weights : p->et->weights;
+}
+
+/* The position in part 0 of row d's edge `at` (an edge's id without
+ * edge_ids): row_start's in part 0, else the row's start there. */
+static inline int64_t row_edge(const pass_t *p, int64_t d, int64_t v, int64_t at)
+{
+    return (p->row_part ? p->et->indptr[v] : row_start(p, d)) + at;
+}
+
+/* The first line of destination d's sources (its times were read before
+ * the pass: fs_typed_eligible_ranges). */
+static inline void prefetch_row(const pass_t *p, int64_t d, const int routed)
+{
+    const fs_typed_etype_t *et = p->et;
+    const char *ind = routed ? row_indices(p, d) : et->indices;
+    __builtin_prefetch(ind + row_start(p, d) * (et->index_dtype == FS_DTYPE_I32 ? 4 : 8), 0, 0);
+}
+
+/* The RNG stream of a row: fs_pick_rng's for edge type 0 outside disjoint
  * sampling (so one type and one edge type match fs_sample_cpu), else mixed
  * with the edge type and the batch. */
 static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int64_t v)
@@ -422,27 +469,27 @@ static inline fs_rng_t row_rng(const pass_t *p, int disjoint, int64_t batch, int
     return fs_pick_rng(seed, p->hop, v);
 }
 
-/* Picks of one plain row (no time, no exclusions): fs_sample.c's, with
- * pos = NULL meaning every position 0..deg-1. */
-static inline __attribute__((always_inline)) int64_t pick_plain(pick_ws_t *s, const pass_t *p, fs_rng_t *rng, int64_t b, int64_t deg,
-                                 int64_t **pos)
+/* Picks of one plain row (no time, no exclusions; its weights w, from its
+ * part), with pos = NULL meaning every position 0..deg-1. */
+static inline __attribute__((always_inline)) int64_t pick_plain(pick_ws_t *s, const pass_t *p, fs_rng_t *rng,
+                                                                const float *w, int64_t b, int64_t deg, int64_t **pos)
 {
-    return fs_pick_row(p->mode, rng, p->et->weights ? p->et->weights + b : NULL, deg, p->k, s->wbuf, s->pos.p, pos);
+    return fs_pick_row(p->mode, rng, w ? w + b : NULL, deg, p->k, s->wbuf, s->pos.p, pos);
 }
 
-/* The picks of row v (its edges [b, b + deg)) for a destination of the
+/* The picks of row v (destination d, its edges [b, b + deg)) for a destination of the
  * given batch and, in a temporal pass, eligible range (range[0], range[1]:
  * fs_typed_eligible_ranges): how many, their positions from b (*pos; NULL
  * = all of 0..m-1), and with `full` the tag their keys carry. */
 static inline __attribute__((always_inline)) int64_t row_picks(const fs_typed_sampler_t *s, pick_ws_t *w,
-                                                               const pass_t *p, int64_t v, int64_t b, int64_t deg,
-                                                               int64_t batch, const int64_t *range, uint64_t *tag,
-                                                               int64_t **pos, const int full)
+                                                               const pass_t *p, int64_t d, int64_t v, int64_t b,
+                                                               int64_t deg, int64_t batch, const int64_t *range,
+                                                               uint64_t *tag, int64_t **pos, const int full)
 {
     fs_rng_t rng;
     if (!full) {
         rng = row_rng(p, 0, 0, v);
-        return pick_plain(w, p, &rng, b, deg, pos);
+        return pick_plain(w, p, &rng, row_weights(p, d), b, deg, pos);
     }
     int64_t lo = range ? range[0] : 0, hi = range ? range[1] : deg, nx = 0, first;
     if (s->x.n) {
@@ -483,6 +530,18 @@ int64_t fs_typed_pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d
                                int64_t max_deg, block_ws_t *bw);
 int64_t fs_typed_pass_inserter(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t bound,
                                int64_t max_deg, block_ws_t *bw);
+
+/* The first parallel pass of a request moves every type's nodes so far into
+ * the id map, ids kept (a no-op after it). 0, or -1 when out of memory. */
+int fs_typed_par_begin(fs_typed_sampler_t *s);
+
+/* A locality-aware pass (fs_locality.c; req->locality->s > 1, one node type
+ * and one edge type, every hop uniform): hop `hop`'s num_dst destinations
+ * sample with the boost into bw, the id map and the type's nodes; the
+ * number of edges into *num_edges and the per-edge weights into *weights. */
+fs_status_t fs_las_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req, int hop,
+                        int64_t num_dst, block_ws_t *bw, int64_t *num_edges, const float **weights,
+                        fs_error_t *err);
 
 #endif /* __cplusplus */
 

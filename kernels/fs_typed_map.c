@@ -22,7 +22,7 @@ int fs_typed_nodes_reserve(fs_typed_sampler_t *s, int type, int64_t extra)
 {
     type_ws_t *w = &s->tw[type];
     size_t need_n = (size_t)(w->n + extra) + 1;
-    return fs_i64vec_reserve(&w->nodes, need_n) || (s->disjoint && fs_i64vec_reserve(&w->batch, need_n)) ||
+    return fs_typed_out_reserve(s, &w->nodes, need_n, (size_t)w->n) || (s->disjoint && fs_i64vec_reserve(&w->batch, need_n)) ||
            (s->temporal && fs_i64vec_reserve(&w->time, need_n));
 }
 

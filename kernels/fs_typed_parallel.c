@@ -21,8 +21,8 @@ typedef struct {
     _Atomic int failed;
 } par_job_t;
 
-/* The picks of one chunk into its staging; returns how many. As in
- * fs_sample.c's parallel hop, rows are picked AHEAD rows before their
+/* The picks of one chunk into its staging; returns how many. Rows are
+ * picked AHEAD rows before their
  * neighbours are read, those neighbours prefetched meanwhile: a picked
  * neighbour is a random read that misses every cache on a large graph.
  * Fanouts over RING_PICKS and whole rows read at once. */
@@ -30,7 +30,8 @@ typedef struct {
 #define RING_PICKS 64
 
 typedef struct {
-    int64_t m, b;
+    int64_t m, b, v;
+    const void *ind;          /* the row's part's sources */
     uint64_t tag;
     int all;                  /* every position 0..m-1 */
     int64_t pos[RING_PICKS];
@@ -43,10 +44,12 @@ static inline __attribute__((always_inline)) void ring_fill(const fs_typed_sampl
 { /* range: row d's eligible range (NULL outside temporal passes) */
     int64_t v = frontier[d], *pos;
     r->b = row_start(p, d);
+    r->v = v;
     r->tag = tag;
-    r->m = row_picks(s, w, p, v, r->b, row_degree(p, d), dbatch ? dbatch[d] : 0, range, &r->tag, &pos, full);
+    r->m = row_picks(s, w, p, d, v, r->b, row_degree(p, d), dbatch ? dbatch[d] : 0, range, &r->tag, &pos, full);
     r->all = pos == NULL;
-    const char *base = (const char *)p->et->indices + r->b * (wide ? 8 : 4);
+    r->ind = row_indices(p, d);
+    const char *base = (const char *)r->ind + r->b * (wide ? 8 : 4);
     if (r->all) {
         __builtin_prefetch(base, 0, 0);
         return;
@@ -79,23 +82,28 @@ static inline __attribute__((always_inline)) int64_t chunk_body(const fs_typed_s
         ring_fill(s, w, p, frontier, dbatch, RANGE_OF(d), d, tag, &rows[d % AHEAD], wide, full);
     for (int64_t d = c->d0; d < c->d1; d++) {
         int64_t ahead = ring ? AHEAD : 0;
-        if (d + ahead + PREFETCH_AHEAD < c->d1) prefetch_row(p, d + ahead + PREFETCH_AHEAD);
+        if (d + ahead + PREFETCH_AHEAD < c->d1) prefetch_row(p, d + ahead + PREFETCH_AHEAD, 1);
         ring_row_t *r = &rows[d % AHEAD];
         if (!ring) { /* pick and read at once */
             int64_t v = frontier[d];
             now.b = row_start(p, d);
+            now.v = v;
             now.tag = tag;
-            now.m = row_picks(s, w, p, v, now.b, row_degree(p, d), dbatch ? dbatch[d] : 0, RANGE_OF(d),
+            now.m = row_picks(s, w, p, d, v, now.b, row_degree(p, d), dbatch ? dbatch[d] : 0, RANGE_OF(d),
                               &now.tag, &pos, full);
+            now.ind = row_indices(p, d);
             r = &now;
         } else {
             pos = r->all ? NULL : r->pos;
         }
         for (int64_t q = 0; q < r->m; q++, e++) {
             int64_t at = pos ? pos[q] : q;
-            int64_t src = wide ? ((const int64_t *)et->indices)[r->b + at] : ((const int32_t *)et->indices)[r->b + at];
+            int64_t src = wide ? ((const int64_t *)r->ind)[r->b + at] : ((const int32_t *)r->ind)[r->b + at];
             key[e] = (int64_t)key_of(r->tag, src);
-            if (eid) eid[e] = et->edge_ids ? et->edge_ids[r->b + at] : r->b + at;
+            if (eid) {
+                int64_t pos0 = row_edge(p, d, r->v, at);
+                eid[e] = et->edge_ids ? et->edge_ids[pos0] : pos0;
+            }
         }
         c->off.p[d - c->d0 + 1] = e;
         if (ring && d + AHEAD < c->d1) ring_fill(s, w, p, frontier, dbatch, RANGE_OF(d + AHEAD), d + AHEAD, tag, r, wide, full);
@@ -154,10 +162,9 @@ static void new_nodes(void *ctx, const fs_chunk_t *c, const int64_t *first, int6
     }
 }
 
-/* The first parallel pass of a request moves every type's nodes so far into
- * the id map, ids kept. */
-static int move_to_idmap(fs_typed_sampler_t *s)
+int fs_typed_par_begin(fs_typed_sampler_t *s)
 {
+    if (s->par.active) return 0;
     if (fs_chunked_begin(&s->par, s->pool)) return -1;
     for (int t = 0; t < s->num_types; t++) {
         const type_ws_t *w = &s->tw[t];
@@ -191,7 +198,7 @@ int64_t fs_typed_pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d
                                int64_t max_deg, block_ws_t *bw)
 {
     type_ws_t *src = &s->tw[p->et->src_type];
-    int chunks = (!s->par.active && move_to_idmap(s)) ? -1 : plan_pass(s, p, d0, d1, bound, max_deg);
+    int chunks = fs_typed_par_begin(s) ? -1 : plan_pass(s, p, d0, d1, bound, max_deg);
     if (chunks < 0) return -1;
     par_job_t j = {.s = s, .p = p};
     fs_pool_run(s->pool, chunks, 1, pick_chunks, &j);
@@ -205,7 +212,7 @@ int64_t fs_typed_pass_parallel(fs_typed_sampler_t *s, const pass_t *p, int64_t d
 }
 
 /* ---- the in-order inserter (pools of up to FS_CHUNK_INSERTER_MAX) --------
- * fs_sample.c's: one worker inserts the staged chunks' keys into the typed
+ * One worker inserts the staged chunks' keys into the typed
  * Fused-Map in chunk order as they become ready, each new node taking its
  * destination's batch and time, exactly as pass_body's inserts do; the
  * others, and it while no chunk is ready, pick ahead. */

@@ -6,7 +6,7 @@
  * engine's hottest loop: what it calls per row is in this file, or inline
  * from fs_typed_internal.h (one row's picks, the maps' inserts).
  *
- * Inserts are pipelined as in fs_sample.c: each picked key's slot is
+ * Inserts are pipelined: each picked key's slot is
  * prefetched when it is picked and filled PIPE picks later, still in pick
  * order, so local ids follow first appearance exactly.
  *
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_locality.h"
 #include "fs_typed_internal.h"
 
 /* ---- exclusions ----------------------------------------------------------- */
@@ -235,12 +236,13 @@ static inline void flush(fs_typed_sampler_t *s, int type, const pending_t *pend,
 }
 
 /* One pass over destinations d0..d1-1. `wide`: int64 source ids; `full`:
- * time, exclusions or disjoint trees in play. Both are constants in each
- * instance below, so the plain instances carry none of the full path's
- * branches and keep the homogeneous engine's register budget. */
+ * time, exclusions or disjoint trees in play; `routed`: rows read from
+ * their parts (pass_t.row_part), never with `full`. All are constants in
+ * each instance below, so the plain instances carry none of the other
+ * paths' branches and keep the tightest register budget. */
 static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
                                                                int64_t d1, block_ws_t *bw, const int wide,
-                                                               const int full)
+                                                               const int full, const int routed)
 {
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
@@ -260,19 +262,23 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     uint64_t tag = tag_of(s, src_type, 0);
     off[0] = 0;
     for (int64_t d = d0; d < d1; d++) {
-        if (d + PREFETCH_AHEAD < d1) prefetch_row(p, d + PREFETCH_AHEAD);
+        if (d + PREFETCH_AHEAD < d1) prefetch_row(p, d + PREFETCH_AHEAD, routed);
         int64_t v = frontier[d], b = row_start(p, d), deg = row_degree(p, d), *pos;
-        int64_t m = row_picks(s, &s->pw, p, v, b, deg, dbatch ? dbatch[d - d0] : 0, range ? range + 2 * (d - d0) : NULL,
-                              &tag, &pos, full);
+        int64_t m = row_picks(s, &s->pw, p, d, v, b, deg, dbatch ? dbatch[d - d0] : 0,
+                              range ? range + 2 * (d - d0) : NULL, &tag, &pos, full);
+        const void *ind = routed ? row_indices(p, d) : et->indices;
         for (int64_t q = 0; q < m; q++) {
             int64_t at = pos ? pos[q] : q;
-            int64_t src = wide ? ((const int64_t *)et->indices)[b + at] : ((const int32_t *)et->indices)[b + at];
+            int64_t src = wide ? ((const int64_t *)ind)[b + at] : ((const int32_t *)ind)[b + at];
             uint64_t key = key_of(tag, src);
             size_t slot = full ? key_slot(s, src_type, key) : tmap_hash(s, key);
             __builtin_prefetch(full ? key_slot_at(s, src_type, slot) : &s->map[slot], 1, 0);
             pend[np++] = (pending_t){key, (uint32_t)slot, (int32_t)(d - d0)};
             ed[e] = d;
-            if (eid) eid[e] = et->edge_ids ? et->edge_ids[b + at] : b + at;
+            if (eid) {
+                int64_t pos0 = routed ? row_edge(p, d, v, at) : b + at;
+                eid[e] = et->edge_ids ? et->edge_ids[pos0] : pos0;
+            }
             e++;
             if (np == PIPE) { /* insert the oldest half; keep the rest in flight */
                 flush(s, src_type, pend, PIPE / 2, es + flushed, dbatch, dtime);
@@ -289,22 +295,32 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
 
 static int64_t pass_plain_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 0);
+    return pass_body(s, p, d0, d1, bw, 0, 0, 0);
 }
 
 static int64_t pass_plain_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 0);
+    return pass_body(s, p, d0, d1, bw, 1, 0, 0);
 }
 
 static int64_t pass_full_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 1);
+    return pass_body(s, p, d0, d1, bw, 0, 1, 0);
 }
 
 static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 1);
+    return pass_body(s, p, d0, d1, bw, 1, 1, 0);
+}
+
+static int64_t pass_routed_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 0, 0, 1);
+}
+
+static int64_t pass_routed_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 1, 0, 1);
 }
 
 /* Rows whose indptr or summary is prefetched ahead of the one read: each
@@ -368,6 +384,35 @@ static int64_t pass_bound_summarised(const fs_typed_sampler_t *s, const pass_t *
     return bound;
 }
 
+/* A row's worst-case picks: the exact count for uniform rows shorter than
+ * the fanout. */
+static inline int64_t row_bound(const pass_t *p, int64_t deg)
+{
+    return p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
+}
+
+/* pass_bound through the route: each row's part, and its start there. */
+static int64_t pass_bound_routed(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1,
+                                 int64_t *max_deg, int64_t *row)
+{
+    const uint64_t *route = p->et->tiers->route;
+    const int64_t *frontier = s->tw[p->et->dst_type].nodes.p;
+    uint8_t *part = (uint8_t *)p->row_part + (d0 - p->row_d0);
+    int64_t bound = 0;
+    *max_deg = 0;
+    for (int64_t d = d0; d < d1; d++) {
+        if (d + ROW_AHEAD < d1) __builtin_prefetch(&route[frontier[d + ROW_AHEAD]], 0, 0);
+        uint64_t r = route[frontier[d]];
+        const int64_t *ip = p->part[FS_ROUTE_TIER(r)].indptr + FS_ROUTE_ROW(r);
+        int64_t b = ip[0], deg = ip[1] - b;
+        part[d - d0] = (uint8_t)FS_ROUTE_TIER(r);
+        row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
+        if (deg > *max_deg) *max_deg = deg;
+        bound += row_bound(p, deg);
+    }
+    return bound;
+}
+
 /* Worst-case picks of a pass and the longest row, for sizing, with every
  * destination's row (start, degree) recorded into row[] (pass_t.row). The
  * exact sum (uniform rows shorter than the fanout count their length)
@@ -377,6 +422,7 @@ static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t 
                           int64_t *row)
 {
     if (p->known) return pass_bound_summarised(s, p, d0, d1, max_deg, row);
+    if (p->row_part) return pass_bound_routed(s, p, d0, d1, max_deg, row);
     const int64_t *ip = p->et->indptr, *frontier = s->tw[p->et->dst_type].nodes.p;
     int64_t bound = 0;
     *max_deg = 0;
@@ -385,7 +431,7 @@ static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t 
         int64_t b = ip[frontier[d]], deg = ip[frontier[d] + 1] - b;
         row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
         if (deg > *max_deg) *max_deg = deg;
-        bound += p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
+        bound += row_bound(p, deg);
     }
     return bound;
 }
@@ -436,6 +482,16 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
                 .want_ids = req->want_edge_ids,
                 .seed = req->seed ^ (e ? fs_mix64((uint64_t)e * 0x2545f4914f6cdd1dULL) : 0)};
     if (p.k == 0) d1 = d0;   /* not sampled at this hop: an empty block */
+    if (req->locality && req->locality->s > 1) { /* boosted rows: their own pass (fs_locality.c) */
+        int64_t n;
+        const float *w;
+        fs_status_t st = fs_las_pass(s, g, req, hop, d1 - d0, bw, &n, &w, err);
+        if (st == FS_OK)
+            *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
+                                .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,
+                                .edge_ids = req->want_edge_ids ? bw->eid.p : NULL, .edge_weights = w};
+        return st;
+    }
     /* the pool takes passes whose worst case reaches the threshold, and
      * then sums the exact bound (the same on either path) too */
     int64_t max_deg, bound = -1;
@@ -447,6 +503,14 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's %lld rows", hop,
                             (long long)(d1 - d0));
         p.known = s->known.p;
+    }
+    int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
+    int routed = !full && et->tiers && et->tiers->route;
+    if (routed) {
+        if (fs_i64vec_reserve(&s->parts, (size_t)(d1 - d0) / 8 + 1))
+            return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's %lld rows", hop,
+                            (long long)(d1 - d0));
+        p.row_part = (const uint8_t *)s->parts.p, p.part = et->tiers->part;
     }
     int parallel = s->par.active;
     if (!parallel) {
@@ -461,12 +525,11 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
         return fs_error(err, FS_ERR_RESOURCE, "typed sample: hop %d of %s could reach %lld nodes, over the 2^31 "
                         "per-request limit; use smaller fanouts or fewer seeds", hop,
                         fs_typed_etype_name(g, e, nb, sizeof nb), (long long)(s->tw[et->src_type].n + bound));
-    if (fs_i64vec_reserve(&bw->off, (size_t)(d1 - d0) + 1) || fs_i64vec_reserve(&bw->edst, (size_t)bound + 1) ||
-        fs_i64vec_reserve(&bw->esrc, (size_t)bound + 1) ||
-        (req->want_edge_ids && fs_i64vec_reserve(&bw->eid, (size_t)bound + 1)) ||
+    if (fs_typed_out_reserve(s, &bw->off, (size_t)(d1 - d0) + 1, 0) ||
+        fs_typed_out_reserve(s, &bw->edst, (size_t)bound + 1, 0) || fs_typed_out_reserve(s, &bw->esrc, (size_t)bound + 1, 0) ||
+        (req->want_edge_ids && fs_typed_out_reserve(s, &bw->eid, (size_t)bound + 1, 0)) ||
         fs_typed_reserve_picks(&s->pw, max_deg > p.k ? max_deg : p.k) || range_reserve(&s->pw, &p, d1 - d0))
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d (%lld edges)", hop, (long long)bound);
-    int wide = et->index_dtype != FS_DTYPE_I32, full = p.temporal || s->disjoint || s->x.n;
     int64_t n;
     /* few threads keep the Fused-Map (the in-order inserter), more partition
      * it (the id map), if they have cores to run on (fs_pool_parallelism) */
@@ -481,8 +544,9 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
         if ((n = fs_typed_pass_inserter(s, &p, d0, d1, bound, max_deg, bw)) < 0)
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
     } else {
-        n = full ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
-                 : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
+        n = full     ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
+            : routed ? (wide ? pass_routed_i64 : pass_routed_i32)(s, &p, d0, d1, bw)
+                     : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
     }
     *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
                         .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,

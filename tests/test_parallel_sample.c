@@ -332,3 +332,59 @@ Test(parallel_sample, idmap_gives_first_appearance_ids_across_chunks)
     }
     free(keys), free(out), free(want), free(first), free(nodes), free(dense);
 }
+
+/* A routed view reads each row from the part its route names, serial and
+ * on the pool: part 1 holds the odd rows, and part 0's copy of them is
+ * poisoned (every neighbour shifted, weights reversed), so a row read from
+ * the wrong part changes the result. Edge ids stay positions in part 0. */
+Test(parallel_sample, routed_views_read_each_row_from_its_part_at_every_pool_size)
+{
+    int64_t n = rmat->num_nodes, m = rmat->num_edges, rows = 0, e1 = 0;
+    const int64_t *ip = rmat->indptr;
+    int64_t *ix0 = malloc(sizeof *ix0 * (size_t)m), *ix1 = malloc(sizeof *ix1 * (size_t)m);
+    int64_t *ip1 = calloc((size_t)n + 1, sizeof *ip1);
+    float *w0 = malloc(sizeof *w0 * (size_t)m), *w1 = malloc(sizeof *w1 * (size_t)m);
+    uint64_t *route = malloc(sizeof *route * (size_t)n);
+    for (int64_t v = 0; v < n; v++) {
+        route[v] = FS_ROUTE(0, v);
+        for (int64_t e = ip[v]; e < ip[v + 1]; e++) ix0[e] = wide[e], w0[e] = weights[e];
+        if (v % 2 == 0) continue;
+        for (int64_t e = ip[v]; e < ip[v + 1]; e++, e1++) {
+            ix1[e1] = wide[e], w1[e1] = weights[e];
+            ix0[e] = (wide[e] + 1) % n, w0[e] = weights[ip[v + 1] - 1 - (e - ip[v])];
+        }
+        route[v] = FS_ROUTE(1, rows);
+        ip1[++rows] = e1;
+    }
+    fs_csr_view_t clean = view(1), routed;
+    fs_csr_view_init(&routed, n, ip, ix0, FS_DTYPE_I64, w0);
+    routed.num_parts = 2;
+    routed.part[1] = (fs_csr_part_t){.indptr = ip1, .indices = ix1, .weights = w1, .rows = rows};
+    routed.route = route;
+    static const fs_sample_mode_t modes[2] = {FS_SAMPLE_UNIFORM, FS_SAMPLE_WEIGHTED};
+    const int f[3] = {15, 10, 5};
+    int64_t *seeds = seeds_of(2048, 11);
+    fs_sampler_t *s;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_sampler_create(&s, &err), FS_OK);
+    for (int k = 0; k < 2; k++) {
+        fs_sample_mode_t mode[3] = {modes[k], modes[k], modes[k]};
+        fs_sample_req_t req = req_of(3, f, mode, 5);
+        fs_sample_result_t res;
+        fs_gather_counters_t topo = {0};
+        fs_sampler_set_pool(s, NULL);
+        cr_assert_eq(fs_sample_cpu(s, &clean, seeds, 2048, &req, &res, &topo, &err), FS_OK, "%s", err.msg);
+        saved_t want;
+        save(&want, &res, &topo);
+        for (int i = 0; i < 4; i++) {
+            fs_sampler_set_pool(s, pools[i]);
+            cr_assert_eq(fs_sample_cpu(s, &routed, seeds, 2048, &req, &res, NULL, &err), FS_OK, "%s", err.msg);
+            char label[96];
+            snprintf(label, sizeof label, "routed %s at %d threads", k ? "weighted" : "uniform", pool_threads[i]);
+            same(&res, &want.r, label);
+        }
+        drop(&want);
+    }
+    fs_sampler_destroy(s);
+    free(seeds), free(ix0), free(ix1), free(ip1), free(w0), free(w1), free(route);
+}
