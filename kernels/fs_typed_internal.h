@@ -361,6 +361,7 @@ typedef struct {
      * part, indexed as row, and the parts; NULL: every row in part 0 */
     const uint8_t *row_part;
     const fs_csr_part_t *part;
+    int lazy;        /* a parallel pass's chunks record their own rows (fs_typed_pass_bound) */
 } pass_t;
 
 static inline int64_t row_start(const pass_t *p, int64_t d)
@@ -518,6 +519,12 @@ static inline int range_reserve(pick_ws_t *r, const pass_t *p, int64_t rows)
     return p->temporal &&
            (fs_i64vec_reserve(&r->range, 2 * (size_t)rows + 2) || fs_i64vec_reserve(&r->left, (size_t)rows + 1));
 }
+
+/* Each destination's row (start, degree) of d0..d1-1 into row[] (and,
+ * summarised or routed, pass_t.known or row_part): their worst-case picks,
+ * the longest in *max_deg. */
+int64_t fs_typed_pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg,
+                            int64_t *row);
 
 /* Samples edge type e at hop h for the destinations d0..d1-1 (local ids of
  * its destination type, fixed when the hop began). */

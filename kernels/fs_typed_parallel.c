@@ -128,6 +128,10 @@ static int64_t pick_chunk(fs_typed_sampler_t *s, const pass_t *p, int worker, fs
                                           : chunk_bound(p, c->d0, c->d1);
     pick_ws_t *w = &s->worker[worker];
     if (fs_chunk_reserve(c, bound, p->want_ids) || range_reserve(w, p, c->d1 - c->d0)) return -1;
+    if (p->lazy) { /* this chunk's rows, which no other chunk writes */
+        int64_t max_deg;
+        fs_typed_pass_bound(s, p, c->d0, c->d1, &max_deg, (int64_t *)p->row + 2 * (c->d0 - p->row_d0));
+    }
     int64_t n = full ? (wide ? chunk_body(s, w, p, c, 1, 1) : chunk_body(s, w, p, c, 0, 1))
                      : (wide ? chunk_body(s, w, p, c, 1, 0) : chunk_body(s, w, p, c, 0, 0));
     c->n = n;

@@ -418,8 +418,8 @@ static int64_t pass_bound_routed(const fs_typed_sampler_t *s, const pass_t *p, i
  * exact sum (uniform rows shorter than the fanout count their length)
  * keeps the id map no larger than the pass can fill: a map sized by fanout
  * alone was sparser and 3% slower. */
-static int64_t pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg,
-                          int64_t *row)
+int64_t fs_typed_pass_bound(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, int64_t *max_deg,
+                            int64_t *row)
 {
     if (p->known) return pass_bound_summarised(s, p, d0, d1, max_deg, row);
     if (p->row_part) return pass_bound_routed(s, p, d0, d1, max_deg, row);
@@ -450,15 +450,19 @@ static void bound_slices(void *ctx, int64_t i0, int64_t i1, int worker)
     bound_job_t *j = ctx;
     for (int64_t i = i0; i < i1; i++) {
         int64_t a = j->d0 + i * j->slice, b = a + j->slice < j->d1 ? a + j->slice : j->d1;
-        j->bound[i] = pass_bound(j->s, j->p, a, b, &j->max_deg[i], j->row + 2 * (a - j->d0));
+        j->bound[i] = fs_typed_pass_bound(j->s, j->p, a, b, &j->max_deg[i], j->row + 2 * (a - j->d0));
     }
 }
 
 static int64_t pass_bound_on_pool(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1,
                                   int64_t *max_deg, int64_t *row)
 {
-    bound_job_t j = {.s = s, .p = p, .d0 = d0, .d1 = d1, .slice = (d1 - d0 + 63) / 64, .row = row};
-    if (j.slice < 1024) return pass_bound(s, p, d0, d1, max_deg, row);
+    /* every row's start is a random miss: 256 of them are worth a worker's
+     * start (at 1,024 a hop of 15,000 rows ran them on one core while the
+     * other waited: one batch on 2 threads ran at 0.88 of what it does here) */
+    int64_t n = d1 - d0, slice = (n + 63) / 64 > 256 ? (n + 63) / 64 : 256;
+    bound_job_t j = {.s = s, .p = p, .d0 = d0, .d1 = d1, .slice = slice, .row = row};
+    if (n < 2 * slice || fs_pool_size(s->pool) < 2) return fs_typed_pass_bound(s, p, d0, d1, max_deg, row);
     fs_pool_run(s->pool, (d1 - d0 + j.slice - 1) / j.slice, 1, bound_slices, &j);
     int64_t bound = 0;
     *max_deg = 0;
@@ -514,12 +518,17 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
     }
     int parallel = s->par.active;
     if (!parallel) {
-        if (p.k == FS_FANOUT_ALL) bound = pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
+        if (p.k == FS_FANOUT_ALL) bound = fs_typed_pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
         parallel = (p.k == FS_FANOUT_ALL ? bound : (d1 - d0) * p.k) >= fs_chunk_parallel_min;
     }
+    /* a parallel plain pass with a fixed fanout and uniform picks needs no
+     * row before its chunks: each chunk reads its own rows' starts, on the
+     * pool, where they overlap the picks (pass_t.lazy) */
+    p.lazy = parallel && bound < 0 && !full && p.k != FS_FANOUT_ALL && p.mode < FS_SAMPLE_WEIGHTED;
+    if (p.lazy) bound = (d1 - d0) * p.k, max_deg = p.k;
     if (bound < 0)
         bound = parallel ? pass_bound_on_pool(s, &p, d0, d1, &max_deg, s->rows.p)
-                         : pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
+                         : fs_typed_pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
     char nb[64];
     if (s->tw[et->src_type].n + bound >= INT32_MAX)
         return fs_error(err, FS_ERR_RESOURCE, "typed sample: hop %d of %s could reach %lld nodes, over the 2^31 "
