@@ -7,7 +7,7 @@ panels nested in rows, template-variable queries, annotations) is reduced to
 the metric names it reads; a live `featstore serve` on Cora, with a simulated
 GPU placement and trainers over unix:// and grpc:// (one still connected), is
 scraped, and each name must be a family featstore exports, with samples. The
-scrape must also pass tests/integration/serve/check_exposition.py. Then the files must agree:
+scrape must also pass tests/lib/check_exposition.py. Then the files must agree:
 prometheus.yml scrapes the compose service and port given to `serve
 --metrics`, compose mounts prometheus.yml and the Grafana directories where
 the provisioning files and the dashboard expect them, and every data source

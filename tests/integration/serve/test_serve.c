@@ -1,6 +1,6 @@
 /* test_serve.c — `featstore serve` as operators run it: a child process on a
  * socket and an ephemeral metrics port, trainers in other processes, the
- * HTTP endpoint checked strictly (tests/integration/serve/check_exposition.py), bad configuration refused with a clear
+ * HTTP endpoint checked strictly (tests/lib/check_exposition.py), bad configuration refused with a clear
  * message, and SIGTERM leading to a clean exit 0 with the socket removed.
  * Security: gRPC on a non-loopback address needs TLS or --insecure (warned
  * about); over grpcs:// with a bearer token a trainer gets the unix://
@@ -52,7 +52,7 @@ static int start(server_t *s, const char *extra) { return tu_serve(s, data, sock
 
 static int stop(server_t *s, int sig) { return tu_serve_stop(s, sig); }
 
-/* Runs tests/integration/serve/check_exposition.py (prometheus_client's parser plus HELP/TYPE,
+/* Runs tests/lib/check_exposition.py (prometheus_client's parser plus HELP/TYPE,
  * names and histogram rules) on an exposition text: its exit status, and its
  * output in *log. No skip when python3-prometheus-client is missing: the
  * import error fails the test, as a missing promtool never did. */
