@@ -4,7 +4,7 @@
 # - The Python package: `pip install ./client-lib/python` must work without
 #   CMake, so featstore/_version.py is written here into the source tree and
 #   committed (pyproject.toml and __init__.py read it). Written only when its
-#   text changes; tests/test_docs.py fails while it differs from the version
+#   text changes; tests/checks/test_docs.py fails while it differs from the version
 #   or from the committed file (a bump must commit it).
 # - The public header: client.h's FS_VERSION_MAJOR/MINOR/PATCH are what a
 #   program was compiled against, so they must equal the library's version;

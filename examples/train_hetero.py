@@ -24,7 +24,7 @@ examples/train_graphsage.py, the input layer runs on the last hop and the
 output layer on hop 0, whose paper destinations start with the seeds.
 
 Split: 60/20/20 (``--split 60,20,20``: 1624 training, 541 validation and
-541 test papers), the split tests/test_python.py's homogeneous Cora test
+541 test papers), the split tests/python/test_python.py's homogeneous Cora test
 uses; this model reaches 0.876-0.889 test accuracy with it in 10 epochs
 (seeds 0 to 4). examples/cora.py's default Planetoid-style split (20 labelled
 papers per class, 140 in all) is a few-label benchmark on which this model

@@ -40,7 +40,7 @@ extern "C" {
 #include "fs_sample_pick.h"
 
 // Placement new only: nothing here may need libstdc++, whose template
-// instances would leak from the client library (tests/check_exports.py).
+// instances would leak from the client library (tests/lib/check_exports.py).
 #include <new>
 #include <stdio.h>
 #include <stdlib.h>

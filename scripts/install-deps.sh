@@ -33,9 +33,9 @@ TEST=(
   protobuf-compiler # protoc: Python stubs for the third-party client test
   python3-protobuf  # the third-party gRPC client's messages
   python3-grpcio    # the third-party gRPC client
-  openssl           # a throw-away CA and certificates for the TLS tests (tests/make_test_certs.sh)
-  systemd           # systemd-analyze verify on packaging/featstore.service (tests/test_service.py)
-  python3-prometheus-client # parses /metrics strictly (tests/check_exposition.py); no Prometheus server
+  openssl           # a throw-away CA and certificates for the TLS tests (tests/lib/make_test_certs.sh)
+  systemd           # systemd-analyze verify on packaging/featstore.service (tests/package/test_service.py)
+  python3-prometheus-client # parses /metrics strictly (tests/lib/check_exposition.py); no Prometheus server
   python3-yaml      # test_dashboard reads the compose and Prometheus files
   python3-numpy     # numpy reads our .npy files and writes datasets we read; the Python client
   python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)

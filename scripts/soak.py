@@ -6,7 +6,7 @@
 Generates an R-MAT dataset, keeps a pristine copy of it that nothing
 touches, starts the server (unix:// socket and a fixed gRPC port, so clients
 find it again after a restart) and N local + M gRPC trainers
-(tests/soak_client.c), each checking every batch against the pristine copy.
+(tests/integration/soak/soak_client.c), each checking every batch against the pristine copy.
 During the run (10 minutes, or 60 s with --short) it
 
 - kills a random trainer with SIGKILL, mid-request, `--kills` times, and
@@ -43,7 +43,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import fs_serve  # noqa: E402  (the tests' server helper)
 
 

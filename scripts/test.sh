@@ -8,7 +8,7 @@
 #   3. build-asan/  gcc with ASan + UBSan (Debug): the whole suite again,
 #                   without the "slow" label (the client-only build and the
 #                   soak add nothing under sanitizers but minutes) and the
-#                   "pyg" label (tests/CMakeLists.txt says why).
+#                   "pyg" label (tests/python/CMakeLists.txt says why).
 # Stops at the first stage that fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +27,8 @@ cmake --build build-fuzz -j "$jobs"
 cmake -S . -B build-asan -DFS_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug -DFS_WITH_CUDA=OFF
 cmake --build build-asan -j "$jobs"
 # UBSan only reports by default: halting makes undefined behaviour a failure.
-# LeakSanitizer skips only the third-party leaks tests/lsan.supp names.
-lsan_supp="$PWD/tests/lsan.supp"
+# LeakSanitizer skips only the third-party leaks tests/lib/lsan.supp names.
+lsan_supp="$PWD/tests/lib/lsan.supp"
 (cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0" \
     ctest --output-on-failure --timeout 1200 -LE "slow|pyg")

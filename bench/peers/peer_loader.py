@@ -295,7 +295,7 @@ def installed(args, name):
 
 def serve(args):
     """`featstore serve` on the dataset: (proc, unix URI, grpc URI, scratch dir)."""
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
     import fs_serve
     tmp = tempfile.mkdtemp(prefix="featstore-peers-")
     proc, ready = fs_serve.start(args.featstore, args.dataset, os.path.join(tmp, "fs.sock"))
