@@ -361,7 +361,7 @@ typedef struct {
      * part, indexed as row, and the parts; NULL: every row in part 0 */
     const uint8_t *row_part;
     const fs_csr_part_t *part;
-    int lazy;        /* a parallel pass's chunks record their own rows (fs_typed_pass_bound) */
+    int lazy;        /* rows read where they are picked: by each chunk on the pool (into row), or inline */
 } pass_t;
 
 static inline int64_t row_start(const pass_t *p, int64_t d)

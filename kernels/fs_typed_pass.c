@@ -211,6 +211,10 @@ int64_t fs_typed_excluded_positions(pick_ws_t *s, const excl_ws_t *x, const pass
 
 /* ---- one (hop, edge type) pass ------------------------------------------- */
 
+/* A serial pass that reads its rows inline prefetches indptr 2 x this many
+ * rows ahead and each row's first sources this many ahead. */
+#define INLINE_AHEAD 8
+
 /* A pick waiting for its insert: the key, its prefetched slot, and its
  * destination (relative to the pass's first), whose batch and time a new
  * node inherits. 16 bytes. */
@@ -242,7 +246,7 @@ static inline void flush(fs_typed_sampler_t *s, int type, const pending_t *pend,
  * paths' branches and keep the tightest register budget. */
 static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
                                                                int64_t d1, block_ws_t *bw, const int wide,
-                                                               const int full, const int routed)
+                                                               const int full, const int routed, const int inl)
 {
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
@@ -261,9 +265,18 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     int np = 0, src_type = et->src_type;
     uint64_t tag = tag_of(s, src_type, 0);
     off[0] = 0;
+    const int64_t *ip = et->indptr;
     for (int64_t d = d0; d < d1; d++) {
-        if (d + PREFETCH_AHEAD < d1) prefetch_row(p, d + PREFETCH_AHEAD, routed);
-        int64_t v = frontier[d], b = row_start(p, d), deg = row_degree(p, d), *pos;
+        int64_t v = frontier[d], b, deg, *pos;
+        if (inl) { /* the row read here (pass_t.lazy): indptr far ahead, the row's start nearer */
+            if (d + 2 * INLINE_AHEAD < d1) __builtin_prefetch(&ip[frontier[d + 2 * INLINE_AHEAD]], 0, 0);
+            if (d + INLINE_AHEAD < d1)
+                __builtin_prefetch((const char *)et->indices + ip[frontier[d + INLINE_AHEAD]] * (wide ? 8 : 4), 0, 0);
+            b = ip[v], deg = ip[v + 1] - b;
+        } else {
+            if (d + PREFETCH_AHEAD < d1) prefetch_row(p, d + PREFETCH_AHEAD, routed);
+            b = row_start(p, d), deg = row_degree(p, d);
+        }
         int64_t m = row_picks(s, &s->pw, p, d, v, b, deg, dbatch ? dbatch[d - d0] : 0,
                               range ? range + 2 * (d - d0) : NULL, &tag, &pos, full);
         const void *ind = routed ? row_indices(p, d) : et->indices;
@@ -276,7 +289,7 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
             pend[np++] = (pending_t){key, (uint32_t)slot, (int32_t)(d - d0)};
             ed[e] = d;
             if (eid) {
-                int64_t pos0 = routed ? row_edge(p, d, v, at) : b + at;
+                int64_t pos0 = routed ? row_edge(p, d, v, at) : b + at; /* inline rows are never routed */
                 eid[e] = et->edge_ids ? et->edge_ids[pos0] : pos0;
             }
             e++;
@@ -295,32 +308,42 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
 
 static int64_t pass_plain_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 0, 0);
+    return pass_body(s, p, d0, d1, bw, 0, 0, 0, 0);
 }
 
 static int64_t pass_plain_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 0, 0);
+    return pass_body(s, p, d0, d1, bw, 1, 0, 0, 0);
 }
 
 static int64_t pass_full_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 1, 0);
+    return pass_body(s, p, d0, d1, bw, 0, 1, 0, 0);
 }
 
 static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 1, 0);
+    return pass_body(s, p, d0, d1, bw, 1, 1, 0, 0);
+}
+
+static int64_t pass_inline_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 0, 0, 0, 1);
+}
+
+static int64_t pass_inline_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 1, 0, 0, 1);
 }
 
 static int64_t pass_routed_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 0, 1);
+    return pass_body(s, p, d0, d1, bw, 0, 0, 1, 0);
 }
 
 static int64_t pass_routed_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 0, 1);
+    return pass_body(s, p, d0, d1, bw, 1, 0, 1, 0);
 }
 
 /* Rows whose indptr or summary is prefetched ahead of the one read: each
@@ -521,10 +544,10 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
         if (p.k == FS_FANOUT_ALL) bound = fs_typed_pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
         parallel = (p.k == FS_FANOUT_ALL ? bound : (d1 - d0) * p.k) >= fs_chunk_parallel_min;
     }
-    /* a parallel plain pass with a fixed fanout and uniform picks needs no
-     * row before its chunks: each chunk reads its own rows' starts, on the
-     * pool, where they overlap the picks (pass_t.lazy) */
-    p.lazy = parallel && bound < 0 && !full && p.k != FS_FANOUT_ALL && p.mode < FS_SAMPLE_WEIGHTED;
+    /* a plain pass with a fixed fanout and uniform picks needs no row before
+     * it: each chunk on the pool reads its own rows' starts, a serial pass
+     * reads them inline, where their misses overlap the picks (pass_t.lazy) */
+    p.lazy = bound < 0 && !full && p.k != FS_FANOUT_ALL && p.mode < FS_SAMPLE_WEIGHTED && (parallel || !routed);
     if (p.lazy) bound = (d1 - d0) * p.k, max_deg = p.k;
     if (bound < 0)
         bound = parallel ? pass_bound_on_pool(s, &p, d0, d1, &max_deg, s->rows.p)
@@ -555,6 +578,7 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
     } else {
         n = full     ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
             : routed ? (wide ? pass_routed_i64 : pass_routed_i32)(s, &p, d0, d1, bw)
+            : p.lazy ? (wide ? pass_inline_i64 : pass_inline_i32)(s, &p, d0, d1, bw)
                      : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);
     }
     *out = (fs_block_t){.num_dst = d1 - d0, .num_src = s->tw[et->src_type].n, .num_edges = n,
