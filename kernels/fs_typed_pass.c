@@ -386,6 +386,13 @@ static inline void summary_settle(const fs_typed_etype_t *et, const fs_time_row_
     }
 }
 
+/* A row's worst-case picks: the exact count for uniform rows shorter than
+ * the fanout. */
+static inline int64_t row_bound(const pass_t *p, int64_t deg)
+{
+    return p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
+}
+
 /* pass_bound from the summaries: each row's start and degree, and its
  * eligible end where the summary settles it (pass_t.known). */
 static int64_t pass_bound_summarised(const fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1,
@@ -402,16 +409,9 @@ static int64_t pass_bound_summarised(const fs_typed_sampler_t *s, const pass_t *
         row[2 * (d - d0)] = b, row[2 * (d - d0) + 1] = deg;
         summary_settle(et, r, b, deg, time_step(et, dw->time.p[d], p->strict), &p->known[2 * (d - p->row_d0)]);
         if (deg > *max_deg) *max_deg = deg;
-        bound += p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
+        bound += row_bound(p, deg);
     }
     return bound;
-}
-
-/* A row's worst-case picks: the exact count for uniform rows shorter than
- * the fanout. */
-static inline int64_t row_bound(const pass_t *p, int64_t deg)
-{
-    return p->k == FS_FANOUT_ALL || (p->mode == FS_SAMPLE_UNIFORM && deg < p->k) ? deg : p->k;
 }
 
 /* pass_bound through the route: each row's part, and its start there. */
