@@ -239,6 +239,51 @@ static inline __attribute__((always_inline)) int64_t tmap_add_at(fs_typed_sample
     }
 }
 
+/* A run of plain inserts (no batches, no times) into the Fused-Map, its
+ * table, epoch and node array held in locals (tput_open .. tput_close), as
+ * dput_t does for the disjoint map: through the sampler the compiler
+ * reloads them after every store. */
+typedef struct {
+    tslot_t *map;
+    size_t mask;
+    int shift;
+    uint32_t epoch;
+    int64_t *nodes, n;
+} tput_t;
+
+static inline void tput_open(tput_t *p, fs_typed_sampler_t *s, int type)
+{
+    *p = (tput_t){.map = s->map, .mask = s->map_cap - 1, .shift = s->map_shift, .epoch = s->epoch, .nodes = s->tw[type].nodes.p,
+                  .n = s->tw[type].n};
+}
+
+static inline void tput_close(const tput_t *p, fs_typed_sampler_t *s, int type)
+{
+    s->tw[type].n = p->n;
+}
+
+/* tmap_hash's slot, from the held shift. */
+static inline size_t tput_hash(const tput_t *p, uint64_t key)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> p->shift);
+}
+
+/* tmap_add_at's plain case: the local id of key from its home slot h. */
+static inline __attribute__((always_inline)) int64_t tput(tput_t *p, uint64_t key, size_t h)
+{
+    for (;;) {
+        tslot_t *sl = &p->map[h];
+        if (sl->epoch != p->epoch) {
+            int64_t id = p->n++;
+            *sl = (tslot_t){.key = key, .val = (int32_t)id, .epoch = p->epoch};
+            p->nodes[id] = (int64_t)(key & ((1ULL << FS_KEY_NODE_BITS) - 1));
+            return id;
+        }
+        if (sl->key == key) return sl->val;
+        h = (h + 1) & p->mask;
+    }
+}
+
 /* Room for `extra` more nodes of `type`, and for their keys in whichever
  * map the request uses. 0, or -1 when out of memory. */
 int fs_typed_nodes_reserve(fs_typed_sampler_t *s, int type, int64_t extra);

@@ -256,6 +256,16 @@ static void ins_insert(void *ctx, const fs_chunk_t *c)
         return;
     }
     for (int64_t q = 0; q < n && q < PIPE; q++) __builtin_prefetch(&s->map[tmap_hash(s, key[q])], 1, 0);
+    if (!dbatch && !dtime) { /* plain: no destination to inherit from */
+        tput_t tp;
+        tput_open(&tp, s, type);
+        for (; i < n; i++) {
+            if (i + PIPE < n) __builtin_prefetch(&tp.map[tput_hash(&tp, key[i + PIPE])], 1, 0);
+            es[i] = tput(&tp, key[i], tput_hash(&tp, key[i]));
+        }
+        tput_close(&tp, s, type);
+        return;
+    }
     for (int64_t d = c->d0; d < c->d1; d++)
         for (int64_t end = c->off.p[d - c->d0 + 1]; i < end; i++) {
             if (i + PIPE < n) __builtin_prefetch(&s->map[tmap_hash(s, key[i + PIPE])], 1, 0);
