@@ -253,8 +253,8 @@ typedef struct {
 
 static inline void tput_open(tput_t *p, fs_typed_sampler_t *s, int type)
 {
-    *p = (tput_t){.map = s->map, .mask = s->map_cap - 1, .shift = s->map_shift, .epoch = s->epoch, .nodes = s->tw[type].nodes.p,
-                  .n = s->tw[type].n};
+    *p = (tput_t){.map = s->map, .mask = s->map_cap - 1, .shift = s->map_shift, .epoch = s->epoch,
+                  .nodes = s->tw[type].nodes.p, .n = s->tw[type].n};
 }
 
 static inline void tput_close(const tput_t *p, fs_typed_sampler_t *s, int type)
