@@ -51,6 +51,8 @@ TEST=(
   python3-tqdm
   python3-psutil
   python3-requests
+  etcd-server       # a private etcd per cluster test (tests/lib/test_etcd.h)
+  etcd-client       #   etcdctl, to look into it by hand
   clang             # the fuzz build (build-fuzz, tests/fuzz) is clang's libFuzzer
   libclang-rt-dev   # libFuzzer and clang's ASan/UBSan runtimes (only recommended by clang)
   docker.io         # test_image: the engine (dockerd, started by the test) and its CLI

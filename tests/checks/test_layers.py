@@ -61,6 +61,9 @@ LAYERS = (
     Layer("codecs", ("proto/*",), ("core", "engines", "gRPC/nanopb")),  # they encode the engines' requests
     # The one request pipeline (limits, sample, check, gather, count) both engine hosts run.
     Layer("executor", ("exec/*",), ("core", "engines", "dataset", "codecs"), used_by=("server", "client library")),
+    # What a sharded featstore's machines share: the etcd client of its membership.
+    Layer("cluster", ("cluster/*",), ("core", "codecs", "gRPC/nanopb"),
+          used_by=("server", "server main", "client library", "cli", "bench")),
     Layer("server", ("server/*",), ("core", "engines", "dataset", "placement")),
     # The transports reach the engines and the dataset only through the host (engine.h, store.h).
     Layer("server transports", ("server/local*", "server/grpc_*", "server/http*", "server/listen*"),

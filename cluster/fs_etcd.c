@@ -1,0 +1,399 @@
+/* fs_etcd.c — etcd's v3 API over gRPC core (fs_etcd.h says what and why).
+ *
+ * Each call is one gRPC batch on the handle's own completion queue, with
+ * the handle's deadline: send the request, half-close, receive the answer
+ * and the status. LeaseKeepAlive is a bidirectional stream in etcd's API;
+ * a renewal here is one request on a fresh stream that the client
+ * half-closes at once, which etcd answers and then ends, so it is one
+ * batch too. Messages go through proto/fs_wire's nanopb helpers; keys and
+ * values are bytes fields read into buffers of their own. */
+#include "fs_etcd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <pb_decode.h>
+#include <pb_encode.h>
+
+#include "etcd.pb.h"
+#include "fs_wire.h"
+
+struct fs_etcd {
+    char endpoint[FS_ETCD_ENDPOINT_MAX + 1];
+    int timeout_ms;
+    grpc_channel *channel;
+    grpc_completion_queue *cq;
+};
+
+/* etcd's enums (etcd.proto keeps them as int32 fields). */
+enum { CMP_EQUAL = 0 };
+enum { CMP_TARGET_MOD = 2 };
+
+/* ---- the handle ------------------------------------------------------------- */
+
+fs_status_t fs_etcd_open(const char *endpoint, int timeout_ms, fs_etcd_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    if (!endpoint || !endpoint[0] || strlen(endpoint) > FS_ETCD_ENDPOINT_MAX || !strchr(endpoint, ':'))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd: the endpoint must be host:port (got '%s')",
+                        endpoint ? endpoint : "(null)");
+    if (timeout_ms <= 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd %s: the timeout must be positive", endpoint);
+    fs_etcd_t *e = calloc(1, sizeof *e);
+    if (!e) return fs_error(err, FS_ERR_NOMEM, "etcd %s: out of memory", endpoint);
+    snprintf(e->endpoint, sizeof e->endpoint, "%s", endpoint);
+    e->timeout_ms = timeout_ms;
+    grpc_init();
+    grpc_arg args[FS_WIRE_MAX_ARGS];
+    grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, -1, 0), .args = args};
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    e->channel = grpc_channel_create(endpoint, creds, &chargs);
+    grpc_channel_credentials_release(creds);
+    e->cq = grpc_completion_queue_create_for_next(NULL);
+    if (!e->channel || !e->cq) {
+        fs_etcd_close(e);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd %s: not a valid endpoint", endpoint);
+    }
+    *out = e;
+    return FS_OK;
+}
+
+void fs_etcd_close(fs_etcd_t *e)
+{
+    if (!e) return;
+    if (e->channel) grpc_channel_destroy(e->channel);
+    if (e->cq) {
+        grpc_completion_queue_shutdown(e->cq);
+        while (grpc_completion_queue_next(e->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
+        }
+        grpc_completion_queue_destroy(e->cq);
+    }
+    free(e);
+    grpc_shutdown(); /* pairs with fs_etcd_open's grpc_init */
+}
+
+const char *fs_etcd_endpoint(const fs_etcd_t *e)
+{
+    return e->endpoint;
+}
+
+/* ---- one call ------------------------------------------------------------------ */
+
+static void op_set(grpc_op *op, grpc_op_type type)
+{
+    memset(op, 0, sizeof *op);
+    op->op = type;
+}
+
+/* The method's last part, for messages: "/etcdserverpb.KV/Range" -> "Range". */
+static const char *call_name(const char *method)
+{
+    const char *slash = strrchr(method, '/');
+    return slash ? slash + 1 : method;
+}
+
+/* The gRPC outcome as a status, with etcd's detail in the message. */
+static fs_status_t call_status(const fs_etcd_t *e, const char *method, grpc_status_code code, grpc_slice details,
+                               fs_error_t *err)
+{
+    if (code == GRPC_STATUS_OK) return FS_OK;
+    char *text = grpc_slice_to_c_string(details);
+    fs_status_t st = code == GRPC_STATUS_UNAVAILABLE         ? FS_ERR_UNAVAILABLE
+                     : code == GRPC_STATUS_DEADLINE_EXCEEDED ? FS_ERR_TIMEOUT
+                                                             : fs_wire_fs_status(code);
+    fs_error(err, st, "etcd %s: %s: %s%s", e->endpoint, call_name(method),
+             st == FS_ERR_TIMEOUT ? "no answer within the deadline: " : "", text && text[0] ? text : fs_strerror(st));
+    gpr_free(text);
+    return st;
+}
+
+/* Sends one request and decodes the one answer into resp (its callbacks set
+ * by the caller). */
+static fs_status_t call(fs_etcd_t *e, const char *method, const pb_msgdesc_t *req_fields, const void *req,
+                        const pb_msgdesc_t *resp_fields, void *resp, fs_error_t *err)
+{
+    grpc_byte_buffer *send = fs_wire_encode(req_fields, req, err), *recv = NULL;
+    if (!send) return err ? err->code : FS_ERR_NOMEM;
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(e->timeout_ms, GPR_TIMESPAN));
+    grpc_call *c = grpc_channel_create_call(e->channel, NULL, GRPC_PROPAGATE_DEFAULTS, e->cq,
+                                            grpc_slice_from_static_string(method), NULL, deadline, NULL);
+    if (!c) {
+        grpc_byte_buffer_destroy(send);
+        return fs_error(err, FS_ERR_INTERNAL, "etcd %s: %s: cannot create a gRPC call", e->endpoint, call_name(method));
+    }
+    grpc_metadata_array initial, trailing;
+    grpc_metadata_array_init(&initial);
+    grpc_metadata_array_init(&trailing);
+    grpc_status_code code = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    grpc_op ops[6];
+    op_set(&ops[0], GRPC_OP_SEND_INITIAL_METADATA);
+    op_set(&ops[1], GRPC_OP_SEND_MESSAGE);
+    ops[1].data.send_message.send_message = send;
+    op_set(&ops[2], GRPC_OP_SEND_CLOSE_FROM_CLIENT);
+    op_set(&ops[3], GRPC_OP_RECV_INITIAL_METADATA);
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial;
+    op_set(&ops[4], GRPC_OP_RECV_MESSAGE);
+    ops[4].data.recv_message.recv_message = &recv;
+    op_set(&ops[5], GRPC_OP_RECV_STATUS_ON_CLIENT);
+    ops[5].data.recv_status_on_client.trailing_metadata = &trailing;
+    ops[5].data.recv_status_on_client.status = &code;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    fs_status_t st = FS_OK;
+    /* the call's deadline ends the batch; the queue's wait is only a backstop */
+    gpr_timespec backstop = gpr_time_add(deadline, gpr_time_from_millis(5000, GPR_TIMESPAN));
+    if (grpc_call_start_batch(c, ops, 6, c, NULL) != GRPC_CALL_OK) {
+        st = fs_error(err, FS_ERR_INTERNAL, "etcd %s: %s: the gRPC batch failed", e->endpoint, call_name(method));
+    } else {
+        grpc_event ev = grpc_completion_queue_next(e->cq, backstop, NULL);
+        if (ev.type != GRPC_OP_COMPLETE) {
+            grpc_call_cancel(c, NULL);
+            grpc_completion_queue_next(e->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+            st = fs_error(err, FS_ERR_TIMEOUT, "etcd %s: %s: no answer within %d ms", e->endpoint, call_name(method),
+                          e->timeout_ms);
+        } else {
+            st = call_status(e, method, code, details, err);
+        }
+    }
+    if (st == FS_OK && !recv)
+        st = fs_error(err, FS_ERR_FORMAT, "etcd %s: %s: etcd sent no answer", e->endpoint, call_name(method));
+    if (st == FS_OK) st = fs_wire_decode(recv, resp_fields, resp, call_name(method), err);
+    if (recv) grpc_byte_buffer_destroy(recv);
+    grpc_byte_buffer_destroy(send);
+    grpc_metadata_array_destroy(&initial);
+    grpc_metadata_array_destroy(&trailing);
+    grpc_slice_unref(details);
+    grpc_call_unref(c);
+    return st;
+}
+
+/* ---- keys and values ------------------------------------------------------------ */
+
+void fs_etcd_kvs_free(fs_etcd_kvs_t *kvs)
+{
+    for (size_t i = 0; i < kvs->n; i++) {
+        free(kvs->kv[i].key);
+        free(kvs->kv[i].value);
+    }
+    free(kvs->kv);
+    memset(kvs, 0, sizeof *kvs);
+}
+
+/* A NUL-terminated copy of a decoded bytes field. */
+static char *dup_bytes(const fs_wire_buf_t *b)
+{
+    char *s = malloc(b->len + 1);
+    if (s) {
+        if (b->len) memcpy(s, b->data, b->len);
+        s[b->len] = 0;
+    }
+    return s;
+}
+
+/* nanopb callback: one KeyValue of a repeated kvs field, appended to *arg. */
+static bool read_kv(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+    (void)field;
+    fs_etcd_kvs_t *out = *arg;
+    etcdserverpb_KeyValue kv = etcdserverpb_KeyValue_init_zero;
+    fs_wire_buf_t key = {0}, value = {0};
+    fs_wire_set_buf(&kv.key, &key);
+    fs_wire_set_buf(&kv.value, &value);
+    bool ok = pb_decode(stream, etcdserverpb_KeyValue_fields, &kv);
+    if (ok && out->n == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 8;
+        fs_etcd_kv_t *p = realloc(out->kv, cap * sizeof *p);
+        if (p) out->kv = p, out->cap = cap;
+        else ok = false;
+    }
+    if (ok) {
+        fs_etcd_kv_t *k = &out->kv[out->n];
+        *k = (fs_etcd_kv_t){.key = dup_bytes(&key), .value = dup_bytes(&value), .key_len = key.len,
+                            .value_len = value.len, .create_revision = kv.create_revision,
+                            .mod_revision = kv.mod_revision, .lease = kv.lease};
+        if (k->key && k->value) out->n++;
+        else free(k->key), free(k->value), ok = false;
+    }
+    fs_wire_buf_free(&key);
+    fs_wire_buf_free(&value);
+    return ok;
+}
+
+/* The end of the range of keys under `prefix`: the prefix with its last
+ * byte below 0xff incremented (etcd's convention), into end (len + 1). */
+static size_t prefix_end(const char *prefix, char *end)
+{
+    size_t n = strlen(prefix);
+    memcpy(end, prefix, n + 1);
+    while (n > 0 && (unsigned char)end[n - 1] == 0xff) n--;
+    if (n == 0) { /* every key: etcd's "\0" */
+        end[0] = 0;
+        return 1;
+    }
+    end[n - 1]++;
+    return n;
+}
+
+/* A RangeRequest for key or the keys under it; range_end's storage in end. */
+static void range_request(etcdserverpb_RangeRequest *r, const char *key, int prefix, char *end,
+                          fs_wire_bytes_t *kb, fs_wire_bytes_t *eb)
+{
+    *r = (etcdserverpb_RangeRequest)etcdserverpb_RangeRequest_init_zero;
+    fs_wire_set_bytes(&r->key, kb, key, strlen(key));
+    if (prefix) fs_wire_set_bytes(&r->range_end, eb, end, prefix_end(key, end));
+}
+
+static fs_status_t check_key(const fs_etcd_t *e, const char *key, fs_error_t *err)
+{
+    if (!key || !key[0]) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd %s: an empty key", e->endpoint);
+    return FS_OK;
+}
+
+fs_status_t fs_etcd_get(fs_etcd_t *e, const char *key, int prefix, fs_etcd_kvs_t *out, fs_error_t *err)
+{
+    fs_etcd_kvs_free(out);
+    fs_status_t st = check_key(e, key, err);
+    if (st != FS_OK) return st;
+    char *end = malloc(strlen(key) + 2);
+    if (!end) return fs_error(err, FS_ERR_NOMEM, "etcd %s: out of memory", e->endpoint);
+    etcdserverpb_RangeRequest req;
+    fs_wire_bytes_t kb, eb;
+    range_request(&req, key, prefix, end, &kb, &eb);
+    etcdserverpb_RangeResponse resp = etcdserverpb_RangeResponse_init_zero;
+    resp.kvs.funcs.decode = read_kv;
+    resp.kvs.arg = out;
+    st = call(e, "/etcdserverpb.KV/Range", etcdserverpb_RangeRequest_fields, &req, etcdserverpb_RangeResponse_fields,
+              &resp, err);
+    free(end);
+    if (st != FS_OK) fs_etcd_kvs_free(out);
+    else out->revision = resp.header.revision;
+    return st;
+}
+
+fs_status_t fs_etcd_put(fs_etcd_t *e, const char *key, const void *value, size_t len, int64_t lease,
+                        int64_t *revision, fs_error_t *err)
+{
+    fs_status_t st = check_key(e, key, err);
+    if (st != FS_OK) return st;
+    etcdserverpb_PutRequest req = etcdserverpb_PutRequest_init_zero;
+    fs_wire_bytes_t kb, vb;
+    fs_wire_set_bytes(&req.key, &kb, key, strlen(key));
+    fs_wire_set_bytes(&req.value, &vb, value, len);
+    req.lease = lease;
+    etcdserverpb_PutResponse resp = etcdserverpb_PutResponse_init_zero;
+    st = call(e, "/etcdserverpb.KV/Put", etcdserverpb_PutRequest_fields, &req, etcdserverpb_PutResponse_fields, &resp,
+              err);
+    if (st == FS_OK && revision) *revision = resp.header.revision;
+    return st;
+}
+
+/* nanopb callback: one ResponseOp of a transaction's failure branch, whose
+ * range answer's keys go to *arg. */
+static bool read_response_op(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+    (void)field;
+    etcdserverpb_ResponseOp op = etcdserverpb_ResponseOp_init_zero;
+    op.response_range.kvs.funcs.decode = read_kv;
+    op.response_range.kvs.arg = *arg;
+    return pb_decode(stream, etcdserverpb_ResponseOp_fields, &op);
+}
+
+fs_status_t fs_etcd_put_if(fs_etcd_t *e, const char *key, const void *value, size_t len, int64_t lease,
+                           int64_t expect, int *swapped, fs_etcd_kvs_t *current, int64_t *revision,
+                           fs_error_t *err)
+{
+    *swapped = 0;
+    fs_etcd_kvs_t ignored = {0}, *now = current ? current : &ignored;
+    fs_etcd_kvs_free(now);
+    fs_status_t st = check_key(e, key, err);
+    if (st != FS_OK) return st;
+    size_t klen = strlen(key);
+    etcdserverpb_TxnRequest req = etcdserverpb_TxnRequest_init_zero;
+    fs_wire_bytes_t kb[3], vb;
+    /* the key's mod revision is `expect` (0 is also what etcd compares for a key it does not have) */
+    req.compare_count = 1;
+    req.compare[0].result = CMP_EQUAL;
+    req.compare[0].target = CMP_TARGET_MOD;
+    fs_wire_set_bytes(&req.compare[0].key, &kb[0], key, klen);
+    req.compare[0].mod_revision = expect;
+    req.success_count = 1;
+    req.success[0].has_request_put = true;
+    fs_wire_set_bytes(&req.success[0].request_put.key, &kb[1], key, klen);
+    fs_wire_set_bytes(&req.success[0].request_put.value, &vb, value, len);
+    req.success[0].request_put.lease = lease;
+    req.failure_count = 1;
+    req.failure[0].has_request_range = true;
+    fs_wire_set_bytes(&req.failure[0].request_range.key, &kb[2], key, klen);
+    etcdserverpb_TxnResponse resp = etcdserverpb_TxnResponse_init_zero;
+    resp.responses.funcs.decode = read_response_op;
+    resp.responses.arg = now;
+    st = call(e, "/etcdserverpb.KV/Txn", etcdserverpb_TxnRequest_fields, &req, etcdserverpb_TxnResponse_fields, &resp,
+              err);
+    if (st == FS_OK) {
+        *swapped = resp.succeeded;
+        now->revision = resp.header.revision;
+        if (revision) *revision = resp.header.revision;
+    }
+    if (st != FS_OK || now == &ignored) fs_etcd_kvs_free(now);
+    return st;
+}
+
+fs_status_t fs_etcd_delete(fs_etcd_t *e, const char *key, int prefix, int64_t *deleted, fs_error_t *err)
+{
+    fs_status_t st = check_key(e, key, err);
+    if (st != FS_OK) return st;
+    char *end = malloc(strlen(key) + 2);
+    if (!end) return fs_error(err, FS_ERR_NOMEM, "etcd %s: out of memory", e->endpoint);
+    etcdserverpb_DeleteRangeRequest req = etcdserverpb_DeleteRangeRequest_init_zero;
+    fs_wire_bytes_t kb, eb;
+    fs_wire_set_bytes(&req.key, &kb, key, strlen(key));
+    if (prefix) fs_wire_set_bytes(&req.range_end, &eb, end, prefix_end(key, end));
+    etcdserverpb_DeleteRangeResponse resp = etcdserverpb_DeleteRangeResponse_init_zero;
+    st = call(e, "/etcdserverpb.KV/DeleteRange", etcdserverpb_DeleteRangeRequest_fields, &req,
+              etcdserverpb_DeleteRangeResponse_fields, &resp, err);
+    free(end);
+    if (st == FS_OK && deleted) *deleted = resp.deleted;
+    return st;
+}
+
+/* ---- leases --------------------------------------------------------------------- */
+
+fs_status_t fs_etcd_lease_grant(fs_etcd_t *e, int64_t ttl_s, int64_t *id, fs_error_t *err)
+{
+    if (ttl_s <= 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd %s: a lease's TTL must be positive", e->endpoint);
+    etcdserverpb_LeaseGrantRequest req = {.TTL = ttl_s};
+    etcdserverpb_LeaseGrantResponse resp = etcdserverpb_LeaseGrantResponse_init_zero;
+    fs_status_t st = call(e, "/etcdserverpb.Lease/LeaseGrant", etcdserverpb_LeaseGrantRequest_fields, &req,
+                          etcdserverpb_LeaseGrantResponse_fields, &resp, err);
+    if (st != FS_OK) return st;
+    if (resp.error[0] || resp.ID == 0)
+        return fs_error(err, FS_ERR_RESOURCE, "etcd %s: LeaseGrant: %s", e->endpoint,
+                        resp.error[0] ? resp.error : "no lease id in the answer");
+    *id = resp.ID;
+    return FS_OK;
+}
+
+fs_status_t fs_etcd_lease_keepalive(fs_etcd_t *e, int64_t id, int64_t *ttl_s, fs_error_t *err)
+{
+    etcdserverpb_LeaseKeepAliveRequest req = {.ID = id};
+    etcdserverpb_LeaseKeepAliveResponse resp = etcdserverpb_LeaseKeepAliveResponse_init_zero;
+    fs_status_t st = call(e, "/etcdserverpb.Lease/LeaseKeepAlive", etcdserverpb_LeaseKeepAliveRequest_fields, &req,
+                          etcdserverpb_LeaseKeepAliveResponse_fields, &resp, err);
+    if (st != FS_OK) return st;
+    if (resp.TTL <= 0) /* etcd answers an expired or unknown lease with TTL 0 */
+        return fs_error(err, FS_ERR_NOT_FOUND, "etcd %s: lease %llx has expired", e->endpoint, (unsigned long long)id);
+    if (ttl_s) *ttl_s = resp.TTL;
+    return FS_OK;
+}
+
+fs_status_t fs_etcd_lease_revoke(fs_etcd_t *e, int64_t id, fs_error_t *err)
+{
+    etcdserverpb_LeaseRevokeRequest req = {.ID = id};
+    etcdserverpb_LeaseRevokeResponse resp = etcdserverpb_LeaseRevokeResponse_init_zero;
+    return call(e, "/etcdserverpb.Lease/LeaseRevoke", etcdserverpb_LeaseRevokeRequest_fields, &req,
+                etcdserverpb_LeaseRevokeResponse_fields, &resp, err);
+}

@@ -1,0 +1,98 @@
+/* test_etcd.c — a private etcd per test (test_etcd.h). Readiness is a
+ * Range that etcd answers; the ports are free when chosen, and a port taken
+ * in between shows as etcd exiting, which fails the test with its log. */
+#include "test_etcd.h"
+
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_etcd.h"
+#include "test_util.h"
+
+const char *tu_etcd_bin(void)
+{
+    static const char *paths[] = {"/usr/bin/etcd", "/usr/local/bin/etcd"};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        if (access(paths[i], X_OK) == 0) return paths[i];
+    return NULL;
+}
+
+int tu_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+              getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static pid_t spawn_etcd(const char *dir, int client, int peer)
+{
+    char log[4096], data[4096], curl[64], purl[64], cluster[96];
+    snprintf(log, sizeof log, "%s/etcd.log", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(curl, sizeof curl, "http://127.0.0.1:%d", client);
+    snprintf(purl, sizeof purl, "http://127.0.0.1:%d", peer);
+    snprintf(cluster, sizeof cluster, "t=%s", purl);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
+        FILE *f = freopen(log, "w", stdout);
+        (void)f;
+        dup2(1, 2);
+        execl(tu_etcd_bin(), "etcd", "--name", "t", "--data-dir", data, "--listen-client-urls", curl,
+              "--advertise-client-urls", curl, "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+              "--initial-cluster", cluster, "--log-level", "error", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+void tu_etcd_start(tu_etcd_t *e)
+{
+    cr_assert(tu_etcd_bin(), "no etcd installed (apt-get install etcd-server)");
+    memset(e, 0, sizeof *e);
+    e->dir = tu_mkdtemp();
+    e->port = tu_free_port();
+    snprintf(e->endpoint, sizeof e->endpoint, "127.0.0.1:%d", e->port);
+    e->pid = spawn_etcd(e->dir, e->port, tu_free_port());
+    fs_etcd_t *h;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_etcd_open(e->endpoint, 500, &h, &err), FS_OK, "%s", err.msg);
+    fs_etcd_kvs_t kvs = {0};
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (fs_etcd_get(h, "/ready", 0, &kvs, &err) == FS_OK) break;
+        int st;
+        cr_assert_eq(waitpid(e->pid, &st, WNOHANG), 0, "etcd exited (see %s/etcd.log)", e->dir);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        cr_assert_lt(t.tv_sec - t0.tv_sec, 20, "etcd did not answer within 20 s: %s", err.msg);
+        usleep(50 * 1000);
+    }
+    fs_etcd_kvs_free(&kvs);
+    fs_etcd_close(h);
+}
+
+void tu_etcd_stop(tu_etcd_t *e)
+{
+    if (e->pid > 0) {
+        kill(e->pid, SIGKILL);
+        waitpid(e->pid, NULL, 0);
+    }
+    if (e->dir) tu_rm_rf(e->dir);
+    free(e->dir);
+    memset(e, 0, sizeof *e);
+}
