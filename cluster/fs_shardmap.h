@@ -1,0 +1,89 @@
+/* fs_shardmap.h — the shard map of a sharded featstore, and the shards'
+ * registrations it is made from.
+ *
+ * A partitioned dataset (featstore partition) has V virtual partitions;
+ * each shard server owns some of them. In etcd, under /featstore/NAME/:
+ *   shards/<id>  each live shard's registration (fs_shard_reg_t), attached
+ *                to its lease, so a shard that dies vanishes with it;
+ *   map          the shard map (fs_shard_map_t): which shard owns each
+ *                part and how to reach it, one key whose etcd revision is
+ *                the map's revision, which every request carries.
+ * The map is a pure function of the registrations (fs_shard_map_build), so
+ * any shard may write it (a compare-and-swap on its revision) and all of
+ * them converge on the same one.
+ *
+ * Both are JSON, read strictly: they come from etcd (or a static file), so
+ * every field is checked for type, range and consistency, and an unknown
+ * key is an error that names it. Pure functions; thread-safe. */
+#ifndef FS_SHARDMAP_H
+#define FS_SHARDMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs_types.h"
+
+/* Limits of a cluster, each defined here once. */
+#define FS_CLUSTER_NAME_MAX 63      /* letters, digits, '_' and '-' */
+#define FS_CLUSTER_SHARDS_MAX 1024  /* shard ids are 0 .. FS_CLUSTER_SHARDS_MAX - 1 */
+#define FS_CLUSTER_PARTS_MAX 65536  /* virtual partitions of one partitioning */
+#define FS_CLUSTER_ADDR_MAX 255     /* a gRPC address, host:port */
+#define FS_CLUSTER_UNIX_MAX 107     /* a unix socket path (sockaddr_un's sun_path) */
+#define FS_CLUSTER_HOST_MAX 63      /* a machine's name: unix:// is used where it matches */
+#define FS_CLUSTER_PARTITIONING_LEN 16 /* the partition book's id: 16 hex digits */
+
+/* Where a shard answers. */
+typedef struct {
+    int id;
+    char grpc[FS_CLUSTER_ADDR_MAX + 1];
+    char unix_path[FS_CLUSTER_UNIX_MAX + 1]; /* "" when it has no unix socket */
+    char host[FS_CLUSTER_HOST_MAX + 1];
+} fs_shard_addr_t;
+
+/* A shard's registration: its address, the partitioning it serves and the
+ * parts it holds (ascending). */
+typedef struct {
+    fs_shard_addr_t addr;
+    char partitioning[FS_CLUSTER_PARTITIONING_LEN + 1];
+    int parts;       /* V of the partitioning */
+    int *owns;       /* [num_owned], ascending */
+    int num_owned;
+} fs_shard_reg_t;
+
+/* The map: every part's owning shard (-1: none registered holds it). */
+typedef struct {
+    char name[FS_CLUSTER_NAME_MAX + 1];
+    char partitioning[FS_CLUSTER_PARTITIONING_LEN + 1];
+    int parts;
+    int *owner;              /* [parts] */
+    fs_shard_addr_t *shard;  /* [num_shards], ascending id */
+    int num_shards;
+    int64_t revision;        /* etcd's mod revision of the map key; 0 for a static map */
+} fs_shard_map_t;
+
+/* FS_ERR_INVALID_ARGUMENT unless name is 1..FS_CLUSTER_NAME_MAX of [A-Za-z0-9_-]. */
+fs_status_t fs_cluster_name_check(const char *name, fs_error_t *err);
+
+/* Registrations. The JSON is the caller's (free()); parse fills *out, which
+ * fs_shard_reg_free releases. */
+char *fs_shard_reg_format(const fs_shard_reg_t *r);
+fs_status_t fs_shard_reg_parse(const char *json, size_t len, fs_shard_reg_t *out, fs_error_t *err);
+void fs_shard_reg_free(fs_shard_reg_t *r);
+
+/* The map of cluster `name` from n registrations: they must share one
+ * partitioning (else FS_ERR_FORMAT naming the shard that differs), and no
+ * part may be claimed twice (FS_ERR_EXISTS naming the part and both
+ * shards). Parts no shard holds get owner -1. revision is left 0. */
+fs_status_t fs_shard_map_build(const char *name, const fs_shard_reg_t *regs, int n, fs_shard_map_t *out,
+                               fs_error_t *err);
+
+char *fs_shard_map_format(const fs_shard_map_t *m);
+/* Parses a map (its revision left 0: the caller sets etcd's). */
+fs_status_t fs_shard_map_parse(const char *json, size_t len, fs_shard_map_t *out, fs_error_t *err);
+void fs_shard_map_free(fs_shard_map_t *m);
+/* Whether two maps say the same thing (revisions aside). */
+int fs_shard_map_same(const fs_shard_map_t *a, const fs_shard_map_t *b);
+/* The shard owning part p, or NULL when none does (or p is out of range). */
+const fs_shard_addr_t *fs_shard_map_owner(const fs_shard_map_t *m, int p);
+
+#endif
