@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,17 @@ static pid_t spawn_etcd(const char *dir, int client, int peer)
     return pid;
 }
 
+/* Whether something accepts connections on the loopback port. */
+static int port_open(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
 void tu_etcd_start(tu_etcd_t *e)
 {
     cr_assert(tu_etcd_bin(), "no etcd installed (apt-get install etcd-server)");
@@ -68,22 +80,25 @@ void tu_etcd_start(tu_etcd_t *e)
     e->port = tu_free_port();
     snprintf(e->endpoint, sizeof e->endpoint, "127.0.0.1:%d", e->port);
     e->pid = spawn_etcd(e->dir, e->port, tu_free_port());
-    fs_etcd_t *h;
+    /* the port first (a gRPC channel that finds nothing backs off for seconds), then a Range */
     fs_error_t err = {0};
-    cr_assert_eq(fs_etcd_open(e->endpoint, 500, &h, &err), FS_OK, "%s", err.msg);
-    fs_etcd_kvs_t kvs = {0};
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        if (fs_etcd_get(h, "/ready", 0, &kvs, &err) == FS_OK) break;
+    for (int answered = 0; !answered;) {
         int st;
         cr_assert_eq(waitpid(e->pid, &st, WNOHANG), 0, "etcd exited (see %s/etcd.log)", e->dir);
         clock_gettime(CLOCK_MONOTONIC, &t);
         cr_assert_lt(t.tv_sec - t0.tv_sec, 20, "etcd did not answer within 20 s: %s", err.msg);
-        usleep(50 * 1000);
+        if (port_open(e->port)) {
+            fs_etcd_t *h;
+            fs_etcd_kvs_t kvs = {0};
+            cr_assert_eq(fs_etcd_open(e->endpoint, 1000, &h, &err), FS_OK, "%s", err.msg);
+            answered = fs_etcd_get(h, "/ready", 0, &kvs, &err) == FS_OK;
+            fs_etcd_kvs_free(&kvs);
+            fs_etcd_close(h);
+        }
+        if (!answered) usleep(20 * 1000);
     }
-    fs_etcd_kvs_free(&kvs);
-    fs_etcd_close(h);
 }
 
 void tu_etcd_stop(tu_etcd_t *e)
