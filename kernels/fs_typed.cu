@@ -629,7 +629,7 @@ static Pass make_pass(const State &st, const fs_typed_view_t *g, const fs_typed_
     p.mode = req->mode[hop], p.k = req->fanout[e * req->num_hops + hop], p.hop = hop;
     p.temporal = req->temporal, p.strict = req->strict, p.window = req->window;
     p.disjoint = st.disjoint, p.num_types = st.types, p.src_type = et->src_type, p.etype = e;
-    p.seed = req->seed ^ (e ? fs_mix64((u64)e * 0x2545f4914f6cdd1dULL) : 0); // fs_typed_pass.c's fs_typed_run_pass
+    p.seed = req->seed ^ (e ? fs_mix64((u64)e * 0x2545f4914f6cdd1dULL) : 0); // pass_seed (fs_typed_internal.h)
     p.x = st.etype_x.p[e] ? st.x.p : nullptr;
     p.nx = st.etype_x.p[e] ? st.nx : 0;
     // routed as the CPU's plain passes are (fs_typed_run_pass); the others read part 0

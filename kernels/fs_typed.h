@@ -65,6 +65,43 @@ typedef struct {
     const uint64_t *route;   /* [num_nodes] FS_ROUTE(part, row); NULL = part 0, row = id */
 } fs_csr_view_t;
 
+/* One hop's picks of some rows of an edge type, not relabelled: what a
+ * shard of a partitioned graph answers for the destinations it owns
+ * (owner-routed sampling, docs/design.md). The rows are positions in et's
+ * indptr (a shard's local rows), each picked as fs_typed_sample_cpu picks
+ * the node key[i] at this hop and edge type of a request with this seed:
+ * the RNG is keyed by the node's id in the whole graph, so the picks are
+ * the ones one server makes for it. Plain passes only (no time,
+ * exclusions or disjoint trees). */
+typedef struct {
+    int hop, etype;            /* the pass: its RNG stream */
+    int fanout;                /* > 0 or FS_FANOUT_ALL */
+    fs_sample_mode_t mode;
+    uint64_t seed;             /* the request's */
+    int want_edge_ids;
+} fs_typed_picks_req_t;
+
+/* The answer: row i's picks are [off[i], off[i + 1]) of src (et's indices
+ * as they are) and, if asked, eid (et's edge ids, or positions). The
+ * arrays are the sampler's until its next call. */
+typedef struct {
+    int64_t n;
+    const int64_t *off, *src, *eid;
+} fs_typed_picks_t;
+
+/* Picks made elsewhere: an edge type whose rows live on other machines
+ * (a partitioned graph's shards) gives the engine, for each pass, the
+ * picks of the pass's destinations (ids of its destination type, in
+ * order) through `picks`; the engine relabels them as it relabels its own
+ * (owner-routed sampling, docs/design.md). The answer is borrowed until the
+ * next call. Plain passes only: the engine refuses time, exclusions and
+ * disjoint trees on such an edge type. */
+typedef struct {
+    fs_status_t (*picks)(void *ctx, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
+                         fs_typed_picks_t *out, fs_error_t *err);
+    void *ctx;
+} fs_typed_remote_t;
+
 /* One destination's row of a timed edge type, summarised for temporal
  * sampling (fs_typed_time_rows): where the row starts, its length and five
  * of its times, as int32 steps of 2^time_shift above the edge type's
@@ -108,6 +145,9 @@ typedef struct {
      * lists are read from. Passes with time, exclusions or disjoint trees
      * read part 0. NULL, or a view without a route: part 0. */
     const fs_csr_view_t *tiers;
+    /* Rows picked elsewhere (fs_typed_remote_t): indptr, indices, edge_ids
+     * and weights unused. NULL: the rows above. */
+    const fs_typed_remote_t *remote;
 } fs_typed_etype_t;
 
 /* Source id at position pos of an edge type, whatever the index width. */
@@ -226,6 +266,12 @@ fs_status_t fs_typed_check(const fs_typed_view_t *g, const fs_typed_req_t *req, 
 fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
                                 const fs_typed_seeds_t *groups, int num_groups, const fs_typed_exclude_t *excl,
                                 int64_t num_excl, fs_typed_result_t *res, fs_error_t *err);
+
+/* FS_ERR_INVALID_ARGUMENT names a row outside [0, num_rows) or a bad
+ * fanout or mode. */
+fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, int64_t num_rows,
+                           const fs_typed_picks_req_t *q, const int64_t *rows, const int64_t *key, int64_t n,
+                           fs_typed_picks_t *out, fs_error_t *err);
 
 /* CUDA: the same sampling on `device` (kernels/fs_typed.cu). The view's
  * arrays must be device-readable: every edge type's indptr, indices,

@@ -69,7 +69,7 @@ static fs_status_t check_hops(const fs_typed_view_t *g, const fs_typed_req_t *re
                 return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: %s hop %d: fanout %d, must be >= 0 "
                                 "or -1 (all)", fs_typed_etype_name(g, e, nb, sizeof nb), h, k);
             if (k == 0) continue;
-            if (req->mode[h] >= FS_SAMPLE_WEIGHTED && !et->weights)
+            if (req->mode[h] >= FS_SAMPLE_WEIGHTED && !et->weights && !et->remote) /* a remote type: its shards check */
                 return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: hop %d asks for weighted sampling but %s "
                                 "has no edge weights", h, fs_typed_etype_name(g, e, nb, sizeof nb));
             if (req->temporal && !et->time)

@@ -160,6 +160,7 @@ struct fs_typed_sampler {
     fs_i64vec_t rows;             /* the pass's rows (pass_t.row) */
     fs_i64vec_t known;            /* their eligible ends from summaries (pass_t.known) */
     fs_i64vec_t parts;            /* a routed pass's row parts, one byte each (pass_t.row_part) */
+    fs_i64vec_t pk_off, pk_src, pk_eid; /* fs_typed_picks' answer */
 };
 
 /* Pivot j's position in a row of deg > 0 edges: 0 for the first, deg - 1
@@ -387,6 +388,7 @@ typedef struct {
     fs_sample_mode_t mode;
     int64_t k;
     uint64_t seed;   /* the request seed mixed with the edge type */
+    uint64_t seed_req; /* the request's own (what a remote pass passes on) */
     int hop;
     int temporal, strict;
     int64_t window;
@@ -407,7 +409,16 @@ typedef struct {
     const uint8_t *row_part;
     const fs_csr_part_t *part;
     int lazy;        /* rows read where they are picked: by each chunk on the pool (into row), or inline */
+    const fs_typed_picks_t *remote; /* the destinations' picks made elsewhere (fs_typed_etype_t.remote) */
 } pass_t;
+
+/* The RNG seed of edge type e's passes: the request's, mixed with e past
+ * edge type 0 (so one type and one edge type match fs_sample_cpu). The
+ * CUDA twin (fs_typed.cu) mixes the same way. */
+static inline uint64_t pass_seed(uint64_t req_seed, int e)
+{
+    return req_seed ^ (e ? fs_mix64((uint64_t)e * 0x2545f4914f6cdd1dULL) : 0);
+}
 
 static inline int64_t row_start(const pass_t *p, int64_t d)
 {

@@ -246,7 +246,8 @@ static inline void flush(fs_typed_sampler_t *s, int type, const pending_t *pend,
  * paths' branches and keep the tightest register budget. */
 static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_t *s, const pass_t *p, int64_t d0,
                                                                int64_t d1, block_ws_t *bw, const int wide,
-                                                               const int full, const int routed, const int inl)
+                                                               const int full, const int routed, const int inl,
+                                                               const int remote)
 {
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
@@ -267,8 +268,10 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     off[0] = 0;
     const int64_t *ip = et->indptr;
     for (int64_t d = d0; d < d1; d++) {
-        int64_t v = frontier[d], b, deg, *pos;
-        if (inl) { /* the row read here (pass_t.lazy): indptr far ahead, the row's start nearer */
+        int64_t v = frontier[d], b, deg, *pos = NULL, m;
+        if (remote) { /* the answer's picks, in order */
+            b = p->remote->off[d - d0], m = p->remote->off[d - d0 + 1] - b;
+        } else if (inl) { /* the row read here (pass_t.lazy): indptr far ahead, the row's start nearer */
             if (d + 2 * INLINE_AHEAD < d1) __builtin_prefetch(&ip[frontier[d + 2 * INLINE_AHEAD]], 0, 0);
             if (d + INLINE_AHEAD < d1)
                 __builtin_prefetch((const char *)et->indices + ip[frontier[d + INLINE_AHEAD]] * (wide ? 8 : 4), 0, 0);
@@ -277,18 +280,22 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
             if (d + PREFETCH_AHEAD < d1) prefetch_row(p, d + PREFETCH_AHEAD, routed);
             b = row_start(p, d), deg = row_degree(p, d);
         }
-        int64_t m = row_picks(s, &s->pw, p, d, v, b, deg, dbatch ? dbatch[d - d0] : 0,
-                              range ? range + 2 * (d - d0) : NULL, &tag, &pos, full);
+        if (!remote)
+            m = row_picks(s, &s->pw, p, d, v, b, deg, dbatch ? dbatch[d - d0] : 0, range ? range + 2 * (d - d0) : NULL,
+                          &tag, &pos, full);
         const void *ind = routed ? row_indices(p, d) : et->indices;
         for (int64_t q = 0; q < m; q++) {
             int64_t at = pos ? pos[q] : q;
-            int64_t src = wide ? ((const int64_t *)ind)[b + at] : ((const int32_t *)ind)[b + at];
+            int64_t src = remote ? p->remote->src[b + at]
+                          : wide ? ((const int64_t *)ind)[b + at] : ((const int32_t *)ind)[b + at];
             uint64_t key = key_of(tag, src);
             size_t slot = full ? key_slot(s, src_type, key) : tmap_hash(s, key);
             __builtin_prefetch(full ? key_slot_at(s, src_type, slot) : &s->map[slot], 1, 0);
             pend[np++] = (pending_t){key, (uint32_t)slot, (int32_t)(d - d0)};
             ed[e] = d;
-            if (eid) {
+            if (eid && remote) {
+                eid[e] = p->remote->eid[b + at];
+            } else if (eid) {
                 int64_t pos0 = routed ? row_edge(p, d, v, at) : b + at; /* inline rows are never routed */
                 eid[e] = et->edge_ids ? et->edge_ids[pos0] : pos0;
             }
@@ -308,42 +315,47 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
 
 static int64_t pass_plain_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 0, 0, 0);
+    return pass_body(s, p, d0, d1, bw, 0, 0, 0, 0, 0);
 }
 
 static int64_t pass_plain_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 0, 0, 0);
+    return pass_body(s, p, d0, d1, bw, 1, 0, 0, 0, 0);
 }
 
 static int64_t pass_full_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 1, 0, 0);
+    return pass_body(s, p, d0, d1, bw, 0, 1, 0, 0, 0);
 }
 
 static int64_t pass_full_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 1, 0, 0);
+    return pass_body(s, p, d0, d1, bw, 1, 1, 0, 0, 0);
 }
 
 static int64_t pass_inline_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 0, 0, 1);
+    return pass_body(s, p, d0, d1, bw, 0, 0, 0, 1, 0);
 }
 
 static int64_t pass_inline_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 0, 0, 1);
+    return pass_body(s, p, d0, d1, bw, 1, 0, 0, 1, 0);
 }
 
 static int64_t pass_routed_i32(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 0, 0, 1, 0);
+    return pass_body(s, p, d0, d1, bw, 0, 0, 1, 0, 0);
 }
 
 static int64_t pass_routed_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
-    return pass_body(s, p, d0, d1, bw, 1, 0, 1, 0);
+    return pass_body(s, p, d0, d1, bw, 1, 0, 1, 0, 0);
+}
+
+static int64_t pass_remote(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 0, 0, 0, 0, 1);
 }
 
 /* Rows whose indptr or summary is prefetched ahead of the one read: each
@@ -496,6 +508,25 @@ static int64_t pass_bound_on_pool(const fs_typed_sampler_t *s, const pass_t *p, 
     return bound;
 }
 
+/* The picks of a pass whose rows are elsewhere (fs_typed_etype_t.remote),
+ * for every destination at once, into *out. */
+static fs_status_t remote_picks(fs_typed_sampler_t *s, const fs_typed_view_t *g, const pass_t *p, int64_t d0,
+                                int64_t d1, fs_typed_picks_t *out, fs_error_t *err)
+{
+    char nb[64];
+    const fs_typed_etype_t *et = p->et;
+    if (s->temporal || s->disjoint || s->x.n || s->par.active)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample: %s is sampled by the shards that hold it, which "
+                        "takes no time, exclusions or disjoint trees yet", fs_typed_etype_name(g, p->etype, nb, sizeof nb));
+    fs_typed_picks_req_t q = {.hop = p->hop, .etype = p->etype, .fanout = (int)p->k, .mode = p->mode,
+                              .seed = p->seed_req, .want_edge_ids = p->want_ids};
+    fs_status_t st = et->remote->picks(et->remote->ctx, &q, s->tw[et->dst_type].nodes.p + d0, d1 - d0, out, err);
+    if (st == FS_OK && out->n != d1 - d0)
+        st = fs_error(err, FS_ERR_INTERNAL, "typed sample: %s: picks for %lld destinations, %lld asked",
+                      fs_typed_etype_name(g, p->etype, nb, sizeof nb), (long long)out->n, (long long)(d1 - d0));
+    return st;
+}
+
 /* Samples edge type e at hop h for the destinations d0..d1-1 (local ids of
  * its destination type, fixed when the hop began). */
 fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req, int hop,
@@ -507,7 +538,7 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
     pass_t p = {.et = et, .mode = req->mode[hop], .k = req_fanout(req, e, hop), .hop = hop, .etype = e,
                 .temporal = req->temporal, .strict = req->strict, .window = req->window,
                 .want_ids = req->want_edge_ids,
-                .seed = req->seed ^ (e ? fs_mix64((uint64_t)e * 0x2545f4914f6cdd1dULL) : 0)};
+                .seed = pass_seed(req->seed, e), .seed_req = req->seed};
     if (p.k == 0) d1 = d0;   /* not sampled at this hop: an empty block */
     if (req->locality && req->locality->s > 1) { /* boosted rows: their own pass (fs_locality.c) */
         int64_t n;
@@ -518,6 +549,12 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
                                 .dst_offsets = bw->off.p, .edge_dst = bw->edst.p, .edge_src = bw->esrc.p,
                                 .edge_ids = req->want_edge_ids ? bw->eid.p : NULL, .edge_weights = w};
         return st;
+    }
+    fs_typed_picks_t picks;
+    if (et->remote && d1 > d0) { /* picks made elsewhere, for every destination at once */
+        fs_status_t st = remote_picks(s, g, &p, d0, d1, &picks, err);
+        if (st != FS_OK) return st;
+        p.remote = &picks;
     }
     /* the pool takes passes whose worst case reaches the threshold, and
      * then sums the exact bound (the same on either path) too */
@@ -540,7 +577,8 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
         p.row_part = (const uint8_t *)s->parts.p, p.part = et->tiers->part;
     }
     int parallel = s->par.active;
-    if (!parallel) {
+    if (p.remote) bound = picks.off[d1 - d0], max_deg = p.k > 0 ? p.k : 1; /* inserted here, in order */
+    else if (!parallel) {
         if (p.k == FS_FANOUT_ALL) bound = fs_typed_pass_bound(s, &p, d0, d1, &max_deg, s->rows.p);
         parallel = (p.k == FS_FANOUT_ALL ? bound : (d1 - d0) * p.k) >= fs_chunk_parallel_min;
     }
@@ -576,7 +614,8 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
         if ((n = fs_typed_pass_inserter(s, &p, d0, d1, bound, max_deg, bw)) < 0)
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
     } else {
-        n = full     ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
+        n = p.remote ? pass_remote(s, &p, d0, d1, bw)
+            : full   ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
             : routed ? (wide ? pass_routed_i64 : pass_routed_i32)(s, &p, d0, d1, bw)
             : p.lazy ? (wide ? pass_inline_i64 : pass_inline_i32)(s, &p, d0, d1, bw)
                      : (wide ? pass_plain_i64 : pass_plain_i32)(s, &p, d0, d1, bw);

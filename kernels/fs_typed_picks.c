@@ -1,0 +1,71 @@
+/* fs_typed_picks.c — one hop's picks of given rows, not relabelled
+ * (fs_typed.h's fs_typed_picks): the engine's side of owner-routed
+ * sampling. A shard of a partitioned graph answers a hop for the
+ * destinations it owns; the trainer merges the answers in frontier order
+ * and relabels them (fs_routed.h).
+ *
+ * Each row is picked by row_picks, the serial pass's own per-row code, with
+ * the pass's RNG stream (pass_seed, the hop) keyed by the node's id in the
+ * whole graph rather than the shard's row number: so a row picks here
+ * exactly what one server's engine picks for that node. */
+#include "fs_typed.h"
+
+#include "fs_typed_internal.h"
+
+static fs_status_t picks_check(const fs_typed_etype_t *et, int64_t num_rows, const fs_typed_picks_req_t *q,
+                               const int64_t *rows, int64_t n, fs_error_t *err)
+{
+    if (q->fanout < FS_FANOUT_ALL || q->fanout == 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: fanout %d, must be > 0 or -1 (all)", q->fanout);
+    if ((unsigned)q->mode >= FS_SAMPLE_MODE_COUNT_)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: mode %d is unknown", (int)q->mode);
+    if (q->mode >= FS_SAMPLE_WEIGHTED && !et->weights)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: weighted picks, but the edge type has no weights");
+    if (q->hop < 0 || q->hop >= FS_MAX_HOPS || q->etype < 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: hop %d or edge type %d out of range", q->hop, q->etype);
+    for (int64_t i = 0; i < n; i++)
+        if (rows[i] < 0 || rows[i] >= num_rows)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: row %lld (entry %lld) is outside [0, %lld)",
+                            (long long)rows[i], (long long)i, (long long)num_rows);
+    return FS_OK;
+}
+
+fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, int64_t num_rows,
+                           const fs_typed_picks_req_t *q, const int64_t *rows, const int64_t *key, int64_t n,
+                           fs_typed_picks_t *out, fs_error_t *err)
+{
+    fs_status_t st = picks_check(et, num_rows, q, rows, n, err);
+    if (st != FS_OK) return st;
+    /* pass_t.row holds each row's (start, degree), as pass_bound leaves it */
+    pass_t p = {.et = et, .mode = q->mode, .k = q->fanout, .hop = q->hop, .etype = q->etype,
+                .want_ids = q->want_edge_ids, .seed = pass_seed(q->seed, q->etype)};
+    if (fs_i64vec_reserve(&s->rows, 2 * (size_t)n + 2) || fs_i64vec_reserve(&s->pk_off, (size_t)n + 1))
+        return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld rows", (long long)n);
+    int64_t bound = 0, max_deg = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = et->indptr[rows[i]], deg = et->indptr[rows[i] + 1] - b;
+        s->rows.p[2 * i] = b, s->rows.p[2 * i + 1] = deg;
+        bound += p.k == FS_FANOUT_ALL || (p.mode == FS_SAMPLE_UNIFORM && deg < p.k) ? deg : p.k;
+        if (deg > max_deg) max_deg = deg;
+    }
+    p.row = s->rows.p, p.row_d0 = 0;
+    if (fs_i64vec_reserve(&s->pk_src, (size_t)bound + 1) ||
+        (q->want_edge_ids && fs_i64vec_reserve(&s->pk_eid, (size_t)bound + 1)) ||
+        fs_typed_reserve_picks(&s->pw, max_deg > p.k ? max_deg : p.k))
+        return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld picks", (long long)bound);
+    int64_t e = 0, *off = s->pk_off.p, *src = s->pk_src.p, *eid = q->want_edge_ids ? s->pk_eid.p : NULL;
+    uint64_t tag = 0;
+    off[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = row_start(&p, i), *pos;
+        int64_t m = row_picks(s, &s->pw, &p, i, key[i], b, row_degree(&p, i), 0, NULL, &tag, &pos, 0);
+        for (int64_t j = 0; j < m; j++, e++) {
+            int64_t at = b + (pos ? pos[j] : j);
+            src[e] = fs_typed_source(et, at);
+            if (eid) eid[e] = et->edge_ids ? et->edge_ids[at] : at;
+        }
+        off[i + 1] = e;
+    }
+    *out = (fs_typed_picks_t){.n = n, .off = off, .src = src, .eid = eid};
+    return FS_OK;
+}
