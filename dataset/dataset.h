@@ -93,6 +93,7 @@ typedef struct {
     const int64_t *labels;         /* [count], -1 = unlabelled; or NULL */
     int64_t num_classes;
     const int64_t *time;           /* [count] node timestamps, or NULL */
+    const int64_t *orig_ids;       /* a part: [count] each row's id in the source dataset; else NULL */
     int num_splits;
     fs_idset_t *splits;            /* ids of this type */
 } fs_node_type_t;

@@ -101,6 +101,16 @@ static fs_status_t read_part_range(open_ctx_t *c, json_t *o, const char *owner, 
     return s;
 }
 
+/* A part's "orig_ids": each row's id in the source dataset. */
+static fs_status_t open_orig_ids(open_ctx_t *c, json_t *o, fs_node_type_t *t)
+{
+    const char *f;
+    fs_status_t s = ds_need_file(c, o, "orig_ids", &f);
+    if (!s) s = open_i64(c, o, "orig_ids", t->count, "source ids", &t->orig_ids);
+    if (!s) s = ds_check_ids(c, f, t->orig_ids, FS_DTYPE_I64, t->count, 0, t->total, "source id");
+    return s;
+}
+
 /* ---- node types ------------------------------------------------------------ */
 
 static fs_status_t open_node_type(open_ctx_t *c, json_t *o, fs_node_type_t *t)
@@ -119,6 +129,7 @@ static fs_status_t open_node_type(open_ctx_t *c, json_t *o, fs_node_type_t *t)
     if (!s) s = ds_open_labels(c, json_object_get(o, "labels"), t->count, &t->labels, &t->num_classes, t->tables,
                                &t->num_tables);
     if (!s) s = open_i64(c, o, "time", t->count, "node times", &t->time);
+    if (!s && c->ds->partition.parts) s = open_orig_ids(c, o, t);
     if (!s) s = ds_open_splits(c, json_object_get(o, "splits"), t->first, t->first + t->count, &t->splits,
                                &t->num_splits);
     return s;
