@@ -147,7 +147,7 @@ static fs_status_t check_edge_ids(open_ctx_t *c, const char *file, const int64_t
     uint64_t *seen = calloc((size_t)(limit / 64 + 1), sizeof *seen);
     if (!seen) return fs_error(c->err, FS_ERR_NOMEM, "out of memory checking %s", file);
     fs_window_t win;
-    fs_window_init(&win, 0);
+    fs_window_init(&win, ids, (size_t)n * sizeof *ids);
     for (int64_t i = 0; i < n; i++) {
         if (c->flags & FS_OPEN_WINDOWED) fs_window_touch(&win, &ids[i], sizeof *ids);
         uint64_t bit = 1ULL << (ids[i] & 63);
@@ -171,7 +171,7 @@ static fs_status_t check_edge_ids(open_ctx_t *c, const char *file, const int64_t
 static fs_status_t check_time_order(open_ctx_t *c, const char *file, const fs_edge_type_t *e, int64_t rows)
 {
     fs_window_t win;
-    fs_window_init(&win, 0);
+    fs_window_init(&win, e->time, (size_t)e->indptr[rows] * sizeof *e->time);
     for (int64_t d = 0; d < rows; d++) {
         if (c->flags & FS_OPEN_WINDOWED)
             fs_window_touch(&win, &e->time[e->indptr[d]], (size_t)(e->indptr[d + 1] - e->indptr[d]) * sizeof *e->time);

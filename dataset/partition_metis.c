@@ -66,8 +66,9 @@ static void each_edge(const pt_job_t *j, metis_graph_t *g, void (*fn)(metis_grap
     for (int i = 0; i < ds->num_edge_types; i++) {
         const fs_edge_type_t *e = &ds->edge_types[i];
         fs_window_t pw, iw;
-        fs_window_init(&pw, 0), fs_window_init(&iw, 0);
         size_t isz = fs_dtype_size(e->index_dtype);
+        fs_window_init(&pw, e->indptr, (size_t)(ds->node_types[e->dst_type].count + 1) * sizeof *e->indptr);
+        fs_window_init(&iw, e->indices, (size_t)e->num_edges * isz);
         for (int64_t d = 0; d < ds->node_types[e->dst_type].count; d++) {
             fs_window_touch(&pw, &e->indptr[d], 2 * sizeof *e->indptr);
             fs_window_touch(&iw, (const char *)e->indices + e->indptr[d] * isz,
@@ -118,7 +119,7 @@ static void add_in_edges(const pt_job_t *j, metis_graph_t *g)
     for (int i = 0; i < ds->num_edge_types; i++) {
         const fs_edge_type_t *e = &ds->edge_types[i];
         fs_window_t pw;
-        fs_window_init(&pw, 0);
+        fs_window_init(&pw, e->indptr, (size_t)(ds->node_types[e->dst_type].count + 1) * sizeof *e->indptr);
         for (int64_t d = 0; d < ds->node_types[e->dst_type].count; d++) {
             fs_window_touch(&pw, &e->indptr[d], 2 * sizeof *e->indptr);
             g->vwgt[(g->offset[e->dst_type] + d) * g->ncon + g->ncon - 1] += (idx_t)(e->indptr[d + 1] - e->indptr[d]);

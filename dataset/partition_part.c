@@ -35,10 +35,11 @@ typedef struct {
     fs_window_t win;
 } reader_t;
 
-static void reader_init(reader_t *r, const void *base, size_t size)
+/* An array of n elements of `size` bytes. */
+static void reader_init(reader_t *r, const void *base, size_t size, int64_t n)
 {
     r->base = base, r->size = size;
-    fs_window_init(&r->win, 0);
+    fs_window_init(&r->win, base, (size_t)n * size);
 }
 
 /* Elements [at, at + n) of the array, recorded in its window. */
@@ -64,8 +65,8 @@ static void copy_rows(const pt_job_t *j, int t, int p, const void *src, size_t s
     int64_t n = j->first[t][p + 1] - j->first[t][p];
     reader_t in;
     fs_window_t ow;
-    reader_init(&in, src, size);
-    fs_window_init(&ow, 0);
+    reader_init(&in, src, size, j->ds->node_types[t].count);
+    fs_window_init(&ow, out, (size_t)n * size);
     for (int64_t r = 0; r < n; r++) {
         memcpy((char *)out + (size_t)r * size, reader_at(&in, orig[r], 1), size);
         fs_window_touch(&ow, (char *)out + (size_t)r * size, size);
@@ -180,7 +181,7 @@ static int64_t count_edges(const pt_job_t *j, const fs_edge_type_t *e, int p)
     const int64_t *orig = j->orig[e->dst_type] + j->first[e->dst_type][p];
     int64_t n = j->first[e->dst_type][p + 1] - j->first[e->dst_type][p], m = 0;
     reader_t ptr;
-    reader_init(&ptr, e->indptr, sizeof *e->indptr);
+    reader_init(&ptr, e->indptr, sizeof *e->indptr, j->ds->node_types[e->dst_type].count + 1);
     for (int64_t r = 0; r < n; r++) {
         const int64_t *q = reader_at(&ptr, orig[r], 2);
         m += q[1] - q[0];
@@ -194,12 +195,15 @@ static fs_status_t make_rows_out(part_t *pp, int i, int64_t n, int64_t m, json_t
     const fs_edge_type_t *e = &pp->j->ds->edge_types[i];
     memset(out, 0, sizeof *out);
     out->index_dtype = e->index_dtype;
-    for (int k = 0; k < 4; k++) fs_window_init(&out->win[k], 0);
     fs_status_t s = edge_array(pp, i, "indptr", FS_DTYPE_I64, n + 1, o, (void **)&out->indptr);
     if (!s) s = edge_array(pp, i, "indices", e->index_dtype, m, o, &out->indices);
     if (!s) s = edge_array(pp, i, "edge_ids", FS_DTYPE_I64, m, o, (void **)&out->edge_ids);
     if (!s && e->weights) s = edge_array(pp, i, "weights", FS_DTYPE_F32, m, o, (void **)&out->weights);
     if (!s && e->time) s = edge_array(pp, i, "time", FS_DTYPE_I64, m, o, (void **)&out->time);
+    fs_window_init(&out->win[0], out->indices, (size_t)m * fs_dtype_size(e->index_dtype));
+    fs_window_init(&out->win[1], out->edge_ids, (size_t)m * sizeof *out->edge_ids);
+    fs_window_init(&out->win[2], out->weights, (size_t)m * sizeof *out->weights);
+    fs_window_init(&out->win[3], out->time, (size_t)m * sizeof *out->time);
     return s;
 }
 
@@ -209,10 +213,12 @@ static int64_t copy_edge_rows(const pt_job_t *j, const fs_edge_type_t *e, int p,
     const int64_t *orig = j->orig[e->dst_type] + j->first[e->dst_type][p], *new_id = j->new_id[e->src_type];
     const int32_t *owner = j->owner[e->src_type];
     int64_t n = j->first[e->dst_type][p + 1] - j->first[e->dst_type][p], q = 0, cut = 0;
+    int64_t rows = j->ds->node_types[e->dst_type].count, m = e->num_edges;
     reader_t ptr, idx, eid, wt, tm;
-    reader_init(&ptr, e->indptr, sizeof *e->indptr), reader_init(&idx, e->indices, fs_dtype_size(e->index_dtype));
-    reader_init(&eid, e->edge_ids, sizeof *e->edge_ids), reader_init(&wt, e->weights, sizeof *e->weights);
-    reader_init(&tm, e->time, sizeof *e->time);
+    reader_init(&ptr, e->indptr, sizeof *e->indptr, rows + 1);
+    reader_init(&idx, e->indices, fs_dtype_size(e->index_dtype), m);
+    reader_init(&eid, e->edge_ids, sizeof *e->edge_ids, m), reader_init(&wt, e->weights, sizeof *e->weights, m);
+    reader_init(&tm, e->time, sizeof *e->time, m);
     for (int64_t r = 0; r < n; r++) {
         const int64_t *row = reader_at(&ptr, orig[r], 2);
         int64_t b = row[0], len = row[1] - row[0];
@@ -287,7 +293,7 @@ static fs_status_t write_link_split(part_t *pp, int i)
         fs_status_t s = new_array(pp, file, FS_DTYPE_I64, n, cols, k == 4 ? 2 : 1, (void **)&out);
         if (s != FS_OK) return s;
         reader_t in;
-        reader_init(&in, arr[k].src, (size_t)cols * sizeof(int64_t));
+        reader_init(&in, arr[k].src, (size_t)cols * sizeof(int64_t), l->count);
         for (int64_t r = 0; r < n; r++) {
             const int64_t *v = reader_at(&in, g->ids[b + r], 1);
             for (int64_t c = 0; c < cols; c++) out[r * cols + c] = arr[k].map ? arr[k].map[v[c]] : v[c];

@@ -132,8 +132,8 @@ static void stream_type(pt_job_t *j, int t, scorer_t *s, in_rows_t *in)
         const fs_edge_type_t *e = &ds->edge_types[i];
         if (e->dst_type != t) continue;
         in[n_in] = (in_rows_t){.e = e, .src_owner = j->owner[e->src_type]};
-        fs_window_init(&in[n_in].ptr_win, 0);
-        fs_window_init(&in[n_in].idx_win, 0);
+        fs_window_init(&in[n_in].ptr_win, e->indptr, (size_t)(ds->node_types[t].count + 1) * sizeof *e->indptr);
+        fs_window_init(&in[n_in].idx_win, e->indices, (size_t)e->num_edges * fs_dtype_size(e->index_dtype));
         n_in++;
     }
     scorer_init(s, j, t);
