@@ -44,6 +44,8 @@ typedef enum {
     OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT, OPT_MAX_RESPONSE_BYTES, /* the engine's per-request limits (serve) */
     /* featstore propagate */
     OPT_HOPS, OPT_NORM, OPT_SELF_LOOPS, OPT_NO_SELF_LOOPS, OPT_AS_STORED, OPT_ROWS,
+    /* featstore partition */
+    OPT_PARTS, OPT_METHOD, OPT_IMBALANCE,
     OPT_COUNT_
 } cli_opt_t;
 
@@ -122,5 +124,6 @@ int cmd_replan(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_propagate(int argc, char **argv);
+int cmd_partition(int argc, char **argv);
 
 #endif

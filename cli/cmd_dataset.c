@@ -10,6 +10,7 @@
 #include "gen.h"
 #include "import.h"
 #include "info.h"
+#include "partition.h"
 
 static fs_edge_opts_t edge_opts(const cli_t *c)
 {
@@ -108,6 +109,28 @@ int cmd_gen(int argc, char **argv)
     return 0;
 }
 
+/* `featstore info DIR` on a partition root: the whole root verified. */
+static int info_partitioned(const char *dir, int threads)
+{
+    fs_partition_summary_t sum;
+    fs_error_t err = {0};
+    if (fs_partition_verify(dir, threads, &sum, &err) != FS_OK) {
+        fprintf(stderr, "featstore: partitioned dataset %s is NOT valid\n", dir);
+        return cli_fail(&err);
+    }
+    printf("partitioned %s\n", dir);
+    printf("id        %s\n", sum.id);
+    printf("source    %s: %lld nodes of %d node types, %lld edges of %d edge types\n", sum.name[0] ? sum.name :
+           "(unnamed)", (long long)sum.nodes, sum.num_node_types, (long long)sum.edges, sum.num_edge_types);
+    printf("parts     %d, by %s\n", sum.parts, sum.method);
+    printf("edge cut  %lld of %lld edges (%.2f%%)\n", (long long)sum.cut, (long long)sum.edges, 100 * sum.cut_fraction);
+    printf("balance   max / mean over parts, worst node type: nodes %.3f, train %.3f, edges %.3f\n", sum.balance_nodes,
+           sum.balance_train, sum.balance_edges);
+    printf("valid     yes: the book, every part once with its id and manifest checksum, each part a valid dataset "
+           "(checksums match), node maps bijective and matching the parts' orig_ids\n");
+    return 0;
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const cli_opt_t allowed[] = {OPT_NOVERIFY, OPT_THREADS, 0};
@@ -118,6 +141,7 @@ int cmd_info(int argc, char **argv)
     long long threads = 0;
     fs_error_t err = {0};
     if (cli_int(&c, OPT_THREADS, 1, 256, &threads, &err) != FS_OK) return cli_usage("%s", err.msg);
+    if (fs_partition_is_root(c.args[0])) return info_partitioned(c.args[0], (int)threads);
     fs_dataset_t *ds;
     unsigned flags = cli_has(&c, OPT_NOVERIFY) ? 0 : FS_OPEN_VERIFY;
     if (fs_dataset_open(c.args[0], flags, (int)threads, &ds, &err) != FS_OK) {

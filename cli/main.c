@@ -3,6 +3,7 @@
  *
  *   dataset tooling   import, gen, info          (cmd_dataset.c -> dataset/)
  *                     propagate                  (cmd_propagate.c -> dataset/propagate.h)
+ *                     partition                  (cmd_partition.c -> dataset/partition.h)
  *   planning          plan                       (cmd_plan.c -> server/place.h, placement/)
  *   serving           serve, replan, stats       (cmd_serve.c -> server/, client-lib/)
  *   this machine      devices, version, help
@@ -33,6 +34,9 @@ static const char *const usage_text =
     "  propagate DATASET --hops R [--norm sym|rw|none] [--self-loops | --no-self-loops] [--as-stored]\n"
     "            [--table T] [--dtype f32|f16|bf16] [--rows labelled|all [--seed S]] [--threads N] [--force]\n"
     "                                            add hop tables hop_0..hop_R = B^r X (pre-propagation)\n"
+    "  partition DATASET --parts V --out DIR [--method stream|metis] [--imbalance 0.05] [--seed S] [--force]\n"
+    "                                            split a dataset into V parts, each a dataset, for a sharded\n"
+    "                                            featstore (info DIR verifies them)\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
     "        [--config FILE] [--threads N] [--verify] [--prefault]   run the store until SIGTERM/SIGINT\n"
     "                                            defaults: --socket /tmp/featstore-UID.sock (without\n"
@@ -112,7 +116,16 @@ static const char *const usage_text =
     "  --rows labelled      keep only the splits' nodes' rows, split after split, each split's rows in\n"
     "                       a random order (--seed S, default 1); hop_row_index.npy maps node -> row\n"
     "  --force              replace the hop tables of an earlier propagate\n"
-    "  --threads N          worker threads (default: all CPUs)\n";
+    "  --threads N          worker threads (default: all CPUs)\n"
+    "\n"
+    "partition options (docs/cli.md, docs/format.md \"Partitioned datasets\"):\n"
+    "  --parts V            virtual parts, 1..4096 and at most the dataset's nodes (e.g. 64 for 8 servers)\n"
+    "  --method M           stream: one pass, Fennel, memory per node only (default); metis: METIS on\n"
+    "                       the symmetrised graph (a build with libmetis; graphs under 2^31 entries)\n"
+    "  --imbalance F        a part's nodes, training nodes and in-edges stay within (1 + F) x the mean\n"
+    "                       (default 0.05)\n"
+    "  --seed S             METIS's seed (default 1)\n"
+    "  --force              replace an existing partition root at --out\n";
 
 static const struct {
     const char *name;
@@ -120,7 +133,7 @@ static const struct {
 } commands[] = {
     {"import", cmd_import}, {"gen", cmd_gen},         {"info", cmd_info},   {"plan", cmd_plan},
     {"serve", cmd_serve},   {"replan", cmd_replan},   {"stats", cmd_stats}, {"devices", cmd_devices},
-    {"propagate", cmd_propagate},
+    {"propagate", cmd_propagate}, {"partition", cmd_partition},
 };
 
 int main(int argc, char **argv)

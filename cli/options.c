@@ -56,6 +56,9 @@ static const struct option long_opts[] = {
     {"hops", required_argument, 0, OPT_HOPS},          {"norm", required_argument, 0, OPT_NORM},
     {"self-loops", no_argument, 0, OPT_SELF_LOOPS},    {"no-self-loops", no_argument, 0, OPT_NO_SELF_LOOPS},
     {"as-stored", no_argument, 0, OPT_AS_STORED},      {"rows", required_argument, 0, OPT_ROWS},
+    /* featstore partition */
+    {"parts", required_argument, 0, OPT_PARTS},        {"method", required_argument, 0, OPT_METHOD},
+    {"imbalance", required_argument, 0, OPT_IMBALANCE},
     {0, 0, 0, 0},
 };
 

@@ -43,8 +43,7 @@
 #include "dataset_internal.h"
 #include "fs_parallel.h"
 #include "npy.h"
-
-
+#include "window.h"
 
 /* ---- mapping one .npy file ---------------------------------------------- */
 
@@ -224,36 +223,47 @@ static void scan_range(void *p, int64_t b, int64_t e, int w)
     }
 }
 
-/* Returns the first index in [0,n) whose value is outside [lo,hi), or -1. */
-static int64_t first_out_of_range(const void *data, fs_dtype_t dt, int64_t n, int64_t lo, int64_t hi,
-                                  int threads)
+/* Runs scan s over elements [0, n) of `size` bytes (the monotone scan
+ * reads one past each): all at once, or window by window when `windowed`
+ * (FS_OPEN_WINDOWED), each window's pages dropped once scanned, so a scan
+ * of an array larger than memory holds one window. The first bad index, or -1. */
+static int64_t run_scan(scan_t *s, int64_t n, size_t size, int threads, int windowed)
 {
-    scan_t s = {.data = data, .dt = dt, .lo = lo, .hi = hi};
-    atomic_init(&s.first_bad, INT64_MAX);
-    fs_parallel_for(threads, n, scan_range, &s);
-    int64_t r = atomic_load(&s.first_bad);
-    return r == INT64_MAX ? -1 : r;
+    const char *base = s->data;
+    int64_t step = windowed ? (int64_t)(FS_WINDOW_BYTES / size) : n, extra = s->kind == SCAN_MONOTONE;
+    atomic_init(&s->first_bad, INT64_MAX);
+    for (int64_t b = 0; b < n; b += step) {
+        int64_t e = n - b < step ? n : b + step;
+        s->data = base + (size_t)b * size;
+        fs_parallel_for(threads, e - b, scan_range, s);
+        if (windowed) fs_drop_pages(s->data, (size_t)(e - b + extra) * size);
+        int64_t r = atomic_load(&s->first_bad);
+        if (r != INT64_MAX) return b + r;
+    }
+    return -1;
 }
 
-int64_t ds_first_decrease(const int64_t *a, int64_t n, int threads)
+/* Returns the first index in [0,n) whose value is outside [lo,hi), or -1. */
+static int64_t first_out_of_range(const void *data, fs_dtype_t dt, int64_t n, int64_t lo, int64_t hi,
+                                  int threads, int windowed)
+{
+    scan_t s = {.data = data, .dt = dt, .lo = lo, .hi = hi};
+    return run_scan(&s, n, fs_dtype_size(dt), threads, windowed);
+}
+
+int64_t ds_first_decrease(open_ctx_t *c, const int64_t *a, int64_t n)
 {
     scan_t s = {.data = a, .kind = SCAN_MONOTONE};
-    atomic_init(&s.first_bad, INT64_MAX);
-    fs_parallel_for(threads, n - 1, scan_range, &s);
-    int64_t r = atomic_load(&s.first_bad);
-    return r == INT64_MAX ? -1 : r;
+    return run_scan(&s, n - 1, sizeof *a, c->threads, (c->flags & FS_OPEN_WINDOWED) != 0);
 }
 
 /* Weighted sampling draws each neighbour in proportion to its edge weight,
  * so a NaN, infinite or negative weight has no meaning: refuse it here,
  * once, instead of in every request. */
-int64_t ds_first_bad_weight(const float *w, int64_t n, int threads)
+int64_t ds_first_bad_weight(open_ctx_t *c, const float *w, int64_t n)
 {
     scan_t s = {.data = w, .kind = SCAN_WEIGHT};
-    atomic_init(&s.first_bad, INT64_MAX);
-    fs_parallel_for(threads, n, scan_range, &s);
-    int64_t r = atomic_load(&s.first_bad);
-    return r == INT64_MAX ? -1 : r;
+    return run_scan(&s, n, sizeof *w, c->threads, (c->flags & FS_OPEN_WINDOWED) != 0);
 }
 
 static int64_t value_at(const void *data, fs_dtype_t dt, int64_t i)
@@ -264,7 +274,7 @@ static int64_t value_at(const void *data, fs_dtype_t dt, int64_t i)
 fs_status_t ds_check_ids(open_ctx_t *c, const char *file, const void *data, fs_dtype_t dt, int64_t n,
                              int64_t lo, int64_t hi, const char *what)
 {
-    int64_t bad = first_out_of_range(data, dt, n, lo, hi, c->threads);
+    int64_t bad = first_out_of_range(data, dt, n, lo, hi, c->threads, (c->flags & FS_OPEN_WINDOWED) != 0);
     if (bad < 0) return FS_OK;
     return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s at offset %lld is %lld, outside [%lld, %lld)", c->dir,
                     file, what, (long long)bad, (long long)value_at(data, dt, bad), (long long)lo,
@@ -302,7 +312,7 @@ fs_status_t ds_open_csr(open_ctx_t *c, json_t *topo, int64_t rows, int64_t edges
     const int64_t *indptr = d;
     if (indptr[0] != 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr[0] is %lld, must be 0", c->dir, f, (long long)indptr[0]);
-    int64_t bad = ds_first_decrease(indptr, rows + 1, c->threads);
+    int64_t bad = ds_first_decrease(c, indptr, rows + 1);
     if (bad >= 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: indptr is not monotone at offset %lld (%lld > %lld)",
                         c->dir, f, (long long)bad, (long long)indptr[bad], (long long)indptr[bad + 1]);
@@ -326,7 +336,7 @@ fs_status_t ds_open_csr(open_ctx_t *c, json_t *topo, int64_t rows, int64_t edges
             (s = ds_expect_shape(c, f, &h, 1, edges, "edge weights")))
             return s;
         out->weights = d;
-        int64_t badw = ds_first_bad_weight(d, edges, c->threads);
+        int64_t badw = ds_first_bad_weight(c, d, edges);
         if (badw >= 0)
             return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge weight at offset %lld is %g; weights must be "
                             "finite and >= 0", c->dir, f, (long long)badw, (double)out->weights[badw]);
@@ -430,8 +440,8 @@ fs_status_t ds_open_labels(open_ctx_t *c, json_t *lab, int64_t rows, const int64
     return FS_OK;
 }
 
-/* A "splits" object: named sets of ids in [0, max_id). */
-fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_idset_t **sets, int *num)
+/* A "splits" object: named sets of ids in [lo, hi). */
+fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t lo, int64_t hi, fs_idset_t **sets, int *num)
 {
     *num = 0;
     if (!splits) return FS_OK;
@@ -451,7 +461,7 @@ fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_ids
             return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: split '%s' must name a file", c->dir, FS_MANIFEST, name);
         if ((s = ds_map_npy(c, f, &h, &d)) || (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "a split")) ||
             (s = ds_expect_shape(c, f, &h, 1, -1, "a split")) ||
-            (s = ds_check_ids(c, f, d, FS_DTYPE_I64, h.shape[0], 0, max_id, "node id")))
+            (s = ds_check_ids(c, f, d, FS_DTYPE_I64, h.shape[0], lo, hi, "node id")))
             return s;
         snprintf(set->name, sizeof set->name, "%s", name);
         snprintf(set->file, sizeof set->file, "%s", f);
@@ -521,7 +531,7 @@ static fs_status_t open_v1(open_ctx_t *c, json_t *m)
     if (!s) s = ds_open_tables(c, json_object_get(m, "features"), ds->num_nodes, "", &ds->tables, &ds->num_tables);
     if (!s) s = ds_open_labels(c, json_object_get(m, "labels"), ds->num_nodes, &ds->labels, &ds->num_classes, ds->tables,
                                &ds->num_tables);
-    if (!s) s = ds_open_splits(c, json_object_get(m, "splits"), ds->num_nodes, &ds->splits, &ds->num_splits);
+    if (!s) s = ds_open_splits(c, json_object_get(m, "splits"), 0, ds->num_nodes, &ds->splits, &ds->num_splits);
     if (!s) s = open_node_ids(c, ds_json_str(m, "node_ids"));
     if (!s) s = ds_typed_from_v1(c);
     return s;
@@ -545,6 +555,7 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
         s = fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
     if (!s) s = read_format(&c, m);
     if (!s) s = ds->version == 1 ? open_v1(&c, m) : ds_open_typed(&c, m);
+    if (!s && (flags & FS_OPEN_COPY)) s = fs_dataset_need_whole(ds, "serve", err);
     if (!s) s = ds_open_propagation(&c, json_object_get(m, "propagation"));
     if (!s) s = ds_split_names_build(&c);
     ds->checksums_verified = (flags & (FS_OPEN_VERIFY | FS_OPEN_COPY)) && c.files != NULL;

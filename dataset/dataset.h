@@ -84,12 +84,16 @@ typedef struct fs_split_name fs_split_name_t;
 
 typedef struct {
     char name[FS_TYPE_NAME_MAX];
-    int64_t count;                 /* ids of this type are 0..count-1 */
+    int64_t count;                 /* ids of this type are 0..count-1; a part's rows (below) */
+    int64_t first, total;          /* a part of a partitioned dataset: row r is the type's node first + r of
+                                      total in the whole dataset, and every id of the type (indices,
+                                      splits, link splits) is such a global id; else 0 and count */
     int num_tables;
     fs_table_t *tables;            /* [count] rows each; the features, then "labels" if labelled */
     const int64_t *labels;         /* [count], -1 = unlabelled; or NULL */
     int64_t num_classes;
     const int64_t *time;           /* [count] node timestamps, or NULL */
+    const int64_t *orig_ids;       /* a part: [count] each row's id in the source dataset; else NULL */
     int num_splits;
     fs_idset_t *splits;            /* ids of this type */
 } fs_node_type_t;
@@ -98,6 +102,8 @@ typedef struct {
     char src[FS_TYPE_NAME_MAX], rel[FS_TYPE_NAME_MAX], dst[FS_TYPE_NAME_MAX];
     int src_type, dst_type;        /* indices into node_types */
     int64_t num_edges;
+    int64_t total_edges;           /* a part: the type's edges in the whole dataset (edge ids are below it,
+                                      distinct, not a permutation of the part's positions); else num_edges */
     /* Toward the destination (CSC): destination d's source neighbours are
      * indices[indptr[d] .. indptr[d+1]), ids of the src type. */
     const int64_t *indptr;         /* [count(dst) + 1] */
@@ -162,6 +168,17 @@ typedef struct {
     fs_table_t node_table;         /* FS_ROW_NODE_TABLE (featstore/types.h): row_nodes as a row table */
 } fs_propagation_t;
 
+/* The most parts a dataset is partitioned into (`featstore partition`,
+ * dataset/partition.h): the one definition of that limit. */
+#define FS_PARTITION_MAX_PARTS 4096
+
+/* A part of a partitioned dataset (docs/format.md "Partitioned datasets"):
+ * the manifest's "partition" object. parts is 0 for a whole dataset. */
+typedef struct {
+    char id[17];                   /* the partitioning's id, 16 hex digits */
+    int index, parts;              /* this part, of parts */
+} fs_part_of_t;
+
 typedef struct {
     char *dir;
     char name[128];
@@ -187,6 +204,7 @@ typedef struct {
     int num_link_splits;
     fs_link_split_t *link_splits;
     fs_propagation_t *propagation; /* the hop tables' description, or NULL (one-graph datasets only) */
+    fs_part_of_t partition;        /* a part of a partitioned dataset (version 2), or parts 0 */
     const char *manifest;          /* fs_dataset_open: the manifest's bytes as parsed (not
                                       NUL-terminated), for trainers to open the same; else NULL */
     size_t manifest_len;
@@ -204,6 +222,9 @@ enum {
     FS_OPEN_VERIFY = 1 << 0,       /* also verify the manifest's checksums */
     FS_OPEN_COPY = 1 << 1,         /* copy each file (FS_COPY_AUTO; and verify its
                                       checksum, which the copy computes anyway) */
+    FS_OPEN_WINDOWED = 1 << 2,     /* check each array window by window and drop each window from this
+                                      process once checked (window.h): the resident set stays small on a
+                                      dataset larger than memory (the partitioner) */
 };
 
 /* What holds FS_OPEN_COPY's copies (served_copy.c; docs/serving.md "Huge
@@ -267,8 +288,12 @@ fs_status_t fs_dataset_table_not_found(const fs_dataset_t *ds, const char *name,
  * type: the version-1 fields are empty and only typed tools can use it. */
 int fs_dataset_is_typed(const fs_dataset_t *ds);
 /* FS_OK for a one-graph dataset; else FS_ERR_UNSUPPORTED saying that `what`
- * ("serve", "plan") takes one node type and one edge type. */
+ * ("serve", "plan") takes one node type and one edge type. A part of a
+ * partitioned dataset is refused too (fs_dataset_need_whole). */
 fs_status_t fs_dataset_need_one_graph(const fs_dataset_t *ds, const char *what, fs_error_t *err);
+/* FS_OK for a whole dataset; FS_ERR_UNSUPPORTED for a part of a partitioned
+ * one, whose ids reach past its own rows: `what` needs the whole dataset. */
+fs_status_t fs_dataset_need_whole(const fs_dataset_t *ds, const char *what, fs_error_t *err);
 /* The index of a node type, or of an edge type (src, rel, dst); -1 if none. */
 int fs_dataset_node_type(const fs_dataset_t *ds, const char *name);
 int fs_dataset_edge_type(const fs_dataset_t *ds, const char *src, const char *rel, const char *dst);

@@ -63,8 +63,8 @@ fs_status_t ds_expect_dtype(open_ctx_t *c, const char *file, const fs_npy_header
 /* FS_ERR_FORMAT naming the first of data[0..n) outside [lo, hi). */
 fs_status_t ds_check_ids(open_ctx_t *c, const char *file, const void *data, fs_dtype_t dt, int64_t n, int64_t lo,
                          int64_t hi, const char *what);
-int64_t ds_first_decrease(const int64_t *a, int64_t n, int threads);
-int64_t ds_first_bad_weight(const float *w, int64_t n, int threads);
+int64_t ds_first_decrease(open_ctx_t *c, const int64_t *a, int64_t n);
+int64_t ds_first_bad_weight(open_ctx_t *c, const float *w, int64_t n);
 
 fs_status_t ds_open_csr(open_ctx_t *c, json_t *topo, int64_t rows, int64_t edges, int64_t id_limit,
                         const char *weights_key, ds_csr_t *out);
@@ -72,7 +72,8 @@ fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const cha
                            int *num);
 fs_status_t ds_open_labels(open_ctx_t *c, json_t *lab, int64_t rows, const int64_t **labels, int64_t *num_classes,
                            fs_table_t *tables, int *num_tables);
-fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t max_id, fs_idset_t **sets, int *num);
+/* Named id sets, every id in [lo, hi). */
+fs_status_t ds_open_splits(open_ctx_t *c, json_t *splits, int64_t lo, int64_t hi, fs_idset_t **sets, int *num);
 
 /* A file's identity, size and mtime as fstat/stat gave them. */
 struct stat;

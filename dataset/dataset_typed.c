@@ -10,12 +10,20 @@
  * within a destination (temporal eligibility is then a binary search, not a
  * scan). A version-1 dataset is read as the one-type case, and a one-type
  * version-2 dataset also fills the version-1 fields, so the homogeneous
- * tools (placement, store, engines, serving) run on either unchanged. */
+ * tools (placement, store, engines, serving) run on either unchanged.
+ *
+ * A part of a partitioned dataset (`featstore partition`, "partition" in
+ * the manifest) holds some rows of each type but names every node by its
+ * global id: each node type says its first row's id and the type's total,
+ * sources are checked against the total, a type's own ids (splits, link
+ * destinations) against its rows' range, and edge ids must be distinct and
+ * below the type's total_edges instead of a permutation of the part's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dataset_internal.h"
+#include "window.h"
 
 #define V1_NODE_TYPE "node"
 #define V1_RELATION "to"
@@ -57,6 +65,52 @@ static fs_status_t open_i64(open_ctx_t *c, json_t *o, const char *key, int64_t n
     return FS_OK;
 }
 
+/* ---- a part of a partitioned dataset -------------------------------------- */
+
+/* The manifest's "partition" object, when there is one. */
+static fs_status_t read_partition(open_ctx_t *c, json_t *m)
+{
+    json_t *p = json_object_get(m, "partition");
+    if (!p) return FS_OK;
+    const char *id = ds_json_str(p, "id");
+    json_t *index = json_object_get(p, "index"), *parts = json_object_get(p, "parts");
+    int ok = id && strlen(id) == 16 && strspn(id, "0123456789abcdef") == 16 && json_is_integer(parts) &&
+             json_integer_value(parts) >= 1 && json_integer_value(parts) <= FS_PARTITION_MAX_PARTS &&
+             json_is_integer(index) && json_integer_value(index) >= 0 &&
+             json_integer_value(index) < json_integer_value(parts);
+    if (!ok)
+        return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: \"partition\" must be {\"id\": 16 hex digits, \"index\": i, "
+                        "\"parts\": V} with 0 <= i < V <= %d", c->dir, FS_MANIFEST, FS_PARTITION_MAX_PARTS);
+    fs_part_of_t *po = &c->ds->partition;
+    snprintf(po->id, sizeof po->id, "%s", id);
+    po->index = (int)json_integer_value(index);
+    po->parts = (int)json_integer_value(parts);
+    return FS_OK;
+}
+
+/* A part's node type: its rows are the ids [first, first + count) of total. */
+static fs_status_t read_part_range(open_ctx_t *c, json_t *o, const char *owner, fs_node_type_t *t)
+{
+    t->first = 0, t->total = t->count;
+    if (!c->ds->partition.parts) return FS_OK;
+    fs_status_t s = read_count(c, o, "first", owner, &t->first);
+    if (!s) s = read_count(c, o, "total", owner, &t->total);
+    if (!s && (t->first > t->total || t->count > t->total - t->first))
+        s = fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s: rows [%lld, %lld) are not within its %lld nodes", c->dir,
+                     FS_MANIFEST, owner, (long long)t->first, (long long)(t->first + t->count), (long long)t->total);
+    return s;
+}
+
+/* A part's "orig_ids": each row's id in the source dataset. */
+static fs_status_t open_orig_ids(open_ctx_t *c, json_t *o, fs_node_type_t *t)
+{
+    const char *f;
+    fs_status_t s = ds_need_file(c, o, "orig_ids", &f);
+    if (!s) s = open_i64(c, o, "orig_ids", t->count, "source ids", &t->orig_ids);
+    if (!s) s = ds_check_ids(c, f, t->orig_ids, FS_DTYPE_I64, t->count, 0, t->total, "source id");
+    return s;
+}
+
 /* ---- node types ------------------------------------------------------------ */
 
 static fs_status_t open_node_type(open_ctx_t *c, json_t *o, fs_node_type_t *t)
@@ -68,35 +122,47 @@ static fs_status_t open_node_type(open_ctx_t *c, json_t *o, fs_node_type_t *t)
     snprintf(t->name, sizeof t->name, "%s", name);
     snprintf(owner, sizeof owner, "node type '%s'", name);
     fs_status_t s = read_count(c, o, "count", owner, &t->count);
+    if (!s) s = read_part_range(c, o, owner, t);
     char tables_owner[140];
     snprintf(tables_owner, sizeof tables_owner, "%s: ", owner);
     if (!s) s = ds_open_tables(c, json_object_get(o, "features"), t->count, tables_owner, &t->tables, &t->num_tables);
     if (!s) s = ds_open_labels(c, json_object_get(o, "labels"), t->count, &t->labels, &t->num_classes, t->tables,
                                &t->num_tables);
     if (!s) s = open_i64(c, o, "time", t->count, "node times", &t->time);
-    if (!s) s = ds_open_splits(c, json_object_get(o, "splits"), t->count, &t->splits, &t->num_splits);
+    if (!s && c->ds->partition.parts) s = open_orig_ids(c, o, t);
+    if (!s) s = ds_open_splits(c, json_object_get(o, "splits"), t->first, t->first + t->count, &t->splits,
+                               &t->num_splits);
     return s;
 }
 
 /* ---- edge types ------------------------------------------------------------ */
 
-/* Edge ids must name each edge once: a permutation of 0..n-1. */
-static fs_status_t check_permutation(open_ctx_t *c, const char *file, const int64_t *ids, int64_t n)
+/* Edge ids must name each edge once: ids in [0, limit), none twice. For
+ * a whole dataset limit is n (a permutation of 0..n-1); a part's are some
+ * of its type's total_edges. */
+static fs_status_t check_edge_ids(open_ctx_t *c, const char *file, const int64_t *ids, int64_t n, int64_t limit)
 {
-    fs_status_t s = ds_check_ids(c, file, ids, FS_DTYPE_I64, n, 0, n, "edge id");
+    fs_status_t s = ds_check_ids(c, file, ids, FS_DTYPE_I64, n, 0, limit, "edge id");
     if (s != FS_OK) return s;
-    uint64_t *seen = calloc((size_t)(n / 64 + 1), sizeof *seen);
+    uint64_t *seen = calloc((size_t)(limit / 64 + 1), sizeof *seen);
     if (!seen) return fs_error(c->err, FS_ERR_NOMEM, "out of memory checking %s", file);
+    fs_window_t win;
+    fs_window_init(&win, ids, (size_t)n * sizeof *ids);
     for (int64_t i = 0; i < n; i++) {
+        if (c->flags & FS_OPEN_WINDOWED) fs_window_touch(&win, &ids[i], sizeof *ids);
         uint64_t bit = 1ULL << (ids[i] & 63);
         if (seen[ids[i] >> 6] & bit) {
             free(seen);
+            if (limit != n)
+                return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge id %lld appears twice (again at offset %lld); a "
+                                "part's edge ids must be distinct", c->dir, file, (long long)ids[i], (long long)i);
             return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge id %lld appears twice (again at offset %lld); edge "
                             "ids must be a permutation of 0..%lld", c->dir, file, (long long)ids[i], (long long)i,
                             (long long)n - 1);
         }
         seen[ids[i] >> 6] |= bit;
     }
+    fs_window_drop(&win);
     free(seen);
     return FS_OK;
 }
@@ -104,12 +170,18 @@ static fs_status_t check_permutation(open_ctx_t *c, const char *file, const int6
 /* Times sorted within each destination's sources. */
 static fs_status_t check_time_order(open_ctx_t *c, const char *file, const fs_edge_type_t *e, int64_t rows)
 {
-    for (int64_t d = 0; d < rows; d++)
+    fs_window_t win;
+    fs_window_init(&win, e->time, (size_t)e->indptr[rows] * sizeof *e->time);
+    for (int64_t d = 0; d < rows; d++) {
+        if (c->flags & FS_OPEN_WINDOWED)
+            fs_window_touch(&win, &e->time[e->indptr[d]], (size_t)(e->indptr[d + 1] - e->indptr[d]) * sizeof *e->time);
         for (int64_t p = e->indptr[d] + 1; p < e->indptr[d + 1]; p++)
             if (e->time[p] < e->time[p - 1])
                 return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge times must not decrease within a destination; "
                                 "destination %lld has %lld at offset %lld after %lld", c->dir, file, (long long)d,
                                 (long long)e->time[p], (long long)p, (long long)e->time[p - 1]);
+    }
+    fs_window_drop(&win);
     return FS_OK;
 }
 
@@ -134,14 +206,20 @@ static fs_status_t open_edge_type(open_ctx_t *c, json_t *o, int index, fs_edge_t
     if (fs_dataset_edge_type(ds, src, rel, dst) >= 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s is listed twice", c->dir, FS_MANIFEST, owner);
     fs_status_t s = read_count(c, o, "num_edges", owner, &e->num_edges);
+    e->total_edges = e->num_edges;
+    if (!s && ds->partition.parts) s = read_count(c, o, "total_edges", owner, &e->total_edges);
+    if (!s && e->num_edges > e->total_edges)
+        s = fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %s holds %lld edges, more than its total_edges %lld", c->dir,
+                     FS_MANIFEST, owner, (long long)e->num_edges, (long long)e->total_edges);
     if (s) return s;
     int64_t rows = ds->node_types[e->dst_type].count;
     ds_csr_t g;
-    s = ds_open_csr(c, o, rows, e->num_edges, ds->node_types[e->src_type].count, "weights", &g);
+    s = ds_open_csr(c, o, rows, e->num_edges, ds->node_types[e->src_type].total, "weights", &g);
     if (s) return s;
     e->indptr = g.indptr, e->indices = g.indices, e->index_dtype = g.index_dtype, e->weights = g.weights;
     if ((s = open_i64(c, o, "edge_ids", e->num_edges, "edge ids", &e->edge_ids))) return s;
-    if (e->edge_ids && (s = check_permutation(c, ds_json_str(o, "edge_ids"), e->edge_ids, e->num_edges))) return s;
+    if (e->edge_ids && (s = check_edge_ids(c, ds_json_str(o, "edge_ids"), e->edge_ids, e->num_edges, e->total_edges)))
+        return s;
     if ((s = open_i64(c, o, "time", e->num_edges, "edge times", &e->time))) return s;
     if (e->time && (s = check_time_order(c, ds_json_str(o, "time"), e, rows))) return s;
     char tables_owner[260];
@@ -173,10 +251,10 @@ static fs_status_t resolve_reverse(open_ctx_t *c, json_t *list)
         if (j < 0)
             return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge type (%s, %s, %s): \"reverse\" must name the relation "
                             "of an edge type (%s, r, %s)", c->dir, FS_MANIFEST, e->src, e->rel, e->dst, e->dst, e->src);
-        if (ds->edge_types[j].num_edges != e->num_edges)
+        if (ds->edge_types[j].total_edges != e->total_edges)
             return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: edge type (%s, %s, %s) has %lld edges but its reverse "
                             "(%s, %s, %s) has %lld", c->dir, FS_MANIFEST, e->src, e->rel, e->dst,
-                            (long long)e->num_edges, e->dst, rel, e->src, (long long)ds->edge_types[j].num_edges);
+                            (long long)e->total_edges, e->dst, rel, e->src, (long long)ds->edge_types[j].total_edges);
         e->reverse = j;
     }
     return FS_OK;
@@ -198,6 +276,7 @@ static fs_status_t open_link_split(open_ctx_t *c, const char *name, json_t *o, f
         return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: link split '%s' names edge type (%s, %s, %s), which is not in "
                         "\"edge_types\"", c->dir, FS_MANIFEST, name, s0, s1, s2);
     const fs_edge_type_t *e = &ds->edge_types[l->edge_type];
+    const fs_node_type_t *st = &ds->node_types[e->src_type], *dt = &ds->node_types[e->dst_type];
     const char *f;
     fs_npy_header_t h;
     const void *d;
@@ -205,20 +284,19 @@ static fs_status_t open_link_split(open_ctx_t *c, const char *name, json_t *o, f
     if ((s = ds_need_file(c, o, "src", &f)) || (s = ds_map_npy(c, f, &h, &d)) ||
         (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "link sources")) ||
         (s = ds_expect_shape(c, f, &h, 1, -1, "link sources")) ||
-        (s = ds_check_ids(c, f, d, FS_DTYPE_I64, h.shape[0], 0, ds->node_types[e->src_type].count, "source id")))
+        (s = ds_check_ids(c, f, d, FS_DTYPE_I64, h.shape[0], 0, st->total, "source id")))
         return s;
     l->src = d;
     l->count = h.shape[0];
     if ((s = ds_need_file(c, o, "dst", &f)) || (s = open_i64(c, o, "dst", l->count, "link destinations", &l->dst)) ||
-        (s = ds_check_ids(c, f, l->dst, FS_DTYPE_I64, l->count, 0, ds->node_types[e->dst_type].count, "destination id")))
+        (s = ds_check_ids(c, f, l->dst, FS_DTYPE_I64, l->count, dt->first, dt->first + dt->count, "destination id")))
         return s;
     if ((s = open_i64(c, o, "label", l->count, "link labels", &l->label))) return s;
     if ((s = open_i64(c, o, "time", l->count, "link times", &l->time))) return s;
     if (!(f = ds_json_str(o, "neg_dst"))) return FS_OK;
     if ((s = ds_map_npy(c, f, &h, &d)) || (s = ds_expect_dtype(c, f, &h, FS_DTYPE_I64, FS_DTYPE_I64, "negatives")) ||
         (s = ds_expect_shape(c, f, &h, 2, l->count, "negatives")) ||
-        (s = ds_check_ids(c, f, d, FS_DTYPE_I64, l->count * h.shape[1], 0, ds->node_types[e->dst_type].count,
-                          "negative destination id")))
+        (s = ds_check_ids(c, f, d, FS_DTYPE_I64, l->count * h.shape[1], 0, dt->total, "negative destination id")))
         return s;
     l->neg_dst = d;
     l->num_neg = h.shape[1];
@@ -426,6 +504,8 @@ fs_status_t ds_open_typed(open_ctx_t *c, json_t *m)
     ds->node_types = calloc(json_array_size(nts), sizeof *ds->node_types);
     ds->edge_types = calloc(json_array_size(ets) + 1, sizeof *ds->edge_types);
     if (!ds->node_types || !ds->edge_types) return fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    fs_status_t ps = read_partition(c, m);
+    if (ps != FS_OK) return ps;
     for (size_t i = 0; i < json_array_size(nts); i++) {
         json_t *o = json_array_get(nts, i);
         const char *name = ds_json_str(o, "name");
@@ -455,7 +535,7 @@ fs_status_t ds_typed_from_v1(open_ctx_t *c)
     ds->num_node_types = ds->num_edge_types = 1;
     fs_node_type_t *t = &ds->node_types[0];
     snprintf(t->name, sizeof t->name, V1_NODE_TYPE);
-    t->count = ds->num_nodes;
+    t->count = t->total = ds->num_nodes;
     t->tables = ds->tables, t->num_tables = ds->num_tables;
     t->labels = ds->labels, t->num_classes = ds->num_classes;
     t->splits = ds->splits, t->num_splits = ds->num_splits;
@@ -463,7 +543,7 @@ fs_status_t ds_typed_from_v1(open_ctx_t *c)
     snprintf(e->src, sizeof e->src, V1_NODE_TYPE);
     snprintf(e->rel, sizeof e->rel, V1_RELATION);
     snprintf(e->dst, sizeof e->dst, V1_NODE_TYPE);
-    e->num_edges = ds->num_edges;
+    e->num_edges = e->total_edges = ds->num_edges;
     e->indptr = ds->indptr, e->indices = ds->indices, e->index_dtype = ds->index_dtype, e->weights = ds->edge_weights;
     e->reverse = -1;
     e->symmetric = ds->symmetric;
@@ -490,8 +570,18 @@ int fs_dataset_is_typed(const fs_dataset_t *ds)
     return ds->num_node_types != 1 || ds->num_edge_types != 1;
 }
 
+fs_status_t fs_dataset_need_whole(const fs_dataset_t *ds, const char *what, fs_error_t *err)
+{
+    if (!ds->partition.parts) return FS_OK;
+    return fs_error(err, FS_ERR_UNSUPPORTED, "%s: %s is part %d of %d of a partitioned dataset (partition %s): its ids "
+                    "reach past its own rows, and %s takes a whole dataset in this release", what, ds->dir,
+                    ds->partition.index, ds->partition.parts, ds->partition.id, what);
+}
+
 fs_status_t fs_dataset_need_one_graph(const fs_dataset_t *ds, const char *what, fs_error_t *err)
 {
+    fs_status_t whole = fs_dataset_need_whole(ds, what, err);
+    if (whole != FS_OK) return whole;
     if (!fs_dataset_is_typed(ds)) return FS_OK;
     return fs_error(err, FS_ERR_UNSUPPORTED, "%s: %s is a typed graph (%d node types, %d edge types); %s takes a "
                     "dataset of one node type and one edge type in this release (featstore info describes it)",

@@ -186,6 +186,8 @@ static fs_status_t lock_and_open(job_t *j)
     j->m = json_loadb(j->ds->manifest, j->ds->manifest_len, 0, &jerr);
     if (!j->m) return fs_error(j->err, FS_ERR_FORMAT, "%s/%s: %s", dir, FS_MANIFEST, jerr.text);
     remove_stale_scratch(dir);
+    fs_status_t whole = fs_dataset_need_whole(j->ds, "propagate", j->err);
+    if (whole != FS_OK) return whole;
     if (fs_dataset_is_typed(j->ds))
         return fs_error(j->err, FS_ERR_UNSUPPORTED, "propagate: %s is a typed graph (%d node types, %d edge types); "
                         "propagate takes a dataset of one node type and one edge type, and does not project a typed "

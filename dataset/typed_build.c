@@ -83,9 +83,7 @@ static int valid_part_name(const char *s)
     return 1;
 }
 
-/* "<prefix>.<what>.npy"; when that is too long for the writer, the type's
- * index instead ("x-n3", "x-e7": a '-' no type name has, so no clash). */
-static void file_name(char out[128], const char *prefix, char kind, int index, const char *what)
+void fs_typed_file_name(char out[128], const char *prefix, char kind, int index, const char *what)
 {
     if (snprintf(out, 128, "%s.%s.npy", prefix, what) < 128) return;
     snprintf(out, 128, "x-%c%d.%.60s.npy", kind, index, what);
@@ -162,7 +160,7 @@ static fs_status_t get_node(fs_typed_t *b, int type, node_t **out, fs_error_t *e
 /* "paper.labels.npy" and the like, for node type `type`. */
 static void node_file(const fs_typed_t *b, int type, const char *what, char out[128])
 {
-    file_name(out, b->nodes[type].name, 'n', type, what);
+    fs_typed_file_name(out, b->nodes[type].name, 'n', type, what);
 }
 
 fs_status_t fs_typed_node_table(fs_typed_t *b, int type, const char *table, fs_dtype_t dt, int64_t dim, void **rows,
@@ -367,7 +365,7 @@ static fs_status_t edge_array(fs_typed_t *b, edge_t *e, int index, const char *k
 {
     char prefix[200], file[128];
     edge_prefix(b, e, prefix);
-    file_name(file, prefix, 'e', index, key);
+    fs_typed_file_name(file, prefix, 'e', index, key);
     fs_status_t s = new_array(b, file, dt, rows, 0, data, err);
     if (s == FS_OK) json_object_set_new(e->j, key, json_string(file));
     return s;
@@ -483,7 +481,7 @@ fs_status_t fs_typed_edge_table(fs_typed_t *b, int edge_type, const char *table,
     if (s) return s;
     edge_prefix(b, e, prefix);
     snprintf(what, sizeof what, "table_%s", table);
-    file_name(file, prefix, 'e', edge_type, what);
+    fs_typed_file_name(file, prefix, 'e', edge_type, what);
     if ((s = new_array(b, file, dt, e->num_edges, dim, rows, err))) return s;
     add_table_entry(e->j, table, file, dt);
     return FS_OK;
@@ -518,7 +516,7 @@ fs_status_t fs_typed_link_split(fs_typed_t *b, const char *name, int edge_type, 
         if (!part[i].want) continue;
         char prefix[80], file[128];
         snprintf(prefix, sizeof prefix, "link.%s", name);
-        file_name(file, prefix, 'l', 0, part[i].key);
+        fs_typed_file_name(file, prefix, 'l', 0, part[i].key);
         fs_status_t s = new_array(b, file, FS_DTYPE_I64, count, part[i].cols, (void **)part[i].data, err);
         if (s) return s;
         json_object_set_new(j, part[i].key, json_string(file));

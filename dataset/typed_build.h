@@ -95,6 +95,14 @@ enum { FS_LINK_LABEL = 1 << 0, FS_LINK_TIME = 1 << 1 };
 fs_status_t fs_typed_link_split(fs_typed_t *b, const char *name, int edge_type, int64_t count, unsigned parts,
                                 int64_t num_neg, fs_typed_link_t *out, fs_error_t *err);
 
+/* ---- file names ---- */
+
+/* "<prefix>.<what>.npy" (prefix: a node type, "src.rel.dst", "link.NAME");
+ * when that is too long for the writer, the type's index instead ("x-n3",
+ * "x-e7": a '-' no type name has, so no clash). kind is 'n', 'e' or 'l'.
+ * Every writer of version-2 datasets names its files so. */
+void fs_typed_file_name(char out[128], const char *prefix, char kind, int index, const char *what);
+
 /* Hands the graph description to the writer (fs_writer_set_typed) and frees
  * b whatever the outcome. The caller then sets the name and source and commits. */
 fs_status_t fs_typed_finish(fs_typed_t *b, fs_error_t *err);

@@ -10,7 +10,11 @@
  * SIGXFSZ, which the kernel sends with EFBIG and whose default action kills
  * the process, is ignored for the same reason (fs_writer_create). Copy-on-
  * write filesystems (btrfs, ZFS) may still need blocks when a reserved block
- * is first written; fallocate is the strongest promise they make. */
+ * is first written; fallocate is the strongest promise they make.
+ *
+ * The commit hashes each array window by window and drops each window from
+ * the process once hashed (window.h; the page cache keeps it until it is
+ * written), so committing a dataset larger than memory holds one window. */
 #include "writer.h"
 
 #include <errno.h>
@@ -28,6 +32,7 @@
 
 #include "dataset.h"
 #include "npy.h"
+#include "window.h"
 
 typedef struct {
     fs_role_t role;
@@ -59,7 +64,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
-static void rm_tree(const char *path)
+void fs_rm_tree(const char *path)
 {
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -126,7 +131,7 @@ fs_status_t fs_writer_create(const char *out_dir_given, int force, fs_writer_t *
     }
     sprintf(w->tmp_dir, "%s.tmp-%ld", out_dir, (long)getpid());
     w->force = force;
-    rm_tree(w->tmp_dir);
+    fs_rm_tree(w->tmp_dir);
     fs_status_t made = make_parents(out_dir, err);
     if (made != FS_OK) {
         fs_writer_abort(w);
@@ -366,11 +371,30 @@ static json_t *build_manifest(fs_writer_t *w)
     return m;
 }
 
+/* The xxh3 of a mapped array, each window dropped once hashed. */
+static fs_status_t hash_windows(const array_t *a, uint64_t *hash, fs_error_t *err)
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) return fs_error(err, FS_ERR_NOMEM, "out of memory hashing %s", a->file);
+    XXH3_64bits_reset(st);
+    for (size_t off = 0; off < a->map_len; off += FS_WINDOW_BYTES) {
+        size_t len = a->map_len - off < FS_WINDOW_BYTES ? a->map_len - off : FS_WINDOW_BYTES;
+        XXH3_64bits_update(st, (const char *)a->map + off, len);
+        fs_drop_pages((const char *)a->map + off, len);
+    }
+    *hash = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    return FS_OK;
+}
+
 /* Flushes an array, records its checksum and closes it. */
 static fs_status_t finish_array(fs_writer_t *w, array_t *a, json_t *files, fs_error_t *err)
 {
+    uint64_t hash = 0;
+    fs_status_t hs = hash_windows(a, &hash, err);
+    if (hs != FS_OK) return hs;
     char hex[17];
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits(a->map, a->map_len));
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash);
     json_object_set_new(files, a->file, json_pack("{s:I, s:s}", "bytes", (json_int_t)a->map_len, "xxh3", hex));
     int rc = msync(a->map, a->map_len, MS_SYNC);
     munmap(a->map, a->map_len);
@@ -406,7 +430,7 @@ fs_status_t fs_writer_commit(fs_writer_t *w, fs_error_t *err)
     json_decref(m);
     if (s == FS_OK) {
         struct stat st;
-        if (w->force && stat(w->out_dir, &st) == 0) rm_tree(w->out_dir); /* a dataset: checked at create */
+        if (w->force && stat(w->out_dir, &st) == 0) fs_rm_tree(w->out_dir); /* a dataset: checked at create */
         if (rename(w->tmp_dir, w->out_dir) != 0)
             s = fs_error(err, FS_ERR_IO, "cannot rename %s to %s: %s", w->tmp_dir, w->out_dir, strerror(errno));
     }
@@ -421,7 +445,7 @@ void fs_writer_abort(fs_writer_t *w)
         if (w->arrays[i].map) munmap(w->arrays[i].map, w->arrays[i].map_len);
         if (w->arrays[i].fd >= 0) close(w->arrays[i].fd);
     }
-    if (w->tmp_dir) rm_tree(w->tmp_dir);
+    if (w->tmp_dir) fs_rm_tree(w->tmp_dir);
     json_decref(w->source);
     json_decref(w->typed);
     free(w->arrays);

@@ -71,4 +71,8 @@ fs_status_t fs_writer_commit(fs_writer_t *w, fs_error_t *err);
 /* Discards everything written; frees w. NULL is a no-op. */
 void fs_writer_abort(fs_writer_t *w);
 
+/* Removes a directory tree (files, then their directories), as the
+ * writer removes its temporary directory; links are not followed. */
+void fs_rm_tree(const char *path);
+
 #endif

@@ -1,0 +1,179 @@
+/* partition_book.c — the partition root's own files: one node map per node
+ * type and the book, partition.json (docs/format.md "Partitioned
+ * datasets").
+ *
+ * Why this shape: the book is what a sharded client and server read first
+ * (which part owns which range, which parts belong together), so it
+ * carries everything needed to check the root without trusting it: the
+ * partitioning's random id (every part repeats it), each part manifest's
+ * xxh3 and the node maps' bytes and xxh3, as a dataset's manifest does for
+ * its files; and the quality measured while the parts were written (edge
+ * cut, balance), so `featstore partition` prints the figures it saved. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "npy.h"
+#include "partition_internal.h"
+
+fs_status_t pt_file_hash(const char *path, char hex[17], fs_error_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fs_error(err, errno == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "%s: cannot open: %s", path,
+                                strerror(errno));
+    XXH3_state_t *st = XXH3_createState();
+    char buf[1 << 16];
+    ssize_t got = 0;
+    if (st) XXH3_64bits_reset(st);
+    while (st && (got = read(fd, buf, sizeof buf)) > 0) XXH3_64bits_update(st, buf, (size_t)got);
+    int e = errno;
+    close(fd);
+    if (!st || got < 0) {
+        XXH3_freeState(st);
+        return fs_error(err, st ? FS_ERR_IO : FS_ERR_NOMEM, "%s: cannot read: %s", path, st ? strerror(e) : "no memory");
+    }
+    snprintf(hex, 17, "%016llx", (unsigned long long)XXH3_64bits_digest(st));
+    XXH3_freeState(st);
+    return FS_OK;
+}
+
+static int write_all(int fd, const void *p, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t n = write(fd, (const char *)p + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* dir/file as an int64 [n] .npy with a 128-byte header; its size and xxh3 into files. */
+static fs_status_t write_i64_npy(const char *dir, const char *file, const int64_t *a, int64_t n, json_t *files,
+                                 fs_error_t *err)
+{
+    char path[4400], header[FS_NPY_WRITE_HEADER_LEN], hex[17];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    fs_npy_format(header, FS_DTYPE_I64, 1, &n);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int bad = fd < 0 || write_all(fd, header, sizeof header) || write_all(fd, a, (size_t)n * sizeof *a) || fsync(fd);
+    int e = errno;
+    if (fd >= 0) close(fd);
+    if (bad) return fs_error(err, FS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) return fs_error(err, FS_ERR_NOMEM, "out of memory hashing %s", path);
+    XXH3_64bits_reset(st);
+    XXH3_64bits_update(st, header, sizeof header);
+    XXH3_64bits_update(st, a, (size_t)n * sizeof *a);
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits_digest(st));
+    XXH3_freeState(st);
+    json_object_set_new(files, file, json_pack("{s:I, s:s}", "bytes", (json_int_t)(sizeof header + (size_t)n * 8),
+                                               "xxh3", hex));
+    return FS_OK;
+}
+
+/* max over parts / mean, or null when the mean is 0 (nothing to balance). */
+static json_t *balance(const int64_t *load, int V, double total, double *worst)
+{
+    if (total <= 0) return json_null();
+    int64_t max = 0;
+    for (int p = 0; p < V; p++) max = load[p] > max ? load[p] : max;
+    double b = (double)max / (total / V);
+    if (b > *worst) *worst = b;
+    return json_real(b);
+}
+
+static json_t *node_types_json(pt_job_t *j, json_t *files, fs_partition_report_t *rep, json_t *bal, fs_status_t *s)
+{
+    const fs_dataset_t *ds = j->ds;
+    json_t *list = json_array();
+    for (int t = 0; t < ds->num_node_types && *s == FS_OK; t++) {
+        const fs_node_type_t *nt = &ds->node_types[t];
+        char file[128];
+        snprintf(file, sizeof file, "%s.node_map.npy", nt->name);
+        json_t *first = json_array();
+        for (int p = 0; p <= j->V; p++) json_array_append_new(first, json_integer(j->first[t][p]));
+        json_array_append_new(list, json_pack("{s:s, s:I, s:o, s:s}", "name", nt->name, "count", (json_int_t)nt->count,
+                                              "first", first, "node_map", file));
+        *s = write_i64_npy(j->tmp_dir, file, j->new_id[t], nt->count, files, j->err);
+        const pt_load_t *l = &j->load[t];
+        json_array_append_new(bal, json_pack("{s:s, s:o, s:o, s:o}", "name", nt->name, "nodes",
+                                             balance(l->nodes, j->V, (double)nt->count, &rep->balance_nodes), "train",
+                                             balance(l->train, j->V, (double)j->train_total[t], &rep->balance_train),
+                                             "edges", balance(l->edges, j->V, (double)j->in_edges[t], &rep->balance_edges)));
+    }
+    return list;
+}
+
+static json_t *edge_types_json(pt_job_t *j, json_t *cuts, fs_partition_report_t *rep)
+{
+    const fs_dataset_t *ds = j->ds;
+    json_t *list = json_array();
+    for (int i = 0; i < ds->num_edge_types; i++) {
+        const fs_edge_type_t *e = &ds->edge_types[i];
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I}", "src", e->src, "rel", e->rel, "dst", e->dst,
+                                              "num_edges", (json_int_t)e->num_edges));
+        json_array_append_new(cuts, json_pack("{s:s, s:s, s:s, s:I, s:f}", "src", e->src, "rel", e->rel, "dst", e->dst,
+                                              "count", (json_int_t)j->cut[i], "fraction",
+                                              e->num_edges ? (double)j->cut[i] / (double)e->num_edges : 0.0));
+        rep->edges += e->num_edges, rep->cut += j->cut[i];
+    }
+    rep->cut_fraction = rep->edges ? (double)rep->cut / (double)rep->edges : 0;
+    return list;
+}
+
+static json_t *parts_json(const pt_job_t *j)
+{
+    json_t *list = json_array();
+    for (int p = 0; p < j->V; p++) {
+        char dir[32];
+        snprintf(dir, sizeof dir, PT_PART_DIR, p);
+        json_array_append_new(list, json_pack("{s:s, s:s}", "dir", dir, "manifest_xxh3", j->part_hash[p]));
+    }
+    return list;
+}
+
+static json_t *method_json(const pt_job_t *j)
+{
+    if (j->o->method == FS_PARTITION_METIS)
+        return json_pack("{s:s, s:f, s:I}", "name", "metis", "imbalance", j->o->imbalance, "seed",
+                         (json_int_t)j->o->seed);
+    return json_pack("{s:s, s:f, s:s, s:f}", "name", "stream", "imbalance", j->o->imbalance, "algorithm", "fennel",
+                     "gamma", 1.5);
+}
+
+static fs_status_t save_json(const char *path, json_t *book, fs_error_t *err)
+{
+    FILE *f = fopen(path, "w");
+    int bad = !f || json_dumpf(book, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF ||
+              fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int e = errno;
+    if (f && fclose(f) != 0) bad = 1;
+    return bad ? fs_error(err, FS_ERR_IO, "cannot write %s: %s", path, strerror(e)) : FS_OK;
+}
+
+fs_status_t pt_write_book(pt_job_t *j, fs_partition_report_t *rep)
+{
+    char path[4400], src_hash[17];
+    snprintf(path, sizeof path, "%s/%s", j->o->dataset, FS_MANIFEST);
+    fs_status_t s = pt_file_hash(path, src_hash, j->err);
+    if (s != FS_OK) return s;
+    json_t *files = json_object(), *cuts = json_array(), *bal = json_array();
+    json_t *nts = node_types_json(j, files, rep, bal, &s), *ets = edge_types_json(j, cuts, rep);
+    json_t *book = json_pack("{s:s, s:i, s:s, s:{s:s, s:s, s:s}, s:o, s:i, s:o, s:o, s:{s:{s:I, s:f, s:o}, s:{s:o}}, "
+                             "s:o, s:o}",
+                             "format", FS_PARTITION_FORMAT, "version", FS_PARTITION_VERSION, "id", j->id, "dataset",
+                             "name", j->ds->name, "path", j->o->dataset, "manifest_xxh3", src_hash, "method",
+                             method_json(j), "parts", j->V, "node_types", nts, "edge_types", ets, "quality",
+                             "edge_cut", "count", (json_int_t)rep->cut, "fraction", rep->cut_fraction, "edge_types",
+                             cuts, "balance", "node_types", bal, "part_dirs", parts_json(j), "files", files);
+    snprintf(path, sizeof path, "%s/%s", j->tmp_dir, FS_PARTITION_BOOK);
+    if (s == FS_OK) s = book ? save_json(path, book, j->err) : fs_error(j->err, FS_ERR_NOMEM, "out of memory");
+    json_decref(book);
+    return s;
+}
