@@ -87,11 +87,11 @@ static fs_status_t header(const json_t *root, const char *format, const char *wh
 
 static fs_status_t partitioning_field(const json_t *obj, const char *where, char *out, fs_error_t *err)
 {
-    fs_status_t st = str_field(obj, "partitioning", where, FS_CLUSTER_PARTITIONING_LEN, 0, out, err);
+    fs_status_t st = str_field(obj, "partitioning", where, FS_PARTITION_ID_LEN, 0, out, err);
     if (st != FS_OK) return st;
-    if (strlen(out) != FS_CLUSTER_PARTITIONING_LEN || strspn(out, "0123456789abcdef") != FS_CLUSTER_PARTITIONING_LEN)
+    if (strlen(out) != FS_PARTITION_ID_LEN || strspn(out, "0123456789abcdef") != FS_PARTITION_ID_LEN)
         return fs_error(err, FS_ERR_FORMAT, "%s: \"partitioning\" must be %d lowercase hex digits (got \"%s\")", where,
-                        FS_CLUSTER_PARTITIONING_LEN, out);
+                        FS_PARTITION_ID_LEN, out);
     return FS_OK;
 }
 
@@ -164,7 +164,7 @@ fs_status_t fs_shard_reg_parse(const char *json, size_t len, fs_shard_reg_t *out
     if (st == FS_OK) st = fs_json_only_keys(root, REG_KEYS, where, err);
     if (st == FS_OK) st = addr_fields(root, where, &out->addr, err);
     if (st == FS_OK) st = partitioning_field(root, where, out->partitioning, err);
-    if (st == FS_OK) st = int_field(root, "parts", where, 1, FS_CLUSTER_PARTS_MAX, &out->parts, err);
+    if (st == FS_OK) st = int_field(root, "parts", where, 1, FS_PARTITION_MAX_PARTS, &out->parts, err);
     if (st == FS_OK)
         st = int_array(root, "owns", where, (size_t)out->parts, 0, out->parts - 1, &out->owns, &out->num_owned, err);
     for (int i = 1; st == FS_OK && i < out->num_owned; i++)
@@ -300,7 +300,7 @@ fs_status_t fs_shard_map_parse(const char *json, size_t len, fs_shard_map_t *out
     if (st == FS_OK) st = str_field(root, "name", where, FS_CLUSTER_NAME_MAX, 0, out->name, err);
     if (st == FS_OK) st = fs_cluster_name_check(out->name, err);
     if (st == FS_OK) st = partitioning_field(root, where, out->partitioning, err);
-    if (st == FS_OK) st = int_field(root, "parts", where, 1, FS_CLUSTER_PARTS_MAX, &out->parts, err);
+    if (st == FS_OK) st = int_field(root, "parts", where, 1, FS_PARTITION_MAX_PARTS, &out->parts, err);
     if (st == FS_OK) st = map_shards(root, where, out, err);
     if (st == FS_OK)
         st = int_array(root, "owners", where, (size_t)out->parts, -1, FS_CLUSTER_SHARDS_MAX - 1, &out->owner, &n, err);

@@ -23,14 +23,13 @@
 
 #include "fs_types.h"
 
-/* Limits of a cluster, each defined here once. */
+/* Limits of a cluster, each defined here once (a partitioning's, the
+ * number of parts and its id's length, are fs_types.h's). */
 #define FS_CLUSTER_NAME_MAX 63      /* letters, digits, '_' and '-' */
 #define FS_CLUSTER_SHARDS_MAX 1024  /* shard ids are 0 .. FS_CLUSTER_SHARDS_MAX - 1 */
-#define FS_CLUSTER_PARTS_MAX 65536  /* virtual partitions of one partitioning */
 #define FS_CLUSTER_ADDR_MAX 255     /* a gRPC address, host:port */
 #define FS_CLUSTER_UNIX_MAX 107     /* a unix socket path (sockaddr_un's sun_path) */
 #define FS_CLUSTER_HOST_MAX 63      /* a machine's name: unix:// is used where it matches */
-#define FS_CLUSTER_PARTITIONING_LEN 16 /* the partition book's id: 16 hex digits */
 
 /* Where a shard answers. */
 typedef struct {
@@ -44,7 +43,7 @@ typedef struct {
  * parts it holds (ascending). */
 typedef struct {
     fs_shard_addr_t addr;
-    char partitioning[FS_CLUSTER_PARTITIONING_LEN + 1];
+    char partitioning[FS_PARTITION_ID_LEN + 1];
     int parts;       /* V of the partitioning */
     int *owns;       /* [num_owned], ascending */
     int num_owned;
@@ -53,7 +52,7 @@ typedef struct {
 /* The map: every part's owning shard (-1: none registered holds it). */
 typedef struct {
     char name[FS_CLUSTER_NAME_MAX + 1];
-    char partitioning[FS_CLUSTER_PARTITIONING_LEN + 1];
+    char partitioning[FS_PARTITION_ID_LEN + 1];
     int parts;
     int *owner;              /* [parts] */
     fs_shard_addr_t *shard;  /* [num_shards], ascending id */

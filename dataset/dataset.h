@@ -168,14 +168,10 @@ typedef struct {
     fs_table_t node_table;         /* FS_ROW_NODE_TABLE (featstore/types.h): row_nodes as a row table */
 } fs_propagation_t;
 
-/* The most parts a dataset is partitioned into (`featstore partition`,
- * dataset/partition.h): the one definition of that limit. */
-#define FS_PARTITION_MAX_PARTS 4096
-
 /* A part of a partitioned dataset (docs/format.md "Partitioned datasets"):
  * the manifest's "partition" object. parts is 0 for a whole dataset. */
 typedef struct {
-    char id[17];                   /* the partitioning's id, 16 hex digits */
+    char id[FS_PARTITION_ID_LEN + 1]; /* the partitioning's id, hex */
     int index, parts;              /* this part, of parts */
 } fs_part_of_t;
 

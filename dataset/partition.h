@@ -29,7 +29,7 @@
 #ifndef FS_PARTITION_H
 #define FS_PARTITION_H
 
-#include "dataset.h" /* FS_PARTITION_MAX_PARTS */
+#include "dataset.h" /* and FS_PARTITION_MAX_PARTS, fs_types.h */
 
 #define FS_PARTITION_FORMAT "featstore-partitions"
 #define FS_PARTITION_VERSION 1
@@ -58,7 +58,7 @@ typedef struct {
     double cut_fraction;
     double balance_nodes, balance_train, balance_edges;
     size_t node_array_bytes;       /* what the node arrays took (the resident set's floor) */
-    char id[17];                   /* the partitioning's id */
+    char id[FS_PARTITION_ID_LEN + 1]; /* the partitioning's id */
     double seconds;
 } fs_partition_report_t;
 
@@ -83,7 +83,7 @@ fs_status_t fs_partition_metis_fits(int64_t nodes, int64_t edges, fs_error_t *er
 int fs_partition_is_root(const char *dir);
 
 typedef struct {
-    char id[17], name[128], method[16];
+    char id[FS_PARTITION_ID_LEN + 1], name[128], method[16];
     int parts, num_node_types, num_edge_types;
     int64_t nodes, edges, cut;
     double cut_fraction, balance_nodes, balance_train, balance_edges;

@@ -59,6 +59,13 @@ fs_status_t fs_table_not_found(fs_error_t *err, const char *dataset, const char 
 /* Whether s (NUL-terminated; NULL is no name) is such a name. */
 int fs_type_name_valid(const char *s);
 
+/* A partitioned dataset's limits (`featstore partition`, dataset/partition.h),
+ * defined once for its writer and reader and for the cluster that serves it
+ * (cluster/fs_shardmap.h): the most parts, and the length of a
+ * partitioning's id (hex digits; a buffer needs one more). */
+#define FS_PARTITION_MAX_PARTS 4096
+#define FS_PARTITION_ID_LEN 16
+
 /* Monotonic seconds, for latencies and progress. */
 double fs_now(void);
 

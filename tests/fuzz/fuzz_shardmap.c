@@ -13,7 +13,7 @@
 
 static void check_map(const fs_shard_map_t *m)
 {
-    FUZZ_CHECK(m->parts >= 1 && m->parts <= FS_CLUSTER_PARTS_MAX, "parts %d", m->parts);
+    FUZZ_CHECK(m->parts >= 1 && m->parts <= FS_PARTITION_MAX_PARTS, "parts %d", m->parts);
     for (int i = 1; i < m->num_shards; i++) FUZZ_CHECK(m->shard[i].id > m->shard[i - 1].id, "shard ids at %d", i);
     for (int p = 0; p < m->parts; p++)
         FUZZ_CHECK(m->owner[p] == -1 || fs_shard_map_owner(m, p) != NULL, "part %d's owner %d", p, m->owner[p]);
