@@ -81,6 +81,8 @@ fs_status_t fs_partition_metis_fits(int64_t nodes, int64_t edges, fs_error_t *er
 
 /* 1 if dir holds a partition book. */
 int fs_partition_is_root(const char *dir);
+/* The directory of part `part` under the root: "<root>/part-00007". */
+void fs_partition_part_dir(const char *root, int part, char *buf, size_t len);
 
 typedef struct {
     char id[FS_PARTITION_ID_LEN + 1], name[128], method[16];

@@ -36,6 +36,13 @@ typedef struct {
     fs_error_t *err;
 } vf_t;
 
+void fs_partition_part_dir(const char *root, int part, char *buf, size_t len)
+{
+    char name[32];
+    snprintf(name, sizeof name, PT_PART_DIR, part);
+    snprintf(buf, len, "%s/%s", root, name);
+}
+
 int fs_partition_is_root(const char *dir)
 {
     char path[4300];

@@ -1,0 +1,288 @@
+/* shard.c — a shard's parts and its picks (shard.h says what and why).
+ *
+ * A request's ids are placed by binary search over the held parts' ranges
+ * of the destination type, grouped by part (each group keeps the request's
+ * order), picked per part with fs_typed_picks on that part's view, the RNG
+ * keyed by the part's orig_ids, and merged back into the request's order. */
+#include "shard.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partition.h"
+#include "typed_view.h"
+
+typedef struct {
+    int index;
+    fs_dataset_t *ds;
+    fs_typed_graph_t g;
+} held_t;
+
+struct fs_shard {
+    char id[FS_PARTITION_ID_LEN + 1];
+    int parts;          /* V of the partitioning */
+    int num_held;
+    held_t *held;       /* ascending index */
+    int *indices;       /* [num_held] */
+};
+
+struct fs_shard_ws {
+    fs_typed_sampler_t *sampler;
+    int64_t *part_of, *rows, *keys, *cursor;
+    size_t cap;
+    int64_t *off, *src, *eid;
+    size_t off_cap, pick_cap;
+};
+
+static int by_index(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static fs_status_t open_part(fs_shard_t *s, const char *root, int part, int threads, held_t *h, fs_error_t *err)
+{
+    char dir[PATH_MAX];
+    fs_partition_part_dir(root, part, dir, sizeof dir);
+    fs_status_t st = fs_dataset_open(dir, 0, threads, &h->ds, err);
+    if (st != FS_OK) return st;
+    h->index = part;
+    const fs_part_of_t *po = &h->ds->partition;
+    if (po->parts == 0)
+        return fs_error(err, FS_ERR_FORMAT, "shard: %s is a whole dataset, not a part of a partitioned one", dir);
+    if (po->index != part)
+        return fs_error(err, FS_ERR_FORMAT, "shard: %s says it is part %d, not %d", dir, po->index, part);
+    if (s->parts == 0) {
+        memcpy(s->id, po->id, sizeof s->id);
+        s->parts = po->parts;
+    } else if (strcmp(s->id, po->id) != 0 || s->parts != po->parts) {
+        return fs_error(err, FS_ERR_FORMAT, "shard: %s is part of partitioning %s of %d parts, not %s of %d", dir,
+                        po->id, po->parts, s->id, s->parts);
+    }
+    return fs_typed_graph_init(&h->g, h->ds, err);
+}
+
+fs_status_t fs_shard_open(const char *root, const int *parts, int n, int threads, fs_shard_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    if (n <= 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: no parts to hold");
+    fs_shard_t *s = calloc(1, sizeof *s);
+    if (s) s->held = calloc((size_t)n, sizeof *s->held), s->indices = malloc((size_t)n * sizeof *s->indices);
+    if (!s || !s->held || !s->indices) {
+        fs_shard_close(s);
+        return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+    }
+    memcpy(s->indices, parts, (size_t)n * sizeof *parts);
+    qsort(s->indices, (size_t)n, sizeof *s->indices, by_index);
+    fs_status_t st = FS_OK;
+    for (int i = 0; st == FS_OK && i < n; i++) {
+        if (i > 0 && s->indices[i] == s->indices[i - 1])
+            st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: part %d is listed twice", s->indices[i]);
+        else if ((st = open_part(s, root, s->indices[i], threads, &s->held[i], err)) == FS_OK)
+            s->num_held++;
+    }
+    if (st == FS_OK && s->indices[n - 1] >= s->parts)
+        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: part %d of a partitioning of %d parts",
+                      s->indices[n - 1], s->parts);
+    if (st != FS_OK) {
+        if (s->num_held < n && s->held[s->num_held].ds) fs_dataset_close(s->held[s->num_held].ds);
+        fs_shard_close(s);
+        return st;
+    }
+    *out = s;
+    return FS_OK;
+}
+
+void fs_shard_close(fs_shard_t *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->num_held; i++) {
+        fs_typed_graph_free(&s->held[i].g);
+        fs_dataset_close(s->held[i].ds);
+    }
+    free(s->held);
+    free(s->indices);
+    free(s);
+}
+
+const char *fs_shard_partitioning(const fs_shard_t *s)
+{
+    return s->id;
+}
+
+int fs_shard_num_parts(const fs_shard_t *s)
+{
+    return s->parts;
+}
+
+int fs_shard_held(const fs_shard_t *s, const int **parts)
+{
+    *parts = s->indices;
+    return s->num_held;
+}
+
+const fs_dataset_t *fs_shard_part(const fs_shard_t *s, int part)
+{
+    for (int i = 0; i < s->num_held; i++)
+        if (s->held[i].index == part) return s->held[i].ds;
+    return NULL;
+}
+
+/* ---- picks ---------------------------------------------------------------------- */
+
+fs_status_t fs_shard_ws_create(fs_shard_ws_t **out, fs_error_t *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out) return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+    fs_status_t st = fs_typed_sampler_create(&(*out)->sampler, err);
+    if (st != FS_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+void fs_shard_ws_destroy(fs_shard_ws_t *w)
+{
+    if (!w) return;
+    fs_typed_sampler_destroy(w->sampler);
+    free(w->part_of), free(w->rows), free(w->keys), free(w->cursor);
+    free(w->off), free(w->src), free(w->eid);
+    free(w);
+}
+
+static int grow(int64_t **p, size_t n)
+{
+    int64_t *q = realloc(*p, (n ? n : 1) * sizeof *q);
+    if (!q) return -1;
+    *p = q;
+    return 0;
+}
+
+static fs_status_t ws_reserve(fs_shard_ws_t *w, size_t n, size_t parts, fs_error_t *err)
+{
+    if (n + parts > w->cap) {
+        size_t cap = n + parts;
+        if (grow(&w->part_of, cap) || grow(&w->rows, cap) || grow(&w->keys, cap) || grow(&w->cursor, cap) ||
+            grow(&w->off, cap + 1))
+            return fs_error(err, FS_ERR_NOMEM, "shard: out of memory for %zu ids", n);
+        w->cap = cap;
+    }
+    return FS_OK;
+}
+
+/* The held part (its position in s->held) owning global id x of node type
+ * t, and x's row there; -1 when none does. Parts' ranges ascend with their
+ * index, so a binary search over the held ones finds it. */
+static int find_part(const fs_shard_t *s, int t, int64_t x, int64_t *row)
+{
+    int lo = 0, hi = s->num_held - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const fs_node_type_t *nt = &s->held[mid].ds->node_types[t];
+        if (x < nt->first) hi = mid - 1;
+        else if (x >= nt->first + nt->count) lo = mid + 1;
+        else {
+            *row = x - nt->first;
+            return mid;
+        }
+    }
+    return -1;
+}
+
+/* Places every id: its part in part_of[i], and the groups' rows and keys
+ * laid out part after part, each group in the request's order, from
+ * cursor[part] (the group's start). */
+static fs_status_t place_ids(const fs_shard_t *s, fs_shard_ws_t *w, int t, const int64_t *ids, int64_t n,
+                             int64_t *start, fs_error_t *err)
+{
+    int H = s->num_held;
+    for (int h = 0; h <= H; h++) start[h] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t row;
+        int h = find_part(s, t, ids[i], &row);
+        if (h < 0)
+            return fs_error(err, FS_ERR_NOT_FOUND, "shard: node %lld (entry %lld) is in no part this shard holds "
+                            "(the shard map is stale: fetch it again)", (long long)ids[i], (long long)i);
+        w->part_of[i] = h;
+        start[h + 1]++;
+    }
+    for (int h = 0; h < H; h++) start[h + 1] += start[h];
+    for (int h = 0; h < H; h++) w->cursor[h] = start[h];
+    for (int64_t i = 0; i < n; i++) {
+        int h = (int)w->part_of[i];
+        const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
+        int64_t at = w->cursor[h]++, row = ids[i] - nt->first;
+        w->rows[at] = row;
+        w->keys[at] = nt->orig_ids ? nt->orig_ids[row] : ids[i];
+    }
+    return FS_OK;
+}
+
+static fs_status_t picks_reserve(fs_shard_ws_t *w, size_t picks, fs_error_t *err)
+{
+    if (picks <= w->pick_cap) return FS_OK;
+    if (grow(&w->src, picks) || grow(&w->eid, picks))
+        return fs_error(err, FS_ERR_NOMEM, "shard: out of memory for %zu picks", picks);
+    w->pick_cap = picks;
+    return FS_OK;
+}
+
+fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed_picks_req_t *q, const int64_t *ids,
+                           int64_t n, fs_typed_picks_t *out, fs_error_t *err)
+{
+    const fs_dataset_t *ds0 = s->held[0].ds;
+    if (q->etype < 0 || q->etype >= ds0->num_edge_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: edge type %d of %d", q->etype, ds0->num_edge_types);
+    int H = s->num_held, t = ds0->edge_types[q->etype].dst_type;
+    int64_t *start = calloc((size_t)H + 1, sizeof *start);
+    fs_typed_picks_t *ans = calloc((size_t)H, sizeof *ans);
+    fs_status_t st = !start || !ans ? fs_error(err, FS_ERR_NOMEM, "shard: out of memory")
+                                    : ws_reserve(w, (size_t)n, (size_t)H, err);
+    if (st == FS_OK) st = place_ids(s, w, t, ids, n, start, err);
+    /* each part's group through the engine; its answer copied out before the next */
+    int64_t total = 0;
+    int64_t **off = NULL, **src = NULL, **eid = NULL;
+    if (st == FS_OK) {
+        off = calloc((size_t)H, sizeof *off), src = calloc((size_t)H, sizeof *src), eid = calloc((size_t)H, sizeof *eid);
+        if (!off || !src || !eid) st = fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+    }
+    for (int h = 0; st == FS_OK && h < H; h++) {
+        int64_t m = start[h + 1] - start[h];
+        const held_t *hp = &s->held[h];
+        st = fs_typed_picks(w->sampler, &hp->g.view.etype[q->etype], hp->ds->node_types[t].count, q,
+                            w->rows + start[h], w->keys + start[h], m, &ans[h], err);
+        if (st != FS_OK) break;
+        int64_t k = ans[h].off[m];
+        off[h] = malloc((size_t)(m + 1) * sizeof **off);
+        src[h] = malloc((size_t)(k ? k : 1) * sizeof **src);
+        eid[h] = malloc((size_t)(k ? k : 1) * sizeof **eid);
+        if (!off[h] || !src[h] || !eid[h]) {
+            st = fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+            break;
+        }
+        memcpy(off[h], ans[h].off, (size_t)(m + 1) * sizeof **off);
+        memcpy(src[h], ans[h].src, (size_t)k * sizeof **src);
+        if (q->want_edge_ids) memcpy(eid[h], ans[h].eid, (size_t)k * sizeof **eid);
+        total += k;
+    }
+    if (st == FS_OK) st = picks_reserve(w, (size_t)total + 1, err);
+    if (st == FS_OK) { /* merged back in the request's order */
+        for (int h = 0; h < H; h++) w->cursor[h] = 0;
+        int64_t e = 0;
+        w->off[0] = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int h = (int)w->part_of[i];
+            int64_t r = w->cursor[h]++, b = off[h][r], end = off[h][r + 1];
+            memcpy(w->src + e, src[h] + b, (size_t)(end - b) * sizeof *w->src);
+            if (q->want_edge_ids) memcpy(w->eid + e, eid[h] + b, (size_t)(end - b) * sizeof *w->eid);
+            e += end - b;
+            w->off[i + 1] = e;
+        }
+        *out = (fs_typed_picks_t){.n = n, .off = w->off, .src = w->src, .eid = q->want_edge_ids ? w->eid : NULL};
+    }
+    for (int h = 0; off && h < H; h++) free(off[h]), free(src[h]), free(eid[h]);
+    free(off), free(src), free(eid), free(start), free(ans);
+    return st;
+}
