@@ -62,7 +62,7 @@ LAYERS = (
     # The one request pipeline (limits, sample, check, gather, count) both engine hosts run.
     Layer("executor", ("exec/*",), ("core", "engines", "dataset", "codecs"), used_by=("server", "client library")),
     # What a sharded featstore's machines share: the etcd client of its membership.
-    Layer("cluster", ("cluster/*",), ("core", "codecs", "gRPC/nanopb"),
+    Layer("cluster", ("cluster/*",), ("core", "engines", "codecs", "gRPC/nanopb"),  # engines: the picks it routes
           used_by=("server", "server main", "client library", "cli", "bench")),
     Layer("server", ("server/*",), ("core", "engines", "dataset", "placement")),
     # The transports reach the engines and the dataset only through the host (engine.h, store.h).

@@ -1,7 +1,8 @@
 /* test_shard_routed.c — a partitioned dataset sampled owner-routed, in one
  * process: `featstore partition` writes the parts, three shards
  * (server/shard.h) hold them part % 3, and a trainer's engine whose edge
- * types are remote asks each destination's shard for its picks. For the
+ * types are remote asks each destination's shard for its picks, routed by
+ * the cluster's router (cluster/fs_route.h) over an in-process transport. For the
  * same seeds the batch, mapped back through the parts' orig_ids, must be
  * one engine's on the source dataset, bit for bit: a homogeneous R-MAT
  * (DGL's blocks and PyG's frontier, with replacement too) and a typed one
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_route.h"
 #include "partition.h"
 #include "shard.h"
 #include "test_util.h"
@@ -31,9 +33,17 @@ typedef struct {
     int64_t **new_of;           /* [type][source id] */
     int64_t **orig_of;          /* [type][global id] */
     int64_t *count;             /* [type] */
-    int64_t *off, *src, *eid;   /* the merged answer */
     const fs_dataset_t *any;    /* a part, for the edge types */
+    fs_router_t *router;
 } cluster_t;
+
+/* The transport: shard k in this process. */
+static fs_status_t in_process(void *ctx, int k, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
+                              fs_typed_picks_t *out, fs_error_t *e)
+{
+    cluster_t *c = ctx;
+    return fs_shard_picks(c->shard[k], c->ws[k], q, ids, n, out, e);
+}
 
 static void open_cluster(cluster_t *c, const char *root, int parts)
 {
@@ -66,56 +76,23 @@ static void open_cluster(cluster_t *c, const char *root, int parts)
         }
         c->first[t][parts] = total;
     }
+    const int64_t *first[16];
+    int owner[64], etype_dst[16];
+    for (int t = 0; t < c->num_types; t++) first[t] = c->first[t];
+    for (int p = 0; p < parts; p++) owner[p] = p % SHARDS;
+    for (int e = 0; e < c->any->num_edge_types; e++) etype_dst[e] = c->any->edge_types[e].dst_type;
+    fs_route_map_t m = {.num_node_types = c->num_types, .first = first, .parts = parts, .owner = owner,
+                        .num_shards = SHARDS, .num_edge_types = c->any->num_edge_types, .etype_dst = etype_dst};
+    fs_route_transport_t tr = {.picks = in_process, .ctx = c};
+    cr_assert_eq(fs_router_create(&m, &tr, &c->router, &err), FS_OK, "%s", err.msg);
 }
 
 static void close_cluster(cluster_t *c)
 {
     for (int k = 0; k < SHARDS; k++) fs_shard_ws_destroy(c->ws[k]), fs_shard_close(c->shard[k]);
     for (int t = 0; t < c->num_types; t++) free(c->new_of[t]), free(c->orig_of[t]);
-    free(c->first), free(c->new_of), free(c->orig_of), free(c->count), free(c->off), free(c->src), free(c->eid);
-}
-
-/* The transport's part: each destination to its part's shard, answers merged in order. */
-static fs_status_t cluster_picks(void *ctx, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
-                                 fs_typed_picks_t *out, fs_error_t *e)
-{
-    cluster_t *c = ctx;
-    int t = c->any->edge_types[q->etype].dst_type;
-    int64_t *ids[SHARDS], cnt[SHARDS] = {0}, cur[SHARDS] = {0};
-    int *which = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    for (int k = 0; k < SHARDS; k++) ids[k] = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) {
-        int p = 0;
-        while (dst[i] >= c->first[t][p + 1]) p++;
-        which[i] = p % SHARDS;
-        ids[which[i]][cnt[which[i]]++] = dst[i];
-    }
-    fs_typed_picks_t ans[SHARDS];
-    int64_t total = 0;
-    for (int k = 0; k < SHARDS; k++) {
-        fs_status_t st = fs_shard_picks(c->shard[k], c->ws[k], q, ids[k], cnt[k], &ans[k], e);
-        if (st != FS_OK) return st;
-        total += ans[k].off[cnt[k]];
-    }
-    free(c->off), free(c->src), free(c->eid);
-    c->off = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    c->src = malloc(sizeof(int64_t) * (size_t)(total + 1));
-    c->eid = malloc(sizeof(int64_t) * (size_t)(total + 1));
-    int64_t at = 0;
-    c->off[0] = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const fs_typed_picks_t *a = &ans[which[i]];
-        int64_t r = cur[which[i]]++;
-        for (int64_t j = a->off[r]; j < a->off[r + 1]; j++, at++) {
-            c->src[at] = a->src[j];
-            c->eid[at] = q->want_edge_ids ? a->eid[j] : -1;
-        }
-        c->off[i + 1] = at;
-    }
-    for (int k = 0; k < SHARDS; k++) free(ids[k]);
-    free(which);
-    *out = (fs_typed_picks_t){.n = n, .off = c->off, .src = c->src, .eid = c->eid};
-    return FS_OK;
+    fs_router_destroy(c->router);
+    free(c->first), free(c->new_of), free(c->orig_of), free(c->count);
 }
 
 /* One engine on the source against the routed engine on the parts. */
@@ -129,7 +106,7 @@ static void same_batches(const char *source, const char *root, int parts, fs_fro
     cluster_t c;
     open_cluster(&c, root, parts);
     int E = whole.view.num_edge_types, hops = 3;
-    fs_typed_remote_t remote = {.picks = cluster_picks, .ctx = &c};
+    fs_typed_remote_t remote = {.picks = fs_router_picks, .ctx = c.router};
     fs_typed_etype_t *ret = calloc((size_t)E, sizeof *ret);
     for (int e = 0; e < E; e++)
         ret[e] = (fs_typed_etype_t){.src_type = whole.view.etype[e].src_type, .dst_type = whole.view.etype[e].dst_type,

@@ -1,0 +1,207 @@
+/* fs_route.c — owner routing (fs_route.h says what and why): destinations
+ * to shards by range, one call per shard at once, answers merged in order.
+ *
+ * A pass's shards are asked concurrently because each call is a network
+ * round trip: the pass then waits for the slowest shard, not for their
+ * sum. The first shard's call runs on the caller's thread. Each shard's
+ * answer is read in place (borrowed from the transport until its next
+ * call for that shard, which cannot come before this pass ends). */
+#include "fs_route.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    fs_router_t *r;
+    int shard;
+    const fs_typed_picks_req_t *q;
+    fs_typed_picks_t ans;
+    fs_status_t st;
+    fs_error_t err;
+    int threaded;                /* asked on a thread of its own (to join) */
+} ask_t;
+
+struct fs_router {
+    fs_route_map_t m;
+    int64_t **first;             /* copies of the ranges */
+    int *owner, *etype_dst;
+    fs_route_transport_t t;
+    /* per pass */
+    int *shard_of;               /* [n] each destination's shard */
+    int64_t *ids, *count, *start, *cursor; /* ids grouped by shard; [num_shards] counts, starts, cursors */
+    size_t cap;
+    ask_t *ask;                  /* [num_shards] */
+    pthread_t *threads;
+    int64_t *off, *src, *eid;    /* the merged answer */
+    size_t off_cap, pick_cap;
+};
+
+void fs_router_destroy(fs_router_t *r)
+{
+    if (!r) return;
+    for (int t = 0; r->first && t < r->m.num_node_types; t++) free(r->first[t]);
+    free(r->first), free(r->owner), free(r->etype_dst);
+    free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor);
+    free(r->ask), free(r->threads), free(r->off), free(r->src), free(r->eid);
+    free(r);
+}
+
+fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t *t, fs_router_t **out,
+                             fs_error_t *err)
+{
+    *out = NULL;
+    if (m->parts <= 0 || m->num_shards <= 0 || m->num_node_types <= 0 || !t->picks)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: no parts, shards, node types or transport");
+    for (int p = 0; p < m->parts; p++)
+        if (m->owner[p] < 0 || m->owner[p] >= m->num_shards)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: part %d has no shard (owner %d of %d shards)", p,
+                            m->owner[p], m->num_shards);
+    fs_router_t *r = calloc(1, sizeof *r);
+    if (!r) return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
+    r->m = *m;
+    r->t = *t;
+    size_t S = (size_t)m->num_shards;
+    r->first = calloc((size_t)m->num_node_types, sizeof *r->first);
+    r->owner = malloc((size_t)m->parts * sizeof *r->owner);
+    r->etype_dst = malloc((size_t)(m->num_edge_types ? m->num_edge_types : 1) * sizeof *r->etype_dst);
+    r->count = calloc(S, sizeof *r->count), r->start = calloc(S + 1, sizeof *r->start);
+    r->cursor = calloc(S, sizeof *r->cursor), r->ask = calloc(S, sizeof *r->ask);
+    r->threads = calloc(S, sizeof *r->threads);
+    int ok = r->first && r->owner && r->etype_dst && r->count && r->start && r->cursor && r->ask && r->threads;
+    for (int ty = 0; ok && ty < m->num_node_types; ty++) {
+        ok = (r->first[ty] = malloc((size_t)(m->parts + 1) * sizeof **r->first)) != NULL;
+        if (ok) memcpy(r->first[ty], m->first[ty], (size_t)(m->parts + 1) * sizeof **r->first);
+    }
+    if (!ok) {
+        fs_router_destroy(r);
+        return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
+    }
+    r->m.first = (const int64_t *const *)r->first;
+    memcpy(r->owner, m->owner, (size_t)m->parts * sizeof *r->owner);
+    r->m.owner = r->owner;
+    memcpy(r->etype_dst, m->etype_dst, (size_t)m->num_edge_types * sizeof *r->etype_dst);
+    r->m.etype_dst = r->etype_dst;
+    *out = r;
+    return FS_OK;
+}
+
+static int grow(int64_t **p, size_t n)
+{
+    int64_t *q = realloc(*p, (n ? n : 1) * sizeof *q);
+    if (!q) return -1;
+    *p = q;
+    return 0;
+}
+
+/* The part owning id x of a type with ranges first[0..parts]; -1 outside. */
+static int part_of(const int64_t *first, int parts, int64_t x)
+{
+    if (x < first[0] || x >= first[parts]) return -1;
+    int lo = 0, hi = parts - 1;
+    while (lo < hi) { /* the last part whose first is <= x */
+        int mid = (lo + hi + 1) / 2;
+        if (first[mid] <= x) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Every destination's shard, and the ids grouped by shard in order. */
+static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n, fs_error_t *err)
+{
+    if ((size_t)n > r->cap) {
+        int *so = realloc(r->shard_of, (size_t)n * sizeof *so);
+        if (so) r->shard_of = so;
+        if (!so || grow(&r->ids, (size_t)n)) return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld ids",
+                                                            (long long)n);
+        r->cap = (size_t)n;
+    }
+    int S = r->m.num_shards;
+    memset(r->count, 0, (size_t)S * sizeof *r->count);
+    for (int64_t i = 0; i < n; i++) {
+        int p = part_of(r->m.first[type], r->m.parts, dst[i]);
+        if (p < 0)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: node %lld of type %d (entry %lld) is in no part",
+                            (long long)dst[i], type, (long long)i);
+        r->shard_of[i] = r->m.owner[p];
+        r->count[r->shard_of[i]]++;
+    }
+    r->start[0] = 0;
+    for (int k = 0; k < S; k++) r->start[k + 1] = r->start[k] + r->count[k], r->cursor[k] = r->start[k];
+    for (int64_t i = 0; i < n; i++) r->ids[r->cursor[r->shard_of[i]]++] = dst[i];
+    return FS_OK;
+}
+
+static void *ask_one(void *arg)
+{
+    ask_t *a = arg;
+    fs_router_t *r = a->r;
+    int64_t b = r->start[a->shard], n = r->count[a->shard];
+    a->err = (fs_error_t){0};
+    a->st = r->t.picks(r->t.ctx, a->shard, a->q, r->ids + b, n, &a->ans, &a->err);
+    if (a->st == FS_OK && a->ans.n != n)
+        a->st = fs_error(&a->err, FS_ERR_FORMAT, "route: shard %d answered %lld rows for %lld", a->shard,
+                         (long long)a->ans.n, (long long)n);
+    return NULL;
+}
+
+/* Every shard with destinations asked at once; the first error, if any. */
+static fs_status_t ask_all(fs_router_t *r, const fs_typed_picks_req_t *q, fs_error_t *err)
+{
+    int S = r->m.num_shards, inline_shard = -1;
+    for (int k = 0; k < S; k++) {
+        r->ask[k] = (ask_t){.r = r, .shard = k, .q = q, .st = FS_OK};
+        if (r->count[k] == 0) continue;
+        if (inline_shard < 0) inline_shard = k; /* the caller's thread takes the first */
+        else if (pthread_create(&r->threads[k], NULL, ask_one, &r->ask[k]) == 0) r->ask[k].threaded = 1;
+        else ask_one(&r->ask[k]); /* no thread to be had: ask it here */
+    }
+    if (inline_shard >= 0) ask_one(&r->ask[inline_shard]);
+    fs_status_t st = FS_OK;
+    for (int k = 0; k < S; k++) {
+        if (r->ask[k].threaded) pthread_join(r->threads[k], NULL);
+        if (st == FS_OK && r->ask[k].st != FS_OK) {
+            st = r->ask[k].st;
+            if (err) *err = r->ask[k].err;
+        }
+    }
+    return st;
+}
+
+fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
+                            fs_typed_picks_t *out, fs_error_t *err)
+{
+    fs_router_t *r = router;
+    if (q->etype < 0 || q->etype >= r->m.num_edge_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: edge type %d of %d", q->etype, r->m.num_edge_types);
+    fs_status_t st = group(r, r->m.etype_dst[q->etype], dst, n, err);
+    if (st == FS_OK) st = ask_all(r, q, err);
+    if (st != FS_OK) return st;
+    int S = r->m.num_shards;
+    int64_t total = 0;
+    for (int k = 0; k < S; k++)
+        if (r->count[k]) total += r->ask[k].ans.off[r->count[k]];
+    if ((size_t)n + 1 > r->off_cap) {
+        if (grow(&r->off, (size_t)n + 1)) return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
+        r->off_cap = (size_t)n + 1;
+    }
+    if ((size_t)total + 1 > r->pick_cap) {
+        if (grow(&r->src, (size_t)total + 1) || grow(&r->eid, (size_t)total + 1))
+            return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld picks", (long long)total);
+        r->pick_cap = (size_t)total + 1;
+    }
+    for (int k = 0; k < S; k++) r->cursor[k] = 0;
+    int64_t e = 0;
+    r->off[0] = 0;
+    for (int64_t i = 0; i < n; i++) { /* back into the pass's order */
+        const fs_typed_picks_t *a = &r->ask[r->shard_of[i]].ans;
+        int64_t row = r->cursor[r->shard_of[i]]++, b = a->off[row], m = a->off[row + 1] - b;
+        memcpy(r->src + e, a->src + b, (size_t)m * sizeof *r->src);
+        if (q->want_edge_ids) memcpy(r->eid + e, a->eid + b, (size_t)m * sizeof *r->eid);
+        e += m;
+        r->off[i + 1] = e;
+    }
+    *out = (fs_typed_picks_t){.n = n, .off = r->off, .src = r->src, .eid = q->want_edge_ids ? r->eid : NULL};
+    return FS_OK;
+}

@@ -1,0 +1,52 @@
+/* fs_route.h — owner routing of a remote edge type's picks, the trainer's
+ * side of owner-routed sampling (docs/design.md).
+ *
+ * The engine hands a pass's destinations, in order, to fs_router_picks
+ * (the edge type's fs_typed_remote_t). The router finds each destination's
+ * part by its id's range (the partitioning renumbered every node type part
+ * by part), and the part's shard by the shard map; asks every shard with
+ * destinations for their picks in one call each, all at once (one thread
+ * per shard beyond the first); and merges the answers back into the
+ * pass's order, so the engine relabels them exactly as one server's own.
+ * How a shard is asked (in process, gRPC) is the transport's.
+ *
+ * Ownership: the router copies the ranges and the owners; the answer is
+ * its own until its next call. Thread-safety: one pass at a time per
+ * router (a sampler's); the transport is called from several threads at
+ * once, for different shards. */
+#ifndef FS_ROUTE_H
+#define FS_ROUTE_H
+
+#include "fs_typed.h"
+
+typedef struct {
+    /* Shard `shard`'s picks of ids[0..n) (global ids of q's destination
+     * type, all its own): the answer is borrowed until the transport's next
+     * call for that shard. */
+    fs_status_t (*picks)(void *ctx, int shard, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
+                         fs_typed_picks_t *out, fs_error_t *err);
+    void *ctx;
+} fs_route_transport_t;
+
+typedef struct {
+    int num_node_types;
+    const int64_t *const *first;   /* [type][parts + 1]: part p owns ids [first[p], first[p + 1]) */
+    int parts;
+    const int *owner;              /* [parts]: the shard holding each part, 0..num_shards-1 */
+    int num_shards;
+    int num_edge_types;
+    const int *etype_dst;          /* [num_edge_types]: each edge type's destination type */
+} fs_route_map_t;
+
+typedef struct fs_router fs_router_t;
+
+fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t *t, fs_router_t **out,
+                             fs_error_t *err);
+void fs_router_destroy(fs_router_t *r);
+
+/* fs_typed_remote_t.picks with ctx = the router. An id outside its type's
+ * ranges, or a part with no shard, is FS_ERR_INVALID_ARGUMENT naming it. */
+fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
+                            fs_typed_picks_t *out, fs_error_t *err);
+
+#endif
