@@ -46,6 +46,8 @@ typedef enum {
     OPT_HOPS, OPT_NORM, OPT_SELF_LOOPS, OPT_NO_SELF_LOOPS, OPT_AS_STORED, OPT_ROWS,
     /* featstore partition */
     OPT_PARTS, OPT_METHOD, OPT_IMBALANCE,
+    /* a shard server (serve; OPT_PARTS too) */
+    OPT_CLUSTER, OPT_SHARD,
     OPT_COUNT_
 } cli_opt_t;
 

@@ -19,6 +19,7 @@
 #include "fs_addr.h"
 #include "fs_device.h"
 #include "grpc_server.h"
+#include "fs_shardmap.h"
 #include "serve.h"
 
 #define SERVE_USAGE                                                                                                    \
@@ -27,13 +28,46 @@
     "[--max-fanout-product N] [--max-response-bytes N] [--grpc-max-calls N] [--request-timeout 60s] "                 \
     "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] [--insecure] "                       \
     "[--handshake-timeout 5s] [--max-conns-per-uid N] [--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] "       \
-    "[--plan-dir DIR] [--topology PRESET|FILE ...]; DATASET may come from --config (\"dataset\")"
+    "[--plan-dir DIR] [--topology PRESET|FILE ...]; DATASET may come from --config (\"dataset\"); "              \
+    "a shard server: featstore serve ROOT --parts LIST --listen HOST:PORT [--cluster etcd://HOST:PORT/NAME --shard N]"
 
 /* The options that mean something only with --listen, or with --topology. */
 static const cli_opt_t grpc_opts[] = {OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE,
                                       OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, 0};
 static const cli_opt_t placement_opts[] = {OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PLAN, OPT_TABLE, OPT_FEATURE_FIRST,
                                            OPT_TOPOLOGY_FIRST, OPT_ORDER, OPT_HOTNESS, OPT_ALPHA, OPT_RESERVE, 0};
+
+/* What a shard server does not have (serve_shard.c): a unix:// socket, a
+ * metrics endpoint, a placement, the served copy's options. */
+static const cli_opt_t not_for_shards[] = {OPT_SOCKET, OPT_METRICS, OPT_VERIFY, OPT_PREFAULT, OPT_TOPOLOGY,
+                                           OPT_COPY, OPT_COPY_DIR, OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID,
+                                           OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID, OPT_PLAN_DIR, 0};
+
+/* A shard server: --parts of a partition root, --listen, and with
+ * --cluster its --shard number. */
+static int check_shard(cli_t *c, fs_serve_opts_t *o)
+{
+    if (!cli_has(c, OPT_PARTS)) {
+        if (cli_has(c, OPT_CLUSTER) || cli_has(c, OPT_SHARD))
+            return cli_usage("%s needs --parts: a shard server holds parts of a partitioned dataset",
+                             cli_name(c, cli_has(c, OPT_CLUSTER) ? OPT_CLUSTER : OPT_SHARD));
+        return 0;
+    }
+    for (int i = 0; not_for_shards[i]; i++)
+        if (cli_has(c, not_for_shards[i]))
+            return cli_usage("%s: a shard server (--parts) has no unix:// socket, metrics endpoint, placement or "
+                             "served copy yet", cli_name(c, not_for_shards[i]));
+    if (!cli_has(c, OPT_LISTEN)) return cli_usage("--parts: a shard server answers over gRPC: give --listen HOST:PORT");
+    if (cli_has(c, OPT_CLUSTER) != cli_has(c, OPT_SHARD))
+        return cli_usage("--cluster and --shard go together: the cluster to join, and this shard's number in it");
+    fs_error_t err = {0};
+    long long id = 0;
+    if (cli_has(c, OPT_SHARD) && cli_int(c, OPT_SHARD, 0, FS_CLUSTER_SHARDS_MAX - 1, &id, &err) != FS_OK)
+        return cli_refuse(c, OPT_SHARD, &err);
+    o->parts = c->text[OPT_PARTS], o->cluster = c->text[OPT_CLUSTER], o->shard_id = (int)id;
+    o->socket_path = NULL, o->metrics = NULL;
+    return 0;
+}
 
 /* 0, or the refusal of the first option of `opts` given without `needed`. */
 static int check_needs(cli_t *c, const cli_opt_t *opts, cli_opt_t needed, const char *what)
@@ -193,7 +227,7 @@ int cmd_serve(int argc, char **argv)
                                         OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
                                         OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
                                         OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT,
-                                        OPT_MAX_RESPONSE_BYTES, 0};
+                                        OPT_MAX_RESPONSE_BYTES, OPT_PARTS, OPT_CLUSTER, OPT_SHARD, 0};
     cli_t c;
     fs_error_t err = {0};
     int rc = cli_parse(&c, argc, argv, allowed);
@@ -208,7 +242,7 @@ int cmd_serve(int argc, char **argv)
     fs_serve_defaults(&o);
     o.dataset = c.args[0];
     if ((rc = check_addresses(&c, &o)) || (rc = check_engine(&c, &o)) || (rc = check_grpc(&c, &o)) ||
-        (rc = check_guards(&c, &o)) || (rc = check_placement(&c, &o)))
+        (rc = check_guards(&c, &o)) || (rc = check_placement(&c, &o)) || (rc = check_shard(&c, &o)))
         return rc;
     return fs_serve(&o);
 }

@@ -58,6 +58,8 @@ static const struct option long_opts[] = {
     {"as-stored", no_argument, 0, OPT_AS_STORED},      {"rows", required_argument, 0, OPT_ROWS},
     /* featstore partition */
     {"parts", required_argument, 0, OPT_PARTS},        {"method", required_argument, 0, OPT_METHOD},
+    /* a shard server (serve) */
+    {"cluster", required_argument, 0, OPT_CLUSTER},    {"shard", required_argument, 0, OPT_SHARD},
     {"imbalance", required_argument, 0, OPT_IMBALANCE},
     {0, 0, 0, 0},
 };

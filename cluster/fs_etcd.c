@@ -1,11 +1,10 @@
 /* fs_etcd.c — etcd's v3 API over gRPC core (fs_etcd.h says what and why).
  *
- * Each call is one gRPC batch on the handle's own completion queue, with
- * the handle's deadline: send the request, half-close, receive the answer
- * and the status. LeaseKeepAlive is a bidirectional stream in etcd's API;
- * a renewal here is one request on a fresh stream that the client
- * half-closes at once, which etcd answers and then ends, so it is one
- * batch too. Messages go through proto/fs_wire's nanopb helpers; keys and
+ * Each call is one request and its answer (fs_unary.h) on the handle's
+ * own completion queue, with the handle's deadline. LeaseKeepAlive is a
+ * bidirectional stream in etcd's API; a renewal here is one request on a
+ * fresh stream that the client half-closes at once, which etcd answers and
+ * then ends, so it is one call too. Messages go through proto/fs_wire's nanopb helpers; keys and
  * values are bytes fields read into buffers of their own. */
 #include "fs_etcd.h"
 
@@ -14,13 +13,11 @@
 #include <string.h>
 
 #include <grpc/grpc.h>
-#include <grpc/grpc_security.h>
-#include <grpc/support/alloc.h>
-#include <grpc/support/time.h>
 #include <pb_decode.h>
 #include <pb_encode.h>
 
 #include "etcd.pb.h"
+#include "fs_unary.h"
 #include "fs_wire.h"
 
 struct fs_etcd {
@@ -48,11 +45,7 @@ fs_status_t fs_etcd_open(const char *endpoint, int timeout_ms, fs_etcd_t **out, 
     snprintf(e->endpoint, sizeof e->endpoint, "%s", endpoint);
     e->timeout_ms = timeout_ms;
     grpc_init();
-    grpc_arg args[FS_WIRE_MAX_ARGS];
-    grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, -1, 0), .args = args};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    e->channel = grpc_channel_create(endpoint, creds, &chargs);
-    grpc_channel_credentials_release(creds);
+    e->channel = fs_unary_channel(endpoint);
     e->cq = grpc_completion_queue_create_for_next(NULL);
     if (!e->channel || !e->cq) {
         fs_etcd_close(e);
@@ -66,12 +59,7 @@ void fs_etcd_close(fs_etcd_t *e)
 {
     if (!e) return;
     if (e->channel) grpc_channel_destroy(e->channel);
-    if (e->cq) {
-        grpc_completion_queue_shutdown(e->cq);
-        while (grpc_completion_queue_next(e->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
-        }
-        grpc_completion_queue_destroy(e->cq);
-    }
+    fs_unary_queue_destroy(e->cq);
     free(e);
     grpc_shutdown(); /* pairs with fs_etcd_open's grpc_init */
 }
@@ -83,92 +71,13 @@ const char *fs_etcd_endpoint(const fs_etcd_t *e)
 
 /* ---- one call ------------------------------------------------------------------ */
 
-static void op_set(grpc_op *op, grpc_op_type type)
-{
-    memset(op, 0, sizeof *op);
-    op->op = type;
-}
-
-/* The method's last part, for messages: "/etcdserverpb.KV/Range" -> "Range". */
-static const char *call_name(const char *method)
-{
-    const char *slash = strrchr(method, '/');
-    return slash ? slash + 1 : method;
-}
-
-/* The gRPC outcome as a status, with etcd's detail in the message. */
-static fs_status_t call_status(const fs_etcd_t *e, const char *method, grpc_status_code code, grpc_slice details,
-                               fs_error_t *err)
-{
-    if (code == GRPC_STATUS_OK) return FS_OK;
-    char *text = grpc_slice_to_c_string(details);
-    fs_status_t st = code == GRPC_STATUS_UNAVAILABLE         ? FS_ERR_UNAVAILABLE
-                     : code == GRPC_STATUS_DEADLINE_EXCEEDED ? FS_ERR_TIMEOUT
-                                                             : fs_wire_fs_status(code);
-    fs_error(err, st, "etcd %s: %s: %s%s", e->endpoint, call_name(method),
-             st == FS_ERR_TIMEOUT ? "no answer within the deadline: " : "", text && text[0] ? text : fs_strerror(st));
-    gpr_free(text);
-    return st;
-}
-
-/* Sends one request and decodes the one answer into resp (its callbacks set
- * by the caller). */
+/* One request and its answer on the handle's channel (fs_unary.h). */
 static fs_status_t call(fs_etcd_t *e, const char *method, const pb_msgdesc_t *req_fields, const void *req,
                         const pb_msgdesc_t *resp_fields, void *resp, fs_error_t *err)
 {
-    grpc_byte_buffer *send = fs_wire_encode(req_fields, req, err), *recv = NULL;
-    if (!send) return err ? err->code : FS_ERR_NOMEM;
-    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_millis(e->timeout_ms, GPR_TIMESPAN));
-    grpc_call *c = grpc_channel_create_call(e->channel, NULL, GRPC_PROPAGATE_DEFAULTS, e->cq,
-                                            grpc_slice_from_static_string(method), NULL, deadline, NULL);
-    if (!c) {
-        grpc_byte_buffer_destroy(send);
-        return fs_error(err, FS_ERR_INTERNAL, "etcd %s: %s: cannot create a gRPC call", e->endpoint, call_name(method));
-    }
-    grpc_metadata_array initial, trailing;
-    grpc_metadata_array_init(&initial);
-    grpc_metadata_array_init(&trailing);
-    grpc_status_code code = GRPC_STATUS_UNKNOWN;
-    grpc_slice details = grpc_empty_slice();
-    grpc_op ops[6];
-    op_set(&ops[0], GRPC_OP_SEND_INITIAL_METADATA);
-    op_set(&ops[1], GRPC_OP_SEND_MESSAGE);
-    ops[1].data.send_message.send_message = send;
-    op_set(&ops[2], GRPC_OP_SEND_CLOSE_FROM_CLIENT);
-    op_set(&ops[3], GRPC_OP_RECV_INITIAL_METADATA);
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial;
-    op_set(&ops[4], GRPC_OP_RECV_MESSAGE);
-    ops[4].data.recv_message.recv_message = &recv;
-    op_set(&ops[5], GRPC_OP_RECV_STATUS_ON_CLIENT);
-    ops[5].data.recv_status_on_client.trailing_metadata = &trailing;
-    ops[5].data.recv_status_on_client.status = &code;
-    ops[5].data.recv_status_on_client.status_details = &details;
-    fs_status_t st = FS_OK;
-    /* the call's deadline ends the batch; the queue's wait is only a backstop */
-    gpr_timespec backstop = gpr_time_add(deadline, gpr_time_from_millis(5000, GPR_TIMESPAN));
-    if (grpc_call_start_batch(c, ops, 6, c, NULL) != GRPC_CALL_OK) {
-        st = fs_error(err, FS_ERR_INTERNAL, "etcd %s: %s: the gRPC batch failed", e->endpoint, call_name(method));
-    } else {
-        grpc_event ev = grpc_completion_queue_next(e->cq, backstop, NULL);
-        if (ev.type != GRPC_OP_COMPLETE) {
-            grpc_call_cancel(c, NULL);
-            grpc_completion_queue_next(e->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-            st = fs_error(err, FS_ERR_TIMEOUT, "etcd %s: %s: no answer within %d ms", e->endpoint, call_name(method),
-                          e->timeout_ms);
-        } else {
-            st = call_status(e, method, code, details, err);
-        }
-    }
-    if (st == FS_OK && !recv)
-        st = fs_error(err, FS_ERR_FORMAT, "etcd %s: %s: etcd sent no answer", e->endpoint, call_name(method));
-    if (st == FS_OK) st = fs_wire_decode(recv, resp_fields, resp, call_name(method), err);
-    if (recv) grpc_byte_buffer_destroy(recv);
-    grpc_byte_buffer_destroy(send);
-    grpc_metadata_array_destroy(&initial);
-    grpc_metadata_array_destroy(&trailing);
-    grpc_slice_unref(details);
-    grpc_call_unref(c);
-    return st;
+    char who[FS_ETCD_ENDPOINT_MAX + 8];
+    snprintf(who, sizeof who, "etcd %s", e->endpoint);
+    return fs_unary(e->channel, e->cq, who, method, e->timeout_ms, req_fields, req, resp_fields, resp, err);
 }
 
 /* ---- keys and values ------------------------------------------------------------ */

@@ -51,6 +51,7 @@
 #define FS_WIRE_METHOD_HETERO_SAMPLE "/featstore.v1.FeatStore/HeteroSample"
 #define FS_WIRE_METHOD_LINK_SAMPLE "/featstore.v1.FeatStore/LinkSample"
 #define FS_WIRE_METHOD_STREAM "/featstore.v1.FeatStore/Stream"
+#define FS_WIRE_METHOD_SHARD_PICKS "/featstore.v1.FeatStore/ShardPicks"
 
 /* ---- channel arguments and status codes ------------------------------------ */
 

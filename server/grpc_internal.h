@@ -15,11 +15,13 @@
 #include "epoch_run.h"
 #include "fs_wire.h"
 #include "grpc_server.h"
+#include "shard.h"
 
 typedef struct {
     struct fs_grpc_server *srv;
     fs_sampler_t *sampler;
     fs_typed_sampler_t *typed;     /* HeteroSample and LinkSample */
+    fs_shard_ws_t *shard_ws;       /* ShardPicks, made at its first call */
     pthread_t thread;
     int running;
 } worker_t;
@@ -58,7 +60,8 @@ struct fs_grpc_server {
     gatherers_t gatherers;
     grpc_completion_queue *cq;          /* every call's batches, polled by every worker */
     grpc_completion_queue *shutdown_cq;
-    fs_engine_t *engine;
+    fs_engine_t *engine;                /* NULL on a shard server, */
+    const fs_shard_t *shard;            /* which answers ShardPicks from its parts (else NULL) */
     fs_metrics_t *metrics;
     int num_workers;
     worker_t *workers;
@@ -157,7 +160,7 @@ typedef struct {
     handler_fn fn;
 } fs_grpc_method_t;
 extern const fs_grpc_method_t fs_grpc_methods[];
-#define FS_GRPC_NUM_METHODS 9
+#define FS_GRPC_NUM_METHODS 10
 /* The method of a call's path; -1 when there is none. */
 int fs_grpc_find_method(grpc_slice path);
 /* A Stream call's send completed (ok) or failed: its next message, or the end. */

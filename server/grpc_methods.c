@@ -361,6 +361,39 @@ static fs_status_t do_stream(call_t *c, int *streaming)
     return st == FS_END ? FS_OK : st; /* resumed at the end: no batch */
 }
 
+/* Owner-routed sampling's shard side: the picks of the given destinations,
+ * answered from the shard's parts (server/shard.h). */
+static fs_status_t do_shard_picks(call_t *c, int *streaming)
+{
+    (void)streaming;
+    featstore_v1_ShardPicksRequest req = featstore_v1_ShardPicksRequest_init_zero;
+    fs_wire_buf_t ids_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
+    fs_wire_set_buf(&req.ids, &ids_buf);
+    const int64_t *ids = NULL;
+    int64_t n = 0;
+    fs_status_t st = decode_request(c, featstore_v1_ShardPicksRequest_fields, &req, "ShardPicksRequest");
+    if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardPicks");
+    if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &ids, &n, &c->err);
+    if (st == FS_OK && !c->w->shard_ws) st = fs_shard_ws_create(&c->w->shard_ws, &c->err);
+    fs_typed_picks_req_t q = {.hop = req.hop, .etype = req.edge_type, .fanout = req.fanout,
+                              .mode = (fs_sample_mode_t)req.mode, .seed = req.seed, .want_edge_ids = req.want_edge_ids};
+    fs_typed_picks_t out;
+    if (st == FS_OK) st = fs_shard_picks(c->srv->shard, c->w->shard_ws, &q, ids, n, &out, &c->err);
+    if (st == FS_OK) st = fs_grpc_check_deadline(c, "while picking");
+    if (st == FS_OK) {
+        featstore_v1_ShardPicksResponse resp = featstore_v1_ShardPicksResponse_init_zero;
+        fs_wire_bytes_t b[3];
+        int64_t picks = out.off[n];
+        fs_wire_set_bytes(&resp.offsets, &b[0], out.off, (size_t)(n + 1) * sizeof *out.off);
+        fs_wire_set_bytes(&resp.sources, &b[1], out.src, (size_t)picks * sizeof *out.src);
+        if (out.eid) fs_wire_set_bytes(&resp.edge_ids, &b[2], out.eid, (size_t)picks * sizeof *out.eid);
+        c->response = fs_wire_encode(featstore_v1_ShardPicksResponse_fields, &resp, &c->err);
+        if (!c->response) st = c->err.code;
+    }
+    fs_wire_buf_free(&ids_buf);
+    return st;
+}
+
 const fs_grpc_method_t fs_grpc_methods[] = {
     {FS_WIRE_METHOD_INFO, FS_METHOD_INFO, do_info},
     {FS_WIRE_METHOD_SAMPLE, FS_METHOD_SAMPLE, do_sample},
@@ -371,6 +404,7 @@ const fs_grpc_method_t fs_grpc_methods[] = {
     {FS_WIRE_METHOD_HETERO_SAMPLE, FS_METHOD_HETERO_SAMPLE, do_hetero_sample},
     {FS_WIRE_METHOD_LINK_SAMPLE, FS_METHOD_LINK_SAMPLE, do_link_sample},
     {FS_WIRE_METHOD_STREAM, FS_METHOD_STREAM, do_stream},
+    {FS_WIRE_METHOD_SHARD_PICKS, FS_METHOD_SHARD_PICKS, do_shard_picks},
 };
 _Static_assert(sizeof fs_grpc_methods / sizeof fs_grpc_methods[0] == FS_GRPC_NUM_METHODS, "FS_GRPC_NUM_METHODS");
 

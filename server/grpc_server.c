@@ -454,8 +454,13 @@ static void call_begin(call_t *c)
     if (st == FS_OK && c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, "unknown method '%s' (featstore.v1.FeatStore has Info, Sample, "
-                      "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample and Stream)", path);
+                      "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample, Stream and ShardPicks)", path);
         gpr_free(path);
+    } else if (st == FS_OK && (!s->engine) != (fs_grpc_methods[c->method].method == FS_METHOD_SHARD_PICKS)) {
+        st = fs_error(&c->err, FS_ERR_UNSUPPORTED, s->engine
+                      ? "ShardPicks: this server serves a whole dataset, not a shard of a partitioned one"
+                      : "%s: this server is a shard of a partitioned dataset: it answers ShardPicks only (trainers "
+                        "reach the shards through owner-routed sampling)", fs_grpc_methods[c->method].path);
     }
     if (st != FS_OK) {
         fs_grpc_finish_call(c, st);
@@ -642,6 +647,7 @@ void fs_grpc_server_stop(fs_grpc_server_t *s)
     for (int i = 0; i < s->num_workers; i++) {
         fs_sampler_destroy(s->workers[i].sampler);
         fs_typed_sampler_destroy(s->workers[i].typed);
+        fs_shard_ws_destroy(s->workers[i].shard_ws);
     }
     fs_pool_destroy(s->pool);
     drain_and_destroy(s->shutdown_cq);
@@ -747,10 +753,9 @@ fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limit
     return FS_OK;
 }
 
-fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_metrics_t *metrics, fs_error_t *err)
+/* Starts answering: the peers' janitor, gRPC, the workers, the first requests. */
+static fs_status_t start_answering(fs_grpc_server_t *s, fs_metrics_t *metrics, fs_error_t *err)
 {
-    if (!engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no engine");
-    s->engine = engine;
     s->metrics = metrics;
     fs_status_t st = peers_start(&s->peers, metrics, err);
     if (st != FS_OK) return st;
@@ -762,6 +767,21 @@ fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_me
     }
     for (int i = 0; i < REQUESTS_POSTED; i++) request_call(s);
     return FS_OK;
+}
+
+fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_metrics_t *metrics, fs_error_t *err)
+{
+    if (!engine) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no engine");
+    s->engine = engine;
+    return start_answering(s, metrics, err);
+}
+
+fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_metrics_t *metrics,
+                                       fs_error_t *err)
+{
+    if (!shard) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no shard");
+    s->shard = shard;
+    return start_answering(s, metrics, err);
 }
 
 fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,

@@ -32,6 +32,7 @@
 
 #include "engine.h"
 #include "metrics.h"
+#include "shard.h"
 
 typedef struct fs_grpc_server fs_grpc_server_t;
 
@@ -71,6 +72,10 @@ fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limit
  * stop it. */
 fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_metrics_t *metrics, fs_error_t *err);
 
+/* Answers ShardPicks from a shard's parts instead, and nothing else (a
+ * shard server: server/shard.h); borrowed like an engine. */
+fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_metrics_t *metrics,
+                                       fs_error_t *err);
 /* fs_grpc_server_listen with the engine's limits, then fs_grpc_server_serve. */
 fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,
                                       fs_grpc_server_t **out, int *bound_port, fs_error_t *err);

@@ -20,7 +20,7 @@
  * know (a newer client's). */
 typedef enum { FS_METHOD_INFO, FS_METHOD_SAMPLE, FS_METHOD_GATHER, FS_METHOD_SAMPLE_GATHER, FS_METHOD_STATS,
                FS_METHOD_SPLIT, FS_METHOD_HETERO_SAMPLE, FS_METHOD_LINK_SAMPLE, FS_METHOD_STREAM,
-               FS_METHOD_UNKNOWN, FS_METHOD_COUNT_ } fs_method_t;
+               FS_METHOD_SHARD_PICKS, FS_METHOD_UNKNOWN, FS_METHOD_COUNT_ } fs_method_t;
 typedef enum { FS_TRANSPORT_UNIX, FS_TRANSPORT_GRPC, FS_TRANSPORT_COUNT_ } fs_transport_t;
 
 const char *fs_method_name(fs_method_t m);

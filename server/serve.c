@@ -203,14 +203,29 @@ static void log_startup(const fs_serve_opts_t *o, const server_t *s)
     log_device_tiers(s->store, s->ds);
 }
 
+void fs_serve_grpc_opts(const fs_serve_opts_t *o, fs_grpc_server_opts_t *go)
+{
+    fs_grpc_server_defaults(go);
+    go->listen = o->listen, go->threads = o->threads, go->max_calls = o->grpc_max_calls;
+    go->request_timeout_ms = o->request_timeout_ms;
+    go->tls_cert = o->tls_cert, go->tls_key = o->tls_key, go->tls_client_ca = o->tls_client_ca;
+    go->token_file = o->token_file;
+}
+
+void fs_serve_block_signals(sigset_t *sigs)
+{
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGTERM);
+    sigaddset(sigs, SIGINT);
+    sigaddset(sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, sigs, NULL); /* before any thread starts */
+    signal(SIGPIPE, SIG_IGN);
+}
+
 static fs_status_t listen_grpc(const fs_serve_opts_t *o, server_t *s, fs_error_t *err)
 {
     fs_grpc_server_opts_t go;
-    fs_grpc_server_defaults(&go);
-    go.listen = o->listen, go.threads = o->threads, go.max_calls = o->grpc_max_calls;
-    go.request_timeout_ms = o->request_timeout_ms;
-    go.tls_cert = o->tls_cert, go.tls_key = o->tls_key, go.tls_client_ca = o->tls_client_ca;
-    go.token_file = o->token_file;
+    fs_serve_grpc_opts(o, &go);
     return fs_grpc_server_listen(&go, &o->limits, &s->grpc, &s->grpc_port, err);
 }
 
@@ -496,13 +511,9 @@ static fs_status_t open_plan_dir(const fs_serve_opts_t *o, server_t *s, fs_error
 
 int fs_serve(const fs_serve_opts_t *o)
 {
+    if (o->parts) return fs_serve_shard(o); /* a shard of a partitioned dataset: serve_shard.c */
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before any thread starts */
-    signal(SIGPIPE, SIG_IGN);
+    fs_serve_block_signals(&sigs);
 
     server_t s = {.place = o->place, .plan_dir_fd = -1};
     pthread_mutex_init(&s.replan_mu, NULL);

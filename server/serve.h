@@ -2,9 +2,11 @@
 #ifndef FS_SERVE_H
 #define FS_SERVE_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include "fs_limits.h"
+#include "grpc_server.h"
 #include "place.h"
 
 /* What `featstore serve` uses when neither --socket nor --listen is given
@@ -40,6 +42,10 @@ typedef struct {
     int num_allow_gids;
     long long admin_uid;       /* the uid that may REPLAN; -1 (the default) = the server's own */
     const char *plan_dir;      /* REPLAN's `save` writes only here; NULL = such saves are refused */
+    /* a shard server (serve_shard.c): dataset is a partition root (featstore partition) */
+    const char *parts;         /* the parts it holds: "0,3,6" or "0-15"; NULL = a whole dataset */
+    const char *cluster;       /* etcd://HOST:PORT/NAME: join that cluster's membership; NULL = none */
+    int shard_id;              /* its shard number in the cluster (0..FS_CLUSTER_SHARDS_MAX-1) */
 } fs_serve_opts_t;
 
 void fs_serve_defaults(fs_serve_opts_t *o);
@@ -51,5 +57,15 @@ fs_status_t fs_serve_copy_medium(const char *text, const char *what, fs_copy_med
 /* Serves until SIGTERM or SIGINT, then shuts down gracefully. Returns the
  * process exit status (0 after a clean shutdown). */
 int fs_serve(const fs_serve_opts_t *o);
+
+/* A shard server: o->parts of the partition root o->dataset, answering
+ * ShardPicks over gRPC only (o->listen), registered in o->cluster's
+ * membership when given. Until SIGTERM or SIGINT, like fs_serve. */
+int fs_serve_shard(const fs_serve_opts_t *o);
+
+/* What fs_serve and fs_serve_shard share: the gRPC server's options from
+ * theirs, and the signals taken synchronously (blocked in every thread). */
+void fs_serve_grpc_opts(const fs_serve_opts_t *o, fs_grpc_server_opts_t *go);
+void fs_serve_block_signals(sigset_t *sigs);
 
 #endif

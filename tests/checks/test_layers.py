@@ -68,7 +68,7 @@ LAYERS = (
     # The transports reach the engines and the dataset only through the host (engine.h, store.h).
     Layer("server transports", ("server/local*", "server/grpc_*", "server/http*", "server/listen*"),
           ("core", "codecs", "server", "gRPC/nanopb")),
-    Layer("server main", ("server/serve.*",), ("core", "engines", "server", "server transports")),
+    Layer("server main", ("server/serve.*", "server/serve_shard.c"), ("core", "engines", "server", "server transports")),
     Layer("public API", ("include/featstore/*",), ("public types",)),
     # The unix:// engine host: it opens the (typed) dataset from the server's descriptors.
     Layer("client library", ("client-lib/*",), ("core", "engines", "dataset", "codecs", "public API", "gRPC/nanopb")),

@@ -1,0 +1,97 @@
+/* fs_shard_client.c — ShardPicks to one shard (fs_shard_client.h says what
+ * and why): the ids sent as one bytes field, the answer's three int64
+ * arrays read into the connection's buffers and checked whole. */
+#include "fs_shard_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "featstore.pb.h"
+#include "fs_unary.h"
+#include "fs_wire.h"
+
+struct fs_shard_client {
+    char addr[256];
+    char who[272];
+    int timeout_ms;
+    grpc_channel *channel;
+    grpc_completion_queue *cq;
+    fs_wire_buf_t off, src, eid;  /* the last answer's arrays */
+};
+
+fs_status_t fs_shard_client_open(const char *addr, int timeout_ms, fs_shard_client_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    if (!addr || !strchr(addr, ':') || strlen(addr) >= sizeof ((fs_shard_client_t *)0)->addr)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: the address must be host:port (got '%s')",
+                        addr ? addr : "(null)");
+    if (timeout_ms <= 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %s: the timeout must be positive", addr);
+    fs_shard_client_t *c = calloc(1, sizeof *c);
+    if (!c) return fs_error(err, FS_ERR_NOMEM, "shard %s: out of memory", addr);
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+    snprintf(c->who, sizeof c->who, "shard %s", addr);
+    c->timeout_ms = timeout_ms;
+    grpc_init();
+    c->channel = fs_unary_channel(addr);
+    c->cq = grpc_completion_queue_create_for_next(NULL);
+    if (!c->channel || !c->cq) {
+        fs_shard_client_close(c);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %s: not a valid address", addr);
+    }
+    *out = c;
+    return FS_OK;
+}
+
+void fs_shard_client_close(fs_shard_client_t *c)
+{
+    if (!c) return;
+    if (c->channel) grpc_channel_destroy(c->channel);
+    fs_unary_queue_destroy(c->cq);
+    fs_wire_buf_free(&c->off), fs_wire_buf_free(&c->src), fs_wire_buf_free(&c->eid);
+    free(c);
+    grpc_shutdown(); /* pairs with fs_shard_client_open's grpc_init */
+}
+
+/* The answer's arrays against each other and the request. */
+static fs_status_t check_answer(fs_shard_client_t *c, int64_t n, int want_ids, fs_typed_picks_t *out, fs_error_t *err)
+{
+    const int64_t *off, *src, *eid = NULL;
+    int64_t no, ns, ne = 0;
+    fs_status_t st = fs_wire_int64s(&c->off, "offsets", &off, &no, err);
+    if (st == FS_OK) st = fs_wire_int64s(&c->src, "sources", &src, &ns, err);
+    if (st == FS_OK && want_ids) st = fs_wire_int64s(&c->eid, "edge_ids", &eid, &ne, err);
+    if (st != FS_OK) return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: %s", c->who, err->msg);
+    if (no != n + 1 || off[0] != 0)
+        return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: %lld offsets for %lld ids", c->who, (long long)no,
+                        (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        if (off[i + 1] < off[i])
+            return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: offsets fall at row %lld", c->who, (long long)i);
+    if (ns != off[n] || (want_ids && ne != off[n]))
+        return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: %lld sources and %lld edge ids for %lld picks", c->who,
+                        (long long)ns, (long long)ne, (long long)off[n]);
+    *out = (fs_typed_picks_t){.n = n, .off = off, .src = src, .eid = eid};
+    return FS_OK;
+}
+
+fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
+                                  fs_typed_picks_t *out, fs_error_t *err)
+{
+    featstore_v1_ShardPicksRequest req = {.api_version = FS_WIRE_API_VERSION_TYPED, .hop = q->hop,
+                                          .edge_type = q->etype, .fanout = q->fanout,
+                                          .mode = (featstore_v1_SampleMode)q->mode, .seed = q->seed,
+                                          .want_edge_ids = q->want_edge_ids != 0};
+    fs_wire_bytes_t idb;
+    fs_wire_set_bytes(&req.ids, &idb, ids, (size_t)n * sizeof *ids);
+    featstore_v1_ShardPicksResponse resp = featstore_v1_ShardPicksResponse_init_zero;
+    c->off.align = c->src.align = c->eid.align = sizeof(int64_t);
+    fs_wire_set_buf(&resp.offsets, &c->off);
+    fs_wire_set_buf(&resp.sources, &c->src);
+    fs_wire_set_buf(&resp.edge_ids, &c->eid);
+    c->off.len = c->src.len = c->eid.len = 0;
+    fs_status_t st = fs_unary(c->channel, c->cq, c->who, FS_WIRE_METHOD_SHARD_PICKS, c->timeout_ms,
+                              featstore_v1_ShardPicksRequest_fields, &req, featstore_v1_ShardPicksResponse_fields,
+                              &resp, err);
+    return st == FS_OK ? check_answer(c, n, q->want_edge_ids, out, err) : st;
+}

@@ -1,0 +1,30 @@
+/* fs_shard_client.h — a trainer's connection to one shard server: its
+ * ShardPicks (featstore.proto), the network transport of owner routing
+ * (fs_route.h).
+ *
+ * Every call has the connection's deadline; a shard that is down or
+ * silent fails the call within it (FS_ERR_UNAVAILABLE, FS_ERR_TIMEOUT), and
+ * a node the shard does not hold is FS_ERR_NOT_FOUND (a stale shard map).
+ * The answer is checked before it is handed out: offsets from 0,
+ * ascending, one per id plus one, sources (and edge ids, when asked) as
+ * many as the offsets say.
+ *
+ * Ownership: the answer is the connection's until its next call.
+ * Thread-safety: one call at a time per connection; connections are
+ * independent (the router calls several at once, one per shard). */
+#ifndef FS_SHARD_CLIENT_H
+#define FS_SHARD_CLIENT_H
+
+#include "fs_typed.h"
+
+typedef struct fs_shard_client fs_shard_client_t;
+
+/* A connection to the shard at addr ("host:port"), calls timing out after
+ * timeout_ms. Opening does not wait for the shard: the first call finds out. */
+fs_status_t fs_shard_client_open(const char *addr, int timeout_ms, fs_shard_client_t **out, fs_error_t *err);
+void fs_shard_client_close(fs_shard_client_t *c);
+
+fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
+                                  fs_typed_picks_t *out, fs_error_t *err);
+
+#endif

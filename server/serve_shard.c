@@ -1,0 +1,127 @@
+/* serve_shard.c — `featstore serve ROOT --parts LIST`: a shard server of a
+ * partitioned dataset (docs/design.md, owner-routed sampling).
+ *
+ * It holds the listed parts (server/shard.h) and answers ShardPicks over
+ * gRPC, with the same admission, deadlines, TLS and token as a whole
+ * server (grpc_server.h); nothing else is served yet: no unix:// socket,
+ * no placement, no metrics endpoint. With --cluster etcd://HOST:PORT/NAME
+ * and --shard N it registers in that cluster's membership (cluster/
+ * fs_member.h) under a lease, so the shard map names it while it lives,
+ * and leaves the map when it stops. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_member.h"
+#include "serve.h"
+
+/* "0,3,6" or "0-15" (or both: "0-3,8") into a new array of part numbers. */
+static fs_status_t parse_parts(const char *text, int **out, int *n, fs_error_t *err)
+{
+    int cap = 16, k = 0, *p = malloc(sizeof *p * (size_t)cap);
+    const char *s = text;
+    while (p && *s) {
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (end == s || a < 0) break;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtol(s, &end, 10);
+            if (end == s || b < a) break;
+        }
+        for (long x = a; x <= b && p; x++) {
+            if (k == cap) p = realloc(p, sizeof *p * (size_t)(cap *= 2));
+            if (p) p[k++] = (int)x;
+            if (k > FS_PARTITION_MAX_PARTS) break;
+        }
+        if (k > FS_PARTITION_MAX_PARTS || (*end != ',' && *end != 0)) break;
+        s = *end ? end + 1 : end;
+    }
+    if (!p) return fs_error(err, FS_ERR_NOMEM, "--parts: out of memory");
+    if (*s || k == 0 || k > FS_PARTITION_MAX_PARTS) {
+        free(p);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--parts '%s': expected part numbers and ranges such as "
+                        "0,3,6 or 0-15 (at most %d)", text, FS_PARTITION_MAX_PARTS);
+    }
+    *out = p, *n = k;
+    return FS_OK;
+}
+
+/* "etcd://HOST:PORT/NAME" into endpoint and name. */
+static fs_status_t parse_cluster(const char *uri, char *endpoint, size_t elen, char *name, size_t nlen,
+                                 fs_error_t *err)
+{
+    const char *rest = strncmp(uri, "etcd://", 7) == 0 ? uri + 7 : NULL, *slash = rest ? strchr(rest, '/') : NULL;
+    if (!slash || slash == rest || (size_t)(slash - rest) >= elen || strlen(slash + 1) >= nlen)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--cluster '%s': expected etcd://HOST:PORT/NAME", uri);
+    snprintf(endpoint, elen, "%.*s", (int)(slash - rest), rest);
+    snprintf(name, nlen, "%s", slash + 1);
+    return fs_cluster_name_check(name, err);
+}
+
+/* This shard's registration: its parts and where it answers. */
+static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const char *grpc_addr, fs_member_t **m,
+                        fs_error_t *err)
+{
+    char endpoint[FS_ETCD_ENDPOINT_MAX + 1], name[FS_CLUSTER_NAME_MAX + 1];
+    fs_status_t st = parse_cluster(o->cluster, endpoint, sizeof endpoint, name, sizeof name, err);
+    if (st != FS_OK) return st;
+    fs_shard_reg_t self = {.parts = fs_shard_num_parts(shard)};
+    self.addr.id = o->shard_id;
+    snprintf(self.addr.grpc, sizeof self.addr.grpc, "%s", grpc_addr);
+    gethostname(self.addr.host, sizeof self.addr.host - 1);
+    snprintf(self.partitioning, sizeof self.partitioning, "%s", fs_shard_partitioning(shard));
+    const int *held;
+    self.num_owned = fs_shard_held(shard, &held);
+    self.owns = (int *)held;
+    fs_member_opts_t mo = {.endpoint = endpoint, .name = name};
+    return fs_member_join(&mo, &self, m, err);
+}
+
+int fs_serve_shard(const fs_serve_opts_t *o)
+{
+    sigset_t sigs;
+    fs_serve_block_signals(&sigs);
+    fs_error_t err = {0};
+    int *parts = NULL, n = 0, port = 0;
+    fs_shard_t *shard = NULL;
+    fs_grpc_server_t *grpc = NULL;
+    fs_member_t *member = NULL;
+    char addr[FS_CLUSTER_ADDR_MAX + 1] = "";
+    fs_status_t st = o->listen ? parse_parts(o->parts, &parts, &n, &err)
+                               : fs_error(&err, FS_ERR_INVALID_ARGUMENT, "a shard server needs --listen HOST:PORT");
+    if (st == FS_OK) st = fs_shard_open(o->dataset, parts, n, o->threads, &shard, &err);
+    if (st == FS_OK) {
+        fs_grpc_server_opts_t go;
+        fs_serve_grpc_opts(o, &go);
+        st = fs_grpc_server_listen(&go, &o->limits, &grpc, &port, &err);
+    }
+    if (st == FS_OK) st = fs_grpc_server_serve_shard(grpc, shard, NULL, &err);
+    if (st == FS_OK) snprintf(addr, sizeof addr, "%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, port);
+    if (st == FS_OK && o->cluster) st = join(o, shard, addr, &member, &err);
+    if (st != FS_OK) {
+        fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
+        fs_grpc_server_stop(grpc);
+        fs_shard_close(shard);
+        free(parts);
+        return 1;
+    }
+    fprintf(stderr, "featstore: shard of partitioning %s: %d of its %d parts, ShardPicks on %s%s%s\n",
+            fs_shard_partitioning(shard), n, fs_shard_num_parts(shard), addr, o->cluster ? ", in " : "",
+            o->cluster ? o->cluster : "");
+    printf("READY unix=- grpc=%s metrics=0\n", addr);
+    fflush(stdout);
+    int sig = 0;
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+    }
+    fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    fs_member_leave(member); /* out of the map first, then stop answering */
+    fs_grpc_server_stop(grpc);
+    fs_shard_close(shard);
+    free(parts);
+    fprintf(stderr, "featstore: stopped\n");
+    return 0;
+}
