@@ -1,0 +1,133 @@
+/* test_shard_cluster.c — shard servers joining a cluster on etcd: three
+ * `featstore serve ROOT --parts LIST --listen ... --cluster etcd://EP/c1
+ * --shard k` against a private etcd (tests/lib/test_etcd.h). The shard map
+ * they write names every part's shard at the address it answers on (each
+ * answers ShardPicks there); a shard stopped with SIGTERM leaves the map at
+ * once, one killed with SIGKILL within its lease; a second server with a
+ * live shard's number is refused. Skipped (77) without etcd. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_member.h"
+#include "fs_shard_client.h"
+#include "routed_fixture.h"
+#include "test_etcd.h"
+#include "test_util.h"
+
+static fs_error_t err;
+static char *dir;
+static tu_etcd_t etcd;
+static fs_etcd_t *h;
+
+static void up(void)
+{
+    dir = tu_mkdtemp();
+    tu_etcd_start(&etcd);
+    cr_assert_eq(fs_etcd_open(etcd.endpoint, 2000, &h, &err), FS_OK, "%s", err.msg);
+}
+
+static void down(void)
+{
+    fs_etcd_close(h);
+    tu_etcd_stop(&etcd);
+    tu_rm_rf(dir);
+    free(dir);
+}
+
+TestSuite(shard_cluster, .init = up, .fini = down, .timeout = 120);
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    pid_t pid;
+    FILE *out;
+    char addr[64];
+} shard_proc_t;
+
+static void start(shard_proc_t *p, const char *root, const char *parts, int id)
+{
+    p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --cluster etcd://%s/c1 --shard %d",
+                      tu_bin(), root, parts, etcd.endpoint, id);
+    char line[512];
+    cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d exited before READY", id);
+    cr_assert_eq(sscanf(line, "READY unix=- grpc=%63s metrics=0", p->addr), 1, "bad READY line: %s", line);
+}
+
+static int stop(shard_proc_t *p, int sig)
+{
+    kill(p->pid, sig);
+    int st;
+    waitpid(p->pid, &st, 0);
+    fclose(p->out);
+    return st;
+}
+
+/* Waits (up to secs) until etcd's map gives part `part` to `owner`. */
+static void wait_owner(int part, int owner, double secs)
+{
+    double t0 = now_s();
+    for (;;) {
+        fs_shard_map_t m;
+        int now = -2;
+        if (fs_cluster_read_map(h, "c1", &m, &err) == FS_OK) now = m.owner[part], fs_shard_map_free(&m);
+        if (now == owner) return;
+        cr_assert_lt(now_s() - t0, secs, "part %d's owner is %d after %.0f s, not %d", part, now, secs, owner);
+        usleep(100 * 1000);
+    }
+}
+
+Test(shard_cluster, shards_make_the_map)
+{
+    rf_make(dir, "--scale 9 --symmetrize --dedup", "g", 6);
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/g.parts", dir);
+    shard_proc_t s[3];
+    start(&s[0], root, "0,3", 0);
+    start(&s[1], root, "1,4", 1);
+    start(&s[2], root, "2,5", 2);
+    fs_shard_map_t m;
+    cr_assert_eq(fs_cluster_read_map(h, "c1", &m, &err), FS_OK, "%s", err.msg);
+    int want[] = {0, 1, 2, 0, 1, 2};
+    cr_assert_arr_eq(m.owner, want, sizeof want, "every part's shard");
+    rf_meta_t meta;
+    rf_meta_open(&meta, root, 6);
+    cr_assert_str_eq(m.partitioning, fs_shard_partitioning(meta.all), "the map names the partitioning");
+    for (int p = 0; p < 6; p++) { /* each part's shard answers its nodes at the address the map gives */
+        fs_shard_client_t *c;
+        fs_typed_picks_t out;
+        fs_typed_picks_req_t q = {.fanout = 2, .mode = FS_SAMPLE_UNIFORM, .seed = 7};
+        int64_t id = meta.first[0][p];
+        cr_assert_eq(fs_shard_client_open(fs_shard_map_owner(&m, p)->grpc, 5000, &c, &err), FS_OK, "%s", err.msg);
+        cr_assert_eq(fs_shard_client_picks(c, &q, &id, 1, &out, &err), FS_OK, "part %d: %s", p, err.msg);
+        fs_shard_client_close(c);
+    }
+    rf_meta_close(&meta);
+    fs_shard_map_free(&m);
+    shard_proc_t twin; /* a second server with shard 1's number */
+    twin.pid = tu_spawn(&twin.out, "%s serve %s --parts 1 --listen 127.0.0.1:0 --cluster etcd://%s/c1 --shard 1 2>&1",
+                        tu_bin(), root, etcd.endpoint);
+    char line[1024] = "";
+    cr_assert_not_null(fgets(line, sizeof line, twin.out));
+    cr_assert(strstr(line, "shard 1 is already registered"), "%s", line);
+    int st = stop(&twin, SIGTERM);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "the twin exits 1");
+    st = stop(&s[1], SIGTERM);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    wait_owner(1, -1, 3); /* left on SIGTERM: at once */
+    stop(&s[2], SIGKILL);
+    wait_owner(2, -1, 10); /* killed: within its lease */
+    wait_owner(0, 0, 1);
+    stop(&s[0], SIGTERM);
+}
