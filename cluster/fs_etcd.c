@@ -44,11 +44,8 @@ fs_status_t fs_etcd_open(const char *endpoint, int timeout_ms, fs_etcd_t **out, 
     if (!e) return fs_error(err, FS_ERR_NOMEM, "etcd %s: out of memory", endpoint);
     snprintf(e->endpoint, sizeof e->endpoint, "%s", endpoint);
     e->timeout_ms = timeout_ms;
-    grpc_init();
-    e->channel = fs_unary_channel(endpoint);
-    e->cq = grpc_completion_queue_create_for_next(NULL);
-    if (!e->channel || !e->cq) {
-        fs_etcd_close(e);
+    if (fs_unary_open(endpoint, &e->channel, &e->cq)) {
+        free(e);
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd %s: not a valid endpoint", endpoint);
     }
     *out = e;
@@ -58,10 +55,8 @@ fs_status_t fs_etcd_open(const char *endpoint, int timeout_ms, fs_etcd_t **out, 
 void fs_etcd_close(fs_etcd_t *e)
 {
     if (!e) return;
-    if (e->channel) grpc_channel_destroy(e->channel);
-    fs_unary_queue_destroy(e->cq);
+    fs_unary_close(e->channel, e->cq);
     free(e);
-    grpc_shutdown(); /* pairs with fs_etcd_open's grpc_init */
 }
 
 const char *fs_etcd_endpoint(const fs_etcd_t *e)

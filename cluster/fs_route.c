@@ -32,9 +32,9 @@ struct fs_router {
     int64_t *ids, *count, *start, *cursor; /* ids grouped by shard; [num_shards] counts, starts, cursors */
     size_t cap;
     ask_t *ask;                  /* [num_shards] */
+    fs_typed_picks_t **ansp;     /* [num_shards] their answers, for the merge */
     pthread_t *threads;
-    int64_t *off, *src, *eid;    /* the merged answer */
-    size_t off_cap, pick_cap;
+    fs_typed_picks_buf_t merged;
 };
 
 void fs_router_destroy(fs_router_t *r)
@@ -43,7 +43,8 @@ void fs_router_destroy(fs_router_t *r)
     for (int t = 0; r->first && t < r->m.num_node_types; t++) free(r->first[t]);
     free(r->first), free(r->owner), free(r->etype_dst);
     free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor);
-    free(r->ask), free(r->threads), free(r->off), free(r->src), free(r->eid);
+    free(r->ask), free(r->ansp), free(r->threads);
+    fs_typed_picks_buf_free(&r->merged);
     free(r);
 }
 
@@ -67,8 +68,9 @@ fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t
     r->etype_dst = malloc((size_t)(m->num_edge_types ? m->num_edge_types : 1) * sizeof *r->etype_dst);
     r->count = calloc(S, sizeof *r->count), r->start = calloc(S + 1, sizeof *r->start);
     r->cursor = calloc(S, sizeof *r->cursor), r->ask = calloc(S, sizeof *r->ask);
-    r->threads = calloc(S, sizeof *r->threads);
-    int ok = r->first && r->owner && r->etype_dst && r->count && r->start && r->cursor && r->ask && r->threads;
+    r->ansp = calloc(S, sizeof *r->ansp), r->threads = calloc(S, sizeof *r->threads);
+    int ok = r->first && r->owner && r->etype_dst && r->count && r->start && r->cursor && r->ask && r->ansp &&
+             r->threads;
     for (int ty = 0; ok && ty < m->num_node_types; ty++) {
         ok = (r->first[ty] = malloc((size_t)(m->parts + 1) * sizeof **r->first)) != NULL;
         if (ok) memcpy(r->first[ty], m->first[ty], (size_t)(m->parts + 1) * sizeof **r->first);
@@ -178,30 +180,7 @@ fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const i
     fs_status_t st = group(r, r->m.etype_dst[q->etype], dst, n, err);
     if (st == FS_OK) st = ask_all(r, q, err);
     if (st != FS_OK) return st;
-    int S = r->m.num_shards;
-    int64_t total = 0;
-    for (int k = 0; k < S; k++)
-        if (r->count[k]) total += r->ask[k].ans.off[r->count[k]];
-    if ((size_t)n + 1 > r->off_cap) {
-        if (grow(&r->off, (size_t)n + 1)) return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
-        r->off_cap = (size_t)n + 1;
-    }
-    if ((size_t)total + 1 > r->pick_cap) {
-        if (grow(&r->src, (size_t)total + 1) || grow(&r->eid, (size_t)total + 1))
-            return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld picks", (long long)total);
-        r->pick_cap = (size_t)total + 1;
-    }
-    for (int k = 0; k < S; k++) r->cursor[k] = 0;
-    int64_t e = 0;
-    r->off[0] = 0;
-    for (int64_t i = 0; i < n; i++) { /* back into the pass's order */
-        const fs_typed_picks_t *a = &r->ask[r->shard_of[i]].ans;
-        int64_t row = r->cursor[r->shard_of[i]]++, b = a->off[row], m = a->off[row + 1] - b;
-        memcpy(r->src + e, a->src + b, (size_t)m * sizeof *r->src);
-        if (q->want_edge_ids) memcpy(r->eid + e, a->eid + b, (size_t)m * sizeof *r->eid);
-        e += m;
-        r->off[i + 1] = e;
-    }
-    *out = (fs_typed_picks_t){.n = n, .off = r->off, .src = r->src, .eid = q->want_edge_ids ? r->eid : NULL};
-    return FS_OK;
+    for (int k = 0; k < r->m.num_shards; k++) r->ansp[k] = r->count[k] ? &r->ask[k].ans : NULL;
+    return fs_typed_picks_merge(&r->merged, (const fs_typed_picks_t *const *)r->ansp, r->m.num_shards, r->shard_of, n,
+                                q->want_edge_ids, r->cursor, out, err);
 }

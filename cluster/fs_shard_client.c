@@ -32,11 +32,8 @@ fs_status_t fs_shard_client_open(const char *addr, int timeout_ms, fs_shard_clie
     snprintf(c->addr, sizeof c->addr, "%s", addr);
     snprintf(c->who, sizeof c->who, "shard %s", addr);
     c->timeout_ms = timeout_ms;
-    grpc_init();
-    c->channel = fs_unary_channel(addr);
-    c->cq = grpc_completion_queue_create_for_next(NULL);
-    if (!c->channel || !c->cq) {
-        fs_shard_client_close(c);
+    if (fs_unary_open(addr, &c->channel, &c->cq)) {
+        free(c);
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %s: not a valid address", addr);
     }
     *out = c;
@@ -46,11 +43,9 @@ fs_status_t fs_shard_client_open(const char *addr, int timeout_ms, fs_shard_clie
 void fs_shard_client_close(fs_shard_client_t *c)
 {
     if (!c) return;
-    if (c->channel) grpc_channel_destroy(c->channel);
-    fs_unary_queue_destroy(c->cq);
+    fs_unary_close(c->channel, c->cq);
     fs_wire_buf_free(&c->off), fs_wire_buf_free(&c->src), fs_wire_buf_free(&c->eid);
     free(c);
-    grpc_shutdown(); /* pairs with fs_shard_client_open's grpc_init */
 }
 
 /* The answer's arrays against each other and the request. */

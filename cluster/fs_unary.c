@@ -97,21 +97,29 @@ fs_status_t fs_unary(grpc_channel *channel, grpc_completion_queue *cq, const cha
     return st;
 }
 
-grpc_channel *fs_unary_channel(const char *target)
+int fs_unary_open(const char *target, grpc_channel **channel, grpc_completion_queue **cq)
 {
+    grpc_init();
     grpc_arg args[FS_WIRE_MAX_ARGS];
     grpc_channel_args chargs = {.num_args = fs_wire_channel_args(args, -1, 0), .args = args};
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    grpc_channel *ch = grpc_channel_create(target, creds, &chargs);
+    *channel = grpc_channel_create(target, creds, &chargs);
     grpc_channel_credentials_release(creds);
-    return ch;
+    *cq = grpc_completion_queue_create_for_next(NULL);
+    if (*channel && *cq) return 0;
+    fs_unary_close(*channel, *cq);
+    *channel = NULL, *cq = NULL;
+    return -1;
 }
 
-void fs_unary_queue_destroy(grpc_completion_queue *cq)
+void fs_unary_close(grpc_channel *channel, grpc_completion_queue *cq)
 {
-    if (!cq) return;
-    grpc_completion_queue_shutdown(cq);
-    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
+    if (channel) grpc_channel_destroy(channel);
+    if (cq) {
+        grpc_completion_queue_shutdown(cq);
+        while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN) {
+        }
+        grpc_completion_queue_destroy(cq);
     }
-    grpc_completion_queue_destroy(cq);
+    grpc_shutdown(); /* pairs with fs_unary_open's grpc_init */
 }

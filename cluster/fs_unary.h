@@ -21,10 +21,11 @@ fs_status_t fs_unary(grpc_channel *channel, grpc_completion_queue *cq, const cha
                      void *resp, fs_error_t *err);
 
 /* A plaintext channel to target ("host:port") with the settings featstore's
- * clients share (fs_wire_channel_args); NULL if target is not valid. */
-grpc_channel *fs_unary_channel(const char *target);
-
-/* Empties and destroys a completion queue the caller made for fs_unary. */
-void fs_unary_queue_destroy(grpc_completion_queue *cq);
+ * clients share (fs_wire_channel_args), and a queue of its own: gRPC is
+ * started for it (grpc_init) and stopped again by fs_unary_close, so the
+ * pair can be opened and closed any number of times. 0, or -1 when target
+ * is not valid (nothing left open). Opening does not connect. */
+int fs_unary_open(const char *target, grpc_channel **channel, grpc_completion_queue **cq);
+void fs_unary_close(grpc_channel *channel, grpc_completion_queue *cq);
 
 #endif

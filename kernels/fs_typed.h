@@ -273,6 +273,22 @@ fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, in
                            const fs_typed_picks_req_t *q, const int64_t *rows, const int64_t *key, int64_t n,
                            fs_typed_picks_t *out, fs_error_t *err);
 
+/* Answers of several groups merged into one, in an order given per item:
+ * item i is the next row of *ans[group_of[i]] (each group's rows in
+ * order; a group no item names may be NULL). What a shard does with its
+ * parts' answers and a router with its shards'. The merged arrays live in
+ * b (grown as needed; free with fs_typed_picks_buf_free); cursor is
+ * scratch of `groups` entries. */
+typedef struct {
+    int64_t *off, *src, *eid;
+    size_t off_cap, src_cap, eid_cap;
+} fs_typed_picks_buf_t;
+
+fs_status_t fs_typed_picks_merge(fs_typed_picks_buf_t *b, const fs_typed_picks_t *const *ans, int groups,
+                                 const int *group_of, int64_t n, int want_ids, int64_t *cursor, fs_typed_picks_t *out,
+                                 fs_error_t *err);
+void fs_typed_picks_buf_free(fs_typed_picks_buf_t *b);
+
 /* CUDA: the same sampling on `device` (kernels/fs_typed.cu). The view's
  * arrays must be device-readable: every edge type's indptr, indices,
  * edge_ids, weights and time, and node_time[t]; the view's own tables

@@ -10,6 +10,9 @@
  * exactly what one server's engine picks for that node. */
 #include "fs_typed.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "fs_typed_internal.h"
 
 static fs_status_t picks_check(const fs_typed_etype_t *et, int64_t num_rows, const fs_typed_picks_req_t *q,
@@ -68,4 +71,47 @@ fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, in
     }
     *out = (fs_typed_picks_t){.n = n, .off = off, .src = src, .eid = eid};
     return FS_OK;
+}
+
+/* ---- answers merged ------------------------------------------------------------ */
+
+static int grow(int64_t **p, size_t *cap, size_t n)
+{
+    if (n <= *cap) return 0;
+    int64_t *q = realloc(*p, n * sizeof *q);
+    if (!q) return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+fs_status_t fs_typed_picks_merge(fs_typed_picks_buf_t *b, const fs_typed_picks_t *const *ans, int groups,
+                                 const int *group_of, int64_t n, int want_ids, int64_t *cursor, fs_typed_picks_t *out,
+                                 fs_error_t *err)
+{
+    int64_t total = 0;
+    for (int g = 0; g < groups; g++)
+        if (ans[g]) total += ans[g]->off[ans[g]->n];
+    if (grow(&b->off, &b->off_cap, (size_t)n + 1) || grow(&b->src, &b->src_cap, (size_t)total + 1) ||
+        (want_ids && grow(&b->eid, &b->eid_cap, (size_t)total + 1)))
+        return fs_error(err, FS_ERR_NOMEM, "picks: out of memory merging %lld picks", (long long)total);
+    for (int g = 0; g < groups; g++) cursor[g] = 0;
+    int64_t e = 0;
+    b->off[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const fs_typed_picks_t *a = ans[group_of[i]];
+        int64_t row = cursor[group_of[i]]++, first = a->off[row], m = a->off[row + 1] - first;
+        memcpy(b->src + e, a->src + first, (size_t)m * sizeof *b->src);
+        if (want_ids) memcpy(b->eid + e, a->eid + first, (size_t)m * sizeof *b->eid);
+        e += m;
+        b->off[i + 1] = e;
+    }
+    *out = (fs_typed_picks_t){.n = n, .off = b->off, .src = b->src, .eid = want_ids ? b->eid : NULL};
+    return FS_OK;
+}
+
+void fs_typed_picks_buf_free(fs_typed_picks_buf_t *b)
+{
+    free(b->off), free(b->src), free(b->eid);
+    *b = (fs_typed_picks_buf_t){0};
 }

@@ -3,7 +3,9 @@
  * A request's ids are placed by binary search over the held parts' ranges
  * of the destination type, grouped by part (each group keeps the request's
  * order), picked per part with fs_typed_picks on that part's view, the RNG
- * keyed by the part's orig_ids, and merged back into the request's order. */
+ * keyed by the part's orig_ids, and merged back into the request's order.
+ * Each part picks with a sampler of its own in the workspace, so every
+ * part's answer is still there when the merge reads it: no copies. */
 #include "shard.h"
 
 #include <limits.h>
@@ -29,11 +31,14 @@ struct fs_shard {
 };
 
 struct fs_shard_ws {
-    fs_typed_sampler_t *sampler;
-    int64_t *part_of, *rows, *keys, *cursor;
+    fs_typed_sampler_t **sampler; /* one per held part */
+    int num_samplers;
+    fs_typed_picks_t *ans;        /* [held] each part's answer, in its sampler */
+    fs_typed_picks_t **ansp;      /* [held] pointers to them, for the merge */
+    int *part_of;                 /* [n] each id's part */
+    int64_t *rows, *keys, *start, *cursor;
     size_t cap;
-    int64_t *off, *src, *eid;
-    size_t off_cap, pick_cap;
+    fs_typed_picks_buf_t merged;
 };
 
 static int by_index(const void *a, const void *b)
@@ -134,21 +139,16 @@ const fs_dataset_t *fs_shard_part(const fs_shard_t *s, int part)
 fs_status_t fs_shard_ws_create(fs_shard_ws_t **out, fs_error_t *err)
 {
     *out = calloc(1, sizeof **out);
-    if (!*out) return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
-    fs_status_t st = fs_typed_sampler_create(&(*out)->sampler, err);
-    if (st != FS_OK) {
-        free(*out);
-        *out = NULL;
-    }
-    return st;
+    return *out ? FS_OK : fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
 }
 
 void fs_shard_ws_destroy(fs_shard_ws_t *w)
 {
     if (!w) return;
-    fs_typed_sampler_destroy(w->sampler);
-    free(w->part_of), free(w->rows), free(w->keys), free(w->cursor);
-    free(w->off), free(w->src), free(w->eid);
+    for (int h = 0; h < w->num_samplers; h++) fs_typed_sampler_destroy(w->sampler[h]);
+    free(w->sampler), free(w->ans), free(w->ansp);
+    free(w->part_of), free(w->rows), free(w->keys), free(w->start), free(w->cursor);
+    fs_typed_picks_buf_free(&w->merged);
     free(w);
 }
 
@@ -160,22 +160,38 @@ static int grow(int64_t **p, size_t n)
     return 0;
 }
 
-static fs_status_t ws_reserve(fs_shard_ws_t *w, size_t n, size_t parts, fs_error_t *err)
+/* Room for n ids over H held parts, and a sampler per part: each part's
+ * answer stays in its own sampler until the merge has read it. */
+static fs_status_t ws_reserve(fs_shard_ws_t *w, size_t n, int H, fs_error_t *err)
 {
-    if (n + parts > w->cap) {
-        size_t cap = n + parts;
-        if (grow(&w->part_of, cap) || grow(&w->rows, cap) || grow(&w->keys, cap) || grow(&w->cursor, cap) ||
-            grow(&w->off, cap + 1))
+    if (n > w->cap) {
+        int *po = realloc(w->part_of, (n ? n : 1) * sizeof *po);
+        if (po) w->part_of = po;
+        if (!po || grow(&w->rows, n) || grow(&w->keys, n))
             return fs_error(err, FS_ERR_NOMEM, "shard: out of memory for %zu ids", n);
-        w->cap = cap;
+        w->cap = n;
+    }
+    if (H > w->num_samplers) {
+        fs_typed_sampler_t **p = realloc(w->sampler, (size_t)H * sizeof *p);
+        fs_typed_picks_t *a = p ? realloc(w->ans, (size_t)H * sizeof *a) : NULL;
+        fs_typed_picks_t **ap = a ? realloc(w->ansp, (size_t)H * sizeof *ap) : NULL;
+        if (p) w->sampler = p;
+        if (a) w->ans = a;
+        if (ap) w->ansp = ap;
+        if (!p || !a || !ap || grow(&w->start, (size_t)H + 1) || grow(&w->cursor, (size_t)H))
+            return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+        for (; w->num_samplers < H; w->num_samplers++) {
+            fs_status_t st = fs_typed_sampler_create(&w->sampler[w->num_samplers], err);
+            if (st != FS_OK) return st;
+        }
     }
     return FS_OK;
 }
 
 /* The held part (its position in s->held) owning global id x of node type
- * t, and x's row there; -1 when none does. Parts' ranges ascend with their
- * index, so a binary search over the held ones finds it. */
-static int find_part(const fs_shard_t *s, int t, int64_t x, int64_t *row)
+ * t; -1 when none does. Parts' ranges ascend with their index, so a binary
+ * search over the held ones finds it. */
+static int find_part(const fs_shard_t *s, int t, int64_t x)
 {
     int lo = 0, hi = s->num_held - 1;
     while (lo <= hi) {
@@ -183,49 +199,35 @@ static int find_part(const fs_shard_t *s, int t, int64_t x, int64_t *row)
         const fs_node_type_t *nt = &s->held[mid].ds->node_types[t];
         if (x < nt->first) hi = mid - 1;
         else if (x >= nt->first + nt->count) lo = mid + 1;
-        else {
-            *row = x - nt->first;
-            return mid;
-        }
+        else return mid;
     }
     return -1;
 }
 
 /* Places every id: its part in part_of[i], and the groups' rows and keys
- * laid out part after part, each group in the request's order, from
- * cursor[part] (the group's start). */
+ * laid out part after part from start[part], each group in the request's
+ * order. */
 static fs_status_t place_ids(const fs_shard_t *s, fs_shard_ws_t *w, int t, const int64_t *ids, int64_t n,
-                             int64_t *start, fs_error_t *err)
+                             fs_error_t *err)
 {
     int H = s->num_held;
-    for (int h = 0; h <= H; h++) start[h] = 0;
+    for (int h = 0; h <= H; h++) w->start[h] = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t row;
-        int h = find_part(s, t, ids[i], &row);
+        int h = find_part(s, t, ids[i]);
         if (h < 0)
             return fs_error(err, FS_ERR_NOT_FOUND, "shard: node %lld (entry %lld) is in no part this shard holds "
                             "(the shard map is stale: fetch it again)", (long long)ids[i], (long long)i);
         w->part_of[i] = h;
-        start[h + 1]++;
+        w->start[h + 1]++;
     }
-    for (int h = 0; h < H; h++) start[h + 1] += start[h];
-    for (int h = 0; h < H; h++) w->cursor[h] = start[h];
+    for (int h = 0; h < H; h++) w->start[h + 1] += w->start[h], w->cursor[h] = w->start[h];
     for (int64_t i = 0; i < n; i++) {
-        int h = (int)w->part_of[i];
+        int h = w->part_of[i];
         const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
         int64_t at = w->cursor[h]++, row = ids[i] - nt->first;
         w->rows[at] = row;
         w->keys[at] = nt->orig_ids ? nt->orig_ids[row] : ids[i];
     }
-    return FS_OK;
-}
-
-static fs_status_t picks_reserve(fs_shard_ws_t *w, size_t picks, fs_error_t *err)
-{
-    if (picks <= w->pick_cap) return FS_OK;
-    if (grow(&w->src, picks) || grow(&w->eid, picks))
-        return fs_error(err, FS_ERR_NOMEM, "shard: out of memory for %zu picks", picks);
-    w->pick_cap = picks;
     return FS_OK;
 }
 
@@ -236,53 +238,16 @@ fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed
     if (q->etype < 0 || q->etype >= ds0->num_edge_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: edge type %d of %d", q->etype, ds0->num_edge_types);
     int H = s->num_held, t = ds0->edge_types[q->etype].dst_type;
-    int64_t *start = calloc((size_t)H + 1, sizeof *start);
-    fs_typed_picks_t *ans = calloc((size_t)H, sizeof *ans);
-    fs_status_t st = !start || !ans ? fs_error(err, FS_ERR_NOMEM, "shard: out of memory")
-                                    : ws_reserve(w, (size_t)n, (size_t)H, err);
-    if (st == FS_OK) st = place_ids(s, w, t, ids, n, start, err);
-    /* each part's group through the engine; its answer copied out before the next */
-    int64_t total = 0;
-    int64_t **off = NULL, **src = NULL, **eid = NULL;
-    if (st == FS_OK) {
-        off = calloc((size_t)H, sizeof *off), src = calloc((size_t)H, sizeof *src), eid = calloc((size_t)H, sizeof *eid);
-        if (!off || !src || !eid) st = fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
-    }
-    for (int h = 0; st == FS_OK && h < H; h++) {
-        int64_t m = start[h + 1] - start[h];
+    fs_status_t st = ws_reserve(w, (size_t)n, H, err);
+    if (st == FS_OK) st = place_ids(s, w, t, ids, n, err);
+    for (int h = 0; st == FS_OK && h < H; h++) { /* each part's group through the engine */
         const held_t *hp = &s->held[h];
-        st = fs_typed_picks(w->sampler, &hp->g.view.etype[q->etype], hp->ds->node_types[t].count, q,
-                            w->rows + start[h], w->keys + start[h], m, &ans[h], err);
-        if (st != FS_OK) break;
-        int64_t k = ans[h].off[m];
-        off[h] = malloc((size_t)(m + 1) * sizeof **off);
-        src[h] = malloc((size_t)(k ? k : 1) * sizeof **src);
-        eid[h] = malloc((size_t)(k ? k : 1) * sizeof **eid);
-        if (!off[h] || !src[h] || !eid[h]) {
-            st = fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
-            break;
-        }
-        memcpy(off[h], ans[h].off, (size_t)(m + 1) * sizeof **off);
-        memcpy(src[h], ans[h].src, (size_t)k * sizeof **src);
-        if (q->want_edge_ids) memcpy(eid[h], ans[h].eid, (size_t)k * sizeof **eid);
-        total += k;
+        st = fs_typed_picks(w->sampler[h], &hp->g.view.etype[q->etype], hp->ds->node_types[t].count, q,
+                            w->rows + w->start[h], w->keys + w->start[h], w->start[h + 1] - w->start[h], &w->ans[h],
+                            err);
     }
-    if (st == FS_OK) st = picks_reserve(w, (size_t)total + 1, err);
-    if (st == FS_OK) { /* merged back in the request's order */
-        for (int h = 0; h < H; h++) w->cursor[h] = 0;
-        int64_t e = 0;
-        w->off[0] = 0;
-        for (int64_t i = 0; i < n; i++) {
-            int h = (int)w->part_of[i];
-            int64_t r = w->cursor[h]++, b = off[h][r], end = off[h][r + 1];
-            memcpy(w->src + e, src[h] + b, (size_t)(end - b) * sizeof *w->src);
-            if (q->want_edge_ids) memcpy(w->eid + e, eid[h] + b, (size_t)(end - b) * sizeof *w->eid);
-            e += end - b;
-            w->off[i + 1] = e;
-        }
-        *out = (fs_typed_picks_t){.n = n, .off = w->off, .src = w->src, .eid = q->want_edge_ids ? w->eid : NULL};
-    }
-    for (int h = 0; off && h < H; h++) free(off[h]), free(src[h]), free(eid[h]);
-    free(off), free(src), free(eid), free(start), free(ans);
-    return st;
+    for (int h = 0; st == FS_OK && h < H; h++) w->ansp[h] = &w->ans[h];
+    return st == FS_OK ? fs_typed_picks_merge(&w->merged, (const fs_typed_picks_t *const *)w->ansp, H, w->part_of, n,
+                                              q->want_edge_ids, w->cursor, out, err)
+                       : st;
 }
