@@ -135,6 +135,7 @@ FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs
     fs_error_t err = {0};
     if (fs_addr_uri(uri, &a, &err) != FS_OK) return fs_client_fail(c, err.code, "%s", err.msg);
     if (a.kind == FS_ADDR_UNIX) return fs_local_connect(c, a.path);
+    if (a.kind == FS_ADDR_CLUSTER) return fs_cluster_connect(c, &a);
     return fs_grpc_connect(c, a.target, a.tls); /* tls: grpcs:// */
 }
 

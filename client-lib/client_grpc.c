@@ -269,5 +269,6 @@ __attribute__((visibility("default"))) const fs_grpc_plugin_t fs_grpc_plugin_v1 
     .version = FS_LIB_VERSION,
     .client_size = sizeof(struct fs_client),
     .connect = fs_grpc_connect,
+    .cluster_connect = fs_cluster_connect,
 };
 #endif

@@ -15,6 +15,7 @@
 
 #include "featstore/admin.h"
 #include "featstore/client.h"
+#include "fs_addr.h"
 #include "fs_epoch.h"
 #include "fs_locality.h"
 
@@ -155,6 +156,8 @@ void fs_client_park(struct fs_client *c, struct fs_client *conn);
 /* Transport constructors: fill c->ops and c->impl, or fail via fs_client_fail. */
 fs_status_t fs_local_connect(struct fs_client *c, const char *socket_path);
 fs_status_t fs_grpc_connect(struct fs_client *c, const char *target, int tls); /* tls: grpcs:// */
+/* etcd://HOST:PORT/CLUSTER (client_cluster.c; in the gRPC plugin) */
+fs_status_t fs_cluster_connect(struct fs_client *c, const fs_addr_t *a);
 
 /* The gRPC plugin's one exported symbol, FS_GRPC_PLUGIN_SYMBOL: which
  * release it was built from, and its constructor. */
@@ -163,6 +166,7 @@ typedef struct {
     const char *version;         /* must equal fs_version() */
     size_t client_size;          /* sizeof(struct fs_client), as a layout check */
     fs_status_t (*connect)(struct fs_client *c, const char *target, int tls);
+    fs_status_t (*cluster_connect)(struct fs_client *c, const fs_addr_t *a);
 } fs_grpc_plugin_t;
 
 /* Tests only: the minor version of the local protocol this process's

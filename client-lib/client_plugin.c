@@ -1,6 +1,6 @@
-/* client_plugin.c — grpc:// for the shared library: libfeatstore.so does
- * not link gRPC; the first grpc:// connection loads libfeatstore-grpc.so
- * (client_grpc*.c and gRPC) with dlopen and goes through its constructor.
+/* client_plugin.c — grpc:// and etcd:// for the shared library: libfeatstore.so does
+ * not link gRPC; the first grpc:// or etcd:// connection loads libfeatstore-grpc.so
+ * (client_grpc*.c, client_cluster.c and gRPC) with dlopen and goes through its constructor.
  * A unix-only trainer therefore never maps gRPC, absl or ssl.
  *
  * Where: next to libfeatstore.so itself (the build tree, or the install's
@@ -69,4 +69,11 @@ fs_status_t fs_grpc_connect(struct fs_client *c, const char *target, int tls)
     pthread_once(&once, load);
     if (!plugin) return fs_client_fail(c, load_status, "%s", load_error);
     return plugin->connect(c, target, tls);
+}
+
+fs_status_t fs_cluster_connect(struct fs_client *c, const fs_addr_t *a)
+{
+    pthread_once(&once, load);
+    if (!plugin) return fs_client_fail(c, load_status, "%s", load_error);
+    return plugin->cluster_connect(c, a);
 }

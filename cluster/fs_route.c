@@ -15,7 +15,10 @@
 typedef struct {
     fs_router_t *r;
     int shard;
-    const fs_typed_picks_req_t *q;
+    const fs_typed_picks_req_t *q; /* a pass's picks, or (q NULL) rows: */
+    int type;
+    const char *table;
+    size_t row_bytes;
     fs_typed_picks_t ans;
     fs_status_t st;
     fs_error_t err;
@@ -35,6 +38,8 @@ struct fs_router {
     fs_typed_picks_t **ansp;     /* [num_shards] their answers, for the merge */
     pthread_t *threads;
     fs_typed_picks_buf_t merged;
+    char *grouped;               /* rows as the shards answer them, grouped by shard */
+    size_t grouped_cap;
 };
 
 void fs_router_destroy(fs_router_t *r)
@@ -45,6 +50,7 @@ void fs_router_destroy(fs_router_t *r)
     free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor);
     free(r->ask), free(r->ansp), free(r->threads);
     fs_typed_picks_buf_free(&r->merged);
+    free(r->grouped);
     free(r);
 }
 
@@ -141,6 +147,11 @@ static void *ask_one(void *arg)
     fs_router_t *r = a->r;
     int64_t b = r->start[a->shard], n = r->count[a->shard];
     a->err = (fs_error_t){0};
+    if (!a->q) {
+        a->st = r->t.rows(r->t.ctx, a->shard, a->type, a->table, r->ids + b, n, a->row_bytes,
+                          r->grouped + (size_t)b * a->row_bytes, &a->err);
+        return NULL;
+    }
     a->st = r->t.picks(r->t.ctx, a->shard, a->q, r->ids + b, n, &a->ans, &a->err);
     if (a->st == FS_OK && a->ans.n != n)
         a->st = fs_error(&a->err, FS_ERR_FORMAT, "route: shard %d answered %lld rows for %lld", a->shard,
@@ -148,12 +159,14 @@ static void *ask_one(void *arg)
     return NULL;
 }
 
-/* Every shard with destinations asked at once; the first error, if any. */
-static fs_status_t ask_all(fs_router_t *r, const fs_typed_picks_req_t *q, fs_error_t *err)
+/* Every shard with ids asked at once (each ask set up as `proto`); the
+ * first error, if any. */
+static fs_status_t ask_all(fs_router_t *r, const ask_t *proto, fs_error_t *err)
 {
     int S = r->m.num_shards, inline_shard = -1;
     for (int k = 0; k < S; k++) {
-        r->ask[k] = (ask_t){.r = r, .shard = k, .q = q, .st = FS_OK};
+        r->ask[k] = *proto;
+        r->ask[k].r = r, r->ask[k].shard = k, r->ask[k].st = FS_OK;
         if (r->count[k] == 0) continue;
         if (inline_shard < 0) inline_shard = k; /* the caller's thread takes the first */
         else if (pthread_create(&r->threads[k], NULL, ask_one, &r->ask[k]) == 0) r->ask[k].threaded = 1;
@@ -178,9 +191,33 @@ fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const i
     if (q->etype < 0 || q->etype >= r->m.num_edge_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: edge type %d of %d", q->etype, r->m.num_edge_types);
     fs_status_t st = group(r, r->m.etype_dst[q->etype], dst, n, err);
-    if (st == FS_OK) st = ask_all(r, q, err);
+    ask_t proto = {.q = q};
+    if (st == FS_OK) st = ask_all(r, &proto, err);
     if (st != FS_OK) return st;
     for (int k = 0; k < r->m.num_shards; k++) r->ansp[k] = r->count[k] ? &r->ask[k].ans : NULL;
     return fs_typed_picks_merge(&r->merged, (const fs_typed_picks_t *const *)r->ansp, r->m.num_shards, r->shard_of, n,
                                 q->want_edge_ids, r->cursor, out, err);
+}
+
+fs_status_t fs_router_rows(fs_router_t *r, int t, const char *table, size_t row_bytes, const int64_t *ids, int64_t n,
+                           void *out, fs_error_t *err)
+{
+    if (!r->t.rows) return fs_error(err, FS_ERR_UNSUPPORTED, "route: this transport gathers no rows");
+    if (t < 0 || t >= r->m.num_node_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: node type %d of %d", t, r->m.num_node_types);
+    fs_status_t st = group(r, t, ids, n, err);
+    size_t bytes = (size_t)n * row_bytes;
+    if (st == FS_OK && bytes > r->grouped_cap) {
+        char *g = realloc(r->grouped, bytes);
+        if (!g) return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld rows", (long long)n);
+        r->grouped = g, r->grouped_cap = bytes;
+    }
+    ask_t proto = {.type = t, .table = table, .row_bytes = row_bytes};
+    if (st == FS_OK) st = ask_all(r, &proto, err);
+    if (st != FS_OK) return st;
+    for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
+    for (int64_t i = 0; i < n; i++) /* back into the request's order */
+        memcpy((char *)out + (size_t)i * row_bytes, r->grouped + (size_t)r->cursor[r->shard_of[i]]++ * row_bytes,
+               row_bytes);
+    return FS_OK;
 }

@@ -8,6 +8,8 @@
  * destinations for their picks in one call each, all at once (one thread
  * per shard beyond the first); and merges the answers back into the
  * pass's order, so the engine relabels them exactly as one server's own.
+ * Gathers are routed the same way (fs_router_rows): one call per shard
+ * holding rows, all at once, the rows put back in the request's order.
  * How a shard is asked (in process, gRPC) is the transport's.
  *
  * Ownership: the router copies the ranges and the owners; the answer is
@@ -25,6 +27,10 @@ typedef struct {
      * call for that shard. */
     fs_status_t (*picks)(void *ctx, int shard, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
                          fs_typed_picks_t *out, fs_error_t *err);
+    /* Shard `shard`'s rows of node type t's table for ids[0..n) (all its
+     * own), as stored, row_bytes each, into out. NULL: no gathers. */
+    fs_status_t (*rows)(void *ctx, int shard, int t, const char *table, const int64_t *ids, int64_t n,
+                        size_t row_bytes, void *out, fs_error_t *err);
     void *ctx;
 } fs_route_transport_t;
 
@@ -48,5 +54,11 @@ void fs_router_destroy(fs_router_t *r);
  * ranges, or a part with no shard, is FS_ERR_INVALID_ARGUMENT naming it. */
 fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
                             fs_typed_picks_t *out, fs_error_t *err);
+
+/* A gather grouped by owner: rows ids[0..n) of node type t's table (global
+ * ids), row_bytes each as stored, into out in order; every shard holding
+ * some asked once, all at once. Errors as fs_router_picks. */
+fs_status_t fs_router_rows(fs_router_t *r, int t, const char *table, size_t row_bytes, const int64_t *ids, int64_t n,
+                           void *out, fs_error_t *err);
 
 #endif

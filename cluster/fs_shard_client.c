@@ -90,3 +90,67 @@ fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req
                               &resp, err);
     return st == FS_OK ? check_answer(c, n, q->want_edge_ids, out, err) : st;
 }
+
+fs_status_t fs_shard_client_rows(fs_shard_client_t *c, int t, const char *table, const int64_t *ids, int64_t n,
+                                 size_t row_bytes, void *out, fs_error_t *err)
+{
+    featstore_v1_ShardRowsRequest req = {.api_version = FS_WIRE_API_VERSION_TYPED, .node_type = t};
+    if (strlen(table) >= sizeof req.table)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: ShardRows: table name '%s' too long", c->who, table);
+    snprintf(req.table, sizeof req.table, "%s", table);
+    fs_wire_bytes_t idb;
+    fs_wire_set_bytes(&req.ids, &idb, ids, (size_t)n * sizeof *ids);
+    featstore_v1_ShardRowsResponse resp = featstore_v1_ShardRowsResponse_init_zero;
+    /* the rows land in the caller's memory: a borrowed buffer of exactly their size */
+    fs_wire_buf_t rows = {.mem = out, .cap = (size_t)n * row_bytes, .flags = FS_WIRE_FIXED};
+    fs_wire_set_buf(&resp.rows, &rows);
+    fs_status_t st = fs_unary(c->channel, c->cq, c->who, FS_WIRE_METHOD_SHARD_ROWS, c->timeout_ms,
+                              featstore_v1_ShardRowsRequest_fields, &req, featstore_v1_ShardRowsResponse_fields, &resp,
+                              err);
+    if (st == FS_OK && rows.len != (size_t)n * row_bytes)
+        st = fs_error(err, FS_ERR_FORMAT, "%s: ShardRows: %zu bytes for %lld rows of %zu", c->who, rows.len,
+                      (long long)n, row_bytes);
+    return st;
+}
+
+fs_status_t fs_shard_client_file(fs_shard_client_t *c, const char *name, int64_t max_bytes, char **data, int64_t *len,
+                                 fs_error_t *err)
+{
+    *data = NULL, *len = 0;
+    featstore_v1_ShardFileRequest req = {.api_version = FS_WIRE_API_VERSION_TYPED, .max_bytes = FS_WIRE_SHARD_FILE_CHUNK};
+    if (strlen(name) >= sizeof req.name)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: ShardFile: name '%s' too long", c->who, name);
+    snprintf(req.name, sizeof req.name, "%s", name);
+    char *buf = NULL;
+    int64_t size = -1;
+    fs_status_t st = FS_OK;
+    while (st == FS_OK && (size < 0 || req.offset < size)) {
+        featstore_v1_ShardFileResponse resp = featstore_v1_ShardFileResponse_init_zero;
+        fs_wire_buf_t piece = {0};
+        fs_wire_set_buf(&resp.data, &piece);
+        st = fs_unary(c->channel, c->cq, c->who, FS_WIRE_METHOD_SHARD_FILE, c->timeout_ms,
+                      featstore_v1_ShardFileRequest_fields, &req, featstore_v1_ShardFileResponse_fields, &resp, err);
+        if (st == FS_OK && size < 0) { /* the first piece says how big it is */
+            size = resp.size;
+            if (size < 0 || size > max_bytes)
+                st = fs_error(err, FS_ERR_RESOURCE, "%s: ShardFile %s: %lld bytes, more than the %lld expected",
+                              c->who, name, (long long)size, (long long)max_bytes);
+            else if (!(buf = malloc((size_t)size + 1)))
+                st = fs_error(err, FS_ERR_NOMEM, "%s: ShardFile %s: out of memory", c->who, name);
+        }
+        if (st == FS_OK && (resp.size != size || piece.len == 0 || req.offset + (int64_t)piece.len > size) &&
+            req.offset < size)
+            st = fs_error(err, FS_ERR_FORMAT, "%s: ShardFile %s: a piece of %zu bytes at %lld of %lld (the file "
+                          "changed while read?)", c->who, name, piece.len, (long long)req.offset, (long long)size);
+        if (st == FS_OK && piece.len) memcpy(buf + req.offset, piece.data, piece.len);
+        req.offset += (int64_t)piece.len;
+        fs_wire_buf_free(&piece);
+    }
+    if (st != FS_OK) {
+        free(buf);
+        return st;
+    }
+    buf[size] = 0;
+    *data = buf, *len = size;
+    return FS_OK;
+}

@@ -5,6 +5,8 @@
  * Every call has the connection's deadline; a shard that is down or
  * silent fails the call within it (FS_ERR_UNAVAILABLE, FS_ERR_TIMEOUT), and
  * a node the shard does not hold is FS_ERR_NOT_FOUND (a stale shard map).
+ * Also the shard's rows (ShardRows: a gather grouped by owner) and the
+ * partitioning's small files (ShardFile: what a trainer reads at connect).
  * The answer is checked before it is handed out: offsets from 0,
  * ascending, one per id plus one, sources (and edge ids, when asked) as
  * many as the offsets say.
@@ -26,5 +28,16 @@ void fs_shard_client_close(fs_shard_client_t *c);
 
 fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
                                   fs_typed_picks_t *out, fs_error_t *err);
+
+/* ShardRows: rows ids[0..n) of node type t's table as stored, row_bytes
+ * each, into out (the answer's length checked). */
+fs_status_t fs_shard_client_rows(fs_shard_client_t *c, int t, const char *table, const int64_t *ids, int64_t n,
+                                 size_t row_bytes, void *out, fs_error_t *err);
+
+/* ShardFile: the whole of one of the partitioning's small files, read in
+ * pieces into a new buffer (*data, the caller's to free(), NUL after its
+ * *len bytes). A file over max_bytes is FS_ERR_RESOURCE. */
+fs_status_t fs_shard_client_file(fs_shard_client_t *c, const char *name, int64_t max_bytes, char **data, int64_t *len,
+                                 fs_error_t *err);
 
 #endif

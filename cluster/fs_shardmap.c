@@ -18,21 +18,6 @@
 #define REG_FORMAT "featstore-shard"
 #define MAP_FORMAT "featstore-shard-map"
 
-fs_status_t fs_cluster_name_check(const char *name, fs_error_t *err)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0 || n > FS_CLUSTER_NAME_MAX)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster name '%s': 1 to %d characters", name ? name : "",
-                        FS_CLUSTER_NAME_MAX);
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT,
-                            "cluster name '%s': character %zu is not a letter, digit, '_' or '-'", name, i + 1);
-    }
-    return FS_OK;
-}
-
 /* ---- reading fields ----------------------------------------------------------- */
 
 static fs_status_t need(const json_t *obj, const char *key, const char *where, json_t **out, fs_error_t *err)

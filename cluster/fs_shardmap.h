@@ -21,11 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fs_addr.h" /* a cluster's name: FS_CLUSTER_NAME_MAX, fs_cluster_name_check */
 #include "fs_types.h"
 
 /* Limits of a cluster, each defined here once (a partitioning's, the
  * number of parts and its id's length, are fs_types.h's). */
-#define FS_CLUSTER_NAME_MAX 63      /* letters, digits, '_' and '-' */
 #define FS_CLUSTER_SHARDS_MAX 1024  /* shard ids are 0 .. FS_CLUSTER_SHARDS_MAX - 1 */
 #define FS_CLUSTER_ADDR_MAX 255     /* a gRPC address, host:port */
 #define FS_CLUSTER_UNIX_MAX 107     /* a unix socket path (sockaddr_un's sun_path) */
@@ -59,9 +59,6 @@ typedef struct {
     int num_shards;
     int64_t revision;        /* etcd's mod revision of the map key; 0 for a static map */
 } fs_shard_map_t;
-
-/* FS_ERR_INVALID_ARGUMENT unless name is 1..FS_CLUSTER_NAME_MAX of [A-Za-z0-9_-]. */
-fs_status_t fs_cluster_name_check(const char *name, fs_error_t *err);
 
 /* Registrations. The JSON is the caller's (free()); parse fills *out, which
  * fs_shard_reg_free releases. */

@@ -98,9 +98,26 @@ static json_t *node_types_json(pt_job_t *j, json_t *files, fs_partition_report_t
         snprintf(file, sizeof file, "%s.node_map.npy", nt->name);
         json_t *first = json_array();
         for (int p = 0; p <= j->V; p++) json_array_append_new(first, json_integer(j->first[t][p]));
-        json_array_append_new(list, json_pack("{s:s, s:I, s:o, s:s}", "name", nt->name, "count", (json_int_t)nt->count,
-                                              "first", first, "node_map", file));
+        /* Each split as the source orders it (source ids): a trainer of
+         * the cluster reads it whole, so its epochs are one server's. */
+        json_t *splits = json_object();
         *s = write_i64_npy(j->tmp_dir, file, j->new_id[t], nt->count, files, j->err);
+        for (int i = 0; i < nt->num_splits && *s == FS_OK; i++) {
+            char split_file[FS_SPLIT_NAME_MAX + 160];
+            snprintf(split_file, sizeof split_file, "%s.split_%s.npy", nt->name, nt->splits[i].name);
+            json_object_set_new(splits, nt->splits[i].name, json_string(split_file));
+            *s = write_i64_npy(j->tmp_dir, split_file, nt->splits[i].ids, nt->splits[i].count, files, j->err);
+        }
+        /* and what a trainer serves from the shards: the tables' shapes */
+        json_t *tables = json_array();
+        for (int i = 0; i < nt->num_tables; i++)
+            json_array_append_new(tables, json_pack("{s:s, s:s, s:I}", "name", nt->tables[i].name, "dtype",
+                                                    fs_dtype_name(nt->tables[i].dtype), "dim",
+                                                    (json_int_t)nt->tables[i].dim));
+        json_array_append_new(list, json_pack("{s:s, s:I, s:o, s:s, s:o, s:o, s:I, s:b}", "name", nt->name, "count",
+                                              (json_int_t)nt->count, "first", first, "node_map", file, "splits",
+                                              splits, "tables", tables, "num_classes", (json_int_t)nt->num_classes,
+                                              "timed", nt->time != NULL));
         const pt_load_t *l = &j->load[t];
         json_array_append_new(bal, json_pack("{s:s, s:o, s:o, s:o}", "name", nt->name, "nodes",
                                              balance(l->nodes, j->V, (double)nt->count, &rep->balance_nodes), "train",
@@ -116,8 +133,9 @@ static json_t *edge_types_json(pt_job_t *j, json_t *cuts, fs_partition_report_t 
     json_t *list = json_array();
     for (int i = 0; i < ds->num_edge_types; i++) {
         const fs_edge_type_t *e = &ds->edge_types[i];
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I}", "src", e->src, "rel", e->rel, "dst", e->dst,
-                                              "num_edges", (json_int_t)e->num_edges));
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:b}", "src", e->src, "rel", e->rel, "dst",
+                                              e->dst, "num_edges", (json_int_t)e->num_edges, "weighted",
+                                              e->weights != NULL, "timed", e->time != NULL));
         json_array_append_new(cuts, json_pack("{s:s, s:s, s:s, s:I, s:f}", "src", e->src, "rel", e->rel, "dst", e->dst,
                                               "count", (json_int_t)j->cut[i], "fraction",
                                               e->num_edges ? (double)j->cut[i] / (double)e->num_edges : 0.0));

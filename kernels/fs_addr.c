@@ -20,7 +20,7 @@ _Static_assert(sizeof(((struct sockaddr_un *)0)->sun_path) == FS_ADDR_PATH_MAX, 
 
 #define EXPECT_TCP "HOST:PORT or [IPv6]:PORT"
 #define EXPECT_SOCKET "a socket PATH or unix:///ABS/PATH"
-#define EXPECT_URI "unix:///ABS/PATH, grpc://HOST:PORT or grpcs://HOST:PORT"
+#define EXPECT_URI "unix:///ABS/PATH, grpc://HOST:PORT, grpcs://HOST:PORT or etcd://HOST:PORT/CLUSTER"
 #define EXPECT_UNIX "unix:///ABS/PATH"
 
 /* What is being parsed, for the messages. */
@@ -284,6 +284,37 @@ static fs_status_t grpc_target(const ctx_t *c, const char *rest, fs_addr_t *out)
     return parse_hostport(c, rest, 0, out);
 }
 
+fs_status_t fs_cluster_name_check(const char *name, fs_error_t *err)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > FS_CLUSTER_NAME_MAX)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster name '%s': 1 to %d characters", name ? name : "",
+                        FS_CLUSTER_NAME_MAX);
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT,
+                            "cluster name '%s': character %zu is not a letter, digit, '_' or '-'", name, i + 1);
+    }
+    return FS_OK;
+}
+
+/* etcd's HOST:PORT, then '/' and the cluster's name. */
+static fs_status_t cluster_target(const ctx_t *c, const char *rest, fs_addr_t *out)
+{
+    const char *slash = strchr(rest, '/');
+    char hostport[FS_ADDR_HOST_MAX + 10];
+    if (!slash || (size_t)(slash - rest) >= sizeof hostport) return refuse(c, "no /CLUSTER after HOST:PORT");
+    snprintf(hostport, sizeof hostport, "%.*s", (int)(slash - rest), rest);
+    fs_status_t st = parse_hostport(c, hostport, 0, out);
+    if (st != FS_OK) return st;
+    fs_error_t why;
+    if (fs_cluster_name_check(slash + 1, &why) != FS_OK) return refuse(c, "%s", why.msg);
+    out->kind = FS_ADDR_CLUSTER;
+    snprintf(out->cluster, sizeof out->cluster, "%s", slash + 1);
+    return FS_OK;
+}
+
 fs_status_t fs_addr_uri(const char *text, fs_addr_t *out, fs_error_t *err)
 {
     ctx_t c = {"URI", text ? text : "", EXPECT_URI, err};
@@ -300,6 +331,10 @@ fs_status_t fs_addr_uri(const char *text, fs_addr_t *out, fs_error_t *err)
         c.expect = tls ? "grpcs://HOST:PORT or grpcs://[IPv6]:PORT" : "grpc://HOST:PORT or grpc://[IPv6]:PORT";
         out->tls = tls;
         return grpc_target(&c, text + (tls ? 8 : 7), out);
+    }
+    if (starts(text, "etcd://")) {
+        c.expect = "etcd://HOST:PORT/CLUSTER";
+        return cluster_target(&c, text + 7, out);
     }
     if (strstr(text, "://")) return refuse(&c, "unknown scheme '%s'", scheme_of(text, sh, sizeof sh));
     return refuse(&c, "no scheme");

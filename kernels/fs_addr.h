@@ -4,7 +4,8 @@
  *   --listen, --metrics   HOST:PORT or [IPv6]:PORT; port 0..65535 (0: any free one)
  *   --socket              a PATH, or unix:///ABS/PATH
  *   client URIs           unix:///ABS/PATH, grpc://HOST:PORT, grpc://[IPv6]:PORT,
- *                         grpcs://HOST:PORT, grpcs://[IPv6]:PORT; port 1..65535
+ *                         grpcs://HOST:PORT, grpcs://[IPv6]:PORT; port 1..65535;
+ *                         etcd://HOST:PORT/CLUSTER (a sharded cluster's etcd)
  *
  * HOST is a host name (RFC 1123 labels: letters, digits, '-', dots between),
  * an IPv4 dotted quad (each number 0..255) or, in brackets, an IPv6 address.
@@ -23,20 +24,28 @@
 #define FS_ADDR_HOST_MAX 253 /* a host name's longest text (RFC 1123) */
 #define FS_ADDR_PATH_MAX 108 /* sizeof(struct sockaddr_un.sun_path), checked in fs_addr.c */
 
-typedef enum { FS_ADDR_TCP = 1, FS_ADDR_UNIX = 2 } fs_addr_kind_t;
+typedef enum { FS_ADDR_TCP = 1, FS_ADDR_UNIX = 2, FS_ADDR_CLUSTER = 3 } fs_addr_kind_t;
+
+/* A sharded cluster's name (the etcd keys /featstore/NAME/...). */
+#define FS_CLUSTER_NAME_MAX 63
+
+/* FS_ERR_INVALID_ARGUMENT unless name is 1..FS_CLUSTER_NAME_MAX of [A-Za-z0-9_-]. */
+fs_status_t fs_cluster_name_check(const char *name, fs_error_t *err);
 
 typedef enum { FS_HOST_NAME = 1, FS_HOST_IPV4 = 2, FS_HOST_IPV6 = 3 } fs_host_kind_t;
 
 typedef struct {
     fs_addr_kind_t kind;
     int tls;                                /* grpcs:// */
-    /* FS_ADDR_TCP */
+    /* FS_ADDR_TCP, and FS_ADDR_CLUSTER's etcd */
     fs_host_kind_t host_kind;
     char host[FS_ADDR_HOST_MAX + 1];        /* without brackets */
     int port;
     char target[FS_ADDR_HOST_MAX + 10];     /* "host:port" or "[v6]:port", as gRPC takes it */
     /* FS_ADDR_UNIX */
     char path[FS_ADDR_PATH_MAX];            /* the socket's path, NUL-terminated */
+    /* FS_ADDR_CLUSTER */
+    char cluster[FS_CLUSTER_NAME_MAX + 1];
 } fs_addr_t;
 
 /* A server's TCP address, given with option `what` ("--listen",
@@ -49,7 +58,8 @@ fs_status_t fs_addr_listen(const char *what, const char *text, fs_addr_t *out, f
 fs_status_t fs_addr_socket(const char *what, const char *text, fs_addr_t *out, fs_error_t *err);
 
 /* A client's URI: unix:///ABS/PATH, grpc://HOST:PORT or grpcs://HOST:PORT
- * ([IPv6] hosts in brackets), port 1..65535, nothing after the port. */
+ * ([IPv6] hosts in brackets), port 1..65535, nothing after the port; or
+ * etcd://HOST:PORT/CLUSTER (kind FS_ADDR_CLUSTER: target is etcd's). */
 fs_status_t fs_addr_uri(const char *text, fs_addr_t *out, fs_error_t *err);
 
 #endif

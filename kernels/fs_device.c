@@ -109,6 +109,9 @@ void fs_cuda_host_unregister(const void *ptr)
 fs_status_t fs_gather_cuda(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n,
                            fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters, fs_error_t *err)
 {
+    if (t->remote) /* rows held elsewhere come to the host first */
+        return fs_error(err, FS_ERR_UNSUPPORTED, "gather: a remote table is gathered on the host, not on GPU %d",
+                        device);
     return simulated() ? fs_sim_gather(device, t, ids, n, out_dtype, out, counters, err)
                        : fs_rt_gather(device, t, ids, n, out_dtype, out, counters, err);
 }

@@ -227,11 +227,33 @@ bad:
     __atomic_store_n(&j->bad_ids, 1, __ATOMIC_RELAXED);
 }
 
+/* A remote table's rows: fetched as stored, then converted by a gather
+ * of the fetched rows in order (a view over them, one tier). */
+static fs_status_t gather_remote(const fs_table_view_t *t, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
+                                 void *out, fs_pool_t *pool, fs_gather_counters_t *counters, fs_error_t *err)
+{
+    fs_status_t st = fs_gather_check_ids(t, ids, n, err);
+    if (st != FS_OK) return st;
+    if (counters) counters->rows[0] += (uint64_t)n, counters->bytes[0] += (uint64_t)n * t->row_bytes;
+    if (out_dtype == t->dtype) return t->remote->rows(t->remote->ctx, ids, n, out, err);
+    void *rows = malloc((size_t)n * t->row_bytes + 1);
+    int64_t *order = malloc(sizeof *order * (size_t)(n + 1));
+    st = rows && order ? t->remote->rows(t->remote->ctx, ids, n, rows, err)
+                       : fs_error(err, FS_ERR_NOMEM, "gather: out of memory for %lld remote rows", (long long)n);
+    fs_table_view_t here = {.dtype = t->dtype, .num_rows = n, .dim = t->dim, .row_bytes = t->row_bytes, .num_tiers = 1};
+    here.tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = rows, .rows = n};
+    for (int64_t i = 0; st == FS_OK && i < n; i++) order[i] = i;
+    if (st == FS_OK) st = fs_gather_cpu(&here, order, n, out_dtype, out, pool, NULL, err);
+    free(rows), free(order);
+    return st;
+}
+
 fs_status_t fs_gather_cpu(const fs_table_view_t *t, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
                           void *out, fs_pool_t *pool, fs_gather_counters_t *counters, fs_error_t *err)
 {
     if (n < 0 || (n > 0 && (!ids || !out)))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gather: bad arguments (n=%lld)", (long long)n);
+    if (t->remote) return gather_remote(t, ids, n, out_dtype, out, pool, counters, err);
     conv_t conv;
     if (out_dtype == t->dtype) conv = COPY;
     else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_F16) conv = F16_TO_F32;

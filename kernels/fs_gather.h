@@ -44,6 +44,13 @@ typedef struct {
 #define FS_ROUTE_TIER(r) ((int)((r) >> 48))
 #define FS_ROUTE_ROW(r) ((int64_t)((r) & ((1ULL << 48) - 1)))
 
+/* Rows held elsewhere (a trainer of a sharded cluster): rows(ids) writes
+ * rows ids[0..n) as stored (row_bytes each) into out, in order. */
+typedef struct {
+    fs_status_t (*rows)(void *ctx, const int64_t *ids, int64_t n, void *out, fs_error_t *err);
+    void *ctx;
+} fs_table_remote_t;
+
 typedef struct {
     fs_dtype_t dtype;      /* stored: F32, F16 or BF16 */
     int64_t num_rows, dim;
@@ -51,6 +58,7 @@ typedef struct {
     int num_tiers;
     fs_tier_ref_t tier[FS_MAX_TIERS];
     const uint64_t *route; /* [num_rows]; NULL = every row in tier 0 at its id */
+    const fs_table_remote_t *remote; /* NULL: the tiers above; else no tiers, reads counted as tier 0's */
 } fs_table_view_t;
 
 /* Rows and bytes read, per source tier (added to, never reset). */

@@ -119,6 +119,7 @@ fs_status_t fs_locality_value_check(double locality, fs_error_t *err)
  * weights) from whichever part holds it. */
 static int view_has_weights(const fs_csr_view_t *g)
 {
+    if (g->remote) return 1; /* the owners check */
     for (int p = 0; p < (g->num_parts > 0 ? g->num_parts : 1); p++)
         if (!g->part[p].weights) return 0;
     return 1;
@@ -164,10 +165,11 @@ fs_status_t fs_sample_check(const fs_csr_view_t *g, const int64_t *seeds, int64_
  * is the typed engine's destination row. */
 static void typed_view(const fs_csr_view_t *g, const int64_t *count, fs_typed_etype_t *et, fs_typed_view_t *v)
 {
-    *et = (fs_typed_etype_t){.src_type = 0, .dst_type = 0, .num_edges = g->part[0].indptr[g->num_nodes],
+    *et = (fs_typed_etype_t){.src_type = 0, .dst_type = 0,
+                             .num_edges = g->remote ? g->num_edges : g->part[0].indptr[g->num_nodes],
                              .indptr = g->part[0].indptr, .indices = g->part[0].indices,
                              .index_dtype = g->index_dtype, .weights = g->part[0].weights, .reverse = -1,
-                             .tiers = g->route ? g : NULL};
+                             .tiers = g->route ? g : NULL, .remote = g->remote};
     *v = (fs_typed_view_t){.num_node_types = 1, .count = count, .num_edge_types = 1, .etype = et};
 }
 
@@ -218,7 +220,7 @@ fs_status_t fs_sample_cpu(fs_sampler_t *s, const fs_csr_view_t *g, const int64_t
         fs_typed_sampler_set_output(s->t, NULL, 0); /* the given output memory is this request's only */
         return st;
     }
-    if ((st = fs_sample_typed(s, -1, g, seeds, n, req, NULL, res, err)) == FS_OK && topo)
+    if ((st = fs_sample_typed(s, -1, g, seeds, n, req, NULL, res, err)) == FS_OK && topo && !g->remote)
         fs_sample_count_topology(g, req, res, topo);
     return st;
 }

@@ -48,23 +48,6 @@
 #include "fs_pool.h"
 #include "fs_types.h"
 
-/* The topology as a reader sees it: parts (one per tier holding neighbour
- * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
-typedef struct {
-    const int64_t *indptr;   /* [rows+1] */
-    const void *indices;     /* global neighbour ids, index_dtype */
-    const float *weights;    /* per edge, or NULL */
-    int64_t rows;
-} fs_csr_part_t;
-
-typedef struct {
-    int64_t num_nodes, num_edges;
-    fs_dtype_t index_dtype;  /* I32 or I64, the same in every part */
-    int num_parts;
-    fs_csr_part_t part[FS_MAX_TIERS];
-    const uint64_t *route;   /* [num_nodes] FS_ROUTE(part, row); NULL = part 0, row = id */
-} fs_csr_view_t;
-
 /* One hop's picks of some rows of an edge type, not relabelled: what a
  * shard of a partitioned graph answers for the destinations it owns
  * (owner-routed sampling, docs/design.md). The rows are positions in et's
@@ -101,6 +84,27 @@ typedef struct {
                          fs_typed_picks_t *out, fs_error_t *err);
     void *ctx;
 } fs_typed_remote_t;
+
+/* The topology as a reader sees it: parts (one per tier holding neighbour
+ * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
+typedef struct {
+    const int64_t *indptr;   /* [rows+1] */
+    const void *indices;     /* global neighbour ids, index_dtype */
+    const float *weights;    /* per edge, or NULL */
+    int64_t rows;
+} fs_csr_part_t;
+
+typedef struct {
+    int64_t num_nodes, num_edges;
+    fs_dtype_t index_dtype;  /* I32 or I64, the same in every part */
+    int num_parts;
+    fs_csr_part_t part[FS_MAX_TIERS];
+    const uint64_t *route;   /* [num_nodes] FS_ROUTE(part, row); NULL = part 0, row = id */
+    /* Lists held elsewhere (a trainer of a sharded cluster): no parts here;
+     * num_edges and weights are the owners' (weighted modes are checked by
+     * them). NULL: the parts above. */
+    const fs_typed_remote_t *remote;
+} fs_csr_view_t;
 
 /* One destination's row of a timed edge type, summarised for temporal
  * sampling (fs_typed_time_rows): where the row starts, its length and five

@@ -52,6 +52,10 @@
 #define FS_WIRE_METHOD_LINK_SAMPLE "/featstore.v1.FeatStore/LinkSample"
 #define FS_WIRE_METHOD_STREAM "/featstore.v1.FeatStore/Stream"
 #define FS_WIRE_METHOD_SHARD_PICKS "/featstore.v1.FeatStore/ShardPicks"
+#define FS_WIRE_METHOD_SHARD_ROWS "/featstore.v1.FeatStore/ShardRows"
+#define FS_WIRE_METHOD_SHARD_FILE "/featstore.v1.FeatStore/ShardFile"
+/* ShardFile answers at most this many bytes a call (the caller pages on). */
+#define FS_WIRE_SHARD_FILE_CHUNK (4 << 20)
 
 /* ---- channel arguments and status codes ------------------------------------ */
 

@@ -61,7 +61,8 @@ struct fs_grpc_server {
     grpc_completion_queue *cq;          /* every call's batches, polled by every worker */
     grpc_completion_queue *shutdown_cq;
     fs_engine_t *engine;                /* NULL on a shard server, */
-    const fs_shard_t *shard;            /* which answers ShardPicks from its parts (else NULL) */
+    const fs_shard_t *shard;            /* which answers the Shard* methods from its parts (else NULL) */
+    fs_limits_t limits;                 /* the server's (a copy) */
     fs_metrics_t *metrics;
     int num_workers;
     worker_t *workers;
@@ -158,9 +159,10 @@ typedef struct {
     const char *path;
     fs_method_t method;
     handler_fn fn;
+    int shard;                          /* a shard server's method (only a shard server answers it) */
 } fs_grpc_method_t;
 extern const fs_grpc_method_t fs_grpc_methods[];
-#define FS_GRPC_NUM_METHODS 10
+#define FS_GRPC_NUM_METHODS 12
 /* The method of a call's path; -1 when there is none. */
 int fs_grpc_find_method(grpc_slice path);
 /* A Stream call's send completed (ok) or failed: its next message, or the end. */

@@ -394,17 +394,74 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
     return st;
 }
 
+/* A gather grouped by owner, the shard's side: its nodes' stored rows. */
+static fs_status_t do_shard_rows(call_t *c, int *streaming)
+{
+    (void)streaming;
+    featstore_v1_ShardRowsRequest req = featstore_v1_ShardRowsRequest_init_zero;
+    fs_wire_buf_t ids_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
+    fs_wire_set_buf(&req.ids, &ids_buf);
+    const int64_t *ids = NULL;
+    int64_t n = 0;
+    size_t row_bytes = 0;
+    void *rows = NULL;
+    fs_status_t st = decode_request(c, featstore_v1_ShardRowsRequest_fields, &req, "ShardRowsRequest");
+    if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardRows");
+    if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &ids, &n, &c->err);
+    if (st == FS_OK) st = fs_shard_table(c->srv->shard, req.node_type, req.table, &row_bytes, &c->err);
+    if (st == FS_OK) st = fs_limits_check(&c->srv->limits, n, NULL, row_bytes, &c->err);
+    if (st == FS_OK && !(rows = malloc((size_t)n * row_bytes + 1)))
+        st = fs_error(&c->err, FS_ERR_NOMEM, "ShardRows: out of memory for %lld rows", (long long)n);
+    if (st == FS_OK) st = fs_shard_rows(c->srv->shard, req.node_type, req.table, ids, n, rows, &c->err);
+    if (st == FS_OK) st = fs_grpc_check_deadline(c, "while reading rows");
+    if (st == FS_OK) {
+        featstore_v1_ShardRowsResponse resp = featstore_v1_ShardRowsResponse_init_zero;
+        fs_wire_bytes_t b;
+        fs_wire_set_bytes(&resp.rows, &b, rows, (size_t)n * row_bytes);
+        c->response = fs_wire_encode(featstore_v1_ShardRowsResponse_fields, &resp, &c->err);
+        if (!c->response) st = c->err.code;
+    }
+    free(rows);
+    fs_wire_buf_free(&ids_buf);
+    return st;
+}
+
+/* A piece of one of the partitioning's small files, for a trainer to see
+ * the whole cluster (the book, node maps, splits, part manifests). */
+static fs_status_t do_shard_file(call_t *c, int *streaming)
+{
+    (void)streaming;
+    featstore_v1_ShardFileRequest req = featstore_v1_ShardFileRequest_init_zero;
+    fs_status_t st = decode_request(c, featstore_v1_ShardFileRequest_fields, &req, "ShardFileRequest");
+    if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardFile");
+    int64_t max = req.max_bytes < FS_WIRE_SHARD_FILE_CHUNK ? req.max_bytes : FS_WIRE_SHARD_FILE_CHUNK, len = 0, size = 0;
+    void *buf = st == FS_OK && max > 0 ? malloc((size_t)max) : NULL;
+    if (st == FS_OK && max > 0 && !buf) st = fs_error(&c->err, FS_ERR_NOMEM, "ShardFile: out of memory");
+    if (st == FS_OK) st = fs_shard_file(c->srv->shard, req.name, req.offset, max, buf, &len, &size, &c->err);
+    if (st == FS_OK) {
+        featstore_v1_ShardFileResponse resp = {.size = size};
+        fs_wire_bytes_t b;
+        fs_wire_set_bytes(&resp.data, &b, buf, (size_t)len);
+        c->response = fs_wire_encode(featstore_v1_ShardFileResponse_fields, &resp, &c->err);
+        if (!c->response) st = c->err.code;
+    }
+    free(buf);
+    return st;
+}
+
 const fs_grpc_method_t fs_grpc_methods[] = {
-    {FS_WIRE_METHOD_INFO, FS_METHOD_INFO, do_info},
-    {FS_WIRE_METHOD_SAMPLE, FS_METHOD_SAMPLE, do_sample},
-    {FS_WIRE_METHOD_GATHER, FS_METHOD_GATHER, do_gather},
-    {FS_WIRE_METHOD_SAMPLE_GATHER, FS_METHOD_SAMPLE_GATHER, do_sample_gather},
-    {FS_WIRE_METHOD_STATS, FS_METHOD_STATS, do_stats},
-    {FS_WIRE_METHOD_SPLIT, FS_METHOD_SPLIT, do_split},
-    {FS_WIRE_METHOD_HETERO_SAMPLE, FS_METHOD_HETERO_SAMPLE, do_hetero_sample},
-    {FS_WIRE_METHOD_LINK_SAMPLE, FS_METHOD_LINK_SAMPLE, do_link_sample},
-    {FS_WIRE_METHOD_STREAM, FS_METHOD_STREAM, do_stream},
-    {FS_WIRE_METHOD_SHARD_PICKS, FS_METHOD_SHARD_PICKS, do_shard_picks},
+    {FS_WIRE_METHOD_INFO, FS_METHOD_INFO, do_info, 0},
+    {FS_WIRE_METHOD_SAMPLE, FS_METHOD_SAMPLE, do_sample, 0},
+    {FS_WIRE_METHOD_GATHER, FS_METHOD_GATHER, do_gather, 0},
+    {FS_WIRE_METHOD_SAMPLE_GATHER, FS_METHOD_SAMPLE_GATHER, do_sample_gather, 0},
+    {FS_WIRE_METHOD_STATS, FS_METHOD_STATS, do_stats, 0},
+    {FS_WIRE_METHOD_SPLIT, FS_METHOD_SPLIT, do_split, 0},
+    {FS_WIRE_METHOD_HETERO_SAMPLE, FS_METHOD_HETERO_SAMPLE, do_hetero_sample, 0},
+    {FS_WIRE_METHOD_LINK_SAMPLE, FS_METHOD_LINK_SAMPLE, do_link_sample, 0},
+    {FS_WIRE_METHOD_STREAM, FS_METHOD_STREAM, do_stream, 0},
+    {FS_WIRE_METHOD_SHARD_PICKS, FS_METHOD_SHARD_PICKS, do_shard_picks, 1},
+    {FS_WIRE_METHOD_SHARD_ROWS, FS_METHOD_SHARD_ROWS, do_shard_rows, 1},
+    {FS_WIRE_METHOD_SHARD_FILE, FS_METHOD_SHARD_FILE, do_shard_file, 1},
 };
 _Static_assert(sizeof fs_grpc_methods / sizeof fs_grpc_methods[0] == FS_GRPC_NUM_METHODS, "FS_GRPC_NUM_METHODS");
 

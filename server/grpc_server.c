@@ -454,13 +454,15 @@ static void call_begin(call_t *c)
     if (st == FS_OK && c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, "unknown method '%s' (featstore.v1.FeatStore has Info, Sample, "
-                      "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample, Stream and ShardPicks)", path);
+                      "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample, Stream, ShardPicks, ShardRows "
+                      "and ShardFile)", path);
         gpr_free(path);
-    } else if (st == FS_OK && (!s->engine) != (fs_grpc_methods[c->method].method == FS_METHOD_SHARD_PICKS)) {
+    } else if (st == FS_OK && (!s->engine) != fs_grpc_methods[c->method].shard) {
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, s->engine
-                      ? "ShardPicks: this server serves a whole dataset, not a shard of a partitioned one"
-                      : "%s: this server is a shard of a partitioned dataset: it answers ShardPicks only (trainers "
-                        "reach the shards through owner-routed sampling)", fs_grpc_methods[c->method].path);
+                      ? "%s: this server serves a whole dataset, not a shard of a partitioned one"
+                      : "%s: this server is a shard of a partitioned dataset: it answers ShardPicks, ShardRows and "
+                        "ShardFile only (trainers reach the shards through owner routing)",
+                      fs_grpc_methods[c->method].path);
     }
     if (st != FS_OK) {
         fs_grpc_finish_call(c, st);
@@ -734,6 +736,7 @@ fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limit
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
     }
     s->num_workers = threads;
+    s->limits = *limits;
     s->max_calls = o->max_calls > 0 ? o->max_calls : FS_GRPC_DEFAULT_MAX_CALLS;
     s->request_timeout_s = (o->request_timeout_ms > 0 ? o->request_timeout_ms : FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS) * 1e-3;
     pthread_mutex_init(&s->calls_mu, NULL);

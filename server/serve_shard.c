@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs_addr.h"
 #include "fs_member.h"
 #include "serve.h"
 
@@ -50,24 +51,14 @@ static fs_status_t parse_parts(const char *text, int **out, int *n, fs_error_t *
     return FS_OK;
 }
 
-/* "etcd://HOST:PORT/NAME" into endpoint and name. */
-static fs_status_t parse_cluster(const char *uri, char *endpoint, size_t elen, char *name, size_t nlen,
-                                 fs_error_t *err)
-{
-    const char *rest = strncmp(uri, "etcd://", 7) == 0 ? uri + 7 : NULL, *slash = rest ? strchr(rest, '/') : NULL;
-    if (!slash || slash == rest || (size_t)(slash - rest) >= elen || strlen(slash + 1) >= nlen)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--cluster '%s': expected etcd://HOST:PORT/NAME", uri);
-    snprintf(endpoint, elen, "%.*s", (int)(slash - rest), rest);
-    snprintf(name, nlen, "%s", slash + 1);
-    return fs_cluster_name_check(name, err);
-}
-
 /* This shard's registration: its parts and where it answers. */
 static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const char *grpc_addr, fs_member_t **m,
                         fs_error_t *err)
 {
-    char endpoint[FS_ETCD_ENDPOINT_MAX + 1], name[FS_CLUSTER_NAME_MAX + 1];
-    fs_status_t st = parse_cluster(o->cluster, endpoint, sizeof endpoint, name, sizeof name, err);
+    fs_addr_t where;
+    fs_status_t st = fs_addr_uri(o->cluster, &where, err);
+    if (st == FS_OK && where.kind != FS_ADDR_CLUSTER)
+        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "--cluster '%s': expected etcd://HOST:PORT/CLUSTER", o->cluster);
     if (st != FS_OK) return st;
     fs_shard_reg_t self = {.parts = fs_shard_num_parts(shard)};
     self.addr.id = o->shard_id;
@@ -77,7 +68,7 @@ static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const
     const int *held;
     self.num_owned = fs_shard_held(shard, &held);
     self.owns = (int *)held;
-    fs_member_opts_t mo = {.endpoint = endpoint, .name = name};
+    fs_member_opts_t mo = {.endpoint = where.target, .name = where.cluster};
     return fs_member_join(&mo, &self, m, err);
 }
 

@@ -8,10 +8,14 @@
  * part's answer is still there when the merge reads it: no copies. */
 #include "shard.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "partition.h"
 #include "typed_view.h"
@@ -23,6 +27,7 @@ typedef struct {
 } held_t;
 
 struct fs_shard {
+    char *root;
     char id[FS_PARTITION_ID_LEN + 1];
     int parts;          /* V of the partitioning */
     int num_held;
@@ -74,7 +79,8 @@ fs_status_t fs_shard_open(const char *root, const int *parts, int n, int threads
     if (n <= 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: no parts to hold");
     fs_shard_t *s = calloc(1, sizeof *s);
     if (s) s->held = calloc((size_t)n, sizeof *s->held), s->indices = malloc((size_t)n * sizeof *s->indices);
-    if (!s || !s->held || !s->indices) {
+    if (s) s->root = strdup(root);
+    if (!s || !s->held || !s->indices || !s->root) {
         fs_shard_close(s);
         return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
     }
@@ -108,6 +114,7 @@ void fs_shard_close(fs_shard_t *s)
     }
     free(s->held);
     free(s->indices);
+    free(s->root);
     free(s);
 }
 
@@ -250,4 +257,109 @@ fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed
     return st == FS_OK ? fs_typed_picks_merge(&w->merged, (const fs_typed_picks_t *const *)w->ansp, H, w->part_of, n,
                                               q->want_edge_ids, w->cursor, out, err)
                        : st;
+}
+
+/* ---- rows ----------------------------------------------------------------------- */
+
+/* Table `name` of type t in held part h: its index, or -1. */
+static int table_index(const fs_shard_t *s, int h, int t, const char *name)
+{
+    const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
+    for (int i = 0; i < nt->num_tables; i++)
+        if (strcmp(nt->tables[i].name, name) == 0) return i;
+    return -1;
+}
+
+fs_status_t fs_shard_table(const fs_shard_t *s, int t, const char *table, size_t *row_bytes, fs_error_t *err)
+{
+    if (t < 0 || t >= s->held[0].ds->num_node_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: node type %d of %d", t, s->held[0].ds->num_node_types);
+    int i = table_index(s, 0, t, table);
+    if (i < 0)
+        return fs_error(err, FS_ERR_NOT_FOUND, "shard: node type '%s' has no table '%s'",
+                        s->held[0].ds->node_types[t].name, table);
+    *row_bytes = s->held[0].ds->node_types[t].tables[i].row_bytes;
+    return FS_OK;
+}
+
+fs_status_t fs_shard_rows(const fs_shard_t *s, int t, const char *table, const int64_t *ids, int64_t n, void *out,
+                          fs_error_t *err)
+{
+    size_t row_bytes;
+    fs_status_t st = fs_shard_table(s, t, table, &row_bytes, err);
+    int last = -1, col = -1;
+    for (int64_t i = 0; st == FS_OK && i < n; i++) {
+        int h = find_part(s, t, ids[i]);
+        if (h < 0)
+            return fs_error(err, FS_ERR_NOT_FOUND, "shard: node %lld (entry %lld) is in no part this shard holds "
+                            "(the shard map is stale: fetch it again)", (long long)ids[i], (long long)i);
+        if (h != last) col = table_index(s, h, t, table), last = h; /* every part has the book's tables */
+        const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
+        memcpy((char *)out + (size_t)i * row_bytes,
+               (const char *)nt->tables[col].data + (size_t)(ids[i] - nt->first) * row_bytes, row_bytes);
+    }
+    return st;
+}
+
+/* ---- the partitioning's small files ------------------------------------------------ */
+
+/* Whether name is one a trainer may read (fs_shard_file): only the
+ * characters of names the partitioner writes, no "..", one '/' at most,
+ * and under a part only a held part's manifest. */
+static int file_allowed(const fs_shard_t *s, const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 200 || name[0] == '.' || strstr(name, "..")) return 0;
+    for (const char *c = name; *c; c++)
+        if (!(*c == '_' || *c == '-' || *c == '.' || *c == '/' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
+              (*c >= 'A' && *c <= 'Z')))
+            return 0;
+    const char *slash = strchr(name, '/');
+    if (!slash) {
+        size_t n = strlen(name);
+        return strcmp(name, FS_PARTITION_BOOK) == 0 || (n > 13 && strcmp(name + n - 13, ".node_map.npy") == 0) ||
+               (strstr(name, ".split_") && n > 4 && strcmp(name + n - 4, ".npy") == 0);
+    }
+    int part;
+    char rest[32];
+    if (sscanf(name, "part-%5d/%31s", &part, rest) != 2 || strcmp(rest, "manifest.json") != 0) return 0;
+    char expect[64];
+    snprintf(expect, sizeof expect, "part-%05d/manifest.json", part);
+    return strcmp(expect, name) == 0 && fs_shard_part(s, part) != NULL;
+}
+
+fs_status_t fs_shard_file(const fs_shard_t *s, const char *name, int64_t offset, int64_t max, void *buf, int64_t *len,
+                          int64_t *size, fs_error_t *err)
+{
+    if (!file_allowed(s, name))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: '%s' is not a file of the partitioning a trainer may "
+                        "read (partition.json, TYPE.node_map.npy, TYPE.split_NAME.npy, or a held part's "
+                        "part-NNNNN/manifest.json)", name);
+    if (offset < 0 || max <= 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: %s: offset %lld and length %lld", name,
+                        (long long)offset, (long long)max);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", s->root, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return fs_error(err, e == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "shard: %s: %s", name, strerror(e));
+    }
+    *size = sb.st_size;
+    int64_t want = offset >= sb.st_size ? 0 : sb.st_size - offset < max ? sb.st_size - offset : max, done = 0;
+    while (done < want) {
+        ssize_t r = pread(fd, (char *)buf + done, (size_t)(want - done), offset + done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : EIO;
+            close(fd);
+            return fs_error(err, FS_ERR_IO, "shard: %s: cannot read: %s", name, strerror(e));
+        }
+        done += r;
+    }
+    close(fd);
+    *len = done;
+    return FS_OK;
 }

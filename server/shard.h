@@ -44,4 +44,22 @@ void fs_shard_ws_destroy(fs_shard_ws_t *w);
 fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed_picks_req_t *q, const int64_t *ids,
                            int64_t n, fs_typed_picks_t *out, fs_error_t *err);
 
+/* A node table of type t (a feature table or "labels") as the held parts
+ * store it: its row size. FS_ERR_NOT_FOUND naming what is missing. */
+fs_status_t fs_shard_table(const fs_shard_t *s, int t, const char *table, size_t *row_bytes, fs_error_t *err);
+
+/* Rows ids[0..n) (global ids of type t, all held: else FS_ERR_NOT_FOUND as
+ * fs_shard_picks) of that table, as stored, into out (n * row_bytes). */
+fs_status_t fs_shard_rows(const fs_shard_t *s, int t, const char *table, const int64_t *ids, int64_t n, void *out,
+                          fs_error_t *err);
+
+/* Up to max bytes of one of the partitioning's small files from offset,
+ * into buf (the caller's, max bytes), *len read and *size the file's: the
+ * book (partition.json), a root node map or split (TYPE.node_map.npy,
+ * TYPE.split_NAME.npy), or a held part's manifest.json ("part-00003/
+ * manifest.json"). Any other name is FS_ERR_INVALID_ARGUMENT (no path
+ * leaves the root); a missing file FS_ERR_NOT_FOUND. */
+fs_status_t fs_shard_file(const fs_shard_t *s, const char *name, int64_t offset, int64_t max, void *buf, int64_t *len,
+                          int64_t *size, fs_error_t *err);
+
 #endif

@@ -135,6 +135,75 @@ def start(featstore, dataset, sock, extra=(), listen="127.0.0.1:0", **popen):
         raise
 
 
+def require_pyg(root):
+    """Re-executes this script in the PyG venv (scripts/pyg-venv.sh: root's
+    .venv-pyg, or $FS_PYG_VENV) when this Python lacks torch_geometric;
+    exits 77 (skipped) when neither has it."""
+    if importlib.util.find_spec("torch_geometric") is not None:
+        return
+    venv = os.path.abspath(os.environ.get("FS_PYG_VENV", os.path.join(root, ".venv-pyg")))
+    py = os.path.join(venv, "bin", "python")
+    if os.path.exists(py) and os.path.abspath(sys.prefix) != venv:  # (its python is a link to this one)
+        os.execv(py, [py] + sys.argv)
+    print(f"SKIP: no torch_geometric in {sys.executable} nor a venv at {py} (run scripts/pyg-venv.sh)")
+    sys.exit(SKIP)
+
+
+def free_port():
+    """A loopback port nothing listens on now."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def etcd_bin():
+    """Debian's etcd, or None (a cluster test then exits 77)."""
+    for path in ("/usr/bin/etcd", "/usr/local/bin/etcd"):
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def start_etcd(tmp, timeout=20):
+    """A private etcd on two free loopback ports with its data under tmp:
+    (proc, "127.0.0.1:PORT") once it answers; stop it with stop()."""
+    import socket
+    client, peer = free_port(), free_port()
+    cmd = [etcd_bin(), "--data-dir", os.path.join(tmp, "etcd"), "--listen-client-urls", f"http://127.0.0.1:{client}",
+           "--advertise-client-urls", f"http://127.0.0.1:{client}", "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+           "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+           "--initial-cluster", f"default=http://127.0.0.1:{peer}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", client), timeout=1):
+                time.sleep(0.3)  # the port opens a moment before it serves
+                return proc, f"127.0.0.1:{client}"
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    stop(proc)
+    raise RuntimeError("etcd did not start")
+
+
+def start_shard(featstore, root, parts, endpoint, cluster, shard):
+    """`featstore serve root --parts parts --cluster etcd://endpoint/cluster
+    --shard shard` on an ephemeral port: (proc, ready)."""
+    cmd = [featstore, "serve", root, "--parts", parts, "--listen", "127.0.0.1:0", "--cluster",
+           f"etcd://{endpoint}/{cluster}", "--shard", str(shard)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, preexec_fn=die_with_parent)
+    try:
+        return proc, read_ready(proc)
+    except Exception:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        raise
+
+
 def stop(proc, timeout=30):
     """SIGTERM, wait, and the exit status (killed after timeout: the status
     is then the kill's, which no caller takes for success)."""

@@ -58,14 +58,9 @@ np = torch = featstore = pyg = None  # imported by main()
 
 def require_pyg():
     """Re-executes in the PyG venv when this Python lacks torch_geometric; exits 77 when neither has it."""
-    if importlib.util.find_spec("torch_geometric") is not None:
-        return
-    venv = os.path.abspath(os.environ.get("FS_PYG_VENV", os.path.join(ROOT, ".venv-pyg")))
-    py = os.path.join(venv, "bin", "python")
-    if os.path.exists(py) and os.path.abspath(sys.prefix) != venv:  # (its python is a link to this one)
-        os.execv(py, [py] + sys.argv)
-    print(f"SKIP: no torch_geometric in {sys.executable} nor a venv at {py} (run scripts/pyg-venv.sh)")
-    sys.exit(SKIP)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+    import fs_serve
+    fs_serve.require_pyg(ROOT)
 
 
 # ---- fixture -----------------------------------------------------------------------

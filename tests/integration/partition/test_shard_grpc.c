@@ -129,12 +129,12 @@ Test(shard_grpc, refusals)
     cr_assert_eq(fs_shard_client_picks(r.client[0], &q, mine, 1, &out, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(err.msg, "fanout 0"), "%s", err.msg);
     rf_meta_close(&m);
-    /* a shard server answers ShardPicks only */
+    /* a shard server answers the Shard* methods only */
     char details[512];
     int port = atoi(strrchr(r.addr[0], ':') + 1);
     cr_assert_eq(tu_grpc_call(port, "/featstore.v1.FeatStore/Info", "", 0, details, sizeof details, NULL),
                  12 /* UNIMPLEMENTED */);
-    cr_assert(strstr(details, "a shard of a partitioned dataset: it answers ShardPicks only"), "%s", details);
+    cr_assert(strstr(details, "a shard of a partitioned dataset: it answers ShardPicks, ShardRows and ShardFile only"), "%s", details);
     stop_shard(&r, 0);
     /* gone: unavailable within the deadline */
     fs_shard_client_t *gone;

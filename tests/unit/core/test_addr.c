@@ -130,10 +130,17 @@ static const good_uri_t good_uri[] = {
     {"grpc://[::1]:65535", FS_ADDR_TCP, 0, "::1", 65535, "[::1]:65535"},
     {"grpcs://store.example.com:443", FS_ADDR_TCP, 1, "store.example.com", 443, "store.example.com:443"},
     {"grpcs://[2001:db8::7]:8443", FS_ADDR_TCP, 1, "2001:db8::7", 8443, "[2001:db8::7]:8443"},
+    {"etcd://127.0.0.1:2379/demo", FS_ADDR_CLUSTER, 0, "127.0.0.1", 2379, "127.0.0.1:2379"},
+    {"etcd://etcd.svc:2379/shards_A-1", FS_ADDR_CLUSTER, 0, "etcd.svc", 2379, "etcd.svc:2379"},
 };
 
 static const bad_t bad_uri[] = {
-    {"", "URI '': no scheme (expected unix:///ABS/PATH, grpc://HOST:PORT or grpcs://HOST:PORT)"},
+    {"", "URI '': no scheme (expected unix:///ABS/PATH, grpc://HOST:PORT, grpcs://HOST:PORT or etcd://HOST:PORT/CLUSTER)"},
+    {"etcd://127.0.0.1:2379", "no /CLUSTER after HOST:PORT (expected etcd://HOST:PORT/CLUSTER)"},
+    {"etcd://127.0.0.1:2379/", "cluster name '': 1 to 63 characters"},
+    {"etcd://127.0.0.1:2379/a b", "cluster name 'a b': character 2 is not a letter, digit, '_' or '-'"},
+    {"etcd://127.0.0.1:0/c", "port 0 is outside 1..65535"},
+    {"etcd://:2379/c", "the host is empty"},
     {"/tmp/fs.sock", "no scheme"},
     {"127.0.0.1:50051", "no scheme"},
     {"http://127.0.0.1:80", "unknown scheme 'http://'"},
@@ -296,6 +303,7 @@ Test(addr, good_uris_are_parsed_field_by_field)
         cr_assert_str_eq(a.host, g->host, "%s", g->text);
         cr_assert_eq(a.port, g->port, "%s", g->text);
         cr_assert_str_eq(a.target, g->target, "%s", g->text);
+        if (g->kind == FS_ADDR_CLUSTER) cr_assert_str_eq(a.cluster, strrchr(g->text, '/') + 1, "%s", g->text);
     }
 }
 

@@ -1,0 +1,456 @@
+/* fs_cluster.c — a trainer's view of a sharded cluster (fs_cluster.h says
+ * what and why): the map from etcd, the book and node maps from a shard,
+ * each read strictly, and a connection's shards and router.
+ *
+ * The book is read from the first shard of the map that answers, so one
+ * shard down at connect does not stop a trainer. Its JSON is checked for
+ * what a trainer uses (types, ranges ascending from 0 to the count, names
+ * that fit, known dtypes) and against the map (the same partitioning and
+ * number of parts); the node maps must be permutations of their type. */
+#include "fs_cluster.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_etcd.h"
+#include "fs_member.h"
+#include "fs_shard_client.h"
+
+typedef struct {
+    fs_cluster_t pub;
+    atomic_int refs;
+} cluster_t;
+
+/* ---- a file from the shards ---------------------------------------------------- */
+
+/* The whole of `name` from the first shard of the map that answers. */
+static fs_status_t fetch_file(const fs_cluster_t *c, const char *name, int64_t max, char **data, int64_t *len,
+                              fs_error_t *err)
+{
+    fs_status_t st = fs_error(err, FS_ERR_UNAVAILABLE, "cluster %s: its map names no shard", c->name);
+    for (int k = 0; k < c->map.num_shards; k++) {
+        fs_shard_client_t *sc;
+        st = fs_shard_client_open(c->map.shard[k].grpc, c->timeout_ms, &sc, err);
+        if (st == FS_OK) st = fs_shard_client_file(sc, name, max, data, len, err);
+        if (st == FS_OK || st != FS_ERR_UNAVAILABLE) { /* a shard that answered is the answer */
+            fs_shard_client_close(sc);
+            return st;
+        }
+        fs_shard_client_close(sc);
+    }
+    return st;
+}
+
+/* An int64 [n] .npy file's values: its header checked (little-endian int64,
+ * C order, one dimension). */
+static fs_status_t npy_i64(const char *name, const char *data, int64_t len, const int64_t **vals, int64_t *n,
+                           fs_error_t *err)
+{
+    if (len < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s is not a .npy file", name);
+    size_t hl = data[6] == 1 ? (size_t)(unsigned char)data[8] | (size_t)(unsigned char)data[9] << 8 : 0;
+    size_t start = 10 + hl;
+    if (data[6] != 1 || start > (size_t)len || (start % 8) != 0)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: a .npy header of version 1 expected", name);
+    char header[512];
+    snprintf(header, sizeof header, "%.*s", (int)(hl < sizeof header - 1 ? hl : sizeof header - 1), data + 10);
+    const char *shape = strstr(header, "'shape': (");
+    long long count = -1;
+    if (!strstr(header, "'descr': '<i8'") || !strstr(header, "'fortran_order': False") || !shape ||
+        sscanf(shape, "'shape': (%lld,)", &count) != 1 || count < 0)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: int64 [n] in C order expected (header %s)", name, header);
+    if ((int64_t)start + count * 8 != len)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: %lld bytes for %lld values", name, (long long)len, count);
+    *vals = (const int64_t *)(data + start), *n = count;
+    return FS_OK;
+}
+
+/* ---- the book ------------------------------------------------------------------- */
+
+static fs_status_t bad_book(const fs_cluster_t *c, fs_error_t *err, const char *what)
+{
+    return fs_error(err, FS_ERR_FORMAT, "cluster %s: partition.json: %s", c->name, what);
+}
+
+/* A string field into buf (1..len-1 characters). */
+static int text_field(json_t *o, const char *key, char *buf, size_t len)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    if (!s || !s[0] || strlen(s) >= len) return -1;
+    snprintf(buf, len, "%s", s);
+    return 0;
+}
+
+static int type_index(const fs_cluster_t *c, const char *name)
+{
+    for (int t = 0; t < c->num_types; t++)
+        if (strcmp(c->types[t].name, name) == 0) return t;
+    return -1;
+}
+
+static fs_status_t read_tables(fs_cluster_t *c, json_t *list, fs_cluster_type_t *ty, fs_error_t *err)
+{
+    size_t n = json_array_size(list);
+    if (!json_is_array(list)) return bad_book(c, err, "a node type's \"tables\" must be a list");
+    if (!(ty->tables = calloc(n + 1, sizeof *ty->tables))) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_array_get(list, i);
+        fs_cluster_table_t *tb = &ty->tables[i];
+        char dtype[32];
+        json_t *dim = json_object_get(o, "dim");
+        if (text_field(o, "name", tb->name, sizeof tb->name) || text_field(o, "dtype", dtype, sizeof dtype) ||
+            !json_is_integer(dim) || json_integer_value(dim) < 1 ||
+            (tb->dtype = fs_dtype_from_name(dtype)) == FS_DTYPE_INVALID)
+            return bad_book(c, err, "a table needs a \"name\", a known \"dtype\" and a \"dim\" >= 1");
+        tb->dim = json_integer_value(dim);
+        tb->row_bytes = (size_t)tb->dim * fs_dtype_size(tb->dtype);
+        ty->num_tables++;
+    }
+    return FS_OK;
+}
+
+static fs_status_t read_splits(fs_cluster_t *c, json_t *obj, fs_cluster_type_t *ty, fs_error_t *err)
+{
+    if (!obj) return FS_OK;
+    if (!json_is_object(obj)) return bad_book(c, err, "a node type's \"splits\" must be an object");
+    if (!(ty->splits = calloc(json_object_size(obj) + 1, sizeof *ty->splits)))
+        return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        fs_cluster_split_t *s = &ty->splits[ty->num_splits];
+        const char *file = json_string_value(v);
+        if (!file || strlen(key) >= sizeof s->name || strlen(file) >= sizeof s->file)
+            return bad_book(c, err, "a split names its file");
+        snprintf(s->name, sizeof s->name, "%s", key);
+        snprintf(s->file, sizeof s->file, "%s", file);
+        ty->num_splits++;
+    }
+    return FS_OK;
+}
+
+static fs_status_t read_type(fs_cluster_t *c, json_t *o, fs_cluster_type_t *ty, fs_error_t *err)
+{
+    json_t *count = json_object_get(o, "count"), *first = json_object_get(o, "first"), *nc;
+    if (text_field(o, "name", ty->name, sizeof ty->name) || !json_is_integer(count) || json_integer_value(count) < 0 ||
+        json_array_size(first) != (size_t)c->parts + 1)
+        return bad_book(c, err, "every node type needs a \"name\", a \"count\" and \"first\" (parts + 1 bounds)");
+    ty->count = json_integer_value(count);
+    if (!(ty->first = malloc(sizeof *ty->first * ((size_t)c->parts + 1))))
+        return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (int p = 0; p <= c->parts; p++) {
+        json_t *b = json_array_get(first, (size_t)p);
+        ty->first[p] = json_is_integer(b) ? json_integer_value(b) : -1;
+        if (ty->first[p] < (p ? ty->first[p - 1] : 0) || (p == 0 && ty->first[0] != 0) ||
+            (p == c->parts && ty->first[p] != ty->count))
+            return bad_book(c, err, "a node type's \"first\" must ascend from 0 to its count");
+    }
+    nc = json_object_get(o, "num_classes");
+    ty->num_classes = json_is_integer(nc) ? json_integer_value(nc) : 0;
+    ty->timed = json_is_true(json_object_get(o, "timed"));
+    fs_status_t st = read_tables(c, json_object_get(o, "tables"), ty, err);
+    return st == FS_OK ? read_splits(c, json_object_get(o, "splits"), ty, err) : st;
+}
+
+static fs_status_t read_etype(fs_cluster_t *c, json_t *o, fs_cluster_etype_t *e, fs_error_t *err)
+{
+    json_t *ne = json_object_get(o, "num_edges");
+    if (text_field(o, "src", e->src, sizeof e->src) || text_field(o, "rel", e->rel, sizeof e->rel) ||
+        text_field(o, "dst", e->dst, sizeof e->dst) || !json_is_integer(ne) || json_integer_value(ne) < 0 ||
+        (e->src_type = type_index(c, e->src)) < 0 || (e->dst_type = type_index(c, e->dst)) < 0)
+        return bad_book(c, err, "every edge type needs \"src\", \"rel\" and \"dst\" naming node types, and "
+                        "\"num_edges\"");
+    e->num_edges = json_integer_value(ne);
+    e->weighted = json_is_true(json_object_get(o, "weighted"));
+    e->timed = json_is_true(json_object_get(o, "timed"));
+    return FS_OK;
+}
+
+static fs_status_t read_book(fs_cluster_t *c, const char *text, size_t len, fs_error_t *err)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) return fs_error(err, FS_ERR_FORMAT, "cluster %s: partition.json: %s (line %d)", c->name, je.text, je.line);
+    json_t *parts = json_object_get(root, "parts"), *types = json_object_get(root, "node_types"),
+           *etypes = json_object_get(root, "edge_types");
+    fs_status_t st = FS_OK;
+    if (text_field(root, "id", c->partitioning, sizeof c->partitioning) || !json_is_integer(parts) ||
+        !json_array_size(types) || !json_is_array(etypes) ||
+        text_field(json_object_get(root, "dataset"), "name", c->dataset, sizeof c->dataset))
+        st = bad_book(c, err, "it needs an \"id\", \"parts\", \"node_types\", \"edge_types\" and a dataset name");
+    else if (strcmp(c->partitioning, c->map.partitioning) != 0 || json_integer_value(parts) != c->map.parts)
+        st = fs_error(err, FS_ERR_FORMAT, "cluster %s: the shards serve partitioning %s of %lld parts, but the map "
+                      "is of partitioning %s of %d parts", c->name, c->partitioning,
+                      (long long)json_integer_value(parts), c->map.partitioning, c->map.parts);
+    c->parts = c->map.parts;
+    size_t T = json_array_size(types), E = json_array_size(etypes);
+    if (st == FS_OK && (!(c->types = calloc(T, sizeof *c->types)) || !(c->etypes = calloc(E + 1, sizeof *c->etypes))))
+        st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (size_t t = 0; st == FS_OK && t < T; t++, c->num_types++)
+        st = read_type(c, json_array_get(types, t), &c->types[t], err);
+    for (size_t e = 0; st == FS_OK && e < E; e++, c->num_etypes++)
+        st = read_etype(c, json_array_get(etypes, e), &c->etypes[e], err);
+    json_decref(root);
+    return st;
+}
+
+/* Type t's node map, and its inverse: a permutation of [0, count). */
+static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_error_t *err)
+{
+    fs_cluster_type_t *ty = &c->types[t];
+    char *data;
+    int64_t len, n;
+    const int64_t *map;
+    fs_status_t st = fetch_file(c, file, 128 + 8 * (ty->count + 1), &data, &len, err);
+    if (st != FS_OK) return st;
+    if ((st = npy_i64(file, data, len, &map, &n, err)) == FS_OK && n != ty->count)
+        st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s maps %lld nodes, not %lld", c->name, file, (long long)n,
+                      (long long)ty->count);
+    size_t bytes = sizeof(int64_t) * (size_t)(n + 1);
+    if (st == FS_OK && (!(ty->global_of = malloc(bytes)) || !(ty->source_of = malloc(bytes))))
+        st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the node maps", c->name);
+    if (st == FS_OK) {
+        memcpy(ty->global_of, map, sizeof(int64_t) * (size_t)n);
+        for (int64_t i = 0; i < n; i++) ty->source_of[i] = -1;
+        for (int64_t i = 0; i < n && st == FS_OK; i++) {
+            int64_t g = ty->global_of[i];
+            if (g < 0 || g >= n || ty->source_of[g] >= 0)
+                st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s is not a permutation (source id %lld -> %lld)",
+                              c->name, file, (long long)i, (long long)g);
+            else ty->source_of[g] = i;
+        }
+    }
+    free(data);
+    return st;
+}
+
+/* ---- open and close --------------------------------------------------------------- */
+
+static void cluster_free(fs_cluster_t *c)
+{
+    for (int t = 0; c->types && t < c->num_types; t++) { /* num_types counts the one a failed read stopped in */
+        fs_cluster_type_t *ty = &c->types[t];
+        free(ty->first), free(ty->global_of), free(ty->source_of), free(ty->tables), free(ty->splits);
+    }
+    free(c->types), free(c->etypes);
+    fs_shard_map_free(&c->map);
+    free(c);
+}
+
+/* Every part must have a shard: a trainer cannot sample a graph part of
+ * which no one serves. */
+static fs_status_t check_map(const fs_cluster_t *c, fs_error_t *err)
+{
+    if (c->map.num_shards == 0) return fs_error(err, FS_ERR_UNAVAILABLE, "cluster %s: no shard is registered", c->name);
+    for (int p = 0; p < c->map.parts; p++)
+        if (c->map.owner[p] < 0)
+            return fs_error(err, FS_ERR_UNAVAILABLE, "cluster %s: part %d of %d has no shard (%d registered): "
+                            "start the shard holding it", c->name, p, c->map.parts, c->map.num_shards);
+    return FS_OK;
+}
+
+fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_ms, fs_cluster_t **out,
+                            fs_error_t *err)
+{
+    *out = NULL;
+    cluster_t *cc = calloc(1, sizeof *cc);
+    if (!cc) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    fs_cluster_t *c = &cc->pub; /* first member: frees as cc */
+    atomic_init(&cc->refs, 1);
+    snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : FS_CLUSTER_DEFAULT_TIMEOUT_MS;
+    fs_etcd_t *e = NULL;
+    fs_status_t st = fs_etcd_open(endpoint, c->timeout_ms, &e, err);
+    if (st == FS_OK) st = fs_cluster_read_map(e, name, &c->map, err);
+    fs_etcd_close(e);
+    if (st == FS_OK) st = check_map(c, err);
+    char *book = NULL;
+    int64_t len = 0;
+    if (st == FS_OK) st = fetch_file(c, "partition.json", FS_CLUSTER_BOOK_MAX, &book, &len, err);
+    if (st == FS_OK) st = read_book(c, book, (size_t)len, err);
+    free(book);
+    for (int t = 0; st == FS_OK && t < c->num_types; t++) {
+        char file[160];
+        snprintf(file, sizeof file, "%s.node_map.npy", c->types[t].name);
+        st = read_node_map(c, t, file, err);
+    }
+    if (st != FS_OK) {
+        cluster_free(c);
+        return st;
+    }
+    *out = c;
+    return FS_OK;
+}
+
+fs_cluster_t *fs_cluster_ref(fs_cluster_t *c)
+{
+    atomic_fetch_add(&((cluster_t *)c)->refs, 1);
+    return c;
+}
+
+void fs_cluster_unref(fs_cluster_t *c)
+{
+    if (c && atomic_fetch_sub(&((cluster_t *)c)->refs, 1) == 1) cluster_free(c);
+}
+
+/* ---- ids and splits ------------------------------------------------------------------ */
+
+fs_status_t fs_cluster_to_global(const fs_cluster_t *c, int t, const int64_t *in, int64_t n, int64_t *out,
+                                 fs_error_t *err)
+{
+    const fs_cluster_type_t *ty = &c->types[t];
+    for (int64_t i = 0; i < n; i++) {
+        if ((uint64_t)in[i] >= (uint64_t)ty->count)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "id %lld at position %lld is outside [0, %lld) (node type "
+                            "'%s')", (long long)in[i], (long long)i, (long long)ty->count, ty->name);
+        out[i] = ty->global_of[in[i]];
+    }
+    return FS_OK;
+}
+
+void fs_cluster_to_source(const fs_cluster_t *c, int t, int64_t *ids, int64_t n)
+{
+    const int64_t *s = c->types[t].source_of;
+    for (int64_t i = 0; i < n; i++) ids[i] = s[ids[i]];
+}
+
+fs_status_t fs_cluster_split(const fs_cluster_t *c, int t, const char *name, int64_t **ids, int64_t *n,
+                             fs_error_t *err)
+{
+    const fs_cluster_type_t *ty = &c->types[t];
+    *ids = NULL, *n = 0;
+    for (int i = 0; i < ty->num_splits; i++) {
+        if (strcmp(ty->splits[i].name, name) != 0) continue;
+        char *data;
+        int64_t len;
+        const int64_t *vals;
+        fs_status_t st = fetch_file(c, ty->splits[i].file, 128 + 8 * (ty->count + 1), &data, &len, err);
+        if (st == FS_OK) st = npy_i64(ty->splits[i].file, data, len, &vals, n, err);
+        if (st == FS_OK && !(*ids = malloc(sizeof **ids * (size_t)(*n + 1))))
+            st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+        if (st == FS_OK) memmove(*ids, vals, sizeof **ids * (size_t)*n);
+        free(data);
+        return st;
+    }
+    return fs_error(err, FS_ERR_NOT_FOUND, "node type '%s' has no split '%s'", ty->name, name);
+}
+
+/* ---- a connection ----------------------------------------------------------------- */
+
+typedef struct {
+    fs_cluster_conn_t *k;
+    int type, table;
+} table_ctx_t;
+
+struct fs_cluster_conn {
+    fs_cluster_t *c;
+    fs_shard_client_t **shards;  /* [num_shards] */
+    fs_router_t *router;
+    fs_typed_remote_t picks;
+    table_ctx_t **table_ctx;     /* [type][table] */
+    fs_table_remote_t **tables;  /* [type][table] */
+};
+
+static fs_status_t shard_picks(void *ctx, int shard, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
+                               fs_typed_picks_t *out, fs_error_t *err)
+{
+    fs_cluster_conn_t *k = ctx;
+    return fs_shard_client_picks(k->shards[shard], q, ids, n, out, err);
+}
+
+static fs_status_t shard_rows(void *ctx, int shard, int t, const char *table, const int64_t *ids, int64_t n,
+                              size_t row_bytes, void *out, fs_error_t *err)
+{
+    fs_cluster_conn_t *k = ctx;
+    return fs_shard_client_rows(k->shards[shard], t, table, ids, n, row_bytes, out, err);
+}
+
+static fs_status_t table_rows(void *ctx, const int64_t *ids, int64_t n, void *out, fs_error_t *err)
+{
+    table_ctx_t *x = ctx;
+    const fs_cluster_table_t *tb = &x->k->c->types[x->type].tables[x->table];
+    return fs_router_rows(x->k->router, x->type, tb->name, tb->row_bytes, ids, n, out, err);
+}
+
+void fs_cluster_conn_close(fs_cluster_conn_t *k)
+{
+    if (!k) return;
+    for (int s = 0; k->shards && s < k->c->map.num_shards; s++) fs_shard_client_close(k->shards[s]);
+    for (int t = 0; k->tables && t < k->c->num_types; t++) free(k->tables[t]), free(k->table_ctx[t]);
+    free(k->tables), free(k->table_ctx), free(k->shards);
+    fs_router_destroy(k->router);
+    fs_cluster_unref(k->c);
+    free(k);
+}
+
+static fs_status_t make_router(fs_cluster_conn_t *k, fs_error_t *err)
+{
+    const fs_cluster_t *c = k->c;
+    const int64_t **first = calloc((size_t)c->num_types, sizeof *first);
+    int *etype_dst = calloc((size_t)c->num_etypes + 1, sizeof *etype_dst);
+    if (!first || !etype_dst) {
+        free(first), free(etype_dst);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    }
+    for (int t = 0; t < c->num_types; t++) first[t] = c->types[t].first;
+    for (int e = 0; e < c->num_etypes; e++) etype_dst[e] = c->etypes[e].dst_type;
+    fs_route_map_t m = {.num_node_types = c->num_types, .first = (const int64_t *const *)first, .parts = c->parts,
+                        .owner = c->map.owner, .num_shards = c->map.num_shards, .num_edge_types = c->num_etypes,
+                        .etype_dst = etype_dst};
+    fs_route_transport_t tr = {.picks = shard_picks, .rows = shard_rows, .ctx = k};
+    fs_status_t st = fs_router_create(&m, &tr, &k->router, err);
+    free(first), free(etype_dst);
+    return st;
+}
+
+fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    fs_cluster_conn_t *k = calloc(1, sizeof *k);
+    if (!k) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    k->c = fs_cluster_ref(c);
+    k->shards = calloc((size_t)c->map.num_shards, sizeof *k->shards);
+    k->tables = calloc((size_t)c->num_types, sizeof *k->tables);
+    k->table_ctx = calloc((size_t)c->num_types, sizeof *k->table_ctx);
+    fs_status_t st = k->shards && k->tables && k->table_ctx ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (int s = 0; st == FS_OK && s < c->map.num_shards; s++)
+        st = fs_shard_client_open(c->map.shard[s].grpc, c->timeout_ms, &k->shards[s], err);
+    for (int t = 0; st == FS_OK && t < c->num_types; t++) {
+        int n = c->types[t].num_tables;
+        k->tables[t] = calloc((size_t)n + 1, sizeof **k->tables);
+        k->table_ctx[t] = calloc((size_t)n + 1, sizeof **k->table_ctx);
+        if (!k->tables[t] || !k->table_ctx[t]) st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+        for (int i = 0; st == FS_OK && i < n; i++) {
+            k->table_ctx[t][i] = (table_ctx_t){.k = k, .type = t, .table = i};
+            k->tables[t][i] = (fs_table_remote_t){.rows = table_rows, .ctx = &k->table_ctx[t][i]};
+        }
+    }
+    if (st == FS_OK) st = make_router(k, err);
+    if (st != FS_OK) {
+        fs_cluster_conn_close(k);
+        return st;
+    }
+    k->picks = (fs_typed_remote_t){.picks = fs_router_picks, .ctx = k->router};
+    *out = k;
+    return FS_OK;
+}
+
+fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k)
+{
+    return k->router;
+}
+
+const fs_typed_remote_t *fs_cluster_conn_picks(fs_cluster_conn_t *k)
+{
+    return &k->picks;
+}
+
+const fs_table_remote_t *fs_cluster_conn_table(fs_cluster_conn_t *k, int t, int i)
+{
+    return &k->tables[t][i];
+}

@@ -1,0 +1,110 @@
+/* fs_cluster.h — a trainer's view of a sharded cluster: what it reads once
+ * to see the shards as one store (docs/design.md, "Owner-routed sampling").
+ *
+ * Opening a cluster reads its shard map from etcd (fs_member.h's
+ * fs_cluster_read_map) and, from one of its shards (ShardFile), the
+ * partitioning's book (partition.json: every node type's ranges, tables
+ * and splits, every edge type) and each node type's node map (source id ->
+ * global id), whose inverse is kept too: trainers name nodes by their own
+ * (source) ids, the shards by global ids. It is immutable once open and
+ * shared by every connection of a process to that cluster (refcounted): a
+ * stream's producers connect anew, and the node maps are 16 bytes a node.
+ *
+ * A connection's own part is fs_cluster_conn_t: a gRPC connection per
+ * shard and the router over them (fs_route.h), one call at a time.
+ *
+ * Every remote call has the given deadline; a shard map naming no shard,
+ * a part no shard holds, or a book that contradicts the map (another
+ * partitioning, another number of parts) is an error naming it. */
+#ifndef FS_CLUSTER_H
+#define FS_CLUSTER_H
+
+#include "fs_gather.h"
+#include "fs_route.h"
+#include "fs_shardmap.h"
+
+#define FS_CLUSTER_DEFAULT_TIMEOUT_MS 10000
+/* The book's largest size a trainer accepts (a partitioning of 4,096 parts
+ * and many types stays far below). */
+#define FS_CLUSTER_BOOK_MAX (64 << 20)
+
+typedef struct {
+    char name[64];
+    fs_dtype_t dtype;
+    int64_t dim;
+    size_t row_bytes;
+} fs_cluster_table_t;
+
+typedef struct {
+    char name[64];               /* the split's name, and the root file with its ids in the source's order */
+    char file[256];
+} fs_cluster_split_t;
+
+typedef struct {
+    char name[64];
+    int64_t count;
+    int64_t *first;              /* [parts + 1]: part p owns global ids [first[p], first[p + 1]) */
+    int64_t *global_of;          /* [count] source id -> global id (the node map) */
+    int64_t *source_of;          /* [count] global id -> source id */
+    int num_tables;
+    fs_cluster_table_t *tables;  /* features, then "labels" when labelled */
+    int64_t num_classes;
+    int timed;
+    int num_splits;
+    fs_cluster_split_t *splits;
+} fs_cluster_type_t;
+
+typedef struct {
+    char src[64], rel[64], dst[64];
+    int src_type, dst_type;
+    int64_t num_edges;
+    int weighted, timed;
+} fs_cluster_etype_t;
+
+typedef struct fs_cluster {
+    char endpoint[256], name[64];   /* etcd's host:port, the cluster's name */
+    int timeout_ms;
+    fs_shard_map_t map;
+    char dataset[128], partitioning[32];
+    int parts;
+    int num_types, num_etypes;
+    fs_cluster_type_t *types;
+    fs_cluster_etype_t *etypes;
+} fs_cluster_t;
+
+/* Reads the map from etcd at endpoint and the book and node maps from the
+ * shards; timeout_ms <= 0: FS_CLUSTER_DEFAULT_TIMEOUT_MS. The result has
+ * one reference. */
+fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_ms, fs_cluster_t **out,
+                            fs_error_t *err);
+fs_cluster_t *fs_cluster_ref(fs_cluster_t *c);
+void fs_cluster_unref(fs_cluster_t *c);
+
+/* A split of node type t as the source orders it (source ids), fetched
+ * from a shard: *ids is the caller's to free(). FS_ERR_NOT_FOUND naming
+ * the split when the type has none of that name. */
+fs_status_t fs_cluster_split(const fs_cluster_t *c, int t, const char *name, int64_t **ids, int64_t *n,
+                             fs_error_t *err);
+
+/* Source ids to global ids of type t (in may equal out); an id outside
+ * [0, count) is FS_ERR_INVALID_ARGUMENT naming it and its position. */
+fs_status_t fs_cluster_to_global(const fs_cluster_t *c, int t, const int64_t *in, int64_t n, int64_t *out,
+                                 fs_error_t *err);
+/* Global ids to source ids, in place (every id valid: the engine's). */
+void fs_cluster_to_source(const fs_cluster_t *c, int t, int64_t *ids, int64_t n);
+
+/* One connection's shards and router. */
+typedef struct fs_cluster_conn fs_cluster_conn_t;
+
+fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_error_t *err);
+void fs_cluster_conn_close(fs_cluster_conn_t *k);
+fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k);
+
+/* The remote hooks of a connection's views: edge type e's picks
+ * (fs_typed_remote_t, for fs_csr_view_t.remote or fs_typed_etype_t.remote)
+ * and table i of node type t (fs_table_remote_t, for fs_table_view_t.remote),
+ * valid while the connection is. */
+const fs_typed_remote_t *fs_cluster_conn_picks(fs_cluster_conn_t *k);
+const fs_table_remote_t *fs_cluster_conn_table(fs_cluster_conn_t *k, int t, int i);
+
+#endif

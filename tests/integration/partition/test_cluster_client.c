@@ -1,0 +1,256 @@
+/* test_cluster_client.c — trainers of a sharded cluster (etcd://) get one
+ * server's batches, bit for bit.
+ *
+ * A weighted R-MAT with float16 features is served whole over unix:// and,
+ * partitioned into 8 parts, by two clusters on a private etcd: 2 shards
+ * (parts 0-3, 4-7) and 4 shards (parts p and p + 4). The same samples
+ * (uniform, with replacement, weighted, every neighbour), gathers and
+ * splits come back equal from all three; bad ids and tables are refused
+ * with their errors; a killed shard fails calls within the deadline, and
+ * a cluster that is not there fails the connect. Skipped (77) without etcd. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client_checks.h"
+#include "featstore/client.h"
+#include "test_etcd.h"
+#include "test_util.h"
+
+static char *dir;
+static tu_etcd_t etcd;
+
+static void up(void)
+{
+    dir = tu_mkdtemp();
+    tu_etcd_start(&etcd);
+}
+
+static void down(void)
+{
+    tu_etcd_stop(&etcd);
+    tu_rm_rf(dir);
+    free(dir);
+}
+
+TestSuite(cluster_client, .init = up, .fini = down, .timeout = 150);
+
+typedef struct {
+    pid_t pid;
+    FILE *out;
+} proc_t;
+
+static void shard(proc_t *p, const char *root, const char *cluster, const char *parts, int id)
+{
+    p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --cluster etcd://%s/%s --shard %d",
+                      tu_bin(), root, parts, etcd.endpoint, cluster, id);
+    char line[512];
+    cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d of %s exited before READY", id, cluster);
+    cr_assert(strncmp(line, "READY ", 6) == 0, "bad READY line: %s", line);
+}
+
+static void stop(proc_t *p, int sig)
+{
+    kill(p->pid, sig);
+    waitpid(p->pid, NULL, 0);
+    fclose(p->out);
+}
+
+/* Edge weights (positive, seeded) for the homogeneous dataset at d. */
+#define ADD_WEIGHTS                                                                                                \
+    "import json,sys,numpy as np; d=sys.argv[1]; m=json.load(open(d+'/manifest.json'))\n"                         \
+    "w=np.random.default_rng(5).uniform(0.1,4,m['num_edges']).astype(np.float32); np.save(d+'/edge_weights.npy',w)\n" \
+    "m['topology']['edge_weights']='edge_weights.npy'; json.dump(m,open(d+'/manifest.json','w'))"
+
+static void same_block(const fs_block_t *x, const fs_block_t *y, int h)
+{
+    cr_assert(x->num_dst == y->num_dst && x->num_src == y->num_src && x->num_edges == y->num_edges, "hop %d's sizes", h);
+    cr_assert_arr_eq(x->dst_offsets, y->dst_offsets, sizeof(int64_t) * (size_t)(x->num_dst + 1), "hop %d", h);
+    cr_assert_arr_eq(x->edge_src, y->edge_src, sizeof(int64_t) * (size_t)x->num_edges, "hop %d", h);
+    cr_assert_arr_eq(x->edge_dst, y->edge_dst, sizeof(int64_t) * (size_t)x->num_edges, "hop %d", h);
+    cr_assert((x->edge_ids == NULL) == (y->edge_ids == NULL), "hop %d's edge ids", h);
+    if (x->edge_ids) cr_assert_arr_eq(x->edge_ids, y->edge_ids, sizeof(int64_t) * (size_t)x->num_edges, "hop %d", h);
+}
+
+/* a and b: the same batch, array by array. */
+static void same_batch(const fs_batch_t *a, const fs_batch_t *b, const char *what)
+{
+    cr_assert_eq(a->kind, b->kind, "%s: kind", what);
+    cr_assert(a->num_hops == b->num_hops && a->num_nodes == b->num_nodes && a->num_seeds == b->num_seeds,
+              "%s: %d hops %lld nodes vs %d hops %lld nodes", what, a->num_hops, (long long)a->num_nodes, b->num_hops,
+              (long long)b->num_nodes);
+    if (a->nodes) cr_assert_arr_eq(a->nodes, b->nodes, sizeof(int64_t) * (size_t)a->num_nodes, "%s: nodes", what);
+    if (a->seed_local)
+        cr_assert_arr_eq(a->seed_local, b->seed_local, sizeof(int64_t) * (size_t)a->num_seeds, "%s: seeds", what);
+    for (int h = 0; h < a->num_hops; h++) same_block(&a->blocks[h], &b->blocks[h], h);
+    cr_assert(a->rows == b->rows && a->dim == b->dim && a->dtype == b->dtype, "%s: rows", what);
+    if (a->features)
+        cr_assert_arr_eq(a->features, b->features, (size_t)a->rows * (size_t)a->dim * fs_dtype_size(a->dtype),
+                         "%s: feature rows", what);
+}
+
+static fs_client_t *connect_to(const char *fmt, const char *arg)
+{
+    char uri[512];
+    snprintf(uri, sizeof uri, fmt, arg);
+    fs_client_t *c;
+    fs_status_t st = fs_connect(uri, NULL, &c);
+    cr_assert_eq(st, FS_OK, "%s: %s", uri, fs_client_errstr(c));
+    return c;
+}
+
+Test(cluster_client, one_store_bit_for_bit)
+{
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 10 --edge-factor 8 --dim 6 --dtype float16 --out %s/g", tu_bin(),
+                        dir), 0);
+    cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s/g", ADD_WEIGHTS, dir), 0);
+    char g[PATH_MAX], root[PATH_MAX], sock[PATH_MAX];
+    snprintf(g, sizeof g, "%s/g", dir);
+    tu_strip_checksums(g);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 8 --out %s/parts", tu_bin(), g, dir), 0);
+    snprintf(root, sizeof root, "%s/parts", dir);
+    snprintf(sock, sizeof sock, "%s/s.sock", dir);
+    tu_server_t whole;
+    cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
+    proc_t two[2], four[4];
+    shard(&two[0], root, "two", "0-3", 0), shard(&two[1], root, "two", "4-7", 1);
+    for (int k = 0; k < 4; k++) {
+        char parts[16];
+        snprintf(parts, sizeof parts, "%d,%d", k, k + 4);
+        shard(&four[k], root, "four", parts, k);
+    }
+    fs_client_t *c[3] = {connect_to("unix://%s", sock), connect_to("etcd://%s/two", etcd.endpoint),
+                         connect_to("etcd://%s/four", etcd.endpoint)};
+    const char *name[3] = {"one server", "2 shards", "4 shards"};
+
+    int fan[4][3] = {{5, 3, 2}, {4, 4, 0}, {-1, 0, 0}, {6, 2, 0}}; /* -1: all (one hop: the limit on fanout products) */
+    fs_sample_mode_t mode[4] = {FS_SAMPLE_UNIFORM, FS_SAMPLE_UNIFORM_REPLACE, FS_SAMPLE_WEIGHTED,
+                                FS_SAMPLE_WEIGHTED_REPLACE};
+    int64_t seeds[96];
+    for (int i = 0; i < 96; i++) seeds[i] = (i * 389 + 7) % 1024;
+    seeds[95] = seeds[3]; /* a duplicate */
+    for (int r = 0; r < 4; r++) {
+        fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = fan[r][2] ? 3 : fan[r][1] ? 2 : 1, .seed = 11u + (unsigned)r,
+                               .want_edge_ids = 1};
+        for (int h = 0; h < 3; h++) req.fanout[h] = fan[r][h], req.mode[h] = mode[r];
+        fs_batch_t *b[3];
+        for (int k = 0; k < 3; k++)
+            cr_assert_eq(fs_sample_gather(c[k], seeds, 96, &req, "feat", FS_DTYPE_F32, &b[k]), FS_OK, "%s: %s",
+                         name[k], fs_client_errstr(c[k]));
+        cr_assert_gt(b[0]->blocks[0].num_edges, 100, "a batch worth comparing");
+        for (int k = 1; k < 3; k++) same_batch(b[0], b[k], name[k]);
+        for (int k = 0; k < 3; k++) fs_batch_free(b[k]);
+    }
+    fs_batch_t *b[3]; /* a plain gather, rows as stored */
+    for (int k = 0; k < 3; k++) cr_assert_eq(fs_gather(c[k], seeds, 96, "feat", FS_DTYPE_INVALID, &b[k]), FS_OK);
+    cr_assert_eq(b[0]->dtype, FS_DTYPE_F16);
+    for (int k = 1; k < 3; k++) same_batch(b[0], b[k], name[k]), fs_batch_free(b[k]);
+    fs_batch_free(b[0]);
+
+    fs_dataset_t *ds = tu_open_dataset(g); /* splits id for id, labels as the int64 table */
+    for (int k = 1; k < 3; k++) tc_labels_and_splits(c[k], ds);
+    fs_dataset_close(ds);
+    fs_info_t *info;
+    cr_assert_eq(fs_info(c[2], &info), FS_OK, "%s", fs_client_errstr(c[2]));
+    cr_assert(info->num_nodes == 1024 && info->num_edges == 8192 && info->weighted && info->num_tables == 2);
+    cr_assert_str_eq(info->tables[0].name, "feat");
+    fs_info_free(info);
+
+    int64_t bad = 5000; /* bad input: errors that name it, and the connection goes on */
+    fs_batch_t *x;
+    cr_assert_eq(fs_gather(c[1], &bad, 1, "feat", FS_DTYPE_INVALID, &x), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c[1]), "5000"), "%s", fs_client_errstr(c[1]));
+    cr_assert_eq(fs_gather(c[1], seeds, 4, "nope", FS_DTYPE_INVALID, &x), FS_ERR_NOT_FOUND);
+    cr_assert(strstr(fs_client_errstr(c[1]), "nope"), "%s", fs_client_errstr(c[1]));
+    cr_assert_eq(fs_gather(c[1], seeds, 4, "feat", FS_DTYPE_INVALID, &x), FS_OK);
+    fs_batch_free(x);
+
+    stop(&two[1], SIGKILL); /* a shard gone: calls needing it fail, none hangs */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fs_status_t st = fs_gather(c[1], seeds, 96, "feat", FS_DTYPE_INVALID, &x);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert(st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT, "%s: %s", fs_strerror(st), fs_client_errstr(c[1]));
+    cr_assert_lt(t1.tv_sec - t0.tv_sec, 12, "the call ends within its deadline");
+    for (int k = 0; k < 3; k++) fs_close(c[k]);
+    stop(&two[0], SIGTERM);
+    for (int k = 0; k < 4; k++) stop(&four[k], SIGTERM);
+    tu_serve_stop(&whole, SIGTERM);
+}
+
+/* Edge feature tables are not partitioned yet: the typed R-MAT's one goes. */
+#define DROP_EDGE_TABLES                                                                                     \
+    "import json,sys,os; d=sys.argv[1]; m=json.load(open(d+'/manifest.json'))\n"                             \
+    "for e in m.get('edge_types',[]):\n"                                                                           \
+    "  for t in e.pop('features',{}).values(): m['files'].pop(t['file']); os.remove(d+'/'+t['file'])\n"   \
+    "json.dump(m,open(d+'/manifest.json','w'))"
+
+Test(cluster_client, typed_batches_bit_for_bit)
+{
+    char g[PATH_MAX], root[PATH_MAX], sock[PATH_MAX];
+    snprintf(g, sizeof g, "%s/typed", dir), snprintf(root, sizeof root, "%s/typed.parts", dir);
+    snprintf(sock, sizeof sock, "%s/t.sock", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --typed --scale 10 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s", DROP_EDGE_TABLES, g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
+    tu_server_t whole;
+    cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
+    proc_t s[3];
+    shard(&s[0], root, "typed", "0,3", 0), shard(&s[1], root, "typed", "1,4", 1), shard(&s[2], root, "typed", "2,5", 2);
+    fs_client_t *one = connect_to("unix://%s", sock), *many = connect_to("etcd://%s/typed", etcd.endpoint);
+    static const char *const tables[] = {"feat", "labels"};
+    fs_hetero_fanout_t fan[] = {{"paper", "cites", "paper", {5, 3}},
+                                {"author", "writes", "paper", {2, 2}},
+                                {"paper", "written_by", "author", {0, 3}},
+                                {"venue", "publishes", "paper", {1, 1}}};
+    int64_t papers[] = {1, 2, 3, 5, 8, 13, 21, 2, 900}, authors[] = {7, 0, 511};
+    fs_hetero_seeds_t groups[] = {{.type = "paper", .count = 9, .ids = papers}, {.type = "author", .count = 3,
+                                                                                  .ids = authors}};
+    for (int frontier = 0; frontier < 2; frontier++) {
+        fs_hetero_req_t req = FS_HETERO_REQ_INIT;
+        req.num_hops = 2, req.fanouts = fan, req.num_fanouts = 4, req.seed = 42u + (unsigned)frontier;
+        req.node_tables = tables, req.num_node_tables = 2, req.want_edge_ids = 1;
+        req.frontier = frontier ? FS_FRONTIER_ALL : FS_FRONTIER_NEW;
+        fs_hetero_batch_t *a, *b;
+        cr_assert_eq(fs_hetero_sample(one, groups, 2, &req, &a), FS_OK, "%s", fs_client_errstr(one));
+        cr_assert_eq(fs_hetero_sample(many, groups, 2, &req, &b), FS_OK, "%s", fs_client_errstr(many));
+        tc_same_hetero_batch(a, b);
+        fs_hetero_batch_free(a), fs_hetero_batch_free(b);
+    }
+    fs_hetero_req_t timed = FS_HETERO_REQ_INIT; /* what remote edge types refuse: said so */
+    timed.num_hops = 2, timed.fanouts = fan, timed.num_fanouts = 4, timed.temporal = FS_TEMPORAL_UNIFORM;
+    fs_hetero_batch_t *x;
+    cr_assert_eq(fs_hetero_sample(many, groups, 1, &timed, &x), FS_ERR_UNSUPPORTED, "%s", fs_client_errstr(many));
+    fs_batch_t *y;
+    fs_sample_req_t plain = {.struct_size = sizeof plain, .num_hops = 1, .fanout = {2}};
+    cr_assert_eq(fs_sample(many, papers, 2, &plain, &y), FS_ERR_UNSUPPORTED);
+    cr_assert(strstr(fs_client_errstr(many), "typed graph"), "%s", fs_client_errstr(many));
+    fs_close(one), fs_close(many);
+    for (int k = 0; k < 3; k++) stop(&s[k], SIGTERM);
+    tu_serve_stop(&whole, SIGTERM);
+}
+
+Test(cluster_client, no_cluster_no_connection)
+{
+    fs_client_t *c;
+    char uri[256];
+    snprintf(uri, sizeof uri, "etcd://%s/nobody", etcd.endpoint); /* no shard ever joined */
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_ERR_NOT_FOUND);
+    cr_assert(strstr(fs_client_errstr(c), "no shard has joined"), "%s", fs_client_errstr(c));
+    fs_close(c);
+    snprintf(uri, sizeof uri, "etcd://127.0.0.1:%d/c", tu_free_port()); /* no etcd there */
+    fs_status_t st = fs_connect(uri, NULL, &c);
+    cr_assert(st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT, "%s: %s", fs_strerror(st), fs_client_errstr(c));
+    fs_close(c);
+    cr_assert_eq(fs_connect("etcd://127.0.0.1:2379/bad name", NULL, &c), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(c), "bad name"), "%s", fs_client_errstr(c));
+    fs_close(c);
+    cr_assert_eq(fs_connect("etcd://127.0.0.1:2379", NULL, &c), FS_ERR_INVALID_ARGUMENT);
+    fs_close(c);
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""test_pyg_cluster.py — a sharded cluster seen from Python and PyG: the
+same batches as one server, bit for bit (issue 48).
+
+Cora (homogeneous) and a typed R-MAT are each served whole (unix://) and,
+partitioned into 8 parts, by a cluster of 2 and one of 4 shard servers on
+a private etcd (etcd://). featstore.pyg's NeighborLoader walks a shuffled
+epoch over each, and every batch's n_id, edge_index, e_id, x, y and
+input_id must be equal; so must the binding's sample_gather and splits.
+A trainer may open and close its loader mid-epoch, and two trainers read
+the cluster at once, without the other noticing.
+
+    tests/python/test_pyg_cluster.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
+
+Exits 77 (skipped) without etcd, or without torch_geometric here and in the
+venv of scripts/pyg-venv.sh (re-executed there as test_pyg.py is).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
+sys.path.insert(0, HERE)
+import fs_serve  # noqa: E402
+
+ARGS = None
+RUN = {}
+np = torch = featstore = pyg = None
+
+DROP_EDGE_TABLES = """
+import json, os, sys
+d = sys.argv[1]; m = json.load(open(d + '/manifest.json'))
+for e in m.get('edge_types', []):
+    for t in e.pop('features', {}).values():
+        m['files'].pop(t['file']); os.remove(d + '/' + t['file'])
+json.dump(m, open(d + '/manifest.json', 'w'))
+"""
+
+
+def serve_cluster(name, root, layout):
+    """Shards of root in cluster `name`, shard k holding layout[k] ("0-3")."""
+    for k, parts in enumerate(layout):
+        RUN["procs"].append(fs_serve.start_shard(ARGS.featstore, root, parts, RUN["etcd"], name, k)[0])
+    return f"etcd://{RUN['etcd']}/{name}"
+
+
+def setUpModule():
+    tmp = tempfile.mkdtemp(prefix="featstore-cluster-")
+    RUN.update(dir=tmp, procs=[])
+    proc, RUN["etcd"] = fs_serve.start_etcd(tmp)
+    RUN["procs"].append(proc)
+    cora = fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora"))
+    typed = os.path.join(tmp, "typed")
+    subprocess.run([ARGS.featstore, "gen", "rmat", "--typed", "--scale", "10", "--out", typed], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run(["/usr/bin/python3", "-c", DROP_EDGE_TABLES, typed], check=True)
+    for name, data in (("cora", cora), ("typed", typed)):
+        subprocess.run([ARGS.featstore, "partition", data, "--parts", "8", "--out", data + ".parts"], check=True,
+                       stdout=subprocess.DEVNULL)
+        proc, ready = fs_serve.start(ARGS.featstore, data, os.path.join(tmp, name + ".sock"))
+        RUN["procs"].append(proc)
+        RUN[name] = {"one": "unix://" + ready["unix"],
+                     "two": serve_cluster(name + "2", data + ".parts", ["0-3", "4-7"]),
+                     "four": serve_cluster(name + "4", data + ".parts", ["0,4", "1,5", "2,6", "3,7"])}
+
+
+def tearDownModule():
+    try:
+        for proc in reversed(RUN.get("procs", [])):
+            fs_serve.stop(proc)
+    finally:
+        shutil.rmtree(RUN.get("dir", ""), ignore_errors=True)
+
+
+def same_batches(tc, loaders, fields, stop_after=None):
+    """Every loader's batches equal field by field; their number."""
+    n = 0
+    for k, batches in enumerate(zip(*loaders)):
+        first = batches[0]
+        for other in batches[1:]:
+            for f in fields:
+                tc.assertTrue(torch.equal(first[f], other[f]), f"batch {k}: {f} differs")
+        n += 1
+        if stop_after is not None and n == stop_after:
+            break
+    return n
+
+
+class ClusterLoaders(unittest.TestCase):
+    def test_node_loader_epochs_are_one_server_s(self):
+        kw = dict(num_neighbors=[5, 3], input_nodes="train", batch_size=128, shuffle=True, seed=11)
+        loaders = [pyg.NeighborLoader(RUN["cora"][k], **kw) for k in ("one", "two", "four")]
+        n = same_batches(self, loaders, ("n_id", "edge_index", "e_id", "x", "y", "input_id"))
+        self.assertEqual(n, len(loaders[0]), "a whole epoch")
+        for loader in loaders:
+            loader.close()
+
+    def test_typed_loader_batches_are_one_server_s(self):
+        fan = {("paper", "cites", "paper"): [4, 2], ("author", "writes", "paper"): [2, 2],
+               ("paper", "written_by", "author"): [0, 3], ("venue", "publishes", "paper"): [1, 1]}
+        kw = dict(num_neighbors=fan, input_nodes=("paper", "train"), batch_size=64, shuffle=True, seed=3)
+        loaders = [pyg.NeighborLoader(RUN["typed"][k], **kw) for k in ("one", "two", "four")]
+        n = 0
+        for k, batches in enumerate(zip(*loaders)):
+            a = batches[0]
+            for b in batches[1:]:
+                for t in a.node_types:
+                    self.assertTrue(torch.equal(a[t].n_id, b[t].n_id), f"batch {k}: {t}.n_id")
+                    self.assertTrue(torch.equal(a[t].x, b[t].x), f"batch {k}: {t}.x")
+                for e in a.edge_types:
+                    self.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
+            n += 1
+            if n == 5:
+                break
+        self.assertEqual(n, 5)
+        for loader in loaders:
+            loader.close()
+
+    def test_binding_calls_and_splits(self):
+        clients = [featstore.connect(RUN["cora"][k]) for k in ("one", "two", "four")]
+        self.assertEqual([c.transport for c in clients], ["unix", "etcd", "etcd"])
+        seeds = np.arange(0, 2708, 37, dtype=np.int64)
+        batches = [c.sample_gather(seeds, [10, 5], table="feat", seed=5) for c in clients]
+        for b in batches[1:]:
+            self.assertTrue(np.array_equal(batches[0].nodes, b.nodes))
+            self.assertTrue(np.array_equal(batches[0].features, b.features))
+        for b in batches:
+            b.release()
+        splits = [c.split("train") for c in clients]
+        for s in splits[1:]:
+            self.assertTrue(np.array_equal(splits[0], s))
+        with self.assertRaises(featstore.Error) as cm:
+            clients[1].gather([99999], "feat")
+        self.assertIn("99999", str(cm.exception))
+        for c in clients:
+            c.close()
+
+    def test_trainers_join_and_leave_mid_epoch(self):
+        """No fixed number of trainers: one stops after 3 batches, a new one
+        starts, and a trainer reading meanwhile gets the one server's epoch."""
+        kw = dict(num_neighbors=[5, 3], input_nodes="train", batch_size=64, shuffle=True, seed=21)
+        whole = list(pyg.NeighborLoader(RUN["cora"]["one"], copy=True, **kw))
+        steady = iter(pyg.NeighborLoader(RUN["cora"]["four"], **kw))
+        for k, expect in enumerate(whole):
+            got = next(steady)
+            self.assertTrue(torch.equal(expect.n_id, got.n_id), f"batch {k}")
+            if k == 2:
+                leaving = pyg.NeighborLoader(RUN["cora"]["four"], **kw)
+                for j, b in enumerate(leaving):  # joins mid-epoch, leaves after 3 batches
+                    self.assertTrue(torch.equal(whole[j].x, b.x))
+                    if j == 2:
+                        break
+                leaving.close()
+        with self.assertRaises(StopIteration):
+            next(steady)
+
+
+def main():
+    global ARGS, np, torch, featstore, pyg
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--featstore", required=True)
+    p.add_argument("--lib", required=True)
+    ARGS, rest = p.parse_known_args()
+    if not fs_serve.etcd_bin():
+        print("SKIP: no etcd installed (apt-get install etcd-server)")
+        sys.exit(fs_serve.SKIP)
+    fs_serve.require_pyg(os.path.dirname(os.path.dirname(HERE)))
+    os.environ["FEATSTORE_LIB"] = ARGS.lib
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "client-lib", "python"))
+    import numpy as np_
+    import torch as torch_
+    import featstore as featstore_
+    import featstore.pyg as pyg_
+    np, torch, featstore, pyg = np_, torch_, featstore_, pyg_
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args(("numpy", "torch", "torch_geometric"))
+    if not fs_serve.etcd_bin():
+        import pytest
+        pytest.skip("no etcd installed (apt-get install etcd-server)", allow_module_level=True)
+    import numpy as np
+    import torch
+    import featstore
+    from featstore import pyg
