@@ -239,6 +239,8 @@ def parse_kv(line):
 
 
 def driver(args):
+    # SIGTERM (timeout(1), a harness) unwinds like Ctrl-C, so the finally below cleans up
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(args.workdir, exist_ok=True)
     args.workdir = os.path.abspath(args.workdir)
     conf, manifest = partition(args)
