@@ -10,6 +10,7 @@
  * (exit 1). */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,7 +30,8 @@
     "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] [--insecure] "                       \
     "[--handshake-timeout 5s] [--max-conns-per-uid N] [--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] "       \
     "[--plan-dir DIR] [--topology PRESET|FILE ...]; DATASET may come from --config (\"dataset\"); "              \
-    "a shard server: featstore serve ROOT --parts LIST --listen HOST:PORT [--cluster etcd://HOST:PORT/NAME --shard N]"
+    "a shard server: featstore serve ROOT --parts LIST|auto --listen HOST:PORT [--cluster etcd://HOST:PORT/NAME "     \
+    "--shard N|ordinal [--shards COUNT]] (--parts auto: every part p with p % COUNT == N)"
 
 /* The options that mean something only with --listen, or with --topology. */
 static const cli_opt_t grpc_opts[] = {OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE,
@@ -43,14 +45,35 @@ static const cli_opt_t not_for_shards[] = {OPT_SOCKET, OPT_METRICS, OPT_VERIFY, 
                                            OPT_COPY, OPT_COPY_DIR, OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID,
                                            OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID, OPT_PLAN_DIR, 0};
 
-/* A shard server: --parts of a partition root, --listen, and with
- * --cluster its --shard number. */
+/* --shard ordinal: this shard's number from its host name's trailing -N
+ * (a StatefulSet pod's; fs_shard_ordinal), FS_SHARD_HOSTNAME overriding
+ * gethostname(). The host name is the environment's, not a value typed:
+ * a name without an ordinal is a failure (exit 1), naming it. */
+static int shard_ordinal(const cli_t *c, long long *id)
+{
+    char host[256] = "";
+    const char *env = getenv("FS_SHARD_HOSTNAME"), *from = env && *env ? "FS_SHARD_HOSTNAME" : "gethostname()";
+    if (env && *env) snprintf(host, sizeof host, "%s", env);
+    else if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    fs_error_t err = {0}, named = {0};
+    int v = 0;
+    if (fs_shard_ordinal(host, &v, &err) != FS_OK) {
+        fs_error(&named, err.code, "%s ordinal: %s (host name from %s)", cli_name(c, OPT_SHARD), err.msg, from);
+        return cli_fail(&named);
+    }
+    *id = v;
+    return 0;
+}
+
+/* A shard server: --parts of a partition root (or "auto" with --shards),
+ * --listen, and with --cluster its --shard number (or "ordinal"). */
 static int check_shard(cli_t *c, fs_serve_opts_t *o)
 {
     if (!cli_has(c, OPT_PARTS)) {
-        if (cli_has(c, OPT_CLUSTER) || cli_has(c, OPT_SHARD))
+        if (cli_has(c, OPT_CLUSTER) || cli_has(c, OPT_SHARD) || cli_has(c, OPT_SHARDS))
             return cli_usage("%s needs --parts: a shard server holds parts of a partitioned dataset",
-                             cli_name(c, cli_has(c, OPT_CLUSTER) ? OPT_CLUSTER : OPT_SHARD));
+                             cli_name(c, cli_has(c, OPT_CLUSTER) ? OPT_CLUSTER : cli_has(c, OPT_SHARD) ? OPT_SHARD
+                                                                                                     : OPT_SHARDS));
         return 0;
     }
     for (int i = 0; not_for_shards[i]; i++)
@@ -60,11 +83,27 @@ static int check_shard(cli_t *c, fs_serve_opts_t *o)
     if (!cli_has(c, OPT_LISTEN)) return cli_usage("--parts: a shard server answers over gRPC: give --listen HOST:PORT");
     if (cli_has(c, OPT_CLUSTER) != cli_has(c, OPT_SHARD))
         return cli_usage("--cluster and --shard go together: the cluster to join, and this shard's number in it");
+    int dealt = strcmp(c->text[OPT_PARTS], "auto") == 0;
+    if (dealt != cli_has(c, OPT_SHARDS) || (dealt && !cli_has(c, OPT_SHARD)))
+        return cli_usage("--parts auto, --shards COUNT and --shard N go together: shard N of COUNT holds every part p "
+                         "with p %% COUNT == N");
     fs_error_t err = {0};
-    long long id = 0;
-    if (cli_has(c, OPT_SHARD) && cli_int(c, OPT_SHARD, 0, FS_CLUSTER_SHARDS_MAX - 1, &id, &err) != FS_OK)
+    long long id = 0, shards = 0;
+    int ordinal = cli_has(c, OPT_SHARD) && strcmp(c->text[OPT_SHARD], "ordinal") == 0, rc;
+    if (ordinal && (rc = shard_ordinal(c, &id))) return rc;
+    if (!ordinal && cli_int(c, OPT_SHARD, 0, FS_CLUSTER_SHARDS_MAX - 1, &id, &err) != FS_OK)
         return cli_refuse(c, OPT_SHARD, &err);
-    o->parts = c->text[OPT_PARTS], o->cluster = c->text[OPT_CLUSTER], o->shard_id = (int)id;
+    if (cli_int(c, OPT_SHARDS, 1, FS_CLUSTER_SHARDS_MAX, &shards, &err) != FS_OK) return cli_refuse(c, OPT_SHARDS, &err);
+    if (dealt && id >= shards) {
+        if (ordinal)
+            cli_bad(c, OPT_SHARD, &err, "ordinal is shard %lld here, not below %s %lld: more replicas than shards?", id,
+                    cli_name(c, OPT_SHARDS), shards);
+        else
+            cli_bad(c, OPT_SHARD, &err, "%lld is not below %s %lld (shards are numbered 0..%lld)", id,
+                    cli_name(c, OPT_SHARDS), shards, shards - 1);
+        return ordinal ? cli_fail(&err) : cli_refuse(c, OPT_SHARD, &err);
+    }
+    o->parts = c->text[OPT_PARTS], o->cluster = c->text[OPT_CLUSTER], o->shard_id = (int)id, o->shards = (int)shards;
     o->socket_path = NULL, o->metrics = NULL;
     return 0;
 }
@@ -227,7 +266,7 @@ int cmd_serve(int argc, char **argv)
                                         OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
                                         OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
                                         OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT,
-                                        OPT_MAX_RESPONSE_BYTES, OPT_PARTS, OPT_CLUSTER, OPT_SHARD, 0};
+                                        OPT_MAX_RESPONSE_BYTES, OPT_PARTS, OPT_CLUSTER, OPT_SHARD, OPT_SHARDS, 0};
     cli_t c;
     fs_error_t err = {0};
     int rc = cli_parse(&c, argc, argv, allowed);

@@ -60,7 +60,7 @@ static const struct option long_opts[] = {
     {"parts", required_argument, 0, OPT_PARTS},        {"method", required_argument, 0, OPT_METHOD},
     /* a shard server (serve) */
     {"cluster", required_argument, 0, OPT_CLUSTER},    {"shard", required_argument, 0, OPT_SHARD},
-    {"imbalance", required_argument, 0, OPT_IMBALANCE},
+    {"shards", required_argument, 0, OPT_SHARDS},      {"imbalance", required_argument, 0, OPT_IMBALANCE},
     {0, 0, 0, 0},
 };
 

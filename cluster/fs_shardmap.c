@@ -18,6 +18,45 @@
 #define REG_FORMAT "featstore-shard"
 #define MAP_FORMAT "featstore-shard-map"
 
+/* ---- a shard's id and parts from its orchestrator ------------------------------- */
+
+fs_status_t fs_shard_ordinal(const char *host, int *id, fs_error_t *err)
+{
+    const char *h = host ? host : "";
+    size_t len = strcspn(h, "."); /* the first label */
+    size_t digits = 0;
+    while (digits < len && h[len - 1 - digits] >= '0' && h[len - 1 - digits] <= '9') digits++;
+    const char *num = h + len - digits;
+    long v = -1;
+    /* NAME "-" N: a name, a dash, digits without a leading zero, in range */
+    if (digits > 0 && digits <= 4 && len >= digits + 2 && num[-1] == '-' && !(num[0] == '0' && digits > 1)) {
+        v = 0;
+        for (size_t i = 0; i < digits; i++) v = v * 10 + (num[i] - '0');
+    }
+    if (v < 0 || v >= FS_CLUSTER_SHARDS_MAX)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT,
+                        "host name '%s' has no StatefulSet ordinal: expected NAME-N, N in 0..%d without leading "
+                        "zeros (a StatefulSet's pods are NAME-0, NAME-1, ...)", h, FS_CLUSTER_SHARDS_MAX - 1);
+    *id = (int)v;
+    return FS_OK;
+}
+
+fs_status_t fs_shard_dealt_parts(int shard, int shards, int parts, int *out, int *n, fs_error_t *err)
+{
+    if (shards < 1 || shards > FS_CLUSTER_SHARDS_MAX)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%d shards: expected 1..%d", shards, FS_CLUSTER_SHARDS_MAX);
+    if (shard < 0 || shard >= shards)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %d of %d shards: shard ids are 0..%d", shard, shards,
+                        shards - 1);
+    if (shard >= parts)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %d of %d shards gets no part of a partitioning of %d "
+                        "parts: partition into at least as many parts as shards", shard, shards, parts);
+    int k = 0;
+    for (int p = shard; p < parts; p += shards) out[k++] = p;
+    *n = k;
+    return FS_OK;
+}
+
 /* ---- reading fields ----------------------------------------------------------- */
 
 static fs_status_t need(const json_t *obj, const char *key, const char *where, json_t **out, fs_error_t *err)

@@ -60,6 +60,25 @@ typedef struct {
     int64_t revision;        /* etcd's mod revision of the map key; 0 for a static map */
 } fs_shard_map_t;
 
+/* A shard's id and parts where an orchestrator numbers it (`featstore serve
+ * --shard ordinal --parts auto`, docs/cli.md; docker/k8s): each rule defined
+ * here once.
+ *
+ * The StatefulSet ordinal of a host name: its first label (up to any '.')
+ * ends in "-N", N decimal without leading zeros and below
+ * FS_CLUSTER_SHARDS_MAX, after a name of at least one character
+ * ("featstore-shard-3" and "featstore-shard-3.featstore-shard" -> 3). Else
+ * FS_ERR_INVALID_ARGUMENT naming the host name and the form expected. */
+fs_status_t fs_shard_ordinal(const char *host, int *id, fs_error_t *err);
+
+/* The parts shard `shard` of `shards` holds when a partitioning's `parts`
+ * parts are dealt round-robin: every p in 0..parts-1 with
+ * p % shards == shard, ascending, into out[] (room for parts / shards + 1),
+ * their count in *n. FS_ERR_INVALID_ARGUMENT for shards outside
+ * 1..FS_CLUSTER_SHARDS_MAX, a shard not below shards, or a shard that gets
+ * no part (more shards than parts), each naming the numbers. */
+fs_status_t fs_shard_dealt_parts(int shard, int shards, int parts, int *out, int *n, fs_error_t *err);
+
 /* Registrations. The JSON is the caller's (free()); parse fills *out, which
  * fs_shard_reg_free releases. */
 char *fs_shard_reg_format(const fs_shard_reg_t *r);

@@ -83,6 +83,9 @@ fs_status_t fs_partition_metis_fits(int64_t nodes, int64_t edges, fs_error_t *er
 int fs_partition_is_root(const char *dir);
 /* The directory of part `part` under the root: "<root>/part-00007". */
 void fs_partition_part_dir(const char *root, int part, char *buf, size_t len);
+/* V, the number of parts of the root's partitioning, from its book alone
+ * (checked as fs_partition_verify checks it; the parts are not opened). */
+fs_status_t fs_partition_num_parts(const char *root, int *parts, fs_error_t *err);
 
 typedef struct {
     char id[FS_PARTITION_ID_LEN + 1], name[128], method[16];

@@ -270,6 +270,17 @@ static void summarise(const vf_t *v, fs_partition_summary_t *out)
     out->balance_edges = worst(bal, "edges");
 }
 
+fs_status_t fs_partition_num_parts(const char *root, int *parts, fs_error_t *err)
+{
+    vf_t v = {.dir = root, .err = err};
+    fs_status_t s = read_book(&v);
+    if (s == FS_OK) *parts = v.V;
+    for (int t = 0; v.types && t < v.T; t++) free(v.types[t].first);
+    free(v.types);
+    json_decref(v.book);
+    return s;
+}
+
 fs_status_t fs_partition_verify(const char *dir, int threads, fs_partition_summary_t *out, fs_error_t *err)
 {
     vf_t v = {.dir = dir, .threads = threads, .err = err};

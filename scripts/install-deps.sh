@@ -37,7 +37,7 @@ TEST=(
   openssl           # a throw-away CA and certificates for the TLS tests (tests/lib/make_test_certs.sh)
   systemd           # systemd-analyze verify on packaging/featstore.service (tests/package/test_service.py)
   python3-prometheus-client # parses /metrics strictly (tests/lib/check_exposition.py); no Prometheus server
-  python3-yaml      # test_dashboard reads the compose and Prometheus files
+  python3-yaml      # test_dashboard, test_deploy_manifests read the compose, Prometheus and k8s files
   python3-numpy     # numpy reads our .npy files and writes datasets we read; the Python client
   python3-xxhash    # featstore.write_dataset: the files' xxh3 checksums (and its tests)
   python3-torch     # GraphSAGE trained through the Python client (test_python)

@@ -51,6 +51,25 @@ static fs_status_t parse_parts(const char *text, int **out, int *n, fs_error_t *
     return FS_OK;
 }
 
+/* --parts auto: the parts dealt to shard o->shard_id of o->shards
+ * (fs_shard_dealt_parts) from the root's V. */
+static fs_status_t dealt_parts(const fs_serve_opts_t *o, int **out, int *n, fs_error_t *err)
+{
+    int V = 0;
+    fs_status_t st = fs_shard_root_parts(o->dataset, &V, err);
+    if (st != FS_OK) return st;
+    int *p = malloc(sizeof *p * (size_t)V);
+    if (!p) return fs_error(err, FS_ERR_NOMEM, "--parts auto: out of memory");
+    if ((st = fs_shard_dealt_parts(o->shard_id, o->shards, V, p, n, err)) != FS_OK) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        free(p);
+        return fs_error(err, st, "--parts auto in %s: %s", o->dataset, why);
+    }
+    *out = p;
+    return FS_OK;
+}
+
 /* This shard's registration: its parts and where it answers. */
 static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const char *grpc_addr, fs_member_t **m,
                         fs_error_t *err)
@@ -82,8 +101,9 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     fs_grpc_server_t *grpc = NULL;
     fs_member_t *member = NULL;
     char addr[FS_CLUSTER_ADDR_MAX + 1] = "";
-    fs_status_t st = o->listen ? parse_parts(o->parts, &parts, &n, &err)
-                               : fs_error(&err, FS_ERR_INVALID_ARGUMENT, "a shard server needs --listen HOST:PORT");
+    fs_status_t st = !o->listen ? fs_error(&err, FS_ERR_INVALID_ARGUMENT, "a shard server needs --listen HOST:PORT")
+                     : strcmp(o->parts, "auto") == 0 ? dealt_parts(o, &parts, &n, &err)
+                     : parse_parts(o->parts, &parts, &n, &err);
     if (st == FS_OK) st = fs_shard_open(o->dataset, parts, n, o->threads, &shard, &err);
     if (st == FS_OK) {
         fs_grpc_server_opts_t go;
@@ -100,9 +120,9 @@ int fs_serve_shard(const fs_serve_opts_t *o)
         free(parts);
         return 1;
     }
-    fprintf(stderr, "featstore: shard of partitioning %s: %d of its %d parts, ShardPicks on %s%s%s\n",
-            fs_shard_partitioning(shard), n, fs_shard_num_parts(shard), addr, o->cluster ? ", in " : "",
-            o->cluster ? o->cluster : "");
+    fprintf(stderr, "featstore: shard %d of partitioning %s: %d of its %d parts, ShardPicks on %s%s%s\n",
+            o->shard_id, fs_shard_partitioning(shard), n, fs_shard_num_parts(shard), addr,
+            o->cluster ? ", in " : "", o->cluster ? o->cluster : "");
     printf("READY unix=- grpc=%s metrics=0\n", addr);
     fflush(stdout);
     int sig = 0;

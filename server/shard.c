@@ -105,6 +105,11 @@ fs_status_t fs_shard_open(const char *root, const int *parts, int n, int threads
     return FS_OK;
 }
 
+fs_status_t fs_shard_root_parts(const char *root, int *parts, fs_error_t *err)
+{
+    return fs_partition_num_parts(root, parts, err);
+}
+
 void fs_shard_close(fs_shard_t *s)
 {
     if (!s) return;

@@ -25,6 +25,9 @@ typedef struct fs_shard fs_shard_t;
 fs_status_t fs_shard_open(const char *root, const int *parts, int n, int threads, fs_shard_t **out,
                           fs_error_t *err);
 void fs_shard_close(fs_shard_t *s);
+/* V, the number of parts of the partition root `root` (its book's), without
+ * opening a part: what `serve --parts auto` deals from. */
+fs_status_t fs_shard_root_parts(const char *root, int *parts, fs_error_t *err);
 
 /* The partitioning's id, parts and the held ones (ascending). */
 const char *fs_shard_partitioning(const fs_shard_t *s);

@@ -4,7 +4,10 @@
  * they write names every part's shard at the address it answers on (each
  * answers ShardPicks there); a shard stopped with SIGTERM leaves the map at
  * once, one killed with SIGKILL within its lease; a second server with a
- * live shard's number is refused. Skipped (77) without etcd. */
+ * live shard's number is refused. Shards numbered as a StatefulSet's pods
+ * (`--shard ordinal --parts auto --shards 3`, the host name given by
+ * FS_SHARD_HOSTNAME) deal the parts round-robin, and a host name without
+ * an ordinal is refused naming it. Skipped (77) without etcd. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <signal.h>
@@ -56,13 +59,18 @@ typedef struct {
     char addr[64];
 } shard_proc_t;
 
+static void ready(shard_proc_t *p, int id)
+{
+    char line[512];
+    cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d exited before READY", id);
+    cr_assert_eq(sscanf(line, "READY unix=- grpc=%63s metrics=0", p->addr), 1, "bad READY line: %s", line);
+}
+
 static void start(shard_proc_t *p, const char *root, const char *parts, int id)
 {
     p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --cluster etcd://%s/c1 --shard %d",
                       tu_bin(), root, parts, etcd.endpoint, id);
-    char line[512];
-    cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d exited before READY", id);
-    cr_assert_eq(sscanf(line, "READY unix=- grpc=%63s metrics=0", p->addr), 1, "bad READY line: %s", line);
+    ready(p, id);
 }
 
 static int stop(shard_proc_t *p, int sig)
@@ -130,4 +138,51 @@ Test(shard_cluster, shards_make_the_map)
     wait_owner(2, -1, 10); /* killed: within its lease */
     wait_owner(0, 0, 1);
     stop(&s[0], SIGTERM);
+}
+
+/* docker/k8s's StatefulSet: every pod runs the same line, and its number
+ * and parts come from its name. */
+Test(shard_cluster, statefulset_ordinals_deal_the_parts)
+{
+    rf_make(dir, "--scale 9 --symmetrize --dedup", "g", 7);
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/g.parts", dir);
+    shard_proc_t s[3];
+    for (int k = 0; k < 3; k++) {
+        s[k].pid = tu_spawn(&s[k].out, "env FS_SHARD_HOSTNAME=featstore-shard-%d %s serve %s --parts auto --shards 3 "
+                            "--shard ordinal --listen 127.0.0.1:0 --cluster etcd://%s/c1", k, tu_bin(), root,
+                            etcd.endpoint);
+        ready(&s[k], k);
+    }
+    fs_shard_map_t m;
+    cr_assert_eq(fs_cluster_read_map(h, "c1", &m, &err), FS_OK, "%s", err.msg);
+    int want[] = {0, 1, 2, 0, 1, 2, 0};
+    cr_assert_eq(m.parts, 7);
+    cr_assert_arr_eq(m.owner, want, sizeof want, "part p on shard p %% 3");
+    for (int k = 0; k < 3; k++) cr_assert_str_eq(fs_shard_map_owner(&m, k)->grpc, s[k].addr);
+    fs_shard_map_free(&m);
+    for (int k = 0; k < 3; k++) cr_assert_eq(stop(&s[k], SIGTERM), 0);
+    /* refusals, each before anything is served */
+    char *log;
+    const char *line = "%s serve %s --parts auto --shards 3 --shard ordinal --listen 127.0.0.1:0 --cluster etcd://%s/c1";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "FS_SHARD_HOSTNAME=vm %s", line);
+    cr_assert_eq(tu_run(&log, cmd, tu_bin(), root, etcd.endpoint), 1, "%s", log);
+    cr_assert(strstr(log, "host name 'vm' has no StatefulSet ordinal") && strstr(log, "NAME-N") &&
+              strstr(log, "FS_SHARD_HOSTNAME") && strstr(log, "[invalid argument]"), "%s", log);
+    free(log);
+    snprintf(cmd, sizeof cmd, "FS_SHARD_HOSTNAME=featstore-shard-3 %s", line);
+    cr_assert_eq(tu_run(&log, cmd, tu_bin(), root, etcd.endpoint), 1, "%s", log);
+    cr_assert(strstr(log, "shard 3 here, not below --shards 3"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(&log, "%s serve %s --parts auto --shards 8 --shard 7 --listen 127.0.0.1:0 --cluster etcd://%s/c1",
+                        tu_bin(), root, etcd.endpoint), 1, "%s", log);
+    cr_assert(strstr(log, "shard 7 of 8 shards gets no part of a partitioning of 7 parts"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(NULL, "%s serve %s --parts auto --listen 127.0.0.1:0 --cluster etcd://%s/c1 --shard 0 2>/dev/null",
+                        tu_bin(), root, etcd.endpoint), 2, "--parts auto without --shards");
+    cr_assert_eq(tu_run(NULL, "%s serve %s --parts 0 --shards 3 --listen 127.0.0.1:0 --cluster etcd://%s/c1 --shard 0 "
+                        "2>/dev/null", tu_bin(), root, etcd.endpoint), 2, "--shards without --parts auto");
+    cr_assert_eq(tu_run(NULL, "%s serve %s --parts auto --shards 3 --shard 3 --listen 127.0.0.1:0 --cluster etcd://%s/c1 "
+                        "2>/dev/null", tu_bin(), root, etcd.endpoint), 2, "--shard 3 of 3, typed");
 }
