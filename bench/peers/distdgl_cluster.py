@@ -34,7 +34,6 @@ import hashlib
 import json
 import math
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -42,15 +41,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NET = os.path.join(os.path.dirname(HERE), "cluster_net.sh")
+sys.path.insert(0, os.path.dirname(HERE))
+from cluster_harness import Proc, kill_group, log, net, on_machine, parse_kv, wait_for, wire_bytes  # noqa: E402
 FANOUTS = [15, 10, 5]          # featstore's order: the seeds' hop first
 GRAPH = "fsbench"
 DGL_PORT = 30050
 TORCH_PORT = 29517
-
-
-def log(*a):
-    print("distdgl_cluster:", *a, file=sys.stderr, flush=True)
 
 
 # ---- partitioning (driver, cached) ---------------------------------------------------
@@ -154,89 +150,6 @@ def trainer(args):
 
 
 # ---- driver ----------------------------------------------------------------------------
-
-def net(*a, timeout=60):
-    r = subprocess.run([NET, *a], capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise RuntimeError("cluster_net.sh %s: %s" % (" ".join(a), r.stderr.strip()))
-    return r.stdout
-
-
-def wire_bytes():
-    out = net("bytes")
-    return int(out.strip().split("=")[1])
-
-
-def on_machine(i, shm, env, argv):
-    """argv run in namespace fsbench<i> with /dev/shm bound to `shm`, in a process group of its own."""
-    cmd = ["ip", "netns", "exec", "fsbench%d" % i, "sh", "-c",
-           'mount --bind "$0" /dev/shm && exec "$@"', shm, *argv]
-    full = dict(os.environ, **env)
-    return subprocess.Popen(cmd, env=full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1, start_new_session=True)
-
-
-class Proc:
-    def __init__(self, name, popen, logf):
-        self.name, self.p, self.logf, self.buf = name, popen, logf, ""
-        self.lines = []                           # FSB lines seen
-
-    def pump(self):
-        """Read what is there without blocking; keep FSB lines, log all."""
-        fd = self.p.stdout.fileno()
-        while select.select([fd], [], [], 0)[0]:
-            data = os.read(fd, 65536).decode(errors="replace")
-            if not data:
-                return False
-            self.logf.write(data)
-            self.logf.flush()
-            self.buf += data
-            while "\n" in self.buf:
-                line, self.buf = self.buf.split("\n", 1)
-                if line.startswith("FSB "):
-                    self.lines.append(line[4:])
-        return True
-
-    def send(self, s):
-        self.p.stdin.write(s + "\n")
-        self.p.stdin.flush()
-
-
-def wait_for(procs, word, timeout, watch=()):
-    """Until every proc in procs has a line starting with `word`; fails on a death or the timeout."""
-    end = time.time() + timeout
-    while True:
-        for p in list(procs) + list(watch):
-            p.pump()
-            if p.p.poll() is not None and not any(l.startswith(word) for l in p.lines):
-                p.pump()
-                raise RuntimeError("%s exited (rc %s) before %s; see its log %s"
-                                   % (p.name, p.p.returncode, word, p.logf.name))
-        if all(any(l.startswith(word) for l in p.lines) for p in procs):
-            return [next(l for l in p.lines if l.startswith(word)) for p in procs]
-        if time.time() > end:
-            raise TimeoutError("no %s from %s within %d s" % (
-                word, [p.name for p in procs if not any(l.startswith(word) for l in p.lines)], timeout))
-        time.sleep(0.2)
-
-
-def kill_group(p, grace=5.0):
-    if p.poll() is not None:
-        return
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait(grace)
-    except (subprocess.TimeoutExpired, ProcessLookupError):
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(5)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
-
-
-def parse_kv(line):
-    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
-
 
 def driver(args):
     # SIGTERM (timeout(1), a harness) unwinds like Ctrl-C, so the finally below cleans up

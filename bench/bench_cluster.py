@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+"""bench_cluster.py — a sharded featstore on N "machines" of one host, and
+DistDGL 2.1 on the same machines in the same run (issue 48).
+
+Each machine i is a network namespace of cluster_net.sh (10.77.0.(i+1),
+its link capped by tbf to --rate both ways; no netem here, so bandwidth
+caps only). It runs one shard server (`featstore serve PARTS --parts auto
+--shards N --shard i`, every part p with p % N == i of a --parts-way
+partitioning) and one trainer; etcd runs on machine 0. A trainer connects
+to etcd://10.77.0.1:2379/bench and loads GraphSAGE node-classification
+batches with the binding: sample_gather [15, 10, 5] x 1024 with the rows
+of "feat", and the seeds' labels, over its share (rank::N) of the train
+split in a seeded shuffle. After --warmup batches every trainer waits at a
+gate; the driver reads the machines' veth tx bytes (WIRE_BYTES), opens the
+gate, each trainer times --batches batches, and the driver reads the bytes
+again before any trainer leaves.
+
+    sudo bench/bench_cluster.py [--dataset DIR] [--shards 1,2,4] [--rate 1gbit] [--distdgl]
+
+RESULT bench=cluster shards=N batches_per_s=<sum over trainers> scaling_efficiency=<agg(N) / (N agg(1))>
+       wire_bytes_per_batch=... wire_bytes_per_epoch=... rate=...
+RESULT bench=cluster peer=distdgl shards=N ratio_batches_per_s=<featstore / DistDGL> ratio_wire_bytes=<same>
+(with --distdgl: bench/peers/distdgl_cluster.py in the DGL venv of
+bench/peers/setup.sh, on its own METIS partitions of the same graph, the
+same task, the same machines and caps, right after featstore's run at N.)
+
+Every process of a machine shares this host's cores: on a 2-core machine N
+machines have 2/N cores each, so aggregate throughput is bounded by the
+cores, not by the links, unless the links are slow enough to bind first.
+Needs root (namespaces), python3-numpy, etcd, and a build (--build).
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from cluster_harness import Proc, kill_group, log, net, on_machine, parse_kv, wait_for, wire_bytes  # noqa: E402
+
+FANOUTS = [15, 10, 5]
+ETCD = "10.77.0.1:2379"
+SHARD_PORT = 7000
+
+
+# ---- a trainer (on a machine) -------------------------------------------------------------
+
+def connect(uri, timeout):
+    """The cluster's connection, once every part has its shard (shards
+    register as they start: until the last has, connecting is refused)."""
+    import featstore
+    end = time.time() + timeout
+    while True:
+        try:
+            return featstore.connect(uri)
+        except featstore.Error:
+            if time.time() > end:
+                raise
+            time.sleep(0.3)
+
+
+def trainer(args):
+    import numpy as np
+    c = connect(args.uri, args.start_timeout)
+    train = c.split("train")
+    mine = np.random.default_rng(args.rank).permutation(train[args.rank::args.world])
+    state = {"at": 0, "k": 0, "nodes": 0}
+
+    def step():
+        if state["at"] + args.batch > len(mine):
+            state["at"] = 0
+        seeds = mine[state["at"]:state["at"] + args.batch]
+        state["at"] += args.batch
+        state["k"] += 1
+        b = c.sample_gather(seeds, FANOUTS, table="feat", seed=args.rank * 100003 + state["k"])
+        y = c.gather(seeds, "labels")
+        assert b.features.shape[0] == len(b.nodes) and y.features.shape[0] == len(seeds)
+        state["nodes"] += len(b.nodes)
+        b.release()
+        y.release()
+
+    def phase(count, limit):
+        t0 = time.time()
+        done = 0
+        while done < count and time.time() - t0 < limit:
+            step()
+            done += 1
+        return done, time.time() - t0
+
+    print("FSB READY rank=%d train=%d" % (args.rank, len(mine)), flush=True)
+    phase(args.warmup, args.phase_timeout)
+    print("FSB WARM", flush=True)
+    if sys.stdin.readline().strip() != "GO":
+        sys.exit("trainer: no GO from the driver")
+    state["nodes"] = 0
+    n, dt = phase(args.batches, args.phase_timeout)
+    print("FSB DONE batches=%d seconds=%.4f input_nodes=%d" % (n, dt, state["nodes"]), flush=True)
+    sys.stdin.readline()  # EXIT: leave only after the driver read the counters
+    c.close()
+
+
+# ---- the driver ---------------------------------------------------------------------------
+
+def dataset_and_parts(args):
+    if not args.dataset:
+        args.dataset = "/tmp/featstore-bench/rmat-s18-e16-d128"
+        if not os.path.exists(os.path.join(args.dataset, "manifest.json")):
+            subprocess.run([args.featstore, "gen", "rmat", "--scale", "18", "--edge-factor", "16", "--dim", "128",
+                            "--out", args.dataset], check=True, stdout=subprocess.DEVNULL)
+    parts = os.path.join(args.workdir, "parts-%s-v%d" % (os.path.basename(os.path.abspath(args.dataset)), args.parts))
+    if not os.path.exists(os.path.join(parts, "partition.json")):
+        subprocess.run([args.featstore, "partition", args.dataset, "--parts", str(args.parts), "--out", parts,
+                        "--force"], check=True)
+    return parts
+
+
+def run_featstore(args, parts, n):
+    """One run at n machines: (aggregate batches/s, wire bytes per batch)."""
+    run = os.path.join(args.workdir, "fs-n%d" % n)
+    shutil.rmtree(run, ignore_errors=True)
+    os.makedirs(run)
+    procs, shards, trainers = [], [], []
+    env = {"FEATSTORE_LIB": args.lib, "PYTHONPATH": os.path.join(ROOT, "client-lib", "python"),
+           "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+    def start(name, i, argv, group):
+        pr = Proc(name, on_machine(i, None, env, argv), open(os.path.join(run, name + ".log"), "w"))
+        group.append(pr)
+        procs.append(pr)
+        return pr
+
+    try:
+        log(net("up", str(n), args.rate).strip())
+        etcd = start("etcd", 0, ["etcd", "--data-dir", os.path.join(run, "etcd"), "--listen-client-urls",
+                                 "http://" + ETCD, "--advertise-client-urls", "http://" + ETCD,
+                                 "--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls",
+                                 "http://127.0.0.1:2380", "--initial-cluster", "default=http://127.0.0.1:2380"], [])
+        for i in range(n):
+            start("shard%d" % i, i, [args.featstore, "serve", parts, "--parts", "auto", "--shards", str(n),
+                                     "--shard", str(i), "--listen", "10.77.0.%d:%d" % (i + 1, SHARD_PORT),
+                                     "--insecure", "--cluster", "etcd://%s/bench" % ETCD], shards)
+        wait_for(shards, "READY", args.start_timeout, watch=[etcd])
+        for i in range(n):
+            start("trainer%d" % i, i, [sys.executable, os.path.abspath(__file__), "--role", "trainer", "--uri",
+                                       "etcd://%s/bench" % ETCD, "--rank", str(i), "--world", str(n),
+                                       "--batch", str(args.batch), "--warmup", str(args.warmup),
+                                       "--batches", str(args.batches), "--phase-timeout", str(args.phase_timeout),
+                                       "--start-timeout", str(args.start_timeout)], trainers)
+        servers = shards + [etcd]  # read while waiting, so that no pipe fills
+        wait_for(trainers, "READY", args.start_timeout, watch=servers)
+        wait_for(trainers, "WARM", args.phase_timeout + 60, watch=servers)
+        before = wire_bytes()
+        for p in trainers:
+            p.send("GO")
+        done = [parse_kv(l) for l in wait_for(trainers, "DONE", args.phase_timeout + 60, watch=servers)]
+        after = wire_bytes()
+        for p in trainers:
+            p.send("EXIT")
+        rates = [int(d["batches"]) / float(d["seconds"]) for d in done]
+        batches = sum(int(d["batches"]) for d in done)
+        for p, d, r in zip(trainers, done, rates):
+            log("featstore %s: %s batches in %s s = %.2f batches/s, %s input nodes"
+                % (p.name, d["batches"], d["seconds"], r, d["input_nodes"]))
+        return sum(rates), (after - before) / batches, batches
+    finally:
+        for p in reversed(procs):
+            kill_group(p.p)
+            try:
+                p.pump()
+            except (OSError, ValueError):
+                pass
+            p.logf.close()
+        try:
+            net("down")
+        except Exception as e:  # noqa: BLE001 - cleanup goes on
+            log("cluster_net.sh down failed:", e)
+
+
+def run_distdgl(args, n):
+    """DistDGL's RESULT fields at n machines, or None (its failure logged)."""
+    cmd = [args.dgl_python, os.path.join(HERE, "peers", "distdgl_cluster.py"), "--dataset", args.dataset,
+           "--machines", str(n), "--rate", args.rate, "--workdir", os.path.join(args.workdir, "distdgl"),
+           "--batches", str(args.batches), "--warmup", str(args.warmup)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.phase_timeout * 2 + 900,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    sys.stderr.write(r.stderr[-2000:])
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT bench=cluster peer=distdgl"):
+            print(line, flush=True)
+            return parse_kv(line)
+    log("DistDGL at %d machines gave no RESULT (exit %d)" % (n, r.returncode))
+    return None
+
+
+def driver(args):
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.makedirs(args.workdir, exist_ok=True)
+    args.workdir = os.path.abspath(args.workdir)
+    parts = dataset_and_parts(args)
+    with open(os.path.join(args.dataset, "manifest.json")) as f:
+        manifest = json.load(f)
+    import numpy as np
+    train = len(np.load(os.path.join(args.dataset, manifest["splits"]["train"]), mmap_mode="r"))
+    per_epoch = math.ceil(train / args.batch)
+    base = None
+    for n in [int(x) for x in args.shards.split(",")]:
+        agg, per_batch, batches = run_featstore(args, parts, n)
+        if n == 1:
+            base = agg
+        eff = "%.3f" % (agg / (n * base)) if base else "na"
+        print("RESULT bench=cluster shards=%d trainers=%d batches_per_s=%.2f scaling_efficiency=%s "
+              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d rate=%s parts=%d batches=%d"
+              % (n, n, agg, eff, per_batch, per_batch * per_epoch, args.rate, args.parts, batches), flush=True)
+        if args.distdgl:
+            d = run_distdgl(args, n)
+            if d:
+                dgl_rate, dgl_bytes = float(d["batches_per_s"]), float(d["wire_bytes_per_batch"])
+                ratio_bytes = "%.3f" % (per_batch / dgl_bytes) if dgl_bytes > 0 else "na"
+                print("RESULT bench=cluster peer=distdgl shards=%d ratio_batches_per_s=%.3f ratio_wire_bytes=%s "
+                      "featstore_batches_per_s=%.2f distdgl_batches_per_s=%.2f" % (
+                          n, agg / dgl_rate, ratio_bytes, agg, dgl_rate), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--role", choices=["driver", "trainer"], default="driver")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--dataset", help="a featstore dataset (default: R-MAT scale 18, 128 features, generated)")
+    ap.add_argument("--parts", type=int, default=16, help="virtual partitions (dealt p %% N to the shards)")
+    ap.add_argument("--shards", default="1,2,4", help="machine counts, one run each (1 first: the baseline)")
+    ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--workdir", default="/tmp/featstore-bench/cluster")
+    ap.add_argument("--distdgl", action="store_true", help="DistDGL at each count too (bench/peers/setup.sh)")
+    ap.add_argument("--dgl-python", default=os.path.expanduser("~/.cache/featstore-peers/dgl/bin/python"))
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--phase-timeout", type=int, default=120, help="seconds a warm or measured phase may run")
+    ap.add_argument("--start-timeout", type=int, default=120)
+    ap.add_argument("--uri")
+    ap.add_argument("--rank", type=int)
+    ap.add_argument("--world", type=int)
+    args = ap.parse_args()
+    if args.role == "trainer":
+        return trainer(args)
+    args.featstore = os.path.join(args.build, "cli", "featstore")
+    args.lib = os.path.join(args.build, "client-lib", "libfeatstore.so")
+    if os.geteuid() != 0:
+        sys.exit("bench_cluster: needs root (network namespaces)")
+    driver(args)
+
+
+if __name__ == "__main__":
+    main()
