@@ -8,9 +8,9 @@ caps only). It runs one shard server (`featstore serve PARTS --parts auto
 --shards N --shard i`, every part p with p % N == i of a --parts-way
 partitioning) and one trainer; etcd runs on machine 0. A trainer connects
 to etcd://10.77.0.1:2379/bench and loads GraphSAGE node-classification
-batches with the binding: sample_gather [15, 10, 5] x 1024 with the rows
-of "feat", and the seeds' labels, over its share (rank::N) of the train
-split in a seeded shuffle. After --warmup batches every trainer waits at a
+batches as a trainer would, with an epoch stream (node_stream: its rank's
+share of the train split, shuffled; [15, 10, 5] x 1024 with the rows of
+"feat" and the seeds' labels; --producers threads, --prefetch deep). After --warmup batches every trainer waits at a
 gate; the driver reads the machines' veth tx bytes (WIRE_BYTES), opens the
 gate, each trainer times --batches batches, and the driver reads the bytes
 again before any trainer leaves.
@@ -66,24 +66,30 @@ def connect(uri, timeout):
 
 
 def trainer(args):
-    import numpy as np
+    """The loader a trainer uses: an epoch stream of node batches (its
+    rank's share of the split, a seeded shuffle) with the rows of "feat"
+    and the seeds' labels, made ahead by --producers threads, --prefetch
+    batches deep: the same batches as sample_gather + gather, one by one."""
     c = connect(args.uri, args.start_timeout)
-    train = c.split("train")
-    mine = np.random.default_rng(args.rank).permutation(train[args.rank::args.world])
-    state = {"at": 0, "k": 0, "nodes": 0}
+    state = {"epoch": 0, "stream": None, "nodes": 0}
+
+    def next_batch():
+        while True:
+            if state["stream"] is None:
+                state["stream"] = iter(c.node_stream(
+                    "train", batch_size=args.batch, num_neighbors=FANOUTS, table="feat", labels="labels",
+                    seed=7, epoch=state["epoch"], rank=args.rank, world_size=args.world, prefetch=args.prefetch,
+                    producers=args.producers))
+            try:
+                return next(state["stream"])
+            except StopIteration:
+                state["stream"], state["epoch"] = None, state["epoch"] + 1
 
     def step():
-        if state["at"] + args.batch > len(mine):
-            state["at"] = 0
-        seeds = mine[state["at"]:state["at"] + args.batch]
-        state["at"] += args.batch
-        state["k"] += 1
-        b = c.sample_gather(seeds, FANOUTS, table="feat", seed=args.rank * 100003 + state["k"])
-        y = c.gather(seeds, "labels")
-        assert b.features.shape[0] == len(b.nodes) and y.features.shape[0] == len(seeds)
-        state["nodes"] += len(b.nodes)
+        b = next_batch()
+        assert b.features.shape[0] == len(b.batch.nodes) and len(b.labels) == len(b.seeds)
+        state["nodes"] += len(b.batch.nodes)
         b.release()
-        y.release()
 
     def phase(count, limit):
         t0 = time.time()
@@ -93,11 +99,11 @@ def trainer(args):
             done += 1
         return done, time.time() - t0
 
-    print("FSB READY rank=%d train=%d" % (args.rank, len(mine)), flush=True)
+    print("FSB READY rank=%d" % args.rank, flush=True)
     phase(args.warmup, args.phase_timeout)
     print("FSB WARM", flush=True)
-    if sys.stdin.readline().strip() != "GO":
-        sys.exit("trainer: no GO from the driver")
+    if sys.stdin.readline().strip() != "GO":  # the stream's buffer is full here, and again at the end:
+        sys.exit("trainer: no GO from the driver")  # the window makes as many batches as it takes
     state["nodes"] = 0
     n, dt = phase(args.batches, args.phase_timeout)
     print("FSB DONE batches=%d seconds=%.4f input_nodes=%d" % (n, dt, state["nodes"]), flush=True)
@@ -151,6 +157,7 @@ def run_featstore(args, parts, n):
                                        "etcd://%s/bench" % ETCD, "--rank", str(i), "--world", str(n),
                                        "--batch", str(args.batch), "--warmup", str(args.warmup),
                                        "--batches", str(args.batches), "--phase-timeout", str(args.phase_timeout),
+                                       "--producers", str(args.producers), "--prefetch", str(args.prefetch),
                                        "--start-timeout", str(args.start_timeout)], trainers)
         servers = shards + [etcd]  # read while waiting, so that no pipe fills
         wait_for(trainers, "READY", args.start_timeout, watch=servers)
@@ -240,7 +247,9 @@ def main():
     ap.add_argument("--dgl-python", default=os.path.expanduser("~/.cache/featstore-peers/dgl/bin/python"))
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--batches", type=int, default=40)
+    ap.add_argument("--producers", type=int, default=2, help="a trainer's stream: threads making batches")
+    ap.add_argument("--prefetch", type=int, default=4, help="a trainer's stream: batches made ahead")
     ap.add_argument("--phase-timeout", type=int, default=120, help="seconds a warm or measured phase may run")
     ap.add_argument("--start-timeout", type=int, default=120)
     ap.add_argument("--uri")
