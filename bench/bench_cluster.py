@@ -18,7 +18,9 @@ again before any trainer leaves.
     sudo bench/bench_cluster.py [--dataset DIR] [--shards 1,2,4] [--rate 1gbit] [--distdgl]
 
 RESULT bench=cluster shards=N batches_per_s=<sum over trainers> scaling_efficiency=<agg(N) / (N agg(1))>
-       wire_bytes_per_batch=... wire_bytes_per_epoch=... rate=...
+       wire_bytes_per_batch=... wire_bytes_per_epoch=... rate=... cache_mb=...
+(--cache-mb: each trainer process keeps the rows of the partitioning's
+hottest nodes, up to that budget: cluster/fs_cluster.h; 0 turns it off.)
 RESULT bench=cluster peer=distdgl shards=N ratio_batches_per_s=<featstore / DistDGL> ratio_wire_bytes=<same>
 (with --distdgl: bench/peers/distdgl_cluster.py in the DGL venv of
 bench/peers/setup.sh, on its own METIS partitions of the same graph, the
@@ -120,7 +122,9 @@ def dataset_and_parts(args):
             subprocess.run([args.featstore, "gen", "rmat", "--scale", "18", "--edge-factor", "16", "--dim", "128",
                             "--out", args.dataset], check=True, stdout=subprocess.DEVNULL)
     parts = os.path.join(args.workdir, "parts-%s-v%d" % (os.path.basename(os.path.abspath(args.dataset)), args.parts))
-    if not os.path.exists(os.path.join(parts, "partition.json")):
+    book = os.path.join(parts, "partition.json")
+    fresh = os.path.exists(book) and all("hot" in t for t in json.load(open(book))["node_types"])
+    if not fresh:  # none yet, or from a featstore before hot lists
         subprocess.run([args.featstore, "partition", args.dataset, "--parts", str(args.parts), "--out", parts,
                         "--force"], check=True)
     return parts
@@ -133,7 +137,7 @@ def run_featstore(args, parts, n):
     os.makedirs(run)
     procs, shards, trainers = [], [], []
     env = {"FEATSTORE_LIB": args.lib, "PYTHONPATH": os.path.join(ROOT, "client-lib", "python"),
-           "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+           "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "FEATSTORE_CLUSTER_CACHE_MB": str(args.cache_mb)}
 
     def start(name, i, argv, group):
         pr = Proc(name, on_machine(i, None, env, argv), open(os.path.join(run, name + ".log"), "w"))
@@ -222,8 +226,9 @@ def driver(args):
             base = agg
         eff = "%.3f" % (agg / (n * base)) if base else "na"
         print("RESULT bench=cluster shards=%d trainers=%d batches_per_s=%.2f scaling_efficiency=%s "
-              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d rate=%s parts=%d batches=%d"
-              % (n, n, agg, eff, per_batch, per_batch * per_epoch, args.rate, args.parts, batches), flush=True)
+              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d rate=%s parts=%d cache_mb=%d batches=%d"
+              % (n, n, agg, eff, per_batch, per_batch * per_epoch, args.rate, args.parts, args.cache_mb, batches),
+              flush=True)
         if args.distdgl:
             d = run_distdgl(args, n)
             if d:
@@ -242,6 +247,8 @@ def main():
     ap.add_argument("--parts", type=int, default=16, help="virtual partitions (dealt p %% N to the shards)")
     ap.add_argument("--shards", default="1,2,4", help="machine counts, one run each (1 first: the baseline)")
     ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--cache-mb", type=int, default=256,
+                    help="each trainer process's cache of the hottest rows (FEATSTORE_CLUSTER_CACHE_MB; 0: none)")
     ap.add_argument("--workdir", default="/tmp/featstore-bench/cluster")
     ap.add_argument("--distdgl", action="store_true", help="DistDGL at each count too (bench/peers/setup.sh)")
     ap.add_argument("--dgl-python", default=os.path.expanduser("~/.cache/featstore-peers/dgl/bin/python"))

@@ -149,6 +149,8 @@ static fs_status_t read_type(fs_cluster_t *c, json_t *o, fs_cluster_type_t *ty, 
             (p == c->parts && ty->first[p] != ty->count))
             return bad_book(c, err, "a node type's \"first\" must ascend from 0 to its count");
     }
+    const char *hot = json_string_value(json_object_get(o, "hot"));
+    if (hot && strlen(hot) < sizeof ty->hot) snprintf(ty->hot, sizeof ty->hot, "%s", hot);
     nc = json_object_get(o, "num_classes");
     ty->num_classes = json_is_integer(nc) ? json_integer_value(nc) : 0;
     ty->timed = json_is_true(json_object_get(o, "timed"));
@@ -228,12 +230,79 @@ static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_er
     return st;
 }
 
+/* ---- the cache of the hottest rows ------------------------------------------------------ */
+
+#define CACHE_CHUNK 65536 /* ids per ShardRows while the cache fills */
+
+static size_t cache_budget(void)
+{
+    const char *env = getenv("FEATSTORE_CLUSTER_CACHE_MB");
+    char *end;
+    long long mb = env && *env ? strtoll(env, &end, 10) : FS_CLUSTER_CACHE_DEFAULT_MB;
+    if (env && *env && (*end || mb < 0)) mb = FS_CLUSTER_CACHE_DEFAULT_MB; /* unreadable: the default */
+    return (size_t)mb << 20;
+}
+
+/* Type t's hot rows, as many as *budget holds (taken from it), read from
+ * the shards through k's router. */
+static fs_status_t cache_type(fs_cluster_t *c, fs_cluster_conn_t *k, int t, size_t *budget, fs_error_t *err)
+{
+    fs_cluster_type_t *ty = &c->types[t];
+    size_t row = 0;
+    for (int i = 0; i < ty->num_tables; i++) row += ty->tables[i].row_bytes;
+    if (!ty->hot[0] || row == 0 || *budget < row) return FS_OK;
+    char *data;
+    int64_t len, n;
+    const int64_t *hot;
+    fs_status_t st = fetch_file(c, ty->hot, 128 + 8 * (ty->count + 1), &data, &len, err);
+    if (st == FS_OK) st = npy_i64(ty->hot, data, len, &hot, &n, err);
+    if (st == FS_OK && (int64_t)(*budget / row) < n) n = (int64_t)(*budget / row);
+    for (int64_t i = 0; st == FS_OK && i < n; i++)
+        if (hot[i] < 0 || hot[i] >= ty->count)
+            st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s: node %lld of a type of %lld", c->name, ty->hot,
+                          (long long)hot[i], (long long)ty->count);
+    if (st == FS_OK && (!(ty->cache_slot = malloc(sizeof *ty->cache_slot * (size_t)ty->count + 1)) ||
+                        !(ty->cache_rows = calloc((size_t)ty->num_tables + 1, sizeof *ty->cache_rows))))
+        st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
+    for (int i = 0; st == FS_OK && i < ty->num_tables; i++) {
+        size_t rb = ty->tables[i].row_bytes;
+        if (!(ty->cache_rows[i] = malloc((size_t)n * rb + 1))) {
+            st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
+            break;
+        }
+        for (int64_t at = 0; st == FS_OK && at < n; at += CACHE_CHUNK)
+            st = fs_router_rows(fs_cluster_conn_router(k), t, ty->tables[i].name, rb, hot + at,
+                                n - at < CACHE_CHUNK ? n - at : CACHE_CHUNK, ty->cache_rows[i] + (size_t)at * rb, err);
+    }
+    if (st == FS_OK) {
+        for (int64_t v = 0; v < ty->count; v++) ty->cache_slot[v] = -1;
+        for (int64_t i = 0; i < n; i++) ty->cache_slot[hot[i]] = (int32_t)i;
+        ty->num_cached = n;
+        *budget -= (size_t)n * row;
+    }
+    free(data);
+    return st;
+}
+
+static fs_status_t fill_cache(fs_cluster_t *c, fs_error_t *err)
+{
+    size_t budget = cache_budget();
+    if (budget == 0) return FS_OK;
+    fs_cluster_conn_t *k;
+    fs_status_t st = fs_cluster_conn_open(c, &k, err);
+    for (int t = 0; st == FS_OK && t < c->num_types; t++) st = cache_type(c, k, t, &budget, err);
+    fs_cluster_conn_close(k);
+    return st;
+}
+
 /* ---- open and close --------------------------------------------------------------- */
 
 static void cluster_free(fs_cluster_t *c)
 {
     for (int t = 0; c->types && t < c->num_types; t++) { /* num_types counts the one a failed read stopped in */
         fs_cluster_type_t *ty = &c->types[t];
+        for (int i = 0; ty->cache_rows && i < ty->num_tables; i++) free(ty->cache_rows[i]);
+        free(ty->cache_rows), free(ty->cache_slot);
         free(ty->first), free(ty->global_of), free(ty->source_of), free(ty->tables), free(ty->splits);
     }
     free(c->types), free(c->etypes);
@@ -279,6 +348,7 @@ fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_
         snprintf(file, sizeof file, "%s.node_map.npy", c->types[t].name);
         st = read_node_map(c, t, file, err);
     }
+    if (st == FS_OK) st = fill_cache(c, err);
     if (st != FS_OK) {
         cluster_free(c);
         return st;
@@ -354,6 +424,10 @@ struct fs_cluster_conn {
     fs_typed_remote_t picks;
     table_ctx_t **table_ctx;     /* [type][table] */
     fs_table_remote_t **tables;  /* [type][table] */
+    int64_t *miss, *miss_at;     /* a gather's ids the cache lacks, and their places */
+    size_t miss_cap;
+    char *rows;                  /* their rows */
+    size_t rows_cap;
 };
 
 static fs_status_t shard_picks(void *ctx, int shard, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
@@ -370,11 +444,38 @@ static fs_status_t shard_rows(void *ctx, int shard, int t, const char *table, co
     return fs_shard_client_rows(k->shards[shard], t, table, ids, n, row_bytes, out, err);
 }
 
+/* A gather: the cached rows from the cache, the rest from their shards. */
 static fs_status_t table_rows(void *ctx, const int64_t *ids, int64_t n, void *out, fs_error_t *err)
 {
     table_ctx_t *x = ctx;
-    const fs_cluster_table_t *tb = &x->k->c->types[x->type].tables[x->table];
-    return fs_router_rows(x->k->router, x->type, tb->name, tb->row_bytes, ids, n, out, err);
+    const fs_cluster_type_t *ty = &x->k->c->types[x->type];
+    const fs_cluster_table_t *tb = &ty->tables[x->table];
+    size_t rb = tb->row_bytes;
+    if (!ty->cache_slot) return fs_router_rows(x->k->router, x->type, tb->name, rb, ids, n, out, err);
+    int64_t miss = 0;
+    if ((size_t)n > x->k->miss_cap) {
+        int64_t *m = realloc(x->k->miss, sizeof *m * (size_t)n), *at = realloc(x->k->miss_at, sizeof *at * (size_t)n);
+        if (m) x->k->miss = m;
+        if (at) x->k->miss_at = at;
+        if (!m || !at) return fs_error(err, FS_ERR_NOMEM, "out of memory for %lld rows", (long long)n);
+        x->k->miss_cap = (size_t)n;
+    }
+    const char *cached = ty->cache_rows[x->table];
+    for (int64_t i = 0; i < n; i++) {
+        int32_t slot = ty->cache_slot[ids[i]];
+        if (slot >= 0) memcpy((char *)out + (size_t)i * rb, cached + (size_t)slot * rb, rb);
+        else x->k->miss[miss] = ids[i], x->k->miss_at[miss++] = i;
+    }
+    if (miss == 0) return FS_OK;
+    if ((size_t)miss * rb > x->k->rows_cap) {
+        char *r = realloc(x->k->rows, (size_t)miss * rb);
+        if (!r) return fs_error(err, FS_ERR_NOMEM, "out of memory for %lld rows", (long long)miss);
+        x->k->rows = r, x->k->rows_cap = (size_t)miss * rb;
+    }
+    fs_status_t st = fs_router_rows(x->k->router, x->type, tb->name, rb, x->k->miss, miss, x->k->rows, err);
+    for (int64_t i = 0; st == FS_OK && i < miss; i++)
+        memcpy((char *)out + (size_t)x->k->miss_at[i] * rb, x->k->rows + (size_t)i * rb, rb);
+    return st;
 }
 
 void fs_cluster_conn_close(fs_cluster_conn_t *k)
@@ -382,7 +483,7 @@ void fs_cluster_conn_close(fs_cluster_conn_t *k)
     if (!k) return;
     for (int s = 0; k->shards && s < k->c->map.num_shards; s++) fs_shard_client_close(k->shards[s]);
     for (int t = 0; k->tables && t < k->c->num_types; t++) free(k->tables[t]), free(k->table_ctx[t]);
-    free(k->tables), free(k->table_ctx), free(k->shards);
+    free(k->tables), free(k->table_ctx), free(k->shards), free(k->miss), free(k->miss_at), free(k->rows);
     fs_router_destroy(k->router);
     fs_cluster_unref(k->c);
     free(k);

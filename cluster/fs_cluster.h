@@ -10,6 +10,15 @@
  * shared by every connection of a process to that cluster (refcounted): a
  * stream's producers connect anew, and the node maps are 16 bytes a node.
  *
+ * The cache: the book lists each type's hottest nodes (those the most
+ * neighbour lists hold, `featstore partition`'s hot list). At open the
+ * rows of every table of as many of them as FEATSTORE_CLUSTER_CACHE_MB
+ * (default FS_CLUSTER_CACHE_DEFAULT_MB, 0: none) holds are read from
+ * their shards, and gathers take those rows from it instead of a shard:
+ * on a power-law graph a small share of the nodes is most of what batches
+ * read (XGNN and Quiver's degree-ordered cache, docs/papers.md). The rows
+ * are the shards' own, so batches stay bit for bit one server's.
+ *
  * A connection's own part is fs_cluster_conn_t: a gRPC connection per
  * shard and the router over them (fs_route.h), one call at a time.
  *
@@ -24,6 +33,9 @@
 #include "fs_shardmap.h"
 
 #define FS_CLUSTER_DEFAULT_TIMEOUT_MS 10000
+/* The rows of the hottest nodes a process keeps (its cache, shared by its
+ * connections to one cluster): FEATSTORE_CLUSTER_CACHE_MB, else this. */
+#define FS_CLUSTER_CACHE_DEFAULT_MB 256
 /* The book's largest size a trainer accepts (a partitioning of 4,096 parts
  * and many types stays far below). */
 #define FS_CLUSTER_BOOK_MAX (64 << 20)
@@ -43,11 +55,15 @@ typedef struct {
 typedef struct {
     char name[64];
     int64_t count;
+    int64_t num_cached;          /* hot nodes whose rows the cache holds */
+    int32_t *cache_slot;         /* [count] global id -> its cached row, or -1; NULL: none cached */
+    char **cache_rows;           /* [num_tables][num_cached][row_bytes] */
     int64_t *first;              /* [parts + 1]: part p owns global ids [first[p], first[p + 1]) */
     int64_t *global_of;          /* [count] source id -> global id (the node map) */
     int64_t *source_of;          /* [count] global id -> source id */
     int num_tables;
     fs_cluster_table_t *tables;  /* features, then "labels" when labelled */
+    char hot[160];               /* the hot list's file, or "" */
     int64_t num_classes;
     int timed;
     int num_splits;

@@ -112,22 +112,24 @@ static fs_status_t alloc_job(pt_job_t *j)
     int T = ds->num_node_types, E = ds->num_edge_types, L = ds->num_link_splits, ok = 1;
     j->owner = calloc((size_t)T, sizeof *j->owner), j->new_id = calloc((size_t)T, sizeof *j->new_id);
     j->orig = calloc((size_t)T, sizeof *j->orig), j->first = calloc((size_t)T, sizeof *j->first);
+    j->uses = calloc((size_t)T, sizeof *j->uses);
     j->train_bits = calloc((size_t)T, sizeof *j->train_bits), j->splits = calloc((size_t)T, sizeof *j->splits);
     j->in_edges = calloc((size_t)T, sizeof *j->in_edges), j->train_total = calloc((size_t)T, sizeof *j->train_total);
     j->load = calloc((size_t)T, sizeof *j->load), j->cut = calloc((size_t)E + 1, sizeof *j->cut);
     j->links = calloc((size_t)L + 1, sizeof *j->links), j->part_hash = calloc((size_t)j->V, sizeof *j->part_hash);
-    ok = j->owner && j->new_id && j->orig && j->first && j->train_bits && j->splits && j->in_edges && j->train_total &&
+    ok = j->owner && j->new_id && j->orig && j->first && j->uses && j->train_bits && j->splits && j->in_edges && j->train_total &&
          j->load && j->cut && j->links && j->part_hash;
     for (int t = 0; ok && t < T; t++) {
         const fs_node_type_t *nt = &ds->node_types[t];
         size_t n = (size_t)nt->count;
         j->owner[t] = node_array(j, n, sizeof **j->owner), j->new_id[t] = node_array(j, n, sizeof **j->new_id);
         j->orig[t] = node_array(j, n, sizeof **j->orig), j->first[t] = calloc((size_t)j->V + 1, sizeof **j->first);
+        j->uses[t] = node_array(j, n, sizeof **j->uses);
         j->splits[t] = calloc((size_t)nt->num_splits + 1, sizeof **j->splits);
         if (has_train(nt)) ok &= (j->train_bits[t] = node_array(j, n / 64 + 1, sizeof(uint64_t))) != NULL;
         j->load[t].nodes = calloc((size_t)j->V, sizeof(int64_t)), j->load[t].train = calloc((size_t)j->V, sizeof(int64_t));
         j->load[t].edges = calloc((size_t)j->V, sizeof(int64_t));
-        ok &= j->owner[t] && j->new_id[t] && j->orig[t] && j->first[t] && j->splits[t] && j->load[t].nodes &&
+        ok &= j->owner[t] && j->new_id[t] && j->orig[t] && j->first[t] && j->uses[t] && j->splits[t] && j->load[t].nodes &&
               j->load[t].train && j->load[t].edges;
     }
     if (!ok) return fs_error(j->err, FS_ERR_NOMEM, "out of memory for the node arrays (%zu bytes so far)", j->node_bytes);
@@ -148,13 +150,14 @@ static void free_job(pt_job_t *j)
         if (j->new_id) free(j->new_id[t]);
         if (j->orig) free(j->orig[t]);
         if (j->first) free(j->first[t]);
+        if (j->uses) free(j->uses[t]);
         if (j->train_bits) free(j->train_bits[t]);
         for (int i = 0; j->splits && j->splits[t] && i < ds->node_types[t].num_splits; i++) free_groups(&j->splits[t][i]);
         if (j->splits) free(j->splits[t]);
         if (j->load) free(j->load[t].nodes), free(j->load[t].train), free(j->load[t].edges);
     }
     for (int i = 0; ds && j->links && i < ds->num_link_splits; i++) free_groups(&j->links[i]);
-    free(j->owner), free(j->new_id), free(j->orig), free(j->first), free(j->train_bits), free(j->splits);
+    free(j->owner), free(j->new_id), free(j->orig), free(j->first), free(j->uses), free(j->train_bits), free(j->splits);
     free(j->in_edges), free(j->train_total), free(j->load), free(j->cut), free(j->links), free(j->part_hash);
 }
 

@@ -77,6 +77,48 @@ static fs_status_t write_i64_npy(const char *dir, const char *file, const int64_
     return FS_OK;
 }
 
+/* The hot list of type t: the quarter of its nodes that the most lists
+ * hold (ties by id), hottest first, as new ids, into `file`. A trainer of
+ * the cluster keeps the rows of as many of them as its cache holds
+ * (cluster/fs_cluster.h). Found without a full sort: a histogram of the
+ * counts gives the threshold, and only the nodes above it are sorted. */
+typedef struct {
+    uint32_t uses;
+    int64_t id;
+} hot_t;
+
+static int hotter(const void *a, const void *b)
+{
+    const hot_t *x = a, *y = b;
+    if (x->uses != y->uses) return x->uses < y->uses ? 1 : -1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+#define HOT_BUCKETS 65536
+
+static fs_status_t write_hot(pt_job_t *j, int t, const char *file, json_t *files)
+{
+    int64_t n = j->ds->node_types[t].count, want = (n + 3) / 4, above = 0, k = 0;
+    const uint32_t *uses = j->uses[t];
+    uint64_t *hist = calloc(HOT_BUCKETS, sizeof *hist);
+    hot_t *hot = malloc(sizeof *hot * (size_t)(want + 1));
+    int64_t *ids = malloc(sizeof *ids * (size_t)(want + 1));
+    if (!hist || !hot || !ids) {
+        free(hist), free(hot), free(ids);
+        return fs_error(j->err, FS_ERR_NOMEM, "out of memory for the hot list of %lld nodes", (long long)want);
+    }
+    for (int64_t v = 0; v < n; v++) hist[uses[v] < HOT_BUCKETS - 1 ? uses[v] : HOT_BUCKETS - 1]++;
+    uint32_t thr = HOT_BUCKETS - 1; /* the lowest count that still makes the list */
+    while (thr > 0 && above + (int64_t)hist[thr] < want) above += (int64_t)hist[thr--];
+    for (int64_t v = 0; v < n && k < want; v++) /* every node above it, then the threshold's by id */
+        if (uses[v] > thr || (uses[v] == thr && above++ < want)) hot[k++] = (hot_t){uses[v], j->new_id[t][v]};
+    qsort(hot, (size_t)k, sizeof *hot, hotter);
+    for (int64_t i = 0; i < k; i++) ids[i] = hot[i].id;
+    fs_status_t s = write_i64_npy(j->tmp_dir, file, ids, k, files, j->err);
+    free(hist), free(hot), free(ids);
+    return s;
+}
+
 /* max over parts / mean, or null when the mean is 0 (nothing to balance). */
 static json_t *balance(const int64_t *load, int V, double total, double *worst)
 {
@@ -114,10 +156,14 @@ static json_t *node_types_json(pt_job_t *j, json_t *files, fs_partition_report_t
             json_array_append_new(tables, json_pack("{s:s, s:s, s:I}", "name", nt->tables[i].name, "dtype",
                                                     fs_dtype_name(nt->tables[i].dtype), "dim",
                                                     (json_int_t)nt->tables[i].dim));
-        json_array_append_new(list, json_pack("{s:s, s:I, s:o, s:s, s:o, s:o, s:I, s:b}", "name", nt->name, "count",
-                                              (json_int_t)nt->count, "first", first, "node_map", file, "splits",
-                                              splits, "tables", tables, "num_classes", (json_int_t)nt->num_classes,
-                                              "timed", nt->time != NULL));
+        char hot_file[160];
+        snprintf(hot_file, sizeof hot_file, "%s.hot.npy", nt->name);
+        if (*s == FS_OK) *s = write_hot(j, t, hot_file, files);
+        json_array_append_new(list, json_pack("{s:s, s:I, s:o, s:s, s:o, s:o, s:I, s:b, s:s}", "name", nt->name,
+                                              "count", (json_int_t)nt->count, "first", first, "node_map", file,
+                                              "splits", splits, "tables", tables, "num_classes",
+                                              (json_int_t)nt->num_classes, "timed", nt->time != NULL, "hot",
+                                              hot_file));
         const pt_load_t *l = &j->load[t];
         json_array_append_new(bal, json_pack("{s:s, s:o, s:o, s:o}", "name", nt->name, "nodes",
                                              balance(l->nodes, j->V, (double)nt->count, &rep->balance_nodes), "train",

@@ -39,6 +39,7 @@ typedef struct {
     int64_t **orig;                /* [count] new id -> source id */
     int64_t **first;               /* [V + 1] each part's first new id */
     uint64_t **train_bits;         /* [count / 64 + 1] training nodes, or NULL */
+    uint32_t **uses;               /* [count] how many lists hold each node (saturating): its hotness */
     int64_t *in_edges;             /* [types] edges whose destination is of the type */
     int64_t *train_total;          /* [types] */
     pt_groups_t **splits;          /* [types][num_splits] */

@@ -212,6 +212,7 @@ static int64_t copy_edge_rows(const pt_job_t *j, const fs_edge_type_t *e, int p,
 {
     const int64_t *orig = j->orig[e->dst_type] + j->first[e->dst_type][p], *new_id = j->new_id[e->src_type];
     const int32_t *owner = j->owner[e->src_type];
+    uint32_t *uses = j->uses[e->src_type];
     int64_t n = j->first[e->dst_type][p + 1] - j->first[e->dst_type][p], q = 0, cut = 0;
     int64_t rows = j->ds->node_types[e->dst_type].count, m = e->num_edges;
     reader_t ptr, idx, eid, wt, tm;
@@ -228,6 +229,7 @@ static int64_t copy_edge_rows(const pt_job_t *j, const fs_edge_type_t *e, int p,
             if (out->index_dtype == FS_DTYPE_I32) ((int32_t *)out->indices)[q + k] = (int32_t)new_id[s];
             else ((int64_t *)out->indices)[q + k] = new_id[s];
             cut += owner[s] != p;
+            uses[s] += uses[s] != UINT32_MAX;
             out->edge_ids[q + k] = e->edge_ids ? ((const int64_t *)reader_at(&eid, b + k, 1))[0] : b + k;
         }
         if (out->weights) memcpy(out->weights + q, reader_at(&wt, b, len), (size_t)len * sizeof *out->weights);

@@ -58,8 +58,8 @@ fs_status_t fs_shard_rows(const fs_shard_t *s, int t, const char *table, const i
 
 /* Up to max bytes of one of the partitioning's small files from offset,
  * into buf (the caller's, max bytes), *len read and *size the file's: the
- * book (partition.json), a root node map or split (TYPE.node_map.npy,
- * TYPE.split_NAME.npy), or a held part's manifest.json ("part-00003/
+ * book (partition.json), a root node map, hot list or split
+ * (TYPE.node_map.npy, TYPE.hot.npy, TYPE.split_NAME.npy), or a held part's manifest.json ("part-00003/
  * manifest.json"). Any other name is FS_ERR_INVALID_ARGUMENT (no path
  * leaves the root); a missing file FS_ERR_NOT_FOUND. */
 fs_status_t fs_shard_file(const fs_shard_t *s, const char *name, int64_t offset, int64_t max, void *buf, int64_t *len,
