@@ -11,16 +11,20 @@
  * labels, times, the source ids), the CSC rows of the destinations it owns
  * with every neighbour in the source's order and its source edge id, its
  * share of the splits and link splits, every id a new global id. The root
- * holds the partition book (partition.json: ranges, quality, checksums) and
- * one node map per type (source id -> new id).
+ * holds the partition book (partition.json: ranges, quality, checksums,
+ * the types' tables and splits) and, per type, its node map (source id ->
+ * new id), its splits in the source's order and its hot list (the nodes
+ * the most neighbour lists hold, counted while the parts are written).
  *
  *   DIR/partition.json            the book
  *   DIR/<type>.node_map.npy       int64 [count]
+ *   DIR/<type>.split_<name>.npy   int64: the source's split, its ids and order
+ *   DIR/<type>.hot.npy            int64 [count / 4, rounded up]: new ids, hottest first
  *   DIR/part-00000/ ...           a version-2 dataset per part
  *
  * The directory is written atomically (DIR.tmp-<pid>, fsync, rename). The
  * source is opened windowed (FS_OPEN_WINDOWED) and read through windows
- * (window.h), so the resident set is the node arrays (about 20 bytes a
+ * (window.h), so the resident set is the node arrays (about 24 bytes a
  * node, plus a bit per node for the training split and 8 bytes per split
  * or link-split entry) plus a few windows; METIS adds the graph it is given
  * (4 bytes per node and per symmetrised adjacency entry).

@@ -16,8 +16,10 @@
  * into gRPC buffers and batch images, and counts the reads in the store.
  * What differs between hosts is what they pass in: the reader's views and
  * engines and where reads are counted (fs_exec_t), and where a result goes
- * (fs_exec_region_t, or the caller's buffer). The sharded cluster is to be
- * the next host.
+ * (fs_exec_region_t, or the caller's buffer). The third host is a trainer
+ * of a sharded cluster (client-lib/client_cluster.c): its views' lists and
+ * rows are remote (fs_csr_view_t.remote, fs_table_view_t.remote), read
+ * from the shards.
  *
  * Two shapes of call. fs_exec_run takes a homogeneous request through every
  * stage into one region (a result slot). Hosts that send a result while

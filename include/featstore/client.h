@@ -54,9 +54,15 @@
  * other trainer; results land in shared slots, zero copies) and
  * "grpc://host:port" for remote trainers ("grpcs://host:port": the same
  * over TLS, see fs_connect_opts_t). Every call behaves the same over
- * both and returns bit-identical results. The gRPC part of the library is
- * loaded on the first grpc:// connection, so a unix-only trainer never
- * loads gRPC.
+ * both and returns bit-identical results. Since 1.5, "etcd://host:port/
+ * CLUSTER" reaches a sharded cluster (featstore partition, shard servers
+ * registered on that etcd) as one store: the same batches as one server
+ * for fs_sample, fs_gather, fs_sample_gather, fs_hetero_sample (plain
+ * passes), fs_split, fs_info and their streams; the rest is
+ * FS_ERR_UNSUPPORTED for now (docs/api.md). `threads` splits its gathers'
+ * conversions; the other options are ignored. The gRPC part of the library is
+ * loaded on the first grpc:// or etcd:// connection, so a unix-only trainer
+ * never loads gRPC.
  *
  * Calls: one per operation, each returning an fs_status_t (fs_strerror()
  * names it) with the detail of a failure in fs_client_errstr(). Arguments

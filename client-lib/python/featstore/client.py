@@ -144,8 +144,8 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, 
 # ---- the connection -------------------------------------------------------------
 
 class Client(StreamCalls, Closing):
-    """A connection to a featstore server (``unix://PATH`` or ``grpc://HOST:PORT``).
-    Use ``featstore.connect``. A context manager; ``close()`` is idempotent.
+    """A connection to a featstore server (``unix://PATH`` or ``grpc://HOST:PORT``)
+    or sharded cluster (``etcd://HOST:PORT/NAME``). Use ``featstore.connect``. A context manager; ``close()`` is idempotent.
     Batches may outlive the Client. In a forked child the Client reconnects
     by itself on its first call (see the module comment)."""
 
@@ -173,7 +173,7 @@ class Client(StreamCalls, Closing):
         self._closed = True  # until connected
         if isinstance(uri, str) and "\0" in uri:  # C would read the URI only up to it: another address
             raise Error(Status.INVALID_ARGUMENT, f"URI {uri!r} has a NUL character (expected unix:///ABS/PATH, "
-                        "grpc://HOST:PORT or grpcs://HOST:PORT)")
+                        "grpc://HOST:PORT, grpcs://HOST:PORT or etcd://HOST:PORT/CLUSTER)")
         self.uri = uri
         self._c = self._open("")
         self._pid = os.getpid()
@@ -470,7 +470,9 @@ def connect(uri: str, device: str | None = None, slots: int | None = None, threa
             timeout_ms: int | None = None, token: str | None = None, tls_ca_file: str | None = None,
             tls_cert_file: str | None = None, tls_key_file: str | None = None) -> Client:
     """Connects to a featstore server: ``unix:///path/to/socket`` (zero-copy,
-    local), ``grpc://host:port`` or ``grpcs://host:port`` (TLS). `device`
+    local), ``grpc://host:port`` or ``grpcs://host:port`` (TLS), or to a
+    sharded cluster as one store: ``etcd://host:port/CLUSTER`` (docs/api.md
+    section 13). `device`
     ("cpu", "gpu:N"), `slots` and `threads` (this process's threads that
     split each batch's sampling and gather; the same batch at any count)
     matter for unix:// only;
