@@ -16,6 +16,7 @@ typedef struct {
     fs_router_t *r;
     int shard;
     const fs_typed_picks_req_t *q; /* a pass's picks, or (q NULL) rows: */
+    fs_typed_picks_req_t mine;     /* q with this shard's times and batches */
     int type;
     const char *table;
     size_t row_bytes;
@@ -33,6 +34,7 @@ struct fs_router {
     /* per pass */
     int *shard_of;               /* [n] each destination's shard */
     int64_t *ids, *count, *start, *cursor; /* ids grouped by shard; [num_shards] counts, starts, cursors */
+    int64_t *time, *batch;       /* a temporal or disjoint pass's, grouped as the ids */
     size_t cap;
     ask_t *ask;                  /* [num_shards] */
     fs_typed_picks_t **ansp;     /* [num_shards] their answers, for the merge */
@@ -47,7 +49,7 @@ void fs_router_destroy(fs_router_t *r)
     if (!r) return;
     for (int t = 0; r->first && t < r->m.num_node_types; t++) free(r->first[t]);
     free(r->first), free(r->owner), free(r->etype_dst);
-    free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor);
+    free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor), free(r->time), free(r->batch);
     free(r->ask), free(r->ansp), free(r->threads);
     fs_typed_picks_buf_free(&r->merged);
     free(r->grouped);
@@ -121,8 +123,8 @@ static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n
     if ((size_t)n > r->cap) {
         int *so = realloc(r->shard_of, (size_t)n * sizeof *so);
         if (so) r->shard_of = so;
-        if (!so || grow(&r->ids, (size_t)n)) return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld ids",
-                                                            (long long)n);
+        if (!so || grow(&r->ids, (size_t)n) || grow(&r->time, (size_t)n) || grow(&r->batch, (size_t)n))
+            return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld ids", (long long)n);
         r->cap = (size_t)n;
     }
     int S = r->m.num_shards;
@@ -152,7 +154,10 @@ static void *ask_one(void *arg)
                           r->grouped + (size_t)b * a->row_bytes, &a->err);
         return NULL;
     }
-    a->st = r->t.picks(r->t.ctx, a->shard, a->q, r->ids + b, n, &a->ans, &a->err);
+    a->mine = *a->q;
+    if (a->q->time) a->mine.time = r->time + b;
+    if (a->q->batch) a->mine.batch = r->batch + b;
+    a->st = r->t.picks(r->t.ctx, a->shard, &a->mine, r->ids + b, n, &a->ans, &a->err);
     if (a->st == FS_OK && a->ans.n != n)
         a->st = fs_error(&a->err, FS_ERR_FORMAT, "route: shard %d answered %lld rows for %lld", a->shard,
                          (long long)a->ans.n, (long long)n);
@@ -191,6 +196,14 @@ fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const i
     if (q->etype < 0 || q->etype >= r->m.num_edge_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: edge type %d of %d", q->etype, r->m.num_edge_types);
     fs_status_t st = group(r, r->m.etype_dst[q->etype], dst, n, err);
+    if (st == FS_OK && (q->time || q->batch)) { /* each destination's time and batch go with it */
+        for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t at = r->cursor[r->shard_of[i]]++;
+            if (q->time) r->time[at] = q->time[i];
+            if (q->batch) r->batch[at] = q->batch[i];
+        }
+    }
     ask_t proto = {.q = q};
     if (st == FS_OK) st = ask_all(r, &proto, err);
     if (st != FS_OK) return st;

@@ -54,14 +54,24 @@
  * indptr (a shard's local rows), each picked as fs_typed_sample_cpu picks
  * the node key[i] at this hop and edge type of a request with this seed:
  * the RNG is keyed by the node's id in the whole graph, so the picks are
- * the ones one server makes for it. Plain passes only (no time,
- * exclusions or disjoint trees). */
+ * the ones one server makes for it. Plain, temporal (each row's edges
+ * eligible by its destination's time) and disjoint (the RNG keyed by each
+ * destination's batch too) passes; no exclusions. */
 typedef struct {
     int hop, etype;            /* the pass: its RNG stream */
     int fanout;                /* > 0 or FS_FANOUT_ALL */
     fs_sample_mode_t mode;
     uint64_t seed;             /* the request's */
     int want_edge_ids;
+    /* Temporal and disjoint passes (0 and NULL for plain ones): each
+     * destination's time (the edges eligible by the request's rule) and
+     * batch (its tree, which keys its RNG), [n] each, in the ids' order. */
+    fs_temporal_t temporal;
+    int strict;
+    int64_t window;
+    int disjoint;
+    const int64_t *time;       /* with temporal */
+    const int64_t *batch;      /* with disjoint */
 } fs_typed_picks_req_t;
 
 /* The answer: row i's picks are [off[i], off[i + 1]) of src (et's indices
@@ -77,8 +87,8 @@ typedef struct {
  * picks of the pass's destinations (ids of its destination type, in
  * order) through `picks`; the engine relabels them as it relabels its own
  * (owner-routed sampling, docs/design.md). The answer is borrowed until the
- * next call. Plain passes only: the engine refuses time, exclusions and
- * disjoint trees on such an edge type. */
+ * next call. Plain, temporal and disjoint passes; the engine refuses
+ * exclusions (link batches) on such an edge type. */
 typedef struct {
     fs_status_t (*picks)(void *ctx, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
                          fs_typed_picks_t *out, fs_error_t *err);

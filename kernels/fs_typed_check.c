@@ -72,10 +72,7 @@ static fs_status_t check_hops(const fs_typed_view_t *g, const fs_typed_req_t *re
             if (req->mode[h] >= FS_SAMPLE_WEIGHTED && !et->weights && !et->remote) /* a remote type: its shards check */
                 return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: hop %d asks for weighted sampling but %s "
                                 "has no edge weights", h, fs_typed_etype_name(g, e, nb, sizeof nb));
-            if ((req->temporal || req->disjoint) && et->remote) /* before any work: the pass would refuse */
-                return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample: %s is sampled by the shards that hold it, "
-                                "which take no time or disjoint trees yet", fs_typed_etype_name(g, e, nb, sizeof nb));
-            if (req->temporal && !et->time)
+            if (req->temporal && !et->time && !et->remote) /* a remote type: its shards check */
                 return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: temporal sampling, but %s has no edge "
                                 "timestamps (give it fanout 0, or sample without time)",
                                 fs_typed_etype_name(g, e, nb, sizeof nb));

@@ -258,7 +258,7 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
     const int64_t *dbatch = full && s->disjoint && dw->batch.p ? dw->batch.p + d0 : NULL;
     const int64_t *dtime = full && s->temporal && dw->time.p ? dw->time.p + d0 : NULL;
     const int64_t *range = NULL;
-    if (full && p->temporal) { /* reserved by fs_typed_run_pass */
+    if (full && p->temporal && !remote) { /* reserved by fs_typed_run_pass; a remote pass's: its shards' */
         fs_typed_eligible_ranges(p, dw->time.p, d0, d1, &s->pw);
         range = s->pw.range.p;
     }
@@ -271,6 +271,7 @@ static inline __attribute__((always_inline)) int64_t pass_body(fs_typed_sampler_
         int64_t v = frontier[d], b, deg, *pos = NULL, m;
         if (remote) { /* the answer's picks, in order */
             b = p->remote->off[d - d0], m = p->remote->off[d - d0 + 1] - b;
+            if (full) tag = tag_of(s, src_type, dbatch ? dbatch[d - d0] : 0);
         } else if (inl) { /* the row read here (pass_t.lazy): indptr far ahead, the row's start nearer */
             if (d + 2 * INLINE_AHEAD < d1) __builtin_prefetch(&ip[frontier[d + 2 * INLINE_AHEAD]], 0, 0);
             if (d + INLINE_AHEAD < d1)
@@ -356,6 +357,11 @@ static int64_t pass_routed_i64(fs_typed_sampler_t *s, const pass_t *p, int64_t d
 static int64_t pass_remote(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
 {
     return pass_body(s, p, d0, d1, bw, 0, 0, 0, 0, 1);
+}
+
+static int64_t pass_remote_full(fs_typed_sampler_t *s, const pass_t *p, int64_t d0, int64_t d1, block_ws_t *bw)
+{
+    return pass_body(s, p, d0, d1, bw, 0, 1, 0, 0, 1);
 }
 
 /* Rows whose indptr or summary is prefetched ahead of the one read: each
@@ -515,12 +521,16 @@ static fs_status_t remote_picks(fs_typed_sampler_t *s, const fs_typed_view_t *g,
 {
     char nb[64];
     const fs_typed_etype_t *et = p->et;
-    if (s->temporal || s->disjoint || s->x.n || s->par.active)
+    const type_ws_t *dw = &s->tw[et->dst_type];
+    if (s->x.n || s->par.active)
         return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample: %s is sampled by the shards that hold it, which "
-                        "takes no time, exclusions or disjoint trees yet", fs_typed_etype_name(g, p->etype, nb, sizeof nb));
+                        "take no exclusions (link batches) yet", fs_typed_etype_name(g, p->etype, nb, sizeof nb));
     fs_typed_picks_req_t q = {.hop = p->hop, .etype = p->etype, .fanout = (int)p->k, .mode = p->mode,
-                              .seed = p->seed_req, .want_edge_ids = p->want_ids};
-    fs_status_t st = et->remote->picks(et->remote->ctx, &q, s->tw[et->dst_type].nodes.p + d0, d1 - d0, out, err);
+                              .seed = p->seed_req, .want_edge_ids = p->want_ids, .temporal = p->temporal,
+                              .strict = p->strict, .window = p->window, .disjoint = s->disjoint,
+                              .time = p->temporal ? dw->time.p + d0 : NULL,
+                              .batch = s->disjoint ? dw->batch.p + d0 : NULL};
+    fs_status_t st = et->remote->picks(et->remote->ctx, &q, dw->nodes.p + d0, d1 - d0, out, err);
     if (st == FS_OK && out->n != d1 - d0)
         st = fs_error(err, FS_ERR_INTERNAL, "typed sample: %s: picks for %lld destinations, %lld asked",
                       fs_typed_etype_name(g, p->etype, nb, sizeof nb), (long long)out->n, (long long)(d1 - d0));
@@ -614,7 +624,7 @@ fs_status_t fs_typed_run_pass(fs_typed_sampler_t *s, const fs_typed_view_t *g, c
         if ((n = fs_typed_pass_inserter(s, &p, d0, d1, bound, max_deg, bw)) < 0)
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for hop %d's parallel pass", hop);
     } else {
-        n = p.remote ? pass_remote(s, &p, d0, d1, bw)
+        n = p.remote ? (full ? pass_remote_full : pass_remote)(s, &p, d0, d1, bw)
             : full   ? (wide ? pass_full_i64 : pass_full_i32)(s, &p, d0, d1, bw)
             : routed ? (wide ? pass_routed_i64 : pass_routed_i32)(s, &p, d0, d1, bw)
             : p.lazy ? (wide ? pass_inline_i64 : pass_inline_i32)(s, &p, d0, d1, bw)

@@ -7,7 +7,10 @@
  * Each row is picked by row_picks, the serial pass's own per-row code, with
  * the pass's RNG stream (pass_seed, the hop) keyed by the node's id in the
  * whole graph rather than the shard's row number: so a row picks here
- * exactly what one server's engine picks for that node. */
+ * exactly what one server's engine picks for that node. A temporal or
+ * disjoint pass takes the serial pass's full path: each row's eligible
+ * range from its destination's time (fs_typed_eligible_ranges), its RNG
+ * keyed by its destination's batch too. */
 #include "fs_typed.h"
 
 #include <stdlib.h>
@@ -26,6 +29,17 @@ static fs_status_t picks_check(const fs_typed_etype_t *et, int64_t num_rows, con
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: weighted picks, but the edge type has no weights");
     if (q->hop < 0 || q->hop >= FS_MAX_HOPS || q->etype < 0)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: hop %d or edge type %d out of range", q->hop, q->etype);
+    if ((unsigned)q->temporal >= FS_TEMPORAL_COUNT_ || (q->temporal && (!q->time || q->window < 0)) ||
+        (q->disjoint && !q->batch))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: temporal strategy %d, window %lld, %s times, %s "
+                        "batches", (int)q->temporal, (long long)q->window, q->time ? "with" : "no",
+                        q->batch ? "with" : "no");
+    if (q->temporal && !et->time)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: temporal picks, but the edge type has no edge "
+                        "timestamps (give it fanout 0, or sample without time)");
+    if (q->temporal == FS_TEMPORAL_LAST && q->mode != FS_SAMPLE_UNIFORM)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: temporal strategy 'last' takes the most recent edges, "
+                        "so it takes no weighted or with-replacement mode");
     for (int64_t i = 0; i < n; i++)
         if (rows[i] < 0 || rows[i] >= num_rows)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: row %lld (entry %lld) is outside [0, %lld)",
@@ -41,7 +55,9 @@ fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, in
     if (st != FS_OK) return st;
     /* pass_t.row holds each row's (start, degree), as pass_bound leaves it */
     pass_t p = {.et = et, .mode = q->mode, .k = q->fanout, .hop = q->hop, .etype = q->etype,
-                .want_ids = q->want_edge_ids, .seed = pass_seed(q->seed, q->etype)};
+                .want_ids = q->want_edge_ids, .seed = pass_seed(q->seed, q->etype), .temporal = q->temporal,
+                .strict = q->strict, .window = q->window};
+    const int full = q->temporal || q->disjoint; /* the serial pass's full rows: time, trees */
     if (fs_i64vec_reserve(&s->rows, 2 * (size_t)n + 2) || fs_i64vec_reserve(&s->pk_off, (size_t)n + 1))
         return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld rows", (long long)n);
     int64_t bound = 0, max_deg = 0;
@@ -52,6 +68,12 @@ fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, in
         if (deg > max_deg) max_deg = deg;
     }
     p.row = s->rows.p, p.row_d0 = 0;
+    if (full) { /* this call's rule; no exclusions ever reach a shard */
+        s->disjoint = q->disjoint, s->temporal = q->temporal != FS_TEMPORAL_OFF, s->x.n = 0;
+        if (range_reserve(&s->pw, &p, n)) return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld rows",
+                                                          (long long)n);
+        if (p.temporal) fs_typed_eligible_ranges(&p, q->time, 0, n, &s->pw);
+    }
     if (fs_i64vec_reserve(&s->pk_src, (size_t)bound + 1) ||
         (q->want_edge_ids && fs_i64vec_reserve(&s->pk_eid, (size_t)bound + 1)) ||
         fs_typed_reserve_picks(&s->pw, max_deg > p.k ? max_deg : p.k))
@@ -61,7 +83,9 @@ fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, in
     off[0] = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t b = row_start(&p, i), *pos;
-        int64_t m = row_picks(s, &s->pw, &p, i, key[i], b, row_degree(&p, i), 0, NULL, &tag, &pos, 0);
+        int64_t m = full ? row_picks(s, &s->pw, &p, i, key[i], b, row_degree(&p, i), q->disjoint ? q->batch[i] : 0,
+                                     p.temporal ? s->pw.range.p + 2 * i : NULL, &tag, &pos, 1)
+                         : row_picks(s, &s->pw, &p, i, key[i], b, row_degree(&p, i), 0, NULL, &tag, &pos, 0);
         for (int64_t j = 0; j < m; j++, e++) {
             int64_t at = b + (pos ? pos[j] : j);
             src[e] = fs_typed_source(et, at);

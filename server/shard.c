@@ -42,6 +42,7 @@ struct fs_shard_ws {
     fs_typed_picks_t **ansp;      /* [held] pointers to them, for the merge */
     int *part_of;                 /* [n] each id's part */
     int64_t *rows, *keys, *start, *cursor;
+    int64_t *time, *batch;        /* a temporal or disjoint pass's, laid out as rows */
     size_t cap;
     fs_typed_picks_buf_t merged;
 };
@@ -159,7 +160,7 @@ void fs_shard_ws_destroy(fs_shard_ws_t *w)
     if (!w) return;
     for (int h = 0; h < w->num_samplers; h++) fs_typed_sampler_destroy(w->sampler[h]);
     free(w->sampler), free(w->ans), free(w->ansp);
-    free(w->part_of), free(w->rows), free(w->keys), free(w->start), free(w->cursor);
+    free(w->part_of), free(w->rows), free(w->keys), free(w->start), free(w->cursor), free(w->time), free(w->batch);
     fs_typed_picks_buf_free(&w->merged);
     free(w);
 }
@@ -179,7 +180,7 @@ static fs_status_t ws_reserve(fs_shard_ws_t *w, size_t n, int H, fs_error_t *err
     if (n > w->cap) {
         int *po = realloc(w->part_of, (n ? n : 1) * sizeof *po);
         if (po) w->part_of = po;
-        if (!po || grow(&w->rows, n) || grow(&w->keys, n))
+        if (!po || grow(&w->rows, n) || grow(&w->keys, n) || grow(&w->time, n) || grow(&w->batch, n))
             return fs_error(err, FS_ERR_NOMEM, "shard: out of memory for %zu ids", n);
         w->cap = n;
     }
@@ -219,8 +220,8 @@ static int find_part(const fs_shard_t *s, int t, int64_t x)
 /* Places every id: its part in part_of[i], and the groups' rows and keys
  * laid out part after part from start[part], each group in the request's
  * order. */
-static fs_status_t place_ids(const fs_shard_t *s, fs_shard_ws_t *w, int t, const int64_t *ids, int64_t n,
-                             fs_error_t *err)
+static fs_status_t place_ids(const fs_shard_t *s, fs_shard_ws_t *w, int t, const fs_typed_picks_req_t *q,
+                             const int64_t *ids, int64_t n, fs_error_t *err)
 {
     int H = s->num_held;
     for (int h = 0; h <= H; h++) w->start[h] = 0;
@@ -239,6 +240,8 @@ static fs_status_t place_ids(const fs_shard_t *s, fs_shard_ws_t *w, int t, const
         int64_t at = w->cursor[h]++, row = ids[i] - nt->first;
         w->rows[at] = row;
         w->keys[at] = nt->orig_ids ? nt->orig_ids[row] : ids[i];
+        if (q && q->time) w->time[at] = q->time[i];
+        if (q && q->batch) w->batch[at] = q->batch[i];
     }
     return FS_OK;
 }
@@ -251,10 +254,13 @@ fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: edge type %d of %d", q->etype, ds0->num_edge_types);
     int H = s->num_held, t = ds0->edge_types[q->etype].dst_type;
     fs_status_t st = ws_reserve(w, (size_t)n, H, err);
-    if (st == FS_OK) st = place_ids(s, w, t, ids, n, err);
+    if (st == FS_OK) st = place_ids(s, w, t, q, ids, n, err);
     for (int h = 0; st == FS_OK && h < H; h++) { /* each part's group through the engine */
         const held_t *hp = &s->held[h];
-        st = fs_typed_picks(w->sampler[h], &hp->g.view.etype[q->etype], hp->ds->node_types[t].count, q,
+        fs_typed_picks_req_t mine = *q; /* with the group's times and batches */
+        if (q->time) mine.time = w->time + w->start[h];
+        if (q->batch) mine.batch = w->batch + w->start[h];
+        st = fs_typed_picks(w->sampler[h], &hp->g.view.etype[q->etype], hp->ds->node_types[t].count, &mine,
                             w->rows + w->start[h], w->keys + w->start[h], w->start[h + 1] - w->start[h], &w->ans[h],
                             err);
     }

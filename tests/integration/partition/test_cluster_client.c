@@ -225,10 +225,28 @@ Test(cluster_client, typed_batches_bit_for_bit)
         tc_same_hetero_batch(a, b);
         fs_hetero_batch_free(a), fs_hetero_batch_free(b);
     }
-    fs_hetero_req_t timed = FS_HETERO_REQ_INIT; /* what remote edge types refuse: said so */
-    timed.num_hops = 2, timed.fanouts = fan, timed.num_fanouts = 4, timed.temporal = FS_TEMPORAL_UNIFORM;
+    int64_t times[] = {2000, 2010, 1995, 2025, 2020, 2001, 1999, 2010, 2030}; /* temporal, disjoint: the same */
+    groups[0].time = times;
+    for (int k = 0; k < 3; k++) {
+        fs_hetero_req_t req = FS_HETERO_REQ_INIT;
+        req.num_hops = 2, req.fanouts = fan, req.num_fanouts = 4, req.seed = 77u + (unsigned)k;
+        req.node_tables = tables, req.num_node_tables = 1, req.want_edge_ids = 1;
+        if (k == 0) req.disjoint = 1;
+        if (k == 1) req.temporal = FS_TEMPORAL_UNIFORM;
+        if (k == 2) req.temporal = FS_TEMPORAL_LAST, req.strict = 1, req.window = 10;
+        fs_hetero_batch_t *a, *b;
+        cr_assert_eq(fs_hetero_sample(one, groups, 1, &req, &a), FS_OK, "%s", fs_client_errstr(one));
+        cr_assert_eq(fs_hetero_sample(many, groups, 1, &req, &b), FS_OK, "case %d: %s", k, fs_client_errstr(many));
+        tc_same_hetero_batch(a, b);
+        fs_hetero_batch_free(a), fs_hetero_batch_free(b);
+    }
+    fs_link_req_t link = FS_LINK_REQ_INIT; /* what remote edge types refuse: said so */
+    link.src = "paper", link.rel = "cites", link.dst = "paper", link.count = 2, link.src_ids = papers,
+    link.dst_ids = papers + 2;
+    fs_hetero_req_t lreq = FS_HETERO_REQ_INIT;
+    lreq.num_hops = 2, lreq.fanouts = fan, lreq.num_fanouts = 4;
     fs_hetero_batch_t *x;
-    cr_assert_eq(fs_hetero_sample(many, groups, 1, &timed, &x), FS_ERR_UNSUPPORTED, "%s", fs_client_errstr(many));
+    cr_assert_eq(fs_link_sample(many, &link, &lreq, &x), FS_ERR_UNSUPPORTED, "%s", fs_client_errstr(many));
     fs_batch_t *y;
     fs_sample_req_t plain = {.struct_size = sizeof plain, .num_hops = 1, .fanout = {2}};
     cr_assert_eq(fs_sample(many, papers, 2, &plain, &y), FS_ERR_UNSUPPORTED);
