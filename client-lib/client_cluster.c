@@ -15,10 +15,10 @@
  * one a single server returns for the same request.
  *
  * Served: fs_sample, fs_gather, fs_sample_gather (one node and one edge
- * type), fs_hetero_sample (typed graphs too; plain passes: time and
- * disjoint trees are refused by the engine on remote edge types),
- * fs_split, fs_info and the streams made from them. Link batches are
- * refused with FS_ERR_UNSUPPORTED. */
+ * type), fs_hetero_sample (typed graphs too, disjoint and temporal passes;
+ * the seeds' times must be given: the nodes' timestamps are not read
+ * here), fs_split, fs_info and the streams made from them. Link batches
+ * (exclusions) are refused with FS_ERR_UNSUPPORTED. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
