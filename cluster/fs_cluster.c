@@ -46,8 +46,8 @@ static fs_status_t fetch_file(const fs_cluster_t *c, const char *name, int64_t m
 
 /* An int64 [n] .npy file's values: its header checked (little-endian int64,
  * C order, one dimension). */
-static fs_status_t npy_i64(const char *name, const char *data, int64_t len, const int64_t **vals, int64_t *n,
-                           fs_error_t *err)
+fs_status_t fs_cluster_npy_i64(const char *name, const char *data, int64_t len, const int64_t **vals, int64_t *n,
+                               fs_error_t *err)
 {
     if (len < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
         return fs_error(err, FS_ERR_FORMAT, "cluster: %s is not a .npy file", name);
@@ -209,7 +209,7 @@ static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_er
     const int64_t *map;
     fs_status_t st = fetch_file(c, file, 128 + 8 * (ty->count + 1), &data, &len, err);
     if (st != FS_OK) return st;
-    if ((st = npy_i64(file, data, len, &map, &n, err)) == FS_OK && n != ty->count)
+    if ((st = fs_cluster_npy_i64(file, data, len, &map, &n, err)) == FS_OK && n != ty->count)
         st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s maps %lld nodes, not %lld", c->name, file, (long long)n,
                       (long long)ty->count);
     size_t bytes = sizeof(int64_t) * (size_t)(n + 1);
@@ -255,7 +255,7 @@ static fs_status_t cache_type(fs_cluster_t *c, fs_cluster_conn_t *k, int t, size
     int64_t len, n;
     const int64_t *hot;
     fs_status_t st = fetch_file(c, ty->hot, 128 + 8 * (ty->count + 1), &data, &len, err);
-    if (st == FS_OK) st = npy_i64(ty->hot, data, len, &hot, &n, err);
+    if (st == FS_OK) st = fs_cluster_npy_i64(ty->hot, data, len, &hot, &n, err);
     if (st == FS_OK && (int64_t)(*budget / row) < n) n = (int64_t)(*budget / row);
     for (int64_t i = 0; st == FS_OK && i < n; i++)
         if (hot[i] < 0 || hot[i] >= ty->count)
@@ -357,6 +357,26 @@ fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_
     return FS_OK;
 }
 
+fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_map_t *map, fs_cluster_t **out,
+                                  fs_error_t *err)
+{
+    *out = NULL;
+    cluster_t *cc = calloc(1, sizeof *cc);
+    if (!cc) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    fs_cluster_t *c = &cc->pub;
+    atomic_init(&cc->refs, 1);
+    snprintf(c->name, sizeof c->name, "%s", map->name);
+    c->map = (fs_shard_map_t){.parts = map->parts}; /* the fields read_book compares, nothing to free */
+    memcpy(c->map.partitioning, map->partitioning, sizeof c->map.partitioning);
+    fs_status_t st = read_book(c, text, len, err);
+    if (st != FS_OK) {
+        cluster_free(c);
+        return st;
+    }
+    *out = c;
+    return FS_OK;
+}
+
 fs_cluster_t *fs_cluster_ref(fs_cluster_t *c)
 {
     atomic_fetch_add(&((cluster_t *)c)->refs, 1);
@@ -400,7 +420,7 @@ fs_status_t fs_cluster_split(const fs_cluster_t *c, int t, const char *name, int
         int64_t len;
         const int64_t *vals;
         fs_status_t st = fetch_file(c, ty->splits[i].file, 128 + 8 * (ty->count + 1), &data, &len, err);
-        if (st == FS_OK) st = npy_i64(ty->splits[i].file, data, len, &vals, n, err);
+        if (st == FS_OK) st = fs_cluster_npy_i64(ty->splits[i].file, data, len, &vals, n, err);
         if (st == FS_OK && !(*ids = malloc(sizeof **ids * (size_t)(*n + 1))))
             st = fs_error(err, FS_ERR_NOMEM, "out of memory");
         if (st == FS_OK) memmove(*ids, vals, sizeof **ids * (size_t)*n);

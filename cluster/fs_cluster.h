@@ -109,6 +109,15 @@ fs_status_t fs_cluster_to_global(const fs_cluster_t *c, int t, const int64_t *in
 /* Global ids to source ids, in place (every id valid: the engine's). */
 void fs_cluster_to_source(const fs_cluster_t *c, int t, int64_t *ids, int64_t n);
 
+/* The parsers of what a shard sends at open, for the fuzz harness
+ * (tests/fuzz/fuzz_book.c): a book's text against a map (a new cluster
+ * without node maps or cache; fs_cluster_unref frees it), and an int64 [n]
+ * .npy file's values (pointing into data). */
+fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_map_t *map, fs_cluster_t **out,
+                                  fs_error_t *err);
+fs_status_t fs_cluster_npy_i64(const char *name, const char *data, int64_t len, const int64_t **vals, int64_t *n,
+                               fs_error_t *err);
+
 /* One connection's shards and router. */
 typedef struct fs_cluster_conn fs_cluster_conn_t;
 
