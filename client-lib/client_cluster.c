@@ -53,6 +53,7 @@ typedef struct {
     fs_csr_view_t graph;              /* type 0's only edge type, its picks the shards' */
     fs_table_view_t *tables;          /* [type 0's tables], their rows the shards' */
     typed_t typed;
+    int64_t revision;                 /* the shard map's its shards were opened by */
     char key[FS_ADDR_HOST_MAX + FS_CLUSTER_NAME_MAX + 16]; /* the shared view's, for the cache */
 } cluster_t;
 
@@ -129,18 +130,26 @@ static void typed_free(typed_t *T)
     free(T->ds.node_types), free(T->ds.edge_types), free(T->graph.node_views), free(T->graph.edge_views);
     free(T->count), free(T->type_name), free(T->etype), free(T->etype_name);
     fs_typed_sampler_destroy(T->sampler);
+    memset(T, 0, sizeof *T);
+}
+
+/* What follows the cluster's view: the shards' connections, the views. */
+static void unbuild(cluster_t *K)
+{
+    typed_free(&K->typed);
+    fs_cluster_conn_close(K->conn);
+    free(K->tables);
+    K->conn = NULL, K->tables = NULL;
 }
 
 static void cluster_close(fs_client_t *c)
 {
     cluster_t *K = c->impl;
     if (!K) return;
-    typed_free(&K->typed);
-    fs_cluster_conn_close(K->conn);
+    unbuild(K);
     if (K->cl) shared_put(K->key, K->cl);
     fs_sampler_destroy(K->sampler);
     fs_pool_destroy(K->pool);
-    free(K->tables);
     free(K);
     c->impl = NULL;
 }
@@ -241,6 +250,36 @@ static fs_status_t make_typed(cluster_t *K, fs_error_t *err)
     return fs_typed_sampler_create(&T->sampler, err); /* one thread: a remote pass is one call per shard */
 }
 
+static fs_status_t build(cluster_t *K, fs_error_t *err)
+{
+    fs_status_t st = fs_cluster_conn_open(K->cl, &K->conn, err);
+    if (st == FS_OK) K->revision = fs_cluster_conn_revision(K->conn);
+    if (st == FS_OK) st = make_views(K, err);
+    return st == FS_OK ? make_typed(K, err) : st;
+}
+
+/* A shard said the map this connection routes by is stale: the map is read
+ * again (fs_cluster_remap: the view's one mutable part, so the process's
+ * other connections take it up when they hit it too) and the connection's
+ * shards and views are rebuilt on it. */
+static fs_status_t refresh(fs_client_t *c)
+{
+    cluster_t *K = c->impl;
+    fs_error_t err = {0};
+    fs_status_t st = fs_cluster_remap(K->cl, K->revision, &err);
+    if (st == FS_OK) {
+        unbuild(K);
+        st = build(K, &err);
+    }
+    return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
+}
+
+/* Whether a failed call was refused for a stale shard map (its shard's words). */
+static int stale(const fs_client_t *c, fs_status_t st)
+{
+    return st == FS_ERR_NOT_FOUND && strstr(c->errstr, "stale shard map") != NULL;
+}
+
 static const fs_transport_ops_t cluster_ops;
 
 fs_status_t fs_cluster_connect(fs_client_t *c, const fs_addr_t *a)
@@ -251,10 +290,8 @@ fs_status_t fs_cluster_connect(fs_client_t *c, const fs_addr_t *a)
     snprintf(K->key, sizeof K->key, "%s/%s", a->target, a->cluster);
     fs_limits_default(&K->limits);
     fs_status_t st = shared_get(a, K->key, 0, &K->cl, &err);
-    if (st == FS_OK) st = fs_cluster_conn_open(K->cl, &K->conn, &err);
     if (st == FS_OK) st = fs_pool_create(c->opts.threads, &K->pool, &err);
-    if (st == FS_OK) st = make_views(K, &err);
-    if (st == FS_OK) st = make_typed(K, &err);
+    if (st == FS_OK) st = build(K, &err);
     if (st == FS_OK) st = fs_sampler_create(&K->sampler, &err);
     c->impl = K;
     if (st != FS_OK) {
@@ -352,22 +389,31 @@ static fs_status_t run(fs_client_t *c, const int64_t *ids, int64_t n, const fs_s
     return FS_OK;
 }
 
+/* run, and once more on a fresh map when a shard said this one is stale */
+static fs_status_t run_current(fs_client_t *c, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
+                               const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
+{
+    fs_status_t st = run(c, ids, n, req, table, out_dtype, out);
+    if (stale(c, st) && refresh(c) == FS_OK) st = run(c, ids, n, req, table, out_dtype, out);
+    return st;
+}
+
 static fs_status_t cluster_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                   fs_batch_t **out)
 {
-    return run(c, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
+    return run_current(c, seeds, n, req, NULL, FS_DTYPE_INVALID, out);
 }
 
 static fs_status_t cluster_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t dt,
                                   fs_batch_t **out)
 {
-    return run(c, ids, n, NULL, table, dt, out);
+    return run_current(c, ids, n, NULL, table, dt, out);
 }
 
 static fs_status_t cluster_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                          const char *table, fs_dtype_t dt, fs_batch_t **out)
 {
-    return run(c, seeds, n, req, table, dt, out);
+    return run_current(c, seeds, n, req, table, dt, out);
 }
 
 static void release_hetero(fs_hetero_priv_t *p)
@@ -405,8 +451,8 @@ static fs_status_t map_groups(const fs_cluster_t *cl, const fs_hetero_seeds_t *g
 
 /* A typed batch through the executor on the shards' views, into the heap,
  * its nodes then mapped back to the trainer's ids in place. */
-static fs_status_t cluster_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
-                                  const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out)
+static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
+                          const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out)
 {
     cluster_t *K = c->impl;
     if (link)
@@ -443,6 +489,14 @@ static fs_status_t cluster_hetero(fs_client_t *c, const fs_hetero_seeds_t *group
                             .region_len = into.cap};
     *out = &b->pub;
     return FS_OK;
+}
+
+static fs_status_t cluster_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
+                                  const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out)
+{
+    fs_status_t st = hetero(c, groups, num_groups, link, req, out);
+    if (stale(c, st) && refresh(c) == FS_OK) st = hetero(c, groups, num_groups, link, req, out);
+    return st;
 }
 
 /* ---- splits, info, stats -------------------------------------------------------------- */
@@ -542,16 +596,24 @@ static fs_status_t cluster_info(fs_client_t *c, fs_info_t **out)
 static fs_status_t cluster_stats(fs_client_t *c, char **text)
 {
     cluster_t *K = c->impl;
-    const fs_shard_map_t *m = &K->cl->map;
-    size_t cap = 256 + (size_t)m->num_shards * 320;
-    char *s = malloc(cap);
-    if (!s) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    fs_shard_map_t m;
+    fs_error_t err = {0};
+    pthread_mutex_lock(&K->cl->map_lock);
+    fs_status_t st = fs_shard_map_copy(&K->cl->map, &m, &err);
+    pthread_mutex_unlock(&K->cl->map_lock);
+    size_t cap = 256 + (size_t)m.num_shards * 320;
+    char *s = st == FS_OK ? malloc(cap) : NULL;
+    if (!s) {
+        fs_shard_map_free(&m);
+        return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    }
     size_t at = (size_t)snprintf(s, cap, "# featstore cluster %s: partitioning %s, %d parts, %d shards, map revision "
-                                 "%lld\n", K->cl->name, K->cl->partitioning, m->parts, m->num_shards,
-                                 (long long)m->revision);
-    for (int k = 0; k < m->num_shards && at < cap; k++)
+                                 "%lld\n", K->cl->name, K->cl->partitioning, m.parts, m.num_shards,
+                                 (long long)m.revision);
+    for (int k = 0; k < m.num_shards && at < cap; k++)
         at += (size_t)snprintf(s + at, cap - at, "featstore_cluster_shard{shard=\"%d\",grpc=\"%s\"} 1\n",
-                               m->shard[k].id, m->shard[k].grpc);
+                               m.shard[k].id, m.shard[k].grpc);
+    fs_shard_map_free(&m);
     *text = s;
     return FS_OK;
 }

@@ -31,9 +31,15 @@ static fs_status_t fetch_file(const fs_cluster_t *c, const char *name, int64_t m
                               fs_error_t *err)
 {
     fs_status_t st = fs_error(err, FS_ERR_UNAVAILABLE, "cluster %s: its map names no shard", c->name);
-    for (int k = 0; k < c->map.num_shards; k++) {
+    for (int k = 0;; k++) {
+        char addr[FS_CLUSTER_ADDR_MAX + 1];
+        pthread_mutex_lock((pthread_mutex_t *)&c->map_lock);
+        int have = k < c->map.num_shards;
+        if (have) snprintf(addr, sizeof addr, "%s", c->map.shard[k].grpc);
+        pthread_mutex_unlock((pthread_mutex_t *)&c->map_lock);
+        if (!have) break;
         fs_shard_client_t *sc;
-        st = fs_shard_client_open(c->map.shard[k].grpc, c->timeout_ms, &sc, err);
+        st = fs_shard_client_open(addr, c->timeout_ms, &sc, err);
         if (st == FS_OK) st = fs_shard_client_file(sc, name, max, data, len, err);
         if (st == FS_OK || st != FS_ERR_UNAVAILABLE) { /* a shard that answered is the answer */
             fs_shard_client_close(sc);
@@ -307,6 +313,7 @@ static void cluster_free(fs_cluster_t *c)
     }
     free(c->types), free(c->etypes);
     fs_shard_map_free(&c->map);
+    pthread_mutex_destroy(&c->map_lock);
     free(c);
 }
 
@@ -330,6 +337,7 @@ fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_
     if (!cc) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     fs_cluster_t *c = &cc->pub; /* first member: frees as cc */
     atomic_init(&cc->refs, 1);
+    pthread_mutex_init(&c->map_lock, NULL);
     snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     snprintf(c->name, sizeof c->name, "%s", name);
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : FS_CLUSTER_DEFAULT_TIMEOUT_MS;
@@ -365,6 +373,7 @@ fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_m
     if (!cc) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     fs_cluster_t *c = &cc->pub;
     atomic_init(&cc->refs, 1);
+    pthread_mutex_init(&c->map_lock, NULL);
     snprintf(c->name, sizeof c->name, "%s", map->name);
     c->map = (fs_shard_map_t){.parts = map->parts}; /* the fields read_book compares, nothing to free */
     memcpy(c->map.partitioning, map->partitioning, sizeof c->map.partitioning);
@@ -375,6 +384,32 @@ fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_m
     }
     *out = c;
     return FS_OK;
+}
+
+fs_status_t fs_cluster_remap(fs_cluster_t *c, int64_t seen, fs_error_t *err)
+{
+    fs_etcd_t *e = NULL;
+    fs_shard_map_t m;
+    memset(&m, 0, sizeof m);
+    fs_status_t st = fs_etcd_open(c->endpoint, c->timeout_ms, &e, err);
+    if (st == FS_OK) st = fs_cluster_read_map(e, c->name, &m, err);
+    fs_etcd_close(e);
+    if (st == FS_OK && (strcmp(m.partitioning, c->partitioning) != 0 || m.parts != c->parts))
+        st = fs_error(err, FS_ERR_FORMAT, "cluster %s now serves partitioning %s of %d parts, not %s of %d: connect "
+                      "again", c->name, m.partitioning, m.parts, c->partitioning, c->parts);
+    if (st == FS_OK && m.revision < seen)
+        st = fs_error(err, FS_ERR_FORMAT, "cluster %s: the shard map's revision went backwards (%lld after %lld)",
+                      c->name, (long long)m.revision, (long long)seen);
+    pthread_mutex_lock(&c->map_lock);
+    if (st == FS_OK && m.revision > c->map.revision) { /* else another connection read it already */
+        fs_shard_map_t old = c->map;
+        c->map = m;
+        m = old;
+    }
+    if (st == FS_OK) st = check_map(c, err);
+    pthread_mutex_unlock(&c->map_lock);
+    fs_shard_map_free(&m);
+    return st;
 }
 
 fs_cluster_t *fs_cluster_ref(fs_cluster_t *c)
@@ -439,6 +474,7 @@ typedef struct {
 
 struct fs_cluster_conn {
     fs_cluster_t *c;
+    fs_shard_map_t map;          /* the view's map when this connection opened */
     fs_shard_client_t **shards;  /* [num_shards] */
     fs_router_t *router;
     fs_typed_remote_t picks;
@@ -501,7 +537,8 @@ static fs_status_t table_rows(void *ctx, const int64_t *ids, int64_t n, void *ou
 void fs_cluster_conn_close(fs_cluster_conn_t *k)
 {
     if (!k) return;
-    for (int s = 0; k->shards && s < k->c->map.num_shards; s++) fs_shard_client_close(k->shards[s]);
+    for (int s = 0; k->shards && s < k->map.num_shards; s++) fs_shard_client_close(k->shards[s]);
+    fs_shard_map_free(&k->map);
     for (int t = 0; k->tables && t < k->c->num_types; t++) free(k->tables[t]), free(k->table_ctx[t]);
     free(k->tables), free(k->table_ctx), free(k->shards), free(k->miss), free(k->miss_at), free(k->rows);
     fs_router_destroy(k->router);
@@ -514,18 +551,23 @@ static fs_status_t make_router(fs_cluster_conn_t *k, fs_error_t *err)
     const fs_cluster_t *c = k->c;
     const int64_t **first = calloc((size_t)c->num_types, sizeof *first);
     int *etype_dst = calloc((size_t)c->num_etypes + 1, sizeof *etype_dst);
-    if (!first || !etype_dst) {
-        free(first), free(etype_dst);
+    int *owner = malloc(sizeof *owner * (size_t)(k->map.parts + 1)); /* the map names shards by id, the router by index */
+    if (!first || !etype_dst || !owner) {
+        free(first), free(etype_dst), free(owner);
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    }
+    for (int p = 0; p < k->map.parts; p++) {
+        const fs_shard_addr_t *a = fs_shard_map_owner(&k->map, p);
+        owner[p] = a ? (int)(a - k->map.shard) : -1;
     }
     for (int t = 0; t < c->num_types; t++) first[t] = c->types[t].first;
     for (int e = 0; e < c->num_etypes; e++) etype_dst[e] = c->etypes[e].dst_type;
     fs_route_map_t m = {.num_node_types = c->num_types, .first = (const int64_t *const *)first, .parts = c->parts,
-                        .owner = c->map.owner, .num_shards = c->map.num_shards, .num_edge_types = c->num_etypes,
+                        .owner = owner, .num_shards = k->map.num_shards, .num_edge_types = c->num_etypes,
                         .etype_dst = etype_dst};
     fs_route_transport_t tr = {.picks = shard_picks, .rows = shard_rows, .ctx = k};
     fs_status_t st = fs_router_create(&m, &tr, &k->router, err);
-    free(first), free(etype_dst);
+    free(first), free(etype_dst), free(owner);
     return st;
 }
 
@@ -535,12 +577,20 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_er
     fs_cluster_conn_t *k = calloc(1, sizeof *k);
     if (!k) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     k->c = fs_cluster_ref(c);
-    k->shards = calloc((size_t)c->map.num_shards, sizeof *k->shards);
+    pthread_mutex_lock(&c->map_lock); /* the map as it is now: its shards, owners and revision */
+    fs_status_t mst = fs_shard_map_copy(&c->map, &k->map, err);
+    pthread_mutex_unlock(&c->map_lock);
+    if (mst != FS_OK) {
+        fs_cluster_conn_close(k);
+        return mst;
+    }
+    k->shards = calloc((size_t)k->map.num_shards, sizeof *k->shards);
     k->tables = calloc((size_t)c->num_types, sizeof *k->tables);
     k->table_ctx = calloc((size_t)c->num_types, sizeof *k->table_ctx);
     fs_status_t st = k->shards && k->tables && k->table_ctx ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
-    for (int s = 0; st == FS_OK && s < c->map.num_shards; s++)
-        st = fs_shard_client_open(c->map.shard[s].grpc, c->timeout_ms, &k->shards[s], err);
+    for (int s = 0; st == FS_OK && s < k->map.num_shards; s++)
+        if ((st = fs_shard_client_open(k->map.shard[s].grpc, c->timeout_ms, &k->shards[s], err)) == FS_OK)
+            fs_shard_client_set_revision(k->shards[s], k->map.revision);
     for (int t = 0; st == FS_OK && t < c->num_types; t++) {
         int n = c->types[t].num_tables;
         k->tables[t] = calloc((size_t)n + 1, sizeof **k->tables);
@@ -559,6 +609,11 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_er
     k->picks = (fs_typed_remote_t){.picks = fs_router_picks, .ctx = k->router};
     *out = k;
     return FS_OK;
+}
+
+int64_t fs_cluster_conn_revision(const fs_cluster_conn_t *k)
+{
+    return k->map.revision;
 }
 
 fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k)

@@ -22,11 +22,17 @@
  * A connection's own part is fs_cluster_conn_t: a gRPC connection per
  * shard and the router over them (fs_route.h), one call at a time.
  *
+ * The view is immutable once open but for its shard map, which
+ * fs_cluster_remap replaces under map_lock when a shard says it is stale;
+ * a connection copies what it needs of the map when it opens.
+ *
  * Every remote call has the given deadline; a shard map naming no shard,
  * a part no shard holds, or a book that contradicts the map (another
  * partitioning, another number of parts) is an error naming it. */
 #ifndef FS_CLUSTER_H
 #define FS_CLUSTER_H
+
+#include <pthread.h>
 
 #include "fs_gather.h"
 #include "fs_route.h"
@@ -80,7 +86,8 @@ typedef struct {
 typedef struct fs_cluster {
     char endpoint[256], name[64];   /* etcd's host:port, the cluster's name */
     int timeout_ms;
-    fs_shard_map_t map;
+    fs_shard_map_t map;             /* the one part that changes (fs_cluster_remap): read under map_lock */
+    pthread_mutex_t map_lock;
     char dataset[128], partitioning[32];
     int parts;
     int num_types, num_etypes;
@@ -95,6 +102,13 @@ fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_
                             fs_error_t *err);
 fs_cluster_t *fs_cluster_ref(fs_cluster_t *c);
 void fs_cluster_unref(fs_cluster_t *c);
+
+/* The map read again, after a shard refused a call routed by revision
+ * `seen` as stale: kept when etcd's is newer than `seen` (another
+ * connection may have read it already). FS_ERR_FORMAT when the cluster now
+ * serves another partitioning (reconnect), or when the map's revision went
+ * backwards; a part without a shard is FS_ERR_UNAVAILABLE naming it. */
+fs_status_t fs_cluster_remap(fs_cluster_t *c, int64_t seen, fs_error_t *err);
 
 /* A split of node type t as the source orders it (source ids), fetched
  * from a shard: *ids is the caller's to free(). FS_ERR_NOT_FOUND naming
@@ -124,6 +138,7 @@ typedef struct fs_cluster_conn fs_cluster_conn_t;
 fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_error_t *err);
 void fs_cluster_conn_close(fs_cluster_conn_t *k);
 fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k);
+int64_t fs_cluster_conn_revision(const fs_cluster_conn_t *k); /* the map revision it routes by */
 
 /* The remote hooks of a connection's views: edge type e's picks
  * (fs_typed_remote_t, for fs_csr_view_t.remote or fs_typed_etype_t.remote)

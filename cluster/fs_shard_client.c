@@ -15,6 +15,7 @@ struct fs_shard_client {
     char addr[256];
     char who[272];
     int timeout_ms;
+    int64_t revision;
     grpc_channel *channel;
     grpc_completion_queue *cq;
     fs_wire_buf_t off, src, eid;  /* the last answer's arrays */
@@ -38,6 +39,11 @@ fs_status_t fs_shard_client_open(const char *addr, int timeout_ms, fs_shard_clie
     }
     *out = c;
     return FS_OK;
+}
+
+void fs_shard_client_set_revision(fs_shard_client_t *c, int64_t revision)
+{
+    c->revision = revision;
 }
 
 void fs_shard_client_close(fs_shard_client_t *c)
@@ -76,7 +82,7 @@ fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req
     featstore_v1_ShardPicksRequest req = {.api_version = FS_WIRE_API_VERSION_TYPED, .hop = q->hop,
                                           .edge_type = q->etype, .fanout = q->fanout,
                                           .mode = (featstore_v1_SampleMode)q->mode, .seed = q->seed,
-                                          .want_edge_ids = q->want_edge_ids != 0};
+                                          .want_edge_ids = q->want_edge_ids != 0, .map_revision = c->revision};
     fs_wire_bytes_t idb, tb, bb;
     fs_wire_set_bytes(&req.ids, &idb, ids, (size_t)n * sizeof *ids);
     req.temporal = (featstore_v1_Temporal)q->temporal, req.strict = q->strict != 0, req.window = q->window;
@@ -98,7 +104,8 @@ fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req
 fs_status_t fs_shard_client_rows(fs_shard_client_t *c, int t, const char *table, const int64_t *ids, int64_t n,
                                  size_t row_bytes, void *out, fs_error_t *err)
 {
-    featstore_v1_ShardRowsRequest req = {.api_version = FS_WIRE_API_VERSION_TYPED, .node_type = t};
+    featstore_v1_ShardRowsRequest req = {.api_version = FS_WIRE_API_VERSION_TYPED, .node_type = t,
+                                         .map_revision = c->revision};
     if (strlen(table) >= sizeof req.table)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: ShardRows: table name '%s' too long", c->who, table);
     snprintf(req.table, sizeof req.table, "%s", table);

@@ -26,6 +26,10 @@ typedef struct fs_shard_client fs_shard_client_t;
 fs_status_t fs_shard_client_open(const char *addr, int timeout_ms, fs_shard_client_t **out, fs_error_t *err);
 void fs_shard_client_close(fs_shard_client_t *c);
 
+/* The shard map revision every call carries from now on (0: none): a shard
+ * holding a newer map refuses the call as stale (FS_ERR_NOT_FOUND). */
+void fs_shard_client_set_revision(fs_shard_client_t *c, int64_t revision);
+
 fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
                                   fs_typed_picks_t *out, fs_error_t *err);
 

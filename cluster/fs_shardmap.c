@@ -339,6 +339,21 @@ fs_status_t fs_shard_map_parse(const char *json, size_t len, fs_shard_map_t *out
     return st;
 }
 
+fs_status_t fs_shard_map_copy(const fs_shard_map_t *m, fs_shard_map_t *out, fs_error_t *err)
+{
+    *out = *m;
+    out->owner = malloc(sizeof *out->owner * (size_t)(m->parts + 1));
+    out->shard = malloc(sizeof *out->shard * (size_t)(m->num_shards + 1));
+    if (!out->owner || !out->shard) {
+        free(out->owner), free(out->shard);
+        memset(out, 0, sizeof *out);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory copying the shard map");
+    }
+    memcpy(out->owner, m->owner, sizeof *out->owner * (size_t)m->parts);
+    memcpy(out->shard, m->shard, sizeof *out->shard * (size_t)m->num_shards);
+    return FS_OK;
+}
+
 void fs_shard_map_free(fs_shard_map_t *m)
 {
     free(m->owner);

@@ -96,6 +96,8 @@ char *fs_shard_map_format(const fs_shard_map_t *m);
 /* Parses a map (its revision left 0: the caller sets etcd's). */
 fs_status_t fs_shard_map_parse(const char *json, size_t len, fs_shard_map_t *out, fs_error_t *err);
 void fs_shard_map_free(fs_shard_map_t *m);
+/* A copy of m with arrays of its own (fs_shard_map_free frees it). */
+fs_status_t fs_shard_map_copy(const fs_shard_map_t *m, fs_shard_map_t *out, fs_error_t *err);
 /* Whether two maps say the same thing (revisions aside). */
 int fs_shard_map_same(const fs_shard_map_t *a, const fs_shard_map_t *b);
 /* The shard owning part p, or NULL when none does (or p is out of range). */

@@ -63,6 +63,7 @@ struct fs_grpc_server {
     fs_engine_t *engine;                /* NULL on a shard server, */
     const fs_shard_t *shard;            /* which answers the Shard* methods from its parts (else NULL) */
     fs_limits_t limits;                 /* the server's (a copy) */
+    int64_t map_revision;               /* a shard's (fs_grpc_server_set_map_revision; atomic), or 0 */
     fs_metrics_t *metrics;
     int num_workers;
     worker_t *workers;

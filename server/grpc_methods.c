@@ -361,6 +361,17 @@ static fs_status_t do_stream(call_t *c, int *streaming)
     return st == FS_END ? FS_OK : st; /* resumed at the end: no batch */
 }
 
+/* A Shard* request routed by an older map than this shard holds: the
+ * caller is told, and fetches the map again (a part may have moved). */
+static fs_status_t check_revision(call_t *c, int64_t theirs)
+{
+    int64_t mine = __atomic_load_n(&c->srv->map_revision, __ATOMIC_RELAXED);
+    if (theirs > 0 && mine > theirs)
+        return fs_error(&c->err, FS_ERR_NOT_FOUND, "stale shard map: the request was routed by revision %lld, this "
+                        "shard holds revision %lld: fetch the map again", (long long)theirs, (long long)mine);
+    return FS_OK;
+}
+
 /* Owner-routed sampling's shard side: the picks of the given destinations,
  * answered from the shard's parts (server/shard.h). */
 static fs_status_t do_shard_picks(call_t *c, int *streaming)
@@ -375,6 +386,7 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
     int64_t n = 0, nt = 0, nb = 0;
     fs_status_t st = decode_request(c, featstore_v1_ShardPicksRequest_fields, &req, "ShardPicksRequest");
     if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardPicks");
+    if (st == FS_OK) st = check_revision(c, req.map_revision);
     if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &ids, &n, &c->err);
     if (st == FS_OK && time_buf.len) st = fs_wire_int64s(&time_buf, "time", &time, &nt, &c->err);
     if (st == FS_OK && batch_buf.len) st = fs_wire_int64s(&batch_buf, "batch", &batch, &nb, &c->err);
@@ -416,6 +428,7 @@ static fs_status_t do_shard_rows(call_t *c, int *streaming)
     void *rows = NULL;
     fs_status_t st = decode_request(c, featstore_v1_ShardRowsRequest_fields, &req, "ShardRowsRequest");
     if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardRows");
+    if (st == FS_OK) st = check_revision(c, req.map_revision);
     if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &ids, &n, &c->err);
     if (st == FS_OK) st = fs_shard_table(c->srv->shard, req.node_type, req.table, &row_bytes, &c->err);
     if (st == FS_OK) st = fs_limits_check(&c->srv->limits, n, NULL, row_bytes, &c->err);

@@ -779,6 +779,11 @@ fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_me
     return start_answering(s, metrics, err);
 }
 
+void fs_grpc_server_set_map_revision(fs_grpc_server_t *s, int64_t revision)
+{
+    __atomic_store_n(&s->map_revision, revision, __ATOMIC_RELAXED);
+}
+
 fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_metrics_t *metrics,
                                        fs_error_t *err)
 {

@@ -74,6 +74,11 @@ fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_me
 
 /* Answers ShardPicks from a shard's parts instead, and nothing else (a
  * shard server: server/shard.h); borrowed like an engine. */
+/* A shard's map revision, as its membership holds it now (any thread):
+ * Shard* requests routed by an older map are refused (NOT_FOUND, "stale
+ * shard map") so that the caller fetches the map again. 0: none. */
+void fs_grpc_server_set_map_revision(fs_grpc_server_t *s, int64_t revision);
+
 fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_metrics_t *metrics,
                                        fs_error_t *err);
 /* fs_grpc_server_listen with the engine's limits, then fs_grpc_server_serve. */

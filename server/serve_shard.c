@@ -10,9 +10,11 @@
  * and leaves the map when it stops. */
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs_addr.h"
@@ -126,7 +128,11 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     printf("READY unix=- grpc=%s metrics=0\n", addr);
     fflush(stdout);
     int sig = 0;
-    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+    for (;;) { /* the map's revision passed on to the workers every 100 ms, until a signal to stop */
+        if (member) fs_grpc_server_set_map_revision(grpc, fs_member_revision(member));
+        struct timespec tick = {0, 100 * 1000 * 1000};
+        sig = sigtimedwait(&sigs, NULL, &tick);
+        if (sig > 0 && sig != SIGHUP) break;
     }
     fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     fs_member_leave(member); /* out of the map first, then stop answering */

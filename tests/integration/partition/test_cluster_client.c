@@ -8,7 +8,9 @@
  * splits come back equal from all three (the hot rows from the trainer's
  * cache, and with no cache); bad ids and tables are refused
  * with their errors; a killed shard fails calls within the deadline, and
- * a cluster that is not there fails the connect. Skipped (77) without etcd. */
+ * a cluster that is not there fails the connect. When parts move to a new
+ * shard, a trainer told its map is stale reads it again and goes on with
+ * the same batches. Skipped (77) without etcd. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "client_checks.h"
+#include "fs_member.h"
 #include "featstore/client.h"
 #include "test_etcd.h"
 #include "test_util.h"
@@ -254,6 +257,59 @@ Test(cluster_client, typed_batches_bit_for_bit)
     fs_close(one), fs_close(many);
     for (int k = 0; k < 3; k++) stop(&s[k], SIGTERM);
     tu_serve_stop(&whole, SIGTERM);
+}
+
+/* Waits (up to 10 s) until cluster `name`'s map gives part `part` to shard `owner`. */
+static void wait_owner(const char *name, int part, int owner)
+{
+    fs_etcd_t *e;
+    fs_error_t err;
+    cr_assert_eq(fs_etcd_open(etcd.endpoint, 2000, &e, &err), FS_OK, "%s", err.msg);
+    for (int i = 0;; i++) {
+        fs_shard_map_t m;
+        int now = -2;
+        if (fs_cluster_read_map(e, name, &m, &err) == FS_OK) now = m.owner[part], fs_shard_map_free(&m);
+        if (now == owner) break;
+        cr_assert_lt(i, 100, "part %d's owner is %d, not %d", part, now, owner);
+        usleep(100 * 1000);
+    }
+    fs_etcd_close(e);
+}
+
+Test(cluster_client, a_moved_part_is_followed)
+{
+    char g[PATH_MAX], root[PATH_MAX];
+    snprintf(g, sizeof g, "%s/m", dir), snprintf(root, sizeof root, "%s/m.parts", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 4 --out %s", tu_bin(), g, root), 0);
+    proc_t a, b, c;
+    shard(&a, root, "moving", "0,1", 0), shard(&b, root, "moving", "2,3", 1);
+    fs_client_t *t = connect_to("etcd://%s/moving", etcd.endpoint);
+    int64_t seeds[64];
+    for (int i = 0; i < 64; i++) seeds[i] = (i * 131) % 512;
+    fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = 2, .fanout = {4, 3}, .seed = 5};
+    fs_batch_t *before, *after;
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &before), FS_OK, "%s",
+                 fs_client_errstr(t));
+    char *text;
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    long long rev0 = atoll(strstr(text, "map revision ") + 13);
+    fs_stats_free(text);
+    stop(&b, SIGTERM); /* parts 2 and 3 move to a new shard, at another address */
+    shard(&c, root, "moving", "2,3", 2);
+    wait_owner("moving", 2, 2);
+    usleep(2500 * 1000); /* shard 0's membership takes the new map within a third of its lease */
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &after), FS_OK, "%s",
+                 fs_client_errstr(t));
+    same_batch(before, after, "after the move");
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    long long rev1 = atoll(strstr(text, "map revision ") + 13);
+    cr_assert(strstr(text, "shard=\"2\""), "%s", text);
+    fs_stats_free(text);
+    cr_assert_gt(rev1, rev0, "the connection follows the new map");
+    fs_batch_free(before), fs_batch_free(after);
+    fs_close(t);
+    stop(&a, SIGTERM), stop(&c, SIGTERM);
 }
 
 Test(cluster_client, no_cluster_no_connection)
