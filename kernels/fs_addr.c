@@ -287,14 +287,16 @@ static fs_status_t grpc_target(const ctx_t *c, const char *rest, fs_addr_t *out)
 fs_status_t fs_cluster_name_check(const char *name, fs_error_t *err)
 {
     size_t n = name ? strlen(name) : 0;
+    char sh[96]; /* the name as given, escaped and cut for the message */
+    shown(name ? name : "", n, sh, sizeof sh);
     if (n == 0 || n > FS_CLUSTER_NAME_MAX)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster name '%s': 1 to %d characters", name ? name : "",
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster name '%s': 1 to %d characters", sh,
                         FS_CLUSTER_NAME_MAX);
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
             return fs_error(err, FS_ERR_INVALID_ARGUMENT,
-                            "cluster name '%s': character %zu is not a letter, digit, '_' or '-'", name, i + 1);
+                            "cluster name '%s': character %zu is not a letter, digit, '_' or '-'", sh, i + 1);
     }
     return FS_OK;
 }

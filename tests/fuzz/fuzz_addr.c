@@ -4,6 +4,8 @@
  *
  * Byte 0 % 3 picks the entry point: 0 fs_addr_listen, 1 fs_addr_socket,
  * 2 fs_addr_uri; the rest is the text (cut at its first NUL, as C reads it).
+ * An accepted etcd:// URI has etcd's host and port as above and a valid
+ * cluster name, and is made again from them to the same.
  * Beyond "no crash": an accepted TCP address has a host of its kind (a name
  * of letters, digits, '-' and '.'; a dotted quad; an IPv6 address that
  * inet_pton reads) and a port in range (0 only for a server), and its
@@ -66,6 +68,22 @@ static void check_tcp(const fs_addr_t *a, int server)
                strcmp(b.target, a->target) == 0, "'%s' parses back to another address", again);
 }
 
+/* An etcd:// cluster: etcd's host and port as a client URI's, a valid
+ * name, and the URI made again from them parses to the same. */
+static void check_cluster(const fs_addr_t *a)
+{
+    fs_error_t err = {0};
+    FUZZ_CHECK(a->port >= 1 && a->port <= 65535, "port %d", a->port);
+    check_host(a);
+    FUZZ_CHECK(fs_cluster_name_check(a->cluster, &err) == FS_OK, "cluster name '%s': %s", a->cluster, err.msg);
+    char again[sizeof a->target + sizeof a->cluster + 16];
+    snprintf(again, sizeof again, "etcd://%s/%s", a->target, a->cluster);
+    fs_addr_t b;
+    FUZZ_CHECK(fs_addr_uri(again, &b, &err) == FS_OK, "'%s' does not parse back: %s", again, err.msg);
+    FUZZ_CHECK(b.kind == FS_ADDR_CLUSTER && b.port == a->port && strcmp(b.host, a->host) == 0 &&
+               strcmp(b.cluster, a->cluster) == 0, "'%s' parses back to another address", again);
+}
+
 static void check_unix(const fs_addr_t *a, const char *text)
 {
     size_t n = strlen(a->path), t = strlen(text);
@@ -90,7 +108,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                   : fs_addr_uri(text, &a, &err);
     if (st != FS_OK) check_refusal(st, &err, what[which]);
     else if (a.kind == FS_ADDR_UNIX) check_unix(&a, text);
+    else if (a.kind == FS_ADDR_CLUSTER) check_cluster(&a);
     else check_tcp(&a, which == 0);
+    FUZZ_CHECK(st != FS_OK || which == 2 || a.kind != FS_ADDR_CLUSTER, "a server address gave a cluster");
     FUZZ_CHECK(st != FS_OK || which != 1 || a.kind == FS_ADDR_UNIX, "--socket gave a TCP address");
     free(text);
     return 0;
