@@ -17,8 +17,8 @@
  * Served: fs_sample, fs_gather, fs_sample_gather (one node and one edge
  * type), fs_hetero_sample (typed graphs too, disjoint and temporal passes;
  * the seeds' times must be given: the nodes' timestamps are not read
- * here), fs_split, fs_info and the streams made from them. Link batches
- * (exclusions) are refused with FS_ERR_UNSUPPORTED. */
+ * here), fs_link_sample (its seed edges mapped too; uniform negatives),
+ * fs_split (link splits too), fs_info and the streams made from them. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +41,7 @@ typedef struct {
     const char **type_name;
     fs_typed_etype_t *etype;
     char (*etype_name)[3 * FS_TYPE_NAME_MAX + 8];
+    const int64_t **draw_map;
     fs_typed_sampler_t *sampler;
 } typed_t;
 
@@ -128,7 +129,7 @@ static void typed_free(typed_t *T)
     for (int t = 0; T->graph.node_views && t < T->ds.num_node_types; t++) free(T->graph.node_views[t]);
     for (int e = 0; T->graph.edge_views && e < T->ds.num_edge_types; e++) free(T->graph.edge_views[e]);
     free(T->ds.node_types), free(T->ds.edge_types), free(T->graph.node_views), free(T->graph.edge_views);
-    free(T->count), free(T->type_name), free(T->etype), free(T->etype_name);
+    free(T->count), free(T->type_name), free(T->etype), free(T->etype_name), free(T->draw_map);
     fs_typed_sampler_destroy(T->sampler);
     memset(T, 0, sizeof *T);
 }
@@ -242,11 +243,15 @@ static fs_status_t make_typed(cluster_t *K, fs_error_t *err)
             return fs_error(err, FS_ERR_NOMEM, "out of memory");
         snprintf(T->etype_name[e], sizeof T->etype_name[e], "(%s, %s, %s)", ce->src, ce->rel, ce->dst);
         T->etype[e] = (fs_typed_etype_t){.src_type = ce->src_type, .dst_type = ce->dst_type, .name = T->etype_name[e],
-                                         .num_edges = ce->num_edges, .index_dtype = FS_DTYPE_I64, .reverse = -1,
-                                         .remote = fs_cluster_conn_picks(K->conn)};
+                                         .num_edges = ce->num_edges, .index_dtype = FS_DTYPE_I64,
+                                         .reverse = ce->reverse, .remote = fs_cluster_conn_picks(K->conn)};
+        x->reverse = ce->reverse;
     }
+    if (!(T->draw_map = calloc((size_t)N, sizeof *T->draw_map))) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (int t = 0; t < N; t++) T->draw_map[t] = cl->types[t].global_of; /* negatives drawn in the trainer's ids */
     T->graph.graph.view = (fs_typed_view_t){.num_node_types = N, .count = T->count, .type_name = T->type_name,
-                                            .num_edge_types = E, .etype = T->etype};
+                                            .num_edge_types = E, .etype = T->etype,
+                                            .draw_map = (const int64_t *const *)T->draw_map};
     return fs_typed_sampler_create(&T->sampler, err); /* one thread: a remote pass is one call per shard */
 }
 
@@ -449,29 +454,51 @@ static fs_status_t map_groups(const fs_cluster_t *cl, const fs_hetero_seeds_t *g
     return FS_OK;
 }
 
+/* A link request with its seed edges' ids as global ids (ids: room for
+ * 2 x count); an unknown edge type is left for the executor to name. */
+static fs_status_t map_link(const fs_cluster_t *cl, const fs_link_req_t *in, fs_link_req_t *out, int64_t *ids,
+                            fs_error_t *err)
+{
+    *out = *in;
+    int e = -1;
+    for (int i = 0; in->src && in->rel && in->dst && i < cl->num_etypes; i++)
+        if (!strcmp(cl->etypes[i].src, in->src) && !strcmp(cl->etypes[i].rel, in->rel) &&
+            !strcmp(cl->etypes[i].dst, in->dst))
+            e = i;
+    if (e < 0 || in->count <= 0 || !in->src_ids || !in->dst_ids) return FS_OK;
+    fs_status_t st = fs_cluster_to_global(cl, cl->etypes[e].src_type, in->src_ids, in->count, ids, err);
+    if (st == FS_OK) st = fs_cluster_to_global(cl, cl->etypes[e].dst_type, in->dst_ids, in->count, ids + in->count, err);
+    if (st != FS_OK) {
+        fs_error_prefix(err, "seed edges");
+        return st;
+    }
+    out->src_ids = ids, out->dst_ids = ids + in->count;
+    return FS_OK;
+}
+
 /* A typed batch through the executor on the shards' views, into the heap,
  * its nodes then mapped back to the trainer's ids in place. */
 static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
                           const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out)
 {
     cluster_t *K = c->impl;
-    if (link)
-        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "fs_link_sample over etcd:// is not supported yet (a cluster "
-                              "serves fs_sample, fs_gather, fs_sample_gather and fs_hetero_sample)");
     fs_error_t err = {0};
     int64_t total = 0;
     for (size_t g = 0; g < num_groups; g++) total += groups[g].count > 0 ? groups[g].count : 0;
+    if (link) total += 2 * (link->count > 0 ? link->count : 0);
     fs_hetero_seeds_t *mapped = calloc(num_groups + 1, sizeof *mapped);
     int64_t *ids = malloc(sizeof *ids * (size_t)(total + 1));
+    fs_link_req_t lk;
     fs_status_t st = mapped && ids ? map_groups(K->cl, groups, num_groups, mapped, ids, &err)
                                    : fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK && link) st = map_link(K->cl, link, &lk, ids + total - 2 * link->count, &err);
     fs_exec_reads_t reads = {0};
     fs_exec_t x = {.limits = &K->limits, .reads = &reads, .pool = K->pool, .device = -1, .typed = &K->typed.graph,
                    .typed_sampler = K->typed.sampler};
     fs_exec_region_t into = {.grow = heap_grow};
     size_t len = 0;
     fs_hetero_index_t ix;
-    if (st == FS_OK) st = fs_exec_typed(&x, mapped, num_groups, NULL, req, 1, &into, &len, &err);
+    if (st == FS_OK) st = fs_exec_typed(&x, link ? NULL : mapped, num_groups, link ? &lk : NULL, req, 1, &into, &len, &err);
     if (st == FS_OK) st = fs_hetero_index(into.base, len, 0, &ix, &err);
     fs_hetero_priv_t *b = st == FS_OK ? calloc(1, sizeof *b) : NULL;
     if (st == FS_OK && !b) {
@@ -507,14 +534,23 @@ static void release_ids(fs_ids_priv_t *p)
     free(p);
 }
 
-/* "NAME" (the only node type's) or "TYPE/NAME", as the book's split files. */
+/* "NAME" (the only node type's), "TYPE/NAME" or "link/NAME/ARRAY", as the
+ * book's split files. */
 static fs_status_t cluster_split(fs_client_t *c, const char *name, fs_ids_t **out)
 {
     cluster_t *K = c->impl;
     const fs_cluster_t *cl = K->cl;
     const char *slash = strchr(name, '/');
-    int t = 0;
-    if (slash) {
+    int t = 0, link = strncmp(name, "link/", 5) == 0;
+    char lname[FS_SPLIT_NAME_MAX + 1] = "";
+    const char *array = NULL;
+    if (link) { /* link/NAME/ARRAY */
+        const char *last = strrchr(name, '/');
+        if (last == name + 4 || (size_t)(last - name - 5) >= sizeof lname)
+            return fs_client_fail(c, FS_ERR_NOT_FOUND, "split '%s': expected link/NAME/ARRAY", name);
+        snprintf(lname, sizeof lname, "%.*s", (int)(last - name - 5), name + 5);
+        array = last + 1;
+    } else if (slash) {
         for (t = 0; t < cl->num_types; t++)
             if (strlen(cl->types[t].name) == (size_t)(slash - name) && !strncmp(cl->types[t].name, name, slash - name))
                 break;
@@ -523,7 +559,8 @@ static fs_status_t cluster_split(fs_client_t *c, const char *name, fs_ids_t **ou
     }
     fs_error_t err = {0};
     int64_t *ids, n;
-    fs_status_t st = fs_cluster_split(cl, t, slash ? slash + 1 : name, &ids, &n, &err);
+    fs_status_t st = link ? fs_cluster_link_array(cl, lname, array, &ids, &n, &err)
+                          : fs_cluster_split(cl, t, slash ? slash + 1 : name, &ids, &n, &err);
     fs_ids_priv_t *p = st == FS_OK ? calloc(1, sizeof *p) : NULL;
     if (st == FS_OK && !p) {
         free(ids);
@@ -571,12 +608,21 @@ static int fill_info(const fs_cluster_t *cl, fs_info_t *info)
             bad = !s || fs_info_set_text(s, ty->splits[i].name);
         }
     }
+    for (int i = 0; !bad && i < cl->num_links; i++) {
+        const fs_cluster_link_t *l = &cl->links[i];
+        fs_link_split_info_t *li = fs_info_add_link_split(info);
+        bad = !li || fs_info_set_text(&li->name, l->name);
+        if (!bad)
+            li->edge_type = l->etype, li->count = l->count, li->labelled = l->file[2][0] != 0,
+            li->timed = l->file[3][0] != 0, li->num_neg = l->num_neg;
+    }
     for (int e = 0; !bad && e < cl->num_etypes; e++) {
         const fs_cluster_etype_t *et = &cl->etypes[e];
         fs_edge_type_info_t *ei = fs_info_add_edge_type(info);
         bad = !ei || fs_info_set_text(&ei->src, et->src) || fs_info_set_text(&ei->rel, et->rel) ||
               fs_info_set_text(&ei->dst, et->dst);
-        if (!bad) ei->num_edges = et->num_edges, ei->weighted = et->weighted, ei->timed = et->timed, ei->reverse = -1;
+        if (!bad)
+            ei->num_edges = et->num_edges, ei->weighted = et->weighted, ei->timed = et->timed, ei->reverse = et->reverse;
     }
     return bad ? -1 : 0;
 }

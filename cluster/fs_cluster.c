@@ -30,6 +30,7 @@ typedef struct {
 static fs_status_t fetch_file(const fs_cluster_t *c, const char *name, int64_t max, char **data, int64_t *len,
                               fs_error_t *err)
 {
+    *data = NULL, *len = 0;
     fs_status_t st = fs_error(err, FS_ERR_UNAVAILABLE, "cluster %s: its map names no shard", c->name);
     for (int k = 0;; k++) {
         char addr[FS_CLUSTER_ADDR_MAX + 1];
@@ -175,6 +176,45 @@ static fs_status_t read_etype(fs_cluster_t *c, json_t *o, fs_cluster_etype_t *e,
     e->num_edges = json_integer_value(ne);
     e->weighted = json_is_true(json_object_get(o, "weighted"));
     e->timed = json_is_true(json_object_get(o, "timed"));
+    json_t *rev = json_object_get(o, "reverse");
+    e->reverse = json_is_integer(rev) ? (int)json_integer_value(rev) : -1;
+    return FS_OK;
+}
+
+static const char *const LINK_ARRAYS[FS_CLUSTER_LINK_ARRAYS] = {"src", "dst", "label", "time", "neg_dst"};
+
+static int etype_index(const fs_cluster_t *c, json_t *triple)
+{
+    const char *s = json_string_value(json_array_get(triple, 0)), *r = json_string_value(json_array_get(triple, 1)),
+               *d = json_string_value(json_array_get(triple, 2));
+    for (int e = 0; s && r && d && e < c->num_etypes; e++)
+        if (!strcmp(c->etypes[e].src, s) && !strcmp(c->etypes[e].rel, r) && !strcmp(c->etypes[e].dst, d)) return e;
+    return -1;
+}
+
+static fs_status_t read_links(fs_cluster_t *c, json_t *list, fs_error_t *err)
+{
+    if (!list) return FS_OK;
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || !(c->links = calloc(n + 1, sizeof *c->links)))
+        return json_is_array(list) ? fs_error(err, FS_ERR_NOMEM, "out of memory")
+                                   : bad_book(c, err, "\"link_splits\" must be a list");
+    for (size_t i = 0; i < n; i++, c->num_links++) {
+        json_t *o = json_array_get(list, i), *cnt = json_object_get(o, "count"), *neg = json_object_get(o, "num_neg"),
+               *arrays = json_object_get(o, "arrays");
+        fs_cluster_link_t *l = &c->links[i];
+        if (text_field(o, "name", l->name, sizeof l->name) || (l->etype = etype_index(c, json_object_get(o, "edge_type"))) < 0 ||
+            !json_is_integer(cnt) || json_integer_value(cnt) < 0 || !json_is_integer(neg) || json_integer_value(neg) < 0 ||
+            !json_is_object(arrays))
+            return bad_book(c, err, "a link split needs a \"name\", an \"edge_type\" of the graph, \"count\", "
+                            "\"num_neg\" and \"arrays\"");
+        l->count = json_integer_value(cnt), l->num_neg = json_integer_value(neg);
+        for (int a = 0; a < FS_CLUSTER_LINK_ARRAYS; a++)
+            if (json_object_get(arrays, LINK_ARRAYS[a]) &&
+                text_field(arrays, LINK_ARRAYS[a], l->file[a], sizeof l->file[a]))
+                return bad_book(c, err, "a link split's array names its file");
+        if (!l->file[0][0] || !l->file[1][0]) return bad_book(c, err, "a link split has \"src\" and \"dst\"");
+    }
     return FS_OK;
 }
 
@@ -202,6 +242,13 @@ static fs_status_t read_book(fs_cluster_t *c, const char *text, size_t len, fs_e
         st = read_type(c, json_array_get(types, t), &c->types[t], err);
     for (size_t e = 0; st == FS_OK && e < E; e++, c->num_etypes++)
         st = read_etype(c, json_array_get(etypes, e), &c->etypes[e], err);
+    for (int e = 0; st == FS_OK && e < c->num_etypes; e++) {
+        const fs_cluster_etype_t *x = &c->etypes[e], *r = x->reverse >= 0 && x->reverse < c->num_etypes
+                                                              ? &c->etypes[x->reverse] : NULL;
+        if (x->reverse != -1 && (!r || r->src_type != x->dst_type || r->dst_type != x->src_type))
+            st = bad_book(c, err, "an edge type's \"reverse\" must name the edge type of its reversed edges, or be -1");
+    }
+    if (st == FS_OK) st = read_links(c, json_object_get(root, "link_splits"), err);
     json_decref(root);
     return st;
 }
@@ -210,7 +257,7 @@ static fs_status_t read_book(fs_cluster_t *c, const char *text, size_t len, fs_e
 static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_error_t *err)
 {
     fs_cluster_type_t *ty = &c->types[t];
-    char *data;
+    char *data = NULL;
     int64_t len, n;
     const int64_t *map;
     fs_status_t st = fetch_file(c, file, 128 + 8 * (ty->count + 1), &data, &len, err);
@@ -257,7 +304,7 @@ static fs_status_t cache_type(fs_cluster_t *c, fs_cluster_conn_t *k, int t, size
     size_t row = 0;
     for (int i = 0; i < ty->num_tables; i++) row += ty->tables[i].row_bytes;
     if (!ty->hot[0] || row == 0 || *budget < row) return FS_OK;
-    char *data;
+    char *data = NULL;
     int64_t len, n;
     const int64_t *hot;
     fs_status_t st = fetch_file(c, ty->hot, 128 + 8 * (ty->count + 1), &data, &len, err);
@@ -311,7 +358,7 @@ static void cluster_free(fs_cluster_t *c)
         free(ty->cache_rows), free(ty->cache_slot);
         free(ty->first), free(ty->global_of), free(ty->source_of), free(ty->tables), free(ty->splits);
     }
-    free(c->types), free(c->etypes);
+    free(c->types), free(c->etypes), free(c->links);
     fs_shard_map_free(&c->map);
     pthread_mutex_destroy(&c->map_lock);
     free(c);
@@ -444,25 +491,46 @@ void fs_cluster_to_source(const fs_cluster_t *c, int t, int64_t *ids, int64_t n)
     for (int64_t i = 0; i < n; i++) ids[i] = s[ids[i]];
 }
 
+/* An int64 .npy file of the root, whole, as a new array (the caller's). */
+static fs_status_t fetch_ids(const fs_cluster_t *c, const char *file, int64_t max_values, int64_t **ids, int64_t *n,
+                             fs_error_t *err)
+{
+    char *data = NULL;
+    int64_t len;
+    const int64_t *vals;
+    *ids = NULL, *n = 0;
+    fs_status_t st = fetch_file(c, file, 128 + 8 * (max_values + 1), &data, &len, err);
+    if (st == FS_OK) st = fs_cluster_npy_i64(file, data, len, &vals, n, err);
+    if (st == FS_OK && !(*ids = malloc(sizeof **ids * (size_t)(*n + 1))))
+        st = fs_error(err, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK) memmove(*ids, vals, sizeof **ids * (size_t)*n);
+    free(data);
+    return st;
+}
+
 fs_status_t fs_cluster_split(const fs_cluster_t *c, int t, const char *name, int64_t **ids, int64_t *n,
                              fs_error_t *err)
 {
     const fs_cluster_type_t *ty = &c->types[t];
     *ids = NULL, *n = 0;
-    for (int i = 0; i < ty->num_splits; i++) {
-        if (strcmp(ty->splits[i].name, name) != 0) continue;
-        char *data;
-        int64_t len;
-        const int64_t *vals;
-        fs_status_t st = fetch_file(c, ty->splits[i].file, 128 + 8 * (ty->count + 1), &data, &len, err);
-        if (st == FS_OK) st = fs_cluster_npy_i64(ty->splits[i].file, data, len, &vals, n, err);
-        if (st == FS_OK && !(*ids = malloc(sizeof **ids * (size_t)(*n + 1))))
-            st = fs_error(err, FS_ERR_NOMEM, "out of memory");
-        if (st == FS_OK) memmove(*ids, vals, sizeof **ids * (size_t)*n);
-        free(data);
-        return st;
-    }
+    for (int i = 0; i < ty->num_splits; i++)
+        if (strcmp(ty->splits[i].name, name) == 0) return fetch_ids(c, ty->splits[i].file, ty->count, ids, n, err);
     return fs_error(err, FS_ERR_NOT_FOUND, "node type '%s' has no split '%s'", ty->name, name);
+}
+
+fs_status_t fs_cluster_link_array(const fs_cluster_t *c, const char *name, const char *array, int64_t **ids,
+                                  int64_t *n, fs_error_t *err)
+{
+    *ids = NULL, *n = 0;
+    for (int i = 0; i < c->num_links; i++) {
+        const fs_cluster_link_t *l = &c->links[i];
+        if (strcmp(l->name, name) != 0) continue;
+        for (int a = 0; a < FS_CLUSTER_LINK_ARRAYS; a++)
+            if (!strcmp(array, LINK_ARRAYS[a]) && l->file[a][0])
+                return fetch_ids(c, l->file[a], a == 4 ? l->count * l->num_neg : l->count, ids, n, err);
+        return fs_error(err, FS_ERR_NOT_FOUND, "link split '%s' has no array '%s'", name, array);
+    }
+    return fs_error(err, FS_ERR_NOT_FOUND, "cluster %s has no link split '%s'", c->name, name);
 }
 
 /* ---- a connection ----------------------------------------------------------------- */

@@ -81,7 +81,18 @@ typedef struct {
     int src_type, dst_type;
     int64_t num_edges;
     int weighted, timed;
+    int reverse;                 /* the edge type holding each edge reversed, or -1 */
 } fs_cluster_etype_t;
+
+/* A link split (source ids, the source's order): its arrays' files,
+ * "" where it has none (src, dst, label, time, neg_dst). */
+#define FS_CLUSTER_LINK_ARRAYS 5
+typedef struct {
+    char name[64];
+    int etype;
+    int64_t count, num_neg;
+    char file[FS_CLUSTER_LINK_ARRAYS][160];
+} fs_cluster_link_t;
 
 typedef struct fs_cluster {
     char endpoint[256], name[64];   /* etcd's host:port, the cluster's name */
@@ -93,6 +104,8 @@ typedef struct fs_cluster {
     int num_types, num_etypes;
     fs_cluster_type_t *types;
     fs_cluster_etype_t *etypes;
+    int num_links;
+    fs_cluster_link_t *links;
 } fs_cluster_t;
 
 /* Reads the map from etcd at endpoint and the book and node maps from the
@@ -115,6 +128,12 @@ fs_status_t fs_cluster_remap(fs_cluster_t *c, int64_t seen, fs_error_t *err);
  * the split when the type has none of that name. */
 fs_status_t fs_cluster_split(const fs_cluster_t *c, int t, const char *name, int64_t **ids, int64_t *n,
                              fs_error_t *err);
+
+/* Array `array` ("src", "dst", "label", "time", "neg_dst") of link split
+ * `name`, as fs_cluster_split (source ids); FS_ERR_NOT_FOUND naming what
+ * is missing. */
+fs_status_t fs_cluster_link_array(const fs_cluster_t *c, const char *name, const char *array, int64_t **ids,
+                                  int64_t *n, fs_error_t *err);
 
 /* Source ids to global ids of type t (in may equal out); an id outside
  * [0, count) is FS_ERR_INVALID_ARGUMENT naming it and its position. */

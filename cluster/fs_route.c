@@ -35,6 +35,9 @@ struct fs_router {
     int *shard_of;               /* [n] each destination's shard */
     int64_t *ids, *count, *start, *cursor; /* ids grouped by shard; [num_shards] counts, starts, cursors */
     int64_t *time, *batch;       /* a temporal or disjoint pass's, grouped as the ids */
+    int64_t *rank;               /* [n] each destination's place in its shard's group */
+    int64_t *x_at, *x_src, *x_start; /* exclusions grouped by shard: places in the group, sources; [shards + 1] */
+    size_t x_cap;
     size_t cap;
     ask_t *ask;                  /* [num_shards] */
     fs_typed_picks_t **ansp;     /* [num_shards] their answers, for the merge */
@@ -50,6 +53,7 @@ void fs_router_destroy(fs_router_t *r)
     for (int t = 0; r->first && t < r->m.num_node_types; t++) free(r->first[t]);
     free(r->first), free(r->owner), free(r->etype_dst);
     free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor), free(r->time), free(r->batch);
+    free(r->rank), free(r->x_at), free(r->x_src), free(r->x_start);
     free(r->ask), free(r->ansp), free(r->threads);
     fs_typed_picks_buf_free(&r->merged);
     free(r->grouped);
@@ -123,7 +127,8 @@ static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n
     if ((size_t)n > r->cap) {
         int *so = realloc(r->shard_of, (size_t)n * sizeof *so);
         if (so) r->shard_of = so;
-        if (!so || grow(&r->ids, (size_t)n) || grow(&r->time, (size_t)n) || grow(&r->batch, (size_t)n))
+        if (!so || grow(&r->ids, (size_t)n) || grow(&r->time, (size_t)n) || grow(&r->batch, (size_t)n) ||
+            grow(&r->rank, (size_t)n))
             return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld ids", (long long)n);
         r->cap = (size_t)n;
     }
@@ -139,7 +144,33 @@ static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n
     }
     r->start[0] = 0;
     for (int k = 0; k < S; k++) r->start[k + 1] = r->start[k] + r->count[k], r->cursor[k] = r->start[k];
-    for (int64_t i = 0; i < n; i++) r->ids[r->cursor[r->shard_of[i]]++] = dst[i];
+    for (int64_t i = 0; i < n; i++) {
+        int k = r->shard_of[i];
+        r->rank[i] = r->cursor[k] - r->start[k];
+        r->ids[r->cursor[k]++] = dst[i];
+    }
+    return FS_OK;
+}
+
+/* A pass's exclusions by shard, each at its destination's place in that
+ * shard's group (ascending, as the destinations are). */
+static fs_status_t group_exclusions(fs_router_t *r, const fs_typed_picks_req_t *q, fs_error_t *err)
+{
+    int S = r->m.num_shards;
+    size_t X = (size_t)q->num_excl;
+    if (X > r->x_cap) {
+        if (grow(&r->x_at, X) || grow(&r->x_src, X)) return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
+        r->x_cap = X;
+    }
+    if (!r->x_start && !(r->x_start = calloc((size_t)S + 1, sizeof *r->x_start)))
+        return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
+    memset(r->x_start, 0, sizeof *r->x_start * ((size_t)S + 1));
+    for (size_t j = 0; j < X; j++) r->x_start[r->shard_of[q->excl_at[j]] + 1]++;
+    for (int k = 0; k < S; k++) r->x_start[k + 1] += r->x_start[k], r->cursor[k] = r->x_start[k];
+    for (size_t j = 0; j < X; j++) {
+        int64_t i = q->excl_at[j], at = r->cursor[r->shard_of[i]]++;
+        r->x_at[at] = r->rank[i], r->x_src[at] = q->excl_src[j];
+    }
     return FS_OK;
 }
 
@@ -157,6 +188,11 @@ static void *ask_one(void *arg)
     a->mine = *a->q;
     if (a->q->time) a->mine.time = r->time + b;
     if (a->q->batch) a->mine.batch = r->batch + b;
+    if (a->q->num_excl) {
+        int64_t x0 = r->x_start[a->shard];
+        a->mine.num_excl = r->x_start[a->shard + 1] - x0;
+        a->mine.excl_at = r->x_at + x0, a->mine.excl_src = r->x_src + x0;
+    }
     a->st = r->t.picks(r->t.ctx, a->shard, &a->mine, r->ids + b, n, &a->ans, &a->err);
     if (a->st == FS_OK && a->ans.n != n)
         a->st = fs_error(&a->err, FS_ERR_FORMAT, "route: shard %d answered %lld rows for %lld", a->shard,
@@ -204,6 +240,7 @@ fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const i
             if (q->batch) r->batch[at] = q->batch[i];
         }
     }
+    if (st == FS_OK && q->num_excl) st = group_exclusions(r, q, err);
     ask_t proto = {.q = q};
     if (st == FS_OK) st = ask_all(r, &proto, err);
     if (st != FS_OK) return st;

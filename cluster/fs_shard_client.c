@@ -83,12 +83,16 @@ fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req
                                           .edge_type = q->etype, .fanout = q->fanout,
                                           .mode = (featstore_v1_SampleMode)q->mode, .seed = q->seed,
                                           .want_edge_ids = q->want_edge_ids != 0, .map_revision = c->revision};
-    fs_wire_bytes_t idb, tb, bb;
+    fs_wire_bytes_t idb, tb, bb, xa, xs;
     fs_wire_set_bytes(&req.ids, &idb, ids, (size_t)n * sizeof *ids);
     req.temporal = (featstore_v1_Temporal)q->temporal, req.strict = q->strict != 0, req.window = q->window;
     req.disjoint = q->disjoint != 0;
     if (q->time) fs_wire_set_bytes(&req.time, &tb, q->time, (size_t)n * sizeof *q->time);
     if (q->batch) fs_wire_set_bytes(&req.batch, &bb, q->batch, (size_t)n * sizeof *q->batch);
+    if (q->num_excl) {
+        fs_wire_set_bytes(&req.excl_at, &xa, q->excl_at, (size_t)q->num_excl * sizeof *q->excl_at);
+        fs_wire_set_bytes(&req.excl_src, &xs, q->excl_src, (size_t)q->num_excl * sizeof *q->excl_src);
+    }
     featstore_v1_ShardPicksResponse resp = featstore_v1_ShardPicksResponse_init_zero;
     c->off.align = c->src.align = c->eid.align = sizeof(int64_t);
     fs_wire_set_buf(&resp.offsets, &c->off);

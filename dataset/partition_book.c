@@ -179,15 +179,42 @@ static json_t *edge_types_json(pt_job_t *j, json_t *cuts, fs_partition_report_t 
     json_t *list = json_array();
     for (int i = 0; i < ds->num_edge_types; i++) {
         const fs_edge_type_t *e = &ds->edge_types[i];
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:b}", "src", e->src, "rel", e->rel, "dst",
-                                              e->dst, "num_edges", (json_int_t)e->num_edges, "weighted",
-                                              e->weights != NULL, "timed", e->time != NULL));
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:b, s:i, s:b}", "src", e->src, "rel",
+                                              e->rel, "dst", e->dst, "num_edges", (json_int_t)e->num_edges,
+                                              "weighted", e->weights != NULL, "timed", e->time != NULL, "reverse",
+                                              e->reverse, "symmetric", e->symmetric));
         json_array_append_new(cuts, json_pack("{s:s, s:s, s:s, s:I, s:f}", "src", e->src, "rel", e->rel, "dst", e->dst,
                                               "count", (json_int_t)j->cut[i], "fraction",
                                               e->num_edges ? (double)j->cut[i] / (double)e->num_edges : 0.0));
         rep->edges += e->num_edges, rep->cut += j->cut[i];
     }
     rep->cut_fraction = rep->edges ? (double)rep->cut / (double)rep->edges : 0;
+    return list;
+}
+
+/* Each link split whole, as the source has it (source ids, its order),
+ * for a cluster's trainers: link.<name>.<array>.npy beside the node maps. */
+static json_t *link_splits_json(pt_job_t *j, json_t *files, fs_status_t *s)
+{
+    const fs_dataset_t *ds = j->ds;
+    json_t *list = json_array();
+    for (int i = 0; i < ds->num_link_splits && *s == FS_OK; i++) {
+        const fs_link_split_t *l = &ds->link_splits[i];
+        const fs_edge_type_t *e = &ds->edge_types[l->edge_type];
+        const int64_t *arr[5] = {l->src, l->dst, l->label, l->time, l->neg_dst};
+        const char *names[5] = {"src", "dst", "label", "time", "neg_dst"};
+        json_t *arrays = json_object();
+        for (int a = 0; a < 5 && *s == FS_OK; a++) {
+            if (!arr[a]) continue;
+            char file[FS_SPLIT_NAME_MAX + 32];
+            snprintf(file, sizeof file, "link.%s.%s.npy", l->name, names[a]);
+            json_object_set_new(arrays, names[a], json_string(file));
+            *s = write_i64_npy(j->tmp_dir, file, arr[a], a == 4 ? l->count * l->num_neg : l->count, files, j->err);
+        }
+        json_array_append_new(list, json_pack("{s:s, s:[s, s, s], s:I, s:I, s:o}", "name", l->name, "edge_type",
+                                              e->src, e->rel, e->dst, "count", (json_int_t)l->count, "num_neg",
+                                              (json_int_t)l->num_neg, "arrays", arrays));
+    }
     return list;
 }
 
@@ -229,11 +256,13 @@ fs_status_t pt_write_book(pt_job_t *j, fs_partition_report_t *rep)
     if (s != FS_OK) return s;
     json_t *files = json_object(), *cuts = json_array(), *bal = json_array();
     json_t *nts = node_types_json(j, files, rep, bal, &s), *ets = edge_types_json(j, cuts, rep);
-    json_t *book = json_pack("{s:s, s:i, s:s, s:{s:s, s:s, s:s}, s:o, s:i, s:o, s:o, s:{s:{s:I, s:f, s:o}, s:{s:o}}, "
-                             "s:o, s:o}",
+    json_t *lss = link_splits_json(j, files, &s);
+    json_t *book = json_pack("{s:s, s:i, s:s, s:{s:s, s:s, s:s}, s:o, s:i, s:o, s:o, s:o, "
+                             "s:{s:{s:I, s:f, s:o}, s:{s:o}}, s:o, s:o}",
                              "format", FS_PARTITION_FORMAT, "version", FS_PARTITION_VERSION, "id", j->id, "dataset",
                              "name", j->ds->name, "path", j->o->dataset, "manifest_xxh3", src_hash, "method",
-                             method_json(j), "parts", j->V, "node_types", nts, "edge_types", ets, "quality",
+                             method_json(j), "parts", j->V, "node_types", nts, "edge_types", ets, "link_splits", lss,
+                             "quality",
                              "edge_cut", "count", (json_int_t)rep->cut, "fraction", rep->cut_fraction, "edge_types",
                              cuts, "balance", "node_types", bal, "part_dirs", parts_json(j), "files", files);
     snprintf(path, sizeof path, "%s/%s", j->tmp_dir, FS_PARTITION_BOOK);

@@ -95,6 +95,9 @@ fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, c
                             "node ranges [0, %lld) x [0, %lld)", (long long)i, (long long)link->src[i],
                             (long long)link->dst[i], name, (long long)g->count[et->src_type],
                             (long long)g->count[et->dst_type]);
+    if (et->remote && link->neg != FS_NEG_NONE && (link->strict || link->neg_weighted))
+        return fs_error(err, FS_ERR_UNSUPPORTED, "link sample: %s is held by shards: its negatives are drawn "
+                        "uniformly and not strict (degree-weighted and strict negatives read its rows)", name);
     if (link->neg != FS_NEG_NONE && (g->count[et->dst_type] == 0 || g->count[et->src_type] == 0))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: %s has an empty node type to draw negatives from",
                         name);
@@ -164,6 +167,7 @@ typedef struct {
     const fs_typed_etype_t *et;
     const deg_table_t *src_t, *dst_t;
     int64_t n_src, n_dst;
+    const int64_t *src_map, *dst_map; /* fs_typed_view_t.draw_map's, or NULL */
     int strict;
     uint64_t seed;
 } neg_ctx_t;
@@ -175,6 +179,8 @@ static fs_status_t draw_negative(const neg_ctx_t *c, const link_ws_t *w, int64_t
     fs_rng_t rng = fs_rng_make(c->seed, (uint64_t)j);
     for (int tries = 0; tries < STRICT_TRIES; tries++) {
         int64_t s = src >= 0 ? src : draw(&rng, c->src_t, c->n_src), d = draw(&rng, c->dst_t, c->n_dst);
+        if (src < 0 && c->src_map) s = c->src_map[s];
+        if (c->dst_map) d = c->dst_map[d];
         if (!c->strict || (!is_edge(c->et, s, d) && !is_positive(w, count, s, d))) {
             *out_src = s, *out_dst = d;
             return FS_OK;
@@ -214,6 +220,8 @@ static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_
     }
     qsort(w->pos_pairs.p, (size_t)B, 2 * sizeof(int64_t), cmp_pair);
     neg_ctx_t c = {.et = et, .n_src = g->count[et->src_type], .n_dst = g->count[et->dst_type], .strict = l->strict,
+                   .src_map = g->draw_map ? g->draw_map[et->src_type] : NULL,
+                   .dst_map = g->draw_map ? g->draw_map[et->dst_type] : NULL,
                    .seed = req->seed ^ 0x7a3c1e5b9d2f4861ULL};
     if (l->neg_weighted && nneg > 0) {
         c.dst_t = degree_table(w, g, et, 1);

@@ -66,7 +66,7 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
     free(s->worker);
     fs_chunked_free(&s->par);
     free_vec(&s->keys), free_vec(&s->rows), free_vec(&s->known), free_vec(&s->parts);
-    free_vec(&s->pk_off), free_vec(&s->pk_src), free_vec(&s->pk_eid);
+    free_vec(&s->pk_off), free_vec(&s->pk_src), free_vec(&s->pk_eid), free_vec(&s->rx_at), free_vec(&s->rx_src);
     free(s->x.e), free(s->x.index);
     for (int x = 0; x < FS_TEXT_COUNT; x++)
         if (s->ext_free[x]) s->ext_free[x](s->ext[x]);

@@ -55,8 +55,9 @@
  * the node key[i] at this hop and edge type of a request with this seed:
  * the RNG is keyed by the node's id in the whole graph, so the picks are
  * the ones one server makes for it. Plain, temporal (each row's edges
- * eligible by its destination's time) and disjoint (the RNG keyed by each
- * destination's batch too) passes; no exclusions. */
+ * eligible by its destination's time), disjoint (the RNG keyed by each
+ * destination's batch too) and excluding (sources a row may not pick)
+ * passes. */
 typedef struct {
     int hop, etype;            /* the pass: its RNG stream */
     int fanout;                /* > 0 or FS_FANOUT_ALL */
@@ -72,6 +73,10 @@ typedef struct {
     int disjoint;
     const int64_t *time;       /* with temporal */
     const int64_t *batch;      /* with disjoint */
+    /* Exclusions (a link batch's seed edges): row excl_at[j] may not pick
+     * source excl_src[j]; excl_at ascending, indices into the ids. */
+    int64_t num_excl;
+    const int64_t *excl_at, *excl_src;
 } fs_typed_picks_req_t;
 
 /* The answer: row i's picks are [off[i], off[i + 1]) of src (et's indices
@@ -87,8 +92,8 @@ typedef struct {
  * picks of the pass's destinations (ids of its destination type, in
  * order) through `picks`; the engine relabels them as it relabels its own
  * (owner-routed sampling, docs/design.md). The answer is borrowed until the
- * next call. Plain, temporal and disjoint passes; the engine refuses
- * exclusions (link batches) on such an edge type. */
+ * next call. Every kind of pass: the request carries what a full pass
+ * needs (times, batches, exclusions). */
 typedef struct {
     fs_status_t (*picks)(void *ctx, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
                          fs_typed_picks_t *out, fs_error_t *err);
@@ -177,6 +182,11 @@ typedef struct {
     const int64_t *const *node_time;    /* [num_node_types] each [count] or NULL; or NULL */
     int num_edge_types;
     const fs_typed_etype_t *etype;      /* [num_edge_types] */
+    /* [num_node_types] each [count]: the id of the node a uniform negative
+     * draw r names, or NULL (r). A trainer of a cluster draws in its own
+     * ids and maps them to the partitioning's, so its negatives are one
+     * server's. */
+    const int64_t *const *draw_map;
 } fs_typed_view_t;
 
 

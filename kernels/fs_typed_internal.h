@@ -148,6 +148,7 @@ struct fs_typed_sampler {
     int cap_groups;
     pick_ws_t pw;
     excl_ws_t x;
+    fs_i64vec_t rx_at, rx_src;    /* a remote pass's exclusions, as fs_typed_picks_req_t carries them */
     void *ext[FS_TEXT_COUNT];     /* fs_link.c's workspace, the boosted pass's */
     void (*ext_free[FS_TEXT_COUNT])(void *);
     /* parallel passes (fs_typed_parallel.c): the borrowed pool, the chunks

@@ -522,14 +522,23 @@ static fs_status_t remote_picks(fs_typed_sampler_t *s, const fs_typed_view_t *g,
     char nb[64];
     const fs_typed_etype_t *et = p->et;
     const type_ws_t *dw = &s->tw[et->dst_type];
-    if (s->x.n || s->par.active)
-        return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample: %s is sampled by the shards that hold it, which "
-                        "take no exclusions (link batches) yet", fs_typed_etype_name(g, p->etype, nb, sizeof nb));
+    if (s->par.active)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample: %s is sampled by the shards that hold it, one pass "
+                        "at a time", fs_typed_etype_name(g, p->etype, nb, sizeof nb));
+    int64_t nx = 0; /* the destinations' exclusions, by position in the pass */
+    for (int64_t d = d0; s->x.n && d < d1; d++) {
+        int64_t first, end = fs_typed_excl_find(&s->x, p->etype, dw->nodes.p[d], &first);
+        if (end > first && (fs_i64vec_reserve(&s->rx_at, (size_t)(nx + end - first)) ||
+                            fs_i64vec_reserve(&s->rx_src, (size_t)(nx + end - first))))
+            return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for the exclusions");
+        for (int64_t i = first; i < end; i++) s->rx_at.p[nx] = d - d0, s->rx_src.p[nx++] = s->x.e[i].src;
+    }
     fs_typed_picks_req_t q = {.hop = p->hop, .etype = p->etype, .fanout = (int)p->k, .mode = p->mode,
                               .seed = p->seed_req, .want_edge_ids = p->want_ids, .temporal = p->temporal,
                               .strict = p->strict, .window = p->window, .disjoint = s->disjoint,
                               .time = p->temporal ? dw->time.p + d0 : NULL,
-                              .batch = s->disjoint ? dw->batch.p + d0 : NULL};
+                              .batch = s->disjoint ? dw->batch.p + d0 : NULL, .num_excl = nx,
+                              .excl_at = nx ? s->rx_at.p : NULL, .excl_src = nx ? s->rx_src.p : NULL};
     fs_status_t st = et->remote->picks(et->remote->ctx, &q, dw->nodes.p + d0, d1 - d0, out, err);
     if (st == FS_OK && out->n != d1 - d0)
         st = fs_error(err, FS_ERR_INTERNAL, "typed sample: %s: picks for %lld destinations, %lld asked",

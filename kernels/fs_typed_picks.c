@@ -34,6 +34,12 @@ static fs_status_t picks_check(const fs_typed_etype_t *et, int64_t num_rows, con
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: temporal strategy %d, window %lld, %s times, %s "
                         "batches", (int)q->temporal, (long long)q->window, q->time ? "with" : "no",
                         q->batch ? "with" : "no");
+    if (q->num_excl < 0 || (q->num_excl > 0 && (!q->excl_at || !q->excl_src)))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: %lld exclusions", (long long)q->num_excl);
+    for (int64_t j = 0; j < q->num_excl; j++)
+        if (q->excl_at[j] < 0 || q->excl_at[j] >= n || (j > 0 && q->excl_at[j] < q->excl_at[j - 1]))
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: exclusion %lld is at row %lld of %lld (ascending "
+                            "expected)", (long long)j, (long long)q->excl_at[j], (long long)n);
     if (q->temporal && !et->time)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "picks: temporal picks, but the edge type has no edge "
                         "timestamps (give it fanout 0, or sample without time)");
@@ -57,7 +63,7 @@ fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, in
     pass_t p = {.et = et, .mode = q->mode, .k = q->fanout, .hop = q->hop, .etype = q->etype,
                 .want_ids = q->want_edge_ids, .seed = pass_seed(q->seed, q->etype), .temporal = q->temporal,
                 .strict = q->strict, .window = q->window};
-    const int full = q->temporal || q->disjoint; /* the serial pass's full rows: time, trees */
+    const int full = q->temporal || q->disjoint || q->num_excl; /* the serial pass's full rows */
     if (fs_i64vec_reserve(&s->rows, 2 * (size_t)n + 2) || fs_i64vec_reserve(&s->pk_off, (size_t)n + 1))
         return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld rows", (long long)n);
     int64_t bound = 0, max_deg = 0;
@@ -68,8 +74,17 @@ fs_status_t fs_typed_picks(fs_typed_sampler_t *s, const fs_typed_etype_t *et, in
         if (deg > max_deg) max_deg = deg;
     }
     p.row = s->rows.p, p.row_d0 = 0;
-    if (full) { /* this call's rule; no exclusions ever reach a shard */
+    if (full) { /* this call's rule, and its exclusions keyed as the rows are (by key[]) */
         s->disjoint = q->disjoint, s->temporal = q->temporal != FS_TEMPORAL_OFF, s->x.n = 0;
+        if (q->num_excl && fs_i64vec_reserve(&s->rx_at, 3 * (size_t)q->num_excl))
+            return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld exclusions", (long long)q->num_excl);
+        fs_typed_exclude_t *x = (fs_typed_exclude_t *)s->rx_at.p; /* 3 int64s hold one */
+        _Static_assert(sizeof *x <= 3 * sizeof(int64_t), "an exclusion in three int64s");
+        for (int64_t j = 0; j < q->num_excl; j++)
+            x[j] = (fs_typed_exclude_t){.etype = q->etype, .dst = key[q->excl_at[j]], .src = q->excl_src[j]};
+        if (q->num_excl && fs_typed_excl_build(&s->x, x, q->num_excl))
+            return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld exclusions", (long long)q->num_excl);
+        s->x.n = q->num_excl;
         if (range_reserve(&s->pw, &p, n)) return fs_error(err, FS_ERR_NOMEM, "picks: out of memory for %lld rows",
                                                           (long long)n);
         if (p.temporal) fs_typed_eligible_ranges(&p, q->time, 0, n, &s->pw);

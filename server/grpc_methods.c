@@ -378,26 +378,33 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
 {
     (void)streaming;
     featstore_v1_ShardPicksRequest req = featstore_v1_ShardPicksRequest_init_zero;
-    fs_wire_buf_t ids_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)}, time_buf = ids_buf, batch_buf = ids_buf;
+    fs_wire_buf_t ids_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)}, time_buf = ids_buf, batch_buf = ids_buf,
+                  xat_buf = ids_buf, xsrc_buf = ids_buf;
     fs_wire_set_buf(&req.ids, &ids_buf);
     fs_wire_set_buf(&req.time, &time_buf);
     fs_wire_set_buf(&req.batch, &batch_buf);
-    const int64_t *ids = NULL, *time = NULL, *batch = NULL;
-    int64_t n = 0, nt = 0, nb = 0;
+    fs_wire_set_buf(&req.excl_at, &xat_buf);
+    fs_wire_set_buf(&req.excl_src, &xsrc_buf);
+    const int64_t *ids = NULL, *time = NULL, *batch = NULL, *xat = NULL, *xsrc = NULL;
+    int64_t n = 0, nt = 0, nb = 0, nxa = 0, nxs = 0;
     fs_status_t st = decode_request(c, featstore_v1_ShardPicksRequest_fields, &req, "ShardPicksRequest");
     if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardPicks");
     if (st == FS_OK) st = check_revision(c, req.map_revision);
     if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &ids, &n, &c->err);
     if (st == FS_OK && time_buf.len) st = fs_wire_int64s(&time_buf, "time", &time, &nt, &c->err);
     if (st == FS_OK && batch_buf.len) st = fs_wire_int64s(&batch_buf, "batch", &batch, &nb, &c->err);
-    if (st == FS_OK && ((time && nt != n) || (batch && nb != n)))
-        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "ShardPicks: %lld times and %lld batches for %lld ids",
-                      (long long)nt, (long long)nb, (long long)n);
+    if (st == FS_OK && xat_buf.len) st = fs_wire_int64s(&xat_buf, "excl_at", &xat, &nxa, &c->err);
+    if (st == FS_OK && xsrc_buf.len) st = fs_wire_int64s(&xsrc_buf, "excl_src", &xsrc, &nxs, &c->err);
+    if (st == FS_OK && ((time && nt != n) || (batch && nb != n) || nxa != nxs))
+        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "ShardPicks: %lld times, %lld batches and %lld/%lld "
+                      "exclusions for %lld ids", (long long)nt, (long long)nb, (long long)nxa, (long long)nxs,
+                      (long long)n);
     if (st == FS_OK && !c->w->shard_ws) st = fs_shard_ws_create(&c->w->shard_ws, &c->err);
     fs_typed_picks_req_t q = {.hop = req.hop, .etype = req.edge_type, .fanout = req.fanout,
                               .mode = (fs_sample_mode_t)req.mode, .seed = req.seed, .want_edge_ids = req.want_edge_ids,
                               .temporal = (fs_temporal_t)req.temporal, .strict = req.strict, .window = req.window,
-                              .disjoint = req.disjoint, .time = time, .batch = batch};
+                              .disjoint = req.disjoint, .time = time, .batch = batch, .num_excl = nxa,
+                              .excl_at = xat, .excl_src = xsrc};
     fs_typed_picks_t out;
     if (st == FS_OK) st = fs_shard_picks(c->srv->shard, c->w->shard_ws, &q, ids, n, &out, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "while picking");
@@ -412,6 +419,7 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
         if (!c->response) st = c->err.code;
     }
     fs_wire_buf_free(&ids_buf), fs_wire_buf_free(&time_buf), fs_wire_buf_free(&batch_buf);
+    fs_wire_buf_free(&xat_buf), fs_wire_buf_free(&xsrc_buf);
     return st;
 }
 

@@ -43,6 +43,9 @@ struct fs_shard_ws {
     int *part_of;                 /* [n] each id's part */
     int64_t *rows, *keys, *start, *cursor;
     int64_t *time, *batch;        /* a temporal or disjoint pass's, laid out as rows */
+    int64_t *at;                  /* [n] each id's place in the layout */
+    int64_t *x_at, *x_src, *x_start; /* exclusions by part, at places in the part's group; [held + 1] */
+    size_t x_cap;
     size_t cap;
     fs_typed_picks_buf_t merged;
 };
@@ -161,6 +164,7 @@ void fs_shard_ws_destroy(fs_shard_ws_t *w)
     for (int h = 0; h < w->num_samplers; h++) fs_typed_sampler_destroy(w->sampler[h]);
     free(w->sampler), free(w->ans), free(w->ansp);
     free(w->part_of), free(w->rows), free(w->keys), free(w->start), free(w->cursor), free(w->time), free(w->batch);
+    free(w->at), free(w->x_at), free(w->x_src), free(w->x_start);
     fs_typed_picks_buf_free(&w->merged);
     free(w);
 }
@@ -180,7 +184,8 @@ static fs_status_t ws_reserve(fs_shard_ws_t *w, size_t n, int H, fs_error_t *err
     if (n > w->cap) {
         int *po = realloc(w->part_of, (n ? n : 1) * sizeof *po);
         if (po) w->part_of = po;
-        if (!po || grow(&w->rows, n) || grow(&w->keys, n) || grow(&w->time, n) || grow(&w->batch, n))
+        if (!po || grow(&w->rows, n) || grow(&w->keys, n) || grow(&w->time, n) || grow(&w->batch, n) ||
+            grow(&w->at, n))
             return fs_error(err, FS_ERR_NOMEM, "shard: out of memory for %zu ids", n);
         w->cap = n;
     }
@@ -191,7 +196,8 @@ static fs_status_t ws_reserve(fs_shard_ws_t *w, size_t n, int H, fs_error_t *err
         if (p) w->sampler = p;
         if (a) w->ans = a;
         if (ap) w->ansp = ap;
-        if (!p || !a || !ap || grow(&w->start, (size_t)H + 1) || grow(&w->cursor, (size_t)H))
+        if (!p || !a || !ap || grow(&w->start, (size_t)H + 1) || grow(&w->cursor, (size_t)H) ||
+            grow(&w->x_start, (size_t)H + 1))
             return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
         for (; w->num_samplers < H; w->num_samplers++) {
             fs_status_t st = fs_typed_sampler_create(&w->sampler[w->num_samplers], err);
@@ -238,10 +244,34 @@ static fs_status_t place_ids(const fs_shard_t *s, fs_shard_ws_t *w, int t, const
         int h = w->part_of[i];
         const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
         int64_t at = w->cursor[h]++, row = ids[i] - nt->first;
+        w->at[i] = at;
         w->rows[at] = row;
         w->keys[at] = nt->orig_ids ? nt->orig_ids[row] : ids[i];
         if (q && q->time) w->time[at] = q->time[i];
         if (q && q->batch) w->batch[at] = q->batch[i];
+    }
+    return FS_OK;
+}
+
+/* A pass's exclusions by part, each at its row's place in the part's group
+ * (ascending: places keep the request's order). */
+static fs_status_t place_exclusions(fs_shard_ws_t *w, const fs_typed_picks_req_t *q, int H, int64_t n, fs_error_t *err)
+{
+    size_t X = (size_t)q->num_excl;
+    for (size_t j = 0; j < X; j++)
+        if (q->excl_at[j] < 0 || q->excl_at[j] >= n)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: exclusion %zu is at entry %lld of %lld", j,
+                            (long long)q->excl_at[j], (long long)n);
+    if (X > w->x_cap) {
+        if (grow(&w->x_at, X) || grow(&w->x_src, X)) return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+        w->x_cap = X;
+    }
+    for (int h = 0; h <= H; h++) w->x_start[h] = 0;
+    for (size_t j = 0; j < X; j++) w->x_start[w->part_of[q->excl_at[j]] + 1]++;
+    for (int h = 0; h < H; h++) w->x_start[h + 1] += w->x_start[h], w->cursor[h] = w->x_start[h];
+    for (size_t j = 0; j < X; j++) {
+        int64_t i = q->excl_at[j], h = w->part_of[i], x = w->cursor[h]++;
+        w->x_at[x] = w->at[i] - w->start[h], w->x_src[x] = q->excl_src[j];
     }
     return FS_OK;
 }
@@ -255,11 +285,15 @@ fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed
     int H = s->num_held, t = ds0->edge_types[q->etype].dst_type;
     fs_status_t st = ws_reserve(w, (size_t)n, H, err);
     if (st == FS_OK) st = place_ids(s, w, t, q, ids, n, err);
+    if (st == FS_OK && q->num_excl) st = place_exclusions(w, q, H, n, err);
     for (int h = 0; st == FS_OK && h < H; h++) { /* each part's group through the engine */
         const held_t *hp = &s->held[h];
         fs_typed_picks_req_t mine = *q; /* with the group's times and batches */
         if (q->time) mine.time = w->time + w->start[h];
         if (q->batch) mine.batch = w->batch + w->start[h];
+        if (q->num_excl)
+            mine.num_excl = w->x_start[h + 1] - w->x_start[h], mine.excl_at = w->x_at + w->x_start[h],
+            mine.excl_src = w->x_src + w->x_start[h];
         st = fs_typed_picks(w->sampler[h], &hp->g.view.etype[q->etype], hp->ds->node_types[t].count, &mine,
                             w->rows + w->start[h], w->keys + w->start[h], w->start[h + 1] - w->start[h], &w->ans[h],
                             err);
@@ -330,6 +364,7 @@ static int file_allowed(const fs_shard_t *s, const char *name)
         size_t n = strlen(name);
         return strcmp(name, FS_PARTITION_BOOK) == 0 || (n > 13 && strcmp(name + n - 13, ".node_map.npy") == 0) ||
                (n > 8 && strcmp(name + n - 8, ".hot.npy") == 0) ||
+               (strncmp(name, "link.", 5) == 0 && n > 4 && strcmp(name + n - 4, ".npy") == 0) ||
                (strstr(name, ".split_") && n > 4 && strcmp(name + n - 4, ".npy") == 0);
     }
     int part;
@@ -345,8 +380,8 @@ fs_status_t fs_shard_file(const fs_shard_t *s, const char *name, int64_t offset,
 {
     if (!file_allowed(s, name))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: '%s' is not a file of the partitioning a trainer may "
-                        "read (partition.json, TYPE.node_map.npy, TYPE.hot.npy, TYPE.split_NAME.npy, or a held part's "
-                        "part-NNNNN/manifest.json)", name);
+                        "read (partition.json, TYPE.node_map.npy, TYPE.hot.npy, TYPE.split_NAME.npy, "
+                        "link.NAME.ARRAY.npy, or a held part's part-NNNNN/manifest.json)", name);
     if (offset < 0 || max <= 0)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: %s: offset %lld and length %lld", name,
                         (long long)offset, (long long)max);

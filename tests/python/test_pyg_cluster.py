@@ -6,7 +6,8 @@ Cora (homogeneous) and a typed R-MAT are each served whole (unix://) and,
 partitioned into 8 parts, by a cluster of 2 and one of 4 shard servers on
 a private etcd (etcd://). featstore.pyg's NeighborLoader walks a shuffled
 epoch over each, and every batch's n_id, edge_index, e_id, x, y and
-input_id must be equal; so must the binding's sample_gather and splits.
+input_id must be equal; so must LinkNeighborLoader's batches (binary negatives,
+the seed edges excluded), the binding's sample_gather and splits.
 A trainer may open and close its loader mid-epoch, and two trainers read
 the cluster at once, without the other noticing.
 
@@ -118,6 +119,30 @@ class ClusterLoaders(unittest.TestCase):
             if n == 5:
                 break
         self.assertEqual(n, 5)
+        for loader in loaders:
+            loader.close()
+
+    def test_link_loader_batches_are_one_server_s(self):
+        fan = {("paper", "cites", "paper"): [4, 2], ("author", "writes", "paper"): [2, 2],
+               ("paper", "written_by", "author"): [0, 3], ("venue", "publishes", "paper"): [1, 1]}
+        kw = dict(num_neighbors=fan, edge_label_index="train", neg_sampling="binary", time_attr="time",
+                  batch_size=64, shuffle=True, seed=9)
+        loaders = [pyg.LinkNeighborLoader(RUN["typed"][k], **kw) for k in ("one", "two", "four")]
+        n = 0
+        for k, batches in enumerate(zip(*loaders)):
+            a = batches[0]
+            for b in batches[1:]:
+                for t in a.node_types:
+                    self.assertTrue(torch.equal(a[t].n_id, b[t].n_id), f"batch {k}: {t}.n_id")
+                for e in a.edge_types:
+                    self.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
+                cites = ("paper", "cites", "paper")
+                self.assertTrue(torch.equal(a[cites].edge_label_index, b[cites].edge_label_index), f"batch {k}")
+                self.assertTrue(torch.equal(a[cites].edge_label, b[cites].edge_label), f"batch {k}")
+            n += 1
+            if n == 4:
+                break
+        self.assertEqual(n, 4)
         for loader in loaders:
             loader.close()
 

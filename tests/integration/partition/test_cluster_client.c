@@ -243,13 +243,58 @@ Test(cluster_client, typed_batches_bit_for_bit)
         tc_same_hetero_batch(a, b);
         fs_hetero_batch_free(a), fs_hetero_batch_free(b);
     }
-    fs_link_req_t link = FS_LINK_REQ_INIT; /* what remote edge types refuse: said so */
-    link.src = "paper", link.rel = "cites", link.dst = "paper", link.count = 2, link.src_ids = papers,
-    link.dst_ids = papers + 2;
-    fs_hetero_req_t lreq = FS_HETERO_REQ_INIT;
-    lreq.num_hops = 2, lreq.fanouts = fan, lreq.num_fanouts = 4;
+    int64_t lsrc[6], ldst[6], found = 0; /* link batches: seed edges that are edges, so their exclusion matters */
+    fs_dataset_t *ds = tu_open_dataset(g);
+    for (int e = 0; e < ds->num_edge_types && !found; e++) {
+        const fs_edge_type_t *x = &ds->edge_types[e];
+        if (strcmp(x->rel, "cites") != 0) continue;
+        for (int64_t d = 0; d < ds->node_types[x->dst_type].count && found < 6; d += 7)
+            if (x->indptr[d + 1] > x->indptr[d])
+                lsrc[found] = x->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)x->indices)[x->indptr[d]]
+                                                              : ((const int64_t *)x->indices)[x->indptr[d]],
+                ldst[found++] = d;
+    }
+    fs_dataset_close(ds);
+    cr_assert_eq(found, 6);
+    for (int k = 0; k < 3; k++) {
+        fs_link_req_t link = FS_LINK_REQ_INIT;
+        link.src = "paper", link.rel = "cites", link.dst = "paper", link.count = 6;
+        link.src_ids = lsrc, link.dst_ids = ldst;
+        link.neg = k == 0 ? FS_NEG_BINARY : k == 1 ? FS_NEG_TRIPLET : FS_NEG_NONE, link.amount = k == 0 ? 1.5 : 2;
+        fs_hetero_req_t lreq = FS_HETERO_REQ_INIT;
+        lreq.num_hops = 2, lreq.fanouts = fan, lreq.num_fanouts = 4, lreq.seed = 300u + (unsigned)k;
+        lreq.want_edge_ids = 1, lreq.node_tables = tables, lreq.num_node_tables = 1;
+        if (k == 2) lreq.temporal = FS_TEMPORAL_UNIFORM, link.time = times;
+        fs_hetero_batch_t *a, *b;
+        cr_assert_eq(fs_link_sample(one, &link, &lreq, &a), FS_OK, "%s", fs_client_errstr(one));
+        cr_assert_eq(fs_link_sample(many, &link, &lreq, &b), FS_OK, "link %d: %s", k, fs_client_errstr(many));
+        tc_same_hetero_batch(a, b);
+        fs_hetero_batch_free(a), fs_hetero_batch_free(b);
+    }
+    static const char *const link_arrays[] = {"link/train/src", "link/train/dst", "link/test/time", "paper/train"};
+    for (int k = 0; k < 4; k++) { /* link splits and typed splits, id for id */
+        fs_ids_t *a, *b;
+        cr_assert_eq(fs_split(one, link_arrays[k], &a), FS_OK, "%s", fs_client_errstr(one));
+        cr_assert_eq(fs_split(many, link_arrays[k], &b), FS_OK, "%s: %s", link_arrays[k], fs_client_errstr(many));
+        cr_assert(a->n == b->n && a->n > 0, "%s: %lld and %lld ids", link_arrays[k], (long long)a->n, (long long)b->n);
+        cr_assert_arr_eq(a->ids, b->ids, sizeof(int64_t) * (size_t)a->n, "%s", link_arrays[k]);
+        fs_ids_free(a), fs_ids_free(b);
+    }
+    fs_info_t *ia, *ib;
+    cr_assert_eq(fs_info(one, &ia), FS_OK);
+    cr_assert_eq(fs_info(many, &ib), FS_OK);
+    cr_assert(ia->num_link_splits == ib->num_link_splits && ia->num_edge_types == ib->num_edge_types && ib->typed);
+    for (size_t e = 0; e < ia->num_edge_types; e++)
+        cr_assert_eq(ia->edge_types[e].reverse, ib->edge_types[e].reverse, "edge type %zu's reverse", e);
+    fs_info_free(ia), fs_info_free(ib);
+    fs_link_req_t strict = FS_LINK_REQ_INIT; /* what the shards' rows would be read for: said so */
+    strict.src = "paper", strict.rel = "cites", strict.dst = "paper", strict.count = 6, strict.src_ids = lsrc;
+    strict.dst_ids = ldst, strict.neg = FS_NEG_BINARY, strict.amount = 1, strict.strict = 1;
+    fs_hetero_req_t sreq = FS_HETERO_REQ_INIT;
+    sreq.num_hops = 2, sreq.fanouts = fan, sreq.num_fanouts = 4;
     fs_hetero_batch_t *x;
-    cr_assert_eq(fs_link_sample(many, &link, &lreq, &x), FS_ERR_UNSUPPORTED, "%s", fs_client_errstr(many));
+    cr_assert_eq(fs_link_sample(many, &strict, &sreq, &x), FS_ERR_UNSUPPORTED, "%s", fs_client_errstr(many));
+    cr_assert(strstr(fs_client_errstr(many), "strict"), "%s", fs_client_errstr(many));
     fs_batch_t *y;
     fs_sample_req_t plain = {.struct_size = sizeof plain, .num_hops = 1, .fanout = {2}};
     cr_assert_eq(fs_sample(many, papers, 2, &plain, &y), FS_ERR_UNSUPPORTED);
