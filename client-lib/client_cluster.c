@@ -55,7 +55,7 @@ typedef struct {
     fs_table_view_t *tables;          /* [type 0's tables], their rows the shards' */
     typed_t typed;
     int64_t revision;                 /* the shard map's its shards were opened by */
-    char key[FS_ADDR_HOST_MAX + FS_CLUSTER_NAME_MAX + 16]; /* the shared view's, for the cache */
+    char key[FS_ADDR_HOST_MAX + FS_CLUSTER_NAME_MAX + FS_ADDR_FILE_MAX + 16]; /* the shared view's */
 } cluster_t;
 
 typedef struct {
@@ -67,7 +67,7 @@ typedef struct {
 
 typedef struct shared {
     struct shared *next;
-    char key[FS_ADDR_HOST_MAX + FS_CLUSTER_NAME_MAX + 16];
+    char key[FS_ADDR_HOST_MAX + FS_CLUSTER_NAME_MAX + FS_ADDR_FILE_MAX + 16];
     fs_cluster_t *cl;
     int users;
 } shared_t;
@@ -89,7 +89,7 @@ static fs_status_t shared_get(const fs_addr_t *a, const char *key, int timeout_m
         }
     pthread_mutex_unlock(&shared_mu);
     fs_cluster_t *cl;
-    fs_status_t st = fs_cluster_open(a->target, a->cluster, timeout_ms, &cl, err); /* unlocked: remote calls */
+    fs_status_t st = fs_cluster_open(a, timeout_ms, &cl, err); /* unlocked: remote calls */
     if (st != FS_OK) return st;
     shared_t *s = calloc(1, sizeof *s);
     if (!s) {
@@ -292,7 +292,7 @@ fs_status_t fs_cluster_connect(fs_client_t *c, const fs_addr_t *a)
     cluster_t *K = calloc(1, sizeof *K);
     if (!K) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     fs_error_t err = {0};
-    snprintf(K->key, sizeof K->key, "%s/%s", a->target, a->cluster);
+    snprintf(K->key, sizeof K->key, "%s/%s%s", a->target, a->cluster, a->map_file);
     fs_limits_default(&K->limits);
     fs_status_t st = shared_get(a, K->key, 0, &K->cl, &err);
     if (st == FS_OK) st = fs_pool_create(c->opts.threads, &K->pool, &err);

@@ -9,6 +9,7 @@
  * number of parts); the node maps must be permutations of their type. */
 #include "fs_cluster.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -364,6 +365,18 @@ static void cluster_free(fs_cluster_t *c)
     free(c);
 }
 
+/* The cluster's map as its source holds it now: etcd's key, or the file. */
+static fs_status_t read_map(const fs_cluster_t *c, fs_shard_map_t *out, fs_error_t *err)
+{
+    if (c->map_file[0]) return fs_cluster_read_map_file(c->map_file, out, err);
+    fs_etcd_t *e = NULL;
+    memset(out, 0, sizeof *out);
+    fs_status_t st = fs_etcd_open(c->endpoint, c->timeout_ms, &e, err);
+    if (st == FS_OK) st = fs_cluster_read_map(e, c->name, out, err);
+    fs_etcd_close(e);
+    return st;
+}
+
 /* Every part must have a shard: a trainer cannot sample a graph part of
  * which no one serves. */
 static fs_status_t check_map(const fs_cluster_t *c, fs_error_t *err)
@@ -376,9 +389,34 @@ static fs_status_t check_map(const fs_cluster_t *c, fs_error_t *err)
     return FS_OK;
 }
 
-fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_ms, fs_cluster_t **out,
-                            fs_error_t *err)
+fs_status_t fs_cluster_read_map_file(const char *path, fs_shard_map_t *out, fs_error_t *err)
 {
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return fs_error(err, errno == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "cluster map %s: %s", path,
+                            strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    while (text) {
+        len += fread(text + len, 1, cap - len, f);
+        if (len < cap || cap >= FS_CLUSTER_BOOK_MAX) break;
+        char *t = realloc(text, cap *= 2);
+        if (!t) free(text);
+        text = t;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    fs_status_t st = !text ? fs_error(err, FS_ERR_NOMEM, "cluster map %s: out of memory", path)
+                     : bad ? fs_error(err, FS_ERR_IO, "cluster map %s: cannot read it", path)
+                           : fs_shard_map_parse(text, len, out, err);
+    if (st == FS_ERR_FORMAT) fs_error_prefix(err, "cluster map %s", path);
+    free(text);
+    return st;
+}
+
+fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t **out, fs_error_t *err)
+{
+    const char *endpoint = where->target, *name = where->cluster;
     *out = NULL;
     cluster_t *cc = calloc(1, sizeof *cc);
     if (!cc) return fs_error(err, FS_ERR_NOMEM, "out of memory");
@@ -387,11 +425,10 @@ fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_
     pthread_mutex_init(&c->map_lock, NULL);
     snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->map_file, sizeof c->map_file, "%s", where->map_file);
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : FS_CLUSTER_DEFAULT_TIMEOUT_MS;
-    fs_etcd_t *e = NULL;
-    fs_status_t st = fs_etcd_open(endpoint, c->timeout_ms, &e, err);
-    if (st == FS_OK) st = fs_cluster_read_map(e, name, &c->map, err);
-    fs_etcd_close(e);
+    fs_status_t st = read_map(c, &c->map, err);
+    if (st == FS_OK && c->map_file[0]) snprintf(c->name, sizeof c->name, "%s", c->map.name);
     if (st == FS_OK) st = check_map(c, err);
     char *book = NULL;
     int64_t len = 0;
@@ -435,12 +472,8 @@ fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_m
 
 fs_status_t fs_cluster_remap(fs_cluster_t *c, int64_t seen, fs_error_t *err)
 {
-    fs_etcd_t *e = NULL;
     fs_shard_map_t m;
-    memset(&m, 0, sizeof m);
-    fs_status_t st = fs_etcd_open(c->endpoint, c->timeout_ms, &e, err);
-    if (st == FS_OK) st = fs_cluster_read_map(e, c->name, &m, err);
-    fs_etcd_close(e);
+    fs_status_t st = read_map(c, &m, err);
     if (st == FS_OK && (strcmp(m.partitioning, c->partitioning) != 0 || m.parts != c->parts))
         st = fs_error(err, FS_ERR_FORMAT, "cluster %s now serves partitioning %s of %d parts, not %s of %d: connect "
                       "again", c->name, m.partitioning, m.parts, c->partitioning, c->parts);
@@ -448,7 +481,8 @@ fs_status_t fs_cluster_remap(fs_cluster_t *c, int64_t seen, fs_error_t *err)
         st = fs_error(err, FS_ERR_FORMAT, "cluster %s: the shard map's revision went backwards (%lld after %lld)",
                       c->name, (long long)m.revision, (long long)seen);
     pthread_mutex_lock(&c->map_lock);
-    if (st == FS_OK && m.revision > c->map.revision) { /* else another connection read it already */
+    int newer = m.revision > c->map.revision || (c->map_file[0] && !fs_shard_map_same(&m, &c->map));
+    if (st == FS_OK && newer) { /* else another connection read it already */
         fs_shard_map_t old = c->map;
         c->map = m;
         m = old;

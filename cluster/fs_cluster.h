@@ -95,7 +95,8 @@ typedef struct {
 } fs_cluster_link_t;
 
 typedef struct fs_cluster {
-    char endpoint[256], name[64];   /* etcd's host:port, the cluster's name */
+    char endpoint[FS_ADDR_HOST_MAX + 10], name[64]; /* etcd's host:port (fs_addr_t.target), the cluster's name */
+    char map_file[FS_ADDR_FILE_MAX]; /* or a static cluster's map file ("" on etcd) */
     int timeout_ms;
     fs_shard_map_t map;             /* the one part that changes (fs_cluster_remap): read under map_lock */
     pthread_mutex_t map_lock;
@@ -108,11 +109,14 @@ typedef struct fs_cluster {
     fs_cluster_link_t *links;
 } fs_cluster_t;
 
-/* Reads the map from etcd at endpoint and the book and node maps from the
- * shards; timeout_ms <= 0: FS_CLUSTER_DEFAULT_TIMEOUT_MS. The result has
- * one reference. */
-fs_status_t fs_cluster_open(const char *endpoint, const char *name, int timeout_ms, fs_cluster_t **out,
-                            fs_error_t *err);
+/* Reads the map (from etcd, or a static cluster's file: where's
+ * map_file) and the book and node maps from the shards; timeout_ms <= 0:
+ * FS_CLUSTER_DEFAULT_TIMEOUT_MS. The result has one reference. */
+fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t **out, fs_error_t *err);
+
+/* A static cluster's map, from its file (revision 0): FS_ERR_NOT_FOUND or
+ * FS_ERR_IO naming the file, FS_ERR_FORMAT as fs_shard_map_parse. */
+fs_status_t fs_cluster_read_map_file(const char *path, fs_shard_map_t *out, fs_error_t *err);
 fs_cluster_t *fs_cluster_ref(fs_cluster_t *c);
 void fs_cluster_unref(fs_cluster_t *c);
 

@@ -20,7 +20,7 @@ _Static_assert(sizeof(((struct sockaddr_un *)0)->sun_path) == FS_ADDR_PATH_MAX, 
 
 #define EXPECT_TCP "HOST:PORT or [IPv6]:PORT"
 #define EXPECT_SOCKET "a socket PATH or unix:///ABS/PATH"
-#define EXPECT_URI "unix:///ABS/PATH, grpc://HOST:PORT, grpcs://HOST:PORT or etcd://HOST:PORT/CLUSTER"
+#define EXPECT_URI "unix:///ABS/PATH, grpc://HOST:PORT, grpcs://HOST:PORT, etcd://HOST:PORT/CLUSTER or file:/ABS/PATH"
 #define EXPECT_UNIX "unix:///ABS/PATH"
 
 /* What is being parsed, for the messages. */
@@ -337,6 +337,17 @@ fs_status_t fs_addr_uri(const char *text, fs_addr_t *out, fs_error_t *err)
     if (starts(text, "etcd://")) {
         c.expect = "etcd://HOST:PORT/CLUSTER";
         return cluster_target(&c, text + 7, out);
+    }
+    if (starts(text, "file:")) { /* a static cluster's map: file:/ABS/PATH (or file:///ABS/PATH) */
+        c.expect = "file:/ABS/PATH";
+        const char *path = text + 5;
+        if (starts(path, "///")) path += 2;
+        if (path[0] != '/') return refuse(&c, "the map file's path must be absolute");
+        if (strlen(path) >= FS_ADDR_FILE_MAX)
+            return refuse(&c, "the path is %zu bytes; at most %d", strlen(path), FS_ADDR_FILE_MAX - 1);
+        out->kind = FS_ADDR_CLUSTER;
+        snprintf(out->map_file, sizeof out->map_file, "%s", path);
+        return FS_OK;
     }
     if (strstr(text, "://")) return refuse(&c, "unknown scheme '%s'", scheme_of(text, sh, sizeof sh));
     return refuse(&c, "no scheme");

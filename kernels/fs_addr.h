@@ -5,7 +5,8 @@
  *   --socket              a PATH, or unix:///ABS/PATH
  *   client URIs           unix:///ABS/PATH, grpc://HOST:PORT, grpc://[IPv6]:PORT,
  *                         grpcs://HOST:PORT, grpcs://[IPv6]:PORT; port 1..65535;
- *                         etcd://HOST:PORT/CLUSTER (a sharded cluster's etcd)
+ *                         etcd://HOST:PORT/CLUSTER (a sharded cluster's etcd), or
+ *                         file:/ABS/PATH (a static cluster: its shard map in a file)
  *
  * HOST is a host name (RFC 1123 labels: letters, digits, '-', dots between),
  * an IPv4 dotted quad (each number 0..255) or, in brackets, an IPv6 address.
@@ -23,6 +24,7 @@
 
 #define FS_ADDR_HOST_MAX 253 /* a host name's longest text (RFC 1123) */
 #define FS_ADDR_PATH_MAX 108 /* sizeof(struct sockaddr_un.sun_path), checked in fs_addr.c */
+#define FS_ADDR_FILE_MAX 1024 /* a static cluster's map file, NUL included */
 
 typedef enum { FS_ADDR_TCP = 1, FS_ADDR_UNIX = 2, FS_ADDR_CLUSTER = 3 } fs_addr_kind_t;
 
@@ -44,8 +46,9 @@ typedef struct {
     char target[FS_ADDR_HOST_MAX + 10];     /* "host:port" or "[v6]:port", as gRPC takes it */
     /* FS_ADDR_UNIX */
     char path[FS_ADDR_PATH_MAX];            /* the socket's path, NUL-terminated */
-    /* FS_ADDR_CLUSTER */
+    /* FS_ADDR_CLUSTER: etcd's target above and the cluster's name, or a static map's file */
     char cluster[FS_CLUSTER_NAME_MAX + 1];
+    char map_file[FS_ADDR_FILE_MAX];        /* "" for etcd:// */
 } fs_addr_t;
 
 /* A server's TCP address, given with option `what` ("--listen",
@@ -59,7 +62,8 @@ fs_status_t fs_addr_socket(const char *what, const char *text, fs_addr_t *out, f
 
 /* A client's URI: unix:///ABS/PATH, grpc://HOST:PORT or grpcs://HOST:PORT
  * ([IPv6] hosts in brackets), port 1..65535, nothing after the port; or
- * etcd://HOST:PORT/CLUSTER (kind FS_ADDR_CLUSTER: target is etcd's). */
+ * etcd://HOST:PORT/CLUSTER (kind FS_ADDR_CLUSTER: target is etcd's), or
+ * file:/ABS/PATH (FS_ADDR_CLUSTER with map_file: a static cluster). */
 fs_status_t fs_addr_uri(const char *text, fs_addr_t *out, fs_error_t *err);
 
 #endif

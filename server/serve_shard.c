@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fs_addr.h"
+#include "fs_cluster.h"
 #include "fs_member.h"
 #include "serve.h"
 
@@ -72,6 +73,31 @@ static fs_status_t dealt_parts(const fs_serve_opts_t *o, int **out, int *n, fs_e
     return FS_OK;
 }
 
+/* A static cluster (--cluster file:PATH): nothing to join, but the map
+ * must be this shard's: the same partitioning, and exactly the parts it
+ * holds given to its --shard number. */
+static fs_status_t check_static(const fs_serve_opts_t *o, const fs_addr_t *where, const fs_shard_t *shard,
+                                fs_error_t *err)
+{
+    fs_shard_map_t m;
+    fs_status_t st = fs_cluster_read_map_file(where->map_file, &m, err);
+    if (st != FS_OK) return st;
+    const int *held;
+    int n = fs_shard_held(shard, &held), k = 0;
+    if (strcmp(m.partitioning, fs_shard_partitioning(shard)) != 0 || m.parts != fs_shard_num_parts(shard))
+        st = fs_error(err, FS_ERR_FORMAT, "cluster map %s is of partitioning %s of %d parts, this shard's is %s of %d",
+                      where->map_file, m.partitioning, m.parts, fs_shard_partitioning(shard), fs_shard_num_parts(shard));
+    for (int p = 0; st == FS_OK && p < m.parts; p++) {
+        int mine = k < n && held[k] == p;
+        k += mine;
+        if (mine != (m.owner[p] == o->shard_id))
+            st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster map %s gives part %d to shard %d, but this shard (%d) "
+                          "%s it", where->map_file, p, m.owner[p], o->shard_id, mine ? "holds" : "does not hold");
+    }
+    fs_shard_map_free(&m);
+    return st;
+}
+
 /* This shard's registration: its parts and where it answers. */
 static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const char *grpc_addr, fs_member_t **m,
                         fs_error_t *err)
@@ -79,8 +105,10 @@ static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const
     fs_addr_t where;
     fs_status_t st = fs_addr_uri(o->cluster, &where, err);
     if (st == FS_OK && where.kind != FS_ADDR_CLUSTER)
-        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "--cluster '%s': expected etcd://HOST:PORT/CLUSTER", o->cluster);
+        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "--cluster '%s': expected etcd://HOST:PORT/CLUSTER or "
+                      "file:/ABS/PATH", o->cluster);
     if (st != FS_OK) return st;
+    if (where.map_file[0]) return check_static(o, &where, shard, err);
     fs_shard_reg_t self = {.parts = fs_shard_num_parts(shard)};
     self.addr.id = o->shard_id;
     snprintf(self.addr.grpc, sizeof self.addr.grpc, "%s", grpc_addr);

@@ -5,7 +5,8 @@
  * Byte 0 % 3 picks the entry point: 0 fs_addr_listen, 1 fs_addr_socket,
  * 2 fs_addr_uri; the rest is the text (cut at its first NUL, as C reads it).
  * An accepted etcd:// URI has etcd's host and port as above and a valid
- * cluster name, and is made again from them to the same.
+ * cluster name, and is made again from them to the same; a file: URI an
+ * absolute path that fits.
  * Beyond "no crash": an accepted TCP address has a host of its kind (a name
  * of letters, digits, '-' and '.'; a dotted quad; an IPv6 address that
  * inet_pton reads) and a port in range (0 only for a server), and its
@@ -73,6 +74,10 @@ static void check_tcp(const fs_addr_t *a, int server)
 static void check_cluster(const fs_addr_t *a)
 {
     fs_error_t err = {0};
+    if (a->map_file[0]) { /* file:/ABS/PATH */
+        FUZZ_CHECK(a->map_file[0] == '/' && strlen(a->map_file) < FS_ADDR_FILE_MAX, "map file '%s'", a->map_file);
+        return;
+    }
     FUZZ_CHECK(a->port >= 1 && a->port <= 65535, "port %d", a->port);
     check_host(a);
     FUZZ_CHECK(fs_cluster_name_check(a->cluster, &err) == FS_OK, "cluster name '%s': %s", a->cluster, err.msg);

@@ -357,6 +357,61 @@ Test(cluster_client, a_moved_part_is_followed)
     stop(&a, SIGTERM), stop(&c, SIGTERM);
 }
 
+/* A static cluster: the shard map in a file, no etcd (--cluster file:PATH). */
+Test(cluster_client, a_static_cluster_from_its_map_file)
+{
+    char g[PATH_MAX], root[PATH_MAX], sock[PATH_MAX], map[PATH_MAX], *book;
+    snprintf(g, sizeof g, "%s/s", dir), snprintf(root, sizeof root, "%s/s.parts", dir);
+    snprintf(sock, sizeof sock, "%s/s.sock", dir), snprintf(map, sizeof map, "%s/cluster.json", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 4 --out %s", tu_bin(), g, root), 0);
+    char bookpath[PATH_MAX + 32], text[1024];
+    snprintf(bookpath, sizeof bookpath, "%s/partition.json", root);
+    book = tu_read(bookpath, NULL);
+    char id[17] = "";
+    cr_assert_eq(sscanf(strstr(book, "\"id\"") + 4, " : \"%16[0-9a-f]\"", id), 1);
+    free(book);
+    int port[2] = {tu_free_port(), tu_free_port()};
+    snprintf(text, sizeof text, "{\"format\": \"featstore-shard-map\", \"version\": 1, \"name\": \"fixed\", "
+             "\"partitioning\": \"%s\", \"parts\": 4, \"shards\": [{\"id\": 0, \"grpc\": \"127.0.0.1:%d\"}, "
+             "{\"id\": 1, \"grpc\": \"127.0.0.1:%d\"}], \"owners\": [0, 0, 1, 1]}", id, port[0], port[1]);
+    tu_write(map, text, strlen(text));
+    proc_t s[2];
+    for (int k = 0; k < 2; k++) {
+        s[k].pid = tu_spawn(&s[k].out, "%s serve %s --parts %s --listen 127.0.0.1:%d --cluster file:%s --shard %d",
+                            tu_bin(), root, k ? "2,3" : "0,1", port[k], map, k);
+        char line[512];
+        cr_assert_not_null(fgets(line, sizeof line, s[k].out), "shard %d exited before READY", k);
+    }
+    tu_server_t whole;
+    cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
+    fs_client_t *one = connect_to("unix://%s", sock), *many = connect_to("file:%s", map);
+    cr_assert_str_eq(fs_client_transport(many), "etcd");
+    int64_t seeds[64];
+    for (int i = 0; i < 64; i++) seeds[i] = (i * 97) % 512;
+    fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = 2, .fanout = {5, 3}, .seed = 3, .want_edge_ids = 1};
+    fs_batch_t *a, *b;
+    cr_assert_eq(fs_sample_gather(one, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &a), FS_OK);
+    cr_assert_eq(fs_sample_gather(many, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s",
+                 fs_client_errstr(many));
+    same_batch(a, b, "a static cluster");
+    fs_batch_free(a), fs_batch_free(b);
+    fs_close(one), fs_close(many);
+    char *out = NULL; /* a shard whose parts are not the map's: refused at start, naming the part */
+    cr_assert_neq(tu_run(&out, "%s serve %s --parts 0 --listen 127.0.0.1:0 --cluster file:%s --shard 0 2>&1", tu_bin(),
+                         root, map), 0);
+    cr_assert(strstr(out, "gives part 1 to shard 0"), "%s", out);
+    free(out);
+    fs_client_t *none;
+    cr_assert_eq(fs_connect("file:/nonexistent/cluster.json", NULL, &none), FS_ERR_NOT_FOUND);
+    cr_assert(strstr(fs_client_errstr(none), "/nonexistent/cluster.json"), "%s", fs_client_errstr(none));
+    fs_close(none);
+    cr_assert_eq(fs_connect("file:relative.json", NULL, &none), FS_ERR_INVALID_ARGUMENT);
+    fs_close(none);
+    for (int k = 0; k < 2; k++) stop(&s[k], SIGTERM);
+    tu_serve_stop(&whole, SIGTERM);
+}
+
 Test(cluster_client, no_cluster_no_connection)
 {
     fs_client_t *c;

@@ -135,7 +135,10 @@ static const good_uri_t good_uri[] = {
 };
 
 static const bad_t bad_uri[] = {
-    {"", "URI '': no scheme (expected unix:///ABS/PATH, grpc://HOST:PORT, grpcs://HOST:PORT or etcd://HOST:PORT/CLUSTER)"},
+    {"", "URI '': no scheme (expected unix:///ABS/PATH, grpc://HOST:PORT, grpcs://HOST:PORT, etcd://HOST:PORT/CLUSTER or "
+         "file:/ABS/PATH)"},
+    {"file:relative.json", "the map file's path must be absolute (expected file:/ABS/PATH)"},
+    {"file:", "the map file's path must be absolute"},
     {"etcd://127.0.0.1:2379", "no /CLUSTER after HOST:PORT (expected etcd://HOST:PORT/CLUSTER)"},
     {"etcd://127.0.0.1:2379/", "cluster name '': 1 to 63 characters"},
     {"etcd://127.0.0.1:2379/a b", "cluster name 'a b': character 2 is not a letter, digit, '_' or '-'"},
@@ -304,6 +307,15 @@ Test(addr, good_uris_are_parsed_field_by_field)
         cr_assert_eq(a.port, g->port, "%s", g->text);
         cr_assert_str_eq(a.target, g->target, "%s", g->text);
         if (g->kind == FS_ADDR_CLUSTER) cr_assert_str_eq(a.cluster, strrchr(g->text, '/') + 1, "%s", g->text);
+    }
+    static const char *const files[][2] = {{"file:/etc/featstore/cluster.json", "/etc/featstore/cluster.json"},
+                                           {"file:///srv/c.json", "/srv/c.json"}};
+    for (size_t i = 0; i < N(files); i++) { /* a static cluster's map file */
+        fs_addr_t a;
+        fs_error_t err = {0};
+        cr_assert_eq(fs_addr_uri(files[i][0], &a, &err), FS_OK, "%s: %s", files[i][0], err.msg);
+        cr_assert_eq(a.kind, FS_ADDR_CLUSTER);
+        cr_assert_str_eq(a.map_file, files[i][1]);
     }
 }
 
