@@ -18,6 +18,7 @@
 #include "featstore/admin.h"
 #include "featstore/client.h"
 #include "fs_addr.h"
+#include "fs_cluster.h"
 #include "fs_device.h"
 #include "grpc_server.h"
 #include "fs_shardmap.h"
@@ -41,7 +42,7 @@ static const cli_opt_t placement_opts[] = {OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PL
 
 /* What a shard server does not have (serve_shard.c): a unix:// socket, a
  * metrics endpoint, a placement, the served copy's options. */
-static const cli_opt_t not_for_shards[] = {OPT_SOCKET, OPT_METRICS, OPT_VERIFY, OPT_PREFAULT, OPT_TOPOLOGY,
+static const cli_opt_t not_for_shards[] = {OPT_SOCKET, OPT_VERIFY, OPT_PREFAULT, OPT_TOPOLOGY,
                                            OPT_COPY, OPT_COPY_DIR, OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID,
                                            OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID, OPT_PLAN_DIR, 0};
 
@@ -78,8 +79,8 @@ static int check_shard(cli_t *c, fs_serve_opts_t *o)
     }
     for (int i = 0; not_for_shards[i]; i++)
         if (cli_has(c, not_for_shards[i]))
-            return cli_usage("%s: a shard server (--parts) has no unix:// socket, metrics endpoint, placement or "
-                             "served copy yet", cli_name(c, not_for_shards[i]));
+            return cli_usage("%s: a shard server (--parts) has no unix:// socket, placement or served copy yet",
+                             cli_name(c, not_for_shards[i]));
     if (!cli_has(c, OPT_LISTEN)) return cli_usage("--parts: a shard server answers over gRPC: give --listen HOST:PORT");
     if (cli_has(c, OPT_CLUSTER) != cli_has(c, OPT_SHARD))
         return cli_usage("--cluster and --shard go together: the cluster to join, and this shard's number in it");
@@ -104,7 +105,7 @@ static int check_shard(cli_t *c, fs_serve_opts_t *o)
         return ordinal ? cli_fail(&err) : cli_refuse(c, OPT_SHARD, &err);
     }
     o->parts = c->text[OPT_PARTS], o->cluster = c->text[OPT_CLUSTER], o->shard_id = (int)id, o->shards = (int)shards;
-    o->socket_path = NULL, o->metrics = NULL;
+    o->socket_path = NULL, o->metrics = cli_has(c, OPT_METRICS) ? c->text[OPT_METRICS] : NULL; /* only if asked */
     return 0;
 }
 
@@ -302,11 +303,34 @@ static int check_uri(const char *uri)
     return fs_addr_uri(uri, &a, &err) == FS_OK ? 0 : cli_usage("%s", err.msg);
 }
 
+/* A cluster's: the map, then every shard's metrics summed (fs_cluster_stats),
+ * without reading what a trainer reads (the book, node maps, cache). */
+static int cluster_stats(const fs_addr_t *where)
+{
+    fs_shard_map_t m;
+    fs_error_t err = {0};
+    char *text = NULL;
+    fs_status_t st = fs_cluster_read_map_at(where, 0, &m, &err);
+    if (st == FS_OK) {
+        st = fs_cluster_stats(&m, FS_CLUSTER_DEFAULT_TIMEOUT_MS, &text, &err);
+        fs_shard_map_free(&m);
+    }
+    if (st != FS_OK) return cli_fail(&err);
+    fputs(text, stdout);
+    free(text);
+    return 0;
+}
+
 int cmd_stats(int argc, char **argv)
 {
     int rc;
-    if (argc != 2) return cli_usage("%s", "usage: featstore stats unix:///PATH | grpc://HOST:PORT | grpcs://HOST:PORT");
+    if (argc != 2)
+        return cli_usage("%s", "usage: featstore stats unix:///PATH | grpc://HOST:PORT | grpcs://HOST:PORT | "
+                               "etcd://HOST:PORT/CLUSTER | file:/ABS/PATH");
     if ((rc = check_uri(argv[1]))) return rc;
+    fs_addr_t where;
+    fs_error_t aerr = {0};
+    if (fs_addr_uri(argv[1], &where, &aerr) == FS_OK && where.kind == FS_ADDR_CLUSTER) return cluster_stats(&where);
     fs_client_t *cl;
     char *text = NULL;
     fs_status_t st = fs_connect(argv[1], NULL, &cl);

@@ -639,6 +639,7 @@ static fs_status_t cluster_info(fs_client_t *c, fs_info_t **out)
     return FS_OK;
 }
 
+/* The cluster's metrics (fs_cluster_stats), by the map this process holds. */
 static fs_status_t cluster_stats(fs_client_t *c, char **text)
 {
     cluster_t *K = c->impl;
@@ -647,21 +648,11 @@ static fs_status_t cluster_stats(fs_client_t *c, char **text)
     pthread_mutex_lock(&K->cl->map_lock);
     fs_status_t st = fs_shard_map_copy(&K->cl->map, &m, &err);
     pthread_mutex_unlock(&K->cl->map_lock);
-    size_t cap = 256 + (size_t)m.num_shards * 320;
-    char *s = st == FS_OK ? malloc(cap) : NULL;
-    if (!s) {
+    if (st == FS_OK) {
+        st = fs_cluster_stats(&m, K->cl->timeout_ms, text, &err);
         fs_shard_map_free(&m);
-        return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     }
-    size_t at = (size_t)snprintf(s, cap, "# featstore cluster %s: partitioning %s, %d parts, %d shards, map revision "
-                                 "%lld\n", K->cl->name, K->cl->partitioning, m.parts, m.num_shards,
-                                 (long long)m.revision);
-    for (int k = 0; k < m.num_shards && at < cap; k++)
-        at += (size_t)snprintf(s + at, cap - at, "featstore_cluster_shard{shard=\"%d\",grpc=\"%s\"} 1\n",
-                               m.shard[k].id, m.shard[k].grpc);
-    fs_shard_map_free(&m);
-    *text = s;
-    return FS_OK;
+    return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
 }
 
 static const fs_transport_ops_t cluster_ops = {

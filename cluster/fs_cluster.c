@@ -365,16 +365,25 @@ static void cluster_free(fs_cluster_t *c)
     free(c);
 }
 
+fs_status_t fs_cluster_read_map_at(const fs_addr_t *where, int timeout_ms, fs_shard_map_t *out, fs_error_t *err)
+{
+    if (where->map_file[0]) return fs_cluster_read_map_file(where->map_file, out, err);
+    fs_etcd_t *e = NULL;
+    memset(out, 0, sizeof *out);
+    fs_status_t st = fs_etcd_open(where->target, timeout_ms > 0 ? timeout_ms : FS_CLUSTER_DEFAULT_TIMEOUT_MS, &e, err);
+    if (st == FS_OK) st = fs_cluster_read_map(e, where->cluster, out, err);
+    fs_etcd_close(e);
+    return st;
+}
+
 /* The cluster's map as its source holds it now: etcd's key, or the file. */
 static fs_status_t read_map(const fs_cluster_t *c, fs_shard_map_t *out, fs_error_t *err)
 {
-    if (c->map_file[0]) return fs_cluster_read_map_file(c->map_file, out, err);
-    fs_etcd_t *e = NULL;
-    memset(out, 0, sizeof *out);
-    fs_status_t st = fs_etcd_open(c->endpoint, c->timeout_ms, &e, err);
-    if (st == FS_OK) st = fs_cluster_read_map(e, c->name, out, err);
-    fs_etcd_close(e);
-    return st;
+    fs_addr_t where = {.kind = FS_ADDR_CLUSTER};
+    snprintf(where.target, sizeof where.target, "%s", c->endpoint);
+    snprintf(where.cluster, sizeof where.cluster, "%s", c->name);
+    snprintf(where.map_file, sizeof where.map_file, "%s", c->map_file);
+    return fs_cluster_read_map_at(&where, c->timeout_ms, out, err);
 }
 
 /* Every part must have a shard: a trainer cannot sample a graph part of

@@ -117,6 +117,14 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t
 /* A static cluster's map, from its file (revision 0): FS_ERR_NOT_FOUND or
  * FS_ERR_IO naming the file, FS_ERR_FORMAT as fs_shard_map_parse. */
 fs_status_t fs_cluster_read_map_file(const char *path, fs_shard_map_t *out, fs_error_t *err);
+/* The map of the cluster at `where`: etcd's key, or the file. */
+fs_status_t fs_cluster_read_map_at(const fs_addr_t *where, int timeout_ms, fs_shard_map_t *out, fs_error_t *err);
+
+/* The cluster's metrics in one text (fs_cluster_stats.c): whether each
+ * shard answered its Stats, the shards' counters summed (featstore_shard_X
+ * as featstore_cluster_X), then every shard's series with a shard="N"
+ * label. A new string (the caller's to free()). */
+fs_status_t fs_cluster_stats(const fs_shard_map_t *m, int timeout_ms, char **text, fs_error_t *err);
 fs_cluster_t *fs_cluster_ref(fs_cluster_t *c);
 void fs_cluster_unref(fs_cluster_t *c);
 

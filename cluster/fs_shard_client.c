@@ -169,3 +169,21 @@ fs_status_t fs_shard_client_file(fs_shard_client_t *c, const char *name, int64_t
     *data = buf, *len = size;
     return FS_OK;
 }
+
+fs_status_t fs_shard_client_stats(fs_shard_client_t *c, char **text, fs_error_t *err)
+{
+    featstore_v1_StatsRequest req = {.api_version = FS_WIRE_API_VERSION};
+    featstore_v1_StatsResponse resp = featstore_v1_StatsResponse_init_zero;
+    fs_wire_buf_t buf = {0};
+    fs_wire_set_buf(&resp.prometheus_text, &buf);
+    *text = NULL;
+    fs_status_t st = fs_unary(c->channel, c->cq, c->who, FS_WIRE_METHOD_STATS, c->timeout_ms,
+                              featstore_v1_StatsRequest_fields, &req, featstore_v1_StatsResponse_fields, &resp, err);
+    if (st == FS_OK && !(*text = malloc(buf.len + 1))) st = fs_error(err, FS_ERR_NOMEM, "%s: out of memory", c->who);
+    if (st == FS_OK) {
+        if (buf.len) memcpy(*text, buf.data, buf.len);
+        (*text)[buf.len] = 0;
+    }
+    fs_wire_buf_free(&buf);
+    return st;
+}

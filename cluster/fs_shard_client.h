@@ -44,4 +44,8 @@ fs_status_t fs_shard_client_rows(fs_shard_client_t *c, int t, const char *table,
 fs_status_t fs_shard_client_file(fs_shard_client_t *c, const char *name, int64_t max_bytes, char **data, int64_t *len,
                                  fs_error_t *err);
 
+/* Stats: the shard's metrics text (server/shard_metrics.h), a new string
+ * (the caller's to free()). */
+fs_status_t fs_shard_client_stats(fs_shard_client_t *c, char **text, fs_error_t *err);
+
 #endif

@@ -15,6 +15,7 @@
 #include "epoch_run.h"
 #include "fs_wire.h"
 #include "grpc_server.h"
+#include "shard_metrics.h"
 #include "shard.h"
 
 typedef struct {
@@ -64,6 +65,7 @@ struct fs_grpc_server {
     const fs_shard_t *shard;            /* which answers the Shard* methods from its parts (else NULL) */
     fs_limits_t limits;                 /* the server's (a copy) */
     int64_t map_revision;               /* a shard's (fs_grpc_server_set_map_revision; atomic), or 0 */
+    fs_shard_metrics_t *shard_metrics;  /* a shard's counters, or NULL */
     fs_metrics_t *metrics;
     int num_workers;
     worker_t *workers;
@@ -160,7 +162,7 @@ typedef struct {
     const char *path;
     fs_method_t method;
     handler_fn fn;
-    int shard;                          /* a shard server's method (only a shard server answers it) */
+    int shard;                          /* 0: a whole server's method; 1: a shard server's; 2: both's */
 } fs_grpc_method_t;
 extern const fs_grpc_method_t fs_grpc_methods[];
 #define FS_GRPC_NUM_METHODS 12

@@ -258,8 +258,9 @@ static fs_status_t do_stats(call_t *c, int *streaming)
     if (st == FS_OK) st = check_api(c, req.api_version);
     if (st != FS_OK) return st;
     fs_metrics_t *m = c->srv->metrics;
-    char *text = m ? fs_metrics_render(m) : NULL;
-    if (m && !text) return fs_error(&c->err, FS_ERR_NOMEM, "out of memory rendering the metrics");
+    fs_shard_metrics_t *sm = c->srv->shard_metrics; /* a shard server's */
+    char *text = m ? fs_metrics_render(m) : sm ? fs_shard_metrics_render(sm) : NULL;
+    if ((m || sm) && !text) return fs_error(&c->err, FS_ERR_NOMEM, "out of memory rendering the metrics");
     featstore_v1_StatsResponse resp = featstore_v1_StatsResponse_init_zero;
     resp.api_version = FS_WIRE_API_VERSION;
     resp.prometheus_text.funcs.encode = encode_text_cb;
@@ -361,6 +362,14 @@ static fs_status_t do_stream(call_t *c, int *streaming)
     return st == FS_END ? FS_OK : st; /* resumed at the end: no batch */
 }
 
+/* A Shard* call in the shard's counters (shard_metrics.h): its answer's
+ * bytes, its time since the call began. */
+static void count_shard_call(call_t *c, fs_shard_call_t call, fs_status_t st, int64_t ids, int hop)
+{
+    uint64_t bytes = st == FS_OK && c->response ? (uint64_t)grpc_byte_buffer_length(c->response) : 0;
+    fs_shard_metrics_call(c->srv->shard_metrics, call, c->peer, st, ids, bytes, hop, fs_grpc_now() - c->t0);
+}
+
 /* A Shard* request routed by an older map than this shard holds: the
  * caller is told, and fetches the map again (a part may have moved). */
 static fs_status_t check_revision(call_t *c, int64_t theirs)
@@ -420,6 +429,7 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
     }
     fs_wire_buf_free(&ids_buf), fs_wire_buf_free(&time_buf), fs_wire_buf_free(&batch_buf);
     fs_wire_buf_free(&xat_buf), fs_wire_buf_free(&xsrc_buf);
+    count_shard_call(c, FS_SHARD_CALL_PICKS, st, n, req.hop);
     return st;
 }
 
@@ -453,6 +463,7 @@ static fs_status_t do_shard_rows(call_t *c, int *streaming)
     }
     free(rows);
     fs_wire_buf_free(&ids_buf);
+    count_shard_call(c, FS_SHARD_CALL_ROWS, st, n, -1);
     return st;
 }
 
@@ -476,6 +487,7 @@ static fs_status_t do_shard_file(call_t *c, int *streaming)
         if (!c->response) st = c->err.code;
     }
     free(buf);
+    count_shard_call(c, FS_SHARD_CALL_FILE, st, 0, -1);
     return st;
 }
 
@@ -484,7 +496,7 @@ const fs_grpc_method_t fs_grpc_methods[] = {
     {FS_WIRE_METHOD_SAMPLE, FS_METHOD_SAMPLE, do_sample, 0},
     {FS_WIRE_METHOD_GATHER, FS_METHOD_GATHER, do_gather, 0},
     {FS_WIRE_METHOD_SAMPLE_GATHER, FS_METHOD_SAMPLE_GATHER, do_sample_gather, 0},
-    {FS_WIRE_METHOD_STATS, FS_METHOD_STATS, do_stats, 0},
+    {FS_WIRE_METHOD_STATS, FS_METHOD_STATS, do_stats, 2},
     {FS_WIRE_METHOD_SPLIT, FS_METHOD_SPLIT, do_split, 0},
     {FS_WIRE_METHOD_HETERO_SAMPLE, FS_METHOD_HETERO_SAMPLE, do_hetero_sample, 0},
     {FS_WIRE_METHOD_LINK_SAMPLE, FS_METHOD_LINK_SAMPLE, do_link_sample, 0},

@@ -457,11 +457,11 @@ static void call_begin(call_t *c)
                       "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample, Stream, ShardPicks, ShardRows "
                       "and ShardFile)", path);
         gpr_free(path);
-    } else if (st == FS_OK && (!s->engine) != fs_grpc_methods[c->method].shard) {
+    } else if (st == FS_OK && fs_grpc_methods[c->method].shard != 2 && (!s->engine) != fs_grpc_methods[c->method].shard) {
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, s->engine
                       ? "%s: this server serves a whole dataset, not a shard of a partitioned one"
-                      : "%s: this server is a shard of a partitioned dataset: it answers ShardPicks, ShardRows and "
-                        "ShardFile only (trainers reach the shards through owner routing)",
+                      : "%s: this server is a shard of a partitioned dataset: it answers ShardPicks, ShardRows, "
+                        "ShardFile and Stats only (trainers reach the shards through owner routing)",
                       fs_grpc_methods[c->method].path);
     }
     if (st != FS_OK) {
@@ -784,12 +784,12 @@ void fs_grpc_server_set_map_revision(fs_grpc_server_t *s, int64_t revision)
     __atomic_store_n(&s->map_revision, revision, __ATOMIC_RELAXED);
 }
 
-fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_metrics_t *metrics,
+fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_shard_metrics_t *metrics,
                                        fs_error_t *err)
 {
     if (!shard) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no shard");
-    s->shard = shard;
-    return start_answering(s, metrics, err);
+    s->shard = shard, s->shard_metrics = metrics;
+    return start_answering(s, NULL, err);
 }
 
 fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,

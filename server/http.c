@@ -15,7 +15,8 @@
 
 struct fs_http {
     struct MHD_Daemon *d; /* NULL until served */
-    fs_metrics_t *metrics;
+    fs_http_render_fn render;
+    void *ctx;
     int fd;               /* the listening socket, bound by fs_http_listen */
 };
 
@@ -39,7 +40,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "only GET\n", 0);
     if (strcmp(url, "/healthz") == 0) return reply(conn, MHD_HTTP_OK, "text/plain", "ok\n", 0);
     if (strcmp(url, "/metrics") == 0) {
-        char *text = fs_metrics_render(h->metrics);
+        char *text = h->render(h->ctx);
         if (!text) return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n", 0);
         return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, 1);
     }
@@ -62,9 +63,9 @@ fs_status_t fs_http_listen(const char *addr, fs_http_t **out, int *port, fs_erro
     return FS_OK;
 }
 
-fs_status_t fs_http_serve(fs_http_t *h, fs_metrics_t *metrics, fs_error_t *err)
+fs_status_t fs_http_serve(fs_http_t *h, fs_http_render_fn render, void *ctx, fs_error_t *err)
 {
-    h->metrics = metrics;
+    h->render = render, h->ctx = ctx;
     /* MHD closes the socket it is given when it stops: it gets a duplicate,
      * and the original stays ours to close in every case */
     int fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
@@ -77,16 +78,6 @@ fs_status_t fs_http_serve(fs_http_t *h, fs_metrics_t *metrics, fs_error_t *err)
         return fs_error(err, FS_ERR_IO, "cannot start serving metrics: libmicrohttpd failed to start");
     }
     return FS_OK;
-}
-
-fs_status_t fs_http_start(const char *addr, fs_metrics_t *metrics, fs_http_t **out, int *port, fs_error_t *err)
-{
-    fs_status_t st = fs_http_listen(addr, out, port, err);
-    if (st == FS_OK && (st = fs_http_serve(*out, metrics, err)) != FS_OK) {
-        fs_http_stop(*out);
-        *out = NULL;
-    }
-    return st;
 }
 
 void fs_http_stop(fs_http_t *h)

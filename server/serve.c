@@ -93,6 +93,12 @@ typedef struct {
     const char *plan_dir;
 } server_t;
 
+/* /metrics: the server's metrics, rendered per scrape (http.h). */
+static char *render_metrics(void *metrics)
+{
+    return fs_metrics_render(metrics);
+}
+
 static void shutdown_all(server_t *s)
 {
     fs_http_stop(s->http);            /* stop accepting first ... */
@@ -475,7 +481,7 @@ static fs_status_t serve_all(server_t *s, fs_error_t *err)
 {
     fs_status_t st = s->local ? fs_local_server_serve(s->local, s->engine, s->metrics, err) : FS_OK;
     if (!st && s->grpc) st = fs_grpc_server_serve(s->grpc, s->engine, s->metrics, err);
-    if (!st && s->http) st = fs_http_serve(s->http, s->metrics, err);
+    if (!st && s->http) st = fs_http_serve(s->http, render_metrics, s->metrics, err);
     return st;
 }
 

@@ -1,10 +1,10 @@
 /* serve_shard.c — `featstore serve ROOT --parts LIST`: a shard server of a
  * partitioned dataset (docs/design.md, owner-routed sampling).
  *
- * It holds the listed parts (server/shard.h) and answers ShardPicks over
- * gRPC, with the same admission, deadlines, TLS and token as a whole
- * server (grpc_server.h); nothing else is served yet: no unix:// socket,
- * no placement, no metrics endpoint. With --cluster etcd://HOST:PORT/NAME
+ * It holds the listed parts (server/shard.h) and answers the Shard* methods
+ * and Stats over gRPC, with the same admission, deadlines, TLS and token as
+ * a whole server (grpc_server.h), and /metrics with --metrics
+ * (server/shard_metrics.h); no unix:// socket or placement yet. With --cluster etcd://HOST:PORT/NAME
  * and --shard N it registers in that cluster's membership (cluster/
  * fs_member.h) under a lease, so the shard map names it while it lives,
  * and leaves the map when it stops. */
@@ -20,7 +20,9 @@
 #include "fs_addr.h"
 #include "fs_cluster.h"
 #include "fs_member.h"
+#include "http.h"
 #include "serve.h"
+#include "shard_metrics.h"
 
 /* "0,3,6" or "0-15" (or both: "0-3,8") into a new array of part numbers. */
 static fs_status_t parse_parts(const char *text, int **out, int *n, fs_error_t *err)
@@ -71,6 +73,12 @@ static fs_status_t dealt_parts(const fs_serve_opts_t *o, int **out, int *n, fs_e
     }
     *out = p;
     return FS_OK;
+}
+
+/* /metrics: the shard's counters, rendered per scrape (http.h). */
+static char *render_metrics(void *metrics)
+{
+    return fs_shard_metrics_render(metrics);
 }
 
 /* A static cluster (--cluster file:PATH): nothing to join, but the map
@@ -130,6 +138,9 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     fs_shard_t *shard = NULL;
     fs_grpc_server_t *grpc = NULL;
     fs_member_t *member = NULL;
+    fs_shard_metrics_t *metrics = NULL;
+    fs_http_t *http = NULL;
+    int metrics_port = 0;
     char addr[FS_CLUSTER_ADDR_MAX + 1] = "";
     fs_status_t st = !o->listen ? fs_error(&err, FS_ERR_INVALID_ARGUMENT, "a shard server needs --listen HOST:PORT")
                      : strcmp(o->parts, "auto") == 0 ? dealt_parts(o, &parts, &n, &err)
@@ -140,12 +151,18 @@ int fs_serve_shard(const fs_serve_opts_t *o)
         fs_serve_grpc_opts(o, &go);
         st = fs_grpc_server_listen(&go, &o->limits, &grpc, &port, &err);
     }
-    if (st == FS_OK) st = fs_grpc_server_serve_shard(grpc, shard, NULL, &err);
+    if (st == FS_OK && !(metrics = fs_shard_metrics_create(o->cluster ? o->shard_id : -1, fs_shard_partitioning(shard), n)))
+        st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK && o->metrics) st = fs_http_listen(o->metrics, &http, &metrics_port, &err);
+    if (st == FS_OK && http) st = fs_http_serve(http, render_metrics, metrics, &err);
+    if (st == FS_OK) st = fs_grpc_server_serve_shard(grpc, shard, metrics, &err);
     if (st == FS_OK) snprintf(addr, sizeof addr, "%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, port);
     if (st == FS_OK && o->cluster) st = join(o, shard, addr, &member, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
         fs_grpc_server_stop(grpc);
+        fs_http_stop(http);
+        fs_shard_metrics_destroy(metrics);
         fs_shard_close(shard);
         free(parts);
         return 1;
@@ -153,11 +170,12 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     fprintf(stderr, "featstore: shard %d of partitioning %s: %d of its %d parts, ShardPicks on %s%s%s\n",
             o->shard_id, fs_shard_partitioning(shard), n, fs_shard_num_parts(shard), addr,
             o->cluster ? ", in " : "", o->cluster ? o->cluster : "");
-    printf("READY unix=- grpc=%s metrics=0\n", addr);
+    printf("READY unix=- grpc=%s metrics=%d\n", addr, metrics_port);
     fflush(stdout);
     int sig = 0;
     for (;;) { /* the map's revision passed on to the workers every 100 ms, until a signal to stop */
         if (member) fs_grpc_server_set_map_revision(grpc, fs_member_revision(member));
+        if (member) fs_shard_metrics_set_revision(metrics, fs_member_revision(member));
         struct timespec tick = {0, 100 * 1000 * 1000};
         sig = sigtimedwait(&sigs, NULL, &tick);
         if (sig > 0 && sig != SIGHUP) break;
@@ -165,6 +183,8 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     fs_member_leave(member); /* out of the map first, then stop answering */
     fs_grpc_server_stop(grpc);
+    fs_http_stop(http);
+    fs_shard_metrics_destroy(metrics);
     fs_shard_close(shard);
     free(parts);
     fprintf(stderr, "featstore: stopped\n");

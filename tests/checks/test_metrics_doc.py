@@ -7,7 +7,9 @@ on 4 simulated GPUs (FEATSTORE_SIM_GPUS, `--topology nvlink-pairs`), so the
 families exported only with a placement appear. The doc's families are the
 first cells of its tables (| `featstore_…` | type | …); a row that says "with
 a placement" is one of those. The plain server must export exactly the
-others, the placed one all of them, each with the type the doc gives.
+others, the placed one all of them, each with the type the doc gives. Rows
+that say "a shard server" are a shard server's (`featstore serve PARTS
+--parts`, Cora in 2 parts), which must export exactly those.
 
     /usr/bin/python3 tests/checks/test_metrics_doc.py --featstore BIN --doc docs/metrics.md
 """
@@ -28,11 +30,13 @@ SCRAPES = {}  # "plain" / "placed": {family: type}
 ROW = re.compile(r"^\| `(featstore_\w+)` \| (\w+) \|(.*)$", re.M)
 
 
-def documented():
-    """{family: (type, with a placement?)} from the doc's tables."""
+def documented(shard=False):
+    """{family: (type, with a placement?)} from the doc's tables: a whole
+    server's, or (shard) a shard server's."""
     with open(ARGS.doc) as f:
         text = f.read()
-    return {name: (kind, "with a placement" in rest) for name, kind, rest in ROW.findall(text)}
+    return {name: (kind, "with a placement" in rest) for name, kind, rest in ROW.findall(text)
+            if ("a shard server" in rest) == shard}
 
 
 def exported(text):
@@ -54,6 +58,16 @@ def setUpModule():
             SCRAPES[name] = exported(fs_serve.metrics(ready))
         finally:
             SCRAPES[name + "_status"] = fs_serve.stop(proc)
+    parts = os.path.join(tmp, "cora.parts")
+    subprocess.run([ARGS.featstore, "partition", cora, "--parts", "2", "--out", parts], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([ARGS.featstore, "serve", parts, "--parts", "0,1", "--listen", "127.0.0.1:0", "--metrics",
+                             "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            preexec_fn=fs_serve.die_with_parent)
+    try:
+        SCRAPES["shard"] = exported(fs_serve.metrics(fs_serve.read_ready(proc)))
+    finally:
+        SCRAPES["shard_status"] = fs_serve.stop(proc)
 
 
 def tearDownModule():
@@ -62,7 +76,10 @@ def tearDownModule():
 
 class MetricsDoc(unittest.TestCase):
     def test_the_servers_ran_and_stopped_cleanly(self):
-        self.assertEqual((SCRAPES["plain_status"], SCRAPES["placed_status"]), (0, 0))
+        self.assertEqual((SCRAPES["plain_status"], SCRAPES["placed_status"], SCRAPES["shard_status"]), (0, 0, 0))
+
+    def test_a_shard_server_exports_exactly_the_families_documented_for_it(self):
+        self.compare(SCRAPES["shard"], {name: kind for name, (kind, _) in documented(shard=True).items()})
 
     def test_the_doc_lists_families(self):
         self.assertGreater(len(documented()), 25, f"no family tables found in {ARGS.doc}")

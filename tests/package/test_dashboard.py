@@ -6,7 +6,8 @@ Every PromQL expression in docker/grafana/dashboards/featstore.json (panels,
 panels nested in rows, template-variable queries, annotations) is reduced to
 the metric names it reads; a live `featstore serve` on Cora, with a simulated
 GPU placement and trainers over unix:// and grpc:// (one still connected), is
-scraped, and each name must be a family featstore exports, with samples. The
+scraped, and so is a shard server of Cora's partitioning (the Shards row), and
+each name must be a family featstore exports, with samples. The
 scrape must also pass tests/lib/check_exposition.py. Then the files must agree:
 prometheus.yml scrapes the compose service and port given to `serve
 --metrics`, compose mounts prometheus.yml and the Grafana directories where
@@ -177,6 +178,22 @@ def scrape(port):
         time.sleep(0.05)
 
 
+def shard_scrape(data, tmp):
+    """A shard server's /metrics (the dashboard's Shards row): Cora in 2
+    parts, one shard holding both, scraped once."""
+    parts = os.path.join(tmp, "cora.parts")
+    subprocess.run([ARGS.featstore, "partition", data, "--parts", "2", "--out", parts], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([ARGS.featstore, "serve", parts, "--parts", "0,1", "--listen", "127.0.0.1:0", "--metrics",
+                             "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            preexec_fn=fs_serve.die_with_parent)
+    try:
+        ready = fs_serve.read_ready(proc)
+        return http_get(int(ready["metrics"]), "/metrics")
+    finally:
+        SCRAPE["shard_status"] = fs_serve.stop(proc)
+
+
 def setUpModule():
     tmp = tempfile.mkdtemp(prefix="featstore-dashboard-")
     SCRAPE["tmp"] = tmp
@@ -192,6 +209,7 @@ def setUpModule():
         held.stdout.close()
     finally:
         SCRAPE["status"] = fs_serve.stop(proc)
+    SCRAPE["text"] += shard_scrape(data, tmp)
     SCRAPE["families"] = {f.name: f for f in parser.text_string_to_metric_families(SCRAPE["text"])}
 
 

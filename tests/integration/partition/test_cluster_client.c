@@ -48,15 +48,18 @@ TestSuite(cluster_client, .init = up, .fini = down, .timeout = 150);
 typedef struct {
     pid_t pid;
     FILE *out;
+    int metrics_port;
 } proc_t;
 
 static void shard(proc_t *p, const char *root, const char *cluster, const char *parts, int id)
 {
-    p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --cluster etcd://%s/%s --shard %d",
-                      tu_bin(), root, parts, etcd.endpoint, cluster, id);
+    p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 "
+                      "--cluster etcd://%s/%s --shard %d", tu_bin(), root, parts, etcd.endpoint, cluster, id);
     char line[512];
     cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d of %s exited before READY", id, cluster);
     cr_assert(strncmp(line, "READY ", 6) == 0, "bad READY line: %s", line);
+    cr_assert_not_null(strstr(line, "metrics="), "%s", line);
+    p->metrics_port = atoi(strstr(line, "metrics=") + 8);
 }
 
 static void stop(proc_t *p, int sig)
@@ -174,6 +177,29 @@ Test(cluster_client, one_store_bit_for_bit)
     cr_assert(strstr(fs_client_errstr(c[1]), "nope"), "%s", fs_client_errstr(c[1]));
     cr_assert_eq(fs_gather(c[1], seeds, 4, "feat", FS_DTYPE_INVALID, &x), FS_OK);
     fs_batch_free(x);
+
+    /* operations: each shard's /metrics, and the cluster's sums (fs_stats, featstore stats) */
+    char *m0 = tu_metrics_with(four[0].metrics_port, "featstore_shard_peer_rows_total{peer=\"127.0.0.1\"}");
+    cr_assert(strstr(m0, "featstore_shard_info{shard=\"0\"") && strstr(m0, "featstore_shard_hop_calls_total{hop=\"2\"}"),
+              "%s", m0);
+    long long rev = atoll(strstr(m0, "\nfeatstore_shard_map_revision ") + 30);
+    cr_assert_gt(rev, 0, "the shard's map revision");
+    free(m0);
+    char *text, *cli = NULL;
+    cr_assert_eq(fs_stats(c[2], &text), FS_OK, "%s", fs_client_errstr(c[2]));
+    cr_assert_eq(tu_run(&cli, "%s stats etcd://%s/four", tu_bin(), etcd.endpoint), 0);
+    for (int k = 0; k < 2; k++) {
+        const char *t = k ? cli : text;
+        const char *calls = strstr(t, "featstore_cluster_calls_total{method=\"ShardPicks\"} ");
+        cr_assert(calls && atoll(strchr(calls, ' ') + 1) >= 4 * 4, "the shards' picks summed: %s", t);
+        for (int s4 = 0; s4 < 4; s4++) {
+            char up[128];
+            snprintf(up, sizeof up, "featstore_cluster_shard_up{shard=\"%d\"", s4);
+            cr_assert(strstr(t, up) && strstr(t, "featstore_shard_bytes_total{shard=\""), "%s", t);
+        }
+    }
+    fs_stats_free(text);
+    free(cli);
 
     stop(&two[1], SIGKILL); /* a shard gone: calls needing it fail, none hangs */
     struct timespec t0, t1;
