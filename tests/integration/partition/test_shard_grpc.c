@@ -134,7 +134,7 @@ Test(shard_grpc, refusals)
     int port = atoi(strrchr(r.addr[0], ':') + 1);
     cr_assert_eq(tu_grpc_call(port, "/featstore.v1.FeatStore/Info", "", 0, details, sizeof details, NULL),
                  12 /* UNIMPLEMENTED */);
-    cr_assert(strstr(details, "a shard of a partitioned dataset: it answers ShardPicks, ShardRows and ShardFile only"), "%s", details);
+    cr_assert(strstr(details, "a shard of a partitioned dataset: it answers ShardPicks, ShardRows, ShardFile and Stats only"), "%s", details);
     stop_shard(&r, 0);
     /* gone: unavailable within the deadline */
     fs_shard_client_t *gone;
