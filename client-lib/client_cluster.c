@@ -16,8 +16,8 @@
  *
  * Served: fs_sample, fs_gather, fs_sample_gather (one node and one edge
  * type), fs_hetero_sample (typed graphs too, disjoint and temporal passes;
- * the seeds' times must be given: the nodes' timestamps are not read
- * here), fs_link_sample (its seed edges mapped too; uniform negatives),
+ * seeds without times take their nodes' timestamps, read from the shards),
+ * fs_link_sample (its seed edges mapped too; uniform negatives),
  * fs_split (link splits too), fs_info and the streams made from them. */
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +30,7 @@
 #include "fs_exec.h"
 #include "fs_hetero.h"
 #include "fs_info.h"
+#include "fs_shardmap.h"
 
 /* The typed side: the book as a dataset without arrays (the names and
  * shapes fs_exec_typed resolves requests against) and the graph's view,
@@ -476,6 +477,26 @@ static fs_status_t map_link(const fs_cluster_t *cl, const fs_link_req_t *in, fs_
     return FS_OK;
 }
 
+/* A temporal batch's seeds without times take their nodes' timestamps, as
+ * one server takes them (from its node_time): read from the shards that
+ * hold them (FS_CLUSTER_NODE_TIME_TABLE) into times (room for every id).
+ * A link batch's endpoints would each need their own: not yet (refused). */
+static fs_status_t seed_times(cluster_t *K, fs_hetero_seeds_t *groups, size_t n, int64_t *times, fs_error_t *err)
+{
+    const fs_cluster_t *cl = K->cl;
+    fs_router_t *r = fs_cluster_conn_router(K->conn);
+    fs_status_t st = FS_OK;
+    for (size_t g = 0; st == FS_OK && g < n; g++) {
+        int t = node_type_of(cl, groups[g].type);
+        if (t < 0 || groups[g].time || groups[g].count < 0 || !cl->types[t].timed) continue;
+        if (groups[g].count > 0) /* (an empty group, a stream's probe, has its times too: none) */
+            st = fs_router_rows(r, t, FS_CLUSTER_NODE_TIME_TABLE, sizeof *times, groups[g].ids, groups[g].count, times,
+                                err);
+        groups[g].time = times, times += groups[g].count;
+    }
+    return st;
+}
+
 /* A typed batch through the executor on the shards' views, into the heap,
  * its nodes then mapped back to the trainer's ids in place. */
 static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
@@ -487,11 +508,17 @@ static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_
     for (size_t g = 0; g < num_groups; g++) total += groups[g].count > 0 ? groups[g].count : 0;
     if (link) total += 2 * (link->count > 0 ? link->count : 0);
     fs_hetero_seeds_t *mapped = calloc(num_groups + 1, sizeof *mapped);
-    int64_t *ids = malloc(sizeof *ids * (size_t)(total + 1));
+    int64_t *ids = malloc(sizeof *ids * (size_t)(total + 1)), *times = NULL;
     fs_link_req_t lk;
     fs_status_t st = mapped && ids ? map_groups(K->cl, groups, num_groups, mapped, ids, &err)
                                    : fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (st == FS_OK && link) st = map_link(K->cl, link, &lk, ids + total - 2 * link->count, &err);
+    if (st == FS_OK && req->temporal && link && !link->time)
+        st = fs_error(&err, FS_ERR_UNSUPPORTED, "a temporal link batch over etcd:// needs its seed edges' times "
+                      "(the nodes' timestamps are not read for link batches yet)");
+    if (st == FS_OK && req->temporal && !link && !(times = malloc(sizeof *times * (size_t)(total + 1))))
+        st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK && req->temporal && !link) st = seed_times(K, mapped, num_groups, times, &err);
     fs_exec_reads_t reads = {0};
     fs_exec_t x = {.limits = &K->limits, .reads = &reads, .pool = K->pool, .device = -1, .typed = &K->typed.graph,
                    .typed_sampler = K->typed.sampler};
@@ -505,7 +532,7 @@ static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_
         fs_hetero_index_free(&ix);
         st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     }
-    free(mapped), free(ids);
+    free(mapped), free(ids), free(times);
     if (st != FS_OK) {
         free(into.base);
         return fs_client_fail(c, st, "%s", err.msg);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs_shardmap.h"
 #include "partition.h"
 #include "typed_view.h"
 
@@ -319,6 +320,13 @@ fs_status_t fs_shard_table(const fs_shard_t *s, int t, const char *table, size_t
 {
     if (t < 0 || t >= s->held[0].ds->num_node_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: node type %d of %d", t, s->held[0].ds->num_node_types);
+    if (strcmp(table, FS_CLUSTER_NODE_TIME_TABLE) == 0) { /* the nodes' timestamps */
+        if (!s->held[0].ds->node_types[t].time)
+            return fs_error(err, FS_ERR_NOT_FOUND, "shard: node type '%s' has no timestamps",
+                            s->held[0].ds->node_types[t].name);
+        *row_bytes = sizeof(int64_t);
+        return FS_OK;
+    }
     int i = table_index(s, 0, t, table);
     if (i < 0)
         return fs_error(err, FS_ERR_NOT_FOUND, "shard: node type '%s' has no table '%s'",
@@ -332,16 +340,17 @@ fs_status_t fs_shard_rows(const fs_shard_t *s, int t, const char *table, const i
 {
     size_t row_bytes;
     fs_status_t st = fs_shard_table(s, t, table, &row_bytes, err);
-    int last = -1, col = -1;
+    int last = -1, col = -1, times = strcmp(table, FS_CLUSTER_NODE_TIME_TABLE) == 0;
     for (int64_t i = 0; st == FS_OK && i < n; i++) {
         int h = find_part(s, t, ids[i]);
         if (h < 0)
             return fs_error(err, FS_ERR_NOT_FOUND, "shard: node %lld (entry %lld) is in no part this shard holds "
                             "(the shard map is stale: fetch it again)", (long long)ids[i], (long long)i);
-        if (h != last) col = table_index(s, h, t, table), last = h; /* every part has the book's tables */
+        if (h != last && !times) col = table_index(s, h, t, table); /* every part has the book's tables */
+        last = h;
         const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
-        memcpy((char *)out + (size_t)i * row_bytes,
-               (const char *)nt->tables[col].data + (size_t)(ids[i] - nt->first) * row_bytes, row_bytes);
+        const char *data = times ? (const char *)nt->time : (const char *)nt->tables[col].data;
+        memcpy((char *)out + (size_t)i * row_bytes, data + (size_t)(ids[i] - nt->first) * row_bytes, row_bytes);
     }
     return st;
 }

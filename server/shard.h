@@ -47,8 +47,9 @@ void fs_shard_ws_destroy(fs_shard_ws_t *w);
 fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed_picks_req_t *q, const int64_t *ids,
                            int64_t n, fs_typed_picks_t *out, fs_error_t *err);
 
-/* A node table of type t (a feature table or "labels") as the held parts
- * store it: its row size. FS_ERR_NOT_FOUND naming what is missing. */
+/* A node table of type t (a feature table, "labels", or the nodes'
+ * timestamps: FS_CLUSTER_NODE_TIME_TABLE) as the held parts store it: its row
+ * size. FS_ERR_NOT_FOUND naming what is missing. */
 fs_status_t fs_shard_table(const fs_shard_t *s, int t, const char *table, size_t *row_bytes, fs_error_t *err);
 
 /* Rows ids[0..n) (global ids of type t, all held: else FS_ERR_NOT_FOUND as

@@ -92,6 +92,24 @@ def same_batches(tc, loaders, fields, stop_after=None):
     return n
 
 
+def same_typed(tc, loaders, stop_after):
+    """Typed batches equal node type by node type, edge type by edge type; their number."""
+    n = 0
+    for k, batches in enumerate(zip(*loaders)):
+        a = batches[0]
+        for b in batches[1:]:
+            for t in a.node_types:
+                tc.assertTrue(torch.equal(a[t].n_id, b[t].n_id), f"batch {k}: {t}.n_id")
+                if "x" in a[t]:
+                    tc.assertTrue(torch.equal(a[t].x, b[t].x), f"batch {k}: {t}.x")
+            for e in a.edge_types:
+                tc.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
+        n += 1
+        if n == stop_after:
+            break
+    return n
+
+
 class ClusterLoaders(unittest.TestCase):
     def test_node_loader_epochs_are_one_server_s(self):
         kw = dict(num_neighbors=[5, 3], input_nodes="train", batch_size=128, shuffle=True, seed=11)
@@ -106,19 +124,18 @@ class ClusterLoaders(unittest.TestCase):
                ("paper", "written_by", "author"): [0, 3], ("venue", "publishes", "paper"): [1, 1]}
         kw = dict(num_neighbors=fan, input_nodes=("paper", "train"), batch_size=64, shuffle=True, seed=3)
         loaders = [pyg.NeighborLoader(RUN["typed"][k], **kw) for k in ("one", "two", "four")]
-        n = 0
-        for k, batches in enumerate(zip(*loaders)):
-            a = batches[0]
-            for b in batches[1:]:
-                for t in a.node_types:
-                    self.assertTrue(torch.equal(a[t].n_id, b[t].n_id), f"batch {k}: {t}.n_id")
-                    self.assertTrue(torch.equal(a[t].x, b[t].x), f"batch {k}: {t}.x")
-                for e in a.edge_types:
-                    self.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
-            n += 1
-            if n == 5:
-                break
-        self.assertEqual(n, 5)
+        self.assertEqual(same_typed(self, loaders, 5), 5)
+        for loader in loaders:
+            loader.close()
+
+    def test_temporal_loader_batches_are_one_server_s(self):
+        """Temporal batches, the seeds timed by their nodes' timestamps (read from the shards)."""
+        fan = {("paper", "cites", "paper"): [4, 2], ("author", "writes", "paper"): [2, 2]}
+        kw = dict(num_neighbors=fan, input_nodes=("paper", "train"), batch_size=64, shuffle=True, seed=4,
+                  time_attr="time")
+        loaders = [pyg.NeighborLoader(RUN["typed"][k], **kw) for k in ("one", "four")]
+        n = same_typed(self, loaders, 3)
+        self.assertEqual(n, 3)
         for loader in loaders:
             loader.close()
 

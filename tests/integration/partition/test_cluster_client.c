@@ -255,13 +255,13 @@ Test(cluster_client, typed_batches_bit_for_bit)
         fs_hetero_batch_free(a), fs_hetero_batch_free(b);
     }
     int64_t times[] = {2000, 2010, 1995, 2025, 2020, 2001, 1999, 2010, 2030}; /* temporal, disjoint: the same */
-    groups[0].time = times;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
+        groups[0].time = k == 3 ? NULL : times; /* k 3: the seeds' own timestamps, read from the shards */
         fs_hetero_req_t req = FS_HETERO_REQ_INIT;
         req.num_hops = 2, req.fanouts = fan, req.num_fanouts = 4, req.seed = 77u + (unsigned)k;
         req.node_tables = tables, req.num_node_tables = 1, req.want_edge_ids = 1;
         if (k == 0) req.disjoint = 1;
-        if (k == 1) req.temporal = FS_TEMPORAL_UNIFORM;
+        if (k == 1 || k == 3) req.temporal = FS_TEMPORAL_UNIFORM;
         if (k == 2) req.temporal = FS_TEMPORAL_LAST, req.strict = 1, req.window = 10;
         fs_hetero_batch_t *a, *b;
         cr_assert_eq(fs_hetero_sample(one, groups, 1, &req, &a), FS_OK, "%s", fs_client_errstr(one));
