@@ -29,6 +29,9 @@ same task, the same machines and caps, right after featstore's run at N.)
 Every process of a machine shares this host's cores: on a 2-core machine N
 machines have 2/N cores each, so aggregate throughput is bounded by the
 cores, not by the links, unless the links are slow enough to bind first.
+--cores-per-machine C caps each machine at C cores (a cgroup cpu quota), so
+that with N x C <= the host's cores every machine has its own, as in a
+cluster of equal machines: the scaling efficiency is then measured.
 Needs root (namespaces), python3-numpy, etcd, and a build (--build).
 """
 import argparse
@@ -44,7 +47,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from cluster_harness import Proc, kill_group, log, net, on_machine, parse_kv, wait_for, wire_bytes  # noqa: E402
+from cluster_harness import (Proc, cpus_down, cpus_up, kill_group, log, net, on_machine, parse_kv,  # noqa: E402
+                             wait_for, wire_bytes)
 
 FANOUTS = [15, 10, 5]
 ETCD = "10.77.0.1:2379"
@@ -147,6 +151,7 @@ def run_featstore(args, parts, n):
 
     try:
         log(net("up", str(n), args.rate).strip())
+        cpus_up(n, args.cores_per_machine)
         etcd = start("etcd", 0, ["etcd", "--data-dir", os.path.join(run, "etcd"), "--listen-client-urls",
                                  "http://" + ETCD, "--advertise-client-urls", "http://" + ETCD,
                                  "--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls",
@@ -191,13 +196,15 @@ def run_featstore(args, parts, n):
             net("down")
         except Exception as e:  # noqa: BLE001 - cleanup goes on
             log("cluster_net.sh down failed:", e)
+        cpus_down()
 
 
 def run_distdgl(args, n):
     """DistDGL's RESULT fields at n machines, or None (its failure logged)."""
     cmd = [args.dgl_python, os.path.join(HERE, "peers", "distdgl_cluster.py"), "--dataset", args.dataset,
            "--machines", str(n), "--rate", args.rate, "--workdir", os.path.join(args.workdir, "distdgl"),
-           "--batches", str(args.batches), "--warmup", str(args.warmup)]
+           "--batches", str(args.batches), "--warmup", str(args.warmup),
+           "--cores-per-machine", str(args.cores_per_machine)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.phase_timeout * 2 + 900,
                        env=dict(os.environ, OMP_NUM_THREADS="1"))
     sys.stderr.write(r.stderr[-2000:])
@@ -226,9 +233,9 @@ def driver(args):
             base = agg
         eff = "%.3f" % (agg / (n * base)) if base else "na"
         print("RESULT bench=cluster shards=%d trainers=%d batches_per_s=%.2f scaling_efficiency=%s "
-              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d rate=%s parts=%d cache_mb=%d batches=%d"
-              % (n, n, agg, eff, per_batch, per_batch * per_epoch, args.rate, args.parts, args.cache_mb, batches),
-              flush=True)
+              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d rate=%s parts=%d cache_mb=%d cores_per_machine=%g "
+              "batches=%d" % (n, n, agg, eff, per_batch, per_batch * per_epoch, args.rate, args.parts, args.cache_mb,
+                              args.cores_per_machine, batches), flush=True)
         if args.distdgl:
             d = run_distdgl(args, n)
             if d:
@@ -247,6 +254,9 @@ def main():
     ap.add_argument("--parts", type=int, default=16, help="virtual partitions (dealt p %% N to the shards)")
     ap.add_argument("--shards", default="1,2,4", help="machine counts, one run each (1 first: the baseline)")
     ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--cores-per-machine", type=float, default=0,
+                    help="cap each machine's processes to this many cores (cgroup cpu quota; 0: no cap), so N "
+                         "machines have cores of their own up to the host's (2 cores: 0.5 for 4 machines)")
     ap.add_argument("--cache-mb", type=int, default=256,
                     help="each trainer process's cache of the hottest rows (FEATSTORE_CLUSTER_CACHE_MB; 0: none)")
     ap.add_argument("--workdir", default="/tmp/featstore-bench/cluster")

@@ -33,11 +33,46 @@ def wire_bytes():
     return int(out.strip().split("=")[1])
 
 
+CPU_CGROUPS = "/sys/fs/cgroup/cpu"  # cgroup v1's cpu controller (this kernel's)
+
+
+def cpu_cgroup(i):
+    return os.path.join(CPU_CGROUPS, "fsbench%d" % i)
+
+
+def cpus_up(n, cores):
+    """Machine i's processes may use `cores` cores at most (a cfs quota), so
+    that n machines on one host each have cores of their own, as a cluster
+    of equal machines has; cores <= 0: no cap."""
+    cpus_down()
+    for i in range(n if cores > 0 else 0):
+        os.makedirs(cpu_cgroup(i), exist_ok=True)
+        with open(os.path.join(cpu_cgroup(i), "cpu.cfs_period_us"), "w") as f:
+            f.write("100000")
+        with open(os.path.join(cpu_cgroup(i), "cpu.cfs_quota_us"), "w") as f:
+            f.write(str(int(cores * 100000)))
+
+
+def cpus_down():
+    """Removes the machines' cgroups (their processes gone: a cgroup with one is kept)."""
+    if not os.path.isdir(CPU_CGROUPS):
+        return
+    for name in os.listdir(CPU_CGROUPS):
+        if name.startswith("fsbench"):
+            try:
+                os.rmdir(os.path.join(CPU_CGROUPS, name))
+            except OSError:
+                pass
+
+
 def on_machine(i, shm, env, argv):
     """argv run in namespace fsbench<i> (with /dev/shm bound to `shm`
-    unless None), in a process group of its own."""
+    unless None, and in machine i's cpu cgroup when cpus_up made one), in a
+    process group of its own."""
     cmd = ["ip", "netns", "exec", "fsbench%d" % i, *argv] if shm is None else [
         "ip", "netns", "exec", "fsbench%d" % i, "sh", "-c", 'mount --bind "$0" /dev/shm && exec "$@"', shm, *argv]
+    if os.path.isdir(cpu_cgroup(i)):  # the process joins it before it execs, so its children are in it too
+        cmd = ["sh", "-c", 'echo $$ > "$0"/cgroup.procs && exec "$@"', cpu_cgroup(i), *cmd]
     full = dict(os.environ, **env)
     return subprocess.Popen(cmd, env=full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1, start_new_session=True)

@@ -42,7 +42,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from cluster_harness import Proc, kill_group, log, net, on_machine, parse_kv, wait_for, wire_bytes  # noqa: E402
+from cluster_harness import (Proc, cpus_down, cpus_up, kill_group, log, net, on_machine, parse_kv,  # noqa: E402
+                             wait_for, wire_bytes)
 FANOUTS = [15, 10, 5]          # featstore's order: the seeds' hop first
 GRAPH = "fsbench"
 DGL_PORT = 30050
@@ -174,6 +175,7 @@ def driver(args):
             shutil.rmtree(s, ignore_errors=True)
             os.makedirs(s)
         log(net("up", str(n), args.rate).strip())
+        cpus_up(n, args.cores_per_machine)
         for i in range(n):
             env = dict(common, DGL_ROLE="server", DGL_SERVER_ID=str(i))
             lf = open(os.path.join(run, "server%d.log" % i), "w")
@@ -240,6 +242,7 @@ def driver(args):
             log("cluster_net.sh down failed:", e)
         for s in shms:
             shutil.rmtree(s, ignore_errors=True)
+        cpus_down()
 
 
 def main():
@@ -251,6 +254,7 @@ def main():
     ap.add_argument("--trainers-per-machine", type=int, default=1)
     ap.add_argument("--workdir", default="/tmp/fsbench-distdgl")
     ap.add_argument("--part-method", default="metis", choices=["metis", "random"])
+    ap.add_argument("--cores-per-machine", type=float, default=0, help="each machine's cpu cap (0: none)")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batches", type=int, default=20)

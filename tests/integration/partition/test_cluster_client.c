@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "client_checks.h"
+#include "fs_cluster.h"
 #include "fs_member.h"
 #include "featstore/client.h"
 #include "test_etcd.h"
@@ -378,6 +379,17 @@ Test(cluster_client, a_moved_part_is_followed)
     cr_assert(strstr(text, "shard=\"2\""), "%s", text);
     fs_stats_free(text);
     cr_assert_gt(rev1, rev0, "the connection follows the new map");
+    fs_addr_t where; /* a map older than one already seen: refused as going backwards */
+    fs_error_t err;
+    fs_cluster_t *view;
+    char uri[128];
+    snprintf(uri, sizeof uri, "etcd://%s/moving", etcd.endpoint);
+    cr_assert_eq(fs_addr_uri(uri, &where, &err), FS_OK);
+    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1);
+    cr_assert_eq(fs_cluster_open(&where, 2000, &view, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_cluster_remap(view, rev1 + 1000, &err), FS_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "went backwards"), "%s", err.msg);
+    fs_cluster_unref(view);
     fs_batch_free(before), fs_batch_free(after);
     fs_close(t);
     stop(&a, SIGTERM), stop(&c, SIGTERM);
