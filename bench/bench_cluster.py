@@ -48,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from cluster_harness import (Proc, cpus_down, cpus_up, kill_group, log, net, on_machine, parse_kv,  # noqa: E402
-                             wait_for, wire_bytes)
+                             wait_for, wait_port, wire_bytes)
 
 FANOUTS = [15, 10, 5]
 ETCD = "10.77.0.1:2379"
@@ -156,6 +156,8 @@ def run_featstore(args, parts, n):
                                  "http://" + ETCD, "--advertise-client-urls", "http://" + ETCD,
                                  "--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls",
                                  "http://127.0.0.1:2380", "--initial-cluster", "default=http://127.0.0.1:2380"], [])
+        host, port = ETCD.split(":")
+        wait_port(0, host, int(port), args.start_timeout, watch=etcd)  # shards join it at start
         for i in range(n):
             start("shard%d" % i, i, [args.featstore, "serve", parts, "--parts", "auto", "--shards", str(n),
                                      "--shard", str(i), "--listen", "10.77.0.%d:%d" % (i + 1, SHARD_PORT),

@@ -78,6 +78,21 @@ def on_machine(i, shm, env, argv):
                             text=True, bufsize=1, start_new_session=True)
 
 
+def wait_port(i, host, port, timeout, watch=None):
+    """Until host:port accepts a connection from machine i (bounded); a
+    watched process that exits first fails the wait."""
+    end = time.time() + timeout
+    probe = ["ip", "netns", "exec", "fsbench%d" % i, sys.executable, "-c",
+             "import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1)", host, str(port)]
+    while subprocess.run(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode != 0:
+        if watch is not None and watch.p.poll() is not None:
+            raise RuntimeError("%s exited (rc %s) before %s:%d answered; see its log %s"
+                               % (watch.name, watch.p.returncode, host, port, watch.logf.name))
+        if time.time() > end:
+            raise TimeoutError("%s:%d did not answer within %d s" % (host, port, timeout))
+        time.sleep(0.2)
+
+
 class Proc:
     def __init__(self, name, popen, logf):
         self.name, self.p, self.logf, self.buf = name, popen, logf, ""
