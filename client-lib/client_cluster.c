@@ -295,7 +295,7 @@ fs_status_t fs_cluster_connect(fs_client_t *c, const fs_addr_t *a)
     fs_error_t err = {0};
     snprintf(K->key, sizeof K->key, "%s/%s%s", a->target, a->cluster, a->map_file);
     fs_limits_default(&K->limits);
-    fs_status_t st = shared_get(a, K->key, 0, &K->cl, &err);
+    fs_status_t st = shared_get(a, K->key, c->opts.timeout_ms, &K->cl, &err); /* the first connection's */
     if (st == FS_OK) st = fs_pool_create(c->opts.threads, &K->pool, &err);
     if (st == FS_OK) st = build(K, &err);
     if (st == FS_OK) st = fs_sampler_create(&K->sampler, &err);
