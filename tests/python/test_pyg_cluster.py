@@ -133,7 +133,7 @@ class ClusterLoaders(unittest.TestCase):
         fan = {("paper", "cites", "paper"): [4, 2], ("author", "writes", "paper"): [2, 2]}
         kw = dict(num_neighbors=fan, input_nodes=("paper", "train"), batch_size=64, shuffle=True, seed=4,
                   time_attr="time")
-        loaders = [pyg.NeighborLoader(RUN["typed"][k], **kw) for k in ("one", "four")]
+        loaders = [pyg.NeighborLoader(RUN["typed"][k], **kw) for k in ("one", "two", "four")]
         n = same_typed(self, loaders, 3)
         self.assertEqual(n, 3)
         for loader in loaders:
