@@ -47,8 +47,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from cluster_harness import (Proc, cpus_down, cpus_up, kill_group, log, net, on_machine, parse_kv,  # noqa: E402
-                             wait_for, wait_port, wire_bytes)
+from cluster_harness import (Proc, cpus_up, log, net, on_machine, parse_kv, teardown, wait_for,  # noqa: E402
+                             wait_port, wire_bytes)
 
 FANOUTS = [15, 10, 5]
 ETCD = "10.77.0.1:2379"
@@ -187,18 +187,7 @@ def run_featstore(args, parts, n):
                 % (p.name, d["batches"], d["seconds"], r, d["input_nodes"]))
         return sum(rates), (after - before) / batches, batches
     finally:
-        for p in reversed(procs):
-            kill_group(p.p)
-            try:
-                p.pump()
-            except (OSError, ValueError):
-                pass
-            p.logf.close()
-        try:
-            net("down")
-        except Exception as e:  # noqa: BLE001 - cleanup goes on
-            log("cluster_net.sh down failed:", e)
-        cpus_down()
+        teardown(list(reversed(procs)))  # trainers first, etcd last
 
 
 def run_distdgl(args, n):

@@ -150,5 +150,22 @@ def kill_group(p, grace=5.0):
             pass
 
 
+def teardown(procs):
+    """Every process killed (its group) and its log closed, then the
+    network and the cpu cgroups removed: what a driver's finally does."""
+    for p in procs:
+        kill_group(p.p)
+        try:
+            p.pump()
+        except (OSError, ValueError):
+            pass
+        p.logf.close()
+    try:
+        net("down")
+    except Exception as e:  # noqa: BLE001 - cleanup goes on
+        log("cluster_net.sh down failed:", e)
+    cpus_down()
+
+
 def parse_kv(line):
     return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)

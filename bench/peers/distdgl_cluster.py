@@ -42,8 +42,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from cluster_harness import (Proc, cpus_down, cpus_up, kill_group, log, net, on_machine, parse_kv,  # noqa: E402
-                             wait_for, wire_bytes)
+from cluster_harness import (Proc, cpus_up, log, net, on_machine, parse_kv, teardown, wait_for,  # noqa: E402
+                             wire_bytes)
 FANOUTS = [15, 10, 5]          # featstore's order: the seeds' hop first
 GRAPH = "fsbench"
 DGL_PORT = 30050
@@ -229,20 +229,9 @@ def driver(args):
               "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d rate=%s part_method=%s batches=%d"
               % (n, n * t, agg, per_batch, per_epoch, args.rate, args.part_method, batches), flush=True)
     finally:
-        for p in procs:
-            kill_group(p.p)
-            try:
-                p.pump()
-            except (OSError, ValueError):
-                pass
-            p.logf.close()
-        try:
-            net("down")
-        except Exception as e:  # noqa: BLE001 - cleanup goes on
-            log("cluster_net.sh down failed:", e)
+        teardown(procs)
         for s in shms:
             shutil.rmtree(s, ignore_errors=True)
-        cpus_down()
 
 
 def main():

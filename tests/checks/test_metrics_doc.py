@@ -58,16 +58,8 @@ def setUpModule():
             SCRAPES[name] = exported(fs_serve.metrics(ready))
         finally:
             SCRAPES[name + "_status"] = fs_serve.stop(proc)
-    parts = os.path.join(tmp, "cora.parts")
-    subprocess.run([ARGS.featstore, "partition", cora, "--parts", "2", "--out", parts], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    proc = subprocess.Popen([ARGS.featstore, "serve", parts, "--parts", "0,1", "--listen", "127.0.0.1:0", "--metrics",
-                             "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            preexec_fn=fs_serve.die_with_parent)
-    try:
-        SCRAPES["shard"] = exported(fs_serve.metrics(fs_serve.read_ready(proc)))
-    finally:
-        SCRAPES["shard_status"] = fs_serve.stop(proc)
+    text, SCRAPES["shard_status"] = fs_serve.shard_scrape(ARGS.featstore, cora, tmp)
+    SCRAPES["shard"] = exported(text)
 
 
 def tearDownModule():

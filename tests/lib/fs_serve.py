@@ -120,12 +120,10 @@ def read_ready(proc, timeout=60):
     return dict(f.split("=", 1) for f in fields[1:])
 
 
-def start(featstore, dataset, sock, extra=(), listen="127.0.0.1:0", **popen):
-    """`featstore serve dataset --socket sock` on ephemeral ports (or gRPC on
-    listen), plus extra options: (proc, ready). The process is killed if it
-    never gets ready."""
-    cmd = [featstore, "serve", dataset, "--socket", sock, "--listen", listen, "--metrics", "127.0.0.1:0"]
-    proc = subprocess.Popen(cmd + list(extra), stdout=subprocess.PIPE, preexec_fn=die_with_parent, **popen)
+def spawn_ready(cmd, **popen):
+    """cmd (a featstore server) started, and its READY line: (proc, ready).
+    The process is killed if it never gets ready."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, preexec_fn=die_with_parent, **popen)
     try:
         return proc, read_ready(proc)
     except Exception:
@@ -133,6 +131,14 @@ def start(featstore, dataset, sock, extra=(), listen="127.0.0.1:0", **popen):
         proc.wait()
         proc.stdout.close()
         raise
+
+
+def start(featstore, dataset, sock, extra=(), listen="127.0.0.1:0", **popen):
+    """`featstore serve dataset --socket sock` on ephemeral ports (or gRPC on
+    listen), plus extra options: (proc, ready). The process is killed if it
+    never gets ready."""
+    cmd = [featstore, "serve", dataset, "--socket", sock, "--listen", listen, "--metrics", "127.0.0.1:0"]
+    return spawn_ready(cmd + list(extra), **popen)
 
 
 def require_pyg(root):
@@ -189,19 +195,30 @@ def start_etcd(tmp, timeout=20):
     raise RuntimeError("etcd did not start")
 
 
-def start_shard(featstore, root, parts, endpoint, cluster, shard):
-    """`featstore serve root --parts parts --cluster etcd://endpoint/cluster
-    --shard shard` on an ephemeral port: (proc, ready)."""
-    cmd = [featstore, "serve", root, "--parts", parts, "--listen", "127.0.0.1:0", "--cluster",
-           f"etcd://{endpoint}/{cluster}", "--shard", str(shard)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, preexec_fn=die_with_parent)
+def start_shard(featstore, root, parts, endpoint=None, cluster=None, shard=None, metrics=False, **popen):
+    """`featstore serve root --parts parts` on an ephemeral port, in cluster
+    etcd://endpoint/cluster as shard `shard` when given, with /metrics on an
+    ephemeral port when `metrics`: (proc, ready)."""
+    cmd = [featstore, "serve", root, "--parts", parts, "--listen", "127.0.0.1:0"]
+    if metrics:
+        cmd += ["--metrics", "127.0.0.1:0"]
+    if cluster:
+        cmd += ["--cluster", f"etcd://{endpoint}/{cluster}", "--shard", str(shard)]
+    return spawn_ready(cmd, **popen)
+
+
+def shard_scrape(featstore, dataset, tmp):
+    """A shard server's /metrics: dataset in 2 parts under tmp, one shard
+    holding both, scraped once. (text, the shard's exit status)."""
+    parts = os.path.join(tmp, os.path.basename(dataset) + ".parts")
+    subprocess.run([featstore, "partition", dataset, "--parts", "2", "--out", parts], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, ready = start_shard(featstore, parts, "0,1", metrics=True, stderr=subprocess.DEVNULL)
     try:
-        return proc, read_ready(proc)
-    except Exception:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        raise
+        text = metrics(ready)
+    finally:
+        status = stop(proc)
+    return text, status
 
 
 def stop(proc, timeout=30):

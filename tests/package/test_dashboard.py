@@ -178,22 +178,6 @@ def scrape(port):
         time.sleep(0.05)
 
 
-def shard_scrape(data, tmp):
-    """A shard server's /metrics (the dashboard's Shards row): Cora in 2
-    parts, one shard holding both, scraped once."""
-    parts = os.path.join(tmp, "cora.parts")
-    subprocess.run([ARGS.featstore, "partition", data, "--parts", "2", "--out", parts], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    proc = subprocess.Popen([ARGS.featstore, "serve", parts, "--parts", "0,1", "--listen", "127.0.0.1:0", "--metrics",
-                             "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            preexec_fn=fs_serve.die_with_parent)
-    try:
-        ready = fs_serve.read_ready(proc)
-        return http_get(int(ready["metrics"]), "/metrics")
-    finally:
-        SCRAPE["shard_status"] = fs_serve.stop(proc)
-
-
 def setUpModule():
     tmp = tempfile.mkdtemp(prefix="featstore-dashboard-")
     SCRAPE["tmp"] = tmp
@@ -209,7 +193,8 @@ def setUpModule():
         held.stdout.close()
     finally:
         SCRAPE["status"] = fs_serve.stop(proc)
-    SCRAPE["text"] += shard_scrape(data, tmp)
+    shard_text, SCRAPE["shard_status"] = fs_serve.shard_scrape(ARGS.featstore, data, tmp)  # the Shards row
+    SCRAPE["text"] += shard_text
     SCRAPE["families"] = {f.name: f for f in parser.text_string_to_metric_families(SCRAPE["text"])}
 
 
@@ -238,7 +223,7 @@ class Tokenizer(unittest.TestCase):
 
 class Dashboard(unittest.TestCase):
     def test_the_server_started_and_stopped_cleanly(self):
-        self.assertEqual(SCRAPE["status"], 0)
+        self.assertEqual((SCRAPE["status"], SCRAPE["shard_status"]), (0, 0))
 
     def test_the_scrape_passes_the_exposition_check(self):
         self.assertEqual(check_exposition.check(SCRAPE["text"]), [])

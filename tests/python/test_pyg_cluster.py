@@ -92,8 +92,9 @@ def same_batches(tc, loaders, fields, stop_after=None):
     return n
 
 
-def same_typed(tc, loaders, stop_after):
-    """Typed batches equal node type by node type, edge type by edge type; their number."""
+def same_typed(tc, loaders, stop_after, labelled=None):
+    """Typed batches equal node type by node type, edge type by edge type
+    (and edge type `labelled`'s edge_label_index and edge_label); their number."""
     n = 0
     for k, batches in enumerate(zip(*loaders)):
         a = batches[0]
@@ -104,6 +105,9 @@ def same_typed(tc, loaders, stop_after):
                     tc.assertTrue(torch.equal(a[t].x, b[t].x), f"batch {k}: {t}.x")
             for e in a.edge_types:
                 tc.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
+            if labelled:
+                for f in ("edge_label_index", "edge_label"):
+                    tc.assertTrue(torch.equal(a[labelled][f], b[labelled][f]), f"batch {k}: {f}")
         n += 1
         if n == stop_after:
             break
@@ -145,21 +149,7 @@ class ClusterLoaders(unittest.TestCase):
         kw = dict(num_neighbors=fan, edge_label_index="train", neg_sampling="binary", time_attr="time",
                   batch_size=64, shuffle=True, seed=9)
         loaders = [pyg.LinkNeighborLoader(RUN["typed"][k], **kw) for k in ("one", "two", "four")]
-        n = 0
-        for k, batches in enumerate(zip(*loaders)):
-            a = batches[0]
-            for b in batches[1:]:
-                for t in a.node_types:
-                    self.assertTrue(torch.equal(a[t].n_id, b[t].n_id), f"batch {k}: {t}.n_id")
-                for e in a.edge_types:
-                    self.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
-                cites = ("paper", "cites", "paper")
-                self.assertTrue(torch.equal(a[cites].edge_label_index, b[cites].edge_label_index), f"batch {k}")
-                self.assertTrue(torch.equal(a[cites].edge_label, b[cites].edge_label), f"batch {k}")
-            n += 1
-            if n == 4:
-                break
-        self.assertEqual(n, 4)
+        self.assertEqual(same_typed(self, loaders, 4, ("paper", "cites", "paper")), 4)
         for loader in loaders:
             loader.close()
 
