@@ -30,9 +30,6 @@
 #define FS_CLUSTER_ADDR_MAX 255     /* a gRPC address, host:port */
 #define FS_CLUSTER_UNIX_MAX 107     /* a unix socket path (sockaddr_un's sun_path) */
 #define FS_CLUSTER_HOST_MAX 63      /* a machine's name: unix:// is used where it matches */
-/* The ShardRows "table" of a node type's timestamps (int64, one a node): a
- * cluster's trainer reads its seeds' times with it. */
-#define FS_CLUSTER_NODE_TIME_TABLE "@time"
 
 /* Where a shard answers. */
 typedef struct {

@@ -65,6 +65,9 @@ int fs_type_name_valid(const char *s);
  * partitioning's id (hex digits; a buffer needs one more). */
 #define FS_PARTITION_MAX_PARTS 4096
 #define FS_PARTITION_ID_LEN 16
+/* The ShardRows "table" of a node type's timestamps (int64, one a node): a
+ * cluster's trainer reads its seeds' times with it (exec/fs_shard.h). */
+#define FS_CLUSTER_NODE_TIME_TABLE "@time"
 
 /* Monotonic seconds, for latencies and progress. */
 double fs_now(void);
