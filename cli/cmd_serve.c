@@ -42,9 +42,9 @@ static const cli_opt_t placement_opts[] = {OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PL
 
 /* What a shard server does not have (serve_shard.c): a unix:// socket, a
  * metrics endpoint, a placement, the served copy's options. */
-static const cli_opt_t not_for_shards[] = {OPT_SOCKET, OPT_VERIFY, OPT_PREFAULT, OPT_TOPOLOGY,
-                                           OPT_COPY, OPT_COPY_DIR, OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID,
-                                           OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID, OPT_PLAN_DIR, 0};
+static const cli_opt_t not_for_shards[] = {OPT_VERIFY, OPT_PREFAULT, OPT_TOPOLOGY, OPT_COPY, OPT_COPY_DIR,
+                                           OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID, OPT_ADMIN_UID,
+                                           OPT_PLAN_DIR, 0};
 
 /* --shard ordinal: this shard's number from its host name's trailing -N
  * (a StatefulSet pod's; fs_shard_ordinal), FS_SHARD_HOSTNAME overriding
@@ -79,7 +79,8 @@ static int check_shard(cli_t *c, fs_serve_opts_t *o)
     }
     for (int i = 0; not_for_shards[i]; i++)
         if (cli_has(c, not_for_shards[i]))
-            return cli_usage("%s: a shard server (--parts) has no unix:// socket, placement or served copy yet",
+            return cli_usage("%s: a shard server (--parts) has no placement, served copy, re-planning or handshake "
+                             "guards of its own yet",
                              cli_name(c, not_for_shards[i]));
     if (!cli_has(c, OPT_LISTEN)) return cli_usage("--parts: a shard server answers over gRPC: give --listen HOST:PORT");
     if (cli_has(c, OPT_CLUSTER) != cli_has(c, OPT_SHARD))
@@ -105,7 +106,8 @@ static int check_shard(cli_t *c, fs_serve_opts_t *o)
         return ordinal ? cli_fail(&err) : cli_refuse(c, OPT_SHARD, &err);
     }
     o->parts = c->text[OPT_PARTS], o->cluster = c->text[OPT_CLUSTER], o->shard_id = (int)id, o->shards = (int)shards;
-    o->socket_path = NULL, o->metrics = cli_has(c, OPT_METRICS) ? c->text[OPT_METRICS] : NULL; /* only if asked */
+    if (!cli_has(c, OPT_SOCKET)) o->socket_path = NULL; /* only if asked: for trainers on its machine */
+    o->metrics = cli_has(c, OPT_METRICS) ? c->text[OPT_METRICS] : NULL;
     return 0;
 }
 
@@ -312,7 +314,7 @@ static int cluster_stats(const fs_addr_t *where)
     char *text = NULL;
     fs_status_t st = fs_cluster_read_map_at(where, 0, &m, &err);
     if (st == FS_OK) {
-        st = fs_cluster_stats(&m, FS_CLUSTER_DEFAULT_TIMEOUT_MS, &text, &err);
+        st = fs_cluster_stats(&m, NULL, FS_CLUSTER_DEFAULT_TIMEOUT_MS, &text, &err);
         fs_shard_map_free(&m);
     }
     if (st != FS_OK) return cli_fail(&err);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client_cluster_local.h"
 #include "client_internal.h"
 #include "fs_addr.h"
 #include "fs_cluster.h"
@@ -258,7 +259,7 @@ static fs_status_t make_typed(cluster_t *K, fs_error_t *err)
 
 static fs_status_t build(cluster_t *K, fs_error_t *err)
 {
-    fs_status_t st = fs_cluster_conn_open(K->cl, &K->conn, err);
+    fs_status_t st = fs_cluster_conn_open(K->cl, fs_cluster_local_hooks(), &K->conn, err);
     if (st == FS_OK) K->revision = fs_cluster_conn_revision(K->conn);
     if (st == FS_OK) st = make_views(K, err);
     return st == FS_OK ? make_typed(K, err) : st;
@@ -284,6 +285,26 @@ static fs_status_t refresh(fs_client_t *c)
 static int stale(const fs_client_t *c, fs_status_t st)
 {
     return st == FS_ERR_NOT_FOUND && strstr(c->errstr, "stale shard map") != NULL;
+}
+
+/* Whether a failed call is worth once more: a shard said the map is stale
+ * (then it is read again), or a shard could not be reached and the map has
+ * moved on since (its parts may be elsewhere now: a shard answered in this
+ * process never says stale, so a dead remote one is how the trainer learns).
+ * An unreachable shard under an unchanged map keeps its error. */
+static int retry(fs_client_t *c, fs_status_t st)
+{
+    if (stale(c, st)) return refresh(c) == FS_OK;
+    if (st != FS_ERR_UNAVAILABLE && st != FS_ERR_TIMEOUT) return 0;
+    cluster_t *K = c->impl;
+    fs_error_t err = {0};
+    if (fs_cluster_remap(K->cl, K->revision, &err) != FS_OK) return 0;
+    pthread_mutex_lock(&K->cl->map_lock);
+    int moved = K->cl->map.revision > K->revision;
+    pthread_mutex_unlock(&K->cl->map_lock);
+    if (!moved) return 0;
+    unbuild(K);
+    return build(K, &err) == FS_OK ? 1 : (fs_client_fail(c, err.code, "%s", err.msg), 0);
 }
 
 static const fs_transport_ops_t cluster_ops;
@@ -395,13 +416,21 @@ static fs_status_t run(fs_client_t *c, const int64_t *ids, int64_t n, const fs_s
     return FS_OK;
 }
 
-/* run, and once more on a fresh map when a shard said this one is stale */
+/* st, a batch counted when it made one (the trainer's metrics) */
+static fs_status_t counted(fs_client_t *c, fs_status_t st)
+{
+    cluster_t *K = c->impl;
+    if (st == FS_OK) __atomic_fetch_add(&K->cl->counts.batches, 1, __ATOMIC_RELAXED);
+    return st;
+}
+
+/* run, and once more when retry says so */
 static fs_status_t run_current(fs_client_t *c, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
                                const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
     fs_status_t st = run(c, ids, n, req, table, out_dtype, out);
-    if (stale(c, st) && refresh(c) == FS_OK) st = run(c, ids, n, req, table, out_dtype, out);
-    return st;
+    if (st != FS_OK && retry(c, st)) st = run(c, ids, n, req, table, out_dtype, out);
+    return counted(c, st);
 }
 
 static fs_status_t cluster_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
@@ -549,8 +578,8 @@ static fs_status_t cluster_hetero(fs_client_t *c, const fs_hetero_seeds_t *group
                                   const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out)
 {
     fs_status_t st = hetero(c, groups, num_groups, link, req, out);
-    if (stale(c, st) && refresh(c) == FS_OK) st = hetero(c, groups, num_groups, link, req, out);
-    return st;
+    if (st != FS_OK && retry(c, st)) st = hetero(c, groups, num_groups, link, req, out);
+    return counted(c, st);
 }
 
 /* ---- splits, info, stats -------------------------------------------------------------- */
@@ -666,17 +695,20 @@ static fs_status_t cluster_info(fs_client_t *c, fs_info_t **out)
     return FS_OK;
 }
 
-/* The cluster's metrics (fs_cluster_stats), by the map this process holds. */
+/* This trainer's counters, then the cluster's metrics (fs_cluster_stats),
+ * by the map this process holds. */
 static fs_status_t cluster_stats(fs_client_t *c, char **text)
 {
     cluster_t *K = c->impl;
     fs_shard_map_t m;
+    fs_cluster_counts_t mine;
     fs_error_t err = {0};
+    fs_cluster_counts(K->cl, &mine);
     pthread_mutex_lock(&K->cl->map_lock);
     fs_status_t st = fs_shard_map_copy(&K->cl->map, &m, &err);
     pthread_mutex_unlock(&K->cl->map_lock);
     if (st == FS_OK) {
-        st = fs_cluster_stats(&m, K->cl->timeout_ms, text, &err);
+        st = fs_cluster_stats(&m, &mine, K->cl->timeout_ms, text, &err);
         fs_shard_map_free(&m);
     }
     return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);

@@ -343,7 +343,7 @@ static fs_status_t fill_cache(fs_cluster_t *c, fs_error_t *err)
     size_t budget = cache_budget();
     if (budget == 0) return FS_OK;
     fs_cluster_conn_t *k;
-    fs_status_t st = fs_cluster_conn_open(c, &k, err);
+    fs_status_t st = fs_cluster_conn_open(c, NULL, &k, err);
     for (int t = 0; st == FS_OK && t < c->num_types; t++) st = cache_type(c, k, t, &budget, err);
     fs_cluster_conn_close(k);
     return st;
@@ -450,6 +450,7 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t
         st = read_node_map(c, t, file, err);
     }
     if (st == FS_OK) st = fill_cache(c, err);
+    if (st == FS_OK) memset(&c->counts, 0, sizeof c->counts); /* the batches' reads, not the cache's filling */
     if (st != FS_OK) {
         cluster_free(c);
         return st;
@@ -586,7 +587,9 @@ typedef struct {
 struct fs_cluster_conn {
     fs_cluster_t *c;
     fs_shard_map_t map;          /* the view's map when this connection opened */
-    fs_shard_client_t **shards;  /* [num_shards] */
+    fs_shard_client_t **shards;  /* [num_shards]: gRPC, or NULL where local answers */
+    fs_cluster_local_t local;    /* in-process answers (.open NULL: none) */
+    void **local_conn;           /* [num_shards] */
     fs_router_t *router;
     fs_typed_remote_t picks;
     table_ctx_t **table_ctx;     /* [type][table] */
@@ -597,10 +600,20 @@ struct fs_cluster_conn {
     size_t rows_cap;
 };
 
+static void count(uint64_t *c, int64_t n)
+{
+    __atomic_fetch_add(c, (uint64_t)n, __ATOMIC_RELAXED);
+}
+
 static fs_status_t shard_picks(void *ctx, int shard, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
                                fs_typed_picks_t *out, fs_error_t *err)
 {
     fs_cluster_conn_t *k = ctx;
+    if (k->local_conn[shard]) {
+        count(&k->c->counts.pick_ids_local, n);
+        return k->local.picks(k->local_conn[shard], q, ids, n, out, err);
+    }
+    count(&k->c->counts.pick_ids_remote, n), count(&k->c->counts.calls_remote, 1);
     return fs_shard_client_picks(k->shards[shard], q, ids, n, out, err);
 }
 
@@ -608,7 +621,25 @@ static fs_status_t shard_rows(void *ctx, int shard, int t, const char *table, co
                               size_t row_bytes, void *out, fs_error_t *err)
 {
     fs_cluster_conn_t *k = ctx;
+    if (k->local_conn[shard]) {
+        count(&k->c->counts.rows_local, n);
+        return k->local.rows(k->local_conn[shard], t, table, ids, n, row_bytes, out, err);
+    }
+    count(&k->c->counts.rows_remote, n), count(&k->c->counts.calls_remote, 1);
     return fs_shard_client_rows(k->shards[shard], t, table, ids, n, row_bytes, out, err);
+}
+
+void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
+{
+    const fs_cluster_counts_t *n = &c->counts;
+    out->pick_ids_local = __atomic_load_n(&n->pick_ids_local, __ATOMIC_RELAXED);
+    out->pick_ids_remote = __atomic_load_n(&n->pick_ids_remote, __ATOMIC_RELAXED);
+    out->rows_local = __atomic_load_n(&n->rows_local, __ATOMIC_RELAXED);
+    out->rows_remote = __atomic_load_n(&n->rows_remote, __ATOMIC_RELAXED);
+    out->rows_cached = __atomic_load_n(&n->rows_cached, __ATOMIC_RELAXED);
+    out->calls_remote = __atomic_load_n(&n->calls_remote, __ATOMIC_RELAXED);
+    out->batches = __atomic_load_n(&n->batches, __ATOMIC_RELAXED);
+    out->shards_local = __atomic_load_n(&n->shards_local, __ATOMIC_RELAXED);
 }
 
 /* A gather: the cached rows from the cache, the rest from their shards. */
@@ -633,6 +664,7 @@ static fs_status_t table_rows(void *ctx, const int64_t *ids, int64_t n, void *ou
         if (slot >= 0) memcpy((char *)out + (size_t)i * rb, cached + (size_t)slot * rb, rb);
         else x->k->miss[miss] = ids[i], x->k->miss_at[miss++] = i;
     }
+    count(&x->k->c->counts.rows_cached, n - miss);
     if (miss == 0) return FS_OK;
     if ((size_t)miss * rb > x->k->rows_cap) {
         char *r = realloc(x->k->rows, (size_t)miss * rb);
@@ -649,6 +681,9 @@ void fs_cluster_conn_close(fs_cluster_conn_t *k)
 {
     if (!k) return;
     for (int s = 0; k->shards && s < k->map.num_shards; s++) fs_shard_client_close(k->shards[s]);
+    for (int s = 0; k->local_conn && s < k->map.num_shards; s++)
+        if (k->local_conn[s]) k->local.close(k->local_conn[s]);
+    free(k->local_conn);
     fs_shard_map_free(&k->map);
     for (int t = 0; k->tables && t < k->c->num_types; t++) free(k->tables[t]), free(k->table_ctx[t]);
     free(k->tables), free(k->table_ctx), free(k->shards), free(k->miss), free(k->miss_at), free(k->rows);
@@ -682,12 +717,28 @@ static fs_status_t make_router(fs_cluster_conn_t *k, fs_error_t *err)
     return st;
 }
 
-fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_error_t *err)
+/* Shard s in this process when the local hooks take it, else over gRPC. */
+static fs_status_t open_shard(fs_cluster_conn_t *k, int s, int *parts, fs_error_t *err)
+{
+    const fs_shard_addr_t *a = &k->map.shard[s];
+    int n = 0;
+    for (int p = 0; p < k->map.parts; p++)
+        if (fs_shard_map_owner(&k->map, p) == a) parts[n++] = p;
+    fs_status_t st = k->local.open ? k->local.open(k->local.ctx, k->c, a, parts, n, &k->local_conn[s], err) : FS_OK;
+    if (st != FS_OK || k->local_conn[s]) return st;
+    if ((st = fs_shard_client_open(a->grpc, k->c->timeout_ms, &k->shards[s], err)) == FS_OK)
+        fs_shard_client_set_revision(k->shards[s], k->map.revision);
+    return st;
+}
+
+fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *local, fs_cluster_conn_t **out,
+                                 fs_error_t *err)
 {
     *out = NULL;
     fs_cluster_conn_t *k = calloc(1, sizeof *k);
     if (!k) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     k->c = fs_cluster_ref(c);
+    if (local) k->local = *local;
     pthread_mutex_lock(&c->map_lock); /* the map as it is now: its shards, owners and revision */
     fs_status_t mst = fs_shard_map_copy(&c->map, &k->map, err);
     pthread_mutex_unlock(&c->map_lock);
@@ -696,12 +747,17 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_er
         return mst;
     }
     k->shards = calloc((size_t)k->map.num_shards, sizeof *k->shards);
+    k->local_conn = calloc((size_t)k->map.num_shards, sizeof *k->local_conn);
     k->tables = calloc((size_t)c->num_types, sizeof *k->tables);
     k->table_ctx = calloc((size_t)c->num_types, sizeof *k->table_ctx);
-    fs_status_t st = k->shards && k->tables && k->table_ctx ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
+    int *parts = malloc(sizeof *parts * (size_t)(k->map.parts + 1));
+    fs_status_t st = k->shards && k->local_conn && k->tables && k->table_ctx && parts
+                         ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
+    int in_process = 0;
     for (int s = 0; st == FS_OK && s < k->map.num_shards; s++)
-        if ((st = fs_shard_client_open(k->map.shard[s].grpc, c->timeout_ms, &k->shards[s], err)) == FS_OK)
-            fs_shard_client_set_revision(k->shards[s], k->map.revision);
+        if ((st = open_shard(k, s, parts, err)) == FS_OK) in_process += k->local_conn[s] != NULL;
+    __atomic_store_n(&c->counts.shards_local, in_process, __ATOMIC_RELAXED);
+    free(parts);
     for (int t = 0; st == FS_OK && t < c->num_types; t++) {
         int n = c->types[t].num_tables;
         k->tables[t] = calloc((size_t)n + 1, sizeof **k->tables);

@@ -94,6 +94,19 @@ typedef struct {
     char file[FS_CLUSTER_LINK_ARRAYS][160];
 } fs_cluster_link_t;
 
+/* What this process's batches read from where, since it opened the
+ * cluster (every connection's, bumped atomically): destinations asked for
+ * picks and rows gathered, of shards answered in this process (local, the
+ * unix:// path), of shards over gRPC (remote), and rows the cache held;
+ * the calls sent over gRPC; the batches made. */
+typedef struct {
+    uint64_t pick_ids_local, pick_ids_remote;
+    uint64_t rows_local, rows_remote, rows_cached;
+    uint64_t calls_remote;        /* ShardPicks and ShardRows sent */
+    uint64_t batches;             /* calls that made a batch (samples, gathers, typed and link batches) */
+    int shards_local;             /* shards the newest connection answers itself */
+} fs_cluster_counts_t;
+
 typedef struct fs_cluster {
     char endpoint[FS_ADDR_HOST_MAX + 10], name[64]; /* etcd's host:port (fs_addr_t.target), the cluster's name */
     char map_file[FS_ADDR_FILE_MAX]; /* or a static cluster's map file ("" on etcd) */
@@ -107,6 +120,7 @@ typedef struct fs_cluster {
     fs_cluster_etype_t *etypes;
     int num_links;
     fs_cluster_link_t *links;
+    fs_cluster_counts_t counts;
 } fs_cluster_t;
 
 /* Reads the map (from etcd, or a static cluster's file: where's
@@ -120,11 +134,14 @@ fs_status_t fs_cluster_read_map_file(const char *path, fs_shard_map_t *out, fs_e
 /* The map of the cluster at `where`: etcd's key, or the file. */
 fs_status_t fs_cluster_read_map_at(const fs_addr_t *where, int timeout_ms, fs_shard_map_t *out, fs_error_t *err);
 
-/* The cluster's metrics in one text (fs_cluster_stats.c): whether each
- * shard answered its Stats, the shards' counters summed (featstore_shard_X
- * as featstore_cluster_X), then every shard's series with a shard="N"
- * label. A new string (the caller's to free()). */
-fs_status_t fs_cluster_stats(const fs_shard_map_t *m, int timeout_ms, char **text, fs_error_t *err);
+/* The cluster's metrics in one text (fs_cluster_stats.c): a trainer's own
+ * counters first when `trainer` is given (featstore_trainer_X,
+ * docs/metrics.md), whether each shard answered its Stats, the shards'
+ * counters summed (featstore_shard_X as featstore_cluster_X), then every
+ * shard's series with a shard="N" label. A new string (the caller's to
+ * free()). */
+fs_status_t fs_cluster_stats(const fs_shard_map_t *m, const fs_cluster_counts_t *trainer, int timeout_ms, char **text,
+                             fs_error_t *err);
 fs_cluster_t *fs_cluster_ref(fs_cluster_t *c);
 void fs_cluster_unref(fs_cluster_t *c);
 
@@ -166,7 +183,30 @@ fs_status_t fs_cluster_npy_i64(const char *name, const char *data, int64_t len, 
 /* One connection's shards and router. */
 typedef struct fs_cluster_conn fs_cluster_conn_t;
 
-fs_status_t fs_cluster_conn_open(fs_cluster_t *c, fs_cluster_conn_t **out, fs_error_t *err);
+/* Shards this process answers itself instead of over gRPC: a trainer on a
+ * shard's machine runs the shard's engine on the shard's own files
+ * (client-lib/client_cluster_local.c, the unix:// path). */
+typedef struct {
+    /* Shard a (holding parts[0..n) by the connection's map): its answers
+     * in this process for one connection (*conn), or *conn NULL to ask it
+     * over gRPC. An error fails the connection. */
+    fs_status_t (*open)(void *ctx, const fs_cluster_t *c, const fs_shard_addr_t *a, const int *parts, int n,
+                        void **conn, fs_error_t *err);
+    void (*close)(void *conn);
+    /* As fs_route_transport_t's, for that shard. */
+    fs_status_t (*picks)(void *conn, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
+                         fs_typed_picks_t *out, fs_error_t *err);
+    fs_status_t (*rows)(void *conn, int t, const char *table, const int64_t *ids, int64_t n, size_t row_bytes,
+                        void *out, fs_error_t *err);
+    void *ctx;
+} fs_cluster_local_t;
+
+/* local: NULL, or the shards answered in process (copied). */
+fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *local, fs_cluster_conn_t **out,
+                                 fs_error_t *err);
+/* The process's counters so far (a consistent-enough copy: each is read
+ * atomically). */
+void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out);
 void fs_cluster_conn_close(fs_cluster_conn_t *k);
 fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k);
 int64_t fs_cluster_conn_revision(const fs_cluster_conn_t *k); /* the map revision it routes by */

@@ -1,5 +1,6 @@
 /* fs_cluster_stats.c — a cluster's metrics in one text (fs_cluster.h's
- * fs_cluster_stats): every shard's Stats, asked one after another with the
+ * fs_cluster_stats): a trainer's own counters when asked through its
+ * connection; every shard's Stats, asked one after another with the
  * deadline each, then
  *   - the cluster's sums: each counter series of the shards
  *     (featstore_shard_X{labels}) summed over them as featstore_cluster_X
@@ -84,13 +85,38 @@ static int take_shard(const char *text, int id, int first, sums_t *sums, FILE *o
     return 0;
 }
 
-fs_status_t fs_cluster_stats(const fs_shard_map_t *m, int timeout_ms, char **text, fs_error_t *err)
+/* A trainer's own counters (docs/metrics.md, "Trainers"). */
+static void trainer_series(FILE *out, const fs_cluster_counts_t *t)
+{
+    fprintf(out, "# HELP featstore_trainer_batches_total Batches this trainer process made from the cluster\n"
+            "# TYPE featstore_trainer_batches_total counter\nfeatstore_trainer_batches_total %llu\n"
+            "# HELP featstore_trainer_pick_ids_total Destinations whose picks its batches asked for, by where they "
+            "were answered (local: a shard on this machine, in process; remote: over gRPC)\n"
+            "# TYPE featstore_trainer_pick_ids_total counter\n"
+            "featstore_trainer_pick_ids_total{path=\"local\"} %llu\nfeatstore_trainer_pick_ids_total{path=\"remote\"} %llu\n"
+            "# HELP featstore_trainer_rows_total Rows its batches gathered, by where they came from (cache: the "
+            "hot-row cache)\n# TYPE featstore_trainer_rows_total counter\n"
+            "featstore_trainer_rows_total{path=\"local\"} %llu\nfeatstore_trainer_rows_total{path=\"remote\"} %llu\n"
+            "featstore_trainer_rows_total{path=\"cache\"} %llu\n"
+            "# HELP featstore_trainer_remote_calls_total ShardPicks and ShardRows calls it sent over gRPC\n"
+            "# TYPE featstore_trainer_remote_calls_total counter\nfeatstore_trainer_remote_calls_total %llu\n"
+            "# HELP featstore_trainer_local_shards Shards its newest connection answers in process (unix://)\n"
+            "# TYPE featstore_trainer_local_shards gauge\nfeatstore_trainer_local_shards %d\n",
+            (unsigned long long)t->batches, (unsigned long long)t->pick_ids_local,
+            (unsigned long long)t->pick_ids_remote, (unsigned long long)t->rows_local,
+            (unsigned long long)t->rows_remote, (unsigned long long)t->rows_cached,
+            (unsigned long long)t->calls_remote, t->shards_local);
+}
+
+fs_status_t fs_cluster_stats(const fs_shard_map_t *m, const fs_cluster_counts_t *trainer, int timeout_ms, char **text,
+                             fs_error_t *err)
 {
     char *shards = NULL, *all = NULL;
     size_t slen = 0, alen = 0;
     FILE *per = open_memstream(&shards, &slen), *out = per ? open_memstream(&all, &alen) : NULL;
     sums_t sums = {0};
     int bad = !per || !out, answered = 0;
+    if (!bad && trainer) trainer_series(out, trainer);
     if (!bad)
         fprintf(out, "# featstore cluster %s: partitioning %s, %d parts, %d shards, map revision %lld\n"
                 "# TYPE featstore_cluster_shard_up gauge\n", m->name, m->partitioning, m->parts, m->num_shards,

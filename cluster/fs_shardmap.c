@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fs_json.h"
 
@@ -39,6 +40,18 @@ fs_status_t fs_shard_ordinal(const char *host, int *id, fs_error_t *err)
                         "zeros (a StatefulSet's pods are NAME-0, NAME-1, ...)", h, FS_CLUSTER_SHARDS_MAX - 1);
     *id = (int)v;
     return FS_OK;
+}
+
+void fs_shard_machine(char *out, size_t len)
+{
+    char boot[64] = "";
+    struct stat ns;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    int ok = f && fgets(boot, sizeof boot, f) && stat("/proc/self/ns/net", &ns) == 0;
+    if (f) fclose(f);
+    boot[strcspn(boot, "\n")] = 0;
+    if (ok && boot[0]) snprintf(out, len, "%s/%llu", boot, (unsigned long long)ns.st_ino);
+    else if (len) out[0] = 0;
 }
 
 fs_status_t fs_shard_dealt_parts(int shard, int shards, int parts, int *out, int *n, fs_error_t *err)

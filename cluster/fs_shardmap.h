@@ -29,15 +29,23 @@
 #define FS_CLUSTER_SHARDS_MAX 1024  /* shard ids are 0 .. FS_CLUSTER_SHARDS_MAX - 1 */
 #define FS_CLUSTER_ADDR_MAX 255     /* a gRPC address, host:port */
 #define FS_CLUSTER_UNIX_MAX 107     /* a unix socket path (sockaddr_un's sun_path) */
-#define FS_CLUSTER_HOST_MAX 63      /* a machine's name: unix:// is used where it matches */
+#define FS_CLUSTER_HOST_MAX 63      /* a machine's identity (fs_shard_machine): unix:// is used where it matches */
 
 /* Where a shard answers. */
 typedef struct {
     int id;
     char grpc[FS_CLUSTER_ADDR_MAX + 1];
     char unix_path[FS_CLUSTER_UNIX_MAX + 1]; /* "" when it has no unix socket */
-    char host[FS_CLUSTER_HOST_MAX + 1];
+    char host[FS_CLUSTER_HOST_MAX + 1];      /* its machine (fs_shard_machine), "" when unknown */
 } fs_shard_addr_t;
+
+/* This process's machine, as a shard registers it and a trainer compares
+ * it: "BOOT_ID/NETNS", the kernel's boot id and the inode of the network
+ * namespace. A trainer reaches a shard over its unix socket where both
+ * match (the same kernel, the same network: a machine, a container's pod,
+ * or one "machine" of a test cluster made of namespaces), and over gRPC
+ * everywhere else. "" when /proc cannot tell (no shard is then local). */
+void fs_shard_machine(char *out, size_t len);
 
 /* A shard's registration: its address, the partitioning it serves and the
  * parts it holds (ascending). */

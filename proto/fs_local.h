@@ -41,6 +41,12 @@
  *        (sent after the slots) and runs typed sampling in-process; a
  *        typed dataset has no version-1 arrays. A 6.2 client connecting
  *        to a typed dataset is refused with the reason
+ *   6.4  a shard server's socket: SHARD_HELLO (ShardHello), answered by a
+ *        SHARD_PART frame (ShardPart) per part the shard holds, each with
+ *        the part's manifest and files, so a trainer on the shard's
+ *        machine runs the shard's engine on them (client-lib/
+ *        client_cluster_local.c). A whole server refuses SHARD_HELLO, a
+ *        shard's socket every other message, each naming the other
  *
  * Re-planning: the placement has a generation (1 at start, +1 per re-plan),
  * in WELCOME and in the notice page, a read-only shared page whose first 8
@@ -62,7 +68,7 @@
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
 #define FS_LOCAL_MAJOR 6
-#define FS_LOCAL_MINOR 3
+#define FS_LOCAL_MINOR 4
 #define FS_LOCAL_MAX_SLOTS 64
 #define FS_LOCAL_MAX_FDS 250 /* per frame, under the kernel's SCM_RIGHTS limit of 253 */
 #define FS_LOCAL_MAX_MSG (256 * 1024)
@@ -89,6 +95,8 @@ enum {
     FS_LOCAL_REPLAN,
     FS_LOCAL_REPLAN_REPLY,
     FS_LOCAL_FDS,          /* more of the previous WELCOME's descriptors; empty payload */
+    FS_LOCAL_SHARD_HELLO,  /* 6.4: to a shard server's socket */
+    FS_LOCAL_SHARD_PART,   /* 6.4: one part the shard holds, with its descriptors */
 };
 
 typedef struct {

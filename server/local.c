@@ -208,10 +208,10 @@ static void join_replan(fs_local_server_t *s)
 static int on_replan(fs_local_server_t *s, client_t *c, size_t len)
 {
     if (!s->replan) return send_error(c->fd, FS_ERR_UNSUPPORTED, "this server was started without re-planning");
-    if (c->uid != s->admin_uid) { /* before anything is decoded: administration is the admin's alone */
+    if (c->uid != s->allow.admin_uid) { /* before anything is decoded: administration is the admin's alone */
         char msg[200];
         snprintf(msg, sizeof msg, "re-planning is administration: uid %u may not re-plan this server, only its admin "
-                 "uid %u (serve --admin-uid)", (unsigned)c->uid, (unsigned)s->admin_uid);
+                 "uid %u (serve --admin-uid)", (unsigned)c->uid, (unsigned)s->allow.admin_uid);
         fs_metrics_local_admin_refused(s->metrics);
         return send_error(c->fd, FS_ERR_PERMISSION, msg);
     }
@@ -318,6 +318,11 @@ static int on_split(fs_local_server_t *s, client_t *c, size_t len)
 static int on_frame(fs_local_server_t *s, client_t *c, const fs_local_frame_t *f)
 {
     if (f->type == FS_LOCAL_HELLO) return on_hello(s, c, f->len);
+    if (f->type == FS_LOCAL_SHARD_HELLO) { /* 6.4: a cluster trainer that took this for a shard's socket */
+        send_error(c->fd, FS_ERR_UNSUPPORTED, "this is a whole server's socket, not a shard server's: a cluster's "
+                   "shards give their sockets with serve ROOT --parts ... --socket PATH");
+        return -1;
+    }
     if (!c->welcomed) {
         send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "expected HELLO first");
         return -1;
@@ -378,46 +383,12 @@ static void log_guard(fs_local_server_t *s, const char *fmt, ...)
     }
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "featstore: unix://%s: ", s->path);
+    fprintf(stderr, "featstore: unix://%s: ", s->sock.path);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     if (s->unlogged) fprintf(stderr, " (%lu more such events not logged)", s->unlogged);
     fputc('\n', stderr);
     s->last_log = now, s->unlogged = 0;
-}
-
-static int peer_allowed(const fs_local_server_t *s, uid_t uid, gid_t gid)
-{
-    if (s->num_allow_uids == 0 && s->num_allow_gids == 0) return 1;
-    if (uid == s->own_uid || uid == s->admin_uid) return 1;
-    for (int i = 0; i < s->num_allow_uids; i++)
-        if (s->allow_uids[i] == uid) return 1;
-    for (int i = 0; i < s->num_allow_gids; i++)
-        if (s->allow_gids[i] == gid) return 1;
-    return 0;
-}
-
-/* "uids 0,1000 and gids 27" for a refusal. */
-static void describe_allowed(const fs_local_server_t *s, char *buf, size_t size)
-{
-    size_t n = (size_t)snprintf(buf, size, "uids %u", (unsigned)s->own_uid);
-    if (s->admin_uid != s->own_uid && n < size) n += (size_t)snprintf(buf + n, size - n, ",%u", (unsigned)s->admin_uid);
-    for (int i = 0; i < s->num_allow_uids && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, ",%u", (unsigned)s->allow_uids[i]);
-    for (int i = 0; i < s->num_allow_gids && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "%s%u", i ? "," : " and gids ", (unsigned)s->allow_gids[i]);
-}
-
-/* Tells a peer why it is not served, and hangs up. Its first frames (a
- * HELLO sent right after connect) are read and dropped first: closing on
- * unread data would reset the connection, and the peer would see
- * ECONNRESET instead of the reason. */
-static void refuse(int fd, fs_status_t st, const char *why)
-{
-    char sink[64];
-    for (int i = 0; i < 4 && recv(fd, sink, sizeof sink, MSG_DONTWAIT | MSG_TRUNC) > 0; i++) {}
-    send_error(fd, st, why);
-    close(fd);
 }
 
 /* A new connection: its peer's credentials against the allow-list and the
@@ -427,18 +398,16 @@ static void admit(fs_local_server_t *s, int fd)
 {
     struct ucred cr;
     socklen_t len = sizeof cr;
-    char msg[600], allowed[300];
+    char msg[600];
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
-        refuse(fd, FS_ERR_INTERNAL, "the server cannot read this peer's credentials");
+        fs_local_refuse(fd, FS_ERR_INTERNAL, "the server cannot read this peer's credentials");
         return;
     }
-    if (!peer_allowed(s, cr.uid, cr.gid)) {
-        describe_allowed(s, allowed, sizeof allowed);
-        snprintf(msg, sizeof msg, "uid %u (gid %u) may not connect to this server; it admits %s (serve --allow-uid, "
-                 "--allow-gid)", (unsigned)cr.uid, (unsigned)cr.gid, allowed);
+    if (!fs_local_allow_peer(&s->allow, cr.uid, cr.gid)) {
+        fs_local_allow_refusal(&s->allow, cr.uid, cr.gid, msg, sizeof msg);
         fs_metrics_local_refused(s->metrics, FS_LOCAL_REFUSED_NOT_ALLOWED);
         log_guard(s, "refused pid %d: %s", (int)cr.pid, msg);
-        refuse(fd, FS_ERR_PERMISSION, msg);
+        fs_local_refuse(fd, FS_ERR_PERMISSION, msg);
         return;
     }
     if (s->max_per_uid > 0 && uid_connections(s, cr.uid) >= s->max_per_uid) {
@@ -446,20 +415,20 @@ static void admit(fs_local_server_t *s, int fd)
                  "--max-conns-per-uid %d): close one first", (unsigned)cr.uid, s->max_per_uid, s->max_per_uid);
         fs_metrics_local_refused(s->metrics, FS_LOCAL_REFUSED_UID_CAP);
         log_guard(s, "refused pid %d: %s", (int)cr.pid, msg);
-        refuse(fd, FS_ERR_RESOURCE, msg);
+        fs_local_refuse(fd, FS_ERR_RESOURCE, msg);
         return;
     }
     client_t *c = calloc(1, sizeof *c);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
     if (!c || uid_add(s, cr.uid, +1) != 0) {
         free(c);
-        refuse(fd, FS_ERR_NOMEM, "the server is out of memory");
+        fs_local_refuse(fd, FS_ERR_NOMEM, "the server is out of memory");
         return;
     }
     if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         uid_add(s, cr.uid, -1);
         free(c);
-        refuse(fd, FS_ERR_RESOURCE, "the server cannot watch another connection");
+        fs_local_refuse(fd, FS_ERR_RESOURCE, "the server cannot watch another connection");
         return;
     }
     c->fd = fd, c->uid = cr.uid, c->gid = cr.gid, c->pid = cr.pid;
@@ -478,9 +447,9 @@ static int shed_one(fs_local_server_t *s, int why)
 {
     if (s->reserve_fd < 0) return -1;
     close(s->reserve_fd);
-    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), e = errno;
+    int fd = accept4(s->sock.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), e = errno;
     if (fd >= 0)
-        refuse(fd, FS_ERR_RESOURCE, why == EMFILE ? "the server is out of file descriptors (EMFILE); try again later"
+        fs_local_refuse(fd, FS_ERR_RESOURCE, why == EMFILE ? "the server is out of file descriptors (EMFILE); try again later"
                                                   : "the system is out of file descriptors (ENFILE); try again later");
     s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd >= 0)
@@ -492,14 +461,14 @@ static int shed_one(fs_local_server_t *s, int why)
 
 static void listen_events(fs_local_server_t *s, uint32_t events)
 {
-    struct epoll_event ev = {.events = events, .data.ptr = &s->listen_fd};
-    epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, s->listen_fd, &ev);
+    struct epoll_event ev = {.events = events, .data.ptr = &s->sock.fd};
+    epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, s->sock.fd, &ev);
 }
 
 static void on_accept(fs_local_server_t *s)
 {
     for (;;) {
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), e = errno;
+        int fd = accept4(s->sock.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), e = errno;
         if (fd >= 0) {
             admit(s, fd);
             continue;
@@ -562,7 +531,7 @@ static void *loop(void *p)
         if (n < 0 && errno != EINTR) break;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.ptr == &s->wake_fd) return NULL;
-            if (ev[i].data.ptr == &s->listen_fd) {
+            if (ev[i].data.ptr == &s->sock.fd) {
                 on_accept(s);
                 continue;
             }
@@ -576,49 +545,6 @@ static void *loop(void *p)
 
 /* ---- start / stop -------------------------------------------------------------- */
 
-static fs_status_t bind_socket(fs_local_server_t *s, const char *path, fs_error_t *err)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    if (!path) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "no socket path");
-    if (strlen(path) >= sizeof a.sun_path)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "socket path '%s' is longer than %zu bytes", path,
-                        sizeof a.sun_path - 1);
-    strcpy(a.sun_path, path);
-    snprintf(s->path, sizeof s->path, "%s", path);
-    struct stat st;
-    if (stat(path, &st) == 0) { /* replace a stale socket, refuse a live one or a non-socket */
-        int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        int live = probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof a) == 0;
-        if (probe >= 0) close(probe);
-        if (live || !S_ISSOCK(st.st_mode))
-            return fs_error(err, FS_ERR_EXISTS, "%s is %s", path, live ? "in use by a running server" : "not a socket");
-        unlink(path);
-    }
-    s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&a, sizeof a) != 0)
-        return fs_error(err, FS_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
-    if (stat(path, &st) == 0) s->bound_ino = st.st_ino, s->bound_dev = st.st_dev; /* the file is ours to remove */
-    /* connecting needs write permission: the server's user and primary
-     * group, nobody else; set before listen(), so no one connects earlier */
-    if (chmod(path, 0660) != 0)
-        return fs_error(err, FS_ERR_IO, "cannot make %s mode 0660: %s", path, strerror(errno));
-    if (listen(s->listen_fd, 128) != 0)
-        return fs_error(err, FS_ERR_IO, "cannot listen on %s: %s", path, strerror(errno));
-    return FS_OK;
-}
-
-/* Closes the listening socket and removes its file, if the file is still
- * the one this server bound: never a file another server put there. */
-static void remove_socket(fs_local_server_t *s)
-{
-    struct stat st;
-    if (s->listen_fd < 0) return;
-    close(s->listen_fd);
-    s->listen_fd = -1;
-    if (s->bound_ino && stat(s->path, &st) == 0 && st.st_ino == s->bound_ino && st.st_dev == s->bound_dev)
-        unlink(s->path);
-}
-
 static void release(fs_local_server_t *s)
 {
     for (size_t i = 0; i < s->data_fds.n; i++) close(s->data_fds.fd[i]);
@@ -630,8 +556,7 @@ static void release(fs_local_server_t *s)
     if (s->epoll_fd >= 0) close(s->epoll_fd);
     if (s->wake_fd >= 0) close(s->wake_fd);
     if (s->reserve_fd >= 0) close(s->reserve_fd);
-    free(s->allow_uids);
-    free(s->allow_gids);
+    fs_local_allow_free(&s->allow);
     free(s);
 }
 
@@ -643,13 +568,9 @@ static fs_status_t set_guards(fs_local_server_t *s, const fs_local_server_opts_t
                         "uids and %d gids allowed: none may be negative", o->handshake_timeout_ms, o->max_conns_per_uid,
                         o->num_allow_uids, o->num_allow_gids);
     s->handshake_ms = o->handshake_timeout_ms, s->max_per_uid = o->max_conns_per_uid;
-    s->own_uid = geteuid(), s->admin_uid = o->admin_uid;
-    s->num_allow_uids = o->num_allow_uids, s->num_allow_gids = o->num_allow_gids;
-    s->allow_uids = calloc((size_t)o->num_allow_uids + 1, sizeof *s->allow_uids);
-    s->allow_gids = calloc((size_t)o->num_allow_gids + 1, sizeof *s->allow_gids);
-    if (!s->allow_uids || !s->allow_gids) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    if (o->num_allow_uids) memcpy(s->allow_uids, o->allow_uids, (size_t)o->num_allow_uids * sizeof *s->allow_uids);
-    if (o->num_allow_gids) memcpy(s->allow_gids, o->allow_gids, (size_t)o->num_allow_gids * sizeof *s->allow_gids);
+    fs_status_t st = fs_local_allow_init(&s->allow, o->admin_uid, o->allow_uids, o->num_allow_uids, o->allow_gids,
+                                         o->num_allow_gids, err);
+    if (st != FS_OK) return st;
     /* the descriptor given up to shed a connection when none is left */
     if ((s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
         return fs_error(err, FS_ERR_IO, "local: cannot open /dev/null: %s", strerror(errno));
@@ -666,11 +587,11 @@ fs_status_t fs_local_server_listen(const fs_local_server_opts_t *o, fs_local_ser
     if (!s) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     s->minor = o->protocol_minor;
     s->replan = o->replan, s->replan_ctx = o->replan_ctx;
-    s->listen_fd = s->epoll_fd = s->wake_fd = s->reserve_fd = -1;
+    s->sock.fd = s->epoll_fd = s->wake_fd = s->reserve_fd = -1;
     fs_status_t st = set_guards(s, o, err);
-    if (!st) st = bind_socket(s, o->socket_path, err);
+    if (!st) st = fs_local_socket_listen(&s->sock, o->socket_path, err);
     if (st != FS_OK) {
-        remove_socket(s);
+        fs_local_socket_remove(&s->sock);
         release(s);
         return st;
     }
@@ -689,8 +610,8 @@ fs_status_t fs_local_server_serve(fs_local_server_t *s, fs_engine_t *engine, fs_
     if (st != FS_OK) return st;
     s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    struct epoll_event a = {.events = EPOLLIN, .data.ptr = &s->listen_fd}, b = {.events = EPOLLIN, .data.ptr = &s->wake_fd};
-    if (s->epoll_fd < 0 || s->wake_fd < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &a) ||
+    struct epoll_event a = {.events = EPOLLIN, .data.ptr = &s->sock.fd}, b = {.events = EPOLLIN, .data.ptr = &s->wake_fd};
+    if (s->epoll_fd < 0 || s->wake_fd < 0 || epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->sock.fd, &a) ||
         epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wake_fd, &b) || pthread_create(&s->thread, NULL, loop, s))
         return fs_error(err, FS_ERR_IO, "local: cannot start the event loop: %s", strerror(errno));
     s->serving = 1;
@@ -718,7 +639,7 @@ void fs_local_server_stop(fs_local_server_t *s)
     }
     join_replan(s);
     if (s->notice) atomic_store(s->notice, FS_LOCAL_NOTICE_STOPPED); /* clients' next call: connect again */
-    remove_socket(s);
+    fs_local_socket_remove(&s->sock);
     while (s->clients) drop_client(s, s->clients);
     release(s);
 }

@@ -12,6 +12,7 @@
 #include "fs_local.h"
 #include "fs_pb.h"
 #include "local.h"
+#include "local_socket.h"
 
 typedef struct client {
     int fd;
@@ -41,10 +42,8 @@ typedef struct uid_count { /* connections per uid, for the cap; few distinct uid
 } uid_count_t;
 
 struct fs_local_server {
-    char path[108];
-    ino_t bound_ino;                      /* the socket file this server made (0: none yet), and its device */
-    dev_t bound_dev;
-    int listen_fd, epoll_fd, wake_fd;
+    fs_local_socket_t sock;               /* its file and listening descriptor */
+    int epoll_fd, wake_fd;
     int serving;                          /* the loop thread runs (fs_local_server_serve) */
     unsigned minor;                       /* the minor version this server speaks */
     pthread_t thread;
@@ -64,9 +63,7 @@ struct fs_local_server {
     _Atomic int num_clients;
     /* guards (local.h) */
     int handshake_ms, max_per_uid;
-    uid_t *allow_uids, own_uid, admin_uid;
-    gid_t *allow_gids;
-    int num_allow_uids, num_allow_gids;
+    fs_local_allow_t allow;
     uid_count_t *uid_counts;
     client_t *hs_head, *hs_tail;          /* handshaking clients, oldest (earliest deadline) first */
     int reserve_fd;                       /* /dev/null, given up to shed a connection when out of descriptors */

@@ -4,10 +4,12 @@
  * It holds the listed parts (server/shard.h) and answers the Shard* methods
  * and Stats over gRPC, with the same admission, deadlines, TLS and token as
  * a whole server (grpc_server.h), and /metrics with --metrics
- * (server/shard_metrics.h); no unix:// socket or placement yet. With --cluster etcd://HOST:PORT/NAME
- * and --shard N it registers in that cluster's membership (cluster/
- * fs_member.h) under a lease, so the shard map names it while it lives,
- * and leaves the map when it stops. */
+ * (server/shard_metrics.h). With --socket, trainers on its machine take
+ * its parts' files from a unix socket and answer their own picks and rows
+ * (local_shard.h). With --cluster etcd://HOST:PORT/NAME and --shard N it
+ * registers in that cluster's membership (cluster/fs_member.h) under a
+ * lease, where it is and on which machine (fs_shard_machine), so the shard
+ * map names it while it lives, and leaves the map when it stops. */
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +23,7 @@
 #include "fs_cluster.h"
 #include "fs_member.h"
 #include "http.h"
+#include "local_shard.h"
 #include "serve.h"
 #include "shard_metrics.h"
 
@@ -107,8 +110,8 @@ static fs_status_t check_static(const fs_serve_opts_t *o, const fs_addr_t *where
 }
 
 /* This shard's registration: its parts and where it answers. */
-static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const char *grpc_addr, fs_member_t **m,
-                        fs_error_t *err)
+static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const char *grpc_addr,
+                        const char *unix_path, fs_member_t **m, fs_error_t *err)
 {
     fs_addr_t where;
     fs_status_t st = fs_addr_uri(o->cluster, &where, err);
@@ -120,13 +123,35 @@ static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const
     fs_shard_reg_t self = {.parts = fs_shard_num_parts(shard)};
     self.addr.id = o->shard_id;
     snprintf(self.addr.grpc, sizeof self.addr.grpc, "%s", grpc_addr);
-    gethostname(self.addr.host, sizeof self.addr.host - 1);
+    snprintf(self.addr.unix_path, sizeof self.addr.unix_path, "%s", unix_path);
+    fs_shard_machine(self.addr.host, sizeof self.addr.host);
     snprintf(self.partitioning, sizeof self.partitioning, "%s", fs_shard_partitioning(shard));
     const int *held;
     self.num_owned = fs_shard_held(shard, &held);
     self.owns = (int *)held;
     fs_member_opts_t mo = {.endpoint = where.target, .name = where.cluster};
     return fs_member_join(&mo, &self, m, err);
+}
+
+/* --socket: the path trainers dial, absolute (it is registered for them),
+ * and the socket serving it with the server's allow-list. */
+static fs_status_t listen_local(const fs_serve_opts_t *o, const fs_shard_t *shard, char *path, size_t len,
+                                fs_local_shard_t **out, fs_error_t *err)
+{
+    char cwd[PATH_MAX], full[2 * PATH_MAX];
+    if (o->socket_path[0] == '/') snprintf(full, sizeof full, "%s", o->socket_path);
+    else if (getcwd(cwd, sizeof cwd)) snprintf(full, sizeof full, "%s/%s", cwd, o->socket_path);
+    else return fs_error(err, FS_ERR_IO, "--socket %s: cannot make it absolute", o->socket_path);
+    if (strlen(full) > FS_CLUSTER_UNIX_MAX || strlen(full) >= len)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--socket %s: longer than a socket path may be (%d bytes)",
+                        full, FS_CLUSTER_UNIX_MAX);
+    memcpy(path, full, strlen(full) + 1);
+    fs_local_allow_t allow;
+    fs_status_t st = fs_local_allow_init(&allow, geteuid(), o->allow_uids, o->num_allow_uids, o->allow_gids,
+                                         o->num_allow_gids, err);
+    if (st == FS_OK) st = fs_local_shard_start(path, shard, o->shard_id, &allow, out, err);
+    fs_local_allow_free(&allow);
+    return st;
 }
 
 int fs_serve_shard(const fs_serve_opts_t *o)
@@ -140,8 +165,9 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     fs_member_t *member = NULL;
     fs_shard_metrics_t *metrics = NULL;
     fs_http_t *http = NULL;
+    fs_local_shard_t *local = NULL;
     int metrics_port = 0;
-    char addr[FS_CLUSTER_ADDR_MAX + 1] = "";
+    char addr[FS_CLUSTER_ADDR_MAX + 1] = "", unix_path[FS_CLUSTER_UNIX_MAX + 2] = "";
     fs_status_t st = !o->listen ? fs_error(&err, FS_ERR_INVALID_ARGUMENT, "a shard server needs --listen HOST:PORT")
                      : strcmp(o->parts, "auto") == 0 ? dealt_parts(o, &parts, &n, &err)
                      : parse_parts(o->parts, &parts, &n, &err);
@@ -156,10 +182,12 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     if (st == FS_OK && o->metrics) st = fs_http_listen(o->metrics, &http, &metrics_port, &err);
     if (st == FS_OK && http) st = fs_http_serve(http, render_metrics, metrics, &err);
     if (st == FS_OK) st = fs_grpc_server_serve_shard(grpc, shard, metrics, &err);
+    if (st == FS_OK && o->socket_path) st = listen_local(o, shard, unix_path, sizeof unix_path, &local, &err);
     if (st == FS_OK) snprintf(addr, sizeof addr, "%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, port);
-    if (st == FS_OK && o->cluster) st = join(o, shard, addr, &member, &err);
+    if (st == FS_OK && o->cluster) st = join(o, shard, addr, unix_path, &member, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
+        fs_local_shard_stop(local);
         fs_grpc_server_stop(grpc);
         fs_http_stop(http);
         fs_shard_metrics_destroy(metrics);
@@ -167,10 +195,13 @@ int fs_serve_shard(const fs_serve_opts_t *o)
         free(parts);
         return 1;
     }
-    fprintf(stderr, "featstore: shard %d of partitioning %s: %d of its %d parts, ShardPicks on %s%s%s\n",
+    char machine[FS_CLUSTER_HOST_MAX + 1];
+    fs_shard_machine(machine, sizeof machine);
+    fprintf(stderr, "featstore: shard %d of partitioning %s: %d of its %d parts, ShardPicks on %s%s%s%s%s; machine %s\n",
             o->shard_id, fs_shard_partitioning(shard), n, fs_shard_num_parts(shard), addr,
-            o->cluster ? ", in " : "", o->cluster ? o->cluster : "");
-    printf("READY unix=- grpc=%s metrics=%d\n", addr, metrics_port);
+            local ? ", its parts to this machine's trainers on unix://" : "", unix_path, o->cluster ? ", in " : "",
+            o->cluster ? o->cluster : "", machine[0] ? machine : "unknown");
+    printf("READY unix=%s grpc=%s metrics=%d\n", local ? unix_path : "-", addr, metrics_port);
     fflush(stdout);
     int sig = 0;
     for (;;) { /* the map's revision passed on to the workers every 100 ms, until a signal to stop */
@@ -182,6 +213,7 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     }
     fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     fs_member_leave(member); /* out of the map first, then stop answering */
+    fs_local_shard_stop(local);
     fs_grpc_server_stop(grpc);
     fs_http_stop(http);
     fs_shard_metrics_destroy(metrics);

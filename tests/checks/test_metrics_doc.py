@@ -30,13 +30,21 @@ SCRAPES = {}  # "plain" / "placed": {family: type}
 ROW = re.compile(r"^\| `(featstore_\w+)` \| (\w+) \|(.*)$", re.M)
 
 
-def documented(shard=False):
+def documented(shard=False, doc=None):
     """{family: (type, with a placement?)} from the doc's tables: a whole
-    server's, or (shard) a shard server's."""
-    with open(ARGS.doc) as f:
+    server's, or (shard) a shard server's; a cluster trainer's are
+    trainer_documented's."""
+    with open(doc or ARGS.doc) as f:
         text = f.read()
+    trainers = set(trainer_documented(doc or ARGS.doc))
     return {name: (kind, "with a placement" in rest) for name, kind, rest in ROW.findall(text)
-            if ("a shard server" in rest) == shard}
+            if ("a shard server" in rest) == shard and name not in trainers}
+
+
+def trainer_documented(doc):
+    """{family: type} a cluster trainer's fs_stats adds (test_pyg_cluster
+    compares them with a trainer's)."""
+    return fs_serve.trainer_families(doc)
 
 
 def exported(text):

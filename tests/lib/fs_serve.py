@@ -20,6 +20,7 @@ import argparse
 import ctypes
 import importlib.util
 import os
+import re
 import select
 import signal
 import subprocess
@@ -195,16 +196,31 @@ def start_etcd(tmp, timeout=20):
     raise RuntimeError("etcd did not start")
 
 
-def start_shard(featstore, root, parts, endpoint=None, cluster=None, shard=None, metrics=False, **popen):
+def start_shard(featstore, root, parts, endpoint=None, cluster=None, shard=None, metrics=False, socket=None,
+                **popen):
     """`featstore serve root --parts parts` on an ephemeral port, in cluster
     etcd://endpoint/cluster as shard `shard` when given, with /metrics on an
-    ephemeral port when `metrics`: (proc, ready)."""
+    ephemeral port when `metrics`, and a unix socket for the trainers of its
+    machine at `socket` when given: (proc, ready)."""
     cmd = [featstore, "serve", root, "--parts", parts, "--listen", "127.0.0.1:0"]
     if metrics:
         cmd += ["--metrics", "127.0.0.1:0"]
+    if socket:
+        cmd += ["--socket", socket]
     if cluster:
         cmd += ["--cluster", f"etcd://{endpoint}/{cluster}", "--shard", str(shard)]
     return spawn_ready(cmd, **popen)
+
+
+def trainer_families(doc):
+    """{family: type} of docs/metrics.md's section "Trainers of a cluster":
+    what a cluster trainer's fs_stats starts with."""
+    with open(doc) as f:
+        text = f.read()
+    start = text.index("\n## Trainers of a cluster")
+    end = text.find("\n## ", start + 1)
+    rows = re.findall(r"^\| `(featstore_\w+)` \| (\w+) \|", text[start:end if end > 0 else len(text)], re.M)
+    return dict(rows)
 
 
 def shard_scrape(featstore, dataset, tmp):

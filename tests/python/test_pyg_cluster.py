@@ -4,7 +4,8 @@ same batches as one server, bit for bit (issue 48).
 
 Cora (homogeneous) and a typed R-MAT are each served whole (unix://) and,
 partitioned into 8 parts, by a cluster of 2 and one of 4 shard servers on
-a private etcd (etcd://). featstore.pyg's NeighborLoader walks a shuffled
+a private etcd (etcd://); two of the 4 also have a unix socket, so this
+process answers them itself (the unix:// path) and the rest over gRPC. featstore.pyg's NeighborLoader walks a shuffled
 epoch over each, and every batch's n_id, edge_index, e_id, x, y and
 input_id must be equal; so must LinkNeighborLoader's batches (binary negatives,
 the seed edges excluded), the binding's sample_gather and splits.
@@ -18,6 +19,7 @@ venv of scripts/pyg-venv.sh (re-executed there as test_pyg.py is).
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,10 +45,13 @@ json.dump(m, open(d + '/manifest.json', 'w'))
 """
 
 
-def serve_cluster(name, root, layout):
-    """Shards of root in cluster `name`, shard k holding layout[k] ("0-3")."""
+def serve_cluster(name, root, layout, local=()):
+    """Shards of root in cluster `name`, shard k holding layout[k] ("0-3");
+    those in `local` with a unix socket too, so this machine's trainers
+    answer them in process (and the others over gRPC)."""
     for k, parts in enumerate(layout):
-        RUN["procs"].append(fs_serve.start_shard(ARGS.featstore, root, parts, RUN["etcd"], name, k)[0])
+        sock = os.path.join(RUN["dir"], f"{name}-{k}.sock") if k in local else None
+        RUN["procs"].append(fs_serve.start_shard(ARGS.featstore, root, parts, RUN["etcd"], name, k, socket=sock)[0])
     return f"etcd://{RUN['etcd']}/{name}"
 
 
@@ -67,7 +72,7 @@ def setUpModule():
         RUN["procs"].append(proc)
         RUN[name] = {"one": "unix://" + ready["unix"],
                      "two": serve_cluster(name + "2", data + ".parts", ["0-3", "4-7"]),
-                     "four": serve_cluster(name + "4", data + ".parts", ["0,4", "1,5", "2,6", "3,7"])}
+                     "four": serve_cluster(name + "4", data + ".parts", ["0,4", "1,5", "2,6", "3,7"], local=(0, 2))}
 
 
 def tearDownModule():
@@ -169,6 +174,11 @@ class ClusterLoaders(unittest.TestCase):
         with self.assertRaises(featstore.Error) as cm:
             clients[1].gather([99999], "feat")
         self.assertIn("99999", str(cm.exception))
+        trainer = clients[2].stats()  # this process's own counters first, exactly the documented families
+        doc = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "metrics.md")
+        families = dict(re.findall(r"^# TYPE (featstore_trainer_\w+) (\w+)$", trainer, re.M))
+        self.assertEqual(families, fs_serve.trainer_families(doc))
+        self.assertIn("\nfeatstore_trainer_local_shards 2\n", trainer)  # shards 0 and 2 of four: in process
         for c in clients:
             c.close()
 

@@ -8,9 +8,12 @@
  * splits come back equal from all three (the hot rows from the trainer's
  * cache, and with no cache); bad ids and tables are refused
  * with their errors; a killed shard fails calls within the deadline, and
- * a cluster that is not there fails the connect. When parts move to a new
- * shard, a trainer told its map is stale reads it again and goes on with
- * the same batches. Skipped (77) without etcd. */
+ * a cluster that is not there fails the connect. Shards with a unix
+ * socket are answered in the trainer's process (the unix:// path), the
+ * rest over gRPC, in the same batches. When parts move to a new shard, a
+ * trainer told its map is stale (or finding a shard gone under a newer
+ * map) reads it again and goes on with the same batches. Skipped (77)
+ * without etcd. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <signal.h>
@@ -52,15 +55,25 @@ typedef struct {
     int metrics_port;
 } proc_t;
 
-static void shard(proc_t *p, const char *root, const char *cluster, const char *parts, int id)
+/* A shard server of cluster `cluster`; with `local`, also a unix socket
+ * (dir/CLUSTER-ID.sock): this test's trainers share its machine, so they
+ * answer that shard in process and the others over gRPC. */
+static void shard_at(proc_t *p, const char *root, const char *cluster, const char *parts, int id, int local)
 {
+    char sock[PATH_MAX + 64] = "";
+    if (local) snprintf(sock, sizeof sock, "--socket %s/%s-%d.sock", dir, cluster, id);
     p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 "
-                      "--cluster etcd://%s/%s --shard %d", tu_bin(), root, parts, etcd.endpoint, cluster, id);
+                      "--cluster etcd://%s/%s --shard %d %s", tu_bin(), root, parts, etcd.endpoint, cluster, id, sock);
     char line[512];
     cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d of %s exited before READY", id, cluster);
     cr_assert(strncmp(line, "READY ", 6) == 0, "bad READY line: %s", line);
     cr_assert_not_null(strstr(line, "metrics="), "%s", line);
     p->metrics_port = atoi(strstr(line, "metrics=") + 8);
+}
+
+static void shard(proc_t *p, const char *root, const char *cluster, const char *parts, int id)
+{
+    shard_at(p, root, cluster, parts, id, 0);
 }
 
 static void stop(proc_t *p, int sig)
@@ -113,6 +126,29 @@ static fs_client_t *connect_to(const char *fmt, const char *arg)
     return c;
 }
 
+/* A trainer's own metrics (fs_stats): `local` shards answered in process,
+ * picks and rows from there (and from gRPC where any shard is remote). */
+static long long series(const char *text, const char *name)
+{
+    const char *at = strstr(text, name);
+    cr_assert_not_null(at, "%s in %s", name, text);
+    return atoll(at + strlen(name));
+}
+
+static void trainer_counts(fs_client_t *c, int local)
+{
+    char *text;
+    cr_assert_eq(fs_stats(c, &text), FS_OK, "%s", fs_client_errstr(c));
+    cr_assert_eq(series(text, "\nfeatstore_trainer_local_shards "), local, "%s", text);
+    cr_assert_gt(series(text, "\nfeatstore_trainer_batches_total "), 4, "%s", text);
+    long long picks_local = series(text, "featstore_trainer_pick_ids_total{path=\"local\"} ");
+    long long rows_local = series(text, "featstore_trainer_rows_total{path=\"local\"} ");
+    cr_assert(local ? picks_local > 0 && rows_local > 0 : picks_local == 0 && rows_local == 0, "%s", text);
+    cr_assert_gt(series(text, "featstore_trainer_pick_ids_total{path=\"remote\"} "), 0, "%s", text);
+    cr_assert_gt(series(text, "\nfeatstore_trainer_remote_calls_total "), 0, "%s", text);
+    fs_stats_free(text);
+}
+
 Test(cluster_client, one_store_bit_for_bit)
 {
     cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 10 --edge-factor 8 --dim 6 --dtype float16 --out %s/g", tu_bin(),
@@ -131,7 +167,7 @@ Test(cluster_client, one_store_bit_for_bit)
     for (int k = 0; k < 4; k++) {
         char parts[16];
         snprintf(parts, sizeof parts, "%d,%d", k, k + 4);
-        shard(&four[k], root, "four", parts, k);
+        shard_at(&four[k], root, "four", parts, k, k % 2 == 0); /* 0 and 2 in process, 1 and 3 over gRPC */
     }
     fs_client_t *c[3] = {connect_to("unix://%s", sock), connect_to("etcd://%s/two", etcd.endpoint),
                          connect_to("etcd://%s/four", etcd.endpoint)};
@@ -201,6 +237,13 @@ Test(cluster_client, one_store_bit_for_bit)
     }
     fs_stats_free(text);
     free(cli);
+    trainer_counts(c[2], 2), trainer_counts(c[1], 0); /* where the batches were answered */
+    fs_client_t *wrong; /* a shard's socket is not a whole server's */
+    char uri[PATH_MAX + 32];
+    snprintf(uri, sizeof uri, "unix://%s/four-0.sock", dir);
+    cr_assert_eq(fs_connect(uri, NULL, &wrong), FS_ERR_UNSUPPORTED);
+    cr_assert(strstr(fs_client_errstr(wrong), "shard 0's socket"), "%s", fs_client_errstr(wrong));
+    fs_close(wrong);
 
     stop(&two[1], SIGKILL); /* a shard gone: calls needing it fail, none hangs */
     struct timespec t0, t1;
@@ -234,7 +277,8 @@ Test(cluster_client, typed_batches_bit_for_bit)
     cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
     setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from the shards (the other test: the hot ones cached) */
     proc_t s[3];
-    shard(&s[0], root, "typed", "0,3", 0), shard(&s[1], root, "typed", "1,4", 1), shard(&s[2], root, "typed", "2,5", 2);
+    shard_at(&s[0], root, "typed", "0,3", 0, 1), shard(&s[1], root, "typed", "1,4", 1); /* 0 and 2 in process */
+    shard_at(&s[2], root, "typed", "2,5", 2, 1);
     fs_client_t *one = connect_to("unix://%s", sock), *many = connect_to("etcd://%s/typed", etcd.endpoint);
     static const char *const tables[] = {"feat", "labels"};
     fs_hetero_fanout_t fan[] = {{"paper", "cites", "paper", {5, 3}},
@@ -348,14 +392,20 @@ static void wait_owner(const char *name, int part, int owner)
     fs_etcd_close(e);
 }
 
-Test(cluster_client, a_moved_part_is_followed)
+/* Parts 2 and 3 move from shard 1 to a new shard 2 at another address,
+ * while a trainer holds its connection. With shard 0 over gRPC, shard 0
+ * refuses the old map as stale; with shard 0 answered in the trainer
+ * (local), nothing says stale, and shard 1's absence while the map has
+ * moved on is how the trainer learns. Either way it reads the map again
+ * and goes on with the same batches. */
+static void moving(int local)
 {
     char g[PATH_MAX], root[PATH_MAX];
     snprintf(g, sizeof g, "%s/m", dir), snprintf(root, sizeof root, "%s/m.parts", dir);
     cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
     cr_assert_eq(tu_run(NULL, "%s partition %s --parts 4 --out %s", tu_bin(), g, root), 0);
     proc_t a, b, c;
-    shard(&a, root, "moving", "0,1", 0), shard(&b, root, "moving", "2,3", 1);
+    shard_at(&a, root, "moving", "0,1", 0, local), shard(&b, root, "moving", "2,3", 1);
     fs_client_t *t = connect_to("etcd://%s/moving", etcd.endpoint);
     int64_t seeds[64];
     for (int i = 0; i < 64; i++) seeds[i] = (i * 131) % 512;
@@ -393,6 +443,16 @@ Test(cluster_client, a_moved_part_is_followed)
     fs_batch_free(before), fs_batch_free(after);
     fs_close(t);
     stop(&a, SIGTERM), stop(&c, SIGTERM);
+}
+
+Test(cluster_client, a_moved_part_is_followed)
+{
+    moving(0);
+}
+
+Test(cluster_client, a_moved_part_is_followed_beside_a_local_shard)
+{
+    moving(1);
 }
 
 /* A static cluster: the shard map in a file, no etcd (--cluster file:PATH). */

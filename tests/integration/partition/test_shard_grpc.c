@@ -159,8 +159,9 @@ Test(shard_grpc, refusals)
     fs_shard_client_close(wc);
     tu_serve_stop(&whole, SIGTERM);
     /* options a shard server does not take */
-    cr_assert_eq(tu_run(NULL, "%s serve %s --parts 0 --listen 127.0.0.1:0 --socket %s/x.sock 2>/dev/null", tu_bin(), root,
-                        dir), 2);
+    cr_assert_eq(tu_run(NULL, "%s serve %s --parts 0 --listen 127.0.0.1:0 --prefault 2>/dev/null", tu_bin(), root), 2);
+    cr_assert_eq(tu_run(NULL, "%s serve %s --parts 0 --listen 127.0.0.1:0 --max-conns-per-uid 3 2>/dev/null", tu_bin(),
+                        root), 2, "a unix:// guard a shard's socket does not use");
     cr_assert_eq(tu_run(NULL, "%s serve %s --parts 0 2>/dev/null", tu_bin(), root), 2, "no --listen");
     cr_assert_eq(tu_run(NULL, "%s serve %s --parts 0 --listen 127.0.0.1:0 --shard 1 2>/dev/null", tu_bin(), root), 2,
                  "--shard without --cluster");

@@ -482,8 +482,10 @@ static long long sample_of(const char *text, const char *sample)
 static long long by_version(const char *text, const char *library)
 {
     char s[160];
+    char protocol[16];
+    snprintf(protocol, sizeof protocol, "%d.%d", FS_LOCAL_MAJOR, FS_LOCAL_MINOR);
     snprintf(s, sizeof s, "featstore_local_clients_by_version{protocol=\"%s\",library=\"%s\"}",
-             strcmp(library, "other") ? "6.3" : "other", library);
+             strcmp(library, "other") ? protocol : "other", library);
     return sample_of(text, s);
 }
 
