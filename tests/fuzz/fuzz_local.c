@@ -17,7 +17,10 @@
  *              FS_ERR_VERSION saying which side to upgrade;
  *   SESSION    clients' conversations with one live server that lasts the
  *              whole run, so what many clients leave behind is fuzzed too
- *              (fuzz_local_server.h says what is checked).
+ *              (fuzz_local_server.h says what is checked);
+ *   SHARD_HELLO, SHARD_PART
+ *              a shard socket's messages (6.4), decoded as the shard and
+ *              the trainer decode them.
  * A decoded message must be a fixed point of the codec: encoding it,
  * decoding that and encoding again gives the same bytes, so what one end
  * understood is what the other end would have sent. A payload that does
@@ -34,7 +37,7 @@
 #include "fuzz_local_server.h"
 
 enum { FRAME, HELLO, WELCOME, REPORT, SPLIT_REQ, SPLIT_REPLY, REPLAN_REQ, REPLAN_REPLY, ERROR_MSG, INFO_REPLY,
-       NEGOTIATE, SESSION, KINDS };
+       NEGOTIATE, SESSION, SHARD_HELLO, SHARD_PART, KINDS };
 
 static int sv[2] = {-1, -1}, devnull = -1, lowest_free_fd = -1;
 
@@ -205,6 +208,21 @@ static void hello_check(const void *msg, void *state)
     FUZZ_CHECK(memchr(h->library_version, '\0', sizeof h->library_version) != NULL, "library_version unterminated");
 }
 
+/* What a shard's socket and a trainer read of these: strings terminated. */
+static void shard_hello_check(const void *msg, void *state)
+{
+    (void)state;
+    const featstore_local_ShardHello *h = msg;
+    FUZZ_CHECK(memchr(h->partitioning, '\0', sizeof h->partitioning) != NULL, "partitioning unterminated");
+}
+
+static void shard_part_check(const void *msg, void *state)
+{
+    (void)state;
+    const featstore_local_ShardPart *m = msg;
+    FUZZ_CHECK(memchr(m->partitioning, '\0', sizeof m->partitioning) != NULL, "partitioning unterminated");
+}
+
 static void error_check(const void *msg, void *state)
 {
     (void)state;
@@ -224,6 +242,8 @@ static const codec_t codecs[KINDS] = {
     [REPLAN_REPLY] = FUZZ_STATIC_CODEC(featstore_local_ReplanReply, NULL),
     [ERROR_MSG] = FUZZ_STATIC_CODEC(featstore_local_Error, error_check),
     [INFO_REPLY] = FUZZ_INFO_CODEC,
+    [SHARD_HELLO] = FUZZ_STATIC_CODEC(featstore_local_ShardHello, shard_hello_check),
+    [SHARD_PART] = FUZZ_STATIC_CODEC(featstore_local_ShardPart, shard_part_check),
 };
 
 static uint32_t take_u32(fuzz_bytes_t *b)

@@ -266,7 +266,7 @@ static void plan_seeds(void)
 /* ---- fuzz_local ------------------------------------------------------------------------------ */
 
 enum { L_FRAME, L_HELLO, L_WELCOME, L_REPORT, L_SPLIT_REQ, L_SPLIT_REPLY, L_REPLAN_REQ, L_REPLAN_REPLY, L_ERROR,
-       L_INFO_REPLY, L_NEGOTIATE, L_SESSION };
+       L_INFO_REPLY, L_NEGOTIATE, L_SESSION, L_SHARD_HELLO, L_SHARD_PART };
 
 static void put_msg(const char *harness, const char *name, const uint8_t *prefix, size_t plen,
                     const pb_msgdesc_t *type, const void *msg)
@@ -398,6 +398,12 @@ static void local_seeds(void)
     put_msg("fuzz_local", "hello-6.0", &k, 1, featstore_local_Hello_fields, &h);
     h.major = 7;
     put_msg("fuzz_local", "hello-7.0", &k, 1, featstore_local_Hello_fields, &h);
+    featstore_local_ShardHello sh = {.major = FS_LOCAL_MAJOR, .minor = FS_LOCAL_MINOR, .partitioning = "0123456789abcdef",
+                                     .pid = 4242};
+    k = L_SHARD_HELLO, put_msg("fuzz_local", "shard-hello", &k, 1, featstore_local_ShardHello_fields, &sh);
+    featstore_local_ShardPart part = {.partitioning = "0123456789abcdef", .parts = 8, .index = 3, .held = 2, .shard = 1,
+                                    .manifest_bytes = 900};
+    k = L_SHARD_PART, put_msg("fuzz_local", "shard-part", &k, 1, featstore_local_ShardPart_fields, &part);
 
     featstore_local_Table tables[2] = {{.name = "feat", .dtype = "float32", .rows = 6, .dim = 4, .data_offset = 128,
                                         .routed = true},
