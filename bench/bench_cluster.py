@@ -6,7 +6,8 @@ Each machine i is a network namespace of cluster_net.sh (10.77.0.(i+1),
 its link capped by tbf to --rate both ways; no netem here, so bandwidth
 caps only). It runs one shard server (`featstore serve PARTS --parts auto
 --shards N --shard i`, every part p with p % N == i of a --parts-way
-partitioning) and one trainer; etcd runs on machine 0. A trainer connects
+partitioning, with a unix socket unless --local 0, so the machine's
+trainer answers its own shard in process) and one trainer; etcd runs on machine 0. A trainer connects
 to etcd://10.77.0.1:2379/bench and loads GraphSAGE node-classification
 batches as a trainer would, with an epoch stream (node_stream: its rank's
 share of the train split, shuffled; [15, 10, 5] x 1024 with the rows of
@@ -18,7 +19,8 @@ again before any trainer leaves.
     sudo bench/bench_cluster.py [--dataset DIR] [--shards 1,2,4] [--rate 1gbit] [--distdgl]
 
 RESULT bench=cluster shards=N batches_per_s=<sum over trainers> scaling_efficiency=<agg(N) / (N agg(1))>
-       wire_bytes_per_batch=... wire_bytes_per_epoch=... rate=... cache_mb=...
+       wire_bytes_per_batch=... wire_bytes_per_epoch=... remote_rows_per_batch=<the trainers' own counters>
+       rate=... cache_mb=... local=...
 (--cache-mb: each trainer process keeps the rows of the partitioning's
 hottest nodes, up to that budget: cluster/fs_cluster.h; 0 turns it off.)
 RESULT bench=cluster peer=distdgl shards=N ratio_batches_per_s=<featstore / DistDGL> ratio_wire_bytes=<same>
@@ -71,6 +73,16 @@ def connect(uri, timeout):
             time.sleep(0.3)
 
 
+def trainer_counts(c):
+    """This trainer process's own counters (docs/metrics.md, "Trainers of a
+    cluster"): {"calls_total": n, "rows_remote": n, ...}."""
+    import re
+    out = {}
+    for name, path, value in re.findall(r'^featstore_trainer_(\w+?)(?:\{path="(\w+)"\})? (\d+)$', c.stats(), re.M):
+        out[name.replace("_total", "") + ("_" + path if path else "") if path else name] = int(value)
+    return out
+
+
 def trainer(args):
     """The loader a trainer uses: an epoch stream of node batches (its
     rank's share of the split, a seeded shuffle) with the rows of "feat"
@@ -111,8 +123,15 @@ def trainer(args):
     if sys.stdin.readline().strip() != "GO":  # the stream's buffer is full here, and again at the end:
         sys.exit("trainer: no GO from the driver")  # the window makes as many batches as it takes
     state["nodes"] = 0
+    before = trainer_counts(c)
     n, dt = phase(args.batches, args.phase_timeout)
-    print("FSB DONE batches=%d seconds=%.4f input_nodes=%d" % (n, dt, state["nodes"]), flush=True)
+    after = trainer_counts(c)
+    rows = {k: (after[k] - before[k]) / max(n, 1) for k in ("rows_remote", "rows_local", "rows_cache")}
+    # (rows the process's producers gathered while n batches were taken: their buffer is full at both ends)
+    print("FSB DONE batches=%d seconds=%.4f input_nodes=%d remote_rows_per_batch=%.0f local_rows_per_batch=%.0f "
+          "cached_rows_per_batch=%.0f local_shards=%d" % (n, dt, state["nodes"], rows["rows_remote"],
+                                                          rows["rows_local"], rows["rows_cache"],
+                                                          after["local_shards"]), flush=True)
     sys.stdin.readline()  # EXIT: leave only after the driver read the counters
     c.close()
 
@@ -158,10 +177,11 @@ def run_featstore(args, parts, n):
                                  "http://127.0.0.1:2380", "--initial-cluster", "default=http://127.0.0.1:2380"], [])
         host, port = ETCD.split(":")
         wait_port(0, host, int(port), args.start_timeout, watch=etcd)  # shards join it at start
-        for i in range(n):
+        for i in range(n):  # with --local, each machine's trainer answers its own shard in process (unix://)
+            local = ["--socket", os.path.join(run, "shard%d.sock" % i)] if args.local else []
             start("shard%d" % i, i, [args.featstore, "serve", parts, "--parts", "auto", "--shards", str(n),
                                      "--shard", str(i), "--listen", "10.77.0.%d:%d" % (i + 1, SHARD_PORT),
-                                     "--insecure", "--cluster", "etcd://%s/bench" % ETCD], shards)
+                                     "--insecure", "--cluster", "etcd://%s/bench" % ETCD] + local, shards)
         wait_for(shards, "READY", args.start_timeout, watch=[etcd])
         for i in range(n):
             start("trainer%d" % i, i, [sys.executable, os.path.abspath(__file__), "--role", "trainer", "--uri",
@@ -183,9 +203,12 @@ def run_featstore(args, parts, n):
         rates = [int(d["batches"]) / float(d["seconds"]) for d in done]
         batches = sum(int(d["batches"]) for d in done)
         for p, d, r in zip(trainers, done, rates):
-            log("featstore %s: %s batches in %s s = %.2f batches/s, %s input nodes"
-                % (p.name, d["batches"], d["seconds"], r, d["input_nodes"]))
-        return sum(rates), (after - before) / batches, batches
+            log("featstore %s: %s batches in %s s = %.2f batches/s, %s input nodes; rows per batch: %s remote, %s "
+                "local, %s cached; %s shards in process" % (p.name, d["batches"], d["seconds"], r, d["input_nodes"],
+                                                             d["remote_rows_per_batch"], d["local_rows_per_batch"],
+                                                             d["cached_rows_per_batch"], d["local_shards"]))
+        remote_rows = sum(float(d["remote_rows_per_batch"]) for d in done) / len(done)
+        return sum(rates), (after - before) / batches, batches, remote_rows
     finally:
         teardown(list(reversed(procs)))  # trainers first, etcd last
 
@@ -219,14 +242,15 @@ def driver(args):
     per_epoch = math.ceil(train / args.batch)
     base = None
     for n in [int(x) for x in args.shards.split(",")]:
-        agg, per_batch, batches = run_featstore(args, parts, n)
+        agg, per_batch, batches, remote_rows = run_featstore(args, parts, n)
         if n == 1:
             base = agg
         eff = "%.3f" % (agg / (n * base)) if base else "na"
         print("RESULT bench=cluster shards=%d trainers=%d batches_per_s=%.2f scaling_efficiency=%s "
-              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d rate=%s parts=%d cache_mb=%d cores_per_machine=%g "
-              "batches=%d" % (n, n, agg, eff, per_batch, per_batch * per_epoch, args.rate, args.parts, args.cache_mb,
-                              args.cores_per_machine, batches), flush=True)
+              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d remote_rows_per_batch=%.0f rate=%s parts=%d "
+              "cache_mb=%d cores_per_machine=%g local=%d batches=%d"
+              % (n, n, agg, eff, per_batch, per_batch * per_epoch, remote_rows, args.rate, args.parts, args.cache_mb,
+                 args.cores_per_machine, args.local, batches), flush=True)
         if args.distdgl:
             d = run_distdgl(args, n)
             if d:
@@ -250,6 +274,9 @@ def main():
                          "machines have cores of their own up to the host's (2 cores: 0.5 for 4 machines)")
     ap.add_argument("--cache-mb", type=int, default=256,
                     help="each trainer process's cache of the hottest rows (FEATSTORE_CLUSTER_CACHE_MB; 0: none)")
+    ap.add_argument("--local", type=int, default=1,
+                    help="1: each shard has a unix socket, so its machine's trainer answers it in process (the "
+                         "unix:// path); 0: every shard over gRPC")
     ap.add_argument("--workdir", default="/tmp/featstore-bench/cluster")
     ap.add_argument("--distdgl", action="store_true", help="DistDGL at each count too (bench/peers/setup.sh)")
     ap.add_argument("--dgl-python", default=os.path.expanduser("~/.cache/featstore-peers/dgl/bin/python"))

@@ -416,11 +416,11 @@ static fs_status_t run(fs_client_t *c, const int64_t *ids, int64_t n, const fs_s
     return FS_OK;
 }
 
-/* st, a batch counted when it made one (the trainer's metrics) */
+/* st, a call counted when it made a batch (the trainer's metrics) */
 static fs_status_t counted(fs_client_t *c, fs_status_t st)
 {
     cluster_t *K = c->impl;
-    if (st == FS_OK) __atomic_fetch_add(&K->cl->counts.batches, 1, __ATOMIC_RELAXED);
+    if (st == FS_OK) __atomic_fetch_add(&K->cl->counts.calls, 1, __ATOMIC_RELAXED);
     return st;
 }
 

@@ -638,7 +638,7 @@ void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
     out->rows_remote = __atomic_load_n(&n->rows_remote, __ATOMIC_RELAXED);
     out->rows_cached = __atomic_load_n(&n->rows_cached, __ATOMIC_RELAXED);
     out->calls_remote = __atomic_load_n(&n->calls_remote, __ATOMIC_RELAXED);
-    out->batches = __atomic_load_n(&n->batches, __ATOMIC_RELAXED);
+    out->calls = __atomic_load_n(&n->calls, __ATOMIC_RELAXED);
     out->shards_local = __atomic_load_n(&n->shards_local, __ATOMIC_RELAXED);
 }
 

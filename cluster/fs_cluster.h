@@ -98,12 +98,12 @@ typedef struct {
  * cluster (every connection's, bumped atomically): destinations asked for
  * picks and rows gathered, of shards answered in this process (local, the
  * unix:// path), of shards over gRPC (remote), and rows the cache held;
- * the calls sent over gRPC; the batches made. */
+ * the calls sent over gRPC; the calls that made a batch. */
 typedef struct {
     uint64_t pick_ids_local, pick_ids_remote;
     uint64_t rows_local, rows_remote, rows_cached;
     uint64_t calls_remote;        /* ShardPicks and ShardRows sent */
-    uint64_t batches;             /* calls that made a batch (samples, gathers, typed and link batches) */
+    uint64_t calls;               /* calls that made a batch (samples, gathers, typed and link batches) */
     int shards_local;             /* shards the newest connection answers itself */
 } fs_cluster_counts_t;
 

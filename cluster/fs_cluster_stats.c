@@ -88,8 +88,8 @@ static int take_shard(const char *text, int id, int first, sums_t *sums, FILE *o
 /* A trainer's own counters (docs/metrics.md, "Trainers"). */
 static void trainer_series(FILE *out, const fs_cluster_counts_t *t)
 {
-    fprintf(out, "# HELP featstore_trainer_batches_total Batches this trainer process made from the cluster\n"
-            "# TYPE featstore_trainer_batches_total counter\nfeatstore_trainer_batches_total %llu\n"
+    fprintf(out, "# HELP featstore_trainer_calls_total Calls of this trainer process that made a batch\n"
+            "# TYPE featstore_trainer_calls_total counter\nfeatstore_trainer_calls_total %llu\n"
             "# HELP featstore_trainer_pick_ids_total Destinations whose picks its batches asked for, by where they "
             "were answered (local: a shard on this machine, in process; remote: over gRPC)\n"
             "# TYPE featstore_trainer_pick_ids_total counter\n"
@@ -102,7 +102,7 @@ static void trainer_series(FILE *out, const fs_cluster_counts_t *t)
             "# TYPE featstore_trainer_remote_calls_total counter\nfeatstore_trainer_remote_calls_total %llu\n"
             "# HELP featstore_trainer_local_shards Shards its newest connection answers in process (unix://)\n"
             "# TYPE featstore_trainer_local_shards gauge\nfeatstore_trainer_local_shards %d\n",
-            (unsigned long long)t->batches, (unsigned long long)t->pick_ids_local,
+            (unsigned long long)t->calls, (unsigned long long)t->pick_ids_local,
             (unsigned long long)t->pick_ids_remote, (unsigned long long)t->rows_local,
             (unsigned long long)t->rows_remote, (unsigned long long)t->rows_cached,
             (unsigned long long)t->calls_remote, t->shards_local);

@@ -140,7 +140,7 @@ static void trainer_counts(fs_client_t *c, int local)
     char *text;
     cr_assert_eq(fs_stats(c, &text), FS_OK, "%s", fs_client_errstr(c));
     cr_assert_eq(series(text, "\nfeatstore_trainer_local_shards "), local, "%s", text);
-    cr_assert_gt(series(text, "\nfeatstore_trainer_batches_total "), 4, "%s", text);
+    cr_assert_gt(series(text, "\nfeatstore_trainer_calls_total "), 4, "%s", text);
     long long picks_local = series(text, "featstore_trainer_pick_ids_total{path=\"local\"} ");
     long long rows_local = series(text, "featstore_trainer_rows_total{path=\"local\"} ");
     cr_assert(local ? picks_local > 0 && rows_local > 0 : picks_local == 0 && rows_local == 0, "%s", text);
