@@ -30,7 +30,9 @@
  * node that reached it, the seeds' times being given or their node
  * timestamps, and only edges with time <= that time (< with strict, and >=
  * time - window with a window) are eligible. FS_TEMPORAL_LAST takes the most
- * recent k eligible edges instead of a random k.
+ * recent k eligible edges instead of a random k. A view whose timestamps
+ * live elsewhere (fs_typed_view_t.remote_time) reads the seeds' ones
+ * through it before the seeds are added.
  *
  * Exclusions: pairs (edge type, dst, src) no destination may pick — a link
  * batch's seed edges and their reverses (fs_link_sample, no label leakage).
@@ -98,7 +100,29 @@ typedef struct {
     fs_status_t (*picks)(void *ctx, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
                          fs_typed_picks_t *out, fs_error_t *err);
     void *ctx;
+    /* A link batch's strict negatives (fs_link.c): whether each pair
+     * (dst[i], src[i]) of edge type etype is an edge, 1 or 0 into
+     * is_edge[i]; all the pairs of a round of tries at once, so the
+     * holders are asked in bulk. NULL: strict negatives are refused. */
+    fs_status_t (*edges)(void *ctx, int etype, const int64_t *dst, const int64_t *src, int64_t n, uint8_t *is_edge,
+                         fs_error_t *err);
+    /* Degree-weighted negatives: every node's degree in edge type etype,
+     * by the view's ids — side 1 the destinations' in-degrees (their rows'
+     * lengths), side 0 the sources' out-degrees — borrowed while the view
+     * lives. NULL: degree-weighted negatives are refused. */
+    fs_status_t (*degrees)(void *ctx, int etype, int side, const int64_t **deg, fs_error_t *err);
 } fs_typed_remote_t;
+
+/* Node timestamps held elsewhere (a trainer of a cluster): for a node type
+ * with timed[t] and no node_time here, the seeds of a temporal request
+ * that carry no times read their nodes' timestamps through `times` (ids
+ * of type t, the view's, into out), exactly the values one server reads
+ * from its node_time. */
+typedef struct {
+    fs_status_t (*times)(void *ctx, int type, const int64_t *ids, int64_t n, int64_t *out, fs_error_t *err);
+    void *ctx;
+    const int *timed;                   /* [num_node_types] */
+} fs_typed_remote_times_t;
 
 /* The topology as a reader sees it: parts (one per tier holding neighbour
  * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
@@ -187,6 +211,9 @@ typedef struct {
      * ids and maps them to the partitioning's, so its negatives are one
      * server's. */
     const int64_t *const *draw_map;
+    /* Node timestamps held elsewhere, for node types without node_time;
+     * NULL: none. */
+    const fs_typed_remote_times_t *remote_time;
 } fs_typed_view_t;
 
 
