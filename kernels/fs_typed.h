@@ -364,7 +364,7 @@ typedef struct {
     int64_t count;
     const int64_t *src, *dst;      /* [count] */
     const int64_t *label;          /* [count] or NULL */
-    const int64_t *time;           /* [count] or NULL (temporal: the endpoints' node times... see below) */
+    const int64_t *time;           /* [count] or NULL (temporal: each seed its node's timestamp, see below) */
     fs_neg_mode_t neg;
     double amount;                 /* binary: ratio r, round(r * count) negative pairs; triplet: k per positive */
     int neg_weighted;              /* draw negative endpoints by degree^0.75 instead of uniformly */
@@ -394,8 +394,10 @@ fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, c
 /* Draws negatives, seeds both endpoints' types (disjoint: link i's
  * endpoints, and its triplet negatives, are batch i; binary negative j is
  * batch count + j), excludes the seed edges and their reverses when asked,
- * and samples. Seed edges' times (or, without them, the dst node's time)
- * are both endpoints' times; a binary negative takes its positive's. */
+ * and samples. Seed edges' times are both endpoints' times, and a
+ * negative takes its positive's; without them every seed, endpoint or
+ * negative, takes its own node's timestamp (as fs_typed_sample_cpu's seeds
+ * without times), and labels carry no times. */
 fs_status_t fs_link_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
                                const fs_typed_link_t *link, fs_link_result_t *res, fs_error_t *err);
 
