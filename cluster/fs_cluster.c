@@ -603,8 +603,8 @@ fs_status_t fs_cluster_degree_parse(const char *name, const char *data, int64_t 
         sum += (*vals)[v];
     }
     if (st == FS_OK && sum != num_edges)
-        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: degrees sum to %lld, not the %lld edges", name, (long long)sum,
-                        (long long)num_edges);
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: degrees sum to %lld, not the %lld edges", name,
+                        (long long)sum, (long long)num_edges);
     return st;
 }
 
@@ -750,7 +750,8 @@ void fs_cluster_conn_close(fs_cluster_conn_t *k)
     for (int s = 0; k->shards && s < k->map.num_shards; s++) fs_shard_client_close(k->shards[s]);
     fs_shard_map_free(&k->map);
     for (int t = 0; k->tables && t < k->c->num_types; t++) free(k->tables[t]), free(k->table_ctx[t]);
-    free(k->tables), free(k->table_ctx), free(k->shards), free(k->miss), free(k->miss_at), free(k->rows), free(k->timed);
+    free(k->tables), free(k->table_ctx), free(k->shards), free(k->miss), free(k->miss_at), free(k->rows);
+    free(k->timed);
     fs_router_destroy(k->router);
     fs_cluster_unref(k->c);
     free(k);

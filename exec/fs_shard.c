@@ -311,7 +311,8 @@ fs_status_t fs_shard_edges(const fs_shard_t *s, int etype, const int64_t *dst, c
                             "(the shard map is stale: fetch it again)", (long long)dst[i], (long long)i);
         const fs_typed_etype_t *et = &s->held[h].g.view.etype[etype];
         int64_t row = dst[i] - s->held[h].ds->node_types[t].first, found = 0;
-        for (int64_t q = et->indptr[row]; q < et->indptr[row + 1] && !found; q++) found = fs_typed_source(et, q) == src[i];
+        for (int64_t q = et->indptr[row]; q < et->indptr[row + 1] && !found; q++)
+            found = fs_typed_source(et, q) == src[i];
         is_edge[i] = (uint8_t)found;
     }
     return FS_OK;

@@ -58,15 +58,16 @@ typedef struct {
 static void link_ws_free(void *p)
 {
     link_ws_t *w = p;
-    fs_i64vec_t *v[] = {&w->src,     &w->dst,     &w->batch_src, &w->batch_dst, &w->time_src, &w->time_dst,
-                        &w->label,   &w->label_time, &w->pos_pairs, &w->excl, &w->neg_src, &w->neg_dst,
-                        &w->rng,     &w->open,    &w->ask_src,   &w->ask_dst};
+    fs_i64vec_t *v[] = {&w->src,   &w->dst,  &w->batch_src, &w->batch_dst, &w->time_src, &w->time_dst,
+                        &w->label, &w->label_time, &w->pos_pairs, &w->excl,  &w->neg_src,  &w->neg_dst,
+                        &w->rng,   &w->open, &w->ask_src,   &w->ask_dst};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) free(v[i]->p);
     for (int i = 0; i < w->num_tables; i++) free(w->tables[i].cdf);
     free(w->tables);
     free(w->rejected), free(w->answer);
     free(w);
 }
+
 int64_t fs_link_exclusions(const fs_typed_view_t *g, int etype, const int64_t *src, const int64_t *dst,
                            int64_t count, fs_typed_exclude_t *out)
 {
@@ -371,7 +372,8 @@ static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_
     if (nneg == 0) return FS_OK;
     neg_ctx_t c;
     fs_status_t st = neg_context(w, g, req, l, &c, err);
-    if (st == FS_OK && (fs_i64vec_reserve(&w->neg_src, (size_t)nneg + 1) || fs_i64vec_reserve(&w->neg_dst, (size_t)nneg + 1)))
+    if (st == FS_OK &&
+        (fs_i64vec_reserve(&w->neg_src, (size_t)nneg + 1) || fs_i64vec_reserve(&w->neg_dst, (size_t)nneg + 1)))
         st = fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for %lld negatives", (long long)nneg);
     if (st == FS_OK) st = draw_negatives(&c, w, B, nneg, err);
     if (st != FS_OK) return st;

@@ -355,6 +355,43 @@ Test(cluster_client, typed_batches_bit_for_bit)
     tu_serve_stop(&whole, SIGTERM);
 }
 
+/* The book of a root partitioned before the degree arrays were written. */
+#define DROP_DEGREES                                                                           \
+    "import json,sys; p=sys.argv[1]+'/partition.json'; b=json.load(open(p))\n"                 \
+    "for e in b['edge_types']: e.pop('degrees')\n"                                             \
+    "json.dump(b,open(p,'w'))"
+
+/* Degree-weighted negatives need the root's degree arrays: a root without
+ * them refuses them by name, and the batches that do not need them go on. */
+Test(cluster_client, a_root_without_degree_arrays_says_so)
+{
+    char g[PATH_MAX], root[PATH_MAX];
+    snprintf(g, sizeof g, "%s/old", dir), snprintf(root, sizeof root, "%s/old.parts", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --typed --scale 8 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s", DROP_EDGE_TABLES, g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 2 --out %s", tu_bin(), g, root), 0);
+    cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s", DROP_DEGREES, root), 0);
+    proc_t s;
+    shard(&s, root, "old", "0-1", 0);
+    fs_client_t *c = connect_to("etcd://%s/old", etcd.endpoint);
+    int64_t src[2] = {1, 2}, dst[2] = {3, 4};
+    fs_hetero_fanout_t fan[] = {{"paper", "cites", "paper", {2}}};
+    fs_link_req_t link = FS_LINK_REQ_INIT;
+    link.src = "paper", link.rel = "cites", link.dst = "paper", link.count = 2, link.src_ids = src, link.dst_ids = dst;
+    link.neg = FS_NEG_BINARY, link.amount = 2, link.neg_weighted = 1;
+    fs_hetero_req_t req = FS_HETERO_REQ_INIT;
+    req.num_hops = 1, req.fanouts = fan, req.num_fanouts = 1;
+    fs_hetero_batch_t *b;
+    cr_assert_eq(fs_link_sample(c, &link, &req, &b), FS_ERR_NOT_FOUND, "%s", fs_client_errstr(c));
+    cr_assert(strstr(fs_client_errstr(c), "(paper, cites, paper)") && strstr(fs_client_errstr(c), "partition"), "%s",
+              fs_client_errstr(c));
+    link.neg_weighted = 0, link.strict = 1; /* strict negatives need no degrees */
+    cr_assert_eq(fs_link_sample(c, &link, &req, &b), FS_OK, "%s", fs_client_errstr(c));
+    fs_hetero_batch_free(b);
+    fs_close(c);
+    stop(&s, SIGTERM);
+}
+
 /* Waits (up to 10 s) until cluster `name`'s map gives part `part` to shard `owner`. */
 static void wait_owner(const char *name, int part, int owner)
 {

@@ -45,7 +45,8 @@ static void make_graph(void)
         int deg = v % 50 == 3 ? 200 : (int)(next_u64() % 60);
         int64_t t = (int64_t)(next_u64() % 100);
         for (int k = 0; k < deg; k++, edges++) {
-            indices[edges] = (int32_t)(k < 20 && v % 7 == 0 ? (uint64_t)k : next_u64() % N); /* low ids are hubs of sources */
+            /* low ids are hubs of sources */
+            indices[edges] = (int32_t)(k < 20 && v % 7 == 0 ? (uint64_t)k : next_u64() % N);
             etime[edges] = t += (int64_t)(next_u64() % 20);
         }
         node_time[v] = 300 + (int64_t)(next_u64() % 1000);
