@@ -16,8 +16,11 @@
  *
  * Served: fs_sample, fs_gather, fs_sample_gather (one node and one edge
  * type), fs_hetero_sample (typed graphs too, disjoint and temporal passes;
- * seeds without times take their nodes' timestamps, read from the shards),
- * fs_link_sample (its seed edges mapped too; uniform negatives),
+ * seeds without times take their nodes' timestamps, read from the shards
+ * by the engine through fs_typed_view_t.remote_time), fs_link_sample (its
+ * seed edges mapped too; negatives drawn in the trainer's ids, strict ones
+ * tested by the shards a round of tries at once, degree-weighted ones by
+ * the root's degree arrays),
  * fs_split (link splits too), fs_info and the streams made from them. */
 #include <pthread.h>
 #include <stdio.h>
@@ -171,7 +174,7 @@ static fs_status_t make_views(cluster_t *K, fs_error_t *err)
     const fs_cluster_type_t *ty = &cl->types[0];
     K->graph = (fs_csr_view_t){.num_nodes = ty->count, .num_edges = cl->num_etypes ? cl->etypes[0].num_edges : 0,
                                .index_dtype = FS_DTYPE_I64, .num_parts = 1,
-                               .remote = fs_cluster_conn_picks(K->conn)};
+                               .remote = fs_cluster_conn_remote(K->conn)};
     if (!(K->tables = calloc((size_t)ty->num_tables + 1, sizeof *K->tables)))
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
     for (int i = 0; i < ty->num_tables; i++) {
@@ -246,14 +249,15 @@ static fs_status_t make_typed(cluster_t *K, fs_error_t *err)
         snprintf(T->etype_name[e], sizeof T->etype_name[e], "(%s, %s, %s)", ce->src, ce->rel, ce->dst);
         T->etype[e] = (fs_typed_etype_t){.src_type = ce->src_type, .dst_type = ce->dst_type, .name = T->etype_name[e],
                                          .num_edges = ce->num_edges, .index_dtype = FS_DTYPE_I64,
-                                         .reverse = ce->reverse, .remote = fs_cluster_conn_picks(K->conn)};
+                                         .reverse = ce->reverse, .remote = fs_cluster_conn_remote(K->conn)};
         x->reverse = ce->reverse;
     }
     if (!(T->draw_map = calloc((size_t)N, sizeof *T->draw_map))) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     for (int t = 0; t < N; t++) T->draw_map[t] = cl->types[t].global_of; /* negatives drawn in the trainer's ids */
     T->graph.graph.view = (fs_typed_view_t){.num_node_types = N, .count = T->count, .type_name = T->type_name,
                                             .num_edge_types = E, .etype = T->etype,
-                                            .draw_map = (const int64_t *const *)T->draw_map};
+                                            .draw_map = (const int64_t *const *)T->draw_map,
+                                            .remote_time = fs_cluster_conn_times(K->conn)};
     return fs_typed_sampler_create(&T->sampler, err); /* one thread: a remote pass is one call per shard */
 }
 
@@ -506,26 +510,6 @@ static fs_status_t map_link(const fs_cluster_t *cl, const fs_link_req_t *in, fs_
     return FS_OK;
 }
 
-/* A temporal batch's seeds without times take their nodes' timestamps, as
- * one server takes them (from its node_time): read from the shards that
- * hold them (FS_CLUSTER_NODE_TIME_TABLE) into times (room for every id).
- * A link batch's endpoints would each need their own: not yet (refused). */
-static fs_status_t seed_times(cluster_t *K, fs_hetero_seeds_t *groups, size_t n, int64_t *times, fs_error_t *err)
-{
-    const fs_cluster_t *cl = K->cl;
-    fs_router_t *r = fs_cluster_conn_router(K->conn);
-    fs_status_t st = FS_OK;
-    for (size_t g = 0; st == FS_OK && g < n; g++) {
-        int t = node_type_of(cl, groups[g].type);
-        if (t < 0 || groups[g].time || groups[g].count < 0 || !cl->types[t].timed) continue;
-        if (groups[g].count > 0) /* (an empty group, a stream's probe, has its times too: none) */
-            st = fs_router_rows(r, t, FS_CLUSTER_NODE_TIME_TABLE, sizeof *times, groups[g].ids, groups[g].count, times,
-                                err);
-        groups[g].time = times, times += groups[g].count;
-    }
-    return st;
-}
-
 /* A typed batch through the executor on the shards' views, into the heap,
  * its nodes then mapped back to the trainer's ids in place. */
 static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
@@ -537,17 +521,11 @@ static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_
     for (size_t g = 0; g < num_groups; g++) total += groups[g].count > 0 ? groups[g].count : 0;
     if (link) total += 2 * (link->count > 0 ? link->count : 0);
     fs_hetero_seeds_t *mapped = calloc(num_groups + 1, sizeof *mapped);
-    int64_t *ids = malloc(sizeof *ids * (size_t)(total + 1)), *times = NULL;
+    int64_t *ids = malloc(sizeof *ids * (size_t)(total + 1));
     fs_link_req_t lk;
     fs_status_t st = mapped && ids ? map_groups(K->cl, groups, num_groups, mapped, ids, &err)
                                    : fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (st == FS_OK && link) st = map_link(K->cl, link, &lk, ids + total - 2 * link->count, &err);
-    if (st == FS_OK && req->temporal && link && !link->time)
-        st = fs_error(&err, FS_ERR_UNSUPPORTED, "a temporal link batch over etcd:// needs its seed edges' times "
-                      "(the nodes' timestamps are not read for link batches yet)");
-    if (st == FS_OK && req->temporal && !link && !(times = malloc(sizeof *times * (size_t)(total + 1))))
-        st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
-    if (st == FS_OK && req->temporal && !link) st = seed_times(K, mapped, num_groups, times, &err);
     fs_exec_reads_t reads = {0};
     fs_exec_t x = {.limits = &K->limits, .reads = &reads, .pool = K->pool, .device = -1, .typed = &K->typed.graph,
                    .typed_sampler = K->typed.sampler};
@@ -561,7 +539,7 @@ static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_
         fs_hetero_index_free(&ix);
         st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     }
-    free(mapped), free(ids), free(times);
+    free(mapped), free(ids);
     if (st != FS_OK) {
         free(into.base);
         return fs_client_fail(c, st, "%s", err.msg);

@@ -297,8 +297,15 @@ static fs_status_t local_rows(void *conn, int t, const char *table, const int64_
     return st == FS_OK ? fs_shard_rows(k->h->shard, t, table, ids, n, out, err) : st;
 }
 
+static fs_status_t local_edges(void *conn, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                               uint8_t *is_edge, fs_error_t *err)
+{
+    local_conn_t *k = conn;
+    return fs_shard_edges(k->h->shard, etype, dst, src, n, is_edge, err);
+}
+
 static const fs_cluster_local_t hooks = {.open = local_open, .close = local_close, .picks = local_picks,
-                                         .rows = local_rows};
+                                         .rows = local_rows, .edges = local_edges};
 
 const fs_cluster_local_t *fs_cluster_local_hooks(void)
 {

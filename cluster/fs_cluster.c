@@ -1,6 +1,7 @@
 /* fs_cluster.c — a trainer's view of a sharded cluster (fs_cluster.h says
  * what and why): the map from etcd, the book and node maps from a shard,
- * each read strictly, and a connection's shards and router.
+ * each read strictly, the degree arrays when first needed, and a
+ * connection's shards, router and the views' hooks over them.
  *
  * The book is read from the first shard of the map that answers, so one
  * shard down at connect does not stop a trainer. Its JSON is checked for
@@ -179,6 +180,11 @@ static fs_status_t read_etype(fs_cluster_t *c, json_t *o, fs_cluster_etype_t *e,
     e->timed = json_is_true(json_object_get(o, "timed"));
     json_t *rev = json_object_get(o, "reverse");
     e->reverse = json_is_integer(rev) ? (int)json_integer_value(rev) : -1;
+    json_t *deg = json_object_get(o, "degrees"); /* absent from roots partitioned before they were written */
+    static const char *const side[2] = {"out", "in"};
+    for (int k = 0; deg && k < 2; k++)
+        if (!json_is_object(deg) || text_field(deg, side[k], e->degree_file[k], sizeof e->degree_file[k]))
+            return bad_book(c, err, "an edge type's \"degrees\" must name its \"out\" and \"in\" files");
     return FS_OK;
 }
 
@@ -359,9 +365,11 @@ static void cluster_free(fs_cluster_t *c)
         free(ty->cache_rows), free(ty->cache_slot);
         free(ty->first), free(ty->global_of), free(ty->source_of), free(ty->tables), free(ty->splits);
     }
+    for (int e = 0; c->etypes && e < c->num_etypes; e++) free(c->etypes[e].degree[0]), free(c->etypes[e].degree[1]);
     free(c->types), free(c->etypes), free(c->links);
     fs_shard_map_free(&c->map);
     pthread_mutex_destroy(&c->map_lock);
+    pthread_mutex_destroy(&c->degree_lock);
     free(c);
 }
 
@@ -432,6 +440,7 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t
     fs_cluster_t *c = &cc->pub; /* first member: frees as cc */
     atomic_init(&cc->refs, 1);
     pthread_mutex_init(&c->map_lock, NULL);
+    pthread_mutex_init(&c->degree_lock, NULL);
     snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     snprintf(c->name, sizeof c->name, "%s", name);
     snprintf(c->map_file, sizeof c->map_file, "%s", where->map_file);
@@ -468,6 +477,7 @@ fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_m
     fs_cluster_t *c = &cc->pub;
     atomic_init(&cc->refs, 1);
     pthread_mutex_init(&c->map_lock, NULL);
+    pthread_mutex_init(&c->degree_lock, NULL);
     snprintf(c->name, sizeof c->name, "%s", map->name);
     c->map = (fs_shard_map_t){.parts = map->parts}; /* the fields read_book compares, nothing to free */
     memcpy(c->map.partitioning, map->partitioning, sizeof c->map.partitioning);
@@ -577,6 +587,61 @@ fs_status_t fs_cluster_link_array(const fs_cluster_t *c, const char *name, const
     return fs_error(err, FS_ERR_NOT_FOUND, "cluster %s has no link split '%s'", c->name, name);
 }
 
+/* ---- degrees ----------------------------------------------------------------------- */
+
+fs_status_t fs_cluster_degree_parse(const char *name, const char *data, int64_t len, int64_t count, int64_t num_edges,
+                                    const int64_t **vals, fs_error_t *err)
+{
+    int64_t n, sum = 0;
+    fs_status_t st = fs_cluster_npy_i64(name, data, len, vals, &n, err);
+    if (st == FS_OK && n != count)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: %lld degrees for %lld nodes", name, (long long)n,
+                        (long long)count);
+    for (int64_t v = 0; st == FS_OK && v < n; v++) {
+        if ((*vals)[v] < 0 || (*vals)[v] > num_edges - sum)
+            return fs_error(err, FS_ERR_FORMAT, "cluster: %s: node %lld's degree %lld is negative or past the %lld "
+                            "edges", name, (long long)v, (long long)(*vals)[v], (long long)num_edges);
+        sum += (*vals)[v];
+    }
+    if (st == FS_OK && sum != num_edges)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: degrees sum to %lld, not the %lld edges", name,
+                        (long long)sum, (long long)num_edges);
+    return st;
+}
+
+/* Edge type e's degree array of one side, from a shard. */
+static fs_status_t read_degrees(fs_cluster_t *c, fs_cluster_etype_t *x, int side, fs_error_t *err)
+{
+    const char *file = x->degree_file[side];
+    int64_t count = c->types[side ? x->dst_type : x->src_type].count, len;
+    if (!file[0])
+        return fs_error(err, FS_ERR_NOT_FOUND, "cluster %s: the partitioning has no degree arrays for (%s, %s, %s) "
+                        "(partitioned by an older featstore): partition the dataset again for degree-weighted "
+                        "negatives", c->name, x->src, x->rel, x->dst);
+    char *data = NULL;
+    const int64_t *vals;
+    fs_status_t st = fetch_file(c, file, 128 + 8 * (count + 1), &data, &len, err);
+    if (st == FS_OK) st = fs_cluster_degree_parse(file, data, len, count, x->num_edges, &vals, err);
+    if (st == FS_OK && !(x->degree[side] = malloc(sizeof(int64_t) * (size_t)(count + 1))))
+        st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for %s", c->name, file);
+    if (st == FS_OK) memcpy(x->degree[side], vals, sizeof(int64_t) * (size_t)count);
+    free(data);
+    return st;
+}
+
+fs_status_t fs_cluster_degrees(fs_cluster_t *c, int e, int side, const int64_t **deg, fs_error_t *err)
+{
+    if (e < 0 || e >= c->num_etypes || (side != 0 && side != 1))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster %s: edge type %d (of %d), side %d", c->name, e,
+                        c->num_etypes, side);
+    fs_cluster_etype_t *x = &c->etypes[e];
+    pthread_mutex_lock(&c->degree_lock); /* the first caller reads it; the others wait for it */
+    fs_status_t st = x->degree[side] ? FS_OK : read_degrees(c, x, side, err);
+    *deg = x->degree[side];
+    pthread_mutex_unlock(&c->degree_lock);
+    return st;
+}
+
 /* ---- a connection ----------------------------------------------------------------- */
 
 typedef struct {
@@ -591,7 +656,9 @@ struct fs_cluster_conn {
     fs_cluster_local_t local;    /* in-process answers (.open NULL: none) */
     void **local_conn;           /* [num_shards] */
     fs_router_t *router;
-    fs_typed_remote_t picks;
+    fs_typed_remote_t remote;    /* the edge types' hooks, ctx = this connection */
+    fs_typed_remote_times_t times; /* the node types' timestamps */
+    int *timed;                  /* [types] the book's word */
     table_ctx_t **table_ctx;     /* [type][table] */
     fs_table_remote_t **tables;  /* [type][table] */
     int64_t *miss, *miss_at;     /* a gather's ids the cache lacks, and their places */
@@ -642,6 +709,40 @@ void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
     out->shards_local = __atomic_load_n(&n->shards_local, __ATOMIC_RELAXED);
 }
 
+static fs_status_t shard_edges(void *ctx, int shard, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                               uint8_t *is_edge, fs_error_t *err)
+{
+    fs_cluster_conn_t *k = ctx;
+    if (k->local_conn[shard]) return k->local.edges(k->local_conn[shard], etype, dst, src, n, is_edge, err);
+    count(&k->c->counts.calls_remote, 1);
+    return fs_shard_client_edges(k->shards[shard], etype, dst, src, n, is_edge, err);
+}
+
+/* The views' hooks (fs_typed_remote_t, fs_typed_remote_times_t): through
+ * the router to the owners, or the view's degree arrays. */
+static fs_status_t conn_picks(void *ctx, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
+                              fs_typed_picks_t *out, fs_error_t *err)
+{
+    return fs_router_picks(((fs_cluster_conn_t *)ctx)->router, q, dst, n, out, err);
+}
+
+static fs_status_t conn_edges(void *ctx, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                              uint8_t *is_edge, fs_error_t *err)
+{
+    return fs_router_edges(((fs_cluster_conn_t *)ctx)->router, etype, dst, src, n, is_edge, err);
+}
+
+static fs_status_t conn_degrees(void *ctx, int etype, int side, const int64_t **deg, fs_error_t *err)
+{
+    return fs_cluster_degrees(((fs_cluster_conn_t *)ctx)->c, etype, side, deg, err);
+}
+
+static fs_status_t conn_times(void *ctx, int t, const int64_t *ids, int64_t n, int64_t *out, fs_error_t *err)
+{
+    return fs_router_rows(((fs_cluster_conn_t *)ctx)->router, t, FS_CLUSTER_NODE_TIME_TABLE, sizeof *out, ids, n, out,
+                          err);
+}
+
 /* A gather: the cached rows from the cache, the rest from their shards. */
 static fs_status_t table_rows(void *ctx, const int64_t *ids, int64_t n, void *out, fs_error_t *err)
 {
@@ -687,6 +788,7 @@ void fs_cluster_conn_close(fs_cluster_conn_t *k)
     fs_shard_map_free(&k->map);
     for (int t = 0; k->tables && t < k->c->num_types; t++) free(k->tables[t]), free(k->table_ctx[t]);
     free(k->tables), free(k->table_ctx), free(k->shards), free(k->miss), free(k->miss_at), free(k->rows);
+    free(k->timed);
     fs_router_destroy(k->router);
     fs_cluster_unref(k->c);
     free(k);
@@ -711,7 +813,7 @@ static fs_status_t make_router(fs_cluster_conn_t *k, fs_error_t *err)
     fs_route_map_t m = {.num_node_types = c->num_types, .first = (const int64_t *const *)first, .parts = c->parts,
                         .owner = owner, .num_shards = k->map.num_shards, .num_edge_types = c->num_etypes,
                         .etype_dst = etype_dst};
-    fs_route_transport_t tr = {.picks = shard_picks, .rows = shard_rows, .ctx = k};
+    fs_route_transport_t tr = {.picks = shard_picks, .rows = shard_rows, .edges = shard_edges, .ctx = k};
     fs_status_t st = fs_router_create(&m, &tr, &k->router, err);
     free(first), free(etype_dst), free(owner);
     return st;
@@ -750,8 +852,9 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *loca
     k->local_conn = calloc((size_t)k->map.num_shards, sizeof *k->local_conn);
     k->tables = calloc((size_t)c->num_types, sizeof *k->tables);
     k->table_ctx = calloc((size_t)c->num_types, sizeof *k->table_ctx);
+    k->timed = calloc((size_t)c->num_types + 1, sizeof *k->timed);
     int *parts = malloc(sizeof *parts * (size_t)(k->map.parts + 1));
-    fs_status_t st = k->shards && k->local_conn && k->tables && k->table_ctx && parts
+    fs_status_t st = k->shards && k->local_conn && k->tables && k->table_ctx && k->timed && parts
                          ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory");
     int in_process = 0;
     for (int s = 0; st == FS_OK && s < k->map.num_shards; s++)
@@ -773,7 +876,9 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *loca
         fs_cluster_conn_close(k);
         return st;
     }
-    k->picks = (fs_typed_remote_t){.picks = fs_router_picks, .ctx = k->router};
+    k->remote = (fs_typed_remote_t){.picks = conn_picks, .edges = conn_edges, .degrees = conn_degrees, .ctx = k};
+    for (int t = 0; t < c->num_types; t++) k->timed[t] = c->types[t].timed;
+    k->times = (fs_typed_remote_times_t){.times = conn_times, .ctx = k, .timed = k->timed};
     *out = k;
     return FS_OK;
 }
@@ -788,9 +893,14 @@ fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k)
     return k->router;
 }
 
-const fs_typed_remote_t *fs_cluster_conn_picks(fs_cluster_conn_t *k)
+const fs_typed_remote_t *fs_cluster_conn_remote(fs_cluster_conn_t *k)
 {
-    return &k->picks;
+    return &k->remote;
+}
+
+const fs_typed_remote_times_t *fs_cluster_conn_times(fs_cluster_conn_t *k)
+{
+    return &k->times;
 }
 
 const fs_table_remote_t *fs_cluster_conn_table(fs_cluster_conn_t *k, int t, int i)

@@ -19,8 +19,13 @@
  * read (XGNN and Quiver's degree-ordered cache, docs/papers.md). The rows
  * are the shards' own, so batches stay bit for bit one server's.
  *
+ * Degree-weighted negatives read each edge type's degree arrays (the
+ * root's, written by `featstore partition`) from a shard at their first
+ * use, once per process.
+ *
  * A connection's own part is fs_cluster_conn_t: a gRPC connection per
- * shard and the router over them (fs_route.h), one call at a time.
+ * shard and the router over them (fs_route.h), one call at a time, and the
+ * hooks the views call it through.
  *
  * The view is immutable once open but for its shard map, which
  * fs_cluster_remap replaces under map_lock when a shard says it is stale;
@@ -82,6 +87,13 @@ typedef struct {
     int64_t num_edges;
     int weighted, timed;
     int reverse;                 /* the edge type holding each edge reversed, or -1 */
+    /* The root's degree arrays (global ids' order): [0] the sources'
+     * out-degrees, [1] the destinations' in-degrees; "" when the book
+     * names none (a root partitioned before they were written). Read at
+     * the first degree-weighted negatives (fs_cluster_degrees), under
+     * degree_lock. */
+    char degree_file[2][160];
+    int64_t *degree[2];
 } fs_cluster_etype_t;
 
 /* A link split (source ids, the source's order): its arrays' files,
@@ -121,6 +133,7 @@ typedef struct fs_cluster {
     int num_links;
     fs_cluster_link_t *links;
     fs_cluster_counts_t counts;
+    pthread_mutex_t degree_lock;    /* the edge types' degree arrays, read once when first needed */
 } fs_cluster_t;
 
 /* Reads the map (from etcd, or a static cluster's file: where's
@@ -164,6 +177,21 @@ fs_status_t fs_cluster_split(const fs_cluster_t *c, int t, const char *name, int
 fs_status_t fs_cluster_link_array(const fs_cluster_t *c, const char *name, const char *array, int64_t **ids,
                                   int64_t *n, fs_error_t *err);
 
+/* Edge type e's degrees by global id, side 1 the destinations' in-degrees
+ * and side 0 the sources' out-degrees (fs_typed_remote_t.degrees): read
+ * from a shard at the first call (the root's degree arrays) and kept, so
+ * *deg lives as long as the view. Checked: one value per node of the
+ * side's type, none negative, summing to the edge type's edges
+ * (FS_ERR_FORMAT naming the file); a root without them is FS_ERR_NOT_FOUND
+ * (partition it again). */
+fs_status_t fs_cluster_degrees(fs_cluster_t *c, int e, int side, const int64_t **deg, fs_error_t *err);
+
+/* A degree array's bytes (an int64 [count] .npy summing to num_edges)
+ * checked, its values pointing into data: what fs_cluster_degrees reads,
+ * for the fuzz harness too. */
+fs_status_t fs_cluster_degree_parse(const char *name, const char *data, int64_t len, int64_t count, int64_t num_edges,
+                                    const int64_t **vals, fs_error_t *err);
+
 /* Source ids to global ids of type t (in may equal out); an id outside
  * [0, count) is FS_ERR_INVALID_ARGUMENT naming it and its position. */
 fs_status_t fs_cluster_to_global(const fs_cluster_t *c, int t, const int64_t *in, int64_t n, int64_t *out,
@@ -198,6 +226,8 @@ typedef struct {
                          fs_typed_picks_t *out, fs_error_t *err);
     fs_status_t (*rows)(void *conn, int t, const char *table, const int64_t *ids, int64_t n, size_t row_bytes,
                         void *out, fs_error_t *err);
+    fs_status_t (*edges)(void *conn, int etype, const int64_t *dst, const int64_t *src, int64_t n, uint8_t *is_edge,
+                         fs_error_t *err);
     void *ctx;
 } fs_cluster_local_t;
 
@@ -211,11 +241,15 @@ void fs_cluster_conn_close(fs_cluster_conn_t *k);
 fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k);
 int64_t fs_cluster_conn_revision(const fs_cluster_conn_t *k); /* the map revision it routes by */
 
-/* The remote hooks of a connection's views: edge type e's picks
- * (fs_typed_remote_t, for fs_csr_view_t.remote or fs_typed_etype_t.remote)
- * and table i of node type t (fs_table_remote_t, for fs_table_view_t.remote),
- * valid while the connection is. */
-const fs_typed_remote_t *fs_cluster_conn_picks(fs_cluster_conn_t *k);
+/* The remote hooks of a connection's views: the edge types' picks, edge
+ * tests and degrees (fs_typed_remote_t, for fs_csr_view_t.remote or
+ * fs_typed_etype_t.remote), the node types' timestamps
+ * (fs_typed_remote_times_t, for fs_typed_view_t.remote_time: the
+ * FS_CLUSTER_NODE_TIME_TABLE rows of the book's timed types) and table i
+ * of node type t (fs_table_remote_t, for fs_table_view_t.remote), valid
+ * while the connection is. */
+const fs_typed_remote_t *fs_cluster_conn_remote(fs_cluster_conn_t *k);
+const fs_typed_remote_times_t *fs_cluster_conn_times(fs_cluster_conn_t *k);
 const fs_table_remote_t *fs_cluster_conn_table(fs_cluster_conn_t *k, int t, int i);
 
 #endif

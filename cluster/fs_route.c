@@ -12,14 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef enum { ASK_PICKS, ASK_ROWS, ASK_EDGES } ask_kind_t;
+
 typedef struct {
     fs_router_t *r;
     int shard;
-    const fs_typed_picks_req_t *q; /* a pass's picks, or (q NULL) rows: */
+    ask_kind_t kind;
+    const fs_typed_picks_req_t *q; /* picks: a pass's */
     fs_typed_picks_req_t mine;     /* q with this shard's times and batches */
-    int type;
+    int type;                      /* rows: a node type's table */
     const char *table;
     size_t row_bytes;
+    int etype;                     /* edges: an edge type's pairs */
     fs_typed_picks_t ans;
     fs_status_t st;
     fs_error_t err;
@@ -35,6 +39,8 @@ struct fs_router {
     int *shard_of;               /* [n] each destination's shard */
     int64_t *ids, *count, *start, *cursor; /* ids grouped by shard; [num_shards] counts, starts, cursors */
     int64_t *time, *batch;       /* a temporal or disjoint pass's, grouped as the ids */
+    int64_t *pair_src;           /* an edge test's sources, grouped as its destinations */
+    uint8_t *is_edge;            /* and its answers, grouped likewise */
     int64_t *rank;               /* [n] each destination's place in its shard's group */
     int64_t *x_at, *x_src, *x_start; /* exclusions grouped by shard: places in the group, sources; [shards + 1] */
     size_t x_cap;
@@ -53,6 +59,7 @@ void fs_router_destroy(fs_router_t *r)
     for (int t = 0; r->first && t < r->m.num_node_types; t++) free(r->first[t]);
     free(r->first), free(r->owner), free(r->etype_dst);
     free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor), free(r->time), free(r->batch);
+    free(r->pair_src), free(r->is_edge);
     free(r->rank), free(r->x_at), free(r->x_src), free(r->x_start);
     free(r->ask), free(r->ansp), free(r->threads);
     fs_typed_picks_buf_free(&r->merged);
@@ -126,9 +133,11 @@ static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n
 {
     if ((size_t)n > r->cap) {
         int *so = realloc(r->shard_of, (size_t)n * sizeof *so);
+        uint8_t *ie = realloc(r->is_edge, (size_t)n);
         if (so) r->shard_of = so;
-        if (!so || grow(&r->ids, (size_t)n) || grow(&r->time, (size_t)n) || grow(&r->batch, (size_t)n) ||
-            grow(&r->rank, (size_t)n))
+        if (ie) r->is_edge = ie;
+        if (!so || !ie || grow(&r->ids, (size_t)n) || grow(&r->time, (size_t)n) || grow(&r->batch, (size_t)n) ||
+            grow(&r->rank, (size_t)n) || grow(&r->pair_src, (size_t)n))
             return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld ids", (long long)n);
         r->cap = (size_t)n;
     }
@@ -180,9 +189,13 @@ static void *ask_one(void *arg)
     fs_router_t *r = a->r;
     int64_t b = r->start[a->shard], n = r->count[a->shard];
     a->err = (fs_error_t){0};
-    if (!a->q) {
+    if (a->kind == ASK_ROWS) {
         a->st = r->t.rows(r->t.ctx, a->shard, a->type, a->table, r->ids + b, n, a->row_bytes,
                           r->grouped + (size_t)b * a->row_bytes, &a->err);
+        return NULL;
+    }
+    if (a->kind == ASK_EDGES) {
+        a->st = r->t.edges(r->t.ctx, a->shard, a->etype, r->ids + b, r->pair_src + b, n, r->is_edge + b, &a->err);
         return NULL;
     }
     a->mine = *a->q;
@@ -241,7 +254,7 @@ fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const i
         }
     }
     if (st == FS_OK && q->num_excl) st = group_exclusions(r, q, err);
-    ask_t proto = {.q = q};
+    ask_t proto = {.kind = ASK_PICKS, .q = q};
     if (st == FS_OK) st = ask_all(r, &proto, err);
     if (st != FS_OK) return st;
     for (int k = 0; k < r->m.num_shards; k++) r->ansp[k] = r->count[k] ? &r->ask[k].ans : NULL;
@@ -262,12 +275,29 @@ fs_status_t fs_router_rows(fs_router_t *r, int t, const char *table, size_t row_
         if (!g) return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld rows", (long long)n);
         r->grouped = g, r->grouped_cap = bytes;
     }
-    ask_t proto = {.type = t, .table = table, .row_bytes = row_bytes};
+    ask_t proto = {.kind = ASK_ROWS, .type = t, .table = table, .row_bytes = row_bytes};
     if (st == FS_OK) st = ask_all(r, &proto, err);
     if (st != FS_OK) return st;
     for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
     for (int64_t i = 0; i < n; i++) /* back into the request's order */
         memcpy((char *)out + (size_t)i * row_bytes, r->grouped + (size_t)r->cursor[r->shard_of[i]]++ * row_bytes,
                row_bytes);
+    return FS_OK;
+}
+
+fs_status_t fs_router_edges(fs_router_t *r, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                            uint8_t *is_edge, fs_error_t *err)
+{
+    if (!r->t.edges) return fs_error(err, FS_ERR_UNSUPPORTED, "route: this transport tests no edges");
+    if (etype < 0 || etype >= r->m.num_edge_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: edge type %d of %d", etype, r->m.num_edge_types);
+    fs_status_t st = group(r, r->m.etype_dst[etype], dst, n, err);
+    if (st != FS_OK) return st;
+    for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
+    for (int64_t i = 0; i < n; i++) r->pair_src[r->cursor[r->shard_of[i]]++] = src[i]; /* each with its destination */
+    ask_t proto = {.kind = ASK_EDGES, .etype = etype};
+    if ((st = ask_all(r, &proto, err)) != FS_OK) return st;
+    for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
+    for (int64_t i = 0; i < n; i++) is_edge[i] = r->is_edge[r->cursor[r->shard_of[i]]++]; /* back in order */
     return FS_OK;
 }

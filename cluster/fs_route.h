@@ -9,7 +9,9 @@
  * per shard beyond the first); and merges the answers back into the
  * pass's order, so the engine relabels them exactly as one server's own.
  * Gathers are routed the same way (fs_router_rows): one call per shard
- * holding rows, all at once, the rows put back in the request's order.
+ * holding rows, all at once, the rows put back in the request's order;
+ * so are edge tests (fs_router_edges: a link batch's strict negatives, a
+ * round of tries at once), by their destinations' owners.
  * How a shard is asked (in process, gRPC) is the transport's.
  *
  * Ownership: the router copies the ranges and the owners; the answer is
@@ -31,6 +33,11 @@ typedef struct {
      * own), as stored, row_bytes each, into out. NULL: no gathers. */
     fs_status_t (*rows)(void *ctx, int shard, int t, const char *table, const int64_t *ids, int64_t n,
                         size_t row_bytes, void *out, fs_error_t *err);
+    /* Shard `shard`'s answer whether each pair (dst[i], src[i]) of edge
+     * type etype is an edge (dst all its own), 1 or 0 into is_edge. NULL:
+     * no edge tests. */
+    fs_status_t (*edges)(void *ctx, int shard, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                         uint8_t *is_edge, fs_error_t *err);
     void *ctx;
 } fs_route_transport_t;
 
@@ -60,5 +67,12 @@ fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const i
  * some asked once, all at once. Errors as fs_router_picks. */
 fs_status_t fs_router_rows(fs_router_t *r, int t, const char *table, size_t row_bytes, const int64_t *ids, int64_t n,
                            void *out, fs_error_t *err);
+
+/* Edge tests grouped by owner (fs_typed_remote_t.edges' work): whether
+ * each pair (dst[i], src[i]) of edge type etype is an edge, 1 or 0 into
+ * is_edge in order; every shard owning some destinations asked once, all
+ * at once. Errors as fs_router_picks. */
+fs_status_t fs_router_edges(fs_router_t *r, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                            uint8_t *is_edge, fs_error_t *err);
 
 #endif

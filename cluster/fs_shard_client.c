@@ -1,6 +1,8 @@
 /* fs_shard_client.c — ShardPicks to one shard (fs_shard_client.h says what
  * and why): the ids sent as one bytes field, the answer's three int64
- * arrays read into the connection's buffers and checked whole. */
+ * arrays read into the connection's buffers and checked whole; ShardRows
+ * and ShardEdges answers land in the caller's memory, their lengths
+ * checked. */
 #include "fs_shard_client.h"
 
 #include <stdio.h>
@@ -125,6 +127,29 @@ fs_status_t fs_shard_client_rows(fs_shard_client_t *c, int t, const char *table,
     if (st == FS_OK && rows.len != (size_t)n * row_bytes)
         st = fs_error(err, FS_ERR_FORMAT, "%s: ShardRows: %zu bytes for %lld rows of %zu", c->who, rows.len,
                       (long long)n, row_bytes);
+    return st;
+}
+
+fs_status_t fs_shard_client_edges(fs_shard_client_t *c, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                                  uint8_t *is_edge, fs_error_t *err)
+{
+    featstore_v1_ShardEdgesRequest req = {.api_version = FS_WIRE_API_VERSION_TYPED, .edge_type = etype,
+                                          .map_revision = c->revision};
+    fs_wire_bytes_t db, sb;
+    fs_wire_set_bytes(&req.dst, &db, dst, (size_t)n * sizeof *dst);
+    fs_wire_set_bytes(&req.src, &sb, src, (size_t)n * sizeof *src);
+    featstore_v1_ShardEdgesResponse resp = featstore_v1_ShardEdgesResponse_init_zero;
+    fs_wire_buf_t ans = {.mem = is_edge, .cap = (size_t)n, .flags = FS_WIRE_FIXED}; /* into the caller's bytes */
+    fs_wire_set_buf(&resp.is_edge, &ans);
+    fs_status_t st = fs_unary(c->channel, c->cq, c->who, FS_WIRE_METHOD_SHARD_EDGES, c->timeout_ms,
+                              featstore_v1_ShardEdgesRequest_fields, &req, featstore_v1_ShardEdgesResponse_fields,
+                              &resp, err);
+    if (st == FS_OK && ans.len != (size_t)n)
+        st = fs_error(err, FS_ERR_FORMAT, "%s: ShardEdges: %zu answers for %lld pairs", c->who, ans.len, (long long)n);
+    for (int64_t i = 0; st == FS_OK && i < n; i++)
+        if (is_edge[i] > 1)
+            st = fs_error(err, FS_ERR_FORMAT, "%s: ShardEdges: answer %lld is %d, not 0 or 1", c->who, (long long)i,
+                          is_edge[i]);
     return st;
 }
 

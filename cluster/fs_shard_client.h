@@ -5,7 +5,8 @@
  * Every call has the connection's deadline; a shard that is down or
  * silent fails the call within it (FS_ERR_UNAVAILABLE, FS_ERR_TIMEOUT), and
  * a node the shard does not hold is FS_ERR_NOT_FOUND (a stale shard map).
- * Also the shard's rows (ShardRows: a gather grouped by owner) and the
+ * Also the shard's rows (ShardRows: a gather grouped by owner), which
+ * pairs are edges (ShardEdges: a link batch's strict negatives) and the
  * partitioning's small files (ShardFile: what a trainer reads at connect).
  * The answer is checked before it is handed out: offsets from 0,
  * ascending, one per id plus one, sources (and edge ids, when asked) as
@@ -37,6 +38,11 @@ fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req
  * each, into out (the answer's length checked). */
 fs_status_t fs_shard_client_rows(fs_shard_client_t *c, int t, const char *table, const int64_t *ids, int64_t n,
                                  size_t row_bytes, void *out, fs_error_t *err);
+
+/* ShardEdges: whether each pair (dst[i], src[i]) of edge type etype is an
+ * edge, 1 or 0 into is_edge[i] (the answer's length and values checked). */
+fs_status_t fs_shard_client_edges(fs_shard_client_t *c, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                                  uint8_t *is_edge, fs_error_t *err);
 
 /* ShardFile: the whole of one of the partitioning's small files, read in
  * pieces into a new buffer (*data, the caller's to free(), NUL after its

@@ -1,6 +1,6 @@
 /* partition_book.c — the partition root's own files: one node map per node
- * type and the book, partition.json (docs/format.md "Partitioned
- * datasets").
+ * type, the hot lists, each edge type's degree arrays and the book,
+ * partition.json (docs/format.md "Partitioned datasets").
  *
  * Why this shape: the book is what a sharded client and server read first
  * (which part owns which range, which parts belong together), so it
@@ -20,6 +20,7 @@
 
 #include "npy.h"
 #include "partition_internal.h"
+#include "window.h"
 
 fs_status_t pt_file_hash(const char *path, char hex[17], fs_error_t *err)
 {
@@ -173,16 +174,59 @@ static json_t *node_types_json(pt_job_t *j, json_t *files, fs_partition_report_t
     return list;
 }
 
-static json_t *edge_types_json(pt_job_t *j, json_t *cuts, fs_partition_report_t *rep)
+/* Edge type i's degrees, in new ids' order, as int64 .npy files: the
+ * destinations' in-degrees (their rows' lengths) and the sources'
+ * out-degrees (counted over its edges), what one server's degree-weighted
+ * negatives read from its rows and a cluster's trainer reads from these
+ * (cluster/fs_cluster.h). One array at a time, the source's topology read
+ * forward through windows. */
+#define DEGREE_CHUNK 65536
+
+static fs_status_t write_degrees(pt_job_t *j, int i, json_t *files, json_t **degrees)
+{
+    const fs_edge_type_t *e = &j->ds->edge_types[i];
+    int64_t nd = j->ds->node_types[e->dst_type].count, ns = j->ds->node_types[e->src_type].count;
+    int64_t *deg = calloc((size_t)(nd > ns ? nd : ns) + 1, sizeof *deg);
+    if (!deg) return fs_error(j->err, FS_ERR_NOMEM, "out of memory for the degrees of %lld nodes",
+                              (long long)(nd > ns ? nd : ns));
+    char in[64], out[64];
+    snprintf(in, sizeof in, "edges_%d.in_degree.npy", i), snprintf(out, sizeof out, "edges_%d.out_degree.npy", i);
+    fs_window_t w;
+    fs_window_init(&w, e->indptr, sizeof *e->indptr * (size_t)(nd + 1));
+    for (int64_t v = 0; v < nd; v++) {
+        fs_window_touch(&w, e->indptr + v, 2 * sizeof *e->indptr);
+        deg[j->new_id[e->dst_type][v]] = e->indptr[v + 1] - e->indptr[v];
+    }
+    fs_window_drop(&w);
+    fs_status_t s = write_i64_npy(j->tmp_dir, in, deg, nd, files, j->err);
+    memset(deg, 0, sizeof *deg * (size_t)ns);
+    size_t width = fs_dtype_size(e->index_dtype);
+    fs_window_init(&w, e->indices, width * (size_t)e->num_edges);
+    for (int64_t q = 0; s == FS_OK && q < e->num_edges; q++) {
+        if (q % DEGREE_CHUNK == 0)
+            fs_window_touch(&w, (const char *)e->indices + (size_t)q * width,
+                            width * (size_t)(e->num_edges - q < DEGREE_CHUNK ? e->num_edges - q : DEGREE_CHUNK));
+        deg[j->new_id[e->src_type][pt_source(e, q)]]++;
+    }
+    fs_window_drop(&w);
+    if (s == FS_OK) s = write_i64_npy(j->tmp_dir, out, deg, ns, files, j->err);
+    free(deg);
+    *degrees = json_pack("{s:s, s:s}", "out", out, "in", in);
+    return s;
+}
+
+static json_t *edge_types_json(pt_job_t *j, json_t *files, json_t *cuts, fs_partition_report_t *rep, fs_status_t *s)
 {
     const fs_dataset_t *ds = j->ds;
     json_t *list = json_array();
     for (int i = 0; i < ds->num_edge_types; i++) {
         const fs_edge_type_t *e = &ds->edge_types[i];
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:b, s:i, s:b}", "src", e->src, "rel",
+        json_t *degrees = NULL;
+        if (*s == FS_OK) *s = write_degrees(j, i, files, &degrees);
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:I, s:b, s:b, s:i, s:b, s:o*}", "src", e->src, "rel",
                                               e->rel, "dst", e->dst, "num_edges", (json_int_t)e->num_edges,
                                               "weighted", e->weights != NULL, "timed", e->time != NULL, "reverse",
-                                              e->reverse, "symmetric", e->symmetric));
+                                              e->reverse, "symmetric", e->symmetric, "degrees", degrees));
         json_array_append_new(cuts, json_pack("{s:s, s:s, s:s, s:I, s:f}", "src", e->src, "rel", e->rel, "dst", e->dst,
                                               "count", (json_int_t)j->cut[i], "fraction",
                                               e->num_edges ? (double)j->cut[i] / (double)e->num_edges : 0.0));
@@ -255,7 +299,7 @@ fs_status_t pt_write_book(pt_job_t *j, fs_partition_report_t *rep)
     fs_status_t s = pt_file_hash(path, src_hash, j->err);
     if (s != FS_OK) return s;
     json_t *files = json_object(), *cuts = json_array(), *bal = json_array();
-    json_t *nts = node_types_json(j, files, rep, bal, &s), *ets = edge_types_json(j, cuts, rep);
+    json_t *nts = node_types_json(j, files, rep, bal, &s), *ets = edge_types_json(j, files, cuts, rep, &s);
     json_t *lss = link_splits_json(j, files, &s);
     json_t *book = json_pack("{s:s, s:i, s:s, s:{s:s, s:s, s:s}, s:o, s:i, s:o, s:o, s:o, "
                              "s:{s:{s:I, s:f, s:o}, s:{s:o}}, s:o, s:o}",

@@ -295,6 +295,29 @@ fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed
                        : st;
 }
 
+/* ---- edges ---------------------------------------------------------------------- */
+
+fs_status_t fs_shard_edges(const fs_shard_t *s, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                           uint8_t *is_edge, fs_error_t *err)
+{
+    const fs_dataset_t *ds0 = s->held[0].ds;
+    if (etype < 0 || etype >= ds0->num_edge_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: edge type %d of %d", etype, ds0->num_edge_types);
+    int t = ds0->edge_types[etype].dst_type;
+    for (int64_t i = 0; i < n; i++) {
+        int h = find_part(s, t, dst[i]);
+        if (h < 0)
+            return fs_error(err, FS_ERR_NOT_FOUND, "shard: node %lld (entry %lld) is in no part this shard holds "
+                            "(the shard map is stale: fetch it again)", (long long)dst[i], (long long)i);
+        const fs_typed_etype_t *et = &s->held[h].g.view.etype[etype];
+        int64_t row = dst[i] - s->held[h].ds->node_types[t].first, found = 0;
+        for (int64_t q = et->indptr[row]; q < et->indptr[row + 1] && !found; q++)
+            found = fs_typed_source(et, q) == src[i];
+        is_edge[i] = (uint8_t)found;
+    }
+    return FS_OK;
+}
+
 /* ---- rows ----------------------------------------------------------------------- */
 
 /* Table `name` of type t in held part h: its index, or -1. */

@@ -50,6 +50,14 @@ void fs_shard_ws_destroy(fs_shard_ws_t *w);
 fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed_picks_req_t *q, const int64_t *ids,
                            int64_t n, fs_typed_picks_t *out, fs_error_t *err);
 
+/* Which pairs (dst[i], src[i]) are edges of edge type etype, 1 or 0 into
+ * is_edge[i] (a link batch's strict negatives, asked in bulk): dst global
+ * ids of its destination type, all held (else FS_ERR_NOT_FOUND as
+ * fs_shard_picks), src global ids of its source type; each destination's
+ * row scanned as one server scans it. */
+fs_status_t fs_shard_edges(const fs_shard_t *s, int etype, const int64_t *dst, const int64_t *src, int64_t n,
+                           uint8_t *is_edge, fs_error_t *err);
+
 /* A node table of type t (a feature table, "labels", or the nodes'
  * timestamps: FS_CLUSTER_NODE_TIME_TABLE) as the held parts store it: its row
  * size. FS_ERR_NOT_FOUND naming what is missing. */

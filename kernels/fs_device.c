@@ -160,6 +160,9 @@ static fs_status_t cuda_typed_check(const fs_typed_view_t *g, const fs_typed_req
 {
     fs_status_t st = fs_typed_check(g, req, groups, num_groups, excl, num_excl, err);
     if (st != FS_OK) return st;
+    if (g->remote_time) /* its seeds' times are read on the host, by the CPU engine */
+        return fs_error(err, FS_ERR_UNSUPPORTED, "typed sample (CUDA): the nodes' timestamps are held elsewhere; "
+                        "such a view is sampled on the CPU engine");
     char nb[64];
     for (int h = 0; h < req->num_hops; h++)
         for (int e = 0; e < g->num_edge_types; e++) {

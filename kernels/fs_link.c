@@ -3,12 +3,21 @@
  * labels (docs/algorithms.md §9).
  *
  * Negatives are drawn per negative index from the request seed, so a batch
- * is reproducible. Uniform draws take any id of the endpoint's type;
- * weighted draws follow degree^0.75 (word2vec's smoothing), the destination
- * side by in-degree (its CSC row length), the source side by out-degree
- * (counted once per edge type and cached in the sampler). Strict negatives
- * are redrawn until the pair is neither an edge of the graph (a scan of the
+ * is reproducible: negative j's candidates are the successive draws of
+ * stream j. Uniform draws take any id of the endpoint's type; weighted
+ * draws follow degree^0.75 (word2vec's smoothing), the destination side by
+ * in-degree (its CSC row length), the source side by out-degree (counted
+ * once per edge type and cached in the sampler). Strict negatives are
+ * redrawn until the pair is neither an edge of the graph (a scan of the
  * destination's row) nor one of the batch's positives.
+ *
+ * Strict tries go in rounds: round t takes the t-th candidate of every
+ * negative still without one, and asks whether those pairs are edges all
+ * at once. Each negative still gets the first of its candidates that is
+ * neither, exactly as a loop over its tries would, but an edge type whose
+ * rows live elsewhere (fs_typed_etype_t.remote, a cluster's shards) is
+ * asked once per round in bulk, not once per candidate; so are its
+ * degrees, once per sampler.
  *
  * Both endpoints of every seed edge seed the neighbourhood sampling, and the
  * seed edges — with their reverses — are excluded from it (DGL's
@@ -25,9 +34,10 @@
 
 #define STRICT_TRIES 1000
 
-/* degree^0.75 cumulative weights of one side of one edge type. */
+/* degree^0.75 cumulative weights of one side of one edge type, in draw
+ * order (fs_typed_view_t.draw_map's r, or the node id). */
 typedef struct {
-    const void *indptr;      /* identifies the edge type the table was built for */
+    const void *key;         /* identifies the degrees it was built from: the CSR's indptr, or a remote array */
     int side;                /* 0 = source, 1 = destination */
     int64_t n;
     double *cdf;             /* [n] */
@@ -38,16 +48,23 @@ typedef struct {
     fs_i64vec_t excl;        /* fs_typed_exclude_t storage, as int64 triples */
     deg_table_t *tables;
     int num_tables;
+    /* negatives, and strict rounds: each negative's pair and stream state,
+     * the ones still open, the pairs asked and the answers */
+    fs_i64vec_t neg_src, neg_dst, rng, open, ask_src, ask_dst;
+    uint8_t *rejected, *answer;      /* per open negative: a positive; per asked pair: an edge */
+    size_t rejected_cap, answer_cap;
 } link_ws_t;
 
 static void link_ws_free(void *p)
 {
     link_ws_t *w = p;
-    fs_i64vec_t *v[] = {&w->src, &w->dst, &w->batch_src, &w->batch_dst, &w->time_src, &w->time_dst, &w->label,
-                        &w->label_time, &w->pos_pairs, &w->excl};
+    fs_i64vec_t *v[] = {&w->src,   &w->dst,  &w->batch_src, &w->batch_dst, &w->time_src, &w->time_dst,
+                        &w->label, &w->label_time, &w->pos_pairs, &w->excl,  &w->neg_src,  &w->neg_dst,
+                        &w->rng,   &w->open, &w->ask_src,   &w->ask_dst};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) free(v[i]->p);
     for (int i = 0; i < w->num_tables; i++) free(w->tables[i].cdf);
     free(w->tables);
+    free(w->rejected), free(w->answer);
     free(w);
 }
 
@@ -95,9 +112,11 @@ fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, c
                             "node ranges [0, %lld) x [0, %lld)", (long long)i, (long long)link->src[i],
                             (long long)link->dst[i], name, (long long)g->count[et->src_type],
                             (long long)g->count[et->dst_type]);
-    if (et->remote && link->neg != FS_NEG_NONE && (link->strict || link->neg_weighted))
-        return fs_error(err, FS_ERR_UNSUPPORTED, "link sample: %s is held by shards: its negatives are drawn "
-                        "uniformly and not strict (degree-weighted and strict negatives read its rows)", name);
+    if (et->remote && link->neg != FS_NEG_NONE && ((link->strict && !et->remote->edges) ||
+                                                   (link->neg_weighted && !et->remote->degrees)))
+        return fs_error(err, FS_ERR_UNSUPPORTED, "link sample: %s is held elsewhere, and its holders tell no %s: "
+                        "its negatives can only be drawn %s", name, link->strict ? "edges apart" : "degrees",
+                        link->strict ? "without the strict rule" : "uniformly");
     if (link->neg != FS_NEG_NONE && (g->count[et->dst_type] == 0 || g->count[et->src_type] == 0))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: %s has an empty node type to draw negatives from",
                         name);
@@ -106,28 +125,67 @@ fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, c
 
 /* ---- negative draws ------------------------------------------------------- */
 
-static deg_table_t *degree_table(link_ws_t *w, const fs_typed_view_t *g, const fs_typed_etype_t *et, int side)
+/* The degree of the node each draw r names (draw_map's, or r itself), by
+ * side, as doubles: remote degrees as given, else the CSR's row lengths
+ * (side 1) or sources counted over its edges (side 0). */
+static fs_status_t draw_degrees(const fs_typed_view_t *g, const fs_typed_etype_t *et, int side, const int64_t *remote,
+                                double *out, int64_t n, fs_error_t *err)
 {
+    int type = side ? et->dst_type : et->src_type;
+    const int64_t *map = g->draw_map ? g->draw_map[type] : NULL;
+    if (remote || side) {
+        for (int64_t r = 0; r < n; r++) {
+            int64_t v = map ? map[r] : r;
+            out[r] = remote ? (double)remote[v] : (double)(et->indptr[v + 1] - et->indptr[v]);
+        }
+        return FS_OK;
+    }
+    double *by_node = map ? calloc((size_t)n + 1, sizeof *by_node) : out; /* counted by node, then put in draw order */
+    if (!by_node) return fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for the degree table");
+    for (int64_t q = 0; q < et->num_edges; q++) by_node[fs_typed_source(et, q)] += 1;
+    if (map) {
+        for (int64_t r = 0; r < n; r++) out[r] = by_node[map[r]];
+        free(by_node);
+    }
+    return FS_OK;
+}
+
+/* The degree table of one side of edge type e, built once per sampler (a
+ * remote edge type's degrees asked of its holders first). */
+static fs_status_t degree_table(link_ws_t *w, const fs_typed_view_t *g, int e, int side, const deg_table_t **out,
+                                fs_error_t *err)
+{
+    const fs_typed_etype_t *et = &g->etype[e];
+    const int64_t *remote = NULL;
+    if (et->remote) {
+        fs_status_t st = et->remote->degrees(et->remote->ctx, e, side, &remote, err);
+        if (st != FS_OK) {
+            fs_error_prefix(err, "link sample: degree-weighted negatives");
+            return st;
+        }
+    }
+    const void *key = remote ? (const void *)remote : (const void *)et->indptr;
     for (int i = 0; i < w->num_tables; i++)
-        if (w->tables[i].indptr == et->indptr && w->tables[i].side == side) return &w->tables[i];
+        if (w->tables[i].key == key && w->tables[i].side == side) return *out = &w->tables[i], FS_OK;
     int64_t n = g->count[side ? et->dst_type : et->src_type];
     double *cdf = calloc((size_t)n + 1, sizeof *cdf);
     deg_table_t *t = realloc(w->tables, (size_t)(w->num_tables + 1) * sizeof *t);
+    if (t) w->tables = t;
     if (!cdf || !t) {
         free(cdf);
-        if (t) w->tables = t;
-        return NULL;
+        return fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for the degree table");
     }
-    w->tables = t;
-    if (side)
-        for (int64_t v = 0; v < n; v++) cdf[v] = (double)(et->indptr[v + 1] - et->indptr[v]);
-    else
-        for (int64_t q = 0; q < et->num_edges; q++) cdf[fs_typed_source(et, q)] += 1;
+    fs_status_t st = draw_degrees(g, et, side, remote, cdf, n, err);
+    if (st != FS_OK) {
+        free(cdf);
+        return st;
+    }
     double sum = 0;
     for (int64_t v = 0; v < n; v++) cdf[v] = sum += pow(cdf[v], 0.75);
     t = &w->tables[w->num_tables++];
-    *t = (deg_table_t){.indptr = et->indptr, .side = side, .n = n, .cdf = cdf};
-    return t;
+    *t = (deg_table_t){.key = key, .side = side, .n = n, .cdf = cdf};
+    *out = t;
+    return FS_OK;
 }
 
 static int64_t draw(fs_rng_t *rng, const deg_table_t *t, int64_t n)
@@ -165,30 +223,104 @@ static int is_positive(const link_ws_t *w, int64_t count, int64_t src, int64_t d
 
 typedef struct {
     const fs_typed_etype_t *et;
+    int etype;
     const deg_table_t *src_t, *dst_t;
     int64_t n_src, n_dst;
     const int64_t *src_map, *dst_map; /* fs_typed_view_t.draw_map's, or NULL */
     int strict;
     uint64_t seed;
+    const int64_t *fixed_src;         /* triplet: the seeds' sources, negative j's being fixed_src[j / k] */
+    int64_t k;
 } neg_ctx_t;
 
-/* Negative j: a destination for `src` (src >= 0, triplet), or a whole pair. */
-static fs_status_t draw_negative(const neg_ctx_t *c, const link_ws_t *w, int64_t count, int64_t j, int64_t src,
-                                 int64_t *out_src, int64_t *out_dst, fs_error_t *err)
+/* The next candidate of a negative from its stream: a destination for a
+ * fixed source (triplet), or a whole pair, in the view's ids. */
+static void candidate(const neg_ctx_t *c, fs_rng_t *rng, int64_t j, int64_t *s, int64_t *d)
 {
-    fs_rng_t rng = fs_rng_make(c->seed, (uint64_t)j);
-    for (int tries = 0; tries < STRICT_TRIES; tries++) {
-        int64_t s = src >= 0 ? src : draw(&rng, c->src_t, c->n_src), d = draw(&rng, c->dst_t, c->n_dst);
-        if (src < 0 && c->src_map) s = c->src_map[s];
-        if (c->dst_map) d = c->dst_map[d];
-        if (!c->strict || (!is_edge(c->et, s, d) && !is_positive(w, count, s, d))) {
-            *out_src = s, *out_dst = d;
-            return FS_OK;
-        }
+    *s = c->fixed_src ? c->fixed_src[j / c->k] : draw(rng, c->src_t, c->n_src);
+    *d = draw(rng, c->dst_t, c->n_dst);
+    if (!c->fixed_src && c->src_map) *s = c->src_map[*s];
+    if (c->dst_map) *d = c->dst_map[*d];
+}
+
+/* Which pairs (dst[i], src[i]) are edges: the rows scanned here, or the
+ * holders asked at once. */
+static fs_status_t edges_of(const neg_ctx_t *c, const int64_t *dst, const int64_t *src, int64_t n, uint8_t *out,
+                            fs_error_t *err)
+{
+    if (n == 0) return FS_OK;
+    if (!c->et->remote) {
+        for (int64_t i = 0; i < n; i++) out[i] = (uint8_t)is_edge(c->et, src[i], dst[i]);
+        return FS_OK;
     }
+    fs_status_t st = c->et->remote->edges(c->et->remote->ctx, c->etype, dst, src, n, out, err);
+    if (st != FS_OK) fs_error_prefix(err, "link sample: strict negatives");
+    return st;
+}
+
+static int grow_bytes(uint8_t **p, size_t *cap, size_t n)
+{
+    if (n <= *cap) return 0;
+    uint8_t *q = realloc(*p, n);
+    if (!q) return -1;
+    *p = q, *cap = n;
+    return 0;
+}
+
+static int strict_reserve(link_ws_t *w, size_t n)
+{
+    return fs_i64vec_reserve(&w->rng, n + 1) || fs_i64vec_reserve(&w->open, n + 1) ||
+           fs_i64vec_reserve(&w->ask_src, n + 1) || fs_i64vec_reserve(&w->ask_dst, n + 1) ||
+           grow_bytes(&w->rejected, &w->rejected_cap, n + 1) || grow_bytes(&w->answer, &w->answer_cap, n + 1);
+}
+
+/* One round of strict tries: every open negative's next candidate into
+ * neg_src/neg_dst; those that are not positives asked whether they are
+ * edges, all at once; the ones that are neither closed, the rest kept
+ * open in order (so the open list stays ascending). */
+static fs_status_t strict_round(const neg_ctx_t *c, link_ws_t *w, int64_t count, int64_t *num_open, fs_error_t *err)
+{
+    int64_t n = *num_open, asked = 0, kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = w->open.p[i];
+        fs_rng_t rng = {(uint64_t)w->rng.p[j]};
+        candidate(c, &rng, j, &w->neg_src.p[j], &w->neg_dst.p[j]);
+        w->rng.p[j] = (int64_t)rng.state;
+        w->rejected[i] = (uint8_t)is_positive(w, count, w->neg_src.p[j], w->neg_dst.p[j]);
+        if (!w->rejected[i]) w->ask_dst.p[asked] = w->neg_dst.p[j], w->ask_src.p[asked++] = w->neg_src.p[j];
+    }
+    fs_status_t st = edges_of(c, w->ask_dst.p, w->ask_src.p, asked, w->answer, err);
+    if (st != FS_OK) return st;
+    for (int64_t i = 0, a = 0; i < n; i++)
+        if (w->rejected[i] || w->answer[a++]) w->open.p[kept++] = w->open.p[i];
+    *num_open = kept;
+    return FS_OK;
+}
+
+/* Every negative's pair into neg_src/neg_dst: its stream's first candidate,
+ * or with the strict rule the first that is neither an edge nor a
+ * positive, found in rounds (the file's comment says why). */
+static fs_status_t draw_negatives(const neg_ctx_t *c, link_ws_t *w, int64_t count, int64_t nneg, fs_error_t *err)
+{
+    if (!c->strict) {
+        for (int64_t j = 0; j < nneg; j++) {
+            fs_rng_t rng = fs_rng_make(c->seed, (uint64_t)j);
+            candidate(c, &rng, j, &w->neg_src.p[j], &w->neg_dst.p[j]);
+        }
+        return FS_OK;
+    }
+    if (strict_reserve(w, (size_t)nneg))
+        return fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for %lld strict negatives", (long long)nneg);
+    for (int64_t j = 0; j < nneg; j++) w->rng.p[j] = (int64_t)fs_rng_make(c->seed, (uint64_t)j).state, w->open.p[j] = j;
+    int64_t open = nneg;
+    for (int tries = 0; tries < STRICT_TRIES && open > 0; tries++) {
+        fs_status_t st = strict_round(c, w, count, &open, err);
+        if (st != FS_OK) return st;
+    }
+    if (open == 0) return FS_OK;
     return fs_error(err, FS_ERR_INVALID_ARGUMENT, "link sample: strict negative %lld%s: no pair that is not an edge "
-                    "in %d draws (the graph is too dense for strict negatives here)", (long long)j,
-                    src >= 0 ? " of a seed whose source has nearly every destination" : "", STRICT_TRIES);
+                    "in %d draws (the graph is too dense for strict negatives here)", (long long)w->open.p[0],
+                    c->fixed_src ? " of a seed whose source has nearly every destination" : "", STRICT_TRIES);
 }
 
 /* ---- the batch ------------------------------------------------------------ */
@@ -204,13 +336,30 @@ static int reserve_all(link_ws_t *w, size_t n, size_t pairs)
     return fs_i64vec_reserve(&w->excl, xs);
 }
 
+/* The negatives' draw context: the streams' seed, the side tables of
+ * degree-weighted draws, the triplet's fixed sources. */
+static fs_status_t neg_context(link_ws_t *w, const fs_typed_view_t *g, const fs_typed_req_t *req,
+                               const fs_typed_link_t *l, neg_ctx_t *c, fs_error_t *err)
+{
+    const fs_typed_etype_t *et = &g->etype[l->etype];
+    *c = (neg_ctx_t){.et = et, .etype = l->etype, .n_src = g->count[et->src_type], .n_dst = g->count[et->dst_type],
+                     .strict = l->strict, .src_map = g->draw_map ? g->draw_map[et->src_type] : NULL,
+                     .dst_map = g->draw_map ? g->draw_map[et->dst_type] : NULL,
+                     .seed = req->seed ^ 0x7a3c1e5b9d2f4861ULL};
+    if (l->neg == FS_NEG_TRIPLET) c->fixed_src = l->src, c->k = (int64_t)l->amount;
+    if (!l->neg_weighted) return FS_OK;
+    fs_status_t st = degree_table(w, g, l->etype, 1, &c->dst_t, err);
+    if (st == FS_OK && l->neg == FS_NEG_BINARY) st = degree_table(w, g, l->etype, 0, &c->src_t, err);
+    if (st == FS_OK) st = degree_table(w, g, l->etype, 1, &c->dst_t, err); /* found again: src's may have moved it */
+    return st;
+}
+
 /* Fills the seed groups' arrays, positives then negatives, and their
  * lengths: *n_src (count, + the binary negatives), *n_dst (count, + every
  * negative). */
 static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_typed_req_t *req,
                                const fs_typed_link_t *l, int64_t nneg, int64_t *n_src, int64_t *n_dst, fs_error_t *err)
 {
-    const fs_typed_etype_t *et = &g->etype[l->etype];
     int64_t B = l->count;
     for (int64_t i = 0; i < B; i++) {
         w->src.p[i] = l->src[i], w->dst.p[i] = l->dst[i];
@@ -219,28 +368,22 @@ static fs_status_t build_seeds(link_ws_t *w, const fs_typed_view_t *g, const fs_
         w->pos_pairs.p[2 * i] = l->dst[i], w->pos_pairs.p[2 * i + 1] = l->src[i];
     }
     qsort(w->pos_pairs.p, (size_t)B, 2 * sizeof(int64_t), cmp_pair);
-    neg_ctx_t c = {.et = et, .n_src = g->count[et->src_type], .n_dst = g->count[et->dst_type], .strict = l->strict,
-                   .src_map = g->draw_map ? g->draw_map[et->src_type] : NULL,
-                   .dst_map = g->draw_map ? g->draw_map[et->dst_type] : NULL,
-                   .seed = req->seed ^ 0x7a3c1e5b9d2f4861ULL};
-    if (l->neg_weighted && nneg > 0) {
-        c.dst_t = degree_table(w, g, et, 1);
-        c.src_t = l->neg == FS_NEG_BINARY ? degree_table(w, g, et, 0) : NULL;
-        if (c.dst_t) c.dst_t = degree_table(w, g, et, 1); /* found again: adding src's table may have moved the array */
-        if (!c.dst_t || (l->neg == FS_NEG_BINARY && !c.src_t))
-            return fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for the degree table");
-    }
     *n_src = B, *n_dst = B;
-    int64_t k = l->neg == FS_NEG_TRIPLET ? (int64_t)l->amount : 0;
+    if (nneg == 0) return FS_OK;
+    neg_ctx_t c;
+    fs_status_t st = neg_context(w, g, req, l, &c, err);
+    if (st == FS_OK &&
+        (fs_i64vec_reserve(&w->neg_src, (size_t)nneg + 1) || fs_i64vec_reserve(&w->neg_dst, (size_t)nneg + 1)))
+        st = fs_error(err, FS_ERR_NOMEM, "link sample: out of memory for %lld negatives", (long long)nneg);
+    if (st == FS_OK) st = draw_negatives(&c, w, B, nneg, err);
+    if (st != FS_OK) return st;
     for (int64_t j = 0; j < nneg; j++) {
-        int64_t pos = l->neg == FS_NEG_TRIPLET ? j / k : j % (B > 0 ? B : 1), s = 0, d = 0;
-        fs_status_t st = draw_negative(&c, w, B, j, l->neg == FS_NEG_TRIPLET ? l->src[pos] : -1, &s, &d, err);
-        if (st != FS_OK) return st;
+        int64_t pos = l->neg == FS_NEG_TRIPLET ? j / c.k : j % (B > 0 ? B : 1);
         int64_t batch = l->neg == FS_NEG_TRIPLET ? pos : B + j, t = l->time && B > 0 ? l->time[pos] : 0;
         if (l->neg == FS_NEG_BINARY) {
-            w->src.p[*n_src] = s, w->batch_src.p[*n_src] = batch, w->time_src.p[(*n_src)++] = t;
+            w->src.p[*n_src] = w->neg_src.p[j], w->batch_src.p[*n_src] = batch, w->time_src.p[(*n_src)++] = t;
         }
-        w->dst.p[*n_dst] = d, w->batch_dst.p[*n_dst] = batch, w->time_dst.p[(*n_dst)++] = t;
+        w->dst.p[*n_dst] = w->neg_dst.p[j], w->batch_dst.p[*n_dst] = batch, w->time_dst.p[(*n_dst)++] = t;
     }
     return FS_OK;
 }

@@ -67,6 +67,7 @@ void fs_typed_sampler_destroy(fs_typed_sampler_t *s)
     fs_chunked_free(&s->par);
     free_vec(&s->keys), free_vec(&s->rows), free_vec(&s->known), free_vec(&s->parts);
     free_vec(&s->pk_off), free_vec(&s->pk_src), free_vec(&s->pk_eid), free_vec(&s->rx_at), free_vec(&s->rx_src);
+    free_vec(&s->seed_time);
     free(s->x.e), free(s->x.index);
     for (int x = 0; x < FS_TEXT_COUNT; x++)
         if (s->ext_free[x]) s->ext_free[x](s->ext[x]);
@@ -215,21 +216,55 @@ int fs_typed_reserve_picks(pick_ws_t *s, int64_t n)
 
 /* ---- the request ---------------------------------------------------------- */
 
+/* Whether a group's seeds take their nodes' timestamps from elsewhere
+ * (fs_typed_view_t.remote_time): a temporal request, no times given, and
+ * none here. */
+static int times_elsewhere(const fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_seeds_t *sg)
+{
+    return s->temporal && !sg->time && !(g->node_time && g->node_time[sg->type]) && g->remote_time &&
+           g->remote_time->timed[sg->type] && sg->count > 0;
+}
+
+/* Those timestamps, every such group's in turn, into s->seed_time: one
+ * call per group, before any seed is added (a remote call may fail). */
+static fs_status_t fetch_seed_times(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_seeds_t *groups,
+                                    int num_groups, fs_error_t *err)
+{
+    int64_t total = 0, at = 0;
+    for (int i = 0; i < num_groups; i++) total += times_elsewhere(s, g, &groups[i]) ? groups[i].count : 0;
+    if (total == 0) return FS_OK;
+    if (fs_i64vec_reserve(&s->seed_time, (size_t)total + 1))
+        return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for %lld seed times", (long long)total);
+    for (int i = 0; i < num_groups; i++) {
+        const fs_typed_seeds_t *sg = &groups[i];
+        if (!times_elsewhere(s, g, sg)) continue;
+        fs_status_t st = g->remote_time->times(g->remote_time->ctx, sg->type, sg->ids, sg->count, s->seed_time.p + at,
+                                               err);
+        if (st != FS_OK) {
+            fs_error_prefix(err, "typed sample: the timestamps of seed group %d", i);
+            return st;
+        }
+        at += sg->count;
+    }
+    return FS_OK;
+}
+
 static fs_status_t add_seeds(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_seeds_t *groups,
                              int num_groups, fs_error_t *err)
 {
-    int64_t next_batch = 0;
+    int64_t next_batch = 0, fetched = 0;
     for (int i = 0; i < num_groups; i++) {
         const fs_typed_seeds_t *sg = &groups[i];
         if (fs_typed_out_reserve(s, &s->seed_local[i], (size_t)sg->count + 1, 0) ||
             fs_typed_key_reserve(s, sg->type, sg->count))
             return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for %lld seeds", (long long)sg->count);
-        const int64_t *nt = g->node_time ? g->node_time[sg->type] : NULL;
+        const int64_t *nt = g->node_time ? g->node_time[sg->type] : NULL, *rt = NULL;
+        if (times_elsewhere(s, g, sg)) rt = s->seed_time.p + fetched, fetched += sg->count; /* fetch_seed_times' */
         dput_t dp = {0};
         if (s->disjoint) dput_open(&dp, s, sg->type);
         for (int64_t j = 0; j < sg->count; j++) {
             int64_t v = sg->ids[j], batch = sg->batch ? sg->batch[j] : next_batch + j;
-            int64_t t = sg->time ? sg->time[j] : nt ? nt[v] : 0;
+            int64_t t = sg->time ? sg->time[j] : rt ? rt[j] : nt ? nt[v] : 0;
             uint64_t key = key_of(tag_of(s, sg->type, batch), v);
             s->seed_local[i].p[j] = s->disjoint ? dput(&dp, key, batch, t)
                                                 : tmap_add_at(s, sg->type, key, tmap_hash(s, key), batch, t);
@@ -259,7 +294,8 @@ fs_status_t fs_typed_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g,
     if (s->disjoint && fs_typed_dmap_begin(s))
         return fs_error(err, FS_ERR_NOMEM, "typed sample: out of memory for the id map");
     s->par.active = 0;
-    if ((st = add_seeds(s, g, groups, num_groups, err))) return st;
+    if ((st = fetch_seed_times(s, g, groups, num_groups, err)) || (st = add_seeds(s, g, groups, num_groups, err)))
+        return st;
     int64_t after[FS_MAX_HOPS + 1][T > 0 ? T : 1];
     for (int t = 0; t < T; t++) after[0][t] = s->tw[t].n;
     for (int h = 0; h < req->num_hops; h++) {

@@ -30,7 +30,9 @@
  * node that reached it, the seeds' times being given or their node
  * timestamps, and only edges with time <= that time (< with strict, and >=
  * time - window with a window) are eligible. FS_TEMPORAL_LAST takes the most
- * recent k eligible edges instead of a random k.
+ * recent k eligible edges instead of a random k. A view whose timestamps
+ * live elsewhere (fs_typed_view_t.remote_time) reads the seeds' ones
+ * through it before the seeds are added.
  *
  * Exclusions: pairs (edge type, dst, src) no destination may pick — a link
  * batch's seed edges and their reverses (fs_link_sample, no label leakage).
@@ -98,7 +100,29 @@ typedef struct {
     fs_status_t (*picks)(void *ctx, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
                          fs_typed_picks_t *out, fs_error_t *err);
     void *ctx;
+    /* A link batch's strict negatives (fs_link.c): whether each pair
+     * (dst[i], src[i]) of edge type etype is an edge, 1 or 0 into
+     * is_edge[i]; all the pairs of a round of tries at once, so the
+     * holders are asked in bulk. NULL: strict negatives are refused. */
+    fs_status_t (*edges)(void *ctx, int etype, const int64_t *dst, const int64_t *src, int64_t n, uint8_t *is_edge,
+                         fs_error_t *err);
+    /* Degree-weighted negatives: every node's degree in edge type etype,
+     * by the view's ids — side 1 the destinations' in-degrees (their rows'
+     * lengths), side 0 the sources' out-degrees — borrowed while the view
+     * lives. NULL: degree-weighted negatives are refused. */
+    fs_status_t (*degrees)(void *ctx, int etype, int side, const int64_t **deg, fs_error_t *err);
 } fs_typed_remote_t;
+
+/* Node timestamps held elsewhere (a trainer of a cluster): for a node type
+ * with timed[t] and no node_time here, the seeds of a temporal request
+ * that carry no times read their nodes' timestamps through `times` (ids
+ * of type t, the view's, into out), exactly the values one server reads
+ * from its node_time. */
+typedef struct {
+    fs_status_t (*times)(void *ctx, int type, const int64_t *ids, int64_t n, int64_t *out, fs_error_t *err);
+    void *ctx;
+    const int *timed;                   /* [num_node_types] */
+} fs_typed_remote_times_t;
 
 /* The topology as a reader sees it: parts (one per tier holding neighbour
  * lists) plus a route node -> (part, row). Part 0 is the full CSR. */
@@ -187,6 +211,9 @@ typedef struct {
      * ids and maps them to the partitioning's, so its negatives are one
      * server's. */
     const int64_t *const *draw_map;
+    /* Node timestamps held elsewhere, for node types without node_time;
+     * NULL: none. */
+    const fs_typed_remote_times_t *remote_time;
 } fs_typed_view_t;
 
 
@@ -337,7 +364,7 @@ typedef struct {
     int64_t count;
     const int64_t *src, *dst;      /* [count] */
     const int64_t *label;          /* [count] or NULL */
-    const int64_t *time;           /* [count] or NULL (temporal: the endpoints' node times... see below) */
+    const int64_t *time;           /* [count] or NULL (temporal: each seed its node's timestamp, see below) */
     fs_neg_mode_t neg;
     double amount;                 /* binary: ratio r, round(r * count) negative pairs; triplet: k per positive */
     int neg_weighted;              /* draw negative endpoints by degree^0.75 instead of uniformly */
@@ -367,8 +394,10 @@ fs_status_t fs_link_check(const fs_typed_view_t *g, const fs_typed_req_t *req, c
 /* Draws negatives, seeds both endpoints' types (disjoint: link i's
  * endpoints, and its triplet negatives, are batch i; binary negative j is
  * batch count + j), excludes the seed edges and their reverses when asked,
- * and samples. Seed edges' times (or, without them, the dst node's time)
- * are both endpoints' times; a binary negative takes its positive's. */
+ * and samples. Seed edges' times are both endpoints' times, and a
+ * negative takes its positive's; without them every seed, endpoint or
+ * negative, takes its own node's timestamp (as fs_typed_sample_cpu's seeds
+ * without times), and labels carry no times. */
 fs_status_t fs_link_sample_cpu(fs_typed_sampler_t *s, const fs_typed_view_t *g, const fs_typed_req_t *req,
                                const fs_typed_link_t *link, fs_link_result_t *res, fs_error_t *err);
 

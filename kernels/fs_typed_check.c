@@ -104,7 +104,8 @@ static fs_status_t check_seeds(const fs_typed_view_t *g, const fs_typed_req_t *r
                 return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: %s seed at position %lld has batch %lld",
                                 tn, (long long)j, (long long)sg->batch[j]);
         }
-        if (req->temporal && !sg->time && !(g->node_time && g->node_time[sg->type]))
+        if (req->temporal && !sg->time && !(g->node_time && g->node_time[sg->type]) &&
+            !(g->remote_time && g->remote_time->timed[sg->type]))
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "typed sample: temporal sampling, but the %s seeds carry no "
                             "times and %s nodes have no timestamps", tn, tn);
         total += sg->count;

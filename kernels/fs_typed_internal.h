@@ -162,6 +162,7 @@ struct fs_typed_sampler {
     fs_i64vec_t known;            /* their eligible ends from summaries (pass_t.known) */
     fs_i64vec_t parts;            /* a routed pass's row parts, one byte each (pass_t.row_part) */
     fs_i64vec_t pk_off, pk_src, pk_eid; /* fs_typed_picks' answer */
+    fs_i64vec_t seed_time;        /* seeds' timestamps read from elsewhere (fs_typed_view_t.remote_time) */
 };
 
 /* Pivot j's position in a row of deg > 0 edges: 0 for the first, deg - 1

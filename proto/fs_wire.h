@@ -54,6 +54,7 @@
 #define FS_WIRE_METHOD_SHARD_PICKS "/featstore.v1.FeatStore/ShardPicks"
 #define FS_WIRE_METHOD_SHARD_ROWS "/featstore.v1.FeatStore/ShardRows"
 #define FS_WIRE_METHOD_SHARD_FILE "/featstore.v1.FeatStore/ShardFile"
+#define FS_WIRE_METHOD_SHARD_EDGES "/featstore.v1.FeatStore/ShardEdges"
 /* ShardFile answers at most this many bytes a call (the caller pages on). */
 #define FS_WIRE_SHARD_FILE_CHUNK (4 << 20)
 

@@ -165,7 +165,7 @@ typedef struct {
     int shard;                          /* 0: a whole server's method; 1: a shard server's; 2: both's */
 } fs_grpc_method_t;
 extern const fs_grpc_method_t fs_grpc_methods[];
-#define FS_GRPC_NUM_METHODS 12
+#define FS_GRPC_NUM_METHODS 13
 /* The method of a call's path; -1 when there is none. */
 int fs_grpc_find_method(grpc_slice path);
 /* A Stream call's send completed (ok) or failed: its next message, or the end. */

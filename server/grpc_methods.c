@@ -491,6 +491,44 @@ static fs_status_t do_shard_file(call_t *c, int *streaming)
     return st;
 }
 
+/* A link batch's strict negatives, the shard's side: which of a round's
+ * pairs are edges, for the destinations it holds. */
+static fs_status_t do_shard_edges(call_t *c, int *streaming)
+{
+    (void)streaming;
+    featstore_v1_ShardEdgesRequest req = featstore_v1_ShardEdgesRequest_init_zero;
+    fs_wire_buf_t dst_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)}, src_buf = dst_buf;
+    fs_wire_set_buf(&req.dst, &dst_buf);
+    fs_wire_set_buf(&req.src, &src_buf);
+    const int64_t *dst = NULL, *src = NULL;
+    int64_t n = 0, ns = 0;
+    uint8_t *ans = NULL;
+    fs_status_t st = decode_request(c, featstore_v1_ShardEdgesRequest_fields, &req, "ShardEdgesRequest");
+    if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardEdges");
+    if (st == FS_OK) st = check_revision(c, req.map_revision);
+    if (st == FS_OK) st = fs_wire_int64s(&dst_buf, "dst", &dst, &n, &c->err);
+    if (st == FS_OK) st = fs_wire_int64s(&src_buf, "src", &src, &ns, &c->err);
+    if (st == FS_OK && ns != n)
+        st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "ShardEdges: %lld sources for %lld destinations",
+                      (long long)ns, (long long)n);
+    if (st == FS_OK) st = fs_limits_check(&c->srv->limits, n, NULL, 0, &c->err);
+    if (st == FS_OK && !(ans = malloc((size_t)n + 1)))
+        st = fs_error(&c->err, FS_ERR_NOMEM, "ShardEdges: out of memory for %lld pairs", (long long)n);
+    if (st == FS_OK) st = fs_shard_edges(c->srv->shard, req.edge_type, dst, src, n, ans, &c->err);
+    if (st == FS_OK) st = fs_grpc_check_deadline(c, "while testing edges");
+    if (st == FS_OK) {
+        featstore_v1_ShardEdgesResponse resp = featstore_v1_ShardEdgesResponse_init_zero;
+        fs_wire_bytes_t b;
+        fs_wire_set_bytes(&resp.is_edge, &b, ans, (size_t)n);
+        c->response = fs_wire_encode(featstore_v1_ShardEdgesResponse_fields, &resp, &c->err);
+        if (!c->response) st = c->err.code;
+    }
+    free(ans);
+    fs_wire_buf_free(&dst_buf), fs_wire_buf_free(&src_buf);
+    count_shard_call(c, FS_SHARD_CALL_EDGES, st, n, -1);
+    return st;
+}
+
 const fs_grpc_method_t fs_grpc_methods[] = {
     {FS_WIRE_METHOD_INFO, FS_METHOD_INFO, do_info, 0},
     {FS_WIRE_METHOD_SAMPLE, FS_METHOD_SAMPLE, do_sample, 0},
@@ -504,6 +542,7 @@ const fs_grpc_method_t fs_grpc_methods[] = {
     {FS_WIRE_METHOD_SHARD_PICKS, FS_METHOD_SHARD_PICKS, do_shard_picks, 1},
     {FS_WIRE_METHOD_SHARD_ROWS, FS_METHOD_SHARD_ROWS, do_shard_rows, 1},
     {FS_WIRE_METHOD_SHARD_FILE, FS_METHOD_SHARD_FILE, do_shard_file, 1},
+    {FS_WIRE_METHOD_SHARD_EDGES, FS_METHOD_SHARD_EDGES, do_shard_edges, 1},
 };
 _Static_assert(sizeof fs_grpc_methods / sizeof fs_grpc_methods[0] == FS_GRPC_NUM_METHODS, "FS_GRPC_NUM_METHODS");
 

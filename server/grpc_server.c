@@ -454,14 +454,14 @@ static void call_begin(call_t *c)
     if (st == FS_OK && c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, "unknown method '%s' (featstore.v1.FeatStore has Info, Sample, "
-                      "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample, Stream, ShardPicks, ShardRows "
-                      "and ShardFile)", path);
+                      "Gather, SampleGather, Stats, Split, HeteroSample, LinkSample, Stream, ShardPicks, ShardRows, "
+                      "ShardFile and ShardEdges)", path);
         gpr_free(path);
     } else if (st == FS_OK && fs_grpc_methods[c->method].shard != 2 && (!s->engine) != fs_grpc_methods[c->method].shard) {
         st = fs_error(&c->err, FS_ERR_UNSUPPORTED, s->engine
                       ? "%s: this server serves a whole dataset, not a shard of a partitioned one"
                       : "%s: this server is a shard of a partitioned dataset: it answers ShardPicks, ShardRows, "
-                        "ShardFile and Stats only (trainers reach the shards through owner routing)",
+                        "ShardFile, ShardEdges and Stats only (trainers reach the shards through owner routing)",
                       fs_grpc_methods[c->method].path);
     }
     if (st != FS_OK) {

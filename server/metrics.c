@@ -61,7 +61,7 @@ const char *fs_method_name(fs_method_t m)
 {
     static const char *const n[FS_METHOD_COUNT_] = {"Info", "Sample", "Gather", "SampleGather", "Stats", "Split",
                                                       "HeteroSample", "LinkSample", "Stream", "ShardPicks",
-                                                      "ShardRows", "ShardFile", "unknown"};
+                                                      "ShardRows", "ShardFile", "ShardEdges", "unknown"};
     return (unsigned)m < FS_METHOD_COUNT_ ? n[m] : "unknown";
 }
 

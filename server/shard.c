@@ -74,6 +74,8 @@ static int file_allowed(const fs_shard_t *s, const char *name)
         size_t n = strlen(name);
         return strcmp(name, FS_PARTITION_BOOK) == 0 || (n > 13 && strcmp(name + n - 13, ".node_map.npy") == 0) ||
                (n > 8 && strcmp(name + n - 8, ".hot.npy") == 0) ||
+               (n > 14 && strcmp(name + n - 14, ".in_degree.npy") == 0) ||
+               (n > 15 && strcmp(name + n - 15, ".out_degree.npy") == 0) ||
                (strncmp(name, "link.", 5) == 0 && n > 4 && strcmp(name + n - 4, ".npy") == 0) ||
                (strstr(name, ".split_") && n > 4 && strcmp(name + n - 4, ".npy") == 0);
     }
@@ -91,7 +93,8 @@ fs_status_t fs_shard_file(const fs_shard_t *s, const char *name, int64_t offset,
     if (!file_allowed(s, name))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: '%s' is not a file of the partitioning a trainer may "
                         "read (partition.json, TYPE.node_map.npy, TYPE.hot.npy, TYPE.split_NAME.npy, "
-                        "link.NAME.ARRAY.npy, or a held part's part-NNNNN/manifest.json)", name);
+                        "link.NAME.ARRAY.npy, edges_E.in_degree.npy, edges_E.out_degree.npy, or a held part's "
+                        "part-NNNNN/manifest.json)", name);
     if (offset < 0 || max <= 0)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: %s: offset %lld and length %lld", name,
                         (long long)offset, (long long)max);

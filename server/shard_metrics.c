@@ -31,7 +31,7 @@ struct fs_shard_metrics {
     peer_t peer[FS_SHARD_METRICS_PEERS + 1]; /* the last: "other" */
 };
 
-static const char *const CALL_NAMES[FS_SHARD_CALL_COUNT_] = {"ShardPicks", "ShardRows", "ShardFile"};
+static const char *const CALL_NAMES[FS_SHARD_CALL_COUNT_] = {"ShardPicks", "ShardRows", "ShardFile", "ShardEdges"};
 
 fs_shard_metrics_t *fs_shard_metrics_create(int shard_id, const char *partitioning, int parts_held)
 {

@@ -1,7 +1,7 @@
 /* shard_metrics.h — what a shard server counts and exports (/metrics, and
  * the Stats RPC that `featstore stats etcd://...` sums over a cluster).
  *
- * Per method (ShardPicks, ShardRows, ShardFile): calls, errors, the ids
+ * Per method (ShardPicks, ShardRows, ShardFile, ShardEdges): calls, errors, the ids
  * asked, the bytes answered and the seconds spent; ShardPicks per hop
  * (calls and destinations: requests per hop); rows and bytes served to
  * each peer (trainer), by address without its port, the first
@@ -19,7 +19,8 @@
 
 #define FS_SHARD_METRICS_PEERS 64
 
-typedef enum { FS_SHARD_CALL_PICKS, FS_SHARD_CALL_ROWS, FS_SHARD_CALL_FILE, FS_SHARD_CALL_COUNT_ } fs_shard_call_t;
+typedef enum { FS_SHARD_CALL_PICKS, FS_SHARD_CALL_ROWS, FS_SHARD_CALL_FILE, FS_SHARD_CALL_EDGES,
+               FS_SHARD_CALL_COUNT_ } fs_shard_call_t;
 
 typedef struct fs_shard_metrics fs_shard_metrics_t;
 

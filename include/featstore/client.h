@@ -58,7 +58,8 @@
  * CLUSTER" reaches a sharded cluster (featstore partition, shard servers
  * registered on that etcd) as one store: the same batches as one server
  * for fs_sample, fs_gather, fs_sample_gather, fs_hetero_sample,
- * fs_link_sample (uniform negatives; temporal ones with the edges' times),
+ * fs_link_sample (negatives of every kind; temporal ones with or without
+ * the edges' times),
  * fs_split, fs_info and their streams; the rest is
  * FS_ERR_UNSUPPORTED for now (docs/api.md). `threads` splits its gathers'
  * conversions; the other options are ignored. The gRPC part of the library is

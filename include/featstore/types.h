@@ -242,7 +242,7 @@ typedef struct {
     int64_t count;
     const int64_t *src_ids, *dst_ids; /* [count] */
     const int64_t *label;            /* [count] or NULL (all positive) */
-    const int64_t *time;             /* [count] or NULL: the dst nodes' timestamps (temporal) */
+    const int64_t *time;             /* [count] or NULL: every seed its own node's timestamp (temporal) */
     fs_neg_mode_t neg;
     int neg_weighted;                /* negative endpoints drawn by degree^0.75, not uniformly */
     double amount;                   /* binary: ratio r >= 0; triplet: k >= 1 (an integer) */

@@ -11,8 +11,9 @@
  * point (fuzz_codec.h), then what the receiver does next — the sampling
  * request's hops and modes (fs_wire_sample_req_from_msg), whole int64
  * arrays, aligned when borrowed (fs_wire_int64s), a sample response's array
- * lengths against its block counts (fs_wire_sample_result), each array read
- * end to end (ASan and UBSan watch the reads). */
+ * lengths against its block counts (fs_wire_sample_result), a shard's
+ * ShardEdges answer within the trainer's bytes, each array read end to end
+ * (ASan and UBSan watch the reads). */
 #include <grpc/grpc.h>
 #include <grpc/slice.h>
 
@@ -20,7 +21,7 @@
 #include "fuzz_codec.h"
 
 enum { INFO_REQ, SAMPLE_REQ, GATHER_REQ, SAMPLE_GATHER_REQ, SPLIT_REQ, STATS_REQ, SAMPLE_RESP, GATHER_CHUNK,
-       SAMPLE_GATHER_CHUNK, INFO_RESP, STATS_RESP, STREAM_REQ, STREAM_CHUNK, KINDS };
+       SAMPLE_GATHER_CHUNK, INFO_RESP, STATS_RESP, STREAM_REQ, STREAM_CHUNK, SHARD_EDGES_REQ, SHARD_EDGES_RESP, KINDS };
 
 static uint8_t slicing; /* this run's byte 1 */
 
@@ -180,7 +181,70 @@ static void stream_req_check(const void *msg, void *state)
     check_ids(&((bytes_state_t *)state)->in, "seeds");
 }
 
+/* A shard's ShardEdges request: both lists borrowed, as the server takes them. */
+typedef struct {
+    bytes_state_t dst, src;
+} pairs_state_t;
+
+static void pairs_free(void *state)
+{
+    pairs_state_t *s = state;
+    fs_wire_buf_free(&s->dst.in), fs_wire_buf_free(&s->src.in);
+}
+static void shard_edges_req_decode(void *msg, void *state)
+{
+    featstore_v1_ShardEdgesRequest *m = msg;
+    pairs_state_t *s = state;
+    borrow_into(&m->dst, &s->dst), borrow_into(&m->src, &s->src);
+}
+static int shard_edges_req_encode(void *msg, void *state)
+{
+    featstore_v1_ShardEdgesRequest *m = msg;
+    pairs_state_t *s = state;
+    fs_wire_set_bytes(&m->dst, &s->dst.out, s->dst.in.data, s->dst.in.len);
+    fs_wire_set_bytes(&m->src, &s->src.out, s->src.in.data, s->src.in.len);
+    return 0;
+}
+static void shard_edges_req_check(const void *msg, void *state)
+{
+    (void)msg;
+    check_ids(&((pairs_state_t *)state)->dst.in, "dst");
+    check_ids(&((pairs_state_t *)state)->src.in, "src");
+}
+
 /* ---- responses ------------------------------------------------------------------------ */
+
+/* A ShardEdges answer lands in the trainer's bytes, one per pair asked
+ * (fs_shard_client_edges): a fixed buffer, longer answers refused. */
+#define EDGES_ASKED 64
+typedef struct {
+    fs_wire_buf_t in;
+    fs_wire_bytes_t out;
+    uint8_t mem[EDGES_ASKED];
+} edges_state_t;
+
+static void shard_edges_resp_decode(void *msg, void *state)
+{
+    edges_state_t *s = state;
+    s->in = (fs_wire_buf_t){.mem = s->mem, .cap = sizeof s->mem, .flags = FS_WIRE_FIXED};
+    fs_wire_set_buf(&((featstore_v1_ShardEdgesResponse *)msg)->is_edge, &s->in);
+}
+static int shard_edges_resp_encode(void *msg, void *state)
+{
+    edges_state_t *s = state;
+    fs_wire_set_bytes(&((featstore_v1_ShardEdgesResponse *)msg)->is_edge, &s->out, s->in.data, s->in.len);
+    return 0;
+}
+static void shard_edges_resp_check(const void *msg, void *state)
+{
+    (void)msg;
+    const edges_state_t *s = state;
+    FUZZ_CHECK(s->in.len <= sizeof s->mem && (s->in.len == 0 || s->in.data == s->mem), "%zu answers at %p",
+               s->in.len, s->in.data);
+    for (size_t i = 0; i < s->in.len; i++) sink ^= ((const uint8_t *)s->in.data)[i];
+}
+
+
 
 typedef struct {
     fs_wire_sample_dst_t dst;
@@ -352,6 +416,10 @@ static const codec_t codecs[KINDS] = {
     [STREAM_REQ] = CODEC(featstore_v1_StreamRequest, bytes_state_t, stream_req, bytes_free, stream_req_check),
     [STREAM_CHUNK] = CODEC(featstore_v1_StreamChunk, stream_state_t, stream_chunk, stream_state_free,
                            stream_chunk_check),
+    [SHARD_EDGES_REQ] = CODEC(featstore_v1_ShardEdgesRequest, pairs_state_t, shard_edges_req, pairs_free,
+                              shard_edges_req_check),
+    [SHARD_EDGES_RESP] = CODEC(featstore_v1_ShardEdgesResponse, edges_state_t, shard_edges_resp, NULL,
+                               shard_edges_resp_check),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

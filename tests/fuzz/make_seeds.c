@@ -525,7 +525,8 @@ static void local_session_seeds(void)
 /* ---- fuzz_grpc --------------------------------------------------------------------------------- */
 
 enum { G_INFO_REQ, G_SAMPLE_REQ, G_GATHER_REQ, G_SAMPLE_GATHER_REQ, G_SPLIT_REQ, G_STATS_REQ, G_SAMPLE_RESP,
-       G_GATHER_CHUNK, G_SAMPLE_GATHER_CHUNK, G_INFO_RESP, G_STATS_RESP, G_STREAM_REQ, G_STREAM_CHUNK };
+       G_GATHER_CHUNK, G_SAMPLE_GATHER_CHUNK, G_INFO_RESP, G_STATS_RESP, G_STREAM_REQ, G_STREAM_CHUNK,
+       G_SHARD_EDGES_REQ, G_SHARD_EDGES_RESP };
 
 static void put_grpc(const char *name, uint8_t kind, uint8_t slicing, const pb_msgdesc_t *type, const void *msg)
 {
@@ -643,6 +644,18 @@ static void grpc_seeds(void)
     featstore_v1_StatsResponse sr = {.api_version = 1};
     fs_wire_set_bytes(&sr.prometheus_text, &text_bytes, text, sizeof text - 1);
     put_grpc("stats-response", G_STATS_RESP, 0, featstore_v1_StatsResponse_fields, &sr);
+
+    /* ShardEdges: a round of strict tries to one shard, sliced, and its answer */
+    static const int64_t pair_dst[2] = {5, 9}, pair_src[2] = {1, 700};
+    static const uint8_t answers[2] = {1, 0};
+    fs_wire_bytes_t db, sb, ab;
+    featstore_v1_ShardEdgesRequest er = {.api_version = 2, .edge_type = 2, .map_revision = 7};
+    fs_wire_set_bytes(&er.dst, &db, pair_dst, sizeof pair_dst);
+    fs_wire_set_bytes(&er.src, &sb, pair_src, sizeof pair_src);
+    put_grpc("shard-edges-request", G_SHARD_EDGES_REQ, 0x05, featstore_v1_ShardEdgesRequest_fields, &er);
+    featstore_v1_ShardEdgesResponse ea = featstore_v1_ShardEdgesResponse_init_zero;
+    fs_wire_set_bytes(&ea.is_edge, &ab, answers, sizeof answers);
+    put_grpc("shard-edges-response", G_SHARD_EDGES_RESP, 0, featstore_v1_ShardEdgesResponse_fields, &ea);
 }
 
 int main(int argc, char **argv)

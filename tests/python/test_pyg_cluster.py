@@ -8,7 +8,9 @@ a private etcd (etcd://); two of the 4 also have a unix socket, so this
 process answers them itself (the unix:// path) and the rest over gRPC. featstore.pyg's NeighborLoader walks a shuffled
 epoch over each, and every batch's n_id, edge_index, e_id, x, y and
 input_id must be equal; so must LinkNeighborLoader's batches (binary negatives,
-the seed edges excluded), the binding's sample_gather and splits.
+the seed edges excluded; degree-weighted binary and triplet negatives over seed
+edges without times), the binding's strict and weighted link_sample,
+sample_gather and splits.
 A trainer may open and close its loader mid-epoch, and two trainers read
 the cluster at once, without the other noticing.
 
@@ -33,7 +35,7 @@ import fs_serve  # noqa: E402
 
 ARGS = None
 RUN = {}
-np = torch = featstore = pyg = None
+np = torch = featstore = pyg = pyg_sampler = None
 
 DROP_EDGE_TABLES = """
 import json, os, sys
@@ -158,6 +160,61 @@ class ClusterLoaders(unittest.TestCase):
         for loader in loaders:
             loader.close()
 
+    def test_link_loader_negatives_of_every_kind_without_seed_times(self):
+        """LinkNeighborLoader over explicit seed edges without times (time_attr: their endpoints' timestamps,
+        read from the shards), degree-weighted binary and triplet negatives (neg_weighted: the root's degree
+        arrays): one server's batches."""
+        et = ("paper", "cites", "paper")
+        fan = {et: [4, 2], ("author", "writes", "paper"): [2, 2]}
+        probe = featstore.connect(RUN["typed"]["one"])
+        edges = torch.stack([torch.from_numpy(probe.split("link/train/src")[:192].copy()),
+                             torch.from_numpy(probe.split("link/train/dst")[:192].copy())])
+        probe.close()
+        for neg in ("binary", pyg_sampler.NegativeSampling("triplet", 3)):
+            kw = dict(num_neighbors=fan, edge_label_index=(et, edges), neg_sampling=neg, neg_weighted=True,
+                      time_attr="time", batch_size=64, shuffle=True, seed=13)
+            loaders = [pyg.LinkNeighborLoader(RUN["typed"][k], **kw) for k in ("one", "two", "four")]
+            labelled = et if neg == "binary" else None
+            n = 0
+            for k, batches in enumerate(zip(*loaders)):
+                a = batches[0]
+                for b in batches[1:]:
+                    for t in a.node_types:
+                        self.assertTrue(torch.equal(a[t].n_id, b[t].n_id), f"batch {k}: {t}.n_id")
+                    for e in a.edge_types:
+                        self.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
+                    fields = ("edge_label_index", "edge_label") if labelled else ("src_index", "dst_pos_index",
+                                                                                    "dst_neg_index")
+                    for f in fields:  # triplet: on the source's and destination's node stores, as PyG puts them
+                        store = et if labelled else et[0] if f == "src_index" else et[2]
+                        self.assertTrue(torch.equal(a[store][f], b[store][f]), f"batch {k}: {f}")
+                n += 1
+            self.assertEqual(n, 3, "every batch of the 192 edges")
+            for loader in loaders:
+                loader.close()
+
+    def test_binding_strict_and_weighted_negatives(self):
+        """link_sample with strict, degree-weighted negatives (featstore.pyg's loaders take no strict option:
+        the binding's call is the way to them): one server's arrays."""
+        et = ("paper", "cites", "paper")
+        clients = [featstore.connect(RUN["typed"][k]) for k in ("one", "two", "four")]
+        src, dst = clients[0].split("link/train/src")[:50], clients[0].split("link/train/dst")[:50]
+        for neg, amount in (("binary", 8), ("triplet", 6)):
+            got = []
+            for c in clients:
+                b = c.link_sample(et, src, dst, num_neighbors={et: [3, 2]}, neg=neg, amount=amount,
+                                  neg_strict=True, neg_weighted=True, seed=21)
+                got.append({f: np.array(getattr(b, f)) for f in ("edge_label_index", "edge_label", "src_index",
+                                                                  "dst_pos_index", "dst_neg_index")
+                            if getattr(b, f) is not None} | {"paper": np.array(b.nodes["paper"])})
+                b.release()
+            for g in got[1:]:
+                self.assertEqual(sorted(g), sorted(got[0]))
+                for f in g:
+                    self.assertTrue(np.array_equal(g[f], got[0][f]), f"{neg}: {f}")
+        for c in clients:
+            c.close()
+
     def test_binding_calls_and_splits(self):
         clients = [featstore.connect(RUN["cora"][k]) for k in ("one", "two", "four")]
         self.assertEqual([c.transport for c in clients], ["unix", "etcd", "etcd"])
@@ -203,7 +260,7 @@ class ClusterLoaders(unittest.TestCase):
 
 
 def main():
-    global ARGS, np, torch, featstore, pyg
+    global ARGS, np, torch, featstore, pyg, pyg_sampler
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--featstore", required=True)
     p.add_argument("--lib", required=True)
@@ -218,7 +275,8 @@ def main():
     import torch as torch_
     import featstore as featstore_
     import featstore.pyg as pyg_
-    np, torch, featstore, pyg = np_, torch_, featstore_, pyg_
+    import torch_geometric.sampler as pyg_sampler_
+    np, torch, featstore, pyg, pyg_sampler = np_, torch_, featstore_, pyg_, pyg_sampler_
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 
@@ -233,3 +291,4 @@ else:  # collected by pytest (tests/conftest.py): the build the environment name
     import torch
     import featstore
     from featstore import pyg
+    import torch_geometric.sampler as pyg_sampler

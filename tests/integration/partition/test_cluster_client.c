@@ -12,8 +12,12 @@
  * socket are answered in the trainer's process (the unix:// path), the
  * rest over gRPC, in the same batches. When parts move to a new shard, a
  * trainer told its map is stale (or finding a shard gone under a newer
- * map) reads it again and goes on with the same batches. Skipped (77)
- * without etcd. */
+ * map) reads it again and goes on with the same batches. A typed R-MAT on
+ * 3 shards (2 in process): typed, disjoint, temporal and link batches
+ * equal too, link batches with negatives of every kind (strict ones asked
+ * of the shards a round at once: few ShardEdges calls; degree-weighted
+ * ones from the root's degree arrays) and temporal ones without seed
+ * times. Skipped (77) without etcd. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <signal.h>
@@ -265,6 +269,41 @@ Test(cluster_client, one_store_bit_for_bit)
     "  for t in e.pop('features',{}).values(): m['files'].pop(t['file']); os.remove(d+'/'+t['file'])\n"   \
     "json.dump(m,open(d+'/manifest.json','w'))"
 
+/* Link batches of `(paper, cites, paper)` on one server and on the shards:
+ * equal, bit for bit, for negatives of every kind (binary and triplet,
+ * uniform, strict, degree-weighted, both) and temporal batches with and
+ * without the seed edges' times (their endpoints' timestamps then, read
+ * from the shards). Many negatives, so strict ones meet edges and
+ * positives and are drawn again. */
+static void same_link_batches(fs_client_t *one, fs_client_t *many, const int64_t *lsrc, const int64_t *ldst,
+                              const int64_t *times, const fs_hetero_fanout_t *fan, const char *const *tables)
+{
+    static const struct {
+        fs_neg_mode_t neg;
+        double amount;
+        int strict, weighted, temporal, timed;
+    } cases[] = {{FS_NEG_BINARY, 1.5, 0, 0, 0, 0},  {FS_NEG_TRIPLET, 2, 0, 0, 0, 0},  {FS_NEG_NONE, 2, 0, 0, 1, 1},
+                 {FS_NEG_BINARY, 20, 1, 0, 0, 0},   {FS_NEG_TRIPLET, 10, 1, 0, 0, 0}, {FS_NEG_BINARY, 20, 0, 1, 0, 0},
+                 {FS_NEG_TRIPLET, 10, 0, 1, 0, 0},  {FS_NEG_BINARY, 20, 1, 1, 0, 0},  {FS_NEG_TRIPLET, 10, 1, 1, 0, 0},
+                 {FS_NEG_BINARY, 20, 1, 1, 1, 0},   {FS_NEG_TRIPLET, 3, 0, 0, 1, 0},  {FS_NEG_NONE, 1, 0, 0, 1, 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        fs_link_req_t link = FS_LINK_REQ_INIT;
+        link.src = "paper", link.rel = "cites", link.dst = "paper", link.count = 6;
+        link.src_ids = lsrc, link.dst_ids = ldst;
+        link.neg = cases[k].neg, link.amount = cases[k].amount;
+        link.strict = cases[k].strict, link.neg_weighted = cases[k].weighted;
+        fs_hetero_req_t lreq = FS_HETERO_REQ_INIT;
+        lreq.num_hops = 2, lreq.fanouts = fan, lreq.num_fanouts = 4, lreq.seed = 300u + (unsigned)k;
+        lreq.want_edge_ids = 1, lreq.node_tables = tables, lreq.num_node_tables = 1;
+        if (cases[k].temporal) lreq.temporal = FS_TEMPORAL_UNIFORM, link.time = cases[k].timed ? times : NULL;
+        fs_hetero_batch_t *a, *b;
+        cr_assert_eq(fs_link_sample(one, &link, &lreq, &a), FS_OK, "%s", fs_client_errstr(one));
+        cr_assert_eq(fs_link_sample(many, &link, &lreq, &b), FS_OK, "link case %zu: %s", k, fs_client_errstr(many));
+        tc_same_hetero_batch(a, b);
+        fs_hetero_batch_free(a), fs_hetero_batch_free(b);
+    }
+}
+
 Test(cluster_client, typed_batches_bit_for_bit)
 {
     char g[PATH_MAX], root[PATH_MAX], sock[PATH_MAX];
@@ -327,21 +366,7 @@ Test(cluster_client, typed_batches_bit_for_bit)
     }
     fs_dataset_close(ds);
     cr_assert_eq(found, 6);
-    for (int k = 0; k < 3; k++) {
-        fs_link_req_t link = FS_LINK_REQ_INIT;
-        link.src = "paper", link.rel = "cites", link.dst = "paper", link.count = 6;
-        link.src_ids = lsrc, link.dst_ids = ldst;
-        link.neg = k == 0 ? FS_NEG_BINARY : k == 1 ? FS_NEG_TRIPLET : FS_NEG_NONE, link.amount = k == 0 ? 1.5 : 2;
-        fs_hetero_req_t lreq = FS_HETERO_REQ_INIT;
-        lreq.num_hops = 2, lreq.fanouts = fan, lreq.num_fanouts = 4, lreq.seed = 300u + (unsigned)k;
-        lreq.want_edge_ids = 1, lreq.node_tables = tables, lreq.num_node_tables = 1;
-        if (k == 2) lreq.temporal = FS_TEMPORAL_UNIFORM, link.time = times;
-        fs_hetero_batch_t *a, *b;
-        cr_assert_eq(fs_link_sample(one, &link, &lreq, &a), FS_OK, "%s", fs_client_errstr(one));
-        cr_assert_eq(fs_link_sample(many, &link, &lreq, &b), FS_OK, "link %d: %s", k, fs_client_errstr(many));
-        tc_same_hetero_batch(a, b);
-        fs_hetero_batch_free(a), fs_hetero_batch_free(b);
-    }
+    same_link_batches(one, many, lsrc, ldst, times, fan, tables);
     static const char *const link_arrays[] = {"link/train/src", "link/train/dst", "link/test/time", "paper/train"};
     for (int k = 0; k < 4; k++) { /* link splits and typed splits, id for id */
         fs_ids_t *a, *b;
@@ -358,14 +383,13 @@ Test(cluster_client, typed_batches_bit_for_bit)
     for (size_t e = 0; e < ia->num_edge_types; e++)
         cr_assert_eq(ia->edge_types[e].reverse, ib->edge_types[e].reverse, "edge type %zu's reverse", e);
     fs_info_free(ia), fs_info_free(ib);
-    fs_link_req_t strict = FS_LINK_REQ_INIT; /* what the shards' rows would be read for: said so */
-    strict.src = "paper", strict.rel = "cites", strict.dst = "paper", strict.count = 6, strict.src_ids = lsrc;
-    strict.dst_ids = ldst, strict.neg = FS_NEG_BINARY, strict.amount = 1, strict.strict = 1;
-    fs_hetero_req_t sreq = FS_HETERO_REQ_INIT;
-    sreq.num_hops = 2, sreq.fanouts = fan, sreq.num_fanouts = 4;
-    fs_hetero_batch_t *x;
-    cr_assert_eq(fs_link_sample(many, &strict, &sreq, &x), FS_ERR_UNSUPPORTED, "%s", fs_client_errstr(many));
-    cr_assert(strstr(fs_client_errstr(many), "strict"), "%s", fs_client_errstr(many));
+    char *text; /* strict negatives asked in bulk: a call per owner per round, not one per candidate */
+    cr_assert_eq(fs_stats(many, &text), FS_OK, "%s", fs_client_errstr(many));
+    const char *edge_calls = strstr(text, "featstore_cluster_calls_total{method=\"ShardEdges\"} ");
+    cr_assert(edge_calls, "%s", text);
+    long long calls = atoll(strchr(edge_calls, ' ') + 1);
+    cr_assert(calls > 0 && calls <= 120, "%lld ShardEdges calls for the strict batches' 480 negatives", calls);
+    fs_stats_free(text);
     fs_batch_t *y;
     fs_sample_req_t plain = {.struct_size = sizeof plain, .num_hops = 1, .fanout = {2}};
     cr_assert_eq(fs_sample(many, papers, 2, &plain, &y), FS_ERR_UNSUPPORTED);
@@ -373,6 +397,43 @@ Test(cluster_client, typed_batches_bit_for_bit)
     fs_close(one), fs_close(many);
     for (int k = 0; k < 3; k++) stop(&s[k], SIGTERM);
     tu_serve_stop(&whole, SIGTERM);
+}
+
+/* The book of a root partitioned before the degree arrays were written. */
+#define DROP_DEGREES                                                                           \
+    "import json,sys; p=sys.argv[1]+'/partition.json'; b=json.load(open(p))\n"                 \
+    "for e in b['edge_types']: e.pop('degrees')\n"                                             \
+    "json.dump(b,open(p,'w'))"
+
+/* Degree-weighted negatives need the root's degree arrays: a root without
+ * them refuses them by name, and the batches that do not need them go on. */
+Test(cluster_client, a_root_without_degree_arrays_says_so)
+{
+    char g[PATH_MAX], root[PATH_MAX];
+    snprintf(g, sizeof g, "%s/old", dir), snprintf(root, sizeof root, "%s/old.parts", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --typed --scale 8 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s", DROP_EDGE_TABLES, g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 2 --out %s", tu_bin(), g, root), 0);
+    cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s", DROP_DEGREES, root), 0);
+    proc_t s;
+    shard(&s, root, "old", "0-1", 0);
+    fs_client_t *c = connect_to("etcd://%s/old", etcd.endpoint);
+    int64_t src[2] = {1, 2}, dst[2] = {3, 4};
+    fs_hetero_fanout_t fan[] = {{"paper", "cites", "paper", {2}}};
+    fs_link_req_t link = FS_LINK_REQ_INIT;
+    link.src = "paper", link.rel = "cites", link.dst = "paper", link.count = 2, link.src_ids = src, link.dst_ids = dst;
+    link.neg = FS_NEG_BINARY, link.amount = 2, link.neg_weighted = 1;
+    fs_hetero_req_t req = FS_HETERO_REQ_INIT;
+    req.num_hops = 1, req.fanouts = fan, req.num_fanouts = 1;
+    fs_hetero_batch_t *b;
+    cr_assert_eq(fs_link_sample(c, &link, &req, &b), FS_ERR_NOT_FOUND, "%s", fs_client_errstr(c));
+    cr_assert(strstr(fs_client_errstr(c), "(paper, cites, paper)") && strstr(fs_client_errstr(c), "partition"), "%s",
+              fs_client_errstr(c));
+    link.neg_weighted = 0, link.strict = 1; /* strict negatives need no degrees */
+    cr_assert_eq(fs_link_sample(c, &link, &req, &b), FS_OK, "%s", fs_client_errstr(c));
+    fs_hetero_batch_free(b);
+    fs_close(c);
+    stop(&s, SIGTERM);
 }
 
 /* Waits (up to 10 s) until cluster `name`'s map gives part `part` to shard `owner`. */

@@ -3,9 +3,11 @@
  * p % 3) on ephemeral loopback ports, and a trainer's routed engine whose
  * router asks them through gRPC (cluster/fs_shard_client.h). The batches,
  * mapped back, are one engine's on the source dataset bit for bit
- * (routed_fixture.h). And the refusals: a shard asked for a node it does
- * not hold (a stale map), a shard server asked for anything but
- * ShardPicks, a whole server asked for ShardPicks, a shard that is gone
+ * (routed_fixture.h). ShardEdges answers which pairs are edges. And the
+ * refusals: a shard asked for a node it does not hold (a stale map), a
+ * ShardEdges of unequal lists or an unknown edge type, a shard server
+ * asked for anything but its Shard* methods, a whole server asked for
+ * ShardPicks, a shard that is gone
  * (within the deadline), and the serve options a shard does not take. */
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -128,13 +130,34 @@ Test(shard_grpc, refusals)
     q.fanout = 0;
     cr_assert_eq(fs_shard_client_picks(r.client[0], &q, mine, 1, &out, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(err.msg, "fanout 0"), "%s", err.msg);
+    /* ShardEdges: the shard's rows say which pairs are edges; a node it does not hold is a stale map */
+    const fs_edge_type_t *e0 = &fs_shard_part(m.all, 0)->edge_types[0];
+    int64_t row = 0;
+    while (e0->indptr[row + 1] == e0->indptr[row]) row++;
+    int64_t a_src = e0->index_dtype == FS_DTYPE_I32 ? ((const int32_t *)e0->indices)[e0->indptr[row]]
+                                                     : ((const int64_t *)e0->indices)[e0->indptr[row]];
+    int64_t pd[3] = {m.first[0][0] + row, m.first[0][0] + row, m.first[0][3]}, ps[3] = {a_src, -1, a_src};
+    uint8_t is[3] = {7, 7, 7};
+    cr_assert_eq(fs_shard_client_edges(r.client[0], 0, pd, ps, 3, is, &err), FS_OK, "%s", err.msg);
+    cr_assert(is[0] == 1 && is[1] == 0 && is[2] <= 1, "answers %d %d %d", is[0], is[1], is[2]);
+    cr_assert_eq(fs_shard_client_edges(r.client[0], 0, theirs, ps, 1, is, &err), FS_ERR_NOT_FOUND);
+    cr_assert(strstr(err.msg, "stale"), "%s", err.msg);
+    cr_assert_eq(fs_shard_client_edges(r.client[0], 9, pd, ps, 1, is, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.msg, "edge type 9"), "%s", err.msg);
     rf_meta_close(&m);
     /* a shard server answers the Shard* methods only */
     char details[512];
     int port = atoi(strrchr(r.addr[0], ':') + 1);
     cr_assert_eq(tu_grpc_call(port, "/featstore.v1.FeatStore/Info", "", 0, details, sizeof details, NULL),
                  12 /* UNIMPLEMENTED */);
-    cr_assert(strstr(details, "a shard of a partitioned dataset: it answers ShardPicks, ShardRows, ShardFile and Stats only"), "%s", details);
+    cr_assert(strstr(details, "a shard of a partitioned dataset: it answers ShardPicks, ShardRows, ShardFile, ShardEdges "
+                              "and Stats only"), "%s", details);
+    /* ShardEdges with 2 destinations and 1 source: refused by name */
+    unsigned char bad[2 + 2 + 16 + 2 + 8] = {0x08, 0x02, 0x1a, 0x10};
+    bad[20] = 0x22, bad[21] = 0x08;
+    cr_assert_eq(tu_grpc_call(port, "/featstore.v1.FeatStore/ShardEdges", bad, sizeof bad, details, sizeof details,
+                              NULL), 3 /* INVALID_ARGUMENT */);
+    cr_assert(strstr(details, "1 sources for 2 destinations"), "%s", details);
     stop_shard(&r, 0);
     /* gone: unavailable within the deadline */
     fs_shard_client_t *gone;
