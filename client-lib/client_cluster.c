@@ -335,9 +335,52 @@ fs_status_t fs_cluster_connect(fs_client_t *c, const fs_addr_t *a)
 
 /* ---- homogeneous calls ----------------------------------------------------------- */
 
+/* ---- batch memory, recycled ------------------------------------------------------------
+ * A batch is tens of MB (its rows). Fresh heap memory per batch costs a
+ * page fault and a zeroed page per 4 KiB, and growing it by realloc copies
+ * what was written: together more CPU than a batch's sampling. So freed
+ * batches' buffers are kept for the next ones (the process's, up to
+ * HEAP_KEEP of them and HEAP_KEEP_BYTES in all), their pages still mapped:
+ * a trainer's steady state allocates nothing. */
+#define HEAP_KEEP 16
+#define HEAP_KEEP_BYTES ((size_t)1 << 30)
+
+static pthread_mutex_t heap_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *p;
+    size_t cap;
+} heap_kept[HEAP_KEEP];
+static int heap_num;
+static size_t heap_bytes;
+
+/* The largest kept buffer, or NULL (*cap 0). */
+static void *heap_take(size_t *cap)
+{
+    pthread_mutex_lock(&heap_mu);
+    int best = -1;
+    for (int i = 0; i < heap_num; i++)
+        if (best < 0 || heap_kept[i].cap > heap_kept[best].cap) best = i;
+    void *p = best >= 0 ? heap_kept[best].p : NULL;
+    *cap = best >= 0 ? heap_kept[best].cap : 0;
+    if (best >= 0) heap_bytes -= *cap, heap_kept[best] = heap_kept[--heap_num];
+    pthread_mutex_unlock(&heap_mu);
+    return p;
+}
+
+/* A batch's buffer back: kept while there is room, else freed. */
+static void heap_give(void *p, size_t cap)
+{
+    if (!p) return;
+    pthread_mutex_lock(&heap_mu);
+    int keep = heap_num < HEAP_KEEP && heap_bytes + cap <= HEAP_KEEP_BYTES;
+    if (keep) heap_kept[heap_num].p = p, heap_kept[heap_num++].cap = cap, heap_bytes += cap;
+    pthread_mutex_unlock(&heap_mu);
+    if (!keep) free(p);
+}
+
 static void release_batch(fs_batch_priv_t *p)
 {
-    free(((cluster_batch_t *)p)->mem);
+    heap_give(((cluster_batch_t *)p)->mem, p->region_len);
     free(p);
 }
 
@@ -345,6 +388,12 @@ static void release_batch(fs_batch_priv_t *p)
 static fs_status_t heap_grow(fs_exec_region_t *r, size_t bytes, fs_error_t *err)
 {
     if (bytes <= r->cap) return FS_OK;
+    if (!r->base) { /* a freed batch's, the largest kept: too small, it goes (realloc would copy it) */
+        r->base = heap_take(&r->cap);
+        if (bytes <= r->cap) return FS_OK;
+        free(r->base);
+        r->base = NULL, r->cap = 0;
+    }
     size_t cap = r->cap ? r->cap : 1 << 16;
     while (cap < bytes) cap *= 2;
     char *m = realloc(r->base, cap);
@@ -396,7 +445,7 @@ static fs_status_t run(fs_client_t *c, const int64_t *ids, int64_t n, const fs_s
     if (st == FS_OK && !b) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     free(global);
     if (st != FS_OK) {
-        free(into.base);
+        heap_give(into.base, into.cap);
         return fs_client_fail(c, st, "%s", err.msg);
     }
     fs_batch_t *p = &b->priv.pub;
@@ -458,7 +507,7 @@ static fs_status_t cluster_sample_gather(fs_client_t *c, const int64_t *seeds, i
 static void release_hetero(fs_hetero_priv_t *p)
 {
     free(p->index_mem);
-    free((void *)p->region);
+    heap_give((void *)p->region, p->region_len);
     free(p);
 }
 
@@ -541,7 +590,7 @@ static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_
     }
     free(mapped), free(ids);
     if (st != FS_OK) {
-        free(into.base);
+        heap_give(into.base, into.cap);
         return fs_client_fail(c, st, "%s", err.msg);
     }
     for (int t = 0; t < K->cl->num_types && t < ix.batch.num_node_types; t++) /* in the batch's own memory */
