@@ -7,7 +7,9 @@ its link capped by tbf to --rate both ways; no netem here, so bandwidth
 caps only). It runs one shard server (`featstore serve PARTS --parts auto
 --shards N --shard i`, every part p with p % N == i of a --parts-way
 partitioning, with a unix socket unless --local 0, so the machine's
-trainer answers its own shard in process) and one trainer; etcd runs on machine 0. A trainer connects
+trainer answers its own shard in process) and one trainer, whose seeds are
+the train nodes its shard holds (--local-seeds, as DistDGL's node_split;
+0: its rank's share of the whole split); etcd runs on machine 0. A trainer connects
 to etcd://10.77.0.1:2379/bench and loads GraphSAGE node-classification
 batches as a trainer would, with an epoch stream (node_stream: its rank's
 share of the train split, shuffled; [15, 10, 5] x 1024 with the rows of
@@ -90,13 +92,17 @@ def trainer(args):
     batches deep: the same batches as sample_gather + gather, one by one."""
     c = connect(args.uri, args.start_timeout)
     state = {"epoch": 0, "stream": None, "nodes": 0}
+    # its seeds: the train nodes its machine's shard holds (fs_split_local, as DistDGL's node_split), or
+    # its rank's share of the whole split
+    seeds, rank, world = ("train", args.rank, args.world) if not args.local_seeds else \
+        (c.split("train", local=True), 0, 1)
 
     def next_batch():
         while True:
             if state["stream"] is None:
                 state["stream"] = iter(c.node_stream(
-                    "train", batch_size=args.batch, num_neighbors=FANOUTS, table="feat", labels="labels",
-                    seed=7, epoch=state["epoch"], rank=args.rank, world_size=args.world, prefetch=args.prefetch,
+                    seeds, batch_size=args.batch, num_neighbors=FANOUTS, table="feat", labels="labels",
+                    seed=7, epoch=state["epoch"], rank=rank, world_size=world, prefetch=args.prefetch,
                     producers=args.producers))
             try:
                 return next(state["stream"])
@@ -186,6 +192,7 @@ def run_featstore(args, parts, n):
         for i in range(n):
             start("trainer%d" % i, i, [sys.executable, os.path.abspath(__file__), "--role", "trainer", "--uri",
                                        "etcd://%s/bench" % ETCD, "--rank", str(i), "--world", str(n),
+                                       "--local-seeds", str(args.local_seeds),
                                        "--batch", str(args.batch), "--warmup", str(args.warmup),
                                        "--batches", str(args.batches), "--phase-timeout", str(args.phase_timeout),
                                        "--producers", str(args.producers), "--prefetch", str(args.prefetch),
@@ -248,9 +255,9 @@ def driver(args):
         eff = "%.3f" % (agg / (n * base)) if base else "na"
         print("RESULT bench=cluster shards=%d trainers=%d batches_per_s=%.2f scaling_efficiency=%s "
               "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d remote_rows_per_batch=%.0f rate=%s parts=%d "
-              "cache_mb=%d cores_per_machine=%g local=%d batches=%d"
+              "cache_mb=%d cores_per_machine=%g local=%d local_seeds=%d batches=%d"
               % (n, n, agg, eff, per_batch, per_batch * per_epoch, remote_rows, args.rate, args.parts, args.cache_mb,
-                 args.cores_per_machine, args.local, batches), flush=True)
+                 args.cores_per_machine, args.local, args.local_seeds, batches), flush=True)
         if args.distdgl:
             d = run_distdgl(args, n)
             if d:
@@ -277,6 +284,10 @@ def main():
     ap.add_argument("--local", type=int, default=1,
                     help="1: each shard has a unix socket, so its machine's trainer answers it in process (the "
                          "unix:// path); 0: every shard over gRPC")
+    ap.add_argument("--local-seeds", type=int, default=None,
+                    help="1 (the default with --local 1): each trainer's seeds are the train nodes its machine's "
+                         "shard holds (fs_split_local), as DistDGL's node_split gives its trainers; 0: its rank's "
+                         "share of the whole split")
     ap.add_argument("--workdir", default="/tmp/featstore-bench/cluster")
     ap.add_argument("--distdgl", action="store_true", help="DistDGL at each count too (bench/peers/setup.sh)")
     ap.add_argument("--dgl-python", default=os.path.expanduser("~/.cache/featstore-peers/dgl/bin/python"))
@@ -291,6 +302,8 @@ def main():
     ap.add_argument("--rank", type=int)
     ap.add_argument("--world", type=int)
     args = ap.parse_args()
+    if args.local_seeds is None:
+        args.local_seeds = args.local
     if args.role == "trainer":
         return trainer(args)
     args.featstore = os.path.join(args.build, "cli", "featstore")

@@ -320,6 +320,20 @@ FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
     return c->ops->split(c, name, out);
 }
 
+FS_API fs_status_t fs_split_local(fs_client_t *c, const char *name, fs_ids_t **out)
+{
+    fs_status_t st = usable(c);
+    if (st != FS_OK) return st;
+    if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
+    *out = NULL;
+    if (!name || !name[0]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no split name");
+    if (strlen(name) >= 256) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "split name '%.40s...' is too long", name);
+    if (!c->ops->split_local)
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "a %s:// connection has no shards on this machine: a split's "
+                              "local share is a sharded cluster's (etcd:// or file:)", c->ops->name);
+    return c->ops->split_local(c, name, out);
+}
+
 FS_API void fs_ids_free(fs_ids_t *ids)
 {
     if (!ids) return;

@@ -656,6 +656,36 @@ static fs_status_t cluster_split(fs_client_t *c, const char *name, fs_ids_t **ou
     return FS_OK;
 }
 
+/* fs_split_local: the split, then the ids a shard on this machine holds,
+ * in order (ids are moved down in place). */
+static fs_status_t cluster_split_local(fs_client_t *c, const char *name, fs_ids_t **out)
+{
+    cluster_t *K = c->impl;
+    const fs_cluster_t *cl = K->cl;
+    if (strncmp(name, "link/", 5) == 0)
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "split '%s': a link split's arrays have no local share (their "
+                              "edges' ends may be on two machines): use fs_split", name);
+    if (fs_cluster_conn_num_local(K->conn) == 0)
+        return fs_client_fail(c, FS_ERR_NOT_FOUND, "split '%s': none of cluster %s's shards is on this machine (a "
+                              "shard is when it has a --socket this process can reach on the same kernel and "
+                              "network namespace)", name, cl->name);
+    fs_status_t st = cluster_split(c, name, out);
+    if (st != FS_OK) return st;
+    const char *slash = strchr(name, '/');
+    int t = 0;
+    while (slash && t < cl->num_types && (strlen(cl->types[t].name) != (size_t)(slash - name) ||
+                                          strncmp(cl->types[t].name, name, slash - name) != 0))
+        t++;
+    fs_ids_t *ids = *out;
+    int64_t *v = (int64_t *)ids->ids, kept = 0, g;
+    fs_error_t err = {0};
+    for (int64_t i = 0; i < ids->n; i++)
+        if (fs_cluster_to_global(cl, t, &v[i], 1, &g, &err) == FS_OK && fs_cluster_conn_is_local(K->conn, t, g))
+            v[kept++] = v[i];
+    ids->n = kept;
+    return FS_OK;
+}
+
 static int add_table(fs_table_info_t *t, const fs_cluster_table_t *tb, int64_t rows)
 {
     if (!t || fs_info_set_text(&t->name, tb->name)) return -1;
@@ -750,6 +780,7 @@ static const fs_transport_ops_t cluster_ops = {
     .sample_gather = cluster_sample_gather,
     .stats = cluster_stats,
     .split = cluster_split,
+    .split_local = cluster_split_local,
     .hetero = cluster_hetero,
     .close = cluster_close,
     .idle = cluster_idle,

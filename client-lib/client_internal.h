@@ -60,6 +60,7 @@ typedef struct {
                                  const char *table, fs_dtype_t out_dtype, fs_batch_t **out);
     fs_status_t (*stats)(struct fs_client *c, char **text);
     fs_status_t (*split)(struct fs_client *c, const char *name, fs_ids_t **out);
+    fs_status_t (*split_local)(struct fs_client *c, const char *name, fs_ids_t **out); /* NULL: refused */
     fs_status_t (*replan)(struct fs_client *c, const fs_replan_opts_t *opts, uint64_t *generation); /* NULL: refused */
     /* fs_hetero_sample (link NULL) and fs_link_sample (groups NULL): the
      * structs are full-size copies (client.c) */

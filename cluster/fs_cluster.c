@@ -883,6 +883,20 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *loca
     return FS_OK;
 }
 
+int fs_cluster_conn_is_local(const fs_cluster_conn_t *k, int t, int64_t x)
+{
+    int p = fs_route_part_of(k->c->types[t].first, k->c->parts, x);
+    const fs_shard_addr_t *a = p < 0 ? NULL : fs_shard_map_owner(&k->map, p);
+    return a && k->local_conn[a - k->map.shard] != NULL;
+}
+
+int fs_cluster_conn_num_local(const fs_cluster_conn_t *k)
+{
+    int n = 0;
+    for (int s = 0; s < k->map.num_shards; s++) n += k->local_conn[s] != NULL;
+    return n;
+}
+
 int64_t fs_cluster_conn_revision(const fs_cluster_conn_t *k)
 {
     return k->map.revision;

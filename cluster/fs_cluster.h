@@ -240,6 +240,11 @@ void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out);
 void fs_cluster_conn_close(fs_cluster_conn_t *k);
 fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k);
 int64_t fs_cluster_conn_revision(const fs_cluster_conn_t *k); /* the map revision it routes by */
+/* Whether global id x of node type t lies in a part of a shard this
+ * connection answers in process (fs_cluster_local_t). */
+int fs_cluster_conn_is_local(const fs_cluster_conn_t *k, int t, int64_t x);
+/* How many shards it answers in process. */
+int fs_cluster_conn_num_local(const fs_cluster_conn_t *k);
 
 /* The remote hooks of a connection's views: the edge types' picks, edge
  * tests and degrees (fs_typed_remote_t, for fs_csr_view_t.remote or

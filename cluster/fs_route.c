@@ -115,8 +115,7 @@ static int grow(int64_t **p, size_t n)
     return 0;
 }
 
-/* The part owning id x of a type with ranges first[0..parts]; -1 outside. */
-static int part_of(const int64_t *first, int parts, int64_t x)
+int fs_route_part_of(const int64_t *first, int parts, int64_t x)
 {
     if (x < first[0] || x >= first[parts]) return -1;
     int lo = 0, hi = parts - 1;
@@ -144,7 +143,7 @@ static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n
     int S = r->m.num_shards;
     memset(r->count, 0, (size_t)S * sizeof *r->count);
     for (int64_t i = 0; i < n; i++) {
-        int p = part_of(r->m.first[type], r->m.parts, dst[i]);
+        int p = fs_route_part_of(r->m.first[type], r->m.parts, dst[i]);
         if (p < 0)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: node %lld of type %d (entry %lld) is in no part",
                             (long long)dst[i], type, (long long)i);

@@ -57,6 +57,10 @@ fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t
                              fs_error_t *err);
 void fs_router_destroy(fs_router_t *r);
 
+/* The part owning id x of a type whose parts own [first[p], first[p + 1])
+ * (first[0..parts], ascending); -1 outside them. */
+int fs_route_part_of(const int64_t *first, int parts, int64_t x);
+
 /* fs_typed_remote_t.picks with ctx = the router. An id outside its type's
  * ranges, or a part with no shard, is FS_ERR_INVALID_ARGUMENT naming it. */
 fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,

@@ -652,6 +652,15 @@ typedef struct {
  * "link/NAME/src" and so on: fs_link_split_info_t). Over unix:// the ids are the dataset's file, mapped read-only.
  * FS_ERR_NOT_FOUND for an unknown name. Free with fs_ids_free. */
 FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out);
+/* Since 1.5. A node split's share on this machine, over a sharded cluster
+ * (etcd:// or file:): its ids ("NAME" or "TYPE/NAME") that the shards this
+ * process answers itself hold (those on its machine: docs/api.md section
+ * 13), in the split's order. A trainer per machine that trains on it starts
+ * its batches where its rows are (DistDGL's node_split); give it to a
+ * stream as its seeds. FS_ERR_NOT_FOUND when no shard is on this machine
+ * or for an unknown split; FS_ERR_UNSUPPORTED on other connections and for
+ * a link split's arrays. Free with fs_ids_free. */
+FS_API fs_status_t fs_split_local(fs_client_t *c, const char *name, fs_ids_t **out);
 FS_API void fs_ids_free(fs_ids_t *ids);
 
 /* ---- operations ---------------------------------------------------------------- */

@@ -236,6 +236,12 @@ class ClusterLoaders(unittest.TestCase):
         families = dict(re.findall(r"^# TYPE (featstore_trainer_\w+) (\w+)$", trainer, re.M))
         self.assertEqual(families, fs_serve.trainer_families(doc))
         self.assertIn("\nfeatstore_trainer_local_shards 2\n", trainer)  # shards 0 and 2 of four: in process
+        mine = clients[2].split("train", local=True)  # what shards 0 and 2 hold, in the split's order
+        whole = splits[0]
+        self.assertTrue(0 < len(mine) < len(whole))
+        self.assertTrue(np.array_equal(whole[np.isin(whole, mine)], mine))
+        with self.assertRaises(featstore.Error):  # no shard of "two" is on this machine
+            clients[1].split("train", local=True)
         for c in clients:
             c.close()
 

@@ -272,6 +272,7 @@ _PROTOTYPES = {
     "fs_batch_region": (ctypes.c_int, [ctypes.POINTER(BatchC), ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.POINTER(ctypes.c_size_t)]),
     "fs_split": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(IdsC))]),
+    "fs_split_local": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(IdsC))]),
     "fs_ids_free": (None, [ctypes.POINTER(IdsC)]),
     "fs_stats": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.c_void_p)]),
     "fs_stats_free": (None, [ctypes.c_void_p]),

@@ -406,11 +406,14 @@ class Client(StreamCalls, Closing):
         self._call(lib.fs_report_load_ratio, float(ratio), ctypes.byref(s))
         return s.value
 
-    def split(self, name: str) -> np.ndarray:
+    def split(self, name: str, local: bool = False) -> np.ndarray:
         """The node ids of split `name` ("train", "valid", "test") as a new
-        int64 array (copied: splits are small and this way outlive nothing)."""
+        int64 array (copied: splits are small and this way outlive nothing).
+        `local` (a sharded cluster, since 1.5): only those the shards on
+        this machine hold, in order (``fs_split_local``: a trainer per
+        machine trains on them, as DistDGL's node_split)."""
         out = ctypes.POINTER(_lib.IdsC)()
-        self._call(lib.fs_split, _name(name), ctypes.byref(out))
+        self._call(lib.fs_split_local if local else lib.fs_split, _name(name), ctypes.byref(out))
         try:
             n = out.contents.n
             return np.ctypeslib.as_array(out.contents.ids, (n,)).copy() if n else np.zeros(0, np.int64)

@@ -153,6 +153,40 @@ static void trainer_counts(fs_client_t *c, int local)
     fs_stats_free(text);
 }
 
+/* fs_split_local: the train split's ids parts 0, 2, 4 and 6 hold (shards 0
+ * and 2 of "four" are in process), in order, by the parts' own orig_ids;
+ * refused where no shard is local, over unix://, and for link arrays. */
+static void local_split(fs_client_t *c[3], const char *root)
+{
+    fs_ids_t *all, *mine;
+    cr_assert_eq(fs_split(c[0], "train", &all), FS_OK);
+    cr_assert_eq(fs_split_local(c[2], "train", &mine), FS_OK, "%s", fs_client_errstr(c[2]));
+    char *held = calloc(1024, 1);
+    for (int p = 0; p < 8; p += 2) {
+        char dir[PATH_MAX + 16];
+        snprintf(dir, sizeof dir, "%s/part-%05d", root, p);
+        fs_dataset_t *part = tu_open_dataset(dir);
+        for (int64_t r = 0; r < part->node_types[0].count; r++) held[part->node_types[0].orig_ids[r]] = 1;
+        fs_dataset_close(part);
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < all->n; i++)
+        if (held[all->ids[i]]) {
+            cr_assert(k < mine->n && mine->ids[k] == all->ids[i], "local train id %lld: %lld", (long long)k,
+                      k < mine->n ? (long long)mine->ids[k] : -1LL);
+            k++;
+        }
+    cr_assert_eq(k, mine->n, "the local share has %lld ids, the parts hold %lld", (long long)mine->n, (long long)k);
+    cr_assert(k > 0 && k < all->n, "a share, not all or nothing: %lld of %lld", (long long)k, (long long)all->n);
+    fs_ids_free(all), fs_ids_free(mine), free(held);
+    cr_assert_eq(fs_split_local(c[1], "train", &mine), FS_ERR_NOT_FOUND);
+    cr_assert(strstr(fs_client_errstr(c[1]), "none of cluster two's shards is on this machine"), "%s",
+              fs_client_errstr(c[1]));
+    cr_assert_eq(fs_split_local(c[0], "train", &mine), FS_ERR_UNSUPPORTED);
+    cr_assert_eq(fs_split_local(c[2], "link/x/src", &mine), FS_ERR_UNSUPPORTED);
+    cr_assert_eq(fs_split_local(c[2], "nope", &mine), FS_ERR_NOT_FOUND);
+}
+
 Test(cluster_client, one_store_bit_for_bit)
 {
     cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 10 --edge-factor 8 --dim 6 --dtype float16 --out %s/g", tu_bin(),
@@ -242,6 +276,7 @@ Test(cluster_client, one_store_bit_for_bit)
     fs_stats_free(text);
     free(cli);
     trainer_counts(c[2], 2), trainer_counts(c[1], 0); /* where the batches were answered */
+    local_split(c, root);
     fs_client_t *wrong; /* a shard's socket is not a whole server's */
     char uri[PATH_MAX + 32];
     snprintf(uri, sizeof uri, "unix://%s/four-0.sock", dir);
