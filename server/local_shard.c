@@ -1,6 +1,8 @@
 /* local_shard.c — a shard server's unix:// socket (local_shard.h says what
- * and why): one thread accepting, one handshake at a time, each answered
- * with the held parts' manifests and files and then closed. */
+ * and why): one thread accepting, each handshake on a thread of its own
+ * (FS_LOCAL_SHARD_MAX_HANDSHAKES at once, so a peer that sends nothing
+ * delays no other), answered with the held parts' manifests and files and
+ * then closed. */
 #include "local_shard.h"
 
 #include <errno.h>
@@ -28,7 +30,15 @@ struct fs_local_shard {
     int num_held;
     pthread_t thread;
     int running;
+    pthread_mutex_t mu;      /* handshakes under way, and their end */
+    pthread_cond_t idle;
+    int handshakes;
 };
+
+typedef struct {
+    fs_local_shard_t *ls;
+    int fd;
+} handshake_t;
 
 /* A part's manifest as the shard parsed it, in a sealed memfd: the
  * trainer validates the same text against the same files. */
@@ -122,6 +132,46 @@ static void serve_one(fs_local_shard_t *ls, int fd)
     close(fd);
 }
 
+static void *handshake(void *arg)
+{
+    handshake_t *h = arg;
+    fs_local_shard_t *ls = h->ls;
+    serve_one(ls, h->fd);
+    free(h);
+    pthread_mutex_lock(&ls->mu);
+    if (--ls->handshakes == 0) pthread_cond_broadcast(&ls->idle);
+    pthread_mutex_unlock(&ls->mu);
+    return NULL;
+}
+
+/* A new peer, served on a thread of its own while there is room. */
+static void admit(fs_local_shard_t *ls, int fd)
+{
+    pthread_mutex_lock(&ls->mu);
+    int room = ls->handshakes < FS_LOCAL_SHARD_MAX_HANDSHAKES;
+    ls->handshakes += room;
+    pthread_mutex_unlock(&ls->mu);
+    handshake_t *h = room ? malloc(sizeof *h) : NULL;
+    pthread_t t;
+    pthread_attr_t attr;
+    int started = 0;
+    if (h && pthread_attr_init(&attr) == 0) {
+        *h = (handshake_t){ls, fd};
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&t, &attr, handshake, h) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    if (started) return;
+    free(h);
+    if (room) {
+        pthread_mutex_lock(&ls->mu);
+        if (--ls->handshakes == 0) pthread_cond_broadcast(&ls->idle);
+        pthread_mutex_unlock(&ls->mu);
+    }
+    fs_local_refuse(fd, FS_ERR_RESOURCE, room ? "the shard cannot start a thread for this peer"
+                                              : "the shard is answering as many peers as it may at once: try again");
+}
+
 static void *loop(void *arg)
 {
     fs_local_shard_t *ls = arg;
@@ -132,7 +182,7 @@ static void *loop(void *arg)
         if (n <= 0) continue;
         if (p[1].revents) break;
         int fd = accept4(ls->sock.fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0) serve_one(ls, fd);
+        if (fd >= 0) admit(ls, fd);
         else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
             poll(&p[1], 1, 100); /* out of descriptors: wait a little rather than spin */
     }
@@ -146,7 +196,12 @@ void fs_local_shard_stop(fs_local_shard_t *ls)
         uint64_t one = 1;
         if (write(ls->wake_fd, &one, sizeof one) != sizeof one) { /* an eventfd write cannot fail here */ }
         pthread_join(ls->thread, NULL);
+        pthread_mutex_lock(&ls->mu); /* the handshakes' own deadlines bound this wait */
+        while (ls->handshakes > 0) pthread_cond_wait(&ls->idle, &ls->mu);
+        pthread_mutex_unlock(&ls->mu);
     }
+    pthread_mutex_destroy(&ls->mu);
+    pthread_cond_destroy(&ls->idle);
     fs_local_socket_remove(&ls->sock);
     for (int i = 0; ls->manifest_fd && i < ls->num_held; i++)
         if (ls->manifest_fd[i] >= 0) close(ls->manifest_fd[i]);
@@ -182,6 +237,8 @@ fs_status_t fs_local_shard_start(const char *path, const fs_shard_t *shard, int 
     fs_local_shard_t *ls = calloc(1, sizeof *ls);
     if (!ls) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     ls->shard = shard, ls->id = id, ls->sock.fd = -1;
+    pthread_mutex_init(&ls->mu, NULL);
+    pthread_cond_init(&ls->idle, NULL);
     ls->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     fs_status_t st = ls->wake_fd >= 0 ? FS_OK : fs_error(err, FS_ERR_IO, "--socket: eventfd: %s", strerror(errno));
     if (st == FS_OK)

@@ -8,12 +8,13 @@
  *
  * One exchange per connection, then the shard hangs up: the descriptors
  * stay valid in the trainer, and a part's files never change under a
- * shard (a partitioning is written once). Handshakes are served one at a
- * time on the socket's own thread, each within FS_LOCAL_SHARD_HANDSHAKE_MS;
+ * shard (a partitioning is written once). Each handshake runs on a thread
+ * of its own, within FS_LOCAL_SHARD_HANDSHAKE_MS, up to
+ * FS_LOCAL_SHARD_MAX_HANDSHAKES at once (more are refused, saying so);
  * peers are admitted by the server's allow-list (local_socket.h).
  *
- * Thread-safety: start and stop from one thread; the socket's thread only
- * reads the shard. */
+ * Thread-safety: start and stop from one thread; the socket's threads only
+ * read the shard. */
 #ifndef FS_LOCAL_SHARD_H
 #define FS_LOCAL_SHARD_H
 
@@ -22,6 +23,7 @@
 
 /* How long a peer has to send its SHARD_HELLO, and the shard to send its parts. */
 #define FS_LOCAL_SHARD_HANDSHAKE_MS 5000
+#define FS_LOCAL_SHARD_MAX_HANDSHAKES 32
 
 typedef struct fs_local_shard fs_local_shard_t;
 

@@ -28,7 +28,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include "client_checks.h"
+#include "fs_local.h"
 #include "fs_cluster.h"
 #include "fs_member.h"
 #include "featstore/client.h"
@@ -187,6 +193,34 @@ static void local_split(fs_client_t *c[3], const char *root)
     cr_assert_eq(fs_split_local(c[2], "nope", &mine), FS_ERR_NOT_FOUND);
 }
 
+/* A shard's socket answers a SHARD_HELLO with its parts while another peer
+ * sits connected and silent: a peer that sends nothing delays no other
+ * (each waits out its own handshake deadline, 5 s, on a thread of its own). */
+static void socket_not_held_up(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    cr_assert_lt(strlen(path), sizeof a.sun_path);
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    int idle = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), asker = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    cr_assert(connect(idle, (struct sockaddr *)&a, sizeof a) == 0 && connect(asker, (struct sockaddr *)&a, sizeof a) == 0,
+              "%s: %s", path, strerror(errno));
+    featstore_local_ShardHello h = {.major = FS_LOCAL_MAJOR, .minor = FS_LOCAL_MINOR}; /* no partitioning: refused */
+    cr_assert_eq(fs_local_send_msg(asker, FS_LOCAL_SHARD_HELLO, featstore_local_ShardHello_fields, &h, NULL, 0, 0), 0);
+    struct pollfd p = {.fd = asker, .events = POLLIN};
+    cr_assert_eq(poll(&p, 1, 2500), 1, "no answer within 2.5 s while another peer sits silent");
+    char buf[4096];
+    fs_local_frame_t f;
+    int fds[FS_LOCAL_MAX_FDS], n = 0;
+    cr_assert_eq(fs_local_recv(asker, &f, buf, sizeof buf, fds, &n, FS_LOCAL_MAX_FDS, 0), 1);
+    cr_assert_eq(f.type, FS_LOCAL_ERROR, "the hello named no partitioning: refused by name");
+    featstore_local_Error e = featstore_local_Error_init_zero;
+    fs_error_t err;
+    cr_assert_eq(fs_local_decode(buf, f.len, featstore_local_Error_fields, &e, "error", &err), FS_OK);
+    cr_assert(strstr(e.message, "serves partitioning"), "%s", e.message);
+    for (int i = 0; i < n; i++) close(fds[i]);
+    close(idle), close(asker);
+}
+
 Test(cluster_client, one_store_bit_for_bit)
 {
     cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 10 --edge-factor 8 --dim 6 --dtype float16 --out %s/g", tu_bin(),
@@ -277,6 +311,9 @@ Test(cluster_client, one_store_bit_for_bit)
     free(cli);
     trainer_counts(c[2], 2), trainer_counts(c[1], 0); /* where the batches were answered */
     local_split(c, root);
+    char four0[PATH_MAX + 32];
+    snprintf(four0, sizeof four0, "%s/four-0.sock", dir);
+    socket_not_held_up(four0);
     fs_client_t *wrong; /* a shard's socket is not a whole server's */
     char uri[PATH_MAX + 32];
     snprintf(uri, sizeof uri, "unix://%s/four-0.sock", dir);
