@@ -77,8 +77,8 @@ static void names_free(names_t *x)
     free(x->names);
 }
 
-/* One frame within the deadline: 1, or 0 with *err set (an ERROR frame
- * carries the shard's reason). */
+/* One SHARD_PART frame within the deadline; anything else is an error
+ * (an ERROR frame's, the shard's reason). */
 static fs_status_t recv_within(int sock, const char *path, double deadline, fs_local_frame_t *f, char *buf, size_t cap,
                                int *fds, int *nfds, fs_error_t *err)
 {
@@ -104,7 +104,7 @@ static fs_status_t recv_within(int sock, const char *path, double deadline, fs_l
 static fs_status_t open_part(const fs_cluster_t *c, const char *path, const featstore_local_ShardPart *m,
                              const names_t *files, const int *fds, int nfds, fs_dataset_t **out, fs_error_t *err)
 {
-    if (strcmp(m->partitioning, c->partitioning) != 0 || (int)m->parts != c->parts || (int)m->index >= c->parts ||
+    if (strcmp(m->partitioning, c->partitioning) != 0 || m->parts != (uint32_t)c->parts || m->index >= m->parts ||
         nfds != files->n + 1 || m->manifest_bytes == 0 || m->manifest_bytes > FS_CLUSTER_BOOK_MAX)
         return fs_error(err, FS_ERR_FORMAT, "shard socket %s: part %u of partitioning %s of %u parts, %d descriptors "
                         "for %d files and a %llu-byte manifest: not a part of this cluster's %s of %d parts", path,

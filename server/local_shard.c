@@ -132,15 +132,21 @@ static void serve_one(fs_local_shard_t *ls, int fd)
     close(fd);
 }
 
+/* One handshake fewer under way (the last one's end wakes a stop). */
+static void handshake_done(fs_local_shard_t *ls)
+{
+    pthread_mutex_lock(&ls->mu);
+    if (--ls->handshakes == 0) pthread_cond_broadcast(&ls->idle);
+    pthread_mutex_unlock(&ls->mu);
+}
+
 static void *handshake(void *arg)
 {
     handshake_t *h = arg;
     fs_local_shard_t *ls = h->ls;
     serve_one(ls, h->fd);
     free(h);
-    pthread_mutex_lock(&ls->mu);
-    if (--ls->handshakes == 0) pthread_cond_broadcast(&ls->idle);
-    pthread_mutex_unlock(&ls->mu);
+    handshake_done(ls);
     return NULL;
 }
 
@@ -163,11 +169,7 @@ static void admit(fs_local_shard_t *ls, int fd)
     }
     if (started) return;
     free(h);
-    if (room) {
-        pthread_mutex_lock(&ls->mu);
-        if (--ls->handshakes == 0) pthread_cond_broadcast(&ls->idle);
-        pthread_mutex_unlock(&ls->mu);
-    }
+    if (room) handshake_done(ls);
     fs_local_refuse(fd, FS_ERR_RESOURCE, room ? "the shard cannot start a thread for this peer"
                                               : "the shard is answering as many peers as it may at once: try again");
 }
