@@ -12,8 +12,10 @@
  * request's hops and modes (fs_wire_sample_req_from_msg), whole int64
  * arrays, aligned when borrowed (fs_wire_int64s), a sample response's array
  * lengths against its block counts (fs_wire_sample_result), a shard's
- * ShardEdges answer within the trainer's bytes, each array read end to end
- * (ASan and UBSan watch the reads). */
+ * ShardEdges answer within the trainer's bytes, a ShardRows answer within
+ * the caller's rows, a ShardPicks request's and answer's int64 lists whole,
+ * a ShardFile request's name terminated, each array read end to end (ASan
+ * and UBSan watch the reads). */
 #include <grpc/grpc.h>
 #include <grpc/slice.h>
 
@@ -21,7 +23,8 @@
 #include "fuzz_codec.h"
 
 enum { INFO_REQ, SAMPLE_REQ, GATHER_REQ, SAMPLE_GATHER_REQ, SPLIT_REQ, STATS_REQ, SAMPLE_RESP, GATHER_CHUNK,
-       SAMPLE_GATHER_CHUNK, INFO_RESP, STATS_RESP, STREAM_REQ, STREAM_CHUNK, SHARD_EDGES_REQ, SHARD_EDGES_RESP, KINDS };
+       SAMPLE_GATHER_CHUNK, INFO_RESP, STATS_RESP, STREAM_REQ, STREAM_CHUNK, SHARD_EDGES_REQ, SHARD_EDGES_RESP,
+       SHARD_PICKS_REQ, SHARD_PICKS_RESP, SHARD_ROWS_REQ, SHARD_ROWS_RESP, SHARD_FILE_REQ, SHARD_FILE_RESP, KINDS };
 
 static uint8_t slicing; /* this run's byte 1 */
 
@@ -395,6 +398,126 @@ static int stats_encode(void *msg, void *state)
     return 0;
 }
 
+/* ---- a shard's other messages (owner-routed sampling) ------------------------------- */
+
+/* ShardPicks: the request's five int64 lists, borrowed as the shard takes
+ * them; the answer's three, into the trainer's aligned buffers. */
+#define PICKS_LISTS 5
+static const char *const picks_list[PICKS_LISTS] = {"ids", "time", "batch", "excl_at", "excl_src"};
+typedef struct {
+    bytes_state_t b[PICKS_LISTS];
+} lists_state_t;
+
+static pb_callback_t *picks_req_field(featstore_v1_ShardPicksRequest *m, int i)
+{
+    pb_callback_t *f[PICKS_LISTS] = {&m->ids, &m->time, &m->batch, &m->excl_at, &m->excl_src};
+    return f[i];
+}
+static pb_callback_t *picks_resp_field(featstore_v1_ShardPicksResponse *m, int i)
+{
+    pb_callback_t *f[3] = {&m->offsets, &m->sources, &m->edge_ids};
+    return f[i];
+}
+static void lists_free(void *state)
+{
+    for (int i = 0; i < PICKS_LISTS; i++) fs_wire_buf_free(&((lists_state_t *)state)->b[i].in);
+}
+static void shard_picks_req_decode(void *msg, void *state)
+{
+    for (int i = 0; i < PICKS_LISTS; i++) borrow_into(picks_req_field(msg, i), &((lists_state_t *)state)->b[i]);
+}
+static int shard_picks_req_encode(void *msg, void *state)
+{
+    lists_state_t *s = state;
+    for (int i = 0; i < PICKS_LISTS; i++)
+        fs_wire_set_bytes(picks_req_field(msg, i), &s->b[i].out, s->b[i].in.data, s->b[i].in.len);
+    return 0;
+}
+static void shard_picks_req_check(const void *msg, void *state)
+{
+    (void)msg;
+    for (int i = 0; i < PICKS_LISTS; i++) check_ids(&((lists_state_t *)state)->b[i].in, picks_list[i]);
+}
+static void shard_picks_resp_decode(void *msg, void *state)
+{
+    lists_state_t *s = state;
+    for (int i = 0; i < 3; i++) {
+        s->b[i].in = (fs_wire_buf_t){.align = sizeof(int64_t)};
+        fs_wire_set_buf(picks_resp_field(msg, i), &s->b[i].in);
+    }
+}
+static int shard_picks_resp_encode(void *msg, void *state)
+{
+    lists_state_t *s = state;
+    for (int i = 0; i < 3; i++)
+        fs_wire_set_bytes(picks_resp_field(msg, i), &s->b[i].out, s->b[i].in.data, s->b[i].in.len);
+    return 0;
+}
+static void shard_picks_resp_check(const void *msg, void *state)
+{
+    (void)msg;
+    static const char *const names[3] = {"offsets", "sources", "edge_ids"};
+    for (int i = 0; i < 3; i++) check_ids(&((lists_state_t *)state)->b[i].in, names[i]);
+}
+
+/* ShardRows: the request's ids borrowed; the answer into the caller's rows,
+ * a fixed buffer (fs_shard_client_rows), longer answers refused. */
+static void shard_rows_req_decode(void *msg, void *state)
+{
+    borrow_into(&((featstore_v1_ShardRowsRequest *)msg)->ids, state);
+}
+static int shard_rows_req_encode(void *msg, void *state)
+{
+    bytes_state_t *s = state;
+    fs_wire_set_bytes(&((featstore_v1_ShardRowsRequest *)msg)->ids, &s->out, s->in.data, s->in.len);
+    return 0;
+}
+static void shard_rows_req_check(const void *msg, void *state)
+{
+    const featstore_v1_ShardRowsRequest *m = msg;
+    FUZZ_CHECK(memchr(m->table, '\0', sizeof m->table) != NULL, "table unterminated");
+    check_ids(&((bytes_state_t *)state)->in, "ids");
+}
+static void shard_rows_resp_decode(void *msg, void *state)
+{
+    edges_state_t *s = state; /* the same fixed buffer */
+    s->in = (fs_wire_buf_t){.mem = s->mem, .cap = sizeof s->mem, .flags = FS_WIRE_FIXED};
+    fs_wire_set_buf(&((featstore_v1_ShardRowsResponse *)msg)->rows, &s->in);
+}
+static int shard_rows_resp_encode(void *msg, void *state)
+{
+    edges_state_t *s = state;
+    fs_wire_set_bytes(&((featstore_v1_ShardRowsResponse *)msg)->rows, &s->out, s->in.data, s->in.len);
+    return 0;
+}
+
+/* ShardFile: the name a shard checks against its allowlist, terminated;
+ * the answer's piece, read end to end. */
+static void shard_file_req_check(const void *msg, void *state)
+{
+    (void)state;
+    const featstore_v1_ShardFileRequest *m = msg;
+    FUZZ_CHECK(memchr(m->name, '\0', sizeof m->name) != NULL, "name unterminated");
+}
+static void shard_file_resp_decode(void *msg, void *state)
+{
+    bytes_state_t *s = state;
+    s->in = (fs_wire_buf_t){0};
+    fs_wire_set_buf(&((featstore_v1_ShardFileResponse *)msg)->data, &s->in);
+}
+static int shard_file_resp_encode(void *msg, void *state)
+{
+    bytes_state_t *s = state;
+    fs_wire_set_bytes(&((featstore_v1_ShardFileResponse *)msg)->data, &s->out, s->in.data, s->in.len);
+    return 0;
+}
+static void shard_file_resp_check(const void *msg, void *state)
+{
+    (void)msg;
+    const bytes_state_t *s = state;
+    for (size_t i = 0; i < s->in.len; i++) sink ^= ((const uint8_t *)s->in.data)[i];
+}
+
 #define CODEC(T, state_t, prefix, free_fn, check_fn) \
     {#T, T##_fields, sizeof(T), sizeof(state_t), prefix##_decode, prefix##_encode, free_fn, check_fn, NULL}
 
@@ -420,6 +543,17 @@ static const codec_t codecs[KINDS] = {
                               shard_edges_req_check),
     [SHARD_EDGES_RESP] = CODEC(featstore_v1_ShardEdgesResponse, edges_state_t, shard_edges_resp, NULL,
                                shard_edges_resp_check),
+    [SHARD_PICKS_REQ] = CODEC(featstore_v1_ShardPicksRequest, lists_state_t, shard_picks_req, lists_free,
+                              shard_picks_req_check),
+    [SHARD_PICKS_RESP] = CODEC(featstore_v1_ShardPicksResponse, lists_state_t, shard_picks_resp, lists_free,
+                               shard_picks_resp_check),
+    [SHARD_ROWS_REQ] = CODEC(featstore_v1_ShardRowsRequest, bytes_state_t, shard_rows_req, bytes_free,
+                             shard_rows_req_check),
+    [SHARD_ROWS_RESP] = CODEC(featstore_v1_ShardRowsResponse, edges_state_t, shard_rows_resp, NULL,
+                              shard_edges_resp_check),
+    [SHARD_FILE_REQ] = FUZZ_STATIC_CODEC(featstore_v1_ShardFileRequest, shard_file_req_check),
+    [SHARD_FILE_RESP] = CODEC(featstore_v1_ShardFileResponse, bytes_state_t, shard_file_resp, bytes_free,
+                              shard_file_resp_check),
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -526,7 +526,8 @@ static void local_session_seeds(void)
 
 enum { G_INFO_REQ, G_SAMPLE_REQ, G_GATHER_REQ, G_SAMPLE_GATHER_REQ, G_SPLIT_REQ, G_STATS_REQ, G_SAMPLE_RESP,
        G_GATHER_CHUNK, G_SAMPLE_GATHER_CHUNK, G_INFO_RESP, G_STATS_RESP, G_STREAM_REQ, G_STREAM_CHUNK,
-       G_SHARD_EDGES_REQ, G_SHARD_EDGES_RESP };
+       G_SHARD_EDGES_REQ, G_SHARD_EDGES_RESP, G_SHARD_PICKS_REQ, G_SHARD_PICKS_RESP, G_SHARD_ROWS_REQ, G_SHARD_ROWS_RESP,
+       G_SHARD_FILE_REQ, G_SHARD_FILE_RESP };
 
 static void put_grpc(const char *name, uint8_t kind, uint8_t slicing, const pb_msgdesc_t *type, const void *msg)
 {
@@ -656,6 +657,39 @@ static void grpc_seeds(void)
     featstore_v1_ShardEdgesResponse ea = featstore_v1_ShardEdgesResponse_init_zero;
     fs_wire_set_bytes(&ea.is_edge, &ab, answers, sizeof answers);
     put_grpc("shard-edges-response", G_SHARD_EDGES_RESP, 0, featstore_v1_ShardEdgesResponse_fields, &ea);
+
+    /* ShardPicks: a temporal, disjoint pass with an exclusion, and its answer */
+    static const int64_t dst[2] = {5, 9}, when[2] = {2000, 2010}, trees[2] = {0, 1}, x_at[1] = {1}, x_src[1] = {700};
+    static const int64_t offsets[3] = {0, 2, 3}, sources[3] = {1, 4, 8};
+    fs_wire_bytes_t pb[5], qb[2];
+    featstore_v1_ShardPicksRequest pr = {.api_version = 2, .hop = 1, .edge_type = 0, .fanout = 2, .seed = 11,
+                                         .temporal = featstore_v1_Temporal_TEMPORAL_UNIFORM, .disjoint = true,
+                                         .map_revision = 7};
+    fs_wire_set_bytes(&pr.ids, &pb[0], dst, sizeof dst), fs_wire_set_bytes(&pr.time, &pb[1], when, sizeof when);
+    fs_wire_set_bytes(&pr.batch, &pb[2], trees, sizeof trees);
+    fs_wire_set_bytes(&pr.excl_at, &pb[3], x_at, sizeof x_at), fs_wire_set_bytes(&pr.excl_src, &pb[4], x_src, sizeof x_src);
+    put_grpc("shard-picks-request", G_SHARD_PICKS_REQ, 0x06, featstore_v1_ShardPicksRequest_fields, &pr);
+    featstore_v1_ShardPicksResponse pa = featstore_v1_ShardPicksResponse_init_zero;
+    fs_wire_set_bytes(&pa.offsets, &qb[0], offsets, sizeof offsets);
+    fs_wire_set_bytes(&pa.sources, &qb[1], sources, sizeof sources);
+    put_grpc("shard-picks-response", G_SHARD_PICKS_RESP, 0x05, featstore_v1_ShardPicksResponse_fields, &pa);
+
+    /* ShardRows of two ids' labels, and their rows; ShardFile of the book, and a piece of it */
+    static const char row_bytes[16] = "\1\0\0\0\0\0\0\0\3";
+    fs_wire_bytes_t rb[2];
+    featstore_v1_ShardRowsRequest rr = {.api_version = 2, .node_type = 0, .table = "labels", .map_revision = 7};
+    fs_wire_set_bytes(&rr.ids, &rb[0], dst, sizeof dst);
+    put_grpc("shard-rows-request", G_SHARD_ROWS_REQ, 0, featstore_v1_ShardRowsRequest_fields, &rr);
+    featstore_v1_ShardRowsResponse ra = featstore_v1_ShardRowsResponse_init_zero;
+    fs_wire_set_bytes(&ra.rows, &rb[1], row_bytes, sizeof row_bytes);
+    put_grpc("shard-rows-response", G_SHARD_ROWS_RESP, 0, featstore_v1_ShardRowsResponse_fields, &ra);
+    featstore_v1_ShardFileRequest fr = {.api_version = 2, .name = "partition.json", .offset = 0, .max_bytes = 65536};
+    put_grpc("shard-file-request", G_SHARD_FILE_REQ, 0, featstore_v1_ShardFileRequest_fields, &fr);
+    static const char book[] = "{\"format\": \"featstore-partitions\", \"version\": 1}";
+    fs_wire_bytes_t fb;
+    featstore_v1_ShardFileResponse fa = {.size = sizeof book - 1};
+    fs_wire_set_bytes(&fa.data, &fb, book, sizeof book - 1);
+    put_grpc("shard-file-response", G_SHARD_FILE_RESP, 0x03, featstore_v1_ShardFileResponse_fields, &fa);
 }
 
 int main(int argc, char **argv)
