@@ -172,28 +172,32 @@ def etcd_bin():
     return None
 
 
-def start_etcd(tmp, timeout=20):
+def start_etcd(tmp, timeout=20, attempts=3):
     """A private etcd on two free loopback ports with its data under tmp:
-    (proc, "127.0.0.1:PORT") once it answers; stop it with stop()."""
+    (proc, "127.0.0.1:PORT") once it answers; stop it with stop(). Ports
+    are picked free and then bound by etcd, so a parallel test may take
+    one between: an etcd that exits (its port taken) is started again on
+    new ports, and it counts as up only while it is still running after
+    answering (the answer may have come from whoever took the port)."""
     import socket
-    client, peer = free_port(), free_port()
-    cmd = [etcd_bin(), "--data-dir", os.path.join(tmp, "etcd"), "--listen-client-urls", f"http://127.0.0.1:{client}",
-           "--advertise-client-urls", f"http://127.0.0.1:{client}", "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-           "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-           "--initial-cluster", f"default=http://127.0.0.1:{peer}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", client), timeout=1):
-                time.sleep(0.3)  # the port opens a moment before it serves
-                return proc, f"127.0.0.1:{client}"
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.1)
-    stop(proc)
-    raise RuntimeError("etcd did not start")
+    for attempt in range(attempts):
+        client, peer = free_port(), free_port()
+        cmd = [etcd_bin(), "--data-dir", os.path.join(tmp, "etcd%d" % attempt), "--listen-client-urls",
+               f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
+               "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls",
+               f"http://127.0.0.1:{peer}", "--initial-cluster", f"default=http://127.0.0.1:{peer}"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", client), timeout=1):
+                    time.sleep(0.3)  # the port opens a moment before it serves
+                if proc.poll() is None:
+                    return proc, f"127.0.0.1:{client}"
+            except OSError:
+                time.sleep(0.1)
+        stop(proc)
+    raise RuntimeError("etcd did not start in %d attempts" % attempts)
 
 
 def start_shard(featstore, root, parts, endpoint=None, cluster=None, shard=None, metrics=False, socket=None,
