@@ -309,7 +309,8 @@ FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void
     return p->region ? FS_OK : FS_ERR_NOT_FOUND;
 }
 
-FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
+/* fs_split's and fs_split_local's arguments, checked alike. */
+static fs_status_t split_args(fs_client_t *c, const char *name, fs_ids_t **out)
 {
     fs_status_t st = usable(c);
     if (st != FS_OK) return st;
@@ -317,17 +318,19 @@ FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
     *out = NULL;
     if (!name || !name[0]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no split name");
     if (strlen(name) >= 256) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "split name '%.40s...' is too long", name);
-    return c->ops->split(c, name, out);
+    return FS_OK;
+}
+
+FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out)
+{
+    fs_status_t st = split_args(c, name, out);
+    return st == FS_OK ? c->ops->split(c, name, out) : st;
 }
 
 FS_API fs_status_t fs_split_local(fs_client_t *c, const char *name, fs_ids_t **out)
 {
-    fs_status_t st = usable(c);
+    fs_status_t st = split_args(c, name, out);
     if (st != FS_OK) return st;
-    if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
-    *out = NULL;
-    if (!name || !name[0]) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no split name");
-    if (strlen(name) >= 256) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "split name '%.40s...' is too long", name);
     if (!c->ops->split_local)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "a %s:// connection has no shards on this machine: a split's "
                               "local share is a sharded cluster's (etcd:// or file:)", c->ops->name);

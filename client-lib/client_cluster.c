@@ -619,6 +619,18 @@ static void release_ids(fs_ids_priv_t *p)
 
 /* "NAME" (the only node type's), "TYPE/NAME" or "link/NAME/ARRAY", as the
  * book's split files. */
+/* The node type of split `name` ("NAME": type 0, "TYPE/NAME"), or
+ * num_types when no type has that name. */
+static int split_type(const fs_cluster_t *cl, const char *name)
+{
+    const char *slash = strchr(name, '/');
+    int t = 0;
+    while (slash && t < cl->num_types && (strlen(cl->types[t].name) != (size_t)(slash - name) ||
+                                          strncmp(cl->types[t].name, name, slash - name) != 0))
+        t++;
+    return t;
+}
+
 static fs_status_t cluster_split(fs_client_t *c, const char *name, fs_ids_t **out)
 {
     cluster_t *K = c->impl;
@@ -634,10 +646,7 @@ static fs_status_t cluster_split(fs_client_t *c, const char *name, fs_ids_t **ou
         snprintf(lname, sizeof lname, "%.*s", (int)(last - name - 5), name + 5);
         array = last + 1;
     } else if (slash) {
-        for (t = 0; t < cl->num_types; t++)
-            if (strlen(cl->types[t].name) == (size_t)(slash - name) && !strncmp(cl->types[t].name, name, slash - name))
-                break;
-        if (t == cl->num_types)
+        if ((t = split_type(cl, name)) == cl->num_types)
             return fs_client_fail(c, FS_ERR_NOT_FOUND, "split '%s': cluster %s has no such node type", name, cl->name);
     }
     fs_error_t err = {0};
@@ -671,11 +680,7 @@ static fs_status_t cluster_split_local(fs_client_t *c, const char *name, fs_ids_
                               "network namespace)", name, cl->name);
     fs_status_t st = cluster_split(c, name, out);
     if (st != FS_OK) return st;
-    const char *slash = strchr(name, '/');
-    int t = 0;
-    while (slash && t < cl->num_types && (strlen(cl->types[t].name) != (size_t)(slash - name) ||
-                                          strncmp(cl->types[t].name, name, slash - name) != 0))
-        t++;
+    int t = split_type(cl, name); /* a known one: cluster_split found it */
     fs_ids_t *ids = *out;
     int64_t *v = (int64_t *)ids->ids, kept = 0, g;
     fs_error_t err = {0};

@@ -397,17 +397,14 @@ static void log_guard(fs_local_server_t *s, const char *fmt, ...)
 static void admit(fs_local_server_t *s, int fd)
 {
     struct ucred cr;
-    socklen_t len = sizeof cr;
     char msg[600];
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
-        fs_local_refuse(fd, FS_ERR_INTERNAL, "the server cannot read this peer's credentials");
-        return;
-    }
-    if (!fs_local_allow_peer(&s->allow, cr.uid, cr.gid)) {
-        fs_local_allow_refusal(&s->allow, cr.uid, cr.gid, msg, sizeof msg);
+    fs_status_t st = fs_local_peer(fd, &s->allow, &cr, msg, sizeof msg);
+    if (st == FS_ERR_PERMISSION) {
         fs_metrics_local_refused(s->metrics, FS_LOCAL_REFUSED_NOT_ALLOWED);
         log_guard(s, "refused pid %d: %s", (int)cr.pid, msg);
-        fs_local_refuse(fd, FS_ERR_PERMISSION, msg);
+    }
+    if (st != FS_OK) {
+        fs_local_refuse(fd, st, msg);
         return;
     }
     if (s->max_per_uid > 0 && uid_connections(s, cr.uid) >= s->max_per_uid) {

@@ -113,15 +113,10 @@ static int check_hello(fs_local_shard_t *ls, int fd)
 static void serve_one(fs_local_shard_t *ls, int fd)
 {
     struct ucred cr;
-    socklen_t len = sizeof cr;
     char msg[600];
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
-        fs_local_refuse(fd, FS_ERR_INTERNAL, "the shard cannot read this peer's credentials");
-        return;
-    }
-    if (!fs_local_allow_peer(&ls->allow, cr.uid, cr.gid)) {
-        fs_local_allow_refusal(&ls->allow, cr.uid, cr.gid, msg, sizeof msg);
-        fs_local_refuse(fd, FS_ERR_PERMISSION, msg);
+    fs_status_t st = fs_local_peer(fd, &ls->allow, &cr, msg, sizeof msg);
+    if (st != FS_OK) {
+        fs_local_refuse(fd, st, msg);
         return;
     }
     struct timeval tv = {FS_LOCAL_SHARD_HANDSHAKE_MS / 1000, (FS_LOCAL_SHARD_HANDSHAKE_MS % 1000) * 1000};

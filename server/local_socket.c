@@ -83,7 +83,7 @@ void fs_local_allow_free(fs_local_allow_t *a)
     a->uids = NULL, a->gids = NULL, a->num_uids = a->num_gids = 0;
 }
 
-int fs_local_allow_peer(const fs_local_allow_t *a, uid_t uid, gid_t gid)
+static int allowed(const fs_local_allow_t *a, uid_t uid, gid_t gid)
 {
     if (a->num_uids == 0 && a->num_gids == 0) return 1;
     if (uid == a->own_uid || uid == a->admin_uid) return 1;
@@ -94,7 +94,7 @@ int fs_local_allow_peer(const fs_local_allow_t *a, uid_t uid, gid_t gid)
     return 0;
 }
 
-void fs_local_allow_refusal(const fs_local_allow_t *a, uid_t uid, gid_t gid, char *buf, size_t size)
+static void refusal(const fs_local_allow_t *a, uid_t uid, gid_t gid, char *buf, size_t size)
 {
     char allowed[300];
     size_t n = (size_t)snprintf(allowed, sizeof allowed, "uids %u", (unsigned)a->own_uid);
@@ -106,6 +106,18 @@ void fs_local_allow_refusal(const fs_local_allow_t *a, uid_t uid, gid_t gid, cha
         n += (size_t)snprintf(allowed + n, sizeof allowed - n, "%s%u", i ? "," : " and gids ", (unsigned)a->gids[i]);
     snprintf(buf, size, "uid %u (gid %u) may not connect to this server; it admits %s (serve --allow-uid, "
              "--allow-gid)", (unsigned)uid, (unsigned)gid, allowed);
+}
+
+fs_status_t fs_local_peer(int fd, const fs_local_allow_t *a, struct ucred *cr, char *why, size_t size)
+{
+    socklen_t len = sizeof *cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len) != 0) {
+        snprintf(why, size, "the server cannot read this peer's credentials: %s", strerror(errno));
+        return FS_ERR_INTERNAL;
+    }
+    if (allowed(a, cr->uid, cr->gid)) return FS_OK;
+    refusal(a, cr->uid, cr->gid, why, size);
+    return FS_ERR_PERMISSION;
 }
 
 void fs_local_refuse(int fd, fs_status_t st, const char *why)

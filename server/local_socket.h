@@ -10,6 +10,7 @@
 #ifndef FS_LOCAL_SOCKET_H
 #define FS_LOCAL_SOCKET_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "fs_types.h"
@@ -43,10 +44,13 @@ typedef struct {
 fs_status_t fs_local_allow_init(fs_local_allow_t *a, uid_t admin_uid, const uid_t *uids, int num_uids,
                                 const gid_t *gids, int num_gids, fs_error_t *err);
 void fs_local_allow_free(fs_local_allow_t *a);
-int fs_local_allow_peer(const fs_local_allow_t *a, uid_t uid, gid_t gid);
-/* "uid 1001 (gid 1001) may not connect to this server; it admits uids
- * 0,1000 and gids 27 (serve --allow-uid, --allow-gid)" into buf. */
-void fs_local_allow_refusal(const fs_local_allow_t *a, uid_t uid, gid_t gid, char *buf, size_t size);
+
+/* A new connection's peer: its credentials (SO_PEERCRED) into *cr and
+ * checked against the allow-list. FS_OK, or the status to refuse it with
+ * and the reason in why: FS_ERR_INTERNAL (unreadable) or FS_ERR_PERMISSION
+ * ("uid 1001 (gid 1001) may not connect to this server; it admits uids
+ * 0,1000 and gids 27 (serve --allow-uid, --allow-gid)"). */
+fs_status_t fs_local_peer(int fd, const fs_local_allow_t *a, struct ucred *cr, char *why, size_t size);
 
 /* Tells a peer why it is not served (an ERROR frame), and hangs up. Its
  * first frames (a HELLO sent right after connect) are read and dropped

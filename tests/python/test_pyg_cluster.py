@@ -99,9 +99,10 @@ def same_batches(tc, loaders, fields, stop_after=None):
     return n
 
 
-def same_typed(tc, loaders, stop_after, labelled=None):
+def same_typed(tc, loaders, stop_after, labelled=None, extra=()):
     """Typed batches equal node type by node type, edge type by edge type
-    (and edge type `labelled`'s edge_label_index and edge_label); their number."""
+    (and edge type `labelled`'s edge_label_index and edge_label, and each
+    (store, field) of `extra`), up to stop_after (None: all); their number."""
     n = 0
     for k, batches in enumerate(zip(*loaders)):
         a = batches[0]
@@ -112,9 +113,9 @@ def same_typed(tc, loaders, stop_after, labelled=None):
                     tc.assertTrue(torch.equal(a[t].x, b[t].x), f"batch {k}: {t}.x")
             for e in a.edge_types:
                 tc.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
-            if labelled:
-                for f in ("edge_label_index", "edge_label"):
-                    tc.assertTrue(torch.equal(a[labelled][f], b[labelled][f]), f"batch {k}: {f}")
+            fields = [(labelled, f) for f in ("edge_label_index", "edge_label")] if labelled else []
+            for store, f in fields + list(extra):
+                tc.assertTrue(torch.equal(a[store][f], b[store][f]), f"batch {k}: {f}")
         n += 1
         if n == stop_after:
             break
@@ -175,20 +176,9 @@ class ClusterLoaders(unittest.TestCase):
                       time_attr="time", batch_size=64, shuffle=True, seed=13)
             loaders = [pyg.LinkNeighborLoader(RUN["typed"][k], **kw) for k in ("one", "two", "four")]
             labelled = et if neg == "binary" else None
-            n = 0
-            for k, batches in enumerate(zip(*loaders)):
-                a = batches[0]
-                for b in batches[1:]:
-                    for t in a.node_types:
-                        self.assertTrue(torch.equal(a[t].n_id, b[t].n_id), f"batch {k}: {t}.n_id")
-                    for e in a.edge_types:
-                        self.assertTrue(torch.equal(a[e].edge_index, b[e].edge_index), f"batch {k}: {e}")
-                    fields = ("edge_label_index", "edge_label") if labelled else ("src_index", "dst_pos_index",
-                                                                                    "dst_neg_index")
-                    for f in fields:  # triplet: on the source's and destination's node stores, as PyG puts them
-                        store = et if labelled else et[0] if f == "src_index" else et[2]
-                        self.assertTrue(torch.equal(a[store][f], b[store][f]), f"batch {k}: {f}")
-                n += 1
+            # triplet: the indices on the source's and destination's node stores, as PyG puts them
+            triplet = () if labelled else ((et[0], "src_index"), (et[2], "dst_pos_index"), (et[2], "dst_neg_index"))
+            n = same_typed(self, loaders, None, labelled, triplet)
             self.assertEqual(n, 3, "every batch of the 192 edges")
             for loader in loaders:
                 loader.close()
