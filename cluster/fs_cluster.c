@@ -13,12 +13,14 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs_etcd.h"
 #include "fs_member.h"
+#include "npy.h"
 #include "fs_shard_client.h"
 
 typedef struct {
@@ -53,27 +55,24 @@ static fs_status_t fetch_file(const fs_cluster_t *c, const char *name, int64_t m
     return st;
 }
 
-/* An int64 [n] .npy file's values: its header checked (little-endian int64,
- * C order, one dimension). */
+/* An int64 [n] .npy file's values, read in place: the header parsed by the
+ * dataset's one .npy parser, then held to what a partition writes
+ * (little-endian int64, one dimension, 8-byte aligned data). */
 fs_status_t fs_cluster_npy_i64(const char *name, const char *data, int64_t len, const int64_t **vals, int64_t *n,
                                fs_error_t *err)
 {
-    if (len < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
-        return fs_error(err, FS_ERR_FORMAT, "cluster: %s is not a .npy file", name);
-    size_t hl = data[6] == 1 ? (size_t)(unsigned char)data[8] | (size_t)(unsigned char)data[9] << 8 : 0;
-    size_t start = 10 + hl;
-    if (data[6] != 1 || start > (size_t)len || (start % 8) != 0)
-        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: a .npy header of version 1 expected", name);
-    char header[512];
-    snprintf(header, sizeof header, "%.*s", (int)(hl < sizeof header - 1 ? hl : sizeof header - 1), data + 10);
-    const char *shape = strstr(header, "'shape': (");
-    long long count = -1;
-    if (!strstr(header, "'descr': '<i8'") || !strstr(header, "'fortran_order': False") || !shape ||
-        sscanf(shape, "'shape': (%lld,)", &count) != 1 || count < 0)
-        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: int64 [n] in C order expected (header %s)", name, header);
-    if ((int64_t)start + count * 8 != len)
-        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: %lld bytes for %lld values", name, (long long)len, count);
-    *vals = (const int64_t *)(data + start), *n = count;
+    fs_npy_header_t h;
+    fs_status_t st = fs_npy_parse(data, (size_t)len, name, &h, err);
+    if (st != FS_OK) return st;
+    if (h.dtype != FS_DTYPE_I64 || h.ndim != 1)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: int64 [n] expected, not %s of %d dimensions", name,
+                        h.descr, h.ndim);
+    if (h.header_len % 8 != 0 || (uintptr_t)data % 8 != 0)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: its values are not 8-byte aligned", name);
+    if (h.header_len + h.data_len != (size_t)len)
+        return fs_error(err, FS_ERR_FORMAT, "cluster: %s: %lld bytes for %lld values", name, (long long)len,
+                        (long long)h.shape[0]);
+    *vals = (const int64_t *)(data + h.header_len), *n = h.shape[0];
     return FS_OK;
 }
 
