@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fs_etcd.h"
+#include "fs_member.h"
 #include "test_util.h"
 
 const char *tu_etcd_bin(void)
@@ -110,4 +111,49 @@ void tu_etcd_stop(tu_etcd_t *e)
     if (e->dir) tu_rm_rf(e->dir);
     free(e->dir);
     memset(e, 0, sizeof *e);
+}
+
+/* ---- shard servers ------------------------------------------------------------------- */
+
+void tu_shard_start(tu_shard_t *p, const tu_etcd_t *e, const char *root, const char *cluster, const char *parts, int id,
+                    const char *extra)
+{
+    p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --cluster etcd://%s/%s --shard %d %s",
+                      tu_bin(), root, parts, e->endpoint, cluster, id, extra ? extra : "");
+    tu_shard_ready(p, cluster, id);
+}
+
+void tu_shard_ready(tu_shard_t *p, const char *cluster, int id)
+{
+    char line[512];
+    cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d of %s exited before READY", id, cluster);
+    const char *grpc = strstr(line, " grpc="), *metrics = strstr(line, " metrics=");
+    cr_assert(strncmp(line, "READY ", 6) == 0 && grpc && metrics, "bad READY line: %s", line);
+    cr_assert_eq(sscanf(grpc + 6, "%63s", p->grpc), 1, "bad READY line: %s", line);
+    p->metrics_port = atoi(metrics + 9);
+}
+
+int tu_shard_stop(tu_shard_t *p, int sig)
+{
+    kill(p->pid, sig);
+    int st = 0;
+    waitpid(p->pid, &st, 0);
+    fclose(p->out);
+    return st;
+}
+
+void tu_wait_owner(const tu_etcd_t *e, const char *cluster, int part, int owner, double secs)
+{
+    fs_etcd_t *h;
+    fs_error_t err;
+    cr_assert_eq(fs_etcd_open(e->endpoint, 2000, &h, &err), FS_OK, "%s", err.msg);
+    for (int i = 0;; i++) {
+        fs_shard_map_t m;
+        int now = -2;
+        if (fs_cluster_read_map(h, cluster, &m, &err) == FS_OK) now = m.owner[part], fs_shard_map_free(&m);
+        if (now == owner) break;
+        cr_assert_lt(i * 0.1, secs, "part %d's owner is %d after %.0f s, not %d", part, now, secs, owner);
+        usleep(100 * 1000);
+    }
+    fs_etcd_close(h);
 }

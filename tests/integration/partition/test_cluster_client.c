@@ -59,38 +59,19 @@ static void down(void)
 
 TestSuite(cluster_client, .init = up, .fini = down, .timeout = 150);
 
-typedef struct {
-    pid_t pid;
-    FILE *out;
-    int metrics_port;
-} proc_t;
-
 /* A shard server of cluster `cluster`; with `local`, also a unix socket
  * (dir/CLUSTER-ID.sock): this test's trainers share its machine, so they
  * answer that shard in process and the others over gRPC. */
-static void shard_at(proc_t *p, const char *root, const char *cluster, const char *parts, int id, int local)
+static void shard_at(tu_shard_t *p, const char *root, const char *cluster, const char *parts, int id, int local)
 {
-    char sock[PATH_MAX + 64] = "";
-    if (local) snprintf(sock, sizeof sock, "--socket %s/%s-%d.sock", dir, cluster, id);
-    p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --metrics 127.0.0.1:0 "
-                      "--cluster etcd://%s/%s --shard %d %s", tu_bin(), root, parts, etcd.endpoint, cluster, id, sock);
-    char line[512];
-    cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d of %s exited before READY", id, cluster);
-    cr_assert(strncmp(line, "READY ", 6) == 0, "bad READY line: %s", line);
-    cr_assert_not_null(strstr(line, "metrics="), "%s", line);
-    p->metrics_port = atoi(strstr(line, "metrics=") + 8);
+    char extra[PATH_MAX + 64] = "--metrics 127.0.0.1:0";
+    if (local) snprintf(extra, sizeof extra, "--metrics 127.0.0.1:0 --socket %s/%s-%d.sock", dir, cluster, id);
+    tu_shard_start(p, &etcd, root, cluster, parts, id, extra);
 }
 
-static void shard(proc_t *p, const char *root, const char *cluster, const char *parts, int id)
+static void shard(tu_shard_t *p, const char *root, const char *cluster, const char *parts, int id)
 {
     shard_at(p, root, cluster, parts, id, 0);
-}
-
-static void stop(proc_t *p, int sig)
-{
-    kill(p->pid, sig);
-    waitpid(p->pid, NULL, 0);
-    fclose(p->out);
 }
 
 /* Edge weights (positive, seeded) for the homogeneous dataset at d. */
@@ -234,7 +215,7 @@ Test(cluster_client, one_store_bit_for_bit)
     snprintf(sock, sizeof sock, "%s/s.sock", dir);
     tu_server_t whole;
     cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
-    proc_t two[2], four[4];
+    tu_shard_t two[2], four[4];
     shard(&two[0], root, "two", "0-3", 0), shard(&two[1], root, "two", "4-7", 1);
     for (int k = 0; k < 4; k++) {
         char parts[16];
@@ -321,7 +302,7 @@ Test(cluster_client, one_store_bit_for_bit)
     cr_assert(strstr(fs_client_errstr(wrong), "shard 0's socket"), "%s", fs_client_errstr(wrong));
     fs_close(wrong);
 
-    stop(&two[1], SIGKILL); /* a shard gone: calls needing it fail, none hangs */
+    tu_shard_stop(&two[1], SIGKILL); /* a shard gone: calls needing it fail, none hangs */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     fs_status_t st = fs_gather(c[1], seeds, 96, "feat", FS_DTYPE_INVALID, &x);
@@ -329,8 +310,8 @@ Test(cluster_client, one_store_bit_for_bit)
     cr_assert(st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT, "%s: %s", fs_strerror(st), fs_client_errstr(c[1]));
     cr_assert_lt(t1.tv_sec - t0.tv_sec, 12, "the call ends within its deadline");
     for (int k = 0; k < 3; k++) fs_close(c[k]);
-    stop(&two[0], SIGTERM);
-    for (int k = 0; k < 4; k++) stop(&four[k], SIGTERM);
+    tu_shard_stop(&two[0], SIGTERM);
+    for (int k = 0; k < 4; k++) tu_shard_stop(&four[k], SIGTERM);
     tu_serve_stop(&whole, SIGTERM);
 }
 
@@ -387,7 +368,7 @@ Test(cluster_client, typed_batches_bit_for_bit)
     tu_server_t whole;
     cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
     setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from the shards (the other test: the hot ones cached) */
-    proc_t s[3];
+    tu_shard_t s[3];
     shard_at(&s[0], root, "typed", "0,3", 0, 1), shard(&s[1], root, "typed", "1,4", 1); /* 0 and 2 in process */
     shard_at(&s[2], root, "typed", "2,5", 2, 1);
     fs_client_t *one = connect_to("unix://%s", sock), *many = connect_to("etcd://%s/typed", etcd.endpoint);
@@ -467,7 +448,7 @@ Test(cluster_client, typed_batches_bit_for_bit)
     cr_assert_eq(fs_sample(many, papers, 2, &plain, &y), FS_ERR_UNSUPPORTED);
     cr_assert(strstr(fs_client_errstr(many), "typed graph"), "%s", fs_client_errstr(many));
     fs_close(one), fs_close(many);
-    for (int k = 0; k < 3; k++) stop(&s[k], SIGTERM);
+    for (int k = 0; k < 3; k++) tu_shard_stop(&s[k], SIGTERM);
     tu_serve_stop(&whole, SIGTERM);
 }
 
@@ -487,7 +468,7 @@ Test(cluster_client, a_root_without_degree_arrays_says_so)
     cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s", DROP_EDGE_TABLES, g), 0);
     cr_assert_eq(tu_run(NULL, "%s partition %s --parts 2 --out %s", tu_bin(), g, root), 0);
     cr_assert_eq(tu_run(NULL, "/usr/bin/python3 -c \"%s\" %s", DROP_DEGREES, root), 0);
-    proc_t s;
+    tu_shard_t s;
     shard(&s, root, "old", "0-1", 0);
     fs_client_t *c = connect_to("etcd://%s/old", etcd.endpoint);
     int64_t src[2] = {1, 2}, dst[2] = {3, 4};
@@ -505,24 +486,7 @@ Test(cluster_client, a_root_without_degree_arrays_says_so)
     cr_assert_eq(fs_link_sample(c, &link, &req, &b), FS_OK, "%s", fs_client_errstr(c));
     fs_hetero_batch_free(b);
     fs_close(c);
-    stop(&s, SIGTERM);
-}
-
-/* Waits (up to 10 s) until cluster `name`'s map gives part `part` to shard `owner`. */
-static void wait_owner(const char *name, int part, int owner)
-{
-    fs_etcd_t *e;
-    fs_error_t err;
-    cr_assert_eq(fs_etcd_open(etcd.endpoint, 2000, &e, &err), FS_OK, "%s", err.msg);
-    for (int i = 0;; i++) {
-        fs_shard_map_t m;
-        int now = -2;
-        if (fs_cluster_read_map(e, name, &m, &err) == FS_OK) now = m.owner[part], fs_shard_map_free(&m);
-        if (now == owner) break;
-        cr_assert_lt(i, 100, "part %d's owner is %d, not %d", part, now, owner);
-        usleep(100 * 1000);
-    }
-    fs_etcd_close(e);
+    tu_shard_stop(&s, SIGTERM);
 }
 
 /* Parts 2 and 3 move from shard 1 to a new shard 2 at another address,
@@ -537,7 +501,7 @@ static void moving(int local)
     snprintf(g, sizeof g, "%s/m", dir), snprintf(root, sizeof root, "%s/m.parts", dir);
     cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
     cr_assert_eq(tu_run(NULL, "%s partition %s --parts 4 --out %s", tu_bin(), g, root), 0);
-    proc_t a, b, c;
+    tu_shard_t a, b, c;
     shard_at(&a, root, "moving", "0,1", 0, local), shard(&b, root, "moving", "2,3", 1);
     fs_client_t *t = connect_to("etcd://%s/moving", etcd.endpoint);
     int64_t seeds[64];
@@ -550,9 +514,9 @@ static void moving(int local)
     cr_assert_eq(fs_stats(t, &text), FS_OK);
     long long rev0 = atoll(strstr(text, "map revision ") + 13);
     fs_stats_free(text);
-    stop(&b, SIGTERM); /* parts 2 and 3 move to a new shard, at another address */
+    tu_shard_stop(&b, SIGTERM); /* parts 2 and 3 move to a new shard, at another address */
     shard(&c, root, "moving", "2,3", 2);
-    wait_owner("moving", 2, 2);
+    tu_wait_owner(&etcd, "moving", 2, 2, 10);
     usleep(2500 * 1000); /* shard 0's membership takes the new map within a third of its lease */
     cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &after), FS_OK, "%s",
                  fs_client_errstr(t));
@@ -575,7 +539,7 @@ static void moving(int local)
     fs_cluster_unref(view);
     fs_batch_free(before), fs_batch_free(after);
     fs_close(t);
-    stop(&a, SIGTERM), stop(&c, SIGTERM);
+    tu_shard_stop(&a, SIGTERM), tu_shard_stop(&c, SIGTERM);
 }
 
 Test(cluster_client, a_moved_part_is_followed)
@@ -607,7 +571,7 @@ Test(cluster_client, a_static_cluster_from_its_map_file)
              "\"partitioning\": \"%s\", \"parts\": 4, \"shards\": [{\"id\": 0, \"grpc\": \"127.0.0.1:%d\"}, "
              "{\"id\": 1, \"grpc\": \"127.0.0.1:%d\"}], \"owners\": [0, 0, 1, 1]}", id, port[0], port[1]);
     tu_write(map, text, strlen(text));
-    proc_t s[2];
+    tu_shard_t s[2];
     for (int k = 0; k < 2; k++) {
         s[k].pid = tu_spawn(&s[k].out, "%s serve %s --parts %s --listen 127.0.0.1:%d --cluster file:%s --shard %d",
                             tu_bin(), root, k ? "2,3" : "0,1", port[k], map, k);
@@ -639,7 +603,7 @@ Test(cluster_client, a_static_cluster_from_its_map_file)
     fs_close(none);
     cr_assert_eq(fs_connect("file:relative.json", NULL, &none), FS_ERR_INVALID_ARGUMENT);
     fs_close(none);
-    for (int k = 0; k < 2; k++) stop(&s[k], SIGTERM);
+    for (int k = 0; k < 2; k++) tu_shard_stop(&s[k], SIGTERM);
     tu_serve_stop(&whole, SIGTERM);
 }
 

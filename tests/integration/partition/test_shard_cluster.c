@@ -46,65 +46,15 @@ static void down(void)
 
 TestSuite(shard_cluster, .init = up, .fini = down, .timeout = 120);
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-typedef struct {
-    pid_t pid;
-    FILE *out;
-    char addr[64];
-} shard_proc_t;
-
-static void ready(shard_proc_t *p, int id)
-{
-    char line[512];
-    cr_assert_not_null(fgets(line, sizeof line, p->out), "shard %d exited before READY", id);
-    cr_assert_eq(sscanf(line, "READY unix=- grpc=%63s metrics=0", p->addr), 1, "bad READY line: %s", line);
-}
-
-static void start(shard_proc_t *p, const char *root, const char *parts, int id)
-{
-    p->pid = tu_spawn(&p->out, "%s serve %s --parts %s --listen 127.0.0.1:0 --cluster etcd://%s/c1 --shard %d",
-                      tu_bin(), root, parts, etcd.endpoint, id);
-    ready(p, id);
-}
-
-static int stop(shard_proc_t *p, int sig)
-{
-    kill(p->pid, sig);
-    int st;
-    waitpid(p->pid, &st, 0);
-    fclose(p->out);
-    return st;
-}
-
-/* Waits (up to secs) until etcd's map gives part `part` to `owner`. */
-static void wait_owner(int part, int owner, double secs)
-{
-    double t0 = now_s();
-    for (;;) {
-        fs_shard_map_t m;
-        int now = -2;
-        if (fs_cluster_read_map(h, "c1", &m, &err) == FS_OK) now = m.owner[part], fs_shard_map_free(&m);
-        if (now == owner) return;
-        cr_assert_lt(now_s() - t0, secs, "part %d's owner is %d after %.0f s, not %d", part, now, secs, owner);
-        usleep(100 * 1000);
-    }
-}
-
 Test(shard_cluster, shards_make_the_map)
 {
     rf_make(dir, "--scale 9 --symmetrize --dedup", "g", 6);
     char root[PATH_MAX];
     snprintf(root, sizeof root, "%s/g.parts", dir);
-    shard_proc_t s[3];
-    start(&s[0], root, "0,3", 0);
-    start(&s[1], root, "1,4", 1);
-    start(&s[2], root, "2,5", 2);
+    tu_shard_t s[3];
+    tu_shard_start(&s[0], &etcd, root, "c1", "0,3", 0, NULL);
+    tu_shard_start(&s[1], &etcd, root, "c1", "1,4", 1, NULL);
+    tu_shard_start(&s[2], &etcd, root, "c1", "2,5", 2, NULL);
     fs_shard_map_t m;
     cr_assert_eq(fs_cluster_read_map(h, "c1", &m, &err), FS_OK, "%s", err.msg);
     int want[] = {0, 1, 2, 0, 1, 2};
@@ -123,21 +73,21 @@ Test(shard_cluster, shards_make_the_map)
     }
     rf_meta_close(&meta);
     fs_shard_map_free(&m);
-    shard_proc_t twin; /* a second server with shard 1's number */
+    tu_shard_t twin; /* a second server with shard 1's number */
     twin.pid = tu_spawn(&twin.out, "%s serve %s --parts 1 --listen 127.0.0.1:0 --cluster etcd://%s/c1 --shard 1 2>&1",
                         tu_bin(), root, etcd.endpoint);
     char line[1024] = "";
     cr_assert_not_null(fgets(line, sizeof line, twin.out));
     cr_assert(strstr(line, "shard 1 is already registered"), "%s", line);
-    int st = stop(&twin, SIGTERM);
+    int st = tu_shard_stop(&twin, SIGTERM);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "the twin exits 1");
-    st = stop(&s[1], SIGTERM);
+    st = tu_shard_stop(&s[1], SIGTERM);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    wait_owner(1, -1, 3); /* left on SIGTERM: at once */
-    stop(&s[2], SIGKILL);
-    wait_owner(2, -1, 10); /* killed: within its lease */
-    wait_owner(0, 0, 1);
-    stop(&s[0], SIGTERM);
+    tu_wait_owner(&etcd, "c1", 1, -1, 3); /* left on SIGTERM: at once */
+    tu_shard_stop(&s[2], SIGKILL);
+    tu_wait_owner(&etcd, "c1", 2, -1, 10); /* killed: within its lease */
+    tu_wait_owner(&etcd, "c1", 0, 0, 1);
+    tu_shard_stop(&s[0], SIGTERM);
 }
 
 /* docker/k8s's StatefulSet: every pod runs the same line, and its number
@@ -147,21 +97,21 @@ Test(shard_cluster, statefulset_ordinals_deal_the_parts)
     rf_make(dir, "--scale 9 --symmetrize --dedup", "g", 7);
     char root[PATH_MAX];
     snprintf(root, sizeof root, "%s/g.parts", dir);
-    shard_proc_t s[3];
+    tu_shard_t s[3];
     for (int k = 0; k < 3; k++) {
         s[k].pid = tu_spawn(&s[k].out, "env FS_SHARD_HOSTNAME=featstore-shard-%d %s serve %s --parts auto --shards 3 "
                             "--shard ordinal --listen 127.0.0.1:0 --cluster etcd://%s/c1", k, tu_bin(), root,
                             etcd.endpoint);
-        ready(&s[k], k);
+        tu_shard_ready(&s[k], "c1", k);
     }
     fs_shard_map_t m;
     cr_assert_eq(fs_cluster_read_map(h, "c1", &m, &err), FS_OK, "%s", err.msg);
     int want[] = {0, 1, 2, 0, 1, 2, 0};
     cr_assert_eq(m.parts, 7);
     cr_assert_arr_eq(m.owner, want, sizeof want, "part p on shard p %% 3");
-    for (int k = 0; k < 3; k++) cr_assert_str_eq(fs_shard_map_owner(&m, k)->grpc, s[k].addr);
+    for (int k = 0; k < 3; k++) cr_assert_str_eq(fs_shard_map_owner(&m, k)->grpc, s[k].grpc);
     fs_shard_map_free(&m);
-    for (int k = 0; k < 3; k++) cr_assert_eq(stop(&s[k], SIGTERM), 0);
+    for (int k = 0; k < 3; k++) cr_assert_eq(tu_shard_stop(&s[k], SIGTERM), 0);
     /* refusals, each before anything is served */
     char *log;
     const char *line = "%s serve %s --parts auto --shards 3 --shard ordinal --listen 127.0.0.1:0 --cluster etcd://%s/c1";
