@@ -160,7 +160,7 @@ FS_API const char *fs_client_transport(const fs_client_t *c) { return c && c->op
  * socket and result slots: its requests would interleave with the parent's
  * and its results overwrite the parent's batches, so it must connect anew
  * (client.h, docs/api.md §8). */
-static fs_status_t usable(fs_client_t *c)
+fs_status_t fs_client_usable(fs_client_t *c)
 {
     if (!c) return FS_ERR_INVALID_ARGUMENT;
     if (fs_client_foreign(c))
@@ -181,7 +181,7 @@ static fs_status_t check_batch_args(fs_client_t *c, const int64_t *ids, int64_t 
 
 FS_API fs_status_t fs_info(fs_client_t *c, fs_info_t **out)
 {
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st != FS_OK) return st;
     if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
@@ -207,7 +207,7 @@ FS_API fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, co
                              fs_batch_t **out)
 {
     fs_sample_req_t r;
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st == FS_OK) st = check_batch_args(c, seeds, n, out);
     if (st == FS_OK) st = fs_client_sample_request(c, req, &r);
     return st == FS_OK ? c->ops->sample(c, seeds, n, &r, out) : st;
@@ -216,7 +216,7 @@ FS_API fs_status_t fs_sample(fs_client_t *c, const int64_t *seeds, int64_t n, co
 FS_API fs_status_t fs_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t out_dtype,
                              fs_batch_t **out)
 {
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st == FS_OK) st = check_batch_args(c, ids, n, out);
     if (st == FS_OK && !table) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no table name");
     return st == FS_OK ? c->ops->gather(c, ids, n, table, out_dtype, out) : st;
@@ -226,7 +226,7 @@ FS_API fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_
                                     const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
     fs_sample_req_t r;
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st == FS_OK) st = check_batch_args(c, seeds, n, out);
     if (st == FS_OK && !table) st = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "no table name");
     if (st == FS_OK) st = fs_client_sample_request(c, req, &r);
@@ -236,7 +236,7 @@ FS_API fs_status_t fs_sample_gather(fs_client_t *c, const int64_t *seeds, int64_
 FS_API fs_status_t fs_report_load_ratio(fs_client_t *c, double load_ratio, double *locality)
 {
     if (!c) return FS_ERR_INVALID_ARGUMENT;
-    if (fs_client_foreign(c)) return usable(c); /* the same refusal, though no transport is involved */
+    if (fs_client_foreign(c)) return fs_client_usable(c); /* the same refusal, though no transport is involved */
     fs_error_t err = {0};
     if (fs_las_ctl_update(&c->las, load_ratio, locality, &err) != FS_OK)
         return fs_client_fail(c, err.code, "fs_report_load_ratio: %s", err.msg);
@@ -264,7 +264,7 @@ FS_API fs_status_t fs_batch_region(const fs_batch_t *b, const void **base, size_
 static fs_status_t hetero_args(fs_client_t *c, const fs_hetero_req_t *req, fs_hetero_req_t *copy,
                                fs_hetero_batch_t **out)
 {
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st != FS_OK) return st;
     if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
@@ -312,7 +312,7 @@ FS_API fs_status_t fs_hetero_batch_region(const fs_hetero_batch_t *b, const void
 /* fs_split's and fs_split_local's arguments, checked alike. */
 static fs_status_t split_args(fs_client_t *c, const char *name, fs_ids_t **out)
 {
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st != FS_OK) return st;
     if (!out) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
@@ -346,7 +346,7 @@ FS_API void fs_ids_free(fs_ids_t *ids)
 
 FS_API fs_status_t fs_stats(fs_client_t *c, char **text)
 {
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st != FS_OK) return st;
     if (!text) return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "text must not be NULL");
     *text = NULL;
@@ -357,7 +357,7 @@ FS_API void fs_stats_free(char *text) { free(text); }
 
 FS_API fs_status_t fs_replan(fs_client_t *c, const fs_replan_opts_t *opts, uint64_t *generation)
 {
-    fs_status_t st = usable(c);
+    fs_status_t st = fs_client_usable(c);
     if (st != FS_OK) return st;
     if (!c->ops->replan)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "re-planning is an administrative call, accepted over unix:// "

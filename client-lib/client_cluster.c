@@ -691,6 +691,48 @@ static fs_status_t cluster_split_local(fs_client_t *c, const char *name, fs_ids_
     return FS_OK;
 }
 
+/* Each id's owning shard (fs_split_by_owner and fs_batch_micrographs),
+ * with the map's shard ids: ids of a node type (NULL: the only one) go to
+ * global ids, their parts, and the parts' shards. `fresh`: by the map read
+ * anew (etcd's or the file's; a shard that died since shows), else by the
+ * one this process holds. A part no shard holds (its shard is down) is
+ * FS_ERR_UNAVAILABLE naming the id. */
+static fs_status_t cluster_owners(fs_client_t *c, const char *node_type, const int64_t *ids, int64_t n, int fresh,
+                                  int *owner, int **shards, int *num_shards, int64_t *revision)
+{
+    cluster_t *K = c->impl;
+    fs_cluster_t *cl = K->cl;
+    int t = node_type ? node_type_of(cl, node_type) : 0;
+    if (t < 0) return fs_client_fail(c, FS_ERR_NOT_FOUND, "cluster %s has no node type '%s'", cl->name, node_type);
+    if (!node_type && cl->num_types > 1)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "cluster %s has %d node types: name the seeds' type",
+                              cl->name, cl->num_types);
+    fs_error_t err = {0};
+    fs_status_t st = fresh ? fs_cluster_remap(cl, K->revision, &err) : FS_OK;
+    if (st == FS_ERR_UNAVAILABLE) st = FS_OK; /* a part without a shard: the seeds' own check names theirs */
+    if (st != FS_OK) return fs_client_fail(c, st, "%s", err.msg);
+    pthread_mutex_lock(&cl->map_lock);
+    for (int64_t i = 0; i < n && st == FS_OK; i++) {
+        int64_t g;
+        if ((st = fs_cluster_to_global(cl, t, &ids[i], 1, &g, &err)) != FS_OK) {
+            fs_error(&err, st, "id %lld (position %lld) is not a node of type %s (0..%lld)", (long long)ids[i],
+                     (long long)i, cl->types[t].name, (long long)cl->types[t].count - 1);
+            break;
+        }
+        int p = fs_route_part_of(cl->types[t].first, cl->parts, g);
+        owner[i] = p < 0 ? -1 : cl->map.owner[p];
+        if (owner[i] < 0)
+            st = fs_error(&err, FS_ERR_UNAVAILABLE, "node %lld (position %lld) is in part %d, which no shard of "
+                          "cluster %s holds now (its shard is down)", (long long)ids[i], (long long)i, p, cl->name);
+    }
+    *num_shards = cl->map.num_shards, *revision = cl->map.revision;
+    if (st == FS_OK && !(*shards = malloc(((size_t)*num_shards + 1) * sizeof **shards)))
+        st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    for (int k = 0; st == FS_OK && k < *num_shards; k++) (*shards)[k] = cl->map.shard[k].id;
+    pthread_mutex_unlock(&cl->map_lock);
+    return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
+}
+
 static int add_table(fs_table_info_t *t, const fs_cluster_table_t *tb, int64_t rows)
 {
     if (!t || fs_info_set_text(&t->name, tb->name)) return -1;
@@ -786,6 +828,7 @@ static const fs_transport_ops_t cluster_ops = {
     .stats = cluster_stats,
     .split = cluster_split,
     .split_local = cluster_split_local,
+    .owners = cluster_owners,
     .hetero = cluster_hetero,
     .close = cluster_close,
     .idle = cluster_idle,

@@ -62,6 +62,12 @@ typedef struct {
     fs_status_t (*split)(struct fs_client *c, const char *name, fs_ids_t **out);
     fs_status_t (*split_local)(struct fs_client *c, const char *name, fs_ids_t **out); /* NULL: refused */
     fs_status_t (*replan)(struct fs_client *c, const fs_replan_opts_t *opts, uint64_t *generation); /* NULL: refused */
+    /* A sharded cluster's: each id's owning shard id, the map's shard ids
+     * (ascending; *shards malloc'd, the caller's) and its revision; fresh:
+     * the map read anew first. NULL: the connection has no shards
+     * (client_hopgnn.c). */
+    fs_status_t (*owners)(struct fs_client *c, const char *node_type, const int64_t *ids, int64_t n, int fresh,
+                          int *owner, int **shards, int *num_shards, int64_t *revision);
     /* fs_hetero_sample (link NULL) and fs_link_sample (groups NULL): the
      * structs are full-size copies (client.c) */
     fs_status_t (*hetero)(struct fs_client *c, const fs_hetero_seeds_t *groups, size_t num_groups,
@@ -96,6 +102,10 @@ struct fs_client {
     struct fs_client *spare[FS_CLIENT_SPARES];
     int num_spare;
 };
+
+/* Before every call (client.c): FS_OK, or why c cannot be used (a forked
+ * child's copy, not connected), recorded on c. */
+fs_status_t fs_client_usable(fs_client_t *c);
 
 /* Every batch handed out is the first member of one of these, so
  * fs_batch_free works whatever the transport. */

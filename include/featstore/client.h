@@ -663,6 +663,60 @@ FS_API fs_status_t fs_split(fs_client_t *c, const char *name, fs_ids_t **out);
 FS_API fs_status_t fs_split_local(fs_client_t *c, const char *name, fs_ids_t **out);
 FS_API void fs_ids_free(fs_ids_t *ids);
 
+/* ---- owner-routed batches and micrographs (HopGNN; since 1.5) ------------------ */
+
+/* A global batch's roots grouped by the shard that owns them
+ * (fs_split_by_owner): HopGNN's owner-routed training runs each group on
+ * its owner's machine, where most of its micrographs' rows are. */
+typedef struct {
+    int num_groups;              /* the shard map's shards, by ascending id; a group may be empty */
+    const int *owner;            /* [num_groups] each group's shard id */
+    const int64_t *offsets;      /* [num_groups + 1]: group g is seeds[offsets[g] .. offsets[g + 1]) */
+    const int64_t *seeds;        /* [n] the input's ids, grouped, each group in the input's order */
+    const int64_t *positions;    /* [n] each one's position in the input: its tag (a label, a trainer) */
+    int64_t map_revision;        /* the shard map the grouping follows */
+} fs_owner_groups_t;
+
+/* Groups seeds[0..n) (node ids of type node_type; NULL on a graph of one
+ * node type) by owning shard, over a sharded cluster (etcd:// or file:).
+ * A seed whose part no shard holds (its shard is down) is
+ * FS_ERR_UNAVAILABLE naming it; an id out of range is
+ * FS_ERR_INVALID_ARGUMENT; other connections FS_ERR_UNSUPPORTED. Free
+ * with fs_owner_groups_free. */
+FS_API fs_status_t fs_split_by_owner(fs_client_t *c, const char *node_type, const int64_t *seeds, int64_t n,
+                                     fs_owner_groups_t **out);
+FS_API void fs_owner_groups_free(fs_owner_groups_t *g);
+
+/* A sampled batch's micrographs: root r's micrograph is every node that
+ * r's output depends on through the blocks (blocks[0]'s edges from r, then
+ * blocks[1]'s from those, ...). A model run on one root's micrograph gives
+ * that root the output it has in the whole batch, so per-root (or
+ * per-owner) losses' gradients sum to the batch's. Node-major: node v's
+ * roots (seed positions, ascending) are roots[root_offsets[v] ..
+ * root_offsets[v + 1]). Over a sharded cluster each node's owning shard
+ * and R_micro, the share of (node, root) pairs, the root itself left out,
+ * whose node lives on the root's shard; elsewhere owner is NULL and
+ * r_micro NaN. */
+typedef struct {
+    int64_t num_nodes, num_roots;   /* the batch's nodes and seeds */
+    const int64_t *root_offsets;    /* [num_nodes + 1] */
+    const int64_t *roots;           /* [root_offsets[num_nodes]] */
+    const int *owner;               /* [num_nodes] each node's shard id, or NULL */
+    int64_t pairs, pairs_colocated; /* (node, root) pairs but the roots', and those on the root's shard */
+    double r_micro;                 /* pairs_colocated / pairs (NaN without owners or pairs) */
+} fs_micrographs_t;
+
+/* Root sets are at most FS_MICROGRAPH_PAIRS_MAX pairs (FS_ERR_RESOURCE past
+ * it: sample fewer seeds per batch). */
+#define FS_MICROGRAPH_PAIRS_MAX ((int64_t)1 << 28)
+
+/* The micrographs of batch b (a sample of connection c: fs_sample or
+ * fs_sample_gather, or a node stream's batch). FS_ERR_INVALID_ARGUMENT for
+ * a batch without a sample or with ids outside it; the owners' errors as
+ * fs_split_by_owner's. Free with fs_micrographs_free. */
+FS_API fs_status_t fs_batch_micrographs(fs_client_t *c, const fs_batch_t *b, fs_micrographs_t **out);
+FS_API void fs_micrographs_free(fs_micrographs_t *m);
+
 /* ---- operations ---------------------------------------------------------------- */
 
 /* The server's metrics in Prometheus text format (as GET /metrics). Free the

@@ -177,6 +177,19 @@ class IdsC(ctypes.Structure):
     _fields_ = [("n", _i64), ("ids", _p_i64)]
 
 
+class OwnerGroupsC(ctypes.Structure):
+    """fs_owner_groups_t."""
+    _fields_ = [("num_groups", ctypes.c_int), ("owner", ctypes.POINTER(ctypes.c_int)), ("offsets", _p_i64),
+                ("seeds", _p_i64), ("positions", _p_i64), ("map_revision", _i64)]
+
+
+class MicrographsC(ctypes.Structure):
+    """fs_micrographs_t."""
+    _fields_ = [("num_nodes", _i64), ("num_roots", _i64), ("root_offsets", _p_i64), ("roots", _p_i64),
+                ("owner", ctypes.POINTER(ctypes.c_int)), ("pairs", _i64), ("pairs_colocated", _i64),
+                ("r_micro", ctypes.c_double)]
+
+
 class ReplanOpts(Versioned):
     """fs_replan_opts_t."""
     _fields_ = [
@@ -274,6 +287,12 @@ _PROTOTYPES = {
     "fs_split": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(IdsC))]),
     "fs_split_local": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(IdsC))]),
     "fs_ids_free": (None, [ctypes.POINTER(IdsC)]),
+    "fs_split_by_owner": (ctypes.c_int, [_c_client_p, ctypes.c_char_p, _p_i64, _i64,
+                                         ctypes.POINTER(ctypes.POINTER(OwnerGroupsC))]),
+    "fs_owner_groups_free": (None, [ctypes.POINTER(OwnerGroupsC)]),
+    "fs_batch_micrographs": (ctypes.c_int, [_c_client_p, ctypes.POINTER(BatchC),
+                                            ctypes.POINTER(ctypes.POINTER(MicrographsC))]),
+    "fs_micrographs_free": (None, [ctypes.POINTER(MicrographsC)]),
     "fs_stats": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.c_void_p)]),
     "fs_stats_free": (None, [ctypes.c_void_p]),
     "fs_report_load_ratio": (ctypes.c_int, [_c_client_p, ctypes.c_double, ctypes.POINTER(ctypes.c_double)]),

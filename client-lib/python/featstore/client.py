@@ -47,6 +47,7 @@ from ._lib import lib
 from ._stream_calls import StreamCalls
 from .batch import Batch, Block, DeviceArray, _SlotUse
 from .errors import BatchReleasedError, Error, Status
+from .hopgnn import Micrographs, OwnerGroups
 from .info import EdgeTypeInfo, Info, LinkSplitInfo, NodeTypeInfo, ReaderInfo, TableInfo, TierInfo, read_info
 
 if TYPE_CHECKING:
@@ -419,6 +420,32 @@ class Client(StreamCalls, Closing):
             return np.ctypeslib.as_array(out.contents.ids, (n,)).copy() if n else np.zeros(0, np.int64)
         finally:
             lib.fs_ids_free(out)
+
+    def split_by_owner(self, seeds: Any, node_type: str | None = None) -> OwnerGroups:
+        """A global batch's roots grouped by the shard that owns them, over a
+        sharded cluster (``fs_split_by_owner``, HopGNN's owner-routed
+        training): an ``OwnerGroups``. The map is read anew, so a seed whose
+        shard is down raises Error(UNAVAILABLE) naming it. `node_type`: the
+        seeds' type on a graph of several."""
+        arr = _ids(seeds, "seeds")
+        out = ctypes.POINTER(_lib.OwnerGroupsC)()
+        self._call(lib.fs_split_by_owner, opt_str(node_type, "node_type"), _ptr(arr), len(arr), ctypes.byref(out))
+        try:
+            return OwnerGroups._from_c(out.contents)
+        finally:
+            lib.fs_owner_groups_free(out)
+
+    def micrographs(self, batch: Batch) -> Micrographs:
+        """The micrographs of a sampled Batch of this Client's
+        (``fs_batch_micrographs``): each node's roots, and on a sharded
+        cluster each node's shard and R_micro. A copy: it outlives the batch."""
+        ptr = batch._live("micrographs()")["ptr"]
+        out = ctypes.POINTER(_lib.MicrographsC)()
+        self._call(lib.fs_batch_micrographs, ptr, ctypes.byref(out))
+        try:
+            return Micrographs._from_c(out.contents)
+        finally:
+            lib.fs_micrographs_free(out)
 
     def replan(self, topology: str | None = None, gpu_budget: float = 0.0, hotness: str | None = None,
                order: str | None = None, plan: str | None = None, save: str | None = None,

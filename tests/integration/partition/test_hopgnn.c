@@ -1,0 +1,214 @@
+/* test_hopgnn.c — HopGNN's owner-routed batches on a cluster of two shards
+ * (parts 0 and 2 on shard 0, answered in the trainer's process; 1 and 3 on
+ * shard 1, over gRPC) beside one server of the whole graph:
+ *
+ *   - fs_split_by_owner against the parts' own node lists (orig_ids), read
+ *     from the partitioning's files: the oracle;
+ *   - fs_batch_micrographs against a second, naive walk (every edge of a
+ *     block tried against a per-root membership array, a hop at a time),
+ *     the same over both connections (their batches are the same), and
+ *     R_micro counted again from the oracle's owners;
+ *   - the errors: a batch without a sample, a connection without shards,
+ *     a seed whose shard is down. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "featstore/client.h"
+#include "npy.h"
+#include "test_etcd.h"
+#include "test_util.h"
+
+static char *dir;
+static tu_etcd_t etcd;
+
+static void up(void)
+{
+    dir = tu_mkdtemp();
+    tu_etcd_start(&etcd);
+}
+
+static void down(void)
+{
+    tu_etcd_stop(&etcd);
+    tu_rm_rf(dir);
+    free(dir);
+}
+
+TestSuite(hopgnn, .init = up, .fini = down, .timeout = 120);
+
+#define NODES 1024
+#define PARTS 4
+
+/* Each source id's shard by the parts' files: part p's orig_ids, p on
+ * shard p % 2. */
+static void oracle_owner(const char *root, int *owner)
+{
+    for (int v = 0; v < NODES; v++) owner[v] = -1;
+    for (int p = 0; p < PARTS; p++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/part-%05d/node.orig_ids.npy", root, p);
+        FILE *f = fopen(path, "rb");
+        cr_assert_not_null(f, "%s", path);
+        static char buf[1 << 16];
+        size_t len = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        fs_npy_header_t h;
+        fs_error_t err;
+        cr_assert_eq(fs_npy_parse(buf, len, path, &h, &err), FS_OK, "%s", err.msg);
+        cr_assert(h.dtype == FS_DTYPE_I64 && h.header_len + h.data_len == len);
+        const int64_t *ids = (const int64_t *)(buf + h.header_len);
+        for (int64_t i = 0; i < h.shape[0]; i++) owner[ids[i]] = p % 2;
+    }
+    for (int v = 0; v < NODES; v++) cr_assert_geq(owner[v], 0, "node %d in no part", v);
+}
+
+static fs_client_t *connect_to(const char *uri)
+{
+    fs_client_t *c;
+    cr_assert_eq(fs_connect(uri, NULL, &c), FS_OK, "%s: %s", uri, fs_client_errstr(c));
+    return c;
+}
+
+/* The naive walk: root r's members after each block, by trying every edge. */
+static void naive_members(const fs_batch_t *b, int64_t r, char *in, char *next)
+{
+    memset(in, 0, (size_t)b->num_nodes);
+    in[b->seed_local[r]] = 1;
+    for (int h = 0; h < b->num_hops; h++) {
+        const fs_block_t *k = &b->blocks[h];
+        memcpy(next, in, (size_t)b->num_nodes);
+        for (int64_t d = 0; d < k->num_dst; d++)
+            for (int64_t e = k->dst_offsets[d]; e < k->dst_offsets[d + 1]; e++)
+                if (in[k->edge_dst[e]]) next[k->edge_src[e]] = 1;
+        memcpy(in, next, (size_t)b->num_nodes);
+    }
+}
+
+/* m against the naive walk; R_micro against the oracle's owners (NULL: none). */
+static void check_micrographs(const fs_batch_t *b, const fs_micrographs_t *m, const int *owner)
+{
+    cr_assert_eq(m->num_nodes, b->num_nodes);
+    cr_assert_eq(m->num_roots, b->num_seeds);
+    char *in = malloc((size_t)b->num_nodes), *next = malloc((size_t)b->num_nodes);
+    int64_t *seen = calloc((size_t)b->num_nodes, sizeof *seen); /* roots of each node checked so far */
+    int64_t pairs = 0, colocated = 0;
+    for (int64_t r = 0; r < b->num_seeds; r++) {
+        naive_members(b, r, in, next);
+        int64_t home = b->seed_local[r];
+        for (int64_t v = 0; v < b->num_nodes; v++) {
+            if (!in[v]) continue;
+            int64_t at = m->root_offsets[v] + seen[v]++;
+            cr_assert_lt(at, m->root_offsets[v + 1], "node %lld lacks root %lld", (long long)v, (long long)r);
+            cr_assert_eq(m->roots[at], r, "node %lld's roots: %lld where %lld", (long long)v, (long long)m->roots[at],
+                         (long long)r);
+            if (v != home && owner) pairs++, colocated += owner[b->nodes[v]] == owner[b->nodes[home]];
+        }
+    }
+    for (int64_t v = 0; v < b->num_nodes; v++)
+        cr_assert_eq(m->root_offsets[v] + seen[v], m->root_offsets[v + 1], "node %lld has extra roots", (long long)v);
+    if (owner) {
+        cr_assert_not_null(m->owner);
+        for (int64_t v = 0; v < b->num_nodes; v++) cr_assert_eq(m->owner[v], owner[b->nodes[v]]);
+        cr_assert(m->pairs == pairs && m->pairs_colocated == colocated, "pairs %lld/%lld, oracle %lld/%lld",
+                  (long long)m->pairs_colocated, (long long)m->pairs, (long long)colocated, (long long)pairs);
+        cr_assert_float_eq(m->r_micro, (double)colocated / (double)pairs, 1e-12);
+    } else {
+        cr_assert_null(m->owner);
+        cr_assert(isnan(m->r_micro));
+    }
+    free(in), free(next), free(seen);
+}
+
+Test(hopgnn, owner_groups_and_micrographs)
+{
+    char g[PATH_MAX], root[PATH_MAX], sock[PATH_MAX], uri[PATH_MAX + 16], extra[PATH_MAX + 16];
+    snprintf(g, sizeof g, "%s/g", dir), snprintf(root, sizeof root, "%s/parts", dir);
+    snprintf(sock, sizeof sock, "%s/whole.sock", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 10 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts %d --out %s", tu_bin(), g, PARTS, root), 0);
+    static int owner[NODES];
+    oracle_owner(root, owner);
+    tu_server_t whole;
+    cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
+    tu_shard_t s[2];
+    snprintf(extra, sizeof extra, "--socket %s/h-0.sock", dir);
+    tu_shard_start(&s[0], &etcd, root, "h", "0,2", 0, extra);
+    tu_shard_start(&s[1], &etcd, root, "h", "1,3", 1, NULL);
+    snprintf(uri, sizeof uri, "unix://%s", sock);
+    fs_client_t *one = connect_to(uri);
+    snprintf(uri, sizeof uri, "etcd://%s/h", etcd.endpoint);
+    fs_client_t *many = connect_to(uri);
+
+    int64_t seeds[200];
+    for (int i = 0; i < 200; i++) seeds[i] = (i * 577 + 3) % NODES;
+    seeds[199] = seeds[10]; /* a duplicate: two roots of one node */
+    fs_owner_groups_t *og;
+    cr_assert_eq(fs_split_by_owner(many, NULL, seeds, 200, &og), FS_OK, "%s", fs_client_errstr(many));
+    cr_assert_eq(og->num_groups, 2);
+    cr_assert(og->owner[0] == 0 && og->owner[1] == 1 && og->offsets[0] == 0 && og->offsets[2] == 200);
+    cr_assert_gt(og->map_revision, 0);
+    for (int k = 0; k < 2; k++)
+        for (int64_t i = og->offsets[k]; i < og->offsets[k + 1]; i++) {
+            cr_assert_eq(og->seeds[i], seeds[og->positions[i]], "the tag leads back to the seed");
+            cr_assert_eq(owner[og->seeds[i]], og->owner[k], "seed %lld's owner", (long long)og->seeds[i]);
+            if (i > og->offsets[k]) cr_assert_gt(og->positions[i], og->positions[i - 1], "the input's order");
+        }
+    fs_owner_groups_free(og);
+    cr_assert_eq(fs_split_by_owner(one, NULL, seeds, 200, &og), FS_ERR_UNSUPPORTED);
+    cr_assert(strstr(fs_client_errstr(one), "sharded"), "%s", fs_client_errstr(one));
+    int64_t bad = NODES + 5;
+    cr_assert_eq(fs_split_by_owner(many, NULL, &bad, 1, &og), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(many), "1029"), "%s", fs_client_errstr(many));
+
+    int fan[2][3] = {{4, 3, 0}, {3, 2, 2}};
+    for (int t = 0; t < 2; t++) {
+        fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = fan[t][2] ? 3 : 2, .seed = 9u + (unsigned)t};
+        for (int h = 0; h < 3; h++) req.fanout[h] = fan[t][h];
+        fs_batch_t *b[2];
+        cr_assert_eq(fs_sample_gather(one, seeds, 200, &req, "feat", FS_DTYPE_INVALID, &b[0]), FS_OK);
+        cr_assert_eq(fs_sample(many, seeds, 200, &req, &b[1]), FS_OK, "%s", fs_client_errstr(many));
+        fs_micrographs_t *m[2];
+        for (int k = 0; k < 2; k++)
+            cr_assert_eq(fs_batch_micrographs(k ? many : one, b[k], &m[k]), FS_OK, "%s",
+                         fs_client_errstr(k ? many : one));
+        check_micrographs(b[0], m[0], NULL);
+        check_micrographs(b[1], m[1], owner);
+        int64_t np = m[0]->root_offsets[m[0]->num_nodes];
+        cr_assert(np == m[1]->root_offsets[m[1]->num_nodes] &&
+                  memcmp(m[0]->root_offsets, m[1]->root_offsets, (size_t)(b[0]->num_nodes + 1) * 8) == 0 &&
+                  memcmp(m[0]->roots, m[1]->roots, (size_t)np * 8) == 0, "the same micrographs over both");
+        cr_assert_gt(m[1]->pairs, 200 * 4, "micrographs worth checking");
+        cr_assert(m[1]->r_micro > 0.0 && m[1]->r_micro < 1.0, "R_micro %f", m[1]->r_micro);
+        fs_micrographs_free(m[0]), fs_micrographs_free(m[1]);
+        fs_batch_free(b[0]), fs_batch_free(b[1]);
+    }
+    fs_batch_t *x; /* a gather has no micrographs */
+    fs_micrographs_t *m;
+    cr_assert_eq(fs_gather(many, seeds, 4, "feat", FS_DTYPE_INVALID, &x), FS_OK);
+    cr_assert_eq(fs_batch_micrographs(many, x, &m), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(many), "no sample"), "%s", fs_client_errstr(many));
+    fs_batch_free(x);
+
+    /* shard 1 leaves: its seeds have no owner now, and the error says so; shard 0's still group */
+    tu_shard_stop(&s[1], SIGTERM);
+    tu_wait_owner(&etcd, "h", 1, -1, 5);
+    int64_t mine[2], theirs = -1, n = 0;
+    for (int v = 0; v < NODES && (n < 2 || theirs < 0); v++) {
+        if (owner[v] == 0 && n < 2) mine[n++] = v;
+        if (owner[v] == 1 && theirs < 0) theirs = v;
+    }
+    cr_assert_eq(fs_split_by_owner(many, NULL, &theirs, 1, &og), FS_ERR_UNAVAILABLE);
+    cr_assert(strstr(fs_client_errstr(many), "down"), "%s", fs_client_errstr(many));
+    cr_assert_eq(fs_split_by_owner(many, NULL, mine, 2, &og), FS_OK, "%s", fs_client_errstr(many));
+    cr_assert(og->num_groups == 1 && og->owner[0] == 0 && og->offsets[1] == 2);
+    fs_owner_groups_free(og);
+
+    fs_close(one), fs_close(many);
+    tu_shard_stop(&s[0], SIGTERM);
+    tu_serve_stop(&whole, SIGTERM);
+}
