@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "fs_shardmap.h" /* FS_CLUSTER_SHARDS_MAX: shard ids are below it (the header alone) */
 
 /* ---- owner groups -------------------------------------------------------------------- */
 
@@ -230,3 +231,70 @@ FS_API fs_status_t fs_batch_micrographs(fs_client_t *c, const fs_batch_t *b, fs_
 }
 
 FS_API void fs_micrographs_free(fs_micrographs_t *m) { free(m); }
+
+/* ---- pre-gathering -------------------------------------------------------------------- */
+
+/* The union of the micrographs of roots[0..n): its node ids into *ids (b's
+ * global ids, ascending local id) and the stats but rows_saved. */
+static fs_status_t union_of(fs_client_t *c, const fs_batch_t *b, const fs_micrographs_t *m, const int64_t *roots,
+                            int64_t n, int64_t **ids, int64_t *count, fs_pregather_stats_t *st)
+{
+    char *want = calloc((size_t)m->num_roots + 1, 1);
+    char *home = calloc(FS_CLUSTER_SHARDS_MAX, 1), *seen = calloc(FS_CLUSTER_SHARDS_MAX, 1);
+    int64_t *out = malloc(((size_t)m->num_nodes + 1) * sizeof *out), k = 0;
+    fs_status_t rc = want && home && seen && out ? FS_OK : fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; rc == FS_OK && i < n; i++) {
+        if (roots[i] < 0 || roots[i] >= m->num_roots) {
+            rc = fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "root %lld (position %lld) is not one of the batch's "
+                                "%lld seeds", (long long)roots[i], (long long)i, (long long)m->num_roots);
+            break;
+        }
+        want[roots[i]] = 1;
+        if (m->owner) home[m->owner[b->seed_local[roots[i]]] % FS_CLUSTER_SHARDS_MAX] = 1;
+    }
+    for (int64_t v = 0; rc == FS_OK && v < m->num_nodes; v++) {
+        int in = 0;
+        for (int64_t j = m->root_offsets[v]; j < m->root_offsets[v + 1]; j++)
+            if (want[m->roots[j]]) st->rows_requested++, in = 1;
+        if (!in) continue;
+        out[k++] = b->nodes[v];
+        int shard = m->owner ? m->owner[v] % FS_CLUSTER_SHARDS_MAX : 0;
+        if (m->owner && !home[shard]) st->rows_remote++, st->remote_shards += !seen[shard], seen[shard] = 1;
+    }
+    free(want), free(home), free(seen);
+    if (rc != FS_OK) {
+        free(out);
+        return rc;
+    }
+    *ids = out, *count = k;
+    return FS_OK;
+}
+
+FS_API fs_status_t fs_pregather(fs_client_t *c, const fs_batch_t *b, const fs_micrographs_t *m, const int64_t *roots,
+                                int64_t n, const char *table, fs_dtype_t dtype, int64_t max_rows, fs_batch_t **out,
+                                fs_pregather_stats_t *stats)
+{
+    fs_status_t st = fs_client_usable(c);
+    if (st != FS_OK) return st;
+    if (!out || !b || !m || (n > 0 && !roots) || n < 0)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "fs_pregather: %s", !out ? "out must not be NULL"
+                              : !b || !m ? "the batch and its micrographs are needed" : "bad root array");
+    *out = NULL;
+    if (m->num_nodes != b->num_nodes || m->num_roots != b->num_seeds)
+        return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "fs_pregather: micrographs of %lld nodes and %lld roots "
+                              "are not this batch's (%lld and %lld)", (long long)m->num_nodes, (long long)m->num_roots,
+                              (long long)b->num_nodes, (long long)b->num_seeds);
+    fs_pregather_stats_t s = {0};
+    int64_t *ids, k;
+    if ((st = union_of(c, b, m, roots, n, &ids, &k, &s)) != FS_OK) return st;
+    s.rows = k, s.rows_saved = s.rows_requested - k;
+    if (k > max_rows)
+        st = fs_client_fail(c, FS_ERR_RESOURCE, "fs_pregather: the micrographs of %lld roots hold %lld rows, past the "
+                            "buffer's %lld: pre-gather fewer roots at a time or raise max_rows", (long long)n,
+                            (long long)k, (long long)max_rows);
+    else
+        st = fs_gather(c, ids, k, table, dtype, out);
+    free(ids);
+    if (st == FS_OK && stats) *stats = s;
+    return st;
+}

@@ -717,6 +717,32 @@ typedef struct {
 FS_API fs_status_t fs_batch_micrographs(fs_client_t *c, const fs_batch_t *b, fs_micrographs_t **out);
 FS_API void fs_micrographs_free(fs_micrographs_t *m);
 
+/* What a pre-gather read (fs_pregather): the union's rows, the rows that
+ * fetching each micrograph on its own would have read, and the union's
+ * rows held by a shard other than the roots' (remote: with the
+ * micrographs' owners; 0 without), with the number of those shards (one
+ * request each). */
+typedef struct {
+    int64_t rows;               /* rows gathered: the micrographs' union, each node once */
+    int64_t rows_requested;     /* the micrographs' sizes summed */
+    int64_t rows_saved;         /* rows_requested - rows: what deduplication saved */
+    int64_t rows_remote;        /* rows on a shard none of the roots is on */
+    int64_t remote_shards;      /* the shards holding them */
+} fs_pregather_stats_t;
+
+/* HopGNN's pre-gathering: the rows of table (as fs_gather: dtype
+ * FS_DTYPE_INVALID as stored) of every node of the micrographs of roots
+ * roots[0..n) (positions among b's seeds), each node once, in one gather:
+ * over a sharded cluster one request per owning shard, all at once. *out
+ * is a gather batch whose row i is the i-th node of the union in local-id
+ * order (the nodes v with a root among `roots`); *stats (may be NULL)
+ * what it read. max_rows bounds the union (the iteration's staging
+ * buffer): more is FS_ERR_RESOURCE naming both counts, before anything is
+ * gathered. A root outside b's seeds is FS_ERR_INVALID_ARGUMENT. */
+FS_API fs_status_t fs_pregather(fs_client_t *c, const fs_batch_t *b, const fs_micrographs_t *m, const int64_t *roots,
+                                int64_t n, const char *table, fs_dtype_t dtype, int64_t max_rows, fs_batch_t **out,
+                                fs_pregather_stats_t *stats);
+
 /* ---- operations ---------------------------------------------------------------- */
 
 /* The server's metrics in Prometheus text format (as GET /metrics). Free the

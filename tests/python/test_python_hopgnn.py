@@ -164,6 +164,17 @@ class OwnerRouted(unittest.TestCase):
             cut[np.flatnonzero(wrong)[0]] = False
             self.assertFalse(torch.allclose(one_root, grads(model, x, b.blocks, seed_local, labels, torch.tensor([0]),
                                                             torch.from_numpy(cut))), "the check can fail")
+            pos = groups.positions[groups.group_of(0)]
+            rows, stats = many.pregather(b, mb, pos, "feat")
+            want = mb.mask(pos)
+            self.assertTrue(np.array_equal(rows.features, b.features[want]), "the union's rows, in local-id order")
+            self.assertEqual(stats.rows, want.sum())
+            self.assertEqual(stats.rows_requested, sum(mb.mask([r]).sum() for r in pos))
+            self.assertEqual(stats.rows_saved, stats.rows_requested - stats.rows)
+            self.assertEqual(stats.rows_remote, (want & (mb.owner != 0)).sum())
+            rows.release()
+            with self.assertRaisesRegex(featstore.Error, "past the buffer"):
+                many.pregather(b, mb, pos, "feat", max_rows=3)
             g = one.gather(seeds, "feat")
             with self.assertRaisesRegex(featstore.Error, "no sample"):
                 one.micrographs(g)

@@ -39,14 +39,15 @@ from __future__ import annotations
 from typing import Any
 
 from .dataset import write_dataset
-from .hopgnn import Micrographs, OwnerGroups
+from .hopgnn import Micrographs, OwnerGroups, PregatherStats
 
 __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableInfo", "TierInfo", "ReaderInfo", "Error",
            "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset",
            "from_pyg",
            "HeteroBatch", "Stream", "StreamBatch", "StreamLink", "STREAM_ORDERS", "EpochPlan", "OwnerGroups",
-           "Micrographs"]
-_CLIENT = frozenset(__all__) - {"write_dataset", "from_pyg", "OwnerGroups", "Micrographs"}  # the names that need libfeatstore.so
+           "Micrographs", "PregatherStats"]
+# the names that need libfeatstore.so
+_CLIENT = frozenset(__all__) - {"write_dataset", "from_pyg", "OwnerGroups", "Micrographs", "PregatherStats"}
 
 
 def from_pyg(data: Any, path: str, *, name: str | None = None, num_classes: int | None = None,

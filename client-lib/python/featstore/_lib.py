@@ -190,6 +190,12 @@ class MicrographsC(ctypes.Structure):
                 ("r_micro", ctypes.c_double)]
 
 
+class PregatherStatsC(ctypes.Structure):
+    """fs_pregather_stats_t."""
+    _fields_ = [("rows", _i64), ("rows_requested", _i64), ("rows_saved", _i64), ("rows_remote", _i64),
+                ("remote_shards", _i64)]
+
+
 class ReplanOpts(Versioned):
     """fs_replan_opts_t."""
     _fields_ = [
@@ -293,6 +299,8 @@ _PROTOTYPES = {
     "fs_batch_micrographs": (ctypes.c_int, [_c_client_p, ctypes.POINTER(BatchC),
                                             ctypes.POINTER(ctypes.POINTER(MicrographsC))]),
     "fs_micrographs_free": (None, [ctypes.POINTER(MicrographsC)]),
+    "fs_pregather": (ctypes.c_int, [_c_client_p, ctypes.POINTER(BatchC), ctypes.POINTER(MicrographsC), _p_i64, _i64,
+                                    ctypes.c_char_p, ctypes.c_int, _i64, _p_batch, ctypes.POINTER(PregatherStatsC)]),
     "fs_stats": (ctypes.c_int, [_c_client_p, ctypes.POINTER(ctypes.c_void_p)]),
     "fs_stats_free": (None, [ctypes.c_void_p]),
     "fs_report_load_ratio": (ctypes.c_int, [_c_client_p, ctypes.c_double, ctypes.POINTER(ctypes.c_double)]),

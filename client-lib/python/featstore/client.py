@@ -47,7 +47,7 @@ from ._lib import lib
 from ._stream_calls import StreamCalls
 from .batch import Batch, Block, DeviceArray, _SlotUse
 from .errors import BatchReleasedError, Error, Status
-from .hopgnn import Micrographs, OwnerGroups
+from .hopgnn import Micrographs, OwnerGroups, PregatherStats
 from .info import EdgeTypeInfo, Info, LinkSplitInfo, NodeTypeInfo, ReaderInfo, TableInfo, TierInfo, read_info
 
 if TYPE_CHECKING:
@@ -446,6 +446,22 @@ class Client(StreamCalls, Closing):
             return Micrographs._from_c(out.contents)
         finally:
             lib.fs_micrographs_free(out)
+
+    def pregather(self, batch: Batch, micrographs: Micrographs, roots: Any, table: str, dtype: str | None = None,
+                  max_rows: int = 1 << 24) -> tuple[Batch, PregatherStats]:
+        """HopGNN's pre-gathering (``fs_pregather``): the rows of `table` of
+        every node of the micrographs of `roots` (seed positions), each once,
+        in one gather (over a cluster one request per owning shard): a
+        gather Batch whose row i is ``np.flatnonzero(micrographs.mask(roots))[i]``'s,
+        and a ``PregatherStats``. More than `max_rows` rows (the staging
+        buffer) raises Error(RESOURCE) before anything is gathered."""
+        ptr = batch._live("pregather()")["ptr"]
+        arr = _ids(roots, "roots")
+        m = micrographs._c()
+        out, stats = ctypes.POINTER(_lib.BatchC)(), _lib.PregatherStatsC()
+        use = self._call(lib.fs_pregather, ptr, ctypes.byref(m.struct), _ptr(arr), len(arr), _name(table),
+                         dtype_code(dtype), int(max_rows), ctypes.byref(out), ctypes.byref(stats))
+        return Batch(out, use), PregatherStats._from_c(stats)
 
     def replan(self, topology: str | None = None, gpu_budget: float = 0.0, hotness: str | None = None,
                order: str | None = None, plan: str | None = None, save: str | None = None,

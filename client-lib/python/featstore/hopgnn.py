@@ -2,18 +2,20 @@
 (docs/papers.md; docs/api.md section 13): ``OwnerGroups``, a global batch's
 roots grouped by owning shard (``Client.split_by_owner``), and
 ``Micrographs``, each node's roots in a sampled batch with R_micro
-(``Client.micrographs``). The C library computes both; these are copies
-of its results, which outlive the batch they came from.
+(``Client.micrographs``), and ``PregatherStats``, what a pre-gather read
+(``Client.pregather``). The C library computes them; these are copies of
+its results, which outlive the batch they came from.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
 import numpy as np
 
-__all__ = ["OwnerGroups", "Micrographs"]
+__all__ = ["OwnerGroups", "Micrographs", "PregatherStats"]
 
 
 def _copy(ptr: Any, n: int, dtype: Any) -> np.ndarray:
@@ -61,6 +63,7 @@ class Micrographs:
     root_ptr: np.ndarray
     root: np.ndarray
     owner: Optional[np.ndarray]
+    num_roots: int
     pairs: int
     pairs_colocated: int
     r_micro: float
@@ -80,11 +83,52 @@ class Micrographs:
         out[node_of_pair[want[self.root]]] = True
         return out
 
+    def _c(self) -> Any:
+        """An fs_micrographs_t viewing these arrays (for fs_pregather), held
+        with them: ``.struct``."""
+        from . import _lib
+        owner = None if self.owner is None else np.ascontiguousarray(self.owner, np.intc)
+        view = _CView(self.root_ptr, self.root, owner)
+        i64 = ctypes.POINTER(ctypes.c_int64)
+        view.struct = _lib.MicrographsC(
+            num_nodes=self.num_nodes, num_roots=self.num_roots, root_offsets=self.root_ptr.ctypes.data_as(i64),
+            roots=self.root.ctypes.data_as(i64),
+            owner=owner.ctypes.data_as(ctypes.POINTER(ctypes.c_int)) if owner is not None else None,
+            pairs=self.pairs, pairs_colocated=self.pairs_colocated, r_micro=self.r_micro)
+        return view
+
     @staticmethod
     def _from_c(m: Any) -> "Micrographs":
         ptr = _copy(m.root_offsets, m.num_nodes + 1, np.int64)
         return Micrographs(root_ptr=ptr, root=_copy(m.roots, int(ptr[-1]), np.int64),
-                           owner=_copy(m.owner, m.num_nodes, np.int32) if m.owner else None,
+                           owner=_copy(m.owner, m.num_nodes, np.intc) if m.owner else None, num_roots=int(m.num_roots),
                            pairs=int(m.pairs), pairs_colocated=int(m.pairs_colocated),
                            r_micro=float(m.r_micro) if not math.isnan(m.r_micro) else math.nan)
 
+
+
+@dataclass(frozen=True)
+class PregatherStats:
+    """What a pre-gather read (fs_pregather_stats_t): ``rows``, the union
+    of the micrographs, each node once; ``rows_requested``, what fetching
+    each micrograph on its own would read; ``rows_saved``, the difference;
+    ``rows_remote``, the union's rows on a shard none of the roots is on,
+    and ``remote_shards``, how many such shards (one request each)."""
+    rows: int
+    rows_requested: int
+    rows_saved: int
+    rows_remote: int
+    remote_shards: int
+
+    @staticmethod
+    def _from_c(s: Any) -> "PregatherStats":
+        return PregatherStats(rows=int(s.rows), rows_requested=int(s.rows_requested), rows_saved=int(s.rows_saved),
+                              rows_remote=int(s.rows_remote), remote_shards=int(s.remote_shards))
+
+
+class _CView:
+    """Arrays kept alive while a C struct points into them."""
+
+    def __init__(self, *arrays: Any) -> None:
+        self.arrays = arrays
+        self.struct: Any = None

@@ -124,6 +124,53 @@ static void check_micrographs(const fs_batch_t *b, const fs_micrographs_t *m, co
     free(in), free(next), free(seen);
 }
 
+/* fs_pregather of the roots on shard 0, then of every root: the union's
+ * rows (against the whole server's rows, local id for local id), the
+ * stats against the naive walk and the oracle's owners, and its errors. */
+static void pregather(fs_client_t *many, fs_client_t *one, const fs_batch_t *b, const fs_micrographs_t *m,
+                      const fs_batch_t *whole, const int *owner)
+{
+    int64_t roots[200], n = 0;
+    for (int64_t r = 0; r < b->num_seeds; r++)
+        if (owner[b->nodes[b->seed_local[r]]] == 0) roots[n++] = r;
+    char *in = malloc((size_t)b->num_nodes), *next = malloc((size_t)b->num_nodes), *any = calloc((size_t)b->num_nodes, 1);
+    int64_t requested = 0, rows = 0, remote = 0;
+    for (int64_t i = 0; i < n; i++) {
+        naive_members(b, roots[i], in, next);
+        for (int64_t v = 0; v < b->num_nodes; v++) requested += in[v], any[v] |= in[v];
+    }
+    for (int64_t v = 0; v < b->num_nodes; v++) rows += any[v], remote += any[v] && owner[b->nodes[v]] != 0;
+    fs_batch_t *rb;
+    fs_pregather_stats_t st;
+    cr_assert_eq(fs_pregather(many, b, m, roots, n, "feat", FS_DTYPE_INVALID, 1 << 20, &rb, &st), FS_OK, "%s",
+                 fs_client_errstr(many));
+    cr_assert(st.rows == rows && st.rows_requested == requested && st.rows_saved == requested - rows &&
+              st.rows_remote == remote && st.remote_shards == (remote > 0),
+              "stats %lld/%lld/%lld/%lld, oracle %lld/%lld/%lld", (long long)st.rows, (long long)st.rows_requested,
+              (long long)st.rows_remote, (long long)st.remote_shards, (long long)rows, (long long)requested,
+              (long long)remote);
+    cr_assert_gt(st.rows_saved, 0, "micrographs overlap");
+    size_t row = (size_t)whole->dim * 4;
+    cr_assert_eq(rb->rows, rows);
+    for (int64_t v = 0, i = 0; v < b->num_nodes; v++)
+        if (any[v]) cr_assert(memcmp((const char *)rb->features + row * (size_t)i++,
+                                     (const char *)whole->features + row * (size_t)v, row) == 0, "node %lld's row",
+                              (long long)v);
+    fs_batch_free(rb);
+    int64_t all[200];
+    for (int64_t r = 0; r < b->num_seeds; r++) all[r] = r;
+    cr_assert_eq(fs_pregather(one, b, m, all, b->num_seeds, "feat", FS_DTYPE_INVALID, b->num_nodes, &rb, &st), FS_OK);
+    cr_assert(st.rows == b->num_nodes && st.rows_remote == 0 && rb->rows == b->num_nodes, "unix://: no owners");
+    cr_assert(memcmp(rb->features, whole->features, row * (size_t)b->num_nodes) == 0, "every root: the batch's rows");
+    fs_batch_free(rb);
+    cr_assert_eq(fs_pregather(many, b, m, all, b->num_seeds, "feat", FS_DTYPE_INVALID, 10, &rb, &st), FS_ERR_RESOURCE);
+    cr_assert(strstr(fs_client_errstr(many), "past the buffer's 10"), "%s", fs_client_errstr(many));
+    all[3] = 999;
+    cr_assert_eq(fs_pregather(many, b, m, all, 5, "feat", FS_DTYPE_INVALID, 1 << 20, &rb, &st), FS_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fs_client_errstr(many), "999"), "%s", fs_client_errstr(many));
+    free(in), free(next), free(any);
+}
+
 Test(hopgnn, owner_groups_and_micrographs)
 {
     char g[PATH_MAX], root[PATH_MAX], sock[PATH_MAX], uri[PATH_MAX + 16], extra[PATH_MAX + 16];
@@ -183,6 +230,7 @@ Test(hopgnn, owner_groups_and_micrographs)
                   memcmp(m[0]->root_offsets, m[1]->root_offsets, (size_t)(b[0]->num_nodes + 1) * 8) == 0 &&
                   memcmp(m[0]->roots, m[1]->roots, (size_t)np * 8) == 0, "the same micrographs over both");
         cr_assert_gt(m[1]->pairs, 200 * 4, "micrographs worth checking");
+        pregather(many, one, b[1], m[1], b[0], owner);
         cr_assert(m[1]->r_micro > 0.0 && m[1]->r_micro < 1.0, "R_micro %f", m[1]->r_micro);
         fs_micrographs_free(m[0]), fs_micrographs_free(m[1]);
         fs_batch_free(b[0]), fs_batch_free(b[1]);
