@@ -159,14 +159,18 @@ def dataset_and_parts(args):
     return parts
 
 
-def run_featstore(args, parts, n):
-    """One run at n machines: (aggregate batches/s, wire bytes per batch)."""
-    run = os.path.join(args.workdir, "fs-n%d" % n)
+def run_cluster(args, parts, n, trainer_argv, env_extra=None, tag="fs"):
+    """n machines, each with a shard of parts (a unix socket with --local)
+    and a trainer (trainer_argv(i)), etcd on machine 0: the trainers warm
+    up, the driver opens their gate, and reads the links' bytes before and
+    after their measured phase. (each trainer's DONE fields, wire bytes)."""
+    run = os.path.join(args.workdir, "%s-n%d" % (tag, n))
     shutil.rmtree(run, ignore_errors=True)
     os.makedirs(run)
     procs, shards, trainers = [], [], []
     env = {"FEATSTORE_LIB": args.lib, "PYTHONPATH": os.path.join(ROOT, "client-lib", "python"),
            "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "FEATSTORE_CLUSTER_CACHE_MB": str(args.cache_mb)}
+    env.update(env_extra or {})
 
     def start(name, i, argv, group):
         pr = Proc(name, on_machine(i, None, env, argv), open(os.path.join(run, name + ".log"), "w"))
@@ -190,13 +194,7 @@ def run_featstore(args, parts, n):
                                      "--insecure", "--cluster", "etcd://%s/bench" % ETCD] + local, shards)
         wait_for(shards, "READY", args.start_timeout, watch=[etcd])
         for i in range(n):
-            start("trainer%d" % i, i, [sys.executable, os.path.abspath(__file__), "--role", "trainer", "--uri",
-                                       "etcd://%s/bench" % ETCD, "--rank", str(i), "--world", str(n),
-                                       "--local-seeds", str(args.local_seeds),
-                                       "--batch", str(args.batch), "--warmup", str(args.warmup),
-                                       "--batches", str(args.batches), "--phase-timeout", str(args.phase_timeout),
-                                       "--producers", str(args.producers), "--prefetch", str(args.prefetch),
-                                       "--start-timeout", str(args.start_timeout)], trainers)
+            start("trainer%d" % i, i, trainer_argv(i), trainers)
         servers = shards + [etcd]  # read while waiting, so that no pipe fills
         wait_for(trainers, "READY", args.start_timeout, watch=servers)
         wait_for(trainers, "WARM", args.phase_timeout + 60, watch=servers)
@@ -207,17 +205,31 @@ def run_featstore(args, parts, n):
         after = wire_bytes()
         for p in trainers:
             p.send("EXIT")
-        rates = [int(d["batches"]) / float(d["seconds"]) for d in done]
-        batches = sum(int(d["batches"]) for d in done)
-        for p, d, r in zip(trainers, done, rates):
-            log("featstore %s: %s batches in %s s = %.2f batches/s, %s input nodes; rows per batch: %s remote, %s "
-                "local, %s cached; %s shards in process" % (p.name, d["batches"], d["seconds"], r, d["input_nodes"],
-                                                             d["remote_rows_per_batch"], d["local_rows_per_batch"],
-                                                             d["cached_rows_per_batch"], d["local_shards"]))
-        remote_rows = sum(float(d["remote_rows_per_batch"]) for d in done) / len(done)
-        return sum(rates), (after - before) / batches, batches, remote_rows
+        return done, after - before
     finally:
         teardown(list(reversed(procs)))  # trainers first, etcd last
+
+
+def run_featstore(args, parts, n):
+    """One run at n machines: (aggregate batches/s, wire bytes per batch, batches, remote rows per batch)."""
+    def trainer_argv(i):
+        return [sys.executable, os.path.abspath(__file__), "--role", "trainer", "--uri", "etcd://%s/bench" % ETCD,
+                "--rank", str(i), "--world", str(n), "--local-seeds", str(args.local_seeds),
+                "--batch", str(args.batch), "--warmup", str(args.warmup),
+                "--batches", str(args.batches), "--phase-timeout", str(args.phase_timeout),
+                "--producers", str(args.producers), "--prefetch", str(args.prefetch),
+                "--start-timeout", str(args.start_timeout)]
+
+    done, wire = run_cluster(args, parts, n, trainer_argv)
+    rates = [int(d["batches"]) / float(d["seconds"]) for d in done]
+    batches = sum(int(d["batches"]) for d in done)
+    for i, (d, r) in enumerate(zip(done, rates)):
+        log("featstore trainer%d: %s batches in %s s = %.2f batches/s, %s input nodes; rows per batch: %s remote, %s "
+            "local, %s cached; %s shards in process" % (i, d["batches"], d["seconds"], r, d["input_nodes"],
+                                                         d["remote_rows_per_batch"], d["local_rows_per_batch"],
+                                                         d["cached_rows_per_batch"], d["local_shards"]))
+    remote_rows = sum(float(d["remote_rows_per_batch"]) for d in done) / len(done)
+    return sum(rates), wire / batches, batches, remote_rows
 
 
 def run_distdgl(args, n):
@@ -237,7 +249,9 @@ def run_distdgl(args, n):
     return None
 
 
-def driver(args):
+def prepare(args):
+    """A driver's start: SIGTERM exits (its finally blocks tear down), the
+    workdir, the dataset and its parts. (parts root, train nodes)."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(args.workdir, exist_ok=True)
     args.workdir = os.path.abspath(args.workdir)
@@ -245,7 +259,11 @@ def driver(args):
     with open(os.path.join(args.dataset, "manifest.json")) as f:
         manifest = json.load(f)
     import numpy as np
-    train = len(np.load(os.path.join(args.dataset, manifest["splits"]["train"]), mmap_mode="r"))
+    return parts, len(np.load(os.path.join(args.dataset, manifest["splits"]["train"]), mmap_mode="r"))
+
+
+def driver(args):
+    parts, train = prepare(args)
     per_epoch = math.ceil(train / args.batch)
     base = None
     for n in [int(x) for x in args.shards.split(",")]:
@@ -268,13 +286,11 @@ def driver(args):
                           n, agg / dgl_rate, ratio_bytes, agg, dgl_rate), flush=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--role", choices=["driver", "trainer"], default="driver")
+def cluster_args(ap, workdir):
+    """The options of a run of machines, bench_cluster's and bench_hopgnn's."""
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--dataset", help="a featstore dataset (default: R-MAT scale 18, 128 features, generated)")
     ap.add_argument("--parts", type=int, default=16, help="virtual partitions (dealt p %% N to the shards)")
-    ap.add_argument("--shards", default="1,2,4", help="machine counts, one run each (1 first: the baseline)")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--cores-per-machine", type=float, default=0,
                     help="cap each machine's processes to this many cores (cgroup cpu quota; 0: no cap), so N "
@@ -284,32 +300,44 @@ def main():
     ap.add_argument("--local", type=int, default=1,
                     help="1: each shard has a unix socket, so its machine's trainer answers it in process (the "
                          "unix:// path); 0: every shard over gRPC")
-    ap.add_argument("--local-seeds", type=int, default=None,
-                    help="1 (the default with --local 1): each trainer's seeds are the train nodes its machine's "
-                         "shard holds (fs_split_local), as DistDGL's node_split gives its trainers; 0: its rank's "
-                         "share of the whole split")
-    ap.add_argument("--workdir", default="/tmp/featstore-bench/cluster")
+    ap.add_argument("--workdir", default=workdir)
     ap.add_argument("--distdgl", action="store_true", help="DistDGL at each count too (bench/peers/setup.sh)")
     ap.add_argument("--dgl-python", default=os.path.expanduser("~/.cache/featstore-peers/dgl/bin/python"))
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batches", type=int, default=40)
-    ap.add_argument("--producers", type=int, default=2, help="a trainer's stream: threads making batches")
-    ap.add_argument("--prefetch", type=int, default=4, help="a trainer's stream: batches made ahead")
     ap.add_argument("--phase-timeout", type=int, default=120, help="seconds a warm or measured phase may run")
     ap.add_argument("--start-timeout", type=int, default=120)
     ap.add_argument("--uri")
     ap.add_argument("--rank", type=int)
     ap.add_argument("--world", type=int)
+
+
+def cluster_paths(args, who):
+    """The build's CLI and library into args; root needed for the namespaces."""
+    args.featstore = os.path.join(args.build, "cli", "featstore")
+    args.lib = os.path.join(args.build, "client-lib", "libfeatstore.so")
+    if os.geteuid() != 0:
+        sys.exit("%s: needs root (network namespaces)" % who)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--role", choices=["driver", "trainer"], default="driver")
+    cluster_args(ap, "/tmp/featstore-bench/cluster")
+    ap.add_argument("--shards", default="1,2,4", help="machine counts, one run each (1 first: the baseline)")
+    ap.add_argument("--local-seeds", type=int, default=None,
+                    help="1 (the default with --local 1): each trainer's seeds are the train nodes its machine's "
+                         "shard holds (fs_split_local), as DistDGL's node_split gives its trainers; 0: its rank's "
+                         "share of the whole split")
+    ap.add_argument("--producers", type=int, default=2, help="a trainer's stream: threads making batches")
+    ap.add_argument("--prefetch", type=int, default=4, help="a trainer's stream: batches made ahead")
     args = ap.parse_args()
     if args.local_seeds is None:
         args.local_seeds = args.local
     if args.role == "trainer":
         return trainer(args)
-    args.featstore = os.path.join(args.build, "cli", "featstore")
-    args.lib = os.path.join(args.build, "client-lib", "libfeatstore.so")
-    if os.geteuid() != 0:
-        sys.exit("bench_cluster: needs root (network namespaces)")
+    cluster_paths(args, "bench_cluster")
     driver(args)
 
 

@@ -94,7 +94,7 @@ static fs_status_t shared_get(const fs_addr_t *a, const char *key, int timeout_m
         }
     pthread_mutex_unlock(&shared_mu);
     fs_cluster_t *cl;
-    fs_status_t st = fs_cluster_open(a, timeout_ms, &cl, err); /* unlocked: remote calls */
+    fs_status_t st = fs_cluster_open(a, timeout_ms, fs_cluster_local_hooks(), &cl, err); /* unlocked: remote calls */
     if (st != FS_OK) return st;
     shared_t *s = calloc(1, sizeof *s);
     if (!s) {

@@ -248,14 +248,20 @@ static void put(held_t *h)
 static char mine[FS_CLUSTER_HOST_MAX + 1];
 static void machine_once(void) { fs_shard_machine(mine, sizeof mine); }
 
-static fs_status_t local_open(void *ctx, const fs_cluster_t *c, const fs_shard_addr_t *a, const int *parts, int n,
-                              void **conn, fs_error_t *err)
+/* Whether shard a is on this machine, with a socket: answered in process. */
+static int local_mine(void *ctx, const fs_shard_addr_t *a)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     (void)ctx;
-    *conn = NULL;
     pthread_once(&once, machine_once);
-    if (!a->unix_path[0] || !mine[0] || strcmp(a->host, mine) != 0) return FS_OK; /* another machine's: gRPC */
+    return a->unix_path[0] && mine[0] && strcmp(a->host, mine) == 0;
+}
+
+static fs_status_t local_open(void *ctx, const fs_cluster_t *c, const fs_shard_addr_t *a, const int *parts, int n,
+                              void **conn, fs_error_t *err)
+{
+    *conn = NULL;
+    if (!local_mine(ctx, a)) return FS_OK; /* another machine's: gRPC */
     held_t *h;
     fs_status_t st = take(c, a, parts, n, &h, err);
     if (st != FS_OK || !h) return st;
@@ -305,7 +311,7 @@ static fs_status_t local_edges(void *conn, int etype, const int64_t *dst, const 
 }
 
 static const fs_cluster_local_t hooks = {.open = local_open, .close = local_close, .picks = local_picks,
-                                         .rows = local_rows, .edges = local_edges};
+                                         .rows = local_rows, .edges = local_edges, .mine = local_mine};
 
 const fs_cluster_local_t *fs_cluster_local_hooks(void)
 {

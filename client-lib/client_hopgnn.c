@@ -1,5 +1,5 @@
 /* client_hopgnn.c — HopGNN's owner-routed batches over any connection
- * (docs/papers.md; docs/algorithms.md §10): a global batch's roots grouped
+ * (docs/papers.md; docs/algorithms.md §7): a global batch's roots grouped
  * by owning shard (fs_split_by_owner), and a sampled batch's micrographs,
  * each node's roots, with R_micro (fs_batch_micrographs).
  *

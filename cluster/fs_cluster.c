@@ -302,24 +302,31 @@ static size_t cache_budget(void)
     return (size_t)mb << 20;
 }
 
-/* Type t's hot rows, as many as *budget holds (taken from it), read from
- * the shards through k's router. */
-static fs_status_t cache_type(fs_cluster_t *c, fs_cluster_conn_t *k, int t, size_t *budget, fs_error_t *err)
+/* Type t's hot rows but those of parts in `skip`, as many as *budget
+ * holds (taken from it), read from the shards through k's router. */
+static fs_status_t cache_type(fs_cluster_t *c, fs_cluster_conn_t *k, int t, const char *skip, size_t *budget,
+                              fs_error_t *err)
 {
     fs_cluster_type_t *ty = &c->types[t];
     size_t row = 0;
     for (int i = 0; i < ty->num_tables; i++) row += ty->tables[i].row_bytes;
     if (!ty->hot[0] || row == 0 || *budget < row) return FS_OK;
     char *data = NULL;
-    int64_t len, n;
-    const int64_t *hot;
+    int64_t len, n, listed;
+    const int64_t *list;
+    int64_t *hot = NULL;
     fs_status_t st = fetch_file(c, ty->hot, 128 + 8 * (ty->count + 1), &data, &len, err);
-    if (st == FS_OK) st = fs_cluster_npy_i64(ty->hot, data, len, &hot, &n, err);
-    if (st == FS_OK && (int64_t)(*budget / row) < n) n = (int64_t)(*budget / row);
-    for (int64_t i = 0; st == FS_OK && i < n; i++)
-        if (hot[i] < 0 || hot[i] >= ty->count)
+    if (st == FS_OK) st = fs_cluster_npy_i64(ty->hot, data, len, &list, &listed, err);
+    if (st == FS_OK && !(hot = malloc(((size_t)listed + 1) * sizeof *hot)))
+        st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
+    n = 0;
+    for (int64_t i = 0; st == FS_OK && i < listed && n < (int64_t)(*budget / row); i++) {
+        if (list[i] < 0 || list[i] >= ty->count)
             st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s: node %lld of a type of %lld", c->name, ty->hot,
-                          (long long)hot[i], (long long)ty->count);
+                          (long long)list[i], (long long)ty->count);
+        else if (!skip[fs_route_part_of(ty->first, c->parts, list[i])])
+            hot[n++] = list[i];
+    }
     if (st == FS_OK && (!(ty->cache_slot = malloc(sizeof *ty->cache_slot * (size_t)ty->count + 1)) ||
                         !(ty->cache_rows = calloc((size_t)ty->num_tables + 1, sizeof *ty->cache_rows))))
         st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
@@ -339,18 +346,25 @@ static fs_status_t cache_type(fs_cluster_t *c, fs_cluster_conn_t *k, int t, size
         ty->num_cached = n;
         *budget -= (size_t)n * row;
     }
-    free(data);
+    free(data), free(hot);
     return st;
 }
 
-static fs_status_t fill_cache(fs_cluster_t *c, fs_error_t *err)
+static fs_status_t fill_cache(fs_cluster_t *c, const fs_cluster_local_t *local, fs_error_t *err)
 {
     size_t budget = cache_budget();
     if (budget == 0) return FS_OK;
+    char *skip = calloc((size_t)c->parts + 1, 1); /* parts of shards this process reads in place */
+    if (!skip) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    for (int p = 0; local && local->mine && p < c->parts; p++) {
+        const fs_shard_addr_t *a = fs_shard_map_owner(&c->map, p);
+        skip[p] = a && local->mine(local->ctx, a);
+    }
     fs_cluster_conn_t *k;
     fs_status_t st = fs_cluster_conn_open(c, NULL, &k, err);
-    for (int t = 0; st == FS_OK && t < c->num_types; t++) st = cache_type(c, k, t, &budget, err);
+    for (int t = 0; st == FS_OK && t < c->num_types; t++) st = cache_type(c, k, t, skip, &budget, err);
     fs_cluster_conn_close(k);
+    free(skip);
     return st;
 }
 
@@ -430,7 +444,8 @@ fs_status_t fs_cluster_read_map_file(const char *path, fs_shard_map_t *out, fs_e
     return st;
 }
 
-fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t **out, fs_error_t *err)
+fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const fs_cluster_local_t *local,
+                            fs_cluster_t **out, fs_error_t *err)
 {
     const char *endpoint = where->target, *name = where->cluster;
     *out = NULL;
@@ -457,7 +472,7 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t
         snprintf(file, sizeof file, "%s.node_map.npy", c->types[t].name);
         st = read_node_map(c, t, file, err);
     }
-    if (st == FS_OK) st = fill_cache(c, err);
+    if (st == FS_OK) st = fill_cache(c, local, err);
     if (st == FS_OK) memset(&c->counts, 0, sizeof c->counts); /* the batches' reads, not the cache's filling */
     if (st != FS_OK) {
         cluster_free(c);

@@ -14,7 +14,9 @@
  * neighbour lists hold, `featstore partition`'s hot list). At open the
  * rows of every table of as many of them as FEATSTORE_CLUSTER_CACHE_MB
  * (default FS_CLUSTER_CACHE_DEFAULT_MB, 0: none) holds are read from
- * their shards, and gathers take those rows from it instead of a shard:
+ * their shards, those of shards on this machine left out (the process
+ * reads those in place: HopGNN's cache of other servers' hot rows), and
+ * gathers take those rows from it instead of a shard:
  * on a power-law graph a small share of the nodes is most of what batches
  * read (XGNN and Quiver's degree-ordered cache, docs/papers.md). The rows
  * are the shards' own, so batches stay bit for bit one server's.
@@ -137,9 +139,13 @@ typedef struct fs_cluster {
 } fs_cluster_t;
 
 /* Reads the map (from etcd, or a static cluster's file: where's
- * map_file) and the book and node maps from the shards; timeout_ms <= 0:
- * FS_CLUSTER_DEFAULT_TIMEOUT_MS. The result has one reference. */
-fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, fs_cluster_t **out, fs_error_t *err);
+ * map_file) and the book and node maps from the shards, and fills the
+ * cache, leaving out the rows of the shards `local` would answer in
+ * process (NULL: none); timeout_ms <= 0: FS_CLUSTER_DEFAULT_TIMEOUT_MS.
+ * The result has one reference. */
+struct fs_cluster_local;
+fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const struct fs_cluster_local *local,
+                            fs_cluster_t **out, fs_error_t *err);
 
 /* A static cluster's map, from its file (revision 0): FS_ERR_NOT_FOUND or
  * FS_ERR_IO naming the file, FS_ERR_FORMAT as fs_shard_map_parse. */
@@ -214,7 +220,7 @@ typedef struct fs_cluster_conn fs_cluster_conn_t;
 /* Shards this process answers itself instead of over gRPC: a trainer on a
  * shard's machine runs the shard's engine on the shard's own files
  * (client-lib/client_cluster_local.c, the unix:// path). */
-typedef struct {
+typedef struct fs_cluster_local {
     /* Shard a (holding parts[0..n) by the connection's map): its answers
      * in this process for one connection (*conn), or *conn NULL to ask it
      * over gRPC. An error fails the connection. */
@@ -228,6 +234,9 @@ typedef struct {
                         void *out, fs_error_t *err);
     fs_status_t (*edges)(void *conn, int etype, const int64_t *dst, const int64_t *src, int64_t n, uint8_t *is_edge,
                          fs_error_t *err);
+    /* Whether open would answer shard a in process (its machine is this
+     * one): the cache leaves such shards' rows out. */
+    int (*mine)(void *ctx, const fs_shard_addr_t *a);
     void *ctx;
 } fs_cluster_local_t;
 

@@ -115,7 +115,13 @@ def main():
         p.error(f"--batch-size {args.batch_size} must split evenly over --world-size {args.world_size}")
     with featstore.connect(args.uri, device=args.device) as client:
         check_dataset(client, args)  # refused here, before any rank starts
-    tmp = tempfile.mkdtemp(prefix="featstore-ddp-")
+    spawn(rank_main, args)
+
+
+def spawn(rank_main, args):
+    """args.world_size processes running rank_main(rank, world, args, store),
+    store a file for the gloo group's rendezvous, removed after."""
+    tmp = tempfile.mkdtemp(prefix="featstore-ranks-")
     try:
         mp.spawn(rank_main, args=(args.world_size, args, os.path.join(tmp, "store")), nprocs=args.world_size)
     finally:

@@ -533,7 +533,7 @@ static void moving(int local)
     snprintf(uri, sizeof uri, "etcd://%s/moving", etcd.endpoint);
     cr_assert_eq(fs_addr_uri(uri, &where, &err), FS_OK);
     setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1);
-    cr_assert_eq(fs_cluster_open(&where, 2000, &view, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_cluster_open(&where, 2000, NULL, &view, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(fs_cluster_remap(view, rev1 + 1000, &err), FS_ERR_FORMAT);
     cr_assert(strstr(err.msg, "went backwards"), "%s", err.msg);
     fs_cluster_unref(view);

@@ -44,6 +44,24 @@ TestSuite(hopgnn, .init = up, .fini = down, .timeout = 120);
 #define NODES 1024
 #define PARTS 4
 
+/* An int64 .npy file of the partitioning: its values, n of them (malloc'd). */
+static int64_t *read_i64(const char *path, int64_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    static char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    fs_npy_header_t h;
+    fs_error_t err;
+    cr_assert_eq(fs_npy_parse(buf, len, path, &h, &err), FS_OK, "%s", err.msg);
+    cr_assert(h.dtype == FS_DTYPE_I64 && h.ndim == 1 && h.header_len + h.data_len == len, "%s", path);
+    int64_t *v = malloc((size_t)h.shape[0] * 8 + 8);
+    memcpy(v, buf + h.header_len, h.data_len);
+    *n = h.shape[0];
+    return v;
+}
+
 /* Each source id's shard by the parts' files: part p's orig_ids, p on
  * shard p % 2. */
 static void oracle_owner(const char *root, int *owner)
@@ -52,17 +70,9 @@ static void oracle_owner(const char *root, int *owner)
     for (int p = 0; p < PARTS; p++) {
         char path[PATH_MAX + 64];
         snprintf(path, sizeof path, "%s/part-%05d/node.orig_ids.npy", root, p);
-        FILE *f = fopen(path, "rb");
-        cr_assert_not_null(f, "%s", path);
-        static char buf[1 << 16];
-        size_t len = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        fs_npy_header_t h;
-        fs_error_t err;
-        cr_assert_eq(fs_npy_parse(buf, len, path, &h, &err), FS_OK, "%s", err.msg);
-        cr_assert(h.dtype == FS_DTYPE_I64 && h.header_len + h.data_len == len);
-        const int64_t *ids = (const int64_t *)(buf + h.header_len);
-        for (int64_t i = 0; i < h.shape[0]; i++) owner[ids[i]] = p % 2;
+        int64_t n, *ids = read_i64(path, &n);
+        for (int64_t i = 0; i < n; i++) owner[ids[i]] = p % 2;
+        free(ids);
     }
     for (int v = 0; v < NODES; v++) cr_assert_geq(owner[v], 0, "node %d in no part", v);
 }
@@ -171,6 +181,50 @@ static void pregather(fs_client_t *many, fs_client_t *one, const fs_batch_t *b, 
     free(in), free(next), free(any);
 }
 
+static long long rows_by(fs_client_t *c, const char *path)
+{
+    char *text, want[96];
+    cr_assert_eq(fs_stats(c, &text), FS_OK, "%s", fs_client_errstr(c));
+    snprintf(want, sizeof want, "featstore_trainer_rows_total{path=\"%s\"} ", path);
+    const char *at = strstr(text, want);
+    cr_assert_not_null(at, "%s", want);
+    long long v = atoll(at + strlen(want));
+    fs_stats_free(text);
+    return v;
+}
+
+/* The cache holds the hot rows of the other shards only: a gather of every
+ * node reads shard 0's parts in place (this process answers shard 0) and
+ * the hot nodes of parts 1 and 3 from the cache. */
+static void cache_leaves_local_rows_out(fs_client_t *many, const char *root, const int *owner)
+{
+    char path[PATH_MAX + 32];
+    int64_t n_hot, n_map;
+    snprintf(path, sizeof path, "%s/node.hot.npy", root);
+    int64_t *hot = read_i64(path, &n_hot);
+    snprintf(path, sizeof path, "%s/node.node_map.npy", root);
+    int64_t *global_of = read_i64(path, &n_map); /* source id -> global id */
+    cr_assert_eq(n_map, NODES);
+    int64_t *source_of = malloc(NODES * sizeof *source_of);
+    for (int v = 0; v < NODES; v++) source_of[global_of[v]] = v;
+    long long cached = 0, local = 0;
+    for (int64_t i = 0; i < n_hot; i++) cached += owner[source_of[hot[i]]] == 1;
+    for (int v = 0; v < NODES; v++) local += owner[v] == 0;
+    int64_t all[NODES];
+    for (int v = 0; v < NODES; v++) all[v] = v;
+    long long before[3] = {rows_by(many, "local"), rows_by(many, "cache"), rows_by(many, "remote")};
+    fs_batch_t *b;
+    cr_assert_eq(fs_gather(many, all, NODES, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(many));
+    fs_batch_free(b);
+    long long got[3] = {rows_by(many, "local") - before[0], rows_by(many, "cache") - before[1],
+                        rows_by(many, "remote") - before[2]};
+    cr_assert_gt(cached, 0, "hot nodes on the remote shard");
+    cr_assert(got[0] == local && got[1] == cached && got[2] == NODES - local - cached,
+              "rows local/cache/remote %lld/%lld/%lld, expected %lld/%lld/%lld", got[0], got[1], got[2], local, cached,
+              NODES - local - cached);
+    free(hot), free(global_of), free(source_of);
+}
+
 Test(hopgnn, owner_groups_and_micrographs)
 {
     char g[PATH_MAX], root[PATH_MAX], sock[PATH_MAX], uri[PATH_MAX + 16], extra[PATH_MAX + 16];
@@ -190,6 +244,7 @@ Test(hopgnn, owner_groups_and_micrographs)
     fs_client_t *one = connect_to(uri);
     snprintf(uri, sizeof uri, "etcd://%s/h", etcd.endpoint);
     fs_client_t *many = connect_to(uri);
+    cache_leaves_local_rows_out(many, root, owner);
 
     int64_t seeds[200];
     for (int i = 0; i < 200; i++) seeds[i] = (i * 577 + 3) % NODES;
