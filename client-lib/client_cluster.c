@@ -733,6 +733,11 @@ static fs_status_t cluster_owners(fs_client_t *c, const char *node_type, const i
     return st == FS_OK ? FS_OK : fs_client_fail(c, st, "%s", err.msg);
 }
 
+static void cluster_count_hopgnn(fs_client_t *c, int64_t pairs, int64_t colocated, int64_t requested, int64_t rows)
+{
+    fs_cluster_count_hopgnn(((cluster_t *)c->impl)->cl, pairs, colocated, requested, rows);
+}
+
 static int add_table(fs_table_info_t *t, const fs_cluster_table_t *tb, int64_t rows)
 {
     if (!t || fs_info_set_text(&t->name, tb->name)) return -1;
@@ -829,6 +834,7 @@ static const fs_transport_ops_t cluster_ops = {
     .split = cluster_split,
     .split_local = cluster_split_local,
     .owners = cluster_owners,
+    .count_hopgnn = cluster_count_hopgnn,
     .hetero = cluster_hetero,
     .close = cluster_close,
     .idle = cluster_idle,

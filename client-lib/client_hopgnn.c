@@ -224,6 +224,7 @@ FS_API fs_status_t fs_batch_micrographs(fs_client_t *c, const fs_batch_t *b, fs_
         memcpy(o, owner, (size_t)b->num_nodes * sizeof *o);
         m->owner = o;
         count_colocated(m, b, node, root, n, o);
+        if (c->ops->count_hopgnn) c->ops->count_hopgnn(c, m->pairs, m->pairs_colocated, 0, 0);
     }
     free(owner), free(node), free(root);
     *out = m;
@@ -295,6 +296,7 @@ FS_API fs_status_t fs_pregather(fs_client_t *c, const fs_batch_t *b, const fs_mi
     else
         st = fs_gather(c, ids, k, table, dtype, out);
     free(ids);
+    if (st == FS_OK && c->ops->count_hopgnn) c->ops->count_hopgnn(c, 0, 0, s.rows_requested, s.rows);
     if (st == FS_OK && stats) *stats = s;
     return st;
 }

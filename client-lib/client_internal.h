@@ -68,6 +68,9 @@ typedef struct {
      * (client_hopgnn.c). */
     fs_status_t (*owners)(struct fs_client *c, const char *node_type, const int64_t *ids, int64_t n, int fresh,
                           int *owner, int **shards, int *num_shards, int64_t *revision);
+    /* A sharded cluster's trainer counters: a batch's micrograph pairs and
+     * a pre-gather's rows (docs/metrics.md). NULL: none kept. */
+    void (*count_hopgnn)(struct fs_client *c, int64_t pairs, int64_t colocated, int64_t requested, int64_t rows);
     /* fs_hetero_sample (link NULL) and fs_link_sample (groups NULL): the
      * structs are full-size copies (client.c) */
     fs_status_t (*hetero)(struct fs_client *c, const fs_hetero_seeds_t *groups, size_t num_groups,

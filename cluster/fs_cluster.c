@@ -721,6 +721,16 @@ void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
     out->calls_remote = __atomic_load_n(&n->calls_remote, __ATOMIC_RELAXED);
     out->calls = __atomic_load_n(&n->calls, __ATOMIC_RELAXED);
     out->shards_local = __atomic_load_n(&n->shards_local, __ATOMIC_RELAXED);
+    out->micro_pairs = __atomic_load_n(&n->micro_pairs, __ATOMIC_RELAXED);
+    out->micro_pairs_colocated = __atomic_load_n(&n->micro_pairs_colocated, __ATOMIC_RELAXED);
+    out->pregather_requested = __atomic_load_n(&n->pregather_requested, __ATOMIC_RELAXED);
+    out->pregather_rows = __atomic_load_n(&n->pregather_rows, __ATOMIC_RELAXED);
+}
+
+void fs_cluster_count_hopgnn(fs_cluster_t *c, int64_t pairs, int64_t colocated, int64_t requested, int64_t rows)
+{
+    count(&c->counts.micro_pairs, pairs), count(&c->counts.micro_pairs_colocated, colocated);
+    count(&c->counts.pregather_requested, requested), count(&c->counts.pregather_rows, rows);
 }
 
 static fs_status_t shard_edges(void *ctx, int shard, int etype, const int64_t *dst, const int64_t *src, int64_t n,

@@ -119,6 +119,11 @@ typedef struct {
     uint64_t calls_remote;        /* ShardPicks and ShardRows sent */
     uint64_t calls;               /* calls that made a batch (samples, gathers, typed and link batches) */
     int shards_local;             /* shards the newest connection answers itself */
+    /* HopGNN's (client-lib/client_hopgnn.c): micrographs' (node, root)
+     * pairs, and those on the root's shard (R_micro); pre-gathers' rows
+     * requested (the micrographs one by one) and gathered (each once) */
+    uint64_t micro_pairs, micro_pairs_colocated;
+    uint64_t pregather_requested, pregather_rows;
 } fs_cluster_counts_t;
 
 typedef struct fs_cluster {
@@ -246,6 +251,8 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *loca
 /* The process's counters so far (a consistent-enough copy: each is read
  * atomically). */
 void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out);
+/* Adds a batch's micrograph pairs and a pre-gather's rows to them. */
+void fs_cluster_count_hopgnn(fs_cluster_t *c, int64_t pairs, int64_t colocated, int64_t requested, int64_t rows);
 void fs_cluster_conn_close(fs_cluster_conn_t *k);
 fs_router_t *fs_cluster_conn_router(fs_cluster_conn_t *k);
 int64_t fs_cluster_conn_revision(const fs_cluster_conn_t *k); /* the map revision it routes by */

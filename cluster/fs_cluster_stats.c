@@ -106,6 +106,18 @@ static void trainer_series(FILE *out, const fs_cluster_counts_t *t)
             (unsigned long long)t->pick_ids_remote, (unsigned long long)t->rows_local,
             (unsigned long long)t->rows_remote, (unsigned long long)t->rows_cached,
             (unsigned long long)t->calls_remote, t->shards_local);
+    fprintf(out, "# HELP featstore_trainer_micrograph_pairs_total Micrographs' (node, root) pairs but the roots' own, "
+            "by whether the node is on the root's shard (R_micro: yes / all)\n"
+            "# TYPE featstore_trainer_micrograph_pairs_total counter\n"
+            "featstore_trainer_micrograph_pairs_total{colocated=\"yes\"} %llu\n"
+            "featstore_trainer_micrograph_pairs_total{colocated=\"no\"} %llu\n"
+            "# HELP featstore_trainer_pregather_rows_total Pre-gathers' rows: requested, the micrographs' one by one; "
+            "gathered, each once\n# TYPE featstore_trainer_pregather_rows_total counter\n"
+            "featstore_trainer_pregather_rows_total{kind=\"requested\"} %llu\n"
+            "featstore_trainer_pregather_rows_total{kind=\"gathered\"} %llu\n",
+            (unsigned long long)t->micro_pairs_colocated,
+            (unsigned long long)(t->micro_pairs - t->micro_pairs_colocated),
+            (unsigned long long)t->pregather_requested, (unsigned long long)t->pregather_rows);
 }
 
 fs_status_t fs_cluster_stats(const fs_shard_map_t *m, const fs_cluster_counts_t *trainer, int timeout_ms, char **text,

@@ -20,6 +20,7 @@ Exits 77 (skipped) without etcd, numpy or torch.
 import argparse
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,16 @@ def make_model(dim, hidden, classes):
     return Model(dim, hidden, classes)
 
 
+def counters(client):
+    """The trainer's HopGNN counters (docs/metrics.md): {"yes", "no", "requested", "gathered"}."""
+    text = client.stats()
+    out = {}
+    for family, label in (("micrograph_pairs", "colocated"), ("pregather_rows", "kind")):
+        for m in re.finditer(r'^featstore_trainer_%s_total\{%s="(\w+)"\} (\d+)$' % (family, label), text, re.M):
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
 def grads(model, x, blocks, seed_local, labels, roots, keep):
     """The gradient (flat) of the summed loss of `roots` (seed positions)."""
     model.zero_grad()
@@ -133,6 +144,7 @@ class OwnerRouted(unittest.TestCase):
         with featstore.connect(RUN["one"]) as one, featstore.connect(RUN["many"]) as many:
             a = one.sample_gather(seeds, fan, "feat", seed=7)
             b = many.sample_gather(seeds, fan, "feat", seed=7)
+            before = counters(many)
             ma, mb = one.micrographs(a), many.micrographs(b)
             self.assertTrue(np.array_equal(ma.root_ptr, mb.root_ptr) and np.array_equal(ma.root, mb.root))
             self.assertIsNone(ma.owner)
@@ -173,6 +185,10 @@ class OwnerRouted(unittest.TestCase):
             self.assertEqual(stats.rows_saved, stats.rows_requested - stats.rows)
             self.assertEqual(stats.rows_remote, (want & (mb.owner != 0)).sum())
             rows.release()
+            after = counters(many)
+            self.assertEqual({k: after[k] - before[k] for k in after},
+                             {"yes": mb.pairs_colocated, "no": mb.pairs - mb.pairs_colocated,
+                              "requested": stats.rows_requested, "gathered": stats.rows}, "the trainer's metrics")
             with self.assertRaisesRegex(featstore.Error, "past the buffer"):
                 many.pregather(b, mb, pos, "feat", max_rows=3)
             g = one.gather(seeds, "feat")
