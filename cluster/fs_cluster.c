@@ -20,7 +20,7 @@
 
 #include "fs_etcd.h"
 #include "fs_member.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "fs_shard_client.h"
 
 typedef struct {

@@ -42,7 +42,7 @@
 
 #include "dataset_internal.h"
 #include "fs_parallel.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "window.h"
 
 /* ---- mapping one .npy file ---------------------------------------------- */

@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "dataset.h"
-#include "npy.h"
+#include "fs_npy.h"
 
 /* Files opened by someone else (fs_dataset_open_fds): name -> descriptor. */
 typedef struct {

@@ -14,7 +14,7 @@
 #include <zip.h>
 
 #include "import.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "progress.h"
 
 #define CHUNK 65536

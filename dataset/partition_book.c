@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "npy.h"
+#include "fs_npy.h"
 #include "partition_internal.h"
 #include "window.h"
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "npy.h"
+#include "fs_npy.h"
 #include "partition_internal.h"
 
 typedef struct {

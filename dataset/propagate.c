@@ -35,7 +35,7 @@
 #include <xxhash.h>
 
 #include "fs_rng.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "progress.h"
 
 #define SCRATCH_PREFIX ".propagate-"

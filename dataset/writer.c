@@ -31,7 +31,7 @@
 #include <xxhash.h>
 
 #include "dataset.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "window.h"
 
 typedef struct {

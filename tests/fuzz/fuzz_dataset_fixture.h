@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "npy.h"
+#include "fs_npy.h"
 
 #define FIXTURE_NODES 6
 #define FIXTURE_EDGES 8

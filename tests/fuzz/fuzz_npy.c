@@ -1,4 +1,4 @@
-/* fuzz_npy.c — libFuzzer harness for the .npy header parser (dataset/npy.c),
+/* fuzz_npy.c — libFuzzer harness for the .npy header parser (kernels/fs_npy.c),
  * which reads every array file of a dataset and every member of an .npz.
  *
  * The input is a whole file. Beyond "no crash", an accepted header must be
@@ -10,7 +10,7 @@
  * parses back to the same shape and data length. A refusal must carry
  * FS_ERR_FORMAT, FS_ERR_UNSUPPORTED or FS_ERR_NOMEM and a message. */
 #include "fuzz_common.h"
-#include "npy.h"
+#include "fs_npy.h"
 
 static void check_same(const fs_npy_header_t *a, const fs_npy_header_t *b, const char *what)
 {

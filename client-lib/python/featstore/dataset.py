@@ -48,7 +48,7 @@ __all__ = ["write_dataset"]
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,63}\Z")
 _INT64_MAX = np.iinfo(np.int64).max
-_NPY_HEADER_LEN = 128           # dataset/npy.h FS_NPY_WRITE_HEADER_LEN: every file's data starts here
+_NPY_HEADER_LEN = 128           # kernels/fs_npy.h FS_NPY_WRITE_HEADER_LEN: every file's data starts here
 _MAX_NODE_TYPES, _MAX_EDGE_TYPES = 4096, 65536   # dataset/dataset_typed.c
 _FEATURE_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
 
@@ -189,7 +189,7 @@ def _csc(dst, num_dst, time):
 # ---- the files ---------------------------------------------------------------------
 
 def _npy_header(dtype, shape):
-    """The .npy 1.0 header dataset/npy.c writes: 128 bytes, so the data is aligned."""
+    """The .npy 1.0 header kernels/fs_npy.c writes: 128 bytes, so the data is aligned."""
     dims = f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(str(s) for s in shape) + ")"
     d = f"{{'descr': '{dtype.str}', 'fortran_order': False, 'shape': {dims}, }}".encode()
     total = _NPY_HEADER_LEN

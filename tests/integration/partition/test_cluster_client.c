@@ -268,9 +268,10 @@ Test(cluster_client, one_store_bit_for_bit)
     cr_assert_eq(fs_gather(c[1], seeds, 4, "feat", FS_DTYPE_INVALID, &x), FS_OK);
     fs_batch_free(x);
 
-    /* operations: each shard's /metrics, and the cluster's sums (fs_stats, featstore stats) */
-    char *m0 = tu_metrics_with(four[0].metrics_port, "featstore_shard_peer_rows_total{peer=\"127.0.0.1\"}");
-    cr_assert(strstr(m0, "featstore_shard_info{shard=\"0\"") && strstr(m0, "featstore_shard_hop_calls_total{hop=\"2\"}"),
+    /* operations: each shard's /metrics (shard 1's: the trainers ask it over gRPC), and the
+     * cluster's sums (fs_stats, featstore stats) */
+    char *m0 = tu_metrics_with(four[1].metrics_port, "featstore_shard_peer_rows_total{peer=\"127.0.0.1\"}");
+    cr_assert(strstr(m0, "featstore_shard_info{shard=\"1\"") && strstr(m0, "featstore_shard_hop_calls_total{hop=\"2\"}"),
               "%s", m0);
     long long rev = atoll(strstr(m0, "\nfeatstore_shard_map_revision ") + 30);
     cr_assert_gt(rev, 0, "the shard's map revision");

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "featstore/client.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "test_etcd.h"
 #include "test_util.h"
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "test_util.h"
 #include "writer.h"
 

@@ -13,7 +13,7 @@
 #include "dataset.h"
 #include "id_census.h"
 #include "import.h"
-#include "npy.h"
+#include "fs_npy.h"
 #include "test_util.h"
 
 TU_SCRATCH_DIR

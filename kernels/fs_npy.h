@@ -1,4 +1,4 @@
-/* npy.h — numpy's .npy array header: parse (versions 1.0–3.0) and write
+/* fs_npy.h — numpy's .npy array header: parse (versions 1.0–3.0) and write
  * (version 1.0 with a fixed 128-byte header, so a streamed file's shape can be
  * patched in place once its length is known). */
 #ifndef FS_NPY_H

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "npy.h"
+#include "fs_npy.h"
 
 static size_t make_header(char *buf, int version, const char *dict)
 {

@@ -1,8 +1,9 @@
-/* npy.c — the .npy header. The header is a Python dict literal; numpy writes
+/* fs_npy.c — the .npy header, core because the dataset and a cluster's
+ * trainer both read it. The header is a Python dict literal; numpy writes
  * it in one fixed style, but users may hand-write files, so the parser accepts
  * any key order and spacing while staying strict about what it understands.
  * Every length is checked against the buffer before it is used. */
-#include "npy.h"
+#include "fs_npy.h"
 
 #include <ctype.h>
 #include <errno.h>
