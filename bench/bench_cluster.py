@@ -150,12 +150,13 @@ def dataset_and_parts(args):
         if not os.path.exists(os.path.join(args.dataset, "manifest.json")):
             subprocess.run([args.featstore, "gen", "rmat", "--scale", "18", "--edge-factor", "16", "--dim", "128",
                             "--out", args.dataset], check=True, stdout=subprocess.DEVNULL)
-    parts = os.path.join(args.workdir, "parts-%s-v%d" % (os.path.basename(os.path.abspath(args.dataset)), args.parts))
+    parts = os.path.join(args.workdir, "parts-%s-v%d%s" % (os.path.basename(os.path.abspath(args.dataset)),
+                                                          args.parts, "" if args.method == "stream" else "-" + args.method))
     book = os.path.join(parts, "partition.json")
     fresh = os.path.exists(book) and all("hot" in t for t in json.load(open(book))["node_types"])
     if not fresh:  # none yet, or from a featstore before hot lists
-        subprocess.run([args.featstore, "partition", args.dataset, "--parts", str(args.parts), "--out", parts,
-                        "--force"], check=True)
+        subprocess.run([args.featstore, "partition", args.dataset, "--parts", str(args.parts), "--method",
+                        args.method, "--out", parts, "--force"], check=True)
     return parts
 
 
@@ -291,6 +292,8 @@ def cluster_args(ap, workdir):
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--dataset", help="a featstore dataset (default: R-MAT scale 18, 128 features, generated)")
     ap.add_argument("--parts", type=int, default=16, help="virtual partitions (dealt p %% N to the shards)")
+    ap.add_argument("--method", choices=["stream", "metis"], default="stream",
+                    help="featstore partition's method (metis: a build with libmetis)")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--cores-per-machine", type=float, default=0,
                     help="cap each machine's processes to this many cores (cgroup cpu quota; 0: no cap), so N "

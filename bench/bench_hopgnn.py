@@ -32,8 +32,9 @@ RESULT bench=hopgnn mode=M shards=N wire_bytes_per_epoch=... batches_per_s=<sum 
        ratio_batches_per_s_vs_model_centric=... ratio_wire_bytes_vs_distdgl=... (with --distdgl)
        dedup_saved=<rows saved / rows requested> (pregather modes)
 RESULT bench=hopgnn_rmicro dataset=D partition=stream|metis shards=N r_micro=...: R_micro of
-       --rmicro-batches batches of --batch train roots over one server of D (unix://), each node's shard
-       by the partitioning's files (part p on shard p % N); HopGNN reports 0.89-0.92 with METIS.
+       --rmicro-batches batches of --batch train roots over one server of D (unix://), D partitioned
+       into N parts, part p on shard p (HopGNN's METIS over 4 servers: 0.89-0.92 on its graphs);
+       D is the bench's graph and Cora.
 
     sudo bench/bench_hopgnn.py [--dataset DIR] [--shards 4] [--cores-per-machine 0.4] [--distdgl]
 
@@ -146,6 +147,8 @@ def r_micro(args, dataset, parts, n):
     """R_micro of --rmicro-batches batches of --batch train roots over one
     server of `dataset` (unix://), part p's nodes on shard p % n."""
     import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "client-lib", "python"))
+    os.environ["FEATSTORE_LIB"] = args.lib
     import featstore
     book = json.load(open(os.path.join(parts, "partition.json")))
     owner = np.full(book["node_types"][0]["count"], -1, np.int64)
@@ -187,16 +190,16 @@ def rmicro_report(args, n):
                         cora, "--symmetrize"], check=True, stdout=subprocess.DEVNULL)
     for dataset in (args.dataset, cora):
         for method in ("stream", "metis"):
-            parts = os.path.join(args.workdir, "rmicro-%s-%s-v%d" % (os.path.basename(dataset), method, args.parts))
+            parts = os.path.join(args.workdir, "rmicro-%s-%s-v%d" % (os.path.basename(dataset), method, n))
             if not os.path.exists(os.path.join(parts, "partition.json")):
-                r = subprocess.run([args.featstore, "partition", dataset, "--parts", str(args.parts), "--method",
+                r = subprocess.run([args.featstore, "partition", dataset, "--parts", str(n), "--method",
                                     method, "--out", parts, "--force"], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True)
                 if r.returncode != 0:
                     log("partition --method %s of %s failed: %s" % (method, dataset, r.stderr.strip()[-300:]))
                     continue
             print("RESULT bench=hopgnn_rmicro dataset=%s partition=%s shards=%d parts=%d r_micro=%.3f"
-                  % (os.path.basename(dataset), method, n, args.parts, r_micro(args, dataset, parts, n)), flush=True)
+                  % (os.path.basename(dataset), method, n, n, r_micro(args, dataset, parts, n)), flush=True)
 
 
 # ---- the driver ---------------------------------------------------------------------------
@@ -224,12 +227,12 @@ def driver(args):
     n = args.shards
     per_epoch = math.ceil(train / (args.batch * n))  # iterations of a global batch
     dgl_epoch = None
-    if args.distdgl:
+    if args.distdgl and args.modes:
         d = run_distdgl(args, n)
         if d:  # its trainers' batches are --batch roots each
             dgl_epoch = float(d["wire_bytes_per_batch"]) * math.ceil(train / args.batch)
     base = None
-    for mode in args.modes.split(","):
+    for mode in [m for m in args.modes.split(",") if m]:
         rate, per_iter, t = run_mode(args, parts, n, mode)
         epoch = per_iter * per_epoch
         if mode == "model_centric":

@@ -30,8 +30,7 @@ typedef struct {
 
 /* ---- a file from the shards ---------------------------------------------------- */
 
-/* The whole of `name` from the first shard of the map that answers. */
-static fs_status_t fetch_file(const fs_cluster_t *c, const char *name, int64_t max, char **data, int64_t *len,
+fs_status_t fs_cluster_file(const fs_cluster_t *c, const char *name, int64_t max, char **data, int64_t *len,
                               fs_error_t *err)
 {
     *data = NULL, *len = 0;
@@ -266,7 +265,7 @@ static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_er
     char *data = NULL;
     int64_t len, n;
     const int64_t *map;
-    fs_status_t st = fetch_file(c, file, 128 + 8 * (ty->count + 1), &data, &len, err);
+    fs_status_t st = fs_cluster_file(c, file, 128 + 8 * (ty->count + 1), &data, &len, err);
     if (st != FS_OK) return st;
     if ((st = fs_cluster_npy_i64(file, data, len, &map, &n, err)) == FS_OK && n != ty->count)
         st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s maps %lld nodes, not %lld", c->name, file, (long long)n,
@@ -289,100 +288,21 @@ static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_er
     return st;
 }
 
-/* ---- the cache of the hottest rows ------------------------------------------------------ */
-
-#define CACHE_CHUNK 65536 /* ids per ShardRows while the cache fills */
-
-static size_t cache_budget(void)
-{
-    const char *env = getenv("FEATSTORE_CLUSTER_CACHE_MB");
-    char *end;
-    long long mb = env && *env ? strtoll(env, &end, 10) : FS_CLUSTER_CACHE_DEFAULT_MB;
-    if (env && *env && (*end || mb < 0)) mb = FS_CLUSTER_CACHE_DEFAULT_MB; /* unreadable: the default */
-    return (size_t)mb << 20;
-}
-
-/* Type t's hot rows but those of parts in `skip`, as many as *budget
- * holds (taken from it), read from the shards through k's router. */
-static fs_status_t cache_type(fs_cluster_t *c, fs_cluster_conn_t *k, int t, const char *skip, size_t *budget,
-                              fs_error_t *err)
-{
-    fs_cluster_type_t *ty = &c->types[t];
-    size_t row = 0;
-    for (int i = 0; i < ty->num_tables; i++) row += ty->tables[i].row_bytes;
-    if (!ty->hot[0] || row == 0 || *budget < row) return FS_OK;
-    char *data = NULL;
-    int64_t len, n, listed;
-    const int64_t *list;
-    int64_t *hot = NULL;
-    fs_status_t st = fetch_file(c, ty->hot, 128 + 8 * (ty->count + 1), &data, &len, err);
-    if (st == FS_OK) st = fs_cluster_npy_i64(ty->hot, data, len, &list, &listed, err);
-    if (st == FS_OK && !(hot = malloc(((size_t)listed + 1) * sizeof *hot)))
-        st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
-    n = 0;
-    for (int64_t i = 0; st == FS_OK && i < listed && n < (int64_t)(*budget / row); i++) {
-        if (list[i] < 0 || list[i] >= ty->count)
-            st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s: node %lld of a type of %lld", c->name, ty->hot,
-                          (long long)list[i], (long long)ty->count);
-        else if (!skip[fs_route_part_of(ty->first, c->parts, list[i])])
-            hot[n++] = list[i];
-    }
-    if (st == FS_OK && (!(ty->cache_slot = malloc(sizeof *ty->cache_slot * (size_t)ty->count + 1)) ||
-                        !(ty->cache_rows = calloc((size_t)ty->num_tables + 1, sizeof *ty->cache_rows))))
-        st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
-    for (int i = 0; st == FS_OK && i < ty->num_tables; i++) {
-        size_t rb = ty->tables[i].row_bytes;
-        if (!(ty->cache_rows[i] = malloc((size_t)n * rb + 1))) {
-            st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
-            break;
-        }
-        for (int64_t at = 0; st == FS_OK && at < n; at += CACHE_CHUNK)
-            st = fs_router_rows(fs_cluster_conn_router(k), t, ty->tables[i].name, rb, hot + at,
-                                n - at < CACHE_CHUNK ? n - at : CACHE_CHUNK, ty->cache_rows[i] + (size_t)at * rb, err);
-    }
-    if (st == FS_OK) {
-        for (int64_t v = 0; v < ty->count; v++) ty->cache_slot[v] = -1;
-        for (int64_t i = 0; i < n; i++) ty->cache_slot[hot[i]] = (int32_t)i;
-        ty->num_cached = n;
-        *budget -= (size_t)n * row;
-    }
-    free(data), free(hot);
-    return st;
-}
-
-static fs_status_t fill_cache(fs_cluster_t *c, const fs_cluster_local_t *local, fs_error_t *err)
-{
-    size_t budget = cache_budget();
-    if (budget == 0) return FS_OK;
-    char *skip = calloc((size_t)c->parts + 1, 1); /* parts of shards this process reads in place */
-    if (!skip) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    for (int p = 0; local && local->mine && p < c->parts; p++) {
-        const fs_shard_addr_t *a = fs_shard_map_owner(&c->map, p);
-        skip[p] = a && local->mine(local->ctx, a);
-    }
-    fs_cluster_conn_t *k;
-    fs_status_t st = fs_cluster_conn_open(c, NULL, &k, err);
-    for (int t = 0; st == FS_OK && t < c->num_types; t++) st = cache_type(c, k, t, skip, &budget, err);
-    fs_cluster_conn_close(k);
-    free(skip);
-    return st;
-}
-
 /* ---- open and close --------------------------------------------------------------- */
 
 static void cluster_free(fs_cluster_t *c)
 {
     for (int t = 0; c->types && t < c->num_types; t++) { /* num_types counts the one a failed read stopped in */
         fs_cluster_type_t *ty = &c->types[t];
-        for (int i = 0; ty->cache_rows && i < ty->num_tables; i++) free(ty->cache_rows[i]);
-        free(ty->cache_rows), free(ty->cache_slot);
         free(ty->first), free(ty->global_of), free(ty->source_of), free(ty->tables), free(ty->splits);
     }
     for (int e = 0; c->etypes && e < c->num_etypes; e++) free(c->etypes[e].degree[0]), free(c->etypes[e].degree[1]);
     free(c->types), free(c->etypes), free(c->links);
     fs_shard_map_free(&c->map);
+    fs_cluster_cache_unref(c->cache);
     pthread_mutex_destroy(&c->map_lock);
     pthread_mutex_destroy(&c->degree_lock);
+    pthread_mutex_destroy(&c->cache_lock);
     free(c);
 }
 
@@ -455,6 +375,7 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const fs_clu
     atomic_init(&cc->refs, 1);
     pthread_mutex_init(&c->map_lock, NULL);
     pthread_mutex_init(&c->degree_lock, NULL);
+    pthread_mutex_init(&c->cache_lock, NULL);
     snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     snprintf(c->name, sizeof c->name, "%s", name);
     snprintf(c->map_file, sizeof c->map_file, "%s", where->map_file);
@@ -464,7 +385,7 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const fs_clu
     if (st == FS_OK) st = check_map(c, err);
     char *book = NULL;
     int64_t len = 0;
-    if (st == FS_OK) st = fetch_file(c, "partition.json", FS_CLUSTER_BOOK_MAX, &book, &len, err);
+    if (st == FS_OK) st = fs_cluster_file(c, "partition.json", FS_CLUSTER_BOOK_MAX, &book, &len, err);
     if (st == FS_OK) st = read_book(c, book, (size_t)len, err);
     free(book);
     for (int t = 0; st == FS_OK && t < c->num_types; t++) {
@@ -472,8 +393,7 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const fs_clu
         snprintf(file, sizeof file, "%s.node_map.npy", c->types[t].name);
         st = read_node_map(c, t, file, err);
     }
-    if (st == FS_OK) st = fill_cache(c, local, err);
-    if (st == FS_OK) memset(&c->counts, 0, sizeof c->counts); /* the batches' reads, not the cache's filling */
+    c->local = local; /* the cache fills at the first connection, by its map (fs_cluster_cache.c) */
     if (st != FS_OK) {
         cluster_free(c);
         return st;
@@ -492,6 +412,7 @@ fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_m
     atomic_init(&cc->refs, 1);
     pthread_mutex_init(&c->map_lock, NULL);
     pthread_mutex_init(&c->degree_lock, NULL);
+    pthread_mutex_init(&c->cache_lock, NULL);
     snprintf(c->name, sizeof c->name, "%s", map->name);
     c->map = (fs_shard_map_t){.parts = map->parts}; /* the fields read_book compares, nothing to free */
     memcpy(c->map.partitioning, map->partitioning, sizeof c->map.partitioning);
@@ -567,7 +488,7 @@ static fs_status_t fetch_ids(const fs_cluster_t *c, const char *file, int64_t ma
     int64_t len;
     const int64_t *vals;
     *ids = NULL, *n = 0;
-    fs_status_t st = fetch_file(c, file, 128 + 8 * (max_values + 1), &data, &len, err);
+    fs_status_t st = fs_cluster_file(c, file, 128 + 8 * (max_values + 1), &data, &len, err);
     if (st == FS_OK) st = fs_cluster_npy_i64(file, data, len, &vals, n, err);
     if (st == FS_OK && !(*ids = malloc(sizeof **ids * (size_t)(*n + 1))))
         st = fs_error(err, FS_ERR_NOMEM, "out of memory");
@@ -634,7 +555,7 @@ static fs_status_t read_degrees(fs_cluster_t *c, fs_cluster_etype_t *x, int side
                         "negatives", c->name, x->src, x->rel, x->dst);
     char *data = NULL;
     const int64_t *vals;
-    fs_status_t st = fetch_file(c, file, 128 + 8 * (count + 1), &data, &len, err);
+    fs_status_t st = fs_cluster_file(c, file, 128 + 8 * (count + 1), &data, &len, err);
     if (st == FS_OK) st = fs_cluster_degree_parse(file, data, len, count, x->num_edges, &vals, err);
     if (st == FS_OK && !(x->degree[side] = malloc(sizeof(int64_t) * (size_t)(count + 1))))
         st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for %s", c->name, file);
@@ -675,6 +596,8 @@ struct fs_cluster_conn {
     int *timed;                  /* [types] the book's word */
     table_ctx_t **table_ctx;     /* [type][table] */
     fs_table_remote_t **tables;  /* [type][table] */
+    fs_cluster_cache_t *cache;   /* the cache for its map (a reference), or NULL */
+    int filler;                  /* a connection filling the cache: no cache, its reads not counted */
     int64_t *miss, *miss_at;     /* a gather's ids the cache lacks, and their places */
     size_t miss_cap;
     char *rows;                  /* their rows */
@@ -706,7 +629,7 @@ static fs_status_t shard_rows(void *ctx, int shard, int t, const char *table, co
         count(&k->c->counts.rows_local, n);
         return k->local.rows(k->local_conn[shard], t, table, ids, n, row_bytes, out, err);
     }
-    count(&k->c->counts.rows_remote, n), count(&k->c->counts.calls_remote, 1);
+    if (!k->filler) count(&k->c->counts.rows_remote, n), count(&k->c->counts.calls_remote, 1);
     return fs_shard_client_rows(k->shards[shard], t, table, ids, n, row_bytes, out, err);
 }
 
@@ -725,6 +648,7 @@ void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
     out->micro_pairs_colocated = __atomic_load_n(&n->micro_pairs_colocated, __ATOMIC_RELAXED);
     out->pregather_requested = __atomic_load_n(&n->pregather_requested, __ATOMIC_RELAXED);
     out->pregather_rows = __atomic_load_n(&n->pregather_rows, __ATOMIC_RELAXED);
+    out->cache_fills = __atomic_load_n(&n->cache_fills, __ATOMIC_RELAXED);
 }
 
 void fs_cluster_count_hopgnn(fs_cluster_t *c, int64_t pairs, int64_t colocated, int64_t requested, int64_t rows)
@@ -771,34 +695,28 @@ static fs_status_t conn_times(void *ctx, int t, const int64_t *ids, int64_t n, i
 static fs_status_t table_rows(void *ctx, const int64_t *ids, int64_t n, void *out, fs_error_t *err)
 {
     table_ctx_t *x = ctx;
-    const fs_cluster_type_t *ty = &x->k->c->types[x->type];
-    const fs_cluster_table_t *tb = &ty->tables[x->table];
+    fs_cluster_conn_t *k = x->k;
+    const fs_cluster_table_t *tb = &k->c->types[x->type].tables[x->table];
     size_t rb = tb->row_bytes;
-    if (!ty->cache_slot) return fs_router_rows(x->k->router, x->type, tb->name, rb, ids, n, out, err);
-    int64_t miss = 0;
-    if ((size_t)n > x->k->miss_cap) {
-        int64_t *m = realloc(x->k->miss, sizeof *m * (size_t)n), *at = realloc(x->k->miss_at, sizeof *at * (size_t)n);
-        if (m) x->k->miss = m;
-        if (at) x->k->miss_at = at;
+    if (!k->cache) return fs_router_rows(k->router, x->type, tb->name, rb, ids, n, out, err);
+    if ((size_t)n > k->miss_cap) {
+        int64_t *m = realloc(k->miss, sizeof *m * (size_t)n), *at = realloc(k->miss_at, sizeof *at * (size_t)n);
+        if (m) k->miss = m;
+        if (at) k->miss_at = at;
         if (!m || !at) return fs_error(err, FS_ERR_NOMEM, "out of memory for %lld rows", (long long)n);
-        x->k->miss_cap = (size_t)n;
+        k->miss_cap = (size_t)n;
     }
-    const char *cached = ty->cache_rows[x->table];
-    for (int64_t i = 0; i < n; i++) {
-        int32_t slot = ty->cache_slot[ids[i]];
-        if (slot >= 0) memcpy((char *)out + (size_t)i * rb, cached + (size_t)slot * rb, rb);
-        else x->k->miss[miss] = ids[i], x->k->miss_at[miss++] = i;
-    }
-    count(&x->k->c->counts.rows_cached, n - miss);
+    int64_t miss = fs_cluster_cache_rows(k->cache, x->type, x->table, ids, n, out, rb, k->miss, k->miss_at);
+    count(&k->c->counts.rows_cached, n - miss);
     if (miss == 0) return FS_OK;
-    if ((size_t)miss * rb > x->k->rows_cap) {
-        char *r = realloc(x->k->rows, (size_t)miss * rb);
+    if ((size_t)miss * rb > k->rows_cap) {
+        char *r = realloc(k->rows, (size_t)miss * rb);
         if (!r) return fs_error(err, FS_ERR_NOMEM, "out of memory for %lld rows", (long long)miss);
-        x->k->rows = r, x->k->rows_cap = (size_t)miss * rb;
+        k->rows = r, k->rows_cap = (size_t)miss * rb;
     }
-    fs_status_t st = fs_router_rows(x->k->router, x->type, tb->name, rb, x->k->miss, miss, x->k->rows, err);
+    fs_status_t st = fs_router_rows(k->router, x->type, tb->name, rb, k->miss, miss, k->rows, err);
     for (int64_t i = 0; st == FS_OK && i < miss; i++)
-        memcpy((char *)out + (size_t)x->k->miss_at[i] * rb, x->k->rows + (size_t)i * rb, rb);
+        memcpy((char *)out + (size_t)k->miss_at[i] * rb, k->rows + (size_t)i * rb, rb);
     return st;
 }
 
@@ -814,6 +732,7 @@ void fs_cluster_conn_close(fs_cluster_conn_t *k)
     free(k->tables), free(k->table_ctx), free(k->shards), free(k->miss), free(k->miss_at), free(k->rows);
     free(k->timed);
     fs_router_destroy(k->router);
+    fs_cluster_cache_unref(k->cache);
     fs_cluster_unref(k->c);
     free(k);
 }
@@ -857,17 +776,19 @@ static fs_status_t open_shard(fs_cluster_conn_t *k, int s, int *parts, fs_error_
     return st;
 }
 
-fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *local, fs_cluster_conn_t **out,
-                                 fs_error_t *err)
+static fs_status_t conn_open(fs_cluster_t *c, const fs_cluster_local_t *local, int filler, fs_cluster_conn_t **out,
+                             fs_error_t *err)
 {
     *out = NULL;
     fs_cluster_conn_t *k = calloc(1, sizeof *k);
     if (!k) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     k->c = fs_cluster_ref(c);
+    k->filler = filler;
     if (local) k->local = *local;
     pthread_mutex_lock(&c->map_lock); /* the map as it is now: its shards, owners and revision */
     fs_status_t mst = fs_shard_map_copy(&c->map, &k->map, err);
     pthread_mutex_unlock(&c->map_lock);
+    if (mst == FS_OK && !filler) mst = fs_cluster_cache_for(c, &k->map, &k->cache, err);
     if (mst != FS_OK) {
         fs_cluster_conn_close(k);
         return mst;
@@ -883,7 +804,7 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *loca
     int in_process = 0;
     for (int s = 0; st == FS_OK && s < k->map.num_shards; s++)
         if ((st = open_shard(k, s, parts, err)) == FS_OK) in_process += k->local_conn[s] != NULL;
-    __atomic_store_n(&c->counts.shards_local, in_process, __ATOMIC_RELAXED);
+    if (!filler) __atomic_store_n(&c->counts.shards_local, in_process, __ATOMIC_RELAXED);
     free(parts);
     for (int t = 0; st == FS_OK && t < c->num_types; t++) {
         int n = c->types[t].num_tables;
@@ -905,6 +826,17 @@ fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *loca
     k->times = (fs_typed_remote_times_t){.times = conn_times, .ctx = k, .timed = k->timed};
     *out = k;
     return FS_OK;
+}
+
+fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *local, fs_cluster_conn_t **out,
+                                 fs_error_t *err)
+{
+    return conn_open(c, local, 0, out, err);
+}
+
+fs_status_t fs_cluster_conn_open_filler(fs_cluster_t *c, fs_cluster_conn_t **out, fs_error_t *err)
+{
+    return conn_open(c, NULL, 1, out, err);
 }
 
 int fs_cluster_conn_is_local(const fs_cluster_conn_t *k, int t, int64_t x)

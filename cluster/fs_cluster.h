@@ -10,13 +10,15 @@
  * shared by every connection of a process to that cluster (refcounted): a
  * stream's producers connect anew, and the node maps are 16 bytes a node.
  *
- * The cache: the book lists each type's hottest nodes (those the most
- * neighbour lists hold, `featstore partition`'s hot list). At open the
- * rows of every table of as many of them as FEATSTORE_CLUSTER_CACHE_MB
- * (default FS_CLUSTER_CACHE_DEFAULT_MB, 0: none) holds are read from
- * their shards, those of shards on this machine left out (the process
- * reads those in place: HopGNN's cache of other servers' hot rows), and
- * gathers take those rows from it instead of a shard:
+ * The cache (fs_cluster_cache.c): the book lists each type's hottest
+ * nodes (those the most neighbour lists hold, `featstore partition`'s hot
+ * list). At the first connection the rows of every table of as many of
+ * them as FEATSTORE_CLUSTER_CACHE_MB (default FS_CLUSTER_CACHE_DEFAULT_MB,
+ * 0: none) holds are read from their shards, those of shards on this
+ * machine left out (the process reads those in place: HopGNN's cache of
+ * other servers' hot rows; a map that moves a shard onto or off this
+ * machine invalidates it, and it is filled anew), and gathers take those
+ * rows from it instead of a shard:
  * on a power-law graph a small share of the nodes is most of what batches
  * read (XGNN and Quiver's degree-ordered cache, docs/papers.md). The rows
  * are the shards' own, so batches stay bit for bit one server's.
@@ -68,9 +70,6 @@ typedef struct {
 typedef struct {
     char name[64];
     int64_t count;
-    int64_t num_cached;          /* hot nodes whose rows the cache holds */
-    int32_t *cache_slot;         /* [count] global id -> its cached row, or -1; NULL: none cached */
-    char **cache_rows;           /* [num_tables][num_cached][row_bytes] */
     int64_t *first;              /* [parts + 1]: part p owns global ids [first[p], first[p + 1]) */
     int64_t *global_of;          /* [count] source id -> global id (the node map) */
     int64_t *source_of;          /* [count] global id -> source id */
@@ -124,6 +123,7 @@ typedef struct {
      * requested (the micrographs one by one) and gathered (each once) */
     uint64_t micro_pairs, micro_pairs_colocated;
     uint64_t pregather_requested, pregather_rows;
+    uint64_t cache_fills;         /* caches filled: the first, and one per map that moved a shard on or off this machine */
 } fs_cluster_counts_t;
 
 typedef struct fs_cluster {
@@ -141,6 +141,9 @@ typedef struct fs_cluster {
     fs_cluster_link_t *links;
     fs_cluster_counts_t counts;
     pthread_mutex_t degree_lock;    /* the edge types' degree arrays, read once when first needed */
+    const struct fs_cluster_local *local; /* the shards this process answers in place (for the cache), or NULL */
+    struct fs_cluster_cache *cache; /* the current cache (fs_cluster_cache_for), under cache_lock */
+    pthread_mutex_t cache_lock;
 } fs_cluster_t;
 
 /* Reads the map (from etcd, or a static cluster's file: where's
@@ -248,6 +251,33 @@ typedef struct fs_cluster_local {
 /* local: NULL, or the shards answered in process (copied). */
 fs_status_t fs_cluster_conn_open(fs_cluster_t *c, const fs_cluster_local_t *local, fs_cluster_conn_t **out,
                                  fs_error_t *err);
+/* Opens a connection that fills a cache: no cache of its own, its reads
+ * not counted (fs_cluster_cache.c). */
+fs_status_t fs_cluster_conn_open_filler(fs_cluster_t *c, fs_cluster_conn_t **out, fs_error_t *err);
+
+/* The hot-row cache (fs_cluster_cache.c): the cluster's current one for a
+ * connection's map m, a reference the caller drops with
+ * fs_cluster_cache_unref (NULL: FEATSTORE_CLUSTER_CACHE_MB=0). Filled
+ * anew when m leaves out other parts than the current one (a shard moved
+ * onto or off this machine), else kept at m's revision. */
+typedef struct fs_cluster_cache fs_cluster_cache_t;
+fs_status_t fs_cluster_cache_for(fs_cluster_t *c, const fs_shard_map_t *m, fs_cluster_cache_t **out, fs_error_t *err);
+fs_cluster_cache_t *fs_cluster_cache_ref(fs_cluster_cache_t *x);
+void fs_cluster_cache_unref(fs_cluster_cache_t *x);
+/* The revision of the map the current cache serves (-1: none yet). */
+int64_t fs_cluster_cache_revision(fs_cluster_t *c);
+/* Table `table` of type t's rows of ids[0..n) that x holds, into out;
+ * the others into miss / miss_at (their ids and places). Returns how many
+ * it lacks. */
+int64_t fs_cluster_cache_rows(const fs_cluster_cache_t *x, int t, int table, const int64_t *ids, int64_t n, void *out,
+                              size_t row_bytes, int64_t *miss, int64_t *miss_at);
+
+/* The whole of file `name` of the partitioning root, at most max bytes,
+ * from the first shard of the map that answers (ShardFile); *data the
+ * caller's to free(). */
+fs_status_t fs_cluster_file(const fs_cluster_t *c, const char *name, int64_t max, char **data, int64_t *len,
+                            fs_error_t *err);
+
 /* The process's counters so far (a consistent-enough copy: each is read
  * atomically). */
 void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out);

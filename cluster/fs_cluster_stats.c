@@ -118,6 +118,9 @@ static void trainer_series(FILE *out, const fs_cluster_counts_t *t)
             (unsigned long long)t->micro_pairs_colocated,
             (unsigned long long)(t->micro_pairs - t->micro_pairs_colocated),
             (unsigned long long)t->pregather_requested, (unsigned long long)t->pregather_rows);
+    fprintf(out, "# HELP featstore_trainer_cache_fills_total Hot-row caches filled: the first, and one per shard map "
+            "that moved a shard onto or off this machine\n# TYPE featstore_trainer_cache_fills_total counter\n"
+            "featstore_trainer_cache_fills_total %llu\n", (unsigned long long)t->cache_fills);
 }
 
 fs_status_t fs_cluster_stats(const fs_shard_map_t *m, const fs_cluster_counts_t *trainer, int timeout_ms, char **text,

@@ -181,16 +181,23 @@ static void pregather(fs_client_t *many, fs_client_t *one, const fs_batch_t *b, 
     free(in), free(next), free(any);
 }
 
-static long long rows_by(fs_client_t *c, const char *path)
+/* A series of the trainer's fs_stats ("NAME{LABELS} " with its space). */
+static long long series(fs_client_t *c, const char *want)
 {
-    char *text, want[96];
+    char *text;
     cr_assert_eq(fs_stats(c, &text), FS_OK, "%s", fs_client_errstr(c));
-    snprintf(want, sizeof want, "featstore_trainer_rows_total{path=\"%s\"} ", path);
     const char *at = strstr(text, want);
     cr_assert_not_null(at, "%s", want);
     long long v = atoll(at + strlen(want));
     fs_stats_free(text);
     return v;
+}
+
+static long long rows_by(fs_client_t *c, const char *path)
+{
+    char want[96];
+    snprintf(want, sizeof want, "featstore_trainer_rows_total{path=\"%s\"} ", path);
+    return series(c, want);
 }
 
 /* The cache holds the hot rows of the other shards only: a gather of every
@@ -310,6 +317,29 @@ Test(hopgnn, owner_groups_and_micrographs)
     cr_assert_eq(fs_split_by_owner(many, NULL, mine, 2, &og), FS_OK, "%s", fs_client_errstr(many));
     cr_assert(og->num_groups == 1 && og->owner[0] == 0 && og->offsets[1] == 2);
     fs_owner_groups_free(og);
+
+    /* shard 1's parts come back on a shard of this machine: the map moves a shard onto it, so
+     * the cache (other shards' rows) is filled anew, empty now, and every row is read in place */
+    long long fills = series(many, "\nfeatstore_trainer_cache_fills_total ");
+    cr_assert_eq(fills, 1, "one cache so far, not %lld", fills);
+    tu_shard_t back;
+    snprintf(extra, sizeof extra, "--socket %s/h-2.sock", dir);
+    tu_shard_start(&back, &etcd, root, "h", "1,3", 2, extra);
+    tu_wait_owner(&etcd, "h", 1, 2, 5);
+    int64_t all[NODES];
+    for (int v = 0; v < NODES; v++) all[v] = v;
+    fs_batch_t *y; /* the first finds shard 1 gone and the map moved on: it reads the map and retries */
+    cr_assert_eq(fs_gather(many, all, NODES, "feat", FS_DTYPE_INVALID, &y), FS_OK, "%s", fs_client_errstr(many));
+    fs_batch_free(y);
+    long long before[3] = {rows_by(many, "local"), rows_by(many, "cache"), rows_by(many, "remote")};
+    cr_assert_eq(fs_gather(many, all, NODES, "feat", FS_DTYPE_INVALID, &y), FS_OK, "%s", fs_client_errstr(many));
+    fs_batch_free(y);
+    long long got[3] = {rows_by(many, "local") - before[0], rows_by(many, "cache") - before[1],
+                        rows_by(many, "remote") - before[2]};
+    cr_assert(got[0] == NODES && got[1] == 0 && got[2] == 0, "every row in place: local/cache/remote %lld/%lld/%lld",
+              got[0], got[1], got[2]);
+    cr_assert_eq(series(many, "\nfeatstore_trainer_cache_fills_total "), 2, "the cache invalidated by the new map");
+    tu_shard_stop(&back, SIGTERM);
 
     fs_close(one), fs_close(many);
     tu_shard_stop(&s[0], SIGTERM);
