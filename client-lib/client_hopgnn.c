@@ -1,9 +1,10 @@
 /* client_hopgnn.c — HopGNN's owner-routed batches over any connection
  * (docs/papers.md; docs/algorithms.md §7): a global batch's roots grouped
- * by owning shard (fs_split_by_owner), and a sampled batch's micrographs,
- * each node's roots, with R_micro (fs_batch_micrographs).
+ * by owning shard (fs_split_by_owner), a sampled batch's micrographs, each
+ * node's roots, with R_micro (fs_batch_micrographs), and the rows of a
+ * group of micrographs gathered each once (fs_pregather).
  *
- * Both are computed here, in the trainer, from what the connection already
+ * All are computed here, in the trainer, from what the connection already
  * knows: the owners come from a sharded cluster's map (the transport's
  * `owners`), and the micrographs from the batch's blocks, so that every
  * transport's batches have them and no message changes.
@@ -106,8 +107,10 @@ static fs_status_t check_sample(fs_client_t *c, const fs_batch_t *b)
                                   (long long)i, (long long)b->seed_local[i]);
     for (int h = 0; h < b->num_hops; h++) {
         const fs_block_t *k = &b->blocks[h];
-        if (k->num_dst < 0 || k->num_dst > b->num_nodes || k->dst_offsets[0] != 0 ||
-            k->dst_offsets[k->num_dst] != k->num_edges)
+        int fits = k->num_dst >= 0 && k->num_dst <= b->num_nodes && k->dst_offsets[0] == 0 &&
+                   k->dst_offsets[k->num_dst] == k->num_edges;
+        for (int64_t d = 0; fits && d < k->num_dst; d++) fits = k->dst_offsets[d] <= k->dst_offsets[d + 1];
+        if (!fits)
             return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "block %d does not fit the batch's %lld nodes", h,
                                   (long long)b->num_nodes);
         for (int64_t e = 0; e < k->num_edges; e++)
