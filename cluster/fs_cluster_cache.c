@@ -13,9 +13,11 @@
  * partitioning's, and a map of another partitioning fails the connection.
  * A cache is refcounted, so connections still open on an old one read it
  * until they close. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs_cluster.h"
 
@@ -37,13 +39,25 @@ struct fs_cluster_cache {
     cache_type_t *types;
 };
 
-static size_t cache_budget(void)
+/* FEATSTORE_CLUSTER_CACHE_MB, or why it cannot be used: not a whole number
+ * of MiB, or more than this machine's memory (the cache would be paged out,
+ * or the process killed, before it helped). */
+static fs_status_t cache_budget(size_t *bytes, fs_error_t *err)
 {
     const char *env = getenv("FEATSTORE_CLUSTER_CACHE_MB");
-    char *end;
+    char *end = NULL;
+    errno = 0;
     long long mb = env && *env ? strtoll(env, &end, 10) : FS_CLUSTER_CACHE_DEFAULT_MB;
-    if (env && *env && (*end || mb < 0)) mb = FS_CLUSTER_CACHE_DEFAULT_MB; /* unreadable: the default */
-    return (size_t)mb << 20;
+    if (env && *env && (errno || *end || mb < 0))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "FEATSTORE_CLUSTER_CACHE_MB='%.40s': a number of MiB >= 0 "
+                        "expected (0: no cache; unset: %d)", env, FS_CLUSTER_CACHE_DEFAULT_MB);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    long long have = pages > 0 && page > 0 ? ((long long)pages * page) >> 20 : -1; /* MiB */
+    if (have >= 0 && mb > have)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "FEATSTORE_CLUSTER_CACHE_MB=%lld is more than this machine's "
+                        "memory (%lld MiB): give the cache a budget it can hold", mb, have);
+    *bytes = (size_t)mb << 20;
+    return FS_OK;
 }
 
 static void cache_free(fs_cluster_cache_t *x)
@@ -126,9 +140,10 @@ static fs_status_t fill(fs_cluster_t *c, const fs_shard_map_t *m, char *skip, fs
     }
     atomic_init(&x->refs, 1);
     x->revision = m->revision, x->parts = c->parts, x->skip = skip, x->num_types = c->num_types;
-    size_t budget = cache_budget();
-    fs_cluster_conn_t *k;
-    fs_status_t st = fs_cluster_conn_open_filler(c, &k, err);
+    size_t budget;
+    fs_cluster_conn_t *k = NULL;
+    fs_status_t st = cache_budget(&budget, err);
+    if (st == FS_OK) st = fs_cluster_conn_open_filler(c, &k, err);
     for (int t = 0; st == FS_OK && t < c->num_types; t++) st = fill_type(c, k, x, t, &budget, err);
     fs_cluster_conn_close(k);
     if (st != FS_OK) {
@@ -143,14 +158,15 @@ static fs_status_t fill(fs_cluster_t *c, const fs_shard_map_t *m, char *skip, fs
 fs_status_t fs_cluster_cache_for(fs_cluster_t *c, const fs_shard_map_t *m, fs_cluster_cache_t **out, fs_error_t *err)
 {
     *out = NULL;
-    if (cache_budget() == 0) return FS_OK;
+    size_t budget;
+    fs_status_t st = cache_budget(&budget, err);
+    if (st != FS_OK || budget == 0) return st;
     char *skip = calloc((size_t)c->parts + 1, 1);
     if (!skip) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     for (int p = 0; c->local && c->local->mine && p < c->parts; p++) {
         const fs_shard_addr_t *a = fs_shard_map_owner(m, p);
         skip[p] = a && c->local->mine(c->local->ctx, a);
     }
-    fs_status_t st = FS_OK;
     pthread_mutex_lock(&c->cache_lock); /* one fill at a time; the others wait for it and share it */
     fs_cluster_cache_t *x = c->cache;
     if (x && memcmp(x->skip, skip, (size_t)c->parts) == 0) { /* the same parts left out: kept */

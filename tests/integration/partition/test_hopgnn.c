@@ -252,6 +252,16 @@ Test(hopgnn, owner_groups_and_micrographs)
     snprintf(uri, sizeof uri, "etcd://%s/h", etcd.endpoint);
     fs_client_t *many = connect_to(uri);
     cache_leaves_local_rows_out(many, root, owner);
+    const char *budgets[] = {"12abc", "-3", "999999999999"}; /* a cache budget it cannot use: named at connect */
+    for (int i = 0; i < 3; i++) {
+        fs_client_t *x;
+        setenv("FEATSTORE_CLUSTER_CACHE_MB", budgets[i], 1);
+        cr_assert_eq(fs_connect(uri, NULL, &x), FS_ERR_INVALID_ARGUMENT, "budget %s", budgets[i]);
+        cr_assert(strstr(fs_client_errstr(x), "FEATSTORE_CLUSTER_CACHE_MB"), "%s", fs_client_errstr(x));
+        cr_assert(i < 2 || strstr(fs_client_errstr(x), "memory"), "%s", fs_client_errstr(x));
+        fs_close(x);
+    }
+    unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
 
     int64_t seeds[200];
     for (int i = 0; i < 200; i++) seeds[i] = (i * 577 + 3) % NODES;
