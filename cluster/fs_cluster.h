@@ -14,11 +14,12 @@
  * nodes (those the most neighbour lists hold, `featstore partition`'s hot
  * list). At the first connection the rows of every table of as many of
  * them as FEATSTORE_CLUSTER_CACHE_MB (default FS_CLUSTER_CACHE_DEFAULT_MB,
- * 0: none) holds are read from their shards, those of shards on this
- * machine left out (the process reads those in place: HopGNN's cache of
- * other servers' hot rows; a map that moves a shard onto or off this
- * machine invalidates it, and it is filled anew), and gathers take those
- * rows from it instead of a shard:
+ * 0: none) holds are read from their shards, other machines' shards' rows
+ * first (HopGNN's cache of other servers' hot rows), then this machine's
+ * with what the budget leaves (a compact copy reads faster than the part
+ * files); a map that moves a shard onto or off this machine invalidates
+ * it, and it is filled anew. Gathers take those rows from it instead of a
+ * shard:
  * on a power-law graph a small share of the nodes is most of what batches
  * read (XGNN and Quiver's degree-ordered cache, docs/papers.md). The rows
  * are the shards' own, so batches stay bit for bit one server's.
@@ -148,8 +149,8 @@ typedef struct fs_cluster {
 
 /* Reads the map (from etcd, or a static cluster's file: where's
  * map_file) and the book and node maps from the shards, and fills the
- * cache, leaving out the rows of the shards `local` would answer in
- * process (NULL: none); timeout_ms <= 0: FS_CLUSTER_DEFAULT_TIMEOUT_MS.
+ * cache, putting the rows of the shards `local` answers in process
+ * (NULL: none) last; timeout_ms <= 0: FS_CLUSTER_DEFAULT_TIMEOUT_MS.
  * The result has one reference. */
 struct fs_cluster_local;
 fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const struct fs_cluster_local *local,
@@ -243,7 +244,7 @@ typedef struct fs_cluster_local {
     fs_status_t (*edges)(void *conn, int etype, const int64_t *dst, const int64_t *src, int64_t n, uint8_t *is_edge,
                          fs_error_t *err);
     /* Whether open would answer shard a in process (its machine is this
-     * one): the cache leaves such shards' rows out. */
+     * one): the cache takes such shards' rows last. */
     int (*mine)(void *ctx, const fs_shard_addr_t *a);
     void *ctx;
 } fs_cluster_local_t;

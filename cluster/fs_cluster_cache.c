@@ -2,14 +2,17 @@
  * (fs_cluster.h, "The cache"; HopGNN's remote-row cache, XGNN and Quiver's
  * degree-ordered cache).
  *
- * A cache is selected by a shard map: the partitioning's hot list, hottest
- * first, without the parts of shards this process answers in place (the
- * local hooks' mine()), as many rows as FEATSTORE_CLUSTER_CACHE_MB holds.
- * Connections take the cluster's current one when they open, for the map
- * they open with. When that map leaves out other parts than the cache's
- * (a shard moved onto or off this machine), the cache is invalidated and
- * filled anew for the new map; a map that leaves out the same parts keeps
- * it, with the new revision. Rows never go stale: they are the
+ * A cache is selected by a shard map: as many rows of the partitioning's
+ * hot list as FEATSTORE_CLUSTER_CACHE_MB holds, hottest first, the rows of
+ * other machines' shards before those of the shards this process answers
+ * in place (the local hooks' mine()). Those are cached too when the budget
+ * allows: a compact copy of the hottest rows reads faster than the rows
+ * scattered through the part files (measured: docs/benchmarks.md).
+ * Connections take the cluster's current cache when they open, for the map
+ * they open with. When that map puts other parts on this machine than the
+ * cache's (a shard moved onto or off it), the cache is invalidated and
+ * filled anew for the new map; a map with the same parts here keeps it,
+ * with the new revision. Rows never go stale: they are the
  * partitioning's, and a map of another partitioning fails the connection.
  * A cache is refcounted, so connections still open on an old one read it
  * until they close. */
@@ -34,7 +37,7 @@ struct fs_cluster_cache {
     atomic_int refs;
     int64_t revision;            /* the newest map it serves (under the cluster's cache_lock) */
     int parts;
-    char *skip;                  /* [parts] 1: a part of a shard on this machine, left out */
+    char *mine;                  /* [parts] 1: a part of a shard on this machine, cached last */
     int num_types;
     cache_type_t *types;
 };
@@ -66,7 +69,7 @@ static void cache_free(fs_cluster_cache_t *x)
         for (int i = 0; x->types[t].rows && i < x->types[t].num_tables; i++) free(x->types[t].rows[i]);
         free(x->types[t].rows), free(x->types[t].slot);
     }
-    free(x->types), free(x->skip), free(x);
+    free(x->types), free(x->mine), free(x);
 }
 
 fs_cluster_cache_t *fs_cluster_cache_ref(fs_cluster_cache_t *x)
@@ -80,8 +83,9 @@ void fs_cluster_cache_unref(fs_cluster_cache_t *x)
     if (x && atomic_fetch_sub(&x->refs, 1) == 1) cache_free(x);
 }
 
-/* Type t's hot rows but those of skipped parts, as many as *budget holds
- * (taken from it), read from the shards through k's router. */
+/* Type t's hot rows, as many as *budget holds (taken from it): other
+ * machines' first, hottest first, then this machine's; read from the shards
+ * through k's router. */
 static fs_status_t fill_type(fs_cluster_t *c, fs_cluster_conn_t *k, fs_cluster_cache_t *x, int t, size_t *budget,
                              fs_error_t *err)
 {
@@ -98,13 +102,14 @@ static fs_status_t fill_type(fs_cluster_t *c, fs_cluster_conn_t *k, fs_cluster_c
     if (st == FS_OK) st = fs_cluster_npy_i64(ty->hot, data, len, &list, &listed, err);
     if (st == FS_OK && !(hot = malloc(((size_t)listed + 1) * sizeof *hot)))
         st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
-    for (int64_t i = 0; st == FS_OK && i < listed && n < (int64_t)(*budget / row); i++) {
-        if (list[i] < 0 || list[i] >= ty->count)
-            st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s: node %lld of a type of %lld", c->name, ty->hot,
-                          (long long)list[i], (long long)ty->count);
-        else if (!x->skip[fs_route_part_of(ty->first, c->parts, list[i])])
-            hot[n++] = list[i];
-    }
+    for (int pass = 0; pass < 2; pass++) /* other machines' rows first, then this one's with what is left */
+        for (int64_t i = 0; st == FS_OK && i < listed && n < (int64_t)(*budget / row); i++) {
+            if (list[i] < 0 || list[i] >= ty->count)
+                st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s: node %lld of a type of %lld", c->name, ty->hot,
+                              (long long)list[i], (long long)ty->count);
+            else if (x->mine[fs_route_part_of(ty->first, c->parts, list[i])] == pass)
+                hot[n++] = list[i];
+        }
     if (st == FS_OK && (!(ct->slot = malloc(sizeof *ct->slot * (size_t)ty->count + 1)) ||
                         !(ct->rows = calloc((size_t)ty->num_tables + 1, sizeof *ct->rows))))
         st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);
@@ -129,17 +134,18 @@ static fs_status_t fill_type(fs_cluster_t *c, fs_cluster_conn_t *k, fs_cluster_c
     return st;
 }
 
-/* A cache for map m leaving out `skip` (taken over), filled from the shards. */
-static fs_status_t fill(fs_cluster_t *c, const fs_shard_map_t *m, char *skip, fs_cluster_cache_t **out,
+/* A cache for map m whose parts `mine` (taken over) are this machine's,
+ * filled from the shards. */
+static fs_status_t fill(fs_cluster_t *c, const fs_shard_map_t *m, char *mine, fs_cluster_cache_t **out,
                         fs_error_t *err)
 {
     fs_cluster_cache_t *x = calloc(1, sizeof *x);
     if (!x || !(x->types = calloc((size_t)c->num_types + 1, sizeof *x->types))) {
-        free(x), free(skip);
+        free(x), free(mine);
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
     }
     atomic_init(&x->refs, 1);
-    x->revision = m->revision, x->parts = c->parts, x->skip = skip, x->num_types = c->num_types;
+    x->revision = m->revision, x->parts = c->parts, x->mine = mine, x->num_types = c->num_types;
     size_t budget;
     fs_cluster_conn_t *k = NULL;
     fs_status_t st = cache_budget(&budget, err);
@@ -161,18 +167,18 @@ fs_status_t fs_cluster_cache_for(fs_cluster_t *c, const fs_shard_map_t *m, fs_cl
     size_t budget;
     fs_status_t st = cache_budget(&budget, err);
     if (st != FS_OK || budget == 0) return st;
-    char *skip = calloc((size_t)c->parts + 1, 1);
-    if (!skip) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    char *mine = calloc((size_t)c->parts + 1, 1);
+    if (!mine) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     for (int p = 0; c->local && c->local->mine && p < c->parts; p++) {
         const fs_shard_addr_t *a = fs_shard_map_owner(m, p);
-        skip[p] = a && c->local->mine(c->local->ctx, a);
+        mine[p] = a && c->local->mine(c->local->ctx, a);
     }
     pthread_mutex_lock(&c->cache_lock); /* one fill at a time; the others wait for it and share it */
     fs_cluster_cache_t *x = c->cache;
-    if (x && memcmp(x->skip, skip, (size_t)c->parts) == 0) { /* the same parts left out: kept */
+    if (x && memcmp(x->mine, mine, (size_t)c->parts) == 0) { /* the same parts this machine's: kept */
         if (m->revision > x->revision) x->revision = m->revision;
-        free(skip);
-    } else if ((st = fill(c, m, skip, &x, err)) == FS_OK) {
+        free(mine);
+    } else if ((st = fill(c, m, mine, &x, err)) == FS_OK) {
         fs_cluster_cache_unref(c->cache); /* invalidated: connections on it keep it until they close */
         c->cache = x;
     }
