@@ -22,6 +22,8 @@
  *   while (fs_stream_next(s, &sb) == FS_OK) { ...; fs_stream_batch_free(sb); }  // then FS_END
  *   fs_stream_close(s)              fs_stream_errstr(s) says why a next failed
  *   fs_report_load_ratio(c, r, &s)  once per epoch: locality-aware sampling's controller
+ *   fs_split_by_owner(c, NULL, roots, n, &g), fs_batch_micrographs(c, b, &m),
+ *   fs_pregather(c, b, m, ...)      HopGNN's owner-routed batches over a sharded cluster
  *
  * From the papers (docs/papers.md): streams' delta and window are FastGL's Match and
  * Reorder (P2; docs/algorithms.md §6); locality-aware sampling and its controller are
