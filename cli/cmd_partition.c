@@ -2,7 +2,9 @@
  * dataset split into V parts for a sharded featstore (dataset/partition.h,
  * docs/cli.md). Here are the options and the report: the edge cut and the
  * balance the book saved, the peak resident set (getrusage) and the time,
- * so a run's memory can be read against the node arrays it needed. */
+ * so a run's memory can be read against the node arrays it needed.
+ * --hotness ranks the hot list (the trainers' cache) by the placement
+ * engine's estimator (server/place.h) instead of in-degree. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +12,11 @@
 
 #include "cli.h"
 #include "partition.h"
+#include "place.h"
 
 static const char *const usage =
     "usage: featstore partition DATASET --parts V --out DIR [--method stream|metis] [--imbalance 0.05] [--seed S] "
-    "[--threads N] [--force]";
+    "[--hotness degree|reach|presample] [--threads N] [--force]";
 
 static fs_status_t read_imbalance(cli_t *c, double *out, fs_error_t *err)
 {
@@ -57,10 +60,29 @@ static void print_report(const fs_partition_opts_t *o, const fs_partition_report
             (double)r->node_array_bytes / (1 << 20), r->seconds);
 }
 
+/* --hotness: every node's estimate for the hot list, [nodes] (the caller's
+ * to free), from the source opened on its own (a graph of one node type:
+ * the estimators' CSR). */
+static fs_status_t hotness_of(const char *dataset, const char *name, int threads, double **out, fs_error_t *err)
+{
+    fs_place_opts_t po = {.threads = threads};
+    fs_status_t st = fs_place_opts_from_text(&po, name, NULL, NULL, NULL, err);
+    fs_dataset_t *ds = NULL;
+    if (st == FS_OK) st = fs_dataset_open(dataset, 0, threads, &ds, err);
+    if (st == FS_OK && ds->num_node_types != 1)
+        st = fs_error(err, FS_ERR_UNSUPPORTED, "%s: --hotness ranks one node type's nodes, and this graph has %d: "
+                      "leave it out (the hot lists then rank by in-degree)", dataset, ds->num_node_types);
+    if (st == FS_OK && !(*out = malloc(sizeof **out * (size_t)(ds->num_nodes + 1))))
+        st = fs_error(err, FS_ERR_NOMEM, "out of memory for the hotness of %lld nodes", (long long)ds->num_nodes);
+    if (st == FS_OK && (st = fs_place_hotness(ds, &po, *out, err)) != FS_OK) free(*out), *out = NULL;
+    fs_dataset_close(ds);
+    return st;
+}
+
 int cmd_partition(int argc, char **argv)
 {
-    static const cli_opt_t allowed[] = {OPT_PARTS, OPT_OUT, OPT_METHOD, OPT_IMBALANCE, OPT_SEED, OPT_THREADS,
-                                        OPT_FORCE, 0};
+    static const cli_opt_t allowed[] = {OPT_PARTS, OPT_OUT, OPT_METHOD, OPT_IMBALANCE, OPT_SEED, OPT_HOTNESS,
+                                        OPT_THREADS, OPT_FORCE, 0};
     cli_t c;
     int rc = cli_parse(&c, argc, argv, allowed);
     if (rc) return rc;
@@ -71,8 +93,14 @@ int cmd_partition(int argc, char **argv)
     o.out_dir = c.text[OPT_OUT];
     fs_error_t err = {0};
     if (read_options(&c, &o, &err) != FS_OK) return cli_usage("%s", err.msg);
+    double *hot = NULL;
+    if (cli_has(&c, OPT_HOTNESS) && hotness_of(o.dataset, c.text[OPT_HOTNESS], o.threads, &hot, &err) != FS_OK)
+        return err.code == FS_ERR_INVALID_ARGUMENT ? cli_usage("%s", err.msg) : cli_fail(&err);
+    o.hotness = hot;
     fs_partition_report_t rep;
-    if (fs_partition(&o, &rep, &err) != FS_OK) return cli_fail(&err);
+    fs_status_t st = fs_partition(&o, &rep, &err);
+    free(hot);
+    if (st != FS_OK) return cli_fail(&err);
     print_report(&o, &rep);
     return 0;
 }

@@ -34,7 +34,8 @@ static const char *const usage_text =
     "  propagate DATASET --hops R [--norm sym|rw|none] [--self-loops | --no-self-loops] [--as-stored]\n"
     "            [--table T] [--dtype f32|f16|bf16] [--rows labelled|all [--seed S]] [--threads N] [--force]\n"
     "                                            add hop tables hop_0..hop_R = B^r X (pre-propagation)\n"
-    "  partition DATASET --parts V --out DIR [--method stream|metis] [--imbalance 0.05] [--seed S] [--force]\n"
+    "  partition DATASET --parts V --out DIR [--method stream|metis] [--imbalance 0.05] [--seed S] [--hotness H]\n"
+    "            [--force]\n"
     "                                            split a dataset into V parts, each a dataset, for a sharded\n"
     "                                            featstore (info DIR verifies them)\n"
     "  serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT]\n"
@@ -126,6 +127,8 @@ static const char *const usage_text =
     "  --imbalance F        a part's nodes, training nodes and in-edges stay within (1 + F) x the mean\n"
     "                       (default 0.05)\n"
     "  --seed S             METIS's seed (default 1)\n"
+    "  --hotness H          rank the hot list (the trainers' cache) by degree, reach or presample\n"
+    "                       (docs/algorithms.md 1; one node type); default: the lists that hold a node\n"
     "  --force              replace an existing partition root at --out\n";
 
 static const struct {

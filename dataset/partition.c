@@ -67,6 +67,9 @@ static fs_status_t check_source(const pt_job_t *j)
     if (j->V > nodes)
         return fs_error(j->err, FS_ERR_INVALID_ARGUMENT, "--parts %d is more than the dataset's %lld nodes: every "
                         "part needs a node (%s)", j->V, (long long)nodes, ds->dir);
+    if (j->o->hotness && ds->num_node_types != 1)
+        return fs_error(j->err, FS_ERR_UNSUPPORTED, "%s: --hotness ranks one node type's nodes, and this graph has "
+                        "%d: leave it out (the hot lists then rank by in-degree)", ds->dir, ds->num_node_types);
     if (ds->propagation && ds->propagation->labelled)
         return fs_error(j->err, FS_ERR_UNSUPPORTED, "%s: hop tables of --rows labelled are row tables, not node "
                         "tables; partitioning them is not supported (propagate with --rows all)", ds->dir);

@@ -53,6 +53,10 @@ typedef struct {
     int force;                     /* replace an existing partition root at out_dir */
     int threads;                   /* for validating the source (<= 0: all CPUs) */
     int quiet;                     /* no progress lines */
+    /* The hot list's ranking, [nodes] of a source with one node type (e.g.
+     * the placement engine's reach or presampled hotness, fs_place_hotness),
+     * or NULL: how many neighbour lists hold each node (its in-degree). */
+    const double *hotness;
 } fs_partition_opts_t;
 
 /* The quality the book records, summed over types: the edge cut and the

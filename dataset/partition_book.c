@@ -79,10 +79,11 @@ static fs_status_t write_i64_npy(const char *dir, const char *file, const int64_
 }
 
 /* The hot list of type t: the quarter of its nodes that the most lists
- * hold (ties by id), hottest first, as new ids, into `file`. A trainer of
- * the cluster keeps the rows of as many of them as its cache holds
- * (cluster/fs_cluster.h). Found without a full sort: a histogram of the
- * counts gives the threshold, and only the nodes above it are sorted. */
+ * hold (ties by id), or with the highest given hotness (opts.hotness),
+ * hottest first, as new ids, into `file`. A trainer of the cluster keeps
+ * the rows of as many of them as its cache holds (cluster/fs_cluster.h).
+ * By lists, found without a full sort: a histogram of the counts gives the
+ * threshold, and only the nodes above it are sorted. */
 typedef struct {
     uint32_t uses;
     int64_t id;
@@ -97,8 +98,40 @@ static int hotter(const void *a, const void *b)
 
 #define HOT_BUCKETS 65536
 
+typedef struct {
+    double p;
+    int64_t id;
+} ranked_t;
+
+static int ranked_hotter(const void *a, const void *b)
+{
+    const ranked_t *x = a, *y = b;
+    if (x->p != y->p) return x->p < y->p ? 1 : -1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The hot list by the given hotness: every node sorted (the option's cost,
+ * 16 bytes a node; the default needs none). */
+static fs_status_t write_hot_ranked(pt_job_t *j, int t, const char *file, json_t *files)
+{
+    int64_t n = j->ds->node_types[t].count, want = (n + 3) / 4;
+    ranked_t *r = malloc(sizeof *r * (size_t)(n + 1));
+    int64_t *ids = malloc(sizeof *ids * (size_t)(want + 1));
+    if (!r || !ids) {
+        free(r), free(ids);
+        return fs_error(j->err, FS_ERR_NOMEM, "out of memory for the hot list of %lld nodes", (long long)want);
+    }
+    for (int64_t v = 0; v < n; v++) r[v] = (ranked_t){j->o->hotness[v], j->new_id[t][v]};
+    qsort(r, (size_t)n, sizeof *r, ranked_hotter);
+    for (int64_t i = 0; i < want; i++) ids[i] = r[i].id;
+    fs_status_t s = write_i64_npy(j->tmp_dir, file, ids, want, files, j->err);
+    free(r), free(ids);
+    return s;
+}
+
 static fs_status_t write_hot(pt_job_t *j, int t, const char *file, json_t *files)
 {
+    if (j->o->hotness) return write_hot_ranked(j, t, file, files);
     int64_t n = j->ds->node_types[t].count, want = (n + 3) / 4, above = 0, k = 0;
     const uint32_t *uses = j->uses[t];
     uint64_t *hist = calloc(HOT_BUCKETS, sizeof *hist);

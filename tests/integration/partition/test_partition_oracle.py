@@ -340,6 +340,39 @@ class Partition(unittest.TestCase):
             for k in ("nodes", "train", "edges"):
                 self.assertLessEqual(o.balance["node"][k], 1.05 + 1e-9, f"METIS balance of {k}")
 
+    def test_hot_list_by_reach(self):
+        """--hotness reach: the hot list is the quarter of the nodes with the
+        most 3-hop reach from the train nodes (numpy's A^3 t / N_t, mass moved
+        along the CSR lists), hottest first; unknown estimators and typed
+        graphs are refused, naming why."""
+        out = os.path.join(self.tmp, "rmat.reach")
+        run("partition", self.rmat, "--parts", 4, "--out", out, "--hotness", "reach", "--force")
+        src = Source(self.rmat)
+        e, n = src.edges[0], src.types[0]["count"]
+        rows = np.repeat(np.arange(n), np.diff(e["indptr"]))
+        train = src.types[0]["splits"]["train"]
+        p = np.bincount(train, minlength=n).astype(np.float64)
+        for _ in range(3):
+            p = np.bincount(e["indices"], weights=p[rows], minlength=n)
+        p /= len(train)
+        global_of = np.load(os.path.join(out, "node.node_map.npy"))
+        source_of = np.empty(n, np.int64)
+        source_of[global_of] = np.arange(n)
+        hot = source_of[np.load(os.path.join(out, "node.hot.npy"))]
+        self.assertEqual(len(hot), (n + 3) // 4)
+        tol = 1e-9 * p.max()
+        self.assertTrue((p[hot][:-1] >= p[hot][1:] - tol).all(), "hottest first")
+        rest = np.setdiff1d(np.arange(n), hot)
+        self.assertGreaterEqual(p[hot].min(), p[rest].max() - tol, "the quarter with the most reach")
+        r = run("partition", self.rmat, "--parts", 4, "--out", out + "2", "--hotness", "nope", ok=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("hotness", r.stderr)
+        d = os.path.join(self.tmp, "typed-hot")
+        run("gen", "rmat", "--typed", "--scale", 8, "--dim", 4, "--out", d)
+        r = run("partition", d, "--parts", 2, "--out", d + ".parts", "--hotness", "degree", ok=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("one node type", r.stderr)
+
     def test_stream_balance_and_cut_against_random(self):
         d = os.path.join(self.tmp, "rmat-ordered")  # R-MAT without --permute: ids by degree, hubs first
         run("gen", "rmat", "--scale", 11, "--edge-factor", 8, "--dim", 0, "--symmetrize", "--dedup",
