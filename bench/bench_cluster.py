@@ -18,9 +18,10 @@ gate; the driver reads the machines' veth tx bytes (WIRE_BYTES), opens the
 gate, each trainer times --batches batches, and the driver reads the bytes
 again before any trainer leaves.
 
-    sudo bench/bench_cluster.py [--dataset DIR] [--shards 1,2,4] [--rate 1gbit] [--distdgl]
+    sudo bench/bench_cluster.py [--dataset DIR] [--shards 1,2,4] [--rate 1gbit] [--rounds K] [--distdgl]
 
 RESULT bench=cluster shards=N batches_per_s=<sum over trainers> scaling_efficiency=<agg(N) / (N agg(1))>
+       efficiency_rounds=<each round's, --rounds K: every count run in turn K times, the line the median round's>
        wire_bytes_per_batch=... wire_bytes_per_epoch=... remote_rows_per_batch=<the trainers' own counters>
        rate=... cache_mb=... local=...
 (--cache-mb: each trainer process keeps the rows of the partitioning's
@@ -264,19 +265,34 @@ def prepare(args):
 
 
 def driver(args):
+    """Each round runs every machine count in turn; a round's efficiencies
+    divide by that round's one-machine figure, so a host whose speed drifts
+    between runs minutes apart (a shared VM's memory bandwidth) moves both
+    sides of a ratio alike. With several rounds the RESULT line is the
+    median round's (by efficiency at the largest count), and every round
+    is logged."""
     parts, train = prepare(args)
     per_epoch = math.ceil(train / args.batch)
-    base = None
-    for n in [int(x) for x in args.shards.split(",")]:
-        agg, per_batch, batches, remote_rows = run_featstore(args, parts, n)
-        if n == 1:
-            base = agg
+    counts = [int(x) for x in args.shards.split(",")]
+    rounds = []
+    for r in range(args.rounds):
+        runs = {n: run_featstore(args, parts, n) for n in counts}
+        rounds.append(runs)
+        if args.rounds > 1:
+            log("round %d: %s" % (r + 1, ", ".join("%d machines %.2f batches/s" % (n, runs[n][0]) for n in counts)))
+    top = counts[-1]
+    key = lambda runs: runs[top][0] / (top * runs[1][0]) if 1 in runs else 0.0  # noqa: E731
+    runs = sorted(rounds, key=key)[len(rounds) // 2]
+    base = runs[1][0] if 1 in runs else None
+    for n in counts:
+        agg, per_batch, batches, remote_rows = runs[n]
         eff = "%.3f" % (agg / (n * base)) if base else "na"
+        effs = ",".join("%.3f" % (rr[n][0] / (n * rr[1][0])) for rr in rounds) if base else "na"
         print("RESULT bench=cluster shards=%d trainers=%d batches_per_s=%.2f scaling_efficiency=%s "
-              "wire_bytes_per_batch=%d wire_bytes_per_epoch=%d remote_rows_per_batch=%.0f rate=%s parts=%d "
-              "cache_mb=%d cores_per_machine=%g local=%d local_seeds=%d batches=%d"
-              % (n, n, agg, eff, per_batch, per_batch * per_epoch, remote_rows, args.rate, args.parts, args.cache_mb,
-                 args.cores_per_machine, args.local, args.local_seeds, batches), flush=True)
+              "efficiency_rounds=%s wire_bytes_per_batch=%d wire_bytes_per_epoch=%d remote_rows_per_batch=%.0f "
+              "rate=%s parts=%d cache_mb=%d cores_per_machine=%g local=%d local_seeds=%d batches=%d"
+              % (n, n, agg, eff, effs, per_batch, per_batch * per_epoch, remote_rows, args.rate, args.parts,
+                 args.cache_mb, args.cores_per_machine, args.local, args.local_seeds, batches), flush=True)
         if args.distdgl:
             d = run_distdgl(args, n)
             if d:
@@ -329,6 +345,9 @@ def main():
     ap.add_argument("--role", choices=["driver", "trainer"], default="driver")
     cluster_args(ap, "/tmp/featstore-bench/cluster")
     ap.add_argument("--shards", default="1,2,4", help="machine counts, one run each (1 first: the baseline)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of every count in turn; the RESULT is the median round's (efficiency at the "
+                         "largest count), every round's efficiencies beside it")
     ap.add_argument("--local-seeds", type=int, default=None,
                     help="1 (the default with --local 1): each trainer's seeds are the train nodes its machine's "
                          "shard holds (fs_split_local), as DistDGL's node_split gives its trainers; 0: its rank's "
