@@ -157,3 +157,17 @@ void tu_wait_owner(const tu_etcd_t *e, const char *cluster, int part, int owner,
     }
     fs_etcd_close(h);
 }
+
+void tu_cluster_up(char **dir, tu_etcd_t *e)
+{
+    *dir = tu_mkdtemp();
+    tu_etcd_start(e);
+}
+
+void tu_cluster_down(char **dir, tu_etcd_t *e)
+{
+    tu_etcd_stop(e);
+    tu_rm_rf(*dir);
+    free(*dir);
+    *dir = NULL;
+}

@@ -20,6 +20,9 @@ const char *tu_etcd_bin(void);
 /* Starts one and waits (up to 20 s) until it answers; fails the test otherwise. */
 void tu_etcd_start(tu_etcd_t *e);
 void tu_etcd_stop(tu_etcd_t *e);
+/* A cluster test's suite init and fini: a temporary directory and an etcd. */
+void tu_cluster_up(char **dir, tu_etcd_t *e);
+void tu_cluster_down(char **dir, tu_etcd_t *e);
 /* A loopback port nothing listens on now. */
 int tu_free_port(void);
 

@@ -44,18 +44,8 @@
 static char *dir;
 static tu_etcd_t etcd;
 
-static void up(void)
-{
-    dir = tu_mkdtemp();
-    tu_etcd_start(&etcd);
-}
-
-static void down(void)
-{
-    tu_etcd_stop(&etcd);
-    tu_rm_rf(dir);
-    free(dir);
-}
+static void up(void) { tu_cluster_up(&dir, &etcd); }
+static void down(void) { tu_cluster_down(&dir, &etcd); }
 
 TestSuite(cluster_client, .init = up, .fini = down, .timeout = 150);
 
