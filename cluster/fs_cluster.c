@@ -26,6 +26,11 @@
 typedef struct {
     fs_cluster_t pub;
     atomic_int refs;
+    /* etcd's handle for reading the map again (fs_cluster_remap): kept, as
+     * a channel per read cost a connection (~2.5 ms on loopback) to every
+     * fs_split_by_owner. Calls on it take turns: one completion queue. */
+    fs_etcd_t *etcd;
+    pthread_mutex_t etcd_lock;
 } cluster_t;
 
 /* ---- a file from the shards ---------------------------------------------------- */
@@ -300,6 +305,8 @@ static void cluster_free(fs_cluster_t *c)
     free(c->types), free(c->etypes), free(c->links);
     fs_shard_map_free(&c->map);
     fs_cluster_cache_unref(c->cache);
+    fs_etcd_close(((cluster_t *)c)->etcd);
+    pthread_mutex_destroy(&((cluster_t *)c)->etcd_lock);
     pthread_mutex_destroy(&c->map_lock);
     pthread_mutex_destroy(&c->degree_lock);
     pthread_mutex_destroy(&c->cache_lock);
@@ -317,14 +324,23 @@ fs_status_t fs_cluster_read_map_at(const fs_addr_t *where, int timeout_ms, fs_sh
     return st;
 }
 
-/* The cluster's map as its source holds it now: etcd's key, or the file. */
-static fs_status_t read_map(const fs_cluster_t *c, fs_shard_map_t *out, fs_error_t *err)
+/* The cluster's map as its source holds it now: etcd's key (on the kept
+ * handle; one that failed is dropped, so the next read connects anew), or
+ * the file. */
+static fs_status_t read_map(fs_cluster_t *c, fs_shard_map_t *out, fs_error_t *err)
 {
-    fs_addr_t where = {.kind = FS_ADDR_CLUSTER};
-    snprintf(where.target, sizeof where.target, "%s", c->endpoint);
-    snprintf(where.cluster, sizeof where.cluster, "%s", c->name);
-    snprintf(where.map_file, sizeof where.map_file, "%s", c->map_file);
-    return fs_cluster_read_map_at(&where, c->timeout_ms, out, err);
+    if (c->map_file[0]) return fs_cluster_read_map_file(c->map_file, out, err);
+    cluster_t *cc = (cluster_t *)c;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&cc->etcd_lock);
+    fs_status_t st = cc->etcd ? FS_OK : fs_etcd_open(c->endpoint, c->timeout_ms, &cc->etcd, err);
+    if (st == FS_OK) st = fs_cluster_read_map(cc->etcd, c->name, out, err);
+    if (st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT) {
+        fs_etcd_close(cc->etcd);
+        cc->etcd = NULL;
+    }
+    pthread_mutex_unlock(&cc->etcd_lock);
+    return st;
 }
 
 /* Every part must have a shard: a trainer cannot sample a graph part of
@@ -364,18 +380,27 @@ fs_status_t fs_cluster_read_map_file(const char *path, fs_shard_map_t *out, fs_e
     return st;
 }
 
+/* An empty cluster with one reference, its locks made. */
+static fs_cluster_t *cluster_new(void)
+{
+    cluster_t *cc = calloc(1, sizeof *cc);
+    if (!cc) return NULL;
+    fs_cluster_t *c = &cc->pub; /* first member: frees as cc */
+    atomic_init(&cc->refs, 1);
+    pthread_mutex_init(&cc->etcd_lock, NULL);
+    pthread_mutex_init(&c->map_lock, NULL);
+    pthread_mutex_init(&c->degree_lock, NULL);
+    pthread_mutex_init(&c->cache_lock, NULL);
+    return c;
+}
+
 fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const fs_cluster_local_t *local,
                             fs_cluster_t **out, fs_error_t *err)
 {
     const char *endpoint = where->target, *name = where->cluster;
     *out = NULL;
-    cluster_t *cc = calloc(1, sizeof *cc);
-    if (!cc) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    fs_cluster_t *c = &cc->pub; /* first member: frees as cc */
-    atomic_init(&cc->refs, 1);
-    pthread_mutex_init(&c->map_lock, NULL);
-    pthread_mutex_init(&c->degree_lock, NULL);
-    pthread_mutex_init(&c->cache_lock, NULL);
+    fs_cluster_t *c = cluster_new();
+    if (!c) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
     snprintf(c->name, sizeof c->name, "%s", name);
     snprintf(c->map_file, sizeof c->map_file, "%s", where->map_file);
@@ -406,13 +431,8 @@ fs_status_t fs_cluster_book_parse(const char *text, size_t len, const fs_shard_m
                                   fs_error_t *err)
 {
     *out = NULL;
-    cluster_t *cc = calloc(1, sizeof *cc);
-    if (!cc) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    fs_cluster_t *c = &cc->pub;
-    atomic_init(&cc->refs, 1);
-    pthread_mutex_init(&c->map_lock, NULL);
-    pthread_mutex_init(&c->degree_lock, NULL);
-    pthread_mutex_init(&c->cache_lock, NULL);
+    fs_cluster_t *c = cluster_new();
+    if (!c) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     snprintf(c->name, sizeof c->name, "%s", map->name);
     c->map = (fs_shard_map_t){.parts = map->parts}; /* the fields read_book compares, nothing to free */
     memcpy(c->map.partitioning, map->partitioning, sizeof c->map.partitioning);
