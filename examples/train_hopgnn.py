@@ -22,7 +22,11 @@ in global batches of ``--batch-size`` roots. Per step:
       roots r, r + world, ... and ``sample_gather``'s them, its rows
       wherever they are.
 
-Either way a step's loss is the global batch's summed cross-entropy divided
+Every group is sampled with the step's seed, the one train_graphsage.py uses
+for the same global batch: featstore draws a node's neighbours from (seed,
+hop, node), so a group's sample is its roots' part of the global batch's
+(but for a node that the global batch reaches at an earlier hop through
+another group's root). Either way a step's loss is the global batch's summed cross-entropy divided
 by its size, and the ranks' gradients are summed (all-reduce) before the
 optimiser steps: the same update as one process training on the whole
 global batch (train_graphsage.py with the same --batch-size). Rank 0
@@ -111,10 +115,9 @@ def train_epoch(client, model, opt, train_ids, args, epoch, rng, rank, world):
     for step, start in enumerate(range(0, len(perm), args.batch_size)):
         roots = perm[start:start + args.batch_size]
         opt.zero_grad()
-        loss = 0.0
-        for k, pos in enumerate(my_groups(client, roots, rank, world, args.mode)):
+        loss, seed = 0.0, request_seed(args.seed, epoch, step)
+        for pos in my_groups(client, roots, rank, world, args.mode):
             if len(pos):
-                seed = request_seed(args.seed, epoch, step) ^ ((rank * 64 + k + 1) << 40)
                 loss += group_loss(client, model, roots[pos], args, seed, 1.0 / len(roots), figures[:4])
         all_reduce_grads(model)
         opt.step()
