@@ -8,9 +8,12 @@ wire bytes.
 Every mode runs N machines, each with a shard (a unix socket: its trainer
 answers it in process) and a trainer of rank i. Iteration t's global batch
 is the same for every mode: the train split shuffled per epoch (seed 7 +
-epoch), N x --batch roots at a time. A trainer then loads its part of it,
-as a trainer would before computing (no model runs here; the same for every
-mode and for DistDGL):
+epoch), N x --batch roots at a time. A trainer then loads its part of it
+(with --model none, the default, no model runs: the loader's rate, as
+bench_cluster.py and DistDGL's measure it; --model sage trains
+examples/train_graphsage.py's GraphSAGE on each batch in the trainer's
+process, one torch thread, its step sharing the machine's quota with the
+loader, the same in every mode):
 
   model_centric                the usual DDP loop: rank i takes roots
                                i, i + N, ... and sample_gather's their
@@ -27,7 +30,7 @@ mode and for DistDGL):
                                the hottest rows (--cache-mb; the others run
                                without).
 
-RESULT bench=hopgnn mode=M shards=N wire_bytes_per_epoch=... batches_per_s=<sum over trainers of its
+RESULT bench=hopgnn mode=M model=none|sage shards=N wire_bytes_per_epoch=... batches_per_s=<sum over trainers of its
        iterations/s> r_micro=<pairs on the root's shard / pairs> ratio_wire_bytes_vs_model_centric=...
        ratio_batches_per_s_vs_model_centric=... ratio_wire_bytes_vs_distdgl=... (with --distdgl)
        dedup_saved=<rows saved / rows requested> (pregather modes)
@@ -70,6 +73,7 @@ class Loader:
         self.train = c.split("train")
         self.epoch, self.at, self.perm, self.t = 0, 0, None, 0
         self.stats = dict(rows=0, requested=0, saved=0, pairs=0, colocated=0, roots=0)
+        self.model = Model(c, args) if args.model == "sage" else None
 
     def global_batch(self):
         np, gb = self.np, self.args.batch * self.args.world
@@ -85,10 +89,12 @@ class Loader:
         np, c, a, s = self.np, self.c, self.args, self.stats
         g = self.global_batch()
         if a.mode == "model_centric":
-            b = c.sample_gather(g[a.rank::a.world], FANOUTS, "feat", seed=self.t)
-            s["rows"] += b.rows
-            s["roots"] += b.num_seeds
-            b.release()
+            roots = g[a.rank::a.world]
+            with c.sample_gather(roots, FANOUTS, "feat", seed=self.t, dtype="float32") as b:
+                s["rows"] += b.rows
+                s["roots"] += b.num_seeds
+                if self.model:
+                    self.model.step(roots, b, b.torch().features)
             return
         groups = c.split_by_owner(g)
         roots = g[groups.positions[groups.group_of(a.rank)]]
@@ -107,12 +113,42 @@ class Loader:
                 rows.release()
                 start = end
         else:
-            rows, st = c.pregather(b, m, np.arange(len(roots)), "feat", max_rows=a.max_rows)
+            rows, st = c.pregather(b, m, np.arange(len(roots)), "feat", max_rows=a.max_rows, dtype="float32")
             s["rows"] += st.rows
             s["requested"] += st.rows_requested
             s["saved"] += st.rows_saved
+            if self.model:  # the rows of every root's micrograph: the batch's nodes, in local-id order
+                import torch
+                self.model.step(roots, b, torch.from_numpy(rows.features))
             rows.release()
         b.release()
+
+
+class Model:
+    """examples/train_graphsage.py's GraphSAGE (a layer per hop, --hidden
+    wide) and its Adam, trained on a trainer's batches: one step each."""
+
+    def __init__(self, c, args):
+        import torch
+        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        from train_graphsage import GraphSAGE
+        torch.set_num_threads(1)
+        torch.manual_seed(args.rank)
+        info = c.info()
+        self.torch, self.c = torch, c
+        self.net = GraphSAGE(info.tables["feat"].dim, args.hidden, info.num_classes, len(FANOUTS))
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=0.01)
+
+    def step(self, roots, batch, x):
+        """One optimiser step on `roots`' cross-entropy; x: the batch's rows."""
+        import torch.nn.functional as F
+        with self.c.gather(roots, "labels") as labels:
+            y = self.torch.from_numpy(labels.features.reshape(-1).astype("int64"))
+        t = batch.torch()
+        loss = F.cross_entropy(self.net(x, t.blocks)[t.seed_local], y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
 
 
 def trainer(args):
@@ -210,7 +246,8 @@ def run_mode(args, parts, n, mode):
         return [sys.executable, os.path.abspath(__file__), "--role", "trainer", "--mode", mode, "--uri",
                 "etcd://%s/bench" % ETCD, "--rank", str(i), "--world", str(n), "--batch", str(args.batch),
                 "--warmup", str(args.warmup), "--batches", str(args.batches), "--max-rows", str(args.max_rows),
-                "--phase-timeout", str(args.phase_timeout), "--start-timeout", str(args.start_timeout)]
+                "--phase-timeout", str(args.phase_timeout), "--start-timeout", str(args.start_timeout),
+                "--model", args.model, "--hidden", str(args.hidden)]
 
     cache = args.cache_mb if mode.endswith("_cache") else 0
     done, wire = run_cluster(args, parts, n, trainer_argv, {"FEATSTORE_CLUSTER_CACHE_MB": str(cache)}, "hop-" + mode)
@@ -238,11 +275,11 @@ def driver(args):
         if mode == "model_centric":
             base = (rate, epoch)
         ratio = lambda x, y: "%.3f" % (x / y) if y else "na"  # noqa: E731
-        print("RESULT bench=hopgnn mode=%s shards=%d wire_bytes_per_epoch=%d batches_per_s=%.2f r_micro=%s "
-              "ratio_wire_bytes_vs_model_centric=%s ratio_batches_per_s_vs_model_centric=%s "
+        print("RESULT bench=hopgnn mode=%s model=%s shards=%d wire_bytes_per_epoch=%d batches_per_s=%.2f "
+              "r_micro=%s ratio_wire_bytes_vs_model_centric=%s ratio_batches_per_s_vs_model_centric=%s "
               "ratio_wire_bytes_vs_distdgl=%s dedup_saved=%s rows_per_root=%.1f rate=%s cores_per_machine=%g "
               "cache_mb=%d batch=%d iterations=%d"
-              % (mode, n, epoch, rate, ratio(t["colocated"], t["pairs"]), ratio(epoch, base[1] if base else 0),
+              % (mode, args.model, n, epoch, rate, ratio(t["colocated"], t["pairs"]), ratio(epoch, base[1] if base else 0),
                  ratio(rate, base[0] if base else 0), ratio(epoch, dgl_epoch or 0),
                  ratio(t["saved"], t["requested"]), t["rows"] / max(t["roots"], 1), args.rate,
                  args.cores_per_machine, args.cache_mb if mode.endswith("_cache") else 0, args.batch, args.batches),
@@ -259,6 +296,9 @@ def main():
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--mode", choices=MODES, help="(a trainer's)")
     ap.add_argument("--max-rows", type=int, default=1 << 22, help="a pre-gather's buffer, in rows")
+    ap.add_argument("--model", choices=["none", "sage"], default="none",
+                    help="sage: a GraphSAGE training step on every batch, in the trainer (torch)")
+    ap.add_argument("--hidden", type=int, default=128, help="--model sage's hidden width")
     ap.add_argument("--rmicro", type=int, default=1, help="1: the R_micro report of stream and METIS partitions")
     ap.add_argument("--rmicro-batches", type=int, default=5)
     args = ap.parse_args()
