@@ -98,16 +98,11 @@ static char *dup_bytes(const fs_wire_buf_t *b)
     return s;
 }
 
-/* nanopb callback: one KeyValue of a repeated kvs field, appended to *arg. */
-static bool read_kv(pb_istream_t *stream, const pb_field_t *field, void **arg)
+/* Appends a decoded KeyValue (its key and value in their buffers, which
+ * are freed here) to out. */
+static bool kvs_add(fs_etcd_kvs_t *out, bool ok, const etcdserverpb_KeyValue *kv, fs_wire_buf_t *key,
+                    fs_wire_buf_t *value, int deleted)
 {
-    (void)field;
-    fs_etcd_kvs_t *out = *arg;
-    etcdserverpb_KeyValue kv = etcdserverpb_KeyValue_init_zero;
-    fs_wire_buf_t key = {0}, value = {0};
-    fs_wire_set_buf(&kv.key, &key);
-    fs_wire_set_buf(&kv.value, &value);
-    bool ok = pb_decode(stream, etcdserverpb_KeyValue_fields, &kv);
     if (ok && out->n == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 8;
         fs_etcd_kv_t *p = realloc(out->kv, cap * sizeof *p);
@@ -116,15 +111,27 @@ static bool read_kv(pb_istream_t *stream, const pb_field_t *field, void **arg)
     }
     if (ok) {
         fs_etcd_kv_t *k = &out->kv[out->n];
-        *k = (fs_etcd_kv_t){.key = dup_bytes(&key), .value = dup_bytes(&value), .key_len = key.len,
-                            .value_len = value.len, .create_revision = kv.create_revision,
-                            .mod_revision = kv.mod_revision, .lease = kv.lease};
+        *k = (fs_etcd_kv_t){.key = dup_bytes(key), .value = dup_bytes(value), .key_len = key->len,
+                            .value_len = value->len, .create_revision = kv->create_revision,
+                            .mod_revision = kv->mod_revision, .lease = kv->lease, .deleted = deleted};
         if (k->key && k->value) out->n++;
         else free(k->key), free(k->value), ok = false;
     }
-    fs_wire_buf_free(&key);
-    fs_wire_buf_free(&value);
+    fs_wire_buf_free(key);
+    fs_wire_buf_free(value);
     return ok;
+}
+
+/* nanopb callback: one KeyValue of a repeated kvs field, appended to *arg. */
+static bool read_kv(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+    (void)field;
+    etcdserverpb_KeyValue kv = etcdserverpb_KeyValue_init_zero;
+    fs_wire_buf_t key = {0}, value = {0};
+    fs_wire_set_buf(&kv.key, &key);
+    fs_wire_set_buf(&kv.value, &value);
+    bool ok = pb_decode(stream, etcdserverpb_KeyValue_fields, &kv);
+    return kvs_add(*arg, ok, &kv, &key, &value, 0);
 }
 
 /* The end of the range of keys under `prefix`: the prefix with its last
@@ -300,4 +307,106 @@ fs_status_t fs_etcd_lease_revoke(fs_etcd_t *e, int64_t id, fs_error_t *err)
     etcdserverpb_LeaseRevokeResponse resp = etcdserverpb_LeaseRevokeResponse_init_zero;
     return call(e, "/etcdserverpb.Lease/LeaseRevoke", etcdserverpb_LeaseRevokeRequest_fields, &req,
                 etcdserverpb_LeaseRevokeResponse_fields, &resp, err);
+}
+
+/* ---- watching a key ---------------------------------------------------------------- */
+
+enum { EVENT_DELETE = 1 };
+
+struct fs_etcd_watch {
+    fs_call_stream_t *stream;
+    char endpoint[FS_ETCD_ENDPOINT_MAX + 1];
+};
+
+/* nanopb callback: one Event of a WatchResponse, its KeyValue appended to *arg. */
+static bool read_event(pb_istream_t *stream, const pb_field_t *field, void **arg)
+{
+    (void)field;
+    etcdserverpb_Event ev = etcdserverpb_Event_init_zero;
+    fs_wire_buf_t key = {0}, value = {0};
+    fs_wire_set_buf(&ev.kv.key, &key);
+    fs_wire_set_buf(&ev.kv.value, &value);
+    bool ok = pb_decode(stream, etcdserverpb_Event_fields, &ev);
+    return kvs_add(*arg, ok, &ev.kv, &key, &value, ev.type == EVENT_DELETE);
+}
+
+/* The stream's next answer (waiting wait_ms at most, 0: until the
+ * period's end) into out, its events appended; *created says whether it is
+ * the answer to the watch's creation. */
+static fs_status_t watch_answer(fs_etcd_watch_t *w, int wait_ms, fs_etcd_kvs_t *out, int *created, fs_error_t *err)
+{
+    etcdserverpb_WatchResponse resp = etcdserverpb_WatchResponse_init_zero;
+    resp.events.funcs.decode = read_event;
+    resp.events.arg = out;
+    fs_status_t st = fs_call_stream_next(w->stream, wait_ms, etcdserverpb_WatchResponse_fields, &resp, err);
+    if (st != FS_OK) return st;
+    if (resp.canceled && resp.compact_revision > 0)
+        return fs_error(err, FS_ERR_NOT_FOUND, "etcd %s: Watch: the revisions it was to start from were compacted "
+                        "(the oldest kept is %lld)", w->endpoint, (long long)resp.compact_revision);
+    if (resp.canceled) return fs_error(err, FS_ERR_UNAVAILABLE, "etcd %s: Watch: etcd cancelled it", w->endpoint);
+    out->revision = resp.header.revision;
+    *created = resp.created;
+    return FS_OK;
+}
+
+fs_status_t fs_etcd_watch_open(const char *endpoint, const char *key, int64_t start_revision, int period_ms,
+                               int timeout_ms, fs_etcd_watch_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    if (!endpoint || !endpoint[0] || strlen(endpoint) > FS_ETCD_ENDPOINT_MAX || !strchr(endpoint, ':'))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd: the endpoint must be host:port (got '%s')",
+                        endpoint ? endpoint : "(null)");
+    if (!key || !key[0] || period_ms <= 0 || timeout_ms <= 0 || start_revision < 0)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "etcd %s: a watch needs a key, a positive period and "
+                        "timeout, and a revision >= 0", endpoint);
+    fs_etcd_watch_t *w = calloc(1, sizeof *w);
+    if (!w) return fs_error(err, FS_ERR_NOMEM, "etcd %s: out of memory", endpoint);
+    snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint);
+    etcdserverpb_WatchRequest req = etcdserverpb_WatchRequest_init_zero;
+    req.has_create_request = true;
+    fs_wire_bytes_t kb;
+    fs_wire_set_bytes(&req.create_request.key, &kb, key, strlen(key));
+    req.create_request.start_revision = start_revision;
+    char who[FS_ETCD_ENDPOINT_MAX + 8];
+    snprintf(who, sizeof who, "etcd %s", endpoint);
+    fs_status_t st = fs_call_stream_open(endpoint, who, "/etcdserverpb.Watch/Watch", period_ms, timeout_ms,
+                                         etcdserverpb_WatchRequest_fields, &req, &w->stream, err);
+    fs_etcd_kvs_t none = {0};
+    int created = 0;
+    if (st == FS_OK) st = watch_answer(w, timeout_ms, &none, &created, err); /* etcd's first: the watch is made */
+    if (st == FS_OK && !created)
+        st = fs_error(err, FS_ERR_FORMAT, "etcd %s: Watch: the first answer did not say the watch was made", endpoint);
+    fs_etcd_kvs_free(&none);
+    if (st != FS_OK) {
+        fs_etcd_watch_close(w);
+        return st;
+    }
+    *out = w;
+    return FS_OK;
+}
+
+fs_status_t fs_etcd_watch_next(fs_etcd_watch_t *w, fs_etcd_kvs_t *out, fs_error_t *err)
+{
+    fs_etcd_kvs_free(out);
+    for (;;) { /* answers without events (progress) are skipped; the stream's deadline bounds the wait */
+        int created = 0;
+        fs_status_t st = watch_answer(w, 0, out, &created, err);
+        if (st != FS_OK) {
+            fs_etcd_kvs_free(out);
+            return st;
+        }
+        if (out->n > 0) return FS_OK;
+    }
+}
+
+void fs_etcd_watch_cancel(fs_etcd_watch_t *w)
+{
+    if (w) fs_call_stream_cancel(w->stream);
+}
+
+void fs_etcd_watch_close(fs_etcd_watch_t *w)
+{
+    if (!w) return;
+    fs_call_stream_close(w->stream);
+    free(w);
 }

@@ -33,6 +33,7 @@ typedef struct {
     char *key, *value;
     size_t key_len, value_len;
     int64_t create_revision, mod_revision, lease;
+    int deleted;  /* a watch's event: the key was deleted (value is "") */
 } fs_etcd_kv_t;
 
 /* The keys a read found, in key order, and the store's revision then. */
@@ -77,5 +78,24 @@ fs_status_t fs_etcd_lease_grant(fs_etcd_t *e, int64_t ttl_s, int64_t *id, fs_err
  * FS_ERR_NOT_FOUND when it has already expired. */
 fs_status_t fs_etcd_lease_keepalive(fs_etcd_t *e, int64_t id, int64_t *ttl_s, fs_error_t *err);
 fs_status_t fs_etcd_lease_revoke(fs_etcd_t *e, int64_t id, fs_error_t *err);
+
+/* A watch on one key: etcd's Watch stream, reporting every change to the
+ * key from start_revision on (0: from now), in order, on a connection of
+ * its own. The stream lasts period_ms (its deadline, like every call's):
+ * then fs_etcd_watch_next says FS_ERR_TIMEOUT, and the caller opens another
+ * from the revision after the last it saw. open returns once etcd has made
+ * the watch, waiting timeout_ms at most. Thread safety: one thread opens, reads and closes a watch;
+ * fs_etcd_watch_cancel may be called from any thread, and makes a waiting
+ * next return (FS_ERR_UNAVAILABLE) at once. */
+typedef struct fs_etcd_watch fs_etcd_watch_t;
+fs_status_t fs_etcd_watch_open(const char *endpoint, const char *key, int64_t start_revision, int period_ms,
+                               int timeout_ms, fs_etcd_watch_t **out, fs_error_t *err);
+/* The next changes into *out (emptied first), in order: each a key and its
+ * new value, or deleted = 1; out->revision is etcd's then. FS_ERR_NOT_FOUND
+ * when start_revision was compacted away: read the key, and watch again
+ * from after its revision. */
+fs_status_t fs_etcd_watch_next(fs_etcd_watch_t *w, fs_etcd_kvs_t *out, fs_error_t *err);
+void fs_etcd_watch_cancel(fs_etcd_watch_t *w);
+void fs_etcd_watch_close(fs_etcd_watch_t *w);
 
 #endif

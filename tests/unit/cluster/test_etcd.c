@@ -1,11 +1,14 @@
 /* test_etcd.c — cluster/fs_etcd against a private etcd (tests/lib/test_etcd.h):
  * keys and prefixes, the guarded put both ways, leases that keep keys alive
- * and take them with them, and the errors: a bad endpoint, an etcd that is
- * down, and one that never answers, each within its deadline. Without an
+ * and take them with them, watches (changes in order, a period that ends,
+ * a cancel that wakes, a compacted start), and the errors: a bad endpoint,
+ * an etcd that is down, and one that never answers, each within its deadline. Without an
  * etcd installed ctest reports it skipped (tests/unit/cluster/CMakeLists.txt). */
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -131,6 +134,98 @@ Test(etcd, bad_arguments)
     cr_assert_eq(fs_etcd_lease_grant(h, 0, &lease, &err), FS_ERR_INVALID_ARGUMENT);
 }
 
+/* Events until `want` have come (each next bounded by the watch's period). */
+static void watch_collect(fs_etcd_watch_t *w, fs_etcd_kvs_t *all, size_t want)
+{
+    fs_etcd_kvs_t got = {0};
+    for (int tries = 0; all->n < want && tries < 20; tries++) {
+        cr_assert_eq(fs_etcd_watch_next(w, &got, &err), FS_OK, "%s", err.msg);
+        for (size_t i = 0; i < got.n; i++) {
+            if (all->n == all->cap) {
+                all->cap = all->cap ? all->cap * 2 : 8;
+                all->kv = realloc(all->kv, all->cap * sizeof *all->kv);
+            }
+            all->kv[all->n++] = got.kv[i];
+        }
+        free(got.kv);
+        got = (fs_etcd_kvs_t){0};
+    }
+    cr_assert_eq(all->n, want, "%zu events, wanted %zu", all->n, want);
+}
+
+Test(etcd, watch_reports_every_change_from_its_revision_in_order)
+{
+    int64_t r1, r2;
+    cr_assert_eq(fs_etcd_put(h, "/w/k", "one", 3, 0, &r1, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_etcd_put(h, "/w/other", "x", 1, 0, NULL, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_etcd_put(h, "/w/k", "two", 3, 0, &r2, &err), FS_OK, "%s", err.msg);
+    fs_etcd_watch_t *w;
+    cr_assert_eq(fs_etcd_watch_open(etcd.endpoint, "/w/k", r1, 5000, 3000, &w, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_etcd_delete(h, "/w/k", 0, NULL, &err), FS_OK, "%s", err.msg);
+    fs_etcd_kvs_t all = {0};
+    watch_collect(w, &all, 3); /* one and two from the past, then the delete; not /w/other */
+    cr_assert_str_eq(all.kv[0].value, "one");
+    cr_assert_eq(all.kv[0].mod_revision, r1);
+    cr_assert_str_eq(all.kv[1].value, "two");
+    cr_assert_eq(all.kv[1].mod_revision, r2);
+    cr_assert(!all.kv[0].deleted && !all.kv[1].deleted && all.kv[2].deleted);
+    cr_assert_str_eq(all.kv[2].key, "/w/k");
+    fs_etcd_kvs_free(&all);
+    fs_etcd_watch_close(w);
+}
+
+Test(etcd, watch_period_ends_in_a_timeout)
+{
+    fs_etcd_watch_t *w;
+    cr_assert_eq(fs_etcd_watch_open(etcd.endpoint, "/w/quiet", 0, 600, 3000, &w, &err), FS_OK, "%s", err.msg);
+    fs_etcd_kvs_t got = {0};
+    double t0 = now_s();
+    cr_assert_eq(fs_etcd_watch_next(w, &got, &err), FS_ERR_TIMEOUT, "%s", err.msg);
+    cr_assert_lt(now_s() - t0, 3.0, "the 600 ms period ended the wait");
+    cr_assert(strstr(err.msg, "Watch"), "%s", err.msg);
+    fs_etcd_watch_close(w);
+}
+
+static void *cancel_later(void *w)
+{
+    usleep(200 * 1000);
+    fs_etcd_watch_cancel(w);
+    return NULL;
+}
+
+Test(etcd, watch_cancel_wakes_a_waiting_next)
+{
+    fs_etcd_watch_t *w;
+    cr_assert_eq(fs_etcd_watch_open(etcd.endpoint, "/w/quiet", 0, 30000, 3000, &w, &err), FS_OK, "%s", err.msg);
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_later, w);
+    fs_etcd_kvs_t got = {0};
+    double t0 = now_s();
+    cr_assert_eq(fs_etcd_watch_next(w, &got, &err), FS_ERR_UNAVAILABLE, "%s", err.msg);
+    cr_assert_lt(now_s() - t0, 5.0, "woken by the cancel, not the 30 s period");
+    pthread_join(t, NULL);
+    fs_etcd_watch_close(w);
+}
+
+Test(etcd, watch_from_a_compacted_revision_is_not_found)
+{
+    int64_t r1, r2;
+    cr_assert_eq(fs_etcd_put(h, "/w/c", "1", 1, 0, &r1, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_etcd_put(h, "/w/c", "2", 1, 0, &r2, &err), FS_OK, "%s", err.msg);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "etcdctl --endpoints=%s compact %lld >/dev/null 2>&1", etcd.endpoint, (long long)r2);
+    cr_assert_eq(system(cmd), 0, "etcdctl compact");
+    fs_etcd_watch_t *w;
+    fs_status_t st = fs_etcd_watch_open(etcd.endpoint, "/w/c", r1, 5000, 3000, &w, &err);
+    fs_etcd_kvs_t got = {0};
+    if (st == FS_OK) { /* made, then cancelled for the compaction */
+        st = fs_etcd_watch_next(w, &got, &err);
+        fs_etcd_watch_close(w);
+    }
+    cr_assert_eq(st, FS_ERR_NOT_FOUND, "%s", err.msg);
+    cr_assert(strstr(err.msg, "compacted"), "%s", err.msg);
+}
+
 /* No etcd on the port: unavailable, within the deadline. */
 Test(etcd_down, unreachable_is_unavailable_within_the_deadline, .timeout = 30)
 {
@@ -145,6 +240,12 @@ Test(etcd_down, unreachable_is_unavailable_within_the_deadline, .timeout = 30)
     cr_assert(strstr(err.msg, ep) && strstr(err.msg, "Range"), "the message names the endpoint and call: %s", err.msg);
     cr_assert_lt(now_s() - t0, 3.0, "answered within the 1 s deadline (and slack)");
     fs_etcd_close(x);
+    fs_etcd_watch_t *w;
+    t0 = now_s();
+    st = fs_etcd_watch_open(ep, "/k", 0, 30000, 1000, &w, &err);
+    cr_assert(st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT, "a watch: got %d: %s", st, err.msg);
+    cr_assert(strstr(err.msg, ep) && strstr(err.msg, "Watch"), "%s", err.msg);
+    cr_assert_lt(now_s() - t0, 3.0);
 }
 
 /* A listener that accepts and never speaks: the deadline ends the call. */
@@ -165,5 +266,10 @@ Test(etcd_down, silent_peer_times_out, .timeout = 30)
     cr_assert(st == FS_ERR_TIMEOUT || st == FS_ERR_UNAVAILABLE, "got %d: %s", st, err.msg);
     cr_assert_lt(now_s() - t0, 3.0, "the 800 ms deadline held");
     fs_etcd_close(x);
+    fs_etcd_watch_t *w;
+    t0 = now_s();
+    st = fs_etcd_watch_open(ep, "/k", 0, 30000, 800, &w, &err);
+    cr_assert(st == FS_ERR_TIMEOUT || st == FS_ERR_UNAVAILABLE, "a watch: got %d: %s", st, err.msg);
+    cr_assert_lt(now_s() - t0, 3.0, "a watch of a 30 s period is made within its 800 ms or not at all");
     close(fd);
 }
