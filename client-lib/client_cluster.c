@@ -31,6 +31,7 @@
 #include "client_internal.h"
 #include "fs_addr.h"
 #include "fs_cluster.h"
+#include "fs_cluster_watch.h"
 #include "fs_exec.h"
 #include "fs_hetero.h"
 #include "fs_info.h"
@@ -693,9 +694,10 @@ static fs_status_t cluster_split_local(fs_client_t *c, const char *name, fs_ids_
 
 /* Each id's owning shard (fs_split_by_owner and fs_batch_micrographs),
  * with the map's shard ids: ids of a node type (NULL: the only one) go to
- * global ids, their parts, and the parts' shards. `fresh`: by the map read
- * anew (etcd's or the file's; a shard that died since shows), else by the
- * one this process holds. A part no shard holds (its shard is down) is
+ * global ids, their parts, and the parts' shards. `fresh`: by etcd's map as
+ * it is now (a shard that died since shows): the one held while the watch
+ * keeps it (fs_cluster_watch.h), else read anew (etcd's or the file's);
+ * else by the one this process holds. A part no shard holds (its shard is down) is
  * FS_ERR_UNAVAILABLE naming the id. */
 static fs_status_t cluster_owners(fs_client_t *c, const char *node_type, const int64_t *ids, int64_t n, int fresh,
                                   int *owner, int **shards, int *num_shards, int64_t *revision)
@@ -708,7 +710,7 @@ static fs_status_t cluster_owners(fs_client_t *c, const char *node_type, const i
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "cluster %s has %d node types: name the seeds' type",
                               cl->name, cl->num_types);
     fs_error_t err = {0};
-    fs_status_t st = fresh ? fs_cluster_remap(cl, K->revision, &err) : FS_OK;
+    fs_status_t st = fresh && !fs_cluster_watching(cl->watch) ? fs_cluster_remap(cl, K->revision, &err) : FS_OK;
     if (st == FS_ERR_UNAVAILABLE) st = FS_OK; /* a part without a shard: the seeds' own check names theirs */
     if (st != FS_OK) return fs_client_fail(c, st, "%s", err.msg);
     pthread_mutex_lock(&cl->map_lock);

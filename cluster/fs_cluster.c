@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_cluster_watch.h"
 #include "fs_etcd.h"
 #include "fs_member.h"
 #include "fs_npy.h"
@@ -297,6 +298,7 @@ static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_er
 
 static void cluster_free(fs_cluster_t *c)
 {
+    fs_cluster_watch_stop(c->watch); /* first: its thread installs maps */
     for (int t = 0; c->types && t < c->num_types; t++) { /* num_types counts the one a failed read stopped in */
         fs_cluster_type_t *ty = &c->types[t];
         free(ty->first), free(ty->global_of), free(ty->source_of), free(ty->tables), free(ty->splits);
@@ -419,6 +421,7 @@ fs_status_t fs_cluster_open(const fs_addr_t *where, int timeout_ms, const fs_clu
         st = read_node_map(c, t, file, err);
     }
     c->local = local; /* the cache fills at the first connection, by its map (fs_cluster_cache.c) */
+    if (st == FS_OK && !c->map_file[0]) st = fs_cluster_watch_start(c, &c->watch, err);
     if (st != FS_OK) {
         cluster_free(c);
         return st;
@@ -449,7 +452,17 @@ fs_status_t fs_cluster_remap(fs_cluster_t *c, int64_t seen, fs_error_t *err)
 {
     fs_shard_map_t m;
     fs_status_t st = read_map(c, &m, err);
-    if (st == FS_OK && (strcmp(m.partitioning, c->partitioning) != 0 || m.parts != c->parts))
+    if (st == FS_OK) return fs_cluster_install(c, &m, seen, err);
+    fs_shard_map_free(&m);
+    return st;
+}
+
+fs_status_t fs_cluster_install(fs_cluster_t *c, fs_shard_map_t *given, int64_t seen, fs_error_t *err)
+{
+    fs_shard_map_t m = *given;
+    memset(given, 0, sizeof *given);
+    fs_status_t st = FS_OK;
+    if ((strcmp(m.partitioning, c->partitioning) != 0 || m.parts != c->parts))
         st = fs_error(err, FS_ERR_FORMAT, "cluster %s now serves partitioning %s of %d parts, not %s of %d: connect "
                       "again", c->name, m.partitioning, m.parts, c->partitioning, c->parts);
     if (st == FS_OK && m.revision < seen)
@@ -669,6 +682,8 @@ void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
     out->pregather_requested = __atomic_load_n(&n->pregather_requested, __ATOMIC_RELAXED);
     out->pregather_rows = __atomic_load_n(&n->pregather_rows, __ATOMIC_RELAXED);
     out->cache_fills = __atomic_load_n(&n->cache_fills, __ATOMIC_RELAXED);
+    out->map_updates = (uint64_t)fs_cluster_watch_installs(c->watch);
+    out->map_watched = fs_cluster_watching(c->watch);
 }
 
 void fs_cluster_count_hopgnn(fs_cluster_t *c, int64_t pairs, int64_t colocated, int64_t requested, int64_t rows)

@@ -32,8 +32,9 @@
  * shard and the router over them (fs_route.h), one call at a time, and the
  * hooks the views call it through.
  *
- * The view is immutable once open but for its shard map, which
- * fs_cluster_remap replaces under map_lock when a shard says it is stale;
+ * The view is immutable once open but for its shard map, which its watch
+ * on etcd replaces under map_lock as etcd's changes (fs_cluster_watch.h),
+ * and fs_cluster_remap when a shard says it is stale;
  * a connection copies what it needs of the map when it opens.
  *
  * Every remote call has the given deadline; a shard map naming no shard,
@@ -125,6 +126,8 @@ typedef struct {
     uint64_t micro_pairs, micro_pairs_colocated;
     uint64_t pregather_requested, pregather_rows;
     uint64_t cache_fills;         /* caches filled: the first, and one per map that moved a shard on or off this machine */
+    uint64_t map_updates;         /* maps its watch on etcd installed (fs_cluster_watch.h) */
+    int map_watched;              /* that watch is open: the map held is etcd's */
 } fs_cluster_counts_t;
 
 typedef struct fs_cluster {
@@ -145,6 +148,7 @@ typedef struct fs_cluster {
     const struct fs_cluster_local *local; /* the shards this process answers in place (for the cache), or NULL */
     struct fs_cluster_cache *cache; /* the current cache (fs_cluster_cache_for), under cache_lock */
     pthread_mutex_t cache_lock;
+    struct fs_cluster_watch *watch; /* the map's watch on etcd (fs_cluster_watch.h), NULL for a file's map */
 } fs_cluster_t;
 
 /* Reads the map (from etcd, or a static cluster's file: where's
@@ -179,6 +183,9 @@ void fs_cluster_unref(fs_cluster_t *c);
  * serves another partitioning (reconnect), or when the map's revision went
  * backwards; a part without a shard is FS_ERR_UNAVAILABLE naming it. */
 fs_status_t fs_cluster_remap(fs_cluster_t *c, int64_t seen, fs_error_t *err);
+/* What remap does with the map it read, for a map from elsewhere (the
+ * watch, fs_cluster_watch.c): *m is taken (emptied), kept when newer. */
+fs_status_t fs_cluster_install(fs_cluster_t *c, fs_shard_map_t *m, int64_t seen, fs_error_t *err);
 
 /* A split of node type t as the source orders it (source ids), fetched
  * from a shard: *ids is the caller's to free(). FS_ERR_NOT_FOUND naming

@@ -121,6 +121,11 @@ static void trainer_series(FILE *out, const fs_cluster_counts_t *t)
     fprintf(out, "# HELP featstore_trainer_cache_fills_total Hot-row caches filled: the first, and one per shard map "
             "that moved a shard onto or off this machine\n# TYPE featstore_trainer_cache_fills_total counter\n"
             "featstore_trainer_cache_fills_total %llu\n", (unsigned long long)t->cache_fills);
+    fprintf(out, "# HELP featstore_trainer_map_updates_total Shard maps its watch on etcd installed\n"
+            "# TYPE featstore_trainer_map_updates_total counter\nfeatstore_trainer_map_updates_total %llu\n"
+            "# HELP featstore_trainer_map_watched 1 while its watch on etcd is open (the map it holds is etcd's)\n"
+            "# TYPE featstore_trainer_map_watched gauge\nfeatstore_trainer_map_watched %d\n",
+            (unsigned long long)t->map_updates, t->map_watched);
 }
 
 fs_status_t fs_cluster_stats(const fs_shard_map_t *m, const fs_cluster_counts_t *trainer, int timeout_ms, char **text,

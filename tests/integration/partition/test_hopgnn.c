@@ -9,7 +9,8 @@
  *     the same over both connections (their batches are the same), and
  *     R_micro counted again from the oracle's owners;
  *   - the errors: a batch without a sample, a connection without shards,
- *     a seed whose shard is down. */
+ *     a seed whose shard is down (the map that says so reaches the trainer
+ *     through its watch on etcd, without a call). */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "featstore/client.h"
 #include "fs_npy.h"
@@ -314,9 +316,16 @@ Test(hopgnn, owner_groups_and_micrographs)
     cr_assert(strstr(fs_client_errstr(many), "no sample"), "%s", fs_client_errstr(many));
     fs_batch_free(x);
 
-    /* shard 1 leaves: its seeds have no owner now, and the error says so; shard 0's still group */
+    /* shard 1 leaves: its seeds have no owner now, and the error says so; shard 0's still group.
+     * The new map reaches the trainer through its watch on etcd, with no call of its own (the
+     * metrics ask the shards, not etcd); the split then reads the map it holds */
+    cr_assert_eq(series(many, "\nfeatstore_trainer_map_watched "), 1, "the trainer watches the map");
+    long long updates = series(many, "\nfeatstore_trainer_map_updates_total ");
     tu_shard_stop(&s[1], SIGTERM);
     tu_wait_owner(&etcd, "h", 1, -1, 5);
+    for (int i = 0; i < 100 && series(many, "\nfeatstore_trainer_map_updates_total ") == updates; i++)
+        usleep(50 * 1000);
+    cr_assert_gt(series(many, "\nfeatstore_trainer_map_updates_total "), updates, "the watch installed the map");
     int64_t mine[2], theirs = -1, n = 0;
     for (int v = 0; v < NODES && (n < 2 || theirs < 0); v++) {
         if (owner[v] == 0 && n < 2) mine[n++] = v;
