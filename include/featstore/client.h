@@ -680,7 +680,9 @@ typedef struct {
 } fs_owner_groups_t;
 
 /* Groups seeds[0..n) (node ids of type node_type; NULL on a graph of one
- * node type) by owning shard, over a sharded cluster (etcd:// or file:).
+ * node type) by owning shard, over a sharded cluster (etcd:// or file:),
+ * by the shard map as it is now: etcd's, which the process watches (read
+ * anew while the watch is down), or the file's, read anew.
  * A seed whose part no shard holds (its shard is down) is
  * FS_ERR_UNAVAILABLE naming it; an id out of range is
  * FS_ERR_INVALID_ARGUMENT; other connections FS_ERR_UNSUPPORTED. Free

@@ -424,8 +424,9 @@ class Client(StreamCalls, Closing):
     def split_by_owner(self, seeds: Any, node_type: str | None = None) -> OwnerGroups:
         """A global batch's roots grouped by the shard that owns them, over a
         sharded cluster (``fs_split_by_owner``, HopGNN's owner-routed
-        training): an ``OwnerGroups``. The map is read anew, so a seed whose
-        shard is down raises Error(UNAVAILABLE) naming it. `node_type`: the
+        training): an ``OwnerGroups``. The map is etcd's as it is now (the
+        process watches it), so a seed whose shard is down raises
+        Error(UNAVAILABLE) naming it. `node_type`: the
         seeds' type on a graph of several."""
         arr = _ids(seeds, "seeds")
         out = ctypes.POINTER(_lib.OwnerGroupsC)()
