@@ -14,7 +14,8 @@
 typedef struct fs_cluster_watch fs_cluster_watch_t;
 
 fs_status_t fs_cluster_watch_start(fs_cluster_t *c, fs_cluster_watch_t **out, fs_error_t *err);
-/* Stops the thread (a watch waiting is cancelled) and frees w; NULL is a no-op. */
+/* Stops the thread and frees w (NULL is a no-op): a watch waiting is
+ * cancelled; a call to etcd in flight ends first, within its deadline. */
 void fs_cluster_watch_stop(fs_cluster_watch_t *w);
 /* Whether the map the cluster holds is etcd's: a watch is open, in this
  * process (0 for NULL, while etcd is away, and in a forked child). */

@@ -117,6 +117,7 @@ struct fs_call_stream {
     grpc_byte_buffer *recv;
     int pending;                   /* batches started and not yet completed */
     int ended;                     /* the status batch completed: code and details hold */
+    fs_status_t failed;            /* a wait that gave up (the call is cancelled): what it said */
 };
 
 /* Waits until batch `tag` completes, noting the status batch's on the
@@ -219,6 +220,8 @@ fs_status_t fs_call_stream_open(const char *target, const char *who, const char 
 fs_status_t fs_call_stream_next(fs_call_stream_t *s, int wait_ms, const pb_msgdesc_t *resp_fields, void *resp,
                                 fs_error_t *err)
 {
+    if (s->failed) /* its receive may still be pending: no other can start */
+        return fs_error(err, s->failed, "%s: %s: the stream failed before", s->who, call_name(s->method));
     if (s->ended) return stream_status(s, err);
     grpc_op op;
     op_set(&op, GRPC_OP_RECV_MESSAGE);
@@ -226,10 +229,10 @@ fs_status_t fs_call_stream_next(fs_call_stream_t *s, int wait_ms, const pb_msgde
     if (stream_start(s, &op, 1, TAG_RECV))
         return fs_error(err, FS_ERR_INTERNAL, "%s: %s: the gRPC batch failed", s->who, call_name(s->method));
     if (stream_wait(s, TAG_RECV, wait_until(s, wait_ms)) < 0)
-        return wait_ms > 0 ? fs_error(err, FS_ERR_TIMEOUT, "%s: %s: no answer within %d ms", s->who,
-                                      call_name(s->method), wait_ms)
-                           : fs_error(err, FS_ERR_TIMEOUT, "%s: %s: the stream did not end by its deadline", s->who,
-                                      call_name(s->method));
+        return s->failed = wait_ms > 0 ? fs_error(err, FS_ERR_TIMEOUT, "%s: %s: no answer within %d ms", s->who,
+                                                  call_name(s->method), wait_ms)
+                                       : fs_error(err, FS_ERR_TIMEOUT, "%s: %s: the stream did not end by its "
+                                                  "deadline", s->who, call_name(s->method));
     if (!s->recv) return stream_status(s, err); /* no message: the call ended */
     fs_status_t st = fs_wire_decode(s->recv, resp_fields, resp, call_name(s->method), err);
     grpc_byte_buffer_destroy(s->recv);
