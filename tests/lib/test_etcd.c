@@ -73,14 +73,9 @@ static int port_open(int port)
     return ok;
 }
 
-void tu_etcd_start(tu_etcd_t *e)
+/* Waits (up to 20 s) until the etcd just spawned answers a Range. */
+static void wait_answer(tu_etcd_t *e)
 {
-    cr_assert(tu_etcd_bin(), "no etcd installed (apt-get install etcd-server)");
-    memset(e, 0, sizeof *e);
-    e->dir = tu_mkdtemp();
-    e->port = tu_free_port();
-    snprintf(e->endpoint, sizeof e->endpoint, "127.0.0.1:%d", e->port);
-    e->pid = spawn_etcd(e->dir, e->port, tu_free_port());
     /* the port first (a gRPC channel that finds nothing backs off for seconds), then a Range */
     fs_error_t err = {0};
     struct timespec t0, t;
@@ -100,6 +95,33 @@ void tu_etcd_start(tu_etcd_t *e)
         }
         if (!answered) usleep(20 * 1000);
     }
+}
+
+void tu_etcd_start(tu_etcd_t *e)
+{
+    cr_assert(tu_etcd_bin(), "no etcd installed (apt-get install etcd-server)");
+    memset(e, 0, sizeof *e);
+    e->dir = tu_mkdtemp();
+    e->port = tu_free_port();
+    e->peer_port = tu_free_port();
+    snprintf(e->endpoint, sizeof e->endpoint, "127.0.0.1:%d", e->port);
+    e->pid = spawn_etcd(e->dir, e->port, e->peer_port);
+    wait_answer(e);
+}
+
+void tu_etcd_kill(tu_etcd_t *e)
+{
+    cr_assert_gt(e->pid, 0, "no etcd running");
+    kill(e->pid, SIGKILL);
+    waitpid(e->pid, NULL, 0);
+    e->pid = 0;
+}
+
+void tu_etcd_revive(tu_etcd_t *e)
+{
+    cr_assert_eq(e->pid, 0, "etcd is running");
+    e->pid = spawn_etcd(e->dir, e->port, e->peer_port);
+    wait_answer(e);
 }
 
 void tu_etcd_stop(tu_etcd_t *e)

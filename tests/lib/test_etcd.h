@@ -12,6 +12,7 @@ typedef struct {
     pid_t pid;
     char *dir;
     int port;             /* the client port */
+    int peer_port;
     char endpoint[64];    /* "127.0.0.1:port" */
 } tu_etcd_t;
 
@@ -20,6 +21,10 @@ const char *tu_etcd_bin(void);
 /* Starts one and waits (up to 20 s) until it answers; fails the test otherwise. */
 void tu_etcd_start(tu_etcd_t *e);
 void tu_etcd_stop(tu_etcd_t *e);
+/* Kills it (SIGKILL), keeping its data; revive starts it again on the same
+ * ports and data, and waits until it answers. */
+void tu_etcd_kill(tu_etcd_t *e);
+void tu_etcd_revive(tu_etcd_t *e);
 /* A cluster test's suite init and fini: a temporary directory and an etcd. */
 void tu_cluster_up(char **dir, tu_etcd_t *e);
 void tu_cluster_down(char **dir, tu_etcd_t *e);
