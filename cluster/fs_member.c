@@ -146,18 +146,7 @@ static fs_status_t read_registrations(fs_member_t *m, fs_shard_reg_t **regs, int
 static fs_status_t wanted_map(fs_member_t *m, const fs_shard_reg_t *regs, int n, fs_shard_map_t *out, fs_error_t *err)
 {
     if (n > 0) return fs_shard_map_build(m->name, regs, n, out, err);
-    memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", m->name);
-    memcpy(out->partitioning, m->self.partitioning, sizeof out->partitioning);
-    out->parts = m->self.parts;
-    out->owner = malloc((size_t)out->parts * sizeof *out->owner);
-    out->shard = calloc(1, sizeof *out->shard);
-    if (!out->owner || !out->shard) {
-        fs_shard_map_free(out);
-        return fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory", m->name);
-    }
-    for (int p = 0; p < out->parts; p++) out->owner[p] = -1;
-    return FS_OK;
+    return fs_shard_map_empty(m->name, m->self.partitioning, m->self.parts, m->self.replicas, out, err);
 }
 
 /* Makes etcd's map the registrations' map, and adopts it. */
@@ -263,11 +252,14 @@ static fs_status_t member_new(const fs_member_opts_t *o, const fs_shard_reg_t *s
     *out = m;
     snprintf(m->name, sizeof m->name, "%s", o->name);
     m->ttl_s = o->ttl_s > 0 ? o->ttl_s : 2;
-    m->self = *self;
+    m->self = *self; /* its arrays copied: the caller keeps its own */
     m->self.owns = malloc((size_t)(self->num_owned ? self->num_owned : 1) * sizeof *m->self.owns);
+    m->self.copies = malloc((size_t)(self->num_copies ? self->num_copies : 1) * sizeof *m->self.copies);
     m->self_json = fs_shard_reg_format(self);
-    if (!m->self.owns || !m->self_json) return fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory", o->name);
-    memcpy(m->self.owns, self->owns, (size_t)self->num_owned * sizeof *self->owns);
+    if (!m->self.owns || !m->self.copies || !m->self_json)
+        return fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory", o->name);
+    if (self->num_owned) memcpy(m->self.owns, self->owns, (size_t)self->num_owned * sizeof *self->owns);
+    if (self->num_copies) memcpy(m->self.copies, self->copies, (size_t)self->num_copies * sizeof *self->copies);
     char id[32];
     snprintf(id, sizeof id, "shards/%d", self->addr.id);
     fs_cluster_key(o->name, id, m->reg_key, sizeof m->reg_key);
@@ -322,17 +314,8 @@ fs_status_t fs_member_map(fs_member_t *m, fs_shard_map_t *out, fs_error_t *err)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&m->mu);
-    fs_status_t st = FS_OK;
-    *out = m->map;
-    out->owner = malloc((size_t)(m->map.parts ? m->map.parts : 1) * sizeof *out->owner);
-    out->shard = malloc((size_t)(m->map.num_shards ? m->map.num_shards : 1) * sizeof *out->shard);
-    if (!out->owner || !out->shard) st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory", m->name);
-    else {
-        memcpy(out->owner, m->map.owner, (size_t)m->map.parts * sizeof *out->owner);
-        memcpy(out->shard, m->map.shard, (size_t)m->map.num_shards * sizeof *out->shard);
-    }
+    fs_status_t st = fs_shard_map_copy(&m->map, out, err);
     pthread_mutex_unlock(&m->mu);
-    if (st != FS_OK) fs_shard_map_free(out);
     return st;
 }
 

@@ -2,7 +2,9 @@
  * registrations it is made from.
  *
  * A partitioned dataset (featstore partition) has V virtual partitions;
- * each shard server owns some of them. In etcd, under /featstore/NAME/:
+ * each shard server owns some of them, and with replication (R replicas)
+ * holds copies of others: a part's holders are its owner and up to R - 1
+ * shards with a copy. In etcd, under /featstore/NAME/:
  *   shards/<id>  each live shard's registration (fs_shard_reg_t), attached
  *                to its lease, so a shard that dies vanishes with it;
  *   map          the shard map (fs_shard_map_t): which shard owns each
@@ -27,6 +29,7 @@
 /* Limits of a cluster, each defined here once (a partitioning's, the
  * number of parts and its id's length, are fs_types.h's). */
 #define FS_CLUSTER_SHARDS_MAX 1024  /* shard ids are 0 .. FS_CLUSTER_SHARDS_MAX - 1 */
+#define FS_CLUSTER_REPLICAS_MAX 8   /* a part's holders, at most (R) */
 #define FS_CLUSTER_ADDR_MAX 255     /* a gRPC address, host:port */
 #define FS_CLUSTER_UNIX_MAX 107     /* a unix socket path (sockaddr_un's sun_path) */
 #define FS_CLUSTER_HOST_MAX 63      /* a machine's identity (fs_shard_machine): unix:// is used where it matches */
@@ -47,22 +50,30 @@ typedef struct {
  * everywhere else. "" when /proc cannot tell (no shard is then local). */
 void fs_shard_machine(char *out, size_t len);
 
-/* A shard's registration: its address, the partitioning it serves and the
- * parts it holds (ascending). */
+/* A shard's registration: its address, the partitioning it serves, the
+ * parts it owns and those it holds a copy of (each ascending, disjoint),
+ * and the cluster's replica count R. */
 typedef struct {
     fs_shard_addr_t addr;
     char partitioning[FS_PARTITION_ID_LEN + 1];
     int parts;       /* V of the partitioning */
     int *owns;       /* [num_owned], ascending */
     int num_owned;
+    int *copies;     /* [num_copies], ascending: parts it holds as another's replica */
+    int num_copies;
+    int replicas;    /* R, 1..FS_CLUSTER_REPLICAS_MAX (1: no copies) */
 } fs_shard_reg_t;
 
-/* The map: every part's owning shard (-1: none registered holds it). */
+/* The map: every part's holders, its owner first (-1: none registered
+ * holds it). A part whose owner is not registered is owned by its first
+ * copy's holder (the lowest id): owner[p] is always holders[p][0]. */
 typedef struct {
     char name[FS_CLUSTER_NAME_MAX + 1];
     char partitioning[FS_PARTITION_ID_LEN + 1];
     int parts;
-    int *owner;              /* [parts] */
+    int replicas;            /* R: the holders a part may have */
+    int *holders;            /* [parts * replicas]: part p's at [p * replicas ..], -1 after the last */
+    int *owner;              /* [parts]: holders[p * replicas] */
     fs_shard_addr_t *shard;  /* [num_shards], ascending id */
     int num_shards;
     int64_t revision;        /* etcd's mod revision of the map key; 0 for a static map */
@@ -86,6 +97,14 @@ fs_status_t fs_shard_ordinal(const char *host, int *id, fs_error_t *err);
  * 1..FS_CLUSTER_SHARDS_MAX, a shard not below shards, or a shard that gets
  * no part (more shards than parts), each naming the numbers. */
 fs_status_t fs_shard_dealt_parts(int shard, int shards, int parts, int *out, int *n, fs_error_t *err);
+/* With R replicas, the parts shard `shard` holds copies of: those dealt to
+ * the R - 1 shards before it (shard - 1, ..., shard - R + 1, mod shards),
+ * ascending, into out[] (room for parts), their count in *n; so each part
+ * is on R consecutive shards. FS_ERR_INVALID_ARGUMENT for R outside
+ * 1..FS_CLUSTER_REPLICAS_MAX or above shards (a part's holders are
+ * different shards), and as fs_shard_dealt_parts. */
+fs_status_t fs_shard_dealt_copies(int shard, int shards, int parts, int replicas, int *out, int *n,
+                                  fs_error_t *err);
 
 /* Registrations. The JSON is the caller's (free()); parse fills *out, which
  * fs_shard_reg_free releases. */
@@ -94,11 +113,16 @@ fs_status_t fs_shard_reg_parse(const char *json, size_t len, fs_shard_reg_t *out
 void fs_shard_reg_free(fs_shard_reg_t *r);
 
 /* The map of cluster `name` from n registrations: they must share one
- * partitioning (else FS_ERR_FORMAT naming the shard that differs), and no
- * part may be claimed twice (FS_ERR_EXISTS naming the part and both
- * shards). Parts no shard holds get owner -1. revision is left 0. */
+ * partitioning and replica count (else FS_ERR_FORMAT naming the shard that
+ * differs), no part may be owned twice, nor held by more than R shards
+ * (FS_ERR_EXISTS naming the part and the shards). Parts no shard holds get
+ * owner -1. revision is left 0. */
 fs_status_t fs_shard_map_build(const char *name, const fs_shard_reg_t *regs, int n, fs_shard_map_t *out,
                                fs_error_t *err);
+
+/* A map of no shard: every part without a holder (replicas <= 0: 1). */
+fs_status_t fs_shard_map_empty(const char *name, const char *partitioning, int parts, int replicas,
+                               fs_shard_map_t *out, fs_error_t *err);
 
 char *fs_shard_map_format(const fs_shard_map_t *m);
 /* Parses a map (its revision left 0: the caller sets etcd's). */
@@ -110,5 +134,7 @@ fs_status_t fs_shard_map_copy(const fs_shard_map_t *m, fs_shard_map_t *out, fs_e
 int fs_shard_map_same(const fs_shard_map_t *a, const fs_shard_map_t *b);
 /* The shard owning part p, or NULL when none does (or p is out of range). */
 const fs_shard_addr_t *fs_shard_map_owner(const fs_shard_map_t *m, int p);
+/* Whether shard `id` holds part p (owns it or has a copy). */
+int fs_shard_map_holds(const fs_shard_map_t *m, int p, int id);
 
 #endif

@@ -4,9 +4,9 @@
  *
  * Byte 0 % 2 picks fs_shard_map_parse (0) or fs_shard_reg_parse (1); the
  * rest is the text. Beyond "no crash": a refusal has a status and a
- * message; an accepted map has every owner -1 or a listed shard, ids
- * ascending, and formats to a text that parses to the same map and formats
- * to the same bytes; an accepted registration owns ascending parts below
+ * message; an accepted map has every owner -1 or a listed shard and its
+ * part's first holder, every holder listed, ids ascending, and formats to a text that parses to the same map and formats
+ * to the same bytes; an accepted registration owns and copies ascending parts below
  * its count and survives its own format the same way. */
 #include "fs_shardmap.h"
 #include "fuzz_common.h"
@@ -15,8 +15,13 @@ static void check_map(const fs_shard_map_t *m)
 {
     FUZZ_CHECK(m->parts >= 1 && m->parts <= FS_PARTITION_MAX_PARTS, "parts %d", m->parts);
     for (int i = 1; i < m->num_shards; i++) FUZZ_CHECK(m->shard[i].id > m->shard[i - 1].id, "shard ids at %d", i);
-    for (int p = 0; p < m->parts; p++)
+    FUZZ_CHECK(m->replicas >= 1 && m->replicas <= FS_CLUSTER_REPLICAS_MAX, "replicas %d", m->replicas);
+    for (int p = 0; p < m->parts; p++) {
         FUZZ_CHECK(m->owner[p] == -1 || fs_shard_map_owner(m, p) != NULL, "part %d's owner %d", p, m->owner[p]);
+        FUZZ_CHECK(m->owner[p] == m->holders[p * m->replicas], "part %d's owner is not its first holder", p);
+        for (int i = 0; i < m->replicas && m->holders[p * m->replicas + i] >= 0; i++)
+            FUZZ_CHECK(fs_shard_map_holds(m, p, m->holders[p * m->replicas + i]), "part %d's holder %d", p, i);
+    }
     char *text = fs_shard_map_format(m);
     FUZZ_CHECK(text != NULL, "format failed");
     fs_shard_map_t back;
@@ -34,6 +39,9 @@ static void check_reg(const fs_shard_reg_t *r)
 {
     for (int i = 0; i < r->num_owned; i++)
         FUZZ_CHECK(r->owns[i] >= 0 && r->owns[i] < r->parts && (i == 0 || r->owns[i] > r->owns[i - 1]), "owns[%d]", i);
+    for (int i = 0; i < r->num_copies; i++)
+        FUZZ_CHECK(r->copies[i] >= 0 && r->copies[i] < r->parts && (i == 0 || r->copies[i] > r->copies[i - 1]),
+                   "copies[%d]", i);
     char *text = fs_shard_reg_format(r);
     FUZZ_CHECK(text != NULL, "format failed");
     fs_shard_reg_t back;
@@ -41,7 +49,9 @@ static void check_reg(const fs_shard_reg_t *r)
     FUZZ_CHECK(fs_shard_reg_parse(text, strlen(text), &back, &err) == FS_OK, "its own text refused: %s", err.msg);
     FUZZ_CHECK(back.addr.id == r->addr.id && back.parts == r->parts && back.num_owned == r->num_owned &&
                strcmp(back.addr.grpc, r->addr.grpc) == 0 && strcmp(back.partitioning, r->partitioning) == 0 &&
-               (r->num_owned == 0 || memcmp(back.owns, r->owns, (size_t)r->num_owned * sizeof *r->owns) == 0),
+               (r->num_owned == 0 || memcmp(back.owns, r->owns, (size_t)r->num_owned * sizeof *r->owns) == 0) &&
+               back.replicas == r->replicas && back.num_copies == r->num_copies &&
+               (r->num_copies == 0 || memcmp(back.copies, r->copies, (size_t)r->num_copies * sizeof *r->copies) == 0),
                "the registration changed through its text");
     free(text);
     fs_shard_reg_free(&back);

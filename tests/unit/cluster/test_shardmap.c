@@ -1,6 +1,8 @@
 /* test_shardmap.c — cluster/fs_shardmap: registrations and maps through
- * their JSON and back, the map built from registrations, and every way a
- * registration or map from etcd can be wrong, each refused by name. */
+ * their JSON and back, the map built from registrations (with replicas:
+ * owners first, a lost owner's part owned by its first copy), version 1
+ * maps still read, and every way a registration or map from etcd can be
+ * wrong, each refused by name. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +63,9 @@ Test(shardmap, built_from_registrations_and_round_trip)
     cr_assert(fs_shard_map_same(&m, &back), "the map survives its JSON");
     char *again = fs_shard_map_format(&back);
     cr_assert_str_eq(json, again, "one map, one text");
-    back.owner[3] = 2;
+    cr_assert_eq(m.replicas, 1);
+    cr_assert(fs_shard_map_holds(&m, 4, 7) && !fs_shard_map_holds(&m, 4, 2) && !fs_shard_map_holds(&m, 3, 2));
+    back.holders[3] = 2;
     cr_assert_not(fs_shard_map_same(&m, &back));
     free(json);
     free(again);
@@ -109,7 +113,7 @@ Test(shardmap, bad_maps)
     refused("not json", "not valid JSON");
     refused("[]", "not a JSON object");
     refused("{\"format\":\"x\"}", "\"format\" is \"x\"");
-    refused("{\"format\":\"featstore-shard-map\",\"version\":2}", "version 2");
+    refused("{\"format\":\"featstore-shard-map\",\"version\":3}", "version 3");
     refused(MAP("\"parts\":2,\"shards\":[" SHARD0 "],\"owners\":[0,0],\"extra\":1"), "unknown key \"extra\"");
     refused(MAP("\"parts\":2,\"shards\":[" SHARD0 "],\"owners\":[0]"), "\"owners\" has 1 entries for 2 parts");
     refused(MAP("\"parts\":2,\"shards\":[" SHARD0 "],\"owners\":[0,0,0]"), "has 3 entries, over 2");
@@ -127,6 +131,88 @@ Test(shardmap, bad_maps)
     refused("{\"format\":\"featstore-shard-map\",\"version\":1,\"version\":1}", "not valid JSON");
 }
 
+/* A registration with copies: shard `id` owns owns[], holds copies[], of R replicas. */
+static fs_shard_reg_t reg_r(int id, int parts, const int *owns, int n, const int *copies, int nc, int replicas)
+{
+    fs_shard_reg_t r = reg(id, PARTING, parts, owns, n);
+    r.copies = malloc((size_t)(nc ? nc : 1) * sizeof *r.copies);
+    memcpy(r.copies, copies, (size_t)nc * sizeof *copies);
+    r.num_copies = nc, r.replicas = replicas;
+    return r;
+}
+
+Test(shardmap, replicas)
+{
+    int a[] = {0, 2}, b[] = {1, 3};
+    fs_shard_reg_t regs[3] = {reg_r(1, 4, b, 2, a, 2, 2), reg_r(0, 4, a, 2, b, 2, 2)}, back_reg;
+    char *json = fs_shard_reg_format(&regs[0]);
+    cr_assert_eq(fs_shard_reg_parse(json, strlen(json), &back_reg, &err), FS_OK, "%s", err.msg);
+    cr_assert(back_reg.replicas == 2 && back_reg.num_copies == 2 && back_reg.copies[1] == 2, "a registration's copies");
+    fs_shard_reg_free(&back_reg);
+    free(json);
+    fs_shard_map_t m, back;
+    cr_assert_eq(fs_shard_map_build("c1", regs, 2, &m, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(m.replicas, 2);
+    int owners[] = {0, 1, 0, 1}, holders[] = {0, 1, 1, 0, 0, 1, 1, 0};
+    cr_assert_arr_eq(m.owner, owners, sizeof owners);
+    cr_assert_arr_eq(m.holders, holders, sizeof holders, "each part's owner first, then its copies");
+    cr_assert(fs_shard_map_holds(&m, 1, 0) && fs_shard_map_holds(&m, 1, 1));
+    json = fs_shard_map_format(&m);
+    cr_assert(strstr(json, "\"version\":2") && strstr(json, "\"holders\":[[0,1],[1,0],[0,1],[1,0]]"), "%s", json);
+    cr_assert_eq(fs_shard_map_parse(json, strlen(json), &back, &err), FS_OK, "%s", err.msg);
+    cr_assert(fs_shard_map_same(&m, &back), "the map survives its JSON");
+    free(json);
+    fs_shard_map_free(&m), fs_shard_map_free(&back);
+
+    /* shard 0 gone: its parts are owned by their copies' holder */
+    cr_assert_eq(fs_shard_map_build("c1", regs, 1, &m, &err), FS_OK, "%s", err.msg);
+    int promoted[] = {1, 1, 1, 1};
+    cr_assert_arr_eq(m.owner, promoted, sizeof promoted);
+    cr_assert(m.holders[1] == -1 && !fs_shard_map_holds(&m, 0, 0));
+    fs_shard_map_free(&m);
+
+    /* a third holder of parts 0 and 2, over 2 replicas; a replica count that differs */
+    regs[2] = reg_r(2, 4, a, 0, a, 2, 2);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 3, &m, &err), FS_ERR_EXISTS);
+    cr_assert(strstr(err.msg, "part 0 is held by shard 2 and 2 others, over the cluster's 2 replicas"), "%s", err.msg);
+    fs_shard_reg_free(&regs[2]);
+    regs[2] = reg_r(2, 4, a, 0, a, 1, 3);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 3, &m, &err), FS_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "one replica count"), "%s", err.msg);
+    for (int i = 0; i < 3; i++) fs_shard_reg_free(&regs[i]);
+}
+
+Test(shardmap, version_1_maps_are_read)
+{
+    const char *v1 = MAP("\"parts\":2,\"shards\":[" SHARD0 "],\"owners\":[0,-1]");
+    fs_shard_map_t m, back;
+    cr_assert_eq(fs_shard_map_parse(v1, strlen(v1), &m, &err), FS_OK, "%s", err.msg);
+    cr_assert(m.replicas == 1 && m.owner[0] == 0 && m.owner[1] == -1 && m.holders[1] == -1);
+    char *json = fs_shard_map_format(&m);
+    cr_assert_eq(fs_shard_map_parse(json, strlen(json), &back, &err), FS_OK, "%s", err.msg);
+    cr_assert(fs_shard_map_same(&m, &back), "written as version 2, the same map");
+    free(json);
+    fs_shard_map_free(&m), fs_shard_map_free(&back);
+}
+
+#define MAP2(body) \
+    "{\"format\":\"featstore-shard-map\",\"version\":2,\"name\":\"c1\",\"partitioning\":\"" PARTING "\"," body "}"
+
+Test(shardmap, bad_replicated_maps)
+{
+    refused(MAP2("\"parts\":2,\"replicas\":2,\"shards\":[" SHARD0 "],\"holders\":[[0]]"),
+            "\"holders\" must be an array of 2 entries");
+    refused(MAP2("\"parts\":1,\"replicas\":1,\"shards\":[" SHARD0 "],\"holders\":[[0,0]]"), "at most 1 shard ids");
+    refused(MAP2("\"parts\":1,\"replicas\":2,\"shards\":[" SHARD0 "],\"holders\":[[0,0]]"), "names shard 0 twice");
+    refused(MAP2("\"parts\":1,\"replicas\":2,\"shards\":[" SHARD0 "],\"holders\":[[0,4]]"),
+            "part 0's copy, shard 4, is not in");
+    refused(MAP2("\"parts\":1,\"replicas\":9,\"shards\":[" SHARD0 "],\"holders\":[[0]]"), "\"replicas\" is 9");
+    refused(MAP2("\"parts\":1,\"shards\":[" SHARD0 "],\"holders\":[[0]]"), "\"replicas\" is missing");
+    refused(MAP2("\"parts\":1,\"replicas\":1,\"shards\":[" SHARD0 "],\"owners\":[0]"), "unknown key \"owners\"");
+    refused(MAP2("\"parts\":1,\"replicas\":1,\"shards\":[" SHARD0 "],\"holders\":[[\"0\"]]"),
+            "\"holders\"[0][0] must be a shard id");
+}
+
 Test(shardmap, bad_registrations)
 {
     fs_shard_reg_t r;
@@ -141,4 +227,16 @@ Test(shardmap, bad_registrations)
     json = "{\"format\":\"featstore-shard-map\",\"version\":1}";
     cr_assert_eq(fs_shard_reg_parse(json, strlen(json), &r, &err), FS_ERR_FORMAT);
     cr_assert(strstr(err.msg, "not \"featstore-shard\""), "%s", err.msg);
+    json = "{\"format\":\"featstore-shard\",\"version\":1,\"id\":1,\"grpc\":\"h:1\",\"partitioning\":\"" PARTING
+           "\",\"parts\":4,\"owns\":[1],\"copies\":[1,2],\"replicas\":2}";
+    cr_assert_eq(fs_shard_reg_parse(json, strlen(json), &r, &err), FS_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "both owns part 1 and holds a copy of it"), "%s", err.msg);
+    json = "{\"format\":\"featstore-shard\",\"version\":1,\"id\":1,\"grpc\":\"h:1\",\"partitioning\":\"" PARTING
+           "\",\"parts\":4,\"owns\":[1],\"copies\":[2]}";
+    cr_assert_eq(fs_shard_reg_parse(json, strlen(json), &r, &err), FS_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "copies in a cluster of 1 replica"), "%s", err.msg);
+    json = "{\"format\":\"featstore-shard\",\"version\":1,\"id\":1,\"grpc\":\"h:1\",\"partitioning\":\"" PARTING
+           "\",\"parts\":4,\"owns\":[1],\"copies\":[3,2],\"replicas\":2}";
+    cr_assert_eq(fs_shard_reg_parse(json, strlen(json), &r, &err), FS_ERR_FORMAT);
+    cr_assert(strstr(err.msg, "\"copies\" must ascend"), "%s", err.msg);
 }
