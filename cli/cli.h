@@ -47,7 +47,7 @@ typedef enum {
     /* featstore partition */
     OPT_PARTS, OPT_METHOD, OPT_IMBALANCE,
     /* a shard server (serve; OPT_PARTS too) */
-    OPT_CLUSTER, OPT_SHARD, OPT_SHARDS,
+    OPT_CLUSTER, OPT_SHARD, OPT_SHARDS, OPT_REPLICAS, OPT_COPIES,
     OPT_COUNT_
 } cli_opt_t;
 

@@ -32,7 +32,8 @@
     "[--handshake-timeout 5s] [--max-conns-per-uid N] [--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] "       \
     "[--plan-dir DIR] [--topology PRESET|FILE ...]; DATASET may come from --config (\"dataset\"); "              \
     "a shard server: featstore serve ROOT --parts LIST|auto --listen HOST:PORT [--cluster etcd://HOST:PORT/NAME "     \
-    "--shard N|ordinal [--shards COUNT]] (--parts auto: every part p with p % COUNT == N)"
+    "--shard N|ordinal [--shards COUNT]] [--replicas R [--copies LIST]] (--parts auto: every part p with "          \
+    "p % COUNT == N, and with --replicas R copies of those of the R - 1 shards before N)"
 
 /* The options that mean something only with --listen, or with --topology. */
 static const cli_opt_t grpc_opts[] = {OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE,
@@ -71,7 +72,8 @@ static int shard_ordinal(const cli_t *c, long long *id)
 static int check_shard(cli_t *c, fs_serve_opts_t *o)
 {
     if (!cli_has(c, OPT_PARTS)) {
-        if (cli_has(c, OPT_CLUSTER) || cli_has(c, OPT_SHARD) || cli_has(c, OPT_SHARDS))
+        if (cli_has(c, OPT_CLUSTER) || cli_has(c, OPT_SHARD) || cli_has(c, OPT_SHARDS) || cli_has(c, OPT_REPLICAS) ||
+            cli_has(c, OPT_COPIES))
             return cli_usage("%s needs --parts: a shard server holds parts of a partitioned dataset",
                              cli_name(c, cli_has(c, OPT_CLUSTER) ? OPT_CLUSTER : cli_has(c, OPT_SHARD) ? OPT_SHARD
                                                                                                      : OPT_SHARDS));
@@ -105,7 +107,19 @@ static int check_shard(cli_t *c, fs_serve_opts_t *o)
                     cli_name(c, OPT_SHARDS), shards, shards - 1);
         return ordinal ? cli_fail(&err) : cli_refuse(c, OPT_SHARD, &err);
     }
+    long long replicas = 1;
+    if (cli_int(c, OPT_REPLICAS, 1, FS_CLUSTER_REPLICAS_MAX, &replicas, &err) != FS_OK)
+        return cli_refuse(c, OPT_REPLICAS, &err);
+    if (dealt && replicas > shards) {
+        cli_bad(c, OPT_REPLICAS, &err, "%lld is more than %s %lld: a part's replicas are on different shards",
+                replicas, cli_name(c, OPT_SHARDS), shards);
+        return cli_refuse(c, OPT_REPLICAS, &err);
+    }
+    if (cli_has(c, OPT_COPIES) && (dealt || replicas < 2))
+        return cli_usage("--copies LIST goes with --parts LIST and --replicas R >= 2 (with --parts auto the copies "
+                         "are dealt)");
     o->parts = c->text[OPT_PARTS], o->cluster = c->text[OPT_CLUSTER], o->shard_id = (int)id, o->shards = (int)shards;
+    o->replicas = (int)replicas, o->copies = c->text[OPT_COPIES];
     if (!cli_has(c, OPT_SOCKET)) o->socket_path = NULL; /* only if asked: for trainers on its machine */
     o->metrics = cli_has(c, OPT_METRICS) ? c->text[OPT_METRICS] : NULL;
     return 0;
@@ -269,7 +283,8 @@ int cmd_serve(int argc, char **argv)
                                         OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
                                         OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
                                         OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT,
-                                        OPT_MAX_RESPONSE_BYTES, OPT_PARTS, OPT_CLUSTER, OPT_SHARD, OPT_SHARDS, 0};
+                                        OPT_MAX_RESPONSE_BYTES, OPT_PARTS, OPT_CLUSTER, OPT_SHARD, OPT_SHARDS,
+                                        OPT_REPLICAS, OPT_COPIES, 0};
     cli_t c;
     fs_error_t err = {0};
     int rc = cli_parse(&c, argc, argv, allowed);

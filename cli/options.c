@@ -61,6 +61,7 @@ static const struct option long_opts[] = {
     /* a shard server (serve) */
     {"cluster", required_argument, 0, OPT_CLUSTER},    {"shard", required_argument, 0, OPT_SHARD},
     {"shards", required_argument, 0, OPT_SHARDS},      {"imbalance", required_argument, 0, OPT_IMBALANCE},
+    {"replicas", required_argument, 0, OPT_REPLICAS},  {"copies", required_argument, 0, OPT_COPIES},
     {0, 0, 0, 0},
 };
 

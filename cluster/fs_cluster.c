@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs_cluster_watch.h"
 #include "fs_etcd.h"
@@ -642,6 +643,14 @@ static void count(uint64_t *c, int64_t n)
     __atomic_fetch_add(c, (uint64_t)n, __ATOMIC_RELAXED);
 }
 
+/* A remote shard's answer, its failure counted when it was unreachable or
+ * late (the router then asks the part's next holder). */
+static fs_status_t remote_answer(fs_cluster_conn_t *k, fs_status_t st)
+{
+    if (st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT) count(&k->c->counts.shard_failures, 1);
+    return st;
+}
+
 static fs_status_t shard_picks(void *ctx, int shard, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
                                fs_typed_picks_t *out, fs_error_t *err)
 {
@@ -651,7 +660,7 @@ static fs_status_t shard_picks(void *ctx, int shard, const fs_typed_picks_req_t 
         return k->local.picks(k->local_conn[shard], q, ids, n, out, err);
     }
     count(&k->c->counts.pick_ids_remote, n), count(&k->c->counts.calls_remote, 1);
-    return fs_shard_client_picks(k->shards[shard], q, ids, n, out, err);
+    return remote_answer(k, fs_shard_client_picks(k->shards[shard], q, ids, n, out, err));
 }
 
 static fs_status_t shard_rows(void *ctx, int shard, int t, const char *table, const int64_t *ids, int64_t n,
@@ -663,7 +672,7 @@ static fs_status_t shard_rows(void *ctx, int shard, int t, const char *table, co
         return k->local.rows(k->local_conn[shard], t, table, ids, n, row_bytes, out, err);
     }
     if (!k->filler) count(&k->c->counts.rows_remote, n), count(&k->c->counts.calls_remote, 1);
-    return fs_shard_client_rows(k->shards[shard], t, table, ids, n, row_bytes, out, err);
+    return remote_answer(k, fs_shard_client_rows(k->shards[shard], t, table, ids, n, row_bytes, out, err));
 }
 
 void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
@@ -682,6 +691,7 @@ void fs_cluster_counts(const fs_cluster_t *c, fs_cluster_counts_t *out)
     out->pregather_requested = __atomic_load_n(&n->pregather_requested, __ATOMIC_RELAXED);
     out->pregather_rows = __atomic_load_n(&n->pregather_rows, __ATOMIC_RELAXED);
     out->cache_fills = __atomic_load_n(&n->cache_fills, __ATOMIC_RELAXED);
+    out->shard_failures = __atomic_load_n(&n->shard_failures, __ATOMIC_RELAXED);
     out->map_updates = (uint64_t)fs_cluster_watch_installs(c->watch);
     out->map_watched = fs_cluster_watching(c->watch);
 }
@@ -698,7 +708,7 @@ static fs_status_t shard_edges(void *ctx, int shard, int etype, const int64_t *d
     fs_cluster_conn_t *k = ctx;
     if (k->local_conn[shard]) return k->local.edges(k->local_conn[shard], etype, dst, src, n, is_edge, err);
     count(&k->c->counts.calls_remote, 1);
-    return fs_shard_client_edges(k->shards[shard], etype, dst, src, n, is_edge, err);
+    return remote_answer(k, fs_shard_client_edges(k->shards[shard], etype, dst, src, n, is_edge, err));
 }
 
 /* The views' hooks (fs_typed_remote_t, fs_typed_remote_times_t): through
@@ -772,28 +782,59 @@ void fs_cluster_conn_close(fs_cluster_conn_t *k)
     free(k);
 }
 
+/* The map's shard id as the router's index (its place in the map), -1 for none. */
+static int shard_index(const fs_shard_map_t *m, int id)
+{
+    for (int s = 0; id >= 0 && s < m->num_shards; s++)
+        if (m->shard[s].id == id) return s;
+    return -1;
+}
+
+/* Part p's holders as router indices, in the order to ask them: those this
+ * process answers first, then the others from a place that differs by
+ * part and by connection, so that trainers spread their reads over a
+ * part's replicas. */
+static void holders_in_order(const fs_cluster_conn_t *k, int p, unsigned salt, int *out)
+{
+    const fs_shard_map_t *m = &k->map;
+    int R = m->replicas, n = 0, h[FS_CLUSTER_REPLICAS_MAX], at = 0;
+    while (n < R && m->holders[p * R + n] >= 0) h[n] = shard_index(m, m->holders[p * R + n]), n++;
+    for (int i = 0; i < n; i++)
+        if (k->local_conn[h[i]]) out[at++] = h[i];
+    int remote = n - at, first = remote ? (int)((salt + (unsigned)p) % (unsigned)remote) : 0;
+    for (int i = 0, seen = 0; i < n; i++) {
+        if (k->local_conn[h[i]]) continue;
+        out[at + (seen - first + remote) % remote] = h[i];
+        seen++;
+    }
+    for (int i = n; i < R; i++) out[i] = -1;
+}
+
 static fs_status_t make_router(fs_cluster_conn_t *k, fs_error_t *err)
 {
     const fs_cluster_t *c = k->c;
+    int R = k->map.replicas;
     const int64_t **first = calloc((size_t)c->num_types, sizeof *first);
     int *etype_dst = calloc((size_t)c->num_etypes + 1, sizeof *etype_dst);
     int *owner = malloc(sizeof *owner * (size_t)(k->map.parts + 1)); /* the map names shards by id, the router by index */
-    if (!first || !etype_dst || !owner) {
-        free(first), free(etype_dst), free(owner);
+    int *holders = malloc(sizeof *holders * ((size_t)k->map.parts * (size_t)R + 1));
+    if (!first || !etype_dst || !owner || !holders) {
+        free(first), free(etype_dst), free(owner), free(holders);
         return fs_error(err, FS_ERR_NOMEM, "out of memory");
     }
+    unsigned salt = (unsigned)getpid() * 2654435761u + (unsigned)(uintptr_t)k;
     for (int p = 0; p < k->map.parts; p++) {
-        const fs_shard_addr_t *a = fs_shard_map_owner(&k->map, p);
-        owner[p] = a ? (int)(a - k->map.shard) : -1;
+        owner[p] = shard_index(&k->map, k->map.owner[p]);
+        holders_in_order(k, p, salt, &holders[p * R]);
     }
     for (int t = 0; t < c->num_types; t++) first[t] = c->types[t].first;
     for (int e = 0; e < c->num_etypes; e++) etype_dst[e] = c->etypes[e].dst_type;
     fs_route_map_t m = {.num_node_types = c->num_types, .first = (const int64_t *const *)first, .parts = c->parts,
-                        .owner = owner, .num_shards = k->map.num_shards, .num_edge_types = c->num_etypes,
-                        .etype_dst = etype_dst};
+                        .owner = owner, .replicas = R, .holders = holders, .num_shards = k->map.num_shards,
+                        .num_edge_types = c->num_etypes, .etype_dst = etype_dst};
     fs_route_transport_t tr = {.picks = shard_picks, .rows = shard_rows, .edges = shard_edges, .ctx = k};
     fs_status_t st = fs_router_create(&m, &tr, &k->router, err);
-    free(first), free(etype_dst), free(owner);
+    free(first), free(etype_dst), free(owner), free(holders);
     return st;
 }
 
@@ -803,7 +844,7 @@ static fs_status_t open_shard(fs_cluster_conn_t *k, int s, int *parts, fs_error_
     const fs_shard_addr_t *a = &k->map.shard[s];
     int n = 0;
     for (int p = 0; p < k->map.parts; p++)
-        if (fs_shard_map_owner(&k->map, p) == a) parts[n++] = p;
+        if (fs_shard_map_holds(&k->map, p, a->id)) parts[n++] = p;
     fs_status_t st = k->local.open ? k->local.open(k->local.ctx, k->c, a, parts, n, &k->local_conn[s], err) : FS_OK;
     if (st != FS_OK || k->local_conn[s]) return st;
     if ((st = fs_shard_client_open(a->grpc, k->c->timeout_ms, &k->shards[s], err)) == FS_OK)

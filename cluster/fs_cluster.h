@@ -127,6 +127,7 @@ typedef struct {
     uint64_t pregather_requested, pregather_rows;
     uint64_t cache_fills;         /* caches filled: the first, and one per map that moved a shard on or off this machine */
     uint64_t map_updates;         /* maps its watch on etcd installed (fs_cluster_watch.h) */
+    uint64_t shard_failures;      /* calls to a shard that failed unreachable or late (asked of another holder) */
     int map_watched;              /* that watch is open: the map held is etcd's */
 } fs_cluster_counts_t;
 

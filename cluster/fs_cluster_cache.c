@@ -169,10 +169,9 @@ fs_status_t fs_cluster_cache_for(fs_cluster_t *c, const fs_shard_map_t *m, fs_cl
     if (st != FS_OK || budget == 0) return st;
     char *mine = calloc((size_t)c->parts + 1, 1);
     if (!mine) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    for (int p = 0; c->local && c->local->mine && p < c->parts; p++) {
-        const fs_shard_addr_t *a = fs_shard_map_owner(m, p);
-        mine[p] = a && c->local->mine(c->local->ctx, a);
-    }
+    for (int s = 0; c->local && c->local->mine && s < m->num_shards; s++) /* a part a shard here holds is read here */
+        for (int p = 0; c->local->mine(c->local->ctx, &m->shard[s]) && p < c->parts; p++)
+            mine[p] |= fs_shard_map_holds(m, p, m->shard[s].id);
     pthread_mutex_lock(&c->cache_lock); /* one fill at a time; the others wait for it and share it */
     fs_cluster_cache_t *x = c->cache;
     if (x && memcmp(x->mine, mine, (size_t)c->parts) == 0) { /* the same parts this machine's: kept */

@@ -124,8 +124,11 @@ static void trainer_series(FILE *out, const fs_cluster_counts_t *t)
     fprintf(out, "# HELP featstore_trainer_map_updates_total Shard maps its watch on etcd installed\n"
             "# TYPE featstore_trainer_map_updates_total counter\nfeatstore_trainer_map_updates_total %llu\n"
             "# HELP featstore_trainer_map_watched 1 while its watch on etcd is open (the map it holds is etcd's)\n"
-            "# TYPE featstore_trainer_map_watched gauge\nfeatstore_trainer_map_watched %d\n",
-            (unsigned long long)t->map_updates, t->map_watched);
+            "# TYPE featstore_trainer_map_watched gauge\nfeatstore_trainer_map_watched %d\n"
+            "# HELP featstore_trainer_shard_failures_total Calls to a shard that failed as unreachable or past their "
+            "deadline (each asked again of another holder of its parts, when there is one)\n"
+            "# TYPE featstore_trainer_shard_failures_total counter\nfeatstore_trainer_shard_failures_total %llu\n",
+            (unsigned long long)t->map_updates, t->map_watched, (unsigned long long)t->shard_failures);
 }
 
 fs_status_t fs_cluster_stats(const fs_shard_map_t *m, const fs_cluster_counts_t *trainer, int timeout_ms, char **text,

@@ -1,5 +1,6 @@
 /* fs_route.c — owner routing (fs_route.h says what and why): destinations
- * to shards by range, one call per shard at once, answers merged in order.
+ * to shards by range, one call per shard at once, answers merged in order,
+ * and a pass asked again on other holders when a shard fails.
  *
  * A pass's shards are asked concurrently because each call is a network
  * round trip: the pass then waits for the slowest shard, not for their
@@ -11,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef enum { ASK_PICKS, ASK_ROWS, ASK_EDGES } ask_kind_t;
 
@@ -34,6 +36,10 @@ struct fs_router {
     fs_route_map_t m;
     int64_t **first;             /* copies of the ranges */
     int *owner, *etype_dst;
+    int *holders;                /* [parts * replicas] (m.holders, or the owners) */
+    int *choice;                 /* [parts] the holder a pass asks */
+    double *down_until;          /* [num_shards] a failed shard is passed over until then (monotonic s) */
+    int64_t failovers;
     fs_route_transport_t t;
     /* per pass */
     int *shard_of;               /* [n] each destination's shard */
@@ -57,7 +63,7 @@ void fs_router_destroy(fs_router_t *r)
 {
     if (!r) return;
     for (int t = 0; r->first && t < r->m.num_node_types; t++) free(r->first[t]);
-    free(r->first), free(r->owner), free(r->etype_dst);
+    free(r->first), free(r->owner), free(r->etype_dst), free(r->holders), free(r->choice), free(r->down_until);
     free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor), free(r->time), free(r->batch);
     free(r->pair_src), free(r->is_edge);
     free(r->rank), free(r->x_at), free(r->x_src), free(r->x_start);
@@ -73,15 +79,33 @@ fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t
     *out = NULL;
     if (m->parts <= 0 || m->num_shards <= 0 || m->num_node_types <= 0 || !t->picks)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: no parts, shards, node types or transport");
-    for (int p = 0; p < m->parts; p++)
-        if (m->owner[p] < 0 || m->owner[p] >= m->num_shards)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: part %d has no shard (owner %d of %d shards)", p,
-                            m->owner[p], m->num_shards);
+    int R = m->holders && m->replicas > 1 ? m->replicas : 1;
+    for (int p = 0; p < m->parts; p++) {
+        int first_holder = m->holders ? m->holders[p * R] : m->owner[p];
+        if (first_holder < 0 || first_holder >= m->num_shards)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: part %d has no shard (holder %d of %d shards)", p,
+                            first_holder, m->num_shards);
+        for (int i = 1; m->holders && i < R; i++)
+            if (m->holders[p * R + i] >= m->num_shards)
+                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: part %d's holder %d is shard %d of %d", p, i,
+                                m->holders[p * R + i], m->num_shards);
+    }
     fs_router_t *r = calloc(1, sizeof *r);
     if (!r) return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
     r->m = *m;
+    r->m.replicas = R;
     r->t = *t;
     size_t S = (size_t)m->num_shards;
+    r->holders = malloc((size_t)m->parts * (size_t)R * sizeof *r->holders);
+    r->choice = malloc((size_t)m->parts * sizeof *r->choice);
+    r->down_until = calloc(S, sizeof *r->down_until);
+    if (!r->holders || !r->choice || !r->down_until) {
+        fs_router_destroy(r);
+        return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
+    }
+    for (int p = 0; p < m->parts; p++)
+        for (int i = 0; i < R; i++) r->holders[p * R + i] = m->holders ? m->holders[p * R + i] : m->owner[p];
+    r->m.holders = r->holders;
     r->first = calloc((size_t)m->num_node_types, sizeof *r->first);
     r->owner = malloc((size_t)m->parts * sizeof *r->owner);
     r->etype_dst = malloc((size_t)(m->num_edge_types ? m->num_edge_types : 1) * sizeof *r->etype_dst);
@@ -147,7 +171,7 @@ static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n
         if (p < 0)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: node %lld of type %d (entry %lld) is in no part",
                             (long long)dst[i], type, (long long)i);
-        r->shard_of[i] = r->m.owner[p];
+        r->shard_of[i] = r->choice[p];
         r->count[r->shard_of[i]]++;
     }
     r->start[0] = 0;
@@ -237,13 +261,87 @@ static fs_status_t ask_all(fs_router_t *r, const ask_t *proto, fs_error_t *err)
     return st;
 }
 
-fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
-                            fs_typed_picks_t *out, fs_error_t *err)
+/* ---- failover ------------------------------------------------------------------------ */
+
+static double now_s(void)
 {
-    fs_router_t *r = router;
-    if (q->etype < 0 || q->etype >= r->m.num_edge_types)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: edge type %d of %d", q->etype, r->m.num_edge_types);
-    fs_status_t st = group(r, r->m.etype_dst[q->etype], dst, n, err);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Each part's holder to ask: its first not marked down (all down: its first). */
+static void choose(fs_router_t *r)
+{
+    double now = now_s();
+    int R = r->m.replicas;
+    for (int p = 0; p < r->m.parts; p++) {
+        const int *h = &r->holders[p * R];
+        r->choice[p] = h[0];
+        for (int i = 0; i < R && h[i] >= 0; i++)
+            if (r->down_until[h[i]] <= now) {
+                r->choice[p] = h[i];
+                break;
+            }
+    }
+}
+
+static int failed_now(const fs_router_t *r, int k)
+{
+    return r->count[k] > 0 && (r->ask[k].st == FS_ERR_UNAVAILABLE || r->ask[k].st == FS_ERR_TIMEOUT);
+}
+
+/* Marks down the shards whose call failed as unreachable or late; whether
+ * a part they were asked for has another holder up to ask instead. */
+static int mark_failed(fs_router_t *r)
+{
+    double now = now_s();
+    int marked = 0, moved = 0;
+    for (int k = 0; k < r->m.num_shards; k++)
+        if (failed_now(r, k)) r->down_until[k] = now + FS_ROUTE_DOWN_S, marked = 1;
+    for (int p = 0; marked && !moved && p < r->m.parts; p++) {
+        if (!failed_now(r, r->choice[p])) continue;
+        const int *h = &r->holders[p * r->m.replicas];
+        for (int i = 0; i < r->m.replicas && h[i] >= 0; i++) moved |= r->down_until[h[i]] <= now;
+    }
+    return moved;
+}
+
+typedef fs_status_t (*pass_t)(fs_router_t *r, void *arg, fs_error_t *err);
+
+/* A pass, asked again on the parts' next holders while shards fail
+ * (at most once per holder a part has). */
+static fs_status_t with_failover(fs_router_t *r, pass_t pass, void *arg, fs_error_t *err)
+{
+    for (int attempt = 0;; attempt++) {
+        choose(r);
+        for (int k = 0; k < r->m.num_shards; k++) r->ask[k].st = FS_OK, r->count[k] = 0;
+        fs_status_t st = pass(r, arg, err);
+        if (st == FS_OK || attempt + 1 >= r->m.replicas || !mark_failed(r)) return st;
+        r->failovers++;
+    }
+}
+
+int64_t fs_router_failovers(const fs_router_t *r)
+{
+    return r->failovers;
+}
+
+/* ---- the three passes ------------------------------------------------------------------- */
+
+typedef struct {
+    const fs_typed_picks_req_t *q;
+    const int64_t *dst;
+    int64_t n;
+    fs_typed_picks_t *out;
+} picks_arg_t;
+
+static fs_status_t picks_pass(fs_router_t *r, void *arg, fs_error_t *err)
+{
+    picks_arg_t *a = arg;
+    const fs_typed_picks_req_t *q = a->q;
+    int64_t n = a->n;
+    fs_status_t st = group(r, r->m.etype_dst[q->etype], a->dst, n, err);
     if (st == FS_OK && (q->time || q->batch)) { /* each destination's time and batch go with it */
         for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
         for (int64_t i = 0; i < n; i++) {
@@ -258,7 +356,46 @@ fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const i
     if (st != FS_OK) return st;
     for (int k = 0; k < r->m.num_shards; k++) r->ansp[k] = r->count[k] ? &r->ask[k].ans : NULL;
     return fs_typed_picks_merge(&r->merged, (const fs_typed_picks_t *const *)r->ansp, r->m.num_shards, r->shard_of, n,
-                                q->want_edge_ids, r->cursor, out, err);
+                                q->want_edge_ids, r->cursor, a->out, err);
+}
+
+fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
+                            fs_typed_picks_t *out, fs_error_t *err)
+{
+    fs_router_t *r = router;
+    if (q->etype < 0 || q->etype >= r->m.num_edge_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: edge type %d of %d", q->etype, r->m.num_edge_types);
+    picks_arg_t a = {.q = q, .dst = dst, .n = n, .out = out};
+    return with_failover(r, picks_pass, &a, err);
+}
+
+typedef struct {
+    int t;
+    const char *table;
+    size_t row_bytes;
+    const int64_t *ids;
+    int64_t n;
+    void *out;
+} rows_arg_t;
+
+static fs_status_t rows_pass(fs_router_t *r, void *arg, fs_error_t *err)
+{
+    rows_arg_t *a = arg;
+    fs_status_t st = group(r, a->t, a->ids, a->n, err);
+    size_t bytes = (size_t)a->n * a->row_bytes;
+    if (st == FS_OK && bytes > r->grouped_cap) {
+        char *g = realloc(r->grouped, bytes);
+        if (!g) return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld rows", (long long)a->n);
+        r->grouped = g, r->grouped_cap = bytes;
+    }
+    ask_t proto = {.kind = ASK_ROWS, .type = a->t, .table = a->table, .row_bytes = a->row_bytes};
+    if (st == FS_OK) st = ask_all(r, &proto, err);
+    if (st != FS_OK) return st;
+    for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
+    for (int64_t i = 0; i < a->n; i++) /* back into the request's order */
+        memcpy((char *)a->out + (size_t)i * a->row_bytes,
+               r->grouped + (size_t)r->cursor[r->shard_of[i]]++ * a->row_bytes, a->row_bytes);
+    return FS_OK;
 }
 
 fs_status_t fs_router_rows(fs_router_t *r, int t, const char *table, size_t row_bytes, const int64_t *ids, int64_t n,
@@ -267,20 +404,28 @@ fs_status_t fs_router_rows(fs_router_t *r, int t, const char *table, size_t row_
     if (!r->t.rows) return fs_error(err, FS_ERR_UNSUPPORTED, "route: this transport gathers no rows");
     if (t < 0 || t >= r->m.num_node_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: node type %d of %d", t, r->m.num_node_types);
-    fs_status_t st = group(r, t, ids, n, err);
-    size_t bytes = (size_t)n * row_bytes;
-    if (st == FS_OK && bytes > r->grouped_cap) {
-        char *g = realloc(r->grouped, bytes);
-        if (!g) return fs_error(err, FS_ERR_NOMEM, "route: out of memory for %lld rows", (long long)n);
-        r->grouped = g, r->grouped_cap = bytes;
-    }
-    ask_t proto = {.kind = ASK_ROWS, .type = t, .table = table, .row_bytes = row_bytes};
-    if (st == FS_OK) st = ask_all(r, &proto, err);
+    rows_arg_t a = {.t = t, .table = table, .row_bytes = row_bytes, .ids = ids, .n = n, .out = out};
+    return with_failover(r, rows_pass, &a, err);
+}
+
+typedef struct {
+    int etype;
+    const int64_t *dst, *src;
+    int64_t n;
+    uint8_t *is_edge;
+} edges_arg_t;
+
+static fs_status_t edges_pass(fs_router_t *r, void *arg, fs_error_t *err)
+{
+    edges_arg_t *a = arg;
+    fs_status_t st = group(r, r->m.etype_dst[a->etype], a->dst, a->n, err);
     if (st != FS_OK) return st;
     for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
-    for (int64_t i = 0; i < n; i++) /* back into the request's order */
-        memcpy((char *)out + (size_t)i * row_bytes, r->grouped + (size_t)r->cursor[r->shard_of[i]]++ * row_bytes,
-               row_bytes);
+    for (int64_t i = 0; i < a->n; i++) r->pair_src[r->cursor[r->shard_of[i]]++] = a->src[i]; /* with its destination */
+    ask_t proto = {.kind = ASK_EDGES, .etype = a->etype};
+    if ((st = ask_all(r, &proto, err)) != FS_OK) return st;
+    for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
+    for (int64_t i = 0; i < a->n; i++) a->is_edge[i] = r->is_edge[r->cursor[r->shard_of[i]]++]; /* back in order */
     return FS_OK;
 }
 
@@ -290,13 +435,6 @@ fs_status_t fs_router_edges(fs_router_t *r, int etype, const int64_t *dst, const
     if (!r->t.edges) return fs_error(err, FS_ERR_UNSUPPORTED, "route: this transport tests no edges");
     if (etype < 0 || etype >= r->m.num_edge_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: edge type %d of %d", etype, r->m.num_edge_types);
-    fs_status_t st = group(r, r->m.etype_dst[etype], dst, n, err);
-    if (st != FS_OK) return st;
-    for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
-    for (int64_t i = 0; i < n; i++) r->pair_src[r->cursor[r->shard_of[i]]++] = src[i]; /* each with its destination */
-    ask_t proto = {.kind = ASK_EDGES, .etype = etype};
-    if ((st = ask_all(r, &proto, err)) != FS_OK) return st;
-    for (int k = 0; k < r->m.num_shards; k++) r->cursor[k] = r->start[k];
-    for (int64_t i = 0; i < n; i++) is_edge[i] = r->is_edge[r->cursor[r->shard_of[i]]++]; /* back in order */
-    return FS_OK;
+    edges_arg_t a = {.etype = etype, .dst = dst, .src = src, .n = n, .is_edge = is_edge};
+    return with_failover(r, edges_pass, &a, err);
 }

@@ -14,6 +14,15 @@
  * round of tries at once), by their destinations' owners.
  * How a shard is asked (in process, gRPC) is the transport's.
  *
+ * Replicas: a part may have several holders, in the order to ask them
+ * (fs_route_map_t.holders; the caller's policy: a shard in this process
+ * first, then a spread over the others). A pass asks each part's first
+ * holder not marked down; when a shard's call fails as unreachable or past
+ * its deadline, the shard is marked down for FS_ROUTE_DOWN_S and the pass
+ * is asked again at once, its parts on their next holders, so a dead
+ * replica costs one failed call and no batch. Every holder answers the
+ * same picks and rows (the same parts, the same keyed random streams).
+ *
  * Ownership: the router copies the ranges and the owners; the answer is
  * its own until its next call. Thread-safety: one pass at a time per
  * router (a sampler's); the transport is called from several threads at
@@ -41,11 +50,16 @@ typedef struct {
     void *ctx;
 } fs_route_transport_t;
 
+#define FS_ROUTE_DOWN_S 10.0 /* how long a shard that failed a call is passed over for its parts' other holders */
+
 typedef struct {
     int num_node_types;
     const int64_t *const *first;   /* [type][parts + 1]: part p owns ids [first[p], first[p + 1]) */
     int parts;
     const int *owner;              /* [parts]: the shard holding each part, 0..num_shards-1 */
+    int replicas;                  /* R of holders (<= 1: the owner only) */
+    const int *holders;            /* [parts * replicas]: each part's shards in the order to ask them, owner
+                                    * or not, -1 after the last; NULL: the owner only */
     int num_shards;
     int num_edge_types;
     const int *etype_dst;          /* [num_edge_types]: each edge type's destination type */
@@ -56,6 +70,8 @@ typedef struct fs_router fs_router_t;
 fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t *t, fs_router_t **out,
                              fs_error_t *err);
 void fs_router_destroy(fs_router_t *r);
+/* Failovers so far: passes asked again after a shard failed. */
+int64_t fs_router_failovers(const fs_router_t *r);
 
 /* The part owning id x of a type whose parts own [first[p], first[p + 1])
  * (first[0..parts], ascending); -1 outside them. */

@@ -49,6 +49,10 @@ typedef struct {
     const char *cluster;       /* etcd://HOST:PORT/NAME: join that cluster's membership; NULL = none */
     int shard_id;              /* its shard number in the cluster (0..FS_CLUSTER_SHARDS_MAX-1) */
     int shards;                /* the cluster's shard count, for parts "auto"; 0 = not given */
+    int replicas;              /* R: each part's holders in the cluster (0 or 1: no copies) */
+    const char *copies;        /* the parts it holds copies of, as `parts`; NULL = none, or with parts
+                                  "auto" and R > 1 those of the R - 1 shards before it
+                                  (fs_shard_dealt_copies) */
 } fs_serve_opts_t;
 
 void fs_serve_defaults(fs_serve_opts_t *o);

@@ -27,8 +27,9 @@
 #include "serve.h"
 #include "shard_metrics.h"
 
-/* "0,3,6" or "0-15" (or both: "0-3,8") into a new array of part numbers. */
-static fs_status_t parse_parts(const char *text, int **out, int *n, fs_error_t *err)
+/* "0,3,6" or "0-15" (or both: "0-3,8") into a new array of part numbers;
+ * `opt` names the option in errors. */
+static fs_status_t parse_parts(const char *opt, const char *text, int **out, int *n, fs_error_t *err)
 {
     int cap = 16, k = 0, *p = malloc(sizeof *p * (size_t)cap);
     const char *s = text;
@@ -49,11 +50,11 @@ static fs_status_t parse_parts(const char *text, int **out, int *n, fs_error_t *
         if (k > FS_PARTITION_MAX_PARTS || (*end != ',' && *end != 0)) break;
         s = *end ? end + 1 : end;
     }
-    if (!p) return fs_error(err, FS_ERR_NOMEM, "--parts: out of memory");
+    if (!p) return fs_error(err, FS_ERR_NOMEM, "%s: out of memory", opt);
     if (*s || k == 0 || k > FS_PARTITION_MAX_PARTS) {
         free(p);
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--parts '%s': expected part numbers and ranges such as "
-                        "0,3,6 or 0-15 (at most %d)", text, FS_PARTITION_MAX_PARTS);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s '%s': expected part numbers and ranges such as "
+                        "0,3,6 or 0-15 (at most %d)", opt, text, FS_PARTITION_MAX_PARTS);
     }
     *out = p, *n = k;
     return FS_OK;
@@ -76,6 +77,31 @@ static fs_status_t dealt_parts(const fs_serve_opts_t *o, int **out, int *n, fs_e
     }
     *out = p;
     return FS_OK;
+}
+
+/* The parts this shard holds copies of: --copies, or with --parts auto and
+ * --replicas R > 1 those dealt to the R - 1 shards before it; none of them
+ * one it owns. */
+static fs_status_t copies_of(const fs_serve_opts_t *o, const int *owns, int n, int **out, int *nc, fs_error_t *err)
+{
+    *out = NULL, *nc = 0;
+    fs_status_t st = FS_OK;
+    if (o->copies) {
+        st = parse_parts("--copies", o->copies, out, nc, err);
+    } else if (strcmp(o->parts, "auto") == 0 && o->replicas > 1) {
+        int V = 0;
+        if ((st = fs_shard_root_parts(o->dataset, &V, err)) != FS_OK) return st;
+        if (!(*out = malloc(sizeof **out * (size_t)V))) return fs_error(err, FS_ERR_NOMEM, "--replicas: out of memory");
+        st = fs_shard_dealt_copies(o->shard_id, o->shards, V, o->replicas, *out, nc, err);
+        if (st != FS_OK) fs_error_prefix(err, "--replicas %d in %s", o->replicas, o->dataset);
+    }
+    for (int i = 0; st == FS_OK && i < *nc; i++)
+        for (int j = 0; j < n; j++)
+            if ((*out)[i] == owns[j])
+                st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "--copies: part %d is also one of --parts (a shard owns "
+                              "a part or holds a copy of it, not both)", owns[j]);
+    if (st != FS_OK) free(*out), *out = NULL, *nc = 0;
+    return st;
 }
 
 /* /metrics: the shard's counters, rendered per scrape (http.h). */
@@ -101,17 +127,24 @@ static fs_status_t check_static(const fs_serve_opts_t *o, const fs_addr_t *where
     for (int p = 0; st == FS_OK && p < m.parts; p++) {
         int mine = k < n && held[k] == p;
         k += mine;
-        if (mine != (m.owner[p] == o->shard_id))
-            st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster map %s gives part %d to shard %d, but this shard (%d) "
-                          "%s it", where->map_file, p, m.owner[p], o->shard_id, mine ? "holds" : "does not hold");
+        if (mine != fs_shard_map_holds(&m, p, o->shard_id))
+            st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "cluster map %s %s part %d to shard %d, but this shard "
+                          "%s it", where->map_file, mine ? "does not give" : "gives", p, o->shard_id,
+                          mine ? "holds" : "does not hold");
     }
     fs_shard_map_free(&m);
     return st;
 }
 
-/* This shard's registration: its parts and where it answers. */
-static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const char *grpc_addr,
-                        const char *unix_path, fs_member_t **m, fs_error_t *err)
+static int by_part(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* This shard's registration: its parts (owned, and copies) and where it answers. */
+static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, int *owns, int n, int *copies, int nc,
+                        const char *grpc_addr, const char *unix_path, fs_member_t **m, fs_error_t *err)
 {
     fs_addr_t where;
     fs_status_t st = fs_addr_uri(o->cluster, &where, err);
@@ -126,9 +159,11 @@ static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, const
     snprintf(self.addr.unix_path, sizeof self.addr.unix_path, "%s", unix_path);
     fs_shard_machine(self.addr.host, sizeof self.addr.host);
     snprintf(self.partitioning, sizeof self.partitioning, "%s", fs_shard_partitioning(shard));
-    const int *held;
-    self.num_owned = fs_shard_held(shard, &held);
-    self.owns = (int *)held;
+    qsort(owns, (size_t)n, sizeof *owns, by_part);
+    qsort(copies, (size_t)nc, sizeof *copies, by_part);
+    self.owns = owns, self.num_owned = n;
+    self.copies = copies, self.num_copies = nc;
+    self.replicas = o->replicas > 0 ? o->replicas : 1;
     fs_member_opts_t mo = {.endpoint = where.target, .name = where.cluster};
     return fs_member_join(&mo, &self, m, err);
 }
@@ -154,12 +189,23 @@ static fs_status_t listen_local(const fs_serve_opts_t *o, const fs_shard_t *shar
     return st;
 }
 
+/* owns then copies, in one new array (what the shard loads). */
+static int *held_parts(const int *owns, int n, const int *copies, int nc)
+{
+    int *all = malloc(sizeof *all * (size_t)(n + nc + 1));
+    if (all) {
+        memcpy(all, owns, sizeof *all * (size_t)n);
+        if (nc) memcpy(all + n, copies, sizeof *all * (size_t)nc);
+    }
+    return all;
+}
+
 int fs_serve_shard(const fs_serve_opts_t *o)
 {
     sigset_t sigs;
     fs_serve_block_signals(&sigs);
     fs_error_t err = {0};
-    int *parts = NULL, n = 0, port = 0;
+    int *parts = NULL, n = 0, port = 0, *copies = NULL, nc = 0, *all = NULL;
     fs_shard_t *shard = NULL;
     fs_grpc_server_t *grpc = NULL;
     fs_member_t *member = NULL;
@@ -170,21 +216,23 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     char addr[FS_CLUSTER_ADDR_MAX + 1] = "", unix_path[FS_CLUSTER_UNIX_MAX + 2] = "";
     fs_status_t st = !o->listen ? fs_error(&err, FS_ERR_INVALID_ARGUMENT, "a shard server needs --listen HOST:PORT")
                      : strcmp(o->parts, "auto") == 0 ? dealt_parts(o, &parts, &n, &err)
-                     : parse_parts(o->parts, &parts, &n, &err);
-    if (st == FS_OK) st = fs_shard_open(o->dataset, parts, n, o->threads, &shard, &err);
+                     : parse_parts("--parts", o->parts, &parts, &n, &err);
+    if (st == FS_OK) st = copies_of(o, parts, n, &copies, &nc, &err);
+    if (st == FS_OK && !(all = held_parts(parts, n, copies, nc))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (st == FS_OK) st = fs_shard_open(o->dataset, all, n + nc, o->threads, &shard, &err);
     if (st == FS_OK) {
         fs_grpc_server_opts_t go;
         fs_serve_grpc_opts(o, &go);
         st = fs_grpc_server_listen(&go, &o->limits, &grpc, &port, &err);
     }
-    if (st == FS_OK && !(metrics = fs_shard_metrics_create(o->cluster ? o->shard_id : -1, fs_shard_partitioning(shard), n)))
+    if (st == FS_OK && !(metrics = fs_shard_metrics_create(o->cluster ? o->shard_id : -1, fs_shard_partitioning(shard), n + nc)))
         st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (st == FS_OK && o->metrics) st = fs_http_listen(o->metrics, &http, &metrics_port, &err);
     if (st == FS_OK && http) st = fs_http_serve(http, render_metrics, metrics, &err);
     if (st == FS_OK) st = fs_grpc_server_serve_shard(grpc, shard, metrics, &err);
     if (st == FS_OK && o->socket_path) st = listen_local(o, shard, unix_path, sizeof unix_path, &local, &err);
     if (st == FS_OK) snprintf(addr, sizeof addr, "%.*s:%d", (int)(strrchr(o->listen, ':') - o->listen), o->listen, port);
-    if (st == FS_OK && o->cluster) st = join(o, shard, addr, unix_path, &member, &err);
+    if (st == FS_OK && o->cluster) st = join(o, shard, parts, n, copies, nc, addr, unix_path, &member, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));
         fs_local_shard_stop(local);
@@ -192,13 +240,14 @@ int fs_serve_shard(const fs_serve_opts_t *o)
         fs_http_stop(http);
         fs_shard_metrics_destroy(metrics);
         fs_shard_close(shard);
-        free(parts);
+        free(parts), free(copies), free(all);
         return 1;
     }
     char machine[FS_CLUSTER_HOST_MAX + 1];
     fs_shard_machine(machine, sizeof machine);
-    fprintf(stderr, "featstore: shard %d of partitioning %s: %d of its %d parts, ShardPicks on %s%s%s%s%s; machine %s\n",
-            o->shard_id, fs_shard_partitioning(shard), n, fs_shard_num_parts(shard), addr,
+    fprintf(stderr, "featstore: shard %d of partitioning %s: %d of its %d parts and copies of %d (%d replicas), "
+            "ShardPicks on %s%s%s%s%s; machine %s\n", o->shard_id, fs_shard_partitioning(shard), n,
+            fs_shard_num_parts(shard), nc, o->replicas > 0 ? o->replicas : 1, addr,
             local ? ", its parts to this machine's trainers on unix://" : "", unix_path, o->cluster ? ", in " : "",
             o->cluster ? o->cluster : "", machine[0] ? machine : "unknown");
     printf("READY unix=%s grpc=%s metrics=%d\n", local ? unix_path : "-", addr, metrics_port);
@@ -218,7 +267,7 @@ int fs_serve_shard(const fs_serve_opts_t *o)
     fs_http_stop(http);
     fs_shard_metrics_destroy(metrics);
     fs_shard_close(shard);
-    free(parts);
+    free(parts), free(copies), free(all);
     fprintf(stderr, "featstore: stopped\n");
     return 0;
 }

@@ -17,7 +17,8 @@
  * equal too, link batches with negatives of every kind (strict ones asked
  * of the shards a round at once: few ShardEdges calls; degree-weighted
  * ones from the root's degree arrays) and temporal ones without seed
- * times. Skipped (77) without etcd. */
+ * times. With 2 replicas, a killed shard costs no batch. Skipped (77)
+ * without etcd. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <signal.h>
@@ -541,6 +542,67 @@ Test(cluster_client, a_moved_part_is_followed)
 Test(cluster_client, a_moved_part_is_followed_beside_a_local_shard)
 {
     moving(1);
+}
+
+/* Three shards of six parts at 2 replicas (serve --parts auto --replicas 2:
+ * each part on its owner and the next shard). A shard killed with SIGKILL
+ * costs no batch: the router asks its parts' other holders in the same
+ * call, and once its lease lapses the map gives its parts to their copies'
+ * holders; the batches stay the same throughout. With both holders of a
+ * part gone, a call fails, naming why, within the deadline. */
+Test(cluster_client, a_killed_replica_costs_no_batch)
+{
+    char g[PATH_MAX], root[PATH_MAX];
+    snprintf(g, sizeof g, "%s/r", dir), snprintf(root, sizeof root, "%s/r.parts", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
+    tu_shard_t s[3];
+    for (int i = 0; i < 3; i++) tu_shard_start(&s[i], &etcd, root, "rep", "auto", i, "--shards 3 --replicas 2");
+    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from a shard */
+    fs_client_t *t = connect_to("etcd://%s/rep", etcd.endpoint);
+    int64_t seeds[64];
+    for (int i = 0; i < 64; i++) seeds[i] = (i * 131) % 512;
+    fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = 2, .fanout = {4, 3}, .seed = 9};
+    fs_batch_t *before, *b;
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &before), FS_OK, "%s",
+                 fs_client_errstr(t));
+    char *text, name[96];
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    cr_assert_eq(series(text, "\nfeatstore_trainer_shard_failures_total "), 0);
+    int v = -1; /* a shard this trainer asked (it reads each part from one of its holders) */
+    for (int k = 0; k < 3 && v < 0; k++) {
+        snprintf(name, sizeof name, "\nfeatstore_shard_calls_total{shard=\"%d\",method=\"ShardPicks\"} ", k);
+        if (series(text, name) > 0) v = k;
+    }
+    fs_stats_free(text);
+    cr_assert_geq(v, 0, "some shard was asked");
+
+    tu_shard_stop(&s[v], SIGKILL); /* its parts v, v + 3 have copies on shard v + 1 */
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(t));
+    same_batch(before, b, "with a shard killed, before its lease lapsed");
+    fs_batch_free(b);
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    cr_assert_geq(series(text, "\nfeatstore_trainer_shard_failures_total "), 1, "the failed call was counted");
+    fs_stats_free(text);
+    int next = (v + 1) % 3;
+    tu_wait_owner(&etcd, "rep", v, next, 10); /* its lease gone: its parts are their copies' */
+    tu_wait_owner(&etcd, "rep", v + 3, next, 1);
+    usleep(1000 * 1000); /* the other shards adopt the map within a third of their lease */
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(t));
+    same_batch(before, b, "on the map without the killed shard");
+    fs_batch_free(b);
+
+    tu_shard_stop(&s[next], SIGKILL); /* parts v and v + 3 had no third holder */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fs_status_t st = fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &b);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert(st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT, "got %d: %s", st, fs_client_errstr(t));
+    cr_assert_lt(t1.tv_sec - t0.tv_sec, 25, "within the deadline");
+    fs_batch_free(before);
+    fs_close(t);
+    unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
+    tu_shard_stop(&s[(v + 2) % 3], SIGTERM);
 }
 
 /* A static cluster: the shard map in a file, no etcd (--cluster file:PATH). */

@@ -134,4 +134,16 @@ Test(shard_cluster, statefulset_ordinals_deal_the_parts)
                         "2>/dev/null", tu_bin(), root, etcd.endpoint), 2, "--shards without --parts auto");
     cr_assert_eq(tu_run(NULL, "%s serve %s --parts auto --shards 3 --shard 3 --listen 127.0.0.1:0 --cluster etcd://%s/c1 "
                         "2>/dev/null", tu_bin(), root, etcd.endpoint), 2, "--shard 3 of 3, typed");
+    /* replicas: more than the shards, copies beside dealt parts, a copy it also owns */
+    cr_assert_eq(tu_run(&log, "%s serve %s --parts auto --shards 3 --shard 0 --replicas 4 --listen 127.0.0.1:0 "
+                        "--cluster etcd://%s/c1", tu_bin(), root, etcd.endpoint), 2, "%s", log);
+    cr_assert(strstr(log, "--replicas") && strstr(log, "more than --shards 3"), "%s", log);
+    free(log);
+    cr_assert_eq(tu_run(NULL, "%s serve %s --parts auto --shards 3 --shard 0 --replicas 2 --copies 1 --listen "
+                        "127.0.0.1:0 --cluster etcd://%s/c1 2>/dev/null", tu_bin(), root, etcd.endpoint), 2,
+                 "--copies with --parts auto");
+    cr_assert_eq(tu_run(&log, "%s serve %s --parts 0,1 --copies 1,2 --replicas 2 --listen 127.0.0.1:0 --cluster "
+                        "etcd://%s/c1 --shard 0", tu_bin(), root, etcd.endpoint), 1, "%s", log);
+    cr_assert(strstr(log, "--copies: part 1 is also one of --parts"), "%s", log);
+    free(log);
 }

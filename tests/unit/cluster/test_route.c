@@ -1,8 +1,10 @@
 /* test_route.c — cluster/fs_route with a fake transport: destinations go to
  * the shard owning their part (by range), every shard is asked once per
  * pass with its ids in order, the answers come back merged in the pass's
- * order; an id outside every range, a part without a shard, a shard's
- * error and a short answer are refused by name. */
+ * order; with replicas, a failing shard's parts are asked of their next
+ * holders in the same call, and the shard is passed over after; an id
+ * outside every range, a part without a shard, a shard's error (when no
+ * other holder is left) and a short answer are refused by name. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -14,7 +16,7 @@
  * edge ids the negatives, so the merge's order shows in every pick. */
 static struct {
     int64_t off[64], src[128], eid[128];
-    int calls;
+    int calls, tries;
     int64_t asked[64];
     int64_t n;
 } fake[SHARDS];
@@ -24,6 +26,7 @@ static fs_status_t fake_picks(void *ctx, int k, const fs_typed_picks_req_t *q, c
                               fs_typed_picks_t *out, fs_error_t *err)
 {
     (void)ctx, (void)q;
+    fake[k].tries++;
     if (k == fail_shard) return fs_error(err, FS_ERR_UNAVAILABLE, "shard %d is down", k);
     fake[k].calls++;
     fake[k].n = n;
@@ -111,4 +114,40 @@ Test(route, refusals)
     fs_route_transport_t t = {.picks = fake_picks};
     cr_assert_eq(fs_router_create(&m, &t, &r, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(err.msg, "part 1 has no shard"), "%s", err.msg);
+}
+
+/* Each part's holders in the order to ask them: 0 [0,1], 1 [2,0], 2 [1,2], 3 [0,2]. */
+Test(route, a_failing_replica_is_replaced_in_the_same_call)
+{
+    const int holders[8] = {0, 1, 2, 0, 1, 2, 0, 2};
+    fs_route_map_t m = {.num_node_types = 2, .first = firsts, .parts = 4, .owner = owner, .replicas = 2,
+                        .holders = holders, .num_shards = SHARDS, .num_edge_types = 2, .etype_dst = etype_dst};
+    fs_route_transport_t t = {.picks = fake_picks};
+    fs_router_t *r;
+    fs_error_t err;
+    cr_assert_eq(fs_router_create(&m, &t, &r, &err), FS_OK, "%s", err.msg);
+    memset(fake, 0, sizeof fake);
+    fail_shard = 0, short_shard = -1;
+    int64_t dst[] = {35, 12, 3, 25}; /* parts 3, 1, 0, 2 */
+    int answered_by[] = {2, 2, 1, 1};
+    fs_typed_picks_req_t q = {.etype = 0, .fanout = 2};
+    fs_typed_picks_t out;
+    for (int pass = 0; pass < 2; pass++) {
+        cr_assert_eq(fs_router_picks(r, &q, dst, 4, &out, &err), FS_OK, "%s", err.msg);
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(out.src[out.off[i] + 1], dst[i] + 1000 * answered_by[i], "pass %d row %d", pass, i);
+    }
+    cr_assert_eq(fs_router_failovers(r), 1, "one failover: the second pass passed shard 0 over");
+    cr_assert_eq(fake[0].tries, 1, "shard 0 asked once, then marked down");
+    cr_assert_eq(fake[0].calls, 0);
+    fs_router_destroy(r);
+
+    const int alone[8] = {0, 1, 2, -1, 1, 2, 0, 2}; /* part 1 only on shard 2, which fails */
+    m.holders = alone;
+    cr_assert_eq(fs_router_create(&m, &t, &r, &err), FS_OK, "%s", err.msg);
+    fail_shard = 2;
+    cr_assert_eq(fs_router_picks(r, &q, dst, 4, &out, &err), FS_ERR_UNAVAILABLE);
+    cr_assert(strstr(err.msg, "shard 2 is down"), "no holder left: the shard's own error: %s", err.msg);
+    fs_router_destroy(r);
+    fail_shard = -1;
 }
