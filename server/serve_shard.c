@@ -136,6 +136,22 @@ static fs_status_t check_static(const fs_serve_opts_t *o, const fs_addr_t *where
     return st;
 }
 
+/* The membership's etcd state into the metrics, and into the log when it
+ * changes; etcd's state now. */
+static int note_etcd(fs_member_t *member, fs_shard_metrics_t *metrics, const char *cluster, int was_up)
+{
+    fs_member_status_t ms;
+    fs_member_status(member, &ms);
+    fs_shard_metrics_set_etcd(metrics, ms.etcd_ok, ms.rejoins);
+    if (was_up && !ms.etcd_ok)
+        fprintf(stderr, "featstore: %s: etcd cannot be reached (%s): serving on the map of revision %lld; "
+                "membership changes wait\n", cluster, ms.last_error, (long long)ms.revision);
+    else if (!was_up && ms.etcd_ok)
+        fprintf(stderr, "featstore: %s: etcd answers again: map revision %lld, %lld registrations made again\n",
+                cluster, (long long)ms.revision, (long long)ms.rejoins);
+    return ms.etcd_ok;
+}
+
 static int by_part(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
@@ -252,10 +268,11 @@ int fs_serve_shard(const fs_serve_opts_t *o)
             o->cluster ? o->cluster : "", machine[0] ? machine : "unknown");
     printf("READY unix=%s grpc=%s metrics=%d\n", local ? unix_path : "-", addr, metrics_port);
     fflush(stdout);
-    int sig = 0;
+    int sig = 0, etcd_up = 1;
     for (;;) { /* the map's revision passed on to the workers every 100 ms, until a signal to stop */
         if (member) fs_grpc_server_set_map_revision(grpc, fs_member_revision(member));
         if (member) fs_shard_metrics_set_revision(metrics, fs_member_revision(member));
+        if (member) etcd_up = note_etcd(member, metrics, o->cluster, etcd_up);
         struct timespec tick = {0, 100 * 1000 * 1000};
         sig = sigtimedwait(&sigs, NULL, &tick);
         if (sig > 0 && sig != SIGHUP) break;

@@ -26,6 +26,8 @@ struct fs_shard_metrics {
     call_stats_t call[FS_SHARD_CALL_COUNT_];
     _Atomic uint64_t hop_calls[FS_MAX_HOPS], hop_ids[FS_MAX_HOPS];
     _Atomic int64_t revision;
+    _Atomic int etcd_up;           /* -1: not in a cluster on etcd */
+    _Atomic int64_t rejoins;
     pthread_mutex_t peers_mu;
     _Atomic int num_peers;         /* slots [0, num_peers) are filled */
     peer_t peer[FS_SHARD_METRICS_PEERS + 1]; /* the last: "other" */
@@ -38,6 +40,7 @@ fs_shard_metrics_t *fs_shard_metrics_create(int shard_id, const char *partitioni
     fs_shard_metrics_t *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->shard_id = shard_id, m->parts_held = parts_held;
+    atomic_init(&m->etcd_up, -1);
     snprintf(m->partitioning, sizeof m->partitioning, "%s", partitioning ? partitioning : "");
     snprintf(m->peer[FS_SHARD_METRICS_PEERS].name, sizeof m->peer[0].name, "other");
     pthread_mutex_init(&m->peers_mu, NULL);
@@ -115,6 +118,13 @@ void fs_shard_metrics_set_revision(fs_shard_metrics_t *m, int64_t revision)
     if (m) atomic_store_explicit(&m->revision, revision, memory_order_relaxed);
 }
 
+void fs_shard_metrics_set_etcd(fs_shard_metrics_t *m, int up, int64_t rejoins)
+{
+    if (!m) return;
+    atomic_store_explicit(&m->etcd_up, up ? 1 : 0, memory_order_relaxed);
+    atomic_store_explicit(&m->rejoins, rejoins, memory_order_relaxed);
+}
+
 static uint64_t ld(_Atomic uint64_t *p)
 {
     return atomic_load_explicit(p, memory_order_relaxed);
@@ -185,6 +195,15 @@ char *fs_shard_metrics_render(fs_shard_metrics_t *m)
             m->parts_held);
     family(f, "featstore_shard_map_revision", "gauge", "The revision of the shard map this shard holds (0: none)");
     fprintf(f, "featstore_shard_map_revision %lld\n", (long long)atomic_load(&m->revision));
+    if (atomic_load(&m->etcd_up) >= 0) {
+        family(f, "featstore_shard_etcd_up", "gauge",
+               "1 when etcd answered the membership's last call; 0 while it cannot be reached (the shard serves on "
+               "its last map and membership changes wait)");
+        fprintf(f, "featstore_shard_etcd_up %d\n", atomic_load(&m->etcd_up));
+        family(f, "featstore_shard_rejoins_total", "counter",
+               "Registrations made again after the shard's lease lapsed (etcd away longer than the lease)");
+        fprintf(f, "featstore_shard_rejoins_total %lld\n", (long long)atomic_load(&m->rejoins));
+    }
     render_calls(m, f);
     render_hops(m, f);
     render_peers(m, f);

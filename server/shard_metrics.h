@@ -6,7 +6,8 @@
  * (calls and destinations: requests per hop); rows and bytes served to
  * each peer (trainer), by address without its port, the first
  * FS_SHARD_METRICS_PEERS of them by name and the rest as "other"; the map
- * revision this shard holds and the parts it holds.
+ * revision this shard holds and the parts it holds; in a cluster on etcd,
+ * whether etcd answers its membership and how often it registered again.
  *
  * Thread-safety: every recorder may be called from any thread (atomics, a
  * lock only when a peer is first seen); render from any thread. */
@@ -34,6 +35,9 @@ void fs_shard_metrics_destroy(fs_shard_metrics_t *m);
 void fs_shard_metrics_call(fs_shard_metrics_t *m, fs_shard_call_t call, const char *peer, fs_status_t status,
                            int64_t ids, uint64_t bytes, int hop, double seconds);
 void fs_shard_metrics_set_revision(fs_shard_metrics_t *m, int64_t revision);
+/* The membership's state (fs_member_status): etcd answered its last call
+ * (up), and the registrations it made again after its lease lapsed. */
+void fs_shard_metrics_set_etcd(fs_shard_metrics_t *m, int up, int64_t rejoins);
 
 /* Prometheus text (the caller free()s it), or NULL when out of memory. */
 char *fs_shard_metrics_render(fs_shard_metrics_t *m);

@@ -316,16 +316,23 @@ Test(hopgnn, owner_groups_and_micrographs)
     cr_assert(strstr(fs_client_errstr(many), "no sample"), "%s", fs_client_errstr(many));
     fs_batch_free(x);
 
-    /* etcd goes away: the trainer says its map is no longer watched, and keeps it and its
-     * batches; when etcd is back its watch opens again */
+    /* etcd goes away: the trainer says its map is no longer watched and the shards say etcd
+     * is away (featstore_shard_etcd_up), and both keep their maps and serve the batches;
+     * when etcd is back the watch opens again and the shards say so */
+    const char *shard_etcd = "\nfeatstore_shard_etcd_up{shard=\"1\"} "; /* shard 1's, through its Stats */
+    cr_assert_eq(series(many, shard_etcd), 1);
     tu_etcd_kill(&etcd);
     for (int i = 0; i < 100 && series(many, "\nfeatstore_trainer_map_watched ") != 0; i++) usleep(50 * 1000);
     cr_assert_eq(series(many, "\nfeatstore_trainer_map_watched "), 0, "the watch is down with etcd");
+    for (int i = 0; i < 100 && series(many, shard_etcd) != 0; i++) usleep(50 * 1000);
+    cr_assert_eq(series(many, shard_etcd), 0, "the shard says etcd is away");
     cr_assert_eq(fs_gather(many, seeds, 4, "feat", FS_DTYPE_INVALID, &x), FS_OK, "%s", fs_client_errstr(many));
     fs_batch_free(x);
     tu_etcd_revive(&etcd);
     for (int i = 0; i < 200 && series(many, "\nfeatstore_trainer_map_watched ") != 1; i++) usleep(50 * 1000);
     cr_assert_eq(series(many, "\nfeatstore_trainer_map_watched "), 1, "the watch opened again");
+    for (int i = 0; i < 100 && series(many, shard_etcd) != 1; i++) usleep(50 * 1000);
+    cr_assert_eq(series(many, shard_etcd), 1, "the shard says etcd answers again");
 
     /* shard 1 leaves: its seeds have no owner now, and the error says so; shard 0's still group.
      * The new map reaches the trainer through its watch on etcd, with no call of its own (the
