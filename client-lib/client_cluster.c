@@ -312,6 +312,26 @@ static int retry(fs_client_t *c, fs_status_t st)
     return build(K, &err) == FS_OK ? 1 : (fs_client_fail(c, err.code, "%s", err.msg), 0);
 }
 
+/* Before a call that routes: the connection on the newest map its cluster
+ * holds. The watch installs each map as etcd's changes, so a call is not
+ * first sent by a map known to be gone (a shard that died, moved or came
+ * back at a new address). A rebuild that failed is tried again here, and
+ * its error is the call's until one succeeds. */
+static fs_status_t follow(fs_client_t *c)
+{
+    cluster_t *K = c->impl;
+    pthread_mutex_lock(&K->cl->map_lock);
+    int64_t now = K->cl->map.revision;
+    pthread_mutex_unlock(&K->cl->map_lock);
+    if (K->conn && now <= K->revision) return FS_OK;
+    unbuild(K);
+    fs_error_t err = {0};
+    fs_status_t st = build(K, &err);
+    if (st == FS_OK) return FS_OK;
+    unbuild(K);
+    return fs_client_fail(c, st, "%s", err.msg);
+}
+
 static const fs_transport_ops_t cluster_ops;
 
 fs_status_t fs_cluster_connect(fs_client_t *c, const fs_addr_t *a)
@@ -482,7 +502,8 @@ static fs_status_t counted(fs_client_t *c, fs_status_t st)
 static fs_status_t run_current(fs_client_t *c, const int64_t *ids, int64_t n, const fs_sample_req_t *req,
                                const char *table, fs_dtype_t out_dtype, fs_batch_t **out)
 {
-    fs_status_t st = run(c, ids, n, req, table, out_dtype, out);
+    fs_status_t st = follow(c);
+    if (st == FS_OK) st = run(c, ids, n, req, table, out_dtype, out);
     if (st != FS_OK && retry(c, st)) st = run(c, ids, n, req, table, out_dtype, out);
     return counted(c, st);
 }
@@ -605,7 +626,8 @@ static fs_status_t hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_
 static fs_status_t cluster_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
                                   const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out)
 {
-    fs_status_t st = hetero(c, groups, num_groups, link, req, out);
+    fs_status_t st = follow(c);
+    if (st == FS_OK) st = hetero(c, groups, num_groups, link, req, out);
     if (st != FS_OK && retry(c, st)) st = hetero(c, groups, num_groups, link, req, out);
     return counted(c, st);
 }
@@ -675,6 +697,8 @@ static fs_status_t cluster_split_local(fs_client_t *c, const char *name, fs_ids_
     if (strncmp(name, "link/", 5) == 0)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "split '%s': a link split's arrays have no local share (their "
                               "edges' ends may be on two machines): use fs_split", name);
+    fs_status_t fst = follow(c); /* this machine's shards as the map has them now */
+    if (fst != FS_OK) return fst;
     if (fs_cluster_conn_num_local(K->conn) == 0)
         return fs_client_fail(c, FS_ERR_NOT_FOUND, "split '%s': none of cluster %s's shards is on this machine (a "
                               "shard is when it has a --socket this process can reach on the same kernel and "

@@ -80,16 +80,13 @@ fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t
     if (m->parts <= 0 || m->num_shards <= 0 || m->num_node_types <= 0 || !t->picks)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: no parts, shards, node types or transport");
     int R = m->holders && m->replicas > 1 ? m->replicas : 1;
-    for (int p = 0; p < m->parts; p++) {
-        int first_holder = m->holders ? m->holders[p * R] : m->owner[p];
-        if (first_holder < 0 || first_holder >= m->num_shards)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: part %d has no shard (holder %d of %d shards)", p,
-                            first_holder, m->num_shards);
-        for (int i = 1; m->holders && i < R; i++)
-            if (m->holders[p * R + i] >= m->num_shards)
-                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: part %d's holder %d is shard %d of %d", p, i,
-                                m->holders[p * R + i], m->num_shards);
-    }
+    for (int p = 0; p < m->parts; p++) /* -1: none (its shards are down), refused when a pass needs it */
+        for (int i = 0; i < R; i++) {
+            int h = m->holders ? m->holders[p * R + i] : m->owner[p];
+            if (h < -1 || h >= m->num_shards)
+                return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: part %d's holder %d is shard %d of %d", p, i, h,
+                                m->num_shards);
+        }
     fs_router_t *r = calloc(1, sizeof *r);
     if (!r) return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
     r->m = *m;
@@ -171,6 +168,9 @@ static fs_status_t group(fs_router_t *r, int type, const int64_t *dst, int64_t n
         if (p < 0)
             return fs_error(err, FS_ERR_INVALID_ARGUMENT, "route: node %lld of type %d (entry %lld) is in no part",
                             (long long)dst[i], type, (long long)i);
+        if (r->choice[p] < 0)
+            return fs_error(err, FS_ERR_UNAVAILABLE, "route: node %lld of type %d (entry %lld) is in part %d, which "
+                            "no shard holds now (its shards are down)", (long long)dst[i], type, (long long)i, p);
         r->shard_of[i] = r->choice[p];
         r->count[r->shard_of[i]]++;
     }
@@ -300,7 +300,7 @@ static int mark_failed(fs_router_t *r)
     for (int k = 0; k < r->m.num_shards; k++)
         if (failed_now(r, k)) r->down_until[k] = now + FS_ROUTE_DOWN_S, marked = 1;
     for (int p = 0; marked && !moved && p < r->m.parts; p++) {
-        if (!failed_now(r, r->choice[p])) continue;
+        if (r->choice[p] < 0 || !failed_now(r, r->choice[p])) continue;
         const int *h = &r->holders[p * r->m.replicas];
         for (int i = 0; i < r->m.replicas && h[i] >= 0; i++) moved |= r->down_until[h[i]] <= now;
     }

@@ -78,7 +78,8 @@ int64_t fs_router_failovers(const fs_router_t *r);
 int fs_route_part_of(const int64_t *first, int parts, int64_t x);
 
 /* fs_typed_remote_t.picks with ctx = the router. An id outside its type's
- * ranges, or a part with no shard, is FS_ERR_INVALID_ARGUMENT naming it. */
+ * ranges is FS_ERR_INVALID_ARGUMENT naming it; one of a part that no shard
+ * holds now (holder -1) FS_ERR_UNAVAILABLE naming it. */
 fs_status_t fs_router_picks(void *router, const fs_typed_picks_req_t *q, const int64_t *dst, int64_t n,
                             fs_typed_picks_t *out, fs_error_t *err);
 

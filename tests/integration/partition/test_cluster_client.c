@@ -505,6 +505,7 @@ static void moving(int local)
     char *text;
     cr_assert_eq(fs_stats(t, &text), FS_OK);
     long long rev0 = atoll(strstr(text, "map revision ") + 13);
+    long long failures = series(text, "\nfeatstore_trainer_shard_failures_total ");
     fs_stats_free(text);
     tu_shard_stop(&b, SIGTERM); /* parts 2 and 3 move to a new shard, at another address */
     shard(&c, root, "moving", "2,3", 2);
@@ -516,6 +517,8 @@ static void moving(int local)
     cr_assert_eq(fs_stats(t, &text), FS_OK);
     long long rev1 = atoll(strstr(text, "map revision ") + 13);
     cr_assert(strstr(text, "shard=\"2\""), "%s", text);
+    cr_assert_eq(series(text, "\nfeatstore_trainer_shard_failures_total "), failures,
+                 "the watch's map followed before the call: nothing sent to the old address");
     fs_stats_free(text);
     cr_assert_gt(rev1, rev0, "the connection follows the new map");
     fs_addr_t where; /* a map older than one already seen: refused as going backwards */
@@ -548,8 +551,10 @@ Test(cluster_client, a_moved_part_is_followed_beside_a_local_shard)
  * each part on its owner and the next shard). A shard killed with SIGKILL
  * costs no batch: the router asks its parts' other holders in the same
  * call, and once its lease lapses the map gives its parts to their copies'
- * holders; the batches stay the same throughout. With both holders of a
- * part gone, a call fails, naming why, within the deadline. */
+ * holders; restarted, it gets them back, and the trainer follows the map
+ * its watch installed without a failed call; the batches stay the same
+ * throughout. With both holders of a part gone, a call fails, naming why,
+ * within the deadline. */
 Test(cluster_client, a_killed_replica_costs_no_batch)
 {
     char g[PATH_MAX], root[PATH_MAX];
@@ -592,7 +597,29 @@ Test(cluster_client, a_killed_replica_costs_no_batch)
     same_batch(before, b, "on the map without the killed shard");
     fs_batch_free(b);
 
-    tu_shard_stop(&s[next], SIGKILL); /* parts v and v + 3 had no third holder */
+    /* it comes back (at a new address): the trainer's watch installs the map, and the next
+     * batch goes there with no failed call first */
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    long long failures = series(text, "\nfeatstore_trainer_shard_failures_total ");
+    long long updates = series(text, "\nfeatstore_trainer_map_updates_total ");
+    fs_stats_free(text);
+    tu_shard_start(&s[v], &etcd, root, "rep", "auto", v, "--shards 3 --replicas 2");
+    tu_wait_owner(&etcd, "rep", v, v, 10);
+    for (int i = 0, seen = 0; i < 100 && !seen; i++) { /* the watch: within milliseconds of the write */
+        cr_assert_eq(fs_stats(t, &text), FS_OK);
+        seen = series(text, "\nfeatstore_trainer_map_updates_total ") > updates;
+        fs_stats_free(text);
+        if (!seen) usleep(20 * 1000);
+    }
+    usleep(200 * 1000); /* and the map that gives v its parts back, if another write follows */
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(t));
+    same_batch(before, b, "with the shard back");
+    fs_batch_free(b);
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    cr_assert_eq(series(text, "\nfeatstore_trainer_shard_failures_total "), failures, "no call to its old address");
+    fs_stats_free(text);
+
+    tu_shard_stop(&s[next], SIGKILL), tu_shard_stop(&s[(v + 2) % 3], SIGKILL); /* parts of next: no holder left */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     fs_status_t st = fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &b);
@@ -602,7 +629,7 @@ Test(cluster_client, a_killed_replica_costs_no_batch)
     fs_batch_free(before);
     fs_close(t);
     unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
-    tu_shard_stop(&s[(v + 2) % 3], SIGTERM);
+    tu_shard_stop(&s[v], SIGTERM);
 }
 
 /* A static cluster: the shard map in a file, no etcd (--cluster file:PATH). */

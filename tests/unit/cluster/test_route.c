@@ -113,7 +113,16 @@ Test(route, refusals)
                         .num_edge_types = 2, .etype_dst = etype_dst};
     fs_route_transport_t t = {.picks = fake_picks};
     cr_assert_eq(fs_router_create(&m, &t, &r, &err), FS_ERR_INVALID_ARGUMENT);
-    cr_assert(strstr(err.msg, "part 1 has no shard"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "part 1's holder 0 is shard 3 of 3"), "%s", err.msg);
+    int hole[4] = {0, -1, 1, 0}; /* part 1's shard is down: refused when a pass needs it */
+    q.etype = 0;
+    m.owner = hole;
+    cr_assert_eq(fs_router_create(&m, &t, &r, &err), FS_OK, "%s", err.msg);
+    int64_t fine[] = {3, 25}, needs[] = {3, 15};
+    cr_assert_eq(fs_router_picks(r, &q, fine, 2, &out, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_router_picks(r, &q, needs, 2, &out, &err), FS_ERR_UNAVAILABLE);
+    cr_assert(strstr(err.msg, "node 15 of type 0 (entry 1) is in part 1, which no shard holds now"), "%s", err.msg);
+    fs_router_destroy(r);
 }
 
 /* Each part's holders in the order to ask them: 0 [0,1], 1 [2,0], 2 [1,2], 3 [0,2]. */
