@@ -152,6 +152,25 @@ static int note_etcd(fs_member_t *member, fs_shard_metrics_t *metrics, const cha
     return ms.etcd_ok;
 }
 
+/* After leaving the map: answering on while calls still come (trainers that
+ * have not yet seen the new map), until none came for DRAIN_IDLE_MS, at
+ * most DRAIN_MAX_MS, or another signal; then the server stops, finishing
+ * the calls in flight. */
+#define DRAIN_IDLE_MS 100
+#define DRAIN_MAX_MS 3000
+static void drain(fs_shard_metrics_t *metrics, const sigset_t *sigs)
+{
+    uint64_t seen = fs_shard_metrics_calls(metrics);
+    for (int waited = 0; waited < DRAIN_MAX_MS; waited += DRAIN_IDLE_MS) {
+        struct timespec idle = {0, DRAIN_IDLE_MS * 1000L * 1000L};
+        if (sigtimedwait(sigs, NULL, &idle) > 0) return;
+        uint64_t now = fs_shard_metrics_calls(metrics);
+        if (now == seen) return;
+        if (waited == 0) fprintf(stderr, "featstore: out of the map; answering the calls that still come\n");
+        seen = now;
+    }
+}
+
 static int by_part(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
@@ -278,7 +297,10 @@ int fs_serve_shard(const fs_serve_opts_t *o)
         if (sig > 0 && sig != SIGHUP) break;
     }
     fprintf(stderr, "featstore: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    fs_member_leave(member); /* out of the map first, then stop answering */
+    if (member) {
+        fs_member_leave(member); /* out of the map first: trainers watching it move off this shard */
+        drain(metrics, &sigs);
+    }
     fs_local_shard_stop(local);
     fs_grpc_server_stop(grpc);
     fs_http_stop(http);

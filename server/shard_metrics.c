@@ -118,6 +118,13 @@ void fs_shard_metrics_set_revision(fs_shard_metrics_t *m, int64_t revision)
     if (m) atomic_store_explicit(&m->revision, revision, memory_order_relaxed);
 }
 
+uint64_t fs_shard_metrics_calls(fs_shard_metrics_t *m)
+{
+    uint64_t n = 0;
+    for (int c = 0; m && c < FS_SHARD_CALL_COUNT_; c++) n += atomic_load_explicit(&m->call[c].calls, memory_order_relaxed);
+    return n;
+}
+
 void fs_shard_metrics_set_etcd(fs_shard_metrics_t *m, int up, int64_t rejoins)
 {
     if (!m) return;

@@ -39,6 +39,9 @@ void fs_shard_metrics_set_revision(fs_shard_metrics_t *m, int64_t revision);
  * (up), and the registrations it made again after its lease lapsed. */
 void fs_shard_metrics_set_etcd(fs_shard_metrics_t *m, int up, int64_t rejoins);
 
+/* Calls answered so far, every method's (a drain waits until they stop coming). */
+uint64_t fs_shard_metrics_calls(fs_shard_metrics_t *m);
+
 /* Prometheus text (the caller free()s it), or NULL when out of memory. */
 char *fs_shard_metrics_render(fs_shard_metrics_t *m);
 

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -545,6 +546,86 @@ Test(cluster_client, a_moved_part_is_followed)
 Test(cluster_client, a_moved_part_is_followed_beside_a_local_shard)
 {
     moving(1);
+}
+
+/* A trainer's batches in a loop (a thread), each checked against the first. */
+typedef struct {
+    fs_client_t *t;
+    const int64_t *seeds;
+    const fs_sample_req_t *req;
+    const fs_batch_t *want;
+    double secs;
+    int batches, failed, differed;
+} loop_t;
+
+static void *batch_loop(void *arg)
+{
+    loop_t *l = arg;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 > l->secs) break;
+        fs_batch_t *b;
+        if (fs_sample_gather(l->t, l->seeds, 64, l->req, "feat", FS_DTYPE_INVALID, &b) != FS_OK) {
+            l->failed++;
+            continue;
+        }
+        l->differed += b->num_nodes != l->want->num_nodes || b->rows != l->want->rows ||
+                       memcmp(b->nodes, l->want->nodes, sizeof(int64_t) * (size_t)b->num_nodes) != 0 ||
+                       memcmp(b->features, l->want->features,
+                              (size_t)b->rows * (size_t)b->dim * fs_dtype_size(b->dtype)) != 0;
+        l->batches++;
+        fs_batch_free(b);
+    }
+    return NULL;
+}
+
+/* The same cluster: a shard stopped with SIGTERM leaves the map, answers the
+ * calls that still come until trainers have moved off it, then stops: a
+ * trainer issuing batches throughout sees no failed call, let alone an
+ * error, and the same batches. */
+Test(cluster_client, a_drained_shard_costs_no_call)
+{
+    char g[PATH_MAX], root[PATH_MAX];
+    snprintf(g, sizeof g, "%s/d", dir), snprintf(root, sizeof root, "%s/d.parts", dir);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
+    tu_shard_t s[3];
+    for (int i = 0; i < 3; i++) tu_shard_start(&s[i], &etcd, root, "drain", "auto", i, "--shards 3 --replicas 2");
+    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1);
+    fs_client_t *t = connect_to("etcd://%s/drain", etcd.endpoint);
+    int64_t seeds[64];
+    for (int i = 0; i < 64; i++) seeds[i] = (i * 131) % 512;
+    fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = 2, .fanout = {4, 3}, .seed = 9};
+    fs_batch_t *want;
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &want), FS_OK, "%s",
+                 fs_client_errstr(t));
+    char *text, name[96];
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    int v = -1;
+    for (int k = 0; k < 3 && v < 0; k++) {
+        snprintf(name, sizeof name, "\nfeatstore_shard_calls_total{shard=\"%d\",method=\"ShardPicks\"} ", k);
+        if (series(text, name) > 0) v = k;
+    }
+    fs_stats_free(text);
+    cr_assert_geq(v, 0, "some shard was asked");
+    loop_t l = {.t = t, .seeds = seeds, .req = &req, .want = want, .secs = 1.5};
+    pthread_t th;
+    pthread_create(&th, NULL, batch_loop, &l);
+    usleep(300 * 1000);
+    cr_assert_eq(tu_shard_stop(&s[v], SIGTERM), 0, "drained and stopped cleanly");
+    pthread_join(th, NULL);
+    cr_assert(l.failed == 0 && l.differed == 0 && l.batches > 5, "%d batches, %d failed, %d differed", l.batches,
+              l.failed, l.differed);
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    cr_assert_eq(series(text, "\nfeatstore_trainer_shard_failures_total "), 0, "no call went to the drained shard");
+    fs_stats_free(text);
+    fs_batch_free(want);
+    fs_close(t);
+    unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
+    for (int i = 0; i < 3; i++)
+        if (i != v) tu_shard_stop(&s[i], SIGTERM);
 }
 
 /* Three shards of six parts at 2 replicas (serve --parts auto --replicas 2:
