@@ -194,8 +194,8 @@ static fs_status_t join(const fs_serve_opts_t *o, const fs_shard_t *shard, int *
     snprintf(self.addr.unix_path, sizeof self.addr.unix_path, "%s", unix_path);
     fs_shard_machine(self.addr.host, sizeof self.addr.host);
     snprintf(self.partitioning, sizeof self.partitioning, "%s", fs_shard_partitioning(shard));
-    qsort(owns, (size_t)n, sizeof *owns, by_part);
-    qsort(copies, (size_t)nc, sizeof *copies, by_part);
+    if (n) qsort(owns, (size_t)n, sizeof *owns, by_part);
+    if (nc) qsort(copies, (size_t)nc, sizeof *copies, by_part); /* copies is NULL when there are none */
     self.owns = owns, self.num_owned = n;
     self.copies = copies, self.num_copies = nc;
     self.replicas = o->replicas > 0 ? o->replicas : 1;
