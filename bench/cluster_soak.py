@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+"""cluster_soak.py — a replicated cluster under failure for a while, every
+batch checked (issue 50; scripts/cluster_soak.sh runs it).
+
+On loopback, with a private etcd: an R-MAT graph (--scale, 16 float32
+features) partitioned into 8 parts and served by 4 shards at R = 2 (`serve
+--parts auto --shards 4 --replicas 2`, each with a unix socket), and whole
+by one server (unix://), the oracle. Trainer processes (--local of them
+answer the shards' parts in process, --remote ones ask every shard over
+gRPC) sample and gather [10, 5] batches of 64 random train roots with a
+random seed from the cluster, and the same from the oracle, and compare
+them: nodes, blocks and rows. Meanwhile the driver kills a shard with
+SIGKILL --kills times, evenly spread, one at a time, and starts it again
+--down seconds later (past its 2 s lease, so the map changes twice), and
+kills etcd once between two kills and starts it again on its data.
+
+RESULT bench=cluster_soak seconds=... wrong_results=<batches unlike the oracle's> failed_batches=<calls that
+       failed> batches=... stall_p99_s=<p99 of a batch's seconds, batches started within 1 s before to 6 s
+       after a kill> batch_p99_s=<the same over all batches> kills=... etcd_restarts=1
+       map_changes=<maps the trainers' watch installed, summed> fd_drift=<largest trainer's fd count
+       change from warm to end, as a fraction> rss_drift=<the same for its RSS>
+
+    bench/cluster_soak.py [--seconds 600] [--kills 20] [--local 8] [--remote 4]
+
+Needs etcd, python3-numpy and a build (--build). Exits 1 when a batch was
+wrong or failed.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import fs_serve  # noqa: E402
+
+SHARDS, PARTS, FANOUTS, ROOTS = 4, 8, [10, 5], 64
+
+
+# ---- a trainer (its own process) -------------------------------------------------------------
+
+def proc_counts():
+    """(open fds, RSS bytes) of this process."""
+    with open("/proc/self/statm") as f:
+        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    return len(os.listdir("/proc/self/fd")), rss
+
+
+def same(a, b):
+    """Two batches alike: nodes, every block's edges, the rows."""
+    import numpy as np
+    if not (np.array_equal(a.nodes, b.nodes) and np.array_equal(np.asarray(a.features), np.asarray(b.features))):
+        return False
+    return len(a.blocks) == len(b.blocks) and all(
+        np.array_equal(x.dst_offsets, y.dst_offsets) and np.array_equal(x.edge_src, y.edge_src)
+        for x, y in zip(a.blocks, b.blocks))
+
+
+def trainer(args):
+    sys.path.insert(0, os.path.join(ROOT, "client-lib", "python"))
+    import featstore as fs
+    import numpy as np
+    rng = random.Random(args.rank * 7919 + 1)
+    out = dict(batches=0, wrong=0, failed=0, lat=[], errors=[])
+    with fs.connect(args.uri) as c, fs.connect(args.oracle) as o:
+        train = np.asarray(c.split("train"))
+        t_end = time.time() + args.seconds
+        warm = None
+        while time.time() < t_end:
+            roots = np.array(rng.sample(range(len(train)), ROOTS))
+            seeds, seed = train[roots], rng.randrange(1 << 40)
+            t0 = time.time()
+            try:
+                b = c.sample_gather(seeds, FANOUTS, "feat", seed=seed)
+            except fs.Error as e:
+                out["failed"] += 1
+                if len(out["errors"]) < 5:
+                    out["errors"].append(str(e)[:300])
+                continue
+            out["lat"].append((t0, time.time() - t0))
+            with b, o.sample_gather(seeds, FANOUTS, "feat", seed=seed) as want:
+                out["wrong"] += not same(b, want)
+            out["batches"] += 1
+            if warm is None and time.time() > t_end - args.seconds * 0.8:
+                warm = proc_counts()
+        end = proc_counts()
+        stats = c.stats()
+    for line in stats.splitlines():
+        if line.startswith("featstore_trainer_map_updates_total "):
+            out["map_updates"] = int(line.split()[1])
+    warm = warm or end
+    out["fd_drift"] = (end[0] - warm[0]) / max(warm[0], 1)
+    out["rss_drift"] = (end[1] - warm[1]) / max(warm[1], 1)
+    print("SOAK " + json.dumps(out), flush=True)
+
+
+# ---- the driver ----------------------------------------------------------------------------------
+
+class Etcd:
+    """A private etcd on fixed loopback ports and data, so that it can be killed and started again."""
+
+    def __init__(self, tmp):
+        self.client, self.peer = fs_serve.free_port(), fs_serve.free_port()
+        self.endpoint = "127.0.0.1:%d" % self.client
+        self.cmd = [fs_serve.etcd_bin(), "--data-dir", os.path.join(tmp, "etcd"), "--listen-client-urls",
+                    "http://" + self.endpoint, "--advertise-client-urls", "http://" + self.endpoint,
+                    "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer, "--initial-advertise-peer-urls",
+                    "http://127.0.0.1:%d" % self.peer, "--initial-cluster",
+                    "default=http://127.0.0.1:%d" % self.peer]
+        self.start()
+
+    def start(self):
+        import socket
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=fs_serve.die_with_parent)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.client), timeout=1):
+                    time.sleep(0.3)
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("etcd did not answer within 20 s")
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def shard(featstore, root, etcd, k, tmp):
+    cmd = [featstore, "serve", root, "--parts", "auto", "--shards", str(SHARDS), "--replicas", "2", "--shard", str(k),
+           "--listen", "127.0.0.1:0", "--cluster", "etcd://%s/soak" % etcd.endpoint, "--socket",
+           os.path.join(tmp, "s%d.sock" % k)]
+    return fs_serve.spawn_ready(cmd, stderr=subprocess.DEVNULL)[0]
+
+
+def driver(args):
+    featstore = os.path.join(args.build, "cli", "featstore")
+    os.environ["FEATSTORE_LIB"] = os.path.join(args.build, "client-lib", "libfeatstore.so")
+    tmp = tempfile.mkdtemp(prefix="featstore-soak-")
+    procs, trainers, etcd = {}, [], None
+    try:
+        data, root = os.path.join(tmp, "g"), os.path.join(tmp, "g.parts")
+        subprocess.run([featstore, "gen", "rmat", "--scale", str(args.scale), "--edge-factor", "8", "--dim", "16",
+                        "--out", data], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([featstore, "partition", data, "--parts", str(PARTS), "--out", root], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        etcd = Etcd(tmp)
+        procs["oracle"], ready = fs_serve.start(featstore, data, os.path.join(tmp, "whole.sock"),
+                                                stderr=subprocess.DEVNULL)
+        for k in range(SHARDS):
+            procs[k] = shard(featstore, root, etcd, k, tmp)
+        for r in range(args.local + args.remote):
+            env = dict(os.environ, FEATSTORE_CLUSTER_LOCAL="1" if r < args.local else "0")
+            trainers.append(subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), "--role", "trainer", "--rank", str(r), "--seconds",
+                 str(args.seconds), "--uri", "etcd://%s/soak" % etcd.endpoint, "--oracle", "unix://" + ready["unix"]],
+                stdout=subprocess.PIPE, text=True, env=env, preexec_fn=fs_serve.die_with_parent))
+        t0 = time.time()
+        span = args.seconds * 0.8 / max(args.kills, 1)
+        kills, etcd_at = [], t0 + args.seconds * 0.1 + span * (args.kills // 2) + span / 2
+        etcd_done = False
+        for i in range(args.kills):
+            at = t0 + args.seconds * 0.1 + span * i
+            if not etcd_done and etcd_at < at:
+                time.sleep(max(0, etcd_at - time.time()))
+                etcd.kill()
+                time.sleep(args.down)
+                etcd.start()
+                etcd_done = True
+            time.sleep(max(0, at - time.time()))
+            k = i % SHARDS
+            procs[k].kill()
+            procs[k].wait()
+            procs[k].stdout.close()
+            kills.append(time.time())
+            time.sleep(args.down)
+            procs[k] = shard(featstore, root, etcd, k, tmp)
+        if not etcd_done:
+            etcd.kill()
+            time.sleep(args.down)
+            etcd.start()
+        results = []
+        for t in trainers:
+            out, _ = t.communicate(timeout=args.seconds + 120)
+            line = [x for x in out.splitlines() if x.startswith("SOAK ")]
+            if t.returncode != 0 or not line:
+                raise RuntimeError("a trainer exited %s without its figures" % t.returncode)
+            results.append(json.loads(line[0][5:]))
+    finally:
+        for t in trainers:
+            if t.poll() is None:
+                t.kill()
+        for p in procs.values():
+            fs_serve.stop(p)
+        if etcd:
+            etcd.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    lat = sorted(d for r in results for _, d in r["lat"])
+    near = sorted(d for r in results for t, d in r["lat"] if any(k - 1 <= t <= k + 6 for k in kills))
+    p99 = lambda v: v[min(len(v) - 1, int(0.99 * len(v)))] if v else 0.0  # noqa: E731
+    tot = {k: sum(r[k] for r in results) for k in ("batches", "wrong", "failed")}
+    print("RESULT bench=cluster_soak seconds=%d wrong_results=%d failed_batches=%d batches=%d stall_p99_s=%.2f "
+          "batch_p99_s=%.2f kills=%d etcd_restarts=1 map_changes=%d fd_drift=%.3f rss_drift=%.3f trainers=%d"
+          % (args.seconds, tot["wrong"], tot["failed"], tot["batches"], p99(near), p99(lat), len(kills),
+             sum(r.get("map_updates", 0) for r in results), max(r["fd_drift"] for r in results),
+             max(r["rss_drift"] for r in results), len(results)), flush=True)
+    for r in results:
+        for e in r["errors"]:
+            print("cluster_soak: a failed batch: %s" % e, file=sys.stderr)
+    return 1 if tot["wrong"] or tot["failed"] or tot["batches"] == 0 else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--role", choices=["driver", "trainer"], default="driver")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--seconds", type=int, default=600)
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--down", type=float, default=3.0, help="seconds a killed shard (and etcd) stays down")
+    ap.add_argument("--local", type=int, default=8, help="trainers answering the shards' parts in process")
+    ap.add_argument("--remote", type=int, default=4, help="trainers asking every shard over gRPC")
+    ap.add_argument("--scale", type=int, default=12)
+    ap.add_argument("--rank", type=int, default=0)
+    ap.add_argument("--uri")
+    ap.add_argument("--oracle")
+    args = ap.parse_args()
+    if args.role == "trainer":
+        return trainer(args)
+    return driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
