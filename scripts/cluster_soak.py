@@ -17,7 +17,7 @@ kills etcd once between two kills and starts it again on its data.
 
 RESULT bench=cluster_soak seconds=... wrong_results=<batches unlike the oracle's> failed_batches=<calls that
        failed> batches=... stall_p99_s=<p99 of a batch's seconds, batches started within 1 s before to 6 s
-       after a kill> batch_p99_s=<the same over all batches> kills=... etcd_restarts=1
+       after a kill (the top of a 1.5x-wide bucket)> batch_p99_s=<the same over all batches> kills=... etcd_restarts=1
        map_changes=<maps the trainers' watch installed, summed> fd_drift=<largest trainer's fd count
        change from warm to end, as a fraction> rss_drift=<the same for its RSS>
 
@@ -43,6 +43,19 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import fs_serve  # noqa: E402
 
 SHARDS, PARTS, FANOUTS, ROOTS = 4, 8, [10, 5], 64
+# A batch's seconds go into one of these buckets per second of the run (a
+# fixed table, so that the trainer's own memory does not grow with its
+# batches): bucket i holds [1e-4 * 1.5^(i-1), 1e-4 * 1.5^i).
+BUCKETS = 48
+
+
+def bucket_of(seconds):
+    import math
+    return 0 if seconds <= 1e-4 else min(BUCKETS - 1, 1 + int(math.log(seconds / 1e-4, 1.5)))
+
+
+def bucket_top(i):
+    return 1e-4 * 1.5 ** i
 
 
 # ---- a trainer (its own process) -------------------------------------------------------------
@@ -69,10 +82,12 @@ def trainer(args):
     import featstore as fs
     import numpy as np
     rng = random.Random(args.rank * 7919 + 1)
-    out = dict(batches=0, wrong=0, failed=0, lat=[], errors=[])
+    out = dict(batches=0, wrong=0, failed=0, errors=[])
+    hist = np.zeros((args.seconds + 2, BUCKETS), np.int64)  # [second of the run][bucket]
     with fs.connect(args.uri) as c, fs.connect(args.oracle) as o:
         train = np.asarray(c.split("train"))
-        t_end = time.time() + args.seconds
+        t_start = time.time()
+        t_end = t_start + args.seconds
         warm = None
         while time.time() < t_end:
             roots = np.array(rng.sample(range(len(train)), ROOTS))
@@ -85,7 +100,7 @@ def trainer(args):
                 if len(out["errors"]) < 5:
                     out["errors"].append(str(e)[:300])
                 continue
-            out["lat"].append((t0, time.time() - t0))
+            hist[min(int(t0 - t_start), args.seconds + 1), bucket_of(time.time() - t0)] += 1
             with b, o.sample_gather(seeds, FANOUTS, "feat", seed=seed) as want:
                 out["wrong"] += not same(b, want)
             out["batches"] += 1
@@ -97,6 +112,8 @@ def trainer(args):
         if line.startswith("featstore_trainer_map_updates_total "):
             out["map_updates"] = int(line.split()[1])
     warm = warm or end
+    out["t_start"] = t_start
+    out["hist"] = {str(i): row.tolist() for i, row in enumerate(hist) if row.any()}
     out["fd_drift"] = (end[0] - warm[0]) / max(warm[0], 1)
     out["rss_drift"] = (end[1] - warm[1]) / max(warm[1], 1)
     print("SOAK " + json.dumps(out), flush=True)
@@ -205,13 +222,24 @@ def driver(args):
         if etcd:
             etcd.kill()
         shutil.rmtree(tmp, ignore_errors=True)
-    lat = sorted(d for r in results for _, d in r["lat"])
-    near = sorted(d for r in results for t, d in r["lat"] if any(k - 1 <= t <= k + 6 for k in kills))
-    p99 = lambda v: v[min(len(v) - 1, int(0.99 * len(v)))] if v else 0.0  # noqa: E731
+    import numpy as np
+    every, near = np.zeros(BUCKETS, np.int64), np.zeros(BUCKETS, np.int64)
+    for r in results:
+        for sec, row in r["hist"].items():
+            t = r["t_start"] + int(sec)
+            every += row
+            if any(k - 1 <= t <= k + 6 for k in kills):
+                near += row
+
+    def p99(h):
+        """The top of the bucket that holds the 99th percentile."""
+        if not h.sum():
+            return 0.0
+        return bucket_top(int(np.searchsorted(np.cumsum(h), 0.99 * h.sum())))
     tot = {k: sum(r[k] for r in results) for k in ("batches", "wrong", "failed")}
-    print("RESULT bench=cluster_soak seconds=%d wrong_results=%d failed_batches=%d batches=%d stall_p99_s=%.2f "
-          "batch_p99_s=%.2f kills=%d etcd_restarts=1 map_changes=%d fd_drift=%.3f rss_drift=%.3f trainers=%d"
-          % (args.seconds, tot["wrong"], tot["failed"], tot["batches"], p99(near), p99(lat), len(kills),
+    print("RESULT bench=cluster_soak seconds=%d wrong_results=%d failed_batches=%d batches=%d stall_p99_s=%.4f "
+          "batch_p99_s=%.4f kills=%d etcd_restarts=1 map_changes=%d fd_drift=%.3f rss_drift=%.3f trainers=%d"
+          % (args.seconds, tot["wrong"], tot["failed"], tot["batches"], p99(near), p99(every), len(kills),
              sum(r.get("map_updates", 0) for r in results), max(r["fd_drift"] for r in results),
              max(r["rss_drift"] for r in results), len(results)), flush=True)
     for r in results:
