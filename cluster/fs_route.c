@@ -35,7 +35,7 @@ typedef struct {
 struct fs_router {
     fs_route_map_t m;
     int64_t **first;             /* copies of the ranges */
-    int *owner, *etype_dst;
+    int *etype_dst;
     int *holders;                /* [parts * replicas] (m.holders, or the owners) */
     int *choice;                 /* [parts] the holder a pass asks */
     double *down_until;          /* [num_shards] a failed shard is passed over until then (monotonic s) */
@@ -63,7 +63,7 @@ void fs_router_destroy(fs_router_t *r)
 {
     if (!r) return;
     for (int t = 0; r->first && t < r->m.num_node_types; t++) free(r->first[t]);
-    free(r->first), free(r->owner), free(r->etype_dst), free(r->holders), free(r->choice), free(r->down_until);
+    free(r->first), free(r->etype_dst), free(r->holders), free(r->choice), free(r->down_until);
     free(r->shard_of), free(r->ids), free(r->count), free(r->start), free(r->cursor), free(r->time), free(r->batch);
     free(r->pair_src), free(r->is_edge);
     free(r->rank), free(r->x_at), free(r->x_src), free(r->x_start);
@@ -104,12 +104,11 @@ fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t
         for (int i = 0; i < R; i++) r->holders[p * R + i] = m->holders ? m->holders[p * R + i] : m->owner[p];
     r->m.holders = r->holders;
     r->first = calloc((size_t)m->num_node_types, sizeof *r->first);
-    r->owner = malloc((size_t)m->parts * sizeof *r->owner);
     r->etype_dst = malloc((size_t)(m->num_edge_types ? m->num_edge_types : 1) * sizeof *r->etype_dst);
     r->count = calloc(S, sizeof *r->count), r->start = calloc(S + 1, sizeof *r->start);
     r->cursor = calloc(S, sizeof *r->cursor), r->ask = calloc(S, sizeof *r->ask);
     r->ansp = calloc(S, sizeof *r->ansp), r->threads = calloc(S, sizeof *r->threads);
-    int ok = r->first && r->owner && r->etype_dst && r->count && r->start && r->cursor && r->ask && r->ansp &&
+    int ok = r->first && r->etype_dst && r->count && r->start && r->cursor && r->ask && r->ansp &&
              r->threads;
     for (int ty = 0; ok && ty < m->num_node_types; ty++) {
         ok = (r->first[ty] = malloc((size_t)(m->parts + 1) * sizeof **r->first)) != NULL;
@@ -120,8 +119,7 @@ fs_status_t fs_router_create(const fs_route_map_t *m, const fs_route_transport_t
         return fs_error(err, FS_ERR_NOMEM, "route: out of memory");
     }
     r->m.first = (const int64_t *const *)r->first;
-    memcpy(r->owner, m->owner, (size_t)m->parts * sizeof *r->owner);
-    r->m.owner = r->owner;
+    r->m.owner = NULL; /* read only here: the holders stand for it */
     memcpy(r->etype_dst, m->etype_dst, (size_t)m->num_edge_types * sizeof *r->etype_dst);
     r->m.etype_dst = r->etype_dst;
     *out = r;

@@ -548,6 +548,35 @@ Test(cluster_client, a_moved_part_is_followed_beside_a_local_shard)
     moving(1);
 }
 
+/* A cluster `name` of 3 shards over R-MAT scale 9 in 6 parts at R = 2 (each
+ * part on its owner and the next shard), a trainer on it without a cache,
+ * its first batch (*first), and the shard it asked for that batch (*v): one
+ * whose failure the trainer's next batches meet. */
+static fs_client_t *replicated(const char *name, tu_shard_t s[3], const int64_t *seeds, const fs_sample_req_t *req,
+                               fs_batch_t **first, int *v)
+{
+    char g[PATH_MAX], root[PATH_MAX], uri[128], shard_calls[96], *text;
+    snprintf(g, sizeof g, "%s/%s", dir, name), snprintf(root, sizeof root, "%s/%s.parts", dir, name);
+    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
+    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
+    for (int i = 0; i < 3; i++) tu_shard_start(&s[i], &etcd, root, name, "auto", i, "--shards 3 --replicas 2");
+    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from a shard */
+    snprintf(uri, sizeof uri, "etcd://%s/%s", etcd.endpoint, name);
+    fs_client_t *t = connect_to("%s", uri);
+    cr_assert_eq(fs_sample_gather(t, seeds, 64, req, "feat", FS_DTYPE_INVALID, first), FS_OK, "%s",
+                 fs_client_errstr(t));
+    cr_assert_eq(fs_stats(t, &text), FS_OK);
+    cr_assert_eq(series(text, "\nfeatstore_trainer_shard_failures_total "), 0);
+    *v = -1;
+    for (int k = 0; k < 3 && *v < 0; k++) {
+        snprintf(shard_calls, sizeof shard_calls, "\nfeatstore_shard_calls_total{shard=\"%d\",method=\"ShardPicks\"} ", k);
+        if (series(text, shard_calls) > 0) *v = k;
+    }
+    fs_stats_free(text);
+    cr_assert_geq(*v, 0, "some shard was asked");
+    return t;
+}
+
 /* A trainer's batches in a loop (a thread), each checked against the first. */
 typedef struct {
     fs_client_t *t;
@@ -587,29 +616,14 @@ static void *batch_loop(void *arg)
  * error, and the same batches. */
 Test(cluster_client, a_drained_shard_costs_no_call)
 {
-    char g[PATH_MAX], root[PATH_MAX];
-    snprintf(g, sizeof g, "%s/d", dir), snprintf(root, sizeof root, "%s/d.parts", dir);
-    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
-    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
-    tu_shard_t s[3];
-    for (int i = 0; i < 3; i++) tu_shard_start(&s[i], &etcd, root, "drain", "auto", i, "--shards 3 --replicas 2");
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1);
-    fs_client_t *t = connect_to("etcd://%s/drain", etcd.endpoint);
     int64_t seeds[64];
     for (int i = 0; i < 64; i++) seeds[i] = (i * 131) % 512;
     fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = 2, .fanout = {4, 3}, .seed = 9};
+    tu_shard_t s[3];
     fs_batch_t *want;
-    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &want), FS_OK, "%s",
-                 fs_client_errstr(t));
-    char *text, name[96];
-    cr_assert_eq(fs_stats(t, &text), FS_OK);
-    int v = -1;
-    for (int k = 0; k < 3 && v < 0; k++) {
-        snprintf(name, sizeof name, "\nfeatstore_shard_calls_total{shard=\"%d\",method=\"ShardPicks\"} ", k);
-        if (series(text, name) > 0) v = k;
-    }
-    fs_stats_free(text);
-    cr_assert_geq(v, 0, "some shard was asked");
+    char *text;
+    int v;
+    fs_client_t *t = replicated("drain", s, seeds, &req, &want, &v);
     loop_t l = {.t = t, .seeds = seeds, .req = &req, .want = want, .secs = 1.5};
     pthread_t th;
     pthread_create(&th, NULL, batch_loop, &l);
@@ -638,31 +652,15 @@ Test(cluster_client, a_drained_shard_costs_no_call)
  * within the deadline. */
 Test(cluster_client, a_killed_replica_costs_no_batch)
 {
-    char g[PATH_MAX], root[PATH_MAX];
-    snprintf(g, sizeof g, "%s/r", dir), snprintf(root, sizeof root, "%s/r.parts", dir);
-    cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
-    cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
-    tu_shard_t s[3];
-    for (int i = 0; i < 3; i++) tu_shard_start(&s[i], &etcd, root, "rep", "auto", i, "--shards 3 --replicas 2");
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from a shard */
-    fs_client_t *t = connect_to("etcd://%s/rep", etcd.endpoint);
     int64_t seeds[64];
     for (int i = 0; i < 64; i++) seeds[i] = (i * 131) % 512;
     fs_sample_req_t req = {.struct_size = sizeof req, .num_hops = 2, .fanout = {4, 3}, .seed = 9};
+    tu_shard_t s[3];
     fs_batch_t *before, *b;
-    cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &before), FS_OK, "%s",
-                 fs_client_errstr(t));
-    char *text, name[96];
-    cr_assert_eq(fs_stats(t, &text), FS_OK);
-    cr_assert_eq(series(text, "\nfeatstore_trainer_shard_failures_total "), 0);
-    int v = -1; /* a shard this trainer asked (it reads each part from one of its holders) */
-    for (int k = 0; k < 3 && v < 0; k++) {
-        snprintf(name, sizeof name, "\nfeatstore_shard_calls_total{shard=\"%d\",method=\"ShardPicks\"} ", k);
-        if (series(text, name) > 0) v = k;
-    }
-    fs_stats_free(text);
-    cr_assert_geq(v, 0, "some shard was asked");
-
+    char *text, root[PATH_MAX];
+    int v;
+    fs_client_t *t = replicated("rep", s, seeds, &req, &before, &v);
+    snprintf(root, sizeof root, "%s/rep.parts", dir); /* for the restart below */
     tu_shard_stop(&s[v], SIGKILL); /* its parts v, v + 3 have copies on shard v + 1 */
     cr_assert_eq(fs_sample_gather(t, seeds, 64, &req, "feat", FS_DTYPE_INVALID, &b), FS_OK, "%s", fs_client_errstr(t));
     same_batch(before, b, "with a shard killed, before its lease lapsed");
