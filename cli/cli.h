@@ -48,6 +48,8 @@ typedef enum {
     OPT_PARTS, OPT_METHOD, OPT_IMBALANCE,
     /* a shard server (serve; OPT_PARTS too) */
     OPT_CLUSTER, OPT_SHARD, OPT_SHARDS, OPT_REPLICAS, OPT_COPIES,
+    /* featstore cluster */
+    OPT_WAIT,
     OPT_COUNT_
 } cli_opt_t;
 
@@ -127,5 +129,6 @@ int cmd_stats(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_propagate(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
+int cmd_cluster(int argc, char **argv);
 
 #endif

@@ -31,7 +31,7 @@
     "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] [--insecure] "                       \
     "[--handshake-timeout 5s] [--max-conns-per-uid N] [--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] "       \
     "[--plan-dir DIR] [--topology PRESET|FILE ...]; DATASET may come from --config (\"dataset\"); "              \
-    "a shard server: featstore serve ROOT --parts LIST|auto --listen HOST:PORT [--cluster etcd://HOST:PORT/NAME "     \
+    "a shard server: featstore serve ROOT --parts LIST|auto|assigned --listen HOST:PORT [--cluster etcd://HOST:PORT/NAME "     \
     "--shard N|ordinal [--shards COUNT]] [--replicas R [--copies LIST]] (--parts auto: every part p with "          \
     "p % COUNT == N, and with --replicas R copies of those of the R - 1 shards before N)"
 
@@ -87,6 +87,10 @@ static int check_shard(cli_t *c, fs_serve_opts_t *o)
     if (!cli_has(c, OPT_LISTEN)) return cli_usage("--parts: a shard server answers over gRPC: give --listen HOST:PORT");
     if (cli_has(c, OPT_CLUSTER) != cli_has(c, OPT_SHARD))
         return cli_usage("--cluster and --shard go together: the cluster to join, and this shard's number in it");
+    if (strcmp(c->text[OPT_PARTS], "assigned") == 0 &&
+        (!cli_has(c, OPT_CLUSTER) || strncmp(c->text[OPT_CLUSTER], "etcd://", 7) != 0 || cli_has(c, OPT_COPIES)))
+        return cli_usage("--parts assigned: the parts the cluster's assignment gives this shard (none until "
+                         "`featstore cluster add`): it needs --cluster etcd://HOST:PORT/NAME, and no --copies");
     int dealt = strcmp(c->text[OPT_PARTS], "auto") == 0;
     if (dealt != cli_has(c, OPT_SHARDS) || (dealt && !cli_has(c, OPT_SHARD)))
         return cli_usage("--parts auto, --shards COUNT and --shard N go together: shard N of COUNT holds every part p "

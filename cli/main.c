@@ -6,6 +6,7 @@
  *                     partition                  (cmd_partition.c -> dataset/partition.h)
  *   planning          plan                       (cmd_plan.c -> server/place.h, placement/)
  *   serving           serve, replan, stats       (cmd_serve.c -> server/, client-lib/)
+ *                     cluster                    (cmd_cluster.c -> cluster/fs_cluster_admin.h)
  *   this machine      devices, version, help
  *
  * Exit status: 0 success, 1 the operation failed (message on stderr naming
@@ -72,6 +73,11 @@ static const char *const usage_text =
     "                                            grpc://HOST:PORT or grpcs://HOST:PORT, [IPv6] in brackets;\n"
     "                                            $FEATSTORE_TLS_CA and $FEATSTORE_TOKEN), or a cluster's, summed\n"
     "                                            over its shards (etcd://HOST:PORT/CLUSTER or file:/ABS/PATH)\n"
+    "  cluster status|add|drain|remove etcd://HOST:PORT/CLUSTER [SHARD] [--wait 60s]\n"
+    "                                            a running cluster's parts and shards; add a shard started\n"
+    "                                            with --parts assigned, drain one (it hands its parts over,\n"
+    "                                            then stops), or remove a dead one; --wait: until the map\n"
+    "                                            holds what the new assignment gives (docs/cli.md)\n"
     "  devices                                   list usable GPUs (or why there are none)\n"
     "  version                                   print the version\n"
     "\n"
@@ -137,7 +143,7 @@ static const struct {
 } commands[] = {
     {"import", cmd_import}, {"gen", cmd_gen},         {"info", cmd_info},   {"plan", cmd_plan},
     {"serve", cmd_serve},   {"replan", cmd_replan},   {"stats", cmd_stats}, {"devices", cmd_devices},
-    {"propagate", cmd_propagate}, {"partition", cmd_partition},
+    {"propagate", cmd_propagate}, {"partition", cmd_partition}, {"cluster", cmd_cluster},
 };
 
 int main(int argc, char **argv)

@@ -62,6 +62,8 @@ static const struct option long_opts[] = {
     {"cluster", required_argument, 0, OPT_CLUSTER},    {"shard", required_argument, 0, OPT_SHARD},
     {"shards", required_argument, 0, OPT_SHARDS},      {"imbalance", required_argument, 0, OPT_IMBALANCE},
     {"replicas", required_argument, 0, OPT_REPLICAS},  {"copies", required_argument, 0, OPT_COPIES},
+    /* featstore cluster */
+    {"wait", required_argument, 0, OPT_WAIT},
     {0, 0, 0, 0},
 };
 

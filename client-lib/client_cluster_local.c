@@ -204,6 +204,7 @@ static fs_status_t take(const fs_cluster_t *c, const fs_shard_addr_t *a, const i
                         fs_error_t *err)
 {
     *out = NULL;
+    if (n == 0) return FS_OK; /* the map gives it no part (yet, or any more): nothing to ask it */
     pthread_mutex_lock(&held_mu); /* held while fetching: connections of one process fetch a shard once */
     held_t *h = held_list;
     while (h && (h->stale || strcmp(h->path, a->unix_path) || strcmp(h->partitioning, c->partitioning))) h = h->next;

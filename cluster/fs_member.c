@@ -23,13 +23,17 @@ struct fs_member {
     fs_shard_reg_t self;
     char *self_json;
     char reg_key[FS_CLUSTER_NAME_MAX + 64], map_key[FS_CLUSTER_NAME_MAX + 64], shards_prefix[FS_CLUSTER_NAME_MAX + 64];
+    char assign_key[FS_CLUSTER_NAME_MAX + 64];
     fs_etcd_t *etcd;
     int64_t lease;
     pthread_t thread;
     int running, stop;
+    int kick;                    /* under mu: self changed, write it now */
+    int self_dirty;              /* under mu: self's registration is not in etcd yet */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     fs_shard_map_t map;          /* under mu */
+    fs_shard_map_t assign;       /* under mu: the cluster's assignment (parts 0: none) */
     fs_member_status_t status;   /* under mu */
 };
 
@@ -51,6 +55,28 @@ fs_status_t fs_cluster_read_map(fs_etcd_t *e, const char *name, fs_shard_map_t *
         st = fs_error(err, FS_ERR_NOT_FOUND, "cluster %s: etcd %s holds no shard map (%s): no shard has joined", name,
                       fs_etcd_endpoint(e), key);
     if (st == FS_OK) st = fs_shard_map_parse(kvs.kv[0].value, kvs.kv[0].value_len, out, err);
+    if (st == FS_OK) out->revision = kvs.kv[0].mod_revision;
+    fs_etcd_kvs_free(&kvs);
+    return st;
+}
+
+fs_status_t fs_cluster_read_assign(fs_etcd_t *e, const char *name, fs_shard_map_t *out, fs_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    char key[FS_CLUSTER_NAME_MAX + 64];
+    fs_status_t st = fs_cluster_name_check(name, err);
+    if (st != FS_OK) return st;
+    fs_cluster_key(name, "assign", key, sizeof key);
+    fs_etcd_kvs_t kvs = {0};
+    st = fs_etcd_get(e, key, 0, &kvs, err);
+    if (st == FS_OK && kvs.n == 0)
+        st = fs_error(err, FS_ERR_NOT_FOUND, "cluster %s has no assignment (%s): its shards hold the parts they were "
+                      "started with", name, key);
+    if (st == FS_OK) st = fs_shard_assign_parse(kvs.kv[0].value, kvs.kv[0].value_len, out, err);
+    if (st == FS_OK && strcmp(out->name, name) != 0) {
+        st = fs_error(err, FS_ERR_FORMAT, "cluster %s: its assignment names cluster %s", name, out->name);
+        fs_shard_map_free(out);
+    }
     if (st == FS_OK) out->revision = kvs.kv[0].mod_revision;
     fs_etcd_kvs_free(&kvs);
     return st;
@@ -97,8 +123,13 @@ static fs_status_t register_self(fs_member_t *m, fs_error_t *err)
     if (st != FS_OK) return st;
     int swapped;
     fs_etcd_kvs_t now = {0};
-    st = fs_etcd_put_if(m->etcd, m->reg_key, m->self_json, strlen(m->self_json), m->lease, 0, &swapped, &now, NULL,
-                        err);
+    pthread_mutex_lock(&m->mu);
+    char *json = strdup(m->self_json);
+    m->self_dirty = 0;
+    pthread_mutex_unlock(&m->mu);
+    st = json ? fs_etcd_put_if(m->etcd, m->reg_key, json, strlen(json), m->lease, 0, &swapped, &now, NULL, err)
+              : fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory", m->name);
+    free(json);
     if (st == FS_OK && !swapped) {
         fs_shard_reg_t other;
         fs_error_t ignored;
@@ -142,11 +173,35 @@ static fs_status_t read_registrations(fs_member_t *m, fs_shard_reg_t **regs, int
     return st;
 }
 
-/* The map the registrations make; with none left, every part unowned. */
+/* The assignment as etcd holds it into m->assign (none: parts 0); a bad
+ * one is kept out, and named in the status. */
+static fs_status_t read_assign(fs_member_t *m, fs_error_t *err)
+{
+    fs_shard_map_t a;
+    fs_status_t st = fs_cluster_read_assign(m->etcd, m->name, &a, err);
+    if (st == FS_ERR_NOT_FOUND) memset(&a, 0, sizeof a), st = FS_OK;
+    if (st != FS_OK) return st == FS_ERR_UNAVAILABLE || st == FS_ERR_TIMEOUT ? st : (note(m, st, err), FS_OK);
+    pthread_mutex_lock(&m->mu);
+    fs_shard_map_free(&m->assign);
+    m->assign = a;
+    pthread_mutex_unlock(&m->mu);
+    return FS_OK;
+}
+
+/* The map the registrations make (by the assignment, if there is one);
+ * with none left, every part unowned. */
 static fs_status_t wanted_map(fs_member_t *m, const fs_shard_reg_t *regs, int n, fs_shard_map_t *out, fs_error_t *err)
 {
-    if (n > 0) return fs_shard_map_build(m->name, regs, n, out, err);
-    return fs_shard_map_empty(m->name, m->self.partitioning, m->self.parts, m->self.replicas, out, err);
+    fs_shard_map_t assign = {0};
+    fs_status_t st = FS_OK;
+    pthread_mutex_lock(&m->mu);
+    if (m->assign.parts) st = fs_shard_map_copy(&m->assign, &assign, err);
+    pthread_mutex_unlock(&m->mu);
+    if (st == FS_OK && n > 0) st = fs_shard_map_build(m->name, regs, n, assign.parts ? &assign : NULL, out, err);
+    else if (st == FS_OK)
+        st = fs_shard_map_empty(m->name, m->self.partitioning, m->self.parts, m->self.replicas, out, err);
+    fs_shard_map_free(&assign);
+    return st;
 }
 
 /* Makes etcd's map the registrations' map, and adopts it. */
@@ -191,6 +246,24 @@ static fs_status_t reconcile(fs_member_t *m, fs_error_t *err)
     return st;
 }
 
+/* Self's registration put again under the lease when it changed
+ * (fs_member_set_parts). */
+static fs_status_t write_self(fs_member_t *m, fs_error_t *err)
+{
+    pthread_mutex_lock(&m->mu);
+    char *json = m->self_dirty ? strdup(m->self_json) : NULL;
+    int dirty = m->self_dirty;
+    pthread_mutex_unlock(&m->mu);
+    if (!dirty) return FS_OK;
+    if (!json) return fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory", m->name);
+    fs_status_t st = fs_etcd_put(m->etcd, m->reg_key, json, strlen(json), m->lease, NULL, err);
+    pthread_mutex_lock(&m->mu);
+    if (st == FS_OK && strcmp(json, m->self_json) == 0) m->self_dirty = 0; /* else it changed again meanwhile */
+    pthread_mutex_unlock(&m->mu);
+    free(json);
+    return st;
+}
+
 /* ---- the thread ------------------------------------------------------------------- */
 
 /* Waits one tick (a third of the TTL) unless told to stop; 1 to go on. */
@@ -202,8 +275,9 @@ static int tick(fs_member_t *m)
     t.tv_sec += ns / 1000000000LL;
     t.tv_nsec = ns % 1000000000LL;
     pthread_mutex_lock(&m->mu);
-    while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &t) != ETIMEDOUT) {
+    while (!m->stop && !m->kick && pthread_cond_timedwait(&m->cv, &m->mu, &t) != ETIMEDOUT) {
     }
+    m->kick = 0;
     int go = !m->stop;
     pthread_mutex_unlock(&m->mu);
     return go;
@@ -224,6 +298,8 @@ static void *run(void *arg)
                 pthread_mutex_unlock(&m->mu);
             }
         }
+        if (st == FS_OK) st = read_assign(m, &err);
+        if (st == FS_OK) st = write_self(m, &err);
         if (st == FS_OK) st = reconcile(m, &err);
         note(m, st, &err);
     }
@@ -238,6 +314,7 @@ static void member_free(fs_member_t *m)
     fs_shard_reg_free(&m->self);
     free(m->self_json);
     fs_shard_map_free(&m->map);
+    fs_shard_map_free(&m->assign);
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m);
@@ -265,6 +342,7 @@ static fs_status_t member_new(const fs_member_opts_t *o, const fs_shard_reg_t *s
     fs_cluster_key(o->name, id, m->reg_key, sizeof m->reg_key);
     fs_cluster_key(o->name, "shards/", m->shards_prefix, sizeof m->shards_prefix);
     fs_cluster_key(o->name, "map", m->map_key, sizeof m->map_key);
+    fs_cluster_key(o->name, "assign", m->assign_key, sizeof m->assign_key);
     return fs_etcd_open(o->endpoint, o->timeout_ms > 0 ? o->timeout_ms : 1000, &m->etcd, err);
 }
 
@@ -276,6 +354,7 @@ fs_status_t fs_member_join(const fs_member_opts_t *o, const fs_shard_reg_t *self
     fs_member_t *m = NULL;
     st = member_new(o, self, &m, err);
     if (st == FS_OK) st = register_self(m, err);
+    if (st == FS_OK) st = read_assign(m, err);
     if (st == FS_OK && (st = reconcile(m, err)) != FS_OK) { /* it does not fit: leave nothing behind */
         fs_error_t ignored;
         fs_etcd_lease_revoke(m->etcd, m->lease, &ignored);
@@ -331,5 +410,40 @@ void fs_member_status(fs_member_t *m, fs_member_status_t *out)
 {
     pthread_mutex_lock(&m->mu);
     *out = m->status;
+    out->self_pending = m->self_dirty;
     pthread_mutex_unlock(&m->mu);
+}
+
+fs_status_t fs_member_assignment(fs_member_t *m, fs_shard_map_t *out, fs_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&m->mu);
+    fs_status_t st = m->assign.parts ? fs_shard_map_copy(&m->assign, out, err)
+                                     : fs_error(err, FS_ERR_NOT_FOUND, "cluster %s has no assignment", m->name);
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
+
+fs_status_t fs_member_set_parts(fs_member_t *m, const int *owns, int n, const int *copies, int nc, int replicas,
+                                fs_error_t *err)
+{
+    fs_shard_reg_t self = m->self;
+    self.owns = (int *)owns, self.num_owned = n, self.copies = (int *)copies, self.num_copies = nc;
+    self.replicas = replicas;
+    int *o = malloc(sizeof *o * (size_t)(n + 1)), *c = malloc(sizeof *c * (size_t)(nc + 1));
+    char *json = o && c ? fs_shard_reg_format(&self) : NULL;
+    if (!json) {
+        free(o), free(c);
+        return fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory", m->name);
+    }
+    if (n) memcpy(o, owns, sizeof *o * (size_t)n);
+    if (nc) memcpy(c, copies, sizeof *c * (size_t)nc);
+    pthread_mutex_lock(&m->mu);
+    free(m->self.owns), free(m->self.copies), free(m->self_json);
+    m->self.owns = o, m->self.num_owned = n, m->self.copies = c, m->self.num_copies = nc, m->self.replicas = replicas;
+    m->self_json = json;
+    m->self_dirty = m->kick = 1;
+    pthread_cond_signal(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    return FS_OK;
 }

@@ -12,9 +12,15 @@
  * map and says so (fs_member_status); when etcd returns it registers again
  * if its lease expired meanwhile. Every etcd call has a deadline.
  *
- * Thread safety: fs_member_map, fs_member_status and fs_member_revision may
- * be called from any thread while the membership runs; join and leave from
- * one. */
+ * Once the cluster has an assignment (fs_shardmap.h, written by `featstore
+ * cluster`), the thread reads it each tick and the map follows it; the
+ * shard server loads and drops parts to hold what it gives it, and tells
+ * the membership what it holds (fs_member_set_parts), which registers it
+ * again at once.
+ *
+ * Thread safety: fs_member_map, fs_member_status, fs_member_revision,
+ * fs_member_assignment and fs_member_set_parts may be called from any
+ * thread while the membership runs; join and leave from one. */
 #ifndef FS_MEMBER_H
 #define FS_MEMBER_H
 
@@ -37,6 +43,7 @@ typedef struct {
     int64_t revision;      /* the map's revision this shard holds (0: none yet) */
     int64_t rejoins;       /* registrations made again after the lease expired */
     int64_t map_writes;    /* map updates this shard wrote */
+    int self_pending;      /* a registration change (fs_member_set_parts) not yet in etcd */
     char last_error[sizeof ((fs_error_t *)0)->msg]; /* the last etcd or map error, "" if none */
 } fs_member_status_t;
 
@@ -46,6 +53,10 @@ void fs_cluster_key(const char *name, const char *what, char *buf, size_t len);
 /* The cluster's map as etcd holds it, with its revision; FS_ERR_NOT_FOUND
  * when no shard has written one yet. */
 fs_status_t fs_cluster_read_map(fs_etcd_t *e, const char *name, fs_shard_map_t *out, fs_error_t *err);
+
+/* The cluster's assignment as etcd holds it (fs_shardmap.h), with its
+ * revision; FS_ERR_NOT_FOUND when it has none. */
+fs_status_t fs_cluster_read_assign(fs_etcd_t *e, const char *name, fs_shard_map_t *out, fs_error_t *err);
 
 /* Registers self and starts the membership thread. Fails, leaving nothing
  * behind, when etcd cannot be reached (FS_ERR_UNAVAILABLE or
@@ -62,5 +73,15 @@ void fs_member_leave(fs_member_t *m);
 fs_status_t fs_member_map(fs_member_t *m, fs_shard_map_t *out, fs_error_t *err);
 int64_t fs_member_revision(fs_member_t *m);
 void fs_member_status(fs_member_t *m, fs_member_status_t *out);
+
+/* A copy of the cluster's assignment as last read (each tick), or
+ * FS_ERR_NOT_FOUND when it has none. */
+fs_status_t fs_member_assignment(fs_member_t *m, fs_shard_map_t *out, fs_error_t *err);
+
+/* The parts this shard holds now (each list ascending, copied) and the
+ * replica count: its registration is written again at once (then each
+ * reconcile builds the map from it), or when etcd answers again. */
+fs_status_t fs_member_set_parts(fs_member_t *m, const int *owns, int n, const int *copies, int nc, int replicas,
+                                fs_error_t *err);
 
 #endif

@@ -18,6 +18,7 @@
 
 #define REG_FORMAT "featstore-shard"
 #define MAP_FORMAT "featstore-shard-map"
+#define ASSIGN_FORMAT "featstore-assignment"
 
 /* ---- a shard's id and parts from its orchestrator ------------------------------- */
 
@@ -353,8 +354,69 @@ fs_status_t fs_shard_map_empty(const char *name, const char *partitioning, int p
     return st;
 }
 
-fs_status_t fs_shard_map_build(const char *name, const fs_shard_reg_t *regs, int n, fs_shard_map_t *out,
-                               fs_error_t *err)
+/* Whether the sorted list a[0..n) has x. */
+static int listed(const int *a, int n, int x)
+{
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (a[mid] == x) return 1;
+        if (a[mid] < x) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return 0;
+}
+
+/* With an assignment: part p's holders are the registered shards holding
+ * it, those it assigns first in its order, then the others (owners, then
+ * by id), the first R of them. A shard loading a part it was given is
+ * not yet among them; one giving a part away stays until enough of the
+ * assigned holders hold it. */
+static void assigned_holders(fs_shard_map_t *m, const fs_shard_reg_t **regs, int n, const fs_shard_map_t *assign)
+{
+    int R = m->replicas;
+    for (int p = 0; p < m->parts; p++) {
+        long best_key[FS_CLUSTER_REPLICAS_MAX + 1];
+        int best[FS_CLUSTER_REPLICAS_MAX + 1], k = 0;
+        for (int i = 0; i < n; i++) {
+            const fs_shard_reg_t *r = regs[i];
+            int owns = listed(r->owns, r->num_owned, p);
+            if (!owns && !listed(r->copies, r->num_copies, p)) continue;
+            int rank = fs_shard_map_rank(assign, p, r->addr.id);
+            long key = rank >= 0 ? rank : (long)(R + !owns) * FS_CLUSTER_SHARDS_MAX + r->addr.id;
+            int at = k; /* insertion into the best R so far, by ascending key */
+            if (k == R && key >= best_key[R - 1]) continue;
+            if (k == R) at = R - 1;
+            else k++;
+            for (; at > 0 && best_key[at - 1] > key; at--) best_key[at] = best_key[at - 1], best[at] = best[at - 1];
+            best_key[at] = key, best[at] = r->addr.id;
+        }
+        for (int j = 0; j < k; j++) m->holders[p * R + j] = best[j];
+    }
+}
+
+/* A registration that does not belong with the first (sorted[0]) or the
+ * assignment: FS_ERR_EXISTS or FS_ERR_FORMAT naming both. */
+static fs_status_t check_reg(const char *name, const fs_shard_reg_t **sorted, int i, const fs_shard_map_t *out,
+                             const fs_shard_map_t *assign, fs_error_t *err)
+{
+    const fs_shard_reg_t *r = sorted[i];
+    if (i > 0 && r->addr.id == sorted[i - 1]->addr.id)
+        return fs_error(err, FS_ERR_EXISTS, "cluster %s: shard %d is registered twice", name, r->addr.id);
+    if (strcmp(r->partitioning, out->partitioning) != 0 || r->parts != out->parts)
+        return fs_error(err, FS_ERR_FORMAT,
+                        "cluster %s: shard %d serves partitioning %s of %d parts, %s %s of %d: one cluster serves one "
+                        "partitioning", name, r->addr.id, r->partitioning, r->parts,
+                        assign ? "the assignment" : "the first shard", out->partitioning, out->parts);
+    if ((r->replicas > 0 ? r->replicas : 1) != out->replicas)
+        return fs_error(err, FS_ERR_FORMAT, "cluster %s: shard %d has %d replicas, %s %d: one cluster has one replica "
+                        "count", name, r->addr.id, r->replicas, assign ? "the assignment" : "the first shard",
+                        out->replicas);
+    return FS_OK;
+}
+
+fs_status_t fs_shard_map_build(const char *name, const fs_shard_reg_t *regs, int n, const fs_shard_map_t *assign,
+                               fs_shard_map_t *out, fs_error_t *err)
 {
     memset(out, 0, sizeof *out);
     fs_status_t st = fs_cluster_name_check(name, err);
@@ -365,26 +427,19 @@ fs_status_t fs_shard_map_build(const char *name, const fs_shard_reg_t *regs, int
     for (int i = 0; i < n; i++) sorted[i] = &regs[i];
     qsort(sorted, (size_t)n, sizeof *sorted, by_id);
     snprintf(out->name, sizeof out->name, "%s", name);
-    memcpy(out->partitioning, sorted[0]->partitioning, sizeof out->partitioning);
-    int replicas = sorted[0]->replicas > 0 ? sorted[0]->replicas : 1;
-    st = map_alloc(out, sorted[0]->parts, replicas, n, err);
+    memcpy(out->partitioning, assign ? assign->partitioning : sorted[0]->partitioning, sizeof out->partitioning);
+    int replicas = assign ? assign->replicas : sorted[0]->replicas > 0 ? sorted[0]->replicas : 1;
+    st = map_alloc(out, assign ? assign->parts : sorted[0]->parts, replicas, n, err);
     for (int i = 0; st == FS_OK && i < n; i++) {
         const fs_shard_reg_t *r = sorted[i];
-        if (i > 0 && r->addr.id == sorted[i - 1]->addr.id)
-            st = fs_error(err, FS_ERR_EXISTS, "cluster %s: shard %d is registered twice", name, r->addr.id);
-        else if (strcmp(r->partitioning, out->partitioning) != 0 || r->parts != out->parts)
-            st = fs_error(err, FS_ERR_FORMAT,
-                          "cluster %s: shard %d serves partitioning %s of %d parts, shard %d %s of %d: one cluster "
-                          "serves one partitioning",
-                          name, r->addr.id, r->partitioning, r->parts, sorted[0]->addr.id, out->partitioning, out->parts);
-        else if ((r->replicas > 0 ? r->replicas : 1) != replicas)
-            st = fs_error(err, FS_ERR_FORMAT, "cluster %s: shard %d has %d replicas, shard %d %d: one cluster has "
-                          "one replica count", name, r->addr.id, r->replicas, sorted[0]->addr.id, replicas);
+        st = check_reg(name, sorted, i, out, assign, err);
         out->shard[i] = r->addr;
-        for (int j = 0; st == FS_OK && j < r->num_owned; j++) st = add_holder(out, name, r->owns[j], r->addr.id, 1, err);
-        for (int j = 0; st == FS_OK && j < r->num_copies; j++)
+        for (int j = 0; !assign && st == FS_OK && j < r->num_owned; j++)
+            st = add_holder(out, name, r->owns[j], r->addr.id, 1, err);
+        for (int j = 0; !assign && st == FS_OK && j < r->num_copies; j++)
             st = add_holder(out, name, r->copies[j], r->addr.id, 0, err);
     }
+    if (st == FS_OK && assign) assigned_holders(out, sorted, n, assign);
     free(sorted);
     if (st != FS_OK) fs_shard_map_free(out);
     else set_owners(out);
@@ -515,6 +570,65 @@ fs_status_t fs_shard_map_parse(const char *json, size_t len, fs_shard_map_t *out
     return st;
 }
 
+/* ---- assignments ------------------------------------------------------------------ */
+
+static const char *const ASSIGN_KEYS[] = {"format", "version", "name", "partitioning", "parts", "replicas", "shards",
+                                          "holders", NULL};
+
+char *fs_shard_assign_format(const fs_shard_map_t *a)
+{
+    json_t *shards = json_array(), *holders = json_array();
+    for (int i = 0; i < a->num_shards; i++) json_array_append_new(shards, json_integer(a->shard[i].id));
+    for (int p = 0; p < a->parts; p++)
+        json_array_append_new(holders, int_list(&a->holders[p * a->replicas], holder_count(a, p)));
+    json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "format", ASSIGN_FORMAT, "version", 1,
+                             "name", a->name, "partitioning", a->partitioning, "parts", a->parts, "replicas",
+                             a->replicas, "shards", shards, "holders", holders);
+    char *s = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    return s;
+}
+
+fs_status_t fs_shard_assign_parse(const char *json, size_t len, fs_shard_map_t *out, fs_error_t *err)
+{
+    const char *where = "shard assignment";
+    memset(out, 0, sizeof *out);
+    json_t *root = parse_json(json, len, where, err);
+    if (!root) return FS_ERR_FORMAT;
+    int version = 1, parts = 0, replicas = 1, *ids = NULL, n = 0, bad;
+    fs_status_t st = header(root, ASSIGN_FORMAT, where, 1, &version, err);
+    if (st == FS_OK) st = fs_json_only_keys(root, ASSIGN_KEYS, where, err);
+    if (st == FS_OK) st = str_field(root, "name", where, FS_CLUSTER_NAME_MAX, 0, out->name, err);
+    if (st == FS_OK) st = fs_cluster_name_check(out->name, err);
+    if (st == FS_OK) st = partitioning_field(root, where, out->partitioning, err);
+    if (st == FS_OK) st = int_field(root, "parts", where, 1, FS_PARTITION_MAX_PARTS, &parts, err);
+    if (st == FS_OK) st = int_field(root, "replicas", where, 1, FS_CLUSTER_REPLICAS_MAX, &replicas, err);
+    if (st == FS_OK)
+        st = int_array(root, "shards", where, FS_CLUSTER_SHARDS_MAX, 0, FS_CLUSTER_SHARDS_MAX - 1, &ids, &n, err);
+    if (st == FS_OK && (bad = not_ascending(ids, n)) >= 0)
+        st = fs_error(err, FS_ERR_FORMAT, "%s: \"shards\" must ascend without repeats (entry %d)", where, bad);
+    if (st == FS_OK) st = map_alloc(out, parts, replicas, n, err);
+    for (int i = 0; st == FS_OK && i < n; i++) out->shard[i].id = ids[i];
+    if (st == FS_OK) st = map_holders(root, where, out, err);
+    for (int i = 0; st == FS_OK && i < parts * replicas; i++)
+        if (out->holders[i] >= 0 && !has_shard(out, out->holders[i]))
+            st = fs_error(err, FS_ERR_FORMAT, "%s: part %d is given to shard %d, which is not in \"shards\"", where,
+                          i / replicas, out->holders[i]);
+    free(ids);
+    json_decref(root);
+    if (st != FS_OK) fs_shard_map_free(out);
+    else set_owners(out);
+    return st;
+}
+
+int fs_shard_map_rank(const fs_shard_map_t *m, int p, int id)
+{
+    if (p < 0 || p >= m->parts) return -1;
+    for (int i = 0; i < m->replicas && m->holders[p * m->replicas + i] >= 0; i++)
+        if (m->holders[p * m->replicas + i] == id) return i;
+    return -1;
+}
+
 fs_status_t fs_shard_map_copy(const fs_shard_map_t *m, fs_shard_map_t *out, fs_error_t *err)
 {
     *out = *m;
@@ -564,8 +678,5 @@ const fs_shard_addr_t *fs_shard_map_owner(const fs_shard_map_t *m, int p)
 
 int fs_shard_map_holds(const fs_shard_map_t *m, int p, int id)
 {
-    if (p < 0 || p >= m->parts) return 0;
-    for (int i = 0; i < m->replicas && m->holders[p * m->replicas + i] >= 0; i++)
-        if (m->holders[p * m->replicas + i] == id) return 1;
-    return 0;
+    return fs_shard_map_rank(m, p, id) >= 0;
 }

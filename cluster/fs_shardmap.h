@@ -114,11 +114,17 @@ void fs_shard_reg_free(fs_shard_reg_t *r);
 
 /* The map of cluster `name` from n registrations: they must share one
  * partitioning and replica count (else FS_ERR_FORMAT naming the shard that
- * differs), no part may be owned twice, nor held by more than R shards
- * (FS_ERR_EXISTS naming the part and the shards). Parts no shard holds get
- * owner -1. revision is left 0. */
-fs_status_t fs_shard_map_build(const char *name, const fs_shard_reg_t *regs, int n, fs_shard_map_t *out,
-                               fs_error_t *err);
+ * differs). Without an assignment (NULL) no part may be owned twice, nor
+ * held by more than R shards (FS_ERR_EXISTS naming the part and the
+ * shards). With one (`assign`, fs_shard_assign_parse: the registrations
+ * must be of its partitioning and R) a part's holders are the registered
+ * shards holding it, those the assignment gives it to first, in its order,
+ * then the others (owners first, then by id), at most R: so a shard loading
+ * a part it was given joins its holders only once it holds it, and one
+ * giving it away leaves them only when enough assigned holders hold it.
+ * Parts no shard holds get owner -1. revision is left 0. */
+fs_status_t fs_shard_map_build(const char *name, const fs_shard_reg_t *regs, int n, const fs_shard_map_t *assign,
+                               fs_shard_map_t *out, fs_error_t *err);
 
 /* A map of no shard: every part without a holder (replicas <= 0: 1). */
 fs_status_t fs_shard_map_empty(const char *name, const char *partitioning, int parts, int replicas,
@@ -136,5 +142,17 @@ int fs_shard_map_same(const fs_shard_map_t *a, const fs_shard_map_t *b);
 const fs_shard_addr_t *fs_shard_map_owner(const fs_shard_map_t *m, int p);
 /* Whether shard `id` holds part p (owns it or has a copy). */
 int fs_shard_map_holds(const fs_shard_map_t *m, int p, int id);
+/* Shard id's place among part p's holders (0: its owner), or -1. */
+int fs_shard_map_rank(const fs_shard_map_t *m, int p, int id);
+
+/* A cluster's assignment (etcd /featstore/NAME/assign, written by `featstore
+ * cluster add|drain|remove`, cluster/fs_assign.h): which shards are to hold
+ * each part, preferred first, and the cluster's members. It has a map's
+ * shape, its shards named by id only (no address): shard[i].id. Once a
+ * cluster has one, each shard loads the parts it gives the shard and drops
+ * the others, and the map follows what the shards hold (fs_shard_map_build).
+ * JSON, read as strictly as the map. */
+char *fs_shard_assign_format(const fs_shard_map_t *a);
+fs_status_t fs_shard_assign_parse(const char *json, size_t len, fs_shard_map_t *out, fs_error_t *err);
 
 #endif

@@ -94,6 +94,9 @@ void fs_partition_part_dir(const char *root, int part, char *buf, size_t len);
 /* V, the number of parts of the root's partitioning, from its book alone
  * (checked as fs_partition_verify checks it; the parts are not opened). */
 fs_status_t fs_partition_num_parts(const char *root, int *parts, fs_error_t *err);
+/* The same, and the partitioning's id into id (FS_PARTITION_ID_LEN + 1
+ * bytes; may be NULL). */
+fs_status_t fs_partition_identity(const char *root, char *id, int *parts, fs_error_t *err);
 
 typedef struct {
     char id[FS_PARTITION_ID_LEN + 1], name[128], method[16];

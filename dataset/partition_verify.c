@@ -272,9 +272,15 @@ static void summarise(const vf_t *v, fs_partition_summary_t *out)
 
 fs_status_t fs_partition_num_parts(const char *root, int *parts, fs_error_t *err)
 {
+    return fs_partition_identity(root, NULL, parts, err);
+}
+
+fs_status_t fs_partition_identity(const char *root, char *id, int *parts, fs_error_t *err)
+{
     vf_t v = {.dir = root, .err = err};
     fs_status_t s = read_book(&v);
     if (s == FS_OK) *parts = v.V;
+    if (s == FS_OK && id) snprintf(id, FS_PARTITION_ID_LEN + 1, "%s", v.id);
     for (int t = 0; v.types && t < v.T; t++) free(v.types[t].first);
     free(v.types);
     json_decref(v.book);

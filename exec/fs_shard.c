@@ -14,10 +14,13 @@
 
 #include "typed_view.h"
 
+/* A held part, shared by the shards that hold it (fs_shard_regroup): the
+ * last one closed closes it. */
 typedef struct {
     int index;
     fs_dataset_t *ds;
     fs_typed_graph_t g;
+    int refs;           /* atomic */
 } held_t;
 
 struct fs_shard {
@@ -25,7 +28,7 @@ struct fs_shard {
     char id[FS_PARTITION_ID_LEN + 1];
     int parts;          /* V of the partitioning */
     int num_held;
-    held_t *held;       /* ascending index */
+    held_t **held;      /* ascending index */
     int *indices;       /* [num_held] */
 };
 
@@ -46,7 +49,7 @@ struct fs_shard_ws {
 
 static int by_index(const void *a, const void *b)
 {
-    const held_t *x = a, *y = b;
+    const held_t *x = *(held_t *const *)a, *y = *(held_t *const *)b;
     return (x->index > y->index) - (x->index < y->index);
 }
 
@@ -70,28 +73,109 @@ static fs_status_t check_part(fs_shard_t *s, const fs_dataset_t *ds, fs_error_t 
     return FS_OK;
 }
 
+static void part_release(held_t *h)
+{
+    if (!h || __atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    fs_typed_graph_free(&h->g);
+    fs_dataset_close(h->ds);
+    free(h);
+}
+
+/* A shard named `name` with room for n parts, none yet. */
+static fs_shard_t *shard_new(const char *name, int n)
+{
+    fs_shard_t *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->held = calloc(n ? (size_t)n : 1, sizeof *s->held);
+    s->indices = malloc((n ? (size_t)n : 1) * sizeof *s->indices);
+    s->name = strdup(name);
+    if (!s->held || !s->indices || !s->name) fs_shard_close(s), s = NULL;
+    return s;
+}
+
+/* Sorts the held parts and lists their indices; FS_ERR_INVALID_ARGUMENT
+ * for a part held twice. */
+static fs_status_t index_parts(fs_shard_t *s, fs_error_t *err)
+{
+    qsort(s->held, (size_t)s->num_held, sizeof *s->held, by_index);
+    for (int i = 0; i < s->num_held; i++) {
+        s->indices[i] = s->held[i]->index;
+        if (i > 0 && s->indices[i] == s->indices[i - 1])
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %s: part %d is held twice", s->name, s->indices[i]);
+    }
+    return FS_OK;
+}
+
+/* Takes the open parts parts[0..n) into s (each set to NULL; all closed on
+ * an error), checked to be of s's partitioning. */
+static fs_status_t take_parts(fs_shard_t *s, fs_dataset_t **parts, int n, fs_error_t *err)
+{
+    fs_status_t st = FS_OK;
+    for (int i = 0; st == FS_OK && i < n; i++) {
+        held_t *h = calloc(1, sizeof *h);
+        if (!h) {
+            st = fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+            break;
+        }
+        st = check_part(s, parts[i], err);
+        *h = (held_t){.index = parts[i]->partition.index, .ds = parts[i], .refs = 1};
+        parts[i] = NULL;
+        s->held[s->num_held++] = h;
+        if (st == FS_OK) st = fs_typed_graph_init(&h->g, h->ds, err);
+    }
+    for (int i = 0; i < n; i++) fs_dataset_close(parts[i]), parts[i] = NULL; /* those not taken, on an error */
+    return st;
+}
+
 fs_status_t fs_shard_adopt(const char *name, fs_dataset_t **parts, int n, fs_shard_t **out, fs_error_t *err)
 {
     *out = NULL;
-    fs_shard_t *s = n > 0 ? calloc(1, sizeof *s) : NULL;
-    if (s) s->held = calloc((size_t)n, sizeof *s->held), s->indices = malloc((size_t)n * sizeof *s->indices);
-    if (s) s->name = strdup(name);
+    fs_shard_t *s = n > 0 ? shard_new(name, n) : NULL;
     fs_status_t st = n <= 0 ? fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %s: no parts to hold", name)
-                     : !s || !s->held || !s->indices || !s->name ? fs_error(err, FS_ERR_NOMEM, "shard: out of memory")
-                                                                 : FS_OK;
-    for (int i = 0; st == FS_OK && i < n; i++) {
-        st = check_part(s, parts[i], err);
-        s->held[i] = (held_t){.index = parts[i]->partition.index, .ds = parts[i]};
-        parts[i] = NULL, s->num_held++;
+                     : !s   ? fs_error(err, FS_ERR_NOMEM, "shard: out of memory")
+                            : take_parts(s, parts, n, err);
+    if (st == FS_OK) st = index_parts(s, err);
+    for (int i = 0; !s && i < n; i++) fs_dataset_close(parts[i]), parts[i] = NULL;
+    if (st != FS_OK) {
+        fs_shard_close(s);
+        return st;
     }
-    for (int i = 0; i < n; i++) fs_dataset_close(parts[i]), parts[i] = NULL; /* those not taken, on an error */
-    if (st == FS_OK) qsort(s->held, (size_t)n, sizeof *s->held, by_index);
-    for (int i = 0; st == FS_OK && i < n; i++) {
-        s->indices[i] = s->held[i].index;
-        if (i > 0 && s->indices[i] == s->indices[i - 1])
-            st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %s: part %d is held twice", name, s->indices[i]);
+    *out = s;
+    return FS_OK;
+}
+
+fs_status_t fs_shard_empty(const char *name, const char *partitioning, int parts, fs_shard_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    if (strlen(partitioning) != FS_PARTITION_ID_LEN || parts < 1 || parts > FS_PARTITION_MAX_PARTS)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard %s: partitioning '%s' of %d parts", name, partitioning,
+                        parts);
+    fs_shard_t *s = shard_new(name, 0);
+    if (!s) return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+    memcpy(s->id, partitioning, FS_PARTITION_ID_LEN + 1);
+    s->parts = parts;
+    *out = s;
+    return FS_OK;
+}
+
+fs_status_t fs_shard_regroup(const fs_shard_t *from, const int *drop, int num_drop, fs_dataset_t **add, int num_add,
+                             fs_shard_t **out, fs_error_t *err)
+{
+    *out = NULL;
+    fs_shard_t *s = shard_new(from->name, from->num_held + num_add);
+    fs_status_t st = s ? FS_OK : fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+    if (st == FS_OK) memcpy(s->id, from->id, sizeof s->id), s->parts = from->parts;
+    for (int i = 0; st == FS_OK && i < from->num_held; i++) {
+        int dropped = 0;
+        for (int j = 0; j < num_drop; j++) dropped |= drop[j] == from->indices[i];
+        if (dropped) continue;
+        __atomic_add_fetch(&from->held[i]->refs, 1, __ATOMIC_ACQ_REL);
+        s->held[s->num_held++] = from->held[i];
     }
-    for (int i = 0; st == FS_OK && i < n; i++) st = fs_typed_graph_init(&s->held[i].g, s->held[i].ds, err);
+    if (st == FS_OK) st = take_parts(s, add, num_add, err);
+    else
+        for (int i = 0; i < num_add; i++) fs_dataset_close(add[i]), add[i] = NULL;
+    if (st == FS_OK) st = index_parts(s, err);
     if (st != FS_OK) {
         fs_shard_close(s);
         return st;
@@ -103,10 +187,7 @@ fs_status_t fs_shard_adopt(const char *name, fs_dataset_t **parts, int n, fs_sha
 void fs_shard_close(fs_shard_t *s)
 {
     if (!s) return;
-    for (int i = 0; s->held && i < s->num_held; i++) {
-        fs_typed_graph_free(&s->held[i].g);
-        fs_dataset_close(s->held[i].ds);
-    }
+    for (int i = 0; s->held && i < s->num_held; i++) part_release(s->held[i]);
     free(s->held);
     free(s->indices);
     free(s->name);
@@ -137,8 +218,14 @@ int fs_shard_held(const fs_shard_t *s, const int **parts)
 const fs_dataset_t *fs_shard_part(const fs_shard_t *s, int part)
 {
     for (int i = 0; i < s->num_held; i++)
-        if (s->held[i].index == part) return s->held[i].ds;
+        if (s->held[i]->index == part) return s->held[i]->ds;
     return NULL;
+}
+
+/* A request to a shard that holds no part (yet, or any more). */
+static fs_status_t held_none(const fs_shard_t *s, fs_error_t *err)
+{
+    return fs_error(err, FS_ERR_NOT_FOUND, "shard %s holds no part (the shard map is stale: fetch it again)", s->name);
 }
 
 /* ---- picks ---------------------------------------------------------------------- */
@@ -206,7 +293,7 @@ static int find_part(const fs_shard_t *s, int t, int64_t x)
     int lo = 0, hi = s->num_held - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        const fs_node_type_t *nt = &s->held[mid].ds->node_types[t];
+        const fs_node_type_t *nt = &s->held[mid]->ds->node_types[t];
         if (x < nt->first) hi = mid - 1;
         else if (x >= nt->first + nt->count) lo = mid + 1;
         else return mid;
@@ -233,7 +320,7 @@ static fs_status_t place_ids(const fs_shard_t *s, fs_shard_ws_t *w, int t, const
     for (int h = 0; h < H; h++) w->start[h + 1] += w->start[h], w->cursor[h] = w->start[h];
     for (int64_t i = 0; i < n; i++) {
         int h = w->part_of[i];
-        const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
+        const fs_node_type_t *nt = &s->held[h]->ds->node_types[t];
         int64_t at = w->cursor[h]++, row = ids[i] - nt->first;
         w->at[i] = at;
         w->rows[at] = row;
@@ -270,7 +357,8 @@ static fs_status_t place_exclusions(fs_shard_ws_t *w, const fs_typed_picks_req_t
 fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed_picks_req_t *q, const int64_t *ids,
                            int64_t n, fs_typed_picks_t *out, fs_error_t *err)
 {
-    const fs_dataset_t *ds0 = s->held[0].ds;
+    if (s->num_held == 0) return held_none(s, err);
+    const fs_dataset_t *ds0 = s->held[0]->ds;
     if (q->etype < 0 || q->etype >= ds0->num_edge_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: edge type %d of %d", q->etype, ds0->num_edge_types);
     int H = s->num_held, t = ds0->edge_types[q->etype].dst_type;
@@ -278,7 +366,7 @@ fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed
     if (st == FS_OK) st = place_ids(s, w, t, q, ids, n, err);
     if (st == FS_OK && q->num_excl) st = place_exclusions(w, q, H, n, err);
     for (int h = 0; st == FS_OK && h < H; h++) { /* each part's group through the engine */
-        const held_t *hp = &s->held[h];
+        const held_t *hp = s->held[h];
         fs_typed_picks_req_t mine = *q; /* with the group's times and batches */
         if (q->time) mine.time = w->time + w->start[h];
         if (q->batch) mine.batch = w->batch + w->start[h];
@@ -300,7 +388,8 @@ fs_status_t fs_shard_picks(const fs_shard_t *s, fs_shard_ws_t *w, const fs_typed
 fs_status_t fs_shard_edges(const fs_shard_t *s, int etype, const int64_t *dst, const int64_t *src, int64_t n,
                            uint8_t *is_edge, fs_error_t *err)
 {
-    const fs_dataset_t *ds0 = s->held[0].ds;
+    if (s->num_held == 0) return held_none(s, err);
+    const fs_dataset_t *ds0 = s->held[0]->ds;
     if (etype < 0 || etype >= ds0->num_edge_types)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: edge type %d of %d", etype, ds0->num_edge_types);
     int t = ds0->edge_types[etype].dst_type;
@@ -309,8 +398,8 @@ fs_status_t fs_shard_edges(const fs_shard_t *s, int etype, const int64_t *dst, c
         if (h < 0)
             return fs_error(err, FS_ERR_NOT_FOUND, "shard: node %lld (entry %lld) is in no part this shard holds "
                             "(the shard map is stale: fetch it again)", (long long)dst[i], (long long)i);
-        const fs_typed_etype_t *et = &s->held[h].g.view.etype[etype];
-        int64_t row = dst[i] - s->held[h].ds->node_types[t].first, found = 0;
+        const fs_typed_etype_t *et = &s->held[h]->g.view.etype[etype];
+        int64_t row = dst[i] - s->held[h]->ds->node_types[t].first, found = 0;
         for (int64_t q = et->indptr[row]; q < et->indptr[row + 1] && !found; q++)
             found = fs_typed_source(et, q) == src[i];
         is_edge[i] = (uint8_t)found;
@@ -323,7 +412,7 @@ fs_status_t fs_shard_edges(const fs_shard_t *s, int etype, const int64_t *dst, c
 /* Table `name` of type t in held part h: its index, or -1. */
 static int table_index(const fs_shard_t *s, int h, int t, const char *name)
 {
-    const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
+    const fs_node_type_t *nt = &s->held[h]->ds->node_types[t];
     for (int i = 0; i < nt->num_tables; i++)
         if (strcmp(nt->tables[i].name, name) == 0) return i;
     return -1;
@@ -331,20 +420,21 @@ static int table_index(const fs_shard_t *s, int h, int t, const char *name)
 
 fs_status_t fs_shard_table(const fs_shard_t *s, int t, const char *table, size_t *row_bytes, fs_error_t *err)
 {
-    if (t < 0 || t >= s->held[0].ds->num_node_types)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: node type %d of %d", t, s->held[0].ds->num_node_types);
+    if (s->num_held == 0) return held_none(s, err);
+    if (t < 0 || t >= s->held[0]->ds->num_node_types)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: node type %d of %d", t, s->held[0]->ds->num_node_types);
     if (strcmp(table, FS_CLUSTER_NODE_TIME_TABLE) == 0) { /* the nodes' timestamps */
-        if (!s->held[0].ds->node_types[t].time)
+        if (!s->held[0]->ds->node_types[t].time)
             return fs_error(err, FS_ERR_NOT_FOUND, "shard: node type '%s' has no timestamps",
-                            s->held[0].ds->node_types[t].name);
+                            s->held[0]->ds->node_types[t].name);
         *row_bytes = sizeof(int64_t);
         return FS_OK;
     }
     int i = table_index(s, 0, t, table);
     if (i < 0)
         return fs_error(err, FS_ERR_NOT_FOUND, "shard: node type '%s' has no table '%s'",
-                        s->held[0].ds->node_types[t].name, table);
-    *row_bytes = s->held[0].ds->node_types[t].tables[i].row_bytes;
+                        s->held[0]->ds->node_types[t].name, table);
+    *row_bytes = s->held[0]->ds->node_types[t].tables[i].row_bytes;
     return FS_OK;
 }
 
@@ -361,7 +451,7 @@ fs_status_t fs_shard_rows(const fs_shard_t *s, int t, const char *table, const i
                             "(the shard map is stale: fetch it again)", (long long)ids[i], (long long)i);
         if (h != last && !times) col = table_index(s, h, t, table); /* every part has the book's tables */
         last = h;
-        const fs_node_type_t *nt = &s->held[h].ds->node_types[t];
+        const fs_node_type_t *nt = &s->held[h]->ds->node_types[t];
         const char *data = times ? (const char *)nt->time : (const char *)nt->tables[col].data;
         memcpy((char *)out + (size_t)i * row_bytes, data + (size_t)(ids[i] - nt->first) * row_bytes, row_bytes);
     }

@@ -6,14 +6,17 @@
  * the shard's unix socket hands out).
  *
  * Each part stays a dataset of its own (its typed view over its own
- * arrays), so parts can be added and dropped one by one. A request names
+ * arrays), so parts can be added and dropped one by one (fs_shard_regroup). A request names
  * nodes by their global ids in the partitioned graph (the node maps' new
  * ids); each is found in the part that owns it, picked there with the
  * engine's fs_typed_picks keyed by the node's id in the source dataset,
  * and the answers come back merged in the request's order: exactly the
  * picks one server makes for those nodes.
  *
- * Ownership: the shard owns its parts. Thread-safety: read-only once open;
+ * Ownership: a shard holds its parts; shards made from it by
+ * fs_shard_regroup share the parts they keep (counted: a part closes with
+ * the last shard holding it), so a server swaps the shard it answers from
+ * while calls still read the old one. Thread-safety: read-only once open;
  * each caller brings its own workspace. */
 #ifndef FS_SHARD_H
 #define FS_SHARD_H
@@ -30,6 +33,17 @@ typedef struct fs_shard fs_shard_t;
  * server's partition root). */
 fs_status_t fs_shard_adopt(const char *name, fs_dataset_t **parts, int n, fs_shard_t **out, fs_error_t *err);
 void fs_shard_close(fs_shard_t *s);
+
+/* A shard of partitioning `partitioning` (its id) of `parts` parts holding
+ * none yet: every request is FS_ERR_NOT_FOUND (the caller's map is stale). */
+fs_status_t fs_shard_empty(const char *name, const char *partitioning, int parts, fs_shard_t **out, fs_error_t *err);
+
+/* A new shard of from's parts without drop[0..num_drop) (indices; those it
+ * does not hold are ignored) and with the open parts add[0..num_add), taken
+ * as fs_shard_adopt takes them. from is unchanged, and may be closed before
+ * or after the new one. */
+fs_status_t fs_shard_regroup(const fs_shard_t *from, const int *drop, int num_drop, fs_dataset_t **add, int num_add,
+                             fs_shard_t **out, fs_error_t *err);
 
 /* Its name, the partitioning's id, parts and the held ones (ascending). */
 const char *fs_shard_name(const fs_shard_t *s);

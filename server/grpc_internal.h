@@ -16,7 +16,7 @@
 #include "fs_wire.h"
 #include "grpc_server.h"
 #include "shard_metrics.h"
-#include "shard.h"
+#include "shard_live.h"
 
 typedef struct {
     struct fs_grpc_server *srv;
@@ -62,7 +62,7 @@ struct fs_grpc_server {
     grpc_completion_queue *cq;          /* every call's batches, polled by every worker */
     grpc_completion_queue *shutdown_cq;
     fs_engine_t *engine;                /* NULL on a shard server, */
-    const fs_shard_t *shard;            /* which answers the Shard* methods from its parts (else NULL) */
+    fs_shard_live_t *shard;             /* which answers the Shard* methods from its parts (else NULL) */
     fs_limits_t limits;                 /* the server's (a copy) */
     int64_t map_revision;               /* a shard's (fs_grpc_server_set_map_revision; atomic), or 0 */
     fs_shard_metrics_t *shard_metrics;  /* a shard's counters, or NULL */

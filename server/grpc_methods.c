@@ -386,6 +386,7 @@ static fs_status_t check_revision(call_t *c, int64_t theirs)
 static fs_status_t do_shard_picks(call_t *c, int *streaming)
 {
     (void)streaming;
+    const fs_shard_t *shard = fs_shard_live_get(c->srv->shard); /* the parts now, until this call ends */
     featstore_v1_ShardPicksRequest req = featstore_v1_ShardPicksRequest_init_zero;
     fs_wire_buf_t ids_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)}, time_buf = ids_buf, batch_buf = ids_buf,
                   xat_buf = ids_buf, xsrc_buf = ids_buf;
@@ -415,7 +416,7 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
                               .disjoint = req.disjoint, .time = time, .batch = batch, .num_excl = nxa,
                               .excl_at = xat, .excl_src = xsrc};
     fs_typed_picks_t out;
-    if (st == FS_OK) st = fs_shard_picks(c->srv->shard, c->w->shard_ws, &q, ids, n, &out, &c->err);
+    if (st == FS_OK) st = fs_shard_picks(shard, c->w->shard_ws, &q, ids, n, &out, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "while picking");
     if (st == FS_OK) {
         featstore_v1_ShardPicksResponse resp = featstore_v1_ShardPicksResponse_init_zero;
@@ -429,6 +430,7 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
     }
     fs_wire_buf_free(&ids_buf), fs_wire_buf_free(&time_buf), fs_wire_buf_free(&batch_buf);
     fs_wire_buf_free(&xat_buf), fs_wire_buf_free(&xsrc_buf);
+    fs_shard_live_put(c->srv->shard, shard);
     count_shard_call(c, FS_SHARD_CALL_PICKS, st, n, req.hop);
     return st;
 }
@@ -437,6 +439,7 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
 static fs_status_t do_shard_rows(call_t *c, int *streaming)
 {
     (void)streaming;
+    const fs_shard_t *shard = fs_shard_live_get(c->srv->shard); /* the parts now, until this call ends */
     featstore_v1_ShardRowsRequest req = featstore_v1_ShardRowsRequest_init_zero;
     fs_wire_buf_t ids_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)};
     fs_wire_set_buf(&req.ids, &ids_buf);
@@ -448,11 +451,11 @@ static fs_status_t do_shard_rows(call_t *c, int *streaming)
     if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardRows");
     if (st == FS_OK) st = check_revision(c, req.map_revision);
     if (st == FS_OK) st = fs_wire_int64s(&ids_buf, "ids", &ids, &n, &c->err);
-    if (st == FS_OK) st = fs_shard_table(c->srv->shard, req.node_type, req.table, &row_bytes, &c->err);
+    if (st == FS_OK) st = fs_shard_table(shard, req.node_type, req.table, &row_bytes, &c->err);
     if (st == FS_OK) st = fs_limits_check(&c->srv->limits, n, NULL, row_bytes, &c->err);
     if (st == FS_OK && !(rows = malloc((size_t)n * row_bytes + 1)))
         st = fs_error(&c->err, FS_ERR_NOMEM, "ShardRows: out of memory for %lld rows", (long long)n);
-    if (st == FS_OK) st = fs_shard_rows(c->srv->shard, req.node_type, req.table, ids, n, rows, &c->err);
+    if (st == FS_OK) st = fs_shard_rows(shard, req.node_type, req.table, ids, n, rows, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "while reading rows");
     if (st == FS_OK) {
         featstore_v1_ShardRowsResponse resp = featstore_v1_ShardRowsResponse_init_zero;
@@ -463,6 +466,7 @@ static fs_status_t do_shard_rows(call_t *c, int *streaming)
     }
     free(rows);
     fs_wire_buf_free(&ids_buf);
+    fs_shard_live_put(c->srv->shard, shard);
     count_shard_call(c, FS_SHARD_CALL_ROWS, st, n, -1);
     return st;
 }
@@ -472,13 +476,14 @@ static fs_status_t do_shard_rows(call_t *c, int *streaming)
 static fs_status_t do_shard_file(call_t *c, int *streaming)
 {
     (void)streaming;
+    const fs_shard_t *shard = fs_shard_live_get(c->srv->shard); /* the parts now, until this call ends */
     featstore_v1_ShardFileRequest req = featstore_v1_ShardFileRequest_init_zero;
     fs_status_t st = decode_request(c, featstore_v1_ShardFileRequest_fields, &req, "ShardFileRequest");
     if (st == FS_OK) st = check_api_typed(c, req.api_version, "ShardFile");
     int64_t max = req.max_bytes < FS_WIRE_SHARD_FILE_CHUNK ? req.max_bytes : FS_WIRE_SHARD_FILE_CHUNK, len = 0, size = 0;
     void *buf = st == FS_OK && max > 0 ? malloc((size_t)max) : NULL;
     if (st == FS_OK && max > 0 && !buf) st = fs_error(&c->err, FS_ERR_NOMEM, "ShardFile: out of memory");
-    if (st == FS_OK) st = fs_shard_file(c->srv->shard, req.name, req.offset, max, buf, &len, &size, &c->err);
+    if (st == FS_OK) st = fs_shard_file(shard, req.name, req.offset, max, buf, &len, &size, &c->err);
     if (st == FS_OK) {
         featstore_v1_ShardFileResponse resp = {.size = size};
         fs_wire_bytes_t b;
@@ -487,6 +492,7 @@ static fs_status_t do_shard_file(call_t *c, int *streaming)
         if (!c->response) st = c->err.code;
     }
     free(buf);
+    fs_shard_live_put(c->srv->shard, shard);
     count_shard_call(c, FS_SHARD_CALL_FILE, st, 0, -1);
     return st;
 }
@@ -496,6 +502,7 @@ static fs_status_t do_shard_file(call_t *c, int *streaming)
 static fs_status_t do_shard_edges(call_t *c, int *streaming)
 {
     (void)streaming;
+    const fs_shard_t *shard = fs_shard_live_get(c->srv->shard); /* the parts now, until this call ends */
     featstore_v1_ShardEdgesRequest req = featstore_v1_ShardEdgesRequest_init_zero;
     fs_wire_buf_t dst_buf = {.flags = FS_WIRE_BORROW, .align = sizeof(int64_t)}, src_buf = dst_buf;
     fs_wire_set_buf(&req.dst, &dst_buf);
@@ -514,7 +521,7 @@ static fs_status_t do_shard_edges(call_t *c, int *streaming)
     if (st == FS_OK) st = fs_limits_check(&c->srv->limits, n, NULL, 0, &c->err);
     if (st == FS_OK && !(ans = malloc((size_t)n + 1)))
         st = fs_error(&c->err, FS_ERR_NOMEM, "ShardEdges: out of memory for %lld pairs", (long long)n);
-    if (st == FS_OK) st = fs_shard_edges(c->srv->shard, req.edge_type, dst, src, n, ans, &c->err);
+    if (st == FS_OK) st = fs_shard_edges(shard, req.edge_type, dst, src, n, ans, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "while testing edges");
     if (st == FS_OK) {
         featstore_v1_ShardEdgesResponse resp = featstore_v1_ShardEdgesResponse_init_zero;
@@ -525,6 +532,7 @@ static fs_status_t do_shard_edges(call_t *c, int *streaming)
     }
     free(ans);
     fs_wire_buf_free(&dst_buf), fs_wire_buf_free(&src_buf);
+    fs_shard_live_put(c->srv->shard, shard);
     count_shard_call(c, FS_SHARD_CALL_EDGES, st, n, -1);
     return st;
 }

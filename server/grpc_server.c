@@ -784,7 +784,7 @@ void fs_grpc_server_set_map_revision(fs_grpc_server_t *s, int64_t revision)
     __atomic_store_n(&s->map_revision, revision, __ATOMIC_RELAXED);
 }
 
-fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_shard_metrics_t *metrics,
+fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, fs_shard_live_t *shard, fs_shard_metrics_t *metrics,
                                        fs_error_t *err)
 {
     if (!shard) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "grpc: no shard");

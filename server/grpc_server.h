@@ -32,7 +32,7 @@
 
 #include "engine.h"
 #include "metrics.h"
-#include "shard.h"
+#include "shard_live.h"
 #include "shard_metrics.h"
 
 typedef struct fs_grpc_server fs_grpc_server_t;
@@ -79,9 +79,9 @@ fs_status_t fs_grpc_server_serve(fs_grpc_server_t *s, fs_engine_t *engine, fs_me
 void fs_grpc_server_set_map_revision(fs_grpc_server_t *s, int64_t revision);
 
 /* Answers the Shard* methods from a shard's parts instead (a shard server:
- * server/shard.h), and Stats from its counters (server/shard_metrics.h,
+ * the parts held now, server/shard_live.h), and Stats from its counters (server/shard_metrics.h,
  * may be NULL); both borrowed like an engine. */
-fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, const fs_shard_t *shard, fs_shard_metrics_t *metrics,
+fs_status_t fs_grpc_server_serve_shard(fs_grpc_server_t *s, fs_shard_live_t *shard, fs_shard_metrics_t *metrics,
                                        fs_error_t *err);
 /* fs_grpc_server_listen with the engine's limits, then fs_grpc_server_serve. */
 fs_status_t fs_grpc_server_start_opts(const fs_grpc_server_opts_t *o, fs_engine_t *engine, fs_metrics_t *metrics,

@@ -23,11 +23,9 @@
 struct fs_local_shard {
     fs_local_socket_t sock;
     fs_local_allow_t allow;
-    const fs_shard_t *shard;
+    fs_shard_live_t *live;   /* the parts held now */
     int id;
     int wake_fd;             /* written by stop: the thread's cue to end */
-    int *manifest_fd;        /* [held] each part's manifest in a sealed memfd */
-    int num_held;
     pthread_t thread;
     int running;
     pthread_mutex_t mu;      /* handshakes under way, and their end */
@@ -55,27 +53,42 @@ static int manifest_memfd(const fs_dataset_t *ds)
 
 static const char *file_name_at(void *ctx, size_t i) { return fs_dataset_file_name(ctx, (int)i); }
 
-/* Part i's SHARD_PART frame and its descriptors; -1 when the peer is gone. */
-static int send_part(fs_local_shard_t *ls, int fd, int i)
+/* Part i of shard s: its SHARD_PART frame, its manifest in a sealed memfd
+ * and its files' descriptors; -1 when the peer is gone or the part cannot
+ * be sent (the peer is told why). */
+static int send_part(fs_local_shard_t *ls, const fs_shard_t *s, int fd, int i)
 {
     const int *held;
-    fs_shard_held(ls->shard, &held);
-    const fs_dataset_t *ds = fs_shard_part(ls->shard, held[i]);
+    int num_held = fs_shard_held(s, &held);
+    const fs_dataset_t *ds = fs_shard_part(s, held[i]);
     int nfiles = fs_dataset_num_files(ds), fds[FS_LOCAL_MAX_FDS];
+    char why[200];
+    if (nfiles + 1 > FS_LOCAL_MAX_FDS) {
+        snprintf(why, sizeof why, "part %d has %d files, more than one local frame carries (%d)", held[i], nfiles,
+                 FS_LOCAL_MAX_FDS - 1);
+        fs_local_send_error(fd, FS_ERR_UNSUPPORTED, why, MSG_DONTWAIT);
+        return -1;
+    }
+    if ((fds[0] = manifest_memfd(ds)) < 0) {
+        snprintf(why, sizeof why, "cannot share part %d's manifest: %s", held[i], strerror(errno));
+        fs_local_send_error(fd, FS_ERR_IO, why, MSG_DONTWAIT);
+        return -1;
+    }
     fs_pb_strings_t names = {.count = (size_t)nfiles, .get = file_name_at, .ctx = (void *)ds};
     featstore_local_ShardPart m = featstore_local_ShardPart_init_zero;
-    snprintf(m.partitioning, sizeof m.partitioning, "%s", fs_shard_partitioning(ls->shard));
-    m.parts = (uint32_t)fs_shard_num_parts(ls->shard), m.index = (uint32_t)held[i];
-    m.held = (uint32_t)ls->num_held, m.shard = ls->id, m.manifest_bytes = ds->manifest_len;
+    snprintf(m.partitioning, sizeof m.partitioning, "%s", fs_shard_partitioning(s));
+    m.parts = (uint32_t)fs_shard_num_parts(s), m.index = (uint32_t)held[i];
+    m.held = (uint32_t)num_held, m.shard = ls->id, m.manifest_bytes = ds->manifest_len;
     fs_pb_set_strings(&m.files, &names);
-    fds[0] = ls->manifest_fd[i];
     for (int f = 0; f < nfiles; f++) fds[f + 1] = fs_dataset_file_fd(ds, f);
-    return fs_local_send_msg(fd, FS_LOCAL_SHARD_PART, featstore_local_ShardPart_fields, &m, fds, nfiles + 1, 0);
+    int r = fs_local_send_msg(fd, FS_LOCAL_SHARD_PART, featstore_local_ShardPart_fields, &m, fds, nfiles + 1, 0);
+    close(fds[0]);
+    return r;
 }
 
 /* What the peer sent, checked: 0 when it is a SHARD_HELLO this shard
  * answers, else an ERROR saying why has been sent. */
-static int check_hello(fs_local_shard_t *ls, int fd)
+static int check_hello(fs_local_shard_t *ls, const fs_shard_t *s, int fd)
 {
     char buf[1024], why[300];
     fs_local_frame_t f;
@@ -99,9 +112,9 @@ static int check_hello(fs_local_shard_t *ls, int fd)
         fs_local_send_error(fd, err.code, err.msg, MSG_DONTWAIT);
         return -1;
     }
-    if (strcmp(h.partitioning, fs_shard_partitioning(ls->shard)) != 0) {
+    if (strcmp(h.partitioning, fs_shard_partitioning(s)) != 0) {
         snprintf(why, sizeof why, "shard %d serves partitioning %s, not %s: the trainer's cluster map is another "
-                 "cluster's", ls->id, fs_shard_partitioning(ls->shard), h.partitioning);
+                 "cluster's", ls->id, fs_shard_partitioning(s), h.partitioning);
         fs_local_send_error(fd, FS_ERR_FORMAT, why, MSG_DONTWAIT);
         return -1;
     }
@@ -122,8 +135,12 @@ static void serve_one(fs_local_shard_t *ls, int fd)
     struct timeval tv = {FS_LOCAL_SHARD_HANDSHAKE_MS / 1000, (FS_LOCAL_SHARD_HANDSHAKE_MS % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (check_hello(ls, fd) == 0)
-        for (int i = 0; i < ls->num_held && send_part(ls, fd, i) == 0; i++) {}
+    const fs_shard_t *now = fs_shard_live_get(ls->live); /* the parts held now, whole, even if a swap comes */
+    const int *held;
+    int n = fs_shard_held(now, &held);
+    if (check_hello(ls, now, fd) == 0)
+        for (int i = 0; i < n && send_part(ls, now, fd, i) == 0; i++) {}
+    fs_shard_live_put(ls->live, now);
     close(fd);
 }
 
@@ -200,40 +217,36 @@ void fs_local_shard_stop(fs_local_shard_t *ls)
     pthread_mutex_destroy(&ls->mu);
     pthread_cond_destroy(&ls->idle);
     fs_local_socket_remove(&ls->sock);
-    for (int i = 0; ls->manifest_fd && i < ls->num_held; i++)
-        if (ls->manifest_fd[i] >= 0) close(ls->manifest_fd[i]);
     if (ls->wake_fd >= 0) close(ls->wake_fd);
     fs_local_allow_free(&ls->allow);
-    free(ls->manifest_fd);
     free(ls);
 }
 
-/* Each part's manifest memfd, and a check that its descriptors fit one frame. */
-static fs_status_t prepare_parts(fs_local_shard_t *ls, fs_error_t *err)
+/* A check that each part's descriptors fit one frame, made at start so
+ * that a dataset that cannot be shared this way is refused then. */
+static fs_status_t check_parts(fs_local_shard_t *ls, fs_error_t *err)
 {
+    const fs_shard_t *now = fs_shard_live_get(ls->live);
     const int *held;
-    ls->num_held = fs_shard_held(ls->shard, &held);
-    if (!(ls->manifest_fd = malloc(sizeof *ls->manifest_fd * (size_t)ls->num_held)))
-        return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < ls->num_held; i++) ls->manifest_fd[i] = -1;
-    for (int i = 0; i < ls->num_held; i++) {
-        const fs_dataset_t *ds = fs_shard_part(ls->shard, held[i]);
+    int n = fs_shard_held(now, &held);
+    fs_status_t st = FS_OK;
+    for (int i = 0; st == FS_OK && i < n; i++) {
+        const fs_dataset_t *ds = fs_shard_part(now, held[i]);
         if (fs_dataset_num_files(ds) + 1 > FS_LOCAL_MAX_FDS)
-            return fs_error(err, FS_ERR_UNSUPPORTED, "--socket: part %d has %d files, more than one local frame "
-                            "carries (%d)", held[i], fs_dataset_num_files(ds), FS_LOCAL_MAX_FDS - 1);
-        if ((ls->manifest_fd[i] = manifest_memfd(ds)) < 0)
-            return fs_error(err, FS_ERR_IO, "--socket: cannot share part %d's manifest: %s", held[i], strerror(errno));
+            st = fs_error(err, FS_ERR_UNSUPPORTED, "--socket: part %d has %d files, more than one local frame "
+                          "carries (%d)", held[i], fs_dataset_num_files(ds), FS_LOCAL_MAX_FDS - 1);
     }
-    return FS_OK;
+    fs_shard_live_put(ls->live, now);
+    return st;
 }
 
-fs_status_t fs_local_shard_start(const char *path, const fs_shard_t *shard, int id, const fs_local_allow_t *allow,
+fs_status_t fs_local_shard_start(const char *path, fs_shard_live_t *live, int id, const fs_local_allow_t *allow,
                                  fs_local_shard_t **out, fs_error_t *err)
 {
     *out = NULL;
     fs_local_shard_t *ls = calloc(1, sizeof *ls);
     if (!ls) return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    ls->shard = shard, ls->id = id, ls->sock.fd = -1;
+    ls->live = live, ls->id = id, ls->sock.fd = -1;
     pthread_mutex_init(&ls->mu, NULL);
     pthread_cond_init(&ls->idle, NULL);
     ls->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -241,7 +254,7 @@ fs_status_t fs_local_shard_start(const char *path, const fs_shard_t *shard, int 
     if (st == FS_OK)
         st = fs_local_allow_init(&ls->allow, allow->admin_uid, allow->uids, allow->num_uids, allow->gids,
                                  allow->num_gids, err);
-    if (st == FS_OK) st = prepare_parts(ls, err);
+    if (st == FS_OK) st = check_parts(ls, err);
     if (st == FS_OK) st = fs_local_socket_listen(&ls->sock, path, err);
     if (st == FS_OK && pthread_create(&ls->thread, NULL, loop, ls) != 0)
         st = fs_error(err, FS_ERR_RESOURCE, "--socket: cannot start its thread");

@@ -14,12 +14,12 @@
  * peers are admitted by the server's allow-list (local_socket.h).
  *
  * Thread-safety: start and stop from one thread; the socket's threads only
- * read the shard. */
+ * read the shards. */
 #ifndef FS_LOCAL_SHARD_H
 #define FS_LOCAL_SHARD_H
 
 #include "local_socket.h"
-#include "shard.h"
+#include "shard_live.h"
 
 /* How long a peer has to send its SHARD_HELLO, and the shard to send its parts. */
 #define FS_LOCAL_SHARD_HANDSHAKE_MS 5000
@@ -27,9 +27,10 @@
 
 typedef struct fs_local_shard fs_local_shard_t;
 
-/* Listens on path and serves shard (borrowed: it must outlive the socket)
- * as shard number id, admitting the peers `allow` admits (copied). */
-fs_status_t fs_local_shard_start(const char *path, const fs_shard_t *shard, int id, const fs_local_allow_t *allow,
+/* Listens on path and serves the parts `live` holds at each handshake
+ * (borrowed: it must outlive the socket) as shard number id, admitting the
+ * peers `allow` admits (copied). */
+fs_status_t fs_local_shard_start(const char *path, fs_shard_live_t *live, int id, const fs_local_allow_t *allow,
                                  fs_local_shard_t **out, fs_error_t *err);
 /* Stops the thread, removes the socket file (if still its own) and frees
  * everything. NULL is a no-op. */

@@ -43,9 +43,11 @@ typedef struct {
     long long admin_uid;       /* the uid that may REPLAN; -1 (the default) = the server's own */
     const char *plan_dir;      /* REPLAN's `save` writes only here; NULL = such saves are refused */
     /* a shard server (serve_shard.c): dataset is a partition root (featstore partition) */
-    const char *parts;         /* the parts it holds: "0,3,6", "0-15", or "auto" (dealt round-robin:
-                                  every p with p % shards == shard_id, fs_shard_dealt_parts);
-                                  NULL = a whole dataset */
+    const char *parts;         /* the parts it holds: "0,3,6", "0-15", "auto" (dealt round-robin:
+                                  every p with p % shards == shard_id, fs_shard_dealt_parts) or
+                                  "assigned" (the cluster's assignment's; none until it gives
+                                  some); NULL = a whole dataset. In a cluster with an assignment
+                                  the assignment's parts, whatever this says */
     const char *cluster;       /* etcd://HOST:PORT/NAME: join that cluster's membership; NULL = none */
     int shard_id;              /* its shard number in the cluster (0..FS_CLUSTER_SHARDS_MAX-1) */
     int shards;                /* the cluster's shard count, for parts "auto"; 0 = not given */

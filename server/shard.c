@@ -13,41 +13,47 @@
 
 #include "partition.h"
 
-static int by_index(const void *a, const void *b)
+fs_status_t fs_shard_open_parts(const char *root, const int *parts, int n, int threads, fs_dataset_t **ds,
+                                fs_error_t *err)
 {
-    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+    fs_status_t st = FS_OK;
+    for (int i = 0; i < n; i++) ds[i] = NULL;
+    for (int i = 0; st == FS_OK && i < n; i++) {
+        char dir[PATH_MAX];
+        fs_partition_part_dir(root, parts[i], dir, sizeof dir);
+        for (int j = 0; j < i && st == FS_OK; j++)
+            if (parts[j] == parts[i]) st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: part %d is listed twice", parts[i]);
+        if (st == FS_OK && (st = fs_dataset_open(dir, 0, threads, &ds[i], err)) == FS_OK && ds[i]->partition.parts &&
+            ds[i]->partition.index != parts[i])
+            st = fs_error(err, FS_ERR_FORMAT, "shard: %s says it is part %d, not %d", dir, ds[i]->partition.index,
+                          parts[i]);
+    }
+    for (int i = 0; st != FS_OK && i < n; i++) fs_dataset_close(ds[i]), ds[i] = NULL;
+    return st;
 }
 
 fs_status_t fs_shard_open(const char *root, const int *parts, int n, int threads, fs_shard_t **out, fs_error_t *err)
 {
     *out = NULL;
-    if (n <= 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: no parts to hold");
-    int *want = malloc((size_t)n * sizeof *want);
+    char id[FS_PARTITION_ID_LEN + 1];
+    int V = 0;
+    fs_status_t st = fs_partition_identity(root, id, &V, err);
+    if (st != FS_OK) return st;
+    if (n <= 0) return fs_shard_empty(root, id, V, out, err); /* a shard waiting for parts (serve --parts assigned) */
+    for (int i = 0; i < n; i++)
+        if (parts[i] < 0 || parts[i] >= V)
+            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: part %d of a partitioning of %d parts", parts[i], V);
     fs_dataset_t **ds = calloc((size_t)n, sizeof *ds);
-    fs_status_t st = want && ds ? FS_OK : fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
-    if (st == FS_OK) {
-        memcpy(want, parts, (size_t)n * sizeof *parts);
-        qsort(want, (size_t)n, sizeof *want, by_index);
-    }
-    for (int i = 0; st == FS_OK && i < n; i++) {
-        char dir[PATH_MAX];
-        fs_partition_part_dir(root, want[i], dir, sizeof dir);
-        if (i > 0 && want[i] == want[i - 1])
-            st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: part %d is listed twice", want[i]);
-        else if ((st = fs_dataset_open(dir, 0, threads, &ds[i], err)) == FS_OK && ds[i]->partition.parts &&
-                 ds[i]->partition.index != want[i])
-            st = fs_error(err, FS_ERR_FORMAT, "shard: %s says it is part %d, not %d", dir, ds[i]->partition.index,
-                          want[i]);
-    }
+    if (!ds) return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+    st = fs_shard_open_parts(root, parts, n, threads, ds, err);
     if (st == FS_OK) st = fs_shard_adopt(root, ds, n, out, err); /* it takes the parts */
-    for (int i = 0; st != FS_OK && ds && i < n; i++) fs_dataset_close(ds[i]);
-    if (st == FS_OK && want[n - 1] >= fs_shard_num_parts(*out)) {
-        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "shard: part %d of a partitioning of %d parts", want[n - 1],
-                      fs_shard_num_parts(*out));
+    if (st == FS_OK && strcmp(fs_shard_partitioning(*out), id) != 0) {
+        st = fs_error(err, FS_ERR_FORMAT, "shard: the parts in %s are of partitioning %s, its book's is %s", root,
+                      fs_shard_partitioning(*out), id);
         fs_shard_close(*out);
         *out = NULL;
     }
-    free(want), free(ds);
+    free(ds);
     return st;
 }
 

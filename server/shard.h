@@ -9,9 +9,16 @@
 #include "fs_shard.h"
 
 /* Opens parts[0..n) of the partition root `root` (each verified as a part
- * of the book's partitioning: FS_ERR_FORMAT naming a part of another one). */
+ * of the book's partitioning: FS_ERR_FORMAT naming a part of another one);
+ * n = 0: a shard holding none yet (fs_shard_empty). */
 fs_status_t fs_shard_open(const char *root, const int *parts, int n, int threads, fs_shard_t **out,
                           fs_error_t *err);
+/* The datasets of parts[0..n) of `root` into ds[0..n) (all closed on an
+ * error): what fs_shard_open and a shard loading parts it was given
+ * (fs_shard_regroup) take. FS_ERR_FORMAT for a directory holding another
+ * part. */
+fs_status_t fs_shard_open_parts(const char *root, const int *parts, int n, int threads, fs_dataset_t **ds,
+                                fs_error_t *err);
 /* V, the number of parts of the partition root `root` (its book's), without
  * opening a part: what `serve --parts auto` deals from. */
 fs_status_t fs_shard_root_parts(const char *root, int *parts, fs_error_t *err);

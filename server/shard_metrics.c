@@ -21,7 +21,9 @@ typedef struct {
 } peer_t;
 
 struct fs_shard_metrics {
-    int shard_id, parts_held;
+    int shard_id;
+    _Atomic int parts_held;
+    _Atomic uint64_t part_loads, part_drops, part_load_errors; /* following an assignment */
     char partitioning[32];
     call_stats_t call[FS_SHARD_CALL_COUNT_];
     _Atomic uint64_t hop_calls[FS_MAX_HOPS], hop_ids[FS_MAX_HOPS];
@@ -39,7 +41,8 @@ fs_shard_metrics_t *fs_shard_metrics_create(int shard_id, const char *partitioni
 {
     fs_shard_metrics_t *m = calloc(1, sizeof *m);
     if (!m) return NULL;
-    m->shard_id = shard_id, m->parts_held = parts_held;
+    m->shard_id = shard_id;
+    atomic_init(&m->parts_held, parts_held);
     atomic_init(&m->etcd_up, -1);
     snprintf(m->partitioning, sizeof m->partitioning, "%s", partitioning ? partitioning : "");
     snprintf(m->peer[FS_SHARD_METRICS_PEERS].name, sizeof m->peer[0].name, "other");
@@ -116,6 +119,18 @@ void fs_shard_metrics_call(fs_shard_metrics_t *m, fs_shard_call_t call, const ch
 void fs_shard_metrics_set_revision(fs_shard_metrics_t *m, int64_t revision)
 {
     if (m) atomic_store_explicit(&m->revision, revision, memory_order_relaxed);
+}
+
+void fs_shard_metrics_set_parts(fs_shard_metrics_t *m, int held)
+{
+    atomic_store_explicit(&m->parts_held, held, memory_order_relaxed);
+}
+
+void fs_shard_metrics_parts_moved(fs_shard_metrics_t *m, int loaded, int dropped, int failed)
+{
+    atomic_fetch_add_explicit(&m->part_loads, (uint64_t)loaded, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->part_drops, (uint64_t)dropped, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->part_load_errors, (uint64_t)failed, memory_order_relaxed);
 }
 
 uint64_t fs_shard_metrics_calls(fs_shard_metrics_t *m)
@@ -197,9 +212,20 @@ char *fs_shard_metrics_render(fs_shard_metrics_t *m)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f) return NULL;
-    family(f, "featstore_shard_info", "gauge", "This shard: its number, partitioning and parts held");
-    fprintf(f, "featstore_shard_info{shard=\"%d\",partitioning=\"%s\",parts=\"%d\"} 1\n", m->shard_id, m->partitioning,
-            m->parts_held);
+    family(f, "featstore_shard_info", "gauge", "This shard: its number and partitioning");
+    fprintf(f, "featstore_shard_info{shard=\"%d\",partitioning=\"%s\"} 1\n", m->shard_id, m->partitioning);
+    family(f, "featstore_shard_parts", "gauge", "The parts this shard holds now (owned and copies)");
+    fprintf(f, "featstore_shard_parts %d\n", atomic_load(&m->parts_held));
+    family(f, "featstore_shard_part_loads_total", "counter",
+           "Parts loaded while serving, given to this shard by the cluster's assignment");
+    fprintf(f, "featstore_shard_part_loads_total %llu\n", (unsigned long long)ld(&m->part_loads));
+    family(f, "featstore_shard_part_drops_total", "counter",
+           "Parts dropped while serving, once the map named other holders for them");
+    fprintf(f, "featstore_shard_part_drops_total %llu\n", (unsigned long long)ld(&m->part_drops));
+    family(f, "featstore_shard_part_load_errors_total", "counter",
+           "Parts the assignment gave this shard that it failed to load (missing, or of another partitioning); "
+           "tried again every few seconds");
+    fprintf(f, "featstore_shard_part_load_errors_total %llu\n", (unsigned long long)ld(&m->part_load_errors));
     family(f, "featstore_shard_map_revision", "gauge", "The revision of the shard map this shard holds (0: none)");
     fprintf(f, "featstore_shard_map_revision %lld\n", (long long)atomic_load(&m->revision));
     if (atomic_load(&m->etcd_up) >= 0) {

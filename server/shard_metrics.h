@@ -6,7 +6,8 @@
  * (calls and destinations: requests per hop); rows and bytes served to
  * each peer (trainer), by address without its port, the first
  * FS_SHARD_METRICS_PEERS of them by name and the rest as "other"; the map
- * revision this shard holds and the parts it holds; in a cluster on etcd,
+ * revision this shard holds and the parts it holds, loads and drops; in a
+ * cluster on etcd,
  * whether etcd answers its membership and how often it registered again.
  *
  * Thread-safety: every recorder may be called from any thread (atomics, a
@@ -38,6 +39,11 @@ void fs_shard_metrics_set_revision(fs_shard_metrics_t *m, int64_t revision);
 /* The membership's state (fs_member_status): etcd answered its last call
  * (up), and the registrations it made again after its lease lapsed. */
 void fs_shard_metrics_set_etcd(fs_shard_metrics_t *m, int up, int64_t rejoins);
+
+/* The parts held now; parts loaded, dropped, and loads that failed since
+ * the last call (a shard following its cluster's assignment). */
+void fs_shard_metrics_set_parts(fs_shard_metrics_t *m, int held);
+void fs_shard_metrics_parts_moved(fs_shard_metrics_t *m, int loaded, int dropped, int failed);
 
 /* Calls answered so far, every method's (a drain waits until they stop coming). */
 uint64_t fs_shard_metrics_calls(fs_shard_metrics_t *m);

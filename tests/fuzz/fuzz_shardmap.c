@@ -1,13 +1,15 @@
 /* fuzz_shardmap.c — libFuzzer harness for the cluster's JSON from etcd
  * (cluster/fs_shardmap.c): the shard map every client and shard reads, and
- * the shards' registrations it is built from.
+ * the shards' registrations it is built from, and the cluster's assignment.
  *
- * Byte 0 % 2 picks fs_shard_map_parse (0) or fs_shard_reg_parse (1); the
+ * Byte 0 % 3 picks fs_shard_map_parse (0), fs_shard_reg_parse (1) or
+ * fs_shard_assign_parse (2); the
  * rest is the text. Beyond "no crash": a refusal has a status and a
  * message; an accepted map has every owner -1 or a listed shard and its
  * part's first holder, every holder listed, ids ascending, and formats to a text that parses to the same map and formats
  * to the same bytes; an accepted registration owns and copies ascending parts below
- * its count and survives its own format the same way. */
+ * its count and survives its own format the same way; an accepted
+ * assignment gives parts only to its members, and survives its format too. */
 #include "fs_shardmap.h"
 #include "fuzz_common.h"
 
@@ -57,13 +59,45 @@ static void check_reg(const fs_shard_reg_t *r)
     fs_shard_reg_free(&back);
 }
 
+static void check_assign(const fs_shard_map_t *a)
+{
+    FUZZ_CHECK(a->parts >= 1 && a->replicas >= 1 && a->replicas <= FS_CLUSTER_REPLICAS_MAX, "parts %d replicas %d",
+               a->parts, a->replicas);
+    for (int i = 1; i < a->num_shards; i++) FUZZ_CHECK(a->shard[i].id > a->shard[i - 1].id, "member ids at %d", i);
+    for (int p = 0; p < a->parts * a->replicas; p++) {
+        int member = a->holders[p] < 0;
+        for (int i = 0; i < a->num_shards; i++) member |= a->shard[i].id == a->holders[p];
+        FUZZ_CHECK(member, "part %d given to shard %d, no member", p / a->replicas, a->holders[p]);
+    }
+    char *text = fs_shard_assign_format(a);
+    FUZZ_CHECK(text != NULL, "format failed");
+    fs_shard_map_t back;
+    fs_error_t err = {0};
+    FUZZ_CHECK(fs_shard_assign_parse(text, strlen(text), &back, &err) == FS_OK, "its own text refused: %s", err.msg);
+    FUZZ_CHECK(fs_shard_map_same(a, &back), "the assignment changed through its text");
+    char *again = fs_shard_assign_format(&back);
+    FUZZ_CHECK(again && strcmp(text, again) == 0, "two texts for one assignment");
+    free(text);
+    free(again);
+    fs_shard_map_free(&back);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
     fs_error_t err = {0};
-    if (data[0] % 2 == 0) {
+    if (data[0] % 3 == 2) {
+        fs_shard_map_t a;
+        fs_status_t st = fs_shard_assign_parse(text, len, &a, &err);
+        if (st != FS_OK) {
+            FUZZ_CHECK_REFUSAL(st, err);
+            return 0;
+        }
+        check_assign(&a);
+        fs_shard_map_free(&a);
+    } else if (data[0] % 3 == 0) {
         fs_shard_map_t m;
         fs_status_t st = fs_shard_map_parse(text, len, &m, &err);
         if (st != FS_OK) {

@@ -96,7 +96,7 @@ Test(ordinal, dealt_parts_make_a_complete_map)
                              "%s", err.msg);
             }
             fs_shard_map_t m;
-            cr_assert_eq(fs_shard_map_build("demo", regs, shards, &m, &err), FS_OK, "%d shards, %d parts: %s", shards,
+            cr_assert_eq(fs_shard_map_build("demo", regs, shards, NULL, &m, &err), FS_OK, "%d shards, %d parts: %s", shards,
                          parts, err.msg);
             for (int p = 0; p < parts; p++)
                 cr_assert_eq(m.owner[p], p % shards, "%d shards, %d parts: part %d", shards, parts, p);

@@ -50,7 +50,7 @@ Test(shardmap, built_from_registrations_and_round_trip)
     int a[] = {0, 1, 2}, b[] = {4, 5};
     fs_shard_reg_t regs[2] = {reg(7, PARTING, 8, b, 2), reg(2, PARTING, 8, a, 3)};
     fs_shard_map_t m, back;
-    cr_assert_eq(fs_shard_map_build("c1", regs, 2, &m, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 2, NULL, &m, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(m.num_shards, 2);
     cr_assert_eq(m.shard[0].id, 2, "shards ascend by id");
     int want[] = {2, 2, 2, -1, 7, 7, -1, -1};
@@ -80,18 +80,18 @@ Test(shardmap, build_refuses_conflicts)
     int a[] = {0, 1}, b[] = {1, 2};
     fs_shard_reg_t regs[2] = {reg(0, PARTING, 4, a, 2), reg(1, PARTING, 4, b, 2)};
     fs_shard_map_t m;
-    cr_assert_eq(fs_shard_map_build("c1", regs, 2, &m, &err), FS_ERR_EXISTS);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 2, NULL, &m, &err), FS_ERR_EXISTS);
     cr_assert(strstr(err.msg, "part 1 is held by both shard 0 and shard 1"), "%s", err.msg);
     fs_shard_reg_free(&regs[1]);
     regs[1] = reg(1, "ffffffffffffffff", 4, b + 1, 1);
-    cr_assert_eq(fs_shard_map_build("c1", regs, 2, &m, &err), FS_ERR_FORMAT);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 2, NULL, &m, &err), FS_ERR_FORMAT);
     cr_assert(strstr(err.msg, "shard 1 serves partitioning ffffffffffffffff"), "%s", err.msg);
     fs_shard_reg_free(&regs[1]);
     regs[1] = reg(0, PARTING, 4, b + 1, 1);
-    cr_assert_eq(fs_shard_map_build("c1", regs, 2, &m, &err), FS_ERR_EXISTS);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 2, NULL, &m, &err), FS_ERR_EXISTS);
     cr_assert(strstr(err.msg, "shard 0 is registered twice"), "%s", err.msg);
-    cr_assert_eq(fs_shard_map_build("c1", regs, 0, &m, &err), FS_ERR_NOT_FOUND);
-    cr_assert_eq(fs_shard_map_build("bad name", regs, 2, &m, &err), FS_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 0, NULL, &m, &err), FS_ERR_NOT_FOUND);
+    cr_assert_eq(fs_shard_map_build("bad name", regs, 2, NULL, &m, &err), FS_ERR_INVALID_ARGUMENT);
     fs_shard_reg_free(&regs[0]);
     fs_shard_reg_free(&regs[1]);
 }
@@ -151,7 +151,7 @@ Test(shardmap, replicas)
     fs_shard_reg_free(&back_reg);
     free(json);
     fs_shard_map_t m, back;
-    cr_assert_eq(fs_shard_map_build("c1", regs, 2, &m, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 2, NULL, &m, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(m.replicas, 2);
     int owners[] = {0, 1, 0, 1}, holders[] = {0, 1, 1, 0, 0, 1, 1, 0};
     cr_assert_arr_eq(m.owner, owners, sizeof owners);
@@ -165,7 +165,7 @@ Test(shardmap, replicas)
     fs_shard_map_free(&m), fs_shard_map_free(&back);
 
     /* shard 0 gone: its parts are owned by their copies' holder */
-    cr_assert_eq(fs_shard_map_build("c1", regs, 1, &m, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 1, NULL, &m, &err), FS_OK, "%s", err.msg);
     int promoted[] = {1, 1, 1, 1};
     cr_assert_arr_eq(m.owner, promoted, sizeof promoted);
     cr_assert(m.holders[1] == -1 && !fs_shard_map_holds(&m, 0, 0));
@@ -173,11 +173,11 @@ Test(shardmap, replicas)
 
     /* a third holder of parts 0 and 2, over 2 replicas; a replica count that differs */
     regs[2] = reg_r(2, 4, a, 0, a, 2, 2);
-    cr_assert_eq(fs_shard_map_build("c1", regs, 3, &m, &err), FS_ERR_EXISTS);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 3, NULL, &m, &err), FS_ERR_EXISTS);
     cr_assert(strstr(err.msg, "part 0 is held by shard 2 and 2 others, over the cluster's 2 replicas"), "%s", err.msg);
     fs_shard_reg_free(&regs[2]);
     regs[2] = reg_r(2, 4, a, 0, a, 1, 3);
-    cr_assert_eq(fs_shard_map_build("c1", regs, 3, &m, &err), FS_ERR_FORMAT);
+    cr_assert_eq(fs_shard_map_build("c1", regs, 3, NULL, &m, &err), FS_ERR_FORMAT);
     cr_assert(strstr(err.msg, "one replica count"), "%s", err.msg);
     for (int i = 0; i < 3; i++) fs_shard_reg_free(&regs[i]);
 }
