@@ -10,16 +10,22 @@ by one server (unix://), the oracle. Trainer processes (--local of them
 answer the shards' parts in process, --remote ones ask every shard over
 gRPC) sample and gather [10, 5] batches of 64 random train roots with a
 random seed from the cluster, and the same from the oracle, and compare
-them: nodes, blocks and rows. Meanwhile the driver kills a shard with
-SIGKILL --kills times, evenly spread, one at a time, and starts it again
---down seconds later (past its 2 s lease, so the map changes twice), and
-kills etcd once between two kills and starts it again on its data.
+them: nodes, blocks and rows. Meanwhile the driver kills a shard (1, 2 or
+3 in turn: shard 0 lives throughout, for its drift) with SIGKILL --kills
+times, evenly spread, one at a time, and starts it again --down seconds
+later (past its 2 s lease, so the map changes twice); kills etcd once
+between two kills and starts it again on its data; and, a third and two
+thirds of the way through the kills, adds a fifth shard (`serve --parts
+assigned`, `featstore cluster add --wait`) and then drains it (`featstore
+cluster drain --wait`; it stops by itself).
 
 RESULT bench=cluster_soak seconds=... wrong_results=<batches unlike the oracle's> failed_batches=<calls that
        failed> batches=... stall_p99_s=<p99 of a batch's seconds, batches started within 1 s before to 6 s
        after a kill (the top of a 1.5x-wide bucket)> batch_p99_s=<the same over all batches> kills=... etcd_restarts=1
-       map_changes=<maps the trainers' watch installed, summed> fd_drift=<largest trainer's fd count
-       change from warm to end, as a fraction> rss_drift=<the same for its RSS>
+       shard_added=<copies the fifth shard took> shard_drained=<copies it gave back> map_changes=<maps the
+       trainers' watch installed, summed> fd_drift=<largest trainer's fd count change from warm to end, as a
+       fraction> rss_drift=<the same for its RSS> shard_fd_drift=<shard 0's, read once a second: the median
+       of the last tenth against the first's> shard_rss_drift=<the same for its RSS>
 
     scripts/cluster_soak.sh [--short] [--seconds 600] [--kills 20] [--local 8] [--remote 4]
 
@@ -31,10 +37,12 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -153,11 +161,73 @@ class Etcd:
         self.proc.wait()
 
 
-def shard(featstore, root, etcd, k, tmp):
-    cmd = [featstore, "serve", root, "--parts", "auto", "--shards", str(SHARDS), "--replicas", "2", "--shard", str(k),
+def shard(featstore, root, etcd, k, tmp, parts="auto"):
+    cmd = [featstore, "serve", root, "--parts", parts, "--shards", str(SHARDS), "--replicas", "2", "--shard", str(k),
            "--listen", "127.0.0.1:0", "--cluster", "etcd://%s/soak" % etcd.endpoint, "--socket",
            os.path.join(tmp, "s%d.sock" % k)]
+    if parts != "auto":
+        del cmd[5:7]  # no --shards: the assignment gives its parts
     return fs_serve.spawn_ready(cmd, stderr=subprocess.DEVNULL)[0]
+
+
+def proc_usage(pid):
+    """A process's open descriptors and resident bytes."""
+    with open("/proc/%d/statm" % pid) as f:
+        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    return len(os.listdir("/proc/%d/fd" % pid)), rss
+
+
+class Usage(threading.Thread):
+    """Shard 0's descriptors and RSS once a second (its gRPC connections come and go as
+    trainers follow the map, so one reading is noise): drift() compares the medians of
+    the first and last tenth of the readings."""
+
+    def __init__(self, pid, seconds):
+        super().__init__(daemon=True)
+        self.pid, self.seconds, self.readings, self.stop = pid, seconds, [], threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.stop.wait(1.0) and len(self.readings) < self.seconds + 60:
+            try:
+                self.readings.append(proc_usage(self.pid))
+            except OSError:
+                return
+
+    def drift(self):
+        self.stop.set()
+        self.join()
+        r = self.readings
+        if len(r) < 10:
+            return 0.0, 0.0
+        tenth = max(len(r) // 10, 3)
+        first, last = r[:tenth], r[-tenth:]
+        med = lambda xs, i: sorted(x[i] for x in xs)[len(xs) // 2]
+        return tuple((med(last, i) - med(first, i)) / max(med(first, i), 1) for i in (0, 1))
+
+
+def cluster(featstore, etcd, verb, k):
+    """`featstore cluster VERB URI k --wait 60s`: the part copies it moved."""
+    out = subprocess.run([featstore, "cluster", verb, "etcd://%s/soak" % etcd.endpoint, str(k), "--wait", "60s"],
+                         capture_output=True, text=True, timeout=90)
+    if out.returncode != 0:
+        raise RuntimeError("featstore cluster %s %d: %s" % (verb, k, out.stdout + out.stderr))
+    return int(re.search(r"(\d+) part copies move", out.stdout).group(1))
+
+
+def grow_and_shrink(featstore, root, etcd, tmp, procs, i, kills):
+    """After kill i: the fifth shard added (a third of the way) or drained (two thirds)."""
+    if i == kills // 3:
+        procs[SHARDS] = shard(featstore, root, etcd, SHARDS, tmp, parts="assigned")
+        return "added", cluster(featstore, etcd, "add", SHARDS)
+    if i == (2 * kills) // 3 and SHARDS in procs:
+        moved = cluster(featstore, etcd, "drain", SHARDS)
+        if procs[SHARDS].wait(timeout=30) != 0:
+            raise RuntimeError("the drained shard exited %d" % procs[SHARDS].returncode)
+        procs[SHARDS].stdout.close()
+        del procs[SHARDS]
+        return "drained", moved
+    return None, 0
 
 
 def driver(args):
@@ -185,7 +255,7 @@ def driver(args):
         t0 = time.time()
         span = args.seconds * 0.8 / max(args.kills, 1)
         kills, etcd_at = [], t0 + args.seconds * 0.1 + span * (args.kills // 2) + span / 2
-        etcd_done = False
+        etcd_done, moves, usage = False, {}, None
         for i in range(args.kills):
             at = t0 + args.seconds * 0.1 + span * i
             if not etcd_done and etcd_at < at:
@@ -195,17 +265,22 @@ def driver(args):
                 etcd.start()
                 etcd_done = True
             time.sleep(max(0, at - time.time()))
-            k = i % SHARDS
+            usage = usage or Usage(procs[0].pid, args.seconds)  # shard 0, warm: trainers have read its parts
+            k = 1 + i % (SHARDS - 1)
             procs[k].kill()
             procs[k].wait()
             procs[k].stdout.close()
             kills.append(time.time())
             time.sleep(args.down)
             procs[k] = shard(featstore, root, etcd, k, tmp)
+            what, moved = grow_and_shrink(featstore, root, etcd, tmp, procs, i, args.kills)
+            if what:
+                moves[what] = moved
         if not etcd_done:
             etcd.kill()
             time.sleep(args.down)
             etcd.start()
+        shard_drift = usage.drift() if usage else (0.0, 0.0)
         results = []
         for t in trainers:
             out, _ = t.communicate(timeout=args.seconds + 120)
@@ -238,10 +313,12 @@ def driver(args):
         return bucket_top(int(np.searchsorted(np.cumsum(h), 0.99 * h.sum())))
     tot = {k: sum(r[k] for r in results) for k in ("batches", "wrong", "failed")}
     print("RESULT bench=cluster_soak seconds=%d wrong_results=%d failed_batches=%d batches=%d stall_p99_s=%.4f "
-          "batch_p99_s=%.4f kills=%d etcd_restarts=1 map_changes=%d fd_drift=%.3f rss_drift=%.3f trainers=%d"
+          "batch_p99_s=%.4f kills=%d etcd_restarts=1 shard_added=%d shard_drained=%d map_changes=%d fd_drift=%.3f "
+          "rss_drift=%.3f shard_fd_drift=%.3f shard_rss_drift=%.3f trainers=%d"
           % (args.seconds, tot["wrong"], tot["failed"], tot["batches"], p99(near), p99(every), len(kills),
-             sum(r.get("map_updates", 0) for r in results), max(r["fd_drift"] for r in results),
-             max(r["rss_drift"] for r in results), len(results)), flush=True)
+             moves.get("added", -1), moves.get("drained", -1), sum(r.get("map_updates", 0) for r in results),
+             max(r["fd_drift"] for r in results), max(r["rss_drift"] for r in results),
+             shard_drift[0], shard_drift[1], len(results)), flush=True)
     for r in results:
         for e in r["errors"]:
             print("cluster_soak: a failed batch: %s" % e, file=sys.stderr)
