@@ -27,13 +27,37 @@ static int member_index(const fs_shard_map_t *a, int id)
     return -1;
 }
 
-/* The least loaded member not holding part p (-1: every member does). */
-static int least_loaded(const fs_shard_map_t *a, int p)
+/* Whether member i is one of part p's holders when the parts are dealt
+ * round-robin over the members (serve --parts auto --replicas R: p's
+ * holders are the R consecutive members from p mod M). */
+static int dealt_to(const fs_shard_map_t *a, int p, int i)
 {
-    int best = -1, best_load = 0;
+    for (int j = 0; j < a->replicas; j++)
+        if ((p + j) % a->num_shards == i) return 1;
+    return 0;
+}
+
+/* The copies placed (and `more` about to be), over the members, rounded
+ * up: a member's share at most. */
+static int share_cap(const fs_shard_map_t *a, int more)
+{
+    int copies = more;
+    for (int i = 0; i < a->parts * a->replicas; i++) copies += a->holders[i] >= 0;
+    return a->num_shards ? (copies + a->num_shards - 1) / a->num_shards : 0;
+}
+
+/* Where a copy of part p goes (-1: every member holds p): the member the
+ * round-robin deal gives p, while it holds less than its share, else the
+ * least loaded member not holding p, the lowest id among equals. So a shard
+ * added to a dealt cluster and then drained gives every copy back where it
+ * came from. */
+static int least_loaded(const fs_shard_map_t *a, int p, int more)
+{
+    int best = -1, best_load = 0, cap = share_cap(a, more);
     for (int i = 0; i < a->num_shards; i++) {
         int id = a->shard[i].id, load = fs_assign_load(a, id);
         if (fs_shard_map_rank(a, p, id) >= 0) continue;
+        if (dealt_to(a, p, i) && load < cap) return id;
         if (best < 0 || load < best_load) best = id, best_load = load;
     }
     return best;
@@ -96,6 +120,28 @@ fs_status_t fs_assign_add(fs_shard_map_t *a, int id, int *moved, fs_error_t *err
     return FS_OK;
 }
 
+/* Copies moved from the most loaded member to the least loaded, one at a
+ * time, until they are within one of each other (or no part can move):
+ * what the deal-first placement above can leave when a part's only
+ * candidates are already full. */
+static void rebalance(fs_shard_map_t *a, int *moved)
+{
+    for (int step = 0; step < a->parts * a->replicas; step++) {
+        int lo = -1, hi = -1, lo_load = 0, hi_load = 0;
+        for (int i = 0; i < a->num_shards; i++) {
+            int id = a->shard[i].id, load = fs_assign_load(a, id);
+            if (lo < 0 || load < lo_load) lo = id, lo_load = load;
+            if (hi < 0 || load > hi_load) hi = id, hi_load = load;
+        }
+        if (hi_load - lo_load <= 1) return;
+        int p = a->parts - 1;
+        while (p >= 0 && !(fs_shard_map_rank(a, p, hi) >= 0 && fs_shard_map_rank(a, p, lo) < 0)) p--;
+        if (p < 0) return;
+        a->holders[p * a->replicas + fs_shard_map_rank(a, p, hi)] = lo;
+        (*moved)++;
+    }
+}
+
 fs_status_t fs_assign_remove(fs_shard_map_t *a, int id, int *moved, fs_error_t *err)
 {
     *moved = 0;
@@ -111,8 +157,7 @@ fs_status_t fs_assign_remove(fs_shard_map_t *a, int id, int *moved, fs_error_t *
         int r = fs_shard_map_rank(a, p, id);
         if (r < 0) continue;
         int *h, n = holders_of(a, p, &h);
-        h[r] = -2; /* not id, not a holder: least_loaded skips neither */
-        int to = least_loaded(a, p);
+        int to = least_loaded(a, p, 0); /* id still holds its place (counted): no longer a member, never chosen */
         if (to >= 0) {
             h[r] = to;
             (*moved)++;
@@ -121,6 +166,7 @@ fs_status_t fs_assign_remove(fs_shard_map_t *a, int id, int *moved, fs_error_t *
             h[n - 1] = -1;
         }
     }
+    rebalance(a, moved);
     for (int p = 0; p < a->parts; p++) a->owner[p] = a->holders[p * a->replicas];
     return FS_OK;
 }
@@ -131,11 +177,12 @@ fs_status_t fs_assign_fill(fs_shard_map_t *a, int *moved, fs_error_t *err)
     if (a->num_shards == 0) return fs_error(err, FS_ERR_NOT_FOUND, "cluster %s has no member", a->name);
     for (int p = 0; p < a->parts; p++) {
         int *h, n = holders_of(a, p, &h);
-        for (int to; n < a->replicas && (to = least_loaded(a, p)) >= 0; n++) {
+        for (int to; n < a->replicas && (to = least_loaded(a, p, 1)) >= 0; n++) {
             h[n] = to;
             (*moved)++;
         }
     }
+    rebalance(a, moved);
     for (int p = 0; p < a->parts; p++) a->owner[p] = a->holders[p * a->replicas];
     return FS_OK;
 }

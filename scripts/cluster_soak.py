@@ -68,13 +68,6 @@ def bucket_top(i):
 
 # ---- a trainer (its own process) -------------------------------------------------------------
 
-def proc_counts():
-    """(open fds, RSS bytes) of this process."""
-    with open("/proc/self/statm") as f:
-        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    return len(os.listdir("/proc/self/fd")), rss
-
-
 def same(a, b):
     """Two batches alike: nodes, every block's edges, the rows."""
     import numpy as np
@@ -113,8 +106,8 @@ def trainer(args):
                 out["wrong"] += not same(b, want)
             out["batches"] += 1
             if warm is None and time.time() > t_end - args.seconds * 0.8:
-                warm = proc_counts()
-        end = proc_counts()
+                warm = proc_usage(os.getpid())
+        end = proc_usage(os.getpid())
         stats = c.stats()
     for line in stats.splitlines():
         if line.startswith("featstore_trainer_map_updates_total "):
@@ -171,10 +164,17 @@ def shard(featstore, root, etcd, k, tmp, parts="auto"):
 
 
 def proc_usage(pid):
-    """A process's open descriptors and resident bytes."""
+    """A process's open descriptors, resident bytes and sockets."""
     with open("/proc/%d/statm" % pid) as f:
         rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    return len(os.listdir("/proc/%d/fd" % pid)), rss
+    fds = os.listdir("/proc/%d/fd" % pid)
+    sockets = 0
+    for fd in fds:
+        try:
+            sockets += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass
+    return len(fds), rss, sockets
 
 
 class Usage(threading.Thread):
@@ -203,6 +203,10 @@ class Usage(threading.Thread):
         tenth = max(len(r) // 10, 3)
         first, last = r[:tenth], r[-tenth:]
         med = lambda xs, i: sorted(x[i] for x in xs)[len(xs) // 2]
+        print("cluster_soak: shard 0, median by tenth of the run: fds %s; sockets %s; RSS MiB %s" % (
+            [med(r[k * tenth:(k + 1) * tenth], 0) for k in range(len(r) // tenth)],
+            [med(r[k * tenth:(k + 1) * tenth], 2) for k in range(len(r) // tenth)],
+            [med(r[k * tenth:(k + 1) * tenth], 1) >> 20 for k in range(len(r) // tenth)]), file=sys.stderr)
         return tuple((med(last, i) - med(first, i)) / max(med(first, i), 1) for i in (0, 1))
 
 

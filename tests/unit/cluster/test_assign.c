@@ -89,13 +89,33 @@ Test(assign, with_replicas_each_copy_moves_once)
     fs_shard_map_free(&m), fs_shard_map_free(&a);
 }
 
+/* A shard added to a dealt cluster and drained again leaves the assignment
+ * exactly as it was: the same trainers' routes, the same shards' parts. */
+Test(assign, add_then_drain_is_no_change)
+{
+    static const int cases[][3] = {{4, 8, 2}, {4, 64, 1}, {4, 64, 2}, {3, 20, 3}, {8, 64, 2}, {5, 7, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        fs_shard_map_t m = dealt(cases[c][0], cases[c][1], cases[c][2]), a, before;
+        cr_assert_eq(fs_assign_from_map(&m, 0, &a, &err), FS_OK);
+        cr_assert_eq(fs_assign_from_map(&m, 0, &before, &err), FS_OK);
+        int in = 0, out = 0;
+        cr_assert_eq(fs_assign_add(&a, cases[c][0], &in, &err), FS_OK);
+        cr_assert_eq(fs_assign_remove(&a, cases[c][0], &out, &err), FS_OK);
+        cr_assert_eq(in, out, "case %zu: what came in went out", c);
+        cr_assert(fs_shard_map_same(&a, &before), "case %zu: %d shards, %d parts, R %d: back as it was", c,
+                  cases[c][0], cases[c][1], cases[c][2]);
+        fs_shard_map_free(&m), fs_shard_map_free(&a), fs_shard_map_free(&before);
+    }
+}
+
 Test(assign, a_drained_shard_gives_every_copy_to_the_least_loaded)
 {
     fs_shard_map_t m = dealt(5, 64, 2), a;
     cr_assert_eq(fs_assign_from_map(&m, 0, &a, &err), FS_OK);
     int load = fs_assign_load(&a, 2), moved = 0;
     cr_assert_eq(fs_assign_remove(&a, 2, &moved, &err), FS_OK, "%s", err.msg);
-    cr_assert_eq(moved, load);
+    cr_assert(moved >= load && moved <= load + 4, "its %d copies moved, and a few more to even the loads (%d)", load,
+              moved);
     cr_assert_eq(fs_assign_load(&a, 2), 0);
     cr_assert_eq(a.num_shards, 4);
     balanced(&a);
