@@ -163,18 +163,20 @@ fs_status_t fs_shard_regroup(const fs_shard_t *from, const int *drop, int num_dr
 {
     *out = NULL;
     fs_shard_t *s = shard_new(from->name, from->num_held + num_add);
-    fs_status_t st = s ? FS_OK : fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
-    if (st == FS_OK) memcpy(s->id, from->id, sizeof s->id), s->parts = from->parts;
-    for (int i = 0; st == FS_OK && i < from->num_held; i++) {
+    if (!s) {
+        for (int i = 0; i < num_add; i++) fs_dataset_close(add[i]), add[i] = NULL;
+        return fs_error(err, FS_ERR_NOMEM, "shard: out of memory");
+    }
+    memcpy(s->id, from->id, sizeof s->id);
+    s->parts = from->parts;
+    for (int i = 0; i < from->num_held; i++) {
         int dropped = 0;
         for (int j = 0; j < num_drop; j++) dropped |= drop[j] == from->indices[i];
         if (dropped) continue;
         __atomic_add_fetch(&from->held[i]->refs, 1, __ATOMIC_ACQ_REL);
         s->held[s->num_held++] = from->held[i];
     }
-    if (st == FS_OK) st = take_parts(s, add, num_add, err);
-    else
-        for (int i = 0; i < num_add; i++) fs_dataset_close(add[i]), add[i] = NULL;
+    fs_status_t st = take_parts(s, add, num_add, err);
     if (st == FS_OK) st = index_parts(s, err);
     if (st != FS_OK) {
         fs_shard_close(s);
