@@ -20,6 +20,10 @@ extern "C" fs_status_t fs_rt_devices_query(fs_devices_t *out, fs_error_t *err)
     memset(out, 0, sizeof *out);
     int n = 0;
     cudaError_t rc = cudaGetDeviceCount(&n);
+    void *driver = rc == cudaErrorInsufficientDriver ? dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) : NULL;
+    if (rc == cudaErrorInsufficientDriver && !driver) /* the runtime says "insufficient" for "absent" too */
+        return fs_error(err, FS_ERR_NO_DEVICE, "no CUDA driver: libcuda.so.1 cannot be loaded (%s)", dlerror());
+    if (driver) dlclose(driver);
     if (rc != cudaSuccess)
         return fs_error(err, FS_ERR_NO_DEVICE, "CUDA runtime: %s (%s)", cudaGetErrorName(rc),
                         cudaGetErrorString(rc));

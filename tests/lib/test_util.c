@@ -164,16 +164,24 @@ pid_t tu_spawn(FILE **out, const char *fmt, ...)
     return pid;
 }
 
+/* Where the build put them, unless the environment says otherwise: a GPU
+ * bundle (scripts/gpu-bundle.sh) runs the tests away from the build tree. */
+static const char *from_env(const char *var, const char *built)
+{
+    const char *v = getenv(var);
+    return v && *v ? v : built;
+}
+
 const char *tu_data(const char *name)
 {
     static char buf[4][4096];
     static int slot;
     char *p = buf[slot++ & 3];
-    snprintf(p, 4096, "%s/%s", FS_TEST_DATA_DIR, name);
+    snprintf(p, 4096, "%s/%s", from_env("FEATSTORE_TEST_DATA", FS_TEST_DATA_DIR), name);
     return p;
 }
 
-const char *tu_bin(void) { return FS_BIN; }
+const char *tu_bin(void) { return from_env("FEATSTORE_TEST_BIN", FS_BIN); }
 
 int tu_have_numpy(void)
 {

@@ -51,8 +51,8 @@ fs_dataset_t *tu_gen_rmat(const char *dir, const char *name, fs_rmat_opts_t *g);
 /* Starts `sh -c "exec CMD"` as a child that dies with the test
  * (PR_SET_PDEATHSIG), its stdout readable from *out; returns its pid. */
 pid_t tu_spawn(FILE **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *tu_data(const char *name);                     /* tests/data/name */
-const char *tu_bin(void);                                  /* the featstore CLI */
+const char *tu_data(const char *name);                     /* tests/data/name ($FEATSTORE_TEST_DATA/name if set) */
+const char *tu_bin(void);                                  /* the featstore CLI ($FEATSTORE_TEST_BIN if set) */
 /* `featstore serve DATA --socket SOCK` with gRPC and metrics on ephemeral
  * loopback ports and `extra` arguments, waited for until READY (-1: it
  * exited first); stopped with a signal, giving its exit status (128+sig
