@@ -17,6 +17,10 @@ sampled subgraph, the features of its nodes and the labels; no model):
     pyg              PyG's LinkNeighborLoader
     dgl              DGL's as_edge_prediction_sampler(Uniform(1))
 
+Each is measured twice (--consumer): taking the batch's tensors only, and
+with a light stand-in for a model, x.sum() and y[:batch_size].sum() in
+torch, which shares the cores with the loader as a real trainer's step does.
+
 Every contender runs in a worker process of its own (PyG and featstore in
 the PyG venv, DGL and GraphBolt in the DGL venv of bench/peers/setup.sh),
 pinned with its featstore server to the cores measured (taskset: core 0,
@@ -30,7 +34,7 @@ ratio featstore / peer.
     bench/peers/setup.sh      # once: the peers' venvs (~15 minutes, ~6 GB)
     /usr/bin/python3 bench/peers/peer_loader.py [--dataset data/default] [--cores 1,2] [--tasks node,link]
 
-RESULT bench=peer_loader task=node|link peer=NAME cores=C batches_per_s=... featstore_batches_per_s=...
+RESULT bench=peer_loader task=node|link peer=NAME cores=C consumer=none|sum batches_per_s=... featstore_batches_per_s=...
        ratio_featstore_vs_peer=... shmem_thp=...   (featstore-unix against each peer; featstore-grpc against each
                                       peer in lines with transport=grpc)
 """
@@ -204,7 +208,11 @@ def worker(args):
         except StopIteration:  # the next epoch
             it = iter(loader)
             batch = next(it)
-        touch(batch)
+        tensors = touch(batch)
+        if args.consumer == "sum":  # a light stand-in for a model, in torch (issue 53)
+            tensors[0].sum()
+            if args.task == "node":
+                tensors[1][:args.batch].sum()
 
     print("READY", flush=True)
     for line in sys.stdin:
@@ -236,6 +244,9 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--link-edges", type=int, default=200000, help="positive edges the link task draws")
+    p.add_argument("--consumer", default="none,sum",
+                   help="what each step does with a batch, each measured: none (it only takes the tensors) and sum "
+                        "(x.sum(), and y[:batch_size].sum() in the node task, in torch)")
     # worker mode
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--task", help=argparse.SUPPRESS)
@@ -250,14 +261,14 @@ def pin(pid, cores):
 
 
 class Worker:
-    def __init__(self, args, task, name, cores, uri):
+    def __init__(self, args, task, name, cores, uri, consumer):
         venv = "dgl" if name in ("dgl", "graphbolt") else "pyg"
         python = os.path.join(args.peers_dir, venv, "bin", "python")
         env = dict(os.environ, OMP_NUM_THREADS=str(cores), MKL_NUM_THREADS=str(cores), FEATSTORE_LIB=args.lib,
                    PYTHONPATH=os.path.join(ROOT, "client-lib", "python"), DGLBACKEND="pytorch")
         cmd = ["taskset", "-c", f"0-{cores - 1}", python, os.path.abspath(__file__), "--worker", "--task", task,
                "--name", name, "--cores", str(cores), "--dataset", args.dataset, "--batch", str(args.batch),
-               "--warmup", str(args.warmup), "--link-edges", str(args.link_edges)]
+               "--warmup", str(args.warmup), "--link-edges", str(args.link_edges), "--consumer", consumer]
         if uri:
             cmd += ["--uri", uri]
         self.name = name
@@ -302,12 +313,12 @@ def serve(args):
     return proc, "unix://" + ready["unix"], "grpc://" + ready["grpc"], tmp
 
 
-def measure(args, task, cores, names, uris, server):
+def measure(args, task, cores, names, uris, server, consumer):
     pin(server.pid, cores)
     workers = []
     try:
         for name in names:
-            workers.append(Worker(args, task, name, cores, uris.get(name)))
+            workers.append(Worker(args, task, name, cores, uris.get(name), consumer))
         rates = {w.name: [] for w in workers}
         for r in range(args.rounds):
             turn = workers[r % len(workers):] + workers[:r % len(workers)]
@@ -330,7 +341,7 @@ def shmem_thp():
         return "unknown"
 
 
-def report(task, cores, rates):
+def report(task, cores, rates, consumer):
     base = {"unix": "featstore-unix", "grpc": "featstore-grpc"}
     for transport, ours in base.items():
         if ours not in rates:
@@ -341,11 +352,12 @@ def report(task, cores, rates):
             ratio = statistics.median(a / b for a, b in zip(rates[ours], peer_rates))
             extra = " sampler=torch-sparse" if peer == "pyg" else ""
             print(f"RESULT bench=peer_loader task={task} transport={transport} peer={peer}{extra} cores={cores} "
+                  f"consumer={consumer} "
                   f"batch={FANOUTS_S}x{ARGS.batch} batches_per_s={statistics.median(peer_rates):.1f} "
                   f"featstore_batches_per_s={statistics.median(rates[ours]):.1f} "
                   f"ratio_featstore_vs_peer={ratio:.2f} shmem_thp={shmem_thp()}", flush=True)
     for name, r in rates.items():
-        print(f"# {task} cores={cores} {name}: " + " ".join(f"{x:.1f}" for x in r), flush=True)
+        print(f"# {task} cores={cores} consumer={consumer} {name}: " + " ".join(f"{x:.1f}" for x in r), flush=True)
 
 
 FANOUTS_S = ",".join(map(str, FANOUTS))
@@ -359,6 +371,9 @@ def main():
         return worker(args)
     if not shutil.which("taskset"):
         sys.exit("peer_loader: needs taskset (util-linux)")
+    bad = [c for c in args.consumer.split(",") if c not in ("none", "sum")]
+    if bad:
+        sys.exit(f"peer_loader: --consumer {','.join(bad)}: expected none, sum or both (none,sum)")
     only = set(filter(None, args.only.split(",")))
     proc, unix, grpc, tmp = serve(args)
     try:
@@ -369,7 +384,8 @@ def main():
                 print(f"# {task}: not installed (run bench/peers/setup.sh): {', '.join(missing)}", flush=True)
             uris = {"featstore-unix": unix, "featstore-grpc": grpc}
             for cores in map(int, args.cores.split(",")):
-                report(task, cores, measure(args, task, cores, names, uris, proc))
+                for consumer in args.consumer.split(","):
+                    report(task, cores, measure(args, task, cores, names, uris, proc, consumer), consumer)
     finally:
         proc.terminate()
         proc.wait()
