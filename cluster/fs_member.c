@@ -42,43 +42,41 @@ void fs_cluster_key(const char *name, const char *what, char *buf, size_t len)
     snprintf(buf, len, "/featstore/%s/%s", name, what);
 }
 
-fs_status_t fs_cluster_read_map(fs_etcd_t *e, const char *name, fs_shard_map_t *out, fs_error_t *err)
+/* The JSON at /featstore/NAME/<what>, parsed, with its etcd revision;
+ * FS_ERR_NOT_FOUND saying `absent` and why when there is none. */
+static fs_status_t read_key(fs_etcd_t *e, const char *name, const char *what, const char *absent, const char *why,
+                            fs_status_t (*parse)(const char *, size_t, fs_shard_map_t *, fs_error_t *),
+                            fs_shard_map_t *out, fs_error_t *err)
 {
     memset(out, 0, sizeof *out);
     char key[FS_CLUSTER_NAME_MAX + 64];
     fs_status_t st = fs_cluster_name_check(name, err);
     if (st != FS_OK) return st;
-    fs_cluster_key(name, "map", key, sizeof key);
+    fs_cluster_key(name, what, key, sizeof key);
     fs_etcd_kvs_t kvs = {0};
     st = fs_etcd_get(e, key, 0, &kvs, err);
     if (st == FS_OK && kvs.n == 0)
-        st = fs_error(err, FS_ERR_NOT_FOUND, "cluster %s: etcd %s holds no shard map (%s): no shard has joined", name,
-                      fs_etcd_endpoint(e), key);
-    if (st == FS_OK) st = fs_shard_map_parse(kvs.kv[0].value, kvs.kv[0].value_len, out, err);
+        st = fs_error(err, FS_ERR_NOT_FOUND, "cluster %s: etcd %s holds %s (%s): %s", name, fs_etcd_endpoint(e),
+                      absent, key, why);
+    if (st == FS_OK) st = parse(kvs.kv[0].value, kvs.kv[0].value_len, out, err);
     if (st == FS_OK) out->revision = kvs.kv[0].mod_revision;
     fs_etcd_kvs_free(&kvs);
     return st;
 }
 
+fs_status_t fs_cluster_read_map(fs_etcd_t *e, const char *name, fs_shard_map_t *out, fs_error_t *err)
+{
+    return read_key(e, name, "map", "no shard map", "no shard has joined", fs_shard_map_parse, out, err);
+}
+
 fs_status_t fs_cluster_read_assign(fs_etcd_t *e, const char *name, fs_shard_map_t *out, fs_error_t *err)
 {
-    memset(out, 0, sizeof *out);
-    char key[FS_CLUSTER_NAME_MAX + 64];
-    fs_status_t st = fs_cluster_name_check(name, err);
-    if (st != FS_OK) return st;
-    fs_cluster_key(name, "assign", key, sizeof key);
-    fs_etcd_kvs_t kvs = {0};
-    st = fs_etcd_get(e, key, 0, &kvs, err);
-    if (st == FS_OK && kvs.n == 0)
-        st = fs_error(err, FS_ERR_NOT_FOUND, "cluster %s has no assignment (%s): its shards hold the parts they were "
-                      "started with", name, key);
-    if (st == FS_OK) st = fs_shard_assign_parse(kvs.kv[0].value, kvs.kv[0].value_len, out, err);
+    fs_status_t st = read_key(e, name, "assign", "no assignment",
+                              "its shards hold the parts they were started with", fs_shard_assign_parse, out, err);
     if (st == FS_OK && strcmp(out->name, name) != 0) {
         st = fs_error(err, FS_ERR_FORMAT, "cluster %s: its assignment names cluster %s", name, out->name);
         fs_shard_map_free(out);
     }
-    if (st == FS_OK) out->revision = kvs.kv[0].mod_revision;
-    fs_etcd_kvs_free(&kvs);
     return st;
 }
 
