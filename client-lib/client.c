@@ -122,6 +122,7 @@ FS_API fs_status_t fs_connect(const char *uri, const fs_connect_opts_t *opts, fs
     if (keep_strings(c, uri) != FS_OK) return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     fs_las_ctl_init(&c->las, NULL, NULL); /* the defaults: cannot fail */
     if (c->opts.slots == 0) c->opts.slots = FS_DEFAULT_SLOTS;
+    c->threads_given = c->opts.threads > 0;
     if (c->opts.threads <= 0) c->opts.threads = 1;
     if (c->opts.slots < 1 || c->opts.slots > FS_MAX_SLOTS)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "slots is %d: a connection has 1..%d result slots (0 = %d)",

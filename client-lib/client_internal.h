@@ -96,6 +96,7 @@ struct fs_client {
     const fs_transport_ops_t *ops;
     void *impl;                  /* the transport's state */
     fs_connect_opts_t opts;
+    int threads_given;           /* opts.threads was set (else 1 by default): streams choose their producers */
     fs_las_ctl_t las;            /* Algorithm 2: the boost FS_LOCALITY_AUTO requests use */
     pid_t opener;                /* the process that connected: a forked child may not use it */
     char errstr[512];

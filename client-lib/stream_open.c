@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_parallel.h"
 #include "stream_internal.h"
 
 /* ---- the epoch plan: a stream's, and fs_stream_plan_open's -------------------------- */
@@ -381,15 +382,28 @@ static int slots_needed(const fs_stream_opts_t *o)
     return per_batch * (o->prefetch + o->hold + 1) + o->window + 1;
 }
 
+/* Producers by default where the connection's threads were not given:
+ * one per core this process may use, up to this many. A trainer that sets
+ * nothing thus makes batches on every core it has, as one that passes
+ * threads = cores did: on 2 cores with x.sum() in torch beside it, 1.5x
+ * the batches/s of one producer (torch at 1 thread) and 1.2x (at 2);
+ * docs/benchmarks.md, "Peers". Beyond four, a Python trainer takes
+ * batches slower than they are made. */
+#define AUTO_PRODUCERS_MAX 4
+
 /* How many producers the options ask for: one for a delta stream (each
  * batch is matched against the one before it); else the option, or by
  * default where the engines run in this process (unix://) the
- * connection's threads, each producer then running an equal share of
- * them (elsewhere one). */
+ * connection's threads if given (each producer then running an equal
+ * share of them), else one per core (AUTO_PRODUCERS_MAX); elsewhere one. */
 static int producers_wanted(const fs_client_t *c, const fs_stream_opts_t *o)
 {
     if (o->delta != FS_DELTA_OFF) return 1;
-    int n = o->producers ? o->producers : c->ops->in_process ? c->opts.threads : 1;
+    int n = o->producers;
+    if (!n && c->ops->in_process) {
+        n = c->threads_given ? c->opts.threads : fs_cpu_count();
+        if (!c->threads_given && n > AUTO_PRODUCERS_MAX) n = AUTO_PRODUCERS_MAX;
+    }
     return n < 1 ? 1 : n;
 }
 

@@ -16,6 +16,12 @@ sampled subgraph, the features of its nodes and the labels; no model):
     featstore-unix   featstore.pyg.LinkNeighborLoader over unix://
     pyg              PyG's LinkNeighborLoader
     dgl              DGL's as_edge_prediction_sampler(Uniform(1))
+  train task (issue 53): the node task's loaders, each step a 3-layer
+  GraphSAGE's forward, backward and Adam step in the contender's framework
+  (peer_train.py); featstore with the loader's defaults. A peer is measured
+  at each of --peer-workers (its loader's worker processes: DGL's and PyG's
+  DataLoader num_workers, GraphBolt's), its best reported; NAME@compute is
+  the compute-only bound, the same model on batches loaded beforehand.
 
 Each is measured twice (--consumer): taking the batch's tensors only, and
 with a light stand-in for a model, x.sum() and y[:batch_size].sum() in
@@ -37,6 +43,8 @@ ratio featstore / peer.
 RESULT bench=peer_loader task=node|link peer=NAME cores=C consumer=none|sum batches_per_s=... featstore_batches_per_s=...
        ratio_featstore_vs_peer=... shmem_thp=...   (featstore-unix against each peer; featstore-grpc against each
                                       peer in lines with transport=grpc)
+RESULT bench=train peer=NAME cores=C steps_per_s=... featstore_steps_per_s=... ratio_featstore_vs_peer=... workers=W
+RESULT bench=train peer=NAME cores=C ratio_step_vs_compute_only=... compute_only_steps_per_s=...
 """
 import argparse
 import json
@@ -80,16 +88,16 @@ def featstore_node(args):
     import torch
     from featstore import pyg
     torch.manual_seed(0)
+    # the loader's defaults (over unix:// a producer per core), unless a train variant of --fs-threads
     return pyg.NeighborLoader(args.uri, num_neighbors=FANOUTS, input_nodes="train", batch_size=args.batch,
-                              shuffle=True, threads=args.cores if args.uri.startswith("unix") else None), \
-        lambda d: (d.x, d.y, d.edge_index)
+                              shuffle=True, threads=args.workers or None), lambda d: (d.x, d.y, d.edge_index)
 
 
 def featstore_link(args):
     import torch
     from featstore import pyg
     torch.manual_seed(0)
-    fs = pyg.FeatureStore(args.uri, threads=args.cores)
+    fs = pyg.FeatureStore(args.uri)
     src, dst = link_seeds(*_topology(args.dataset), args.link_edges)
     loader = pyg.LinkNeighborLoader(fs.client, num_neighbors=FANOUTS, edge_label_index=torch.stack(
         [torch.from_numpy(src), torch.from_numpy(dst)]), neg_sampling="binary", batch_size=args.batch, shuffle=True)
@@ -117,7 +125,8 @@ def pyg_node(args):
     from torch_geometric.loader import NeighborLoader
     data, train, *_ = pyg_data(args)
     torch.manual_seed(0)
-    return NeighborLoader(data, num_neighbors=FANOUTS, input_nodes=train, batch_size=args.batch, shuffle=True), \
+    return NeighborLoader(data, num_neighbors=FANOUTS, input_nodes=train, batch_size=args.batch, shuffle=True,
+                          num_workers=args.workers, persistent_workers=args.workers > 0), \
         lambda d: (d.x, d.y, d.edge_index)
 
 
@@ -152,7 +161,8 @@ def dgl_node(args):
     sampler = dgl.dataloading.NeighborSampler(FANOUTS[::-1], prefetch_node_feats=["feat"],
                                               prefetch_labels=["label"])
     torch.manual_seed(0)
-    loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=args.batch, shuffle=True, num_workers=0)
+    loader = dgl.dataloading.DataLoader(g, train, sampler, batch_size=args.batch, shuffle=True,
+                                        num_workers=args.workers, persistent_workers=args.workers > 0)
     return loader, lambda b: (b[2][0].srcdata["feat"], b[2][-1].dstdata["label"])
 
 
@@ -182,14 +192,36 @@ def graphbolt_node(args):
     items = gb.ItemSet((seeds, torch.from_numpy(np.array(labels))[seeds]), names=("seed_nodes", "labels"))
     torch.manual_seed(0)
     pipe = gb.ItemSampler(items, batch_size=args.batch, shuffle=True)
-    pipe = pipe.sample_neighbor(graph, FANOUTS)
+    pipe = pipe.sample_neighbor(graph, FANOUTS[::-1])  # input layer first, as DGL's (the seeds' hop last)
     pipe = pipe.fetch_feature(features, node_feature_keys=["feat"])
-    return gb.DataLoader(pipe, num_workers=0), lambda mb: (mb.node_features["feat"], mb.labels)
+    return gb.DataLoader(pipe, num_workers=args.workers, persistent_workers=args.workers > 0), \
+        lambda mb: (mb.node_features["feat"], mb.labels)
 
 
 WORKERS = {("node", "featstore-unix"): featstore_node, ("node", "featstore-grpc"): featstore_node,
            ("node", "pyg"): pyg_node, ("node", "dgl"): dgl_node, ("node", "graphbolt"): graphbolt_node,
            ("link", "featstore-unix"): featstore_link, ("link", "pyg"): pyg_link, ("link", "dgl"): dgl_link}
+
+
+def contender(name):
+    """A contender's name taken apart: (loader, worker processes, compute-only).
+    "dgl:w1@compute" is DGL's loader with num_workers=1, compute only."""
+    base, compute = name.split("@")[0], name.endswith("@compute")
+    base, _, workers = base.partition(":w")
+    return base, int(workers or 0), compute
+
+
+def train_step(args):
+    """The train task's step: peer_train.trainer on the node task's loader."""
+    import numpy as np
+    import peer_train
+    base, args.workers, compute = contender(args.name)
+    with open(os.path.join(args.dataset, "manifest.json")) as f:
+        m = json.load(f)
+    feat = np.load(os.path.join(args.dataset, m["features"]["feat"]["file"]), mmap_mode="r")
+    classes = int(np.load(os.path.join(args.dataset, m["labels"]["file"]), mmap_mode="r").max()) + 1
+    loader, _ = WORKERS[("node", base)](args)
+    return peer_train.trainer(base, loader, feat.shape[1], classes, compute)
 
 
 def worker(args):
@@ -198,6 +230,26 @@ def worker(args):
     import torch
     args.cores = int(args.cores)
     torch.set_num_threads(args.cores)
+    if args.task == "train":
+        step = train_step(args)
+    else:
+        step = loader_step(args)
+    print("READY", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        for _ in range(args.warmup):
+            step()
+        t0 = time.perf_counter()
+        for _ in range(int(words[1])):
+            step()
+        print(json.dumps({"seconds": time.perf_counter() - t0}), flush=True)
+
+
+def loader_step(args):
+    """The node and link tasks' step: the next batch's tensors, and the consumer's work."""
+    args.workers = 0
     loader, touch = WORKERS[(args.task, args.name)](args)
     it = iter(loader)
 
@@ -213,18 +265,7 @@ def worker(args):
             tensors[0].sum()
             if args.task == "node":
                 tensors[1][:args.batch].sum()
-
-    print("READY", flush=True)
-    for line in sys.stdin:
-        words = line.split()
-        if not words or words[0] == "quit":
-            break
-        for _ in range(args.warmup):
-            step()
-        t0 = time.perf_counter()
-        for _ in range(int(words[1])):
-            step()
-        print(json.dumps({"seconds": time.perf_counter() - t0}), flush=True)
+    return step
 
 
 # ---- the driver ------------------------------------------------------------------------
@@ -247,6 +288,15 @@ def parse_args():
     p.add_argument("--consumer", default="none,sum",
                    help="what each step does with a batch, each measured: none (it only takes the tensors) and sum "
                         "(x.sum(), and y[:batch_size].sum() in the node task, in torch)")
+    p.add_argument("--peer-workers", default="0,1",
+                   help="train task: the peers' loader worker processes to measure (num_workers), the best reported")
+    p.add_argument("--fs-threads", default="0",
+                   help="train task: featstore's connection threads to measure (0: the loader's default, the one "
+                        "compared with the peers; others as featstore-unix:wN)")
+    p.add_argument("--featstore-venv", choices=("pyg", "dgl"),
+                   help="the peers' venv featstore runs in: pyg (Debian's torch) or dgl (PyPI's torch, DGL's and "
+                        "GraphBolt's, with torch_geometric; bench/peers/setup.sh). Default: dgl for the train task "
+                        "(the model computes on the same torch build as theirs), else pyg")
     # worker mode
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--task", help=argparse.SUPPRESS)
@@ -262,8 +312,7 @@ def pin(pid, cores):
 
 class Worker:
     def __init__(self, args, task, name, cores, uri, consumer):
-        venv = "dgl" if name in ("dgl", "graphbolt") else "pyg"
-        python = os.path.join(args.peers_dir, venv, "bin", "python")
+        python = os.path.join(args.peers_dir, venv_of(name, task), "bin", "python")
         env = dict(os.environ, OMP_NUM_THREADS=str(cores), MKL_NUM_THREADS=str(cores), FEATSTORE_LIB=args.lib,
                    PYTHONPATH=os.path.join(ROOT, "client-lib", "python"), DGLBACKEND="pytorch")
         cmd = ["taskset", "-c", f"0-{cores - 1}", python, os.path.abspath(__file__), "--worker", "--task", task,
@@ -299,9 +348,15 @@ class Worker:
             self.proc.kill()
 
 
-def installed(args, name):
-    venv = "dgl" if name in ("dgl", "graphbolt") else "pyg"
-    return os.path.exists(os.path.join(args.peers_dir, venv, "bin", "python"))
+def venv_of(name, task):
+    base = contender(name)[0]
+    if base.startswith("featstore"):
+        return ARGS.featstore_venv or ("dgl" if task == "train" else "pyg")
+    return "dgl" if base in ("dgl", "graphbolt") else "pyg"
+
+
+def installed(args, name, task):
+    return os.path.exists(os.path.join(args.peers_dir, venv_of(name, task), "bin", "python"))
 
 
 def serve(args):
@@ -318,7 +373,7 @@ def measure(args, task, cores, names, uris, server, consumer):
     workers = []
     try:
         for name in names:
-            workers.append(Worker(args, task, name, cores, uris.get(name), consumer))
+            workers.append(Worker(args, task, name, cores, uris.get(contender(name)[0]), consumer))
         rates = {w.name: [] for w in workers}
         for r in range(args.rounds):
             turn = workers[r % len(workers):] + workers[:r % len(workers)]
@@ -360,6 +415,48 @@ def report(task, cores, rates, consumer):
         print(f"# {task} cores={cores} consumer={consumer} {name}: " + " ".join(f"{x:.1f}" for x in r), flush=True)
 
 
+def report_train(cores, rates):
+    """featstore against each peer at its best worker count, and each
+    loader's steps over its compute-only bound."""
+    median = statistics.median
+    ours = rates.get("featstore-unix")
+    loaders = {}  # peer -> its best variant's name
+    for name in rates:
+        base, _, compute = contender(name)
+        if not compute and not base.startswith("featstore"):
+            best = loaders.get(base)
+            if best is None or median(rates[name]) > median(rates[best]):
+                loaders[base] = name
+    for peer, name in loaders.items():
+        if ours:
+            ratio = median(a / b for a, b in zip(ours, rates[name]))
+            print(f"RESULT bench=train peer={peer} cores={cores} batch={FANOUTS_S}x{ARGS.batch} "
+                  f"steps_per_s={median(rates[name]):.2f} featstore_steps_per_s={median(ours):.2f} "
+                  f"ratio_featstore_vs_peer={ratio:.2f} workers={contender(name)[1]}", flush=True)
+    variants = [(f"featstore:w{contender(n)[1]}", n) for n in rates if n.startswith("featstore-unix:w")]
+    for peer, name in [("featstore", "featstore-unix")] + variants + sorted(loaders.items()):
+        bound = rates.get(contender(name)[0] + "@compute")
+        if name in rates and bound:
+            ratio = median(c / a for a, c in zip(rates[name], bound))
+            print(f"RESULT bench=train peer={peer} cores={cores} ratio_step_vs_compute_only={ratio:.3f} "
+                  f"steps_per_s={median(rates[name]):.2f} compute_only_steps_per_s={median(bound):.2f}", flush=True)
+    for name, r in rates.items():
+        print(f"# train cores={cores} {name}: " + " ".join(f"{x:.2f}" for x in r), flush=True)
+
+
+def train_contenders(args, only):
+    """The train task's contenders: featstore-unix, each peer at each
+    --peer-workers, and every framework's compute-only bound."""
+    names = []
+    for (task, base) in WORKERS:
+        if task != "node" or base == "featstore-grpc" or (only and base not in only):
+            continue
+        counts = args.fs_threads if base.startswith("featstore") else args.peer_workers
+        names += [base if w == "0" else f"{base}:w{w}" for w in counts.split(",")]
+        names.append(base + "@compute")
+    return names
+
+
 FANOUTS_S = ",".join(map(str, FANOUTS))
 ARGS = None
 
@@ -378,12 +475,17 @@ def main():
     proc, unix, grpc, tmp = serve(args)
     try:
         for task in args.tasks.split(","):
-            names = [n for (t, n) in WORKERS if t == task and (not only or n in only) and installed(args, n)]
-            missing = [n for (t, n) in WORKERS if t == task and (not only or n in only) and not installed(args, n)]
+            every = train_contenders(args, only) if task == "train" else \
+                [n for (t, n) in WORKERS if t == task and (not only or n in only)]
+            names = [n for n in every if installed(args, n, task)]
+            missing = [n for n in every if not installed(args, n, task)]
             if missing:
                 print(f"# {task}: not installed (run bench/peers/setup.sh): {', '.join(missing)}", flush=True)
             uris = {"featstore-unix": unix, "featstore-grpc": grpc}
             for cores in map(int, args.cores.split(",")):
+                if task == "train":
+                    report_train(cores, measure(args, task, cores, names, uris, proc, "none"))
+                    continue
                 for consumer in args.consumer.split(","):
                     report(task, cores, measure(args, task, cores, names, uris, proc, consumer), consumer)
     finally:

@@ -395,7 +395,8 @@ typedef struct {
     /* Since 1.5: producers, the background threads making batches, each a
      * whole batch at a time on a connection of its own, 1..16, at most
      * prefetch (no more batches are made at once); 0 = automatic: over
-     * unix:// the connection's `threads`, else 1. Several producers share
+     * unix:// the connection's `threads` if given, else one per
+     * core this process may use, up to 4; else 1. Several producers share
      * the connection's threads (threads / producers each): several batches
      * made at once on as many cores scale better than one batch split over
      * them. Each producer's connection has its own result slots. Delta

@@ -77,7 +77,8 @@ class StreamCalls:
     may hold `hold` at once. `start_batch`: resume at an earlier stream's
     ``position``. `producers` (since 1.5): background threads making whole
     batches at once, 1..16 and at most `prefetch`, sharing the connection's
-    `threads`; 0: over unix:// the connection's `threads`, else 1 (delta
+    `threads`; 0: over unix:// the connection's `threads` if given, else
+    one per core this process may use, up to 4; else 1 (delta
     streams, and node streams over grpc://, which the server makes, have
     one). A stream has connections of its own, so it outlives ``close()``
     of its Client."""

@@ -391,7 +391,8 @@ class Client(StreamCalls, Closing):
         """The batches a stream opened on this Client makes ahead by default
         (``prefetch=0``): two per producer, at most 16 (`producers` as the
         streams take it, 0 = automatic: over unix:// the connection's
-        `threads`, else 1). The C library decides it
+        `threads` if given, else one per core this process may use, up to
+        4; else 1). The C library decides it
         (fs_stream_default_prefetch, since 1.5)."""
         from .plan import require_plans
         require_plans("Client.default_prefetch")

@@ -12,6 +12,7 @@
  * per-kind calls (fs_stream_open_nodes, _rows) give the 1.4 form's
  * batches. */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,13 +443,40 @@ Test(stream, the_default_prefetch_is_two_batches_per_producer)
     fs_stream_opts_t o = base_opts();
     o.producers = 2, o.batch_size = 50;
     cr_assert_eq(fs_stream_default_prefetch(c, &o), 4, "what fs_stream_open will choose");
-    cr_assert_eq(fs_stream_default_prefetch(c, NULL), 2, "one producer: a connection of one thread");
+    fs_connect_opts_t co = FS_CONNECT_OPTS_INIT;
+    co.threads = 1;
+    fs_client_t *one;
+    cr_assert_eq(fs_connect(unix_uri, &co, &one), FS_OK, "%s", fs_client_errstr(one));
+    cr_assert_eq(fs_stream_default_prefetch(one, NULL), 2, "one producer: a connection of one thread, given");
+    fs_close(one);
     fs_stream_t *s;
     cr_assert_eq(fs_stream_open(c, &o, &s), FS_OK, "%s", fs_client_errstr(c));
     wait_ready(s, 4);
     usleep(200 * 1000); /* time to overrun, were it possible */
     cr_assert_eq(fs_stream_ready(s), 4);
     fs_stream_close(s);
+    fs_close(c);
+}
+
+/* A connection whose threads were not given streams with a producer per
+ * core this thread may use, up to four: the defaults follow the cores. */
+Test(stream, without_threads_given_a_stream_has_a_producer_per_core)
+{
+    fs_client_t *c = connect_to(unix_uri);
+    cpu_set_t all, one;
+    cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    int cores = CPU_COUNT(&all);
+    cr_assert_eq(fs_stream_default_prefetch(c, NULL), 2 * (cores < 4 ? cores : 4), "%d cores", cores);
+    CPU_ZERO(&one);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &all)) {
+            CPU_SET(i, &one);
+            break;
+        }
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    int pinned = fs_stream_default_prefetch(c, NULL);
+    cr_assert_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    cr_assert_eq(pinned, 2, "on one core: one producer, two batches ahead");
     fs_close(c);
 }
 

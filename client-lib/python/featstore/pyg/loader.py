@@ -213,7 +213,8 @@ class NeighborLoader(_Loader):
     the same on every rank (default: drawn from torch's generator).
     `prefetch`: batches made ahead by the stream's producer threads (by
     default two per producer; over unix:// a connection has one producer per
-    `threads`). `hold`, `copy`: the module comment's lifetime rule. Other
+    `threads`, or per core this process may use, up to 4, when `threads` is
+    not given). `hold`, `copy`: the module comment's lifetime rule. Other
     options as ``NeighborSampler``'s. A loader is used by one thread at a
     time."""
 
