@@ -231,7 +231,7 @@ Test(serve, refuses_bad_configuration_with_a_clear_message)
                            log);
         free(log);
     }
-    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s/nope --socket %s", tu_bin(), dir, sock), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s/nope --socket %s --metrics 127.0.0.1:0", tu_bin(), dir, sock), 1);
     cr_assert_not_null(strstr(log, "manifest.json"), "%s", log);
     free(log);
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --metrics nonsense", tu_bin(), data, sock), 2);
@@ -312,13 +312,15 @@ Test(serve, a_preset_places_data_on_simulated_gpus_and_trainers_read_it)
     snprintf(extra, sizeof extra, "--topology nvlink-pairs --gpu-budget 0.2 --feature-first --plan %s", plan);
     cr_assert_eq(start(&s, extra), 0);
     cr_assert_eq(stop(&s, SIGTERM), 0);
-    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --topology nope", tu_bin(), data, sock), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --topology nope --metrics 127.0.0.1:0", tu_bin(), data, sock),
+                 1);
     cr_assert_not_null(strstr(log, "nope"), "%s", log);
     free(log);
     cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --gpu-budget 0.1", tu_bin(), data, sock), 2);
     cr_assert_not_null(strstr(log, "--gpu-budget shapes a placement: it needs --topology"), "%s", log);
     free(log);
-    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --topology dgx1-v100 --plan %s", tu_bin(), data, sock, plan), 1);
+    cr_assert_eq(tu_run(&log, "timeout 30 %s serve %s --socket %s --topology dgx1-v100 --plan %s --metrics 127.0.0.1:0",
+                        tu_bin(), data, sock, plan), 1);
     cr_assert_not_null(strstr(log, "GPUs"), "a plan for another topology is refused: %s", log);
     free(log);
     free(plan);

@@ -198,7 +198,8 @@ Test(typed, round_trip_of_every_part)
     cr_assert_not_null(strstr(out, "reverse: (paper, written_by, author)"), "%s", out);
     cr_assert_not_null(strstr(out, "link split train: 2 edges of (paper, cites, paper), 2 given negatives each"), "%s", out);
     free(out);
-    cr_assert_neq(tu_run(&out, "timeout 30 %s serve %s --socket %s/s.sock --topology pcie4", tu_bin(), d, dir), 0);
+    cr_assert_neq(tu_run(&out, "timeout 30 %s serve %s --socket %s/s.sock --topology pcie4 --metrics 127.0.0.1:0", tu_bin(), d,
+                        dir), 0);
     cr_assert_not_null(strstr(out, "placement plans one graph; dataset"), "%s", out);
     cr_assert_not_null(strstr(out, "is typed (2 node types, 3 edge types): serve it without --topology"), "%s", out);
     free(out);
