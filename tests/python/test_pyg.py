@@ -379,7 +379,8 @@ class PygBackend(unittest.TestCase):
 
     def test_prefetch_defaults_to_two_batches_per_producer(self):
         kw = dict(num_neighbors=[5, 3], input_nodes="train", batch_size=128, shuffle=True, seed=11)
-        cases = [("unix", {}, 2), ("unix", dict(threads=2), 4), ("unix", dict(threads=3), 6),
+        cores = min(len(os.sched_getaffinity(0)), 4)  # threads not given: a producer per core, up to 4
+        cases = [("unix", {}, 2 * cores), ("unix", dict(threads=2), 4), ("unix", dict(threads=3), 6),
                  ("unix", dict(threads=2, prefetch=1), 1), ("grpc", {}, 2)]
         for transport, extra, want in cases:
             with self.subTest(transport=transport, **extra):
