@@ -387,8 +387,9 @@ static int slots_needed(const fs_stream_opts_t *o)
  * nothing thus makes batches on every core it has, as one that passes
  * threads = cores did: on 2 cores with x.sum() in torch beside it, 1.5x
  * the batches/s of one producer (torch at 1 thread) and 1.2x (at 2);
- * docs/benchmarks.md, "Peers". Beyond four, a Python trainer takes
- * batches slower than they are made. */
+ * docs/benchmarks.md, "Peers". At most four, so that on a box of many
+ * cores, which several trainers share, each keeps at most 8 batches made
+ * ahead (two per producer) and 4 connections. */
 #define AUTO_PRODUCERS_MAX 4
 
 /* How many producers the options ask for: one for a delta stream (each

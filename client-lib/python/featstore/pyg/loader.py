@@ -327,8 +327,9 @@ class LinkNeighborLoader(_Loader):
     + 1). `edge_label_time`: per-edge times (temporal). Seed edges and their
     reverses are left out of each batch's subgraph unless
     `keep_seed_edges`. Explicit edges are sampled one request per batch on
-    a background thread, `prefetch` ahead. Other options as
-    NeighborLoader's."""
+    a background thread, `prefetch` ahead, each split over the connection's
+    `threads` (1 unless given: pass ``threads=`` for more cores). Other
+    options as NeighborLoader's."""
 
     def __init__(self, data: Any, num_neighbors: Sequence[int] | dict[Any, Sequence[int]],
                  edge_label_index: Any = None, edge_label: Any = None, edge_label_time: Any = None,
