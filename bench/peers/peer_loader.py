@@ -97,8 +97,7 @@ def featstore_link(args):
     import torch
     from featstore import pyg
     torch.manual_seed(0)
-    # explicit seed edges: a call per batch, split over the connection's threads (1 unless given)
-    fs = pyg.FeatureStore(args.uri, threads=args.cores)
+    fs = pyg.FeatureStore(args.uri)  # the defaults: calls split over the cores a stream would use
     src, dst = link_seeds(*_topology(args.dataset), args.link_edges)
     loader = pyg.LinkNeighborLoader(fs.client, num_neighbors=FANOUTS, edge_label_index=torch.stack(
         [torch.from_numpy(src), torch.from_numpy(dst)]), neg_sampling="binary", batch_size=args.batch, shuffle=True)

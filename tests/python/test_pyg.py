@@ -473,6 +473,22 @@ class PygBackend(unittest.TestCase):
                 explicit.close()
         client.close()
 
+    def test_explicit_edges_are_sampled_on_the_cores_a_stream_would_use(self):
+        """Batches made by calls (explicit seed edges) split each call over
+        a producer's worth of cores per core, up to 4, as a stream makes
+        batches on them, unless the client's threads were given."""
+        cores = min(len(os.sched_getaffinity(0)), 4)
+        src, dst = np.arange(0, 40, dtype=np.int64), np.arange(1, 41, dtype=np.int64)
+        for threads, want in ((None, cores), (3, 3)):
+            with self.subTest(threads=threads):
+                client = featstore.connect(SERVERS["link"]["unix"], threads=threads)
+                loader = pyg.LinkNeighborLoader(client, num_neighbors=[3], batch_size=16, neg_sampling="binary",
+                                                edge_label_index=torch.from_numpy(np.stack([src, dst])))
+                self.assertEqual(next(iter(loader)).edge_label_index.shape[1], 32)
+                self.assertEqual(loader._connection()._opts.threads, want)
+                loader.close()
+                client.close()
+
     def test_breaking_out_of_any_loader_after_one_batch_returns(self):
         """A consumer that stops after one batch (a break) gets control
         back, and the loader's background thread ends, within 10 s, for

@@ -183,13 +183,16 @@ class Client(StreamCalls, Closing):
         self.transport = lib.fs_client_transport(self._c).decode()
         _CLIENTS.add(self)
 
-    def _with_slots(self, slots: int) -> Client:
+    def _with_slots(self, slots: int, threads: int | None = None) -> Client:
         """A new Client to the same URI with the same options but `slots`
-        result slots (unix://): for a loader that keeps several batches in
-        flight on a connection of its own."""
+        result slots (unix://), and `threads` where this one's were not
+        given: for a loader that keeps several batches in flight on a
+        connection of its own."""
         other = Client.__new__(Client)
         other._opts = _lib.ConnectOpts.from_buffer_copy(self._opts)
         other._opts.slots = opt_int(slots, "slots")
+        if threads is not None and not self._opts.threads:
+            other._opts.threads = opt_int(threads, "threads")
         other._strings = self  # the copied options point at this Client's strings
         other._start(self.uri)
         return other

@@ -162,9 +162,11 @@ class _Loader:
     def _connection(self) -> Client:
         """The connection batches made by calls come from: one of the loader's
         own, with a result slot for each batch in flight (prefetch), each the
-        caller may hold (hold), and the one being made."""
+        caller may hold (hold), and the one being made; each call split over
+        the cores a stream would make batches on (its producers, the C
+        library's default) unless the client's threads were given."""
         if getattr(self, "_conn", None) is None:
-            self._conn = self.client._with_slots(self.prefetch + self.hold + 1)
+            self._conn = self.client._with_slots(self.prefetch + self.hold + 1, threads=_default_producers(self.client))
         return self._conn
 
     def _sampled(self, call: Callable[..., HeteroBatch], *args: Any, **kwargs: Any) -> HeteroBatch:
@@ -328,8 +330,8 @@ class LinkNeighborLoader(_Loader):
     reverses are left out of each batch's subgraph unless
     `keep_seed_edges`. Explicit edges are sampled one request per batch on
     a background thread, `prefetch` ahead, each split over the connection's
-    `threads` (1 unless given: pass ``threads=`` for more cores). Other
-    options as NeighborLoader's."""
+    `threads`, by default the cores a stream would make batches on (one
+    per core, up to 4). Other options as NeighborLoader's."""
 
     def __init__(self, data: Any, num_neighbors: Sequence[int] | dict[Any, Sequence[int]],
                  edge_label_index: Any = None, edge_label: Any = None, edge_label_time: Any = None,
@@ -462,6 +464,13 @@ class LinkNeighborLoader(_Loader):
             if fields[2] is not None:
                 store_edge.edge_label_time = fields[2]
         return self._finish(data)
+
+
+def _default_producers(client: Client) -> int | None:
+    """The producers a stream on `client` has by default (over unix:// one
+    per core, up to 4, unless threads were given): half its default
+    prefetch, which the C library decides. None before 1.5."""
+    return client.default_prefetch() // 2 if _lib.plans else None
 
 
 def _default_prefetch(client: Client) -> int:
