@@ -392,6 +392,12 @@ static int slots_needed(const fs_stream_opts_t *o)
  * ahead (two per producer) and 4 connections. */
 #define AUTO_PRODUCERS_MAX 4
 
+static int auto_producers(void)
+{
+    int cores = fs_cpu_count();
+    return cores < AUTO_PRODUCERS_MAX ? cores : AUTO_PRODUCERS_MAX;
+}
+
 /* How many producers the options ask for: one for a delta stream (each
  * batch is matched against the one before it); else the option, or by
  * default where the engines run in this process (unix://) the
@@ -401,10 +407,7 @@ static int producers_wanted(const fs_client_t *c, const fs_stream_opts_t *o)
 {
     if (o->delta != FS_DELTA_OFF) return 1;
     int n = o->producers;
-    if (!n && c->ops->in_process) {
-        n = c->threads_given ? c->opts.threads : fs_cpu_count();
-        if (!c->threads_given && n > AUTO_PRODUCERS_MAX) n = AUTO_PRODUCERS_MAX;
-    }
+    if (!n && c->ops->in_process) n = c->threads_given ? c->opts.threads : auto_producers();
     return n < 1 ? 1 : n;
 }
 

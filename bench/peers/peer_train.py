@@ -26,6 +26,14 @@ LR = 0.003
 COMPUTE_BATCHES = 16
 
 
+def _torch_major() -> int:
+    import torch
+    return int(torch.__version__.split(".")[0])
+
+
+FUSED = _torch_major() >= 2  # torch.sparse.mm(csr, x, reduce="mean"): torch 2.0 on
+
+
 def pyg_step(in_dim: int, classes: int) -> Callable[[Any], float]:
     """A training step of PyG's SAGEConv layers on a PyG Data batch
     (featstore.pyg's or PyG's): layer by layer over the hops (pyg_layers)
@@ -66,14 +74,13 @@ def pyg_layers(model: Any, d: Any) -> Any:
     check_grouped(d)  # ~0.1 ms: a batch in another order would be computed wrong, not slower
     nodes = [int(n) for n in d.num_sampled_nodes]
     edges = [int(n) for n in d.num_sampled_edges]
-    fused = int(torch.__version__.split(".")[0]) >= 2
     x, ei = d.x, d.edge_index
     last = len(model.convs) - 1
     for i, conv in enumerate(model.convs):
         hops = len(model.convs) - i
         n_dst, n_edges = sum(nodes[:hops]), sum(edges[:hops])
         src, dst = ei[0, :n_edges], ei[1, :n_edges]
-        if fused:
+        if FUSED:
             crow = torch.zeros(n_dst + 1, dtype=torch.int64)
             torch.cumsum(torch.bincount(dst, minlength=n_dst), 0, out=crow[1:])
             adj = torch.sparse_csr_tensor(crow, src, torch.ones(n_edges), size=(n_dst, x.size(0)))
@@ -167,12 +174,13 @@ def trainer(name: str, loader: Any, in_dim: int, classes: int, compute_only: boo
     if not compute_only:
         return lambda: step(unpack(next_batch()))
     held = [_held(unpack(next_batch())) for _ in range(COMPUTE_BATCHES)]
-    del it
-    turn = [0]
+    del it  # the loader stops: nothing runs beside the model
+    turn = 0
 
     def cached() -> float:
-        turn[0] = (turn[0] + 1) % len(held)
-        return step(held[turn[0]])
+        nonlocal turn
+        turn = (turn + 1) % len(held)
+        return step(held[turn])
     return cached
 
 
