@@ -272,7 +272,7 @@ static fs_status_t read_node_map(fs_cluster_t *c, int t, const char *file, fs_er
     char *data = NULL;
     int64_t len, n;
     const int64_t *map;
-    fs_status_t st = fs_cluster_file(c, file, 128 + 8 * (ty->count + 1), &data, &len, err);
+    fs_status_t st = fs_cluster_file(c, file, FS_NPY_WRITE_HEADER_LEN + 8 * (ty->count + 1), &data, &len, err);
     if (st != FS_OK) return st;
     if ((st = fs_cluster_npy_i64(file, data, len, &map, &n, err)) == FS_OK && n != ty->count)
         st = fs_error(err, FS_ERR_FORMAT, "cluster %s: %s maps %lld nodes, not %lld", c->name, file, (long long)n,
@@ -522,7 +522,7 @@ static fs_status_t fetch_ids(const fs_cluster_t *c, const char *file, int64_t ma
     int64_t len;
     const int64_t *vals;
     *ids = NULL, *n = 0;
-    fs_status_t st = fs_cluster_file(c, file, 128 + 8 * (max_values + 1), &data, &len, err);
+    fs_status_t st = fs_cluster_file(c, file, FS_NPY_WRITE_HEADER_LEN + 8 * (max_values + 1), &data, &len, err);
     if (st == FS_OK) st = fs_cluster_npy_i64(file, data, len, &vals, n, err);
     if (st == FS_OK && !(*ids = malloc(sizeof **ids * (size_t)(*n + 1))))
         st = fs_error(err, FS_ERR_NOMEM, "out of memory");
@@ -589,7 +589,7 @@ static fs_status_t read_degrees(fs_cluster_t *c, fs_cluster_etype_t *x, int side
                         "negatives", c->name, x->src, x->rel, x->dst);
     char *data = NULL;
     const int64_t *vals;
-    fs_status_t st = fs_cluster_file(c, file, 128 + 8 * (count + 1), &data, &len, err);
+    fs_status_t st = fs_cluster_file(c, file, FS_NPY_WRITE_HEADER_LEN + 8 * (count + 1), &data, &len, err);
     if (st == FS_OK) st = fs_cluster_degree_parse(file, data, len, count, x->num_edges, &vals, err);
     if (st == FS_OK && !(x->degree[side] = malloc(sizeof(int64_t) * (size_t)(count + 1))))
         st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for %s", c->name, file);

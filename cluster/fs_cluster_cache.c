@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fs_cluster.h"
+#include "fs_npy.h"
 
 #define CACHE_CHUNK 65536 /* ids per ShardRows while the cache fills */
 
@@ -98,7 +99,7 @@ static fs_status_t fill_type(fs_cluster_t *c, fs_cluster_conn_t *k, fs_cluster_c
     int64_t len, listed, n = 0;
     const int64_t *list;
     int64_t *hot = NULL;
-    fs_status_t st = fs_cluster_file(c, ty->hot, 128 + 8 * (ty->count + 1), &data, &len, err);
+    fs_status_t st = fs_cluster_file(c, ty->hot, FS_NPY_WRITE_HEADER_LEN + 8 * (ty->count + 1), &data, &len, err);
     if (st == FS_OK) st = fs_cluster_npy_i64(ty->hot, data, len, &list, &listed, err);
     if (st == FS_OK && !(hot = malloc(((size_t)listed + 1) * sizeof *hot)))
         st = fs_error(err, FS_ERR_NOMEM, "cluster %s: out of memory for the cache", c->name);

@@ -726,7 +726,10 @@ static const fs_mapping_t *mapping_of(const fs_dataset_t *ds, const void *data)
     for (int i = 0; data && i < ds->num_maps; i++) {
         const char *base = ds->maps[i].addr;
         if ((const char *)data == base + ds->maps[i].len) end = &ds->maps[i];
-        if ((const char *)data < base || (const char *)data >= base + ds->maps[i].len) continue;
+        /* An array's data never starts its file (the header does): a pointer
+         * at a mapping's first byte is the end of another mapped right
+         * before it (an empty array of a file of one page). */
+        if ((const char *)data <= base || (const char *)data >= base + ds->maps[i].len) continue;
         return &ds->maps[i];
     }
     return end;

@@ -54,7 +54,7 @@ static int write_all(int fd, const void *p, size_t len)
     return 0;
 }
 
-/* dir/file as an int64 [n] .npy with a 128-byte header; its size and xxh3 into files. */
+/* dir/file as an int64 [n] .npy with featstore's .npy header; its size and xxh3 into files. */
 static fs_status_t write_i64_npy(const char *dir, const char *file, const int64_t *a, int64_t n, json_t *files,
                                  fs_error_t *err)
 {

@@ -214,15 +214,15 @@ static fs_status_t read_map(vf_t *v, vf_type_t *t)
         return fs_error(v->err, FS_ERR_FORMAT, "%s: checksum mismatch (book %s, file %s): the node map is corrupt or was "
                         "modified", path, want ? want : "(none)", hash);
     FILE *f = fopen(path, "rb");
-    char head[FS_NPY_WRITE_HEADER_LEN];
+    char head[FS_NPY_WRITE_HEADER_LEN]; /* any header length: earlier books have 128-byte ones */
     fs_npy_header_t h;
-    int ok = f && fread(head, 1, sizeof head, f) == sizeof head &&
-             fs_npy_parse(head, sizeof head, path, &h, v->err) == FS_OK && h.dtype == FS_DTYPE_I64 && h.ndim == 1 &&
-             h.shape[0] == t->count && h.header_len == sizeof head;
+    size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+    int ok = got > 0 && fs_npy_parse(head, got, path, &h, v->err) == FS_OK && h.dtype == FS_DTYPE_I64 &&
+             h.ndim == 1 && h.shape[0] == t->count && fseek(f, (long)h.header_len, SEEK_SET) == 0;
     if (ok) ok = (t->map = malloc((size_t)(t->count ? t->count : 1) * sizeof *t->map)) &&
                  fread(t->map, sizeof *t->map, (size_t)t->count, f) == (size_t)t->count;
     if (f) fclose(f);
-    if (!ok) return fs_error(v->err, FS_ERR_FORMAT, "%s: must be an int64 [%lld] .npy with a 128-byte header", path,
+    if (!ok) return fs_error(v->err, FS_ERR_FORMAT, "%s: must be an int64 [%lld] .npy", path,
                              (long long)t->count);
     uint64_t *seen = calloc((size_t)(t->count / 64 + 1), sizeof *seen);
     if (!seen) return fs_error(v->err, FS_ERR_NOMEM, "out of memory");

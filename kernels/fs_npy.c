@@ -153,7 +153,7 @@ fs_status_t fs_npy_parse(const void *buf, size_t len, const char *what, fs_npy_h
 
 void fs_npy_format(char buf[FS_NPY_WRITE_HEADER_LEN], fs_dtype_t dt, int ndim, const int64_t *shape)
 {
-    char dict[FS_NPY_WRITE_HEADER_LEN];
+    char dict[256];
     int n;
     if (ndim == 1)
         n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld,), }",
@@ -163,8 +163,8 @@ void fs_npy_format(char buf[FS_NPY_WRITE_HEADER_LEN], fs_dtype_t dt, int ndim, c
                      descr_of(dt), (long long)shape[0], (long long)shape[1]);
     memset(buf, ' ', FS_NPY_WRITE_HEADER_LEN);
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
-    buf[8] = (char)(FS_NPY_WRITE_HEADER_LEN - 10);
-    buf[9] = 0;
+    buf[8] = (char)((FS_NPY_WRITE_HEADER_LEN - 10) & 0xff); /* little-endian uint16 */
+    buf[9] = (char)((FS_NPY_WRITE_HEADER_LEN - 10) >> 8);
     memcpy(buf + 10, dict, (size_t)n);
     buf[FS_NPY_WRITE_HEADER_LEN - 1] = '\n';
 }

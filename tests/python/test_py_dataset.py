@@ -7,7 +7,7 @@ Small typed datasets written from Python are opened by the C tool
 checked against an independent computation here: each destination's sources
 in (time, edge id) order, edge ids, weights and times by position, edge
 features by edge id, reverse types holding edge i reversed as their edge i,
-int32/int64 indices, the 128-byte ``.npy`` headers the C writer writes (the
+int32/int64 indices, the 4096-byte ``.npy`` headers the C writer writes (the
 same bytes as ``featstore import``'s) and the XXH3 checksums. Every input
 error must raise ValueError naming the type and the problem and leave
 nothing behind; an existing destination is kept unless ``force``, and a
@@ -284,8 +284,8 @@ class WriteAndOpen(Scratch):
             self.assertRegex(entry["xxh3"], r"\A[0-9a-f]{16}\Z")
             self.assertEqual(entry["xxh3"], "%016x" % xxhash.xxh3_64_intdigest(data), f)
             self.assertEqual(data[:8], b"\x93NUMPY\x01\x00")
-            self.assertEqual(int.from_bytes(data[8:10], "little") + 10, 128, f"{f}: the C writer's 128-byte header")
-            self.assertEqual(data[127:128], b"\n")
+            self.assertEqual(int.from_bytes(data[8:10], "little") + 10, 4096, f"{f}: the C writer's 4096-byte header")
+            self.assertEqual(data[4095:4096], b"\n")
 
     def test_headers_are_the_c_writers_bytes(self):
         """`featstore import npz` writes labels int64 [2708] and feat float32 [2708, 1433]: same headers."""

@@ -4,7 +4,7 @@ graph) from numpy arrays, in PyG ``HeteroData`` terms.
 Pure Python and numpy: it needs neither PyG nor the compiled featstore
 library, only Debian's ``python3-xxhash`` for the files' checksums. What it
 writes is what the C writer (``dataset/writer.c``) would write for the same
-graph: the same layout rules, 128-byte ``.npy`` headers, a ``manifest.json``
+graph: the same layout rules, 4096-byte ``.npy`` headers, a ``manifest.json``
 listing every file's size and XXH3-64 checksum, and an atomic commit (a
 temporary directory beside the destination, every file fsync'ed, then one
 rename), so ``featstore info DIR`` opens it with full verification::
@@ -48,7 +48,7 @@ __all__ = ["write_dataset"]
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,63}\Z")
 _INT64_MAX = np.iinfo(np.int64).max
-_NPY_HEADER_LEN = 128           # kernels/fs_npy.h FS_NPY_WRITE_HEADER_LEN: every file's data starts here
+_NPY_HEADER_LEN = 4096          # kernels/fs_npy.h FS_NPY_WRITE_HEADER_LEN: every file's data starts here
 _MAX_NODE_TYPES, _MAX_EDGE_TYPES = 4096, 65536   # dataset/dataset_typed.c
 _FEATURE_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
 
@@ -189,7 +189,7 @@ def _csc(dst, num_dst, time):
 # ---- the files ---------------------------------------------------------------------
 
 def _npy_header(dtype, shape):
-    """The .npy 1.0 header kernels/fs_npy.c writes: 128 bytes, so the data is aligned."""
+    """The .npy 1.0 header kernels/fs_npy.c writes: 4096 bytes, so the data starts on a page."""
     dims = f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(str(s) for s in shape) + ")"
     d = f"{{'descr': '{dtype.str}', 'fortran_order': False, 'shape': {dims}, }}".encode()
     total = _NPY_HEADER_LEN

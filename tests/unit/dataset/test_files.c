@@ -33,6 +33,7 @@
 
 #include "dataset.h"
 #include "featstore/client.h"
+#include "fs_npy.h"
 #include "test_util.h"
 #include "writer.h"
 
@@ -152,7 +153,7 @@ Test(writer, file_size_limit_is_an_error_naming_the_file_not_a_signal)
     cr_assert(WIFEXITED(st), "the writer was killed by signal %d (%s): %s", WTERMSIG(st), strsignal(WTERMSIG(st)), msg);
     cr_assert_eq(WEXITSTATUS(st), 0, "status %d: %s", WEXITSTATUS(st), msg);
     cr_assert_not_null(strstr(msg, "table_big.npy"), "%s", msg);
-    cr_assert_not_null(strstr(msg, "4194432 bytes"), "names the size it needed: %s", msg); /* 128-byte header + 4 MiB */
+    cr_assert_not_null(strstr(msg, "4198400 bytes"), "names the size it needed: %s", msg); /* 4096-byte header + 4 MiB */
     cr_assert_not_null(strstr(msg, "RLIMIT_FSIZE"), "%s", msg);
     tu_rm_rf(dir);
     free(dir);
@@ -187,7 +188,7 @@ Test(writer, full_disk_is_an_error_naming_the_file_not_sigbus)
     cr_assert(WIFEXITED(st), "the writer was killed by signal %d (%s): %s", WTERMSIG(st), strsignal(WTERMSIG(st)), msg);
     cr_assert_eq(WEXITSTATUS(st), 0, "status %d: %s", WEXITSTATUS(st), msg);
     cr_assert_not_null(strstr(msg, "table_big.npy"), "%s", msg);
-    cr_assert_not_null(strstr(msg, "4194432 bytes"), "%s", msg);
+    cr_assert_not_null(strstr(msg, "4198400 bytes"), "%s", msg);
     cr_assert_not_null(strstr(msg, strerror(ENOSPC)), "%s", msg);
     tu_rm_rf(dir);
     free(dir);
@@ -398,7 +399,7 @@ Test(sealed, each_change_to_a_file_is_reported_once)
     cr_assert_eq(fs_dataset_file_check(ds, i, &last, what, sizeof what), FS_FILE_SAME, "once per change");
     cr_assert_eq(truncate(path, 100), 0);
     cr_assert_eq(fs_dataset_file_check(ds, i, &last, what, sizeof what), FS_FILE_TRUNCATED);
-    cr_assert_not_null(strstr(what, "truncated from 524416 to 100 bytes"), "%s", what);
+    cr_assert_not_null(strstr(what, "truncated from 528384 to 100 bytes"), "%s", what);
     cr_assert_eq(truncate(path, 200), 0);
     cr_assert_eq(fs_dataset_file_check(ds, i, &last, what, sizeof what), FS_FILE_GROWN, "%s", what);
     tu_write(other, "x", 1);
@@ -594,7 +595,7 @@ static void change_the_files(void)
     cr_assert_eq(truncate(a, 4096), 0); /* a re-import in place, a full disk, a bad copy */
     size_t len;
     char *bytes = tu_read(b, &len);
-    for (size_t i = 128; i < len; i++) bytes[i] ^= 0x5a; /* same header, other rows */
+    for (size_t i = FS_NPY_WRITE_HEADER_LEN; i < len; i++) bytes[i] ^= 0x5a; /* same header, other rows */
     replace_by_rename("table_b.npy", bytes, len);
     free(bytes);
     cr_assert_eq(unlink(c), 0);

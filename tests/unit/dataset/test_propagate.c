@@ -32,6 +32,7 @@
 #include "fs_propagate.h"
 #include "fs_rng.h"
 #include "propagate.h"
+#include "fs_npy.h"
 #include "test_util.h"
 #include "typed_build.h"
 #include "writer.h"
@@ -837,7 +838,7 @@ Test(propagate, the_manifest_record_is_checked_on_open)
     char *idx = tu_path(data, "hop_row_index.npy");
     size_t len;
     char *bytes = tu_read(idx, &len);
-    int64_t *v = (int64_t *)(bytes + 128), first = -1;
+    int64_t *v = (int64_t *)(bytes + FS_NPY_WRITE_HEADER_LEN), first = -1;
     for (int64_t i = 0; i < g.n && first < 0; i++)
         if (v[i] >= 0) first = i;
     v[first] = v[first] == 0 ? 1 : 0;
