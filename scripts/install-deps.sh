@@ -24,6 +24,7 @@ BUILD=(
   nanopb            # nanopb_generator.py: C code for featstore.proto
   libnanopb-dev     # pb.h and libprotobuf-nanopb.a
   libmicrohttpd-dev # the /metrics and /healthz endpoint
+  liburing-dev      # the disk tier's reads (io_uring; a pread pool where it is refused)
   libmetis-dev      # featstore partition --method metis (optional: the build goes without it)
   bc                # the demo's summary arithmetic
 )

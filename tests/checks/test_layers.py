@@ -58,6 +58,8 @@ LAYERS = (
     Layer("engines", ("kernels/*",), ("public types", "core", "CUDA")),  # CUDA in the .cu twins only
     Layer("dataset", ("dataset/*",), ("core", "engines")),
     Layer("placement", ("placement/*",), ("core", "engines")),
+    # Rows read from disk and the row cache local trainers share.
+    Layer("disk", ("disk/*",), ("core", "io_uring"), used_by=("bench",)),
     Layer("codecs", ("proto/*",), ("core", "engines", "gRPC/nanopb")),  # they encode the engines' requests
     # The one request pipeline (limits, sample, check, gather, count) both engine hosts run.
     Layer("executor", ("exec/*",), ("core", "engines", "dataset", "codecs"), used_by=("server", "client library")),
@@ -79,6 +81,7 @@ LAYERS = (
                                    "server transports", "server main", "public API", "gRPC/nanopb")),
     Layer("gRPC/nanopb", ("<grpc/*>", "<pb_*.h>"), ()),
     Layer("CUDA", ("<cuda*>", "<cub/*>"), ()),
+    Layer("io_uring", ("<liburing.h>", "<liburing/*>"), ()),
 )
 
 

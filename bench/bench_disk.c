@@ -1,0 +1,252 @@
+/* bench_disk — the disk tier's reads and cache (disk/), against the disk's
+ * own figure.
+ *
+ * 1. Random rows of 512 B read by fs_diskio (the cache off), against fio
+ *    reading the same file at the same block size and queue depth, rounds
+ *    interleaved: ratio_iops_vs_fio. Then both at several depths, which is
+ *    how FS_DISKIO_DEFAULT_DEPTH was chosen.
+ * 2. What those reads cost in disk bytes per useful byte, for rows stored
+ *    at the file system's alignment and for the classic 128 B .npy header
+ *    (rows straddling two blocks): read_amplification.
+ * 3. The row cache's miss rate under SIEVE, LRU and CLOCK on one access
+ *    trace: the distinct nodes of sampled batches ([15,10,5] x 1024 seeds
+ *    of the train split) of a graph, at caches of 5, 10 and 20% of its rows.
+ *
+ *   bench_disk [--dir /var/tmp] [--file-mib 1024] [--seconds 5] [--rounds 2]
+ *              [--depth 64] [--batch-rows 4096] [--dataset DIR | --scale 18]
+ *              [--batches 200]
+ *
+ * Needs fio (apt-get install fio). The file is written under --dir (a disk,
+ * not tmpfs) and removed at the end. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "bench_util.h"
+#include "dataset.h"
+#include "fs_diskio.h"
+#include "fs_rng.h"
+#include "fs_rowcache.h"
+#include "fs_sample.h"
+
+#define ROW 512
+#define HEADER 4096 /* where featstore's tables start their rows (aligned) */
+
+#define CHECK(x)                                                            \
+    do {                                                                    \
+        fs_status_t st_ = (x);                                              \
+        if (st_ != FS_OK) {                                                 \
+            fprintf(stderr, "bench_disk: %s: %s\n", #x, err.msg);           \
+            exit(1);                                                        \
+        }                                                                   \
+    } while (0)
+
+/* ---- the file --------------------------------------------------------------- */
+
+static int make_file(const char *dir, uint64_t bytes, char *path, size_t len)
+{
+    snprintf(path, len, "%s/bench_disk.XXXXXX", dir);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror(path);
+        exit(1);
+    }
+    size_t chunk = 8 << 20;
+    char *buf = malloc(chunk);
+    fs_rng_t r = fs_rng_make(42, 0);
+    for (size_t i = 0; i < chunk / 8; i++) ((uint64_t *)buf)[i] = fs_rng_next(&r);
+    for (uint64_t off = 0; off < bytes; off += chunk) {
+        size_t n = bytes - off < chunk ? (size_t)(bytes - off) : chunk;
+        if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n) {
+            perror("bench_disk: writing the file");
+            exit(1);
+        }
+    }
+    fdatasync(fd);
+    free(buf);
+    return fd;
+}
+
+/* ---- fio ---------------------------------------------------------------------- */
+
+/* fio's random-read IOPS on path at block size bs and depth; exits if fio
+ * cannot run. */
+static double fio_iops(const char *path, uint64_t bytes, int depth, int seconds)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "fio --name=randread --filename=%s --rw=randread --bs=%d --iodepth=%d --ioengine=io_uring "
+             "--direct=1 --size=%llu --runtime=%d --time_based --numjobs=1 --output-format=json 2>&1",
+             path, ROW, depth, (unsigned long long)bytes, seconds);
+    FILE *p = popen(cmd, "r");
+    static char out[1 << 16];
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    int rc = p ? pclose(p) : -1;
+    out[n] = 0;
+    const char *read = strstr(out, "\"read\" :"), *iops = read ? strstr(read, "\"iops\" :") : NULL;
+    if (rc != 0 || !iops) {
+        fprintf(stderr, "bench_disk: fio failed (apt-get install fio): %s\n%.2000s\n", cmd, out);
+        exit(1);
+    }
+    return atof(iops + strlen("\"iops\" :"));
+}
+
+/* ---- fs_diskio ---------------------------------------------------------------- */
+
+typedef struct {
+    double iops, rows_per_s, amplification;
+} reads_t;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Batches of batch_rows random rows for `seconds`, through a reader of
+ * depth `depth` on the rows after `offset`. */
+static reads_t diskio_run(int fd, uint64_t offset, uint64_t rows, int depth, size_t batch_rows, double seconds)
+{
+    fs_error_t err = {0};
+    fs_diskio_t *d;
+    fs_diskio_opts_t o = {.queue_depth = (unsigned)depth};
+    CHECK(fs_diskio_open(fd, "bench file", offset, ROW, rows, &o, &d, &err));
+    int64_t *ids = malloc(batch_rows * sizeof *ids);
+    char *out = malloc(batch_rows * ROW);
+    void **dst = malloc(batch_rows * sizeof *dst);
+    fs_rng_t r = fs_rng_make((uint64_t)depth * 7919 + offset, 1);
+    double t0 = bench_now(), t = t0;
+    uint64_t got = 0;
+    while (t - t0 < seconds) {
+        for (size_t i = 0; i < batch_rows; i++) ids[i] = (int64_t)fs_rng_below(&r, rows);
+        qsort(ids, batch_rows, sizeof *ids, cmp_i64);
+        size_t n = 0;
+        for (size_t i = 0; i < batch_rows; i++)
+            if (n == 0 || ids[i] != ids[n - 1]) ids[n++] = ids[i];
+        for (size_t i = 0; i < n; i++) dst[i] = out + i * ROW;
+        CHECK(fs_diskio_read(d, ids, dst, n, &err));
+        got += n;
+        t = bench_now();
+    }
+    fs_diskio_stats_t s;
+    fs_diskio_stats(d, &s);
+    static int described;
+    if (!described++) fprintf(stderr, "bench_disk: fs_diskio: %s\n", fs_diskio_describe(d));
+    reads_t res = {(double)s.reads / (t - t0), (double)got / (t - t0), (double)s.bytes_read / (double)s.bytes_useful};
+    fs_diskio_close(d);
+    free(ids), free(out), free(dst);
+    return res;
+}
+
+/* ---- the cache's policies ------------------------------------------------------ */
+
+/* The distinct nodes of `batches` sampled batches, concatenated. */
+static int64_t *sampled_trace(const fs_dataset_t *ds, int batches, size_t **batch_end)
+{
+    fs_error_t err = {0};
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, NULL);
+    const fs_idset_t *train = NULL;
+    for (int i = 0; i < ds->num_splits; i++)
+        if (strcmp(ds->splits[i].name, "train") == 0) train = &ds->splits[i];
+    int64_t pool_n = train ? train->count : ds->num_nodes;
+    int64_t *order = malloc((size_t)pool_n * sizeof *order);
+    for (int64_t i = 0; i < pool_n; i++) order[i] = train ? train->ids[i] : i;
+    fs_rng_t r = fs_rng_make(7, 2);
+    for (int64_t i = pool_n - 1; i > 0; i--) { /* one epoch's shuffle */
+        int64_t j = (int64_t)fs_rng_below(&r, (uint64_t)i + 1), t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    fs_sampler_t *s;
+    CHECK(fs_sampler_create(&s, &err));
+    size_t cap = 1 << 20, len = 0;
+    int64_t *trace = malloc(cap * sizeof *trace);
+    *batch_end = malloc((size_t)batches * sizeof **batch_end);
+    const int batch = 1024;
+    for (int b = 0; b < batches; b++) {
+        int64_t at = ((int64_t)b * batch) % (pool_n - batch + 1);
+        fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = {15, 10, 5}, .seed = (uint64_t)b + 1);
+        fs_sample_result_t res;
+        CHECK(fs_sample_cpu(s, &g, order + at, batch, &req, &res, NULL, &err));
+        if (len + (size_t)res.num_nodes > cap) trace = realloc(trace, (cap = 2 * (len + (size_t)res.num_nodes)) * sizeof *trace);
+        memcpy(trace + len, res.nodes, (size_t)res.num_nodes * sizeof *trace);
+        len += (size_t)res.num_nodes;
+        (*batch_end)[b] = len;
+    }
+    fs_sampler_destroy(s);
+    free(order);
+    return trace;
+}
+
+static double miss_rate(fs_cache_policy_t p, uint64_t slots, const int64_t *trace, const size_t *ends, int batches)
+{
+    fs_error_t err = {0};
+    uint64_t misses, accesses;
+    CHECK(fs_rowcache_simulate(p, slots, trace, ends, (size_t)batches, &misses, &accesses, &err));
+    return (double)misses / (double)accesses;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = bench_str(argc, argv, "--dir", "/var/tmp");
+    uint64_t bytes = (uint64_t)bench_arg(argc, argv, "--file-mib", 1024) << 20;
+    int seconds = (int)bench_arg(argc, argv, "--seconds", 5), rounds = (int)bench_arg(argc, argv, "--rounds", 2);
+    int depth = (int)bench_arg(argc, argv, "--depth", FS_DISKIO_DEFAULT_DEPTH);
+    size_t batch_rows = (size_t)bench_arg(argc, argv, "--batch-rows", 4096);
+    int batches = (int)bench_arg(argc, argv, "--batches", 200);
+    uint64_t rows = (bytes - HEADER) / ROW;
+    char path[4096];
+    int fd = make_file(dir, HEADER + rows * ROW, path, sizeof path);
+
+    /* 1. IOPS against fio, rounds interleaved so both see the same disk. */
+    double fio = 0, ours = 0, rows_per_s = 0;
+    for (int k = 0; k < rounds; k++) {
+        fio += fio_iops(path, HEADER + rows * ROW, depth, seconds);
+        reads_t r = diskio_run(fd, HEADER, rows, depth, batch_rows, seconds);
+        ours += r.iops, rows_per_s += r.rows_per_s;
+    }
+    fio /= rounds, ours /= rounds, rows_per_s /= rounds;
+    printf("RESULT bench=disk_iops depth=%d block=%d iops=%.0f fio_iops=%.0f rows_per_s=%.0f ratio_iops_vs_fio=%.3f\n",
+           depth, ROW, ours, fio, rows_per_s, ours / fio);
+    for (int q = 1; q <= 256; q *= 4) {
+        double f = fio_iops(path, HEADER + rows * ROW, q, 2);
+        reads_t r = diskio_run(fd, HEADER, rows, q, batch_rows, 2);
+        printf("RESULT bench=disk_depth depth=%d iops=%.0f fio_iops=%.0f ratio_iops_vs_fio=%.3f\n", q, r.iops, f,
+               r.iops / f);
+    }
+
+    /* 2. Disk bytes per useful byte: rows aligned, and after a 128 B header. */
+    reads_t aligned = diskio_run(fd, HEADER, rows, depth, batch_rows, 2);
+    reads_t npy128 = diskio_run(fd, 128, rows, depth, batch_rows, 2);
+    printf("RESULT bench=disk_amplification row_bytes=%d read_amplification=%.3f read_amplification_offset128=%.3f\n",
+           ROW, aligned.amplification, npy128.amplification);
+    close(fd);
+    unlink(path);
+
+    /* 3. Miss rates on one trace. */
+    fs_error_t err = {0};
+    fs_dataset_t *ds;
+    CHECK(fs_dataset_open(bench_dataset(argc, argv, (int)bench_arg(argc, argv, "--scale", 18)), 0, 0, &ds, &err));
+    size_t *ends;
+    int64_t *trace = sampled_trace(ds, batches, &ends);
+    double sieve10 = 0, lru10 = 0;
+    const int pct[] = {5, 10, 20};
+    for (int i = 0; i < 3; i++) {
+        uint64_t slots = (uint64_t)ds->num_nodes * (uint64_t)pct[i] / 100;
+        double s = miss_rate(FS_CACHE_SIEVE, slots, trace, ends, batches);
+        double l = miss_rate(FS_CACHE_LRU, slots, trace, ends, batches);
+        double c = miss_rate(FS_CACHE_CLOCK, slots, trace, ends, batches);
+        printf("RESULT bench=disk_cache cache_pct=%d slots=%llu accesses=%zu miss_rate_sieve=%.4f miss_rate_lru=%.4f "
+               "miss_rate_clock=%.4f ratio_sieve_vs_lru=%.3f\n",
+               pct[i], (unsigned long long)slots, ends[batches - 1], s, l, c, s / l);
+        if (pct[i] == 10) sieve10 = s, lru10 = l;
+    }
+    printf("RESULT bench=disk ratio_iops_vs_fio=%.3f read_amplification=%.3f miss_rate_sieve=%.4f miss_rate_lru=%.4f\n",
+           ours / fio, aligned.amplification, sieve10, lru10);
+    free(trace), free(ends);
+    fs_dataset_close(ds);
+    return 0;
+}
