@@ -184,26 +184,15 @@ static void describe(fs_diskio_t *d, const char *refusal, const char *why_buffer
     snprintf(d->describe, sizeof d->describe, "%s, %s", io, mode);
 }
 
-static fs_status_t check_size(const fs_diskio_t *d, fs_error_t *err)
-{
-    struct stat st;
-    if (fstat(d->fd, &st) != 0) return fs_error(err, FS_ERR_IO, "disk reads: %s: %s", d->what, strerror(errno));
-    uint64_t need = d->data_offset + d->rows * d->row_bytes;
-    if (d->row_bytes && need / d->row_bytes < d->rows)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "disk reads: %s: %llu rows of %llu B overflow", d->what,
-                        (unsigned long long)d->rows, (unsigned long long)d->row_bytes);
-    if ((uint64_t)st.st_size < need)
-        return fs_error(err, FS_ERR_FORMAT, "disk reads: %s is %lld bytes, but its %llu rows need %llu", d->what,
-                        (long long)st.st_size, (unsigned long long)d->rows, (unsigned long long)need);
-    return FS_OK;
-}
-
 fs_status_t fs_diskio_open(int fd, const char *what, uint64_t data_offset, uint64_t row_bytes, uint64_t rows,
                            const fs_diskio_opts_t *opts, fs_diskio_t **out, fs_error_t *err)
 {
     fs_diskio_opts_t o = opts ? *opts : (fs_diskio_opts_t){0};
     *out = NULL;
     if (row_bytes == 0) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "disk reads: %s: rows of 0 bytes", what);
+    if (rows > (UINT64_MAX - data_offset) / row_bytes)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "disk reads: %s: %llu rows of %llu B overflow", what,
+                        (unsigned long long)rows, (unsigned long long)row_bytes);
     if (o.queue_depth > FS_DISKIO_MAX_DEPTH)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "disk reads: queue depth %u is over %d", o.queue_depth,
                         FS_DISKIO_MAX_DEPTH);
@@ -215,7 +204,6 @@ fs_status_t fs_diskio_open(int fd, const char *what, uint64_t data_offset, uint6
     d->depth = o.queue_depth ? o.queue_depth : FS_DISKIO_DEFAULT_DEPTH;
     const char *why_buffered = NULL, *refusal = NULL;
     fs_status_t st = reopen(d, fd, o.buffered, &why_buffered, err);
-    if (st == FS_OK) st = check_size(d, err);
     if (st == FS_OK) {
         /* Room for the largest row however it straddles alignment blocks. */
         uint64_t max_read = o.max_read ? o.max_read : FS_DISKIO_DEFAULT_MAX_READ;

@@ -62,8 +62,9 @@ typedef struct {
 
 /* A reader of rows [0, rows) of row_bytes each, starting at data_offset in
  * the file open at fd (not taken: the reader reopens it). `what` names the
- * file in errors. A file shorter than data_offset + rows * row_bytes is
- * FS_ERR_FORMAT naming both sizes; io_uring refused under FS_DISKIO_URING is
+ * file in errors. The file's size is not checked here (whoever opened the
+ * table did; a file shortened later fails the reads past its new end, not
+ * the reader); io_uring refused under FS_DISKIO_URING is
  * FS_ERR_UNSUPPORTED naming why. opts may be NULL (all defaults). */
 fs_status_t fs_diskio_open(int fd, const char *what, uint64_t data_offset, uint64_t row_bytes, uint64_t rows,
                            const fs_diskio_opts_t *opts, fs_diskio_t **out, fs_error_t *err);

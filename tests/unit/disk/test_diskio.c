@@ -211,8 +211,7 @@ Test(diskio, bad_arguments_are_named)
     int fd = make_file("t.bin", 128, 512, 100);
     fs_diskio_t *d;
     fs_error_t err = {0};
-    cr_assert_eq(fs_diskio_open(fd, "t.npy", 128, 512, 101, NULL, &d, &err), FS_ERR_FORMAT);
-    cr_assert(strstr(err.msg, "t.npy is 51328 bytes, but its 101 rows need 51840"), "%s", err.msg);
+    cr_assert_eq(fs_diskio_open(fd, "t.npy", 128, 512, UINT64_MAX / 256, NULL, &d, &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_eq(fs_diskio_open(fd, "t.npy", 128, 0, 10, NULL, &d, &err), FS_ERR_INVALID_ARGUMENT);
     fs_diskio_opts_t deep = {.queue_depth = FS_DISKIO_MAX_DEPTH + 1};
     cr_assert_eq(fs_diskio_open(fd, "t.npy", 128, 512, 10, &deep, &d, &err), FS_ERR_INVALID_ARGUMENT);
