@@ -11,9 +11,13 @@
  * 3. The row cache's miss rate under SIEVE, LRU and CLOCK on one access
  *    trace: the distinct nodes of sampled batches ([15,10,5] x 1024 seeds
  *    of the train split) of a graph, at caches of 5, 10 and 20% of its rows.
+ * 4. Those batches sampled and gathered (float32) with the table on disk
+ *    behind a 10% cache, rows checked against their checksums, the one
+ *    gather engine reading it through fs_disktable: batches/s over a cold
+ *    and then a warm pass, against the same loop on the table in memory.
  *
  *   bench_disk [--dir /var/tmp] [--file-mib 1024] [--seconds 5] [--rounds 2]
- *              [--depth 64] [--batch-rows 4096] [--dataset DIR | --scale 18]
+ *              [--depth 64] [--batch-rows 4096] [--dataset DIR | --scale 18 (x 128 float32)]
  *              [--batches 200]
  *
  * Needs fio (apt-get install fio). The file is written under --dir (a disk,
@@ -28,6 +32,8 @@
 #include "bench_util.h"
 #include "dataset.h"
 #include "fs_diskio.h"
+#include "fs_disktable.h"
+#include "fs_gather.h"
 #include "fs_rng.h"
 #include "fs_rowcache.h"
 #include "fs_sample.h"
@@ -141,14 +147,109 @@ static reads_t diskio_run(int fd, uint64_t offset, uint64_t rows, int depth, siz
     return res;
 }
 
-/* ---- the cache's policies ------------------------------------------------------ */
+/* ---- batches from a disk table -------------------------------------------------- */
 
-/* The distinct nodes of `batches` sampled batches, concatenated. */
-static int64_t *sampled_trace(const fs_dataset_t *ds, int batches, size_t **batch_end)
+typedef struct {
+    double seconds;
+    uint64_t rows;
+} pass_t;
+
+/* `batches` sampled batches gathered through `view`, as a loader makes them. */
+static pass_t loader_pass(const fs_dataset_t *ds, const fs_table_view_t *view, const int64_t *seeds, int batches)
 {
     fs_error_t err = {0};
     fs_csr_view_t g;
     fs_csr_view_init(&g, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, NULL);
+    fs_sampler_t *s;
+    CHECK(fs_sampler_create(&s, &err));
+    float *out = NULL;
+    size_t cap = 0;
+    pass_t p = {0};
+    double t0 = bench_now();
+    for (int b = 0; b < batches; b++) {
+        fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = {15, 10, 5}, .seed = (uint64_t)b + 1);
+        fs_sample_result_t res;
+        CHECK(fs_sample_cpu(s, &g, seeds + (size_t)b * 1024, 1024, &req, &res, NULL, &err));
+        size_t need = (size_t)res.num_nodes * (size_t)view->dim;
+        if (need > cap) free(out), out = malloc((cap = need) * sizeof *out);
+        CHECK(fs_gather_cpu(view, res.nodes, res.num_nodes, FS_DTYPE_F32, out, NULL, NULL, &err));
+        p.rows += (uint64_t)res.num_nodes;
+    }
+    p.seconds = bench_now() - t0;
+    free(out);
+    fs_sampler_destroy(s);
+    return p;
+}
+
+static void disk_batches(const fs_dataset_t *ds, const char *dir, int batches, const int64_t *seeds)
+{
+    fs_error_t err = {0};
+    const fs_table_t *t = NULL;
+    for (int i = 0; i < ds->num_tables; i++)
+        if (strcmp(ds->tables[i].name, "feat") == 0) t = &ds->tables[i];
+    if (!t) {
+        fprintf(stderr, "bench_disk: the dataset has no table 'feat': no batches from disk\n");
+        return;
+    }
+    int fd;
+    int64_t offset;
+    if (fs_dataset_locate(ds, t->data, &fd, &offset) != FS_OK) {
+        fprintf(stderr, "bench_disk: table 'feat' is in no file of the dataset\n");
+        exit(1);
+    }
+    char sums_path[4200];
+    snprintf(sums_path, sizeof sums_path, "%s/bench_disk.%d.rowsums", dir, (int)getpid());
+    fs_rowsums_spec_t spec = {.dataset = ds->name, .table = t->name, .data_offset = (uint64_t)offset,
+                              .row_bytes = t->row_bytes, .rows = t->rows};
+    fs_rowsums_t *sums;
+    fs_rowsums_origin_t origin;
+    double t0 = bench_now();
+    CHECK(fs_rowsums_load(fd, t->file, sums_path, &spec, &sums, &origin, NULL, 0, &err));
+    double sums_s = bench_now() - t0;
+    uint64_t slots = (uint64_t)t->rows / 10;
+    size_t bytes = fs_rowcache_region_bytes(slots, t->row_bytes);
+    void *region = aligned_alloc(FS_ROWCACHE_ALIGN, (bytes + FS_ROWCACHE_ALIGN - 1) / FS_ROWCACHE_ALIGN * FS_ROWCACHE_ALIGN);
+    fs_rowcache_t *cache;
+    CHECK(fs_rowcache_format(region, bytes, slots, t->row_bytes, FS_CACHE_SIEVE, &err));
+    CHECK(fs_rowcache_attach(region, bytes, &cache, &err));
+    fs_disktable_opts_t o = {.fd = fd, .what = t->file, .data_offset = (uint64_t)offset, .row_bytes = t->row_bytes,
+                             .rows = t->rows, .cache = cache, .sums = sums};
+    fs_disktable_t *dt;
+    CHECK(fs_disktable_open(&o, &dt, &err));
+    fs_table_view_t mem = {.dtype = t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = t->row_bytes,
+                           .num_tiers = 1};
+    mem.tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = t->data, .rows = t->rows};
+    fs_table_remote_t hook = {fs_disktable_rows, dt};
+    fs_table_view_t disk = mem;
+    disk.num_tiers = 0, disk.remote = &hook;
+    pass_t in_memory = loader_pass(ds, &mem, seeds, batches);
+    pass_t cold = loader_pass(ds, &disk, seeds, batches);
+    fs_disktable_stats_t after_cold, st;
+    fs_disktable_stats(dt, &after_cold);
+    pass_t warm = loader_pass(ds, &disk, seeds, batches);
+    fs_disktable_stats(dt, &st);
+    double rows2 = (double)(st.rows - after_cold.rows), hits2 = (double)(st.cache_hits - after_cold.cache_hits);
+    printf("RESULT bench=disk_batches table_bytes=%llu cache_pct=10 offset=%lld batches=%d batches_per_s_cold=%.2f "
+           "batches_per_s=%.2f in_memory_batches_per_s=%.2f ratio_vs_in_memory=%.3f hit_rate=%.3f "
+           "disk_rows_per_batch=%.0f read_amplification=%.3f checksum_failures=%llu rowsums_build_s=%.2f\n",
+           (unsigned long long)(t->rows * t->row_bytes), (long long)offset, batches, batches / cold.seconds,
+           batches / warm.seconds, batches / in_memory.seconds, in_memory.seconds / warm.seconds, hits2 / rows2,
+           (double)(st.disk_rows - after_cold.disk_rows) / batches,
+           (double)st.disk_bytes / ((double)st.disk_rows * (double)t->row_bytes),
+           (unsigned long long)st.checksum_failures, sums_s);
+    fprintf(stderr, "bench_disk: disk table: %s\n", fs_disktable_describe(dt));
+    fs_disktable_close(dt);
+    free(region);
+    fs_rowsums_close(sums);
+    unlink(sums_path);
+}
+
+/* ---- the cache's policies ------------------------------------------------------ */
+
+/* The seeds of `batches` batches of 1,024: one epoch's shuffle of the
+ * train split (all nodes when there is none), wrapping round. */
+static int64_t *batch_seeds(const fs_dataset_t *ds, int batches)
+{
     const fs_idset_t *train = NULL;
     for (int i = 0; i < ds->num_splits; i++)
         if (strcmp(ds->splits[i].name, "train") == 0) train = &ds->splits[i];
@@ -160,24 +261,33 @@ static int64_t *sampled_trace(const fs_dataset_t *ds, int batches, size_t **batc
         int64_t j = (int64_t)fs_rng_below(&r, (uint64_t)i + 1), t = order[i];
         order[i] = order[j], order[j] = t;
     }
+    int64_t *seeds = malloc((size_t)batches * 1024 * sizeof *seeds);
+    for (int64_t i = 0; i < (int64_t)batches * 1024; i++) seeds[i] = order[i % pool_n];
+    free(order);
+    return seeds;
+}
+
+/* The distinct nodes of each batch, concatenated. */
+static int64_t *sampled_trace(const fs_dataset_t *ds, const int64_t *seeds, int batches, size_t **batch_end)
+{
+    fs_error_t err = {0};
+    fs_csr_view_t g;
+    fs_csr_view_init(&g, ds->num_nodes, ds->indptr, ds->indices, ds->index_dtype, NULL);
     fs_sampler_t *s;
     CHECK(fs_sampler_create(&s, &err));
     size_t cap = 1 << 20, len = 0;
     int64_t *trace = malloc(cap * sizeof *trace);
     *batch_end = malloc((size_t)batches * sizeof **batch_end);
-    const int batch = 1024;
     for (int b = 0; b < batches; b++) {
-        int64_t at = ((int64_t)b * batch) % (pool_n - batch + 1);
         fs_sample_req_t req = SAMPLE_REQ(.num_hops = 3, .fanout = {15, 10, 5}, .seed = (uint64_t)b + 1);
         fs_sample_result_t res;
-        CHECK(fs_sample_cpu(s, &g, order + at, batch, &req, &res, NULL, &err));
+        CHECK(fs_sample_cpu(s, &g, seeds + (size_t)b * 1024, 1024, &req, &res, NULL, &err));
         if (len + (size_t)res.num_nodes > cap) trace = realloc(trace, (cap = 2 * (len + (size_t)res.num_nodes)) * sizeof *trace);
         memcpy(trace + len, res.nodes, (size_t)res.num_nodes * sizeof *trace);
         len += (size_t)res.num_nodes;
         (*batch_end)[b] = len;
     }
     fs_sampler_destroy(s);
-    free(order);
     return trace;
 }
 
@@ -229,9 +339,11 @@ int main(int argc, char **argv)
     /* 3. Miss rates on one trace. */
     fs_error_t err = {0};
     fs_dataset_t *ds;
-    CHECK(fs_dataset_open(bench_dataset(argc, argv, (int)bench_arg(argc, argv, "--scale", 18)), 0, 0, &ds, &err));
+    CHECK(fs_dataset_open(bench_dataset_dim(argc, argv, (int)bench_arg(argc, argv, "--scale", 18), 128), 0, 0, &ds,
+                          &err));
     size_t *ends;
-    int64_t *trace = sampled_trace(ds, batches, &ends);
+    int64_t *seeds = batch_seeds(ds, batches);
+    int64_t *trace = sampled_trace(ds, seeds, batches, &ends);
     double sieve10 = 0, lru10 = 0;
     const int pct[] = {5, 10, 20};
     for (int i = 0; i < 3; i++) {
@@ -247,6 +359,10 @@ int main(int argc, char **argv)
     printf("RESULT bench=disk ratio_iops_vs_fio=%.3f read_amplification=%.3f miss_rate_sieve=%.4f miss_rate_lru=%.4f\n",
            ours / fio, aligned.amplification, sieve10, lru10);
     free(trace), free(ends);
+
+    /* 4. Batches with the table on disk. */
+    disk_batches(ds, dir, batches, seeds);
+    free(seeds);
     fs_dataset_close(ds);
     return 0;
 }

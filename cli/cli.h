@@ -40,7 +40,7 @@ typedef enum {
     OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE,
     /* unix:// guards and administration (serve) */
     OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID, OPT_PLAN_DIR,
-    OPT_COPY, OPT_COPY_DIR, /* where serve keeps its copy of the dataset */
+    OPT_COPY, OPT_COPY_DIR, OPT_MEM_BUDGET, /* where serve keeps its copy of the dataset, and how much */
     OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT, OPT_MAX_RESPONSE_BYTES, /* the engine's per-request limits (serve) */
     /* featstore propagate */
     OPT_HOPS, OPT_NORM, OPT_SELF_LOOPS, OPT_NO_SELF_LOOPS, OPT_AS_STORED, OPT_ROWS,
@@ -107,6 +107,9 @@ fs_status_t cli_set_order(cli_t *c, cli_opt_t o, const char *text, fs_error_t *e
  * is allowed (cli_bad). */
 fs_status_t cli_int(cli_t *c, cli_opt_t o, long long lo, long long hi, long long *out, fs_error_t *err);
 fs_status_t cli_fraction(cli_t *c, cli_opt_t o, double *out, fs_error_t *err);  /* in (0, 1] */
+/* A size: bytes, or a number with K, M, G or T (KiB, MiB, ...: powers of
+ * 1024; "B" and "iB" optional), at least `min` bytes. */
+fs_status_t cli_bytes(cli_t *c, cli_opt_t o, size_t min, size_t *out, fs_error_t *err);
 fs_status_t cli_split(const cli_t *c, int out[3], fs_error_t *err);                   /* --split / --no-split */
 fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err);             /* a feature dtype (or f32, f16, bf16) */
 fs_status_t cli_abc(const cli_t *c, double out[3], fs_error_t *err);

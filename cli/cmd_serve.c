@@ -26,7 +26,7 @@
 
 #define SERVE_USAGE                                                                                                    \
     "usage: featstore serve DATASET [--socket PATH] [--listen HOST:PORT] [--metrics HOST:PORT] [--config FILE] "       \
-    "[--threads N] [--verify] [--prefault] [--copy auto|memory|file] [--copy-dir DIR] [--max-ids N] "                 \
+    "[--threads N] [--verify] [--prefault] [--copy auto|memory|file] [--copy-dir DIR] [--mem-budget SIZE] [--max-ids N] "                 \
     "[--max-fanout-product N] [--max-response-bytes N] [--grpc-max-calls N] [--request-timeout 60s] "                 \
     "[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--token-file FILE] [--insecure] "                       \
     "[--handshake-timeout 5s] [--max-conns-per-uid N] [--allow-uid U,...] [--allow-gid G,...] [--admin-uid U] "       \
@@ -43,7 +43,7 @@ static const cli_opt_t placement_opts[] = {OPT_GPU_BUDGET, OPT_PLAN, OPT_SAVE_PL
 
 /* What a shard server does not have (serve_shard.c): a unix:// socket, a
  * metrics endpoint, a placement, the served copy's options. */
-static const cli_opt_t not_for_shards[] = {OPT_VERIFY, OPT_PREFAULT, OPT_TOPOLOGY, OPT_COPY, OPT_COPY_DIR,
+static const cli_opt_t not_for_shards[] = {OPT_VERIFY, OPT_PREFAULT, OPT_TOPOLOGY, OPT_COPY, OPT_COPY_DIR, OPT_MEM_BUDGET,
                                            OPT_HANDSHAKE_TIMEOUT, OPT_MAX_CONNS_PER_UID, OPT_ADMIN_UID,
                                            OPT_PLAN_DIR, 0};
 
@@ -185,6 +185,7 @@ static int check_engine(cli_t *c, fs_serve_opts_t *o)
         st = cli_bad(c, OPT_COPY_DIR, &err, "is where file copies go: it needs the copy medium file or auto, and %s "
                      "says memory", cli_name(c, OPT_COPY));
     if (st == FS_OK) st = cli_int(c, OPT_THREADS, 1, 256, &threads, &err);
+    if (st == FS_OK) st = cli_bytes(c, OPT_MEM_BUDGET, (size_t)1 << 20, &o->copy.mem_budget, &err);
     for (int i = 0; i < 3 && st == FS_OK; i++) {
         long long limit = *dst[i];
         if ((st = cli_int(c, limits[i], 1, INT64_MAX, &limit, &err)) == FS_OK) *dst[i] = limit;
@@ -286,7 +287,8 @@ int cmd_serve(int argc, char **argv)
                                         OPT_RESERVE, OPT_GRPC_MAX_CALLS, OPT_REQUEST_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
                                         OPT_TLS_CLIENT_CA, OPT_TOKEN_FILE, OPT_INSECURE, OPT_HANDSHAKE_TIMEOUT,
                                         OPT_MAX_CONNS_PER_UID, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_ADMIN_UID,
-                                        OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, OPT_MAX_IDS, OPT_MAX_FANOUT_PRODUCT,
+                                        OPT_PLAN_DIR, OPT_COPY, OPT_COPY_DIR, OPT_MEM_BUDGET, OPT_MAX_IDS,
+                                        OPT_MAX_FANOUT_PRODUCT,
                                         OPT_MAX_RESPONSE_BYTES, OPT_PARTS, OPT_CLUSTER, OPT_SHARD, OPT_SHARDS,
                                         OPT_REPLICAS, OPT_COPIES, 0};
     cli_t c;

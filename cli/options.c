@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "place.h"
 
 static const struct option long_opts[] = {
     {"out", required_argument, 0, OPT_OUT},          {"name", required_argument, 0, OPT_NAME},
@@ -49,6 +50,7 @@ static const struct option long_opts[] = {
     {"allow-uid", required_argument, 0, OPT_ALLOW_UID},  {"allow-gid", required_argument, 0, OPT_ALLOW_GID},
     {"admin-uid", required_argument, 0, OPT_ADMIN_UID},  {"plan-dir", required_argument, 0, OPT_PLAN_DIR},
     {"copy", required_argument, 0, OPT_COPY},            {"copy-dir", required_argument, 0, OPT_COPY_DIR},
+    {"mem-budget", required_argument, 0, OPT_MEM_BUDGET},
     /* the engine's per-request limits (serve) */
     {"max-ids", required_argument, 0, OPT_MAX_IDS},      {"max-fanout-product", required_argument, 0, OPT_MAX_FANOUT_PRODUCT},
     {"max-response-bytes", required_argument, 0, OPT_MAX_RESPONSE_BYTES},
@@ -163,6 +165,21 @@ fs_status_t cli_int(cli_t *c, cli_opt_t o, long long lo, long long hi, long long
     if (!*s || *e || v < lo || v > hi)
         return cli_bad(c, o, err, "must be a whole number in [%lld, %lld], got '%s'", lo, hi, s);
     *out = v;
+    return FS_OK;
+}
+
+fs_status_t cli_bytes(cli_t *c, cli_opt_t o, size_t min, size_t *out, fs_error_t *err)
+{
+    const char *s = c->text[o];
+    if (!s) return FS_OK;
+    int64_t v;
+    fs_status_t st = fs_place_size_parse(s, cli_name(c, o), &v, err); /* the one size grammar (--reserve's) */
+    if (st != FS_OK) {
+        c->failed = o;
+        return st;
+    }
+    if ((uint64_t)v < min) return cli_bad(c, o, err, "must be at least %zu bytes, got '%s'", min, s);
+    *out = (size_t)v;
     return FS_OK;
 }
 

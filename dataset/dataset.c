@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -137,8 +138,14 @@ fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, cons
 
     uint64_t copied;
     fs_status_t s = FS_OK;
+    if ((c->flags & FS_OPEN_COPY) && c->table_file && ds_budget_table_to_disk(c, m->len)) {
+        m->fd = fd; /* the table's own file, read from disk by its rows (budget.c) */
+        if ((s = ds_open_on_disk(c, path, m, h)) == FS_OK) *data = NULL;
+        return s;
+    }
     if (c->flags & FS_OPEN_COPY) {
-        s = ds_copy_serve(c, path, fd, m, &copied);
+        s = ds_budget_charge(c, path, m->len);
+        if (s == FS_OK) s = ds_copy_serve(c, path, fd, m, &copied);
         close(fd); /* keeping it would pin a deleted file's disk space for the server's lifetime */
     } else {
         m->fd = fd;
@@ -378,8 +385,12 @@ fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const cha
         if (strlen(name) >= sizeof tab->name || !json_is_object(t))
             return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: %sbad feature table entry '%s'", c->dir, FS_MANIFEST, owner,
                             name);
-        if ((s = ds_need_file(c, t, "file", &f)) || (s = ds_map_npy(c, f, &h, &d)) ||
-            (s = ds_expect_shape(c, f, &h, 2, rows, "a feature table")))
+        if ((s = ds_need_file(c, t, "file", &f)))
+            return s;
+        c->table_file = 1;
+        s = ds_map_npy(c, f, &h, &d);
+        c->table_file = 0;
+        if (s || (s = ds_expect_shape(c, f, &h, 2, rows, "a feature table")))
             return s;
         const char *dts = ds_json_str(t, "dtype");
         fs_dtype_t dt = dts ? fs_dtype_from_name(dts) : h.dtype;
@@ -398,6 +409,11 @@ fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const cha
         tab->dim = h.shape[1];
         tab->row_bytes = (size_t)tab->dim * fs_dtype_size(dt);
         tab->data = d;
+        tab->on_disk = d == NULL;
+        tab->file_offset = h.header_len;
+        const char *x = ds_json_str(json_object_get(c->files, f), "xxh3");
+        tab->has_file_xxh3 = x && sscanf(x, "%16" SCNx64, &tab->file_xxh3) == 1;
+        c->ds->num_on_disk += tab->on_disk;
         (*num)++;
     }
     return FS_OK;
@@ -550,6 +566,7 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
     }
     open_ctx_t c = {.ds = ds, .dir = dir, .files = json_object_get(m, "files"), .given = given, .flags = flags,
                     .threads = threads, .err = err};
+    ds_budget_init(&c, copy);
     fs_status_t s = (flags & FS_OPEN_COPY) ? ds_copy_choose(copy, &c.copy, err) : FS_OK;
     if (!s && (flags & FS_OPEN_COPY) && !(ds->copy_dir = strdup(c.copy.dir)))
         s = fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
@@ -560,6 +577,7 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
     if (!s) s = ds_split_names_build(&c);
     ds->checksums_verified = (flags & (FS_OPEN_VERIFY | FS_OPEN_COPY)) && c.files != NULL;
     ds->served_copy = (flags & FS_OPEN_COPY) != 0;
+    ds->memory_left = (flags & FS_OPEN_COPY) ? ds_budget_left(&c) : 0;
     if (s != FS_OK) {
         fs_dataset_close(ds);
         return s;
@@ -741,6 +759,16 @@ const char *ds_mapping_file(const fs_dataset_t *ds, const void *data)
     return m ? m->file : NULL;
 }
 
+fs_status_t fs_dataset_table_fd(const fs_dataset_t *ds, const fs_table_t *t, int *fd)
+{
+    for (int i = 0; t->on_disk && i < ds->num_maps; i++)
+        if (ds->maps[i].on_disk && strcmp(ds->maps[i].file, t->file) == 0) {
+            *fd = ds->maps[i].fd;
+            return FS_OK;
+        }
+    return FS_ERR_NOT_FOUND;
+}
+
 fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, int *fd, int64_t *offset)
 {
     const fs_mapping_t *m = mapping_of(ds, data);
@@ -797,6 +825,8 @@ fs_file_change_t fs_dataset_file_check(const fs_dataset_t *ds, int i, fs_file_st
     return c;
 }
 
+int fs_dataset_file_on_disk(const fs_dataset_t *ds, int i) { return i >= 0 && i < ds->num_maps && ds->maps[i].on_disk; }
+
 void fs_dataset_prefault(const fs_dataset_t *ds)
 {
     volatile unsigned char sink = 0;
@@ -811,6 +841,13 @@ size_t fs_dataset_bytes(const fs_dataset_t *ds)
 {
     size_t total = 0;
     for (int i = 0; i < ds->num_maps; i++) total += ds->maps[i].len;
+    return total;
+}
+
+size_t fs_dataset_on_disk_bytes(const fs_dataset_t *ds)
+{
+    size_t total = 0;
+    for (int i = 0; i < ds->num_maps; i++) total += ds->maps[i].on_disk ? ds->maps[i].len : 0;
     return total;
 }
 

@@ -46,6 +46,7 @@
 
 #include <stdio.h>
 
+#include "fs_gather.h"
 #include "fs_types.h"
 
 #define FS_DATASET_FORMAT "featstore-dataset"
@@ -60,7 +61,16 @@ typedef struct {
     fs_dtype_t dtype;        /* F32, F16 or BF16; I64 for the labels table */
     int64_t rows, dim;
     size_t row_bytes;
-    const void *data;        /* rows * row_bytes, row-major */
+    const void *data;        /* rows * row_bytes, row-major; NULL when on_disk */
+    /* A table left on disk by FS_OPEN_COPY's budget: never mapped; its rows
+     * start at file_offset in the file fs_dataset_table_fd gives, and are
+     * read through `remote`, which whoever serves the table sets (the
+     * server's and the trainers' disk tables: disk/fs_disktable.h). */
+    int on_disk;
+    uint64_t file_offset;
+    int has_file_xxh3;       /* the manifest's checksum of the whole file, when it has one */
+    uint64_t file_xxh3;
+    const fs_table_remote_t *remote;
 } fs_table_t;
 
 typedef struct {
@@ -204,7 +214,9 @@ typedef struct {
     const char *manifest;          /* fs_dataset_open: the manifest's bytes as parsed (not
                                       NUL-terminated), for trainers to open the same; else NULL */
     size_t manifest_len;
-    int checksums_verified;        /* 1 if every file's checksum was checked */
+    int checksums_verified;        /* 1 if every file's checksum was checked (tables on disk: by their rows' pass) */
+    size_t memory_left;            /* FS_OPEN_COPY: what the memory budget leaves after the copies */
+    int num_on_disk;               /* feature tables left on disk */
     int served_copy;               /* 1 if served from copies (FS_OPEN_COPY) */
     /* private */
     int num_maps, cap_maps;
@@ -237,6 +249,8 @@ typedef enum {
 typedef struct {
     fs_copy_medium_t medium;
     const char *dir;   /* the files' directory; NULL = $TMPDIR, else /var/tmp */
+    size_t mem_budget; /* bytes the copies may take (--mem-budget); 0: what the machine can give now, less a
+                          margin. Feature tables that do not fit stay on disk (fs_table_t.on_disk) */
 } fs_copy_opts_t;
 
 fs_status_t fs_dataset_open(const char *dir, unsigned flags, int threads, fs_dataset_t **out,
@@ -318,6 +332,10 @@ static inline int64_t fs_dataset_neighbor(const fs_dataset_t *ds, int64_t pos)
  * FS_ERR_NOT_FOUND if the pointer is not in a mapping of this dataset. */
 fs_status_t fs_dataset_locate(const fs_dataset_t *ds, const void *data, int *fd, int64_t *offset);
 
+/* A table left on disk (on_disk): the descriptor of its file, the
+ * original, read-only, owned by the dataset. FS_ERR_NOT_FOUND otherwise. */
+fs_status_t fs_dataset_table_fd(const fs_dataset_t *ds, const fs_table_t *t, int *fd);
+
 /* ---- files changed under an open dataset ----
  * Serving reads the copies, so a change to a file only needs telling: what
  * the file's name points at now is compared with what it pointed at when
@@ -341,6 +359,7 @@ typedef struct {
 const char *fs_file_change_name(fs_file_change_t c);
 int fs_dataset_num_files(const fs_dataset_t *ds);
 const char *fs_dataset_file_name(const fs_dataset_t *ds, int i);   /* "table_feat.npy" */
+int fs_dataset_file_on_disk(const fs_dataset_t *ds, int i);        /* a table's file served from disk, not a copy */
 /* File i's validated descriptor (owned by the dataset: dup it to keep it). */
 int fs_dataset_file_fd(const fs_dataset_t *ds, int i);
 /* File i as it was validated. */
@@ -365,5 +384,8 @@ long long fs_dataset_huge_bytes(const fs_dataset_t *ds);
 /* Bytes of the copies (FS_OPEN_COPY) in unnamed files, and their directory
  * (NULL when there are none); the rest are sealed memfds. */
 size_t fs_dataset_file_copy_bytes(const fs_dataset_t *ds, const char **dir);
+
+/* Bytes of the tables' files left on disk by the memory budget (not copied). */
+size_t fs_dataset_on_disk_bytes(const fs_dataset_t *ds);
 
 #endif

@@ -25,6 +25,7 @@ struct fs_mapping {
     int in_file;                   /* the copy is an unnamed file (else a sealed memfd; served_copy.c) */
     fs_file_state_t validated;     /* the file as it was when it was read */
     long long huge_bytes;          /* of the copy, in 2 MiB pages (-1 unknown; 0 without a copy) */
+    int on_disk;                   /* a feature table left on disk (budget.c): fd is the file's own, addr NULL */
 };
 
 /* Where FS_OPEN_COPY puts copies, chosen once per open (ds_copy_choose). */
@@ -42,6 +43,9 @@ typedef struct {
     unsigned flags;
     ds_copy_t copy;           /* with FS_OPEN_COPY */
     int threads;
+    int table_file;           /* the file being opened is a feature table's: it may stay on disk */
+    int budget_given;         /* FS_OPEN_COPY's memory budget (budget.c) */
+    size_t budget, copied;
     fs_error_t *err;
 } open_ctx_t;
 
@@ -85,6 +89,21 @@ void ds_file_state(const struct stat *st, fs_file_state_t *out);
  * the copy's), its checksum in *hash. */
 fs_status_t ds_copy_choose(const fs_copy_opts_t *o, ds_copy_t *out, fs_error_t *err);
 fs_status_t ds_copy_serve(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash);
+
+/* budget.c: what FS_OPEN_COPY copies and which feature tables stay on disk.
+ * ds_memory_available: MemAvailable or the memory cgroup's room, the
+ * lesser (SIZE_MAX when neither says). ds_budget_table_to_disk: whether a
+ * feature table of len bytes stays on disk. ds_budget_charge: counts a copy
+ * of len bytes, FS_ERR_RESOURCE naming both sizes when a given budget
+ * cannot hold it. ds_budget_left: what the budget leaves after the copies.
+ * ds_open_on_disk: a table left on disk, its header read from m->fd (kept)
+ * and checked against the file's size; nothing mapped. */
+size_t ds_memory_available(void);
+void ds_budget_init(open_ctx_t *c, const fs_copy_opts_t *o);
+int ds_budget_table_to_disk(open_ctx_t *c, size_t len);
+fs_status_t ds_budget_charge(open_ctx_t *c, const char *path, size_t len);
+size_t ds_budget_left(const open_ctx_t *c);
+fs_status_t ds_open_on_disk(open_ctx_t *c, const char *path, fs_mapping_t *m, fs_npy_header_t *h);
 
 /* The file name of the mapping holding `data`, or NULL. */
 const char *ds_mapping_file(const fs_dataset_t *ds, const void *data);

@@ -55,19 +55,6 @@
 #define COPY_CHUNK HUGE_PAGE        /* a whole huge page per write (see the top); stays in cache for the hash */
 #define PROBE_BYTES (2 * HUGE_PAGE) /* at least one aligned huge page whatever the file's start */
 
-/* Memory the kernel could give us now (MemAvailable), or SIZE_MAX when it
- * does not say. */
-static size_t memory_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "re");
-    char line[256];
-    unsigned long long kb = 0;
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
-    if (f) fclose(f);
-    return found ? (size_t)kb * 1024 : SIZE_MAX;
-}
-
 /* pwrite() of all n bytes; 0 or the errno. */
 static int write_all(int fd, const char *p, size_t n, off_t off)
 {
@@ -281,7 +268,7 @@ fs_status_t ds_copy_choose(const fs_copy_opts_t *o, ds_copy_t *out, fs_error_t *
 
 fs_status_t ds_copy_serve(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash)
 {
-    size_t avail = memory_available();
+    size_t avail = ds_memory_available();
     if (m->len > avail)
         return fs_error(c->err, FS_ERR_NOMEM, "%s: serving needs a %zu-byte in-memory copy of it, but only %zu bytes "
                         "of memory are available", path, m->len, avail);

@@ -33,6 +33,7 @@ static fs_status_t views_of(const fs_table_t *tables, int n, fs_table_view_t **o
         *v = (fs_table_view_t){.dtype = t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = t->row_bytes,
                                .num_tiers = 1};
         v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = t->data, .rows = t->rows};
+        if (t->on_disk) v->num_tiers = 0, v->remote = t->remote; /* the host's disk table (fs_table_t.on_disk) */
     }
     return FS_OK;
 }

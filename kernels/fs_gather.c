@@ -254,6 +254,8 @@ fs_status_t fs_gather_cpu(const fs_table_view_t *t, const int64_t *ids, int64_t 
     if (n < 0 || (n > 0 && (!ids || !out)))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gather: bad arguments (n=%lld)", (long long)n);
     if (t->remote) return gather_remote(t, ids, n, out_dtype, out, pool, counters, err);
+    if (t->num_tiers < 1) /* a table left on disk where nothing was set to read it */
+        return fs_error(err, FS_ERR_UNSUPPORTED, "gather: this table's rows are on disk, and this host does not read it");
     conv_t conv;
     if (out_dtype == t->dtype) conv = COPY;
     else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_F16) conv = F16_TO_F32;

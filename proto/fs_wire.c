@@ -63,7 +63,7 @@ grpc_status_code fs_wire_grpc_status(fs_status_t st)
     case FS_ERR_UNAVAILABLE: return GRPC_STATUS_UNAVAILABLE;
     case FS_ERR_TIMEOUT: return GRPC_STATUS_DEADLINE_EXCEEDED;
     case FS_ERR_PERMISSION: return GRPC_STATUS_PERMISSION_DENIED;
-    case FS_ERR_IO:
+    case FS_ERR_IO: return GRPC_STATUS_DATA_LOSS; /* a read the server could not make (a disk table: design.md) */
     case FS_ERR_INTERNAL:
     default: return GRPC_STATUS_INTERNAL;
     }

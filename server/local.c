@@ -135,6 +135,13 @@ static int on_hello(fs_local_server_t *s, client_t *c, size_t len)
         return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "reader must be -1 (the CPU) or a device id below 16");
     if (h.slots < 1 || h.slots > FS_LOCAL_MAX_SLOTS)
         return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "slots must be 1..64");
+    const fs_dataset_t *ds = fs_engine_dataset(s->engine);
+    if (ds->num_on_disk > 0) {
+        /* A trainer maps what it reads; a table on disk is read, not mapped. */
+        return send_error(c->fd, FS_ERR_UNSUPPORTED,
+                          "this server serves feature tables from disk (they did not fit its memory budget): unix:// "
+                          "trainers cannot read them yet; connect over grpc://");
+    }
     if (s->welcome.typed && minor < 3) {
         char why[200];
         snprintf(why, sizeof why, "the dataset is a typed graph, which needs local protocol 6.3 (featstore 1.3); "

@@ -112,7 +112,7 @@ fs_status_t fs_local_prepare_welcome(fs_local_server_t *s, fs_error_t *err)
         snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(src->dtype));
         t->rows = src->rows;
         t->dim = src->dim;
-        st = open_data_fd(s, src->data, &t->data_offset, err);
+        if (!src->on_disk) st = open_data_fd(s, src->data, &t->data_offset, err); /* on disk: HELLO is refused */
     }
     return st ? st : open_notice(s, err);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk_tables.h"
 #include "fs_info.h"
 
 static const double buckets[] = {0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -32,6 +33,7 @@ typedef struct {
 
 struct fs_metrics {
     const fs_dataset_t *ds;
+    const fs_disk_tables_t *disk;
     _Atomic uint64_t (*file_changes)[FS_FILE_CHANGE_COUNT_]; /* [dataset file][change] */
     pthread_mutex_t versions_mu;
     client_version_t versions[FS_METRICS_MAX_VERSIONS]; /* [OTHER_VERSIONS] is "other" */
@@ -534,6 +536,36 @@ static void render_state(fs_metrics_t *m, FILE *f)
     render_file_changes(m, f);
 }
 
+void fs_metrics_set_disk(fs_metrics_t *m, const fs_disk_tables_t *disk) { m->disk = disk; }
+
+/* The disk tier (docs/design.md "The disk tier"): zeros without tables on disk. */
+static void render_disk(fs_metrics_t *m, FILE *f)
+{
+    fs_disk_tables_stats_t d;
+    fs_disk_tables_stats(m->disk, &d);
+    fprintf(f, "# HELP featstore_disk_tables Feature tables served from disk (they did not fit the memory budget).\n"
+               "# TYPE featstore_disk_tables gauge\nfeatstore_disk_tables %d\n"
+               "# HELP featstore_disk_cache_bytes Bytes of the disk tables' row caches.\n"
+               "# TYPE featstore_disk_cache_bytes gauge\nfeatstore_disk_cache_bytes %llu\n"
+               "# HELP featstore_disk_cache_hits_total Rows of disk tables found in the row cache.\n"
+               "# TYPE featstore_disk_cache_hits_total counter\nfeatstore_disk_cache_hits_total %llu\n"
+               "# HELP featstore_disk_cache_misses_total Rows of disk tables read from disk.\n"
+               "# TYPE featstore_disk_cache_misses_total counter\nfeatstore_disk_cache_misses_total %llu\n"
+               "# HELP featstore_disk_reads_total Reads issued to disk (coalesced rows; continued short reads "
+               "included).\n# TYPE featstore_disk_reads_total counter\nfeatstore_disk_reads_total %llu\n"
+               "# HELP featstore_disk_read_bytes_total Bytes read from disk.\n"
+               "# TYPE featstore_disk_read_bytes_total counter\nfeatstore_disk_read_bytes_total %llu\n"
+               "# HELP featstore_disk_read_seconds_total Time spent waiting for a batch's disk reads, summed.\n"
+               "# TYPE featstore_disk_read_seconds_total counter\nfeatstore_disk_read_seconds_total %.6f\n"
+               "# HELP featstore_disk_checksum_failures_total Rows read from disk that did not match their "
+               "checksum (each failed its request).\n# TYPE featstore_disk_checksum_failures_total counter\n"
+               "featstore_disk_checksum_failures_total %llu\n",
+            d.tables, (unsigned long long)d.cache_bytes, (unsigned long long)d.reads.cache_hits,
+            (unsigned long long)d.reads.disk_rows, (unsigned long long)d.reads.disk_reads,
+            (unsigned long long)d.reads.disk_bytes, (double)d.reads.read_ns * 1e-9,
+            (unsigned long long)d.reads.checksum_failures);
+}
+
 static void render_grpc(fs_metrics_t *m, FILE *f)
 {
     fprintf(f, "# HELP featstore_grpc_calls_in_flight gRPC calls being served now (at most serve --grpc-max-calls).\n"
@@ -612,6 +644,7 @@ char *fs_metrics_render(fs_metrics_t *m)
     pthread_mutex_unlock(&m->mu);
     render_grpc(m, f);
     render_local_guards(m, f);
+    render_disk(m, f);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -51,6 +51,10 @@ void fs_metrics_replan(fs_metrics_t *m, fs_status_t status);
 /* Dataset file `file` (fs_dataset_file_name) changed under the server
  * (featstore_dataset_file_changes_total{file, change}). */
 void fs_metrics_file_change(fs_metrics_t *m, int file, fs_file_change_t change);
+/* The tables served from disk, read at each scrape (borrowed: it must
+ * outlive the metrics; NULL: none). */
+struct fs_disk_tables;
+void fs_metrics_set_disk(fs_metrics_t *m, const struct fs_disk_tables *disk);
 
 /* Where a reader's feature bytes come from, relative to the reader: its own
  * GPU's tiers, another GPU's, or host memory. */

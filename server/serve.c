@@ -42,6 +42,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "disk_tables.h"
 #include "engine.h"
 #include "fs_device.h"
 #include "fs_shm.h"
@@ -83,6 +84,7 @@ typedef struct {
     fs_grpc_server_t *grpc;
     fs_http_t *http;
     fs_watch_t *watch;
+    fs_disk_tables_t *disk; /* the feature tables left on disk by the memory budget */
     int http_port, grpc_port;
     /* placement: the options the store was placed with; re-plans (REPLAN
      * requests, SIGHUP) start from them one at a time */
@@ -109,6 +111,7 @@ static void shutdown_all(server_t *s)
     fs_metrics_destroy(s->metrics);
     fs_engine_destroy(s->engine);
     fs_store_destroy(s->store);
+    fs_disk_tables_close(s->disk); /* read through by the store's and the engine's views */
     fs_dataset_close(s->ds);
 }
 
@@ -153,7 +156,7 @@ static void log_device_tiers(const fs_store_t *store, const fs_dataset_t *ds)
  * with what to do when it is in 4 KiB pages (docs/serving.md "Huge pages"). */
 static void log_copy(const fs_dataset_t *ds, double seconds)
 {
-    double bytes = (double)fs_dataset_bytes(ds);
+    double on_disk = (double)fs_dataset_on_disk_bytes(ds), bytes = (double)fs_dataset_bytes(ds) - on_disk;
     long long huge = fs_dataset_huge_bytes(ds);
     const char *dir;
     double in_files = (double)fs_dataset_file_copy_bytes(ds, &dir);
@@ -162,9 +165,12 @@ static void log_copy(const fs_dataset_t *ds, double seconds)
     if (in_files > 0)
         snprintf(where, sizeof where, "%sunnamed read-only files in %s", in_files < bytes ? "sealed memory and " : "",
                  dir);
-    fprintf(stderr, "featstore: dataset copied into %s%s: %.2f GiB in %.2f s, %s\n", where,
+    char left[128] = "";
+    if (on_disk > 0)
+        snprintf(left, sizeof left, "; %.2f GiB of feature tables left on disk (the memory budget)", on_disk / (1 << 30));
+    fprintf(stderr, "featstore: dataset copied into %s%s: %.2f GiB in %.2f s, %s%s\n", where,
             ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
-            bytes / (1 << 30), seconds, pages);
+            bytes / (1 << 30), seconds, pages, left);
     char setting[32];
     if (huge >= 0 && (double)huge < bytes / 2 && bytes >= (4 << 20))
         fprintf(stderr, "featstore: note: the copy is in 4 KiB pages (the host's shmem THP setting is '%s'%s): each "
@@ -534,11 +540,13 @@ int fs_serve(const fs_serve_opts_t *o)
     if (!st) st = listen_all(o, &s, &err);
     if (!st) st = fs_dataset_open_served(o->dataset, &o->copy, o->verify ? FS_OPEN_VERIFY : 0, 0, &s.ds, &err);
     if (!st) log_copy(s.ds, fs_now() - t0);
+    if (!st) st = fs_disk_tables_open(s.ds, o->copy.mem_budget, stderr, &s.disk, &err);
     if (!st && (o->place.topology || o->place.plan_in || o->place.plan_out))
         st = placement_needs_one_graph(s.ds, "serve", &err);
     if (!st && o->prefault) fs_dataset_prefault(s.ds);
     if (!st) st = fs_store_create(s.ds, &s.store, &err);
     if (!st && !(s.metrics = fs_metrics_create(s.ds, s.store))) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
+    if (!st) fs_metrics_set_disk(s.metrics, s.disk);
     if (!st) st = fs_watch_start(s.ds, s.metrics, stderr, 1000, &s.watch, &err);
     if (!st && o->place.topology && !(st = place(&s.place, s.ds, s.store, &cost, &err))) publish_prediction(s.metrics, &cost);
     s.place.plan_out = NULL; /* saved once, at start */

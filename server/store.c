@@ -464,6 +464,9 @@ static fs_status_t place_rows(fs_store_t *s, const char *table, int tier, const 
     if (!t) return fs_error(err, FS_ERR_NOT_FOUND, "store: no feature table '%s'", table);
     if (t - s->tables >= s->ds->num_tables) /* indexed by row, not node: nothing to place by node id */
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "store: '%s' is a row table: it is read from tier 0 only", table);
+    if (t->src->on_disk)
+        return fs_error(err, FS_ERR_UNSUPPORTED, "store: table '%s' is served from disk (the memory budget): placing "
+                        "its rows in other tiers is not supported", table);
     fs_status_t st = check_place(s, tier, ids, n, readers, err);
     if (st != FS_OK) return st;
     if (t->rows[tier]) return fs_error(err, FS_ERR_EXISTS, "store: table '%s' already has rows in tier %d", table, tier);
@@ -753,6 +756,12 @@ fs_status_t fs_store_table_view(const fs_store_t *s, const char *table, int read
     out->num_rows = t->src->rows;
     out->dim = t->src->dim;
     out->row_bytes = t->src->row_bytes;
+    if (t->src->on_disk) { /* every row through the host's disk table (never placed: place_rows) */
+        if (!t->src->remote)
+            return fs_error(err, FS_ERR_UNSUPPORTED, "table '%s' is on disk, and nothing here reads it", table);
+        out->remote = t->src->remote;
+        return FS_OK;
+    }
     out->num_tiers = s->num_tiers;
     out->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = t->src->data, .rows = t->src->rows};
     for (int k = 1; k < s->num_tiers; k++)

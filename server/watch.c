@@ -49,7 +49,11 @@ static void check_files(fs_watch_t *w)
         fs_metrics_file_change(w->metrics, i, c);
         fprintf(w->log, "featstore: error: dataset file %s/%s changed while being served: %s; %s\n", w->ds->dir,
                 fs_dataset_file_name(w->ds, i), what,
-                w->ds->served_copy ? "still serving the copy verified at start" : "serving it as it is now");
+                fs_dataset_file_on_disk(w->ds, i)
+                    ? "still serving it from disk: rows that no longer match their checksums, or lie past its end, "
+                      "fail their requests"
+                : w->ds->served_copy ? "still serving the copy verified at start"
+                                     : "serving it as it is now");
         fflush(w->log);
     }
 }

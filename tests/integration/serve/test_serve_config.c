@@ -59,6 +59,8 @@ static const struct {
     {"prefault", "{\"prefault\": 1}", "\"prefault\" in %s must be true or false, not an integer"},
     {"copy", "{\"copy\": \"disk\"}", "\"copy\" in %s must be auto, memory or file, not 'disk'"},
     {"copy_dir", "{\"copy_dir\": 5}", "\"copy_dir\" in %s must be a string, not an integer"},
+    {"mem_budget", "{\"mem_budget\": \"lots\"}",
+     "\"mem_budget\" in %s 'lots': want a size in bytes, e.g. 4096, 512M, 2G"},
     {"limits.max_ids", "{\"limits\": {\"max_ids\": 0}}",
      "\"limits.max_ids\" in %s must be a whole number in [1, 9223372036854775807], got '0'"},
     {"limits.max_fanout_product", "{\"limits\": {\"max_fanout_product\": -1}}",
@@ -183,6 +185,7 @@ Test(serve_config, a_config_with_every_key_is_applied)
     snprintf(json, sizeof json,
              "{\"dataset\": \"%s\", \"socket\": \"%s\", \"listen\": \"127.0.0.1:0\", \"metrics\": \"127.0.0.1:0\", "
              "\"threads\": 2, \"verify\": true, \"prefault\": true, \"copy\": \"file\", \"copy_dir\": \"%s\", "
+             "\"mem_budget\": \"24G\", "
              "\"limits\": {\"max_ids\": 7, \"max_fanout_product\": 1000, \"max_response_bytes\": 1000000000}, "
              "\"grpc_max_calls\": 8, \"request_timeout\": 30, \"tls_cert\": \"%s/server.pem\", "
              "\"tls_key\": \"%s/server.key\", \"tls_client_ca\": \"%s/ca.pem\", \"token_file\": \"%s/token\", "

@@ -1,0 +1,194 @@
+/* disk_tables.c — a server's tables on disk: checksums, a cache, a reader
+ * each (disk_tables.h). */
+#include "disk_tables.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    fs_table_t *table;
+    fs_rowsums_t *sums;
+    int cache_fd;            /* the cache's memfd: trainers will map it */
+    void *cache_map;
+    size_t cache_bytes;
+    fs_rowcache_t *cache;
+    fs_disktable_t *reader;
+    fs_table_remote_t hook;  /* what table->remote points at */
+} disk_table_t;
+
+struct fs_disk_tables {
+    int n;
+    disk_table_t t[];
+};
+
+/* "4.00 MiB", "1.25 GiB": sizes for the log. */
+static const char *human(double b, char buf[32])
+{
+    if (b >= (double)(1 << 30)) snprintf(buf, 32, "%.2f GiB", b / (1 << 30));
+    else snprintf(buf, 32, "%.2f MiB", b / (1 << 20));
+    return buf;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* The table's checksums beside its file (<dir>/<file>.rowsums), logged. */
+static fs_status_t load_sums(const fs_dataset_t *ds, disk_table_t *d, int fd, FILE *log, fs_error_t *err)
+{
+    const fs_table_t *t = d->table;
+    char path[4400], what[300], why[512];
+    snprintf(path, sizeof path, "%s/%s.rowsums", ds->dir, t->file);
+    snprintf(what, sizeof what, "%s/%s", ds->dir, t->file);
+    fs_rowsums_spec_t spec = {.dataset = ds->name, .table = t->name, .data_offset = t->file_offset,
+                              .row_bytes = t->row_bytes, .rows = t->rows, .have_file_xxh3 = t->has_file_xxh3,
+                              .file_xxh3 = t->file_xxh3};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fs_rowsums_origin_t origin;
+    fs_status_t st = fs_rowsums_load(fd, what, path, &spec, &d->sums, &origin, why, sizeof why, err);
+    if (st != FS_OK) return st;
+    if (origin == FS_ROWSUMS_REUSED)
+        fprintf(log, "featstore: table '%s': row checksums read from %s in %.2f s\n", t->name, path, seconds_since(&t0));
+    else
+        fprintf(log, "featstore: table '%s': row checksums built and the file verified in %.2f s (%s)\n", t->name,
+                seconds_since(&t0), why);
+    return FS_OK;
+}
+
+/* A row cache of about `bytes` in a memfd, formatted (SIEVE). */
+static fs_status_t make_cache(disk_table_t *d, size_t bytes, fs_error_t *err)
+{
+    const fs_table_t *t = d->table;
+    uint64_t stride = (t->row_bytes + FS_ROWCACHE_ROW_ALIGN - 1) / FS_ROWCACHE_ROW_ALIGN * FS_ROWCACHE_ROW_ALIGN;
+    uint64_t slots = bytes / stride;
+    if (slots > (uint64_t)t->rows) slots = (uint64_t)t->rows;
+    if (slots < 1) slots = 1;
+    d->cache_bytes = fs_rowcache_region_bytes(slots, t->row_bytes);
+    d->cache_fd = memfd_create("featstore-rowcache", MFD_CLOEXEC);
+    if (d->cache_fd < 0 || ftruncate(d->cache_fd, (off_t)d->cache_bytes) != 0)
+        return fs_error(err, FS_ERR_NOMEM, "table '%s': a row cache of %zu bytes: %s", t->name, d->cache_bytes,
+                        strerror(errno));
+    d->cache_map = mmap(NULL, d->cache_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, d->cache_fd, 0);
+    if (d->cache_map == MAP_FAILED) {
+        d->cache_map = NULL;
+        return fs_error(err, FS_ERR_NOMEM, "table '%s': mapping its row cache: %s", t->name, strerror(errno));
+    }
+    fs_status_t st = fs_rowcache_format(d->cache_map, d->cache_bytes, slots, t->row_bytes, FS_CACHE_SIEVE, err);
+    if (st == FS_OK) st = fs_rowcache_attach(d->cache_map, d->cache_bytes, &d->cache, err);
+    return st;
+}
+
+static fs_status_t open_one(fs_dataset_t *ds, disk_table_t *d, size_t cache_bytes, size_t budget, FILE *log,
+                            fs_error_t *err)
+{
+    fs_table_t *t = d->table;
+    int fd;
+    if (fs_dataset_table_fd(ds, t, &fd) != FS_OK)
+        return fs_error(err, FS_ERR_INTERNAL, "table '%s' is on disk but its file is not open", t->name);
+    fs_status_t st = load_sums(ds, d, fd, log, err);
+    if (st == FS_OK) st = make_cache(d, cache_bytes, err);
+    char what[300];
+    snprintf(what, sizeof what, "table '%s' (%s/%s)", t->name, ds->dir, t->file);
+    fs_disktable_opts_t o = {.fd = fd, .what = what, .data_offset = t->file_offset, .row_bytes = t->row_bytes,
+                             .rows = t->rows, .cache = d->cache, .sums = d->sums};
+    if (st == FS_OK) st = fs_disktable_open(&o, &d->reader, err);
+    if (st != FS_OK) return st;
+    d->hook = (fs_table_remote_t){fs_disktable_rows, d->reader};
+    t->remote = &d->hook;
+    char why[128], a[32], b[32], c[32];
+    if (budget) snprintf(why, sizeof why, "--mem-budget %s", human((double)budget, a));
+    else snprintf(why, sizeof why, "the memory available less a margin");
+    fprintf(log,
+            "featstore: table '%s' (%s) is served from disk: it does not fit the memory budget (%s); a %s SIEVE "
+            "row cache of %llu rows; %s\n",
+            t->name, human((double)t->rows * (double)t->row_bytes, b), why, human((double)d->cache_bytes, c),
+            (unsigned long long)fs_rowcache_slots(d->cache), fs_disktable_describe(d->reader));
+    return FS_OK;
+}
+
+/* Every table left on disk, the labels' and hop tables' included. */
+static int collect(fs_dataset_t *ds, fs_table_t **out)
+{
+    int n = 0;
+    for (int i = 0; i < ds->num_tables; i++)
+        if (ds->tables[i].on_disk) out[n++] = &ds->tables[i];
+    for (int k = 0; k < ds->num_node_types && ds->num_node_types > 1; k++)
+        for (int i = 0; i < ds->node_types[k].num_tables; i++)
+            if (ds->node_types[k].tables[i].on_disk) out[n++] = &ds->node_types[k].tables[i];
+    for (int k = 0; k < ds->num_edge_types; k++)
+        for (int i = 0; i < ds->edge_types[k].num_tables; i++)
+            if (ds->edge_types[k].tables[i].on_disk) out[n++] = &ds->edge_types[k].tables[i];
+    for (int i = 0; i < fs_dataset_num_row_tables(ds); i++) /* the dataset's own, handed out const */
+        if (fs_dataset_row_table(ds, i)->on_disk) out[n++] = (fs_table_t *)fs_dataset_row_table(ds, i);
+    return n;
+}
+
+fs_status_t fs_disk_tables_open(fs_dataset_t *ds, size_t mem_budget, FILE *log, fs_disk_tables_t **out,
+                                fs_error_t *err)
+{
+    *out = NULL;
+    if (ds->num_on_disk == 0) return FS_OK;
+    fs_table_t **tabs = calloc((size_t)ds->num_on_disk * 2 + 1, sizeof *tabs);
+    fs_disk_tables_t *d = calloc(1, sizeof *d + (size_t)ds->num_on_disk * 2 * sizeof d->t[0]);
+    if (!tabs || !d) {
+        free(tabs), free(d);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    }
+    int n = collect(ds, tabs);
+    double total = 0;
+    for (int i = 0; i < n; i++) total += (double)tabs[i]->rows * (double)tabs[i]->row_bytes;
+    size_t for_caches = ds->memory_left - ds->memory_left / 5; /* a fifth kept for the processes themselves */
+    fs_status_t st = FS_OK;
+    for (int i = 0; i < n && st == FS_OK; i++) {
+        d->t[i] = (disk_table_t){.table = tabs[i], .cache_fd = -1};
+        d->n = i + 1;
+        double share = (double)tabs[i]->rows * (double)tabs[i]->row_bytes / (total > 0 ? total : 1);
+        st = open_one(ds, &d->t[i], (size_t)((double)for_caches * share), mem_budget, log, err);
+    }
+    free(tabs);
+    if (st != FS_OK) {
+        fs_disk_tables_close(d);
+        return st;
+    }
+    *out = d;
+    return FS_OK;
+}
+
+void fs_disk_tables_close(fs_disk_tables_t *d)
+{
+    for (int i = 0; d && i < d->n; i++) {
+        disk_table_t *t = &d->t[i];
+        if (t->table->remote == &t->hook) t->table->remote = NULL;
+        fs_disktable_close(t->reader);
+        if (t->cache_map) munmap(t->cache_map, t->cache_bytes);
+        if (t->cache_fd >= 0) close(t->cache_fd);
+        fs_rowsums_close(t->sums);
+    }
+    free(d);
+}
+
+void fs_disk_tables_stats(const fs_disk_tables_t *d, fs_disk_tables_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; d && i < d->n; i++) {
+        fs_disktable_stats_t r;
+        fs_rowcache_stats_t c;
+        fs_disktable_stats(d->t[i].reader, &r);
+        fs_rowcache_stats(d->t[i].cache, &c);
+        out->tables++;
+        out->reads.rows += r.rows, out->reads.cache_hits += r.cache_hits, out->reads.disk_rows += r.disk_rows;
+        out->reads.disk_reads += r.disk_reads, out->reads.disk_bytes += r.disk_bytes;
+        out->reads.checksum_failures += r.checksum_failures, out->reads.read_ns += r.read_ns;
+        out->cache.hits += c.hits, out->cache.misses += c.misses, out->cache.evictions += c.evictions;
+        out->cache.ready += c.ready, out->cache.pinned += c.pinned;
+        out->cache_bytes += d->t[i].cache_bytes;
+    }
+}

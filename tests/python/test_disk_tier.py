@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""test_disk_tier.py — a feature table served from disk (docs/serving.md
+"Datasets larger than memory"; issue 51) by a live `featstore serve
+--mem-budget`, the scaled case of a dataset larger than memory: a 4 MiB
+table under a 4 MiB budget, so the table stays on disk behind a row cache
+while the topology is copied.
+
+Over grpc://, every row gathered, alone or in sampled batches, is the
+file's (numpy reads it); the cache is hit on a second pass (/metrics). A
+second start reads the row checksums back instead of building them. A
+budget below what must stay in memory is refused naming both sizes. A row
+rewritten on disk fails the requests that read it, naming the row, and
+counts a checksum failure; a table truncated under 4 clients gathering
+fails only the requests past its end: the server keeps serving, every row
+it returns is right, and no process is killed. unix:// trainers are
+refused with a message saying why (they cannot read disk tables yet).
+
+    /usr/bin/python3 tests/python/test_disk_tier.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tests/lib: fs_serve
+import fs_serve  # noqa: E402
+
+ARGS = None
+BUDGET = "4M"
+np = featstore = None
+
+
+def gen(dst):
+    subprocess.run([ARGS.featstore, "gen", "rmat", "--scale", "13", "--dim", "128", "--symmetrize", "--out", dst,
+                    "--force"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def metric(ready, name):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{ready['metrics']}/metrics", timeout=10).read().decode()
+    m = re.search(rf"^{name} ([0-9.e+]+)$", text, re.M)
+    if not m:
+        raise AssertionError(f"/metrics has no {name}")
+    return float(m.group(1))
+
+
+class DiskTier(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fs-disk-tier-")
+        self.data = os.path.join(self.tmp, "g")
+        gen(self.data)
+        self.table = np.load(os.path.join(self.data, "table_feat.npy"))
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                fs_serve.stop(p)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def serve(self, budget=BUDGET):
+        log = open(os.path.join(self.tmp, f"serve{len(self.procs)}.log"), "w+")
+        proc, ready = fs_serve.start(ARGS.featstore, self.data, os.path.join(self.tmp, f"s{len(self.procs)}"),
+                                     extra=["--mem-budget", budget], stderr=log)
+        self.procs.append(proc)
+        log.seek(0)
+        text = log.read()
+        log.close()  # the server keeps its own descriptor
+        return proc, ready, text
+
+    def test_rows_from_disk_are_the_files_and_the_cache_is_hit(self):
+        _, ready, log = self.serve()
+        self.assertIn("table 'feat' (4.00 MiB) is served from disk", log)
+        self.assertIn("row checksums built and the file verified", log)
+        rng = np.random.default_rng(3)
+        with featstore.connect(f"grpc://{ready['grpc']}") as c:
+            ids = rng.integers(0, self.table.shape[0], 3000)
+            for _ in range(2):
+                b = c.gather(ids, "feat")
+                np.testing.assert_array_equal(b.features, self.table[ids])
+                b.release()
+            seeds = rng.integers(0, self.table.shape[0], 256)
+            b = c.sample_gather(seeds, [15, 10, 5], "feat")
+            np.testing.assert_array_equal(b.features, self.table[b.nodes])
+            b.release()
+        self.assertEqual(metric(ready, "featstore_disk_tables"), 1)
+        self.assertGreater(metric(ready, "featstore_disk_cache_hits_total"), 2000, "the second pass missed")
+        self.assertGreater(metric(ready, "featstore_disk_cache_misses_total"), 0)
+        self.assertGreater(metric(ready, "featstore_disk_read_bytes_total"), 0)
+        self.assertEqual(metric(ready, "featstore_disk_checksum_failures_total"), 0)
+
+    def test_a_second_start_reads_the_checksums_back(self):
+        proc, _, _ = self.serve()
+        fs_serve.stop(proc)
+        _, _, log = self.serve()
+        self.assertRegex(log, r"row checksums read from .*table_feat\.npy\.rowsums")
+
+    def test_a_budget_below_the_topology_is_refused_naming_both_sizes(self):
+        r = subprocess.run([ARGS.featstore, "serve", self.data, "--socket", os.path.join(self.tmp, "s"),
+                            "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--mem-budget", "1M"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"memory budget \(--mem-budget\) of 1\.0 MiB is below what must stay in memory: "
+                                   r"this file needs [0-9.]+ MiB more")
+        r = subprocess.run([ARGS.featstore, "serve", self.data, "--mem-budget", "lots"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--mem-budget 'lots': want a size in bytes", r.stderr)
+
+    def test_unix_trainers_are_refused_saying_why(self):
+        _, ready, _ = self.serve()
+        with self.assertRaises(featstore.Error) as e:
+            featstore.connect(f"unix://{ready['unix']}")
+        self.assertIn("serves feature tables from disk", str(e.exception))
+        self.assertIn("grpc://", str(e.exception))
+
+    def test_a_row_changed_on_disk_fails_its_requests_and_nothing_else(self):
+        _, ready, _ = self.serve()
+        path = os.path.join(self.data, "table_feat.npy")
+        offset = os.path.getsize(path) - self.table.nbytes
+        with open(path, "r+b") as f:
+            f.seek(offset + 77 * self.table.shape[1] * 4)
+            f.write(b"\x7f" * 16)
+        with featstore.connect(f"grpc://{ready['grpc']}") as c:
+            with self.assertRaises(featstore.Error) as e:
+                c.gather(np.array([5, 77, 9]), "feat")
+            self.assertIn("row 77 read from disk does not match its checksum", str(e.exception))
+            good = np.array([5, 9, 4000])
+            b = c.gather(good, "feat")
+            np.testing.assert_array_equal(b.features, self.table[good])
+            b.release()
+        self.assertGreaterEqual(metric(ready, "featstore_disk_checksum_failures_total"), 1)
+
+    def test_a_table_truncated_under_four_clients_fails_only_past_its_end(self):
+        proc, ready, _ = self.serve()
+        path = os.path.join(self.data, "table_feat.npy")
+        offset = os.path.getsize(path) - self.table.nbytes
+        half = self.table.shape[0] // 2
+        stop, failures, wrong = threading.Event(), [], []
+
+        def client(seed):
+            rng = np.random.default_rng(seed)
+            with featstore.connect(f"grpc://{ready['grpc']}") as c:
+                for _ in range(400):
+                    if stop.is_set():
+                        break
+                    ids = rng.integers(0, self.table.shape[0], 64)
+                    try:
+                        b = c.gather(ids, "feat")
+                    except featstore.Error as e:
+                        failures.append(str(e))
+                        continue
+                    if not np.array_equal(b.features, self.table[ids]):
+                        wrong.append(seed)
+                    b.release()
+
+        threads = [threading.Thread(target=client, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        os.truncate(path, offset + half * self.table.shape[1] * 4)
+        for t in threads:
+            t.join(timeout=120)
+        stop.set()
+        self.assertFalse(wrong, "rows served wrong")
+        self.assertIsNone(proc.poll(), "the server died")
+        self.assertTrue(failures, "no request reached past the new end")
+        self.assertTrue(all(f.startswith("I/O error: ") and "truncated?" in f or "does not match its checksum" in f
+                            for f in failures), failures[:3])
+        with featstore.connect(f"grpc://{ready['grpc']}") as c:
+            ids = np.arange(0, half, 97)
+            b = c.gather(ids, "feat")
+            np.testing.assert_array_equal(b.features, self.table[ids])
+            b.release()
+
+
+def main():
+    global ARGS, np, featstore
+    ARGS, rest = fs_serve.client_test_args(__doc__)
+    import numpy
+    np = numpy
+    import featstore as fs
+    featstore = fs
+    fs_serve.run_tests("disk_tier", rest)
+
+
+if __name__ == "__main__":
+    main()
