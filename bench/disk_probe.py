@@ -2,8 +2,8 @@
 """disk_probe.py — a dataset larger than memory, served as a user would
 serve it (issue 51's probe): R-MAT of 2^scale nodes with `dim` float32
 features, `featstore serve` with default options and `featstore-trainer`
-doing [15,10,5] x 1024 sample_gather over grpc:// (unix:// trainers of a
-server with disk tables are refused for now), both in one memory cgroup of
+doing [15,10,5] x 1024 sample_gather over unix:// (or --transport grpc),
+both in one memory cgroup of
 `--limit` bytes (root; cgroup v1 or v2), or with `--mem-budget` where
 cgroups are missing.
 
@@ -135,6 +135,7 @@ def main():
     p.add_argument("--limit", type=size, default=size("3G"))
     p.add_argument("--mem-budget", default=None, help="where no cgroup can be made")
     p.add_argument("--batches", type=int, default=30)
+    p.add_argument("--transport", choices=("unix", "grpc"), default="unix")
     a = p.parse_args()
     featstore = os.path.join(a.build, "cli", "featstore")
     trainer = os.path.join(a.build, "examples", "featstore-trainer")
@@ -163,8 +164,9 @@ def main():
         proc, second, ready = start_server(featstore, data, tmp, extra, preexec)
         print(f"RESULT bench=disk_probe scale={a.scale} dim={a.dim} cold_read_s={cold:.2f} first_start_s={first:.2f} "
               f"second_start_s={second:.2f} ratio_second_start_vs_cold_read={second / cold:.3f}", flush=True)
-        t = subprocess.run([trainer, f"grpc://{ready['grpc']}", "--batches", str(a.batches)], capture_output=True,
-                           text=True, preexec_fn=preexec, timeout=3600)
+        uri = f"unix://{ready['unix']}" if a.transport == "unix" else f"grpc://{ready['grpc']}"
+        t = subprocess.run([trainer, uri, "--batches", str(a.batches)], capture_output=True, text=True,
+                           preexec_fn=preexec, timeout=3600)
         m = re.search(r"batches_per_s=([0-9.]+)", t.stdout)
         alive = proc.poll() is None
         stop(proc) if alive else None
@@ -172,12 +174,13 @@ def main():
         if not m:
             print(t.stdout, t.stderr, file=sys.stderr)
         proc, _, ready = start_server(featstore, data, tmp, [], None)  # the baseline: everything in memory
-        base = subprocess.run([trainer, f"grpc://{ready['grpc']}", "--batches", str(a.batches)], capture_output=True,
-                              text=True, timeout=3600)
+        uri = f"unix://{ready['unix']}" if a.transport == "unix" else f"grpc://{ready['grpc']}"
+        base = subprocess.run([trainer, uri, "--batches", str(a.batches)], capture_output=True, text=True,
+                              timeout=3600)
         stop(proc)
         b = re.search(r"batches_per_s=([0-9.]+)", base.stdout)
         got, mem = float(m.group(1)) if m else 0.0, float(b.group(1)) if b else 0.0
-        print(f"RESULT bench=disk_probe_trainer batches_per_s={got:.2f} peak_memory_bytes={cg.peak() if cg.path else -1} "
+        print(f"RESULT bench=disk_probe_trainer transport={a.transport} batches_per_s={got:.2f} peak_memory_bytes={cg.peak() if cg.path else -1} "
               f"limit_bytes={a.limit if cg.path else -1} killed={killed} in_memory_batches_per_s={mem:.2f} "
               f"ratio_vs_in_memory={got / mem if mem else 0:.3f}", flush=True)
     finally:

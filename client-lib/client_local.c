@@ -593,6 +593,9 @@ static fs_status_t open_typed(fs_client_t *c, local_t *L)
 {
     typed_t *T = &L->typed;
     if (T->ds) return FS_OK;
+    if (L->lay->num_on_disk > 0) /* the typed engine would map the tables the server reads from disk */
+        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "this server serves feature tables from disk: typed (hetero and "
+                              "link) calls over unix:// cannot read them yet; make them over grpc://");
     if (T->manifest_fd < 0)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "this server speaks local protocol 6.%u, before typed sampling "
                               "(6.3, featstore 1.3): upgrade the server", L->lay->w.minor);

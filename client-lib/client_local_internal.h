@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "client_internal.h"
+#include "fs_disktable.h"
 #include "fs_exec.h"
 #include "fs_local.h"
 #include "fs_locality.h"
@@ -32,6 +33,18 @@ typedef struct {
     int shared;            /* p is a process-wide mapping (shared_maps) */
 } map_t;
 
+/* A table the server serves from disk (6.4), read here through the cache
+ * every trainer shares: the cache and the checksums are the server's
+ * memfds, mapped; the table's file is read, never mapped. */
+typedef struct {
+    fs_disktable_t *table;
+    fs_rowcache_t *cache;
+    fs_rowsums_t *sums;
+    void *cache_map, *sums_map;
+    size_t cache_len, sums_len;
+    fs_table_remote_t hook;        /* the view's remote: fs_disktable_rows on table */
+} local_disk_t;
+
 /* What one WELCOME describes: the dataset's files and the reader's
  * placement, mapped, and the views over them. Replaced whole when the
  * server re-plans. */
@@ -43,6 +56,8 @@ typedef struct {
     size_t num_maps, cap_maps;
     fs_csr_view_t csr;
     fs_table_view_t *views;        /* [num tables] */
+    local_disk_t *disk;            /* [num tables]: the tables on disk (table NULL for the others) */
+    int num_on_disk;
     fs_locality_t las;             /* the reader's preferred sets (num_levels 0: none); s is per request */
     void *tier_mem[FS_MAX_TIERS];  /* device tiers, opened by IPC handle */
     int on_device;                 /* some tier is GPU memory: the engines run on the reader's GPU */

@@ -106,6 +106,14 @@ void fs_local_layout_free(layout_t *Y)
         else munmap(Y->maps[i].p, Y->maps[i].len);
     }
     free(Y->maps);
+    for (size_t i = 0; Y->disk && i < Y->tables.count; i++) {
+        local_disk_t *d = &Y->disk[i];
+        fs_disktable_close(d->table);
+        fs_rowsums_close(d->sums);
+        if (d->cache_map) munmap(d->cache_map, d->cache_len);
+        if (d->sums_map) munmap(d->sums_map, d->sums_len);
+    }
+    free(Y->disk);
     free(Y->tables.items), free(Y->tiers.items), free(Y->slices.items), free(Y->parts.items);
     free(Y->views);
     for (size_t i = 0; i < Y->num_files; i++) free(Y->files[i]);
@@ -187,6 +195,42 @@ static fs_status_t map_next(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, int6
     return st;
 }
 
+/* A table served from disk (6.4): its file (read by io_uring, never
+ * mapped), the shared cache (mapped read-write: every trainer of the
+ * server fills it) and the checksums; the view reads through them. */
+static fs_status_t map_disk_table(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds, size_t i, fs_table_view_t *v)
+{
+    const featstore_local_Table *t = fs_local_table_at(Y, i);
+    local_disk_t *d = &Y->disk[i];
+    int file_fd = -1, cache_fd = -1, sums_fd = -1;
+    fs_status_t st = next_fd(c, fds, &file_fd);
+    if (!st) st = next_fd(c, fds, &cache_fd);
+    if (!st) st = next_fd(c, fds, &sums_fd);
+    if (st) return st;
+    fs_error_t err = {0};
+    d->cache_len = t->cache_bytes, d->sums_len = (size_t)t->rows * sizeof(uint64_t);
+    d->cache_map = mmap(NULL, d->cache_len, PROT_READ | PROT_WRITE, MAP_SHARED, cache_fd, 0);
+    d->sums_map = d->sums_len ? mmap(NULL, d->sums_len, PROT_READ, MAP_SHARED, sums_fd, 0) : NULL;
+    if (d->cache_map == MAP_FAILED || d->sums_map == MAP_FAILED) {
+        if (d->cache_map == MAP_FAILED) d->cache_map = NULL;
+        if (d->sums_map == MAP_FAILED) d->sums_map = NULL;
+        return fs_client_fail(c, FS_ERR_IO, "cannot map table '%s''s row cache or checksums: %s", t->name,
+                              strerror(errno));
+    }
+    char what[128];
+    snprintf(what, sizeof what, "table '%s' (on the server's disk)", t->name);
+    st = fs_rowcache_attach(d->cache_map, d->cache_len, &d->cache, &err);
+    if (!st) st = fs_rowsums_wrap(d->sums_map, t->rows, v->row_bytes, &d->sums, &err);
+    fs_disktable_opts_t o = {.fd = file_fd, .what = what, .data_offset = (uint64_t)t->data_offset,
+                             .row_bytes = v->row_bytes, .rows = t->rows, .cache = d->cache, .sums = d->sums};
+    if (!st) st = fs_disktable_open(&o, &d->table, &err);
+    if (st) return fs_client_fail(c, st, "%s", err.msg);
+    d->hook = (fs_table_remote_t){fs_disktable_rows, d->table};
+    v->remote = &d->hook, v->num_tiers = 0;
+    Y->num_on_disk++;
+    return FS_OK;
+}
+
 /* The tier-0 files: topology and feature tables. */
 static fs_status_t map_files(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
 {
@@ -201,7 +245,8 @@ static fs_status_t map_files(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
     if (!st && w->has_weights) st = map_next(c, Y, fds, w->weights_offset, (size_t)w->num_edges * 4, &weights);
     if (st) return st;
     fs_csr_view_init(&Y->csr, w->num_nodes, indptr, indices, Y->index_dtype, weights);
-    if (!(Y->views = calloc(Y->tables.count + 1, sizeof *Y->views)))
+    if (!(Y->views = calloc(Y->tables.count + 1, sizeof *Y->views)) ||
+        !(Y->disk = calloc(Y->tables.count + 1, sizeof *Y->disk)))
         return fs_client_fail(c, FS_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < Y->tables.count; i++) {
         const featstore_local_Table *t = fs_local_table_at(Y, i);
@@ -209,8 +254,12 @@ static fs_status_t map_files(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
         fs_dtype_t dt = fs_dtype_from_name(t->dtype);
         size_t rb = (size_t)t->dim * fs_dtype_size(dt);
         const void *data;
-        if ((st = map_next(c, Y, fds, t->data_offset, (size_t)t->rows * rb, &data))) return st;
         *v = (fs_table_view_t){.dtype = dt, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb, .num_tiers = 1};
+        if (t->on_disk) {
+            if ((st = map_disk_table(c, Y, fds, i, v))) return st;
+            continue;
+        }
+        if ((st = map_next(c, Y, fds, t->data_offset, (size_t)t->rows * rb, &data))) return st;
         v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = data, .rows = t->rows};
     }
     return FS_OK;
@@ -278,6 +327,7 @@ static fs_status_t map_placement(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
     size_t isz = fs_dtype_size(Y->index_dtype);
     fs_status_t st = FS_OK;
     for (size_t t = 0; t < Y->tables.count; t++) {
+        if (Y->views[t].remote) continue; /* on disk: read through its cache, never placed */
         Y->views[t].num_tiers = (int)Y->tiers.count;
         for (size_t k = 1; k < Y->tiers.count; k++)
             Y->views[t].tier[k] = (fs_tier_ref_t){.kind = tier_kind(tiers[k].kind), .device = tiers[k].device};

@@ -196,10 +196,12 @@ static fs_status_t read_rows(fs_disktable_t *t, call_t *c, fs_error_t *err)
     fs_diskio_stats(d, &before);
     uint64_t t0 = now_ns();
     st = fs_diskio_read(d, c->rd_ids, c->rd_dst, (size_t)c->k, err);
-    atomic_fetch_add_explicit(&t->read_ns, now_ns() - t0, memory_order_relaxed);
+    uint64_t ns = now_ns() - t0;
+    atomic_fetch_add_explicit(&t->read_ns, ns, memory_order_relaxed);
     fs_diskio_stats(d, &after);
     atomic_fetch_add_explicit(&t->disk_reads, after.reads - before.reads, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->disk_bytes, after.bytes_read - before.bytes_read, memory_order_relaxed);
+    if (t->o.cache) fs_rowcache_add_io(t->o.cache, after.reads - before.reads, after.bytes_read - before.bytes_read, ns, 0);
     give_back(t, d);
     return st;
 }
@@ -213,6 +215,7 @@ static fs_status_t check_rows(fs_disktable_t *t, call_t *c, fs_error_t *err)
         if (fs_rowsums_check(t->o.sums, r, c->rd_dst[j])) continue;
         c->ok[c->rd_u[j]] = 0;
         atomic_fetch_add_explicit(&t->checksum_failures, 1, memory_order_relaxed);
+        if (t->o.cache) fs_rowcache_add_io(t->o.cache, 0, 0, 0, 1);
         if (st == FS_OK)
             st = fs_error(err, FS_ERR_FORMAT,
                           "%s: row %lld read from disk does not match its checksum (stored %016llx, read %016llx): "

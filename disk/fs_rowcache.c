@@ -47,6 +47,7 @@ struct fs_rowcache {
     int32_t free_head;
     uint64_t ready, pinned, evictable;
     uint64_t hits, misses, busy, bypass, evictions, owner_deaths;
+    uint64_t io_reads, io_bytes, io_ns, checksum_failures; /* atomics, outside the lock (fs_rowcache_add_io) */
 };
 
 typedef struct {
@@ -344,6 +345,14 @@ void fs_rowcache_release(fs_rowcache_t *c, const int64_t *slots, size_t n)
     unlock(c);
 }
 
+void fs_rowcache_add_io(fs_rowcache_t *c, uint64_t reads, uint64_t bytes, uint64_t ns, uint64_t checksum_failures)
+{
+    __atomic_fetch_add(&c->io_reads, reads, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->io_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->io_ns, ns, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->checksum_failures, checksum_failures, __ATOMIC_RELAXED);
+}
+
 void *fs_rowcache_row(fs_rowcache_t *c, int64_t slot)
 {
     return (char *)c + c->data_off + (uint64_t)slot * c->stride;
@@ -368,7 +377,11 @@ void fs_rowcache_stats(fs_rowcache_t *c, fs_rowcache_stats_t *out)
     if (!lock(c)) return;
     *out = (fs_rowcache_stats_t){.hits = c->hits, .misses = c->misses, .busy = c->busy, .bypass = c->bypass,
                                  .evictions = c->evictions, .ready = c->ready, .pinned = c->pinned,
-                                 .owner_deaths = c->owner_deaths};
+                                 .owner_deaths = c->owner_deaths,
+                                 .io_reads = __atomic_load_n(&c->io_reads, __ATOMIC_RELAXED),
+                                 .io_bytes = __atomic_load_n(&c->io_bytes, __ATOMIC_RELAXED),
+                                 .io_ns = __atomic_load_n(&c->io_ns, __ATOMIC_RELAXED),
+                                 .checksum_failures = __atomic_load_n(&c->checksum_failures, __ATOMIC_RELAXED)};
     unlock(c);
 }
 

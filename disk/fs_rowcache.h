@@ -62,6 +62,8 @@ typedef struct {
     uint64_t ready;        /* slots READY now */
     uint64_t pinned;       /* slots with pins now */
     uint64_t owner_deaths; /* processes that died holding the lock: nonzero means rebuild */
+    /* What its readers, in every process, told it of their disk reads (fs_rowcache_add_io). */
+    uint64_t io_reads, io_bytes, io_ns, checksum_failures;
 } fs_rowcache_stats_t;
 
 /* Bytes a cache of `slots` rows of `row_bytes` needs (row_bytes 0: the
@@ -118,6 +120,10 @@ void *fs_rowcache_row(fs_rowcache_t *c, int64_t slot);
  * NULL; FREE when none), without pinning it or touching the policy: for
  * tests and diagnostics, stale as soon as it returns. */
 int64_t fs_rowcache_lookup(fs_rowcache_t *c, int64_t row, fs_rowcache_state_t *state);
+
+/* Adds a reader's disk reads to the cache's counters, so one place (the
+ * server's metrics) sees every process's: atomic, no lock. */
+void fs_rowcache_add_io(fs_rowcache_t *c, uint64_t reads, uint64_t bytes, uint64_t ns, uint64_t checksum_failures);
 
 /* The counters and the current READY and pinned slots, read under the lock. */
 void fs_rowcache_stats(fs_rowcache_t *c, fs_rowcache_stats_t *out);

@@ -34,6 +34,7 @@ struct fs_rowsums {
     int64_t rows;
     uint64_t row_bytes;
     uint64_t *sums;
+    int borrowed; /* fs_rowsums_wrap: the sums are not ours to free */
 };
 
 uint64_t fs_rowsums_of(const void *bytes, uint64_t row_bytes) { return XXH3_64bits(bytes, (size_t)row_bytes); }
@@ -48,9 +49,19 @@ int fs_rowsums_check(const fs_rowsums_t *rs, int64_t r, const void *bytes)
 void fs_rowsums_close(fs_rowsums_t *rs)
 {
     if (!rs) return;
-    free(rs->sums);
+    if (!rs->borrowed) free(rs->sums);
     free(rs);
 }
+
+fs_status_t fs_rowsums_wrap(const uint64_t *sums, int64_t rows, uint64_t row_bytes, fs_rowsums_t **out,
+                            fs_error_t *err)
+{
+    if (!(*out = malloc(sizeof **out))) return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    **out = (fs_rowsums_t){.rows = rows, .row_bytes = row_bytes, .sums = (uint64_t *)sums, .borrowed = 1};
+    return FS_OK;
+}
+
+const uint64_t *fs_rowsums_data(const fs_rowsums_t *rs) { return rs->sums; }
 
 static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(char *why, size_t len, const char *fmt, ...)

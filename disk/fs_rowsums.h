@@ -62,6 +62,13 @@ fs_status_t fs_rowsums_load(int fd, const char *what, const char *sums_path, con
                             fs_error_t *err);
 void fs_rowsums_close(fs_rowsums_t *rs);
 
+/* Checksums someone else loaded, borrowed (a trainer maps the server's):
+ * sums[0..rows), which must outlive the handle. */
+fs_status_t fs_rowsums_wrap(const uint64_t *sums, int64_t rows, uint64_t row_bytes, fs_rowsums_t **out,
+                            fs_error_t *err);
+/* The sums themselves, rows of them (to share them). */
+const uint64_t *fs_rowsums_data(const fs_rowsums_t *rs);
+
 int64_t fs_rowsums_rows(const fs_rowsums_t *rs);
 /* Row r's checksum (r in range). */
 uint64_t fs_rowsums_get(const fs_rowsums_t *rs, int64_t r);

@@ -3,6 +3,7 @@
 #include "disk_tables.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -12,7 +13,9 @@
 typedef struct {
     fs_table_t *table;
     fs_rowsums_t *sums;
-    int cache_fd;            /* the cache's memfd: trainers will map it */
+    int table_fd;            /* the dataset's descriptor of the table's file */
+    int cache_fd;            /* the cache's memfd: local trainers map it */
+    int sums_fd;             /* the checksums, a sealed memfd: local trainers map it */
     void *cache_map;
     size_t cache_bytes;
     fs_rowcache_t *cache;
@@ -86,6 +89,24 @@ static fs_status_t make_cache(disk_table_t *d, size_t bytes, fs_error_t *err)
     return st;
 }
 
+/* The checksums in a sealed memfd, for local trainers to map. */
+static fs_status_t share_sums(disk_table_t *d, fs_error_t *err)
+{
+    size_t bytes = (size_t)d->table->rows * sizeof(uint64_t);
+    const char *p = (const char *)fs_rowsums_data(d->sums);
+    d->sums_fd = memfd_create("featstore-rowsums", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    size_t done = 0;
+    while (d->sums_fd >= 0 && done < bytes) {
+        ssize_t w = write(d->sums_fd, p + done, bytes - done);
+        if (w <= 0 && errno != EINTR) break;
+        if (w > 0) done += (size_t)w;
+    }
+    if (d->sums_fd < 0 || done < bytes ||
+        fcntl(d->sums_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+        return fs_error(err, FS_ERR_NOMEM, "table '%s': sharing its checksums: %s", d->table->name, strerror(errno));
+    return FS_OK;
+}
+
 static fs_status_t open_one(fs_dataset_t *ds, disk_table_t *d, size_t cache_bytes, size_t budget, FILE *log,
                             fs_error_t *err)
 {
@@ -93,7 +114,9 @@ static fs_status_t open_one(fs_dataset_t *ds, disk_table_t *d, size_t cache_byte
     int fd;
     if (fs_dataset_table_fd(ds, t, &fd) != FS_OK)
         return fs_error(err, FS_ERR_INTERNAL, "table '%s' is on disk but its file is not open", t->name);
+    d->table_fd = fd;
     fs_status_t st = load_sums(ds, d, fd, log, err);
+    if (st == FS_OK) st = share_sums(d, err);
     if (st == FS_OK) st = make_cache(d, cache_bytes, err);
     char what[300];
     snprintf(what, sizeof what, "table '%s' (%s/%s)", t->name, ds->dir, t->file);
@@ -148,7 +171,7 @@ fs_status_t fs_disk_tables_open(fs_dataset_t *ds, size_t mem_budget, FILE *log, 
     size_t for_caches = ds->memory_left - ds->memory_left / 5; /* a fifth kept for the processes themselves */
     fs_status_t st = FS_OK;
     for (int i = 0; i < n && st == FS_OK; i++) {
-        d->t[i] = (disk_table_t){.table = tabs[i], .cache_fd = -1};
+        d->t[i] = (disk_table_t){.table = tabs[i], .table_fd = -1, .cache_fd = -1, .sums_fd = -1};
         d->n = i + 1;
         double share = (double)tabs[i]->rows * (double)tabs[i]->row_bytes / (total > 0 ? total : 1);
         st = open_one(ds, &d->t[i], (size_t)((double)for_caches * share), mem_budget, log, err);
@@ -170,9 +193,20 @@ void fs_disk_tables_close(fs_disk_tables_t *d)
         fs_disktable_close(t->reader);
         if (t->cache_map) munmap(t->cache_map, t->cache_bytes);
         if (t->cache_fd >= 0) close(t->cache_fd);
+        if (t->sums_fd >= 0) close(t->sums_fd);
         fs_rowsums_close(t->sums);
     }
     free(d);
+}
+
+fs_status_t fs_disk_tables_share(const fs_disk_tables_t *d, const fs_table_t *t, fs_disk_share_t *out)
+{
+    for (int i = 0; d && i < d->n; i++)
+        if (d->t[i].table == t) {
+            *out = (fs_disk_share_t){d->t[i].table_fd, d->t[i].cache_fd, d->t[i].sums_fd, d->t[i].cache_bytes};
+            return FS_OK;
+        }
+    return FS_ERR_NOT_FOUND;
 }
 
 void fs_disk_tables_stats(const fs_disk_tables_t *d, fs_disk_tables_stats_t *out)
@@ -188,7 +222,10 @@ void fs_disk_tables_stats(const fs_disk_tables_t *d, fs_disk_tables_stats_t *out
         out->reads.disk_reads += r.disk_reads, out->reads.disk_bytes += r.disk_bytes;
         out->reads.checksum_failures += r.checksum_failures, out->reads.read_ns += r.read_ns;
         out->cache.hits += c.hits, out->cache.misses += c.misses, out->cache.evictions += c.evictions;
+        out->cache.busy += c.busy, out->cache.bypass += c.bypass;
         out->cache.ready += c.ready, out->cache.pinned += c.pinned;
+        out->cache.io_reads += c.io_reads, out->cache.io_bytes += c.io_bytes, out->cache.io_ns += c.io_ns;
+        out->cache.checksum_failures += c.checksum_failures;
         out->cache_bytes += d->t[i].cache_bytes;
     }
 }

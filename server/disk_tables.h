@@ -26,7 +26,18 @@ fs_status_t fs_disk_tables_open(fs_dataset_t *ds, size_t mem_budget, FILE *log, 
                                 fs_error_t *err);
 void fs_disk_tables_close(fs_disk_tables_t *d);
 
-/* The counters of all disk tables together, and of their caches. */
+/* What a local trainer needs to read table `t` itself: the table's file,
+ * the cache's memfd (mapped read-write, shared) and its size, and a sealed
+ * memfd of the rows' checksums. The descriptors stay owned by d.
+ * FS_ERR_NOT_FOUND when t is not one of d's. */
+typedef struct {
+    int table_fd, cache_fd, sums_fd;
+    size_t cache_bytes;
+} fs_disk_share_t;
+fs_status_t fs_disk_tables_share(const fs_disk_tables_t *d, const fs_table_t *t, fs_disk_share_t *out);
+
+/* The counters of all disk tables together: the server's own reads, and
+ * their caches' (every process's: local trainers count there too). */
 typedef struct {
     int tables;
     fs_disktable_stats_t reads;

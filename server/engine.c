@@ -16,6 +16,7 @@ struct fs_engine {
     fs_store_t *store;
     uint64_t generation;
     fs_exec_typed_graph_t typed; /* the typed graph typed calls sample (fs_engine_typed) */
+    const struct fs_disk_tables *disk;
 };
 
 fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
@@ -50,6 +51,8 @@ void fs_engine_destroy(fs_engine_t *e)
 
 const fs_limits_t *fs_engine_limits(const fs_engine_t *e) { return &e->limits; }
 const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e) { return e->ds; }
+void fs_engine_set_disk_tables(fs_engine_t *e, const struct fs_disk_tables *disk) { e->disk = disk; }
+const struct fs_disk_tables *fs_engine_disk_tables(const fs_engine_t *e) { return e->disk; }
 
 fs_store_t *fs_engine_acquire(fs_engine_t *e, uint64_t *generation)
 {

@@ -31,6 +31,11 @@ void fs_engine_destroy(fs_engine_t *e);
 
 const fs_limits_t *fs_engine_limits(const fs_engine_t *e);
 const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e);
+/* The tables served from disk (server/disk_tables.h) that local trainers
+ * share: set once before serving (borrowed; NULL: none). */
+struct fs_disk_tables;
+void fs_engine_set_disk_tables(fs_engine_t *e, const struct fs_disk_tables *disk);
+const struct fs_disk_tables *fs_engine_disk_tables(const fs_engine_t *e);
 
 /* One typed batch (fs_exec_typed) on the dataset's typed graph (every
  * dataset: a version-1 one is node type "node" and edge type ("node",

@@ -15,7 +15,37 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "disk_tables.h"
 #include "local_internal.h"
+
+/* A copy of fd for the trainers, kept with the data descriptors. */
+static fs_status_t share_fd(fs_local_server_t *s, int fd, fs_error_t *err)
+{
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) return fs_error(err, FS_ERR_IO, "local: cannot share a descriptor: %s", strerror(errno));
+    if (fs_fd_list_push(&s->data_fds, copy) != 0) {
+        close(copy);
+        return fs_error(err, FS_ERR_NOMEM, "out of memory");
+    }
+    return FS_OK;
+}
+
+/* A table served from disk: its file, the shared row cache and the
+ * checksums, which the trainer reads through itself (6.4). */
+static fs_status_t share_disk_table(fs_local_server_t *s, const fs_table_t *src, featstore_local_Table *t,
+                                    fs_error_t *err)
+{
+    fs_disk_share_t d;
+    if (fs_disk_tables_share(fs_engine_disk_tables(s->engine), src, &d) != FS_OK)
+        return fs_error(err, FS_ERR_INTERNAL, "local: table '%s' is on disk but not served from it", src->name);
+    t->on_disk = true;
+    t->cache_bytes = d.cache_bytes;
+    t->data_offset = (int64_t)src->file_offset;
+    fs_status_t st = share_fd(s, d.table_fd, err);
+    if (st == FS_OK) st = share_fd(s, d.cache_fd, err);
+    if (st == FS_OK) st = share_fd(s, d.sums_fd, err);
+    return st;
+}
 
 /* A copy of the descriptor the dataset validated (its unwritable copy
  * when served: dataset/served_copy.c), never the path opened again. */
@@ -24,13 +54,7 @@ static fs_status_t open_data_fd(fs_local_server_t *s, const void *data, int64_t 
     int kept;
     if (fs_dataset_locate(fs_engine_dataset(s->engine), data, &kept, offset) != FS_OK)
         return fs_error(err, FS_ERR_INTERNAL, "local: an array of the dataset is not file-backed");
-    int fd = fcntl(kept, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return fs_error(err, FS_ERR_IO, "local: cannot share a dataset descriptor: %s", strerror(errno));
-    if (fs_fd_list_push(&s->data_fds, fd) != 0) {
-        close(fd);
-        return fs_error(err, FS_ERR_NOMEM, "out of memory");
-    }
-    return FS_OK;
+    return share_fd(s, kept, err);
 }
 
 static fs_status_t open_notice(fs_local_server_t *s, fs_error_t *err)
@@ -112,7 +136,7 @@ fs_status_t fs_local_prepare_welcome(fs_local_server_t *s, fs_error_t *err)
         snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(src->dtype));
         t->rows = src->rows;
         t->dim = src->dim;
-        if (!src->on_disk) st = open_data_fd(s, src->data, &t->data_offset, err); /* on disk: HELLO is refused */
+        st = src->on_disk ? share_disk_table(s, src, t, err) : open_data_fd(s, src->data, &t->data_offset, err);
     }
     return st ? st : open_notice(s, err);
 }

@@ -538,13 +538,16 @@ static void render_state(fs_metrics_t *m, FILE *f)
 
 void fs_metrics_set_disk(fs_metrics_t *m, const fs_disk_tables_t *disk) { m->disk = disk; }
 
-/* The disk tier (docs/design.md "The disk tier"): zeros without tables on disk. */
+/* The disk tier (docs/design.md "The disk tier"), as the shared caches count
+ * it: the server's reads and every local trainer's. Zeros without tables on disk. */
 static void render_disk(fs_metrics_t *m, FILE *f)
 {
     fs_disk_tables_stats_t d;
     fs_disk_tables_stats(m->disk, &d);
     fprintf(f, "# HELP featstore_disk_tables Feature tables served from disk (they did not fit the memory budget).\n"
                "# TYPE featstore_disk_tables gauge\nfeatstore_disk_tables %d\n"
+               "# HELP featstore_disk_queue_depth Reads each disk reader keeps in flight (io_uring or its pread "
+               "pool).\n# TYPE featstore_disk_queue_depth gauge\nfeatstore_disk_queue_depth %d\n"
                "# HELP featstore_disk_cache_bytes Bytes of the disk tables' row caches.\n"
                "# TYPE featstore_disk_cache_bytes gauge\nfeatstore_disk_cache_bytes %llu\n"
                "# HELP featstore_disk_cache_hits_total Rows of disk tables found in the row cache.\n"
@@ -560,10 +563,11 @@ static void render_disk(fs_metrics_t *m, FILE *f)
                "# HELP featstore_disk_checksum_failures_total Rows read from disk that did not match their "
                "checksum (each failed its request).\n# TYPE featstore_disk_checksum_failures_total counter\n"
                "featstore_disk_checksum_failures_total %llu\n",
-            d.tables, (unsigned long long)d.cache_bytes, (unsigned long long)d.reads.cache_hits,
-            (unsigned long long)d.reads.disk_rows, (unsigned long long)d.reads.disk_reads,
-            (unsigned long long)d.reads.disk_bytes, (double)d.reads.read_ns * 1e-9,
-            (unsigned long long)d.reads.checksum_failures);
+            d.tables, d.tables ? FS_DISKIO_DEFAULT_DEPTH : 0, (unsigned long long)d.cache_bytes,
+            (unsigned long long)d.cache.hits,
+            (unsigned long long)(d.cache.misses + d.cache.busy + d.cache.bypass), (unsigned long long)d.cache.io_reads,
+            (unsigned long long)d.cache.io_bytes, (double)d.cache.io_ns * 1e-9,
+            (unsigned long long)d.cache.checksum_failures);
 }
 
 static void render_grpc(fs_metrics_t *m, FILE *f)

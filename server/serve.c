@@ -552,6 +552,7 @@ int fs_serve(const fs_serve_opts_t *o)
     s.place.plan_out = NULL; /* saved once, at start */
     if (!st) st = fs_store_freeze(s.store, &err);
     if (!st) st = fs_engine_create(s.ds, s.store, &o->limits, &s.engine, &err);
+    if (!st) fs_engine_set_disk_tables(s.engine, s.disk);
     if (!st) st = serve_all(&s, &err);
     if (st != FS_OK) {
         fprintf(stderr, "featstore: error: %s [%s]\n", err.msg, fs_strerror(err.code));

@@ -59,7 +59,7 @@ LAYERS = (
     Layer("dataset", ("dataset/*",), ("core", "engines")),
     Layer("placement", ("placement/*",), ("core", "engines")),
     # Rows read from disk and the row cache local trainers share.
-    Layer("disk", ("disk/*",), ("core", "io_uring"), used_by=("server", "bench")),
+    Layer("disk", ("disk/*",), ("core", "io_uring"), used_by=("server", "client library", "bench")),
     Layer("codecs", ("proto/*",), ("core", "engines", "gRPC/nanopb")),  # they encode the engines' requests
     # The one request pipeline (limits, sample, check, gather, count) both engine hosts run.
     Layer("executor", ("exec/*",), ("core", "engines", "dataset", "codecs"), used_by=("server", "client library")),

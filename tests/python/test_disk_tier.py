@@ -11,9 +11,10 @@ second start reads the row checksums back instead of building them. A
 budget below what must stay in memory is refused naming both sizes. A row
 rewritten on disk fails the requests that read it, naming the row, and
 counts a checksum failure; a table truncated under 4 clients gathering
-fails only the requests past its end: the server keeps serving, every row
-it returns is right, and no process is killed. unix:// trainers are
-refused with a message saying why (they cannot read disk tables yet).
+(2 unix://, 2 grpc://) fails only the requests past its end: the server keeps serving, every row
+it returns is right, and no process is killed. unix:// trainers read
+the table themselves through the server's cache, shared by every trainer
+process; their typed calls are refused saying why.
 
     /usr/bin/python3 tests/python/test_disk_tier.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 """
@@ -111,12 +112,31 @@ class DiskTier(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("--mem-budget 'lots': want a size in bytes", r.stderr)
 
-    def test_unix_trainers_are_refused_saying_why(self):
+    def test_unix_trainers_read_the_table_through_the_shared_cache(self):
         _, ready, _ = self.serve()
-        with self.assertRaises(featstore.Error) as e:
-            featstore.connect(f"unix://{ready['unix']}")
-        self.assertIn("serves feature tables from disk", str(e.exception))
-        self.assertIn("grpc://", str(e.exception))
+        rng = np.random.default_rng(5)
+        ids = rng.integers(0, self.table.shape[0], 2000)
+        with featstore.connect(f"unix://{ready['unix']}") as c:
+            b = c.gather(ids, "feat")
+            np.testing.assert_array_equal(b.features, self.table[ids])
+            b.release()
+            b = c.sample_gather(rng.integers(0, self.table.shape[0], 128), [10, 5], "feat")
+            np.testing.assert_array_equal(b.features, self.table[b.nodes])
+            b.release()
+            with self.assertRaises(featstore.Error) as e:
+                c.hetero_sample({"node": np.arange(4)}, {("node", "to", "node"): [2]})
+            self.assertIn("typed (hetero and link) calls over unix:// cannot read them yet", str(e.exception))
+        # A second trainer process finds the rows the first one read in the cache they share.
+        code = (f"import sys, numpy as np; sys.path.insert(0, {os.path.join(fs_serve.TESTS_DIR, '..', 'client-lib', 'python')!r}); "
+                f"import featstore as fs; c = fs.connect('unix://{ready['unix']}'); "
+                f"ids = np.load({os.path.join(self.tmp, 'ids.npy')!r}); b = c.gather(ids, 'feat'); "
+                f"np.save({os.path.join(self.tmp, 'got.npy')!r}, b.features)")
+        np.save(os.path.join(self.tmp, "ids.npy"), ids)
+        hits = metric(ready, "featstore_disk_cache_hits_total")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=dict(os.environ))
+        np.testing.assert_array_equal(np.load(os.path.join(self.tmp, "got.npy")), self.table[ids])
+        self.assertGreaterEqual(metric(ready, "featstore_disk_cache_hits_total") - hits, len(np.unique(ids)),
+                                "the second trainer did not find the first one's rows in the cache")
 
     def test_a_row_changed_on_disk_fails_its_requests_and_nothing_else(self):
         _, ready, _ = self.serve()
@@ -142,9 +162,10 @@ class DiskTier(unittest.TestCase):
         half = self.table.shape[0] // 2
         stop, failures, wrong = threading.Event(), [], []
 
-        def client(seed):
+        def client(seed):  # two trainers reading the file themselves, two over grpc://
             rng = np.random.default_rng(seed)
-            with featstore.connect(f"grpc://{ready['grpc']}") as c:
+            uri = f"unix://{ready['unix']}" if seed % 2 == 0 else f"grpc://{ready['grpc']}"
+            with featstore.connect(uri) as c:
                 for _ in range(400):
                     if stop.is_set():
                         break
