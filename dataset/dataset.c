@@ -743,6 +743,7 @@ static const fs_mapping_t *mapping_of(const fs_dataset_t *ds, const void *data)
     const fs_mapping_t *end = NULL;
     for (int i = 0; data && i < ds->num_maps; i++) {
         const char *base = ds->maps[i].addr;
+        if (!base) continue; /* a table left on disk: nothing of it is mapped */
         if ((const char *)data == base + ds->maps[i].len) end = &ds->maps[i];
         /* An array's data never starts its file (the header does): a pointer
          * at a mapping's first byte is the end of another mapped right
@@ -831,6 +832,7 @@ void fs_dataset_prefault(const fs_dataset_t *ds)
 {
     volatile unsigned char sink = 0;
     for (int i = 0; i < ds->num_maps; i++) {
+        if (!ds->maps[i].addr) continue; /* a table left on disk */
         madvise(ds->maps[i].addr, ds->maps[i].len, MADV_WILLNEED);
         for (size_t off = 0; off < ds->maps[i].len; off += 4096) sink ^= ((const unsigned char *)ds->maps[i].addr)[off];
     }
