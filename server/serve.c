@@ -167,7 +167,8 @@ static void log_copy(const fs_dataset_t *ds, double seconds)
                  dir);
     char left[128] = "";
     if (on_disk > 0)
-        snprintf(left, sizeof left, "; %.2f GiB of feature tables left on disk (the memory budget)", on_disk / (1 << 30));
+        snprintf(left, sizeof left, "; %.2f %s of feature tables left on disk (the memory budget)",
+                 on_disk >= (1 << 30) ? on_disk / (1 << 30) : on_disk / (1 << 20), on_disk >= (1 << 30) ? "GiB" : "MiB");
     fprintf(stderr, "featstore: dataset copied into %s%s: %.2f GiB in %.2f s, %s%s\n", where,
             ds->checksums_verified ? " and its checksums verified" : " (no checksums in the manifest)",
             bytes / (1 << 30), seconds, pages, left);

@@ -63,10 +63,10 @@ class DiskTier(unittest.TestCase):
                 fs_serve.stop(p)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def serve(self, budget=BUDGET):
+    def serve(self, budget=BUDGET, extra=()):
         log = open(os.path.join(self.tmp, f"serve{len(self.procs)}.log"), "w+")
         proc, ready = fs_serve.start(ARGS.featstore, self.data, os.path.join(self.tmp, f"s{len(self.procs)}"),
-                                     extra=["--mem-budget", budget], stderr=log)
+                                     extra=["--mem-budget", budget] + list(extra), stderr=log)
         self.procs.append(proc)
         log.seek(0)
         text = log.read()
@@ -97,8 +97,13 @@ class DiskTier(unittest.TestCase):
     def test_a_second_start_reads_the_checksums_back(self):
         proc, _, _ = self.serve()
         fs_serve.stop(proc)
-        _, _, log = self.serve()
+        _, ready, log = self.serve(extra=["--prefault"])  # which touches what is copied, not the table
         self.assertRegex(log, r"row checksums read from .*table_feat\.npy\.rowsums")
+        self.assertIn("4.00 MiB of feature tables left on disk", log)
+        with featstore.connect(f"grpc://{ready['grpc']}") as c:
+            b = c.gather(np.arange(0, self.table.shape[0], 50), "feat")
+            np.testing.assert_array_equal(b.features, self.table[::50])
+            b.release()
 
     def test_a_budget_below_the_topology_is_refused_naming_both_sizes(self):
         r = subprocess.run([ARGS.featstore, "serve", self.data, "--socket", os.path.join(self.tmp, "s"),
