@@ -10,7 +10,9 @@
  *    (rows straddling two blocks): read_amplification.
  * 3. The row cache's miss rate under SIEVE, LRU and CLOCK on one access
  *    trace: the distinct nodes of sampled batches ([15,10,5] x 1024 seeds
- *    of the train split) of a graph, at caches of 5, 10 and 20% of its rows.
+ *    of the train split) of a graph, at caches of 5, 10 and 20% of its rows;
+ *    and with half, or all, of the cache holding the highest-degree rows
+ *    for good (a static cache, as PaGraph's and GNNLab's).
  * 4. Those batches sampled and gathered (float32) with the table on disk
  *    behind a 10% cache, rows checked against their checksums, the one
  *    gather engine reading it through fs_disktable: batches/s over a cold
@@ -299,6 +301,47 @@ static double miss_rate(fs_cache_policy_t p, uint64_t slots, const int64_t *trac
     return (double)misses / (double)accesses;
 }
 
+/* The same trace through a SIEVE cache whose first `hot` slots hold the
+ * highest-degree rows, pinned for good (the placement's in-degree
+ * estimator, as a static cache would hold them): what a hot set in memory
+ * would save over SIEVE alone. */
+static const int64_t *by_degree_indptr;
+static int higher_degree(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    int64_t dx = by_degree_indptr[x + 1] - by_degree_indptr[x], dy = by_degree_indptr[y + 1] - by_degree_indptr[y];
+    return (dy > dx) - (dy < dx);
+}
+
+static double miss_rate_hot(const fs_dataset_t *ds, uint64_t slots, double hot, const int64_t *trace,
+                            const size_t *ends, int batches)
+{
+    fs_error_t err = {0};
+    size_t bytes = fs_rowcache_region_bytes(slots, 8);
+    void *region = aligned_alloc(FS_ROWCACHE_ALIGN, (bytes + FS_ROWCACHE_ALIGN - 1) / FS_ROWCACHE_ALIGN * FS_ROWCACHE_ALIGN);
+    fs_rowcache_t *c;
+    CHECK(fs_rowcache_format(region, bytes, slots, 8, FS_CACHE_SIEVE, &err));
+    CHECK(fs_rowcache_attach(region, bytes, &c, &err));
+    int64_t n = ds->num_nodes, k = (int64_t)((double)slots * hot); /* a batch has at most n distinct rows */
+    int64_t *ids = malloc((size_t)n * sizeof *ids), *slot = malloc((size_t)n * sizeof *slot);
+    uint8_t *outcome = malloc((size_t)n);
+    for (int64_t v = 0; v < n; v++) ids[v] = v;
+    by_degree_indptr = ds->indptr;
+    qsort(ids, (size_t)n, sizeof *ids, higher_degree);
+    fs_rowcache_acquire(c, ids, (size_t)k, slot, outcome); /* kept pinned: never evicted */
+    fs_rowcache_publish(c, slot, (size_t)k, NULL);
+    uint64_t misses = 0;
+    for (int b = 0; b < batches; b++) {
+        size_t from = b ? ends[b - 1] : 0, m = ends[b] - from;
+        fs_rowcache_acquire(c, trace + from, m, slot, outcome);
+        fs_rowcache_publish(c, slot, m, NULL);
+        for (size_t i = 0; i < m; i++) misses += outcome[i] != FS_ROWCACHE_HIT;
+        fs_rowcache_release(c, slot, m);
+    }
+    free(ids), free(slot), free(outcome), free(region);
+    return (double)misses / (double)ends[batches - 1];
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = bench_str(argc, argv, "--dir", "/var/tmp");
@@ -351,9 +394,12 @@ int main(int argc, char **argv)
         double s = miss_rate(FS_CACHE_SIEVE, slots, trace, ends, batches);
         double l = miss_rate(FS_CACHE_LRU, slots, trace, ends, batches);
         double c = miss_rate(FS_CACHE_CLOCK, slots, trace, ends, batches);
+        double h50 = miss_rate_hot(ds, slots, 0.5, trace, ends, batches);
+        double h100 = miss_rate_hot(ds, slots, 1.0, trace, ends, batches);
         printf("RESULT bench=disk_cache cache_pct=%d slots=%llu accesses=%zu miss_rate_sieve=%.4f miss_rate_lru=%.4f "
-               "miss_rate_clock=%.4f ratio_sieve_vs_lru=%.3f\n",
-               pct[i], (unsigned long long)slots, ends[batches - 1], s, l, c, s / l);
+               "miss_rate_clock=%.4f ratio_sieve_vs_lru=%.3f miss_rate_hot_half=%.4f miss_rate_degree_static=%.4f "
+               "ratio_degree_static_vs_sieve=%.3f\n",
+               pct[i], (unsigned long long)slots, ends[batches - 1], s, l, c, s / l, h50, h100, h100 / s);
         if (pct[i] == 10) sieve10 = s, lru10 = l;
     }
     printf("RESULT bench=disk ratio_iops_vs_fio=%.3f read_amplification=%.3f miss_rate_sieve=%.4f miss_rate_lru=%.4f\n",
