@@ -31,7 +31,10 @@
  * memfd or an unnamed read-only file (fs_copy_opts_t) — while its checksum
  * is computed, and everything after that reads the copy: nobody can shrink
  * or change it, so no page can vanish under a reader (no SIGBUS) and the
- * bytes served are the bytes verified (dataset.c, served_copy.c).
+ * bytes served are the bytes verified (dataset.c, served_copy.c). A feature
+ * table that does not fit the copies' memory budget (fs_copy_opts_t) is
+ * left on disk instead: its header read, never mapped (fs_table_t.on_disk;
+ * budget.c), its rows read by whoever serves it (disk/fs_disktable.h).
  * Every failure names the file and, for data errors, the first bad offset.
  *
  * Each file is opened once: the dataset keeps the descriptor it validated
