@@ -22,6 +22,8 @@ struct fs_disktable {
     idle_reader_t *idle;
     int num_idle, cap_idle;
     char describe[256];
+    int64_t *held;        /* the slots fs_disktable_pin keeps pinned, released at close */
+    int64_t num_held;
     _Atomic uint64_t rows, cache_hits, disk_rows, disk_reads, disk_bytes, checksum_failures, read_ns;
 };
 
@@ -94,6 +96,8 @@ fs_status_t fs_disktable_open(const fs_disktable_opts_t *opts, fs_disktable_t **
 void fs_disktable_close(fs_disktable_t *t)
 {
     if (!t) return;
+    if (t->num_held) fs_rowcache_release(t->o.cache, t->held, (size_t)t->num_held);
+    free(t->held);
     for (int i = 0; i < t->num_idle; i++) fs_diskio_close(t->idle[i].d);
     free(t->idle);
     pthread_mutex_destroy(&t->lock);
@@ -248,6 +252,55 @@ fs_status_t fs_disktable_rows(void *table, const int64_t *ids, int64_t n, void *
     if (t->o.cache) fs_rowcache_release(t->o.cache, c.slots, (size_t)c.u);
     free(c.private_rows);
     free(c.pairs);
+    return st;
+}
+
+/* The pinned batch's slots, kept until close: the hits' and the loads'
+ * that were read and checked; the others' pins dropped now. */
+static fs_status_t keep_pins(fs_disktable_t *t, call_t *c, int64_t *pinned)
+{
+    int64_t *grown = realloc(t->held, (size_t)(t->num_held + c->u) * sizeof *grown);
+    if (!grown) {
+        fs_rowcache_release(t->o.cache, c->slots, (size_t)c->u);
+        return FS_ERR_NOMEM;
+    }
+    t->held = grown;
+    for (int64_t i = 0; i < c->u; i++) {
+        int keep = c->outcome[i] == FS_ROWCACHE_HIT || (c->outcome[i] == FS_ROWCACHE_LOAD && c->ok[i]);
+        if (keep) t->held[t->num_held++] = c->slots[i], (*pinned)++;
+        else if (c->slots[i] >= 0) fs_rowcache_release(t->o.cache, &c->slots[i], 1);
+    }
+    return FS_OK;
+}
+
+fs_status_t fs_disktable_pin(fs_disktable_t *t, const int64_t *rows, int64_t n, int64_t *pinned, fs_error_t *err)
+{
+    *pinned = 0;
+    if (!t->o.cache) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s: pinning rows needs a cache", t->what);
+    const int64_t chunk = 1 << 16; /* one acquire, read and publish per chunk: the pins the cache holds grow by it */
+    fs_status_t st = FS_OK;
+    for (int64_t at = 0; at < n && st == FS_OK; at += chunk) {
+        int64_t m = n - at < chunk ? n - at : chunk;
+        call_t c = {0};
+        if ((st = call_init(&c, rows + at, m, err)) != FS_OK) break;
+        fs_rowcache_acquire(t->o.cache, c.uniq, (size_t)c.u, c.slots, c.outcome);
+        for (int64_t i = 0; i < c.u; i++) /* BUSY, BYPASS: not read here, not pinned */
+            if (c.outcome[i] != FS_ROWCACHE_HIT && c.outcome[i] != FS_ROWCACHE_LOAD) c.outcome[i] = FS_ROWCACHE_BYPASS;
+        c.k = 0;
+        for (int64_t i = 0; i < c.u; i++) {
+            c.ok[i] = 1;
+            if (c.outcome[i] != FS_ROWCACHE_LOAD) continue;
+            c.rd_ids[c.k] = c.uniq[i], c.rd_dst[c.k] = fs_rowcache_row(t->o.cache, c.slots[i]), c.rd_u[c.k] = i;
+            c.k++;
+        }
+        st = read_rows(t, &c, err);
+        if (st == FS_OK) st = check_rows(t, &c, err);
+        else memset(c.ok, 0, (size_t)c.u);
+        fs_rowcache_publish(t->o.cache, c.slots, (size_t)c.u, c.ok);
+        if (keep_pins(t, &c, pinned) != FS_OK && st == FS_OK)
+            st = fs_error(err, FS_ERR_NOMEM, "%s: out of memory pinning rows", t->what);
+        free(c.pairs);
+    }
     return st;
 }
 

@@ -55,6 +55,16 @@ void fs_disktable_close(fs_disktable_t *t);
  * row_bytes each, into out in order. `table` is the fs_disktable_t. */
 fs_status_t fs_disktable_rows(void *table, const int64_t *ids, int64_t n, void *out, fs_error_t *err);
 
+/* Reads rows[0..n) (ascending, distinct, in range) into the cache and
+ * keeps them there for good: each keeps one pin this table holds until it
+ * is closed, so the cache's policy never evicts them (a hot set: the rows
+ * the hotness estimators say most batches read). Rows the cache has no
+ * free slot for, or another reader is loading, are skipped; *pinned says
+ * how many are held. A row failing its checksum fails the call (the rows
+ * pinned before it stay). Needs a cache. One thread at a time pins (it
+ * may overlap fs_disktable_rows). */
+fs_status_t fs_disktable_pin(fs_disktable_t *t, const int64_t *rows, int64_t n, int64_t *pinned, fs_error_t *err);
+
 typedef struct {
     uint64_t rows;              /* distinct rows asked for, call by call */
     uint64_t cache_hits;        /* of them, found in the cache */

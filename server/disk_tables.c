@@ -4,6 +4,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+
+#include "argsort.h"
+#include "hotness.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,9 +28,19 @@ typedef struct {
 } disk_table_t;
 
 struct fs_disk_tables {
+    const fs_dataset_t *ds;
+    FILE *log;
+    pthread_t hot_thread; /* fills the hot sets after start (hot_started) */
+    int hot_started;
     int n;
     disk_table_t t[];
 };
+
+/* The share of a cache kept for the rows of highest in-degree, pinned for
+ * good; the rest is SIEVE's. bench_disk: a cache of such rows alone misses
+ * 26-38% less than SIEVE alone on sampled batches, half of it 3-14% less; a
+ * quarter stays adaptive for what degree does not predict. */
+#define HOT_SHARE 0.75
 
 /* "4.00 MiB", "1.25 GiB": sizes for the log. */
 static const char *human(double b, char buf[32])
@@ -154,6 +168,54 @@ static int collect(fs_dataset_t *ds, fs_table_t **out)
     return n;
 }
 
+static int ascending(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The hot set of one node table: its cache's HOT_SHARE of slots filled with
+ * the rows of highest in-degree (order: every node, by it), read in id
+ * order (coalesced) and pinned for good. */
+static void fill_hot_set(fs_disk_tables_t *D, disk_table_t *d, const int64_t *order)
+{
+    int64_t k = (int64_t)((double)fs_rowcache_slots(d->cache) * HOT_SHARE), pinned = 0;
+    int64_t *rows = malloc((size_t)(k ? k : 1) * sizeof *rows);
+    if (!rows) return;
+    memcpy(rows, order, (size_t)k * sizeof *rows);
+    qsort(rows, (size_t)k, sizeof *rows, ascending);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fs_error_t err = {0};
+    fs_status_t st = fs_disktable_pin(d->reader, rows, k, &pinned, &err);
+    if (st != FS_OK)
+        fprintf(D->log, "featstore: warning: table '%s': its hot set stopped at %lld rows: %s\n", d->table->name,
+                (long long)pinned, err.msg);
+    else
+        fprintf(D->log, "featstore: table '%s': its %lld rows of highest in-degree kept in its cache for good (%.0f%% "
+                "of it), read in %.2f s\n", d->table->name, (long long)pinned, 100 * HOT_SHARE, seconds_since(&t0));
+    fflush(D->log);
+    free(rows);
+}
+
+/* After start: the node tables' hot sets, by one in-degree count. */
+static void *hot_sets(void *arg)
+{
+    fs_disk_tables_t *D = arg;
+    const fs_dataset_t *ds = D->ds;
+    int64_t n = ds->num_nodes;
+    double *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    fs_csr_ref_t g = {.num_nodes = n, .indptr = ds->indptr, .indices = ds->indices, .index_dtype = ds->index_dtype};
+    fs_error_t err = {0};
+    if (p && order && fs_hotness_degree(&g, 1, p, &err) == FS_OK && fs_argsort_desc(p, n, 1, order, &err) == FS_OK) {
+        for (int i = 0; i < D->n; i++)
+            if (D->t[i].table->rows == n && !fs_dataset_is_typed(ds)) fill_hot_set(D, &D->t[i], order);
+    }
+    free(p), free(order);
+    return NULL;
+}
+
 fs_status_t fs_disk_tables_open(fs_dataset_t *ds, size_t mem_budget, FILE *log, fs_disk_tables_t **out,
                                 fs_error_t *err)
 {
@@ -177,6 +239,9 @@ fs_status_t fs_disk_tables_open(fs_dataset_t *ds, size_t mem_budget, FILE *log, 
         st = open_one(ds, &d->t[i], (size_t)((double)for_caches * share), mem_budget, log, err);
     }
     free(tabs);
+    d->ds = ds, d->log = log;
+    if (st == FS_OK && ds->num_nodes > 0 && pthread_create(&d->hot_thread, NULL, hot_sets, d) == 0)
+        d->hot_started = 1; /* not started: the caches are SIEVE alone, and nothing else changes */
     if (st != FS_OK) {
         fs_disk_tables_close(d);
         return st;
@@ -187,6 +252,7 @@ fs_status_t fs_disk_tables_open(fs_dataset_t *ds, size_t mem_budget, FILE *log, 
 
 void fs_disk_tables_close(fs_disk_tables_t *d)
 {
+    if (d && d->hot_started) pthread_join(d->hot_thread, NULL);
     for (int i = 0; d && i < d->n; i++) {
         disk_table_t *t = &d->t[i];
         if (t->table->remote == &t->hook) t->table->remote = NULL;

@@ -5,6 +5,11 @@
  * same cache), and the table's fs_table_t.remote pointed at it, so every
  * view of the table (the store's, the typed engine's) reads through it.
  *
+ * A node table's cache keeps three quarters of its slots for the rows of
+ * highest in-degree (the placement's hotness estimator), read and pinned
+ * for good by a thread started here (so the start does not wait for it);
+ * SIEVE has the rest.
+ *
  * Ownership: owns the checksums, caches and disk tables; the dataset must
  * outlive it, and it must outlive every engine and store reading the
  * dataset. Thread-safety: open and close are setup calls; stats may be

@@ -252,3 +252,41 @@ Test(disktable, four_threads_on_one_table_and_four_processes_on_one_cache)
     munmap(cache, bytes);
     close(table_fd);
 }
+
+Test(disktable, pinned_rows_stay_in_the_cache_whatever_else_is_read)
+{
+    make_table(512);
+    size_t bytes;
+    fs_rowcache_t *cache = shared_cache(400, 512, &bytes);
+    fs_disktable_t *t = open_table(512, cache, NULL);
+    int64_t hot[300], pinned;
+    for (int i = 0; i < 300; i++) hot[i] = 3 * i + 1;
+    fs_error_t err = {0};
+    cr_assert_eq(fs_disktable_pin(t, hot, 300, &pinned, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(pinned, 300);
+    unsigned seed = 4;
+    int64_t ids[2000];
+    for (int b = 0; b < 10; b++) { /* far more rows than the 100 slots left */
+        for (int i = 0; i < 2000; i++) ids[i] = 1000 + (int64_t)(rand_r(&seed) % (ROWS - 1000));
+        cr_assert_eq(call_and_check(t, 512, ids, 2000), 0);
+    }
+    fs_disktable_stats_t before, after;
+    fs_disktable_stats(t, &before);
+    cr_assert_eq(call_and_check(t, 512, hot, 300), 0);
+    fs_disktable_stats(t, &after);
+    cr_assert_eq(after.disk_rows, before.disk_rows, "a pinned row was evicted and read again");
+    cr_assert_eq(after.cache_hits - before.cache_hits, 300);
+    /* A cache too small for all: what fits is pinned, the rest said so. */
+    fs_rowcache_stats_t cs;
+    fs_rowcache_stats(cache, &cs);
+    cr_assert_eq(cs.pinned, 300);
+    int64_t more[200];
+    for (int i = 0; i < 200; i++) more[i] = 2 * i + 10000;
+    cr_assert_eq(fs_disktable_pin(t, more, 200, &pinned, &err), FS_OK, "%s", err.msg);
+    cr_assert_eq(pinned, 100, "pinned %lld of 200 with 100 slots free", (long long)pinned);
+    fs_disktable_close(t);
+    fs_rowcache_stats(cache, &cs);
+    cr_assert_eq(cs.pinned, 0, "the table's pins outlived it");
+    munmap(cache, bytes);
+    close(table_fd);
+}
