@@ -13,10 +13,13 @@ Prints, in one run:
   RESULT bench=disk_probe_trainer batches_per_s=... peak_memory_bytes=... limit_bytes=... killed=0|1
          in_memory_batches_per_s=... ratio_vs_in_memory=...
 
-cold_read_s: every file of the dataset read once, sequentially, its pages
-dropped first (POSIX_FADV_DONTNEED); the starts are timed to the READY line,
-with the files' pages dropped before each; peak_memory_bytes is the
-cgroup's (memory.max_usage_in_bytes or memory.peak). The baseline is the
+cold_read_s: every file of the dataset read once, sequentially, the page
+cache dropped first (drop_caches as root, else the files' pages with
+POSIX_FADV_DONTNEED); the starts are timed to the READY line, the cache
+dropped before each; peak_memory_bytes is the cgroup's while serving (the
+second start and the trainer; memory.max_usage_in_bytes reset after the
+first start, which builds the checksums; its own peak is
+first_start_peak_bytes). The baseline is the
 same trainer against the same server with no limit and no budget: the
 whole dataset in memory (it needs that much free).
 
@@ -41,6 +44,14 @@ def size(text):
 
 
 def drop_pages(d):
+    """The files' pages out of memory: every clean page as root (drop_caches), else the files' own."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+        return
+    except OSError:
+        pass
     for f in os.listdir(d):
         with open(os.path.join(d, f), "rb") as fh:
             os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
@@ -86,12 +97,30 @@ class Cgroup:
                 f.write(str(os.getpid()))
         return enter
 
+    def reset_peak(self):
+        """Starts the peak again from now (v1: memory.max_usage_in_bytes; v2's memory.peak cannot be)."""
+        p = os.path.join(self.path, "memory.max_usage_in_bytes")
+        if os.path.exists(p):
+            with open(p, "w") as f:
+                f.write("0")
+
     def peak(self):
         for name in ("memory.peak", "memory.max_usage_in_bytes"):
             p = os.path.join(self.path, name)
             if os.path.exists(p):
                 return int(open(p).read())
         return -1
+
+    def stat(self):
+        """The cgroup's memory by kind (memory.stat): what the peak was made of."""
+        p = os.path.join(self.path, "memory.stat")
+        want = ("cache", "rss", "shmem", "mapped_file", "anon", "file")
+        out = {}
+        for line in open(p).read().splitlines() if os.path.exists(p) else []:
+            k, _, v = line.partition(" ")
+            if k in want:
+                out[k] = int(v)
+        return " ".join(f"{k}={v}" for k, v in out.items())
 
     def oom_kills(self):
         p = os.path.join(self.path, "memory.events" if self.v2 else "memory.oom_control")
@@ -136,6 +165,7 @@ def main():
     p.add_argument("--mem-budget", default=None, help="where no cgroup can be made")
     p.add_argument("--batches", type=int, default=30)
     p.add_argument("--transport", choices=("unix", "grpc"), default="unix")
+    p.add_argument("--copy", default=None, help="serve --copy (default: the server's own choice)")
     a = p.parse_args()
     featstore = os.path.join(a.build, "cli", "featstore")
     trainer = os.path.join(a.build, "examples", "featstore-trainer")
@@ -154,12 +184,15 @@ def main():
     cg = Cgroup(a.limit)
     if not cg.path and not a.mem_budget:
         sys.exit("disk_probe: no memory cgroup could be made (not root?): give --mem-budget instead")
-    extra = ["--mem-budget", a.mem_budget] if a.mem_budget else []
+    extra = (["--mem-budget", a.mem_budget] if a.mem_budget else []) + (["--copy", a.copy] if a.copy else [])
     preexec = cg.preexec() if cg.path else None
     try:
         drop_pages(data)
         proc, first, _ = start_server(featstore, data, tmp, extra, preexec)
         stop(proc)
+        first_peak = cg.peak() if cg.path else -1
+        if cg.path:
+            cg.reset_peak()  # the serving peak: the second start and the trainer
         drop_pages(data)
         proc, second, ready = start_server(featstore, data, tmp, extra, preexec)
         print(f"RESULT bench=disk_probe scale={a.scale} dim={a.dim} cold_read_s={cold:.2f} first_start_s={first:.2f} "
@@ -169,6 +202,8 @@ def main():
                            preexec_fn=preexec, timeout=3600)
         m = re.search(r"batches_per_s=([0-9.]+)", t.stdout)
         alive = proc.poll() is None
+        if cg.path:
+            print(f"disk_probe: the cgroup after the trainer: {cg.stat()}", file=sys.stderr, flush=True)
         stop(proc) if alive else None
         killed = int(not alive or t.returncode != 0 or (cg.path and cg.oom_kills() > 0))
         if not m:
@@ -181,7 +216,8 @@ def main():
         b = re.search(r"batches_per_s=([0-9.]+)", base.stdout)
         got, mem = float(m.group(1)) if m else 0.0, float(b.group(1)) if b else 0.0
         print(f"RESULT bench=disk_probe_trainer transport={a.transport} batches_per_s={got:.2f} peak_memory_bytes={cg.peak() if cg.path else -1} "
-              f"limit_bytes={a.limit if cg.path else -1} killed={killed} in_memory_batches_per_s={mem:.2f} "
+              f"limit_bytes={a.limit if cg.path else -1} first_start_peak_bytes={first_peak} killed={killed} "
+              f"in_memory_batches_per_s={mem:.2f} "
               f"ratio_vs_in_memory={got / mem if mem else 0:.3f}", flush=True)
     finally:
         cg.remove()

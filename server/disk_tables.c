@@ -230,7 +230,7 @@ fs_status_t fs_disk_tables_open(fs_dataset_t *ds, size_t mem_budget, FILE *log, 
     int n = collect(ds, tabs);
     double total = 0;
     for (int i = 0; i < n; i++) total += (double)tabs[i]->rows * (double)tabs[i]->row_bytes;
-    size_t for_caches = ds->memory_left - ds->memory_left / 5; /* a fifth kept for the processes themselves */
+    size_t for_caches = ds->memory_left - ds->memory_left / 3; /* a third kept for the processes (trainers too) */
     fs_status_t st = FS_OK;
     for (int i = 0; i < n && st == FS_OK; i++) {
         d->t[i] = (disk_table_t){.table = tabs[i], .table_fd = -1, .cache_fd = -1, .sums_fd = -1};
