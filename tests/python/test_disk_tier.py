@@ -238,3 +238,7 @@ def main():
 
 if __name__ == "__main__":
     main()
+else:  # collected by pytest (tests/conftest.py): the build the environment names
+    ARGS = fs_serve.pytest_args(("numpy",))
+    import numpy as np
+    import featstore
