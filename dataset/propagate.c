@@ -1,80 +1,44 @@
 /* propagate.c — `featstore propagate`: hop tables hop_0 .. hop_R added to a
  * dataset in place (docs/algorithms.md §8; the contract is propagate.h).
  *
- * Design. The dataset is opened and verified like `info` does, under an
- * exclusive flock on its directory. The products run in
- * kernels/fs_propagate.c over two ping-pong buffers of c ⊙ X_r; each block
- * of rows a thread finishes goes straight into the hop table's file (mapped,
- * converted to the table's dtype; with --rows labelled only the splits'
- * rows, at their place in the row order). Files are made in a scratch
- * directory inside the dataset (DIR/.propagate-<pid>: same file system, so
- * moving them in is a rename). The commit, with SIGINT/SIGTERM/SIGHUP held
- * back: check the manifest is still the one read, write the new manifest
- * (the old one plus the tables, their checksums and a "propagation" object)
- * into the scratch directory, rename each table into the dataset under a
- * name no file has (RENAME_NOREPLACE), then rename the manifest over the old
- * one and fsync the directory. Before that last rename nothing the dataset
- * names has changed; a failed rename moves the tables back out. Files of a
- * replaced propagation (--force) are unlinked after the commit. Leftover
- * scratch directories (a SIGKILLed run) are removed by the next run. */
+ * Design. The dataset is opened, locked and amended through amend.h: the
+ * products run in kernels/fs_propagate.c over two ping-pong buffers of
+ * c ⊙ X_r; each block of rows a thread finishes goes straight into the hop
+ * table's file (mapped, converted to the table's dtype; with --rows
+ * labelled only the splits' rows, at their place in the row order). The
+ * commit's edit replaces an earlier propagation (--force) and records this
+ * one in a "propagation" object. */
 #include "propagate.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
+#include "amend.h"
 #include "fs_rng.h"
 #include "fs_npy.h"
 #include "progress.h"
 
-#define SCRATCH_PREFIX ".propagate-"
 /* Test-only: sleep this long after each block, so a test can interrupt a run mid-way. */
 #define TEST_DELAY_ENV "FEATSTORE_PROPAGATE_TEST_DELAY_MS"
 #define ROW_ORDER_STREAM 0x70726f70ULL /* "prop": the row order's random stream under --seed */
 
-typedef struct {
-    char table[64];            /* "hop_r", or "" for the row order's arrays */
-    char base[64];             /* its file name without ".npy" */
-    char file[128];            /* its name in the dataset */
-    char path[4400];           /* in the scratch directory */
-    fs_dtype_t dtype;
-    int ndim;
-    int64_t shape[2];
-    int fd;
-    char *map;                 /* header + data */
-    size_t len;
-    char xxh3[17];
-    int moved;                 /* renamed into the dataset */
-} out_t;
+typedef fs_amend_file_t out_t;
 
 typedef struct {
     const fs_propagate_opts_t *o;
     fs_propagate_report_t *rep;
     fs_error_t *err;
-    fs_dataset_t *ds;
-    json_t *m;                 /* the manifest as read; the commit writes an edited copy */
-    int dir_fd;                /* holds the lock */
-    char scratch[4300];
-    int scratch_made;
+    fs_amend_t a;              /* the dataset (a.ds), its lock and the new files */
+    fs_dataset_t *ds;          /* a.ds */
     const fs_table_t *src;
     fs_dtype_t dtype;
     int symmetrize;
     int64_t rows;              /* per hop table */
     int64_t *row_nodes;        /* labelled: [rows] the node of each row */
     int64_t *row_index;        /* labelled: [N] the row of each node or -1 */
-    out_t *outs;               /* hops + 1 tables, then (labelled) row_nodes, row_index */
-    int num_outs;
+    out_t *outs;               /* a.files: hops + 1 tables, then (labelled) row_nodes, row_index */
     int delay_ms;
     fs_progress_t progress;
     int64_t pass_rows;
@@ -85,115 +49,21 @@ void fs_propagate_defaults(fs_propagate_opts_t *o)
     *o = (fs_propagate_opts_t){.norm = FS_PROP_SYM, .self_loops = 1, .dtype = FS_DTYPE_INVALID, .seed = 1};
 }
 
-static int stop_requested(const job_t *j) { return j->o->stop && *j->o->stop; }
+static int stop_requested(const job_t *j) { return fs_amend_stop_requested(&j->a); }
 
 static fs_status_t stopped(job_t *j)
 {
     j->rep->stopped = 1;
-    return fs_error(j->err, FS_ERR_IO, "propagate: interrupted before the commit; %s is unchanged", j->o->dir);
-}
-
-/* ---- scratch files ----------------------------------------------------------- */
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* Scratch directories left by runs that were killed (we hold the lock: none is running). */
-static void remove_stale_scratch(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (strncmp(e->d_name, SCRATCH_PREFIX, strlen(SCRATCH_PREFIX)) == 0) {
-            char path[4400];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            rm_tree(path);
-        }
-    if (d) closedir(d);
-}
-
-static fs_status_t out_create(job_t *j, out_t *o)
-{
-    size_t bytes = fs_dtype_size(o->dtype);
-    for (int i = 0; i < o->ndim; i++) bytes *= (size_t)o->shape[i];
-    o->len = FS_NPY_WRITE_HEADER_LEN + bytes;
-    snprintf(o->path, sizeof o->path, "%s/%s.npy", j->scratch, o->base);
-    o->fd = open(o->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (o->fd < 0) return fs_error(j->err, FS_ERR_IO, "cannot create %s: %s", o->path, strerror(errno));
-    int e = posix_fallocate(o->fd, 0, (off_t)o->len);
-    if (e != 0)
-        return fs_error(j->err, FS_ERR_IO, "%s: cannot reserve %zu bytes for it: %s", o->path, o->len, strerror(e));
-    void *m = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, 0);
-    if (m == MAP_FAILED) return fs_error(j->err, FS_ERR_IO, "%s: cannot map: %s", o->path, strerror(errno));
-    o->map = m;
-    fs_npy_format(o->map, o->dtype, o->ndim, o->shape);
-    return FS_OK;
-}
-
-/* Flushes a finished file to disk, records its checksum (the writer's: xxh3
- * of the whole file) and unmaps it, so its pages are clean page cache. */
-static fs_status_t out_finish(job_t *j, out_t *o)
-{
-    snprintf(o->xxh3, sizeof o->xxh3, "%016llx", (unsigned long long)XXH3_64bits(o->map, o->len));
-    int rc = msync(o->map, o->len, MS_SYNC);
-    munmap(o->map, o->len);
-    o->map = NULL;
-    if (rc == 0) rc = fsync(o->fd);
-    close(o->fd);
-    o->fd = -1;
-    if (rc != 0) return fs_error(j->err, FS_ERR_IO, "%s: write failed: %s", o->path, strerror(errno));
-    return FS_OK;
-}
-
-static void out_close(out_t *o)
-{
-    if (o->map) munmap(o->map, o->len);
-    if (o->fd >= 0) close(o->fd);
-    o->map = NULL, o->fd = -1;
-}
-
-/* A file name in the dataset that no file has (nor an earlier output). */
-static void name_output(job_t *j, out_t *o)
-{
-    for (int g = 1;; g++) {
-        if (g == 1) snprintf(o->file, sizeof o->file, "%s.npy", o->base);
-        else snprintf(o->file, sizeof o->file, "%s.%d.npy", o->base, g);
-        int taken = faccessat(j->dir_fd, o->file, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
-        for (out_t *p = j->outs; p < o && !taken; p++) taken = strcmp(p->file, o->file) == 0;
-        if (!taken) return;
-    }
+    return fs_amend_stopped(&j->a);
 }
 
 /* ---- the request ---------------------------------------------------------------- */
 
 static fs_status_t lock_and_open(job_t *j)
 {
-    const char *dir = j->o->dir;
-    j->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (j->dir_fd < 0)
-        return fs_error(j->err, errno == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
-    if (flock(j->dir_fd, LOCK_EX | LOCK_NB) != 0)
-        return fs_error(j->err, FS_ERR_EXISTS, "%s: another featstore propagate is running on it (its directory is "
-                        "locked); wait for it to finish", dir);
-    fs_status_t s = fs_dataset_open(dir, FS_OPEN_VERIFY, j->o->threads, &j->ds, j->err);
-    if (s != FS_OK) return s;
-    json_error_t jerr;
-    j->m = json_loadb(j->ds->manifest, j->ds->manifest_len, 0, &jerr);
-    if (!j->m) return fs_error(j->err, FS_ERR_FORMAT, "%s/%s: %s", dir, FS_MANIFEST, jerr.text);
-    remove_stale_scratch(dir);
-    fs_status_t whole = fs_dataset_need_whole(j->ds, "propagate", j->err);
-    if (whole != FS_OK) return whole;
-    if (fs_dataset_is_typed(j->ds))
-        return fs_error(j->err, FS_ERR_UNSUPPORTED, "propagate: %s is a typed graph (%d node types, %d edge types); "
-                        "propagate takes a dataset of one node type and one edge type, and does not project a typed "
-                        "graph onto one node type (not yet supported)", dir, j->ds->num_node_types,
-                        j->ds->num_edge_types);
-    return FS_OK;
+    fs_status_t s = fs_amend_open(&j->a, j->o->dir, "propagate", j->o->threads, j->o->stop, j->err);
+    j->ds = j->a.ds;
+    return s;
 }
 
 static int is_float_table(const fs_table_t *t)
@@ -307,10 +177,10 @@ static fs_status_t plan_rows(job_t *j)
 static fs_status_t make_outputs(job_t *j)
 {
     int hops = j->o->hops;
-    j->num_outs = hops + 1 + (j->o->labelled ? 2 : 0);
-    j->outs = calloc((size_t)j->num_outs, sizeof *j->outs);
-    if (!j->outs) return fs_error(j->err, FS_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < j->num_outs; i++) {
+    fs_status_t s = fs_amend_add_files(&j->a, hops + 1 + (j->o->labelled ? 2 : 0));
+    if (s != FS_OK) return s;
+    j->outs = j->a.files;
+    for (int i = 0; i < j->a.num_files; i++) {
         out_t *o = &j->outs[i];
         if (i <= hops) {
             *o = (out_t){.fd = -1, .dtype = j->dtype, .ndim = 2, .shape = {j->rows, j->src->dim}};
@@ -321,20 +191,11 @@ static fs_status_t make_outputs(job_t *j)
             *o = (out_t){.fd = -1, .dtype = FS_DTYPE_I64, .ndim = 1, .shape = {nodes ? j->rows : j->ds->num_nodes}};
             snprintf(o->base, sizeof o->base, nodes ? "hop_row_nodes" : "hop_row_index");
         }
-        name_output(j, o);
     }
-    snprintf(j->scratch, sizeof j->scratch, "%s/%s%ld", j->o->dir, SCRATCH_PREFIX, (long)getpid());
-    if (mkdir(j->scratch, 0755) != 0)
-        return fs_error(j->err, FS_ERR_IO, "cannot create %s: %s", j->scratch, strerror(errno));
-    j->scratch_made = 1;
-    for (int i = 0; i < j->num_outs; i++) {
-        fs_status_t s = out_create(j, &j->outs[i]);
-        if (s != FS_OK) return s;
-    }
+    if ((s = fs_amend_create(&j->a)) != FS_OK) return s;
     if (j->o->labelled) {
-        memcpy(j->outs[hops + 1].map + FS_NPY_WRITE_HEADER_LEN, j->row_nodes, (size_t)j->rows * sizeof(int64_t));
-        memcpy(j->outs[hops + 2].map + FS_NPY_WRITE_HEADER_LEN, j->row_index,
-               (size_t)j->ds->num_nodes * sizeof(int64_t));
+        memcpy(fs_amend_data(&j->outs[hops + 1]), j->row_nodes, (size_t)j->rows * sizeof(int64_t));
+        memcpy(fs_amend_data(&j->outs[hops + 2]), j->row_index, (size_t)j->ds->num_nodes * sizeof(int64_t));
     }
     return FS_OK;
 }
@@ -354,7 +215,7 @@ static void write_rows(void *ctx, int64_t b, int64_t e, const float *rows, int w
     job_t *j = s->j;
     int64_t dim = j->src->dim;
     size_t row_bytes = (size_t)dim * fs_dtype_size(j->dtype);
-    char *data = s->out->map + FS_NPY_WRITE_HEADER_LEN;
+    char *data = fs_amend_data(s->out);
     for (int64_t q = b; q < e; q++) {
         int64_t r = s->scatter ? j->row_index[q] : q;
         if (r >= 0) fs_convert_from_f32(rows + (q - b) * dim, (size_t)dim, j->dtype, data + (size_t)r * row_bytes);
@@ -418,7 +279,7 @@ static fs_status_t run_hops(job_t *j, const fs_prop_graph_t *g, const fs_prop_sc
         s = fs_prop_start(&p, j->src->data, j->src->dtype, za, &halted, j->err);
         pass_end(j, g->num_nodes);
     }
-    if (s == FS_OK && !halted) s = out_finish(j, &j->outs[0]);
+    if (s == FS_OK && !halted) s = fs_amend_finish(&j->a, &j->outs[0]);
     for (int r = 1; r <= j->o->hops && s == FS_OK && !halted; r++) {
         int last = r == j->o->hops;
         p.nodes = last && j->o->labelled ? j->row_nodes : NULL;
@@ -427,7 +288,7 @@ static fs_status_t run_hops(job_t *j, const fs_prop_graph_t *g, const fs_prop_sc
         pass_begin(j, &p, r, &sink, rows);
         s = fs_prop_hop(&p, za, last ? NULL : zb, &halted, j->err);
         pass_end(j, rows);
-        if (s == FS_OK && !halted) s = out_finish(j, &j->outs[r]); /* one table mapped at a time */
+        if (s == FS_OK && !halted) s = fs_amend_finish(&j->a, &j->outs[r]); /* one table mapped at a time */
         float *t = za;
         za = zb, zb = t;
     }
@@ -463,35 +324,12 @@ static fs_status_t compute(job_t *j)
 
 /* ---- the commit ----------------------------------------------------------------- */
 
-/* The features object the hop tables go into (version 2: the one node type's). */
-static json_t *features_of(json_t *m)
-{
-    json_t *owner = m;
-    if (json_integer_value(json_object_get(m, "version")) >= 2) owner = json_array_get(json_object_get(m, "node_types"), 0);
-    json_t *f = json_object_get(owner, "features");
-    if (!json_is_object(f)) {
-        f = json_object();
-        json_object_set_new(owner, "features", f);
-    }
-    return f;
-}
-
-static json_t *files_of(json_t *m)
-{
-    json_t *f = json_object_get(m, "files");
-    if (!json_is_object(f)) {
-        f = json_object();
-        json_object_set_new(m, "files", f);
-    }
-    return f;
-}
-
 /* Takes an earlier propagation out of m; its files go into `gone`. */
 static void drop_old(json_t *m, json_t *gone)
 {
     json_t *p = json_object_get(m, "propagation");
     if (!p) return;
-    json_t *feats = features_of(m), *files = files_of(m);
+    json_t *feats = fs_amend_features(m);
     if (json_is_object(json_object_get(p, "row_tables"))) {
         const char *name;
         json_t *t;
@@ -510,9 +348,6 @@ static void drop_old(json_t *m, json_t *gone)
             json_object_del(feats, n);
         }
     }
-    size_t i;
-    json_t *f;
-    json_array_foreach(gone, i, f) if (json_string_value(f)) json_object_del(files, json_string_value(f));
     json_object_del(m, "propagation");
 }
 
@@ -545,111 +380,17 @@ static json_t *propagation_json(job_t *j, json_t *tables)
     return p;
 }
 
-/* j->m becomes the new manifest; `gone` gets the files it no longer names. */
-static void edit_manifest(job_t *j, json_t *gone)
+/* The manifest m becomes the new one; `gone` gets the files it no longer names. */
+static void edit_manifest(void *ctx, json_t *m, json_t *gone)
 {
-    drop_old(j->m, gone);
-    json_t *tables = j->o->labelled ? json_object() : features_of(j->m), *files = files_of(j->m);
+    job_t *j = ctx;
+    drop_old(m, gone);
+    json_t *tables = j->o->labelled ? json_object() : fs_amend_features(m);
     for (int r = 0; r <= j->o->hops; r++)
         json_object_set_new(tables, j->outs[r].table, json_pack("{s:s, s:s}", "file", j->outs[r].file, "dtype",
                                                                  fs_dtype_name(j->dtype)));
-    json_object_set_new(j->m, "propagation", propagation_json(j, tables));
+    json_object_set_new(m, "propagation", propagation_json(j, tables));
     if (j->o->labelled) json_decref(tables);
-    for (int i = 0; i < j->num_outs; i++)
-        json_object_set_new(files, j->outs[i].file,
-                            json_pack("{s:I, s:s}", "bytes", (json_int_t)j->outs[i].len, "xxh3", j->outs[i].xxh3));
-    json_incref(files); /* "files" stays the last key, as the writer puts it */
-    json_object_del(j->m, "files");
-    json_object_set_new(j->m, "files", files);
-}
-
-static fs_status_t write_manifest(job_t *j, const char *path)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) return fs_error(j->err, FS_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-    int rc = json_dumpf(j->m, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    rc |= fputc('\n', f) == EOF;
-    rc |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-    rc |= fclose(f) != 0;
-    if (rc) return fs_error(j->err, FS_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    return FS_OK;
-}
-
-/* The manifest on disk is still the one the tables were made from. */
-static fs_status_t manifest_unchanged(job_t *j)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", j->o->dir, FS_MANIFEST);
-    FILE *f = fopen(path, "rb");
-    char *buf = malloc(j->ds->manifest_len + 1);
-    size_t n = f && buf ? fread(buf, 1, j->ds->manifest_len + 1, f) : 0;
-    int same = n == j->ds->manifest_len && memcmp(buf, j->ds->manifest, n) == 0;
-    if (f) fclose(f);
-    free(buf);
-    if (same) return FS_OK;
-    return fs_error(j->err, FS_ERR_IO, "propagate: %s changed while the tables were being made; nothing was committed "
-                    "(run it again)", path);
-}
-
-static void move_back(job_t *j)
-{
-    for (int i = 0; i < j->num_outs; i++)
-        if (j->outs[i].moved && renameat(j->dir_fd, j->outs[i].file, AT_FDCWD, j->outs[i].path) == 0) j->outs[i].moved = 0;
-}
-
-/* Renames o into the dataset, never over a file (a file system without
- * RENAME_NOREPLACE: link, which refuses an existing name, then unlink). */
-static int rename_new(job_t *j, const out_t *o)
-{
-    if (renameat2(AT_FDCWD, o->path, j->dir_fd, o->file, RENAME_NOREPLACE) == 0) return 0;
-    if (errno != EINVAL && errno != ENOSYS) return -1;
-    if (linkat(AT_FDCWD, o->path, j->dir_fd, o->file, 0) != 0) return -1;
-    return unlink(o->path);
-}
-
-static fs_status_t move_in(job_t *j, const char *manifest_tmp)
-{
-    for (int i = 0; i < j->num_outs; i++) {
-        out_t *o = &j->outs[i];
-        if (rename_new(j, o) != 0) {
-            fs_status_t s = fs_error(j->err, FS_ERR_IO, "cannot move %s to %s/%s: %s", o->path, j->o->dir, o->file,
-                                     strerror(errno));
-            move_back(j);
-            return s;
-        }
-        o->moved = 1;
-    }
-    if (renameat(AT_FDCWD, manifest_tmp, j->dir_fd, FS_MANIFEST) != 0) {
-        fs_status_t s = fs_error(j->err, FS_ERR_IO, "cannot replace %s/%s: %s", j->o->dir, FS_MANIFEST, strerror(errno));
-        move_back(j);
-        return s;
-    }
-    fsync(j->dir_fd);
-    return FS_OK;
-}
-
-static fs_status_t commit(job_t *j)
-{
-    sigset_t hold, before;
-    sigemptyset(&hold);
-    sigaddset(&hold, SIGINT), sigaddset(&hold, SIGTERM), sigaddset(&hold, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &hold, &before);
-    fs_status_t s = stop_requested(j) ? stopped(j) : manifest_unchanged(j);
-    json_t *gone = json_array();
-    char manifest_tmp[4400];
-    snprintf(manifest_tmp, sizeof manifest_tmp, "%s/%s", j->scratch, FS_MANIFEST);
-    if (s == FS_OK) {
-        edit_manifest(j, gone);
-        s = write_manifest(j, manifest_tmp);
-    }
-    if (s == FS_OK) s = move_in(j, manifest_tmp);
-    pthread_sigmask(SIG_SETMASK, &before, NULL);
-    size_t i;
-    json_t *f;
-    if (s == FS_OK)
-        json_array_foreach(gone, i, f) if (json_string_value(f)) unlinkat(j->dir_fd, json_string_value(f), 0);
-    json_decref(gone);
-    return s;
 }
 
 /* ---- the whole -------------------------------------------------------------------- */
@@ -669,14 +410,9 @@ static fs_status_t check_opts(const fs_propagate_opts_t *o, fs_error_t *err)
 
 static void job_free(job_t *j)
 {
-    for (int i = 0; j->outs && i < j->num_outs; i++) out_close(&j->outs[i]);
-    if (j->scratch_made) rm_tree(j->scratch); /* after a commit: only the emptied directory */
-    free(j->outs);
     free(j->row_nodes);
     free(j->row_index);
-    json_decref(j->m);
-    fs_dataset_close(j->ds);
-    if (j->dir_fd >= 0) close(j->dir_fd); /* releases the lock */
+    fs_amend_close(&j->a);
 }
 
 fs_status_t fs_propagate(const fs_propagate_opts_t *o, fs_propagate_report_t *rep, fs_error_t *err)
@@ -686,7 +422,7 @@ fs_status_t fs_propagate(const fs_propagate_opts_t *o, fs_propagate_report_t *re
     memset(rep, 0, sizeof *rep);
     fs_status_t s = check_opts(o, err);
     if (s != FS_OK) return s;
-    job_t j = {.o = o, .rep = rep, .err = err, .dir_fd = -1};
+    job_t j = {.o = o, .rep = rep, .err = err, .a = {.dir_fd = -1}};
     const char *delay = getenv(TEST_DELAY_ENV);
     j.delay_ms = delay ? atoi(delay) : 0;
     double t0 = fs_now();
@@ -700,9 +436,10 @@ fs_status_t fs_propagate(const fs_propagate_opts_t *o, fs_propagate_report_t *re
     }
     if (s == FS_OK && stop_requested(&j)) s = stopped(&j);
     if (s == FS_OK) s = compute(&j);
-    for (int i = 0; s == FS_OK && i < j.num_outs; i++)
-        if (j.outs[i].map) s = out_finish(&j, &j.outs[i]); /* the row order's arrays */
-    if (s == FS_OK) s = commit(&j);
+    for (int i = 0; s == FS_OK && i < j.a.num_files; i++)
+        if (j.outs[i].map) s = fs_amend_finish(&j.a, &j.outs[i]); /* the row order's arrays */
+    if (s == FS_OK) s = fs_amend_commit(&j.a, edit_manifest, &j);
+    if (j.a.stopped) rep->stopped = 1;
     if (j.src) {
         rep->rows = j.rows, rep->dim = j.src->dim, rep->dtype = j.dtype;
         snprintf(rep->source_table, sizeof rep->source_table, "%s", j.src->name);
