@@ -15,6 +15,7 @@
 #ifndef FS_CLI_H
 #define FS_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "fs_types.h"
@@ -50,6 +51,8 @@ typedef enum {
     OPT_CLUSTER, OPT_SHARD, OPT_SHARDS, OPT_REPLICAS, OPT_COPIES,
     /* featstore cluster */
     OPT_WAIT,
+    /* featstore compress */
+    OPT_TO,
     OPT_COUNT_
 } cli_opt_t;
 
@@ -121,6 +124,12 @@ fs_status_t cli_duration_ms(cli_t *c, cli_opt_t o, long long max_ms, int *out, f
 fs_status_t cli_id_list(cli_t *c, cli_opt_t o, int is_group, unsigned *out, int cap, int *count,
                         fs_error_t *err);
 
+/* For commands that change a dataset in place (propagate, compress):
+ * SIGINT, SIGTERM and SIGHUP only set the returned flag (to the signal's
+ * number), which the work checks at every block, so an interrupted run
+ * leaves the dataset as it was. */
+const volatile sig_atomic_t *cli_stop_on_signals(void);
+
 /* The subcommands; argv[0] is the command's name. */
 int cmd_import(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
@@ -133,5 +142,6 @@ int cmd_devices(int argc, char **argv);
 int cmd_propagate(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
 
 #endif

@@ -11,21 +11,6 @@
 #include "cli.h"
 #include "propagate.h"
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig) { stop_signal = sig; }
-
-static void catch_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 /* The options' values into o; a usage error's message in err. */
 static fs_status_t read_options(cli_t *c, fs_propagate_opts_t *o, fs_error_t *err)
 {
@@ -69,15 +54,14 @@ int cmd_propagate(int argc, char **argv)
     fs_propagate_opts_t o;
     fs_propagate_defaults(&o);
     o.dir = c.args[0];
-    o.stop = &stop_signal;
     fs_error_t err = {0};
     if (read_options(&c, &o, &err) != FS_OK) return cli_usage("%s", err.msg);
-    catch_signals();
+    o.stop = cli_stop_on_signals();
     fs_propagate_report_t rep;
     if (fs_propagate(&o, &rep, &err) != FS_OK) {
         if (!rep.stopped) return cli_fail(&err);
         fprintf(stderr, "featstore: propagate stopped by signal %d (%s) before its commit: %s is unchanged\n",
-                (int)stop_signal, strsignal(stop_signal), o.dir);
+                (int)*o.stop, strsignal(*o.stop), o.dir);
         return EXIT_FAILED;
     }
     fprintf(stderr, "propagate: wrote hop_0..hop_%d (%s [%lld x %lld], %s rows) from %s into %s in %.2f s\n", o.hops,

@@ -3,6 +3,7 @@
  *
  *   dataset tooling   import, gen, info          (cmd_dataset.c -> dataset/)
  *                     propagate                  (cmd_propagate.c -> dataset/propagate.h)
+ *                     compress                   (cmd_compress.c -> dataset/compress.h)
  *                     partition                  (cmd_partition.c -> dataset/partition.h)
  *   planning          plan                       (cmd_plan.c -> server/place.h, placement/)
  *   serving           serve, replan, stats       (cmd_serve.c -> server/, client-lib/)
@@ -35,6 +36,9 @@ static const char *const usage_text =
     "  propagate DATASET --hops R [--norm sym|rw|none] [--self-loops | --no-self-loops] [--as-stored]\n"
     "            [--table T] [--dtype f32|f16|bf16] [--rows labelled|all [--seed S]] [--threads N] [--force]\n"
     "                                            add hop tables hop_0..hop_R = B^r X (pre-propagation)\n"
+    "  compress DATASET --table T[,T2...] --to int8|fp16|bf16 [--name NEW] [--threads N] [--force]\n"
+    "                                            add compressed copies of tables, served as float32 (or as\n"
+    "                                            stored on request): int8 with a scale and bias per row\n"
     "  partition DATASET --parts V --out DIR [--method stream|metis] [--imbalance 0.05] [--seed S] [--hotness H]\n"
     "            [--force]\n"
     "                                            split a dataset into V parts, each a dataset, for a sharded\n"
@@ -144,6 +148,7 @@ static const struct {
     {"import", cmd_import}, {"gen", cmd_gen},         {"info", cmd_info},   {"plan", cmd_plan},
     {"serve", cmd_serve},   {"replan", cmd_replan},   {"stats", cmd_stats}, {"devices", cmd_devices},
     {"propagate", cmd_propagate}, {"partition", cmd_partition}, {"cluster", cmd_cluster},
+    {"compress", cmd_compress},
 };
 
 int main(int argc, char **argv)

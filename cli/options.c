@@ -66,6 +66,8 @@ static const struct option long_opts[] = {
     {"replicas", required_argument, 0, OPT_REPLICAS},  {"copies", required_argument, 0, OPT_COPIES},
     /* featstore cluster */
     {"wait", required_argument, 0, OPT_WAIT},
+    /* featstore compress */
+    {"to", required_argument, 0, OPT_TO},
     {0, 0, 0, 0},
 };
 
@@ -291,4 +293,22 @@ fs_status_t cli_id_list(cli_t *c, cli_opt_t o, int is_group, unsigned *out, int 
         return cli_bad(c, o, err, "wants at least one %s id, got '%s'", is_group ? "group" : "user", s);
     *count = n;
     return FS_OK;
+}
+
+/* ---- signals ------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+const volatile sig_atomic_t *cli_stop_on_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    return &stop_signal;
 }

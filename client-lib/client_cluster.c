@@ -458,7 +458,9 @@ static fs_status_t run(fs_client_t *c, const int64_t *ids, int64_t n, const fs_s
     fs_status_t st = global ? FS_OK : fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (st == FS_OK && table && !(r.table = find_table(K, table)))
         st = fs_table_not_found(&err, K->cl->dataset, "feature", table, ty->num_tables, table_name, ty);
-    if (st == FS_OK && table) r.dtype = out_dtype == FS_DTYPE_INVALID ? r.table->dtype : out_dtype;
+    int64_t dim;
+    if (st == FS_OK && table)
+        st = fs_codec_served(r.table->codec, r.table->dtype, r.table->dim, out_dtype, table, &r.dtype, &dim, &err);
     if (st == FS_OK) st = fs_cluster_to_global(K->cl, 0, ids, n, global, &err);
     r.ids = global;
     if (st == FS_OK) st = fs_exec_run(&x, &r, &into, &res, &err);

@@ -246,10 +246,10 @@ fs_status_t fs_gc_table_args(fs_client_t *c, const char *table, fs_dtype_t out_d
     if (strlen(table) >= name_size)
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "table name '%s' is longer than %zu bytes", table,
                               name_size - 1);
-    if (out_dtype != FS_DTYPE_INVALID && !fs_dtype_size(out_dtype))
+    if (!fs_out_dtype_valid(out_dtype))
         return fs_client_fail(c, FS_ERR_INVALID_ARGUMENT, "out_dtype %d is not a dtype", (int)out_dtype);
     snprintf(name, name_size, "%s", table);
-    snprintf(dtype, dtype_size, "%s", out_dtype == FS_DTYPE_INVALID ? "" : fs_dtype_name(out_dtype));
+    snprintf(dtype, dtype_size, "%s", fs_out_dtype_name(out_dtype));
     return FS_OK;
 }
 

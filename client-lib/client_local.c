@@ -260,7 +260,10 @@ static fs_status_t check_welcome(fs_client_t *c, const layout_t *Y, int hello, i
     }
     for (size_t i = 0; i < Y->tables.count && !bad; i++) {
         const featstore_local_Table *t = fs_local_table_at(Y, i);
-        bad = !fs_dtype_size(fs_dtype_from_name(t->dtype)) || t->rows < 0 || t->dim < 0;
+        fs_dtype_t dt = fs_dtype_from_name(t->dtype);
+        fs_codec_t codec = fs_codec_from_name(t->codec);
+        bad = !fs_dtype_size(dt) || t->rows < 0 || t->dim < 0 || codec == FS_CODEC_COUNT_ ||
+              !fs_codec_fits(codec, dt, t->dim);
     }
     if (bad) return fs_client_fail(c, FS_ERR_FORMAT, "malformed handshake from the server");
     return FS_OK;
@@ -504,8 +507,8 @@ static fs_status_t find_rows(local_t *L, const char *table, fs_dtype_t out_dtype
     if (!(r->table = find_table(L, table)))
         return fs_table_not_found(err, L->lay->w.dataset, "feature", table, (int)L->lay->tables.count,
                                   layout_table_name, L->lay);
-    r->dtype = out_dtype == FS_DTYPE_INVALID ? r->table->dtype : out_dtype;
-    return FS_OK;
+    int64_t dim;
+    return fs_codec_served(r->table->codec, r->table->dtype, r->table->dim, out_dtype, table, &r->dtype, &dim, err);
 }
 
 /* The batch of a result in slot `slot`. */
@@ -522,7 +525,8 @@ static void fill_batch(local_batch_t *b, const fs_exec_req_t *r, const fs_exec_r
     }
     if (r->table) {
         p->kind |= FS_BATCH_GATHER;
-        p->features = res->rows, p->rows = res->num_rows, p->dim = r->table->dim, p->dtype = r->dtype;
+        p->features = res->rows, p->rows = res->num_rows, p->dtype = r->dtype;
+        p->dim = (int64_t)(fs_exec_row_bytes(r) / fs_dtype_size(r->dtype));
         if (res->rows_device >= 0) p->features_memory = FS_MEM_DEVICE, p->features_device = res->rows_device;
     }
 }

@@ -254,7 +254,8 @@ static fs_status_t map_files(fs_client_t *c, layout_t *Y, fs_fd_list_t *fds)
         fs_dtype_t dt = fs_dtype_from_name(t->dtype);
         size_t rb = (size_t)t->dim * fs_dtype_size(dt);
         const void *data;
-        *v = (fs_table_view_t){.dtype = dt, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb, .num_tiers = 1};
+        *v = (fs_table_view_t){.dtype = dt, .num_rows = t->rows, .dim = t->dim, .row_bytes = rb, .num_tiers = 1,
+                               .codec = fs_codec_from_name(t->codec)};
         if (t->on_disk) {
             if ((st = map_disk_table(c, Y, fds, i, v))) return st;
             continue;

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_codec.h"
+#include "fs_info.h"
 #include "fs_parallel.h"
 #include "stream_internal.h"
 
@@ -180,7 +182,13 @@ static fs_status_t resolve_tables(fs_client_t *c, fs_stream_t *s, const fs_strea
             st = no_table(c, info, "tables", o->tables[k] ? o->tables[k] : "(null)");
     const fs_table_info_t *t = o->table ? find_table(info, o->table) : NULL;
     if (st == FS_OK && o->table && !t) st = no_table(c, info, "table", o->table);
-    if (t) s->dim = t->dim, s->row_dtype = o->out_dtype != FS_DTYPE_INVALID ? o->out_dtype : t->dtype;
+    if (st == FS_OK && t) { /* the rows' form: from the table's stored one (a compressed table's), else its listed one */
+        const fs_compressed_info_t *z = fs_info_find_compressed(info, t->name);
+        fs_error_t err = {0};
+        if (fs_codec_served(z ? fs_codec_from_name(z->codec) : FS_CODEC_NONE, z ? z->stored_dtype : t->dtype,
+                            z ? z->stored_dim : t->dim, o->out_dtype, t->name, &s->row_dtype, &s->dim, &err) != FS_OK)
+            st = fs_client_fail(c, err.code, "stream: %s", err.msg);
+    }
     const char *labels = o->labels ? o->labels : find_table(info, "labels") ? "labels" : "";
     if (st == FS_OK && labels[0] && !find_table(info, labels))
         st = no_table(c, info, "labels", labels);

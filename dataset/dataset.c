@@ -392,19 +392,27 @@ fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const cha
         c->table_file = 0;
         if (s || (s = ds_expect_shape(c, f, &h, 2, rows, "a feature table")))
             return s;
-        const char *dts = ds_json_str(t, "dtype");
+        const char *dts = ds_json_str(t, "dtype"), *codec = ds_json_str(t, "codec");
         fs_dtype_t dt = dts ? fs_dtype_from_name(dts) : h.dtype;
+        fs_codec_t cd = fs_codec_from_name(codec);
         /* bfloat16 is stored as raw uint16 bits because numpy has no bf16. */
-        int ok = (dt == FS_DTYPE_F32 || dt == FS_DTYPE_F16) ? h.dtype == dt
-                 : dt == FS_DTYPE_BF16                      ? h.dtype == FS_DTYPE_U16
-                                                            : 0;
+        int ok = (dt == FS_DTYPE_F32 || dt == FS_DTYPE_F16 || (dt == FS_DTYPE_I8 && cd == FS_CODEC_INT8))
+                     ? h.dtype == dt
+                 : dt == FS_DTYPE_BF16 ? h.dtype == FS_DTYPE_U16
+                                       : 0;
         if (!ok)
-            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: feature table '%s' must be float32, float16 or "
-                            "bfloat16 (as <u2) matching the manifest; manifest says %s, file has %s",
-                            c->dir, f, name, dts ? dts : "(nothing)", fs_dtype_name(h.dtype));
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: feature table '%s' must be float32, float16, "
+                            "bfloat16 (as <u2) or int8 with codec \"int8\", matching the manifest; manifest says "
+                            "%s, file has %s", c->dir, f, name, dts ? dts : "(nothing)", fs_dtype_name(h.dtype));
+        if (cd == FS_CODEC_COUNT_ || !fs_codec_fits(cd, dt, h.shape[1]))
+            return fs_error(c->err, FS_ERR_FORMAT, "%s/%s: feature table '%s': codec \"%s\" does not fit a %s table "
+                            "of %lld columns (codecs: \"narrow\" for float16/bfloat16, \"int8\" for int8 rows of "
+                            "scale, bias and codes)", c->dir, FS_MANIFEST, name, codec, fs_dtype_name(dt),
+                            (long long)h.shape[1]);
         snprintf(tab->name, sizeof tab->name, "%s", name);
         snprintf(tab->file, sizeof tab->file, "%s", f);
         tab->dtype = dt;
+        tab->codec = cd;
         tab->rows = h.shape[0];
         tab->dim = h.shape[1];
         tab->row_bytes = (size_t)tab->dim * fs_dtype_size(dt);
@@ -700,6 +708,14 @@ const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name)
     for (int i = 0; i < ds->num_tables; i++)
         if (strcmp(ds->tables[i].name, name) == 0) return &ds->tables[i];
     return NULL;
+}
+
+int fs_dataset_num_compressed(const fs_dataset_t *ds)
+{
+    int n = 0;
+    for (int i = 0; i < ds->num_tables; i++) n += ds->tables[i].codec != FS_CODEC_NONE;
+    for (int i = 0; i < fs_dataset_num_row_tables(ds); i++) n += fs_dataset_row_table(ds, i)->codec != FS_CODEC_NONE;
+    return n;
 }
 
 int fs_dataset_num_row_tables(const fs_dataset_t *ds)

@@ -61,7 +61,8 @@
 typedef struct {
     char name[64];
     char file[128];
-    fs_dtype_t dtype;        /* F32, F16 or BF16; I64 for the labels table */
+    fs_dtype_t dtype;        /* F32, F16 or BF16 (I8 with codec INT8); I64 for the labels table */
+    fs_codec_t codec;        /* a compressed table's (kernels/fs_codec.h): dtype and dim are as stored */
     int64_t rows, dim;
     size_t row_bytes;
     const void *data;        /* rows * row_bytes, row-major; NULL when on_disk */
@@ -291,6 +292,8 @@ const fs_table_t *fs_dataset_table(const fs_dataset_t *ds, const char *name);
  * propagation->num_rows rows, indexed by row; none otherwise. Never placed
  * on a GPU: they are read from the dataset's own memory. */
 int fs_dataset_num_row_tables(const fs_dataset_t *ds);
+/* How many of the feature and row tables are compressed (a codec). */
+int fs_dataset_num_compressed(const fs_dataset_t *ds);
 const fs_table_t *fs_dataset_row_table(const fs_dataset_t *ds, int i);
 /* A table a server serves, by name: a feature table or a row table. */
 const fs_table_t *fs_dataset_served_table(const fs_dataset_t *ds, const char *name);

@@ -179,8 +179,14 @@ void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *d
     for (int i = 0; i < ds->num_tables; i++) {
         const fs_table_t *t = &ds->tables[i];
         fs_bytes_str((double)t->rows * (double)t->row_bytes, b, sizeof b);
-        fprintf(out, "%s %-12s %-8s [%lld x %lld]  %s  (%s)\n", i ? "         " : "tables   ", t->name,
+        fprintf(out, "%s %-12s %-8s [%lld x %lld]  %s  (%s)", i ? "         " : "tables   ", t->name,
                 fs_dtype_name(t->dtype), (long long)t->rows, (long long)t->dim, b, t->file);
+        if (t->codec == FS_CODEC_INT8)
+            fprintf(out, "  codec int8: served as float32 [%lld x %lld]", (long long)t->rows,
+                    (long long)(t->dim - FS_CODEC_INT8_HEAD));
+        else if (t->codec == FS_CODEC_NARROW)
+            fprintf(out, "  codec narrow: served as float32");
+        fputc('\n', out);
     }
     if (ds->labels) {
         int64_t labelled = 0;

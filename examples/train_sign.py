@@ -14,6 +14,10 @@ trained without any sampling. Prepare and serve a dataset with::
     /usr/bin/python3 examples/train_sign.py --uri unix:///tmp/fs.sock                 # SIGN over hop_0..hop_3
     /usr/bin/python3 examples/train_sign.py --uri unix:///tmp/fs.sock --model sgc     # SGC on hop_2
 
+With ``featstore compress /tmp/cora --table hop_0,hop_1,hop_2,hop_3 --to
+int8`` first, ``--codec int8`` trains on the int8 copies (a quarter of the
+bytes; served as float32, decoded by the server's gather).
+
 Models (``--model``):
 
 - ``sign`` (SIGN, Frasca et al. 2020): one linear projection per hop table
@@ -84,8 +88,11 @@ class SGC(nn.Module):
 # ---- rows from featstore ----------------------------------------------------------
 
 def tables_for(args):
-    """The hop tables the model reads: hop_0..hop_R (SIGN) or hop_R (SGC)."""
-    return [f"hop_{args.hops}"] if args.model == "sgc" else [f"hop_{r}" for r in range(args.hops + 1)]
+    """The hop tables the model reads: hop_0..hop_R (SIGN) or hop_R (SGC);
+    with --codec int8 their int8 copies (hop_r_int8), served as float32."""
+    suffix = "" if args.codec == "none" else f"_{args.codec}"
+    hops = [args.hops] if args.model == "sgc" else range(args.hops + 1)
+    return [f"hop_{r}{suffix}" for r in hops]
 
 
 def batch_tensors(sb):
@@ -189,6 +196,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description="SIGN / SGC trained on hop tables served by featstore.")
     p.add_argument("--uri", required=True, help="unix:///path/to/socket or grpc://host:port")
     p.add_argument("--model", choices=["sign", "sgc"], default="sign")
+    p.add_argument("--codec", choices=["none", "int8"], default="none",
+                   help="int8: read the hop tables' int8 copies (featstore compress --table hop_0,... --to int8)")
     p.add_argument("--hops", type=int, default=None,
                    help="R: SIGN reads hop_0..hop_R (default 3), SGC hop_R (default 2)")
     p.add_argument("--epochs", type=int, default=None, help="default 15 (SIGN), 100 (SGC)")

@@ -15,7 +15,10 @@
 
 size_t fs_exec_row_bytes(const fs_exec_req_t *r)
 {
-    return r->table ? (size_t)r->table->dim * fs_dtype_size(r->dtype) : 0;
+    fs_conv_t conv;
+    size_t out_row = 0;
+    if (r->table && fs_gather_conv(r->table, r->dtype, &conv, &out_row, NULL) != FS_OK) out_row = 0;
+    return out_row;
 }
 
 fs_status_t fs_exec_check(const fs_exec_t *x, const fs_exec_req_t *r, fs_error_t *err)

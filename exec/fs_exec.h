@@ -92,10 +92,11 @@ typedef struct {
     int64_t n;
     const fs_sample_req_t *sample;      /* NULL: a gather */
     const fs_table_view_t *table;       /* the rows' table as the reader sees it; NULL: no rows */
-    fs_dtype_t dtype;                   /* the rows as served: the table's dtype or float32 */
+    fs_dtype_t dtype;                   /* the rows as served: the table's stored dtype or float32 */
 } fs_exec_req_t;
 
-/* The served size of one row of r (0 without a table). */
+/* The served size of one row of r (0 without a table, or when dtype is not
+ * one the table can be served as). */
 size_t fs_exec_row_bytes(const fs_exec_req_t *r);
 
 /* Where a result goes: memory of the host's, which it grows on request.

@@ -31,7 +31,7 @@ static fs_status_t views_of(const fs_table_t *tables, int n, fs_table_view_t **o
         const fs_table_t *t = &tables[i];
         fs_table_view_t *v = &(*out)[i];
         *v = (fs_table_view_t){.dtype = t->dtype, .num_rows = t->rows, .dim = t->dim, .row_bytes = t->row_bytes,
-                               .num_tiers = 1};
+                               .num_tiers = 1, .codec = t->codec};
         v->tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = t->data, .rows = t->rows};
         if (t->on_disk) v->num_tiers = 0, v->remote = t->remote; /* the host's disk table (fs_table_t.on_disk) */
     }
@@ -124,13 +124,12 @@ static fs_status_t pick_table(const fs_table_t *tables, int n, const char *name,
     for (int i = 0; i < n; i++) {
         const fs_table_t *t = &tables[i];
         if (strcmp(t->name, name) != 0) continue;
-        int integer = t->dtype == FS_DTYPE_I64;
-        fs_dtype_t dt = integer || want == FS_DTYPE_INVALID ? t->dtype : want;
-        if (dt != t->dtype && dt != FS_DTYPE_F32)
-            return fs_error(err, FS_ERR_INVALID_ARGUMENT, "table '%s' of %s is %s: it can be served as %s or "
-                            "float32, not %s", name, owner, fs_dtype_name(t->dtype), fs_dtype_name(t->dtype),
-                            fs_dtype_name(want));
-        *out = (table_pick_t){.index = i, .dtype = dt, .dim = t->dim};
+        if (t->dtype == FS_DTYPE_I64) want = FS_DTYPE_STORED; /* labels: integers, whatever the features get */
+        fs_dtype_t dt;
+        int64_t dim;
+        fs_status_t st = fs_codec_served(t->codec, t->dtype, t->dim, want, name, &dt, &dim, err);
+        if (st != FS_OK) return fs_error_prefix(err, "%s", owner), st;
+        *out = (table_pick_t){.index = i, .dtype = dt, .dim = dim};
         return FS_OK;
     }
     return FS_OK;
@@ -259,7 +258,7 @@ static fs_status_t resolve_table_list(const fs_dataset_t *ds, const char *what, 
 
 static fs_status_t resolve_tables(const fs_dataset_t *ds, const fs_hetero_req_t *req, resolved_t *r, fs_error_t *err)
 {
-    if (req->out_dtype != FS_DTYPE_INVALID && !fs_dtype_size(req->out_dtype))
+    if (!fs_out_dtype_valid(req->out_dtype))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "unknown out_dtype %d", (int)req->out_dtype);
     fs_status_t st = resolve_table_list(ds, "node", req->node_tables, req->num_node_tables, ds->num_node_types,
                                         node_owner, req->out_dtype, r->ntab, r->node_row_bytes, err);

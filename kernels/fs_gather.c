@@ -74,14 +74,12 @@ static void init_f16_table(void)
     __atomic_store_n(&f16_table_ready, 1, __ATOMIC_RELEASE);
 }
 
-typedef enum { COPY, F16_TO_F32, BF16_TO_F32 } conv_t;
-
 typedef struct {
     const fs_table_view_t *t;
     const int64_t *ids;
     char *out;
     size_t out_row;
-    conv_t conv;
+    fs_conv_t conv;
     fs_gather_counters_t *per_worker; /* [pool size] */
     int bad_ids;                      /* set (atomically) by a block holding an id out of range */
 } job_t;
@@ -103,11 +101,13 @@ static inline void prefetch_row(const char *p, size_t bytes)
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
 }
 
-static inline void convert_row(conv_t conv, const char *src, char *dst, int64_t dim, size_t bytes)
+static inline void convert_row(fs_conv_t conv, const char *src, char *dst, int64_t dim, size_t bytes)
 {
-    if (conv == COPY) {
+    if (conv == FS_CONV_COPY) {
         memcpy(dst, src, bytes);
-    } else if (conv == F16_TO_F32) {
+    } else if (conv == FS_CONV_INT8) {
+        fs_int8_dequantize_row(src, dim - FS_CODEC_INT8_HEAD, (float *)dst);
+    } else if (conv == FS_CONV_F16) {
         const uint16_t *s = (const uint16_t *)src;
         float *d = (float *)dst;
         for (int64_t j = 0; j < dim; j++) d[j] = f16_table[s[j]];
@@ -190,7 +190,7 @@ static void gather_range(void *p, int64_t b, int64_t e, int worker)
 {
     job_t *j = p;
     const fs_table_view_t *t = j->t;
-    const int plain = !t->route && j->conv == COPY;
+    const int plain = !t->route && j->conv == FS_CONV_COPY;
     const uint64_t lim = (uint64_t)t->num_rows;
     uint64_t rows[FS_MAX_TIERS] = {0};
     int tier, has_runs, next_runs = 0;
@@ -227,6 +227,21 @@ bad:
     __atomic_store_n(&j->bad_ids, 1, __ATOMIC_RELAXED);
 }
 
+fs_status_t fs_gather_conv(const fs_table_view_t *t, fs_dtype_t out_dtype, fs_conv_t *conv, size_t *out_row,
+                           fs_error_t *err)
+{
+    fs_dtype_t dt;
+    int64_t dim;
+    fs_status_t st = fs_codec_served(t->codec, t->dtype, t->dim, out_dtype, NULL, &dt, &dim, err);
+    if (st != FS_OK) return fs_error_prefix(err, "gather"), st;
+    *conv = dt == t->dtype                 ? FS_CONV_COPY
+            : t->codec == FS_CODEC_INT8    ? FS_CONV_INT8
+            : t->dtype == FS_DTYPE_F16     ? FS_CONV_F16
+                                           : FS_CONV_BF16;
+    *out_row = *conv == FS_CONV_COPY ? t->row_bytes : (size_t)dim * fs_dtype_size(dt);
+    return FS_OK;
+}
+
 /* A remote table's rows: fetched as stored, then converted by a gather
  * of the fetched rows in order (a view over them, one tier). */
 static fs_status_t gather_remote(const fs_table_view_t *t, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
@@ -235,12 +250,16 @@ static fs_status_t gather_remote(const fs_table_view_t *t, const int64_t *ids, i
     fs_status_t st = fs_gather_check_ids(t, ids, n, err);
     if (st != FS_OK) return st;
     if (counters) counters->rows[0] += (uint64_t)n, counters->bytes[0] += (uint64_t)n * t->row_bytes;
-    if (out_dtype == t->dtype) return t->remote->rows(t->remote->ctx, ids, n, out, err);
+    fs_conv_t conv;
+    size_t out_row;
+    if ((st = fs_gather_conv(t, out_dtype, &conv, &out_row, err)) != FS_OK) return st;
+    if (conv == FS_CONV_COPY) return t->remote->rows(t->remote->ctx, ids, n, out, err);
     void *rows = malloc((size_t)n * t->row_bytes + 1);
     int64_t *order = malloc(sizeof *order * (size_t)(n + 1));
     st = rows && order ? t->remote->rows(t->remote->ctx, ids, n, rows, err)
                        : fs_error(err, FS_ERR_NOMEM, "gather: out of memory for %lld remote rows", (long long)n);
-    fs_table_view_t here = {.dtype = t->dtype, .num_rows = n, .dim = t->dim, .row_bytes = t->row_bytes, .num_tiers = 1};
+    fs_table_view_t here = {.dtype = t->dtype, .num_rows = n, .dim = t->dim, .row_bytes = t->row_bytes, .num_tiers = 1,
+                            .codec = t->codec};
     here.tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1, .base = rows, .rows = n};
     for (int64_t i = 0; st == FS_OK && i < n; i++) order[i] = i;
     if (st == FS_OK) st = fs_gather_cpu(&here, order, n, out_dtype, out, pool, NULL, err);
@@ -256,22 +275,18 @@ fs_status_t fs_gather_cpu(const fs_table_view_t *t, const int64_t *ids, int64_t 
     if (t->remote) return gather_remote(t, ids, n, out_dtype, out, pool, counters, err);
     if (t->num_tiers < 1) /* a table left on disk where nothing was set to read it */
         return fs_error(err, FS_ERR_UNSUPPORTED, "gather: this table's rows are on disk, and this host does not read it");
-    conv_t conv;
-    if (out_dtype == t->dtype) conv = COPY;
-    else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_F16) conv = F16_TO_F32;
-    else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_BF16) conv = BF16_TO_F32;
-    else
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gather: cannot serve a %s table as %s (pass-through or "
-                        "float32 only)", fs_dtype_name(t->dtype), fs_dtype_name(out_dtype));
-    if (conv == F16_TO_F32) init_f16_table();
+    fs_conv_t conv;
+    size_t out_row;
+    fs_status_t st = fs_gather_conv(t, out_dtype, &conv, &out_row, err);
+    if (st != FS_OK) return st;
+    if (conv == FS_CONV_F16) init_f16_table();
 
     int workers = fs_pool_size(pool);
     fs_gather_counters_t local[64];
     fs_gather_counters_t *per = workers <= 64 ? local : calloc((size_t)workers, sizeof *per);
     if (!per) return fs_error(err, FS_ERR_NOMEM, "out of memory");
     memset(per, 0, (size_t)workers * sizeof *per);
-    job_t j = {.t = t, .ids = ids, .out = out, .out_row = (size_t)t->dim * fs_dtype_size(out_dtype),
-               .conv = conv, .per_worker = per};
+    job_t j = {.t = t, .ids = ids, .out = out, .out_row = out_row, .conv = conv, .per_worker = per};
     fs_pool_run(pool, n, GRAIN, gather_range, &j);
     if (j.bad_ids) {
         /* Some blocks were skipped: the output is not to be used, and the

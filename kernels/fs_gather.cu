@@ -18,8 +18,6 @@ struct Tiers {
     const char *base[FS_MAX_TIERS];
 };
 
-enum Conv { COPY = 0, F16_TO_F32 = 1, BF16_TO_F32 = 2 };
-
 __device__ __forceinline__ float h2f(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
@@ -33,7 +31,30 @@ __device__ __forceinline__ float h2f(uint16_t h)
 
 __device__ __forceinline__ float cvt(uint16_t v, int conv)
 {
-    return conv == F16_TO_F32 ? h2f(v) : __uint_as_float((uint32_t)v << 16);
+    return conv == FS_CONV_F16 ? h2f(v) : __uint_as_float((uint32_t)v << 16);
+}
+
+/* An int8 row (fs_codec.h): scale and bias, then the codes, decoded with
+ * one rounding per operation (no FMA), as fs_int8_dequantize_row does.
+ * Bytes are read one by one: a row of D + 8 bytes need not be aligned. */
+__device__ __forceinline__ float load_f32(const char *p)
+{
+    uint32_t u = (uint32_t)(uint8_t)p[0] | (uint32_t)(uint8_t)p[1] << 8 | (uint32_t)(uint8_t)p[2] << 16 |
+                 (uint32_t)(uint8_t)p[3] << 24;
+    return __uint_as_float(u);
+}
+
+__device__ __forceinline__ void decode_int8_row(const char *src, int64_t dim, char *dst, int lane)
+{
+    const float scale = load_f32(src), bias = load_f32(src + 4);
+    const int8_t *code = (const int8_t *)(src + FS_CODEC_INT8_HEAD);
+    for (int64_t k = lane; k < dim; k += 32) {
+        float v = __fadd_rn(__fmul_rn((float)code[k], scale), bias);
+        uint32_t u = __float_as_uint(v);
+        char *d = dst + 4 * k;
+        if (((uintptr_t)d & 3) == 0) *(uint32_t *)d = u;
+        else d[0] = (char)u, d[1] = (char)(u >> 8), d[2] = (char)(u >> 16), d[3] = (char)(u >> 24);
+    }
 }
 
 template <int VEC>
@@ -62,7 +83,7 @@ __global__ void gather_kernel(Tiers tiers, const uint64_t *route, const int64_t 
         if (lane == 0) atomicAdd(&block_rows[tier], 1ULL);
         const char *src = tiers.base[tier] + (size_t)row * row_bytes;
         char *dst = out + (size_t)i * out_row;
-        if (conv == COPY) {
+        if (conv == FS_CONV_COPY) {
             if (VEC == 16) {
                 const int4 *s = (const int4 *)src;
                 int4 *d = (int4 *)dst;
@@ -74,6 +95,8 @@ __global__ void gather_kernel(Tiers tiers, const uint64_t *route, const int64_t 
             } else {
                 for (size_t k = lane; k < row_bytes; k += 32) dst[k] = src[k];
             }
+        } else if (conv == FS_CONV_INT8) {
+            decode_int8_row(src, dim - FS_CODEC_INT8_HEAD, dst, lane);
         } else {
             const uint16_t *s = (const uint16_t *)src;
             float *d = (float *)dst;
@@ -103,13 +126,10 @@ bool aligned(const void *p, unsigned a) { return ((uintptr_t)p & (a - 1)) == 0; 
 extern "C" fs_status_t fs_rt_gather(int device, const fs_table_view_t *t, const int64_t *ids, int64_t n,
                                     fs_dtype_t out_dtype, void *out, fs_gather_counters_t *counters, fs_error_t *err)
 {
-    int conv;
-    if (out_dtype == t->dtype) conv = COPY;
-    else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_F16) conv = F16_TO_F32;
-    else if (out_dtype == FS_DTYPE_F32 && t->dtype == FS_DTYPE_BF16) conv = BF16_TO_F32;
-    else
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "gather: cannot serve a %s table as %s",
-                        fs_dtype_name(t->dtype), fs_dtype_name(out_dtype));
+    fs_conv_t conv;
+    size_t out_row;
+    fs_status_t st = fs_gather_conv(t, out_dtype, &conv, &out_row, err);
+    if (st != FS_OK) return st;
     cudaError_t rc = cudaSetDevice(device);
     if (rc != cudaSuccess)
         return fs_error(err, FS_ERR_NO_DEVICE, "gather: device %d: %s", device, cudaGetErrorString(rc));
@@ -122,8 +142,8 @@ extern "C" fs_status_t fs_rt_gather(int device, const fs_table_view_t *t, const 
         tiers.base[k] = k < t->num_tiers ? (const char *)t->tier[k].base : nullptr;
         if (k < t->num_tiers) v16 = v16 && aligned(t->tier[k].base, 16), v4 = v4 && aligned(t->tier[k].base, 4);
     }
-    if (conv != COPY) v4 = true; /* conversions read 2-byte halves: always aligned */
-    size_t out_row = (size_t)t->dim * fs_dtype_size(out_dtype);
+    if (conv == FS_CONV_F16 || conv == FS_CONV_BF16) v4 = true; /* halves: 2-byte aligned */
+    if (conv == FS_CONV_INT8) v16 = false, v4 = true;           /* read a byte at a time */
     /* [FS_MAX_TIERS] row counts + first bad position: one small buffer per
      * thread and device, kept, so a gather costs no allocation. */
     static thread_local unsigned long long *cached[FS_MAX_DEVICES_GATHER];
@@ -143,7 +163,7 @@ extern "C" fs_status_t fs_rt_gather(int device, const fs_table_view_t *t, const 
     int blocks = (int)(want < (int64_t)sms * 16 ? want : (int64_t)sms * 16);
     if (blocks < 1) blocks = 1;
 #define LAUNCH(V)                                                                                        \
-    gather_kernel<V><<<blocks, threads>>>(tiers, t->route, ids, n, t->num_rows, t->row_bytes, t->dim, conv, \
+    gather_kernel<V><<<blocks, threads>>>(tiers, t->route, ids, n, t->num_rows, t->row_bytes, t->dim, (int)conv, \
                                           (char *)out, out_row, dev_counts, dev_counts + FS_MAX_TIERS)
     if (v16) LAUNCH(16);
     else if (v4) LAUNCH(4);

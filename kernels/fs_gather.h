@@ -6,8 +6,8 @@
  * node's row lives. The server's store builds views; the engine only reads.
  *
  * CPU path (fs_gather_cpu): ids are validated first, then rows are copied by
- * the pool's threads with software prefetch, converting float16/bfloat16 to
- * float32 on the fly if asked. CUDA path (fs_gather_cuda): one kernel reads
+ * the pool's threads with software prefetch, converting float16/bfloat16 or
+ * decoding int8 rows (fs_codec.h) to float32 on the fly if asked. CUDA path (fs_gather_cuda): one kernel reads
  * every tier through UVA pointers with 16-byte vector loads.
  *
  * Errors: an id outside [0, num_rows) fails the whole call with
@@ -17,6 +17,7 @@
 #ifndef FS_GATHER_H
 #define FS_GATHER_H
 
+#include "fs_codec.h"
 #include "fs_pool.h"
 #include "fs_types.h"
 
@@ -59,7 +60,17 @@ typedef struct {
     fs_tier_ref_t tier[FS_MAX_TIERS];
     const uint64_t *route; /* [num_rows]; NULL = every row in tier 0 at its id */
     const fs_table_remote_t *remote; /* NULL: the tiers above; else no tiers, reads counted as tier 0's */
+    fs_codec_t codec;      /* a compressed table's (fs_codec.h); dtype and dim are the stored ones */
 } fs_table_view_t;
+
+/* How a gather turns a stored row into an output row: the one choice for
+ * the CPU path and the CUDA one. */
+typedef enum { FS_CONV_COPY = 0, FS_CONV_F16, FS_CONV_BF16, FS_CONV_INT8 } fs_conv_t;
+
+/* The conversion for out_dtype (any request fs_codec_served takes) and the
+ * bytes it writes per row; FS_ERR_INVALID_ARGUMENT for any other. */
+fs_status_t fs_gather_conv(const fs_table_view_t *t, fs_dtype_t out_dtype, fs_conv_t *conv, size_t *out_row,
+                           fs_error_t *err);
 
 /* Rows and bytes read, per source tier (added to, never reset). */
 typedef struct {
@@ -67,8 +78,8 @@ typedef struct {
     uint64_t bytes[FS_MAX_TIERS];
 } fs_gather_counters_t;
 
-/* Gathers n rows into out (n * dim * sizeof(out_dtype) bytes, any alignment,
- * may be shared memory). out_dtype is the stored dtype (pass-through) or F32.
+/* Gathers n rows into out (n rows of fs_gather_conv's out_row bytes, any
+ * alignment, may be shared memory). out_dtype: as fs_codec_served takes it.
  * pool may be NULL (calling thread only); counters may be NULL. */
 fs_status_t fs_gather_cpu(const fs_table_view_t *t, const int64_t *ids, int64_t n, fs_dtype_t out_dtype,
                           void *out, fs_pool_t *pool, fs_gather_counters_t *counters, fs_error_t *err);

@@ -115,9 +115,26 @@ fs_row_split_info_t *fs_info_add_row_split(fs_info_t *info)
     return grow((const void *const *)&info->row_splits, &info->num_row_splits, sizeof *info->row_splits);
 }
 
+fs_compressed_info_t *fs_info_add_compressed(fs_info_t *info)
+{
+    return grow((const void *const *)&info->compressed, &info->num_compressed, sizeof *info->compressed);
+}
+
+const fs_compressed_info_t *fs_info_find_compressed(const fs_info_t *info, const char *name)
+{
+    for (size_t i = 0; i < info->num_compressed; i++)
+        if (info->compressed[i].table && strcmp(info->compressed[i].table, name) == 0) return &info->compressed[i];
+    return NULL;
+}
+
 void fs_info_free(fs_info_t *info)
 {
     if (!info) return;
+    for (size_t i = 0; i < info->num_compressed; i++) {
+        free((char *)info->compressed[i].table);
+        free((char *)info->compressed[i].codec);
+    }
+    free((void *)info->compressed);
     for (size_t i = 0; i < info->num_node_types; i++) free_node_type(&info->node_types[i]);
     for (size_t i = 0; i < info->num_edge_types; i++) free_edge_type(&info->edge_types[i]);
     for (size_t i = 0; i < info->num_link_splits; i++) free((char *)info->link_splits[i].name);

@@ -33,5 +33,8 @@ fs_table_info_t *fs_info_add_edge_type_table(fs_edge_type_info_t *e);
 fs_link_split_info_t *fs_info_add_link_split(fs_info_t *info);
 const char **fs_info_add_row_table(fs_info_t *info);
 fs_row_split_info_t *fs_info_add_row_split(fs_info_t *info);
+fs_compressed_info_t *fs_info_add_compressed(fs_info_t *info);
+/* The compressed entry of table `name`, or NULL. */
+const fs_compressed_info_t *fs_info_find_compressed(const fs_info_t *info, const char *name);
 
 #endif

@@ -94,6 +94,7 @@ size_t fs_dtype_size(fs_dtype_t dt)
 
 const char *fs_dtype_name(fs_dtype_t dt)
 {
+    if (dt == FS_DTYPE_STORED) return "stored";
     return (unsigned)dt < FS_DTYPE_COUNT_ ? dtype_info[dt].name : "invalid";
 }
 

@@ -47,6 +47,9 @@
  *        machine runs the shard's engine on them (client-lib/
  *        client_cluster_local.c). A whole server refuses SHARD_HELLO, a
  *        shard's socket every other message, each naming the other
+ *   6.5  compressed tables: Table.codec. A 6.4 client of a dataset with
+ *        one is refused with the reason (it would serve the stored codes
+ *        where float32 is asked for)
  *
  * Re-planning: the placement has a generation (1 at start, +1 per re-plan),
  * in WELCOME and in the notice page, a read-only shared page whose first 8
@@ -68,7 +71,7 @@
 
 #define FS_LOCAL_MAGIC 0x314c5346u /* "FSL1" */
 #define FS_LOCAL_MAJOR 6
-#define FS_LOCAL_MINOR 4
+#define FS_LOCAL_MINOR 5
 #define FS_LOCAL_MAX_SLOTS 64
 #define FS_LOCAL_MAX_FDS 250 /* per frame, under the kernel's SCM_RIGHTS limit of 253 */
 #define FS_LOCAL_MAX_MSG (256 * 1024)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_codec.h"
 #include "fs_info.h"
 
 #define ELEM_MAX 1024
@@ -159,7 +160,15 @@ static bool fill_table(featstore_v1_TableInfo *t, const fs_table_info_t *src)
 
 static bool get_table(void *ctx, size_t i, void *elem)
 {
-    return fill_table(elem, &((const fs_info_t *)ctx)->tables[i]);
+    const fs_info_t *info = ctx;
+    featstore_v1_TableInfo *t = elem;
+    const fs_compressed_info_t *c = fs_info_find_compressed(info, info->tables[i].name);
+    if (c) {
+        snprintf(t->codec, sizeof t->codec, "%s", c->codec);
+        snprintf(t->stored_dtype, sizeof t->stored_dtype, "%s", fs_dtype_name(c->stored_dtype));
+        t->stored_dim = c->stored_dim;
+    }
+    return fill_table(t, &info->tables[i]);
 }
 
 /* A node or edge type's own tables: ctx is its array. */
@@ -301,6 +310,10 @@ static bool put_table(void *ctx, const void *elem)
     if (!o || fs_info_set_text(&o->name, t->name) != 0) return out_of_memory(in);
     o->dtype = fs_dtype_from_name(t->dtype);
     o->rows = t->rows, o->dim = t->dim;
+    if (!t->codec[0]) return true;
+    fs_compressed_info_t *c = fs_info_add_compressed(in->info);
+    if (!c || fs_info_set_text(&c->table, t->name) || fs_info_set_text(&c->codec, t->codec)) return out_of_memory(in);
+    c->stored_dtype = fs_dtype_from_name(t->stored_dtype), c->stored_dim = t->stored_dim;
     return true;
 }
 
@@ -565,6 +578,21 @@ static fs_status_t check_link_splits(const fs_info_t *info, fs_error_t *err)
 /* A row split is a range of a row table: [offset, offset + count) inside
  * the rows of the tables that have them (not checked here: a table's row
  * count is the reader's to compare). */
+/* A compressed table's codec must be one this library decodes, and fit
+ * its stored form: a newer server's codec is an error, not wrong rows. */
+static fs_status_t check_compressed(const fs_info_t *info, fs_error_t *err)
+{
+    for (size_t i = 0; i < info->num_compressed; i++) {
+        const fs_compressed_info_t *c = &info->compressed[i];
+        fs_codec_t k = fs_codec_from_name(c->codec);
+        if (k == FS_CODEC_NONE || !fs_codec_fits(k, c->stored_dtype, c->stored_dim))
+            return fs_error(err, FS_ERR_FORMAT, "bad Info reply: table '%s': codec '%s' over a stored %s of dim %lld "
+                            "(this library knows \"narrow\" and \"int8\")", c->table, c->codec,
+                            fs_dtype_name(c->stored_dtype), (long long)c->stored_dim);
+    }
+    return FS_OK;
+}
+
 static fs_status_t check_row_splits(const fs_info_t *info, fs_error_t *err)
 {
     for (size_t i = 0; i < info->num_row_splits; i++) {
@@ -595,6 +623,7 @@ fs_status_t fs_pb_info_take(const featstore_v1_InfoResponse *msg, fs_pb_info_in_
     if (st == FS_OK) st = check_edge_types(info, err);
     if (st == FS_OK) st = check_link_splits(info, err);
     if (st == FS_OK) st = check_row_splits(info, err);
+    if (st == FS_OK) st = check_compressed(info, err);
     if (st != FS_OK) {
         fs_pb_info_abandon(in);
         return st;

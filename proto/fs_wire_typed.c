@@ -82,7 +82,7 @@ static fs_status_t sampling_out(const fs_hetero_req_t *req, fs_wire_hetero_out_t
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "num_fanouts is %zu but fanouts is NULL", req->num_fanouts);
     if ((req->num_node_tables && !req->node_tables) || (req->num_edge_tables && !req->edge_tables))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "a table count is set but its name list is NULL");
-    if (req->out_dtype != FS_DTYPE_INVALID && !fs_dtype_size(req->out_dtype))
+    if (!fs_out_dtype_valid(req->out_dtype))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "unknown out_dtype %d", (int)req->out_dtype);
     for (size_t i = 0; i < req->num_fanouts; i++) {
         const fs_hetero_fanout_t *f = &req->fanouts[i];
@@ -115,8 +115,7 @@ static fs_status_t sampling_out(const fs_hetero_req_t *req, fs_wire_hetero_out_t
     m->joined_edges = true; /* this library reads both layouts (fs_hetero.c) */
     fs_pb_set_strings(&m->node_tables, &o->node_tables);
     fs_pb_set_strings(&m->edge_tables, &o->edge_tables);
-    snprintf(m->out_dtype, sizeof m->out_dtype, "%s",
-             req->out_dtype == FS_DTYPE_INVALID ? "" : fs_dtype_name(req->out_dtype));
+    snprintf(m->out_dtype, sizeof m->out_dtype, "%s", fs_out_dtype_name(req->out_dtype));
     return FS_OK;
 }
 
@@ -312,9 +311,9 @@ static fs_status_t take_sampling(const char *what, bool has, const featstore_v1_
         f->src = fm[i].src, f->rel = fm[i].rel, f->dst = fm[i].dst;
         for (int h = 0; h < H; h++) f->fanout[h] = fm[i].fanout[h];
     }
-    fs_dtype_t dt = FS_DTYPE_INVALID;
-    if (m->out_dtype[0] && (dt = fs_dtype_from_name(m->out_dtype)) == FS_DTYPE_INVALID)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "out_dtype '%s' is not a dtype name", m->out_dtype);
+    int ok;
+    fs_dtype_t dt = fs_out_dtype_from_name(m->out_dtype, &ok);
+    if (!ok) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "out_dtype '%s' is not a dtype name or \"stored\"", m->out_dtype);
     fs_hetero_req_t *r = &in->req;
     *r = (fs_hetero_req_t)FS_HETERO_REQ_INIT;
     r->num_hops = H;

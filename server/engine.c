@@ -88,12 +88,24 @@ static int add_tiers(fs_info_t *info, const fs_store_t *store)
     return 0;
 }
 
+/* A table as a gather serves it by default (a compressed one as float32). */
 static int add_table(fs_table_info_t *t, const fs_table_t *src)
 {
     if (!t || fs_info_set_text(&t->name, src->name)) return -1;
-    t->dtype = src->dtype;
     t->rows = src->rows;
-    t->dim = src->dim;
+    if (fs_codec_served(src->codec, src->dtype, src->dim, FS_DTYPE_INVALID, NULL, &t->dtype, &t->dim, NULL) != FS_OK)
+        return -1; /* cannot be: the dataset checked the codec against the table */
+    return 0;
+}
+
+/* ...and, compressed, its stored form. */
+static int add_compressed(fs_info_t *info, const fs_table_t *src)
+{
+    if (src->codec == FS_CODEC_NONE) return 0;
+    fs_compressed_info_t *c = fs_info_add_compressed(info);
+    if (!c || fs_info_set_text(&c->table, src->name) || fs_info_set_text(&c->codec, fs_codec_name(src->codec)))
+        return -1;
+    c->stored_dtype = src->dtype, c->stored_dim = src->dim;
     return 0;
 }
 
@@ -159,11 +171,12 @@ static int add_dataset(fs_info_t *info, const fs_dataset_t *ds)
     info->weighted = ds->edge_weights != NULL;
     info->num_classes = ds->num_classes;
     for (int i = 0; i < ds->num_tables; i++)
-        if (add_table(fs_info_add_table(info), &ds->tables[i])) return -1;
+        if (add_table(fs_info_add_table(info), &ds->tables[i]) || add_compressed(info, &ds->tables[i])) return -1;
     for (int i = 0; i < fs_dataset_num_row_tables(ds); i++) {
         const char **name = fs_info_add_row_table(info);
-        if (!name || fs_info_set_text(name, fs_dataset_row_table(ds, i)->name) ||
-            add_table(fs_info_add_table(info), fs_dataset_row_table(ds, i)))
+        const fs_table_t *t = fs_dataset_row_table(ds, i);
+        if (!name || fs_info_set_text(name, t->name) || add_table(fs_info_add_table(info), t) ||
+            add_compressed(info, t))
             return -1;
     }
     for (int i = 0; ds->propagation && i < ds->propagation->num_row_splits; i++) {
@@ -220,13 +233,9 @@ fs_status_t fs_engine_table(const fs_engine_t *e, const char *table, fs_dtype_t 
     if (st != FS_OK) return st;
     const fs_table_t *t = fs_dataset_served_table(e->ds, table); /* a labelled layout's row tables too */
     if (!t) return fs_dataset_table_not_found(e->ds, table, err);
-    if (*out_dtype == FS_DTYPE_INVALID) *out_dtype = t->dtype;
-    if (*out_dtype != t->dtype && *out_dtype != FS_DTYPE_F32)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "table '%s' is %s: it can be served as %s or float32, not %s",
-                        table, fs_dtype_name(t->dtype), fs_dtype_name(t->dtype), fs_dtype_name(*out_dtype));
-    *out_row_bytes = (size_t)t->dim * fs_dtype_size(*out_dtype);
-    *dim = t->dim;
-    return FS_OK;
+    st = fs_codec_served(t->codec, t->dtype, t->dim, *out_dtype, table, out_dtype, dim, err);
+    if (st == FS_OK) *out_row_bytes = (size_t)*dim * fs_dtype_size(*out_dtype);
+    return st;
 }
 
 /* ---- the executor's host ------------------------------------------------------- */

@@ -82,7 +82,8 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
  * there is none. */
 fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err);
 
-/* Looks up a table and the served row size; out_dtype INVALID = as stored.
+/* Looks up a table and resolves *out_dtype (a request: fs_codec_served) to
+ * the dtype served, with the served row size and dim.
  * On a typed dataset this, fs_engine_sample and fs_engine_gather are
  * FS_ERR_UNSUPPORTED (the homogeneous calls read one graph): typed
  * requests name their types (HeteroSample). */

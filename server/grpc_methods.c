@@ -44,12 +44,12 @@ static fs_status_t check_api_typed(call_t *c, uint32_t version, const char *meth
                     FS_WIRE_API_VERSION_TYPED);
 }
 
-/* "" = as stored; otherwise a dtype name. */
+/* "" = the table's default form, "stored", or a dtype name (fs_codec.h). */
 static fs_status_t parse_out_dtype(call_t *c, const char *name, fs_dtype_t *out)
 {
-    *out = name[0] ? fs_dtype_from_name(name) : FS_DTYPE_INVALID;
-    if (name[0] && *out == FS_DTYPE_INVALID)
-        return fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "out_dtype '%s' is not a dtype name", name);
+    int ok;
+    *out = fs_out_dtype_from_name(name, &ok);
+    if (!ok) return fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "out_dtype '%s' is not a dtype name or \"stored\"", name);
     return FS_OK;
 }
 

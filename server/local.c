@@ -147,6 +147,12 @@ static int on_hello(fs_local_server_t *s, client_t *c, size_t len)
                                           : "this server serves a typed graph's feature tables from disk: unix:// "
                                             "trainers cannot read them yet; connect over grpc://");
     }
+    if (minor < 5 && fs_dataset_num_compressed(ds) > 0) {
+        char why[240];
+        snprintf(why, sizeof why, "this server serves compressed feature tables (featstore compress), which need local "
+                 "protocol 6.5 (featstore 1.5); this client library speaks 6.%u: upgrade it", minor);
+        return send_error(c->fd, FS_ERR_VERSION, why);
+    }
     if (s->welcome.typed && minor < 3) {
         char why[200];
         snprintf(why, sizeof why, "the dataset is a typed graph, which needs local protocol 6.3 (featstore 1.3); "

@@ -134,6 +134,7 @@ fs_status_t fs_local_prepare_welcome(fs_local_server_t *s, fs_error_t *err)
         featstore_local_Table *t = &s->tables[s->num_tables++];
         snprintf(t->name, sizeof t->name, "%s", src->name);
         snprintf(t->dtype, sizeof t->dtype, "%s", fs_dtype_name(src->dtype));
+        if (src->codec != FS_CODEC_NONE) snprintf(t->codec, sizeof t->codec, "%s", fs_codec_name(src->codec));
         t->rows = src->rows;
         t->dim = src->dim;
         st = src->on_disk ? share_disk_table(s, src, t, err) : open_data_fd(s, src->data, &t->data_offset, err);

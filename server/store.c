@@ -756,6 +756,7 @@ fs_status_t fs_store_table_view(const fs_store_t *s, const char *table, int read
     out->num_rows = t->src->rows;
     out->dim = t->src->dim;
     out->row_bytes = t->src->row_bytes;
+    out->codec = t->src->codec;
     if (t->src->on_disk) { /* every row through the host's disk table (never placed: place_rows) */
         if (!t->src->remote)
             return fs_error(err, FS_ERR_UNSUPPORTED, "table '%s' is on disk, and nothing here reads it", table);

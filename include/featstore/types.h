@@ -74,6 +74,13 @@ FS_API size_t fs_dtype_size(fs_dtype_t dt);              /* 0 for INVALID */
 FS_API const char *fs_dtype_name(fs_dtype_t dt);         /* "float32", ... */
 FS_API fs_dtype_t fs_dtype_from_name(const char *name);  /* INVALID if unknown */
 
+/* Since 1.5, an out_dtype only: a table's stored form, whatever it is. A
+ * gather's out_dtype FS_DTYPE_INVALID is the table's default form: as
+ * stored, but float32 for a compressed table (`featstore compress`), whose
+ * stored form this asks for instead: an int8 table's rows of scale, bias
+ * and codes (docs/format.md, "Compressed tables"), or its float16. */
+#define FS_DTYPE_STORED ((fs_dtype_t)64)
+
 /* ---- sampling ----------------------------------------------------------------- */
 
 #define FS_MAX_HOPS 8
@@ -386,6 +393,16 @@ typedef struct {
  * node id (int64, dim 1), so a reader of rows [a, b) learns their nodes. */
 #define FS_ROW_NODE_TABLE "hop_node"
 
+/* Since 1.5: a compressed table (`featstore compress`). `tables` lists it
+ * in the form a gather serves by default, float32 [rows][dim]; this is its
+ * stored form, which an out_dtype of FS_DTYPE_STORED asks for. */
+typedef struct {
+    const char *table;
+    const char *codec;                /* "narrow" (a float16/bfloat16 copy) or "int8" (docs/format.md) */
+    fs_dtype_t stored_dtype;          /* float16, bfloat16 or int8 */
+    int64_t stored_dim;               /* an int8 table's rows are 8 + dim bytes: scale, bias, codes */
+} fs_compressed_info_t;
+
 /* Every list is a counted array of any length, owned by the fs_info_t. */
 typedef struct {
     const char *server_version;
@@ -420,6 +437,9 @@ typedef struct {
     const char *const *row_tables;
     size_t num_row_splits;
     const fs_row_split_info_t *row_splits;
+    /* Since 1.5: the compressed tables among `tables`; none on a typed graph. */
+    size_t num_compressed;
+    const fs_compressed_info_t *compressed;
 } fs_info_t;
 
 /* Frees an fs_info_t and everything it points to. NULL is a no-op. */

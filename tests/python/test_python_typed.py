@@ -19,7 +19,9 @@ examples/train_graphsage_ddp.py (2 DDP ranks reading featstore streams, 10
 epochs) test_acc >= 0.85 and examples/train_sign.py (SIGN over Cora's hop
 tables from chunked row streams) test_acc >= 0.85, each run over unix:// and
 grpc:// with the same seed printing the same final figures; train_sign.py
---model sgc (SGC on hop_2) runs once, its accuracy printed, not asserted.
+--model sgc (SGC on hop_2) runs once, its accuracy printed, not asserted;
+train_sign.py --codec int8 (SIGN over the hop tables' int8 copies, made by
+`featstore compress`) runs once over unix:// and must reach 0.85 too.
 
     /usr/bin/python3 tests/python/test_python_typed.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 
@@ -83,6 +85,8 @@ def setUpModule():
             "link": cora.write_link(os.path.join(tmp, "cora-link")),
             "cora": fs_serve.propagate(ARGS.featstore, fs_serve.import_cora(ARGS.featstore, os.path.join(tmp, "cora")),
                                        hops=3)}
+    subprocess.run([ARGS.featstore, "compress", made["cora"], "--table", "hop_0,hop_1,hop_2,hop_3", "--to", "int8"],
+                   check=True, stderr=subprocess.DEVNULL)  # hop_r_int8: train_sign.py --codec int8
     for name, dataset in made.items():
         proc, ready = fs_serve.start(ARGS.featstore, dataset, os.path.join(tmp, f"{name}.sock"))
         SERVERS[name] = dict(proc=proc, dataset=dataset, sock=os.path.join(tmp, f"{name}.sock"),
@@ -393,6 +397,15 @@ class TypedExamples(unittest.TestCase):
         figures, seconds, _ = run_example("train_sign.py", SERVERS["cora"]["unix"], ARGS.seed, extra=["--model", "sgc"])
         print(f"RESULT train_sign.py --model sgc transport=unix seed={ARGS.seed} test_acc={figures[0]} "
               f"valid={figures[1]} best_epoch={figures[2]} seconds={seconds:.1f}")
+
+    def test_sign_on_int8_hop_tables_learns_cora(self):
+        # the hop tables' int8 copies (featstore compress), served as float32: SIGN learns as on float32
+        figures, seconds, stdout = run_example("train_sign.py", SERVERS["cora"]["unix"], ARGS.seed,
+                                               extra=["--codec", "int8"])
+        self.assertIn("tables=hop_0_int8,hop_1_int8,hop_2_int8,hop_3_int8", stdout.splitlines()[0])
+        print(f"RESULT train_sign.py --codec int8 transport=unix seed={ARGS.seed} test_acc={figures[0]} "
+              f"valid={figures[1]} best_epoch={figures[2]} seconds={seconds:.1f}")
+        self.assertGreaterEqual(float(figures[0]), 0.85)
 
 
 def main():

@@ -32,12 +32,14 @@ when called).
 Modules: featstore.client (the connection), featstore.batch (results and
 the lifetime rule), featstore.info, featstore.hetero (heterogeneous graphs' requests),
 featstore.stream (epoch streams), featstore.plan (their plan),
-featstore.errors, featstore.dataset and featstore.pyg.
+featstore.codec (compressed tables' stored rows), featstore.errors,
+featstore.dataset and featstore.pyg.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from .codec import dequantize
 from .dataset import write_dataset
 from .hopgnn import Micrographs, OwnerGroups, PregatherStats
 
@@ -45,9 +47,10 @@ __all__ = ["connect", "Client", "Batch", "Block", "DeviceArray", "Info", "TableI
            "BatchReleasedError", "Status", "SAMPLE_MODES", "library_path", "library_version", "write_dataset",
            "from_pyg",
            "HeteroBatch", "Stream", "StreamBatch", "StreamLink", "STREAM_ORDERS", "EpochPlan", "OwnerGroups",
-           "Micrographs", "PregatherStats"]
+           "Micrographs", "PregatherStats", "dequantize"]
 # the names that need libfeatstore.so
-_CLIENT = frozenset(__all__) - {"write_dataset", "from_pyg", "OwnerGroups", "Micrographs", "PregatherStats"}
+_CLIENT = frozenset(__all__) - {"write_dataset", "from_pyg", "OwnerGroups", "Micrographs", "PregatherStats",
+                                "dequantize"}
 
 
 def from_pyg(data: Any, path: str, *, name: str | None = None, num_classes: int | None = None,

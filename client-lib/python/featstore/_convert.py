@@ -33,9 +33,15 @@ def dtype_name(code: int) -> str:
 
 
 def dtype_code(dtype: str | DTypeLike | None) -> int:
-    """None -> as stored; else a featstore dtype name ("float32", "bfloat16") or a numpy dtype."""
+    """None -> the table's default form (as stored; float32 for a compressed
+    table); "stored" -> as stored, whatever it is; else a featstore dtype
+    name ("float32", "bfloat16") or a numpy dtype."""
     if dtype is None:
         return 0
+    if isinstance(dtype, str) and dtype == "stored":
+        if not _lib.compressed:
+            raise ValueError('dtype="stored" needs libfeatstore 1.5 or later')
+        return _lib.DTYPE_STORED
     if isinstance(dtype, str):
         code = lib.fs_dtype_from_name(dtype.encode())
     else:

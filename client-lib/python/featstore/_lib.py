@@ -136,6 +136,12 @@ class RowSplitInfoC(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("offset", _i64), ("count", _i64)]
 
 
+class CompressedInfoC(ctypes.Structure):
+    """fs_compressed_info_t (1.5)."""
+    _fields_ = [("table", ctypes.c_char_p), ("codec", ctypes.c_char_p), ("stored_dtype", ctypes.c_int),
+                ("stored_dim", _i64)]
+
+
 class InfoC(ctypes.Structure):
     """fs_info_t: counted arrays of any length. The fields from ``typed`` on
     are 1.3's: read them only from a library that has them (``typed`` below)."""
@@ -157,6 +163,8 @@ class InfoC(ctypes.Structure):
         # 1.5: a labelled layout's row tables (read only from a 1.5 library: `rows`)
         ("num_row_tables", ctypes.c_size_t), ("row_tables", ctypes.POINTER(ctypes.c_char_p)),
         ("num_row_splits", ctypes.c_size_t), ("row_splits", ctypes.POINTER(RowSplitInfoC)),
+        # 1.5: the compressed tables (read only from a 1.5 library: `compressed`)
+        ("num_compressed", ctypes.c_size_t), ("compressed", ctypes.POINTER(CompressedInfoC)),
     ]
 
 
@@ -325,6 +333,9 @@ lib, path = _load()
 version = _bind(lib, path)
 # True: the library is 1.5 or later, whose fs_info_t and fs_stream_batch_t end with the row-table fields
 rows = tuple(int(x) for x in version.split(".")[:2]) >= (1, 5)
+# True: fs_info_t ends with the compressed tables, and out_dtype takes FS_DTYPE_STORED (1.5, as `rows`)
+compressed = rows
+DTYPE_STORED = 64  # FS_DTYPE_STORED (featstore/types.h): a table's stored form, whatever it is
 
 
 # ---- typed graphs (featstore/types.h, featstore/client.h; since 1.3) -------------

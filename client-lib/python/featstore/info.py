@@ -18,10 +18,18 @@ __all__ = ["TableInfo", "TierInfo", "ReaderInfo", "NodeTypeInfo", "EdgeTypeInfo"
 
 @dataclass(frozen=True)
 class TableInfo:
+    """A table as a gather serves it by default (dtype None). A compressed
+    table (``featstore compress``, since 1.5) is served as float32 [rows,
+    dim]; ``codec`` ("narrow" or "int8") and its stored form, which
+    ``dtype="stored"`` returns, are set only for one: an int8 table's
+    stored rows are ``stored_dim`` = 8 + dim bytes (``featstore.dequantize``)."""
     name: str
     dtype: str
     rows: int
     dim: int
+    codec: str | None = None
+    stored_dtype: str | None = None
+    stored_dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,10 @@ def read_info(i: Any) -> Info:
     """An Info from a live fs_info_t (fields a library before 1.3 or 1.5
     lacks are left at their defaults)."""
     tables = _table_infos(i.tables, i.num_tables)
+    for z in i.compressed[:i.num_compressed] if _lib.compressed else ():
+        t = tables[z.table.decode()]
+        tables[t.name] = TableInfo(t.name, t.dtype, t.rows, t.dim, z.codec.decode(), dtype_name(z.stored_dtype),
+                                   z.stored_dim)
     sources = ("local", "peer", "host")
     tiers = tuple(TierInfo(t.kind.decode(), t.device, t.capacity_bytes, t.used_bytes) for t in i.tiers[:i.num_tiers])
     readers = tuple(ReaderInfo(r.reader, dict(zip(sources, r.predicted_bytes)), dict(zip(sources, r.measured_bytes)))

@@ -95,17 +95,27 @@ Test(cuda, without_a_device_typed_sampling_is_no_device)
     fs_typed_sampler_destroy(s);
 }
 
-/* Gathers n random rows on the GPU and on the CPU; compares the bytes. */
-static void gather_both(fs_dtype_t dt, int64_t rows, int64_t dim, fs_dtype_t out_dt, int routed)
+/* Gathers n random rows on the GPU and on the CPU; compares the bytes.
+ * codec FS_CODEC_INT8: dim is the stored one (scale, bias, codes), and
+ * every row gets a finite scale and bias, so both sides decode numbers. */
+static void gather_coded(fs_dtype_t dt, fs_codec_t codec, int64_t rows, int64_t dim, fs_dtype_t out_dt, int routed)
 {
-    size_t esz = fs_dtype_size(dt), rb = (size_t)dim * esz, osz = fs_dtype_size(out_dt);
+    size_t esz = fs_dtype_size(dt), rb = (size_t)dim * esz;
     char *host = malloc((size_t)rows * rb);
     fs_rng_t r = fs_rng_make(5, 5);
-    for (size_t i = 0; i < (size_t)rows * rb; i += 2) *(uint16_t *)(host + i) = (uint16_t)(fs_rng_next(&r) & 0x7bff);
+    for (size_t i = 0; i + 1 < (size_t)rows * rb; i += 2) *(uint16_t *)(host + i) = (uint16_t)(fs_rng_next(&r) & 0x7bff);
+    for (int64_t v = 0; codec == FS_CODEC_INT8 && v < rows; v++) {
+        float head[2] = {(float)(fs_rng_next(&r) >> 40) / 1e9f, (float)(fs_rng_next(&r) >> 40) / 1e6f - 8.0f};
+        memcpy(host + (size_t)v * rb, head, sizeof head);
+    }
     int64_t n = 10007, *ids = malloc((size_t)n * 8);
     for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)fs_rng_below(&r, (uint64_t)rows);
-    fs_table_view_t cpu = {.dtype = dt, .num_rows = rows, .dim = dim, .row_bytes = rb, .num_tiers = 1};
+    fs_table_view_t cpu = {.dtype = dt, .num_rows = rows, .dim = dim, .row_bytes = rb, .num_tiers = 1, .codec = codec};
     cpu.tier[0] = (fs_tier_ref_t){FS_TIER_HOST, -1, host, rows};
+    fs_conv_t conv;
+    size_t out_row;
+    fs_error_t cerr = {0};
+    cr_assert_eq(fs_gather_conv(&cpu, out_dt, &conv, &out_row, &cerr), FS_OK, "%s", cerr.msg);
     fs_table_view_t gpu = cpu;
     fs_error_t err = {0};
     void *pinned = NULL, *dev_half = NULL, *dev_route = NULL;
@@ -132,20 +142,25 @@ static void gather_both(fs_dtype_t dt, int64_t rows, int64_t dim, fs_dtype_t out
         gpu.tier[0].kind = FS_TIER_DEVICE;
     }
     void *dev_ids = to_device(ids, (size_t)n * 8), *dev_out;
-    cr_assert_eq(fs_cuda_alloc_device(0, (size_t)n * (size_t)dim * osz, &dev_out, &err), FS_OK);
-    char *want = malloc((size_t)n * (size_t)dim * osz), *got = malloc((size_t)n * (size_t)dim * osz);
+    cr_assert_eq(fs_cuda_alloc_device(0, (size_t)n * out_row, &dev_out, &err), FS_OK);
+    char *want = malloc((size_t)n * out_row), *got = malloc((size_t)n * out_row);
     fs_gather_counters_t c = {0};
     cr_assert_eq(fs_gather_cpu(&cpu, ids, n, out_dt, want, NULL, NULL, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(fs_gather_cuda(0, &gpu, dev_ids, n, out_dt, dev_out, &c, &err), FS_OK, "%s", err.msg);
-    cr_assert_eq(fs_cuda_copy(got, dev_out, (size_t)n * (size_t)dim * osz, &err), FS_OK);
-    cr_assert_arr_eq(got, want, (size_t)n * (size_t)dim * osz, "%s dim %lld routed %d", fs_dtype_name(dt), (long long)dim,
-                     routed);
+    cr_assert_eq(fs_cuda_copy(got, dev_out, (size_t)n * out_row, &err), FS_OK);
+    cr_assert_arr_eq(got, want, (size_t)n * out_row, "%s (codec %s) dim %lld routed %d", fs_dtype_name(dt),
+                     fs_codec_name(codec), (long long)dim, routed);
     cr_assert_eq(c.rows[0] + c.rows[1], (uint64_t)n);
     fs_cuda_free_device(dev_ids), fs_cuda_free_device(dev_out), fs_cuda_free_device(dev_half);
     fs_cuda_free_device(dev_route);
     if (!routed) fs_cuda_free_device((void *)gpu.tier[0].base);
     fs_cuda_free_pinned(pinned);
     free(host), free(ids), free(want), free(got);
+}
+
+static void gather_both(fs_dtype_t dt, int64_t rows, int64_t dim, fs_dtype_t out_dt, int routed)
+{
+    gather_coded(dt, FS_CODEC_NONE, rows, dim, out_dt, routed);
 }
 
 Test(cuda, gather_matches_cpu)
@@ -157,6 +172,18 @@ Test(cuda, gather_matches_cpu)
     gather_both(FS_DTYPE_BF16, 50000, 64, FS_DTYPE_F32, 0);
     gather_both(FS_DTYPE_F16, 50000, 30, FS_DTYPE_F32, 0);
     gather_both(FS_DTYPE_F32, 50000, 128, FS_DTYPE_F32, 1); /* pinned + device tiers via UVA */
+}
+
+/* int8 rows (scale, bias, codes) decoded by the kernel equal the CPU
+ * twin's float32, bit for bit: aligned rows, odd-length ones (scale and
+ * bias unaligned), across tiers; and the stored form passes through. */
+Test(cuda, int8_gather_decodes_as_the_cpu_twin)
+{
+    gpu_or_skip();
+    gather_coded(FS_DTYPE_I8, FS_CODEC_INT8, 50000, 128 + 8, FS_DTYPE_F32, 0);
+    gather_coded(FS_DTYPE_I8, FS_CODEC_INT8, 50000, 37 + 8, FS_DTYPE_F32, 0);
+    gather_coded(FS_DTYPE_I8, FS_CODEC_INT8, 50000, 1433 + 8, FS_DTYPE_F32, 1);
+    gather_coded(FS_DTYPE_I8, FS_CODEC_INT8, 50000, 100 + 8, FS_DTYPE_I8, 0);
 }
 
 /* The host tier as the server has it: an ordinary read-only mapping,
