@@ -61,6 +61,8 @@ static int fuzz_dataset_fixture(const char *dir)
     static const int64_t edge_time[FIXTURE_EDGES] = {1, 5, 2, 0, 9, 3, 4, 4}, edge_time_bad[FIXTURE_EDGES] = {5, 1, 2, 0, 9, 3, 4, 4};
     float feat[FIXTURE_NODES * 4];
     uint16_t half[FIXTURE_NODES * 3], bf16[FIXTURE_NODES * 2];
+    int8_t q8[FIXTURE_NODES * 12]; /* an int8 table's rows: scale, bias, 4 codes (kernels/fs_codec.h) */
+    for (int i = 0; i < FIXTURE_NODES * 12; i++) q8[i] = (int8_t)(i * 37);
     for (int i = 0; i < FIXTURE_NODES * 4; i++) feat[i] = (float)i * 0.5f;
     for (int i = 0; i < FIXTURE_NODES * 3; i++) half[i] = (uint16_t)(0x3c00 + i);
     for (int i = 0; i < FIXTURE_NODES * 2; i++) bf16[i] = (uint16_t)(0x3f80 + i);
@@ -77,6 +79,7 @@ static int fuzz_dataset_fixture(const char *dir)
            fixture_npy(dir, "table_feat.npy", FS_DTYPE_F32, 2, FIXTURE_NODES, 4, feat, 0) ||
            fixture_npy(dir, "table_half.npy", FS_DTYPE_F16, 2, FIXTURE_NODES, 3, half, 0) ||
            fixture_npy(dir, "table_bf16.npy", FS_DTYPE_BF16, 2, FIXTURE_NODES, 2, bf16, 0) ||
+           fixture_npy(dir, "table_q8.npy", FS_DTYPE_I8, 2, FIXTURE_NODES, 12, q8, 0) ||
            fixture_npy(dir, "table_short.npy", FS_DTYPE_F32, 2, FIXTURE_NODES - 1, 4, feat, 0) ||
            fixture_npy(dir, "labels.npy", FS_DTYPE_I64, 1, FIXTURE_NODES, 0, labels, 0) ||
            fixture_npy(dir, "split_train.npy", FS_DTYPE_I64, 1, 3, 0, train, 0) ||

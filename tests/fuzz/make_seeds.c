@@ -152,6 +152,13 @@ static void manifest_seeds(void)
     put_text("fuzz_manifest", "propagated", text);
     snprintf(text, sizeof text, "{%s, \"topology\": {\"indptr\": \"indptr.npy\", \"indices\": \"indices.npy\"}}", head);
     put_text("fuzz_manifest", "minimal", text);
+    /* compressed tables as `featstore compress` records them, and codecs that do not fit */
+    snprintf(text, sizeof text, "{%s, \"topology\": {\"indptr\": \"indptr.npy\", \"indices\": \"indices.npy\"}, "
+             "\"features\": {\"q\": {\"file\": \"table_q8.npy\", \"dtype\": \"int8\", \"codec\": \"int8\", "
+             "\"source\": \"feat\", \"max_abs_error\": 0.5}, \"h\": {\"file\": \"table_half.npy\", \"dtype\": "
+             "\"float16\", \"codec\": \"narrow\"}, \"x\": {\"file\": \"table_feat.npy\", \"codec\": \"int8\"}}}",
+             head);
+    put_text("fuzz_manifest", "compressed", text);
     snprintf(text, sizeof text, "{%s, \"topology\": {\"indptr\": \"indptr.npy\", \"indices\": \"indices64.npy\"}, "
              "\"features\": {\"feat\": {\"file\": \"table_feat.npy\"}}, \"splits\": {\"train\": \"split_train.npy\", "
              "\"bad\": \"split_bad.npy\"}}", head);
