@@ -182,7 +182,7 @@ static fs_status_t make_views(cluster_t *K, fs_error_t *err)
         const fs_cluster_table_t *tb = &ty->tables[i];
         K->tables[i] = (fs_table_view_t){.dtype = tb->dtype, .num_rows = ty->count, .dim = tb->dim,
                                          .row_bytes = tb->row_bytes, .num_tiers = 1,
-                                         .remote = fs_cluster_conn_table(K->conn, 0, i)};
+                                         .remote = fs_cluster_conn_table(K->conn, 0, i), .codec = tb->codec};
         K->tables[i].tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1};
     }
     K->limits.num_nodes = ty->count, K->limits.num_edges = K->graph.num_edges;
@@ -203,9 +203,10 @@ static fs_status_t typed_tables(cluster_t *K, int t, fs_error_t *err)
         const fs_cluster_table_t *tb = &ty->tables[i];
         snprintf(tabs[i].name, sizeof tabs[i].name, "%s", tb->name);
         tabs[i].dtype = tb->dtype, tabs[i].rows = ty->count, tabs[i].dim = tb->dim, tabs[i].row_bytes = tb->row_bytes;
+        tabs[i].codec = tb->codec;
         views[i] = (fs_table_view_t){.dtype = tb->dtype, .num_rows = ty->count, .dim = tb->dim,
                                      .row_bytes = tb->row_bytes, .num_tiers = 1,
-                                     .remote = fs_cluster_conn_table(K->conn, t, i)};
+                                     .remote = fs_cluster_conn_table(K->conn, t, i), .codec = tb->codec};
         views[i].tier[0] = (fs_tier_ref_t){.kind = FS_TIER_HOST, .device = -1};
     }
     nt->num_tables = ty->num_tables;
@@ -483,7 +484,7 @@ static fs_status_t run(fs_client_t *c, const int64_t *ids, int64_t n, const fs_s
     }
     if (r.table) {
         p->kind |= FS_BATCH_GATHER;
-        p->features = res.rows, p->rows = res.num_rows, p->dim = r.table->dim, p->dtype = r.dtype;
+        p->features = res.rows, p->rows = res.num_rows, p->dim = fs_exec_row_dim(&r), p->dtype = r.dtype;
     }
     b->mem = into.base;
     b->priv.release = release_batch;
@@ -766,11 +767,11 @@ static void cluster_count_hopgnn(fs_client_t *c, int64_t pairs, int64_t colocate
     fs_cluster_count_hopgnn(((cluster_t *)c->impl)->cl, pairs, colocated, requested, rows);
 }
 
-static int add_table(fs_table_info_t *t, const fs_cluster_table_t *tb, int64_t rows)
+/* A table as a gather serves it by default; `listed`: with its stored form
+ * when compressed (the version-1 tables). */
+static int add_table(fs_info_t *info, fs_table_info_t *t, const fs_cluster_table_t *tb, int64_t rows, int listed)
 {
-    if (!t || fs_info_set_text(&t->name, tb->name)) return -1;
-    t->dtype = tb->dtype, t->rows = rows, t->dim = tb->dim;
-    return 0;
+    return fs_info_set_table(info, t, tb->name, tb->dtype, rows, tb->dim, tb->codec, listed);
 }
 
 /* The cluster as one dataset: the book's types and tables. */
@@ -783,7 +784,7 @@ static int fill_info(const fs_cluster_t *cl, fs_info_t *info)
         info->num_nodes = ty0->count, info->num_classes = ty0->num_classes, info->num_edges = cl->etypes[0].num_edges,
         info->weighted = cl->etypes[0].weighted;
     for (int i = 0; !bad && !info->typed && i < ty0->num_tables; i++)
-        bad = add_table(fs_info_add_table(info), &ty0->tables[i], ty0->count);
+        bad = add_table(info, fs_info_add_table(info), &ty0->tables[i], ty0->count, 1);
     for (int i = 0; !bad && !info->typed && i < ty0->num_splits; i++) {
         const char **s = fs_info_add_split(info);
         bad = !s || fs_info_set_text(s, ty0->splits[i].name);
@@ -795,7 +796,7 @@ static int fill_info(const fs_cluster_t *cl, fs_info_t *info)
         if (bad) break;
         nt->count = ty->count, nt->num_classes = ty->num_classes, nt->timed = ty->timed;
         for (int i = 0; !bad && i < ty->num_tables; i++)
-            bad = add_table(fs_info_add_node_type_table(nt), &ty->tables[i], ty->count);
+            bad = add_table(info, fs_info_add_node_type_table(nt), &ty->tables[i], ty->count, 0);
         for (int i = 0; !bad && i < ty->num_splits; i++) {
             const char **s = fs_info_add_node_type_split(nt);
             bad = !s || fs_info_set_text(s, ty->splits[i].name);

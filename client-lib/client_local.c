@@ -526,7 +526,7 @@ static void fill_batch(local_batch_t *b, const fs_exec_req_t *r, const fs_exec_r
     if (r->table) {
         p->kind |= FS_BATCH_GATHER;
         p->features = res->rows, p->rows = res->num_rows, p->dtype = r->dtype;
-        p->dim = (int64_t)(fs_exec_row_bytes(r) / fs_dtype_size(r->dtype));
+        p->dim = fs_exec_row_dim(r);
         if (res->rows_device >= 0) p->features_memory = FS_MEM_DEVICE, p->features_device = res->rows_device;
     }
 }

@@ -121,6 +121,10 @@ static fs_status_t read_tables(fs_cluster_t *c, json_t *list, fs_cluster_type_t 
             return bad_book(c, err, "a table needs a \"name\", a known \"dtype\" and a \"dim\" >= 1");
         tb->dim = json_integer_value(dim);
         tb->row_bytes = (size_t)tb->dim * fs_dtype_size(tb->dtype);
+        tb->codec = fs_codec_from_name(json_string_value(json_object_get(o, "codec")));
+        if (tb->codec == FS_CODEC_COUNT_ || !fs_codec_fits(tb->codec, tb->dtype, tb->dim))
+            return bad_book(c, err, "a table's \"codec\" must be \"narrow\" (float16/bfloat16) or \"int8\" (int8, "
+                                    "dim > 8)");
         ty->num_tables++;
     }
     return FS_OK;

@@ -62,6 +62,7 @@ typedef struct {
     fs_dtype_t dtype;
     int64_t dim;
     size_t row_bytes;
+    fs_codec_t codec;            /* a compressed table's (kernels/fs_codec.h); dtype and dim as stored */
 } fs_cluster_table_t;
 
 typedef struct {

@@ -186,10 +186,13 @@ static json_t *node_types_json(pt_job_t *j, json_t *files, fs_partition_report_t
         }
         /* and what a trainer serves from the shards: the tables' shapes */
         json_t *tables = json_array();
-        for (int i = 0; i < nt->num_tables; i++)
-            json_array_append_new(tables, json_pack("{s:s, s:s, s:I}", "name", nt->tables[i].name, "dtype",
-                                                    fs_dtype_name(nt->tables[i].dtype), "dim",
-                                                    (json_int_t)nt->tables[i].dim));
+        for (int i = 0; i < nt->num_tables; i++) {
+            json_t *tb = json_pack("{s:s, s:s, s:I}", "name", nt->tables[i].name, "dtype",
+                                   fs_dtype_name(nt->tables[i].dtype), "dim", (json_int_t)nt->tables[i].dim);
+            if (nt->tables[i].codec != FS_CODEC_NONE)
+                json_object_set_new(tb, "codec", json_string(fs_codec_name(nt->tables[i].codec)));
+            json_array_append_new(tables, tb);
+        }
         char hot_file[160];
         snprintf(hot_file, sizeof hot_file, "%s.hot.npy", nt->name);
         if (*s == FS_OK) *s = write_hot(j, t, hot_file, files);

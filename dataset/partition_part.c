@@ -99,7 +99,9 @@ static fs_status_t write_tables(part_t *pp, int t, json_t *o)
         snprintf(what, sizeof what, "table_%s", tab->name);
         fs_status_t s = node_array(pp, t, what, tab->data, tab->dtype, tab->dim, 2, file);
         if (s != FS_OK) return s;
-        json_object_set_new(feats, tab->name, json_pack("{s:s, s:s}", "file", file, "dtype", fs_dtype_name(tab->dtype)));
+        json_t *entry = json_pack("{s:s, s:s}", "file", file, "dtype", fs_dtype_name(tab->dtype));
+        if (tab->codec != FS_CODEC_NONE) json_object_set_new(entry, "codec", json_string(fs_codec_name(tab->codec)));
+        json_object_set_new(feats, tab->name, entry);
     }
     return FS_OK;
 }

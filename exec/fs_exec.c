@@ -21,6 +21,12 @@ size_t fs_exec_row_bytes(const fs_exec_req_t *r)
     return out_row;
 }
 
+int64_t fs_exec_row_dim(const fs_exec_req_t *r)
+{
+    size_t size = fs_dtype_size(r->dtype);
+    return size ? (int64_t)(fs_exec_row_bytes(r) / size) : 0;
+}
+
 fs_status_t fs_exec_check(const fs_exec_t *x, const fs_exec_req_t *r, fs_error_t *err)
 {
     return fs_limits_check(x->limits, r->n, r->sample, fs_exec_row_bytes(r), err);

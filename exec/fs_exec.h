@@ -98,6 +98,8 @@ typedef struct {
 /* The served size of one row of r (0 without a table, or when dtype is not
  * one the table can be served as). */
 size_t fs_exec_row_bytes(const fs_exec_req_t *r);
+/* The served width of one row of r (a compressed table's decoded dim), 0 as above. */
+int64_t fs_exec_row_dim(const fs_exec_req_t *r);
 
 /* Where a result goes: memory of the host's, which it grows on request.
  * base and cap are the memory as it is now (NULL and 0 before any). */

@@ -88,25 +88,11 @@ static int add_tiers(fs_info_t *info, const fs_store_t *store)
     return 0;
 }
 
-/* A table as a gather serves it by default (a compressed one as float32). */
-static int add_table(fs_table_info_t *t, const fs_table_t *src)
+/* A table as a gather serves it by default; `listed`: with its stored form
+ * when compressed (the version-1 tables). */
+static int add_table(fs_info_t *info, fs_table_info_t *t, const fs_table_t *src, int listed)
 {
-    if (!t || fs_info_set_text(&t->name, src->name)) return -1;
-    t->rows = src->rows;
-    if (fs_codec_served(src->codec, src->dtype, src->dim, FS_DTYPE_INVALID, NULL, &t->dtype, &t->dim, NULL) != FS_OK)
-        return -1; /* cannot be: the dataset checked the codec against the table */
-    return 0;
-}
-
-/* ...and, compressed, its stored form. */
-static int add_compressed(fs_info_t *info, const fs_table_t *src)
-{
-    if (src->codec == FS_CODEC_NONE) return 0;
-    fs_compressed_info_t *c = fs_info_add_compressed(info);
-    if (!c || fs_info_set_text(&c->table, src->name) || fs_info_set_text(&c->codec, fs_codec_name(src->codec)))
-        return -1;
-    c->stored_dtype = src->dtype, c->stored_dim = src->dim;
-    return 0;
+    return fs_info_set_table(info, t, src->name, src->dtype, src->rows, src->dim, src->codec, listed);
 }
 
 static int add_node_type(fs_info_t *info, const fs_node_type_t *src)
@@ -117,7 +103,7 @@ static int add_node_type(fs_info_t *info, const fs_node_type_t *src)
     t->num_classes = src->num_classes;
     t->timed = src->time != NULL;
     for (int i = 0; i < src->num_tables; i++)
-        if (add_table(fs_info_add_node_type_table(t), &src->tables[i])) return -1;
+        if (add_table(info, fs_info_add_node_type_table(t), &src->tables[i], 0)) return -1;
     for (int i = 0; i < src->num_splits; i++) {
         const char **name = fs_info_add_node_type_split(t);
         if (!name || fs_info_set_text(name, src->splits[i].name)) return -1;
@@ -136,7 +122,7 @@ static int add_edge_type(fs_info_t *info, const fs_edge_type_t *src)
     e->timed = src->time != NULL;
     e->reverse = src->reverse;
     for (int i = 0; i < src->num_tables; i++)
-        if (add_table(fs_info_add_edge_type_table(e), &src->tables[i])) return -1;
+        if (add_table(info, fs_info_add_edge_type_table(e), &src->tables[i], 0)) return -1;
     return 0;
 }
 
@@ -171,13 +157,11 @@ static int add_dataset(fs_info_t *info, const fs_dataset_t *ds)
     info->weighted = ds->edge_weights != NULL;
     info->num_classes = ds->num_classes;
     for (int i = 0; i < ds->num_tables; i++)
-        if (add_table(fs_info_add_table(info), &ds->tables[i]) || add_compressed(info, &ds->tables[i])) return -1;
+        if (add_table(info, fs_info_add_table(info), &ds->tables[i], 1)) return -1;
     for (int i = 0; i < fs_dataset_num_row_tables(ds); i++) {
         const char **name = fs_info_add_row_table(info);
         const fs_table_t *t = fs_dataset_row_table(ds, i);
-        if (!name || fs_info_set_text(name, t->name) || add_table(fs_info_add_table(info), t) ||
-            add_compressed(info, t))
-            return -1;
+        if (!name || fs_info_set_text(name, t->name) || add_table(info, fs_info_add_table(info), t, 1)) return -1;
     }
     for (int i = 0; ds->propagation && i < ds->propagation->num_row_splits; i++) {
         const fs_row_split_t *src = &ds->propagation->row_splits[i];

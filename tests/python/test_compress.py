@@ -10,7 +10,8 @@ gathers, sampled batches, hetero (PyG's) calls and epoch streams serve a
 compressed table as float32 by default, equal to the decode, and as stored
 with dtype="stored" (featstore.dequantize gives the same float32 back).
 float16 and bfloat16 copies are the rounded values. The same int8 table
-served from disk (`--mem-budget`) decodes the same. Bad input names the
+served from disk (`--mem-budget`), or by a sharded cluster of its
+partitions (etcd://; skipped without etcd), decodes the same. Bad input names the
 problem and changes nothing: an unknown table, the labels, a compressed
 table, a value float16 cannot hold, a non-finite value, a name taken (an
 earlier compress's is replaced only with --force), a wrong --to.
@@ -149,6 +150,28 @@ class Compress(unittest.TestCase):
                     np.testing.assert_array_equal(b.features, self.decoded[ids])
                 with c.gather(ids, "feat_int8", dtype="stored") as b:
                     np.testing.assert_array_equal(b.features, self.raw[ids])
+
+    def test_a_sharded_cluster_serves_them_the_same(self):
+        if not fs_serve.etcd_bin():
+            self.skipTest("no etcd installed (apt-get install etcd-server)")
+        parts = os.path.join(self.tmp, "parts")
+        run("partition", self.data, "--parts", "2", "--out", parts)
+        proc, endpoint = fs_serve.start_etcd(self.tmp)
+        self.procs.append(proc)
+        sock = os.path.join(self.tmp, "shard1.sock")  # one shard answered in process, one over gRPC
+        for k, sock_k in ((0, None), (1, sock)):
+            self.procs.append(fs_serve.start_shard(ARGS.featstore, parts, str(k), endpoint, "z", k, socket=sock_k,
+                                                   stderr=subprocess.DEVNULL)[0])
+        with featstore.connect(f"etcd://{endpoint}/z") as c:
+            self.assertEqual(c.info().tables["feat_int8"].codec, "int8")
+            ids = np.random.default_rng(7).integers(0, len(self.feat), 1500)
+            with c.gather(ids, "feat_int8") as b:
+                np.testing.assert_array_equal(b.features, self.decoded[ids])
+            with c.gather(ids, "feat_int8", dtype="stored") as b:
+                np.testing.assert_array_equal(b.features, self.raw[ids])
+            h = c.hetero_sample({"node": ids[:64]}, {("node", "to", "node"): [5, 5]}, node_tables=["feat_int8"], seed=2)
+            np.testing.assert_array_equal(h.x["node"]["feat_int8"], self.decoded[h.nodes["node"]])
+            h.release()
 
     def refused(self, data, args, needle):
         before = open(os.path.join(data, "manifest.json")).read()
