@@ -591,15 +591,35 @@ static fs_status_t local_sample_gather(fs_client_t *c, const int64_t *seeds, int
 
 /* ---- typed graphs ------------------------------------------------------------------ */
 
+/* The tables the server serves from disk read through this layout's disk
+ * tables (the cache every trainer shares), as the homogeneous calls read
+ * them: set at open and again after a relayout replaced the layout. */
+static void bind_disk_tables(local_t *L)
+{
+    typed_t *T = &L->typed;
+    const layout_t *Y = L->lay;
+    if (T->bound && T->bound_generation == Y->w.generation) return;
+    for (int i = 0; i < T->ds->num_tables; i++) {
+        fs_table_t *t = &T->ds->tables[i];
+        for (size_t k = 0; t->on_disk && k < Y->tables.count; k++)
+            if (Y->views[k].remote && strcmp(fs_local_table_at(Y, k)->name, t->name) == 0) {
+                t->remote = Y->views[k].remote;
+                if (T->graph.node_views) T->graph.node_views[0][i].remote = t->remote;
+            }
+    }
+    T->bound = 1, T->bound_generation = Y->w.generation;
+}
+
 /* Opens the dataset the server validated, from its descriptors: the same
- * manifest and files, mapped read-only and shared (fs_dataset_open_fds). */
+ * manifest and files, mapped read-only and shared (fs_dataset_open_fds),
+ * but the tables it serves from disk left there, read through the cache. */
 static fs_status_t open_typed(fs_client_t *c, local_t *L)
 {
     typed_t *T = &L->typed;
-    if (T->ds) return FS_OK;
-    if (L->lay->num_on_disk > 0) /* the typed engine would map the tables the server reads from disk */
-        return fs_client_fail(c, FS_ERR_UNSUPPORTED, "this server serves feature tables from disk: typed (hetero and "
-                              "link) calls over unix:// cannot read them yet; make them over grpc://");
+    if (T->ds) {
+        bind_disk_tables(L);
+        return FS_OK;
+    }
     if (T->manifest_fd < 0)
         return fs_client_fail(c, FS_ERR_UNSUPPORTED, "this server speaks local protocol 6.%u, before typed sampling "
                               "(6.3, featstore 1.3): upgrade the server", L->lay->w.minor);
@@ -608,10 +628,17 @@ static fs_status_t open_typed(fs_client_t *c, local_t *L)
     fs_error_t err = {0};
     fs_status_t st = pread(T->manifest_fd, text, T->manifest_bytes, 0) == (ssize_t)T->manifest_bytes
                          ? FS_OK : fs_error(&err, FS_ERR_IO, "cannot read the server's manifest: %s", strerror(errno));
+    const char **on_disk = calloc(L->lay->tables.count + 1, sizeof *on_disk);
+    int n = 0;
+    for (size_t k = 0; on_disk && k < L->lay->tables.count; k++)
+        if (L->lay->views[k].remote) on_disk[n++] = fs_local_table_at(L->lay, k)->name;
+    if (st == FS_OK && !on_disk) st = fs_error(&err, FS_ERR_NOMEM, "out of memory");
     if (st == FS_OK)
-        st = fs_dataset_open_fds(L->lay->w.dataset, text, T->manifest_bytes, (const char *const *)T->names, T->fds,
-                                 (int)T->num_files, c->opts.threads, &T->ds, &err);
+        st = fs_dataset_open_fds_on_disk(L->lay->w.dataset, text, T->manifest_bytes, (const char *const *)T->names,
+                                         T->fds, (int)T->num_files, on_disk, n, c->opts.threads, &T->ds, &err);
     free(text);
+    free(on_disk);
+    if (st == FS_OK) bind_disk_tables(L);
     if (st == FS_OK && (st = fs_exec_typed_graph_init(&T->graph, T->ds, &err)) != FS_OK) {
         fs_dataset_close(T->ds);
         T->ds = NULL;

@@ -78,6 +78,8 @@ typedef struct {
     fs_dataset_t *ds;              /* opened: ds != NULL */
     fs_exec_typed_graph_t graph;
     fs_typed_sampler_t *sampler;
+    int bound;                     /* ds's on-disk tables read through the disk tables of the layout of */
+    uint64_t bound_generation;     /* ...this placement generation (a relayout makes a new layout) */
 } typed_t;
 
 typedef struct {

@@ -138,7 +138,7 @@ fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, cons
 
     uint64_t copied;
     fs_status_t s = FS_OK;
-    if ((c->flags & FS_OPEN_COPY) && c->table_file && ds_budget_table_to_disk(c, m->len)) {
+    if (c->table_file && (c->table_on_disk || ((c->flags & FS_OPEN_COPY) && ds_budget_table_to_disk(c, m->len)))) {
         m->fd = fd; /* the table's own file, read from disk by its rows (budget.c) */
         if ((s = ds_open_on_disk(c, path, m, h)) == FS_OK) *data = NULL;
         return s;
@@ -388,8 +388,11 @@ fs_status_t ds_open_tables(open_ctx_t *c, json_t *feats, int64_t rows, const cha
         if ((s = ds_need_file(c, t, "file", &f)))
             return s;
         c->table_file = 1;
+        c->table_on_disk = 0;
+        for (int k = 0; c->given && k < c->given->num_on_disk; k++)
+            c->table_on_disk |= strcmp(c->given->on_disk[k], name) == 0;
         s = ds_map_npy(c, f, &h, &d);
-        c->table_file = 0;
+        c->table_file = c->table_on_disk = 0;
         if (s || (s = ds_expect_shape(c, f, &h, 2, rows, "a feature table")))
             return s;
         const char *dts = ds_json_str(t, "dtype"), *codec = ds_json_str(t, "codec");
@@ -672,6 +675,13 @@ fs_status_t fs_dataset_open_manifest(const char *dir, const char *text, size_t l
 fs_status_t fs_dataset_open_fds(const char *name, const char *text, size_t len, const char *const *files,
                                 const int *fds, int num_files, int threads, fs_dataset_t **out, fs_error_t *err)
 {
+    return fs_dataset_open_fds_on_disk(name, text, len, files, fds, num_files, NULL, 0, threads, out, err);
+}
+
+fs_status_t fs_dataset_open_fds_on_disk(const char *name, const char *text, size_t len, const char *const *files,
+                                        const int *fds, int num_files, const char *const *on_disk, int num_on_disk,
+                                        int threads, fs_dataset_t **out, fs_error_t *err)
+{
     *out = NULL;
     if (!name || !text || num_files < 0 || (num_files > 0 && (!files || !fds)))
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "fs_dataset_open_fds: a name, the manifest's text and %d "
@@ -679,7 +689,7 @@ fs_status_t fs_dataset_open_fds(const char *name, const char *text, size_t len, 
     json_error_t jerr;
     json_t *m = json_loadb(text, len, 0, &jerr);
     if (!m) return fs_error(err, FS_ERR_FORMAT, "%s/%s: line %d: %s", name, FS_MANIFEST, jerr.line, jerr.text);
-    ds_given_files_t given = {files, fds, num_files};
+    ds_given_files_t given = {files, fds, num_files, on_disk, num_on_disk};
     fs_status_t s = open_with_manifest(name, m, 0, NULL, threads, &given, out, err);
     json_decref(m);
     return s;

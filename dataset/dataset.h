@@ -277,6 +277,12 @@ void fs_dataset_close(fs_dataset_t *ds);
  * the directory in messages (and in ds->dir). */
 fs_status_t fs_dataset_open_fds(const char *name, const char *text, size_t len, const char *const *files,
                                 const int *fds, int num_files, int threads, fs_dataset_t **out, fs_error_t *err);
+/* The same, leaving the feature tables named in on_disk[0..num_on_disk) on
+ * disk (fs_table_t.on_disk: header read, never mapped; whoever serves them
+ * sets `remote`): a trainer of a server that reads them from disk. */
+fs_status_t fs_dataset_open_fds_on_disk(const char *name, const char *text, size_t len, const char *const *files,
+                                        const int *fds, int num_files, const char *const *on_disk, int num_on_disk,
+                                        int threads, fs_dataset_t **out, fs_error_t *err);
 
 /* fs_dataset_open with the manifest's text given in memory (text[0..len),
  * not NUL-terminated) instead of read from dir/manifest.json; the arrays

@@ -14,6 +14,8 @@ typedef struct {
     const char *const *names;
     const int *fds;
     int count;
+    const char *const *on_disk;    /* feature tables (by name) to leave on disk, never mapped */
+    int num_on_disk;
 } ds_given_files_t;
 
 /* One mapped file of the dataset. */
@@ -44,6 +46,7 @@ typedef struct {
     ds_copy_t copy;           /* with FS_OPEN_COPY */
     int threads;
     int table_file;           /* the file being opened is a feature table's: it may stay on disk */
+    int table_on_disk;        /* ...and it must (ds_given_files_t.on_disk) */
     int budget_given;         /* FS_OPEN_COPY's memory budget (budget.c) */
     size_t budget, copied;
     fs_error_t *err;
