@@ -114,7 +114,9 @@ fs_status_t cli_fraction(cli_t *c, cli_opt_t o, double *out, fs_error_t *err);  
  * 1024; "B" and "iB" optional), at least `min` bytes. */
 fs_status_t cli_bytes(cli_t *c, cli_opt_t o, size_t min, size_t *out, fs_error_t *err);
 fs_status_t cli_split(const cli_t *c, int out[3], fs_error_t *err);                   /* --split / --no-split */
-fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err);             /* a feature dtype (or f32, f16, bf16) */
+/* A feature dtype (or f32, f16/fp16, bf16) of option o (--dtype, --to); int8
+ * too when `int8` (a compressed table: scale, bias and codes a row). */
+fs_status_t cli_dtype(const cli_t *c, cli_opt_t o, int int8, fs_dtype_t *out, fs_error_t *err);
 fs_status_t cli_abc(const cli_t *c, double out[3], fs_error_t *err);
 /* A duration: "250ms", "5s", "2m", or a number of seconds ("1.5"); "0" is
  * 0 (off, where the option allows it). Whole milliseconds in [0, max_ms]. */

@@ -10,19 +10,6 @@
 #include "cli.h"
 #include "compress.h"
 
-/* --to: int8, or float16/bfloat16 by either spelling. */
-static fs_status_t read_to(const cli_t *c, fs_dtype_t *to, fs_error_t *err)
-{
-    const char *t = c->text[OPT_TO];
-    *to = !strcmp(t, "int8") ? FS_DTYPE_I8
-          : !strcmp(t, "fp16") || !strcmp(t, "float16") ? FS_DTYPE_F16
-          : !strcmp(t, "bf16") || !strcmp(t, "bfloat16") ? FS_DTYPE_BF16
-                                                         : FS_DTYPE_INVALID;
-    if (*to == FS_DTYPE_INVALID)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--to must be int8, fp16 (float16) or bf16 (bfloat16), got '%s'", t);
-    return FS_OK;
-}
-
 /* --table a,b,c into names (pointers into list, which it edits). */
 static fs_status_t read_tables(char *list, const char **names, int *n, fs_error_t *err)
 {
@@ -68,7 +55,7 @@ int cmd_compress(int argc, char **argv)
     long long threads = 0;
     fs_error_t err = {0};
     fs_status_t s = list ? read_tables(list, names, &o.num_tables, &err) : fs_error(&err, FS_ERR_NOMEM, "out of memory");
-    if (s == FS_OK) s = read_to(&c, &o.to, &err);
+    if (s == FS_OK) s = cli_dtype(&c, OPT_TO, 1, &o.to, &err);
     if (s == FS_OK) s = cli_int(&c, OPT_THREADS, 1, 256, &threads, &err);
     if (s != FS_OK) {
         free(list);

@@ -99,7 +99,7 @@ int cmd_gen(int argc, char **argv)
     if (st == FS_OK) st = cli_int(&c, OPT_EF, 1, 1024, &ef, &err);
     if (st == FS_OK) st = cli_int(&c, OPT_DIM, 0, 65536, &dim, &err);
     if (st == FS_OK) st = cli_int(&c, OPT_CLASSES, 1, 1 << 20, &classes, &err);
-    if (st == FS_OK) st = cli_dtype(&c, &o.dtype, &err);
+    if (st == FS_OK) st = cli_dtype(&c, OPT_DTYPE, 0, &o.dtype, &err);
     if (st == FS_OK) st = cli_abc(&c, abc, &err);
     if (st != FS_OK) return cli_usage("%s", err.msg);
     o.scale = (int)scale, o.edge_factor = (int)ef, o.dim = dim, o.num_classes = (int)classes;

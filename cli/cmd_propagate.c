@@ -19,7 +19,7 @@ static fs_status_t read_options(cli_t *c, fs_propagate_opts_t *o, fs_error_t *er
     fs_status_t s = cli_int(c, OPT_HOPS, 1, FS_PROP_MAX_HOPS, &hops, err);
     if (s == FS_OK) s = cli_int(c, OPT_THREADS, 1, 256, &threads, err);
     if (s == FS_OK) s = cli_int(c, OPT_SEED, 0, INT64_MAX, &seed, err);
-    if (s == FS_OK) s = cli_dtype(c, &o->dtype, err);
+    if (s == FS_OK) s = cli_dtype(c, OPT_DTYPE, 1, &o->dtype, err);
     if (s != FS_OK) return s;
     if (norm && fs_prop_norm_from_name(norm) < 0)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--norm must be sym, rw or none, got '%s'", norm);
@@ -49,7 +49,7 @@ int cmd_propagate(int argc, char **argv)
     if (rc) return rc;
     if (c.num_args != 1 || !cli_has(&c, OPT_HOPS))
         return cli_usage("%s", "usage: featstore propagate DATASET --hops R [--norm sym|rw|none] [--self-loops | "
-                         "--no-self-loops] [--as-stored] [--table T] [--dtype f32|f16|bf16] [--rows labelled|all "
+                         "--no-self-loops] [--as-stored] [--table T] [--dtype f32|f16|bf16|int8] [--rows labelled|all "
                          "[--seed S]] [--threads N] [--force]");
     fs_propagate_opts_t o;
     fs_propagate_defaults(&o);

@@ -213,15 +213,17 @@ fs_status_t cli_split(const cli_t *c, int out[3], fs_error_t *err)
     return FS_OK;
 }
 
-fs_status_t cli_dtype(const cli_t *c, fs_dtype_t *out, fs_error_t *err)
+fs_status_t cli_dtype(const cli_t *c, cli_opt_t o, int int8, fs_dtype_t *out, fs_error_t *err)
 {
-    const char *s = c->text[OPT_DTYPE];
+    const char *s = c->text[o];
     if (!s) return FS_OK;
-    fs_dtype_t d = strcmp(s, "f32") == 0 ? FS_DTYPE_F32 : strcmp(s, "f16") == 0 ? FS_DTYPE_F16
-                   : strcmp(s, "bf16") == 0 ? FS_DTYPE_BF16 : fs_dtype_from_name(s);
-    if (d != FS_DTYPE_F32 && d != FS_DTYPE_F16 && d != FS_DTYPE_BF16)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "--dtype must be float32, float16 or bfloat16 (or f32, f16, "
-                        "bf16), got '%s'", s);
+    fs_dtype_t d = strcmp(s, "f32") == 0                             ? FS_DTYPE_F32
+                   : strcmp(s, "f16") == 0 || strcmp(s, "fp16") == 0 ? FS_DTYPE_F16
+                   : strcmp(s, "bf16") == 0                          ? FS_DTYPE_BF16
+                                                                     : fs_dtype_from_name(s);
+    if (d != FS_DTYPE_F32 && d != FS_DTYPE_F16 && d != FS_DTYPE_BF16 && !(int8 && d == FS_DTYPE_I8))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s must be %sfloat32, float16 or bfloat16 (or %sf32, f16, "
+                        "bf16), got '%s'", cli_name(c, o), int8 ? "int8, " : "", int8 ? "int8, " : "", s);
     *out = d;
     return FS_OK;
 }

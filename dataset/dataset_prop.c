@@ -33,8 +33,8 @@ static fs_status_t read_strings(open_ctx_t *c, json_t *p, fs_propagation_t *pr)
     if (!graph || (strcmp(graph, "stored") && strcmp(graph, "symmetrized")))
         return bad(c, "\"graph\" must be \"stored\" or \"symmetrized\"", NULL);
     pr->dtype = dts ? fs_dtype_from_name(dts) : FS_DTYPE_INVALID;
-    if (pr->dtype != FS_DTYPE_F32 && pr->dtype != FS_DTYPE_F16 && pr->dtype != FS_DTYPE_BF16)
-        return bad(c, "\"dtype\" must be float32, float16 or bfloat16", NULL);
+    if (pr->dtype != FS_DTYPE_F32 && pr->dtype != FS_DTYPE_F16 && pr->dtype != FS_DTYPE_BF16 && pr->dtype != FS_DTYPE_I8)
+        return bad(c, "\"dtype\" must be float32, float16, bfloat16 or int8", NULL);
     if (!rows || (strcmp(rows, "all") && strcmp(rows, "labelled")))
         return bad(c, "\"rows\" must be \"all\" or \"labelled\"", NULL);
     json_t *hops = json_object_get(p, "hops"), *loops = json_object_get(p, "self_loops");

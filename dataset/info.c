@@ -71,14 +71,24 @@ static void print_footer(FILE *out, const fs_dataset_t *ds)
             ds->checksums_verified ? ", checksums match" : " (checksums not verified)");
 }
 
-static void print_tables(FILE *out, const char *indent, const fs_table_t *t, int n)
+/* One table's line: shape, size, file, and how a compressed one is served. */
+static void print_table(FILE *out, const char *indent, const fs_table_t *t)
 {
     char b[32];
-    for (int i = 0; i < n; i++) {
-        fs_bytes_str((double)t[i].rows * (double)t[i].row_bytes, b, sizeof b);
-        fprintf(out, "%s%-12s %-8s [%lld x %lld]  %s  (%s)\n", indent, t[i].name, fs_dtype_name(t[i].dtype),
-                (long long)t[i].rows, (long long)t[i].dim, b, t[i].file);
-    }
+    fs_bytes_str((double)t->rows * (double)t->row_bytes, b, sizeof b);
+    fprintf(out, "%s%-12s %-8s [%lld x %lld]  %s  (%s)", indent, t->name, fs_dtype_name(t->dtype), (long long)t->rows,
+            (long long)t->dim, b, t->file);
+    if (t->codec == FS_CODEC_INT8)
+        fprintf(out, "  codec int8: served as float32 [%lld x %lld]", (long long)t->rows,
+                (long long)(t->dim - FS_CODEC_INT8_HEAD));
+    else if (t->codec == FS_CODEC_NARROW)
+        fprintf(out, "  codec narrow: served as float32");
+    fputc('\n', out);
+}
+
+static void print_tables(FILE *out, const char *indent, const fs_table_t *t, int n)
+{
+    for (int i = 0; i < n; i++) print_table(out, indent, &t[i]);
 }
 
 static void print_node_type(FILE *out, const fs_node_type_t *t)
@@ -176,18 +186,7 @@ void fs_info_print(FILE *out, const fs_dataset_t *ds, const fs_degree_stats_t *d
     fs_bytes_str((double)(ds->num_nodes + 1) * 8 + (double)ds->num_edges * (double)fs_dtype_size(ds->index_dtype), b, sizeof b);
     fprintf(out, "topology  %s\n", b);
     if (ds->num_tables == 0) fprintf(out, "tables    (none)\n");
-    for (int i = 0; i < ds->num_tables; i++) {
-        const fs_table_t *t = &ds->tables[i];
-        fs_bytes_str((double)t->rows * (double)t->row_bytes, b, sizeof b);
-        fprintf(out, "%s %-12s %-8s [%lld x %lld]  %s  (%s)", i ? "         " : "tables   ", t->name,
-                fs_dtype_name(t->dtype), (long long)t->rows, (long long)t->dim, b, t->file);
-        if (t->codec == FS_CODEC_INT8)
-            fprintf(out, "  codec int8: served as float32 [%lld x %lld]", (long long)t->rows,
-                    (long long)(t->dim - FS_CODEC_INT8_HEAD));
-        else if (t->codec == FS_CODEC_NARROW)
-            fprintf(out, "  codec narrow: served as float32");
-        fputc('\n', out);
-    }
+    for (int i = 0; i < ds->num_tables; i++) print_table(out, i ? "          " : "tables    ", &ds->tables[i]);
     if (ds->labels) {
         int64_t labelled = 0;
         for (int64_t v = 0; v < ds->num_nodes; v++) labelled += ds->labels[v] >= 0;

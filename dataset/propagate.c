@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "amend.h"
+#include "fs_codec.h"
 #include "fs_rng.h"
 #include "fs_npy.h"
 #include "progress.h"
@@ -183,7 +184,8 @@ static fs_status_t make_outputs(job_t *j)
     for (int i = 0; i < j->a.num_files; i++) {
         out_t *o = &j->outs[i];
         if (i <= hops) {
-            *o = (out_t){.fd = -1, .dtype = j->dtype, .ndim = 2, .shape = {j->rows, j->src->dim}};
+            int64_t dim = j->dtype == FS_DTYPE_I8 ? j->src->dim + FS_CODEC_INT8_HEAD : j->src->dim;
+            *o = (out_t){.fd = -1, .dtype = j->dtype, .ndim = 2, .shape = {j->rows, dim}};
             snprintf(o->table, sizeof o->table, "hop_%d", i);
             snprintf(o->base, sizeof o->base, "table_hop_%d", i);
         } else {
@@ -214,11 +216,13 @@ static void write_rows(void *ctx, int64_t b, int64_t e, const float *rows, int w
     sink_t *s = ctx;
     job_t *j = s->j;
     int64_t dim = j->src->dim;
-    size_t row_bytes = (size_t)dim * fs_dtype_size(j->dtype);
+    size_t row_bytes = (size_t)s->out->shape[1] * fs_dtype_size(j->dtype);
     char *data = fs_amend_data(s->out);
     for (int64_t q = b; q < e; q++) {
         int64_t r = s->scatter ? j->row_index[q] : q;
-        if (r >= 0) fs_convert_from_f32(rows + (q - b) * dim, (size_t)dim, j->dtype, data + (size_t)r * row_bytes);
+        if (r < 0) continue;
+        if (j->dtype == FS_DTYPE_I8) fs_int8_quantize_row(rows + (q - b) * dim, dim, data + (size_t)r * row_bytes, NULL);
+        else fs_convert_from_f32(rows + (q - b) * dim, (size_t)dim, j->dtype, data + (size_t)r * row_bytes);
     }
     if (j->delay_ms > 0) usleep((useconds_t)j->delay_ms * 1000);
 }
@@ -386,9 +390,11 @@ static void edit_manifest(void *ctx, json_t *m, json_t *gone)
     job_t *j = ctx;
     drop_old(m, gone);
     json_t *tables = j->o->labelled ? json_object() : fs_amend_features(m);
-    for (int r = 0; r <= j->o->hops; r++)
-        json_object_set_new(tables, j->outs[r].table, json_pack("{s:s, s:s}", "file", j->outs[r].file, "dtype",
-                                                                 fs_dtype_name(j->dtype)));
+    for (int r = 0; r <= j->o->hops; r++) {
+        json_t *t = json_pack("{s:s, s:s}", "file", j->outs[r].file, "dtype", fs_dtype_name(j->dtype));
+        if (j->dtype == FS_DTYPE_I8) json_object_set_new(t, "codec", json_string(fs_codec_name(FS_CODEC_INT8)));
+        json_object_set_new(tables, j->outs[r].table, t);
+    }
     json_object_set_new(m, "propagation", propagation_json(j, tables));
     if (j->o->labelled) json_decref(tables);
 }
@@ -403,8 +409,9 @@ static fs_status_t check_opts(const fs_propagate_opts_t *o, fs_error_t *err)
                         o->hops);
     if (o->norm != FS_PROP_SYM && o->norm != FS_PROP_RW && o->norm != FS_PROP_NONE)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "propagate: unknown norm %d", (int)o->norm);
-    if (o->dtype != FS_DTYPE_INVALID && o->dtype != FS_DTYPE_F32 && o->dtype != FS_DTYPE_F16 && o->dtype != FS_DTYPE_BF16)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "propagate: --dtype must be float32, float16 or bfloat16");
+    if (o->dtype != FS_DTYPE_INVALID && o->dtype != FS_DTYPE_F32 && o->dtype != FS_DTYPE_F16 &&
+        o->dtype != FS_DTYPE_BF16 && o->dtype != FS_DTYPE_I8)
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "propagate: --dtype must be float32, float16, bfloat16 or int8");
     return FS_OK;
 }
 

@@ -32,7 +32,8 @@ typedef struct {
     int self_loops;                /* 1: A + I (the default); 0: A */
     int as_stored;                 /* 1: a directed graph's rows as stored; 0: symmetrise it first (default) */
     const char *table;             /* X_0; NULL: "feat", or the dataset's only float table */
-    fs_dtype_t dtype;              /* of the hop tables; FS_DTYPE_INVALID: the source table's */
+    fs_dtype_t dtype;              /* of the hop tables; FS_DTYPE_INVALID: the source table's; FS_DTYPE_I8:
+                                      int8 rows of scale, bias and codes (kernels/fs_codec.h), served as float32 */
     int labelled;                  /* 1: only the splits' nodes' rows (--rows labelled) */
     uint64_t seed;                 /* of the labelled rows' order */
     int threads;                   /* <= 0: every CPU */

@@ -11,6 +11,7 @@
  *   - bit-identical results for any thread count;
  *   - float16 / bfloat16 hop tables equal the float32 ones rounded by
  *     fs_f32_to_f16 / fs_f32_to_bf16, bit for bit; float16 input tables;
+ *     int8 ones, the float32 rows coded by fs_int8_quantize_row;
  *   - --rows labelled: each split's rows contiguous, the seeded order, the
  *     index, and every row equal to the all-rows table's row of its node;
  *   - SIGINT / SIGTERM mid-way leave every file of the dataset (and the
@@ -492,6 +493,50 @@ Test(propagate, half_precision_tables_are_the_float32_result_rounded)
     graph_free(&g);
 }
 
+/* Every int8 row (scale, bias, codes) is fs_int8_quantize_row of the
+ * float32 table's row, bit for bit, and decodes within half a step. */
+static void check_int8(const fs_table_t *f32, const fs_table_t *t)
+{
+    cr_assert_eq(t->codec, FS_CODEC_INT8);
+    cr_assert_eq(t->dim, f32->dim + FS_CODEC_INT8_HEAD);
+    unsigned char *want = malloc((size_t)t->dim);
+    float *back = malloc(sizeof(float) * (size_t)f32->dim);
+    for (int64_t r = 0; r < t->rows; r++) {
+        const float *x = (const float *)f32->data + r * f32->dim;
+        const unsigned char *got = (const unsigned char *)t->data + r * t->dim;
+        fs_int8_quantize_row(x, f32->dim, want, NULL);
+        cr_assert_arr_eq(got, want, (size_t)t->dim, "%s row %lld", t->name, (long long)r);
+        float scale;
+        memcpy(&scale, got, 4);
+        fs_int8_dequantize_row(got, f32->dim, back);
+        for (int64_t j = 0; j < f32->dim; j++)
+            cr_assert_leq(fabs((double)back[j] - x[j]), scale / 2.0 * (1 + 1e-5) + fabs(x[j]) * 1e-6);
+    }
+    free(want), free(back);
+}
+
+Test(propagate, int8_hop_tables_are_the_float32_result_coded)
+{
+    graph_t g = random_graph(6, 300, 5, 23);
+    char *base = tu_path(dir, "base8"), *q = tu_path(dir, "int8");
+    write_graph(base, &g, FS_DTYPE_F32, 0, 1);
+    for (int labelled = 0; labelled < 2; labelled++) {
+        const char *rows = labelled ? "--rows labelled --force" : "";
+        copy_dataset(base, q);
+        char opts[128];
+        snprintf(opts, sizeof opts, "--hops 2 %s", rows);
+        free(propagate_ok(base, opts));
+        snprintf(opts, sizeof opts, "--hops 2 --dtype int8 %s", rows);
+        free(propagate_ok(q, opts));
+        fs_dataset_t *a = open_verified(base), *b = open_verified(q);
+        cr_assert_eq(b->propagation->dtype, FS_DTYPE_I8);
+        for (int r = 0; r <= 2; r++) check_int8(&a->propagation->tables[r], &b->propagation->tables[r]);
+        fs_dataset_close(a), fs_dataset_close(b);
+    }
+    free(base), free(q);
+    graph_free(&g);
+}
+
 Test(propagate, half_precision_input_tables_are_widened_exactly)
 {
     graph_t g = random_graph(9, 90, 5, 12);
@@ -697,7 +742,7 @@ Test(propagate, bad_options_are_named)
     refused(data, "", 2, "usage: featstore propagate DATASET --hops R");
     refused(data, "--hops 2 --norm gcn", 2, "--norm must be sym, rw or none, got 'gcn'");
     refused(data, "--hops 2 --rows some", 2, "--rows must be labelled or all, got 'some'");
-    refused(data, "--hops 2 --dtype int8", 2, "--dtype must be float32, float16 or bfloat16");
+    refused(data, "--hops 2 --dtype int16", 2, "--dtype must be int8, float32, float16 or bfloat16");
     refused(data, "--hops 2 --self-loops --no-self-loops", 2, "give one of --self-loops and --no-self-loops");
     refused(data, "--hops 2 --seed 3", 2, "--seed orders the rows of --rows labelled");
     refused(data, "--hops 2 --permute", 2, "unknown or misplaced option '--permute'");
