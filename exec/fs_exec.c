@@ -225,7 +225,8 @@ fs_status_t fs_exec_run(fs_exec_t *x, const fs_exec_req_t *r, fs_exec_region_t *
     if (st == FS_OK && into->take) st = into->take(into, err);
     if (st == FS_OK && r->sample) st = sample_into(x, r, into, &res, &was, &used, err);
     if (st != FS_OK) return st;
-    int on_device = x->device >= 0;
+    /* a GPU reader's rows on its GPU; a table read from disk (remote) by the CPU, into host memory */
+    int on_device = x->device >= 0 && !(r->table && r->table->remote);
     int64_t nrows = r->table ? (r->sample ? res.num_nodes : r->n) : 0;
     size_t off = align64(used), need = off + (r->sample ? sample_bytes(&res, &was) : 0) +
                                        (on_device ? 0 : (size_t)nrows * fs_exec_row_bytes(r)) + 64;

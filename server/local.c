@@ -136,16 +136,14 @@ static int on_hello(fs_local_server_t *s, client_t *c, size_t len)
     if (h.slots < 1 || h.slots > FS_LOCAL_MAX_SLOTS)
         return send_error(c->fd, FS_ERR_INVALID_ARGUMENT, "slots must be 1..64");
     const fs_dataset_t *ds = fs_engine_dataset(s->engine);
-    if (ds->num_on_disk > 0 && (minor < 4 || h.reader >= 0 || s->welcome.typed)) {
+    if (ds->num_on_disk > 0 && (minor < 4 || s->welcome.typed)) {
         /* Older clients would map a table that is read, not mapped (6.4). */
         return send_error(c->fd, FS_ERR_UNSUPPORTED,
                           minor < 4 ? "this server serves feature tables from disk (they did not fit its memory "
                                       "budget), which needs local protocol 6.4 (featstore 1.5): upgrade the client "
                                       "library, or connect over grpc://"
-                          : h.reader >= 0 ? "this server serves feature tables from disk: GPU trainers cannot read "
-                                            "them yet; connect as the CPU, or over grpc://"
-                                          : "this server serves a typed graph's feature tables from disk: unix:// "
-                                            "trainers cannot read them yet; connect over grpc://");
+                                    : "this server serves a typed graph's feature tables from disk: unix:// "
+                                      "trainers cannot read them yet; connect over grpc://");
     }
     if (minor < 5 && fs_dataset_num_compressed(ds) > 0) {
         char why[240];

@@ -15,10 +15,12 @@ counts a checksum failure; a table truncated under 4 clients gathering
 it returns is right, and no process is killed. unix:// trainers read
 the table themselves through the server's cache, shared by every trainer
 process, and their typed (hetero, link: PyG's loaders') calls read it the
-same way.
+same way; a GPU trainer (simulated GPUs) gets the disk table's rows in host
+memory and a placed table's (its int8 copy) decoded on its GPU.
 
     /usr/bin/python3 tests/python/test_disk_tier.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 """
+import json
 import os
 import re
 import shutil
@@ -165,6 +167,48 @@ class DiskTier(unittest.TestCase):
         np.testing.assert_array_equal(np.load(os.path.join(self.tmp, "got.npy")), self.table[ids])
         self.assertGreaterEqual(metric(ready, "featstore_disk_cache_hits_total") - hits, len(np.unique(ids)),
                                 "the second trainer did not find the first one's rows in the cache")
+
+    def test_gpu_trainers_read_disk_tables_on_the_cpu_and_placed_tables_on_their_gpu(self):
+        """A gpu:N trainer (simulated GPUs, in a child process: the variable
+        is read once per process) of a server whose 'feat' stays on disk and
+        whose int8 copy is placed on the GPUs: the disk rows come to host
+        memory, read through the cache; the placed ones to the device,
+        decoded there (the simulated GPU runs the CPU twin)."""
+        subprocess.run([ARGS.featstore, "compress", self.data, "--table", "feat", "--to", "int8"], check=True,
+                       stderr=subprocess.DEVNULL)
+        env = dict(os.environ, FEATSTORE_SIM_GPUS="4", PYTHONPATH=os.pathsep.join(sys.path))
+        log = open(os.path.join(self.tmp, "gpu-serve.log"), "w+")
+        proc, ready = fs_serve.start(ARGS.featstore, self.data, os.path.join(self.tmp, "g.sock"),
+                                     extra=["--mem-budget", BUDGET, "--topology", "nvlink-pairs", "--table",
+                                            "feat_int8", "--gpu-budget", "0.5"], stderr=log, env=env)
+        self.procs.append(proc)
+        log.seek(0)
+        self.assertIn("table 'feat' (4.00 MiB) is served from disk", log.read())
+        m = json.load(open(os.path.join(self.data, "manifest.json")))
+        raw = np.load(os.path.join(self.data, m["features"]["feat_int8"]["file"]))
+        np.save(os.path.join(self.tmp, "want8.npy"), featstore.dequantize(raw))
+        script = f"""
+import ctypes, sys
+import numpy as np
+import featstore
+seeds, want8 = np.arange(0, 4000, 9, dtype=np.int64), np.load({os.path.join(self.tmp, "want8.npy")!r})
+table = np.load({os.path.join(self.data, "table_feat.npy")!r})
+with featstore.connect(sys.argv[1], device="gpu:1") as g:
+    with g.sample_gather(seeds, [10, 5], "feat", seed=3) as b:
+        assert b.features_device is None, "rows read from disk are host memory"
+        np.testing.assert_array_equal(b.features, table[b.nodes])
+    with g.sample_gather(seeds, [10, 5], "feat_int8", seed=3) as b:
+        assert isinstance(b.features, featstore.DeviceArray) and b.features_device == 1, b.features
+        cai = b.features.__cuda_array_interface__
+        n = int(np.prod(cai["shape"]))  # simulated device memory is host memory: read it in place
+        rows = np.ctypeslib.as_array((ctypes.c_float * n).from_address(cai["data"][0])).reshape(cai["shape"])
+        np.testing.assert_array_equal(rows, want8[b.nodes])
+print("OK")
+"""
+        out = subprocess.run([sys.executable, "-c", script, f"unix://{ready['unix']}"], env=env, capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("OK", out.stdout)
 
     def test_a_row_changed_on_disk_fails_its_requests_and_nothing_else(self):
         _, ready, _ = self.serve()
