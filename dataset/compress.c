@@ -112,8 +112,6 @@ typedef struct {
     fs_progress_t progress;
 } job_t;
 
-static const char *to_name(fs_dtype_t to) { return fs_dtype_name(to); }
-
 static fs_status_t check_opts(const fs_compress_opts_t *o, fs_error_t *err)
 {
     if (!o->dir) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "compress: no dataset given");
@@ -146,7 +144,7 @@ static fs_status_t pick_tables(job_t *j)
                             fs_dtype_name(t->dtype));
         fs_compress_table_report_t *r = &j->rep->table[i];
         int n = j->o->name ? snprintf(r->name, sizeof r->name, "%s", j->o->name)
-                           : snprintf(r->name, sizeof r->name, "%s_%s", t->name, to_name(j->o->to));
+                           : snprintf(r->name, sizeof r->name, "%s_%s", t->name, fs_dtype_name(j->o->to));
         if (n <= 0 || (size_t)n >= sizeof r->name || strcmp(r->name, FS_LABELS_TABLE) == 0)
             return fs_error(j->err, FS_ERR_INVALID_ARGUMENT, "compress: '%s' cannot name a table (1 to %zu characters, "
                             "not '%s')", r->name, sizeof r->name - 1, FS_LABELS_TABLE);
@@ -185,6 +183,21 @@ static fs_status_t make_outputs(job_t *j)
     return s == FS_OK ? fs_amend_create(&j->a) : s;
 }
 
+/* The value at (row, col) that no code holds, named; col -1: out of memory. */
+static fs_status_t refuse_value(job_t *j, const fs_table_t *t, int64_t row, int64_t col)
+{
+    if (col < 0)
+        return fs_error(j->err, FS_ERR_NOMEM, "compress: table '%s': out of memory converting row %lld", t->name,
+                        (long long)row);
+    float x;
+    fs_convert_to_f32(t->dtype, (const char *)t->data + (size_t)row * t->row_bytes + (size_t)col * fs_dtype_size(t->dtype),
+                      1, &x);
+    return fs_error(j->err, FS_ERR_INVALID_ARGUMENT, "compress: table '%s', row %lld, column %lld: value %g %s", t->name,
+                    (long long)row, (long long)col, (double)x,
+                    isfinite(x) ? "does not fit float16 (largest 65504): use bfloat16 or int8"
+                                : "is not finite: no code holds it");
+}
+
 /* Codes table i into its file, block by block. */
 static fs_status_t code_table(job_t *j, int i)
 {
@@ -196,7 +209,7 @@ static fs_status_t code_table(job_t *j, int i)
     if (!k) return fs_error(j->err, FS_ERR_NOMEM, "out of memory");
     *k = (block_t){.src = t, .out = &j->a.files[i], .to = j->o->to};
     for (int w = 0; w < MAX_WORKERS; w++) k->per[w].bad_row = -1;
-    char label[128];
+    char label[sizeof t->name + sizeof r->name + 16];
     snprintf(label, sizeof label, "compress %s -> %s", t->name, r->name);
     if (!j->o->quiet) fs_progress_start(&j->progress, label);
     fs_status_t s = FS_OK;
@@ -217,18 +230,7 @@ static fs_status_t code_table(job_t *j, int i)
     }
     free(k);
     if (!j->o->quiet) fs_progress_done(&j->progress, t->rows, "rows");
-    if (s == FS_OK && all.bad_row >= 0) {
-        const float *x = NULL;
-        float one = NAN;
-        if (all.bad_col >= 0 && t->dtype == FS_DTYPE_F32) x = (const float *)((const char *)t->data + (size_t)all.bad_row * t->row_bytes);
-        if (x) one = x[all.bad_col];
-        return fs_error(j->err, FS_ERR_INVALID_ARGUMENT, "compress: table '%s', row %lld, column %lld: %s%g%s",
-                        t->name, (long long)all.bad_row, (long long)all.bad_col,
-                        all.bad_col < 0 ? "out of memory converting it" : "value ", (double)one,
-                        all.bad_col < 0 ? "" : j->o->to == FS_DTYPE_F16 && isfinite(one)
-                                               ? " does not fit float16 (largest 65504): use bfloat16 or int8"
-                                               : " is not finite: no code holds it");
-    }
+    if (s == FS_OK && all.bad_row >= 0) return refuse_value(j, t, all.bad_row, all.bad_col);
     r->max_abs_error = all.max_err, r->bound = all.bound;
     r->mean_abs_error = t->rows && t->dim ? all.sum_err / ((double)t->rows * (double)t->dim) : 0;
     return s == FS_OK ? fs_amend_finish(&j->a, &j->a.files[i]) : s;
