@@ -575,9 +575,6 @@ static fs_status_t check_link_splits(const fs_info_t *info, fs_error_t *err)
     return FS_OK;
 }
 
-/* A row split is a range of a row table: [offset, offset + count) inside
- * the rows of the tables that have them (not checked here: a table's row
- * count is the reader's to compare). */
 /* A compressed table's codec must be one this library decodes, and fit
  * its stored form: a newer server's codec is an error, not wrong rows. */
 static fs_status_t check_compressed(const fs_info_t *info, fs_error_t *err)
@@ -593,6 +590,9 @@ static fs_status_t check_compressed(const fs_info_t *info, fs_error_t *err)
     return FS_OK;
 }
 
+/* A row split is a range of a row table: [offset, offset + count) inside
+ * the rows of the tables that have them (not checked here: a table's row
+ * count is the reader's to compare). */
 static fs_status_t check_row_splits(const fs_info_t *info, fs_error_t *err)
 {
     for (size_t i = 0; i < info->num_row_splits; i++) {

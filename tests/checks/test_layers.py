@@ -51,8 +51,8 @@ LAYERS = (
     # The one include root, include/featstore/: types.h is the public types (the
     # longest pattern wins), client.h and admin.h the public API.
     Layer("public types", ("include/featstore/types.h",), ()),
-    Layer("core", ("kernels/fs_types.*", "kernels/fs_parallel.*", "kernels/fs_pool.*", "kernels/fs_rng.h",
-                   "kernels/fs_json.h", "kernels/fs_addr.*", "kernels/fs_shm.*", "kernels/fs_info.*",
+    Layer("core", ("kernels/fs_types.*", "kernels/fs_codec.*", "kernels/fs_parallel.*", "kernels/fs_pool.*",
+                   "kernels/fs_rng.h", "kernels/fs_json.h", "kernels/fs_addr.*", "kernels/fs_shm.*", "kernels/fs_info.*",
                    "kernels/fs_epoch.*", "kernels/fs_npy.*"), ("public types",)),
     # fs_limits sits with the engines: it reads their request types.
     Layer("engines", ("kernels/*",), ("public types", "core", "CUDA")),  # CUDA in the .cu twins only
