@@ -141,9 +141,12 @@ static void check_opened(const fs_dataset_t *ds)
     for (int i = 0; i < ds->num_tables; i++) {
         const fs_table_t *t = &ds->tables[i];
         int labels = strcmp(t->name, FS_LABELS_TABLE) == 0;
-        FUZZ_CHECK(labels ? t->dtype == FS_DTYPE_I64 && t->dim == 1
-                          : t->dtype == FS_DTYPE_F32 || t->dtype == FS_DTYPE_F16 || t->dtype == FS_DTYPE_BF16,
+        FUZZ_CHECK(labels ? t->dtype == FS_DTYPE_I64 && t->dim == 1 && t->codec == FS_CODEC_NONE
+                          : t->dtype == FS_DTYPE_F32 || t->dtype == FS_DTYPE_F16 || t->dtype == FS_DTYPE_BF16 ||
+                                (t->dtype == FS_DTYPE_I8 && t->codec == FS_CODEC_INT8),
                    "table '%s' dtype %d", t->name, t->dtype);
+        FUZZ_CHECK(fs_codec_fits(t->codec, t->dtype, t->dim), "table '%s': codec %s on a %s table of dim %lld",
+                   t->name, fs_codec_name(t->codec), fs_dtype_name(t->dtype), (long long)t->dim);
         FUZZ_CHECK(t->rows == n && t->dim >= 0 && t->row_bytes == (size_t)t->dim * fs_dtype_size(t->dtype),
                    "table '%s': %lld x %lld, %zu bytes a row", t->name, (long long)t->rows, (long long)t->dim,
                    t->row_bytes);
