@@ -83,13 +83,6 @@ size_t ds_memory_available(void)
     return avail < room ? avail : room;
 }
 
-void ds_budget_init(open_ctx_t *c, const fs_copy_opts_t *o)
-{
-    c->budget_given = o && o->mem_budget > 0;
-    c->budget = c->budget_given ? o->mem_budget : 0;
-    c->copied = 0;
-}
-
 /* The auto budget: what the machine can give now, less the margin. */
 static size_t auto_room(void)
 {
@@ -97,6 +90,19 @@ static size_t auto_room(void)
     if (avail == SIZE_MAX) return SIZE_MAX;
     size_t margin = avail / 8 > MARGIN_MIN ? avail / 8 : MARGIN_MIN;
     return avail > margin ? avail - margin : 0;
+}
+
+void ds_budget_init(open_ctx_t *c, const fs_copy_opts_t *o)
+{
+    c->budget_given = o && o->mem_budget > 0;
+    c->budget = c->budget_given ? o->mem_budget : 0;
+    c->copied = 0;
+    size_t total = 0;
+    const char *name;
+    json_t *f;
+    json_object_foreach(c->files, name, f) total += (size_t)json_integer_value(json_object_get(f, "bytes"));
+    size_t room = c->budget_given ? c->budget - c->budget / 4 : auto_room();
+    c->budget_binds = c->files && total > room;
 }
 
 int ds_budget_table_to_disk(open_ctx_t *c, size_t len)

@@ -205,28 +205,54 @@ typedef struct {
     _Atomic int64_t first_bad;
 } scan_t;
 
+#define SCAN_BLOCK 4096 /* elements tested branch-free at a time; a block with a bad one is searched */
+
+static int bad_at(const scan_t *s, int64_t i)
+{
+    if (s->kind == SCAN_MONOTONE) return ((const int64_t *)s->data)[i] > ((const int64_t *)s->data)[i + 1];
+    if (s->kind == SCAN_WEIGHT) {
+        float w = ((const float *)s->data)[i];
+        return !(w >= 0.0f && w <= FLT_MAX); /* also NaN and +inf */
+    }
+    int64_t v = s->dt == FS_DTYPE_I32 ? ((const int32_t *)s->data)[i] : ((const int64_t *)s->data)[i];
+    return v < s->lo || v >= s->hi;
+}
+
+/* Whether [b, e) holds a bad element: one loop per kind and width, with no
+ * branch in it, so it vectorises (the element-by-element test was a third
+ * of a server's start on a 134M-edge graph). */
+static int block_bad(const scan_t *s, int64_t b, int64_t e)
+{
+    uint64_t bad = 0, span = (uint64_t)s->hi - (uint64_t)s->lo;
+    if (s->kind == SCAN_MONOTONE) {
+        const int64_t *a = s->data;
+        for (int64_t i = b; i < e; i++) bad |= a[i] > a[i + 1];
+    } else if (s->kind == SCAN_WEIGHT) {
+        const float *a = s->data;
+        for (int64_t i = b; i < e; i++) bad |= !(a[i] >= 0.0f && a[i] <= FLT_MAX);
+    } else if (s->dt == FS_DTYPE_I32) {
+        const int32_t *a = s->data;
+        for (int64_t i = b; i < e; i++) bad |= (uint64_t)((int64_t)a[i] - s->lo) >= span;
+    } else {
+        const int64_t *a = s->data;
+        for (int64_t i = b; i < e; i++) bad |= (uint64_t)a[i] - (uint64_t)s->lo >= span;
+    }
+    return bad != 0;
+}
+
 static void scan_range(void *p, int64_t b, int64_t e, int w)
 {
     (void)w;
     scan_t *s = p;
-    for (int64_t i = b; i < e; i++) {
-        if (i >= atomic_load_explicit(&s->first_bad, memory_order_relaxed)) return;
-        int bad;
-        if (s->kind == SCAN_MONOTONE) {
-            const int64_t *a = s->data;
-            bad = a[i] > a[i + 1];
-        } else if (s->kind == SCAN_WEIGHT) {
-            float w = ((const float *)s->data)[i];
-            bad = !(w >= 0.0f && w <= FLT_MAX); /* also NaN and +inf */
-        } else {
-            int64_t v = s->dt == FS_DTYPE_I32 ? ((const int32_t *)s->data)[i] : ((const int64_t *)s->data)[i];
-            bad = v < s->lo || v >= s->hi;
-        }
-        if (bad) {
-            int64_t cur = atomic_load(&s->first_bad);
-            while (i < cur && !atomic_compare_exchange_weak(&s->first_bad, &cur, i)) {}
-            return;
-        }
+    for (int64_t k = b; k < e; k += SCAN_BLOCK) {
+        if (k >= atomic_load_explicit(&s->first_bad, memory_order_relaxed)) return;
+        int64_t end = e - k < SCAN_BLOCK ? e : k + SCAN_BLOCK;
+        if (!block_bad(s, k, end)) continue;
+        int64_t i = k;
+        while (!bad_at(s, i)) i++; /* the block holds one */
+        int64_t cur = atomic_load(&s->first_bad);
+        while (i < cur && !atomic_compare_exchange_weak(&s->first_bad, &cur, i)) {}
+        return;
     }
 }
 

@@ -244,7 +244,8 @@ enum {
  * cost. */
 typedef enum {
     FS_COPY_AUTO = 0,  /* the memfd where shmem gets 2 MiB pages; else a file in `dir` where a probe file gets
-                          them (per file, while the copy leaves 5% of that file system free); else the memfd */
+                          them (per file, while the copy leaves 5% of that file system free, and unless the
+                          budget leaves a feature table on disk); else the memfd */
     FS_COPY_MEMFD,     /* a sealed memfd: memory only; 2 MiB pages only under the host's shmem THP setting */
     FS_COPY_FILE,      /* an unnamed 0400 file in `dir`, written to disk before serving; 2 MiB pages where the
                           kernel keeps large folios for that file system. An error where `dir` cannot hold one */

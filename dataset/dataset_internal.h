@@ -49,6 +49,7 @@ typedef struct {
     int table_on_disk;        /* ...and it must (ds_given_files_t.on_disk) */
     int budget_given;         /* FS_OPEN_COPY's memory budget (budget.c) */
     size_t budget, copied;
+    int budget_binds;         /* by the manifest's file sizes, some feature table will stay on disk */
     fs_error_t *err;
 } open_ctx_t;
 
@@ -100,7 +101,9 @@ fs_status_t ds_copy_serve(open_ctx_t *c, const char *path, int src, fs_mapping_t
  * of len bytes, FS_ERR_RESOURCE naming both sizes when a given budget
  * cannot hold it. ds_budget_left: what the budget leaves after the copies.
  * ds_open_on_disk: a table left on disk, its header read from m->fd (kept)
- * and checked against the file's size; nothing mapped. */
+ * and checked against the file's size; nothing mapped. ds_budget_init also
+ * sets budget_binds: whether the files the manifest lists ("files": their
+ * bytes) exceed what the budget copies (unknown without that list: 0). */
 size_t ds_memory_available(void);
 void ds_budget_init(open_ctx_t *c, const fs_copy_opts_t *o);
 int ds_budget_table_to_disk(open_ctx_t *c, size_t len);

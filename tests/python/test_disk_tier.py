@@ -92,6 +92,7 @@ class DiskTier(unittest.TestCase):
         _, ready, log = self.serve()
         self.assertIn("table 'feat' (4.00 MiB) is served from disk", log)
         self.assertIn("row checksums built and the file verified", log)
+        self.assertIn("dataset copied into sealed memory", log)  # auto: no file copy to write back at each start
         rng = np.random.default_rng(3)
         with featstore.connect(f"grpc://{ready['grpc']}") as c:
             ids = rng.choice(self.coldest(600), 3000)  # rows SIEVE's share of the cache holds
