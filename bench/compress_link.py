@@ -31,7 +31,6 @@ RESULT bench=compress_link link=... f32_batches_per_s=... int8_batches_per_s=...
 import argparse
 import os
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -43,6 +42,8 @@ import warnings
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pp_loader import serve  # noqa: E402  (the same server start as the other Python benchmarks)
 
 
 def parse_args():
@@ -72,24 +73,6 @@ def dataset(args):
                        stderr=subprocess.DEVNULL)
         os.rename(tmp, path)
     return path
-
-
-def serve(args, path, sock):
-    """`featstore serve` on --port; the process once it printed READY."""
-    proc = subprocess.Popen([args.featstore, "serve", path, "--socket", sock, "--listen", f"127.0.0.1:{args.port}",
-                             "--metrics", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    line, deadline = b"", time.monotonic() + 300
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        ch = os.read(proc.stdout.fileno(), 1) if left > 0 and select.select([proc.stdout], [], [], left)[0] else b""
-        if not ch:
-            proc.kill()
-            raise SystemExit(f"compress_link: featstore serve {path} did not get ready (status {proc.wait()})")
-        line += ch
-    if not line.startswith(b"READY"):
-        proc.kill()
-        raise SystemExit(f"compress_link: featstore serve: {line!r}")
-    return proc
 
 
 def link_bytes():
@@ -145,7 +128,7 @@ def main():
 
     path = dataset(args)
     tmp = tempfile.mkdtemp(prefix="fs-compress-link-")
-    proc = serve(args, path, os.path.join(tmp, "s.sock"))
+    proc = serve(args.featstore, path, os.path.join(tmp, "s.sock"), listen=f"127.0.0.1:{args.port}")
     arms = {"f32": ("feat", None), "int8": ("feat_int8", "stored")}
     secs, feats, wire = ({a: [] for a in arms} for _ in range(3))
     try:

@@ -98,9 +98,10 @@ def dataset(args, rows="all"):
     return path
 
 
-def serve(featstore, path, sock):
-    """`featstore serve path` on a Unix socket: the process, once it printed READY."""
-    proc = subprocess.Popen([featstore, "serve", path, "--socket", sock, "--listen", "127.0.0.1:0",
+def serve(featstore, path, sock, listen="127.0.0.1:0"):
+    """`featstore serve path` on a Unix socket (and gRPC on `listen`): the
+    process, once it printed READY."""
+    proc = subprocess.Popen([featstore, "serve", path, "--socket", sock, "--listen", listen,
                              "--metrics", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     line, deadline = b"", time.monotonic() + 300
     while not line.endswith(b"\n"):
