@@ -15,12 +15,11 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack it */
 #endif
 
-/* Allocates every page of the mapping now; 0, or an errno. */
-static int reserve_pages(int fd, void *p, size_t len)
+int fs_shm_reserve(int fd, char *map, size_t off, size_t len)
 {
-    if (madvise(p, len, MADV_POPULATE_WRITE) == 0) return 0;
+    if (madvise(map + off, len, MADV_POPULATE_WRITE) == 0) return 0;
     if (errno != EINVAL) return errno; /* ENOMEM, EFAULT: the memory is not there */
-    int e = posix_fallocate(fd, 0, (off_t)len); /* a kernel without it: small pages, still reserved */
+    int e = posix_fallocate(fd, (off_t)off, (off_t)len); /* a kernel without it: small pages, still reserved */
     return e == EOPNOTSUPP ? 0 : e;
 }
 
@@ -44,7 +43,7 @@ fs_status_t fs_shm_map_reserved(int fd, size_t len, const char *what, void **add
         return fs_error(err, FS_ERR_NOMEM, "%s: cannot map %zu bytes of shared memory: %s", what, len,
                         strerror(errno));
     madvise(p, len, MADV_HUGEPAGE); /* best effort: the host's setting decides */
-    int e = reserve_pages(fd, p, len);
+    int e = fs_shm_reserve(fd, p, 0, len);
     if (e != 0) {
         munmap(p, len);
         return fs_error(err, FS_ERR_NOMEM, "%s: cannot allocate %zu bytes of shared memory: %s", what, len,
@@ -86,10 +85,12 @@ long long fs_shm_huge_bytes(const void *addr)
     return sum;
 }
 
-const char *fs_shm_huge_setting(char *buf, size_t size)
+/* The bracketed word of a sysfs THP setting file into buf ("unknown" when
+ * it cannot be read). */
+static const char *bracketed(const char *file, char *buf, size_t size)
 {
     snprintf(buf, size, "unknown");
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "re");
+    FILE *f = fopen(file, "re");
     if (!f) return buf;
     char line[256];
     if (fgets(line, sizeof line, f)) {
@@ -98,4 +99,20 @@ const char *fs_shm_huge_setting(char *buf, size_t size)
     }
     fclose(f);
     return buf;
+}
+
+const char *fs_shm_huge_setting(char *buf, size_t size)
+{
+    return bracketed("/sys/kernel/mm/transparent_hugepage/shmem_enabled", buf, size);
+}
+
+int fs_shm_huge_possible(void)
+{
+    char own[32], all[32];
+    /* kernels with per-size THP (6.11+) let the 2 MiB size decide for itself, or "inherit" */
+    bracketed("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/shmem_enabled", own, sizeof own);
+    if (strcmp(own, "never") == 0) return 0;
+    if (strcmp(own, "unknown") != 0 && strcmp(own, "inherit") != 0) return 1;
+    fs_shm_huge_setting(all, sizeof all);
+    return strcmp(all, "never") != 0 && strcmp(all, "deny") != 0;
 }

@@ -29,6 +29,11 @@
  * (len bytes) before sealing the memfd against writes. */
 fs_status_t fs_shm_map_reserved(int fd, size_t len, const char *what, void **addr, fs_error_t *err);
 
+/* Allocates bytes [off, off + len) of memfd `fd`, mapped read-write
+ * shared at `map` (its offset 0; off page-aligned), the way
+ * fs_shm_map_reserved does; 0, or the errno (ENOMEM). */
+int fs_shm_reserve(int fd, char *map, size_t off, size_t len);
+
 /* Allocates the pages of this process's private writable mapping
  * [p, p + len) now (MADV_POPULATE_WRITE). Returns 0, or the errno (ENOMEM)
  * where a store to those pages would have met the OOM killer. Kernels
@@ -44,5 +49,11 @@ long long fs_shm_huge_bytes(const void *addr);
  * bracketed word of /sys/kernel/mm/transparent_hugepage/shmem_enabled),
  * or "unknown". Writes at most `size` bytes to buf and returns it. */
 const char *fs_shm_huge_setting(char *buf, size_t size);
+
+/* 0 when no shmem page of this host can be a 2 MiB page (the setting
+ * "never" or "deny", and the 2 MiB size not enabled on its own), so
+ * fs_shm_huge_bytes of a memfd's mapping is 0 without reading smaps, which
+ * walks every page table of the process (47 ms after a 0.5 GiB copy). */
+int fs_shm_huge_possible(void);
 
 #endif
