@@ -58,7 +58,10 @@ static int is_edge(int64_t u, int64_t w)
 /* Exact in float32: < 2^24. */
 static float value(int t, int64_t v, int64_t j) { return (float)((t + 1) * (1 << 21) + v * DIM + j); }
 
-static void make_dataset(const char *dir)
+/* The dataset; with a table "big" of BIG_DIM columns too when `big`: a
+ * file of many copy pieces that ends mid-page. */
+#define BIG_DIM 641
+static void make_dataset_with(const char *dir, int big)
 {
     fs_writer_t *w;
     fs_error_t err = {0};
@@ -80,6 +83,11 @@ static void make_dataset(const char *dir)
         for (int64_t v = 0; v < N; v++)
             for (int64_t j = 0; j < DIM; j++) x[v * DIM + j] = value(t, v, j);
     }
+    int64_t big_shape[2] = {N, BIG_DIM};
+    float *x;
+    if (big) cr_assert_eq(fs_writer_array(w, FS_ROLE_FEATURES, "big", FS_DTYPE_F32, 2, big_shape, (void **)&x, &err),
+                          FS_OK, "%s", err.msg);
+    for (int64_t i = 0; big && i < (int64_t)N * BIG_DIM; i++) x[i] = value(NUM_TABLES, i / BIG_DIM, i % BIG_DIM);
     int64_t *train;
     shape[0] = N / 2;
     cr_assert_eq(fs_writer_array(w, FS_ROLE_SPLIT, "train", FS_DTYPE_I64, 1, shape, (void **)&train, &err), FS_OK);
@@ -87,6 +95,8 @@ static void make_dataset(const char *dir)
     fs_writer_set_meta(w, "files", N, e, 0, 0);
     cr_assert_eq(fs_writer_commit(w, &err), FS_OK, "%s", err.msg);
 }
+
+static void make_dataset(const char *dir) { make_dataset_with(dir, 0); }
 
 /* ---- writer: full disk and file-size limits ---------------------------------------- */
 
@@ -357,6 +367,44 @@ Test(sealed, the_copy_verifies_checksums_and_names_the_file)
     cr_assert_eq(fs_dataset_open(data, FS_OPEN_COPY, 1, &ds, &err), FS_ERR_FORMAT);
     cr_assert_not_null(strstr(err.msg, "table_b.npy: checksum mismatch"), "%s", err.msg);
     free(path);
+}
+
+/* A memory copy is read in pieces by several streams and hashed as they
+ * land: every byte of a many-piece file arrives (and of indptr, which ends
+ * mid-page: the direct read's tail), and a changed byte in the big file's
+ * last piece is caught. */
+Test(sealed, a_memory_copy_of_many_pieces_holds_every_byte_and_is_verified)
+{
+    char *big = tu_path(dir, "big");
+    make_dataset_with(big, 1);
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    fs_copy_opts_t copy = {.medium = FS_COPY_MEMFD};
+    cr_assert_eq(fs_dataset_open_served(big, &copy, 0, 2, &ds, &err), FS_OK, "%s", err.msg);
+    const int64_t *ip = ds->indptr;
+    for (int64_t v = 0; v < N; v++) cr_assert_eq(ip[v + 1] - ip[v], degree(v));
+    const float *x = fs_dataset_table(ds, "big")->data;
+    for (int64_t i = 0; i < (int64_t)N * BIG_DIM; i++)
+        if (x[i] != value(NUM_TABLES, i / BIG_DIM, i % BIG_DIM))
+            cr_assert_fail("byte %lld of the copy differs", (long long)(i * 4));
+    fs_dataset_close(ds);
+    char *path = tu_path(big, "table_big.npy");
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_gt(st.st_size, 16 << 20, "more than two 8 MiB pieces");
+    struct stat ip_st;
+    char *ip_path = tu_path(big, "indptr.npy");
+    cr_assert_eq(stat(ip_path, &ip_st), 0);
+    cr_assert_neq(ip_st.st_size % 4096, 0, "indptr ends mid-page: %lld bytes", (long long)ip_st.st_size);
+    free(ip_path);
+    int fd = open(path, O_WRONLY);
+    float bad = 0.5f;
+    cr_assert_eq(pwrite(fd, &bad, sizeof bad, st.st_size - 12), (ssize_t)sizeof bad);
+    close(fd);
+    cr_assert_eq(fs_dataset_open_served(big, &copy, 0, 2, &ds, &err), FS_ERR_FORMAT);
+    cr_assert_not_null(strstr(err.msg, "table_big.npy: checksum mismatch"), "%s", err.msg);
+    free(path);
+    free(big);
 }
 
 Test(sealed, without_a_copy_the_validated_descriptor_is_kept)
