@@ -43,7 +43,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pp_loader import serve  # noqa: E402  (the same server start as the other Python benchmarks)
+from pp_loader import cached_rmat, serve  # noqa: E402  (the same server start as the other Python benchmarks)
 
 
 def parse_args():
@@ -60,19 +60,8 @@ def parse_args():
 
 
 def dataset(args):
-    if args.dataset:
-        return args.dataset
-    path = "/tmp/featstore-bench/rmat-s20-e16-sym-d128-int8"
-    if not os.path.exists(os.path.join(path, "manifest.json")):
-        os.makedirs("/tmp/featstore-bench", exist_ok=True)
-        tmp = path + ".tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run([args.featstore, "gen", "rmat", "--scale", "20", "--dim", "128", "--symmetrize", "--out", tmp],
-                       check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([args.featstore, "compress", tmp, "--table", "feat", "--to", "int8"], check=True,
-                       stderr=subprocess.DEVNULL)
-        os.rename(tmp, path)
-    return path
+    return args.dataset or cached_rmat(args.featstore, "rmat-s20-e16-sym-d128-int8", 20, 128,
+                                       [["compress", "{dir}", "--table", "feat", "--to", "int8"]])
 
 
 def link_bytes():

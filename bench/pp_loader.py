@@ -80,22 +80,30 @@ def parse_args():
 
 # ---- the dataset and the server -------------------------------------------------------
 
-def dataset(args, rows="all"):
-    """The cached pre-propagated R-MAT (made on first use: gen, propagate, then renamed in)."""
-    if args.dataset and rows == "all":
-        return args.dataset
-    path = f"/tmp/featstore-bench/rmat-s{args.scale}-e16-sym-d{args.dim}-hops{args.hops}"
-    path += "-labelled" if rows == "labelled" else ""
+def cached_rmat(featstore, name, scale, dim, then=()):
+    """/tmp/featstore-bench/NAME: a symmetrized R-MAT (`featstore gen`) made on first use,
+    each `featstore` command of `then` run on it ("{dir}" standing for it), then renamed in,
+    so an interrupted build is never taken for a finished one."""
+    path = os.path.join("/tmp/featstore-bench", name)
     if not os.path.exists(os.path.join(path, "manifest.json")):
         os.makedirs("/tmp/featstore-bench", exist_ok=True)
         tmp = path + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run([args.featstore, "gen", "rmat", "--scale", str(args.scale), "--dim", str(args.dim),
-                        "--symmetrize", "--out", tmp], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([args.featstore, "propagate", tmp, "--hops", str(args.hops), "--rows", rows], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([featstore, "gen", "rmat", "--scale", str(scale), "--dim", str(dim), "--symmetrize", "--out",
+                        tmp], check=True, stdout=subprocess.DEVNULL)
+        for cmd in then:
+            subprocess.run([featstore] + [a.replace("{dir}", tmp) for a in cmd], check=True, stdout=subprocess.DEVNULL)
         os.rename(tmp, path)
     return path
+
+
+def dataset(args, rows="all"):
+    """The cached pre-propagated R-MAT."""
+    if args.dataset and rows == "all":
+        return args.dataset
+    name = f"rmat-s{args.scale}-e16-sym-d{args.dim}-hops{args.hops}" + ("-labelled" if rows == "labelled" else "")
+    return cached_rmat(args.featstore, name, args.scale, args.dim,
+                       [["propagate", "{dir}", "--hops", str(args.hops), "--rows", rows]])
 
 
 def serve(featstore, path, sock, listen="127.0.0.1:0"):

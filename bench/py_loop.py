@@ -28,7 +28,6 @@ import argparse
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pp_loader import serve  # noqa: E402  (the same server start as the other Python benchmark)
+from pp_loader import cached_rmat, serve  # noqa: E402  (the same server start as the other Python benchmark)
 
 
 def parse_args():
@@ -53,17 +52,7 @@ def parse_args():
 
 
 def dataset(args):
-    if args.dataset:
-        return args.dataset
-    path = "/tmp/featstore-bench/rmat-s20-e16-sym-d128"
-    if not os.path.exists(os.path.join(path, "manifest.json")):
-        os.makedirs("/tmp/featstore-bench", exist_ok=True)
-        tmp = path + ".tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run([args.featstore, "gen", "rmat", "--scale", "20", "--dim", "128", "--symmetrize", "--out", tmp],
-                       check=True, stdout=subprocess.DEVNULL)
-        os.rename(tmp, path)
-    return path
+    return args.dataset or cached_rmat(args.featstore, "rmat-s20-e16-sym-d128", 20, 128)
 
 
 def loop(client, seeds, step0, batches, batch):

@@ -123,15 +123,15 @@ fs_compressed_info_t *fs_info_add_compressed(fs_info_t *info)
 }
 
 int fs_info_set_table(fs_info_t *info, fs_table_info_t *t, const char *name, fs_dtype_t stored_dtype, int64_t rows,
-                      int64_t stored_dim, int codec, int listed)
+                      int64_t stored_dim, fs_codec_t codec, int listed)
 {
     if (!t || fs_info_set_text(&t->name, name)) return -1;
     t->rows = rows;
-    if (fs_codec_served((fs_codec_t)codec, stored_dtype, stored_dim, FS_DTYPE_INVALID, name, &t->dtype, &t->dim, NULL))
+    if (fs_codec_served(codec, stored_dtype, stored_dim, FS_DTYPE_INVALID, name, &t->dtype, &t->dim, NULL))
         t->dtype = stored_dtype, t->dim = stored_dim; /* a codec the caller's table cannot carry: as stored */
     if (!listed || codec == FS_CODEC_NONE) return 0;
     fs_compressed_info_t *c = fs_info_add_compressed(info);
-    if (!c || fs_info_set_text(&c->table, name) || fs_info_set_text(&c->codec, fs_codec_name((fs_codec_t)codec)))
+    if (!c || fs_info_set_text(&c->table, name) || fs_info_set_text(&c->codec, fs_codec_name(codec)))
         return -1;
     c->stored_dtype = stored_dtype, c->stored_dim = stored_dim;
     return 0;

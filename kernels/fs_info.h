@@ -12,6 +12,7 @@
 #define FS_INFO_H
 
 #include "featstore/types.h"
+#include "fs_codec.h"
 
 fs_info_t *fs_info_new(void);
 
@@ -35,11 +36,11 @@ const char **fs_info_add_row_table(fs_info_t *info);
 fs_row_split_info_t *fs_info_add_row_split(fs_info_t *info);
 fs_compressed_info_t *fs_info_add_compressed(fs_info_t *info);
 /* Describes a table in t as a gather serves it by default (a compressed
- * one, of a codec from fs_codec.h, as float32) and, when `listed` and
- * compressed, adds its stored form to info->compressed. t may be NULL (an
- * adder out of memory): -1, as when out of memory here; else 0. */
+ * one as float32) and, when `listed` and compressed, adds its stored form
+ * to info->compressed. t may be NULL (an adder out of memory): -1, as when
+ * out of memory here; else 0. */
 int fs_info_set_table(fs_info_t *info, fs_table_info_t *t, const char *name, fs_dtype_t stored_dtype, int64_t rows,
-                      int64_t stored_dim, int codec, int listed);
+                      int64_t stored_dim, fs_codec_t codec, int listed);
 /* The compressed entry of table `name`, or NULL. */
 const fs_compressed_info_t *fs_info_find_compressed(const fs_info_t *info, const char *name);
 
