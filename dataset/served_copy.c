@@ -122,6 +122,15 @@ static fs_status_t map_copy(open_ctx_t *c, const char *path, fs_mapping_t *m)
 
 /* ---- the memfd ------------------------------------------------------------ */
 
+/* A new descriptor of fd's file with `flags` (through /proc/self/fd), or
+ * -1 (no /proc, or flags the file refuses, such as O_DIRECT). */
+static int reopen(int fd, int flags)
+{
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    return open(self, flags | O_CLOEXEC);
+}
+
 /* The file into the memfd: COPY_STREAMS threads claim COPY_PIECE pieces
  * in order and read each straight into the memfd's pages through a
  * writable mapping, with O_DIRECT where the file allows it (no page cache
@@ -142,7 +151,9 @@ static fs_status_t map_copy(open_ctx_t *c, const char *path, fs_mapping_t *m)
  * seal; the read-only one comes from a read-only descriptor, which lets
  * F_SEAL_WRITE be added while it exists. A piece O_DIRECT cannot read
  * whole (a file system without it, a short read) is read through the page
- * cache instead. */
+ * cache instead. Descriptors are reopened through /proc/self/fd; without
+ * /proc (a chroot) the streams share the file's descriptor, nothing is
+ * read with O_DIRECT, and the sealed copy is hashed after the copy. */
 typedef struct {
     open_ctx_t *c;
     const char *path;
@@ -202,10 +213,8 @@ static int read_piece(memfd_copy_t *j, int direct, int buffered, size_t off, siz
 static void *copy_stream(void *arg)
 {
     memfd_copy_t *j = arg;
-    char self[64];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", j->src);
-    int buffered = open(self, O_RDONLY | O_CLOEXEC), direct = open(self, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (buffered < 0) copy_failed(j, FS_ERR_IO, "cannot reopen it for a copy stream (is /proc mounted?)", 0, errno);
+    int own = reopen(j->src, O_RDONLY), direct = reopen(j->src, O_RDONLY | O_DIRECT);
+    int buffered = own >= 0 ? own : j->src; /* pread needs no descriptor of its own, only read-ahead does */
     for (;;) {
         pthread_mutex_lock(&j->mu);
         size_t k = j->next < j->pieces ? j->next++ : j->pieces;
@@ -218,13 +227,13 @@ static void *copy_stream(void *arg)
         pthread_cond_broadcast(&j->landed);
         pthread_mutex_unlock(&j->mu);
     }
-    if (buffered >= 0) close(buffered);
+    if (own >= 0) close(own);
     if (direct >= 0) close(direct);
     return NULL;
 }
 
-/* Hashes the pieces of `view` in order as the streams land them; the
- * first failure, or FS_OK with every byte hashed. */
+/* Hashes the pieces of `view` (NULL: none) in order as the streams land
+ * them; the first failure, or FS_OK once every piece has landed. */
 static fs_status_t hash_as_landed(memfd_copy_t *j, const char *view, XXH3_state_t *h)
 {
     for (size_t k = 0; k < j->pieces; k++) {
@@ -234,7 +243,7 @@ static fs_status_t hash_as_landed(memfd_copy_t *j, const char *view, XXH3_state_
         pthread_mutex_unlock(&j->mu);
         if (s != FS_OK) return s;
         size_t off = k * COPY_PIECE;
-        XXH3_64bits_update(h, view + off, j->len - off < COPY_PIECE ? j->len - off : COPY_PIECE);
+        if (view) XXH3_64bits_update(h, view + off, j->len - off < COPY_PIECE ? j->len - off : COPY_PIECE);
     }
     return FS_OK;
 }
@@ -271,16 +280,13 @@ static fs_status_t read_and_hash(open_ctx_t *c, const char *path, int src, int m
     return s;
 }
 
-/* A read-only descriptor of the memfd `fd` (through /proc/self/fd) mapped
- * over `len` bytes at m->addr; the memfd may still be shorter. */
-static fs_status_t map_memfd_readonly(open_ctx_t *c, const char *path, int fd, fs_mapping_t *m)
+/* The memfd's read-only mapping at m->addr, made before the copy from a
+ * read-only descriptor when /proc can give one (the memfd may still be
+ * shorter then); FS_OK with m->addr NULL when it cannot. */
+static fs_status_t map_memfd_early(open_ctx_t *c, const char *path, int fd, fs_mapping_t *m)
 {
-    char self[64];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-    int ro = open(self, O_RDONLY | O_CLOEXEC);
-    if (ro < 0)
-        return fs_error(c->err, FS_ERR_IO, "%s: cannot reopen its in-memory copy read-only (is /proc mounted?): %s",
-                        path, strerror(errno));
+    int ro = reopen(fd, O_RDONLY);
+    if (ro < 0) return FS_OK;
     m->addr = mmap(NULL, m->len, PROT_READ, MAP_SHARED, ro, 0);
     close(ro);
     if (m->addr == MAP_FAILED) {
@@ -299,10 +305,12 @@ static fs_status_t copy_to_memfd(open_ctx_t *c, const char *path, int src, fs_ma
         return fs_error(c->err, FS_ERR_NOMEM, "%s: memfd_create: %s", path, strerror(errno));
     XXH3_state_t *h = XXH3_createState();
     fs_status_t s = h && XXH3_64bits_reset(h) == XXH_OK ? FS_OK : fs_error(c->err, FS_ERR_NOMEM, "out of memory");
-    if (s == FS_OK && m->len) s = map_memfd_readonly(c, path, m->fd, m);
-    if (s == FS_OK && m->len) s = read_and_hash(c, path, src, m->fd, m->addr, m->len, h);
+    if (s == FS_OK && m->len) s = map_memfd_early(c, path, m->fd, m);
+    const char *view = m->addr; /* NULL: hashed once sealed, below */
+    if (s == FS_OK && m->len) s = read_and_hash(c, path, src, m->fd, view, m->len, h);
     if (s == FS_OK && fcntl(m->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
         s = fs_error(c->err, FS_ERR_IO, "%s: cannot seal its in-memory copy: %s", path, strerror(errno));
+    if (s == FS_OK && !view && m->len && (s = map_copy(c, path, m)) == FS_OK) XXH3_64bits_update(h, m->addr, m->len);
     if (s == FS_OK) {
         *hash = XXH3_64bits_digest(h);
         m->huge_bytes = m->addr && fs_shm_huge_possible() ? fs_shm_huge_bytes(m->addr) : 0; /* what it got */
@@ -332,12 +340,10 @@ static fs_status_t file_create(const char *dir, size_t len, const char *what, in
  * the writable one closed. */
 static fs_status_t file_finish(int *fd, int sync, const char *what, const char *dir, fs_error_t *err)
 {
-    char self[64];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", *fd);
     int ro = -1;
     if (sync && fdatasync(*fd) != 0)
         return fs_error(err, FS_ERR_IO, "%s: cannot write its copy in %s to disk: %s", what, dir, strerror(errno));
-    if (fchmod(*fd, 0400) != 0 || (ro = open(self, O_RDONLY | O_CLOEXEC)) < 0)
+    if (fchmod(*fd, 0400) != 0 || (ro = reopen(*fd, O_RDONLY)) < 0)
         return fs_error(err, FS_ERR_IO, "%s: cannot make its copy in %s read-only (is /proc mounted?): %s", what,
                         dir, strerror(errno));
     close(*fd);

@@ -369,25 +369,61 @@ Test(sealed, the_copy_verifies_checksums_and_names_the_file)
     free(path);
 }
 
-/* A memory copy is read in pieces by several streams and hashed as they
- * land: every byte of a many-piece file arrives (and of indptr, which ends
- * mid-page: the direct read's tail), and a changed byte in the big file's
- * last piece is caught. */
-Test(sealed, a_memory_copy_of_many_pieces_holds_every_byte_and_is_verified)
+/* `big` (make_dataset_with(.., 1)) opened with a memory copy: NULL when
+ * every byte of indptr and of table "big" is the dataset's, else why not. */
+static const char *big_copy_differs(const char *big, char *why, size_t len)
 {
-    char *big = tu_path(dir, "big");
-    make_dataset_with(big, 1);
     fs_dataset_t *ds;
     fs_error_t err = {0};
     fs_copy_opts_t copy = {.medium = FS_COPY_MEMFD};
-    cr_assert_eq(fs_dataset_open_served(big, &copy, 0, 2, &ds, &err), FS_OK, "%s", err.msg);
-    const int64_t *ip = ds->indptr;
-    for (int64_t v = 0; v < N; v++) cr_assert_eq(ip[v + 1] - ip[v], degree(v));
+    if (fs_dataset_open_served(big, &copy, 0, 2, &ds, &err) != FS_OK) {
+        snprintf(why, len, "%s", err.msg);
+        return why;
+    }
     const float *x = fs_dataset_table(ds, "big")->data;
-    for (int64_t i = 0; i < (int64_t)N * BIG_DIM; i++)
-        if (x[i] != value(NUM_TABLES, i / BIG_DIM, i % BIG_DIM))
-            cr_assert_fail("byte %lld of the copy differs", (long long)(i * 4));
+    const char *bad = NULL;
+    for (int64_t v = 0; v < N && !bad; v++)
+        if (ds->indptr[v + 1] - ds->indptr[v] != degree(v)) bad = "indptr";
+    for (int64_t i = 0; i < (int64_t)N * BIG_DIM && !bad; i++)
+        if (x[i] != value(NUM_TABLES, i / BIG_DIM, i % BIG_DIM)) bad = "table_big.npy";
+    if (bad) snprintf(why, len, "%s: the copy differs from the file", bad);
     fs_dataset_close(ds);
+    return bad ? why : NULL;
+}
+
+/* In a child: big_copy_differs with /proc unmounted (a private mount
+ * namespace; as in a chroot). Exit 0, 1 with why, 77 when /proc cannot be
+ * hidden here. */
+static void copy_without_proc(const char *big, int msg_fd)
+{
+    char why[1024];
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        umount2("/proc", MNT_DETACH) != 0 || access("/proc/self/fd", F_OK) == 0) {
+        dprintf(msg_fd, "cannot hide /proc in a private mount namespace: %s", strerror(errno));
+        _exit(77);
+    }
+    const char *bad = big_copy_differs(big, why, sizeof why);
+    if (bad) dprintf(msg_fd, "%s", bad);
+    _exit(bad ? 1 : 0);
+}
+
+/* A memory copy is read in pieces by several streams and hashed as they
+ * land: every byte of a many-piece file arrives (and of indptr, which ends
+ * mid-page: the direct read's tail), also without /proc (no descriptors of
+ * their own for the streams, the hash after the seal), and a changed byte
+ * in the big file's last piece is caught. */
+Test(sealed, a_memory_copy_of_many_pieces_holds_every_byte_and_is_verified)
+{
+    char *big = tu_path(dir, "big"), why[1024];
+    make_dataset_with(big, 1);
+    const char *differs = big_copy_differs(big, why, sizeof why);
+    cr_assert_null(differs, "%s", differs);
+    int status = in_child(copy_without_proc, big, why, sizeof why);
+    cr_assert(WIFEXITED(status), "killed by signal %d: %s", WTERMSIG(status), why);
+    cr_assert(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77, "without /proc: %s", why);
+    fs_dataset_t *ds;
+    fs_error_t err = {0};
+    fs_copy_opts_t copy = {.medium = FS_COPY_MEMFD};
     char *path = tu_path(big, "table_big.npy");
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
@@ -398,8 +434,8 @@ Test(sealed, a_memory_copy_of_many_pieces_holds_every_byte_and_is_verified)
     cr_assert_neq(ip_st.st_size % 4096, 0, "indptr ends mid-page: %lld bytes", (long long)ip_st.st_size);
     free(ip_path);
     int fd = open(path, O_WRONLY);
-    float bad = 0.5f;
-    cr_assert_eq(pwrite(fd, &bad, sizeof bad, st.st_size - 12), (ssize_t)sizeof bad);
+    float changed = 0.5f;
+    cr_assert_eq(pwrite(fd, &changed, sizeof changed, st.st_size - 12), (ssize_t)sizeof changed);
     close(fd);
     cr_assert_eq(fs_dataset_open_served(big, &copy, 0, 2, &ds, &err), FS_ERR_FORMAT);
     cr_assert_not_null(strstr(err.msg, "table_big.npy: checksum mismatch"), "%s", err.msg);
