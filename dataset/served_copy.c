@@ -107,11 +107,11 @@ static fs_status_t copy_bytes(open_ctx_t *c, const char *path, int src, size_t l
     return s;
 }
 
-/* Maps the finished copy m->fd read-only at m->addr, asking for 2 MiB
- * pages (best effort). */
-static fs_status_t map_copy(open_ctx_t *c, const char *path, fs_mapping_t *m)
+/* Maps m->len bytes of the copy `fd` read-only at m->addr, asking for
+ * 2 MiB pages (best effort). */
+static fs_status_t map_copy(open_ctx_t *c, const char *path, int fd, fs_mapping_t *m)
 {
-    m->addr = mmap(NULL, m->len, PROT_READ, MAP_SHARED, m->fd, 0);
+    m->addr = mmap(NULL, m->len, PROT_READ, MAP_SHARED, fd, 0);
     if (m->addr == MAP_FAILED) {
         m->addr = NULL;
         return fs_error(c->err, FS_ERR_NOMEM, "%s: cannot map its copy: %s", path, strerror(errno));
@@ -287,14 +287,9 @@ static fs_status_t map_memfd_early(open_ctx_t *c, const char *path, int fd, fs_m
 {
     int ro = reopen(fd, O_RDONLY);
     if (ro < 0) return FS_OK;
-    m->addr = mmap(NULL, m->len, PROT_READ, MAP_SHARED, ro, 0);
+    fs_status_t s = map_copy(c, path, ro, m);
     close(ro);
-    if (m->addr == MAP_FAILED) {
-        m->addr = NULL;
-        return fs_error(c->err, FS_ERR_NOMEM, "%s: cannot map its copy: %s", path, strerror(errno));
-    }
-    madvise(m->addr, m->len, MADV_HUGEPAGE);
-    return FS_OK;
+    return s;
 }
 
 static fs_status_t copy_to_memfd(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash)
@@ -310,7 +305,8 @@ static fs_status_t copy_to_memfd(open_ctx_t *c, const char *path, int src, fs_ma
     if (s == FS_OK && m->len) s = read_and_hash(c, path, src, m->fd, view, m->len, h);
     if (s == FS_OK && fcntl(m->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
         s = fs_error(c->err, FS_ERR_IO, "%s: cannot seal its in-memory copy: %s", path, strerror(errno));
-    if (s == FS_OK && !view && m->len && (s = map_copy(c, path, m)) == FS_OK) XXH3_64bits_update(h, m->addr, m->len);
+    if (s == FS_OK && !view && m->len && (s = map_copy(c, path, m->fd, m)) == FS_OK)
+        XXH3_64bits_update(h, m->addr, m->len);
     if (s == FS_OK) {
         *hash = XXH3_64bits_digest(h);
         m->huge_bytes = m->addr && fs_shm_huge_possible() ? fs_shm_huge_bytes(m->addr) : 0; /* what it got */
@@ -367,7 +363,7 @@ static fs_status_t copy_to_file(open_ctx_t *c, const char *path, int src, fs_map
     fs_status_t s = file_create(c->copy.dir, m->len, path, &m->fd, c->err);
     if (s == FS_OK) s = copy_bytes(c, path, src, m->len, m->fd, hash);
     if (s == FS_OK) s = file_finish(&m->fd, 1, path, c->copy.dir, c->err);
-    if (s == FS_OK) s = map_copy(c, path, m);
+    if (s == FS_OK) s = map_copy(c, path, m->fd, m);
     if (s != FS_OK) return s;
     m->in_file = 1;
     madvise(m->addr, m->len, MADV_POPULATE_READ); /* page tables now: what the copy got can be read off them */
