@@ -13,7 +13,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
+
+#include "fs_hash.h"
 
 /* The commands that amend a dataset, whose scratch directories are ".<what>-<pid>". */
 static const char *const SCRATCH_OF[] = {".propagate-", ".compress-"};
@@ -73,7 +74,7 @@ static fs_status_t create_file(fs_amend_t *a, fs_amend_file_t *o)
  * of the whole file) and unmaps it, so its pages are clean page cache. */
 fs_status_t fs_amend_finish(fs_amend_t *a, fs_amend_file_t *o)
 {
-    snprintf(o->xxh3, sizeof o->xxh3, "%016llx", (unsigned long long)XXH3_64bits(o->map, o->len));
+    snprintf(o->xxh3, sizeof o->xxh3, "%016llx", (unsigned long long)fs_hash64(o->map, o->len));
     int rc = msync(o->map, o->len, MS_SYNC);
     munmap(o->map, o->len);
     o->map = NULL;

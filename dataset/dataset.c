@@ -39,9 +39,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "dataset_internal.h"
+#include "fs_hash.h"
 #include "fs_parallel.h"
 #include "fs_npy.h"
 #include "window.h"
@@ -67,7 +67,7 @@ static fs_status_t verify_checksum(open_ctx_t *c, const char *file, const void *
     if (!copied && !(c->flags & FS_OPEN_VERIFY)) return FS_OK;
     const char *want = json_string_value(json_object_get(entry, "xxh3"));
     char got[17];
-    snprintf(got, sizeof got, "%016llx", (unsigned long long)(copied ? *copied : XXH3_64bits(addr, len)));
+    snprintf(got, sizeof got, "%016llx", (unsigned long long)(copied ? *copied : fs_hash64(addr, len)));
     if (!want || strcmp(want, got) != 0)
         return fs_error(c->err, FS_ERR_FORMAT, "%s: checksum mismatch (manifest %s, file %s): the file "
                         "is corrupt or was modified", file, want ? want : "(none)", got);

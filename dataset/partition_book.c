@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <xxhash.h>
 
+#include "fs_hash.h"
 #include "fs_npy.h"
 #include "partition_internal.h"
 #include "window.h"
@@ -27,19 +27,18 @@ fs_status_t pt_file_hash(const char *path, char hex[17], fs_error_t *err)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fs_error(err, errno == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "%s: cannot open: %s", path,
                                 strerror(errno));
-    XXH3_state_t *st = XXH3_createState();
+    fs_hash_t *st = fs_hash_new();
     char buf[1 << 16];
     ssize_t got = 0;
-    if (st) XXH3_64bits_reset(st);
-    while (st && (got = read(fd, buf, sizeof buf)) > 0) XXH3_64bits_update(st, buf, (size_t)got);
+    while (st && (got = read(fd, buf, sizeof buf)) > 0) fs_hash_update(st, buf, (size_t)got);
     int e = errno;
     close(fd);
     if (!st || got < 0) {
-        XXH3_freeState(st);
+        fs_hash_free(st);
         return fs_error(err, st ? FS_ERR_IO : FS_ERR_NOMEM, "%s: cannot read: %s", path, st ? strerror(e) : "no memory");
     }
-    snprintf(hex, 17, "%016llx", (unsigned long long)XXH3_64bits_digest(st));
-    XXH3_freeState(st);
+    snprintf(hex, 17, "%016llx", (unsigned long long)fs_hash_digest(st));
+    fs_hash_free(st);
     return FS_OK;
 }
 
@@ -66,13 +65,12 @@ static fs_status_t write_i64_npy(const char *dir, const char *file, const int64_
     int e = errno;
     if (fd >= 0) close(fd);
     if (bad) return fs_error(err, FS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
-    XXH3_state_t *st = XXH3_createState();
+    fs_hash_t *st = fs_hash_new();
     if (!st) return fs_error(err, FS_ERR_NOMEM, "out of memory hashing %s", path);
-    XXH3_64bits_reset(st);
-    XXH3_64bits_update(st, header, sizeof header);
-    XXH3_64bits_update(st, a, (size_t)n * sizeof *a);
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits_digest(st));
-    XXH3_freeState(st);
+    fs_hash_update(st, header, sizeof header);
+    fs_hash_update(st, a, (size_t)n * sizeof *a);
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fs_hash_digest(st));
+    fs_hash_free(st);
     json_object_set_new(files, file, json_pack("{s:I, s:s}", "bytes", (json_int_t)(sizeof header + (size_t)n * 8),
                                                "xxh3", hex));
     return FS_OK;

@@ -47,9 +47,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "dataset_internal.h"
+#include "fs_hash.h"
 #include "fs_shm.h"
 
 #ifndef MADV_POPULATE_READ
@@ -81,9 +81,9 @@ static int write_all(int fd, const char *p, size_t n, off_t off)
 static fs_status_t copy_bytes(open_ctx_t *c, const char *path, int src, size_t len, int wfd, uint64_t *hash)
 {
     char *buf = malloc(COPY_CHUNK);
-    XXH3_state_t *h = XXH3_createState();
+    fs_hash_t *h = fs_hash_new();
     fs_status_t s = FS_OK;
-    if (!h || !buf || XXH3_64bits_reset(h) != XXH_OK) s = fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    if (!h || !buf) s = fs_error(c->err, FS_ERR_NOMEM, "out of memory");
     for (size_t off = 0; s == FS_OK && off < len;) {
         size_t want = len - off < COPY_CHUNK ? len - off : COPY_CHUNK;
         ssize_t r = pread(src, buf, want, (off_t)off);
@@ -94,15 +94,15 @@ static fs_status_t copy_bytes(open_ctx_t *c, const char *path, int src, size_t l
             s = fs_error(c->err, FS_ERR_IO, "%s: the file shrank to %zu bytes while it was being read (was %zu)",
                          path, off, len);
         } else {
-            XXH3_64bits_update(h, buf, (size_t)r);
+            fs_hash_update(h, buf, (size_t)r);
             int e = write_all(wfd, buf, (size_t)r, (off_t)off);
             if (e) s = fs_error(c->err, FS_ERR_IO, "%s: cannot write its copy in %s at byte %zu: %s", path,
                                 c->copy.dir, off, strerror(e));
             off += (size_t)r;
         }
     }
-    if (s == FS_OK) *hash = XXH3_64bits_digest(h);
-    XXH3_freeState(h);
+    if (s == FS_OK) *hash = fs_hash_digest(h);
+    fs_hash_free(h);
     free(buf);
     return s;
 }
@@ -234,7 +234,7 @@ static void *copy_stream(void *arg)
 
 /* Hashes the pieces of `view` (NULL: none) in order as the streams land
  * them; the first failure, or FS_OK once every piece has landed. */
-static fs_status_t hash_as_landed(memfd_copy_t *j, const char *view, XXH3_state_t *h)
+static fs_status_t hash_as_landed(memfd_copy_t *j, const char *view, fs_hash_t *h)
 {
     for (size_t k = 0; k < j->pieces; k++) {
         pthread_mutex_lock(&j->mu);
@@ -243,13 +243,13 @@ static fs_status_t hash_as_landed(memfd_copy_t *j, const char *view, XXH3_state_
         pthread_mutex_unlock(&j->mu);
         if (s != FS_OK) return s;
         size_t off = k * COPY_PIECE;
-        if (view) XXH3_64bits_update(h, view + off, j->len - off < COPY_PIECE ? j->len - off : COPY_PIECE);
+        if (view) fs_hash_update(h, view + off, j->len - off < COPY_PIECE ? j->len - off : COPY_PIECE);
     }
     return FS_OK;
 }
 
 static fs_status_t read_and_hash(open_ctx_t *c, const char *path, int src, int memfd, const char *view, size_t len,
-                                 XXH3_state_t *h)
+                                 fs_hash_t *h)
 {
     memfd_copy_t j = {.c = c, .path = path, .src = src, .memfd = memfd, .len = len,
                       .pieces = (len + COPY_PIECE - 1) / COPY_PIECE, .s = FS_OK};
@@ -298,20 +298,20 @@ static fs_status_t copy_to_memfd(open_ctx_t *c, const char *path, int src, fs_ma
     snprintf(name, sizeof name, "featstore-dataset:%s", m->file);
     if ((m->fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
         return fs_error(c->err, FS_ERR_NOMEM, "%s: memfd_create: %s", path, strerror(errno));
-    XXH3_state_t *h = XXH3_createState();
-    fs_status_t s = h && XXH3_64bits_reset(h) == XXH_OK ? FS_OK : fs_error(c->err, FS_ERR_NOMEM, "out of memory");
+    fs_hash_t *h = fs_hash_new();
+    fs_status_t s = h ? FS_OK : fs_error(c->err, FS_ERR_NOMEM, "out of memory");
     if (s == FS_OK && m->len) s = map_memfd_early(c, path, m->fd, m);
     const char *view = m->addr; /* NULL: hashed once sealed, below */
     if (s == FS_OK && m->len) s = read_and_hash(c, path, src, m->fd, view, m->len, h);
     if (s == FS_OK && fcntl(m->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
         s = fs_error(c->err, FS_ERR_IO, "%s: cannot seal its in-memory copy: %s", path, strerror(errno));
     if (s == FS_OK && !view && m->len && (s = map_copy(c, path, m->fd, m)) == FS_OK)
-        XXH3_64bits_update(h, m->addr, m->len);
+        fs_hash_update(h, m->addr, m->len);
     if (s == FS_OK) {
-        *hash = XXH3_64bits_digest(h);
+        *hash = fs_hash_digest(h);
         m->huge_bytes = m->addr && fs_shm_huge_possible() ? fs_shm_huge_bytes(m->addr) : 0; /* what it got */
     }
-    XXH3_freeState(h);
+    fs_hash_free(h);
     return s;
 }
 

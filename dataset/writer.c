@@ -28,9 +28,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "dataset.h"
+#include "fs_hash.h"
 #include "fs_npy.h"
 #include "window.h"
 
@@ -374,16 +374,15 @@ static json_t *build_manifest(fs_writer_t *w)
 /* The xxh3 of a mapped array, each window dropped once hashed. */
 static fs_status_t hash_windows(const array_t *a, uint64_t *hash, fs_error_t *err)
 {
-    XXH3_state_t *st = XXH3_createState();
+    fs_hash_t *st = fs_hash_new();
     if (!st) return fs_error(err, FS_ERR_NOMEM, "out of memory hashing %s", a->file);
-    XXH3_64bits_reset(st);
     for (size_t off = 0; off < a->map_len; off += FS_WINDOW_BYTES) {
         size_t len = a->map_len - off < FS_WINDOW_BYTES ? a->map_len - off : FS_WINDOW_BYTES;
-        XXH3_64bits_update(st, (const char *)a->map + off, len);
+        fs_hash_update(st, (const char *)a->map + off, len);
         fs_drop_pages((const char *)a->map + off, len);
     }
-    *hash = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
+    *hash = fs_hash_digest(st);
+    fs_hash_free(st);
     return FS_OK;
 }
 

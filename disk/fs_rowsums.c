@@ -12,7 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
+
+#include "fs_hash.h"
 
 #define MAGIC "FSROWSUM"
 #define VERSION 1
@@ -37,7 +38,7 @@ struct fs_rowsums {
     int borrowed; /* fs_rowsums_wrap: the sums are not ours to free */
 };
 
-uint64_t fs_rowsums_of(const void *bytes, uint64_t row_bytes) { return XXH3_64bits(bytes, (size_t)row_bytes); }
+uint64_t fs_rowsums_of(const void *bytes, uint64_t row_bytes) { return fs_hash64(bytes, (size_t)row_bytes); }
 int64_t fs_rowsums_rows(const fs_rowsums_t *rs) { return rs->rows; }
 uint64_t fs_rowsums_get(const fs_rowsums_t *rs, int64_t r) { return rs->sums[r]; }
 
@@ -104,7 +105,7 @@ static void make_header(header_t *h, const fs_rowsums_spec_t *spec, const struct
     h->file_xxh3 = file_xxh3;
     snprintf(h->dataset, sizeof h->dataset, "%s", spec->dataset);
     snprintf(h->table, sizeof h->table, "%s", spec->table);
-    h->header_xxh3 = XXH3_64bits(h, offsetof(header_t, header_xxh3));
+    h->header_xxh3 = fs_hash64(h, offsetof(header_t, header_xxh3));
 }
 
 /* Whether the header is of this table: same dataset, table and shape. */
@@ -141,7 +142,7 @@ static fs_status_t try_reuse(const char *path, const fs_rowsums_spec_t *spec, co
     uint64_t n = (uint64_t)spec->rows, trailer = 0;
     uint64_t *sums = NULL;
     if (read_exact(fd, &h, sizeof h, 0) != 0 || memcmp(h.magic, MAGIC, 8) != 0 || h.version != VERSION ||
-        h.header_bytes != FS_ROWSUMS_HEADER || h.header_xxh3 != XXH3_64bits(&h, offsetof(header_t, header_xxh3))) {
+        h.header_bytes != FS_ROWSUMS_HEADER || h.header_xxh3 != fs_hash64(&h, offsetof(header_t, header_xxh3))) {
         say(why, why_len, "the checksum file is not one this version wrote, or is damaged");
         goto done;
     }
@@ -163,7 +164,7 @@ static fs_status_t try_reuse(const char *path, const fs_rowsums_spec_t *spec, co
     }
     if (read_exact(fd, sums, n * sizeof *sums, FS_ROWSUMS_HEADER) != 0 ||
         read_exact(fd, &trailer, sizeof trailer, FS_ROWSUMS_HEADER + n * sizeof *sums) != 0 ||
-        trailer != XXH3_64bits(sums, n * sizeof *sums)) {
+        trailer != fs_hash64(sums, n * sizeof *sums)) {
         say(why, why_len, "the checksum file is damaged (its sums do not match their checksum)");
         goto done;
     }
@@ -190,31 +191,31 @@ static fs_status_t hash_pass(int fd, const char *what, const fs_rowsums_spec_t *
     uint64_t rb = spec->row_bytes, per = PASS_CHUNK / rb ? PASS_CHUNK / rb : 1;
     size_t cap = (size_t)(per * rb > spec->data_offset ? per * rb : spec->data_offset);
     char *buf = malloc(cap ? cap : 1);
-    XXH3_state_t *h = XXH3_createState();
+    fs_hash_t *h = fs_hash_new();
     fs_status_t s = FS_OK;
-    if (!buf || !h || XXH3_64bits_reset(h) != XXH_OK) s = fs_error(err, FS_ERR_NOMEM, "%s: out of memory", what);
+    if (!buf || !h) s = fs_error(err, FS_ERR_NOMEM, "%s: out of memory", what);
     uint64_t off = 0;
     int e = 0;
     if (s == FS_OK && spec->data_offset > 0 && (e = read_exact(fd, buf, spec->data_offset, 0)) == 0)
-        XXH3_64bits_update(h, buf, spec->data_offset), off = spec->data_offset;
+        fs_hash_update(h, buf, spec->data_offset), off = spec->data_offset;
     for (int64_t r = 0; s == FS_OK && e == 0 && r < spec->rows; r += (int64_t)per) {
         uint64_t k = (uint64_t)(spec->rows - r) < per ? (uint64_t)(spec->rows - r) : per;
         if ((e = read_exact(fd, buf, k * rb, off)) != 0) break;
-        XXH3_64bits_update(h, buf, k * rb);
+        fs_hash_update(h, buf, k * rb);
         for (uint64_t i = 0; i < k; i++) sums[r + (int64_t)i] = fs_rowsums_of(buf + i * rb, rb);
         posix_fadvise(fd, (off_t)off, (off_t)(k * rb), POSIX_FADV_DONTNEED);
         off += k * rb;
     }
     while (s == FS_OK && e == 0 && off < file_size) { /* bytes after the rows: part of the file's checksum */
         size_t k = file_size - off < cap ? (size_t)(file_size - off) : cap;
-        if ((e = read_exact(fd, buf, k, off)) == 0) XXH3_64bits_update(h, buf, k), off += k;
+        if ((e = read_exact(fd, buf, k, off)) == 0) fs_hash_update(h, buf, k), off += k;
     }
     if (s == FS_OK && e != 0)
         s = e < 0 ? fs_error(err, FS_ERR_FORMAT, "%s ends at %llu bytes, before its %lld rows", what,
                              (unsigned long long)off, (long long)spec->rows)
                   : fs_error(err, FS_ERR_IO, "%s: read at offset %llu: %s", what, (unsigned long long)off, strerror(e));
-    if (s == FS_OK) *file_xxh3 = XXH3_64bits_digest(h);
-    XXH3_freeState(h);
+    if (s == FS_OK) *file_xxh3 = fs_hash_digest(h);
+    fs_hash_free(h);
     free(buf);
     return s;
 }
@@ -240,7 +241,7 @@ static int save(const char *path, const header_t *h, const uint64_t *sums, uint6
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return errno;
-    uint64_t trailer = XXH3_64bits(sums, n * sizeof *sums);
+    uint64_t trailer = fs_hash64(sums, n * sizeof *sums);
     int e = write_all(fd, h, sizeof *h, 0);
     if (!e) e = write_all(fd, sums, n * sizeof *sums, FS_ROWSUMS_HEADER);
     if (!e) e = write_all(fd, &trailer, sizeof trailer, FS_ROWSUMS_HEADER + n * sizeof *sums);

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
+#include "fs_hash.h"
 #include "plan.h"
 
 static const char MAGIC[8] = {'F', 'S', 'P', 'L', 'A', 'N', '\r', '\n'};
@@ -31,7 +31,7 @@ static const char MAGIC[8] = {'F', 'S', 'P', 'L', 'A', 'N', '\r', '\n'};
 
 typedef struct {
     FILE *f;               /* NULL while measuring */
-    XXH3_state_t *hash;
+    fs_hash_t *hash;
     uint64_t bytes;
     int failed;
 } sink_t;
@@ -40,7 +40,7 @@ static void put(sink_t *s, const void *data, size_t len)
 {
     s->bytes += len;
     if (!s->f || s->failed || len == 0) return;
-    XXH3_64bits_update(s->hash, data, len);
+    fs_hash_update(s->hash, data, len);
     if (fwrite(data, 1, len, s->f) != len) s->failed = 1;
 }
 
@@ -115,18 +115,17 @@ static void put_plan(sink_t *s, const fs_plan_t *p, uint64_t file_bytes)
 
 static fs_status_t write_file(const fs_plan_t *plan, const char *tmp, uint64_t file_bytes, fs_error_t *err)
 {
-    sink_t s = {.f = fopen(tmp, "wb"), .hash = XXH3_createState()};
+    sink_t s = {.f = fopen(tmp, "wb"), .hash = fs_hash_new()};
     if (!s.f || !s.hash) {
         if (s.f) fclose(s.f);
-        XXH3_freeState(s.hash);
+        fs_hash_free(s.hash);
         return fs_error(err, FS_ERR_IO, "save plan: cannot create %s", tmp);
     }
-    XXH3_64bits_reset(s.hash);
     put_plan(&s, plan, file_bytes);
-    uint64_t sum = XXH3_64bits_digest(s.hash);
+    uint64_t sum = fs_hash_digest(s.hash);
     if (!s.failed && fwrite(&sum, sizeof sum, 1, s.f) != 1) s.failed = 1;
     if (fclose(s.f) != 0) s.failed = 1;
-    XXH3_freeState(s.hash);
+    fs_hash_free(s.hash);
     return s.failed ? fs_error(err, FS_ERR_IO, "save plan: write to %s failed", tmp) : FS_OK;
 }
 
@@ -347,7 +346,7 @@ static fs_status_t check_envelope(const unsigned char *data, size_t len, fs_erro
     if (len > file_bytes)
         return fs_error(err, FS_ERR_FORMAT, "%zu trailing bytes after the plan", len - (size_t)file_bytes);
     memcpy(&stored, data + len - 8, 8);
-    computed = XXH3_64bits(data, len - 8);
+    computed = fs_hash64(data, len - 8);
     if (stored != computed)
         return fs_error(err, FS_ERR_FORMAT, "checksum mismatch (stored %016llx, computed %016llx): file is corrupt",
                         (unsigned long long)stored, (unsigned long long)computed);
