@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "dataset_internal.h"
+#include "fs_fileio.h"
 
 #define MARGIN_MIN ((size_t)256 << 20) /* at least this much is left for the processes themselves */
 
@@ -135,14 +136,8 @@ fs_status_t ds_open_on_disk(open_ctx_t *c, const char *path, fs_mapping_t *m, fs
     size_t want = m->len < ((size_t)1 << 20) + 12 ? m->len : ((size_t)1 << 20) + 12; /* the parser's largest header */
     char *head = malloc(want);
     if (!head) return fs_error(c->err, FS_ERR_NOMEM, "%s: out of memory", path);
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = pread(m->fd, head + got, want - got, (off_t)got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    fs_status_t s = fs_npy_parse(head, got, path, h, c->err);
+    ssize_t got = fs_pread_full(m->fd, head, want, 0); /* what it could read: the parser names a short header */
+    fs_status_t s = fs_npy_parse(head, got > 0 ? (size_t)got : 0, path, h, c->err);
     free(head);
     if (s != FS_OK) return s;
     if (h->header_len + h->data_len != m->len)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs_fileio.h"
 #include "fs_hash.h"
 #include "fs_npy.h"
 #include "partition_internal.h"
@@ -42,17 +43,6 @@ fs_status_t pt_file_hash(const char *path, char hex[17], fs_error_t *err)
     return FS_OK;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = write(fd, (const char *)p + done, len - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /* dir/file as an int64 [n] .npy with featstore's .npy header; its size and xxh3 into files. */
 static fs_status_t write_i64_npy(const char *dir, const char *file, const int64_t *a, int64_t n, json_t *files,
                                  fs_error_t *err)
@@ -61,7 +51,7 @@ static fs_status_t write_i64_npy(const char *dir, const char *file, const int64_
     snprintf(path, sizeof path, "%s/%s", dir, file);
     fs_npy_format(header, FS_DTYPE_I64, 1, &n);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int bad = fd < 0 || write_all(fd, header, sizeof header) || write_all(fd, a, (size_t)n * sizeof *a) || fsync(fd);
+    int bad = fd < 0 || fs_write_full(fd, header, sizeof header) || fs_write_full(fd, a, (size_t)n * sizeof *a) || fsync(fd);
     int e = errno;
     if (fd >= 0) close(fd);
     if (bad) return fs_error(err, FS_ERR_IO, "%s: cannot write: %s", path, strerror(e));

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "dataset_internal.h"
+#include "fs_fileio.h"
 #include "fs_hash.h"
 #include "fs_shm.h"
 
@@ -62,17 +63,6 @@
 #define COPY_STREAMS 4
 #define PROBE_BYTES (2 * HUGE_PAGE) /* at least one aligned huge page whatever the file's start */
 
-/* pwrite() of all n bytes; 0 or the errno. */
-static int write_all(int fd, const char *p, size_t n, off_t off)
-{
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? errno : EIO;
-        p += w, n -= (size_t)w, off += w;
-    }
-    return 0;
-}
 
 /* Copies src's first `len` bytes into the file `wfd` through a 2 MiB
  * buffer, hashing each chunk on the way: *hash is the checksum of exactly
@@ -86,16 +76,15 @@ static fs_status_t copy_bytes(open_ctx_t *c, const char *path, int src, size_t l
     if (!h || !buf) s = fs_error(c->err, FS_ERR_NOMEM, "out of memory");
     for (size_t off = 0; s == FS_OK && off < len;) {
         size_t want = len - off < COPY_CHUNK ? len - off : COPY_CHUNK;
-        ssize_t r = pread(src, buf, want, (off_t)off);
-        if (r < 0 && errno == EINTR) continue;
+        ssize_t r = fs_pread_full(src, buf, want, off);
         if (r < 0) {
             s = fs_error(c->err, FS_ERR_IO, "%s: read failed at byte %zu: %s", path, off, strerror(errno));
-        } else if (r == 0) {
+        } else if ((size_t)r < want) {
             s = fs_error(c->err, FS_ERR_IO, "%s: the file shrank to %zu bytes while it was being read (was %zu)",
-                         path, off, len);
+                         path, off + (size_t)r, len);
         } else {
             fs_hash_update(h, buf, (size_t)r);
-            int e = write_all(wfd, buf, (size_t)r, (off_t)off);
+            int e = fs_pwrite_full(wfd, buf, (size_t)r, off);
             if (e) s = fs_error(c->err, FS_ERR_IO, "%s: cannot write its copy in %s at byte %zu: %s", path,
                                 c->copy.dir, off, strerror(e));
             off += (size_t)r;
@@ -198,14 +187,10 @@ static int read_piece(memfd_copy_t *j, int direct, int buffered, size_t off, siz
         got = r > 0 ? (size_t)r / page * page : 0;
         if (r > 0 && (size_t)r >= n) got = n;
     }
-    while (got < n) {
-        ssize_t r = pread(buffered, j->to + off + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            copy_failed(j, FS_ERR_IO, "read failed", (long long)(off + got), r < 0 ? errno : 0);
-            return -1;
-        }
-        got += (size_t)r;
+    ssize_t r = got < n ? fs_pread_full(buffered, j->to + off + got, n - got, off + got) : 0;
+    if (r < 0 || (size_t)r < n - got) { /* an error, or the file ended early: it shrank */
+        copy_failed(j, FS_ERR_IO, "read failed", (long long)(off + got + (r > 0 ? (size_t)r : 0)), r < 0 ? errno : 0);
+        return -1;
     }
     return 0;
 }
@@ -396,7 +381,7 @@ static fs_status_t file_probe(const char *dir, size_t len, int *huge, fs_error_t
     fs_status_t s = zeros ? file_create(dir, len, "the copy probe", &fd, err)
                           : fs_error(err, FS_ERR_NOMEM, "out of memory");
     for (size_t off = 0; s == FS_OK && off < len; off += COPY_CHUNK) {
-        int e = write_all(fd, zeros, COPY_CHUNK, (off_t)off);
+        int e = fs_pwrite_full(fd, zeros, COPY_CHUNK, off);
         if (e) s = fs_error(err, FS_ERR_IO, "the copy probe: cannot write in %s: %s", dir, strerror(e));
     }
     free(zeros);

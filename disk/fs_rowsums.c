@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs_fileio.h"
 #include "fs_hash.h"
 
 #define MAGIC "FSROWSUM"
@@ -77,14 +78,8 @@ static void say(char *why, size_t len, const char *fmt, ...)
 /* pread of exactly n bytes; 0, or the errno (-1: the file ended first). */
 static int read_exact(int fd, void *buf, size_t n, uint64_t off)
 {
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return r < 0 ? errno : -1;
-        p += r, n -= (size_t)r, off += (uint64_t)r;
-    }
-    return 0;
+    ssize_t r = fs_pread_full(fd, buf, n, off);
+    return r < 0 ? errno : (size_t)r < n ? -1 : 0;
 }
 
 /* ---- the header --------------------------------------------------------------- */
@@ -220,18 +215,6 @@ static fs_status_t hash_pass(int fd, const char *what, const fs_rowsums_spec_t *
     return s;
 }
 
-/* pwrite of all n bytes; 0 or the errno. */
-static int write_all(int fd, const void *buf, size_t n, uint64_t off)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? errno : EIO;
-        p += w, n -= (size_t)w, off += (uint64_t)w;
-    }
-    return 0;
-}
 
 /* Writes header, sums and trailer to a temporary file beside path, then
  * renames it over path: a reader never sees half a file. 0 or the errno. */
@@ -242,9 +225,9 @@ static int save(const char *path, const header_t *h, const uint64_t *sums, uint6
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return errno;
     uint64_t trailer = fs_hash64(sums, n * sizeof *sums);
-    int e = write_all(fd, h, sizeof *h, 0);
-    if (!e) e = write_all(fd, sums, n * sizeof *sums, FS_ROWSUMS_HEADER);
-    if (!e) e = write_all(fd, &trailer, sizeof trailer, FS_ROWSUMS_HEADER + n * sizeof *sums);
+    int e = fs_pwrite_full(fd, h, sizeof *h, 0);
+    if (!e) e = fs_pwrite_full(fd, sums, n * sizeof *sums, FS_ROWSUMS_HEADER);
+    if (!e) e = fs_pwrite_full(fd, &trailer, sizeof trailer, FS_ROWSUMS_HEADER + n * sizeof *sums);
     if (!e && fsync(fd) != 0) e = errno;
     close(fd);
     if (e == 0 && rename(tmp, path) != 0) e = errno;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs_fileio.h"
 #include "partition.h"
 
 fs_status_t fs_shard_open_parts(const char *root, const int *parts, int n, int threads, fs_dataset_t **ds,
@@ -114,16 +115,12 @@ fs_status_t fs_shard_file(const fs_shard_t *s, const char *name, int64_t offset,
         return fs_error(err, e == ENOENT ? FS_ERR_NOT_FOUND : FS_ERR_IO, "shard: %s: %s", name, strerror(e));
     }
     *size = sb.st_size;
-    int64_t want = offset >= sb.st_size ? 0 : sb.st_size - offset < max ? sb.st_size - offset : max, done = 0;
-    while (done < want) {
-        ssize_t r = pread(fd, (char *)buf + done, (size_t)(want - done), offset + done);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : EIO;
-            close(fd);
-            return fs_error(err, FS_ERR_IO, "shard: %s: cannot read: %s", name, strerror(e));
-        }
-        done += r;
+    int64_t want = offset >= sb.st_size ? 0 : sb.st_size - offset < max ? sb.st_size - offset : max;
+    ssize_t done = fs_pread_full(fd, buf, (size_t)want, (uint64_t)offset);
+    if (done < want) { /* an error, or the file shrank since fstat */
+        int e = done < 0 ? errno : EIO;
+        close(fd);
+        return fs_error(err, FS_ERR_IO, "shard: %s: cannot read: %s", name, strerror(e));
     }
     close(fd);
     *len = done;

@@ -53,7 +53,8 @@ LAYERS = (
     Layer("public types", ("include/featstore/types.h",), ()),
     Layer("core", ("kernels/fs_types.*", "kernels/fs_codec.*", "kernels/fs_parallel.*", "kernels/fs_pool.*",
                    "kernels/fs_rng.h", "kernels/fs_json.h", "kernels/fs_addr.*", "kernels/fs_shm.*", "kernels/fs_info.*",
-                   "kernels/fs_epoch.*", "kernels/fs_npy.*", "kernels/fs_hash*"), ("public types",)),
+                   "kernels/fs_epoch.*", "kernels/fs_npy.*", "kernels/fs_hash*",
+                   "kernels/fs_fileio.*"), ("public types",)),
     # fs_limits sits with the engines: it reads their request types.
     Layer("engines", ("kernels/*",), ("public types", "core", "CUDA")),  # CUDA in the .cu twins only
     Layer("dataset", ("dataset/*",), ("core", "engines")),
