@@ -48,7 +48,7 @@
 
 /* ---- mapping one .npy file ---------------------------------------------- */
 
-static int safe_file_name(const char *f)
+int ds_safe_file_name(const char *f)
 {
     return f[0] != '\0' && f[0] != '.' && strchr(f, '/') == NULL && strlen(f) < 128;
 }
@@ -105,7 +105,7 @@ static fs_status_t open_file(open_ctx_t *c, const char *file, const char *path, 
 fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, const void **data)
 {
     fs_dataset_t *ds = c->ds;
-    if (!safe_file_name(file))
+    if (!ds_safe_file_name(file))
         return fs_error(c->err, FS_ERR_FORMAT, "%s: file names in the manifest must be plain names "
                         "inside the dataset directory, got '%s'", FS_MANIFEST, file);
     char path[4096];
@@ -145,7 +145,8 @@ fs_status_t ds_map_npy(open_ctx_t *c, const char *file, fs_npy_header_t *h, cons
     }
     if (c->flags & FS_OPEN_COPY) {
         s = ds_budget_charge(c, path, m->len);
-        if (s == FS_OK) s = ds_copy_serve(c, path, fd, m, &copied);
+        if (s == FS_OK && !ds_prefetch_take(c->prefetch, file, &m->validated, m, &copied))
+            s = ds_copy_serve(c, path, fd, m, &copied);
         close(fd); /* keeping it would pin a deleted file's disk space for the server's lifetime */
     } else {
         m->fd = fd;
@@ -614,7 +615,9 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
     if (!s && (flags & FS_OPEN_COPY) && !(ds->copy_dir = strdup(c.copy.dir)))
         s = fs_error(err, FS_ERR_NOMEM, "out of memory opening %s", dir);
     if (!s) s = read_format(&c, m);
+    if (!s) c.prefetch = ds_prefetch_start(&c, m); /* NULL: the open copies every file itself */
     if (!s) s = ds->version == 1 ? open_v1(&c, m) : ds_open_typed(&c, m);
+    ds_prefetch_stop(c.prefetch);
     if (!s && (flags & FS_OPEN_COPY)) s = fs_dataset_need_whole(ds, "serve", err);
     if (!s) s = ds_open_propagation(&c, json_object_get(m, "propagation"));
     if (!s) s = ds_split_names_build(&c);

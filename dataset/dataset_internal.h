@@ -50,6 +50,7 @@ typedef struct {
     int budget_given;         /* FS_OPEN_COPY's memory budget (budget.c) */
     size_t budget, copied;
     int budget_binds;         /* by the manifest's file sizes, some feature table will stay on disk */
+    struct ds_prefetch *prefetch; /* FS_OPEN_COPY's copies made ahead (prefetch.c), or NULL */
     fs_error_t *err;
 } open_ctx_t;
 
@@ -93,6 +94,25 @@ void ds_file_state(const struct stat *st, fs_file_state_t *out);
  * the copy's), its checksum in *hash. */
 fs_status_t ds_copy_choose(const fs_copy_opts_t *o, ds_copy_t *out, fs_error_t *err);
 fs_status_t ds_copy_serve(open_ctx_t *c, const char *path, int src, fs_mapping_t *m, uint64_t *hash);
+
+/* A file name of the manifest is a plain name inside the dataset's directory. */
+int ds_safe_file_name(const char *f);
+
+/* prefetch.c: FS_OPEN_COPY's copies of a version-1 dataset's non-table
+ * files (topology, labels, splits, node ids), made by one thread from the
+ * end of the open's order while the open works from its start.
+ * ds_prefetch_start returns NULL where it does not apply or cannot start
+ * (the open then copies everything itself). ds_prefetch_take: 1 with the
+ * copy in *m (fd, addr, huge pages, the file's state) and its checksum in
+ * *hash, when one was made of the file as `opened` describes it; 0 when
+ * the caller copies the file itself (it waits for a copy in progress).
+ * ds_prefetch_stop joins the thread and frees what was not taken. The
+ * open calls all three from its one thread. */
+typedef struct ds_prefetch ds_prefetch_t;
+ds_prefetch_t *ds_prefetch_start(const open_ctx_t *c, json_t *manifest);
+int ds_prefetch_take(ds_prefetch_t *p, const char *file, const fs_file_state_t *opened, fs_mapping_t *m,
+                     uint64_t *hash);
+void ds_prefetch_stop(ds_prefetch_t *p);
 
 /* budget.c: what FS_OPEN_COPY copies and which feature tables stay on disk.
  * ds_memory_available: MemAvailable or the memory cgroup's room, the
