@@ -99,7 +99,8 @@ fs_status_t ds_copy_serve(open_ctx_t *c, const char *path, int src, fs_mapping_t
 int ds_safe_file_name(const char *f);
 
 /* prefetch.c: FS_OPEN_COPY's copies of a version-1 dataset's non-table
- * files (topology, labels, splits, node ids), made by one thread from the
+ * files (topology, labels, splits, node ids; not under a given memory
+ * budget), made by one thread from the
  * end of the open's order while the open works from its start.
  * ds_prefetch_start returns NULL where it does not apply or cannot start
  * (the open then copies everything itself). ds_prefetch_take: 1 with the

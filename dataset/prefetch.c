@@ -16,7 +16,8 @@
  * copies that file itself, so every error the open reports is the one a
  * sequential open would. Only non-table files are listed: whether a
  * feature table is copied depends on the budget left when the open gets
- * to it (budget.c). */
+ * to it (budget.c); and nothing is copied ahead under a given memory
+ * budget, which refuses a file before its copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -102,7 +103,9 @@ static void add(ds_prefetch_t *p, const char *file, int cap)
 
 ds_prefetch_t *ds_prefetch_start(const open_ctx_t *c, json_t *m)
 {
-    if (!(c->flags & FS_OPEN_COPY) || c->given || c->ds->version != 1) return NULL; /* typed datasets: not yet */
+    /* Not for typed datasets (yet), nor under a given --mem-budget: its check comes before each copy, in the
+     * open's order, and a copy made ahead would hold memory the budget may refuse. */
+    if (!(c->flags & FS_OPEN_COPY) || c->given || c->ds->version != 1 || c->budget_given) return NULL;
     json_t *topo = json_object_get(m, "topology"), *splits = json_object_get(m, "splits"), *v;
     int cap = (int)(json_object_size(topo) + json_object_size(splits)) + 2;
     ds_prefetch_t *p = calloc(1, sizeof *p);

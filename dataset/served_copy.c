@@ -63,7 +63,6 @@
 #define COPY_STREAMS 4
 #define PROBE_BYTES (2 * HUGE_PAGE) /* at least one aligned huge page whatever the file's start */
 
-
 /* Copies src's first `len` bytes into the file `wfd` through a 2 MiB
  * buffer, hashing each chunk on the way: *hash is the checksum of exactly
  * the bytes the copy holds, and only this process can write the copy

@@ -191,3 +191,22 @@ Test(prefetch, a_copy_is_handed_out_only_for_the_file_the_open_saw)
     json_decref(m);
     free(data);
 }
+
+/* A given memory budget checks each file before its copy, in order: nothing
+ * is copied ahead of it, and a typed dataset's open copies its own files. */
+Test(prefetch, nothing_is_copied_ahead_under_a_given_budget_or_of_other_opens)
+{
+    char *data = make_dataset();
+    json_t *m = manifest_of(data);
+    fs_dataset_t ds = {.version = 1};
+    fs_error_t err = {0};
+    open_ctx_t c = {.ds = &ds, .dir = data, .flags = FS_OPEN_COPY, .err = &err, .budget_given = 1};
+    cr_assert_eq(ds_copy_choose(NULL, &c.copy, &err), FS_OK, "%s", err.msg);
+    cr_assert_null(ds_prefetch_start(&c, m), "a given budget");
+    c.budget_given = 0, ds.version = 2;
+    cr_assert_null(ds_prefetch_start(&c, m), "a typed dataset");
+    ds.version = 1, c.flags = 0;
+    cr_assert_null(ds_prefetch_start(&c, m), "an open that copies nothing");
+    json_decref(m);
+    free(data);
+}
