@@ -88,15 +88,6 @@ static fs_status_t check_values(cli_t *c, plan_cli_t *p, fs_error_t *err)
 
 /* ---- printing ------------------------------------------------------------------ */
 
-static const char *human(double bytes, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4) bytes /= 1024, u++;
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
-    return buf;
-}
-
 static int64_t topo_bytes(const fs_dataset_t *ds, const fs_plan_gpu_t *G)
 {
     if (G->num_topo == 0) return 0;
@@ -119,18 +110,19 @@ static void print_plan(const fs_dataset_t *ds, const plan_cli_t *c, const fs_pla
            hot_seconds, plan_seconds);
     if (c->place.reserve_bytes > 0)
         printf("plan: %s per GPU reserved for the trainer (the memory column is what is left)\n",
-               human((double)c->place.reserve_bytes, a, sizeof a));
+               fs_format_bytes((double)c->place.reserve_bytes, a, sizeof a));
+    double topo = (double)(ds->num_nodes + 1) * 8 + (double)ds->num_edges * (double)fs_dtype_size(ds->index_dtype);
     printf("plan: feature table %lld rows x %lld B = %s; topology %s\n", (long long)plan->num_nodes,
-           (long long)plan->row_bytes, human(table, a, sizeof a),
-           human((double)(ds->num_nodes + 1) * 8 + (double)ds->num_edges * (double)fs_dtype_size(ds->index_dtype), b,
-                 sizeof b));
+           (long long)plan->row_bytes, fs_format_bytes(table, a, sizeof a),
+           fs_format_bytes(topo, b, sizeof b));
     printf("%-6s %12s %12s %12s %12s %12s %6s %6s\n", "gpu", "feat rows", "feat bytes", "nbr lists", "topo bytes",
            "memory", "alpha", "group");
     for (int g = 0; g < plan->num_gpus; g++) {
         const fs_plan_gpu_t *G = &plan->gpu[g];
         printf("gpu %-2d %12lld %12s %12lld %12s %12s %6.2f %6d\n", g, (long long)G->num_rows,
-               human((double)G->num_rows * (double)plan->row_bytes, a, sizeof a), (long long)G->num_topo,
-               human((double)topo_bytes(ds, G), b, sizeof b), human((double)plan->budget.avail_bytes[g], d, sizeof d),
+               fs_format_bytes((double)G->num_rows * (double)plan->row_bytes, a, sizeof a), (long long)G->num_topo,
+               fs_format_bytes((double)topo_bytes(ds, G), b, sizeof b),
+               fs_format_bytes((double)plan->budget.avail_bytes[g], d, sizeof d),
                plan->alpha[g], plan->group[g]);
     }
     printf("plan: %lld distinct feature rows on GPUs (%.1f%% of the table), replication factor %.3f\n",
@@ -149,8 +141,9 @@ static void print_cost_row(const char *who, double local, double peer, double ho
 {
     char a[32], b[32], d[32];
     double total = local + peer + host;
-    printf("%-8s %12s %12s %12s   %5.1f%% %5.1f%% %5.1f%%\n", who, human(local, a, sizeof a), human(peer, b, sizeof b),
-           human(host, d, sizeof d), total > 0 ? 100 * local / total : 0, total > 0 ? 100 * peer / total : 0,
+    printf("%-8s %12s %12s %12s   %5.1f%% %5.1f%% %5.1f%%\n", who, fs_format_bytes(local, a, sizeof a),
+           fs_format_bytes(peer, b, sizeof b),
+           fs_format_bytes(host, d, sizeof d), total > 0 ? 100 * local / total : 0, total > 0 ? 100 * peer / total : 0,
            total > 0 ? 100 * host / total : 0);
 }
 
@@ -195,14 +188,14 @@ static void print_replay(const fs_replay_t *r, const fs_cost_t *m, const fs_cost
         double mv[3] = {m->local_bytes[i], m->peer_bytes[i], m->host_bytes[i]};
         double pv[3] = {p->local_bytes[i], p->peer_bytes[i], p->host_bytes[i]};
         for (int s = 0; s < 3; s++) {
-            printf("gpu %-4d %-6s %12s %12s %+8.2f%%\n", i, names[s], human(mv[s], a, sizeof a),
-                   human(pv[s], b, sizeof b), 100 * rel_error(mv[s], pv[s]));
+            printf("gpu %-4d %-6s %12s %12s %+8.2f%%\n", i, names[s], fs_format_bytes(mv[s], a, sizeof a),
+                   fs_format_bytes(pv[s], b, sizeof b), 100 * rel_error(mv[s], pv[s]));
             tm[s] += mv[s], tp[s] += pv[s];
         }
     }
     for (int s = 0; s < 3; s++)
-        printf("%-8s %-6s %12s %12s %+8.2f%%\n", "mean", names[s], human(tm[s] / m->num_gpus, a, sizeof a),
-               human(tp[s] / m->num_gpus, b, sizeof b), 100 * rel_error(tm[s], tp[s]));
+        printf("%-8s %-6s %12s %12s %+8.2f%%\n", "mean", names[s], fs_format_bytes(tm[s] / m->num_gpus, a, sizeof a),
+               fs_format_bytes(tp[s] / m->num_gpus, b, sizeof b), 100 * rel_error(tm[s], tp[s]));
     double lists = 0, host_lists = 0;
     for (int i = 0; i < r->num_gpus; i++) {
         for (int s = 0; s <= FS_HW_MAX_GPUS; s++) lists += (double)r->lists[i][s];

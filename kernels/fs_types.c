@@ -252,6 +252,15 @@ void fs_list_name(char *list, size_t len, int *listed, int most, int total, cons
     (*listed)++;
 }
 
+const char *fs_format_bytes(double bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) bytes /= 1024, u++;
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+    return buf;
+}
+
 fs_status_t fs_table_not_found(fs_error_t *err, const char *dataset, const char *kind, const char *name, int n,
                                const char *(*name_at)(const void *ctx, int i), const void *ctx)
 {

@@ -45,6 +45,9 @@ fs_status_t fs_struct_read(void *dst, size_t dst_size, const void *src, size_t m
  * " and N more" once, N counted from `total`, the names there are in all.
  * *listed counts the calls; it starts at 0 with list "". */
 void fs_list_name(char *list, size_t len, int *listed, int most, int total, const char *name);
+/* A size for people: "512 B", "4.00 MiB", "1.25 GiB" (binary units up to
+ * TiB, two decimals beyond bytes) into buf; returns buf. */
+const char *fs_format_bytes(double bytes, char *buf, size_t len);
 /* FS_ERR_NOT_FOUND: "dataset 'D' has no <kind> table 'name'; its <kind>
  * tables: a, b, c" (kind: "feature", "node", "edge"), the list made of
  * name_at(ctx, 0..n-1), skipping NULLs (repeats the caller leaves out). */

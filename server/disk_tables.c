@@ -42,14 +42,6 @@ struct fs_disk_tables {
  * quarter stays adaptive for what degree does not predict. */
 #define HOT_SHARE 0.75
 
-/* "4.00 MiB", "1.25 GiB": sizes for the log. */
-static const char *human(double b, char buf[32])
-{
-    if (b >= (double)(1 << 30)) snprintf(buf, 32, "%.2f GiB", b / (1 << 30));
-    else snprintf(buf, 32, "%.2f MiB", b / (1 << 20));
-    return buf;
-}
-
 static double seconds_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -141,12 +133,13 @@ static fs_status_t open_one(fs_dataset_t *ds, disk_table_t *d, size_t cache_byte
     d->hook = (fs_table_remote_t){fs_disktable_rows, d->reader};
     t->remote = &d->hook;
     char why[128], a[32], b[32], c[32];
-    if (budget) snprintf(why, sizeof why, "--mem-budget %s", human((double)budget, a));
+    if (budget) snprintf(why, sizeof why, "--mem-budget %s", fs_format_bytes((double)budget, a, sizeof a));
     else snprintf(why, sizeof why, "the memory available less a margin");
     fprintf(log,
             "featstore: table '%s' (%s) is served from disk: it does not fit the memory budget (%s); a %s SIEVE "
             "row cache of %llu rows; %s\n",
-            t->name, human((double)t->rows * (double)t->row_bytes, b), why, human((double)d->cache_bytes, c),
+            t->name, fs_format_bytes((double)t->rows * (double)t->row_bytes, b, sizeof b), why,
+            fs_format_bytes((double)d->cache_bytes, c, sizeof c),
             (unsigned long long)fs_rowcache_slots(d->cache), fs_disktable_describe(d->reader));
     return FS_OK;
 }

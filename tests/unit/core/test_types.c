@@ -131,3 +131,16 @@ Test(types, versioned_structs_older_newer_and_bad_sizes)
     cr_assert_eq(fs_struct_read(&mine, sizeof mine, &tiny, sizeof mine, "v1_t", &err), FS_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(err.msg, "smaller than any version"), "%s", err.msg);
 }
+
+Test(types, sizes_for_people_take_the_largest_binary_unit_below_them)
+{
+    char b[32];
+    cr_assert_str_eq(fs_format_bytes(0, b, sizeof b), "0 B");
+    cr_assert_str_eq(fs_format_bytes(1023, b, sizeof b), "1023 B");
+    cr_assert_str_eq(fs_format_bytes(1024, b, sizeof b), "1.00 KiB");
+    cr_assert_str_eq(fs_format_bytes(4.0 * 1048576, b, sizeof b), "4.00 MiB");
+    cr_assert_str_eq(fs_format_bytes(1.25 * 1073741824.0, b, sizeof b), "1.25 GiB");
+    cr_assert_str_eq(fs_format_bytes(2048.0 * 1099511627776.0, b, sizeof b), "2048.00 TiB", "TiB is the largest");
+    char tiny[6];
+    cr_assert_str_eq(fs_format_bytes(4.0 * 1048576, tiny, sizeof tiny), "4.00 ", "cut to the buffer");
+}
