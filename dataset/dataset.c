@@ -618,6 +618,7 @@ static fs_status_t open_with_manifest(const char *dir, json_t *m, unsigned flags
     if (!s) c.prefetch = ds_prefetch_start(&c, m); /* NULL: the open copies every file itself */
     if (!s) s = ds->version == 1 ? open_v1(&c, m) : ds_open_typed(&c, m);
     ds_prefetch_stop(c.prefetch);
+    c.prefetch = NULL; /* the hop tables below are opened after it */
     if (!s && (flags & FS_OPEN_COPY)) s = fs_dataset_need_whole(ds, "serve", err);
     if (!s) s = ds_open_propagation(&c, json_object_get(m, "propagation"));
     if (!s) s = ds_split_names_build(&c);
