@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "argsort.h"
+#include "fs_fileio.h"
 #include "hotness.h"
 #include <stdlib.h>
 #include <string.h>
@@ -101,16 +102,26 @@ static fs_status_t share_sums(disk_table_t *d, fs_error_t *err)
     size_t bytes = (size_t)d->table->rows * sizeof(uint64_t);
     const char *p = (const char *)fs_rowsums_data(d->sums);
     d->sums_fd = memfd_create("featstore-rowsums", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    size_t done = 0;
-    while (d->sums_fd >= 0 && done < bytes) {
-        ssize_t w = write(d->sums_fd, p + done, bytes - done);
-        if (w <= 0 && errno != EINTR) break;
-        if (w > 0) done += (size_t)w;
-    }
-    if (d->sums_fd < 0 || done < bytes ||
-        fcntl(d->sums_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-        return fs_error(err, FS_ERR_NOMEM, "table '%s': sharing its checksums: %s", d->table->name, strerror(errno));
+    int e = d->sums_fd < 0 ? errno : fs_write_full(d->sums_fd, p, bytes);
+    if (!e && fcntl(d->sums_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) e = errno;
+    if (e) return fs_error(err, FS_ERR_NOMEM, "table '%s': sharing its checksums: %s", d->table->name, strerror(e));
     return FS_OK;
+}
+
+/* make_cache on a thread of its own: its pages are allocated while the
+ * checksums are read (each some 30 ms on the disk probe's second start). */
+typedef struct {
+    disk_table_t *d;
+    size_t bytes;
+    fs_status_t st;
+    fs_error_t err;
+} cache_job_t;
+
+static void *make_cache_job(void *arg)
+{
+    cache_job_t *j = arg;
+    j->st = make_cache(j->d, j->bytes, &j->err);
+    return NULL;
 }
 
 static fs_status_t open_one(fs_dataset_t *ds, disk_table_t *d, size_t cache_bytes, size_t budget, FILE *log,
@@ -121,9 +132,14 @@ static fs_status_t open_one(fs_dataset_t *ds, disk_table_t *d, size_t cache_byte
     if (fs_dataset_table_fd(ds, t, &fd) != FS_OK)
         return fs_error(err, FS_ERR_INTERNAL, "table '%s' is on disk but its file is not open", t->name);
     d->table_fd = fd;
+    cache_job_t job = {.d = d, .bytes = cache_bytes};
+    pthread_t helper;
+    int beside = pthread_create(&helper, NULL, make_cache_job, &job) == 0;
     fs_status_t st = load_sums(ds, d, fd, log, err);
     if (st == FS_OK) st = share_sums(d, err);
-    if (st == FS_OK) st = make_cache(d, cache_bytes, err);
+    if (beside) pthread_join(helper, NULL);
+    else make_cache_job(&job); /* no thread to be had: one after the other */
+    if (st == FS_OK && job.st != FS_OK) st = fs_error(err, job.st, "%s", job.err.msg);
     char what[300];
     snprintf(what, sizeof what, "table '%s' (%s/%s)", t->name, ds->dir, t->file);
     fs_disktable_opts_t o = {.fd = fd, .what = what, .data_offset = t->file_offset, .row_bytes = t->row_bytes,
