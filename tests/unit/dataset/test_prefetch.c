@@ -101,23 +101,18 @@ Test(prefetch, a_corrupt_or_missing_file_is_refused_by_name)
     free(split), free(labels), free(data);
 }
 
-static int open_fds(void)
+/* Entries of a /proc directory: the process's descriptors or its threads. */
+static int entries(const char *dir)
 {
     int n = 0;
-    DIR *d = opendir("/proc/self/fd");
+    DIR *d = opendir(dir);
     while (d && readdir(d)) n++;
     if (d) closedir(d);
     return n;
 }
 
-static int threads_now(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/task");
-    while (d && readdir(d)) n++;
-    if (d) closedir(d);
-    return n;
-}
+static int open_fds(void) { return entries("/proc/self/fd"); }
+static int threads_now(void) { return entries("/proc/self/task"); }
 
 static json_t *manifest_of(const char *data)
 {
