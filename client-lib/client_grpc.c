@@ -106,6 +106,15 @@ static void g_close(fs_client_t *c)
     free(k);
 }
 
+/* A closed stream's connection may serve the next one as it is: batches
+ * own their memory (the row cache is reference counted), and a channel
+ * broken since reconnects by itself or fails the call as UNAVAILABLE,
+ * which a stream meets by connecting anew (stream.c, reconnect). */
+static int g_idle(fs_client_t *c)
+{
+    return c->impl != NULL;
+}
+
 static const fs_transport_ops_t grpc_ops = {
     .name = "grpc",
     .info = fs_gc_info,
@@ -119,6 +128,7 @@ static const fs_transport_ops_t grpc_ops = {
     .epoch_next = fs_gc_epoch_next,
     .epoch_close = fs_gc_epoch_close,
     .close = g_close,
+    .idle = g_idle,
 };
 
 /* ---- connecting ---------------------------------------------------------------- */

@@ -24,7 +24,10 @@ option is a TypeError naming it; Client.stream warns naming its replacement;
 featstore.EpochPlan (the C plan) deals the stream's batches, positions and
 request seeds for six (seed, epoch, rank, world, order, drop_last), and
 Client.default_prefetch is the prefetch a stream takes by default;
-sample_gather(fanouts=) still works, deprecated. Over
+sample_gather(fanouts=) still works, deprecated. Over grpc:// and unix://
+a Client's streams keep their connections for the next epoch (over
+grpc://, the same TCP connections; closed before a fork, so that a forked
+child can use gRPC). Over
 unix:// also: the hold limit and the lifetime rule (released batches raise,
 arrays kept past release keep their data and count against the hold),
 prefetching, explicit seeds in sequential order without labels, streams
@@ -115,6 +118,37 @@ def tearDownModule():
                 raise AssertionError(f"featstore serve exited {status} on SIGTERM, expected 0")
     finally:
         shutil.rmtree(SERVER.get("dir", ""), ignore_errors=True)
+
+
+def client_ports(port):
+    """The local ports of this machine's established TCP connections to
+    `port` on loopback (/proc/net/tcp and tcp6): this process's gRPC
+    connections to the fixture's server, the only client of its port."""
+    ports = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, remote, state = row.split()[1:4]
+            if state == "01" and int(remote.rsplit(":", 1)[1], 16) == port:
+                ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+def wait_child(pid, seconds=120):
+    """A child's exit status; killed after `seconds` (a hang guard, not a timing check): -9."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return -9
 
 
 # ---- the tests ------------------------------------------------------------------
@@ -573,6 +607,58 @@ class StreamTest(unittest.TestCase):
         finally:
             fs_serve.stop(proc)
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_grpc_streams_keep_their_connections_and_let_go_before_a_fork(self):
+        """Over grpc:// too a Client's streams share one owner, which keeps a
+        closed stream's producer connection for the next (the same TCP
+        connections serve both epochs, and stay open between them); a fork
+        closes them (gRPC's threads do not survive one), so the child can
+        connect over gRPC, and the parent's next stream connects anew. (How
+        soon gRPC tears a closed channel's TCP connection down is its own:
+        seconds after the last close, so closing is checked over unix://.)"""
+        port = int(SERVER["grpc"].rsplit(":", 1)[1])
+        c = featstore.connect(SERVER["grpc"], timeout_ms=30000)
+        try:
+            c_nodes = c.info().num_nodes
+            epochs, during = [], []
+            for epoch in range(2):
+                with c.node_stream("train", batch_size=400, num_neighbors=FANOUTS, table="feat", seed=3) as s:
+                    batches = [snapshot(next(s))]
+                    during.append(client_ports(port))
+                    batches += [snapshot(b) for b in s]
+                epochs.append(batches)
+                self.assertTrue(wait_until(lambda: client_ports(port) == during[0]),
+                                f"after epoch {epoch}: {client_ports(port)}, want the stream's {during[0]} kept")
+            self.assertGreaterEqual(len(during[0]), 2, "the streams' owner and producer")
+            self.assertEqual(during[1], during[0], "the second epoch on the first one's connections")
+            for a, b in zip(*epochs):
+                assert_same_arrays(self, a[4], b[4], f"batch {a[0]} of the same epoch on the kept connections")
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: gRPC must not have been running at the fork
+                code = 1
+                try:
+                    os.close(r)
+                    child = featstore.connect(SERVER["grpc"], timeout_ms=30000)
+                    code = 0 if child.info().num_nodes == c_nodes else 2
+                    child.close()
+                except BaseException as e:  # noqa: B036 (reported through the pipe, never raised in the child)
+                    os.write(w, repr(e).encode()[:2000])
+                finally:
+                    os._exit(code)
+            os.close(w)
+            status = wait_child(pid)
+            with os.fdopen(r) as f:
+                why = f.read()
+            self.assertEqual(status, 0, f"the forked child could not use gRPC: {why}")
+            self.assertTrue(wait_until(lambda: not (client_ports(port) & during[0])),
+                            "the kept connections closed before the fork")
+            with c.node_stream("train", batch_size=400, num_neighbors=FANOUTS, table="feat", seed=3) as s:
+                again = [snapshot(b) for b in s]
+            for a, b in zip(epochs[0], again):
+                assert_same_arrays(self, a[4], b[4], f"batch {a[0]} on new connections after the fork")
+        finally:
+            c.close()
 
     def test_a_forked_child_is_refused_by_name(self):
         with self.stream("unix") as s:

@@ -110,18 +110,24 @@ _CLIENTS: weakref.WeakSet[Client] = weakref.WeakSet()  # every open Client, for 
 def _before_fork() -> None:
     """os.register_at_fork. gRPC's threads do not survive fork(): a process
     forked while a grpc:// connection is open could never connect (the C
-    library refuses to try). So each grpc:// Client closes its connection
-    here, holding its lock through the fork so that no call is in flight;
-    its next call reconnects, in the parent and in the child alike. unix://
-    connections stay open (and their locks free): only the child reconnects."""
+    library refuses to try). So each grpc:// or etcd:// Client closes its
+    connection here, and lets go of its streams' owner (closed with the
+    producers' connections it keeps, unless a stream still open holds it),
+    holding its lock through the fork so that no call is in flight; its
+    next call or stream reconnects, in the parent and in the child alike.
+    unix:// connections stay open (and their locks free): only the child
+    reconnects."""
     for client in list(_CLIENTS):
         if client.transport == "unix":
             continue
         client._lock.acquire()
         client._held_for_fork = True
+        owner = client.__dict__.pop("_stream_owner", None)
         if client._c:
             c, client._c = client._c, None
             lib.fs_close(c)
+        if owner is not None:
+            owner.release()
 
 
 def _after_fork_in_parent() -> None:
@@ -154,7 +160,7 @@ class Client(StreamCalls, Closing):
     transport: str
     _held_for_fork: bool   # set by the fork handlers while its lock is held for a fork
     _strings: Client       # a _with_slots copy's: the Client its copied options' strings belong to
-    _stream_owner: Any     # featstore.stream._Owner: the connection its unix:// streams are opened on
+    _stream_owner: Any     # featstore.stream._Owner: the connection its streams are opened on
 
     def __init__(self, uri: str, device: str | None = None, slots: int | None = None, threads: int | None = None,
                  timeout_ms: int | None = None, token: str | None = None, tls_ca_file: str | None = None,

@@ -58,9 +58,10 @@ Connections: the C stream needs a connection that outlives it, and a
 Client may be closed, or reconnect after a fork, while a stream runs; so
 streams are opened on a connection of their own to the Client's URI with its
 options (the owner, _Owner), and the C stream opens one more for each
-producer. Over unix:// the Client's streams share one owner, which keeps a
-closed stream's producer connections for the next stream (the next epoch
-starts warm); over grpc:// each stream has its own. Closing the Client
+producer. The Client's streams share one owner, which keeps a closed
+stream's producer connections for the next stream (the next epoch starts
+warm); over grpc:// and etcd:// the Client lets go of it before a fork
+(gRPC's threads do not survive one: client.py, _before_fork). Closing the Client
 leaves its streams running; ``Stream.close()`` stops the producers, the
 owner closing once the Client and every stream let go of it, and batches
 already handed out stay valid.
@@ -257,15 +258,16 @@ def open_stream(client: Any, epoch: Epoch, *, split: str | None, ids: ArrayLike 
 
 class _Owner:
     """The C connection streams are opened on (fs_stream_open's owner: they
-    copy its URI and options). A unix:// Client keeps one for all its
-    streams: a closed stream leaves its producers' connections with it, and
-    the next one, the next epoch's, starts on them, their engines warm and
-    the dataset already mapped and checked (docs/api.md §11, "Connections
-    kept between epochs").
-    Closed when the Client and its every stream have let go of it. A
-    grpc:// stream gets one of its own: gRPC's threads do not survive a fork
-    (client.py, _before_fork), so a Client keeps no gRPC connection open
-    between calls but its own."""
+    copy its URI and options). A Client keeps one for all its streams: a
+    closed stream leaves its producers' connections with it, and the next
+    one, the next epoch's, starts on them, their engines warm, the dataset
+    already mapped and checked over unix://, the channels connected over
+    grpc:// and etcd:// (docs/api.md §11, "Connections kept between
+    epochs").
+    Closed when the Client and its every stream have let go of it. gRPC's
+    threads do not survive a fork, so a grpc:// or etcd:// Client lets go
+    of its owner before one (client.py, _before_fork): kept only by streams
+    still open, which cannot be used in the child anyway."""
 
     _refs_lock = threading.Lock()
 
@@ -276,9 +278,7 @@ class _Owner:
     @classmethod
     def take(cls, client: Client) -> _Owner:
         """A reference to client's owner (made if it has none, or its one is
-        a parent process's), or a new one of the stream's own."""
-        if client.transport != "unix":
-            return cls(client._open("stream: ", slots=1), 1)
+        a parent process's)."""
         with client._lock:
             kept = client.__dict__.get("_stream_owner")
             if kept is None or kept.pid != os.getpid():
