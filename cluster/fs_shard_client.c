@@ -1,8 +1,8 @@
 /* fs_shard_client.c — ShardPicks to one shard (fs_shard_client.h says what
- * and why): the ids sent as one bytes field, the answer's three int64
- * arrays read into the connection's buffers and checked whole; ShardRows
- * and ShardEdges answers land in the caller's memory, their lengths
- * checked. */
+ * and why): the ids sent as one bytes field, the answer's counts and
+ * sources read back into the connection's buffers and checked whole
+ * (proto/fs_wire_picks.c); ShardRows and ShardEdges answers land in the
+ * caller's memory, their lengths checked. */
 #include "fs_shard_client.h"
 
 #include <stdio.h>
@@ -20,7 +20,8 @@ struct fs_shard_client {
     int64_t revision;
     grpc_channel *channel;
     grpc_completion_queue *cq;
-    fs_wire_buf_t off, src, eid;  /* the last answer's arrays */
+    fs_wire_buf_t counts, src, eid;  /* the last answer's fields */
+    fs_wire_picks_buf_t picks;       /* and its offsets and sources, read back */
 };
 
 fs_status_t fs_shard_client_open(const char *addr, int timeout_ms, fs_shard_client_t **out, fs_error_t *err)
@@ -52,30 +53,9 @@ void fs_shard_client_close(fs_shard_client_t *c)
 {
     if (!c) return;
     fs_unary_close(c->channel, c->cq);
-    fs_wire_buf_free(&c->off), fs_wire_buf_free(&c->src), fs_wire_buf_free(&c->eid);
+    fs_wire_buf_free(&c->counts), fs_wire_buf_free(&c->src), fs_wire_buf_free(&c->eid);
+    fs_wire_picks_buf_free(&c->picks);
     free(c);
-}
-
-/* The answer's arrays against each other and the request. */
-static fs_status_t check_answer(fs_shard_client_t *c, int64_t n, int want_ids, fs_typed_picks_t *out, fs_error_t *err)
-{
-    const int64_t *off, *src, *eid = NULL;
-    int64_t no, ns, ne = 0;
-    fs_status_t st = fs_wire_int64s(&c->off, "offsets", &off, &no, err);
-    if (st == FS_OK) st = fs_wire_int64s(&c->src, "sources", &src, &ns, err);
-    if (st == FS_OK && want_ids) st = fs_wire_int64s(&c->eid, "edge_ids", &eid, &ne, err);
-    if (st != FS_OK) return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: %s", c->who, err->msg);
-    if (no != n + 1 || off[0] != 0)
-        return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: %lld offsets for %lld ids", c->who, (long long)no,
-                        (long long)n);
-    for (int64_t i = 0; i < n; i++)
-        if (off[i + 1] < off[i])
-            return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: offsets fall at row %lld", c->who, (long long)i);
-    if (ns != off[n] || (want_ids && ne != off[n]))
-        return fs_error(err, FS_ERR_FORMAT, "%s: ShardPicks: %lld sources and %lld edge ids for %lld picks", c->who,
-                        (long long)ns, (long long)ne, (long long)off[n]);
-    *out = (fs_typed_picks_t){.n = n, .off = off, .src = src, .eid = eid};
-    return FS_OK;
 }
 
 fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req_t *q, const int64_t *ids, int64_t n,
@@ -96,15 +76,19 @@ fs_status_t fs_shard_client_picks(fs_shard_client_t *c, const fs_typed_picks_req
         fs_wire_set_bytes(&req.excl_src, &xs, q->excl_src, (size_t)q->num_excl * sizeof *q->excl_src);
     }
     featstore_v1_ShardPicksResponse resp = featstore_v1_ShardPicksResponse_init_zero;
-    c->off.align = c->src.align = c->eid.align = sizeof(int64_t);
-    fs_wire_set_buf(&resp.offsets, &c->off);
+    c->src.align = c->eid.align = sizeof(int64_t);
+    fs_wire_set_buf(&resp.counts, &c->counts);
     fs_wire_set_buf(&resp.sources, &c->src);
     fs_wire_set_buf(&resp.edge_ids, &c->eid);
-    c->off.len = c->src.len = c->eid.len = 0;
+    c->counts.len = c->src.len = c->eid.len = 0;
     fs_status_t st = fs_unary(c->channel, c->cq, c->who, FS_WIRE_METHOD_SHARD_PICKS, c->timeout_ms,
                               featstore_v1_ShardPicksRequest_fields, &req, featstore_v1_ShardPicksResponse_fields,
                               &resp, err);
-    return st == FS_OK ? check_answer(c, n, q->want_edge_ids, out, err) : st;
+    if (st != FS_OK) return st;
+    st = fs_wire_picks_answer(&c->counts, &c->src, resp.wide_sources, &c->eid, q->want_edge_ids, n, &c->picks, out,
+                              err);
+    if (st != FS_OK) fs_error_prefix(err, "%s: ShardPicks", c->who);
+    return st;
 }
 
 fs_status_t fs_shard_client_rows(fs_shard_client_t *c, int t, const char *table, const int64_t *ids, int64_t n,

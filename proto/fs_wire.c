@@ -387,31 +387,38 @@ grpc_byte_buffer *fs_wire_gather_chunk(const featstore_v1_GatherChunk *hdr, grpc
 
 /* -- batch images (BatchImageChunk, the typed methods' answer) -- */
 
+grpc_byte_buffer *fs_wire_encode_data(const pb_msgdesc_t *fields, const void *msg, uint32_t data_tag, grpc_slice data,
+                                     fs_error_t *err)
+{
+    size_t data_len = GRPC_SLICE_LENGTH(data), msg_size;
+    if (!pb_get_encoded_size(&msg_size, fields, msg)) {
+        fs_error(err, FS_ERR_INTERNAL, "cannot size a message");
+        return NULL;
+    }
+    /* message = head || [tag data_tag, len, data] */
+    size_t cap = msg_size + (data_len ? varint_size((uint64_t)data_tag << 3 | PB_WT_STRING) + varint_size(data_len) : 0);
+    if (cap + data_len > INT32_MAX) {
+        fs_error(err, FS_ERR_RESOURCE, "a message of %zu bytes is over protobuf's 2 GiB limit", cap + data_len);
+        return NULL;
+    }
+    pb_byte_t *head = malloc(cap ? cap : 1);
+    if (!head) {
+        fs_error(err, FS_ERR_NOMEM, "out of memory for a message");
+        return NULL;
+    }
+    pb_ostream_t os = pb_ostream_from_buffer(head, cap);
+    bool ok = pb_encode(&os, fields, msg);
+    if (ok && data_len) ok = encode_string_head(&os, data_tag, data_len);
+    return chunk_message(head, cap, &os, ok, data, err);
+}
+
 grpc_byte_buffer *fs_wire_image_chunk(uint64_t total, uint64_t offset, grpc_slice data, fs_error_t *err)
 {
     featstore_v1_BatchImageChunk hdr = featstore_v1_BatchImageChunk_init_zero;
     hdr.api_version = FS_WIRE_API_VERSION_TYPED;
     hdr.total_bytes = total, hdr.offset = offset;
-    size_t data_len = GRPC_SLICE_LENGTH(data), hdr_size;
-    if (!pb_get_encoded_size(&hdr_size, featstore_v1_BatchImageChunk_fields, &hdr)) {
-        fs_error(err, FS_ERR_INTERNAL, "cannot size a chunk message");
-        return NULL;
-    }
-    /* chunk = head || [tag 4, len, data] */
-    size_t cap = hdr_size + (data_len ? 1 + varint_size(data_len) : 0);
-    if (cap + data_len > INT32_MAX) {
-        fs_error(err, FS_ERR_RESOURCE, "a message of %zu bytes is over protobuf's 2 GiB limit", cap + data_len);
-        return NULL;
-    }
-    pb_byte_t *head = malloc(cap);
-    if (!head) {
-        fs_error(err, FS_ERR_NOMEM, "out of memory for a chunk");
-        return NULL;
-    }
-    pb_ostream_t os = pb_ostream_from_buffer(head, cap);
-    bool ok = pb_encode(&os, featstore_v1_BatchImageChunk_fields, &hdr);
-    if (ok && data_len) ok = encode_string_head(&os, featstore_v1_BatchImageChunk_data_tag, data_len);
-    return chunk_message(head, cap, &os, ok, data, err);
+    return fs_wire_encode_data(featstore_v1_BatchImageChunk_fields, &hdr, featstore_v1_BatchImageChunk_data_tag, data,
+                               err);
 }
 
 /* ---- small files: certificates, keys, the token ------------------------------------ */

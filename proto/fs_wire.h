@@ -17,7 +17,8 @@
  *
  * Sources: fs_wire.c (channel arguments, status codes, arrays, messages and
  * chunks, small files), fs_wire_sample.c (the sampling messages and the
- * Stream orders) and fs_wire_typed.c (the typed requests). */
+ * Stream orders), fs_wire_typed.c (the typed requests) and fs_wire_picks.c
+ * (ShardPicks answers). */
 #ifndef FS_WIRE_H
 #define FS_WIRE_H
 
@@ -31,6 +32,7 @@
 #include "fs_epoch.h"
 #include "fs_pb.h"
 #include "fs_sample.h"
+#include "fs_typed.h"
 #include "fs_types.h"
 
 /* The version-1 methods are sent with api_version 1 (so a client works
@@ -149,6 +151,13 @@ fs_status_t fs_wire_decode(grpc_byte_buffer *bb, const pb_msgdesc_t *fields, voi
 
 /* Encodes a message into one heap slice handed to gRPC without a copy. */
 grpc_byte_buffer *fs_wire_encode(const pb_msgdesc_t *fields, const void *msg, fs_error_t *err);
+
+/* msg encoded, followed by its bytes field data_tag holding the slice `data`
+ * (referenced, not copied, as fs_wire_gather_chunk's): a large answer sent
+ * from the memory it was made in. msg's own field data_tag must be empty
+ * (protobuf takes fields in any order, so the last one may be any). */
+grpc_byte_buffer *fs_wire_encode_data(const pb_msgdesc_t *fields, const void *msg, uint32_t data_tag, grpc_slice data,
+                                     fs_error_t *err);
 
 /* A GatherChunk whose `data` is the slice `data` (referenced, not copied:
  * the buffer takes its own reference, the caller still drops its own, and the
@@ -280,6 +289,31 @@ fs_status_t fs_wire_hetero_take(const featstore_v1_HeteroSampleRequest *msg, fs_
                                 fs_error_t *err);
 fs_status_t fs_wire_link_take(const featstore_v1_LinkSampleRequest *msg, fs_wire_hetero_in_t *in, fs_error_t *err);
 void fs_wire_hetero_in_free(fs_wire_hetero_in_t *in);
+
+/* ---- ShardPicks answers (fs_wire_picks.c) ------------------------------------------ */
+
+/* The shard's side: room for n rows' counts; the counts of off[0..n] (its
+ * rows' picks) as varints into out, their length returned. */
+size_t fs_wire_counts_bound(int64_t n);
+size_t fs_wire_put_counts(const int64_t *off, int64_t n, uint8_t *out);
+/* ids[0..n) as int32 into out; 1 when every one fits (0..2^31-1), else 0
+ * (send them as int64). */
+int fs_wire_narrow_ids(const int64_t *ids, int64_t n, int32_t *out);
+
+/* The trainer's side: an answer's decoded fields for a request of n rows
+ * read back into int64 offsets and sources (into b, grown as needed and
+ * kept for the next answer), the edge ids borrowed from edge_ids, all
+ * checked: n counts exactly, sources and edge ids as many as they sum to.
+ * FS_ERR_FORMAT naming what is wrong. */
+typedef struct {
+    int64_t *off, *src;
+    size_t off_cap, src_cap;
+} fs_wire_picks_buf_t;
+
+fs_status_t fs_wire_picks_answer(const fs_wire_buf_t *counts, const fs_wire_buf_t *sources, int wide_sources,
+                                 const fs_wire_buf_t *edge_ids, int want_ids, int64_t n, fs_wire_picks_buf_t *b,
+                                 fs_typed_picks_t *out, fs_error_t *err);
+void fs_wire_picks_buf_free(fs_wire_picks_buf_t *b);
 
 /* A BatchImageChunk (api_version 2) carrying `data` (referenced, not
  * copied, as fs_wire_gather_chunk's) at `offset` of an image of `total`

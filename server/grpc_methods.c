@@ -383,6 +383,37 @@ static fs_status_t check_revision(call_t *c, int64_t theirs)
 
 /* Owner-routed sampling's shard side: the picks of the given destinations,
  * answered from the shard's parts (server/shard.h). */
+/* A shard's picks as the answer (proto/fs_wire_picks.c): counts as varints,
+ * the sources in 4 bytes each when they fit, sent from the memory they were
+ * narrowed into. */
+static fs_status_t picks_answer(call_t *c, const fs_typed_picks_t *out, int64_t n)
+{
+    int64_t picks = out->off[n];
+    uint8_t *counts = malloc(fs_wire_counts_bound(n));
+    int32_t *narrow = malloc((size_t)picks * sizeof *narrow + 1);
+    if (!counts || !narrow) {
+        free(counts), free(narrow);
+        return fs_error(&c->err, FS_ERR_NOMEM, "ShardPicks: out of memory for %lld picks", (long long)picks);
+    }
+    featstore_v1_ShardPicksResponse resp = featstore_v1_ShardPicksResponse_init_zero;
+    fs_wire_bytes_t b[2];
+    fs_wire_set_bytes(&resp.counts, &b[0], counts, fs_wire_put_counts(out->off, n, counts));
+    if (out->eid) fs_wire_set_bytes(&resp.edge_ids, &b[1], out->eid, (size_t)picks * sizeof *out->eid);
+    grpc_slice sources;
+    if (fs_wire_narrow_ids(out->src, picks, narrow)) {
+        sources = grpc_slice_new(narrow, (size_t)picks * sizeof *narrow, free);
+    } else {
+        free(narrow);
+        resp.wide_sources = true;
+        sources = grpc_slice_from_copied_buffer((const char *)out->src, (size_t)picks * sizeof *out->src);
+    }
+    c->response = fs_wire_encode_data(featstore_v1_ShardPicksResponse_fields, &resp,
+                                      featstore_v1_ShardPicksResponse_sources_tag, sources, &c->err);
+    grpc_slice_unref(sources);
+    free(counts);
+    return c->response ? FS_OK : c->err.code;
+}
+
 static fs_status_t do_shard_picks(call_t *c, int *streaming)
 {
     (void)streaming;
@@ -418,16 +449,7 @@ static fs_status_t do_shard_picks(call_t *c, int *streaming)
     fs_typed_picks_t out;
     if (st == FS_OK) st = fs_shard_picks(shard, c->w->shard_ws, &q, ids, n, &out, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "while picking");
-    if (st == FS_OK) {
-        featstore_v1_ShardPicksResponse resp = featstore_v1_ShardPicksResponse_init_zero;
-        fs_wire_bytes_t b[3];
-        int64_t picks = out.off[n];
-        fs_wire_set_bytes(&resp.offsets, &b[0], out.off, (size_t)(n + 1) * sizeof *out.off);
-        fs_wire_set_bytes(&resp.sources, &b[1], out.src, (size_t)picks * sizeof *out.src);
-        if (out.eid) fs_wire_set_bytes(&resp.edge_ids, &b[2], out.eid, (size_t)picks * sizeof *out.eid);
-        c->response = fs_wire_encode(featstore_v1_ShardPicksResponse_fields, &resp, &c->err);
-        if (!c->response) st = c->err.code;
-    }
+    if (st == FS_OK) st = picks_answer(c, &out, n);
     fs_wire_buf_free(&ids_buf), fs_wire_buf_free(&time_buf), fs_wire_buf_free(&batch_buf);
     fs_wire_buf_free(&xat_buf), fs_wire_buf_free(&xsrc_buf);
     fs_shard_live_put(c->srv->shard, shard);
@@ -457,11 +479,13 @@ static fs_status_t do_shard_rows(call_t *c, int *streaming)
         st = fs_error(&c->err, FS_ERR_NOMEM, "ShardRows: out of memory for %lld rows", (long long)n);
     if (st == FS_OK) st = fs_shard_rows(shard, req.node_type, req.table, ids, n, rows, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "while reading rows");
-    if (st == FS_OK) {
+    if (st == FS_OK) { /* the rows go out from where they were read (a trainer's remote rows: most of its bytes) */
         featstore_v1_ShardRowsResponse resp = featstore_v1_ShardRowsResponse_init_zero;
-        fs_wire_bytes_t b;
-        fs_wire_set_bytes(&resp.rows, &b, rows, (size_t)n * row_bytes);
-        c->response = fs_wire_encode(featstore_v1_ShardRowsResponse_fields, &resp, &c->err);
+        grpc_slice data = grpc_slice_new(rows, (size_t)n * row_bytes, free);
+        rows = NULL; /* the slice's now */
+        c->response = fs_wire_encode_data(featstore_v1_ShardRowsResponse_fields, &resp,
+                                          featstore_v1_ShardRowsResponse_rows_tag, data, &c->err);
+        grpc_slice_unref(data);
         if (!c->response) st = c->err.code;
     }
     free(rows);

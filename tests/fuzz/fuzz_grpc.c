@@ -13,9 +13,10 @@
  * arrays, aligned when borrowed (fs_wire_int64s), a sample response's array
  * lengths against its block counts (fs_wire_sample_result), a shard's
  * ShardEdges answer within the trainer's bytes, a ShardRows answer within
- * the caller's rows, a ShardPicks request's and answer's int64 lists whole,
- * a ShardFile request's name terminated, each array read end to end (ASan
- * and UBSan watch the reads). */
+ * the caller's rows, a ShardPicks request's int64 lists whole and its
+ * answer as the trainer reads it (fs_wire_picks_answer), a ShardFile
+ * request's name terminated, each array read end to end (ASan and UBSan
+ * watch the reads). */
 #include <grpc/grpc.h>
 #include <grpc/slice.h>
 
@@ -415,7 +416,7 @@ static pb_callback_t *picks_req_field(featstore_v1_ShardPicksRequest *m, int i)
 }
 static pb_callback_t *picks_resp_field(featstore_v1_ShardPicksResponse *m, int i)
 {
-    pb_callback_t *f[3] = {&m->offsets, &m->sources, &m->edge_ids};
+    pb_callback_t *f[3] = {&m->counts, &m->sources, &m->edge_ids};
     return f[i];
 }
 static void lists_free(void *state)
@@ -453,11 +454,39 @@ static int shard_picks_resp_encode(void *msg, void *state)
         fs_wire_set_bytes(picks_resp_field(msg, i), &s->b[i].out, s->b[i].in.data, s->b[i].in.len);
     return 0;
 }
+/* The trainer's reading of the answer (fs_wire_picks_answer) for as many
+ * rows as the counts end varints, one fewer and one more, with and
+ * without edge ids: refused with a message, or offsets that ascend to the
+ * sources' count, every source read. */
 static void shard_picks_resp_check(const void *msg, void *state)
 {
-    (void)msg;
-    static const char *const names[3] = {"offsets", "sources", "edge_ids"};
-    for (int i = 0; i < 3; i++) check_ids(&((lists_state_t *)state)->b[i].in, names[i]);
+    const featstore_v1_ShardPicksResponse *m = msg;
+    lists_state_t *s = state;
+    const fs_wire_buf_t *counts = &s->b[0].in;
+    int64_t ends = 0;
+    for (size_t i = 0; i < counts->len; i++) ends += !(((const uint8_t *)counts->data)[i] & 0x80);
+    for (int64_t n = ends > 0 ? ends - 1 : 0; n <= ends + 1; n++)
+        for (int want_ids = 0; want_ids < 2; want_ids++) {
+            fs_wire_picks_buf_t b = {0};
+            fs_typed_picks_t out;
+            fs_error_t err = {0};
+            fs_status_t st = fs_wire_picks_answer(counts, &s->b[1].in, m->wide_sources, &s->b[2].in, want_ids, n, &b,
+                                                  &out, &err);
+            if (st != FS_OK) {
+                FUZZ_CHECK_REFUSAL(st, err);
+                fs_wire_picks_buf_free(&b);
+                continue;
+            }
+            FUZZ_CHECK(n == ends && out.n == n && out.off[0] == 0, "%lld rows read of %lld ends", (long long)n,
+                       (long long)ends);
+            for (int64_t i = 0; i < n; i++) FUZZ_CHECK(out.off[i + 1] >= out.off[i], "offsets fall at row %lld", (long long)i);
+            size_t width = m->wide_sources ? 8 : 4;
+            FUZZ_CHECK((size_t)out.off[n] * width == s->b[1].in.len, "%lld picks in %zu bytes of sources",
+                       (long long)out.off[n], s->b[1].in.len);
+            read_all(out.src, (size_t)out.off[n] * sizeof *out.src, 8);
+            if (want_ids) read_all(out.eid, (size_t)out.off[n] * sizeof *out.eid, 8);
+            fs_wire_picks_buf_free(&b);
+        }
 }
 
 /* ShardRows: the request's ids borrowed; the answer into the caller's rows,

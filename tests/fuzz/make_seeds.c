@@ -667,7 +667,8 @@ static void grpc_seeds(void)
 
     /* ShardPicks: a temporal, disjoint pass with an exclusion, and its answer */
     static const int64_t dst[2] = {5, 9}, when[2] = {2000, 2010}, trees[2] = {0, 1}, x_at[1] = {1}, x_src[1] = {700};
-    static const int64_t offsets[3] = {0, 2, 3}, sources[3] = {1, 4, 8};
+    static const uint8_t counts[2] = {2, 1};
+    static const int32_t sources[3] = {1, 4, 8};
     fs_wire_bytes_t pb[5], qb[2];
     featstore_v1_ShardPicksRequest pr = {.api_version = 2, .hop = 1, .edge_type = 0, .fanout = 2, .seed = 11,
                                          .temporal = featstore_v1_Temporal_TEMPORAL_UNIFORM, .disjoint = true,
@@ -677,7 +678,7 @@ static void grpc_seeds(void)
     fs_wire_set_bytes(&pr.excl_at, &pb[3], x_at, sizeof x_at), fs_wire_set_bytes(&pr.excl_src, &pb[4], x_src, sizeof x_src);
     put_grpc("shard-picks-request", G_SHARD_PICKS_REQ, 0x06, featstore_v1_ShardPicksRequest_fields, &pr);
     featstore_v1_ShardPicksResponse pa = featstore_v1_ShardPicksResponse_init_zero;
-    fs_wire_set_bytes(&pa.offsets, &qb[0], offsets, sizeof offsets);
+    fs_wire_set_bytes(&pa.counts, &qb[0], counts, sizeof counts);
     fs_wire_set_bytes(&pa.sources, &qb[1], sources, sizeof sources);
     put_grpc("shard-picks-response", G_SHARD_PICKS_RESP, 0x05, featstore_v1_ShardPicksResponse_fields, &pa);
 
