@@ -381,8 +381,6 @@ static fs_status_t check_revision(call_t *c, int64_t theirs)
     return FS_OK;
 }
 
-/* Owner-routed sampling's shard side: the picks of the given destinations,
- * answered from the shard's parts (server/shard.h). */
 /* A shard's picks as the answer (proto/fs_wire_picks.c): counts as varints,
  * the sources in 4 bytes each when they fit, sent from the memory they were
  * narrowed into. */
@@ -414,6 +412,8 @@ static fs_status_t picks_answer(call_t *c, const fs_typed_picks_t *out, int64_t 
     return c->response ? FS_OK : c->err.code;
 }
 
+/* Owner-routed sampling's shard side: the picks of the given destinations,
+ * answered from the shard's parts (server/shard.h). */
 static fs_status_t do_shard_picks(call_t *c, int *streaming)
 {
     (void)streaming;
