@@ -255,6 +255,36 @@ def stop(proc, timeout=30):
     return proc.returncode
 
 
+def wait_child(pid, seconds=120):
+    """A forked child's exit status; killed after `seconds` (a hang guard, not a timing check): -9."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return -9
+
+
+def tcp_sockets(state):
+    """(local port, remote port) of this machine's TCP sockets in `state`
+    (/proc/net/tcp and tcp6's hex code: "0A" listening, "01" established)."""
+    found = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                rows = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == state:
+                found.add((int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16)))
+    return found
+
+
 def metrics(ready):
     """The server's /metrics text (ready: start()'s; its metrics port)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{int(ready['metrics'])}/metrics", timeout=10) as r:

@@ -102,19 +102,6 @@ def check(b, seeds):
     return wrong_rows(seeds, b.nodes, b.seed_local, b.features, b.blocks)
 
 
-def wait_child(pid, seconds=120):
-    """A child's exit status; killed after `seconds` (a hang guard, not a timing check): -9."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    return -9
-
-
 def batches(c):
     """One batch of each kind, fresh."""
     seeds = seeds_for(1, 16)
@@ -286,7 +273,7 @@ class ForkTest(unittest.TestCase):
                     wrong += check(b, s)
             reports = []
             for pid, r in children:
-                status = wait_child(pid)
+                status = fs_serve.wait_child(pid)
                 with os.fdopen(r) as f:
                     text = f.read()
                 self.assertEqual(status, 0, f"{uri}: child {pid} exited {status}: {text}")

@@ -122,33 +122,9 @@ def tearDownModule():
 
 def client_ports(port):
     """The local ports of this machine's established TCP connections to
-    `port` on loopback (/proc/net/tcp and tcp6): this process's gRPC
-    connections to the fixture's server, the only client of its port."""
-    ports = set()
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(name) as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            local, remote, state = row.split()[1:4]
-            if state == "01" and int(remote.rsplit(":", 1)[1], 16) == port:
-                ports.add(int(local.rsplit(":", 1)[1], 16))
-    return ports
-
-
-def wait_child(pid, seconds=120):
-    """A child's exit status; killed after `seconds` (a hang guard, not a timing check): -9."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    return -9
+    `port`: this process's gRPC connections to the fixture's server, the
+    only client of its port."""
+    return {local for local, remote in fs_serve.tcp_sockets("01") if remote == port}
 
 
 # ---- the tests ------------------------------------------------------------------
@@ -647,7 +623,7 @@ class StreamTest(unittest.TestCase):
                 finally:
                     os._exit(code)
             os.close(w)
-            status = wait_child(pid)
+            status = fs_serve.wait_child(pid)
             with os.fdopen(r) as f:
                 why = f.read()
             self.assertEqual(status, 0, f"the forked child could not use gRPC: {why}")

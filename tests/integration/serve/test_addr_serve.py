@@ -71,19 +71,8 @@ BAD_SERVE = [
 
 
 def listening_ports():
-    """The TCP ports something listens on, from /proc/net/tcp and tcp6."""
-    ports = set()
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(name) as f:
-                rows = f.read().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) > 3 and fields[3] == "0A":  # TCP_LISTEN
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
+    """The TCP ports something listens on."""
+    return {local for local, _ in fs_serve.tcp_sockets("0A")}
 
 
 def has_ipv6_loopback():
