@@ -171,7 +171,7 @@ def run_cluster(args, parts, n, trainer_argv, env_extra=None, tag="fs"):
     os.makedirs(run)
     procs, shards, trainers = [], [], []
     env = {"FEATSTORE_LIB": args.lib, "PYTHONPATH": os.path.join(ROOT, "client-lib", "python"),
-           "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "FEATSTORE_CLUSTER_CACHE_MB": str(args.cache_mb)}
+           "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "FEATSTORE_CACHE_MB": str(args.cache_mb)}
     env.update(env_extra or {})
 
     def start(name, i, argv, group):
@@ -315,7 +315,7 @@ def cluster_args(ap, workdir):
                     help="cap each machine's processes to this many cores (cgroup cpu quota; 0: no cap), so N "
                          "machines have cores of their own up to the host's (2 cores: 0.5 for 4 machines)")
     ap.add_argument("--cache-mb", type=int, default=256,
-                    help="each trainer process's cache of the hottest rows (FEATSTORE_CLUSTER_CACHE_MB; 0: none)")
+                    help="each trainer process's cache of the hottest rows (FEATSTORE_CACHE_MB; 0: none)")
     ap.add_argument("--local", type=int, default=1,
                     help="1: each shard has a unix socket, so its machine's trainer answers it in process (the "
                          "unix:// path); 0: every shard over gRPC")

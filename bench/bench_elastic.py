@@ -93,7 +93,7 @@ def main():
         return 77
     featstore = os.path.join(args.build, "cli", "featstore")
     os.environ["FEATSTORE_LIB"] = os.path.join(args.build, "client-lib", "libfeatstore.so")
-    os.environ["FEATSTORE_CLUSTER_CACHE_MB"] = "0"  # every row from its shard
+    os.environ["FEATSTORE_CACHE_MB"] = "0"  # every row from its shard
     sys.path.insert(0, os.path.join(ROOT, "client-lib", "python"))
     import featstore as fs
     import numpy as np

@@ -250,7 +250,7 @@ def run_mode(args, parts, n, mode):
                 "--model", args.model, "--hidden", str(args.hidden)]
 
     cache = args.cache_mb if mode.endswith("_cache") else 0
-    done, wire = run_cluster(args, parts, n, trainer_argv, {"FEATSTORE_CLUSTER_CACHE_MB": str(cache)}, "hop-" + mode)
+    done, wire = run_cluster(args, parts, n, trainer_argv, {"FEATSTORE_CACHE_MB": str(cache)}, "hop-" + mode)
     rate = sum(int(d["batches"]) / float(d["seconds"]) for d in done)
     iterations = min(int(d["batches"]) for d in done)
     total = {k: sum(int(d[k]) for d in done) for k in ("rows", "requested", "saved", "pairs", "colocated", "roots")}

@@ -85,6 +85,7 @@ static void conn_destroy(conn_t *k)
         grpc_completion_queue_destroy(k->cq);
     }
     if (k->rows_cache) fs_gc_cache_close(k->rows_cache);
+    fs_gc_hot_free(k->hot);
     if (k->has_auth) grpc_slice_unref(k->auth.value);
     free(k);
     grpc_shutdown(); /* pairs with fs_grpc_connect's grpc_start */
@@ -103,6 +104,7 @@ static void g_close(fs_client_t *c)
         return;
     }
     if (k->rows_cache) fs_gc_cache_close(k->rows_cache);
+    fs_gc_hot_free(k->hot);
     free(k);
 }
 

@@ -20,6 +20,7 @@ struct fs_epoch_call {
     stream_t s;
     fs_sample_req_t req;          /* what fs_gc_adopt_sample reads */
     int has_table, delta, has_labels, done;
+    int cached;                   /* the Stream names the connection's hot rows (client_grpc_hot.c) */
     int64_t batch_size, next;     /* the index the next batch must carry */
     featstore_v1_StreamChunk msg; /* about 1 KB: off the stack */
 };
@@ -50,8 +51,14 @@ fs_status_t fs_gc_epoch_open(fs_client_t *c, const fs_epoch_call_req_t *q, struc
     m->epoch = p->epoch, m->rank = p->rank, m->world_size = p->world_size;
     snprintf(m->order, sizeof m->order, "%s", fs_wire_order_name(p->order));
     m->delta = q->delta, m->window = q->window, m->start_batch = q->start_batch;
+    if (q->table[0] && !q->delta) st = fs_gc_hot_ready(c, q->table, q->out_dtype, &m->cached, &m->cache_instance);
+    if (st != FS_OK) {
+        free(e), free(m);
+        return st;
+    }
     *e = (struct fs_epoch_call){.c = c, .req = *q->sample, .has_table = q->table[0] != 0, .delta = q->delta,
-                                .has_labels = q->labels[0] != 0, .batch_size = p->batch_size, .next = q->start_batch};
+                                .has_labels = q->labels[0] != 0, .batch_size = p->batch_size, .next = q->start_batch,
+                                .cached = m->cached > 0};
     st = fs_gc_stream_open_within(&e->s, c, FS_WIRE_METHOD_STREAM, featstore_v1_StreamRequest_fields, m,
                                   c->opts.timeout_ms > 0 ? c->opts.timeout_ms : 0);
     free(m);
@@ -138,9 +145,15 @@ fs_status_t fs_gc_epoch_next(struct fs_epoch_call *e, fs_epoch_call_batch_t *out
         rows_sink_t sink;
         memset(&sink, 0, sizeof sink);
         sink.cache = conn_of(e->c)->rows_cache;
+        sink.reserve_rows = e->cached ? b->priv.pub.num_nodes : 0; /* the cached rows join the received */
         st = epoch_rows(e, &sink);
         if (st == FS_OK && e->delta && !(rows = fs_gc_batch_new(e->c))) st = FS_ERR_NOMEM;
         if (st == FS_OK) st = fs_gc_finish_rows(e->c, FS_WIRE_METHOD_STREAM, &sink, rows ? rows : b);
+        fs_batch_t *p = &b->priv.pub;
+        if (st == FS_OK && e->cached &&
+            (st = fs_gc_hot_spread(e->c, p->nodes, p->num_nodes, (char *)p->features,
+                                   (size_t)p->dim * fs_dtype_size(p->dtype), p->rows, "Stream")) == FS_OK)
+            p->rows = p->num_nodes;
         if (st == FS_OK && !e->delta && b->priv.pub.rows != b->priv.pub.num_nodes)
             st = fs_client_fail(e->c, FS_ERR_FORMAT, "Stream: %lld feature rows for %lld nodes",
                                 (long long)b->priv.pub.rows, (long long)b->priv.pub.num_nodes);

@@ -12,6 +12,7 @@
  *   client_grpc_methods.c  streams of feature rows, sample results, and Info,
  *                          Sample, Gather, Split, SampleGather, Stats
  *   client_grpc_epoch.c    Stream: an epoch's batches made by the server
+ *   client_grpc_hot.c      the hot rows a connection caches for its Streams
  *   client_grpc_typed.c    HeteroSample and LinkSample: a typed batch image
  *
  * A connection is used by one thread at a time (client.h); its row buffer
@@ -59,6 +60,7 @@ typedef struct {
     grpc_channel *channel;
     grpc_completion_queue *cq;
     rowbuf_cache_t *rows_cache;
+    struct fs_gc_hot *hot;       /* the hot rows' cache (client_grpc_hot.c), or NULL */
     char target[sizeof ((fs_addr_t *)0)->target]; /* host:port, as fs_addr_uri wrote it */
     const char *scheme;          /* "grpc" or "grpcs" (TLS), for messages */
     grpc_metadata auth;          /* authorization: Bearer <token> ... */
@@ -128,6 +130,7 @@ typedef struct {
     rowbuf_t buf;                         /* total_rows * row_bytes, owned until handed to the batch */
     char *rows;                           /* = buf.p */
     int64_t total_rows, dim, rows_done;
+    int64_t reserve_rows;                 /* room for at least this many rows (a cached stream's batch) */
     fs_dtype_t dtype;
     size_t row_bytes;
     int started, placed;
@@ -154,6 +157,10 @@ fs_status_t fs_gc_sample(fs_client_t *c, const int64_t *seeds, int64_t n, const 
 fs_status_t fs_gc_gather(fs_client_t *c, const int64_t *ids, int64_t n, const char *table, fs_dtype_t out_dtype,
                          fs_batch_t **out);
 fs_status_t fs_gc_split(fs_client_t *c, const char *name, fs_ids_t **out);
+/* A split's ids (hot 0) or the server's hot list's first `hot`, with the
+ * server instance the chunks name (SplitRequest.hot; 0 from a server
+ * before it). */
+fs_status_t fs_gc_ids(fs_client_t *c, const char *name, int64_t hot, fs_ids_t **out, uint64_t *instance);
 fs_status_t fs_gc_sample_gather(fs_client_t *c, const int64_t *seeds, int64_t n, const fs_sample_req_t *req,
                                 const char *table, fs_dtype_t out_dtype, fs_batch_t **out);
 fs_status_t fs_gc_stats(fs_client_t *c, char **text);
@@ -161,6 +168,20 @@ fs_status_t fs_gc_stats(fs_client_t *c, char **text);
 fs_status_t fs_gc_epoch_open(fs_client_t *c, const fs_epoch_call_req_t *q, struct fs_epoch_call **out);
 fs_status_t fs_gc_epoch_next(struct fs_epoch_call *e, fs_epoch_call_batch_t *out, int64_t *labels);
 void fs_gc_epoch_close(struct fs_epoch_call *e);
+/* client_grpc_hot.c: the cache of the server's hot rows a connection
+ * holds (conn_t.hot), for the calls of one table (and dtype). Ready:
+ * filled unless it holds that table's rows of this server (*cached 0 and
+ * *instance 0 when it cannot be: no budget, an older server, a typed
+ * dataset); only a bad FEATSTORE_CACHE_MB is an error. Spread: rows[0..got)
+ * received for the uncached of nodes[0..n) spread into place around the
+ * cached ones (got == n: every row came, from another server instance: the
+ * cache is dropped for the next call). Free: drops the connection's hold. */
+typedef struct fs_gc_hot fs_gc_hot_t;
+fs_status_t fs_gc_hot_ready(fs_client_t *c, const char *table, fs_dtype_t out_dtype, int64_t *cached,
+                            uint64_t *instance);
+fs_status_t fs_gc_hot_spread(fs_client_t *c, const int64_t *nodes, int64_t n, char *rows, size_t row_bytes,
+                             int64_t got, const char *what);
+void fs_gc_hot_free(fs_gc_hot_t *h);
 /* client_grpc_typed.c */
 fs_status_t fs_gc_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t num_groups,
                          const fs_link_req_t *link, const fs_hetero_req_t *req, fs_hetero_batch_t **out);

@@ -31,12 +31,13 @@ static int sink_accept_head(rows_sink_t *s, const featstore_v1_GatherChunk *h, s
         }
         s->dim = h->dim, s->total_rows = h->total_rows;
         s->row_bytes = (size_t)h->dim * fs_dtype_size(s->dtype);
-        if (s->row_bytes && (uint64_t)s->total_rows > SIZE_MAX / s->row_bytes) {
+        int64_t room = s->total_rows > s->reserve_rows ? s->total_rows : s->reserve_rows;
+        if (s->row_bytes && (uint64_t)room > SIZE_MAX / s->row_bytes) {
             snprintf(s->problem, sizeof s->problem, "chunk announces %lld rows of %zu bytes", (long long)h->total_rows,
                      s->row_bytes);
             return 0;
         }
-        size_t bytes = (size_t)s->total_rows * s->row_bytes;
+        size_t bytes = (size_t)room * s->row_bytes;
         if (!fs_gc_cache_take(s->cache, bytes, &s->buf)) {
             snprintf(s->problem, sizeof s->problem, "out of memory for %zu bytes of rows", bytes);
             return 0;
@@ -255,7 +256,7 @@ fs_status_t fs_gc_table_args(fs_client_t *c, const char *table, fs_dtype_t out_d
 
 /* A call whose answer is a stream of GatherChunks: its rows, in a batch. */
 static fs_status_t recv_rows(fs_client_t *c, const char *method, const pb_msgdesc_t *fields, const void *req,
-                             grpc_batch_t **out)
+                             grpc_batch_t **out, uint64_t *instance)
 {
     grpc_batch_t *b = fs_gc_batch_new(c);
     if (!b) return FS_ERR_NOMEM;
@@ -270,6 +271,7 @@ static fs_status_t recv_rows(fs_client_t *c, const char *method, const pb_msgdes
         fs_gc_sink_prepare(&sink, &chunk);
         st = fs_gc_decode_chunk(c, method, bb, featstore_v1_GatherChunk_fields, &chunk, &chunk, &sink);
         grpc_byte_buffer_destroy(bb);
+        if (instance) *instance = chunk.instance;
     }
     st = fs_gc_stream_close(&s, st);
     if (st == FS_OK) st = fs_gc_finish_rows(c, method, &sink, b);
@@ -293,7 +295,7 @@ fs_status_t fs_gc_gather(fs_client_t *c, const int64_t *ids, int64_t n, const ch
     fs_wire_bytes_t id_bytes;
     fs_wire_set_bytes(&req.ids, &id_bytes, ids, (size_t)n * sizeof(int64_t));
     grpc_batch_t *b;
-    st = recv_rows(c, FS_WIRE_METHOD_GATHER, featstore_v1_GatherRequest_fields, &req, &b);
+    st = recv_rows(c, FS_WIRE_METHOD_GATHER, featstore_v1_GatherRequest_fields, &req, &b, NULL);
     if (st == FS_OK) *out = &b->priv.pub;
     return st;
 }
@@ -314,11 +316,18 @@ static void release_ids(fs_ids_priv_t *p)
 
 fs_status_t fs_gc_split(fs_client_t *c, const char *name, fs_ids_t **out)
 {
+    return fs_gc_ids(c, name, 0, out, NULL);
+}
+
+fs_status_t fs_gc_ids(fs_client_t *c, const char *name, int64_t hot, fs_ids_t **out, uint64_t *instance)
+{
     featstore_v1_SplitRequest req = featstore_v1_SplitRequest_init_zero;
     req.api_version = FS_WIRE_API_VERSION;
     snprintf(req.name, sizeof req.name, "%s", name);
+    req.hot = hot;
     grpc_batch_t *b;
-    fs_status_t st = recv_rows(c, FS_WIRE_METHOD_SPLIT, featstore_v1_SplitRequest_fields, &req, &b);
+    if (instance) *instance = 0;
+    fs_status_t st = recv_rows(c, FS_WIRE_METHOD_SPLIT, featstore_v1_SplitRequest_fields, &req, &b, instance);
     if (st != FS_OK) return st;
     grpc_ids_t *g = NULL;
     if (b->priv.pub.dtype != FS_DTYPE_I64 || b->priv.pub.dim != 1)

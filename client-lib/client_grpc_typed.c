@@ -26,7 +26,9 @@ typedef struct {
     const featstore_v1_BatchImageChunk *hdr; /* the chunk being decoded */
     rowbuf_cache_t *cache;
     rowbuf_t buf;                   /* cap bytes allocated; owned until handed to the batch */
-    uint64_t total, done;
+    uint64_t total, done;           /* done: the end of the last chunk */
+    uint64_t at, received;          /* this chunk's offset; bytes received */
+    int holes;                      /* chunks may skip bytes (the cached rows: fs_gc_hot_spread fills them) */
     int started, placed;            /* placed: this chunk's data went to its place (placed_len bytes) */
     size_t placed_len;
     fs_wire_buf_t early;            /* data that came before its chunk's head */
@@ -50,7 +52,8 @@ static int image_reserve(image_sink_t *s, uint64_t end)
 }
 
 /* Checks a chunk's head against the stream (set up by the first one) and
- * makes room for its `len` bytes at s->done. */
+ * makes room for its `len` bytes at its offset: where the last one ended,
+ * or past it where the trainer caches the rows in between. */
 static int image_accept(image_sink_t *s, const featstore_v1_BatchImageChunk *h, size_t len)
 {
     if (!s->started) {
@@ -70,13 +73,15 @@ static int image_accept(image_sink_t *s, const featstore_v1_BatchImageChunk *h, 
         if (t > IMAGE_PREALLOC) s->buf.bytes = 0;
         s->started = 1;
     }
-    if (h->total_bytes != s->total || h->offset != s->done || len == 0 || len > s->total - s->done) {
+    if (h->total_bytes != s->total || h->offset < s->done || (h->offset > s->done && !s->holes) || len == 0 ||
+        h->offset > s->total || len > s->total - h->offset) {
         snprintf(s->problem, sizeof s->problem, "chunk (%zu bytes at %llu of %llu) does not continue the image at "
                  "byte %llu", len, (unsigned long long)h->offset, (unsigned long long)h->total_bytes,
                  (unsigned long long)s->done);
         return 0;
     }
-    return image_reserve(s, s->done + len);
+    s->at = h->offset;
+    return image_reserve(s, s->at + len);
 }
 
 static bool image_data_cb(pb_istream_t *stream, const pb_field_t *field, void **arg)
@@ -87,7 +92,7 @@ static bool image_data_cb(pb_istream_t *stream, const pb_field_t *field, void **
     if (!s->hdr->total_bytes) return fs_wire_read_buf(stream, &s->early); /* head not seen yet: keep the bytes */
     if (!image_accept(s, s->hdr, len)) PB_RETURN_ERROR(stream, "image chunk does not fit the stream");
     s->placed = 1, s->placed_len = len;
-    return pb_read(stream, (pb_byte_t *)s->buf.p + s->done, len);
+    return pb_read(stream, (pb_byte_t *)s->buf.p + s->at, len);
 }
 
 /* After a chunk decoded: place data that came early, count its bytes. */
@@ -101,7 +106,7 @@ static int image_chunk_done(image_sink_t *s, const featstore_v1_BatchImageChunk 
     if (s->early.seen) {
         len = s->early.len;
         if (!image_accept(s, h, len)) return 0;
-        memcpy((char *)s->buf.p + s->done, s->early.data, len);
+        memcpy((char *)s->buf.p + s->at, s->early.data, len);
         fs_wire_buf_free(&s->early);
         s->early.seen = 0;
     } else if (!s->placed) {
@@ -109,7 +114,7 @@ static int image_chunk_done(image_sink_t *s, const featstore_v1_BatchImageChunk 
         return 0;
     }
     s->placed = 0, s->placed_len = 0;
-    s->done += len;
+    s->done = s->at + len, s->received += len;
     return 1;
 }
 
@@ -127,6 +132,23 @@ static void release_hetero(fs_hetero_priv_t *p)
     free(b);
 }
 
+/* The cached table's rows (node type 0's first table) put in place: the
+ * bytes the server left out are its cached rows' (TypedSampling.cached). */
+static fs_status_t spread_cached(fs_client_t *c, const char *method, const image_sink_t *s, const fs_hetero_index_t *ix)
+{
+    const fs_hetero_nodes_t *t = &ix->batch.types[0];
+    const fs_rows_t *rows = ix->batch.num_node_types > 0 && t->tables ? &t->tables[0] : NULL;
+    uint64_t missing = s->total - s->received;
+    size_t row = rows && rows->data ? (size_t)rows->dim * fs_dtype_size(rows->dtype) : 0;
+    if (!row || missing % row || missing / row > (uint64_t)t->num_nodes) {
+        if (missing == 0) return FS_OK;
+        return fs_client_fail(c, FS_ERR_FORMAT, "%s: %llu bytes of the typed batch did not come, not a number of its "
+                              "cached rows", fs_gc_method_name(method), (unsigned long long)missing);
+    }
+    return fs_gc_hot_spread(c, t->nodes, t->num_nodes, (char *)rows->data, row,
+                            t->num_nodes - (int64_t)(missing / row), fs_gc_method_name(method));
+}
+
 /* A typed batch over gRPC: the request (HeteroSampleRequest or
  * LinkSampleRequest) from the public structs, the image received into one
  * buffer, checked and indexed in place (fs_hetero_index: bytes from the
@@ -142,9 +164,14 @@ fs_status_t fs_gc_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t
     fs_status_t st = link ? fs_wire_link_request(link, req, &enc, &lmsg, &err)
                           : fs_wire_hetero_request(groups, num_groups, req, &enc, &hmsg, &err);
     if (st != FS_OK) return fs_client_fail(c, st, "%s: %s", fs_gc_method_name(method), err.msg);
+    featstore_v1_TypedSampling *sm = link ? &lmsg.sampling : &hmsg.sampling;
+    if (req->num_node_tables > 0 && req->node_tables[0] &&
+        (st = fs_gc_hot_ready(c, req->node_tables[0], req->out_dtype, &sm->cached, &sm->cache_instance)) != FS_OK)
+        return st;
     image_sink_t sink;
     memset(&sink, 0, sizeof sink);
     sink.cache = conn_of(c)->rows_cache;
+    sink.holes = sm->cached > 0;
     stream_t s;
     st = link ? fs_gc_stream_open(&s, c, method, featstore_v1_LinkSampleRequest_fields, &lmsg)
               : fs_gc_stream_open(&s, c, method, featstore_v1_HeteroSampleRequest_fields, &hmsg);
@@ -163,12 +190,15 @@ fs_status_t fs_gc_hetero(fs_client_t *c, const fs_hetero_seeds_t *groups, size_t
             st = fs_client_fail(c, FS_ERR_FORMAT, "%s: %s", fs_gc_method_name(method), sink.problem);
     }
     st = fs_gc_stream_close(&s, st);
-    if (st == FS_OK && (!sink.started || sink.done != sink.total))
+    if (st == FS_OK && (!sink.started || (sink.done != sink.total && !sink.holes)))
         st = fs_client_fail(c, FS_ERR_FORMAT, "%s: the stream ended after %llu of %llu bytes of the typed batch",
                             fs_gc_method_name(method), (unsigned long long)sink.done, (unsigned long long)sink.total);
+    if (st == FS_OK && sink.holes && sink.total > sink.buf.cap && !image_reserve(&sink, sink.total))
+        st = fs_client_fail(c, FS_ERR_NOMEM, "%s: %s", fs_gc_method_name(method), sink.problem);
     fs_hetero_index_t ix;
     if (st == FS_OK && (st = fs_hetero_index(sink.buf.p, (size_t)sink.total, 1, &ix, &err)) != FS_OK)
         st = fs_client_fail(c, st, "%s: %s", fs_gc_method_name(method), err.msg);
+    if (st == FS_OK && sink.holes && (st = spread_cached(c, method, &sink, &ix)) != FS_OK) fs_hetero_index_free(&ix);
     grpc_hetero_t *b = NULL;
     if (st == FS_OK && !(b = calloc(1, sizeof *b))) {
         fs_hetero_index_free(&ix);

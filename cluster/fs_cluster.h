@@ -13,7 +13,7 @@
  * The cache (fs_cluster_cache.c): the book lists each type's hottest
  * nodes (those the most neighbour lists hold, `featstore partition`'s hot
  * list). At the first connection the rows of every table of as many of
- * them as FEATSTORE_CLUSTER_CACHE_MB (default FS_CLUSTER_CACHE_DEFAULT_MB,
+ * them as FEATSTORE_CACHE_MB (default FS_CACHE_DEFAULT_MB,
  * 0: none) holds are read from their shards, other machines' shards' rows
  * first (HopGNN's cache of other servers' hot rows), then this machine's
  * with what the budget leaves (a compact copy reads faster than the part
@@ -51,8 +51,14 @@
 
 #define FS_CLUSTER_DEFAULT_TIMEOUT_MS 10000
 /* The rows of the hottest nodes a process keeps (its cache, shared by its
- * connections to one cluster): FEATSTORE_CLUSTER_CACHE_MB, else this. */
-#define FS_CLUSTER_CACHE_DEFAULT_MB 256
+ * connections to one cluster; a grpc:// connection's, client-lib/
+ * client_grpc_hot.c): FEATSTORE_CACHE_MB, else this. */
+#define FS_CACHE_DEFAULT_MB 256
+
+/* FEATSTORE_CACHE_MB in bytes, or why it cannot be used: not a whole number
+ * of MiB, or more than this machine's memory (the cache would be paged out,
+ * or the process killed, before it helped). */
+fs_status_t fs_cache_budget(size_t *bytes, fs_error_t *err);
 /* The book's largest size a trainer accepts (a partitioning of 4,096 parts
  * and many types stays far below). */
 #define FS_CLUSTER_BOOK_MAX (64 << 20)
@@ -267,7 +273,7 @@ fs_status_t fs_cluster_conn_open_filler(fs_cluster_t *c, fs_cluster_conn_t **out
 
 /* The hot-row cache (fs_cluster_cache.c): the cluster's current one for a
  * connection's map m, a reference the caller drops with
- * fs_cluster_cache_unref (NULL: FEATSTORE_CLUSTER_CACHE_MB=0). Filled
+ * fs_cluster_cache_unref (NULL: FEATSTORE_CACHE_MB=0). Filled
  * anew when m leaves out other parts than the current one (a shard moved
  * onto or off this machine), else kept at m's revision. */
 typedef struct fs_cluster_cache fs_cluster_cache_t;

@@ -3,7 +3,7 @@
  * degree-ordered cache).
  *
  * A cache is selected by a shard map: as many rows of the partitioning's
- * hot list as FEATSTORE_CLUSTER_CACHE_MB holds, hottest first, the rows of
+ * hot list as FEATSTORE_CACHE_MB holds, hottest first, the rows of
  * other machines' shards before those of the shards this process answers
  * in place (the local hooks' mine()). Those are cached too when the budget
  * allows: a compact copy of the hottest rows reads faster than the rows
@@ -43,22 +43,19 @@ struct fs_cluster_cache {
     cache_type_t *types;
 };
 
-/* FEATSTORE_CLUSTER_CACHE_MB, or why it cannot be used: not a whole number
- * of MiB, or more than this machine's memory (the cache would be paged out,
- * or the process killed, before it helped). */
-static fs_status_t cache_budget(size_t *bytes, fs_error_t *err)
+fs_status_t fs_cache_budget(size_t *bytes, fs_error_t *err)
 {
-    const char *env = getenv("FEATSTORE_CLUSTER_CACHE_MB");
+    const char *env = getenv("FEATSTORE_CACHE_MB");
     char *end = NULL;
     errno = 0;
-    long long mb = env && *env ? strtoll(env, &end, 10) : FS_CLUSTER_CACHE_DEFAULT_MB;
+    long long mb = env && *env ? strtoll(env, &end, 10) : FS_CACHE_DEFAULT_MB;
     if (env && *env && (errno || *end || mb < 0))
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "FEATSTORE_CLUSTER_CACHE_MB='%.40s': a number of MiB >= 0 "
-                        "expected (0: no cache; unset: %d)", env, FS_CLUSTER_CACHE_DEFAULT_MB);
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "FEATSTORE_CACHE_MB='%.40s': a number of MiB >= 0 "
+                        "expected (0: no cache; unset: %d)", env, FS_CACHE_DEFAULT_MB);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     long long have = pages > 0 && page > 0 ? ((long long)pages * page) >> 20 : -1; /* MiB */
     if (have >= 0 && mb > have)
-        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "FEATSTORE_CLUSTER_CACHE_MB=%lld is more than this machine's "
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "FEATSTORE_CACHE_MB=%lld is more than this machine's "
                         "memory (%lld MiB): give the cache a budget it can hold", mb, have);
     *bytes = (size_t)mb << 20;
     return FS_OK;
@@ -149,7 +146,7 @@ static fs_status_t fill(fs_cluster_t *c, const fs_shard_map_t *m, char *mine, fs
     x->revision = m->revision, x->parts = c->parts, x->mine = mine, x->num_types = c->num_types;
     size_t budget;
     fs_cluster_conn_t *k = NULL;
-    fs_status_t st = cache_budget(&budget, err);
+    fs_status_t st = fs_cache_budget(&budget, err);
     if (st == FS_OK) st = fs_cluster_conn_open_filler(c, &k, err);
     for (int t = 0; st == FS_OK && t < c->num_types; t++) st = fill_type(c, k, x, t, &budget, err);
     fs_cluster_conn_close(k);
@@ -166,7 +163,7 @@ fs_status_t fs_cluster_cache_for(fs_cluster_t *c, const fs_shard_map_t *m, fs_cl
 {
     *out = NULL;
     size_t budget;
-    fs_status_t st = cache_budget(&budget, err);
+    fs_status_t st = fs_cache_budget(&budget, err);
     if (st != FS_OK || budget == 0) return st;
     char *mine = calloc((size_t)c->parts + 1, 1);
     if (!mine) return fs_error(err, FS_ERR_NOMEM, "out of memory");

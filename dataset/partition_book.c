@@ -19,6 +19,7 @@
 
 #include "fs_fileio.h"
 #include "fs_hash.h"
+#include "fs_limits.h"
 #include "fs_npy.h"
 #include "partition_internal.h"
 #include "window.h"
@@ -102,7 +103,7 @@ static int ranked_hotter(const void *a, const void *b)
  * 16 bytes a node; the default needs none). */
 static fs_status_t write_hot_ranked(pt_job_t *j, int t, const char *file, json_t *files)
 {
-    int64_t n = j->ds->node_types[t].count, want = (n + 3) / 4;
+    int64_t n = j->ds->node_types[t].count, want = FS_HOT_LIST_LEN(n);
     ranked_t *r = malloc(sizeof *r * (size_t)(n + 1));
     int64_t *ids = malloc(sizeof *ids * (size_t)(want + 1));
     if (!r || !ids) {
@@ -120,7 +121,7 @@ static fs_status_t write_hot_ranked(pt_job_t *j, int t, const char *file, json_t
 static fs_status_t write_hot(pt_job_t *j, int t, const char *file, json_t *files)
 {
     if (j->o->hotness) return write_hot_ranked(j, t, file, files);
-    int64_t n = j->ds->node_types[t].count, want = (n + 3) / 4, above = 0, k = 0;
+    int64_t n = j->ds->node_types[t].count, want = FS_HOT_LIST_LEN(n), above = 0, k = 0;
     const uint32_t *uses = j->uses[t];
     uint64_t *hist = calloc(HOT_BUCKETS, sizeof *hist);
     hot_t *hot = malloc(sizeof *hot * (size_t)(want + 1));

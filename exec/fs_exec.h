@@ -83,6 +83,13 @@ typedef struct {
     /* typed requests */
     const fs_exec_typed_graph_t *typed;
     fs_typed_sampler_t *typed_sampler;
+    /* typed, for a remote trainer that caches the hot rows (server/engine.h,
+     * fs_engine_hot): with skip_rank set, node type 0's table skip_table
+     * (the request's index) gets only the rows of the nodes ranked
+     * skip_below or later, packed at the start of its array */
+    const int32_t *skip_rank;
+    int64_t skip_below;
+    int skip_table;
 } fs_exec_t;
 
 /* One homogeneous request: a sample (with its rows when table is set), or

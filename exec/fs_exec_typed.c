@@ -482,6 +482,7 @@ typedef struct {
     size_t NT, ET;
     fs_pool_t *pool;
     fs_gather_counters_t *read;
+    const fs_exec_t *x;            /* its skip_* */
 } rows_ctx_t;
 
 static fs_status_t put_rows(void *ctx, int edge, int64_t owner, int64_t k, const int64_t *ids, int64_t n, void *out,
@@ -491,7 +492,16 @@ static fs_status_t put_rows(void *ctx, int edge, int64_t owner, int64_t k, const
     const table_pick_t *p = edge ? &c->r->etab[(size_t)owner * c->ET + (size_t)k]
                                  : &c->r->ntab[(size_t)owner * c->NT + (size_t)k];
     const fs_table_view_t *v = edge ? &c->g->edge_views[owner][p->index] : &c->g->node_views[owner][p->index];
-    return fs_gather_cpu(v, ids, n, p->dtype, out, c->pool, c->read, err);
+    const fs_exec_t *x = c->x;
+    if (edge || owner != 0 || !x->skip_rank || k != x->skip_table)
+        return fs_gather_cpu(v, ids, n, p->dtype, out, c->pool, c->read, err);
+    int64_t *kept = malloc((size_t)(n ? n : 1) * sizeof *kept), m = 0; /* the trainer's cache has the others */
+    if (!kept) return fs_error(err, FS_ERR_NOMEM, "out of memory for %lld ids", (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        if (x->skip_rank[ids[i]] >= x->skip_below) kept[m++] = ids[i];
+    fs_status_t st = fs_gather_cpu(v, kept, m, p->dtype, out, c->pool, c->read, err);
+    free(kept);
+    return st;
 }
 
 /* The image's memory: the host's region, grown to it. */
@@ -533,7 +543,7 @@ fs_status_t fs_exec_typed(fs_exec_t *x, const fs_hetero_seeds_t *groups, size_t 
     if (st == FS_OK && r.is_link) link_groups(g, &r, &lres);
     /* no result check: the worst case was held to max_response_bytes before sampling */
     if (st == FS_OK) st = describe(g, &r, req, num_groups, &res, r.is_link ? &lres : NULL, &d, err);
-    rows_ctx_t rc = {g, &r, req->num_node_tables, req->num_edge_tables, x->pool, &read.features};
+    rows_ctx_t rc = {g, &r, req->num_node_tables, req->num_edge_tables, x->pool, &read.features, x};
     if (st == FS_OK)
         st = fs_hetero_encode(&d.b, image_flags(&r, r.is_link ? &lres : NULL, joined), region_alloc, into, put_rows,
                               &rc, &image, len, err);

@@ -9,6 +9,12 @@
 #include "fs_typed.h"
 #include "fs_types.h"
 
+/* A graph's hot list, the rows a remote trainer caches: the quarter of its
+ * nodes that the most neighbour lists hold (`featstore partition`'s list of
+ * each node type, the server's SplitRequest.hot). On a power-law graph
+ * they are most of the rows batches read (docs/benchmarks.md). */
+#define FS_HOT_LIST_LEN(n) (((n) + 3) / 4)
+
 typedef struct {
     int64_t max_ids;             /* seeds or ids in one request */
     int64_t max_fanout_product;  /* product of the fanouts (a fanout of -1 counts as max_fanout_product) */

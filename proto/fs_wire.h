@@ -280,6 +280,9 @@ typedef struct {
     fs_pb_list_t fanout_list, group_list;
     fs_pb_strings_t node_table_list, edge_table_list;
     int joined_edges;              /* the client reads F_JOINED images (TypedSampling.joined_edges) */
+    int64_t cached;                /* TypedSampling.cached, cache_instance and cached_table, as sent */
+    uint64_t cache_instance;
+    int cached_table;
     char problem[128];
 } fs_wire_hetero_in_t;
 

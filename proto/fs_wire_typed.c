@@ -292,6 +292,8 @@ static fs_status_t take_sampling(const char *what, bool has, const featstore_v1_
                                  fs_wire_hetero_in_t *in, fs_error_t *err)
 {
     in->joined_edges = has && m->joined_edges;
+    in->cached = has ? m->cached : 0, in->cache_instance = has ? m->cache_instance : 0;
+    in->cached_table = has ? m->cached_table : 0;
     if (!has) return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%s has no sampling (TypedSampling)", what);
     if (m->num_hops < 1 || m->num_hops > FS_MAX_HOPS)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "%u hops requested, must be 1..%d", (unsigned)m->num_hops,

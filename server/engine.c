@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argsort.h"
 #include "fs_info.h"
+#include "hotness.h"
 
 struct fs_engine {
     const fs_dataset_t *ds;
@@ -17,6 +19,10 @@ struct fs_engine {
     uint64_t generation;
     fs_exec_typed_graph_t typed; /* the typed graph typed calls sample (fs_engine_typed) */
     const struct fs_disk_tables *disk;
+    /* the hot list (fs_engine_hot), made at its first use under hot_mu */
+    pthread_mutex_t hot_mu;
+    int64_t *hot_order, hot_len;
+    int32_t *hot_rank;
 };
 
 fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs_limits_t *limits, fs_engine_t **out,
@@ -28,6 +34,7 @@ fs_status_t fs_engine_create(const fs_dataset_t *ds, fs_store_t *store, const fs
     e->store = fs_store_retain(store);
     e->generation = 1;
     pthread_mutex_init(&e->mu, NULL);
+    pthread_mutex_init(&e->hot_mu, NULL);
     if (limits) e->limits = *limits;
     else fs_limits_default(&e->limits);
     e->limits.num_nodes = ds->num_nodes, e->limits.num_edges = ds->num_edges; /* bound each request's worst case */
@@ -46,6 +53,8 @@ void fs_engine_destroy(fs_engine_t *e)
     fs_store_destroy(e->store);
     fs_exec_typed_graph_free(&e->typed);
     pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->hot_mu);
+    free(e->hot_order), free(e->hot_rank);
     free(e);
 }
 
@@ -53,6 +62,49 @@ const fs_limits_t *fs_engine_limits(const fs_engine_t *e) { return &e->limits; }
 const fs_dataset_t *fs_engine_dataset(const fs_engine_t *e) { return e->ds; }
 void fs_engine_set_disk_tables(fs_engine_t *e, const struct fs_disk_tables *disk) { e->disk = disk; }
 const struct fs_disk_tables *fs_engine_disk_tables(const fs_engine_t *e) { return e->disk; }
+
+/* The hot list from one in-degree count and its sort (placement/hotness.h,
+ * argsort.h: ties by ascending id, as `featstore partition`'s). */
+static fs_status_t make_hot(fs_engine_t *e, fs_error_t *err)
+{
+    const fs_dataset_t *ds = e->ds;
+    int64_t n = ds->num_nodes, len = FS_HOT_LIST_LEN(n);
+    if (len > INT32_MAX - 1) len = INT32_MAX - 1; /* ranks are int32 */
+    double *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    int32_t *rank = malloc((size_t)(n ? n : 1) * sizeof *rank);
+    fs_csr_ref_t g = {.num_nodes = n, .indptr = ds->indptr, .indices = ds->indices, .index_dtype = ds->index_dtype};
+    fs_status_t st = p && order && rank ? FS_OK : fs_error(err, FS_ERR_NOMEM, "out of memory for the hot list of "
+                                                           "%lld nodes", (long long)n);
+    if (st == FS_OK) st = fs_hotness_degree(&g, 0, p, err);
+    if (st == FS_OK) st = fs_argsort_desc(p, n, 0, order, err);
+    free(p);
+    if (st != FS_OK) {
+        free(order), free(rank);
+        return st;
+    }
+    for (int64_t v = 0; v < n; v++) rank[v] = INT32_MAX;
+    for (int64_t k = 0; k < len; k++) rank[order[k]] = (int32_t)k;
+    int64_t *kept = realloc(order, (size_t)(len ? len : 1) * sizeof *order); /* the list alone */
+    e->hot_order = kept ? kept : order;
+    e->hot_rank = rank, e->hot_len = len;
+    return FS_OK;
+}
+
+fs_status_t fs_engine_hot(fs_engine_t *e, const int64_t **order, int64_t *len, const int32_t **rank,
+                          fs_error_t *err)
+{
+    if (fs_dataset_is_typed(e->ds))
+        return fs_error(err, FS_ERR_UNSUPPORTED, "the hot list is a homogeneous graph's: this dataset is typed");
+    pthread_mutex_lock(&e->hot_mu);
+    fs_status_t st = e->hot_rank ? FS_OK : make_hot(e, err);
+    pthread_mutex_unlock(&e->hot_mu);
+    if (st != FS_OK) return st;
+    if (order) *order = e->hot_order;
+    if (len) *len = e->hot_len;
+    *rank = e->hot_rank;
+    return FS_OK;
+}
 
 fs_store_t *fs_engine_acquire(fs_engine_t *e, uint64_t *generation)
 {
@@ -303,12 +355,18 @@ fs_status_t fs_engine_gather_check(fs_engine_t *e, const char *table, const int6
 
 fs_status_t fs_engine_typed(fs_engine_t *e, fs_typed_sampler_t *s, fs_pool_t *pool, const fs_hetero_seeds_t *groups,
                             size_t num_groups, const fs_link_req_t *link, const fs_hetero_req_t *req, int joined,
-                            fs_exec_region_t *into, size_t *len, fs_error_t *err)
+                            int64_t cached, int cached_table, fs_exec_region_t *into, size_t *len, fs_error_t *err)
 {
     fs_exec_reads_t reads = {0};
     fs_exec_t x = exec_of(e, &reads);
     x.typed_sampler = s, x.pool = pool;
-    fs_status_t st = fs_exec_typed(&x, groups, num_groups, link, req, joined, into, len, err);
+    fs_status_t st = FS_OK;
+    if (cached > 0 && (cached_table < 0 || (size_t)cached_table >= req->num_node_tables))
+        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "cached_table %d: the request has %zu node tables", cached_table,
+                      req->num_node_tables);
+    if (st == FS_OK && cached > 0 && (st = fs_engine_hot(e, NULL, NULL, &x.skip_rank, err)) == FS_OK)
+        x.skip_below = cached, x.skip_table = cached_table;
+    if (st == FS_OK) st = fs_exec_typed(&x, groups, num_groups, link, req, joined, into, len, err);
     if (st == FS_OK) { /* read, whether or not the client stays for the image */
         fs_store_t *store = fs_engine_acquire(e, NULL);
         record(store, &reads);

@@ -43,10 +43,13 @@ const struct fs_disk_tables *fs_engine_disk_tables(const fs_engine_t *e);
  * sampler, its gathers split over `pool` (may be NULL): the image goes to
  * `into`, *len bytes. What it read is counted in the current store as the
  * CPU reader's. The graph reads the dataset's tables directly (not through
- * the store), which re-plans never change. */
+ * the store), which re-plans never change. cached > 0: the caller's
+ * trainer holds the rows of the hot list's first `cached` nodes
+ * (fs_engine_hot) of node table cached_table (the request's index): that
+ * array gets only the other nodes' rows, packed at its start. */
 fs_status_t fs_engine_typed(fs_engine_t *e, fs_typed_sampler_t *s, fs_pool_t *pool, const fs_hetero_seeds_t *groups,
                             size_t num_groups, const fs_link_req_t *link, const fs_hetero_req_t *req, int joined,
-                            fs_exec_region_t *into, size_t *len, fs_error_t *err);
+                            int64_t cached, int cached_table, fs_exec_region_t *into, size_t *len, fs_error_t *err);
 
 /* The current store, retained for the caller (release with
  * fs_store_destroy), and its placement generation (1 = the first; may be
@@ -81,6 +84,16 @@ fs_status_t fs_engine_sample(fs_engine_t *e, fs_sampler_t *s, const int64_t *see
  * fs_dataset_split); FS_ERR_NOT_FOUND naming it, and what exists, when
  * there is none. */
 fs_status_t fs_engine_split(const fs_engine_t *e, const char *name, const fs_idset_t **out, fs_error_t *err);
+
+/* The hot list (the gRPC SplitRequest.hot, a remote trainer's cache): the
+ * nodes the most neighbour lists hold, hottest first, ties by id, the first
+ * FS_HOT_LIST_LEN of them, and each node's place in it (rank[v], INT32_MAX
+ * for a node not in it). Made at the first call (one pass over the edges
+ * and a sort, 20 bytes a node while made, 4 bytes a node kept) and kept,
+ * so the arrays live as long as the engine (order and len may be NULL).
+ * FS_ERR_UNSUPPORTED on a typed dataset. */
+fs_status_t fs_engine_hot(fs_engine_t *e, const int64_t **order, int64_t *len, const int32_t **rank,
+                          fs_error_t *err);
 
 /* Looks up a table and resolves *out_dtype (a request: fs_codec_served) to
  * the dtype served, with the served row size and dim.

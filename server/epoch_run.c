@@ -9,7 +9,8 @@
  * ordered from its first batch. Then each batch in that order is matched
  * against the previous one handed out and only its new ids are named for
  * gathering (the gRPC handler gathers them chunk by chunk). Without a
- * delta the window is one batch and every node's row goes out.
+ * delta the window is one batch and every node's row goes out, or, for a
+ * trainer that caches the hot list's rows, those of the nodes not in it.
  *
  * Sampling ahead: a window's first batch can go out only once the whole
  * window is sampled, which would leave the link idle for a window's worth
@@ -47,6 +48,8 @@ struct fs_epoch_run {
     size_t row_bytes;
     int64_t dim;
     int delta, window;
+    int64_t cached;                /* > 0: rows of nodes ranked below it stay home */
+    const int32_t *hot_rank;       /* the engine's (fs_engine_hot), with cached */
     int64_t next;                  /* the next batch to hand out (stream position) */
     int64_t win_first;             /* the window loaded: positions win_first .. + win_k - 1 */
     int win_k;
@@ -199,6 +202,12 @@ fs_status_t fs_epoch_run_next(fs_epoch_run_t *r, fs_sampler_t *sampler, fs_epoch
         st = fs_exec_epoch_delta(r->rws, prev, prev_n, ids, n, r->take, r->new_pos, r->new_ids, &num_rows, err);
         if (st != FS_OK) return st;
         ids = r->new_ids;
+    } else if (r->cached) {
+        if ((st = reserve(r, n + 1, err)) != FS_OK) return st;
+        num_rows = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (r->hot_rank[ids[i]] >= r->cached) r->new_ids[num_rows++] = ids[i];
+        ids = r->new_ids;
     }
     sampled_free(&r->current); /* the window's entry moves to current */
     r->current = *b;
@@ -266,6 +275,9 @@ static fs_status_t check_options(const fs_epoch_run_t *r, const fs_epoch_run_opt
                         "a delta", o->window);
     if (o->delta && !r->table[0])
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "stream: a delta needs a feature table");
+    if (o->cached && (o->delta || !r->table[0]))
+        return fs_error(err, FS_ERR_INVALID_ARGUMENT, "stream: cached rows are for a stream of every batch's rows, "
+                        "not with %s", o->delta ? "a delta" : "no feature table");
     if (o->start_batch < 0 || o->start_batch > r->plan.num_batches)
         return fs_error(err, FS_ERR_INVALID_ARGUMENT, "stream: start_batch %lld is outside 0..%lld",
                         (long long)o->start_batch, (long long)r->plan.num_batches);
@@ -288,6 +300,8 @@ fs_status_t fs_epoch_run_open(fs_engine_t *e, const fs_epoch_run_opts_t *o, fs_e
     if (st == FS_OK && !(r->pos = malloc(sizeof *r->pos * (size_t)plan.batch_size)))
         st = fs_error(err, FS_ERR_NOMEM, "stream: out of memory for a batch of %lld", (long long)plan.batch_size);
     if (st == FS_OK && o->delta) st = fs_reorder_ws_create(&r->rws, err);
+    if (st == FS_OK && o->cached) st = fs_engine_hot(e, NULL, NULL, &r->hot_rank, err);
+    r->cached = o->cached;
     if (st != FS_OK) {
         fs_epoch_run_free(r);
         return st;

@@ -34,6 +34,8 @@ typedef struct {
     int delta;                     /* Match: hand out only the rows the previous batch lacks */
     int window;                    /* Reorder: 1..FS_EPOCH_RUN_MAX_WINDOW (> 1 needs delta) */
     int64_t start_batch;           /* 0..num_batches */
+    int64_t cached;                /* > 0: the trainer holds the rows of the hot list's first `cached` nodes
+                                    * (fs_engine_hot): only the others' rows go out (not with a delta) */
 } fs_epoch_run_opts_t;
 
 /* One batch, valid until the next fs_epoch_run_next or fs_epoch_run_free. */
@@ -42,8 +44,9 @@ typedef struct {
     int64_t plan_index;            /* its batch number in the plan */
     fs_sample_result_t sample;
     const int64_t *labels;         /* [sample.num_seeds], or NULL without a label table */
-    const int64_t *rows;           /* the node ids whose rows go out: every node's, or (delta) */
-    int64_t num_rows;              /* the new ones, in the order of their first appearance */
+    const int64_t *rows;           /* the node ids whose rows go out: every node's, or (delta) the new */
+    int64_t num_rows;              /* ones in the order of their first appearance, or (cached) the uncached
+                                    * ones in node order */
 } fs_epoch_run_batch_t;
 
 typedef struct fs_epoch_run fs_epoch_run_t;

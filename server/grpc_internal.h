@@ -75,6 +75,7 @@ struct fs_grpc_server {
     int max_calls;
     double request_timeout_s;           /* the server's deadline for every call, from its admission */
     char *bearer;                       /* "Bearer <token>", or NULL: no token asked for */
+    uint64_t instance;                  /* random, never 0: names this process's rows to a trainer's cache */
     /* the calls: every call object alive (live), those admitted (in_flight) */
     pthread_mutex_t calls_mu;
     pthread_cond_t calls_cv;
@@ -102,7 +103,9 @@ typedef struct image_ref {
 typedef struct rows_job {
     char table[64];
     const char *contig;            /* rows stored back to back instead (a split's ids); table unused */
+    uint64_t instance;             /* every chunk's GatherChunk.instance (the hot list's), or 0 */
     image_ref_t *image;            /* contig is this typed batch image, rows of 8 bytes: BatchImageChunk messages */
+    size_t hole_at, hole_end;      /* image bytes not sent (a trainer's cached rows); equal: none */
     const int64_t *ids;
     int64_t n;
     fs_dtype_t dtype;              /* resolved: never INVALID */

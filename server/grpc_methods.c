@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_hetero.h"
 #include "fs_pb.h"
 #include "grpc_internal.h"
 
@@ -154,11 +155,30 @@ static fs_status_t do_sample_gather(call_t *c, int *streaming)
     return st;
 }
 
+/* SplitRequest.hot: the hot list's first ids (server/engine.h), each chunk
+ * naming this server's instance, which the trainer's Stream requests name
+ * back (StreamRequest.cache_instance). */
+static fs_status_t split_hot(call_t *c, const featstore_v1_SplitRequest *req, int *streaming)
+{
+    if (req->hot < 0 || req->name[0])
+        return fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "SplitRequest: give a split's name or hot > 0, not both "
+                        "(name '%s', hot %lld)", req->name, (long long)req->hot);
+    const int64_t *order;
+    const int32_t *rank;
+    int64_t len;
+    fs_status_t st = fs_engine_hot(c->srv->engine, &order, &len, &rank, &c->err);
+    if (st != FS_OK) return st;
+    c->job = (rows_job_t){.contig = (const char *)order, .n = req->hot < len ? req->hot : len, .dtype = FS_DTYPE_I64,
+                          .row_bytes = sizeof(int64_t), .dim = 1, .instance = c->srv->instance}; /* the engine's */
+    return fs_grpc_stream_begin(c, 0, streaming);
+}
+
 static fs_status_t do_split(call_t *c, int *streaming)
 {
     featstore_v1_SplitRequest req = featstore_v1_SplitRequest_init_zero;
     fs_status_t st = decode_request(c, featstore_v1_SplitRequest_fields, &req, "SplitRequest");
     if (st == FS_OK) st = check_api(c, req.api_version);
+    if (st == FS_OK && req.hot) return split_hot(c, &req, streaming);
     const fs_idset_t *split = NULL;
     if (st == FS_OK) st = fs_engine_split(c->srv->engine, req.name, &split, &c->err);
     if (st != FS_OK) return st;
@@ -200,21 +220,47 @@ static fs_status_t decode_typed(call_t *c, const pb_msgdesc_t *fields, void *msg
     return st;
 }
 
+/* The bytes of a cached table's array the trainer fills from its cache
+ * (TypedSampling.cached): after the uncached nodes' rows, which
+ * fs_engine_typed packed at its start, to its end. */
+static fs_status_t cached_hole(call_t *c, const char *image, size_t len, int64_t cached, int k, rows_job_t *j)
+{
+    fs_hetero_index_t ix;
+    const int32_t *rank;
+    fs_status_t st = fs_hetero_index(image, len, 0, &ix, &c->err);
+    if (st != FS_OK) return st;
+    const fs_hetero_nodes_t *t = &ix.batch.types[0];
+    const fs_rows_t *rows = &t->tables[k];
+    if (rows->data && (st = fs_engine_hot(c->srv->engine, NULL, NULL, &rank, &c->err)) == FS_OK) {
+        int64_t kept = 0;
+        for (int64_t i = 0; i < t->num_nodes; i++) kept += rank[t->nodes[i]] >= cached;
+        size_t row = (size_t)rows->dim * fs_dtype_size(rows->dtype), at = (size_t)((const char *)rows->data - image);
+        j->hole_at = at + (size_t)kept * row, j->hole_end = at + (size_t)t->num_nodes * row;
+    }
+    fs_hetero_index_free(&ix);
+    return st;
+}
+
 /* Samples, gathers and lays the batch out as one image (fs_engine_typed),
- * then streams it as rows of 8 bytes: BatchImageChunks of about 1 MiB. */
+ * then streams it as BatchImageChunks of about 1 MiB, but for the rows the
+ * trainer caches when it says so for this server's instance. */
 static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link, int *streaming)
 {
     fs_exec_region_t image = {.ctx = c, .grow = alloc_image};
     size_t len = 0;
-    fs_status_t st = fs_grpc_check_deadline(c, "before sampling");
+    int64_t cached = in->cache_instance == c->srv->instance ? in->cached : 0; /* another server's cache: all */
+    fs_status_t st = in->cached < 0 ? fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "TypedSampling: cached %lld is "
+                                               "negative", (long long)in->cached)
+                                    : fs_grpc_check_deadline(c, "before sampling");
     if (st == FS_OK) /* the pool splits the gathers too */
         st = fs_engine_typed(c->srv->engine, c->w->typed, c->srv->pool, link ? NULL : in->groups,
-                             link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges, &image,
-                             &len, &c->err);
+                             link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges, cached,
+                             in->cached_table, &image, &len, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "after sampling");
     if (st != FS_OK) return st;
     c->job = (rows_job_t){.contig = image.base, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
                           .row_bytes = 8, .dim = 1}; /* an image is whole 8-byte words */
+    if (cached && (st = cached_hole(c, image.base, len, cached, in->cached_table, &c->job)) != FS_OK) return st;
     return fs_grpc_stream_begin(c, 0, streaming);
 }
 
@@ -349,8 +395,12 @@ static fs_status_t do_stream(call_t *c, int *streaming)
     if (st == FS_OK) {
         o.split = req.split, o.table = req.table, o.labels = req.labels, o.delta = req.delta;
         o.window = req.window ? req.window : 1, o.start_batch = req.start_batch;
-        st = fs_epoch_run_open(c->srv->engine, &o, &c->run, &c->err); /* the seeds are copied */
+        if (req.cached < 0)
+            st = fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "StreamRequest: cached %lld is negative",
+                          (long long)req.cached);
+        o.cached = req.cache_instance == c->srv->instance ? req.cached : 0; /* another server's cache: every row */
     }
+    if (st == FS_OK) st = fs_epoch_run_open(c->srv->engine, &o, &c->run, &c->err); /* the seeds are copied */
     fs_wire_buf_free(&seeds_buf);
     if (st != FS_OK) return st;
     rows_job_t *j = &c->job;

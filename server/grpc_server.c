@@ -65,7 +65,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs_addr.h"
 #include "grpc_log.h"
@@ -737,6 +739,9 @@ fs_status_t fs_grpc_server_listen(const fs_grpc_server_opts_t *o, const fs_limit
     }
     s->num_workers = threads;
     s->limits = *limits;
+    if (getrandom(&s->instance, sizeof s->instance, 0) != sizeof s->instance)
+        s->instance = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
+    s->instance |= 1; /* 0 means "no instance" on the wire */
     s->max_calls = o->max_calls > 0 ? o->max_calls : FS_GRPC_DEFAULT_MAX_CALLS;
     s->request_timeout_s = (o->request_timeout_ms > 0 ? o->request_timeout_ms : FS_GRPC_DEFAULT_REQUEST_TIMEOUT_MS) * 1e-3;
     pthread_mutex_init(&s->calls_mu, NULL);

@@ -83,13 +83,31 @@ void fs_grpc_image_unref(void *p)
 
 static void free_rows(void *p) { free(p); }
 
-/* Chunk k of a typed batch image: a slice of the image itself. */
-static grpc_byte_buffer *image_chunk(const rows_job_t *j, int64_t first, int64_t rows, fs_error_t *err)
+/* A typed batch image is sent in chunks of FS_WIRE_CHUNK_BYTES, those of
+ * its bytes before the hole (a trainer's cached rows, not sent) and then
+ * those after it, none across it. */
+static int64_t image_chunks_before(const rows_job_t *j)
 {
-    size_t bytes = (size_t)rows * j->row_bytes, offset = (size_t)first * j->row_bytes;
+    return (int64_t)((j->hole_at + FS_WIRE_CHUNK_BYTES - 1) / FS_WIRE_CHUNK_BYTES);
+}
+
+static int64_t image_chunk_count(const rows_job_t *j)
+{
+    size_t total = (size_t)j->n * j->row_bytes, after = total - j->hole_end;
+    return image_chunks_before(j) + (int64_t)((after + FS_WIRE_CHUNK_BYTES - 1) / FS_WIRE_CHUNK_BYTES);
+}
+
+/* Chunk k of a typed batch image: a slice of the image itself. */
+static grpc_byte_buffer *image_chunk(const rows_job_t *j, int64_t k, fs_error_t *err)
+{
+    size_t total = (size_t)j->n * j->row_bytes, before = (size_t)image_chunks_before(j);
+    size_t offset = (size_t)k < before ? (size_t)k * FS_WIRE_CHUNK_BYTES
+                                       : j->hole_end + ((size_t)k - before) * FS_WIRE_CHUNK_BYTES;
+    size_t end = (size_t)k < before ? j->hole_at : total;
+    size_t bytes = end - offset < FS_WIRE_CHUNK_BYTES ? end - offset : FS_WIRE_CHUNK_BYTES;
     atomic_fetch_add_explicit(&j->image->refs, 1, memory_order_relaxed);
     grpc_slice data = grpc_slice_new_with_user_data(j->image->mem + offset, bytes, fs_grpc_image_unref, j->image);
-    grpc_byte_buffer *bb = fs_wire_image_chunk((uint64_t)j->n * j->row_bytes, offset, data, err);
+    grpc_byte_buffer *bb = fs_wire_image_chunk(total, offset, data, err);
     grpc_slice_unref(data);
     return bb;
 }
@@ -103,8 +121,8 @@ static int64_t rows_per_chunk(const rows_job_t *j)
 /* Gathers chunk k into a fresh buffer and wraps it in a message. */
 static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t k, fs_error_t *err)
 {
+    if (j->image) return image_chunk(j, k, err);
     int64_t per = rows_per_chunk(j), first = k * per, rows = j->n - first < per ? j->n - first : per;
-    if (j->image) return image_chunk(j, first, rows, err);
     size_t bytes = (size_t)rows * j->row_bytes;
     void *buf = malloc(bytes ? bytes : 1);
     if (!buf) {
@@ -123,6 +141,7 @@ static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t
     hdr.total_rows = j->n;
     hdr.first_row = first;
     hdr.rows = rows;
+    hdr.instance = j->instance;
     grpc_slice data = grpc_slice_new(buf, bytes, free_rows);
     grpc_byte_buffer *bb = fs_wire_gather_chunk(&hdr, data, j->wrap, k == 0 ? j->sample : NULL, err);
     grpc_slice_unref(data);
@@ -131,6 +150,7 @@ static grpc_byte_buffer *make_chunk(fs_engine_t *e, const rows_job_t *j, int64_t
 
 int64_t fs_grpc_chunk_count(const rows_job_t *j)
 {
+    if (j->image) return image_chunk_count(j);
     int64_t per = rows_per_chunk(j);
     return j->n == 0 ? 1 : (j->n + per - 1) / per;
 }

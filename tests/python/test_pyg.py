@@ -35,6 +35,7 @@ scripts/pyg-venv.sh (.venv-pyg, or $FS_PYG_VENV) when this Python has no
 torch_geometric; without either it exits 77 with the reason.
 """
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -713,6 +714,20 @@ class PygBackend(unittest.TestCase):
 
 # ---- what /metrics counts --------------------------------------------------------------
 
+@contextlib.contextmanager
+def cache_off():
+    """FEATSTORE_CACHE_MB=0 inside: grpc:// connections cache no hot rows."""
+    old = os.environ.get("FEATSTORE_CACHE_MB")
+    os.environ["FEATSTORE_CACHE_MB"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["FEATSTORE_CACHE_MB"]
+        else:
+            os.environ["FEATSTORE_CACHE_MB"] = old
+
+
 def reads_by_tier(port, reader):
     """{family: {tier: value}} of the four read counters of one reader."""
     import fs_serve
@@ -747,7 +762,9 @@ class PygMetrics(unittest.TestCase):
         rows, bytes, lists and list bytes the trainer received are what the
         read counters moved by (unix:// trainers read in their own process,
         reader "local"; grpc:// ones through the server, "server"), and
-        every tier read from has a non-zero count."""
+        every tier read from has a non-zero count. The grpc:// trainer
+        caches no hot rows here (FEATSTORE_CACHE_MB=0), so that it receives
+        every row it uses: the cache's reads are test_hot_cache.py's."""
         import fs_serve
         from torch_geometric.nn import SAGEConv
         files = Files("cora")
@@ -757,7 +774,7 @@ class PygMetrics(unittest.TestCase):
         try:
             port = int(ready["metrics"])
             for transport, reader in (("unix", "local"), ("grpc", "server")):
-                with self.subTest(transport=transport):
+                with self.subTest(transport=transport), cache_off():
                     before = reads_by_tier(port, reader)
                     model = SAGEConv(files.rows().shape[1], 7)
                     opt = torch.optim.Adam(model.parameters(), lr=0.01)

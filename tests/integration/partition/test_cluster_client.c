@@ -360,7 +360,7 @@ Test(cluster_client, typed_batches_bit_for_bit)
     cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
     tu_server_t whole;
     cr_assert_eq(tu_serve(&whole, g, sock, ""), 0);
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from the shards (the other test: the hot ones cached) */
+    setenv("FEATSTORE_CACHE_MB", "0", 1); /* every row from the shards (the other test: the hot ones cached) */
     tu_shard_t s[3];
     shard_at(&s[0], root, "typed", "0,3", 0, 1), shard(&s[1], root, "typed", "1,4", 1); /* 0 and 2 in process */
     shard_at(&s[2], root, "typed", "2,5", 2, 1);
@@ -528,7 +528,7 @@ static void moving(int local)
     char uri[128];
     snprintf(uri, sizeof uri, "etcd://%s/moving", etcd.endpoint);
     cr_assert_eq(fs_addr_uri(uri, &where, &err), FS_OK);
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1);
+    setenv("FEATSTORE_CACHE_MB", "0", 1);
     cr_assert_eq(fs_cluster_open(&where, 2000, NULL, &view, &err), FS_OK, "%s", err.msg);
     cr_assert_eq(fs_cluster_remap(view, rev1 + 1000, &err), FS_ERR_FORMAT);
     cr_assert(strstr(err.msg, "went backwards"), "%s", err.msg);
@@ -560,7 +560,7 @@ static fs_client_t *replicated(const char *name, tu_shard_t s[3], const int64_t 
     cr_assert_eq(tu_run(NULL, "%s gen rmat --scale 9 --edge-factor 8 --dim 4 --out %s", tu_bin(), g), 0);
     cr_assert_eq(tu_run(NULL, "%s partition %s --parts 6 --out %s", tu_bin(), g, root), 0);
     for (int i = 0; i < 3; i++) tu_shard_start(&s[i], &etcd, root, name, "auto", i, "--shards 3 --replicas 2");
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from a shard */
+    setenv("FEATSTORE_CACHE_MB", "0", 1); /* every row from a shard */
     snprintf(uri, sizeof uri, "etcd://%s/%s", etcd.endpoint, name);
     fs_client_t *t = connect_to("%s", uri);
     cr_assert_eq(fs_sample_gather(t, seeds, 64, req, "feat", FS_DTYPE_INVALID, first), FS_OK, "%s",
@@ -637,7 +637,7 @@ Test(cluster_client, a_drained_shard_costs_no_call)
     fs_stats_free(text);
     fs_batch_free(want);
     fs_close(t);
-    unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
+    unsetenv("FEATSTORE_CACHE_MB");
     for (int i = 0; i < 3; i++)
         if (i != v) tu_shard_stop(&s[i], SIGTERM);
 }
@@ -707,7 +707,7 @@ Test(cluster_client, a_killed_replica_costs_no_batch)
     cr_assert_lt(t1.tv_sec - t0.tv_sec, 25, "within the deadline");
     fs_batch_free(before);
     fs_close(t);
-    unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
+    unsetenv("FEATSTORE_CACHE_MB");
     tu_shard_stop(&s[v], SIGTERM);
 }
 

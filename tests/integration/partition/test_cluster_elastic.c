@@ -148,7 +148,7 @@ Test(cluster_elastic, a_fifth_shard_added_and_drained_under_load)
     tu_shard_t s[5];
     for (int i = 0; i < 4; i++) shard(&s[i], root, "grow", "auto", i, i == 0);
     shard(&s[4], root, "grow", "assigned", 4, 1);
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", "0", 1); /* every row from a shard */
+    setenv("FEATSTORE_CACHE_MB", "0", 1); /* every row from a shard */
     snprintf(uri, sizeof uri, "etcd://%s/grow", etcd.endpoint);
     fs_client_t *t;
     cr_assert_eq(fs_connect(uri, NULL, &t), FS_OK, "%s", fs_client_errstr(t));
@@ -220,7 +220,7 @@ Test(cluster_elastic, a_fifth_shard_added_and_drained_under_load)
     fs_batch_free(b);
     fs_batch_free(want);
     fs_close(t);
-    unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
+    unsetenv("FEATSTORE_CACHE_MB");
     for (int i = 0; i < 3; i++) tu_shard_stop(&s[i], SIGTERM);
 }
 

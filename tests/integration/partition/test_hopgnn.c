@@ -251,19 +251,19 @@ Test(hopgnn, owner_groups_and_micrographs)
     snprintf(uri, sizeof uri, "unix://%s", sock);
     fs_client_t *one = connect_to(uri);
     snprintf(uri, sizeof uri, "etcd://%s/h", etcd.endpoint);
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", CACHE_MB, 1);
+    setenv("FEATSTORE_CACHE_MB", CACHE_MB, 1);
     fs_client_t *many = connect_to(uri);
     cache_prefers_other_shards(many, root, owner, 0);
     const char *budgets[] = {"12abc", "-3", "999999999999"}; /* a cache budget it cannot use: named at connect */
     for (int i = 0; i < 3; i++) {
         fs_client_t *x;
-        setenv("FEATSTORE_CLUSTER_CACHE_MB", budgets[i], 1);
+        setenv("FEATSTORE_CACHE_MB", budgets[i], 1);
         cr_assert_eq(fs_connect(uri, NULL, &x), FS_ERR_INVALID_ARGUMENT, "budget %s", budgets[i]);
-        cr_assert(strstr(fs_client_errstr(x), "FEATSTORE_CLUSTER_CACHE_MB"), "%s", fs_client_errstr(x));
+        cr_assert(strstr(fs_client_errstr(x), "FEATSTORE_CACHE_MB"), "%s", fs_client_errstr(x));
         cr_assert(i < 2 || strstr(fs_client_errstr(x), "memory"), "%s", fs_client_errstr(x));
         fs_close(x);
     }
-    setenv("FEATSTORE_CLUSTER_CACHE_MB", CACHE_MB, 1);
+    setenv("FEATSTORE_CACHE_MB", CACHE_MB, 1);
 
     int64_t seeds[200];
     for (int i = 0; i < 200; i++) seeds[i] = (i * 577 + 3) % NODES;
@@ -372,7 +372,7 @@ Test(hopgnn, owner_groups_and_micrographs)
     cr_assert_eq(series(many, "\nfeatstore_trainer_cache_fills_total "), 2, "the cache invalidated by the new map");
     tu_shard_stop(&back, SIGTERM);
 
-    unsetenv("FEATSTORE_CLUSTER_CACHE_MB");
+    unsetenv("FEATSTORE_CACHE_MB");
     fs_close(one), fs_close(many);
     tu_shard_stop(&s[0], SIGTERM);
     tu_serve_stop(&whole, SIGTERM);

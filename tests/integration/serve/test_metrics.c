@@ -250,9 +250,11 @@ Test(reads, plain_calls_count_what_they_read_over_unix) { check_calls("unix"); }
 Test(reads, plain_calls_count_what_they_read_over_grpc) { check_calls("grpc"); }
 
 /* A node stream's epoch: its batches' samples and rows (whole, or with a
- * delta the new ones only) and its seeds' labels. */
+ * delta the new ones only) and its seeds' labels. Without a grpc://
+ * trainer's cache of hot rows, whose reads test_hot_cache.py counts. */
 static void check_node_stream(const char *kind, fs_delta_t delta)
 {
+    setenv("FEATSTORE_CACHE_MB", "0", 1);
     fs_client_t *c = connect_over(kind);
     fs_stream_opts_t o = FS_STREAM_OPTS_INIT;
     o.split = "train", o.batch_size = 64, o.sample = &request, o.table = "feat", o.seed = 3, o.delta = delta;
