@@ -410,12 +410,17 @@ static int auto_producers(void)
  * batch is matched against the one before it); else the option, or by
  * default where the engines run in this process (unix://) the
  * connection's threads if given (each producer then running an equal
- * share of them), else one per core (AUTO_PRODUCERS_MAX); elsewhere one. */
+ * share of them), else one per core (AUTO_PRODUCERS_MAX). Over grpc://
+ * too, where each batch is a call: while the server makes one batch,
+ * another producer receives the last one and puts its cached rows in
+ * place; with one, the cores idled 28% of the time (2 cores, PyG's
+ * loader, x.sum() in torch: 67 batches/s, 80 with two producers, 87
+ * with three; docs/benchmarks.md, "Peers"). */
 static int producers_wanted(const fs_client_t *c, const fs_stream_opts_t *o)
 {
     if (o->delta != FS_DELTA_OFF) return 1;
     int n = o->producers;
-    if (!n && c->ops->in_process) n = c->threads_given ? c->opts.threads : auto_producers();
+    if (!n) n = c->ops->in_process && c->threads_given ? c->opts.threads : auto_producers();
     return n < 1 ? 1 : n;
 }
 

@@ -382,7 +382,7 @@ class PygBackend(unittest.TestCase):
         kw = dict(num_neighbors=[5, 3], input_nodes="train", batch_size=128, shuffle=True, seed=11)
         cores = min(len(os.sched_getaffinity(0)), 4)  # threads not given: a producer per core, up to 4
         cases = [("unix", {}, 2 * cores), ("unix", dict(threads=2), 4), ("unix", dict(threads=3), 6),
-                 ("unix", dict(threads=2, prefetch=1), 1), ("grpc", {}, 2)]
+                 ("unix", dict(threads=2, prefetch=1), 1), ("grpc", {}, 2 * cores)]
         for transport, extra, want in cases:
             with self.subTest(transport=transport, **extra):
                 loader = pyg.NeighborLoader(SERVERS["cora"][transport], **kw, **extra)
