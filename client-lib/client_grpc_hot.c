@@ -113,30 +113,17 @@ static void ids_free(fs_ids_t *ids)
     if (ids) ((fs_ids_priv_t *)ids)->release((fs_ids_priv_t *)ids);
 }
 
-/* Rows [from, from + n) of the list, gathered into h->rows (allocated at the
- * first chunk, when the row size is known, for as many rows as the budget
- * holds: h->count is cut to that). */
-static fs_status_t fill_rows(fs_client_t *c, fs_gc_hot_t *h, const int64_t *ids, int64_t from, int64_t n,
-                             size_t budget)
+/* Rows [from, from + n) of the list, gathered into h->rows. */
+static fs_status_t fill_rows(fs_client_t *c, fs_gc_hot_t *h, const int64_t *ids, int64_t from, int64_t n)
 {
     fs_batch_t *b = NULL;
     fs_status_t st = fs_gc_gather(c, ids + from, n, h->table, h->dtype, &b);
     if (st != FS_OK) return st;
-    if (b->rows != n || b->dtype == FS_DTYPE_INVALID)
-        st = fs_client_fail(c, FS_ERR_FORMAT, "Gather: %lld rows for %lld hot ids", (long long)b->rows,
-                            (long long)n);
     size_t row = (size_t)b->dim * fs_dtype_size(b->dtype);
-    if (st == FS_OK && !h->rows) {
-        h->row_bytes = row;
-        int64_t fits = row ? (int64_t)(budget / row) : 0;
-        if (fits < h->count) h->count = fits;
-        if (h->count > 0 && !(h->rows = malloc((size_t)h->count * row)))
-            st = fs_client_fail(c, FS_ERR_NOMEM, "out of memory for %lld cached rows", (long long)h->count);
-    }
-    if (st == FS_OK && row != h->row_bytes)
-        st = fs_client_fail(c, FS_ERR_FORMAT, "Gather: rows of %zu bytes, then of %zu", h->row_bytes, row);
-    int64_t keep = h->count - from < n ? h->count - from : n;
-    if (st == FS_OK && keep > 0) memcpy(h->rows + (size_t)from * row, b->features, (size_t)keep * row);
+    if (b->rows != n || row != h->row_bytes)
+        st = fs_client_fail(c, FS_ERR_FORMAT, "Gather: %lld rows of %zu bytes for %lld hot ids of %zu",
+                            (long long)b->rows, row, (long long)n, h->row_bytes);
+    else memcpy(h->rows + (size_t)from * row, b->features, (size_t)n * row);
     fs_gc_batch_release((fs_batch_priv_t *)b);
     return st;
 }
@@ -158,8 +145,12 @@ static fs_status_t fill_slots(fs_client_t *c, fs_gc_hot_t *h, const int64_t *ids
 static fs_status_t fill(fs_client_t *c, fs_gc_hot_t *h, size_t budget)
 {
     fs_ids_t *list = NULL;
-    fs_status_t st = fs_gc_ids(c, "", (int64_t)(budget / sizeof(int32_t)), &list, &h->instance);
-    if (st != FS_OK || !h->instance) { /* an older server, or a typed dataset: no cache */
+    fs_batch_t *one = NULL; /* a row's size first, so that the list asked for is only as long as the budget holds */
+    fs_status_t st = fs_gc_gather(c, (const int64_t[]){0}, 1, h->table, h->dtype, &one);
+    size_t row = h->row_bytes = st == FS_OK ? (size_t)one->dim * fs_dtype_size(one->dtype) : 0;
+    if (one) fs_gc_batch_release((fs_batch_priv_t *)one);
+    if (st == FS_OK && row) st = fs_gc_ids(c, "", (int64_t)(budget / row), &list, &h->instance);
+    if (st != FS_OK || !row || !h->instance) { /* an older server, a typed dataset, no such table: no cache */
         ids_free(list);
         h->instance = 0;
         c->errstr[0] = '\0';
@@ -172,11 +163,15 @@ static fs_status_t fill(fs_client_t *c, fs_gc_hot_t *h, size_t budget)
                                 (long long)k);
         top = list->ids[k] > top ? list->ids[k] : top;
     }
-    size_t map = (size_t)(top + 1) * sizeof(int32_t); /* the map's bytes come first */
-    h->count = n > INT32_MAX ? INT32_MAX : n;
-    size_t left = budget > map ? budget - map : 0;
+    /* the map's bytes come first (4 a node up to the largest id), then the rows that fit */
+    size_t map = top < (int64_t)(budget / sizeof(int32_t)) ? (size_t)(top + 1) * sizeof(int32_t) : budget;
+    int64_t fits = (int64_t)((budget - map) / row);
+    h->count = n < fits ? n : fits;
+    if (h->count > INT32_MAX) h->count = INT32_MAX;
+    if (st == FS_OK && h->count > 0 && !(h->rows = malloc((size_t)h->count * row)))
+        st = fs_client_fail(c, FS_ERR_NOMEM, "out of memory for %lld cached rows", (long long)h->count);
     for (int64_t from = 0; st == FS_OK && from < h->count; from += FILL_CHUNK)
-        st = fill_rows(c, h, list->ids, from, h->count - from < FILL_CHUNK ? h->count - from : FILL_CHUNK, left);
+        st = fill_rows(c, h, list->ids, from, h->count - from < FILL_CHUNK ? h->count - from : FILL_CHUNK);
     if (st == FS_OK && h->count > 0) st = fill_slots(c, h, list->ids);
     ids_free(list);
     return st;

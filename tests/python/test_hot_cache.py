@@ -8,14 +8,16 @@ The hot list is checked against an independent oracle: numpy's in-degree
 of every node from the dataset's files, hottest first, ties by id, a
 quarter of the nodes. With the cache (the default budget), grpc:// batches
 are unix://'s bit for bit, and the server reads exactly the rows the cache
-lacks (its feature-read counter in /metrics): the list's rows once, then
-each batch's nodes outside the list; with FEATSTORE_CACHE_MB=0, every
-node's. A server restarted behind the same address with another dataset
-never serves a batch from the old cache: the first stream after the
-restart gets every row (the server names another instance), the next fills
-the cache anew. Typed batches (HeteroSample, what PyG's loaders call) leave the cached
-rows of their first node table out of the image, and are unix://'s bit
-for bit too. A bad FEATSTORE_CACHE_MB is an error naming it.
+lacks (its feature-read counter in /metrics): one row (the row size), the
+list's rows once, then each batch's nodes outside the list; with
+FEATSTORE_CACHE_MB=0, every node's. A budget smaller than the list holds
+the list's first rows only, the id map counted in it. Typed batches
+(HeteroSample, what PyG's loaders call) leave the cached rows of their
+first node table out of the image, and are unix://'s bit for bit too. A
+server restarted behind the same address with another dataset never
+answers from the old cache: the first call after the restart gets every
+row (the server names another instance), the next fills the cache anew. A
+bad FEATSTORE_CACHE_MB is an error naming it.
 
     /usr/bin/python3 tests/python/test_hot_cache.py --featstore BUILD/cli/featstore --lib BUILD/client-lib/libfeatstore.so
 """
@@ -57,10 +59,10 @@ for n, line in enumerate(sys.stdin):
 """
 
 
-def gen(out, seed):
-    subprocess.run([ARGS.featstore, "gen", "rmat", "--scale", "12", "--dim", "24", "--symmetrize", "--seed", str(seed),
-                    "--out", out, "--force"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=300)
+def gen(out, seed, dim=24):
+    subprocess.run([ARGS.featstore, "gen", "rmat", "--scale", "12", "--dim", str(dim), "--symmetrize", "--seed",
+                    str(seed), "--out", out, "--force"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=300)
     return out
 
 
@@ -150,7 +152,8 @@ class HotCache(unittest.TestCase):
             after = rows_read(ready)
         misses = [int((~in_list[n]).sum()) for n, _ in first]
         self.assertGreater(sum(len(n) for n, _ in first), 2 * sum(misses), "a power-law graph: the list holds most")
-        self.assertEqual(filled - before, len(hot) + sum(misses), "the list's rows once, then each batch's misses")
+        self.assertEqual(filled - before, 1 + len(hot) + sum(misses),
+                         "a row (its size), the list's rows once, then each batch's misses")
         self.assertEqual(after - filled, sum(int((~in_list[n]).sum()) for n, _ in second))
         os.environ["FEATSTORE_CACHE_MB"] = "0"
         with featstore.connect(grpc, timeout_ms=30000) as c:
@@ -223,6 +226,27 @@ class HotCache(unittest.TestCase):
             self.assert_same(got, sample_of(ready, seeds), "the new server's rows cached, typed")
             self.assert_same(epoch(c, 1), epoch_of(ready, 1), "after the restart, streams")
         self.assertEqual(command("stop")["status"], 0)
+
+    def test_the_budget_bounds_the_cache(self):
+        # 2 KiB rows: the trainer asks for as many ids as 1 MiB of rows would
+        # hold, then keeps the id map (4 bytes a node up to the largest id
+        # listed) and the first of their rows that fit after it
+        data = gen(os.path.join(self.tmp, "wide"), 1, dim=512)
+        _, ready = self.serve(data)
+        hot = oracle_hot(data)
+        os.environ["FEATSTORE_CACHE_MB"] = "1"
+        listed = hot[:(1 << 20) // 2048]
+        fits = min(len(listed), ((1 << 20) - 4 * (int(listed.max()) + 1)) // 2048)
+        self.assertLess(fits, len(hot))
+        in_cache = np.zeros(len(np.load(os.path.join(data, "indptr.npy"))) - 1, bool)
+        in_cache[hot[:fits]] = True
+        with featstore.connect("grpc://" + ready["grpc"], timeout_ms=30000) as c:
+            before = rows_read(ready)
+            got = epoch(c, 0)
+            read = rows_read(ready) - before
+        self.assertEqual(read, 1 + fits + sum(int((~in_cache[n]).sum()) for n, _ in got),
+                         f"the first {fits} of the {len(hot)} listed rows cached")
+        self.assert_same(got, epoch_of(ready, 0), "a partial cache against unix://")
 
     def test_a_bad_budget_is_named(self):
         _, ready = self.serve(self.data[0])
