@@ -86,11 +86,25 @@ typedef struct {
     /* typed, for a remote trainer that caches the hot rows (server/engine.h,
      * fs_engine_hot): with skip_rank set, node type 0's table skip_table
      * (the request's index) gets only the rows of the nodes ranked
-     * skip_below or later, packed at the start of its array */
+     * skip_below or later, packed at the start of its array; the image's
+     * bytes after them to the array's end, [skip_hole_at, skip_hole_end),
+     * are the trainer's to fill (equal: none) */
     const int32_t *skip_rank;
     int64_t skip_below;
     int skip_table;
+    size_t skip_hole_at, skip_hole_end;
 } fs_exec_t;
+
+/* ids[0..n) whose rank in a hot list is `below` or later (not among the
+ * first `below` a trainer caches), in order, into kept; how many. */
+static inline int64_t fs_exec_uncached(const int32_t *rank, int64_t below, const int64_t *ids, int64_t n,
+                                       int64_t *kept)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (rank[ids[i]] >= below) kept[m++] = ids[i];
+    return m;
+}
 
 /* One homogeneous request: a sample (with its rows when table is set), or
  * a gather of ids' rows (sample NULL). */

@@ -483,12 +483,13 @@ typedef struct {
     fs_pool_t *pool;
     fs_gather_counters_t *read;
     const fs_exec_t *x;            /* its skip_* */
+    char *hole, *hole_end;         /* the skipped rows' bytes in the image, or NULL */
 } rows_ctx_t;
 
 static fs_status_t put_rows(void *ctx, int edge, int64_t owner, int64_t k, const int64_t *ids, int64_t n, void *out,
                             fs_error_t *err)
 {
-    const rows_ctx_t *c = ctx;
+    rows_ctx_t *c = ctx;
     const table_pick_t *p = edge ? &c->r->etab[(size_t)owner * c->ET + (size_t)k]
                                  : &c->r->ntab[(size_t)owner * c->NT + (size_t)k];
     const fs_table_view_t *v = edge ? &c->g->edge_views[owner][p->index] : &c->g->node_views[owner][p->index];
@@ -497,10 +498,11 @@ static fs_status_t put_rows(void *ctx, int edge, int64_t owner, int64_t k, const
         return fs_gather_cpu(v, ids, n, p->dtype, out, c->pool, c->read, err);
     int64_t *kept = malloc((size_t)(n ? n : 1) * sizeof *kept), m = 0; /* the trainer's cache has the others */
     if (!kept) return fs_error(err, FS_ERR_NOMEM, "out of memory for %lld ids", (long long)n);
-    for (int64_t i = 0; i < n; i++)
-        if (x->skip_rank[ids[i]] >= x->skip_below) kept[m++] = ids[i];
+    m = fs_exec_uncached(x->skip_rank, x->skip_below, ids, n, kept);
     fs_status_t st = fs_gather_cpu(v, kept, m, p->dtype, out, c->pool, c->read, err);
     free(kept);
+    size_t row = (size_t)p->dim * fs_dtype_size(p->dtype);
+    c->hole = (char *)out + (size_t)m * row, c->hole_end = (char *)out + (size_t)n * row;
     return st;
 }
 
@@ -543,10 +545,12 @@ fs_status_t fs_exec_typed(fs_exec_t *x, const fs_hetero_seeds_t *groups, size_t 
     if (st == FS_OK && r.is_link) link_groups(g, &r, &lres);
     /* no result check: the worst case was held to max_response_bytes before sampling */
     if (st == FS_OK) st = describe(g, &r, req, num_groups, &res, r.is_link ? &lres : NULL, &d, err);
-    rows_ctx_t rc = {g, &r, req->num_node_tables, req->num_edge_tables, x->pool, &read.features, x};
+    rows_ctx_t rc = {g, &r, req->num_node_tables, req->num_edge_tables, x->pool, &read.features, x, NULL, NULL};
     if (st == FS_OK)
         st = fs_hetero_encode(&d.b, image_flags(&r, r.is_link ? &lres : NULL, joined), region_alloc, into, put_rows,
                               &rc, &image, len, err);
+    x->skip_hole_at = rc.hole ? (size_t)(rc.hole - (char *)image) : 0;
+    x->skip_hole_end = rc.hole ? (size_t)(rc.hole_end - (char *)image) : 0;
     if (st == FS_OK) {
         count_topology(g, &r, &res, &read.topology);
         add_reads(&x->reads->features, &read.features), add_reads(&x->reads->topology, &read.topology);

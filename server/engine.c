@@ -355,18 +355,20 @@ fs_status_t fs_engine_gather_check(fs_engine_t *e, const char *table, const int6
 
 fs_status_t fs_engine_typed(fs_engine_t *e, fs_typed_sampler_t *s, fs_pool_t *pool, const fs_hetero_seeds_t *groups,
                             size_t num_groups, const fs_link_req_t *link, const fs_hetero_req_t *req, int joined,
-                            int64_t cached, int cached_table, fs_exec_region_t *into, size_t *len, fs_error_t *err)
+                            fs_engine_cached_t *cached, fs_exec_region_t *into, size_t *len, fs_error_t *err)
 {
     fs_exec_reads_t reads = {0};
     fs_exec_t x = exec_of(e, &reads);
     x.typed_sampler = s, x.pool = pool;
     fs_status_t st = FS_OK;
-    if (cached > 0 && (cached_table < 0 || (size_t)cached_table >= req->num_node_tables))
-        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "cached_table %d: the request has %zu node tables", cached_table,
+    int64_t rows = cached ? cached->rows : 0;
+    if (rows > 0 && (cached->table < 0 || (size_t)cached->table >= req->num_node_tables))
+        st = fs_error(err, FS_ERR_INVALID_ARGUMENT, "cached_table %d: the request has %zu node tables", cached->table,
                       req->num_node_tables);
-    if (st == FS_OK && cached > 0 && (st = fs_engine_hot(e, NULL, NULL, &x.skip_rank, err)) == FS_OK)
-        x.skip_below = cached, x.skip_table = cached_table;
+    if (st == FS_OK && rows > 0 && (st = fs_engine_hot(e, NULL, NULL, &x.skip_rank, err)) == FS_OK)
+        x.skip_below = rows, x.skip_table = cached->table;
     if (st == FS_OK) st = fs_exec_typed(&x, groups, num_groups, link, req, joined, into, len, err);
+    if (st == FS_OK && cached) cached->hole_at = x.skip_hole_at, cached->hole_end = x.skip_hole_end;
     if (st == FS_OK) { /* read, whether or not the client stays for the image */
         fs_store_t *store = fs_engine_acquire(e, NULL);
         record(store, &reads);

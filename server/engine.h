@@ -43,13 +43,21 @@ const struct fs_disk_tables *fs_engine_disk_tables(const fs_engine_t *e);
  * sampler, its gathers split over `pool` (may be NULL): the image goes to
  * `into`, *len bytes. What it read is counted in the current store as the
  * CPU reader's. The graph reads the dataset's tables directly (not through
- * the store), which re-plans never change. cached > 0: the caller's
- * trainer holds the rows of the hot list's first `cached` nodes
- * (fs_engine_hot) of node table cached_table (the request's index): that
- * array gets only the other nodes' rows, packed at its start. */
+ * the store), which re-plans never change. `cached` (may be NULL): the
+ * caller's trainer holds the rows of the hot list's first cached->rows
+ * nodes (fs_engine_hot; 0: none) of node table cached->table (the
+ * request's index): that array gets only the other nodes' rows, packed at
+ * its start, and [hole_at, hole_end) are the image's bytes after them,
+ * for the trainer to fill (equal: none). */
+typedef struct {
+    int64_t rows;
+    int table;
+    size_t hole_at, hole_end;      /* out */
+} fs_engine_cached_t;
+
 fs_status_t fs_engine_typed(fs_engine_t *e, fs_typed_sampler_t *s, fs_pool_t *pool, const fs_hetero_seeds_t *groups,
                             size_t num_groups, const fs_link_req_t *link, const fs_hetero_req_t *req, int joined,
-                            int64_t cached, int cached_table, fs_exec_region_t *into, size_t *len, fs_error_t *err);
+                            fs_engine_cached_t *cached, fs_exec_region_t *into, size_t *len, fs_error_t *err);
 
 /* The current store, retained for the caller (release with
  * fs_store_destroy), and its placement generation (1 = the first; may be

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_exec.h"
 #include "fs_exec_epoch.h"
 #include "fs_limits.h"
 
@@ -204,9 +205,7 @@ fs_status_t fs_epoch_run_next(fs_epoch_run_t *r, fs_sampler_t *sampler, fs_epoch
         ids = r->new_ids;
     } else if (r->cached) {
         if ((st = reserve(r, n + 1, err)) != FS_OK) return st;
-        num_rows = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (r->hot_rank[ids[i]] >= r->cached) r->new_ids[num_rows++] = ids[i];
+        num_rows = fs_exec_uncached(r->hot_rank, r->cached, ids, n, r->new_ids);
         ids = r->new_ids;
     }
     sampled_free(&r->current); /* the window's entry moves to current */

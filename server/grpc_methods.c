@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_hetero.h"
 #include "fs_pb.h"
 #include "grpc_internal.h"
 
@@ -220,27 +219,6 @@ static fs_status_t decode_typed(call_t *c, const pb_msgdesc_t *fields, void *msg
     return st;
 }
 
-/* The bytes of a cached table's array the trainer fills from its cache
- * (TypedSampling.cached): after the uncached nodes' rows, which
- * fs_engine_typed packed at its start, to its end. */
-static fs_status_t cached_hole(call_t *c, const char *image, size_t len, int64_t cached, int k, rows_job_t *j)
-{
-    fs_hetero_index_t ix;
-    const int32_t *rank;
-    fs_status_t st = fs_hetero_index(image, len, 0, &ix, &c->err);
-    if (st != FS_OK) return st;
-    const fs_hetero_nodes_t *t = &ix.batch.types[0];
-    const fs_rows_t *rows = &t->tables[k];
-    if (rows->data && (st = fs_engine_hot(c->srv->engine, NULL, NULL, &rank, &c->err)) == FS_OK) {
-        int64_t kept = 0;
-        for (int64_t i = 0; i < t->num_nodes; i++) kept += rank[t->nodes[i]] >= cached;
-        size_t row = (size_t)rows->dim * fs_dtype_size(rows->dtype), at = (size_t)((const char *)rows->data - image);
-        j->hole_at = at + (size_t)kept * row, j->hole_end = at + (size_t)t->num_nodes * row;
-    }
-    fs_hetero_index_free(&ix);
-    return st;
-}
-
 /* Samples, gathers and lays the batch out as one image (fs_engine_typed),
  * then streams it as BatchImageChunks of about 1 MiB, but for the rows the
  * trainer caches when it says so for this server's instance. */
@@ -248,19 +226,20 @@ static fs_status_t run_typed(call_t *c, const fs_wire_hetero_in_t *in, int link,
 {
     fs_exec_region_t image = {.ctx = c, .grow = alloc_image};
     size_t len = 0;
-    int64_t cached = in->cache_instance == c->srv->instance ? in->cached : 0; /* another server's cache: all */
+    fs_engine_cached_t cached = {.rows = in->cache_instance == c->srv->instance ? in->cached : 0, /* else all */
+                                 .table = in->cached_table};
     fs_status_t st = in->cached < 0 ? fs_error(&c->err, FS_ERR_INVALID_ARGUMENT, "TypedSampling: cached %lld is "
                                                "negative", (long long)in->cached)
                                     : fs_grpc_check_deadline(c, "before sampling");
     if (st == FS_OK) /* the pool splits the gathers too */
         st = fs_engine_typed(c->srv->engine, c->w->typed, c->srv->pool, link ? NULL : in->groups,
-                             link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges, cached,
-                             in->cached_table, &image, &len, &c->err);
+                             link ? 0 : in->num_groups, link ? &in->link : NULL, &in->req, in->joined_edges, &cached,
+                             &image, &len, &c->err);
     if (st == FS_OK) st = fs_grpc_check_deadline(c, "after sampling");
     if (st != FS_OK) return st;
     c->job = (rows_job_t){.contig = image.base, .image = c->image, .n = (int64_t)(len / 8), .dtype = FS_DTYPE_I64,
-                          .row_bytes = 8, .dim = 1}; /* an image is whole 8-byte words */
-    if (cached && (st = cached_hole(c, image.base, len, cached, in->cached_table, &c->job)) != FS_OK) return st;
+                          .row_bytes = 8, .dim = 1, /* an image is whole 8-byte words */
+                          .hole_at = cached.hole_at, .hole_end = cached.hole_end};
     return fs_grpc_stream_begin(c, 0, streaming);
 }
 
